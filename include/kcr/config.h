@@ -1,0 +1,82 @@
+/* kcr/config.h - where the API server is and how to authenticate to it.
+ *
+ * Sources, in the order kcr_config_load() tries them when no path is given:
+ *   1. opts->kubeconfig (an explicit path: an error in it is final);
+ *   2. $KUBECONFIG (colon-separated; the first file that exists is used);
+ *   3. ~/.kube/config;
+ *   4. in-cluster: $KUBERNETES_SERVICE_HOST/$KUBERNETES_SERVICE_PORT with the
+ *      service-account token and CA under /var/run/secrets/kubernetes.io/
+ *      serviceaccount (directory overridable for tests).
+ *
+ * Kubeconfig support: current-context or opts->context; clusters[].cluster
+ * server, certificate-authority / -data, insecure-skip-tls-verify,
+ * tls-server-name; users[].user client-certificate / -data, client-key / -data,
+ * token, tokenFile, exec (client.authentication.k8s.io/v1 and v1beta1: command,
+ * args, env, interactiveMode Never/IfAvailable; the ExecCredential answer's
+ * token or clientCertificateData/clientKeyData, cached until
+ * expirationTimestamp). Relative file paths resolve against the kubeconfig's
+ * directory. Inline *-data are base64-decoded and held in memory only: never
+ * written to disk, never logged.
+ *
+ * Errors: KCR_ECONFIG with ei->message naming the file and the field, e.g.
+ *   "/home/u/.kube/config: users[0].user.client-key-data: invalid base64".
+ *
+ * Thread safety: a loaded kcr_config is immutable except for its credential
+ * cache, which kcr_config_credentials() guards with an internal mutex; any
+ * thread may call any function on a loaded config. */
+#ifndef KCR_CONFIG_H
+#define KCR_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "err.h"
+
+typedef struct kcr_config kcr_config;
+
+struct kcr_config_opts {
+  const char *kubeconfig;       /* explicit path, or NULL */
+  const char *context;          /* context name, or NULL for current-context */
+  bool in_cluster_only;         /* skip kubeconfig files */
+  const char *sa_dir;           /* in-cluster secrets dir; NULL = default */
+};
+
+/* Loads a config. *out is set only on KCR_OK; free it with kcr_config_free. */
+kcr_err kcr_config_load(const struct kcr_config_opts *opts, kcr_config **out,
+                        struct kcr_errinfo *ei);
+/* Parses kubeconfig YAML text; `origin` names it in errors and is the base
+ * for relative paths (its directory). */
+kcr_err kcr_config_from_yaml(const char *yaml, size_t len, const char *origin,
+                             const char *context, kcr_config **out,
+                             struct kcr_errinfo *ei);
+void kcr_config_free(kcr_config *cfg);
+
+/* Borrowed views, valid as long as cfg. */
+const char *kcr_config_server(const kcr_config *cfg);   /* "https://h:p" */
+const char *kcr_config_origin(const kcr_config *cfg);   /* file or "in-cluster" */
+const char *kcr_config_namespace(const kcr_config *cfg); /* context ns or NULL */
+bool kcr_config_insecure(const kcr_config *cfg);
+const char *kcr_config_tls_server_name(const kcr_config *cfg); /* or NULL */
+/* CA bundle (PEM) in memory, or NULL to use the system store. */
+const unsigned char *kcr_config_ca(const kcr_config *cfg, size_t *len);
+
+/* Credentials for one request, an owned snapshot. */
+struct kcr_credentials {
+  char *token;              /* bearer token or NULL */
+  unsigned char *cert;      /* client certificate PEM or NULL */
+  size_t cert_len;
+  unsigned char *key;       /* client key PEM or NULL */
+  size_t key_len;
+  unsigned long generation; /* changes whenever cert/key change */
+};
+/* Returns the current credentials: static ones, a token file re-read when it
+ * changed on disk (service-account rotation), or an exec plugin's answer,
+ * re-running the plugin when it expired or after kcr_config_invalidate().
+ * Release with kcr_credentials_cleanup(). */
+kcr_err kcr_config_credentials(kcr_config *cfg, struct kcr_credentials *out,
+                               struct kcr_errinfo *ei);
+/* Drops cached exec/token-file credentials (call after a 401). */
+void kcr_config_invalidate(kcr_config *cfg);
+void kcr_credentials_cleanup(struct kcr_credentials *c);
+
+#endif

@@ -1,0 +1,63 @@
+/* kcr/log.h - structured logging: one line per record, JSON or key=value.
+ *
+ *   KCR_LOG(KCR_LOG_INFO, "watch started", KCR_S("resource", "configmaps"),
+ *           KCR_I("timeoutSeconds", 300));
+ *
+ * Values under keys that name secrets (token, authorization, password,
+ * client-key-data, ... see kcr_log_is_secret_key) are written as
+ * "[redacted]" whatever the caller passes: secrets never reach the log.
+ * Thread safety: any thread; each record is written with a single write. */
+#ifndef KCR_LOG_H
+#define KCR_LOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum kcr_log_level {
+  KCR_LOG_DEBUG = 0,
+  KCR_LOG_INFO = 1,
+  KCR_LOG_WARN = 2,
+  KCR_LOG_ERROR = 3,
+  KCR_LOG_OFF = 4
+};
+enum kcr_log_format { KCR_LOG_KV = 0, KCR_LOG_JSON = 1 };
+
+enum kcr_kv_type { KCR_KV_STR = 1, KCR_KV_INT = 2, KCR_KV_BOOL = 3, KCR_KV_DBL = 4 };
+struct kcr_kv {
+  const char *key;
+  int type;
+  const char *s;
+  long long i;
+  double d;
+};
+#define KCR_S(k, v) ((struct kcr_kv){(k), KCR_KV_STR, (v), 0, 0})
+#define KCR_I(k, v) ((struct kcr_kv){(k), KCR_KV_INT, NULL, (long long)(v), 0})
+#define KCR_B(k, v) ((struct kcr_kv){(k), KCR_KV_BOOL, NULL, (v) ? 1 : 0, 0})
+#define KCR_D(k, v) ((struct kcr_kv){(k), KCR_KV_DBL, NULL, 0, (double)(v)})
+
+/* Records at level >= the global level are written. Default INFO, KV, stderr. */
+void kcr_log_set_level(enum kcr_log_level lvl);
+enum kcr_log_level kcr_log_get_level(void);
+void kcr_log_set_format(enum kcr_log_format fmt);
+/* Parses "debug", "info", "warn", "error", "off"; -1 if unknown. */
+int kcr_log_level_parse(const char *s);
+/* Redirects records to fd (default 2). */
+void kcr_log_set_fd(int fd);
+bool kcr_log_enabled(enum kcr_log_level lvl);
+/* True if a value under this key must never be logged. */
+bool kcr_log_is_secret_key(const char *key);
+
+/* Writes one record: time, level, msg, then the pairs in order. */
+void kcr_log_kv(enum kcr_log_level lvl, const char *msg, const struct kcr_kv *kv,
+                size_t n);
+
+#define KCR_LOG(lvl, msg, ...)                                                 \
+  do {                                                                         \
+    if(kcr_log_enabled(lvl)) {                                                 \
+      const struct kcr_kv kcr__kv_[] = {{NULL, 0, NULL, 0, 0}, ##__VA_ARGS__}; \
+      kcr_log_kv((lvl), (msg), kcr__kv_ + 1,                                   \
+                 sizeof(kcr__kv_) / sizeof(kcr__kv_[0]) - 1);                  \
+    }                                                                          \
+  } while(0)
+
+#endif

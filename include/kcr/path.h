@@ -1,0 +1,44 @@
+/* kcr/path.h - REST paths and query strings for Kubernetes resources.
+ * Pure functions, no I/O: the request builder is tested on its own.
+ *
+ *   core, namespaced:      /api/v1/namespaces/{ns}/{resource}[/{name}[/{sub}]]
+ *   core, cluster-scoped:  /api/v1/{resource}[/{name}[/{sub}]]
+ *   named group:           /apis/{group}/{version}/... (same shapes)
+ *   all namespaces:        ns == NULL on a namespaced resource -> no namespaces/ part
+ *
+ * Thread safety: pure. */
+#ifndef KCR_PATH_H
+#define KCR_PATH_H
+
+#include <stdbool.h>
+
+#include "buf.h"
+
+/* Which resource: group "" is the core group. */
+struct kcr_gvr {
+  const char *group;    /* "" or NULL for core, "apps", "ebdman.example.com" */
+  const char *version;  /* "v1", "v1alpha1" */
+  const char *resource; /* plural, lower case: "configmaps", "ebds" */
+  bool namespaced;
+};
+
+/* One object (or collection when name is NULL) of a resource. */
+struct kcr_ref {
+  const struct kcr_gvr *gvr;
+  const char *ns;   /* namespace; NULL for cluster-scoped or all namespaces */
+  const char *name; /* NULL for the collection */
+  const char *sub;  /* subresource ("status", "scale") or NULL */
+};
+
+/* Appends the path for ref to out (no query string). Names and namespaces are
+ * checked: empty, "." / "..", or containing '/' or '%' -> KCR_EINVAL, as the
+ * apiserver refuses them (IsValidPathSegmentName). A subresource needs a
+ * name; a namespaced ref with a name needs a namespace. */
+kcr_err kcr_path(struct kcr_buf *out, const struct kcr_ref *ref);
+
+/* Appends "?key=value" or "&key=value" (value percent-encoded) depending on
+ * whether out already holds a '?'. NULL or empty value: nothing appended. */
+kcr_err kcr_query_add(struct kcr_buf *out, const char *key, const char *value);
+kcr_err kcr_query_add_int(struct kcr_buf *out, const char *key, long long value);
+
+#endif

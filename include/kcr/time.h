@@ -1,0 +1,33 @@
+/* kcr/time.h - RFC 3339 time as Kubernetes writes it, and clocks.
+ *
+ * metav1.Time is second precision UTC: "2026-11-29T10:00:00Z".
+ * metav1.MicroTime (events) is microseconds: "2026-11-29T10:00:00.123456Z".
+ * Thread safety: all functions are pure or read clocks. */
+#ifndef KCR_TIME_H
+#define KCR_TIME_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include "err.h"
+
+#define KCR_RFC3339_LEN 21       /* "YYYY-MM-DDTHH:MM:SSZ" + NUL */
+#define KCR_RFC3339_MICRO_LEN 28 /* "YYYY-MM-DDTHH:MM:SS.ffffffZ" + NUL */
+
+/* Writes t (seconds since the epoch) as second-precision UTC. */
+void kcr_time_format(time_t t, char out[KCR_RFC3339_LEN]);
+/* Writes t with microseconds (MicroTime). */
+void kcr_time_format_micro(const struct timespec *t, char out[KCR_RFC3339_MICRO_LEN]);
+/* Parses an RFC 3339 date-time ("Z" or "+hh:mm"/"-hh:mm", optional fraction,
+ * which is dropped). KCR_EPARSE if malformed (including out-of-range fields). */
+kcr_err kcr_time_parse(const char *s, time_t *out);
+/* Wall clock, seconds. */
+time_t kcr_time_now(void);
+/* Monotonic clock in milliseconds / nanoseconds, for durations and deadlines. */
+uint64_t kcr_time_mono_ms(void);
+uint64_t kcr_time_mono_ns(void);
+/* Parses a Go-style duration ("500ms", "2s", "1m30s", "10h"; a bare number is
+ * seconds) into milliseconds. KCR_EPARSE if malformed or negative. */
+kcr_err kcr_duration_parse(const char *s, uint64_t *ms);
+
+#endif

@@ -1,0 +1,640 @@
+/* DESIGN: the REST client.
+ *
+ * Shape: a pool (LIFO stack under one mutex) of curl easy handles. A thread
+ * takes a handle for one request and gives it back; curl keeps each handle's
+ * connection alive, so a busy controller reuses warm TLS connections without
+ * sharing a handle between threads (curl's rule). Handles are configured once
+ * (TLS, timeouts, HTTP/2); per request only the URL, method, body, headers
+ * and - when an exec plugin rotated it - the client certificate change.
+ *
+ * Errors: a non-2xx answer is parsed by kcr_errinfo_from_http(), so the
+ * caller sees the server's Status verbatim. 429/503 are retried after
+ * Retry-After (bounded); a 401 with refreshable credentials is retried once
+ * after kcr_config_invalidate().
+ *
+ * Lock order: client->mu only (never held during I/O). */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "client-int.h"
+#include "kcr/json.h"
+#include "kcr/log.h"
+#include "kcr/time.h"
+
+#define KCR_VERSION_STRING "0.1.0"
+#define POOL_MAX 64
+
+struct kcr_client {
+  kcr_config *cfg;
+  struct kcr_client_opts opts;
+  char *user_agent;
+  pthread_mutex_t mu;
+  struct kcr__conn *pool[POOL_MAX];
+  size_t npool;
+};
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+kcr_err kcr_client_new(kcr_config *cfg, const struct kcr_client_opts *opts,
+                       kcr_client **out, struct kcr_errinfo *ei)
+{
+  kcr_client *c;
+
+  *out = NULL;
+  if(!cfg)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_client_new: no config");
+  pthread_once(&curl_once, curl_init_once);
+  c = calloc(1, sizeof(*c));
+  if(!c) {
+    kcr_config_free(cfg);
+    return KCR_ENOMEM;
+  }
+  c->cfg = cfg;
+  if(opts)
+    c->opts = *opts;
+  if(!c->opts.timeout_ms)
+    c->opts.timeout_ms = 30000;
+  if(!c->opts.connect_timeout_ms)
+    c->opts.connect_timeout_ms = 10000;
+  if(!c->opts.max_retries)
+    c->opts.max_retries = 3;
+  if(c->opts.max_retries < 0)
+    c->opts.max_retries = 0;
+  if(!c->opts.max_retry_after_ms)
+    c->opts.max_retry_after_ms = 10000;
+  c->user_agent = strdup(c->opts.user_agent ? c->opts.user_agent
+                                            : "kcr/" KCR_VERSION_STRING);
+  c->opts.user_agent = c->user_agent;
+  pthread_mutex_init(&c->mu, NULL);
+  if(!c->user_agent) {
+    kcr_client_free(c);
+    return KCR_ENOMEM;
+  }
+  *out = c;
+  return KCR_OK;
+}
+
+static void conn_free(struct kcr__conn *conn)
+{
+  if(!conn)
+    return;
+  curl_easy_cleanup(conn->h);
+  free(conn);
+}
+
+void kcr_client_free(kcr_client *c)
+{
+  if(!c)
+    return;
+  for(size_t i = 0; i < c->npool; i++)
+    conn_free(c->pool[i]);
+  pthread_mutex_destroy(&c->mu);
+  kcr_config_free(c->cfg);
+  free(c->user_agent);
+  free(c);
+}
+
+kcr_config *kcr_client_config(kcr_client *c) { return c->cfg; }
+
+void kcr__client_observe(kcr_client *c, const char *method, long code, double secs)
+{
+  if(c->opts.observe)
+    c->opts.observe(method, code, secs, c->opts.observe_ud);
+}
+
+/* Settings that never change for a handle. */
+static kcr_err conn_setup(kcr_client *c, struct kcr__conn *conn)
+{
+  CURL *h = conn->h;
+  size_t ca_len = 0;
+  const unsigned char *ca = kcr_config_ca(c->cfg, &ca_len);
+  const char *sni = kcr_config_tls_server_name(c->cfg);
+
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, conn->errbuf);
+  curl_easy_setopt(h, CURLOPT_USERAGENT, c->user_agent);
+  curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->opts.connect_timeout_ms);
+  curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, 30L);
+  curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 15L);
+  curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, ""); /* gzip when offered */
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https,http");
+  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+  if(kcr_config_insecure(c->cfg)) {
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+  } else if(ca) {
+    struct curl_blob blob = {(void *)ca, ca_len, CURL_BLOB_COPY};
+    if(curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob) != CURLE_OK)
+      return KCR_ETRANSPORT;
+  }
+  if(sni)
+    KCR_LOG(KCR_LOG_WARN, "tls-server-name is not supported yet; verifying the server's "
+            "certificate against the host in the server URL",
+            KCR_S("tlsServerName", sni));
+  return KCR_OK;
+}
+
+struct kcr__conn *kcr__conn_get(kcr_client *c)
+{
+  struct kcr__conn *conn = NULL;
+
+  pthread_mutex_lock(&c->mu);
+  if(c->npool)
+    conn = c->pool[--c->npool];
+  pthread_mutex_unlock(&c->mu);
+  if(conn)
+    return conn;
+  conn = calloc(1, sizeof(*conn));
+  if(!conn || !(conn->h = curl_easy_init()) || conn_setup(c, conn)) {
+    conn_free(conn);
+    return NULL;
+  }
+  return conn;
+}
+
+void kcr__conn_put(kcr_client *c, struct kcr__conn *conn, bool broken)
+{
+  if(!conn)
+    return;
+  pthread_mutex_lock(&c->mu);
+  if(!broken && c->npool < POOL_MAX) {
+    c->pool[c->npool++] = conn;
+    conn = NULL;
+  }
+  pthread_mutex_unlock(&c->mu);
+  conn_free(conn);
+}
+
+kcr_err kcr__conn_prepare(kcr_client *c, struct kcr__conn *conn, const char *method,
+                          const char *path, const char *content_type,
+                          struct curl_slist **hdrs, struct kcr_errinfo *ei)
+{
+  struct kcr_credentials cr = {0};
+  struct kcr_buf url = KCR_BUF_INIT, auth = KCR_BUF_INIT;
+  struct curl_slist *l = NULL, *n;
+  CURL *h = conn->h;
+  kcr_err rc;
+
+  *hdrs = NULL;
+  rc = kcr_config_credentials(c->cfg, &cr, ei);
+  if(rc)
+    goto out;
+  rc = KCR_ENOMEM;
+  if(kcr_buf_puts(&url, kcr_config_server(c->cfg)))
+    goto out;
+  while(url.len && url.ptr[url.len - 1] == '/')
+    url.ptr[--url.len] = '\0';
+  if(kcr_buf_puts(&url, path))
+    goto out;
+  curl_easy_setopt(h, CURLOPT_URL, url.ptr);
+  curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, NULL);
+  curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+  if(strcmp(method, "GET"))
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+  if(cr.cert && cr.key && (!conn->cert_set || conn->cred_gen != cr.generation)) {
+    struct curl_blob cb = {cr.cert, cr.cert_len, CURL_BLOB_COPY};
+    struct curl_blob kb = {cr.key, cr.key_len, CURL_BLOB_COPY};
+    curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
+    curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &cb);
+    curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
+    curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &kb);
+    conn->cert_set = true;
+    conn->cred_gen = cr.generation;
+  }
+  n = curl_slist_append(l, "Accept: application/json");
+  if(!n)
+    goto out;
+  l = n;
+  if(content_type) {
+    struct kcr_buf ct = KCR_BUF_INIT;
+    if(kcr_buf_printf(&ct, "Content-Type: %s", content_type) ||
+       !(n = curl_slist_append(l, ct.ptr))) {
+      kcr_buf_cleanup(&ct);
+      goto out;
+    }
+    kcr_buf_cleanup(&ct);
+    l = n;
+  }
+  if(cr.token) {
+    if(kcr_buf_printf(&auth, "Authorization: Bearer %s", cr.token) ||
+       !(n = curl_slist_append(l, auth.ptr)))
+      goto out;
+    l = n;
+  }
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, l);
+  *hdrs = l;
+  l = NULL;
+  rc = KCR_OK;
+out:
+  if(auth.ptr) /* the token: wipe before freeing */
+    memset(auth.ptr, 0, auth.len);
+  kcr_buf_cleanup(&auth);
+  kcr_buf_cleanup(&url);
+  curl_slist_free_all(l);
+  kcr_credentials_cleanup(&cr);
+  return rc;
+}
+
+kcr_err kcr__curl_err(CURLcode cc, const struct kcr__conn *conn, const char *method,
+                      const char *path, struct kcr_errinfo *ei)
+{
+  kcr_err rc = cc == CURLE_OPERATION_TIMEDOUT ? KCR_ETIMEDOUT : KCR_ETRANSPORT;
+  const char *detail = conn->errbuf[0] ? conn->errbuf : curl_easy_strerror(cc);
+  return kcr_errinfo_set(ei, rc, "%s %s: %s", method, path, detail);
+}
+
+struct reply {
+  struct kcr_buf *body;
+  long retry_after_s; /* -1 if absent */
+};
+
+static size_t on_body(char *p, size_t sz, size_t n, void *ud)
+{
+  struct reply *r = ud;
+  return kcr_buf_append(r->body, p, sz * n) ? 0 : sz * n;
+}
+
+static size_t on_header(char *p, size_t sz, size_t n, void *ud)
+{
+  struct reply *r = ud;
+  size_t len = sz * n;
+  static const char name[] = "retry-after:";
+
+  if(len > sizeof(name) - 1 && !strncasecmp(p, name, sizeof(name) - 1)) {
+    char num[16] = {0};
+    size_t i = sizeof(name) - 1, j = 0;
+    while(i < len && (p[i] == ' ' || p[i] == '\t'))
+      i++;
+    while(i < len && j < sizeof(num) - 1 && p[i] >= '0' && p[i] <= '9')
+      num[j++] = p[i++];
+    r->retry_after_s = j ? strtol(num, NULL, 10) : -1;
+  }
+  return len;
+}
+
+static void sleep_ms(long ms)
+{
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  while(nanosleep(&ts, &ts))
+    ;
+}
+
+/* One HTTP exchange, no retries. */
+static kcr_err do_once(kcr_client *c, const struct kcr_request *req,
+                       struct kcr_response *resp, long *retry_after_s,
+                       struct kcr_errinfo *ei)
+{
+  struct kcr__conn *conn = kcr__conn_get(c);
+  struct curl_slist *hdrs = NULL;
+  struct reply r = {&resp->body, -1};
+  uint64_t t0 = kcr_time_mono_ns();
+  CURLcode cc;
+  kcr_err rc;
+  bool broken = false;
+
+  if(!conn)
+    return KCR_ENOMEM;
+  kcr_buf_reset(&resp->body);
+  resp->code = 0;
+  conn->errbuf[0] = '\0';
+  /* Clear any old body first: setting POSTFIELDS switches curl to POST, and
+   * kcr__conn_prepare() then sets the method (HTTPGET / CUSTOMREQUEST). */
+  curl_easy_setopt(conn->h, CURLOPT_POSTFIELDS, NULL);
+  curl_easy_setopt(conn->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)-1);
+  rc = kcr__conn_prepare(c, conn, req->method, req->path,
+                         req->body ? (req->content_type ? req->content_type
+                                                        : "application/json")
+                                   : NULL,
+                         &hdrs, ei);
+  if(rc)
+    goto out;
+  curl_easy_setopt(conn->h, CURLOPT_TIMEOUT_MS,
+                   req->timeout_ms > 0 ? req->timeout_ms : c->opts.timeout_ms);
+  curl_easy_setopt(conn->h, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(conn->h, CURLOPT_WRITEDATA, &r);
+  curl_easy_setopt(conn->h, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(conn->h, CURLOPT_HEADERDATA, &r);
+  if(req->body) {
+    curl_easy_setopt(conn->h, CURLOPT_POSTFIELDS, req->body);
+    curl_easy_setopt(conn->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+  }
+  cc = curl_easy_perform(conn->h);
+  curl_easy_getinfo(conn->h, CURLINFO_RESPONSE_CODE, &resp->code);
+  kcr__client_observe(c, req->method, cc == CURLE_OK ? resp->code : 0,
+                      (double)(kcr_time_mono_ns() - t0) / 1e9);
+  if(cc != CURLE_OK) {
+    broken = true;
+    rc = kcr__curl_err(cc, conn, req->method, req->path, ei);
+    goto out;
+  }
+  *retry_after_s = r.retry_after_s;
+  rc = kcr_errinfo_from_http(ei, resp->code, resp->body.ptr, resp->body.len);
+out:
+  /* Drop references to request-scoped memory before pooling the handle. */
+  curl_easy_setopt(conn->h, CURLOPT_HTTPHEADER, NULL);
+  curl_easy_setopt(conn->h, CURLOPT_POSTFIELDS, NULL);
+  curl_easy_setopt(conn->h, CURLOPT_HTTPGET, 1L);
+  curl_slist_free_all(hdrs);
+  kcr__conn_put(c, conn, broken);
+  return rc;
+}
+
+kcr_err kcr_client_do(kcr_client *c, const struct kcr_request *req,
+                      struct kcr_response *resp, struct kcr_errinfo *ei)
+{
+  bool reauthed = false;
+  kcr_err rc;
+
+  for(int attempt = 0;; attempt++) {
+    long retry_after = -1, wait_ms;
+    rc = do_once(c, req, resp, &retry_after, ei);
+    if(rc == KCR_EUNAUTHORIZED && !reauthed) {
+      reauthed = true;
+      kcr_config_invalidate(c->cfg);
+      continue;
+    }
+    if((rc != KCR_ETOOMANY && rc != KCR_EUNAVAILABLE) || attempt >= c->opts.max_retries)
+      return rc;
+    /* Retry-After in seconds; without one, back off 1 s, 2 s, 4 s ... */
+    wait_ms = retry_after >= 0 ? retry_after * 1000 : 1000L << attempt;
+    if(wait_ms > c->opts.max_retry_after_ms)
+      wait_ms = c->opts.max_retry_after_ms;
+    KCR_LOG(KCR_LOG_DEBUG, "retrying after server asked to wait",
+            KCR_S("method", req->method), KCR_S("path", req->path),
+            KCR_I("code", resp->code), KCR_I("waitMs", wait_ms),
+            KCR_I("attempt", attempt + 1));
+    sleep_ms(wait_ms);
+  }
+}
+
+/* Performs a request whose answer is one JSON object. */
+static kcr_err do_json(kcr_client *c, const char *method, const struct kcr_buf *path,
+                       const char *ctype, const char *body, size_t len, cJSON **out,
+                       struct kcr_errinfo *ei)
+{
+  struct kcr_request req = {method, path->ptr, ctype, body, len, 0};
+  struct kcr_response resp = {0, KCR_BUF_INIT};
+  kcr_err rc;
+
+  if(out)
+    *out = NULL;
+  rc = kcr_client_do(c, &req, &resp, ei);
+  if(!rc && out)
+    rc = kcr_json_parse(kcr_buf_str(&resp.body), resp.body.len, out, ei);
+  kcr_buf_cleanup(&resp.body);
+  return rc;
+}
+
+static kcr_err write_query(struct kcr_buf *p, const struct kcr_write_opts *wo)
+{
+  kcr_err rc = KCR_OK;
+  if(wo && wo->field_manager)
+    rc = kcr_query_add(p, "fieldManager", wo->field_manager);
+  if(!rc && wo && wo->dry_run)
+    rc = kcr_query_add(p, "dryRun", "All");
+  return rc;
+}
+
+kcr_err kcr_get(kcr_client *c, const struct kcr_ref *ref, cJSON **out,
+                struct kcr_errinfo *ei)
+{
+  struct kcr_buf p = KCR_BUF_INIT;
+  kcr_err rc = ref->name ? kcr_path(&p, ref) : KCR_EINVAL;
+  if(!rc)
+    rc = do_json(c, "GET", &p, NULL, NULL, 0, out, ei);
+  else if(out)
+    *out = NULL;
+  kcr_buf_cleanup(&p);
+  return rc;
+}
+
+static kcr_err list_query(struct kcr_buf *p, const struct kcr_list_opts *o)
+{
+  kcr_err rc = KCR_OK;
+  if(!o)
+    return rc;
+  rc = kcr_query_add(p, "labelSelector", o->label_selector);
+  if(!rc)
+    rc = kcr_query_add(p, "fieldSelector", o->field_selector);
+  if(!rc && o->limit > 0)
+    rc = kcr_query_add_int(p, "limit", o->limit);
+  if(!rc)
+    rc = kcr_query_add(p, "continue", o->continue_token);
+  if(!rc)
+    rc = kcr_query_add(p, "resourceVersion", o->resource_version);
+  if(!rc)
+    rc = kcr_query_add(p, "resourceVersionMatch", o->resource_version_match);
+  return rc;
+}
+
+kcr_err kcr_list(kcr_client *c, const struct kcr_ref *ref,
+                 const struct kcr_list_opts *opts, cJSON **out, struct kcr_errinfo *ei)
+{
+  struct kcr_buf p = KCR_BUF_INIT;
+  kcr_err rc = ref->name ? KCR_EINVAL : kcr_path(&p, ref);
+  if(!rc)
+    rc = list_query(&p, opts);
+  if(!rc)
+    rc = do_json(c, "GET", &p, NULL, NULL, 0, out, ei);
+  else
+    *out = NULL;
+  kcr_buf_cleanup(&p);
+  return rc;
+}
+
+kcr_err kcr_list_each(kcr_client *c, const struct kcr_ref *ref,
+                      const struct kcr_list_opts *opts, kcr_list_item_fn fn, void *ud,
+                      char **rv, struct kcr_errinfo *ei)
+{
+  struct kcr_list_opts o = {0};
+  char *token = NULL;
+  kcr_err rc;
+
+  if(rv)
+    *rv = NULL;
+  if(opts)
+    o = *opts;
+  if(o.limit <= 0)
+    o.limit = 500;
+  for(;;) {
+    cJSON *list = NULL, *item;
+    const char *next, *lrv;
+    rc = kcr_list(c, ref, &o, &list, ei);
+    if(rc)
+      break;
+    cJSON_ArrayForEach(item, kcr_json_at(list, "items"))
+    {
+      if((rc = fn(item, ud)))
+        break;
+    }
+    lrv = kcr_json_str(list, "metadata.resourceVersion");
+    if(!rc && rv && lrv) {
+      free(*rv);
+      *rv = strdup(lrv);
+    }
+    next = kcr_json_str(list, "metadata.continue");
+    free(token);
+    token = next && *next ? strdup(next) : NULL;
+    cJSON_Delete(list);
+    if(rc || !token)
+      break;
+    /* Later pages continue the first page's snapshot. */
+    o.continue_token = token;
+    o.resource_version = NULL;
+    o.resource_version_match = NULL;
+  }
+  free(token);
+  if(rc && rv) {
+    free(*rv);
+    *rv = NULL;
+  }
+  return rc;
+}
+
+static kcr_err send_obj(kcr_client *c, const char *method, const struct kcr_ref *ref,
+                        const cJSON *obj, const struct kcr_write_opts *wo, cJSON **out,
+                        struct kcr_errinfo *ei)
+{
+  struct kcr_buf p = KCR_BUF_INIT;
+  char *body = NULL;
+  kcr_err rc = kcr_path(&p, ref);
+
+  if(out)
+    *out = NULL;
+  if(!rc)
+    rc = write_query(&p, wo);
+  if(!rc && !(body = kcr_json_print(obj)))
+    rc = KCR_ENOMEM;
+  if(!rc)
+    rc = do_json(c, method, &p, "application/json", body, strlen(body), out, ei);
+  free(body);
+  kcr_buf_cleanup(&p);
+  return rc;
+}
+
+kcr_err kcr_create(kcr_client *c, const struct kcr_ref *ref, const cJSON *obj,
+                   const struct kcr_write_opts *wo, cJSON **out, struct kcr_errinfo *ei)
+{
+  if(ref->name) {
+    if(out)
+      *out = NULL;
+    return kcr_errinfo_set(ei, KCR_EINVAL, "create: the ref names an object; "
+                                           "POST goes to the collection");
+  }
+  return send_obj(c, "POST", ref, obj, wo, out, ei);
+}
+
+kcr_err kcr_update(kcr_client *c, const struct kcr_ref *ref, const cJSON *obj,
+                   const struct kcr_write_opts *wo, cJSON **out, struct kcr_errinfo *ei)
+{
+  return send_obj(c, "PUT", ref, obj, wo, out, ei);
+}
+
+static const char *const patch_ctype[] = {
+    [KCR_PATCH_MERGE] = "application/merge-patch+json",
+    [KCR_PATCH_JSON] = "application/json-patch+json",
+    [KCR_PATCH_APPLY] = "application/apply-patch+yaml",
+    [KCR_PATCH_STRATEGIC] = "application/strategic-merge-patch+json",
+};
+
+kcr_err kcr_patch(kcr_client *c, const struct kcr_ref *ref,
+                  const struct kcr_patch_opts *po, const char *body, size_t len,
+                  cJSON **out, struct kcr_errinfo *ei)
+{
+  struct kcr_buf p = KCR_BUF_INIT;
+  kcr_err rc;
+
+  if(out)
+    *out = NULL;
+  if(!po || (unsigned)po->type > KCR_PATCH_STRATEGIC || !body)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "patch: missing options or body");
+  if(po->type == KCR_PATCH_APPLY && (!po->field_manager || !*po->field_manager))
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "server-side apply needs a fieldManager");
+  rc = kcr_path(&p, ref);
+  if(!rc)
+    rc = kcr_query_add(&p, "fieldManager", po->field_manager);
+  if(!rc && po->force && po->type == KCR_PATCH_APPLY)
+    rc = kcr_query_add(&p, "force", "true");
+  if(!rc && po->dry_run)
+    rc = kcr_query_add(&p, "dryRun", "All");
+  if(!rc)
+    rc = do_json(c, "PATCH", &p, patch_ctype[po->type], body, len, out, ei);
+  kcr_buf_cleanup(&p);
+  return rc;
+}
+
+kcr_err kcr_apply(kcr_client *c, const struct kcr_ref *ref, const cJSON *obj,
+                  const char *field_manager, bool force, cJSON **out,
+                  struct kcr_errinfo *ei)
+{
+  struct kcr_patch_opts po = {KCR_PATCH_APPLY, field_manager, force, false};
+  char *body = kcr_json_print(obj);
+  kcr_err rc;
+
+  if(!body) {
+    if(out)
+      *out = NULL;
+    return KCR_ENOMEM;
+  }
+  rc = kcr_patch(c, ref, &po, body, strlen(body), out, ei);
+  free(body);
+  return rc;
+}
+
+kcr_err kcr_delete(kcr_client *c, const struct kcr_ref *ref,
+                   const struct kcr_delete_opts *o, cJSON **out, struct kcr_errinfo *ei)
+{
+  static const char *const prop[] = {NULL, "Background", "Foreground", "Orphan"};
+  struct kcr_buf p = KCR_BUF_INIT;
+  cJSON *opts = NULL;
+  char *body = NULL;
+  kcr_err rc;
+
+  if(out)
+    *out = NULL;
+  if(!ref->name)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "delete: the ref names no object");
+  rc = kcr_path(&p, ref);
+  if(rc)
+    goto out;
+  if(o) {
+    rc = KCR_ENOMEM;
+    if(!(opts = cJSON_CreateObject()) ||
+       !cJSON_AddStringToObject(opts, "kind", "DeleteOptions") ||
+       !cJSON_AddStringToObject(opts, "apiVersion", "v1"))
+      goto out;
+    if((unsigned)o->propagation <= KCR_PROPAGATE_ORPHAN && prop[o->propagation] &&
+       !cJSON_AddStringToObject(opts, "propagationPolicy", prop[o->propagation]))
+      goto out;
+    if(o->precondition_uid || o->precondition_rv) {
+      cJSON *pre = cJSON_AddObjectToObject(opts, "preconditions");
+      if(!pre || (o->precondition_uid &&
+                  !cJSON_AddStringToObject(pre, "uid", o->precondition_uid)) ||
+         (o->precondition_rv &&
+          !cJSON_AddStringToObject(pre, "resourceVersion", o->precondition_rv)))
+        goto out;
+    }
+    if(o->has_grace &&
+       !cJSON_AddNumberToObject(opts, "gracePeriodSeconds", (double)o->grace_period_seconds))
+      goto out;
+    if(o->dry_run && !cJSON_AddItemToObject(opts, "dryRun", cJSON_CreateStringArray(
+                                                              (const char *[]){"All"}, 1)))
+      goto out;
+    if(!(body = kcr_json_print(opts)))
+      goto out;
+  }
+  rc = do_json(c, "DELETE", &p, body ? "application/json" : NULL, body,
+               body ? strlen(body) : 0, out, ei);
+out:
+  cJSON_Delete(opts);
+  free(body);
+  kcr_buf_cleanup(&p);
+  return rc;
+}

@@ -1,0 +1,395 @@
+/* DESIGN: watch streams.
+ *
+ * Framing: the curl write callback feeds bytes into a framer that keeps an
+ * incomplete line in a buffer and hands out each complete line; chunk
+ * boundaries never matter (tests feed byte by byte and random chunks).
+ *
+ * Transfer: one pooled easy handle driven by a private multi handle, so
+ * kcr_watch_cancel() can interrupt curl_multi_poll() from another thread with
+ * curl_multi_wakeup() instead of waiting for the next byte.
+ *
+ * Termination (see watch.h): server end -> OK; ERROR event -> the code its
+ * Status maps to (410/Expired/Gone -> EGONE); plain non-200 answer -> the
+ * mapped code; callback error -> that code; malformed document -> EPARSE;
+ * stream cut mid-document -> ETRANSPORT. The handle of a stream that did not
+ * end cleanly is not pooled again. */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client-int.h"
+#include "kcr/json.h"
+#include "kcr/log.h"
+#include "kcr/time.h"
+#include "watch-int.h"
+
+/* ---- framing and decoding (pure) ---- */
+
+kcr_err kcr__framer_feed(struct kcr__framer *f, const char *data, size_t len,
+                         kcr__line_fn fn, void *ud)
+{
+  size_t max = f->max_line ? f->max_line : (size_t)64 << 20;
+
+  while(len) {
+    const char *nl = memchr(data, '\n', len);
+    size_t n = nl ? (size_t)(nl - data) : len;
+    kcr_err rc;
+
+    if(f->pending.len + n > max)
+      return KCR_EPARSE;
+    if(!nl)
+      return kcr_buf_append(&f->pending, data, n);
+    if(f->pending.len) {
+      rc = kcr_buf_append(&f->pending, data, n);
+      if(!rc)
+        rc = fn(f->pending.ptr, f->pending.len, ud);
+      kcr_buf_reset(&f->pending);
+    } else {
+      rc = fn(data, n, ud);
+    }
+    if(rc)
+      return rc;
+    data += n + 1;
+    len -= n + 1;
+  }
+  return KCR_OK;
+}
+
+size_t kcr__framer_pending(const struct kcr__framer *f) { return f->pending.len; }
+
+void kcr__framer_cleanup(struct kcr__framer *f) { kcr_buf_cleanup(&f->pending); }
+
+static const char *const type_names[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK",
+                                         "ERROR"};
+
+const char *kcr_watch_type_name(enum kcr_watch_type t)
+{
+  return (unsigned)t <= KCR_WATCH_ERROR ? type_names[t] : "UNKNOWN";
+}
+
+kcr_err kcr__watch_decode(const char *line, size_t len, struct kcr_watch_event *ev,
+                          struct kcr_errinfo *ei)
+{
+  cJSON *doc = NULL, *obj;
+  const char *type;
+  kcr_err rc;
+  size_t i;
+
+  memset(ev, 0, sizeof(*ev));
+  rc = kcr_json_parse(line, len, &doc, ei);
+  if(rc)
+    return rc;
+  type = kcr_json_str(doc, "type");
+  obj = cJSON_DetachItemFromObjectCaseSensitive(doc, "object");
+  if(!type || !cJSON_IsObject(obj)) {
+    rc = kcr_errinfo_set(ei, KCR_EPARSE, "watch event without %s",
+                         !type ? "a string \"type\"" : "an \"object\"");
+    goto out;
+  }
+  for(i = 0; i < sizeof(type_names) / sizeof(type_names[0]); i++)
+    if(!strcmp(type, type_names[i]))
+      break;
+  if(i == sizeof(type_names) / sizeof(type_names[0])) {
+    rc = kcr_errinfo_set(ei, KCR_EUNSUPPORTED, "unknown watch event type \"%s\"", type);
+    goto out;
+  }
+  ev->type = (enum kcr_watch_type)i;
+  ev->object = obj;
+  ev->resource_version = kcr_json_str(obj, "metadata.resourceVersion");
+  obj = NULL;
+out:
+  cJSON_Delete(obj);
+  cJSON_Delete(doc);
+  return rc;
+}
+
+/* ---- the watch ---- */
+
+struct kcr_watch {
+  kcr_client *c;
+  struct kcr_gvr gvr;
+  struct kcr_ref ref;
+  char *group, *version, *resource, *ns, *label_selector, *field_selector;
+  long timeout_seconds;
+  bool allow_bookmarks;
+  kcr_watch_fn fn;
+  void *ud;
+  char *rv;
+  CURLM *multi;
+  atomic_bool canceled;
+  /* per run */
+  struct kcr__framer fr;
+  struct kcr_buf errbody;
+  struct kcr_errinfo *ei;
+  kcr_err stop_rc;
+  long code;
+  bool warned_unknown;
+  CURL *h;
+};
+
+static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+
+kcr_err kcr_watch_new(kcr_client *c, const struct kcr_watch_opts *o, kcr_watch_fn fn,
+                      void *ud, kcr_watch **out)
+{
+  kcr_watch *w;
+
+  *out = NULL;
+  if(!c || !o || !o->ref || !o->ref->gvr || o->ref->name || !fn)
+    return KCR_EINVAL;
+  w = calloc(1, sizeof(*w));
+  if(!w)
+    return KCR_ENOMEM;
+  w->c = c;
+  w->fn = fn;
+  w->ud = ud;
+  w->group = dup_or_null(o->ref->gvr->group ? o->ref->gvr->group : "");
+  w->version = dup_or_null(o->ref->gvr->version);
+  w->resource = dup_or_null(o->ref->gvr->resource);
+  w->ns = dup_or_null(o->ref->ns);
+  w->label_selector = dup_or_null(o->label_selector);
+  w->field_selector = dup_or_null(o->field_selector);
+  w->rv = dup_or_null(o->resource_version);
+  w->timeout_seconds = o->timeout_seconds;
+  w->allow_bookmarks = o->allow_bookmarks;
+  w->gvr = (struct kcr_gvr){w->group, w->version, w->resource, o->ref->gvr->namespaced};
+  w->ref = (struct kcr_ref){&w->gvr, w->ns, NULL, NULL};
+  atomic_init(&w->canceled, false);
+  w->multi = curl_multi_init();
+  if(!w->group || !w->version || !w->resource || !w->multi ||
+     (o->ref->ns && !w->ns) || (o->label_selector && !w->label_selector) ||
+     (o->field_selector && !w->field_selector) || (o->resource_version && !w->rv)) {
+    kcr_watch_free(w);
+    return KCR_ENOMEM;
+  }
+  *out = w;
+  return KCR_OK;
+}
+
+void kcr_watch_free(kcr_watch *w)
+{
+  if(!w)
+    return;
+  if(w->multi)
+    curl_multi_cleanup(w->multi);
+  free(w->group);
+  free(w->version);
+  free(w->resource);
+  free(w->ns);
+  free(w->label_selector);
+  free(w->field_selector);
+  free(w->rv);
+  kcr__framer_cleanup(&w->fr);
+  kcr_buf_cleanup(&w->errbody);
+  free(w);
+}
+
+const char *kcr_watch_rv(const kcr_watch *w) { return w->rv; }
+
+void kcr_watch_cancel(kcr_watch *w)
+{
+  atomic_store(&w->canceled, true);
+  curl_multi_wakeup(w->multi);
+}
+
+static void set_rv(kcr_watch *w, const char *rv)
+{
+  char *n;
+  if(!rv || !*rv || (w->rv && !strcmp(w->rv, rv)))
+    return;
+  if((n = strdup(rv))) {
+    free(w->rv);
+    w->rv = n;
+  }
+}
+
+static kcr_err on_line(const char *line, size_t len, void *ud)
+{
+  kcr_watch *w = ud;
+  struct kcr_watch_event ev;
+  struct kcr_errinfo local = KCR_ERRINFO_INIT;
+  kcr_err rc;
+
+  while(len && (line[len - 1] == '\r' || line[len - 1] == ' '))
+    len--;
+  if(!len)
+    return KCR_OK;
+  rc = kcr__watch_decode(line, len, &ev, &local);
+  if(rc == KCR_EUNSUPPORTED) {
+    if(!w->warned_unknown)
+      KCR_LOG(KCR_LOG_WARN, "skipping watch event of unknown type",
+              KCR_S("resource", w->resource), KCR_S("detail", local.message));
+    w->warned_unknown = true;
+    kcr_errinfo_cleanup(&local);
+    return KCR_OK;
+  }
+  if(rc) {
+    char excerpt[121];
+    snprintf(excerpt, sizeof(excerpt), "%.*s", (int)(len < 120 ? len : 120), line);
+    KCR_LOG(KCR_LOG_WARN, "malformed watch event; re-watch from last resourceVersion",
+            KCR_S("resource", w->resource), KCR_S("detail", local.message),
+            KCR_S("excerpt", excerpt), KCR_S("resourceVersion", w->rv));
+    if(w->ei) {
+      kcr_errinfo_cleanup(w->ei);
+      *w->ei = local;
+    } else {
+      kcr_errinfo_cleanup(&local);
+    }
+    return rc;
+  }
+  if(ev.type == KCR_WATCH_ERROR) {
+    rc = kcr_errinfo_from_status(&local, ev.object);
+    if(rc == KCR_OK || rc == KCR_EHTTP)
+      rc = rc == KCR_OK ? KCR_ESERVER : rc;
+    KCR_LOG(rc == KCR_EGONE ? KCR_LOG_DEBUG : KCR_LOG_WARN, "watch ERROR event",
+            KCR_S("resource", w->resource), KCR_I("code", local.code),
+            KCR_S("reason", local.reason), KCR_S("message", local.message));
+    if(w->ei) {
+      kcr_errinfo_cleanup(w->ei);
+      *w->ei = local;
+    } else {
+      kcr_errinfo_cleanup(&local);
+    }
+    cJSON_Delete(ev.object);
+    return rc;
+  }
+  set_rv(w, ev.resource_version);
+  rc = w->fn(&ev, w->ud);
+  cJSON_Delete(ev.object);
+  return rc;
+}
+
+static size_t on_data(char *p, size_t sz, size_t n, void *ud)
+{
+  kcr_watch *w = ud;
+  size_t len = sz * n;
+  kcr_err rc;
+
+  if(!w->code)
+    curl_easy_getinfo(w->h, CURLINFO_RESPONSE_CODE, &w->code);
+  if(w->code != 200)
+    return kcr_buf_append(&w->errbody, p, len) ? 0 : len;
+  rc = kcr__framer_feed(&w->fr, p, len, on_line, w);
+  if(rc) {
+    w->stop_rc = rc;
+    return 0; /* aborts the transfer */
+  }
+  return len;
+}
+
+static kcr_err watch_path(const kcr_watch *w, struct kcr_buf *p)
+{
+  kcr_err rc = kcr_path(p, &w->ref);
+  if(!rc)
+    rc = kcr_query_add(p, "watch", "1");
+  if(!rc)
+    rc = kcr_query_add(p, "resourceVersion", w->rv);
+  if(!rc && w->allow_bookmarks)
+    rc = kcr_query_add(p, "allowWatchBookmarks", "true");
+  if(!rc && w->timeout_seconds > 0)
+    rc = kcr_query_add_int(p, "timeoutSeconds", w->timeout_seconds);
+  if(!rc)
+    rc = kcr_query_add(p, "labelSelector", w->label_selector);
+  if(!rc)
+    rc = kcr_query_add(p, "fieldSelector", w->field_selector);
+  return rc;
+}
+
+/* Drives the transfer until it ends or is canceled; returns curl's result. */
+static CURLcode pump(kcr_watch *w, bool *canceled)
+{
+  CURLcode cc = CURLE_OK;
+  int running = 1;
+  CURLMsg *msg;
+  int left;
+
+  while(running) {
+    if(atomic_load(&w->canceled)) {
+      *canceled = true;
+      return CURLE_ABORTED_BY_CALLBACK;
+    }
+    if(curl_multi_perform(w->multi, &running) != CURLM_OK)
+      return CURLE_RECV_ERROR;
+    if(running && curl_multi_poll(w->multi, NULL, 0, 1000, NULL) != CURLM_OK)
+      return CURLE_RECV_ERROR;
+  }
+  while((msg = curl_multi_info_read(w->multi, &left)))
+    if(msg->msg == CURLMSG_DONE)
+      cc = msg->data.result;
+  return cc;
+}
+
+kcr_err kcr_watch_run(kcr_watch *w, struct kcr_errinfo *ei)
+{
+  struct kcr_buf path = KCR_BUF_INIT;
+  struct curl_slist *hdrs = NULL;
+  struct kcr__conn *conn = NULL;
+  bool canceled = false, clean = false;
+  uint64_t t0 = kcr_time_mono_ns();
+  CURLcode cc;
+  kcr_err rc;
+
+  if(atomic_load(&w->canceled))
+    return kcr_errinfo_set(ei, KCR_ECANCELED, "watch canceled");
+  w->ei = ei;
+  w->stop_rc = KCR_OK;
+  w->code = 0;
+  kcr_buf_reset(&w->errbody);
+  kcr__framer_cleanup(&w->fr);
+  rc = watch_path(w, &path);
+  if(rc)
+    goto out;
+  conn = kcr__conn_get(w->c);
+  if(!conn) {
+    rc = KCR_ENOMEM;
+    goto out;
+  }
+  w->h = conn->h;
+  conn->errbuf[0] = '\0';
+  curl_easy_setopt(conn->h, CURLOPT_POSTFIELDS, NULL);
+  rc = kcr__conn_prepare(w->c, conn, "GET", path.ptr, NULL, &hdrs, ei);
+  if(rc)
+    goto out;
+  /* The server ends the stream after timeoutSeconds; allow it a margin. */
+  curl_easy_setopt(conn->h, CURLOPT_TIMEOUT_MS,
+                   w->timeout_seconds > 0 ? (w->timeout_seconds + 30) * 1000L : 0L);
+  curl_easy_setopt(conn->h, CURLOPT_WRITEFUNCTION, on_data);
+  curl_easy_setopt(conn->h, CURLOPT_WRITEDATA, w);
+  curl_easy_setopt(conn->h, CURLOPT_HEADERFUNCTION, NULL);
+  curl_easy_setopt(conn->h, CURLOPT_HEADERDATA, NULL);
+  curl_multi_add_handle(w->multi, conn->h);
+  cc = pump(w, &canceled);
+  curl_multi_remove_handle(w->multi, conn->h);
+  if(!w->code)
+    curl_easy_getinfo(conn->h, CURLINFO_RESPONSE_CODE, &w->code);
+  kcr__client_observe(w->c, "WATCH", w->code, (double)(kcr_time_mono_ns() - t0) / 1e9);
+  if(canceled) {
+    rc = kcr_errinfo_set(ei, KCR_ECANCELED, "watch canceled");
+  } else if(w->stop_rc) {
+    rc = w->stop_rc;
+  } else if(cc != CURLE_OK) {
+    rc = kcr__curl_err(cc, conn, "GET", path.ptr, ei);
+  } else if(w->code != 200) {
+    rc = kcr_errinfo_from_http(ei, w->code, w->errbody.ptr, w->errbody.len);
+    clean = true;
+  } else if(kcr__framer_pending(&w->fr)) {
+    rc = kcr_errinfo_set(ei, KCR_ETRANSPORT,
+                         "watch stream ended in the middle of a document "
+                         "(%zu bytes pending)",
+                         kcr__framer_pending(&w->fr));
+  } else {
+    clean = true;
+  }
+out:
+  if(conn) {
+    curl_easy_setopt(conn->h, CURLOPT_HTTPHEADER, NULL);
+    curl_easy_setopt(conn->h, CURLOPT_WRITEDATA, NULL);
+    kcr__conn_put(w->c, conn, !clean);
+  }
+  curl_slist_free_all(hdrs);
+  kcr_buf_cleanup(&path);
+  kcr__framer_cleanup(&w->fr);
+  w->ei = NULL;
+  w->h = NULL;
+  return rc;
+}

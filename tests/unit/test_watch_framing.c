@@ -1,0 +1,172 @@
+/* Watch framing: documents survive any chunking (byte by byte, random chunk
+ * sizes), decoding covers every event type, bad documents are refused. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "kcr/json.h"
+#include "kube/watch-int.h"
+
+static const char stream[] =
+    "{\"type\":\"ADDED\",\"object\":{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\","
+    "\"resourceVersion\":\"10\"},\"data\":{\"k\":\"line1\\nline2 {\\\"x\\\"}\"}}}\n"
+    "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":"
+    "\"11\"}}}\n"
+    "\n"
+    "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"15\"}}}\n"
+    "{\"type\":\"DELETED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":"
+    "\"16\"}}}\n"
+    "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410,\"reason\":"
+    "\"Expired\"}}\n";
+
+struct seen {
+  int n;
+  enum kcr_watch_type types[8];
+  char rv[8][8];
+};
+
+static kcr_err collect(const char *line, size_t len, void *ud)
+{
+  struct seen *s = ud;
+  struct kcr_watch_event ev;
+  kcr_err rc;
+  if(!len)
+    return KCR_OK;
+  rc = kcr__watch_decode(line, len, &ev, NULL);
+  if(rc)
+    return rc;
+  assert_true(s->n < 8);
+  s->types[s->n] = ev.type;
+  snprintf(s->rv[s->n], sizeof(s->rv[0]), "%s",
+           ev.resource_version ? ev.resource_version : "-");
+  s->n++;
+  cJSON_Delete(ev.object);
+  return KCR_OK;
+}
+
+static void check_all(const struct seen *s)
+{
+  static const enum kcr_watch_type want[] = {KCR_WATCH_ADDED, KCR_WATCH_MODIFIED,
+                                             KCR_WATCH_BOOKMARK, KCR_WATCH_DELETED,
+                                             KCR_WATCH_ERROR};
+  static const char *const rvs[] = {"10", "11", "15", "16", "-"};
+  assert_int_equal(5, s->n);
+  for(int i = 0; i < 5; i++) {
+    assert_int_equal(want[i], s->types[i]);
+    assert_string_equal(rvs[i], s->rv[i]);
+  }
+}
+
+static void whole_stream_at_once(void **state)
+{
+  struct kcr__framer f = {0};
+  struct seen s = {0};
+  assert_int_equal(KCR_OK, kcr__framer_feed(&f, stream, strlen(stream), collect, &s));
+  check_all(&s);
+  assert_int_equal(0, kcr__framer_pending(&f));
+  kcr__framer_cleanup(&f);
+}
+
+static void byte_by_byte(void **state)
+{
+  struct kcr__framer f = {0};
+  struct seen s = {0};
+  for(size_t i = 0; i < strlen(stream); i++)
+    assert_int_equal(KCR_OK, kcr__framer_feed(&f, stream + i, 1, collect, &s));
+  check_all(&s);
+  kcr__framer_cleanup(&f);
+}
+
+static void random_chunks(void **state)
+{
+  unsigned seed = 12345;
+  for(int round = 0; round < 500; round++) {
+    struct kcr__framer f = {0};
+    struct seen s = {0};
+    size_t off = 0, len = strlen(stream);
+    while(off < len) {
+      size_t n = (size_t)(rand_r(&seed) % 97) + 1;
+      if(n > len - off)
+        n = len - off;
+      assert_int_equal(KCR_OK, kcr__framer_feed(&f, stream + off, n, collect, &s));
+      off += n;
+    }
+    check_all(&s);
+    kcr__framer_cleanup(&f);
+  }
+}
+
+static void unfinished_document_stays_pending(void **state)
+{
+  struct kcr__framer f = {0};
+  struct seen s = {0};
+  const char *part = "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"na";
+  assert_int_equal(KCR_OK, kcr__framer_feed(&f, part, strlen(part), collect, &s));
+  assert_int_equal(0, s.n);
+  assert_int_equal(strlen(part), kcr__framer_pending(&f));
+  kcr__framer_cleanup(&f);
+}
+
+static void overlong_line_is_refused(void **state)
+{
+  struct kcr__framer f = {.max_line = 16};
+  struct seen s = {0};
+  assert_int_equal(KCR_EPARSE, kcr__framer_feed(&f, "0123456789abcdefXYZ", 19,
+                                                collect, &s));
+  kcr__framer_cleanup(&f);
+}
+
+static void bad_documents_are_refused(void **state)
+{
+  struct kcr_watch_event ev;
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  const char *garbage = "{\"type\":\"ADDED\",\"object\":{";
+  const char *notype = "{\"object\":{}}";
+  const char *noobj = "{\"type\":\"ADDED\"}";
+  const char *unknown = "{\"type\":\"RESYNC\",\"object\":{}}";
+
+  assert_int_equal(KCR_EPARSE, kcr__watch_decode(garbage, strlen(garbage), &ev, &ei));
+  assert_non_null(strstr(ei.message, "malformed JSON"));
+  assert_int_equal(KCR_EPARSE, kcr__watch_decode(notype, strlen(notype), &ev, &ei));
+  assert_int_equal(KCR_EPARSE, kcr__watch_decode(noobj, strlen(noobj), &ev, &ei));
+  assert_non_null(strstr(ei.message, "object"));
+  assert_int_equal(KCR_EUNSUPPORTED,
+                   kcr__watch_decode(unknown, strlen(unknown), &ev, &ei));
+  assert_non_null(strstr(ei.message, "RESYNC"));
+  assert_null(ev.object);
+  kcr_errinfo_cleanup(&ei);
+}
+
+static kcr_err stop_at_second(const char *line, size_t len, void *ud)
+{
+  int *n = ud;
+  return ++*n == 2 ? KCR_ECANCELED : KCR_OK;
+}
+
+static void callback_error_stops_feeding(void **state)
+{
+  struct kcr__framer f = {0};
+  int n = 0;
+  assert_int_equal(KCR_ECANCELED, kcr__framer_feed(&f, "a\nb\nc\n", 6, stop_at_second, &n));
+  assert_int_equal(2, n);
+  kcr__framer_cleanup(&f);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(whole_stream_at_once),
+      cmocka_unit_test(byte_by_byte),
+      cmocka_unit_test(random_chunks),
+      cmocka_unit_test(unfinished_document_stays_pending),
+      cmocka_unit_test(overlong_line_is_refused),
+      cmocka_unit_test(bad_documents_are_refused),
+      cmocka_unit_test(callback_error_stops_feeding),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
