@@ -1,0 +1,74 @@
+/* kube/config-int.h - what config.c and config_exec.c share; not installed.
+ *
+ * config.c owns kcr_config (loading, the credential cache); config_exec.c
+ * runs exec credential plugins and parses their ExecCredential answer. The
+ * exec code is I/O with a child process only: it never touches the cache, so
+ * it takes no lock; config.c calls it with cfg->mu held. */
+#ifndef KCR_KUBE_CONFIG_INT_H
+#define KCR_KUBE_CONFIG_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "kcr/config.h"
+
+#define KCR__EXEC_API_V1      "client.authentication.k8s.io/v1"
+#define KCR__EXEC_API_V1BETA1 "client.authentication.k8s.io/v1beta1"
+#define KCR__EXEC_TIMEOUT_MS  60000u      /* plugin wall-clock limit */
+#define KCR__EXEC_MAX_STDOUT  (1u << 20)  /* 1 MiB: an ExecCredential is small */
+#define KCR__EXEC_MAX_STDERR  (64u << 10) /* kept for the error message */
+
+/* Bytes owned by whoever holds the struct. */
+struct kcr__blob {
+  unsigned char *ptr;
+  size_t len;
+};
+
+/* users[].user.exec, validated at load time. */
+struct kcr__exec_spec {
+  char *api_version;  /* KCR__EXEC_API_V1 or KCR__EXEC_API_V1BETA1 */
+  char *command;      /* as written in the kubeconfig (for messages) */
+  char *path;         /* what posix_spawnp gets: resolved against the
+                         kubeconfig's directory when it contains a '/' */
+  char **argv;        /* NULL-terminated; argv[0] == command */
+  char **env;         /* NULL-terminated "NAME=value" entries */
+  char *install_hint; /* or NULL */
+  char *where;        /* "PATH: users[0].user.exec (user \"u\")", for errors */
+};
+
+/* What a successful plugin run produced; everything owned. */
+struct kcr__exec_result {
+  char *token;           /* or NULL */
+  struct kcr__blob cert; /* PEM or {NULL, 0} */
+  struct kcr__blob key;  /* PEM or {NULL, 0} */
+  bool has_expiry;
+  time_t expiry; /* wall clock, valid when has_expiry */
+};
+
+/* Runs the plugin once and parses its answer. Errors (all with a message that
+ * starts with spec->where): KCR_ECONFIG plugin not found / not executable,
+ * KCR_EIO non-zero exit or death by signal (with a stderr excerpt, never
+ * stdout), KCR_ETIMEDOUT killed after timeout_ms, KCR_EPARSE malformed,
+ * oversized or incomplete ExecCredential, KCR_ENOMEM.
+ * Thread safety: any thread; spec is only read. */
+kcr_err kcr__exec_run(const struct kcr__exec_spec *spec, uint64_t timeout_ms,
+                      struct kcr__exec_result *out, struct kcr_errinfo *ei);
+void kcr__exec_result_cleanup(struct kcr__exec_result *r);
+void kcr__exec_spec_free(struct kcr__exec_spec *spec);
+
+/* strerror_r wrapper returning the text (GNU or XSI flavour). */
+const char *kcr__errstr(int err, char *buf, size_t size);
+/* Overwrites n bytes at p (not optimised away), then frees p. p may be NULL. */
+void kcr__wipe_free(void *p, size_t n);
+/* Frees a NUL-terminated secret string after wiping it. */
+void kcr__wipe_str(char *s);
+
+/* Test hooks: shorten the exec plugin timeout (default KCR__EXEC_TIMEOUT_MS)
+ * and the token-file re-check interval (default 1000 ms). Call before the
+ * config is shared between threads. */
+void kcr__config_set_exec_timeout_ms(kcr_config *cfg, uint64_t ms);
+void kcr__config_set_token_recheck_ms(kcr_config *cfg, uint64_t ms);
+
+#endif

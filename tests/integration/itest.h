@@ -1,0 +1,41 @@
+/* Helpers for integration tests against the real control plane started by
+ * tools/controlplane/start ($KUBECONFIG points at its admin kubeconfig).
+ * Without it the helpers fail the test loudly: integration tests never skip. */
+#ifndef KCR_ITEST_H
+#define KCR_ITEST_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <cmocka.h>
+
+#include "kcr.h"
+
+extern const struct kcr_gvr itest_configmaps;
+extern const struct kcr_gvr itest_namespaces;
+extern const struct kcr_gvr itest_crds;
+/* The test CRD: widgets.test.kcr.io/v1, namespaced, status subresource,
+ * conditions as a list-map keyed by type. */
+extern const struct kcr_gvr itest_widgets;
+
+/* A client for $KUBECONFIG; aborts the test run if it cannot be made. */
+kcr_client *itest_client(void);
+/* Creates a fresh namespace "kcr-<prefix>-<random>"; returns its name
+ * (static storage per call site is not assumed: caller frees). */
+char *itest_namespace(kcr_client *c, const char *prefix);
+/* Installs the widgets CRD (idempotent) and waits until it is Established
+ * and served. */
+void itest_install_widget_crd(kcr_client *c);
+/* Parses JSON text (printf format) into a tree; fails the test if malformed. */
+cJSON *itest_json(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Asserts rc == want, printing the error info when not. */
+#define itest_expect(want, rc, ei) itest_expect_(want, rc, ei, __FILE__, __LINE__)
+void itest_expect_(kcr_err want, kcr_err rc, const struct kcr_errinfo *ei,
+                   const char *file, int line);
+/* Environment value or a loud test failure. */
+const char *itest_env(const char *name);
+void itest_sleep_ms(long ms);
+
+#endif

@@ -1,0 +1,371 @@
+/* The REST client against the real kube-apiserver: CRUD of ConfigMaps and of
+ * a custom resource with a status subresource, optimistic concurrency with
+ * the server's exact message, merge patch and server-side apply on /status,
+ * deletes with preconditions, and list paging over 1,000 objects. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "itest.h"
+
+static kcr_client *cl;
+static char *ns;
+
+static int setup(void **state)
+{
+  cl = itest_client();
+  ns = itest_namespace(cl, "client");
+  itest_install_widget_crd(cl);
+  return 0;
+}
+
+static int teardown(void **state)
+{
+  kcr_delete(cl, &(struct kcr_ref){&itest_namespaces, NULL, ns}, NULL, NULL, NULL);
+  free(ns);
+  kcr_client_free(cl);
+  return 0;
+}
+
+static cJSON *configmap(const char *name, const char *value)
+{
+  return itest_json("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+                    "{\"name\":\"%s\",\"labels\":{\"app\":\"kcr-test\"}},"
+                    "\"data\":{\"k\":\"%s\"}}",
+                    name, value);
+}
+
+static void configmap_crud(void **state)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_ref coll = {&itest_configmaps, ns}, one = {&itest_configmaps, ns, "cm1"};
+  cJSON *obj = configmap("cm1", "v1"), *got = NULL, *upd = NULL;
+
+  itest_expect(KCR_OK, kcr_create(cl, &coll, obj, NULL, &got, &ei), &ei);
+  assert_string_equal("cm1", kcr_json_str(got, "metadata.name"));
+  assert_string_equal(ns, kcr_json_str(got, "metadata.namespace"));
+  assert_non_null(kcr_json_str(got, "metadata.uid"));
+  cJSON_Delete(got);
+
+  /* A second create of the same name is AlreadyExists, not a conflict. */
+  itest_expect(KCR_EEXIST, kcr_create(cl, &coll, obj, NULL, NULL, &ei), &ei);
+  assert_int_equal(409, ei.code);
+  assert_string_equal("AlreadyExists", ei.reason);
+
+  itest_expect(KCR_OK, kcr_get(cl, &one, &got, &ei), &ei);
+  assert_string_equal("v1", kcr_json_str(got, "data.k"));
+
+  /* Update with the current resourceVersion succeeds and moves it. */
+  kcr_json_set_str(got, "data.k", "v2");
+  itest_expect(KCR_OK, kcr_update(cl, &one, got, NULL, &upd, &ei), &ei);
+  assert_string_equal("v2", kcr_json_str(upd, "data.k"));
+  assert_string_not_equal(kcr_json_str(got, "metadata.resourceVersion"),
+                          kcr_json_str(upd, "metadata.resourceVersion"));
+  cJSON_Delete(upd);
+
+  /* Merge patch on the main endpoint. */
+  const char *mp = "{\"data\":{\"extra\":\"x\"}}";
+  itest_expect(KCR_OK,
+               kcr_patch(cl, &one, &(struct kcr_patch_opts){KCR_PATCH_MERGE}, mp,
+                         strlen(mp), &upd, &ei),
+               &ei);
+  assert_string_equal("x", kcr_json_str(upd, "data.extra"));
+  assert_string_equal("v2", kcr_json_str(upd, "data.k"));
+
+  /* Delete with a stale uid precondition is refused; with the right one it
+   * goes, and then the object is not found. */
+  struct kcr_delete_opts bad = {.precondition_uid = "00000000-0000-0000-0000-000000000000"};
+  itest_expect(KCR_ECONFLICT, kcr_delete(cl, &one, &bad, NULL, &ei), &ei);
+  assert_non_null(strstr(ei.message, "the UID in the precondition "
+                                     "(00000000-0000-0000-0000-000000000000) does not "
+                                     "match the UID in record"));
+  struct kcr_delete_opts good = {.propagation = KCR_PROPAGATE_BACKGROUND,
+                                 .precondition_uid = kcr_json_str(upd, "metadata.uid")};
+  itest_expect(KCR_OK, kcr_delete(cl, &one, &good, NULL, &ei), &ei);
+  itest_expect(KCR_ENOTFOUND, kcr_get(cl, &one, NULL, &ei), &ei);
+  assert_int_equal(404, ei.code);
+  assert_string_equal("NotFound", ei.reason);
+  assert_non_null(strstr(ei.message, "configmaps \"cm1\" not found"));
+  itest_expect(KCR_ENOTFOUND, kcr_delete(cl, &one, NULL, NULL, &ei), &ei);
+
+  cJSON_Delete(upd);
+  cJSON_Delete(got);
+  cJSON_Delete(obj);
+  kcr_errinfo_cleanup(&ei);
+}
+
+static void stale_update_is_a_conflict_with_the_servers_message(void **state)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_ref coll = {&itest_widgets, ns}, one = {&itest_widgets, ns, "resource01"};
+  cJSON *w = itest_json("{\"apiVersion\":\"test.kcr.io/v1\",\"kind\":\"Widget\","
+                        "\"metadata\":{\"name\":\"resource01\"},\"spec\":{\"size\":1}}");
+  cJSON *a = NULL, *b = NULL;
+  char want[512];
+
+  itest_expect(KCR_OK, kcr_create(cl, &coll, w, NULL, &a, &ei), &ei);
+  b = cJSON_Duplicate(a, 1);
+  /* Writer A moves the object on; writer B still holds the old version. */
+  cJSON_ReplaceItemInObject(kcr_json_at(a, "spec"), "size", cJSON_CreateNumber(2));
+  itest_expect(KCR_OK, kcr_update(cl, &one, a, NULL, NULL, &ei), &ei);
+  cJSON_ReplaceItemInObject(kcr_json_at(b, "spec"), "size", cJSON_CreateNumber(3));
+  itest_expect(KCR_ECONFLICT, kcr_update(cl, &one, b, NULL, NULL, &ei), &ei);
+  snprintf(want, sizeof(want),
+           "Operation cannot be fulfilled on widgets.test.kcr.io \"resource01\": the "
+           "object has been modified; please apply your changes to the latest version "
+           "and try again");
+  assert_int_equal(409, ei.code);
+  assert_string_equal("Conflict", ei.reason);
+  assert_string_equal("Failure", ei.status);
+  assert_string_equal(want, ei.message);
+  assert_string_equal("resource01", kcr_json_str(ei.details, "name"));
+  assert_string_equal("test.kcr.io", kcr_json_str(ei.details, "group"));
+  assert_string_equal("widgets", kcr_json_str(ei.details, "kind"));
+
+  /* A PUT without resourceVersion on a custom resource is rejected (422). */
+  cJSON_DeleteItemFromObject(kcr_json_at(b, "metadata"), "resourceVersion");
+  itest_expect(KCR_EINVALID, kcr_update(cl, &one, b, NULL, NULL, &ei), &ei);
+  assert_int_equal(422, ei.code);
+
+  cJSON_Delete(a);
+  cJSON_Delete(b);
+  cJSON_Delete(w);
+  kcr_errinfo_cleanup(&ei);
+}
+
+static const cJSON *condition(const cJSON *obj, const char *type)
+{
+  const cJSON *c;
+  cJSON_ArrayForEach(c, kcr_json_at(obj, "status.conditions"))
+  {
+    const char *t = kcr_json_str(c, "type");
+    if(t && !strcmp(t, type))
+      return c;
+  }
+  return NULL;
+}
+
+static void custom_resource_status_subresource(void **state)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_ref coll = {&itest_widgets, ns}, one = {&itest_widgets, ns, "w1"},
+                 st = {&itest_widgets, ns, "w1", "status"};
+  cJSON *w = itest_json("{\"apiVersion\":\"test.kcr.io/v1\",\"kind\":\"Widget\","
+                        "\"metadata\":{\"name\":\"w1\"},\"spec\":{\"size\":1},"
+                        "\"status\":{\"phase\":\"ignored-on-create\"}}");
+  cJSON *got = NULL, *out = NULL;
+
+  itest_expect(KCR_OK, kcr_create(cl, &coll, w, NULL, &got, &ei), &ei);
+  assert_int_equal(1, kcr_json_int(got, "metadata.generation", 0));
+  assert_null(kcr_json_at(got, "status")); /* the main endpoint ignores status */
+
+  /* Merge patch of /status sets status without touching generation; spec
+   * sent there is dropped. */
+  const char *mp = "{\"spec\":{\"size\":50},\"status\":{\"phase\":\"Running\","
+                   "\"observedGeneration\":1}}";
+  itest_expect(KCR_OK,
+               kcr_patch(cl, &st, &(struct kcr_patch_opts){KCR_PATCH_MERGE}, mp,
+                         strlen(mp), &out, &ei),
+               &ei);
+  assert_string_equal("Running", kcr_json_str(out, "status.phase"));
+  assert_int_equal(1, kcr_json_int(out, "spec.size", 0));
+  assert_int_equal(1, kcr_json_int(out, "metadata.generation", 0));
+  cJSON_Delete(out);
+
+  /* Server-side apply on /status by two managers: each owns its condition
+   * (list-map keyed by type), neither clobbers the other. */
+  cJSON *a = itest_json(
+      "{\"apiVersion\":\"test.kcr.io/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":"
+      "\"w1\",\"namespace\":\"%s\"},\"status\":{\"conditions\":[{\"type\":\"Ready\","
+      "\"status\":\"True\",\"reason\":\"Ready\",\"message\":\"ok\","
+      "\"lastTransitionTime\":\"2026-11-29T10:00:00Z\"}]}}",
+      ns);
+  cJSON *b = itest_json(
+      "{\"apiVersion\":\"test.kcr.io/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":"
+      "\"w1\",\"namespace\":\"%s\"},\"status\":{\"conditions\":[{\"type\":\"Healthy\","
+      "\"status\":\"False\",\"reason\":\"Probing\",\"message\":\"\","
+      "\"lastTransitionTime\":\"2026-11-29T10:00:01Z\"}]}}",
+      ns);
+  itest_expect(KCR_OK, kcr_apply(cl, &st, a, "mgr-a", true, NULL, &ei), &ei);
+  itest_expect(KCR_OK, kcr_apply(cl, &st, b, "mgr-b", true, &out, &ei), &ei);
+  assert_string_equal("True", kcr_json_str(condition(out, "Ready"), "status"));
+  assert_string_equal("Probing", kcr_json_str(condition(out, "Healthy"), "reason"));
+  assert_string_equal("Running", kcr_json_str(out, "status.phase"));
+  assert_int_equal(1, kcr_json_int(out, "metadata.generation", 0));
+  cJSON_Delete(out);
+
+  /* Apply without a fieldManager is refused before anything is sent. */
+  itest_expect(KCR_EINVAL, kcr_apply(cl, &st, a, NULL, true, NULL, &ei), &ei);
+  /* Strategic merge patch is not for custom resources: 415. */
+  itest_expect(KCR_EUNSUPPORTED,
+               kcr_patch(cl, &st, &(struct kcr_patch_opts){KCR_PATCH_STRATEGIC}, "{}",
+                         2, NULL, &ei),
+               &ei);
+
+  /* A spec change on the main endpoint bumps generation. */
+  const char *sp = "{\"spec\":{\"size\":7}}";
+  itest_expect(KCR_OK,
+               kcr_patch(cl, &one, &(struct kcr_patch_opts){KCR_PATCH_MERGE}, sp,
+                         strlen(sp), &out, &ei),
+               &ei);
+  assert_int_equal(2, kcr_json_int(out, "metadata.generation", 0));
+  /* A schema violation is a 422 with the field in the message. */
+  const char *badsp = "{\"spec\":{\"size\":1000}}";
+  itest_expect(KCR_EINVALID,
+               kcr_patch(cl, &one, &(struct kcr_patch_opts){KCR_PATCH_MERGE}, badsp,
+                         strlen(badsp), NULL, &ei),
+               &ei);
+  assert_non_null(strstr(ei.message, "spec.size"));
+  /* JSON patch with a failing test op is refused as a whole. */
+  const char *jp = "[{\"op\":\"test\",\"path\":\"/spec/size\",\"value\":99},"
+                   "{\"op\":\"replace\",\"path\":\"/spec/size\",\"value\":8}]";
+  kcr_err rc = kcr_patch(cl, &one, &(struct kcr_patch_opts){KCR_PATCH_JSON}, jp,
+                         strlen(jp), NULL, &ei);
+  assert_int_not_equal(KCR_OK, rc);
+  const char *jp2 = "[{\"op\":\"test\",\"path\":\"/spec/size\",\"value\":7},"
+                    "{\"op\":\"replace\",\"path\":\"/spec/size\",\"value\":8}]";
+  cJSON_Delete(out);
+  itest_expect(KCR_OK,
+               kcr_patch(cl, &one, &(struct kcr_patch_opts){KCR_PATCH_JSON}, jp2,
+                         strlen(jp2), &out, &ei),
+               &ei);
+  assert_int_equal(8, kcr_json_int(out, "spec.size", 0));
+
+  itest_expect(KCR_OK, kcr_delete(cl, &one, NULL, NULL, &ei), &ei);
+  cJSON_Delete(out);
+  cJSON_Delete(a);
+  cJSON_Delete(b);
+  cJSON_Delete(got);
+  cJSON_Delete(w);
+  kcr_errinfo_cleanup(&ei);
+}
+
+struct names {
+  int n;
+  char **v;
+};
+
+static kcr_err collect(const cJSON *item, void *ud)
+{
+  struct names *s = ud;
+  s->v[s->n++] = strdup(kcr_json_str(item, "metadata.name"));
+  return KCR_OK;
+}
+
+static int cmp(const void *a, const void *b)
+{
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void list_pages_over_a_thousand_objects(void **state)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  char *pns = itest_namespace(cl, "paging");
+  struct kcr_ref coll = {&itest_configmaps, pns};
+  struct names s = {0, calloc(1100, sizeof(char *))};
+  char *rv = NULL, name[32];
+  int pages = 0;
+
+  for(int i = 0; i < 1000; i++) {
+    snprintf(name, sizeof(name), "cm-%04d", i);
+    cJSON *o = configmap(name, "x");
+    if(i % 2)
+      cJSON_ReplaceItemInObject(kcr_json_at(o, "metadata.labels"), "app",
+                                cJSON_CreateString("odd"));
+    itest_expect(KCR_OK, kcr_create(cl, &coll, o, NULL, NULL, &ei), &ei);
+    cJSON_Delete(o);
+  }
+  /* Page by page: 7 pages of at most 150. */
+  struct kcr_list_opts lo = {.limit = 150};
+  char *token = NULL;
+  int total = 0;
+  do {
+    cJSON *page = NULL;
+    lo.continue_token = token;
+    itest_expect(KCR_OK, kcr_list(cl, &coll, &lo, &page, &ei), &ei);
+    int n = cJSON_GetArraySize(kcr_json_at(page, "items"));
+    assert_true(n <= 150);
+    total += n;
+    pages++;
+    free(token);
+    const char *next = kcr_json_str(page, "metadata.continue");
+    token = next && *next ? strdup(next) : NULL;
+    cJSON_Delete(page);
+  } while(token);
+  assert_int_equal(1000, total);
+  assert_int_equal(7, pages);
+
+  /* All pages through the iterator: every name exactly once, sorted. */
+  itest_expect(KCR_OK,
+               kcr_list_each(cl, &coll, &(struct kcr_list_opts){.limit = 100}, collect,
+                             &s, &rv, &ei),
+               &ei);
+  assert_int_equal(1000, s.n);
+  assert_non_null(rv);
+  qsort(s.v, (size_t)s.n, sizeof(char *), cmp);
+  for(int i = 0; i < 1000; i++) {
+    snprintf(name, sizeof(name), "cm-%04d", i);
+    assert_string_equal(name, s.v[i]);
+    free(s.v[i]);
+  }
+  /* Label selector: half of them. */
+  s.n = 0;
+  itest_expect(KCR_OK,
+               kcr_list_each(cl, &coll,
+                             &(struct kcr_list_opts){.label_selector = "app=odd",
+                                                     .limit = 64},
+                             collect, &s, NULL, &ei),
+               &ei);
+  assert_int_equal(500, s.n);
+  for(int i = 0; i < s.n; i++)
+    free(s.v[i]);
+  /* Field selector: exactly one. */
+  s.n = 0;
+  itest_expect(KCR_OK,
+               kcr_list_each(cl, &coll,
+                             &(struct kcr_list_opts){.field_selector =
+                                                         "metadata.name=cm-0042"},
+                             collect, &s, NULL, &ei),
+               &ei);
+  assert_int_equal(1, s.n);
+  assert_string_equal("cm-0042", s.v[0]);
+  free(s.v[0]);
+
+  free(s.v);
+  free(rv);
+  kcr_delete(cl, &(struct kcr_ref){&itest_namespaces, NULL, pns}, NULL, NULL, NULL);
+  free(pns);
+  kcr_errinfo_cleanup(&ei);
+}
+
+static void bad_requests_are_refused_locally(void **state)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  cJSON *o = configmap("x", "y");
+  /* create on a named ref, get/delete without a name, invalid names */
+  itest_expect(KCR_EINVAL,
+               kcr_create(cl, &(struct kcr_ref){&itest_configmaps, ns, "x"}, o, NULL,
+                          NULL, &ei),
+               &ei);
+  itest_expect(KCR_EINVAL, kcr_get(cl, &(struct kcr_ref){&itest_configmaps, ns}, NULL, &ei),
+               &ei);
+  itest_expect(KCR_EINVAL,
+               kcr_get(cl, &(struct kcr_ref){&itest_configmaps, ns, "a/b"}, NULL, &ei),
+               &ei);
+  itest_expect(KCR_EINVAL,
+               kcr_delete(cl, &(struct kcr_ref){&itest_configmaps, ns}, NULL, NULL, &ei),
+               &ei);
+  cJSON_Delete(o);
+  kcr_errinfo_cleanup(&ei);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(configmap_crud),
+      cmocka_unit_test(stale_update_is_a_conflict_with_the_servers_message),
+      cmocka_unit_test(custom_resource_status_subresource),
+      cmocka_unit_test(list_pages_over_a_thousand_objects),
+      cmocka_unit_test(bad_requests_are_refused_locally),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}

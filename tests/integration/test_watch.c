@@ -1,0 +1,249 @@
+/* Watches against the real kube-apiserver: ADDED/MODIFIED/DELETED arrive in
+ * order with their resourceVersions, cancellation from another thread is
+ * prompt, the server's timeout ends the stream cleanly, and a watch from a
+ * compacted resourceVersion ends with KCR_EGONE. */
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "itest.h"
+
+static kcr_client *cl;
+static char *ns;
+
+static int setup(void **state)
+{
+  cl = itest_client();
+  ns = itest_namespace(cl, "watch");
+  return 0;
+}
+
+static int teardown(void **state)
+{
+  kcr_delete(cl, &(struct kcr_ref){&itest_namespaces, NULL, ns}, NULL, NULL, NULL);
+  free(ns);
+  kcr_client_free(cl);
+  return 0;
+}
+
+#define MAXEV 64
+struct events {
+  pthread_mutex_t mu;
+  int n;
+  enum kcr_watch_type type[MAXEV];
+  char name[MAXEV][32];
+  char value[MAXEV][16];
+  char rv[MAXEV][24];
+};
+
+static kcr_err record(struct kcr_watch_event *ev, void *ud)
+{
+  struct events *e = ud;
+  const char *v = kcr_json_str(ev->object, "data.k");
+  const char *n = kcr_json_str(ev->object, "metadata.name");
+  pthread_mutex_lock(&e->mu);
+  if(e->n < MAXEV) {
+    e->type[e->n] = ev->type;
+    snprintf(e->name[e->n], sizeof(e->name[0]), "%s", n ? n : "");
+    snprintf(e->value[e->n], sizeof(e->value[0]), "%s", v ? v : "");
+    snprintf(e->rv[e->n], sizeof(e->rv[0]), "%s",
+             ev->resource_version ? ev->resource_version : "");
+    e->n++;
+  }
+  pthread_mutex_unlock(&e->mu);
+  return KCR_OK;
+}
+
+struct runner {
+  kcr_watch *w;
+  kcr_err rc;
+  struct kcr_errinfo ei;
+  pthread_t th;
+};
+
+static void *run_watch(void *p)
+{
+  struct runner *r = p;
+  r->rc = kcr_watch_run(r->w, &r->ei);
+  return NULL;
+}
+
+static int count(struct events *e)
+{
+  pthread_mutex_lock(&e->mu);
+  int n = e->n;
+  pthread_mutex_unlock(&e->mu);
+  return n;
+}
+
+static void wait_for(struct events *e, int n)
+{
+  for(int i = 0; i < 200 && count(e) < n; i++)
+    itest_sleep_ms(50);
+  assert_int_equal(n, count(e));
+}
+
+static void events_arrive_in_order_and_cancel_is_prompt(void **state)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_ref coll = {&itest_configmaps, ns}, one = {&itest_configmaps, ns, "w"};
+  struct events e = {PTHREAD_MUTEX_INITIALIZER};
+  struct runner r = {0};
+  cJSON *list = NULL, *obj, *cur = NULL;
+  char rvs[3][24];
+
+  itest_expect(KCR_OK, kcr_list(cl, &coll, NULL, &list, &ei), &ei);
+  struct kcr_watch_opts wo = {&coll, kcr_json_str(list, "metadata.resourceVersion"),
+                              .allow_bookmarks = true, .timeout_seconds = 300};
+  assert_int_equal(KCR_OK, kcr_watch_new(cl, &wo, record, &e, &r.w));
+  cJSON_Delete(list);
+  pthread_create(&r.th, NULL, run_watch, &r);
+
+  obj = itest_json("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+                   "{\"name\":\"w\"},\"data\":{\"k\":\"one\"}}");
+  itest_expect(KCR_OK, kcr_create(cl, &coll, obj, NULL, &cur, &ei), &ei);
+  snprintf(rvs[0], sizeof(rvs[0]), "%s", kcr_json_str(cur, "metadata.resourceVersion"));
+  kcr_json_set_str(cur, "data.k", "two");
+  cJSON *upd = NULL;
+  itest_expect(KCR_OK, kcr_update(cl, &one, cur, NULL, &upd, &ei), &ei);
+  snprintf(rvs[1], sizeof(rvs[1]), "%s", kcr_json_str(upd, "metadata.resourceVersion"));
+  cJSON *del = NULL;
+  itest_expect(KCR_OK, kcr_delete(cl, &one, NULL, &del, &ei), &ei);
+
+  wait_for(&e, 3);
+  assert_int_equal(KCR_WATCH_ADDED, e.type[0]);
+  assert_int_equal(KCR_WATCH_MODIFIED, e.type[1]);
+  assert_int_equal(KCR_WATCH_DELETED, e.type[2]);
+  assert_string_equal("one", e.value[0]);
+  assert_string_equal("two", e.value[1]);
+  assert_string_equal("two", e.value[2]); /* DELETED carries the last state */
+  assert_string_equal(rvs[0], e.rv[0]);
+  assert_string_equal(rvs[1], e.rv[1]);
+  assert_string_equal(e.rv[2], kcr_watch_rv(r.w));
+
+  uint64_t t0 = kcr_time_mono_ms();
+  kcr_watch_cancel(r.w);
+  pthread_join(r.th, NULL);
+  assert_int_equal(KCR_ECANCELED, r.rc);
+  assert_true(kcr_time_mono_ms() - t0 < 1000); /* woken, not polled */
+  assert_int_equal(KCR_ECANCELED, kcr_watch_run(r.w, NULL)); /* stays canceled */
+
+  kcr_watch_free(r.w);
+  kcr_errinfo_cleanup(&r.ei);
+  cJSON_Delete(obj);
+  cJSON_Delete(cur);
+  cJSON_Delete(upd);
+  cJSON_Delete(del);
+  kcr_errinfo_cleanup(&ei);
+}
+
+static void server_timeout_ends_the_stream_cleanly(void **state)
+{
+  struct kcr_ref coll = {&itest_configmaps, ns};
+  struct events e = {PTHREAD_MUTEX_INITIALIZER};
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_watch *w;
+  /* No resourceVersion: the current state first (empty namespace), then the
+   * server closes after timeoutSeconds. */
+  struct kcr_watch_opts wo = {&coll, NULL, .timeout_seconds = 1};
+  assert_int_equal(KCR_OK, kcr_watch_new(cl, &wo, record, &e, &w));
+  uint64_t t0 = kcr_time_mono_ms();
+  itest_expect(KCR_OK, kcr_watch_run(w, &ei), &ei);
+  assert_true(kcr_time_mono_ms() - t0 < 10000);
+  kcr_watch_free(w);
+  kcr_errinfo_cleanup(&ei);
+}
+
+static size_t sink(char *p, size_t sz, size_t n, void *ud)
+{
+  struct kcr_buf *b = ud;
+  kcr_buf_append(b, p, sz * n);
+  return sz * n;
+}
+
+/* POSTs JSON to etcd's HTTP gateway; returns the answer (caller frees). */
+static cJSON *etcd_call(const char *path, const char *body)
+{
+  struct kcr_buf url = KCR_BUF_INIT, out = KCR_BUF_INIT;
+  CURL *h = curl_easy_init();
+  cJSON *j;
+  kcr_buf_printf(&url, "%s%s", itest_env("KCR_ETCD_ENDPOINT"), path);
+  curl_easy_setopt(h, CURLOPT_URL, url.ptr);
+  curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &out);
+  assert_int_equal(CURLE_OK, curl_easy_perform(h));
+  curl_easy_cleanup(h);
+  j = cJSON_Parse(kcr_buf_str(&out));
+  if(!j)
+    fprintf(stderr, "etcd %s answered: %s\n", path, kcr_buf_str(&out));
+  assert_non_null(j);
+  kcr_buf_cleanup(&url);
+  kcr_buf_cleanup(&out);
+  return j;
+}
+
+static void watch_from_compacted_rv_is_gone(void **state)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_ref coll = {&itest_configmaps, ns}, one = {&itest_configmaps, ns, "g"};
+  struct events e = {PTHREAD_MUTEX_INITIALIZER};
+  cJSON *cur = NULL, *obj;
+  char old_rv[24], body[128];
+  kcr_watch *w;
+
+  obj = itest_json("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+                   "{\"name\":\"g\"},\"data\":{\"k\":\"0\"}}");
+  itest_expect(KCR_OK, kcr_create(cl, &coll, obj, NULL, &cur, &ei), &ei);
+  snprintf(old_rv, sizeof(old_rv), "%s", kcr_json_str(cur, "metadata.resourceVersion"));
+  for(int i = 1; i <= 3; i++) {
+    cJSON *next = NULL;
+    char v[8];
+    snprintf(v, sizeof(v), "%d", i);
+    kcr_json_set_str(cur, "data.k", v);
+    itest_expect(KCR_OK, kcr_update(cl, &one, cur, NULL, &next, &ei), &ei);
+    cJSON_Delete(cur);
+    cur = next;
+  }
+  /* Compact etcd's history up to now: old_rv is gone from storage. */
+  cJSON *r = etcd_call("/v3/kv/range", "{\"key\":\"AA==\",\"limit\":1}");
+  const char *rev = kcr_json_str(r, "header.revision");
+  assert_non_null(rev);
+  snprintf(body, sizeof(body), "{\"revision\":\"%s\",\"physical\":true}", rev);
+  cJSON_Delete(etcd_call("/v3/kv/compaction", body));
+  cJSON_Delete(r);
+  /* The apiserver's watch cache keeps a window of recent events; restart it
+   * so the window starts after old_rv, as after any long-enough outage. */
+  itest_expect(KCR_OK, system(itest_env("KCR_RESTART_APISERVER")) == 0 ? KCR_OK : KCR_EIO,
+               NULL);
+
+  struct kcr_watch_opts wo = {&coll, old_rv, .allow_bookmarks = true,
+                              .timeout_seconds = 30};
+  assert_int_equal(KCR_OK, kcr_watch_new(cl, &wo, record, &e, &w));
+  kcr_err rc = KCR_OK;
+  for(int i = 0; i < 50; i++) { /* the apiserver may still be warming up */
+    rc = kcr_watch_run(w, &ei);
+    if(rc != KCR_ETRANSPORT && rc != KCR_EUNAVAILABLE && rc != KCR_ETOOMANY)
+      break;
+    itest_sleep_ms(200);
+  }
+  itest_expect(KCR_EGONE, rc, &ei);
+  assert_int_equal(410, ei.code);
+  assert_true(!strcmp(ei.reason, "Expired") || !strcmp(ei.reason, "Gone"));
+  assert_int_equal(0, count(&e)); /* nothing was delivered */
+  kcr_watch_free(w);
+  cJSON_Delete(cur);
+  cJSON_Delete(obj);
+  kcr_errinfo_cleanup(&ei);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(events_arrive_in_order_and_cancel_is_prompt),
+      cmocka_unit_test(server_timeout_ends_the_stream_cleanly),
+      cmocka_unit_test(watch_from_compacted_rv_is_gone),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,1108 @@
+/* Unit tests for kcr/config.h and kcr/base64.h: kubeconfig parsing (fixtures
+ * in tests/data/kubeconfig/), token files, exec credential plugins (shell
+ * scripts written into a temp dir), in-cluster configuration (a temp
+ * service-account dir and env vars). The real $HOME, $KUBECONFIG and
+ * in-cluster variables never matter: setup() points HOME at an empty temp dir
+ * and unsets the rest; tests set what they need. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kcr/base64.h"
+#include "kcr/config.h"
+#include "kcr/log.h"
+#include "kcr/time.h"
+#include "kube/config-int.h"
+
+/* --- helpers ----------------------------------------------------------- */
+
+static char g_home[64]; /* empty HOME for every test */
+static char g_tmp[64];  /* per-test scratch dir */
+
+static const char *data_path(const char *name)
+{
+  static char buf[4096];
+  const char *dir = getenv("KCR_TEST_DATA");
+  snprintf(buf, sizeof(buf), "%s/kubeconfig/%s", dir ? dir : "tests/data", name);
+  return buf;
+}
+
+static const char *tmp_path(const char *name)
+{
+  static char buf[4][4096];
+  static int i;
+  i = (i + 1) % 4;
+  snprintf(buf[i], sizeof(buf[i]), "%s/%s", g_tmp, name);
+  return buf[i];
+}
+
+static void write_file(const char *path, const char *text, mode_t mode)
+{
+  char tmp[4200];
+  FILE *f;
+
+  /* Write-then-rename, as the kubelet does: readers see old or new. */
+  snprintf(tmp, sizeof(tmp), "%s.new", path);
+  f = fopen(tmp, "w");
+  assert_non_null(f);
+  assert_int_equal(strlen(text), fwrite(text, 1, strlen(text), f));
+  assert_int_equal(0, fclose(f));
+  assert_int_equal(0, chmod(tmp, mode));
+  assert_int_equal(0, rename(tmp, path));
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+  (void)st;
+  (void)flag;
+  (void)ftw;
+  return remove(p);
+}
+
+static void rm_rf(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
+
+static int read_count(void)
+{
+  FILE *f = fopen(tmp_path("count"), "r");
+  int n = 0;
+  if(f) {
+    if(fscanf(f, "%d", &n) != 1)
+      n = -1;
+    fclose(f);
+  }
+  return n;
+}
+
+static int setup(void **state)
+{
+  (void)state;
+  snprintf(g_home, sizeof(g_home), "/tmp/kcr-home-XXXXXX");
+  snprintf(g_tmp, sizeof(g_tmp), "/tmp/kcr-config-XXXXXX");
+  if(!mkdtemp(g_home) || !mkdtemp(g_tmp))
+    return -1;
+  setenv("HOME", g_home, 1);
+  unsetenv("KUBECONFIG");
+  unsetenv("KUBERNETES_SERVICE_HOST");
+  unsetenv("KUBERNETES_SERVICE_PORT");
+  return 0;
+}
+
+static int teardown(void **state)
+{
+  (void)state;
+  rm_rf(g_home);
+  rm_rf(g_tmp);
+  kcr_log_set_level(KCR_LOG_INFO);
+  kcr_log_set_fd(2);
+  return 0;
+}
+
+/* Loads a fixture by explicit path; expects success. */
+static kcr_config *load_ok(const char *path, const char *context)
+{
+  struct kcr_config_opts o = {path, context, false, NULL};
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_config *cfg = NULL;
+  kcr_err rc = kcr_config_load(&o, &cfg, &ei);
+
+  if(rc)
+    print_error("unexpected error: %s\n", ei.message ? ei.message : "(none)");
+  assert_int_equal(KCR_OK, rc);
+  assert_non_null(cfg);
+  kcr_errinfo_cleanup(&ei);
+  return cfg;
+}
+
+/* Loads a fixture; expects rc and a message equal to "<path>: <want>". */
+static void load_fails(const char *name, kcr_err want_rc, const char *want)
+{
+  char path[4096], msg[8192];
+  struct kcr_config_opts o = {path, NULL, false, NULL};
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_config *cfg = (kcr_config *)1;
+
+  snprintf(path, sizeof(path), "%s", data_path(name));
+  snprintf(msg, sizeof(msg), "%s: %s", path, want);
+  assert_int_equal(want_rc, kcr_config_load(&o, &cfg, &ei));
+  assert_null(cfg);
+  assert_non_null(ei.message);
+  assert_string_equal(msg, ei.message);
+  kcr_errinfo_cleanup(&ei);
+}
+
+static char *file_text(const char *path)
+{
+  FILE *f = fopen(path, "rb");
+  char *buf = calloc(1, 65536);
+  assert_non_null(f);
+  assert_non_null(buf);
+  assert_true(fread(buf, 1, 65535, f) > 0);
+  fclose(f);
+  return buf;
+}
+
+static void creds_ok(kcr_config *cfg, struct kcr_credentials *c)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_err rc = kcr_config_credentials(cfg, c, &ei);
+  if(rc)
+    print_error("unexpected error: %s\n", ei.message ? ei.message : "(none)");
+  assert_int_equal(KCR_OK, rc);
+  kcr_errinfo_cleanup(&ei);
+}
+
+static void assert_token(kcr_config *cfg, const char *want)
+{
+  struct kcr_credentials c;
+  creds_ok(cfg, &c);
+  assert_non_null(c.token);
+  assert_string_equal(want, c.token);
+  kcr_credentials_cleanup(&c);
+}
+
+/* --- base64 ------------------------------------------------------------ */
+
+static void b64_is(const char *in, const char *want)
+{
+  unsigned char *out;
+  size_t len;
+  assert_int_equal(KCR_OK, kcr_base64_decode(in, strlen(in), &out, &len));
+  assert_int_equal(strlen(want), len);
+  assert_memory_equal(want, out, len);
+  assert_int_equal(0, out[len]);
+  free(out);
+}
+
+static void b64_rejects(const char *in)
+{
+  unsigned char *out = (unsigned char *)1;
+  size_t len = 99;
+  assert_int_equal(KCR_EPARSE, kcr_base64_decode(in, strlen(in), &out, &len));
+  assert_null(out);
+  assert_int_equal(0, len);
+}
+
+static void base64_decodes_with_and_without_padding(void **state)
+{
+  (void)state;
+  b64_is("", "");
+  b64_is("YQ==", "a");
+  b64_is("YQ", "a");
+  b64_is("YWI=", "ab");
+  b64_is("YWI", "ab");
+  b64_is("YWJj", "abc");
+  b64_is("aGVsbG8gd29ybGQ=", "hello world");
+  b64_is("+/+/", "\xfb\xff\xbf");
+}
+
+static void base64_skips_embedded_whitespace(void **state)
+{
+  (void)state;
+  b64_is("aGVs\nbG8g\r\nd29y bGQ=\n", "hello world");
+  b64_is("  YQ = = ", "a");
+}
+
+static void base64_rejects_garbage(void **state)
+{
+  (void)state;
+  b64_rejects("YQ*=");     /* not in the alphabet */
+  b64_rejects("-_-_");     /* URL alphabet */
+  b64_rejects("Y");        /* a dangling sextet */
+  b64_rejects("YWJjZ");    /* ditto after a full quantum */
+  b64_rejects("YQ===");    /* too much padding */
+  b64_rejects("YQ=");      /* padding that does not complete the quantum */
+  b64_rejects("YQ==YQ=="); /* data after padding */
+  b64_rejects("=");
+  unsigned char *out;
+  size_t len;
+  assert_int_equal(KCR_EPARSE, kcr_base64_decode("YQ\0=", 4, &out, &len));
+}
+
+/* --- good kubeconfigs -------------------------------------------------- */
+
+static void kubeconfig_inline_data_is_decoded(void **state)
+{
+  (void)state;
+  kcr_config *cfg = load_ok(data_path("inline.yaml"), NULL);
+  char *ca = file_text(data_path("certs/ca.crt"));
+  char *crt = file_text(data_path("certs/client.crt"));
+  char *key = file_text(data_path("certs/client.key"));
+  struct kcr_credentials c;
+  size_t len = 0;
+  const unsigned char *got = kcr_config_ca(cfg, &len);
+
+  assert_string_equal("https://dev.example:6443", kcr_config_server(cfg)); /* no '/' */
+  assert_string_equal(data_path("inline.yaml"), kcr_config_origin(cfg));
+  assert_string_equal("team-a", kcr_config_namespace(cfg));
+  assert_string_equal("kubernetes.default", kcr_config_tls_server_name(cfg));
+  assert_false(kcr_config_insecure(cfg));
+  assert_int_equal(strlen(ca), len);
+  assert_memory_equal(ca, got, len);
+  creds_ok(cfg, &c);
+  assert_null(c.token);
+  assert_int_equal(strlen(crt), c.cert_len);
+  assert_memory_equal(crt, c.cert, c.cert_len);
+  assert_int_equal(strlen(key), c.key_len);
+  assert_memory_equal(key, c.key, c.key_len);
+  assert_int_equal(1, c.generation);
+  kcr_credentials_cleanup(&c);
+  assert_null(c.cert);
+  free(ca);
+  free(crt);
+  free(key);
+  kcr_config_free(cfg);
+}
+
+static void kubeconfig_files_resolve_against_its_directory(void **state)
+{
+  (void)state;
+  char *ca = file_text(data_path("certs/ca.crt"));
+  char *crt = file_text(data_path("certs/client.crt"));
+  char *key = file_text(data_path("certs/client.key"));
+  char cwd[4096];
+  kcr_config *cfg;
+  struct kcr_credentials c;
+  size_t len;
+
+  /* From another working directory, to prove paths are not cwd-relative. */
+  assert_non_null(getcwd(cwd, sizeof(cwd)));
+  assert_int_equal(0, chdir("/"));
+  cfg = load_ok(data_path("files.yaml"), NULL);
+  assert_int_equal(0, chdir(cwd));
+  assert_memory_equal(ca, kcr_config_ca(cfg, &len), strlen(ca));
+  assert_int_equal(strlen(ca), len);
+  assert_null(kcr_config_namespace(cfg));
+  assert_null(kcr_config_tls_server_name(cfg));
+  creds_ok(cfg, &c);
+  assert_int_equal(strlen(crt), c.cert_len);
+  assert_memory_equal(crt, c.cert, c.cert_len);
+  assert_int_equal(strlen(key), c.key_len);
+  assert_memory_equal(key, c.key, c.key_len);
+  kcr_credentials_cleanup(&c);
+  kcr_config_free(cfg);
+  free(ca);
+  free(crt);
+  free(key);
+}
+
+static void kubeconfig_token_and_insecure(void **state)
+{
+  (void)state;
+  kcr_config *cfg = load_ok(data_path("token.yaml"), NULL);
+  struct kcr_credentials c;
+
+  assert_string_equal("http://localhost:8080", kcr_config_server(cfg));
+  assert_true(kcr_config_insecure(cfg));
+  assert_null(kcr_config_ca(cfg, NULL));
+  creds_ok(cfg, &c);
+  assert_string_equal("test-token-123", c.token);
+  assert_null(c.cert);
+  assert_null(c.key);
+  kcr_config_free(cfg); /* the snapshot outlives the config */
+  assert_string_equal("test-token-123", c.token);
+  kcr_credentials_cleanup(&c);
+}
+
+static void kubeconfig_current_context_vs_explicit_context(void **state)
+{
+  (void)state;
+  kcr_config *a = load_ok(data_path("contexts.yaml"), NULL);
+  kcr_config *b = load_ok(data_path("contexts.yaml"), "b");
+
+  assert_string_equal("https://a.example:6443", kcr_config_server(a));
+  assert_string_equal("ns-a", kcr_config_namespace(a));
+  assert_false(kcr_config_insecure(a));
+  assert_token(a, "token-a");
+  assert_string_equal("https://b.example:443", kcr_config_server(b));
+  assert_null(kcr_config_namespace(b));
+  assert_true(kcr_config_insecure(b));
+  assert_token(b, "token-b");
+  kcr_config_free(a);
+  kcr_config_free(b);
+}
+
+static void kubeconfig_explicit_context_not_found(void **state)
+{
+  (void)state;
+  struct kcr_config_opts o = {NULL, "zz", false, NULL};
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  char want[4200];
+  kcr_config *cfg;
+
+  o.kubeconfig = data_path("contexts.yaml");
+  snprintf(want, sizeof(want), "%s: context \"zz\" not found in contexts", o.kubeconfig);
+  assert_int_equal(KCR_ECONFIG, kcr_config_load(&o, &cfg, &ei));
+  assert_string_equal(want, ei.message);
+  kcr_errinfo_cleanup(&ei);
+}
+
+static void kubeconfig_from_yaml_text(void **state)
+{
+  (void)state;
+  /* Folded base64 (as a wrapped plain scalar), flow style, no origin. */
+  static const char y[] = "current-context: x\n"
+                          "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
+                          "clusters:\n- name: c\n  cluster:\n    server: https://h\n"
+                          "    certificate-authority-data: aGVs\n      bG8=\n"
+                          "users: [{name: u, user: {token: t0}}]\n";
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_config *cfg;
+  size_t len;
+
+  assert_int_equal(KCR_OK, kcr_config_from_yaml(y, strlen(y), NULL, NULL, &cfg, &ei));
+  assert_string_equal("<kubeconfig>", kcr_config_origin(cfg));
+  assert_memory_equal("hello", kcr_config_ca(cfg, &len), 5);
+  assert_int_equal(5, len);
+  assert_token(cfg, "t0");
+  kcr_config_free(cfg);
+  assert_int_equal(KCR_ECONFIG, kcr_config_from_yaml("", 0, "empty", NULL, &cfg, &ei));
+  assert_string_equal("empty: current-context is not set and no context was given",
+                      ei.message);
+  assert_int_equal(KCR_ECONFIG,
+                   kcr_config_from_yaml("- a\n", 4, "list", NULL, &cfg, &ei));
+  assert_string_equal("list: not a kubeconfig (expected a mapping)", ei.message);
+  kcr_errinfo_cleanup(&ei);
+}
+
+/* --- sources and load order -------------------------------------------- */
+
+static void load_uses_first_existing_kubeconfig_in_env(void **state)
+{
+  (void)state;
+  char list[8192], want[4096];
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_config *cfg;
+
+  snprintf(want, sizeof(want), "%s", data_path("token.yaml"));
+  snprintf(list, sizeof(list), "/nonexistent/one::%s:%s", want, data_path("inline.yaml"));
+  setenv("KUBECONFIG", list, 1);
+  assert_int_equal(KCR_OK, kcr_config_load(NULL, &cfg, &ei));
+  assert_string_equal(want, kcr_config_origin(cfg));
+  kcr_config_free(cfg);
+}
+
+static void load_falls_back_to_home_kube_config(void **state)
+{
+  (void)state;
+  char dir[128], path[160];
+  char *text = file_text(data_path("token.yaml"));
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_config *cfg;
+
+  snprintf(dir, sizeof(dir), "%s/.kube", g_home);
+  snprintf(path, sizeof(path), "%s/config", dir);
+  assert_int_equal(0, mkdir(dir, 0700));
+  write_file(path, text, 0600);
+  free(text);
+  setenv("KUBECONFIG", "/nonexistent/a:/nonexistent/b", 1);
+  assert_int_equal(KCR_OK, kcr_config_load(NULL, &cfg, &ei));
+  assert_string_equal(path, kcr_config_origin(cfg));
+  kcr_config_free(cfg);
+}
+
+static void load_explicit_path_errors_are_final(void **state)
+{
+  (void)state;
+  struct kcr_config_opts o = {"/nonexistent/kubeconfig", NULL, false, NULL};
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_config *cfg;
+
+  setenv("KUBECONFIG", data_path("token.yaml"), 1); /* not a fallback */
+  assert_int_equal(KCR_ECONFIG, kcr_config_load(&o, &cfg, &ei));
+  assert_null(cfg);
+  assert_string_equal("/nonexistent/kubeconfig: cannot read kubeconfig: No such file or "
+                      "directory",
+                      ei.message);
+  kcr_errinfo_cleanup(&ei);
+}
+
+static void load_reports_when_nothing_is_found(void **state)
+{
+  (void)state;
+  struct kcr_config_opts in = {NULL, NULL, true, NULL};
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_config *cfg;
+
+  setenv("KUBECONFIG", "/nonexistent/a", 1);
+  assert_int_equal(KCR_ECONFIG, kcr_config_load(NULL, &cfg, &ei));
+  assert_string_equal("no kubeconfig found (tried $KUBECONFIG, ~/.kube/config) and not "
+                      "running in a cluster (KUBERNETES_SERVICE_HOST is unset)",
+                      ei.message);
+  assert_int_equal(KCR_ECONFIG, kcr_config_load(&in, &cfg, &ei));
+  assert_string_equal("not running in a cluster (KUBERNETES_SERVICE_HOST is unset)",
+                      ei.message);
+  kcr_errinfo_cleanup(&ei);
+}
+
+/* --- malformed kubeconfigs --------------------------------------------- */
+
+static void malformed_yaml_names_line_and_column(void **state)
+{
+  (void)state;
+  load_fails("bad-syntax.yaml", KCR_ECONFIG,
+             "line 4 column 2: YAML syntax error: did not find expected key");
+}
+
+static void malformed_missing_server(void **state)
+{
+  (void)state;
+  load_fails("missing-server.yaml", KCR_ECONFIG, "clusters[0].cluster.server is missing");
+}
+
+static void malformed_unknown_current_context(void **state)
+{
+  (void)state;
+  load_fails("unknown-context.yaml", KCR_ECONFIG,
+             "current-context \"nope\" not found in contexts");
+}
+
+static void malformed_bad_base64(void **state)
+{
+  (void)state;
+  load_fails("bad-base64.yaml", KCR_ECONFIG,
+             "users[1].user.client-key-data: invalid base64");
+}
+
+static void malformed_cert_without_key(void **state)
+{
+  (void)state;
+  load_fails(
+      "cert-without-key.yaml", KCR_ECONFIG,
+      "users[0].user: client-certificate-data is set but client-key-data is missing");
+}
+
+static void malformed_missing_referenced_file(void **state)
+{
+  (void)state;
+  char want[4200];
+  char dir[4096];
+
+  snprintf(dir, sizeof(dir), "%s", data_path(""));
+  snprintf(
+      want, sizeof(want),
+      "clusters[0].cluster.certificate-authority %sno-such-dir/ca.crt: No such file or "
+      "directory",
+      dir);
+  load_fails("missing-file.yaml", KCR_ECONFIG, want);
+}
+
+static void malformed_non_http_scheme(void **state)
+{
+  (void)state;
+  load_fails(
+      "bad-scheme.yaml", KCR_ECONFIG,
+      "clusters[0].cluster.server \"ftp://c.example\": must start with https:// or "
+      "http://");
+}
+
+static void malformed_wrong_types(void **state)
+{
+  (void)state;
+  static const char y1[] = "current-context: x\ncontexts: {x: 1}\n";
+  static const char y2[] = "current-context: x\n"
+                           "contexts: [{name: x, context: {cluster: c}}]\n"
+                           "clusters: [{name: c, cluster: {server: https://h, "
+                           "insecure-skip-tls-verify: maybe}}]\n";
+  static const char y3[] = "current-context: x\n"
+                           "contexts: [{name: x, context: {cluster: c, user: nobody}}]\n"
+                           "clusters: [{name: c, cluster: {server: https://h}}]\n";
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_config *cfg;
+
+  assert_int_equal(KCR_ECONFIG,
+                   kcr_config_from_yaml(y1, strlen(y1), "/k", NULL, &cfg, &ei));
+  assert_string_equal("/k: contexts: expected a list", ei.message);
+  assert_int_equal(KCR_ECONFIG,
+                   kcr_config_from_yaml(y2, strlen(y2), "/k", NULL, &cfg, &ei));
+  assert_string_equal(
+      "/k: clusters[0].cluster.insecure-skip-tls-verify: expected true or "
+      "false",
+      ei.message);
+  assert_int_equal(KCR_ECONFIG,
+                   kcr_config_from_yaml(y3, strlen(y3), "/k", NULL, &cfg, &ei));
+  assert_string_equal("/k: contexts[0].context.user \"nobody\" not found in users",
+                      ei.message);
+  kcr_errinfo_cleanup(&ei);
+}
+
+/* --- token file -------------------------------------------------------- */
+
+static const char token_file_yaml[] =
+    "current-context: x\n"
+    "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
+    "clusters: [{name: c, cluster: {server: https://h}}]\n"
+    "users: [{name: u, user: {tokenFile: tok}}]\n";
+
+static void token_file_is_reread_after_rotation(void **state)
+{
+  (void)state;
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_config *cfg;
+
+  write_file(tmp_path("tok"), "first-token\n", 0600);
+  assert_int_equal(KCR_OK, kcr_config_from_yaml(token_file_yaml, strlen(token_file_yaml),
+                                                tmp_path("config"), NULL, &cfg, &ei));
+  assert_token(cfg, "first-token");
+  /* After a 401 the client invalidates: the new token is read at once. */
+  write_file(tmp_path("tok"), "second-token\n", 0600);
+  kcr_config_invalidate(cfg);
+  assert_token(cfg, "second-token");
+  /* Without invalidate: seen once the re-check interval (1 s) has passed. */
+  write_file(tmp_path("tok"), "  third-token-rotated  \n", 0600);
+  usleep(1100 * 1000);
+  assert_token(cfg, "third-token-rotated");
+  /* A vanished file keeps the last good token. */
+  kcr_log_set_level(KCR_LOG_OFF);
+  assert_int_equal(0, unlink(tmp_path("tok")));
+  kcr_config_invalidate(cfg);
+  assert_token(cfg, "third-token-rotated");
+  kcr_config_free(cfg);
+}
+
+static void token_file_is_checked_at_most_once_per_interval(void **state)
+{
+  (void)state;
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_config *cfg;
+
+  write_file(tmp_path("tok"), "first-token\n", 0600);
+  assert_int_equal(KCR_OK, kcr_config_from_yaml(token_file_yaml, strlen(token_file_yaml),
+                                                tmp_path("config"), NULL, &cfg, &ei));
+  kcr__config_set_token_recheck_ms(cfg, 3600 * 1000);
+  kcr_config_invalidate(cfg); /* restart the interval with the long setting */
+  assert_token(cfg, "first-token");
+  write_file(tmp_path("tok"), "second-token\n", 0600);
+  assert_token(cfg, "first-token"); /* not looked at again yet */
+  kcr_config_invalidate(cfg);
+  assert_token(cfg, "second-token");
+  kcr_config_free(cfg);
+}
+
+static void token_file_missing_at_load_is_an_error(void **state)
+{
+  (void)state;
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  char want[256];
+  kcr_config *cfg;
+
+  snprintf(want, sizeof(want),
+           "%s: users[0].user.tokenFile %s: No such file or directory",
+           tmp_path("config"), tmp_path("tok"));
+  assert_int_equal(KCR_ECONFIG,
+                   kcr_config_from_yaml(token_file_yaml, strlen(token_file_yaml),
+                                        tmp_path("config"), NULL, &cfg, &ei));
+  assert_string_equal(want, ei.message);
+  write_file(tmp_path("tok"), " \n", 0600);
+  assert_int_equal(KCR_ECONFIG,
+                   kcr_config_from_yaml(token_file_yaml, strlen(token_file_yaml),
+                                        tmp_path("config"), NULL, &cfg, &ei));
+  assert_non_null(strstr(ei.message, "tokenFile"));
+  assert_non_null(strstr(ei.message, ": file is empty"));
+  kcr_errinfo_cleanup(&ei);
+}
+
+/* --- exec plugins ------------------------------------------------------ */
+
+/* Counts its runs in ./count, records what it was given, and prints an
+ * ExecCredential whose expiry comes from ./expiry (none if empty). */
+static const char plugin_sh[] =
+    "#!/bin/sh\n"
+    "dir=${0%/*}\n"
+    "n=$(cat \"$dir/count\" 2>/dev/null || echo 0)\n"
+    "n=$((n + 1))\n"
+    "echo $n > \"$dir/count\"\n"
+    "printf '%s' \"$KUBERNETES_EXEC_INFO\" > \"$dir/exec-info\"\n"
+    "printf '%s|%s|%s' \"$1\" \"$2\" \"$KCR_TEST_ENV\" > \"$dir/seen\"\n"
+    "exp=$(cat \"$dir/expiry\" 2>/dev/null)\n"
+    "[ -n \"$exp\" ] && exp=\",\\\"expirationTimestamp\\\":\\\"$exp\\\"\"\n"
+    "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1\",'\n"
+    "printf '\"kind\":\"ExecCredential\",\"status\":{\"token\":\"exec-token-%s\"%s}}\\n' "
+    "\"$n\" \"$exp\"\n";
+
+static const char cert_plugin_sh[] =
+    "#!/bin/sh\n"
+    "dir=${0%/*}\n"
+    "v=$(cat \"$dir/certver\")\n"
+    "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1beta1\",'\n"
+    "printf '\"kind\":\"ExecCredential\",\"status\":{'\n"
+    "printf '\"clientCertificateData\":\"-----BEGIN CERTIFICATE-----\\\\n%s\\\\n'"
+    " \"$v\"\n"
+    "printf '%s' '-----END CERTIFICATE-----\\n\",'\n"
+    "printf '\"clientKeyData\":\"KEY %s\"}}' \"$v\"\n";
+
+static const char exec_yaml_fmt[] =
+    "current-context: x\n"
+    "contexts: [{name: x, context: {cluster: c, user: me}}]\n"
+    "clusters: [{name: c, cluster: {server: https://h}}]\n"
+    "users:\n"
+    "- name: me\n"
+    "  user:\n"
+    "    exec:\n"
+    "      apiVersion: client.authentication.k8s.io/%s\n"
+    "      command: ./%s\n"
+    "      args: [first, \"second arg\"]\n"
+    "      env:\n"
+    "      - name: KCR_TEST_ENV\n"
+    "        value: from-kubeconfig\n"
+    "      interactiveMode: IfAvailable\n";
+
+/* Writes plugin `name` with `script` into the temp dir and loads a config
+ * whose user runs it. */
+static kcr_config *exec_config(const char *name, const char *script, const char *api)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  char yaml[2048];
+  kcr_config *cfg = NULL;
+
+  write_file(tmp_path(name), script, 0755);
+  snprintf(yaml, sizeof(yaml), exec_yaml_fmt, api, name);
+  assert_int_equal(KCR_OK, kcr_config_from_yaml(yaml, strlen(yaml), tmp_path("config"),
+                                                NULL, &cfg, &ei));
+  kcr__config_set_exec_timeout_ms(cfg, 5000);
+  return cfg;
+}
+
+/* Expects the credentials call to fail with rc; returns the message. */
+static char *creds_fail(kcr_config *cfg, kcr_err want)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_credentials c;
+  char *msg;
+
+  assert_int_equal(want, kcr_config_credentials(cfg, &c, &ei));
+  assert_null(c.token);
+  assert_non_null(ei.message);
+  msg = strdup(ei.message);
+  kcr_errinfo_cleanup(&ei);
+  return msg;
+}
+
+static void exec_plugin_token_is_cached_until_invalidate(void **state)
+{
+  (void)state;
+  kcr_config *cfg;
+  char *info, *seen;
+
+  write_file(tmp_path("expiry"), "", 0600); /* no expiry: cached until invalidate */
+  cfg = exec_config("plugin.sh", plugin_sh, "v1");
+  assert_token(cfg, "exec-token-1");
+  assert_token(cfg, "exec-token-1");
+  assert_int_equal(1, read_count());
+  kcr_config_invalidate(cfg);
+  assert_token(cfg, "exec-token-2");
+  assert_int_equal(2, read_count());
+  info = file_text(tmp_path("exec-info"));
+  assert_string_equal("{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":"
+                      "\"ExecCredential\",\"spec\":{\"interactive\":false}}",
+                      info);
+  seen = file_text(tmp_path("seen"));
+  assert_string_equal("first|second arg|from-kubeconfig", seen);
+  free(info);
+  free(seen);
+  kcr_config_free(cfg);
+}
+
+static void exec_plugin_reruns_when_expired(void **state)
+{
+  (void)state;
+  char soon[KCR_RFC3339_LEN];
+  kcr_config *cfg;
+
+  write_file(tmp_path("expiry"), "2001-01-01T00:00:00Z", 0600); /* already expired */
+  cfg = exec_config("plugin.sh", plugin_sh, "v1");
+  assert_token(cfg, "exec-token-1");
+  assert_token(cfg, "exec-token-2");
+  /* Within the 10 s refresh margin counts as expired too. */
+  kcr_time_format(kcr_time_now() + 5, soon);
+  write_file(tmp_path("expiry"), soon, 0600);
+  assert_token(cfg, "exec-token-3");
+  assert_token(cfg, "exec-token-4");
+  /* Far in the future: cached. */
+  write_file(tmp_path("expiry"), "2999-01-01T00:00:00+02:00", 0600);
+  assert_token(cfg, "exec-token-5");
+  assert_token(cfg, "exec-token-5");
+  assert_int_equal(5, read_count());
+  kcr_config_free(cfg);
+}
+
+static void exec_plugin_certificate_bumps_generation(void **state)
+{
+  (void)state;
+  static const char want_cert[] =
+      "-----BEGIN CERTIFICATE-----\nv1\n-----END CERTIFICATE-----\n";
+  struct kcr_credentials c;
+  kcr_config *cfg;
+  unsigned long g1;
+
+  write_file(tmp_path("certver"), "v1", 0600);
+  cfg = exec_config("cert.sh", cert_plugin_sh, "v1beta1");
+  creds_ok(cfg, &c);
+  assert_null(c.token);
+  assert_int_equal(strlen(want_cert), c.cert_len);
+  assert_memory_equal(want_cert, c.cert, c.cert_len);
+  assert_int_equal(6, c.key_len);
+  assert_memory_equal("KEY v1", c.key, 6);
+  g1 = c.generation;
+  kcr_credentials_cleanup(&c);
+  kcr_config_invalidate(cfg); /* same certificate again: same generation */
+  creds_ok(cfg, &c);
+  assert_int_equal(g1, c.generation);
+  kcr_credentials_cleanup(&c);
+  write_file(tmp_path("certver"), "v2", 0600);
+  kcr_config_invalidate(cfg);
+  creds_ok(cfg, &c);
+  assert_int_not_equal(g1, c.generation);
+  assert_memory_equal("KEY v2", c.key, 6);
+  kcr_credentials_cleanup(&c);
+  kcr_config_free(cfg);
+}
+
+static void exec_plugin_failure_quotes_stderr_not_stdout(void **state)
+{
+  (void)state;
+  kcr_config *cfg = exec_config("fail.sh",
+                                "#!/bin/sh\n"
+                                "echo '{\"status\":{\"token\":\"leaked-secret\"}}'\n"
+                                "echo 'warming up' >&2\n"
+                                "echo 'login failed: credentials expired' >&2\n"
+                                "exit 1\n",
+                                "v1");
+  char want[512], *msg = creds_fail(cfg, KCR_EIO);
+
+  snprintf(want, sizeof(want),
+           "%s: users[0].user.exec (user \"me\"): exec plugin './fail.sh' exited with "
+           "status 1: warming up login failed: credentials expired",
+           tmp_path("config"));
+  assert_string_equal(want, msg);
+  assert_null(strstr(msg, "leaked-secret"));
+  free(msg);
+  kcr_config_free(cfg);
+}
+
+static void exec_plugin_garbage_output_is_a_parse_error(void **state)
+{
+  (void)state;
+  kcr_config *cfg =
+      exec_config("garbage.sh", "#!/bin/sh\necho 'this is not json'\n", "v1");
+  char *msg = creds_fail(cfg, KCR_EPARSE);
+
+  assert_non_null(strstr(msg, tmp_path("config")));
+  assert_non_null(strstr(msg,
+                         "exec plugin './garbage.sh' printed malformed ExecCredential "
+                         "JSON (error at byte 0 of 17)"));
+  free(msg);
+  kcr_config_free(cfg);
+}
+
+static void exec_plugin_wrong_api_version_or_kind(void **state)
+{
+  (void)state;
+  kcr_config *cfg = exec_config(
+      "old.sh",
+      "#!/bin/sh\necho '{\"apiVersion\":\"client.authentication.k8s.io/v1beta1\","
+      "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"x\"}}'\n",
+      "v1");
+  char *msg = creds_fail(cfg, KCR_EPARSE);
+
+  assert_non_null(strstr(msg, "exec plugin './old.sh' returned apiVersion "
+                              "\"client.authentication.k8s.io/v1beta1\", expected "
+                              "\"client.authentication.k8s.io/v1\""));
+  free(msg);
+  kcr_config_free(cfg);
+  cfg =
+      exec_config("kind.sh",
+                  "#!/bin/sh\necho '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
+                  "\"kind\":\"Status\"}'\n",
+                  "v1");
+  msg = creds_fail(cfg, KCR_EPARSE);
+  assert_non_null(strstr(msg, "returned kind \"Status\", expected \"ExecCredential\""));
+  free(msg);
+  kcr_config_free(cfg);
+  cfg =
+      exec_config("empty.sh",
+                  "#!/bin/sh\necho '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
+                  "\"kind\":\"ExecCredential\",\"status\":{}}'\n",
+                  "v1");
+  msg = creds_fail(cfg, KCR_EPARSE);
+  assert_non_null(strstr(msg, "returned neither status.token nor "
+                              "status.clientCertificateData/clientKeyData"));
+  free(msg);
+  kcr_config_free(cfg);
+}
+
+static void exec_plugin_not_in_path(void **state)
+{
+  (void)state;
+  kcr_config *cfg = load_ok(data_path("exec-missing.yaml"), NULL);
+  char want[4200], *msg = creds_fail(cfg, KCR_ECONFIG);
+
+  snprintf(want, sizeof(want),
+           "%s: users[0].user.exec (user \"sso-user\"): exec plugin 'kcr-no-such-plugin' "
+           "not found in PATH: install kcr-no-such-plugin from your IT portal",
+           data_path("exec-missing.yaml"));
+  assert_string_equal(want, msg);
+  free(msg);
+  kcr_config_free(cfg);
+}
+
+static void exec_plugin_relative_command_missing_or_not_executable(void **state)
+{
+  (void)state;
+  kcr_config *cfg = exec_config("noexec.sh", "#!/bin/sh\n", "v1");
+  char want[512], *msg;
+
+  assert_int_equal(0, chmod(tmp_path("noexec.sh"), 0644));
+  msg = creds_fail(cfg, KCR_ECONFIG);
+  snprintf(want, sizeof(want),
+           "%s: users[0].user.exec (user \"me\"): cannot run exec plugin './noexec.sh': "
+           "Permission denied",
+           tmp_path("config"));
+  assert_string_equal(want, msg);
+  free(msg);
+  assert_int_equal(0, unlink(tmp_path("noexec.sh")));
+  msg = creds_fail(cfg, KCR_ECONFIG);
+  snprintf(want, sizeof(want),
+           "%s: users[0].user.exec (user \"me\"): exec plugin './noexec.sh' not found "
+           "(%s/./noexec.sh)",
+           tmp_path("config"), g_tmp);
+  assert_string_equal(want, msg);
+  free(msg);
+  kcr_config_free(cfg);
+}
+
+static void exec_plugin_interactive_always_is_refused(void **state)
+{
+  (void)state;
+  load_fails("exec-always.yaml", KCR_ECONFIG,
+             "users[0].user.exec.interactiveMode is \"Always\", but a controller has no "
+             "terminal to prompt on; use \"Never\" or \"IfAvailable\"");
+}
+
+static void exec_plugin_is_killed_after_timeout(void **state)
+{
+  (void)state;
+  kcr_config *cfg =
+      exec_config("hang.sh", "#!/bin/sh\necho waiting >&2\nsleep 30\n", "v1");
+  uint64_t t0 = kcr_time_mono_ms();
+  char *msg;
+
+  kcr__config_set_exec_timeout_ms(cfg, 300);
+  msg = creds_fail(cfg, KCR_ETIMEDOUT);
+  assert_true(kcr_time_mono_ms() - t0 < 5000);
+  assert_non_null(strstr(msg, "exec plugin './hang.sh' did not finish within 300 ms and "
+                              "was killed: waiting"));
+  free(msg);
+  kcr_config_free(cfg);
+}
+
+static void exec_plugin_output_is_capped(void **state)
+{
+  (void)state;
+  kcr_config *cfg = exec_config(
+      "flood.sh", "#!/bin/sh\nwhile :; do echo xxxxxxxxxxxxxxxx; done\n", "v1");
+  char *msg = creds_fail(cfg, KCR_EPARSE);
+
+  assert_non_null(strstr(msg, "exec plugin './flood.sh' printed more than 1048576 bytes "
+                              "on stdout and was killed"));
+  free(msg);
+  kcr_config_free(cfg);
+}
+
+static void exec_plugin_logs_refresh_without_the_token(void **state)
+{
+  (void)state;
+  kcr_config *cfg;
+  char *log;
+  FILE *f = fopen(tmp_path("log"), "w+");
+
+  assert_non_null(f);
+  write_file(tmp_path("expiry"), "", 0600);
+  cfg = exec_config("plugin.sh", plugin_sh, "v1");
+  kcr_log_set_fd(fileno(f));
+  kcr_log_set_level(KCR_LOG_DEBUG);
+  assert_token(cfg, "exec-token-1");
+  kcr_log_set_level(KCR_LOG_INFO);
+  kcr_log_set_fd(2);
+  fclose(f);
+  log = file_text(tmp_path("log"));
+  assert_non_null(strstr(log, "exec plugin refreshed credentials"));
+  assert_null(strstr(log, "exec-token"));
+  free(log);
+  kcr_config_free(cfg);
+}
+
+struct race {
+  kcr_config *cfg;
+  char token[64];
+};
+
+static void *race_thread(void *arg)
+{
+  struct race *r = arg;
+  struct kcr_credentials c;
+  if(!kcr_config_credentials(r->cfg, &c, NULL) && c.token)
+    snprintf(r->token, sizeof(r->token), "%s", c.token);
+  kcr_credentials_cleanup(&c);
+  return NULL;
+}
+
+static void exec_plugin_runs_once_for_concurrent_callers(void **state)
+{
+  (void)state;
+  struct race r[8];
+  pthread_t t[8];
+  kcr_config *cfg;
+
+  write_file(tmp_path("expiry"), "2999-01-01T00:00:00Z", 0600);
+  cfg = exec_config("plugin.sh", plugin_sh, "v1");
+  for(int i = 0; i < 8; i++) {
+    r[i].cfg = cfg;
+    r[i].token[0] = '\0';
+    assert_int_equal(0, pthread_create(&t[i], NULL, race_thread, &r[i]));
+  }
+  for(int i = 0; i < 8; i++) {
+    pthread_join(t[i], NULL);
+    assert_string_equal("exec-token-1", r[i].token);
+  }
+  assert_int_equal(1, read_count());
+  kcr_config_free(cfg);
+}
+
+/* --- in-cluster -------------------------------------------------------- */
+
+static const char sa_ca[] =
+    "-----BEGIN CERTIFICATE-----\nQ0E=\n-----END CERTIFICATE-----\n";
+
+static void make_sa_dir(bool with_namespace)
+{
+  write_file(tmp_path("token"), "sa-token-1\n", 0600);
+  write_file(tmp_path("ca.crt"), sa_ca, 0644);
+  if(with_namespace)
+    write_file(tmp_path("namespace"), "kube-system\n", 0644);
+}
+
+static void in_cluster_reads_service_account(void **state)
+{
+  (void)state;
+  struct kcr_config_opts o = {NULL, NULL, true, g_tmp};
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_config *cfg;
+  size_t len;
+
+  make_sa_dir(true);
+  setenv("KUBECONFIG", data_path("token.yaml"), 1); /* skipped: in_cluster_only */
+  setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
+  setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+  assert_int_equal(KCR_OK, kcr_config_load(&o, &cfg, &ei));
+  assert_string_equal("https://10.96.0.1:443", kcr_config_server(cfg));
+  assert_string_equal("in-cluster", kcr_config_origin(cfg));
+  assert_string_equal("kube-system", kcr_config_namespace(cfg));
+  assert_false(kcr_config_insecure(cfg));
+  assert_memory_equal(sa_ca, kcr_config_ca(cfg, &len), strlen(sa_ca));
+  assert_int_equal(strlen(sa_ca), len);
+  assert_token(cfg, "sa-token-1");
+  write_file(tmp_path("token"), "sa-token-2\n", 0600); /* the kubelet rotates it */
+  kcr_config_invalidate(cfg);
+  assert_token(cfg, "sa-token-2");
+  kcr_config_free(cfg);
+}
+
+static void in_cluster_brackets_ipv6_and_is_the_last_resort(void **state)
+{
+  (void)state;
+  struct kcr_config_opts o = {NULL, NULL, false, g_tmp};
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_config *cfg;
+
+  make_sa_dir(false);
+  setenv("KUBERNETES_SERVICE_HOST", "fd00:10:96::1", 1);
+  setenv("KUBERNETES_SERVICE_PORT", "6443", 1);
+  assert_int_equal(KCR_OK, kcr_config_load(&o, &cfg, &ei));
+  assert_string_equal("https://[fd00:10:96::1]:6443", kcr_config_server(cfg));
+  assert_string_equal("in-cluster", kcr_config_origin(cfg));
+  assert_null(kcr_config_namespace(cfg));
+  kcr_config_free(cfg);
+}
+
+static void in_cluster_missing_token_or_port(void **state)
+{
+  (void)state;
+  struct kcr_config_opts o = {NULL, NULL, true, g_tmp};
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  char want[256];
+  kcr_config *cfg;
+
+  setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
+  assert_int_equal(KCR_ECONFIG, kcr_config_load(&o, &cfg, &ei));
+  assert_string_equal("in-cluster: KUBERNETES_SERVICE_HOST is set but "
+                      "KUBERNETES_SERVICE_PORT is not",
+                      ei.message);
+  setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+  write_file(tmp_path("ca.crt"), "CA\n", 0644);
+  snprintf(want, sizeof(want), "in-cluster: token %s: No such file or directory",
+           tmp_path("token"));
+  assert_int_equal(KCR_ECONFIG, kcr_config_load(&o, &cfg, &ei));
+  assert_string_equal(want, ei.message);
+  kcr_errinfo_cleanup(&ei);
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+  const struct CMUnitTest tests[] = {
+      T(base64_decodes_with_and_without_padding),
+      T(base64_skips_embedded_whitespace),
+      T(base64_rejects_garbage),
+      T(kubeconfig_inline_data_is_decoded),
+      T(kubeconfig_files_resolve_against_its_directory),
+      T(kubeconfig_token_and_insecure),
+      T(kubeconfig_current_context_vs_explicit_context),
+      T(kubeconfig_explicit_context_not_found),
+      T(kubeconfig_from_yaml_text),
+      T(load_uses_first_existing_kubeconfig_in_env),
+      T(load_falls_back_to_home_kube_config),
+      T(load_explicit_path_errors_are_final),
+      T(load_reports_when_nothing_is_found),
+      T(malformed_yaml_names_line_and_column),
+      T(malformed_missing_server),
+      T(malformed_unknown_current_context),
+      T(malformed_bad_base64),
+      T(malformed_cert_without_key),
+      T(malformed_missing_referenced_file),
+      T(malformed_non_http_scheme),
+      T(malformed_wrong_types),
+      T(token_file_is_reread_after_rotation),
+      T(token_file_is_checked_at_most_once_per_interval),
+      T(token_file_missing_at_load_is_an_error),
+      T(exec_plugin_token_is_cached_until_invalidate),
+      T(exec_plugin_reruns_when_expired),
+      T(exec_plugin_certificate_bumps_generation),
+      T(exec_plugin_failure_quotes_stderr_not_stdout),
+      T(exec_plugin_garbage_output_is_a_parse_error),
+      T(exec_plugin_wrong_api_version_or_kind),
+      T(exec_plugin_not_in_path),
+      T(exec_plugin_relative_command_missing_or_not_executable),
+      T(exec_plugin_interactive_always_is_refused),
+      T(exec_plugin_is_killed_after_timeout),
+      T(exec_plugin_output_is_capped),
+      T(exec_plugin_logs_refresh_without_the_token),
+      T(exec_plugin_runs_once_for_concurrent_callers),
+      T(in_cluster_reads_service_account),
+      T(in_cluster_brackets_ipv6_and_is_the_last_resort),
+      T(in_cluster_missing_token_or_port),
+  };
+#undef T
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
