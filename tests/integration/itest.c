@@ -1,6 +1,7 @@
 /* DESIGN: shared set-up for integration tests. Each test program makes one
  * client from $KUBECONFIG and its own namespaces, so tests never see each
  * other's objects and can run in parallel against one control plane. */
+#include <curl/curl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -143,4 +144,51 @@ void itest_install_widget_crd(kcr_client *c)
   }
   itest_expect(KCR_OK, rc, &ei);
   kcr_errinfo_cleanup(&ei);
+}
+
+static size_t sink(char *p, size_t sz, size_t n, void *ud)
+{
+  return kcr_buf_append(ud, p, sz * n) ? 0 : sz * n;
+}
+
+cJSON *itest_etcd(const char *path, const char *body)
+{
+  struct kcr_buf url = KCR_BUF_INIT, out = KCR_BUF_INIT;
+  CURL *h = curl_easy_init();
+  cJSON *j;
+
+  assert_non_null(h);
+  kcr_buf_printf(&url, "%s%s", itest_env("KCR_ETCD_ENDPOINT"), path);
+  curl_easy_setopt(h, CURLOPT_URL, url.ptr);
+  curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &out);
+  assert_int_equal(CURLE_OK, curl_easy_perform(h));
+  curl_easy_cleanup(h);
+  j = cJSON_Parse(kcr_buf_str(&out));
+  if(!j)
+    fprintf(stderr, "etcd %s answered: %s\n", path, kcr_buf_str(&out));
+  assert_non_null(j);
+  kcr_buf_cleanup(&url);
+  kcr_buf_cleanup(&out);
+  return j;
+}
+
+void itest_etcd_compact(void)
+{
+  char body[128];
+  cJSON *r = itest_etcd("/v3/kv/range", "{\"key\":\"AA==\",\"limit\":1}");
+  const char *rev = kcr_json_str(r, "header.revision");
+  assert_non_null(rev);
+  snprintf(body, sizeof(body), "{\"revision\":\"%s\",\"physical\":true}", rev);
+  cJSON_Delete(itest_etcd("/v3/kv/compaction", body));
+  cJSON_Delete(r);
+}
+
+void itest_controlplane(const char *args)
+{
+  char *cmd = NULL;
+  assert_true(asprintf(&cmd, "%s %s", itest_env("KCR_RESTART_APISERVER"), args) > 0);
+  assert_int_equal(0, system(cmd));
+  free(cmd);
 }

@@ -37,5 +37,13 @@ void itest_expect_(kcr_err want, kcr_err rc, const struct kcr_errinfo *ei,
 /* Environment value or a loud test failure. */
 const char *itest_env(const char *name);
 void itest_sleep_ms(long ms);
+/* POSTs JSON to etcd's HTTP gateway ($KCR_ETCD_ENDPOINT); returns the parsed
+ * answer (caller frees). */
+cJSON *itest_etcd(const char *path, const char *body);
+/* Compacts etcd's history up to its current revision. */
+void itest_etcd_compact(void);
+/* Runs tools/controlplane/restart-apiserver with args ("", "--stop-only",
+ * "--start-only"); fails the test if it fails. */
+void itest_controlplane(const char *args);
 
 #endif

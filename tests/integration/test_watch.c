@@ -2,7 +2,6 @@
  * order with their resourceVersions, cancellation from another thread is
  * prompt, the server's timeout ends the stream cleanly, and a watch from a
  * compacted resourceVersion ends with KCR_EGONE. */
-#include <curl/curl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,42 +154,13 @@ static void server_timeout_ends_the_stream_cleanly(void **state)
   kcr_errinfo_cleanup(&ei);
 }
 
-static size_t sink(char *p, size_t sz, size_t n, void *ud)
-{
-  struct kcr_buf *b = ud;
-  kcr_buf_append(b, p, sz * n);
-  return sz * n;
-}
-
-/* POSTs JSON to etcd's HTTP gateway; returns the answer (caller frees). */
-static cJSON *etcd_call(const char *path, const char *body)
-{
-  struct kcr_buf url = KCR_BUF_INIT, out = KCR_BUF_INIT;
-  CURL *h = curl_easy_init();
-  cJSON *j;
-  kcr_buf_printf(&url, "%s%s", itest_env("KCR_ETCD_ENDPOINT"), path);
-  curl_easy_setopt(h, CURLOPT_URL, url.ptr);
-  curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &out);
-  assert_int_equal(CURLE_OK, curl_easy_perform(h));
-  curl_easy_cleanup(h);
-  j = cJSON_Parse(kcr_buf_str(&out));
-  if(!j)
-    fprintf(stderr, "etcd %s answered: %s\n", path, kcr_buf_str(&out));
-  assert_non_null(j);
-  kcr_buf_cleanup(&url);
-  kcr_buf_cleanup(&out);
-  return j;
-}
-
 static void watch_from_compacted_rv_is_gone(void **state)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   struct kcr_ref coll = {&itest_configmaps, ns}, one = {&itest_configmaps, ns, "g"};
   struct events e = {PTHREAD_MUTEX_INITIALIZER};
   cJSON *cur = NULL, *obj;
-  char old_rv[24], body[128];
+  char old_rv[24];
   kcr_watch *w;
 
   obj = itest_json("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
@@ -206,17 +176,11 @@ static void watch_from_compacted_rv_is_gone(void **state)
     cJSON_Delete(cur);
     cur = next;
   }
-  /* Compact etcd's history up to now: old_rv is gone from storage. */
-  cJSON *r = etcd_call("/v3/kv/range", "{\"key\":\"AA==\",\"limit\":1}");
-  const char *rev = kcr_json_str(r, "header.revision");
-  assert_non_null(rev);
-  snprintf(body, sizeof(body), "{\"revision\":\"%s\",\"physical\":true}", rev);
-  cJSON_Delete(etcd_call("/v3/kv/compaction", body));
-  cJSON_Delete(r);
-  /* The apiserver's watch cache keeps a window of recent events; restart it
-   * so the window starts after old_rv, as after any long-enough outage. */
-  itest_expect(KCR_OK, system(itest_env("KCR_RESTART_APISERVER")) == 0 ? KCR_OK : KCR_EIO,
-               NULL);
+  /* Compact etcd's history up to now: old_rv is gone from storage. The
+   * apiserver's watch cache keeps a window of recent events; restart it so the
+   * window starts after old_rv, as after any long-enough outage. */
+  itest_etcd_compact();
+  itest_controlplane("");
 
   struct kcr_watch_opts wo = {&coll, old_rv, .allow_bookmarks = true,
                               .timeout_seconds = 30};

@@ -1,0 +1,101 @@
+/* kcr/store.h - the informer cache: immutable, refcounted objects by
+ * namespace/name, with indexes.
+ *
+ * An object is held as its compact JSON text (metadata.managedFields
+ * stripped unless asked to keep it) plus a small parsed header: namespace,
+ * name, uid, resourceVersion, generation, deletion flag and controller
+ * owner. Readers parse the text on demand (kcr_obj_parse, ~4 us for a 1.7 KB
+ * object) instead of the cache holding a cJSON tree (6x the text's size).
+ *
+ * Objects never change after creation: an update is a new object. Any
+ * thread may read an object it holds a reference to without locks.
+ *
+ * The store is written by one writer (its informer) and read by any number
+ * of threads. Lock: one rwlock per store (readers share it); never held
+ * while calling out. */
+#ifndef KCR_STORE_H
+#define KCR_STORE_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+typedef struct kcr_obj kcr_obj;
+typedef struct kcr_store kcr_store;
+
+/* The controller owner reference (ownerReferences[] item with controller:
+ * true), or all NULL. */
+struct kcr_owner {
+  const char *api_version, *kind, *name, *uid;
+};
+
+/* Makes an object from a tree (borrowed, not modified). managedFields are
+ * dropped unless keep_managed_fields. KCR_EINVAL if it has no
+ * metadata.name. *out holds one reference. */
+kcr_err kcr_obj_new(const cJSON *tree, bool keep_managed_fields, kcr_obj **out);
+/* A new reference to o (o may be NULL). Any thread. */
+kcr_obj *kcr_obj_ref(kcr_obj *o);
+/* Drops a reference; the last one frees. NULL is a no-op. Any thread. */
+void kcr_obj_unref(kcr_obj *o);
+
+/* Header fields: borrowed, valid while the reference is held. */
+const char *kcr_obj_ns(const kcr_obj *o);   /* "" for cluster-scoped */
+const char *kcr_obj_name(const kcr_obj *o);
+const char *kcr_obj_uid(const kcr_obj *o);  /* "" if none */
+const char *kcr_obj_rv(const kcr_obj *o);   /* "" if none */
+int64_t kcr_obj_generation(const kcr_obj *o); /* 0 if none */
+bool kcr_obj_deleting(const kcr_obj *o);    /* deletionTimestamp set */
+const struct kcr_owner *kcr_obj_controller(const kcr_obj *o);
+/* "ns/name" or "name" for cluster-scoped. */
+const char *kcr_obj_key(const kcr_obj *o);
+/* The compact JSON text, borrowed. */
+const char *kcr_obj_json(const kcr_obj *o, size_t *len);
+/* A new tree parsed from the text; caller frees. NULL if out of memory. */
+cJSON *kcr_obj_parse(const kcr_obj *o);
+/* Bytes this object costs (header + text), for the store's accounting. */
+size_t kcr_obj_size(const kcr_obj *o);
+
+/* An index function: calls emit(value, ctx) for every index value of o. */
+typedef void (*kcr_index_emit)(const char *value, void *ctx);
+typedef void (*kcr_index_fn)(const kcr_obj *o, kcr_index_emit emit, void *ctx);
+
+/* The built-in index by controller owner UID. */
+#define KCR_INDEX_CONTROLLER "controller-uid"
+
+kcr_store *kcr_store_new(void);
+/* Frees the store and drops its references (readers keep theirs). */
+void kcr_store_free(kcr_store *s);
+/* Adds an index; only before the first write. KCR_EEXIST if the name is
+ * taken. */
+kcr_err kcr_store_add_index(kcr_store *s, const char *name, kcr_index_fn fn);
+
+/* A new reference to the object at ns/name (ns NULL or "" for cluster
+ * scope), or NULL. Any thread. */
+kcr_obj *kcr_store_get(kcr_store *s, const char *ns, const char *name);
+kcr_obj *kcr_store_get_key(kcr_store *s, const char *key);
+/* References to every object (or to those whose index `index` holds
+ * `value` when index != NULL), in no particular order. *objs is an owned
+ * array; release with kcr_objs_free(). Any thread. */
+kcr_err kcr_store_list(kcr_store *s, const char *index, const char *value,
+                       kcr_obj ***objs, size_t *n);
+void kcr_objs_free(kcr_obj **objs, size_t n);
+size_t kcr_store_len(kcr_store *s);
+/* Bytes held by the objects in the store. */
+size_t kcr_store_bytes(kcr_store *s);
+
+/* Writer side (one writer). put: inserts or replaces, taking over the
+ * caller's reference to o; *old gets the previous object (a reference the
+ * caller must drop) or NULL. */
+kcr_err kcr_store_put(kcr_store *s, kcr_obj *o, kcr_obj **old);
+/* Removes ns/name; *old as above (NULL if it was absent). */
+void kcr_store_delete(kcr_store *s, const char *ns, const char *name, kcr_obj **old);
+/* Replaces the whole contents with objs (taking over their references) in one
+ * step readers never see half-done. *gone receives references to objects
+ * that were present before and are not in objs (for delete events). */
+kcr_err kcr_store_replace(kcr_store *s, kcr_obj **objs, size_t n, kcr_obj ***gone,
+                          size_t *ngone);
+
+#endif

@@ -1,0 +1,31 @@
+/* DESIGN: exponential backoff with jitter and a reset window; pure apart
+ * from reading the monotonic clock. */
+#include <stdlib.h>
+
+#include "kcr/backoff.h"
+#include "kcr/time.h"
+
+uint64_t kcr_backoff_next(struct kcr_backoff *b)
+{
+  uint64_t now = kcr_time_mono_ms(), base;
+  double j;
+
+  if(!b->seed)
+    b->seed = (unsigned)(now ^ (uintptr_t)b);
+  if(b->last_fail_ms && b->reset_after_ms && now - b->last_fail_ms > b->reset_after_ms)
+    b->cur_ms = 0;
+  base = b->cur_ms ? b->cur_ms : b->initial_ms;
+  b->cur_ms = (uint64_t)((double)base * (b->factor > 1 ? b->factor : 2));
+  if(b->cur_ms > b->max_ms)
+    b->cur_ms = b->max_ms;
+  b->last_fail_ms = now;
+  j = b->jitter > 0 ? b->jitter * ((double)rand_r(&b->seed) / ((double)RAND_MAX + 1)) : 0;
+  base = (uint64_t)((double)base * (1 + j));
+  return base > b->max_ms ? b->max_ms : base;
+}
+
+void kcr_backoff_reset(struct kcr_backoff *b)
+{
+  b->cur_ms = 0;
+  b->last_fail_ms = 0;
+}

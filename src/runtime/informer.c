@@ -1,0 +1,492 @@
+/* DESIGN: the informer, an explicit state machine on one thread.
+ *
+ *   EMPTY/LISTING: kcr_list_each collects every page into new objects, then
+ *     kcr_store_replace swaps them in; handlers get on_add for new keys,
+ *     on_update(old, new) for keys already cached, on_delete for keys that
+ *     vanished (missed deletes while we were not watching). -> WATCHING.
+ *   WATCHING: one watch from `rv` with a random timeout; ADDED/MODIFIED put
+ *     into the store, DELETED removes; the watch tracks rv (bookmarks too).
+ *     Server timeout -> watch again from rv. 410 -> LISTING. Errors ->
+ *     backoff, then watch again from rv (a too-old rv then gives 410).
+ *
+ * A second thread runs the periodic resync when asked for.
+ *
+ * Stopping: `stopping` is set under mu, the current watch is canceled
+ * (kcr_watch_cancel is safe from any thread) and backoff sleeps wait on a
+ * condvar, so stop is prompt. Lock order: inf->mu only; it is never held
+ * while calling handlers or doing I/O. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kcr/backoff.h"
+#include "kcr/informer.h"
+#include "kcr/json.h"
+#include "kcr/log.h"
+#include "kcr/time.h"
+#include "kcr/watch.h"
+
+#define MAX_HANDLERS 16
+
+enum state { ST_LISTING, ST_WATCHING, ST_STOPPED };
+
+struct kcr_informer {
+  struct kcr_informer_opts o;
+  struct kcr_gvr gvr;
+  char *group, *version, *resource, *ns, *lsel, *fsel, *name;
+  kcr_store *store;
+  struct kcr_informer_handlers h[MAX_HANDLERS];
+  size_t nh;
+
+  pthread_mutex_t mu;
+  pthread_cond_t cv;       /* stop requests, sync */
+  bool stopping, started, synced;
+  kcr_watch *watch;        /* current watch, under mu */
+  pthread_t th, resync_th;
+  bool has_resync_th;
+
+  char *rv;                /* where the next watch starts; informer thread */
+  struct kcr_backoff backoff;
+  unsigned seed;
+  kcr_err last_err;        /* to log a repeated error once */
+  struct kcr_informer_stats stats;
+  kcr_metric *m_objects, *m_bytes;
+};
+
+static char *dup0(const char *s) { return s ? strdup(s) : NULL; }
+
+kcr_err kcr_informer_new(const struct kcr_informer_opts *o, kcr_informer **out)
+{
+  kcr_informer *inf;
+  size_t n;
+
+  *out = NULL;
+  if(!o || !o->client || !o->gvr || !o->gvr->resource || !o->gvr->version)
+    return KCR_EINVAL;
+  inf = calloc(1, sizeof(*inf));
+  if(!inf)
+    return KCR_ENOMEM;
+  inf->o = *o;
+  inf->group = strdup(o->gvr->group ? o->gvr->group : "");
+  inf->version = dup0(o->gvr->version);
+  inf->resource = dup0(o->gvr->resource);
+  inf->ns = dup0(o->ns);
+  inf->lsel = dup0(o->label_selector);
+  inf->fsel = dup0(o->field_selector);
+  n = strlen(o->gvr->resource) + (inf->group ? strlen(inf->group) : 0) + 2;
+  if((inf->name = malloc(n)))
+    snprintf(inf->name, n, "%s%s%s", o->gvr->resource, *inf->group ? "." : "",
+             inf->group);
+  inf->store = kcr_store_new();
+  inf->gvr = (struct kcr_gvr){inf->group, inf->version, inf->resource,
+                              o->gvr->namespaced};
+  inf->o.gvr = &inf->gvr;
+  if(!inf->o.page_size)
+    inf->o.page_size = 500;
+  if(inf->o.watch_timeout_min_s <= 0)
+    inf->o.watch_timeout_min_s = 300;
+  if(inf->o.watch_timeout_max_s < inf->o.watch_timeout_min_s)
+    inf->o.watch_timeout_max_s = inf->o.watch_timeout_min_s * 2;
+  inf->backoff = (struct kcr_backoff)KCR_BACKOFF_REFLECTOR;
+  inf->seed = (unsigned)kcr_time_mono_ns();
+  pthread_mutex_init(&inf->mu, NULL);
+  pthread_cond_init(&inf->cv, NULL);
+  if(!inf->group || !inf->version || !inf->resource || !inf->name || !inf->store ||
+     (o->ns && !inf->ns) || (o->label_selector && !inf->lsel) ||
+     (o->field_selector && !inf->fsel)) {
+    kcr_informer_free(inf);
+    return KCR_ENOMEM;
+  }
+  if(o->metrics) {
+    inf->m_objects = kcr_metric_gauge(o->metrics, "kcr_informer_objects",
+                                      "Objects held in the informer's cache",
+                                      (const char *[]){"informer", NULL});
+    inf->m_bytes = kcr_metric_gauge(o->metrics, "kcr_informer_store_bytes",
+                                    "Bytes held by the objects in the informer's cache",
+                                    (const char *[]){"informer", NULL});
+  }
+  *out = inf;
+  return KCR_OK;
+}
+
+kcr_err kcr_informer_add_handlers(kcr_informer *inf, const struct kcr_informer_handlers *h)
+{
+  if(inf->started || inf->nh == MAX_HANDLERS)
+    return KCR_EINVAL;
+  inf->h[inf->nh++] = *h;
+  return KCR_OK;
+}
+
+kcr_store *kcr_informer_store(kcr_informer *inf) { return inf->store; }
+const char *kcr_informer_name(const kcr_informer *inf) { return inf->name; }
+
+static void emit_add(kcr_informer *inf, kcr_obj *o)
+{
+  for(size_t i = 0; i < inf->nh; i++)
+    if(inf->h[i].on_add)
+      inf->h[i].on_add(o, inf->h[i].ud);
+}
+
+static void emit_update(kcr_informer *inf, kcr_obj *old, kcr_obj *cur)
+{
+  for(size_t i = 0; i < inf->nh; i++)
+    if(inf->h[i].on_update)
+      inf->h[i].on_update(old, cur, inf->h[i].ud);
+}
+
+static void emit_delete(kcr_informer *inf, kcr_obj *o)
+{
+  for(size_t i = 0; i < inf->nh; i++)
+    if(inf->h[i].on_delete)
+      inf->h[i].on_delete(o, inf->h[i].ud);
+}
+
+static void update_gauges(kcr_informer *inf)
+{
+  const char *lv[] = {inf->name, NULL};
+  kcr_metric_set(inf->m_objects, lv, (double)kcr_store_len(inf->store));
+  kcr_metric_set(inf->m_bytes, lv, (double)kcr_store_bytes(inf->store));
+}
+
+static bool stopping(kcr_informer *inf)
+{
+  pthread_mutex_lock(&inf->mu);
+  bool s = inf->stopping;
+  pthread_mutex_unlock(&inf->mu);
+  return s;
+}
+
+/* Sleeps ms or until stop; returns false if stopping. */
+static bool sleep_unless_stopped(kcr_informer *inf, uint64_t ms)
+{
+  struct timespec ts;
+  bool s;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_sec += (time_t)(ms / 1000);
+  ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+  if(ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&inf->mu);
+  while(!inf->stopping && pthread_cond_timedwait(&inf->cv, &inf->mu, &ts) == 0)
+    ;
+  s = inf->stopping;
+  pthread_mutex_unlock(&inf->mu);
+  return !s;
+}
+
+/* Logs an error once per distinct code in a row, then backs off. */
+static bool fail_and_wait(kcr_informer *inf, const char *what, kcr_err rc,
+                          const struct kcr_errinfo *ei)
+{
+  uint64_t delay = kcr_backoff_next(&inf->backoff);
+  inf->stats.errors++;
+  if(rc != inf->last_err)
+    KCR_LOG(KCR_LOG_WARN, "informer: request failed; retrying with backoff",
+            KCR_S("informer", inf->name), KCR_S("op", what), KCR_S("err", kcr_err_name(rc)),
+            KCR_S("detail", ei->message), KCR_I("retryInMs", delay));
+  else
+    KCR_LOG(KCR_LOG_DEBUG, "informer: still failing", KCR_S("informer", inf->name),
+            KCR_S("op", what), KCR_S("err", kcr_err_name(rc)), KCR_I("retryInMs", delay));
+  inf->last_err = rc;
+  return sleep_unless_stopped(inf, delay);
+}
+
+struct collect {
+  kcr_informer *inf;
+  kcr_obj **objs;
+  size_t n, cap;
+};
+
+static kcr_err collect_item(const cJSON *item, void *ud)
+{
+  struct collect *c = ud;
+  kcr_obj *o;
+  kcr_err rc;
+  if(c->n == c->cap) {
+    size_t ncap = c->cap ? c->cap * 2 : 256;
+    kcr_obj **n = realloc(c->objs, ncap * sizeof(*n));
+    if(!n)
+      return KCR_ENOMEM;
+    c->objs = n;
+    c->cap = ncap;
+  }
+  rc = kcr_obj_new(item, c->inf->o.keep_managed_fields, &o);
+  if(rc == KCR_EINVAL) {
+    KCR_LOG(KCR_LOG_WARN, "informer: skipping listed item without a name",
+            KCR_S("informer", c->inf->name));
+    return KCR_OK;
+  }
+  if(!rc)
+    c->objs[c->n++] = o;
+  return rc;
+}
+
+static enum state do_list(kcr_informer *inf)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct collect c = {inf};
+  struct kcr_ref ref = {&inf->gvr, inf->ns};
+  struct kcr_list_opts lo = {inf->lsel, inf->fsel, inf->o.page_size};
+  kcr_obj **prev = NULL, **gone = NULL;
+  size_t ngone = 0;
+  char *rv = NULL;
+  kcr_err rc;
+
+  inf->stats.lists++;
+  rc = kcr_list_each(inf->o.client, &ref, &lo, collect_item, &c, &rv, &ei);
+  if(rc) {
+    kcr_objs_free(c.objs, c.n);
+    if(fail_and_wait(inf, "list", rc, &ei)) {
+      kcr_errinfo_cleanup(&ei);
+      return ST_LISTING;
+    }
+    kcr_errinfo_cleanup(&ei);
+    return ST_STOPPED;
+  }
+  /* Remember what was cached to tell adds from updates. */
+  if(c.n && !(prev = calloc(c.n, sizeof(*prev)))) {
+    kcr_objs_free(c.objs, c.n);
+    free(rv);
+    return fail_and_wait(inf, "list", KCR_ENOMEM, &ei) ? ST_LISTING : ST_STOPPED;
+  }
+  for(size_t i = 0; i < c.n; i++) {
+    prev[i] = kcr_store_get_key(inf->store, kcr_obj_key(c.objs[i]));
+    kcr_obj_ref(c.objs[i]); /* one for the store, one for the events below */
+  }
+  rc = kcr_store_replace(inf->store, c.objs, c.n, &gone, &ngone);
+  if(rc)
+    KCR_LOG(KCR_LOG_ERROR, "informer: out of memory replacing the store",
+            KCR_S("informer", inf->name));
+  free(inf->rv);
+  inf->rv = rv;
+  update_gauges(inf);
+  KCR_LOG(KCR_LOG_DEBUG, "informer: listed", KCR_S("informer", inf->name),
+          KCR_I("objects", c.n), KCR_I("vanished", ngone), KCR_S("resourceVersion", rv));
+  for(size_t i = 0; i < c.n; i++) {
+    if(prev[i])
+      emit_update(inf, prev[i], c.objs[i]);
+    else
+      emit_add(inf, c.objs[i]);
+  }
+  for(size_t i = 0; i < ngone; i++)
+    emit_delete(inf, gone[i]);
+  kcr_objs_free(gone, ngone);
+  kcr_objs_free(prev, c.n);
+  /* Synced means the store holds the list and every handler has seen it. */
+  pthread_mutex_lock(&inf->mu);
+  inf->synced = true;
+  pthread_cond_broadcast(&inf->cv);
+  pthread_mutex_unlock(&inf->mu);
+  kcr_objs_free(c.objs, c.n);
+  inf->last_err = KCR_OK;
+  return ST_WATCHING;
+}
+
+static kcr_err on_event(struct kcr_watch_event *ev, void *ud)
+{
+  kcr_informer *inf = ud;
+  kcr_obj *o = NULL, *old = NULL;
+  kcr_err rc;
+
+  if(ev->type == KCR_WATCH_BOOKMARK)
+    return KCR_OK;
+  inf->stats.events++;
+  rc = kcr_obj_new(ev->object, inf->o.keep_managed_fields, &o);
+  if(rc == KCR_EINVAL) {
+    KCR_LOG(KCR_LOG_WARN, "informer: skipping event for an object without a name",
+            KCR_S("informer", inf->name), KCR_S("type", kcr_watch_type_name(ev->type)));
+    return KCR_OK;
+  }
+  if(rc)
+    return rc;
+  switch(ev->type) {
+  case KCR_WATCH_ADDED:
+  case KCR_WATCH_MODIFIED:
+    kcr_obj_ref(o);
+    rc = kcr_store_put(inf->store, o, &old);
+    if(old)
+      emit_update(inf, old, o);
+    else
+      emit_add(inf, o);
+    break;
+  case KCR_WATCH_DELETED:
+    kcr_store_delete(inf->store, kcr_obj_ns(o), kcr_obj_name(o), &old);
+    emit_delete(inf, o);
+    break;
+  default:
+    break;
+  }
+  kcr_obj_unref(old);
+  kcr_obj_unref(o);
+  update_gauges(inf);
+  return rc;
+}
+
+static enum state do_watch(kcr_informer *inf)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_ref ref = {&inf->gvr, inf->ns};
+  long span = inf->o.watch_timeout_max_s - inf->o.watch_timeout_min_s;
+  struct kcr_watch_opts wo = {&ref, inf->rv, inf->lsel, inf->fsel,
+                              inf->o.watch_timeout_min_s +
+                                  (span > 0 ? rand_r(&inf->seed) % (span + 1) : 0),
+                              true};
+  uint64_t t0 = kcr_time_mono_ms();
+  kcr_watch *w;
+  kcr_err rc;
+
+  rc = kcr_watch_new(inf->o.client, &wo, on_event, inf, &w);
+  if(rc)
+    return fail_and_wait(inf, "watch", rc, &ei) ? ST_WATCHING : ST_STOPPED;
+  pthread_mutex_lock(&inf->mu);
+  if(inf->stopping)
+    kcr_watch_cancel(w);
+  inf->watch = w;
+  pthread_mutex_unlock(&inf->mu);
+  inf->stats.watches++;
+  rc = kcr_watch_run(w, &ei);
+  pthread_mutex_lock(&inf->mu);
+  inf->watch = NULL;
+  pthread_mutex_unlock(&inf->mu);
+  if(kcr_watch_rv(w)) {
+    char *rv = strdup(kcr_watch_rv(w));
+    if(rv) {
+      free(inf->rv);
+      inf->rv = rv;
+    }
+  }
+  kcr_watch_free(w);
+  enum state next = ST_WATCHING;
+  switch(rc) {
+  case KCR_OK: /* the server's timeout: watch again from rv */
+    inf->last_err = KCR_OK;
+    break;
+  case KCR_ECANCELED:
+    next = ST_STOPPED;
+    break;
+  case KCR_EGONE:
+    inf->stats.relists_gone++;
+    KCR_LOG(KCR_LOG_INFO, "informer: resourceVersion too old; listing again",
+            KCR_S("informer", inf->name), KCR_S("resourceVersion", inf->rv));
+    next = ST_LISTING;
+    break;
+  default:
+    /* A watch that streamed for a while and broke: not a reason to wait long. */
+    if(kcr_time_mono_ms() - t0 > 60000)
+      kcr_backoff_reset(&inf->backoff);
+    next = fail_and_wait(inf, "watch", rc, &ei) ? ST_WATCHING : ST_STOPPED;
+  }
+  kcr_errinfo_cleanup(&ei);
+  return next;
+}
+
+static void *run(void *p)
+{
+  kcr_informer *inf = p;
+  enum state st = ST_LISTING;
+  while(st != ST_STOPPED && !stopping(inf))
+    st = st == ST_LISTING ? do_list(inf) : do_watch(inf);
+  return NULL;
+}
+
+static void *run_resync(void *p)
+{
+  kcr_informer *inf = p;
+  while(sleep_unless_stopped(inf, inf->o.resync_ms)) {
+    kcr_obj **objs;
+    size_t n;
+    if(!kcr_informer_has_synced(inf) || kcr_store_list(inf->store, NULL, NULL, &objs, &n))
+      continue;
+    for(size_t i = 0; i < n && !stopping(inf); i++)
+      emit_update(inf, objs[i], objs[i]);
+    kcr_objs_free(objs, n);
+  }
+  return NULL;
+}
+
+kcr_err kcr_informer_start(kcr_informer *inf)
+{
+  if(inf->started)
+    return KCR_EINVAL;
+  if(pthread_create(&inf->th, NULL, run, inf))
+    return KCR_ENOMEM;
+  inf->started = true;
+  if(inf->o.resync_ms && !pthread_create(&inf->resync_th, NULL, run_resync, inf))
+    inf->has_resync_th = true;
+  return KCR_OK;
+}
+
+bool kcr_informer_has_synced(kcr_informer *inf)
+{
+  pthread_mutex_lock(&inf->mu);
+  bool s = inf->synced;
+  pthread_mutex_unlock(&inf->mu);
+  return s;
+}
+
+bool kcr_informer_wait_synced(kcr_informer *inf, uint64_t timeout_ms)
+{
+  uint64_t deadline = kcr_time_mono_ms() + timeout_ms;
+  bool s;
+  pthread_mutex_lock(&inf->mu);
+  while(!inf->synced && !inf->stopping && kcr_time_mono_ms() < deadline) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 50 * 1000000L;
+    if(ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&inf->cv, &inf->mu, &ts);
+  }
+  s = inf->synced;
+  pthread_mutex_unlock(&inf->mu);
+  return s;
+}
+
+void kcr_informer_stop(kcr_informer *inf)
+{
+  pthread_mutex_lock(&inf->mu);
+  inf->stopping = true;
+  if(inf->watch)
+    kcr_watch_cancel(inf->watch);
+  pthread_cond_broadcast(&inf->cv);
+  pthread_mutex_unlock(&inf->mu);
+  if(inf->started) {
+    pthread_join(inf->th, NULL);
+    if(inf->has_resync_th)
+      pthread_join(inf->resync_th, NULL);
+    inf->started = false;
+    inf->has_resync_th = false;
+  }
+}
+
+void kcr_informer_free(kcr_informer *inf)
+{
+  if(!inf)
+    return;
+  kcr_informer_stop(inf);
+  kcr_store_free(inf->store);
+  pthread_mutex_destroy(&inf->mu);
+  pthread_cond_destroy(&inf->cv);
+  free(inf->group);
+  free(inf->version);
+  free(inf->resource);
+  free(inf->ns);
+  free(inf->lsel);
+  free(inf->fsel);
+  free(inf->name);
+  free(inf->rv);
+  free(inf);
+}
+
+void kcr_informer_stats(kcr_informer *inf, struct kcr_informer_stats *st)
+{
+  pthread_mutex_lock(&inf->mu);
+  *st = inf->stats;
+  pthread_mutex_unlock(&inf->mu);
+}
