@@ -114,7 +114,7 @@ kcr_err kcr_time_parse(const char *s, time_t *out)
     return KCR_EPARSE;
   }
   if(*p || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 || mi > 59 ||
-     sec > 60)
+     sec > 59)
     return KCR_EPARSE;
   if(mo == 2 && d == 29 && !(y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)))
     return KCR_EPARSE;
