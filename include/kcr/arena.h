@@ -1,0 +1,25 @@
+/* kcr/arena.h - a bump allocator for per-reconcile scratch memory: allocate
+ * freely during one reconcile, release everything at once afterwards.
+ * Thread safety: an arena is used by one thread at a time. */
+#ifndef KCR_ARENA_H
+#define KCR_ARENA_H
+
+#include <stddef.h>
+
+struct kcr_arena_block;
+struct kcr_arena {
+  struct kcr_arena_block *head;
+  size_t block_size; /* default 16 KiB */
+};
+#define KCR_ARENA_INIT {NULL, 0}
+
+/* n bytes aligned for any type, or NULL if out of memory. */
+void *kcr_arena_alloc(struct kcr_arena *a, size_t n);
+char *kcr_arena_strdup(struct kcr_arena *a, const char *s);
+char *kcr_arena_printf(struct kcr_arena *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Frees everything but the first block, which is kept for reuse. */
+void kcr_arena_reset(struct kcr_arena *a);
+void kcr_arena_cleanup(struct kcr_arena *a);
+
+#endif

@@ -1,0 +1,753 @@
+/* DESIGN: the Prometheus metrics registry and its text exposition (0.0.4).
+ *
+ * Shape: a registry holds families (counter, gauge, histogram) in
+ * registration order. A family holds its series twice: in a creation-order
+ * list (for render and free) and in a fixed table of NHASH chained buckets,
+ * keyed by an FNV-1a hash of the label values (for the hot path).
+ *
+ * Hot path: kcr_metric_inc/set/observe on an existing series take no lock.
+ * The lookup hashes the values, loads the bucket head with acquire and walks
+ * the chain comparing strings; a controller family has a handful to a few
+ * hundred series, so a chain is almost always 0-1 long. The table never
+ * resizes and series are never removed before kcr_metrics_free(), which is
+ * what makes the lock-free walk safe without RCU or hazard pointers. Values
+ * are _Atomic uint64_t: doubles are stored as their bit patterns, set is a
+ * store, add is a CAS loop; histogram buckets are plain atomic counters.
+ *
+ * Series creation: takes the family mutex, looks again, fills the series
+ * completely and publishes it with a release store of the bucket head (its
+ * hnext was set before, and never changes after).
+ *
+ * Histograms keep per-bucket (not cumulative) counts, nbounds + 1 of them,
+ * the last being +Inf. Render accumulates them and prints _count as the +Inf
+ * total, so count and +Inf always agree even while writers run; only _sum
+ * may be one observation off.
+ *
+ * Collect callbacks run at the start of render under collect_mu, one render
+ * at a time, without reg->mu held, so they may register families, update
+ * values and unregister themselves. off_collect waits on collect_mu (unless
+ * called from a callback on the rendering thread, known by a thread-local),
+ * so after it returns the callback's user data may be freed.
+ *
+ * Numbers: integers below 1e15 print as integers ("17"); other finite values
+ * print as the shortest of %.15g/%.16g/%.17g that reads back exactly (what
+ * Go's strconv 'g', -1 does, bar exponent thresholds); NaN, +Inf, -Inf as
+ * Prometheus spells them.
+ *
+ * Invariants: a series in a bucket chain is fully initialised and immutable
+ * but for its atomics; family->first/tail and the chains only grow, under
+ * family->mu; reg->first/tail and the collector array only change under
+ * reg->mu.
+ *
+ * Lock order: reg->collect_mu -> reg->mu -> family->mu. Updates take none
+ * (creation takes family->mu alone). */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kcr/metrics.h"
+
+#define NHASH 64 /* bucket heads per family; a power of two */
+
+enum kind { KIND_COUNTER, KIND_GAUGE, KIND_HISTOGRAM };
+static const char *const kind_names[] = {"counter", "gauge", "histogram"};
+
+struct series {
+  struct series *hnext; /* hash chain; set before publication, then fixed */
+  struct series *next;  /* creation order; under family->mu */
+  uint64_t hash;
+  _Atomic uint64_t val;     /* counter/gauge value or histogram sum (bits) */
+  _Atomic uint64_t *counts; /* histogram: nbounds + 1 per-bucket counts */
+  char *values[];           /* nlabels owned strings */
+};
+
+struct kcr_metric {
+  struct kcr_metric *next; /* registration order; under reg->mu */
+  enum kind kind;
+  char *name;
+  char *help;
+  size_t nlabels;
+  char **labels;
+  size_t nbounds;
+  double *bounds;
+  pthread_mutex_t mu; /* series creation and the creation-order list */
+  struct series *first, **tail;
+  _Atomic(struct series *) heads[NHASH];
+};
+
+struct collector {
+  kcr_metrics_collect_fn fn;
+  void *ud;
+};
+
+struct kcr_metrics {
+  pthread_mutex_t collect_mu; /* held while collect callbacks run */
+  pthread_mutex_t mu;         /* families list, collectors */
+  struct kcr_metric *first, **tail;
+  struct collector *coll;
+  size_t ncoll, capcoll;
+};
+
+/* The registry whose callbacks this thread is running, if any. */
+static _Thread_local const kcr_metrics *tl_collecting;
+
+const double kcr_buckets_seconds[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                                      1,     2.5,  5,     10,   15,  30,   60};
+const size_t kcr_buckets_seconds_n = sizeof(kcr_buckets_seconds) / sizeof(double);
+const double kcr_buckets_workqueue[] = {1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3,
+                                        1e-2, 1e-1, 1,    10,   100,  1000};
+const size_t kcr_buckets_workqueue_n = sizeof(kcr_buckets_workqueue) / sizeof(double);
+
+/* ---- doubles in atomics ------------------------------------------------ */
+
+static double bits_to_d(uint64_t u)
+{
+  double d;
+  memcpy(&d, &u, sizeof(d));
+  return d;
+}
+
+static uint64_t d_to_bits(double d)
+{
+  uint64_t u;
+  memcpy(&u, &d, sizeof(u));
+  return u;
+}
+
+static void atomic_add_d(_Atomic uint64_t *p, double delta)
+{
+  uint64_t old = atomic_load_explicit(p, memory_order_relaxed), nw;
+
+  do {
+    nw = d_to_bits(bits_to_d(old) + delta);
+  } while(!atomic_compare_exchange_weak_explicit(p, &old, nw, memory_order_relaxed,
+                                                 memory_order_relaxed));
+}
+
+/* ---- names -------------------------------------------------------------- */
+
+static bool valid_name(const char *s, bool colon)
+{
+  if(!s || !*s)
+    return false;
+  for(const char *p = s; *p; p++) {
+    char c = *p;
+    bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+                 (colon && c == ':');
+    if(!alpha && !(p > s && c >= '0' && c <= '9'))
+      return false;
+  }
+  return true;
+}
+
+static bool valid_labels(const char *const *names, enum kind kind, size_t *n)
+{
+  size_t i, j;
+
+  for(i = 0; names && names[i]; i++) {
+    if(!valid_name(names[i], false) || !strncmp(names[i], "__", 2))
+      return false;
+    if(kind == KIND_HISTOGRAM && !strcmp(names[i], "le"))
+      return false;
+    for(j = 0; j < i; j++)
+      if(!strcmp(names[i], names[j]))
+        return false;
+  }
+  *n = i;
+  return true;
+}
+
+/* Copies bounds, dropping a trailing +Inf; false if not strictly ascending. */
+static bool valid_bounds(const double *b, size_t *n)
+{
+  if(*n && !b)
+    return false;
+  if(*n && isinf(b[*n - 1]) && b[*n - 1] > 0)
+    (*n)--;
+  for(size_t i = 0; i < *n; i++)
+    if(isnan(b[i]) || (i && !(b[i] > b[i - 1])))
+      return false;
+  return true;
+}
+
+/* ---- series -------------------------------------------------------------- */
+
+static uint64_t hash_values(const char *const *lv, size_t n)
+{
+  uint64_t h = 14695981039346656037ULL;
+
+  for(size_t i = 0; i < n; i++) {
+    const unsigned char *p = (const unsigned char *)lv[i];
+    do { /* includes the NUL, which separates the values */
+      h ^= *p;
+      h *= 1099511628211ULL;
+    } while(*p++);
+  }
+  return h;
+}
+
+static bool values_ok(const kcr_metric *m, const char *const *lv)
+{
+  if(!m->nlabels)
+    return true;
+  if(!lv)
+    return false;
+  for(size_t i = 0; i < m->nlabels; i++)
+    if(!lv[i])
+      return false;
+  return true;
+}
+
+static struct series *chain_find(struct series *s, uint64_t h, const char *const *lv,
+                                 size_t n)
+{
+  for(; s; s = s->hnext) {
+    size_t i;
+    if(s->hash != h)
+      continue;
+    for(i = 0; i < n && !strcmp(s->values[i], lv[i]); i++)
+      ;
+    if(i == n)
+      return s;
+  }
+  return NULL;
+}
+
+static void series_free(struct series *s, size_t nlabels)
+{
+  if(!s)
+    return;
+  for(size_t i = 0; i < nlabels; i++)
+    free(s->values[i]);
+  free(s->counts);
+  free(s);
+}
+
+static struct series *series_new(const kcr_metric *m, const char *const *lv, uint64_t h)
+{
+  struct series *s = calloc(1, sizeof(*s) + m->nlabels * sizeof(char *));
+
+  if(!s)
+    return NULL;
+  s->hash = h;
+  atomic_init(&s->val, 0); /* the bits of 0.0 */
+  if(m->kind == KIND_HISTOGRAM) {
+    s->counts = calloc(m->nbounds + 1, sizeof(*s->counts));
+    if(!s->counts)
+      goto fail;
+    for(size_t i = 0; i <= m->nbounds; i++)
+      atomic_init(&s->counts[i], 0);
+  }
+  for(size_t i = 0; i < m->nlabels; i++)
+    if(!(s->values[i] = strdup(lv[i])))
+      goto fail;
+  return s;
+fail:
+  series_free(s, m->nlabels);
+  return NULL;
+}
+
+/* The series for lv, created if create is set; NULL if absent, if lv does
+ * not fit the family, or when out of memory. Thread safety: any thread. */
+static struct series *series_get(kcr_metric *m, const char *const *lv, bool create)
+{
+  _Atomic(struct series *) *head;
+  struct series *s;
+  uint64_t h;
+
+  if(!values_ok(m, lv))
+    return NULL;
+  h = hash_values(lv, m->nlabels);
+  head = &m->heads[h & (NHASH - 1)];
+  s = chain_find(atomic_load_explicit(head, memory_order_acquire), h, lv, m->nlabels);
+  if(s || !create)
+    return s;
+  pthread_mutex_lock(&m->mu);
+  s = chain_find(atomic_load_explicit(head, memory_order_relaxed), h, lv, m->nlabels);
+  if(!s && (s = series_new(m, lv, h))) {
+    s->hnext = atomic_load_explicit(head, memory_order_relaxed);
+    *m->tail = s;
+    m->tail = &s->next;
+    atomic_store_explicit(head, s, memory_order_release);
+  }
+  pthread_mutex_unlock(&m->mu);
+  return s;
+}
+
+/* ---- families ------------------------------------------------------------ */
+
+static void family_free(kcr_metric *m)
+{
+  struct series *s, *next;
+
+  if(!m)
+    return;
+  for(s = m->first; s; s = next) {
+    next = s->next;
+    series_free(s, m->nlabels);
+  }
+  for(size_t i = 0; m->labels && i < m->nlabels; i++)
+    free(m->labels[i]);
+  free(m->labels);
+  free(m->bounds);
+  free(m->name);
+  free(m->help);
+  pthread_mutex_destroy(&m->mu);
+  free(m);
+}
+
+static kcr_metric *family_new(enum kind kind, const char *name, const char *help,
+                              const char *const *labels, size_t nlabels,
+                              const double *bounds, size_t nbounds)
+{
+  kcr_metric *m = calloc(1, sizeof(*m));
+
+  if(!m)
+    return NULL;
+  pthread_mutex_init(&m->mu, NULL);
+  m->kind = kind;
+  m->tail = &m->first;
+  for(size_t i = 0; i < NHASH; i++)
+    atomic_init(&m->heads[i], NULL);
+  m->name = strdup(name);
+  m->help = strdup(help ? help : "");
+  m->labels = calloc(nlabels + 1, sizeof(char *));
+  if(!m->name || !m->help || !m->labels)
+    goto fail;
+  m->nlabels = nlabels;
+  for(size_t i = 0; i < nlabels; i++)
+    if(!(m->labels[i] = strdup(labels[i])))
+      goto fail;
+  if(nbounds) {
+    if(!(m->bounds = malloc(nbounds * sizeof(double))))
+      goto fail;
+    memcpy(m->bounds, bounds, nbounds * sizeof(double));
+  }
+  m->nbounds = nbounds;
+  /* A family without labels has exactly one series: make it now, so it
+   * renders (as 0) before the first update, like client_golang's. */
+  if(!nlabels && !series_get(m, NULL, true))
+    goto fail;
+  return m;
+fail:
+  family_free(m);
+  return NULL;
+}
+
+static bool family_matches(const kcr_metric *m, enum kind kind, const char *const *labels,
+                           size_t nlabels, const double *bounds, size_t nbounds)
+{
+  if(m->kind != kind || m->nlabels != nlabels)
+    return false;
+  for(size_t i = 0; i < nlabels; i++)
+    if(strcmp(m->labels[i], labels[i]))
+      return false;
+  if(kind != KIND_HISTOGRAM)
+    return true;
+  if(m->nbounds != nbounds)
+    return false;
+  for(size_t i = 0; i < nbounds; i++)
+    if(m->bounds[i] != bounds[i])
+      return false;
+  return true;
+}
+
+static kcr_metric *family_register(kcr_metrics *reg, enum kind kind, const char *name,
+                                   const char *help, const char *const *labels,
+                                   const double *bounds, size_t nbounds)
+{
+  kcr_metric *m;
+  size_t nlabels;
+
+  if(!reg || !valid_name(name, true) || !valid_labels(labels, kind, &nlabels))
+    return NULL;
+  if(kind == KIND_HISTOGRAM && !valid_bounds(bounds, &nbounds))
+    return NULL;
+  pthread_mutex_lock(&reg->mu);
+  for(m = reg->first; m; m = m->next)
+    if(!strcmp(m->name, name))
+      break;
+  if(m) {
+    if(!family_matches(m, kind, labels, nlabels, bounds, nbounds))
+      m = NULL;
+  } else if((m = family_new(kind, name, help, labels, nlabels, bounds, nbounds))) {
+    *reg->tail = m;
+    reg->tail = &m->next;
+  }
+  pthread_mutex_unlock(&reg->mu);
+  return m;
+}
+
+kcr_metric *kcr_metric_counter(kcr_metrics *reg, const char *name, const char *help,
+                               const char *const *label_names)
+{
+  return family_register(reg, KIND_COUNTER, name, help, label_names, NULL, 0);
+}
+
+kcr_metric *kcr_metric_gauge(kcr_metrics *reg, const char *name, const char *help,
+                             const char *const *label_names)
+{
+  return family_register(reg, KIND_GAUGE, name, help, label_names, NULL, 0);
+}
+
+kcr_metric *kcr_metric_histogram(kcr_metrics *reg, const char *name, const char *help,
+                                 const char *const *label_names, const double *bounds,
+                                 size_t n)
+{
+  return family_register(reg, KIND_HISTOGRAM, name, help, label_names, bounds, n);
+}
+
+/* ---- updates ------------------------------------------------------------- */
+
+void kcr_metric_inc(kcr_metric *m, const char *const *label_values, double delta)
+{
+  struct series *s;
+
+  if(!m || m->kind == KIND_HISTOGRAM)
+    return;
+  if(m->kind == KIND_COUNTER && !(delta >= 0)) /* also refuses NaN */
+    return;
+  if((s = series_get(m, label_values, true)))
+    atomic_add_d(&s->val, delta);
+}
+
+void kcr_metric_set(kcr_metric *m, const char *const *label_values, double value)
+{
+  struct series *s;
+
+  if(!m || m->kind == KIND_HISTOGRAM)
+    return;
+  if((s = series_get(m, label_values, true)))
+    atomic_store_explicit(&s->val, d_to_bits(value), memory_order_relaxed);
+}
+
+/* Index of the first bucket whose upper bound is >= v (nbounds: +Inf). */
+static size_t bucket_index(const kcr_metric *m, double v)
+{
+  size_t lo = 0, hi = m->nbounds;
+
+  if(isnan(v))
+    return m->nbounds;
+  while(lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if(v <= m->bounds[mid])
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
+
+void kcr_metric_observe(kcr_metric *m, const char *const *label_values, double value)
+{
+  struct series *s;
+
+  if(!m || m->kind != KIND_HISTOGRAM)
+    return;
+  if(!(s = series_get(m, label_values, true)))
+    return;
+  atomic_fetch_add_explicit(&s->counts[bucket_index(m, value)], 1, memory_order_relaxed);
+  atomic_add_d(&s->val, value);
+}
+
+double kcr_metric_value(kcr_metric *m, const char *const *label_values)
+{
+  struct series *s = m ? series_get(m, label_values, false) : NULL;
+
+  return s ? bits_to_d(atomic_load_explicit(&s->val, memory_order_relaxed)) : 0;
+}
+
+uint64_t kcr_metric_count(kcr_metric *m, const char *const *label_values)
+{
+  struct series *s;
+  uint64_t n = 0;
+
+  if(!m || m->kind != KIND_HISTOGRAM || !(s = series_get(m, label_values, false)))
+    return 0;
+  for(size_t i = 0; i <= m->nbounds; i++)
+    n += atomic_load_explicit(&s->counts[i], memory_order_relaxed);
+  return n;
+}
+
+/* ---- registry and collectors --------------------------------------------- */
+
+kcr_metrics *kcr_metrics_new(void)
+{
+  kcr_metrics *reg = calloc(1, sizeof(*reg));
+
+  if(!reg)
+    return NULL;
+  pthread_mutex_init(&reg->collect_mu, NULL);
+  pthread_mutex_init(&reg->mu, NULL);
+  reg->tail = &reg->first;
+  return reg;
+}
+
+void kcr_metrics_free(kcr_metrics *reg)
+{
+  kcr_metric *m, *next;
+
+  if(!reg)
+    return;
+  for(m = reg->first; m; m = next) {
+    next = m->next;
+    family_free(m);
+  }
+  free(reg->coll);
+  pthread_mutex_destroy(&reg->mu);
+  pthread_mutex_destroy(&reg->collect_mu);
+  free(reg);
+}
+
+kcr_err kcr_metrics_on_collect(kcr_metrics *reg, kcr_metrics_collect_fn fn, void *ud)
+{
+  kcr_err rc = KCR_OK;
+
+  if(!reg || !fn)
+    return KCR_EINVAL;
+  pthread_mutex_lock(&reg->mu);
+  if(reg->ncoll == reg->capcoll) {
+    size_t cap = reg->capcoll ? reg->capcoll * 2 : 8;
+    struct collector *c = realloc(reg->coll, cap * sizeof(*c));
+    if(!c) {
+      rc = KCR_ENOMEM;
+      goto out;
+    }
+    reg->coll = c;
+    reg->capcoll = cap;
+  }
+  reg->coll[reg->ncoll++] = (struct collector){fn, ud};
+out:
+  pthread_mutex_unlock(&reg->mu);
+  return rc;
+}
+
+/* Index of (fn, ud) in reg->coll, or -1. Caller holds reg->mu. */
+static long collector_find(const kcr_metrics *reg, kcr_metrics_collect_fn fn, void *ud)
+{
+  for(size_t i = 0; i < reg->ncoll; i++)
+    if(reg->coll[i].fn == fn && reg->coll[i].ud == ud)
+      return (long)i;
+  return -1;
+}
+
+void kcr_metrics_off_collect(kcr_metrics *reg, kcr_metrics_collect_fn fn, void *ud)
+{
+  long i;
+
+  if(!reg)
+    return;
+  pthread_mutex_lock(&reg->mu);
+  if((i = collector_find(reg, fn, ud)) >= 0) {
+    memmove(reg->coll + i, reg->coll + i + 1,
+            (reg->ncoll - (size_t)i - 1) * sizeof(*reg->coll));
+    reg->ncoll--;
+  }
+  pthread_mutex_unlock(&reg->mu);
+  if(tl_collecting != reg) { /* wait for a render's callbacks to finish */
+    pthread_mutex_lock(&reg->collect_mu);
+    pthread_mutex_unlock(&reg->collect_mu);
+  }
+}
+
+static kcr_err run_collectors(kcr_metrics *reg)
+{
+  struct collector *snap = NULL;
+  size_t n;
+  kcr_err rc = KCR_OK;
+
+  pthread_mutex_lock(&reg->collect_mu);
+  pthread_mutex_lock(&reg->mu);
+  n = reg->ncoll;
+  if(n && (snap = malloc(n * sizeof(*snap))))
+    memcpy(snap, reg->coll, n * sizeof(*snap));
+  pthread_mutex_unlock(&reg->mu);
+  if(n && !snap) {
+    rc = KCR_ENOMEM;
+    goto out;
+  }
+  tl_collecting = reg;
+  for(size_t i = 0; i < n; i++) {
+    bool live;
+    /* A callback may have unregistered a later one: skip it then. */
+    pthread_mutex_lock(&reg->mu);
+    live = collector_find(reg, snap[i].fn, snap[i].ud) >= 0;
+    pthread_mutex_unlock(&reg->mu);
+    if(live)
+      snap[i].fn(snap[i].ud);
+  }
+  tl_collecting = NULL;
+out:
+  pthread_mutex_unlock(&reg->collect_mu);
+  free(snap);
+  return rc;
+}
+
+/* ---- exposition ----------------------------------------------------------- */
+
+/* Formats v as Prometheus (and Go) read it; out has room for 32 bytes. */
+static void format_double(char *out, size_t n, double v)
+{
+  if(isnan(v)) {
+    snprintf(out, n, "NaN");
+  } else if(isinf(v)) {
+    snprintf(out, n, v > 0 ? "+Inf" : "-Inf");
+  } else if(v == 0) {
+    snprintf(out, n, "0"); /* also -0 */
+  } else if(v == trunc(v) && fabs(v) < 1e15) {
+    snprintf(out, n, "%.0f", v);
+  } else {
+    for(int prec = 15; prec <= 17; prec++) {
+      snprintf(out, n, "%.*g", prec, v);
+      if(strtod(out, NULL) == v)
+        break;
+    }
+    for(char *p = out; *p; p++) /* a locale's decimal comma */
+      if(*p == ',')
+        *p = '.';
+  }
+}
+
+static kcr_err put_double(struct kcr_buf *out, double v)
+{
+  char num[40];
+
+  format_double(num, sizeof(num), v);
+  return kcr_buf_puts(out, num);
+}
+
+/* Appends s escaped: backslash and newline always, '"' when quoted. */
+static kcr_err put_escaped(struct kcr_buf *out, const char *s, bool quoted)
+{
+  kcr_err rc = KCR_OK;
+  const char *run = s;
+
+  for(; *s && !rc; s++) {
+    const char *esc = *s == '\\'            ? "\\\\"
+                      : *s == '\n'          ? "\\n"
+                      : *s == '"' && quoted ? "\\\""
+                                            : NULL;
+    if(!esc)
+      continue;
+    if(!(rc = kcr_buf_append(out, run, (size_t)(s - run))))
+      rc = kcr_buf_puts(out, esc);
+    run = s + 1;
+  }
+  return rc ? rc : kcr_buf_append(out, run, strlen(run));
+}
+
+/* Writes {a="x",b="y"} (with le="..." last if le is set), or nothing. */
+static kcr_err put_labels(struct kcr_buf *out, const kcr_metric *m,
+                          const struct series *s, const char *le)
+{
+  kcr_err rc = KCR_OK;
+
+  if(!m->nlabels && !le)
+    return KCR_OK;
+  rc = kcr_buf_puts(out, "{");
+  for(size_t i = 0; i < m->nlabels && !rc; i++) {
+    rc = kcr_buf_printf(out, "%s%s=\"", i ? "," : "", m->labels[i]);
+    if(!rc)
+      rc = put_escaped(out, s->values[i], true);
+    if(!rc)
+      rc = kcr_buf_puts(out, "\"");
+  }
+  if(!rc && le)
+    rc = kcr_buf_printf(out, "%sle=\"%s\"", m->nlabels ? "," : "", le);
+  return rc ? rc : kcr_buf_puts(out, "}");
+}
+
+static kcr_err put_histogram(struct kcr_buf *out, const kcr_metric *m,
+                             const struct series *s)
+{
+  uint64_t cum = 0;
+  char le[40];
+  kcr_err rc = KCR_OK;
+
+  for(size_t i = 0; i <= m->nbounds && !rc; i++) {
+    cum += atomic_load_explicit(&s->counts[i], memory_order_relaxed);
+    format_double(le, sizeof(le), i < m->nbounds ? m->bounds[i] : INFINITY);
+    rc = kcr_buf_printf(out, "%s_bucket", m->name);
+    if(!rc)
+      rc = put_labels(out, m, s, le);
+    if(!rc)
+      rc = kcr_buf_printf(out, " %llu\n", (unsigned long long)cum);
+  }
+  if(!rc)
+    rc = kcr_buf_printf(out, "%s_sum", m->name);
+  if(!rc)
+    rc = put_labels(out, m, s, NULL);
+  if(!rc)
+    rc = kcr_buf_puts(out, " ");
+  if(!rc)
+    rc = put_double(out, bits_to_d(atomic_load_explicit(&s->val, memory_order_relaxed)));
+  if(!rc)
+    rc = kcr_buf_printf(out, "\n%s_count", m->name);
+  if(!rc)
+    rc = put_labels(out, m, s, NULL);
+  return rc ? rc : kcr_buf_printf(out, " %llu\n", (unsigned long long)cum);
+}
+
+static kcr_err put_simple(struct kcr_buf *out, const kcr_metric *m,
+                          const struct series *s)
+{
+  kcr_err rc = kcr_buf_puts(out, m->name);
+
+  if(!rc)
+    rc = put_labels(out, m, s, NULL);
+  if(!rc)
+    rc = kcr_buf_puts(out, " ");
+  if(!rc)
+    rc = put_double(out, bits_to_d(atomic_load_explicit(&s->val, memory_order_relaxed)));
+  return rc ? rc : kcr_buf_puts(out, "\n");
+}
+
+static kcr_err put_family(struct kcr_buf *out, kcr_metric *m)
+{
+  kcr_err rc = KCR_OK;
+
+  pthread_mutex_lock(&m->mu);
+  if(!m->first) /* no series yet: client_golang leaves such families out */
+    goto out;
+  if(*m->help) {
+    rc = kcr_buf_printf(out, "# HELP %s ", m->name);
+    if(!rc)
+      rc = put_escaped(out, m->help, false);
+    if(!rc)
+      rc = kcr_buf_puts(out, "\n");
+  }
+  if(!rc)
+    rc = kcr_buf_printf(out, "# TYPE %s %s\n", m->name, kind_names[m->kind]);
+  for(struct series *s = m->first; s && !rc; s = s->next)
+    rc = m->kind == KIND_HISTOGRAM ? put_histogram(out, m, s) : put_simple(out, m, s);
+out:
+  pthread_mutex_unlock(&m->mu);
+  return rc;
+}
+
+kcr_err kcr_metrics_render(kcr_metrics *reg, struct kcr_buf *out)
+{
+  size_t start;
+  kcr_err rc;
+
+  if(!reg || !out)
+    return KCR_EINVAL;
+  start = out->len;
+  rc = run_collectors(reg);
+  if(rc)
+    return rc;
+  pthread_mutex_lock(&reg->mu);
+  for(kcr_metric *m = reg->first; m && !rc; m = m->next)
+    rc = put_family(out, m);
+  pthread_mutex_unlock(&reg->mu);
+  if(rc && out->ptr) {
+    out->len = start;
+    out->ptr[start] = '\0';
+  }
+  return rc;
+}
