@@ -55,7 +55,7 @@ void kcr_client_free(kcr_client *c);
 kcr_config *kcr_client_config(kcr_client *c);
 
 /* A raw request. path starts with '/' and may carry a query string. */
-struct kcr_request {
+struct kcr_http_request {
   const char *method;       /* "GET", "POST", "PUT", "PATCH", "DELETE" */
   const char *path;
   const char *content_type; /* for a body; default application/json */
@@ -63,13 +63,13 @@ struct kcr_request {
   size_t body_len;
   long timeout_ms;          /* 0: client default */
 };
-struct kcr_response {
+struct kcr_http_response {
   long code;                /* HTTP status, 0 if none was received */
   struct kcr_buf body;      /* caller cleans up */
 };
 /* Sends one request. The body is kept in resp even for errors. */
-kcr_err kcr_client_do(kcr_client *c, const struct kcr_request *req,
-                      struct kcr_response *resp, struct kcr_errinfo *ei);
+kcr_err kcr_client_do(kcr_client *c, const struct kcr_http_request *req,
+                      struct kcr_http_response *resp, struct kcr_errinfo *ei);
 
 /* GET one object. */
 kcr_err kcr_get(kcr_client *c, const struct kcr_ref *ref, cJSON **out,

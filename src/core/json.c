@@ -88,10 +88,13 @@ kcr_err kcr_json_set_str(cJSON *obj, const char *path, const char *value)
   v = cJSON_CreateString(value);
   if(!v)
     return KCR_ENOMEM;
-  if(cJSON_GetObjectItemCaseSensitive(parent, last))
-    cJSON_ReplaceItemInObjectCaseSensitive(parent, last, v);
-  else
-    cJSON_AddItemToObject(parent, last, v);
+  /* Not cJSON_ReplaceItemInObject: cJSON 1.7.15 (Debian 12) inserts a nameless
+   * member when copying the key fails. Delete, then add. */
+  cJSON_DeleteItemFromObjectCaseSensitive(parent, last);
+  if(!cJSON_AddItemToObject(parent, last, v)) {
+    cJSON_Delete(v);
+    return KCR_ENOMEM;
+  }
   return KCR_OK;
 }
 

@@ -286,8 +286,8 @@ static void sleep_ms(long ms)
 }
 
 /* One HTTP exchange, no retries. */
-static kcr_err do_once(kcr_client *c, const struct kcr_request *req,
-                       struct kcr_response *resp, long *retry_after_s,
+static kcr_err do_once(kcr_client *c, const struct kcr_http_request *req,
+                       struct kcr_http_response *resp, long *retry_after_s,
                        struct kcr_errinfo *ei)
 {
   struct kcr__conn *conn = kcr__conn_get(c);
@@ -345,8 +345,8 @@ out:
   return rc;
 }
 
-kcr_err kcr_client_do(kcr_client *c, const struct kcr_request *req,
-                      struct kcr_response *resp, struct kcr_errinfo *ei)
+kcr_err kcr_client_do(kcr_client *c, const struct kcr_http_request *req,
+                      struct kcr_http_response *resp, struct kcr_errinfo *ei)
 {
   bool reauthed = false;
   kcr_err rc;
@@ -378,8 +378,8 @@ static kcr_err do_json(kcr_client *c, const char *method, const struct kcr_buf *
                        const char *ctype, const char *body, size_t len, cJSON **out,
                        struct kcr_errinfo *ei)
 {
-  struct kcr_request req = {method, path->ptr, ctype, body, len, 0};
-  struct kcr_response resp = {0, KCR_BUF_INIT};
+  struct kcr_http_request req = {method, path->ptr, ctype, body, len, 0};
+  struct kcr_http_response resp = {0, KCR_BUF_INIT};
   kcr_err rc;
 
   if(out)
