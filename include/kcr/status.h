@@ -1,0 +1,136 @@
+/* kcr/status.h - status writes that cannot conflict, and only when needed.
+ *
+ * A reconciler describes the status it owns - some conditions and
+ * status.observedGeneration (plus optional extra status fields) - and calls
+ * kcr_status_write() with the object as it sees it (usually from the
+ * cache). The writer merges that with the object's current conditions using
+ * the apimachinery algorithm (kcr_cond_set: lastTransitionTime moves only
+ * when a status flips), compares, and:
+ *   - nothing changed      -> no request at all (KCR_WRITE_SKIPPED)
+ *   - something changed    -> one write with the chosen writer (WRITTEN)
+ *
+ * Writers (choose per controller; the first is the default):
+ *   KCR_STATUS_APPLY        server-side apply on /status with the field
+ *                           manager and force, sending only the conditions
+ *                           and fields this manager owns, each unchanged
+ *                           condition with its existing lastTransitionTime,
+ *                           no resourceVersion. Never a 409; other managers'
+ *                           conditions survive (needs the CRD's conditions
+ *                           list to be x-kubernetes-list-type: map keyed by
+ *                           type).
+ *   KCR_STATUS_MERGE_PATCH  JSON merge patch of /status. For CRDs without the
+ *                           list-map markers. Caveat: the patch carries the
+ *                           whole conditions list as this writer saw it, so a
+ *                           condition another writer changed in between is
+ *                           reverted.
+ *   KCR_STATUS_UPDATE_RETRY PUT /status with optimistic concurrency; on 409
+ *                           the merge is re-applied to a FRESH copy read from
+ *                           the server (never the cache), with client-go's
+ *                           DefaultRetry timings (5 steps, 10 ms, jitter
+ *                           0.1). Out of retries -> KCR_ECONFLICT (return it
+ *                           from reconcile: the key is requeued with backoff).
+ *
+ * Invalid conditions (bad reason, too long message, ...) are refused with
+ * KCR_EINVALID and a message naming the field before anything is sent.
+ * Metric: kcr_status_writes_total{result="written|skipped|conflict_retried|failed"}.
+ *
+ * Thread safety: a writer may be used from any number of threads. */
+#ifndef KCR_STATUS_H
+#define KCR_STATUS_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <time.h>
+
+#include "client.h"
+#include "cond.h"
+#include "metrics.h"
+
+enum kcr_status_mode {
+  KCR_STATUS_APPLY = 0,
+  KCR_STATUS_MERGE_PATCH,
+  KCR_STATUS_UPDATE_RETRY
+};
+
+enum kcr_write_result { KCR_WRITE_SKIPPED = 0, KCR_WRITE_WRITTEN, KCR_WRITE_FAILED };
+
+/* The status this manager owns. */
+struct kcr_status_desired {
+  const struct kcr_cond *conds; /* conditions this manager owns */
+  size_t n;
+  bool set_observed_generation;
+  int64_t observed_generation;  /* status.observedGeneration */
+  const cJSON *extra;           /* optional object: other status fields owned */
+};
+
+/* client-go's wait.Backoff for retry-on-conflict. */
+struct kcr_retry {
+  int steps;          /* attempts, default 5 */
+  uint64_t base_ms;   /* default 10 */
+  double factor;      /* default 1.0 */
+  double jitter;      /* default 0.1 */
+};
+#define KCR_RETRY_DEFAULT {5, 10, 1.0, 0.1}   /* client-go DefaultRetry */
+#define KCR_BACKOFF_DEFAULT {4, 10, 5.0, 0.1} /* client-go DefaultBackoff */
+
+struct kcr_status_writer_opts {
+  kcr_client *client;
+  const struct kcr_gvr *gvr;
+  const char *api_version;   /* "ebdman.example.com/v1alpha1" (apply body) */
+  const char *kind;          /* "EBD" */
+  const char *field_manager; /* required */
+  enum kcr_status_mode mode;
+  struct kcr_retry retry;    /* zero: KCR_RETRY_DEFAULT */
+  kcr_metrics *metrics;      /* optional */
+};
+
+typedef struct kcr_status_writer kcr_status_writer;
+
+kcr_err kcr_status_writer_new(const struct kcr_status_writer_opts *o,
+                              kcr_status_writer **out);
+void kcr_status_writer_free(kcr_status_writer *w);
+
+/* Merges d into a copy of obj's status: *conds gets the full merged
+ * conditions list (new, caller frees), *changed whether anything differs
+ * from obj. Pure apart from `now`. KCR_EINVALID for an invalid condition. */
+kcr_err kcr_status_merge(const cJSON *obj, const struct kcr_status_desired *d, time_t now,
+                         cJSON **conds, bool *changed, struct kcr_errinfo *ei);
+
+/* Writes d for the object `obj` (borrowed; its namespace and name are
+ * used; for APPLY/MERGE its status is the base for the comparison).
+ * *res says what happened; *out_obj (optional) gets the server's answer. */
+kcr_err kcr_status_write(kcr_status_writer *w, const cJSON *obj,
+                         const struct kcr_status_desired *d, enum kcr_write_result *res,
+                         struct kcr_errinfo *ei);
+
+/* The general retry-on-conflict update, done right: on every attempt GET a
+ * fresh copy from the server into a NEW tree, call mutate(fresh) (which
+ * sets *changed), PUT it (to ref, e.g. with sub "status") unless unchanged;
+ * on 409 wait per `retry` and start again. *res: WRITTEN, SKIPPED (mutate
+ * reported no change) or FAILED. KCR_ECONFLICT when retries ran out.
+ * *conflicts (optional) counts the 409s absorbed. */
+typedef kcr_err (*kcr_mutate_fn)(cJSON *fresh, bool *changed, void *ud);
+kcr_err kcr_update_retry(kcr_client *c, const struct kcr_ref *ref,
+                         const struct kcr_retry *retry, kcr_mutate_fn mutate, void *ud,
+                         enum kcr_write_result *res, int *conflicts,
+                         struct kcr_errinfo *ei);
+
+/* Finalizers, through the main endpoint (never /status), idempotent. Add is
+ * refused with KCR_EINVAL once the object is being deleted. *changed
+ * (optional) says whether a request was made. Races are handled with a JSON
+ * patch whose test op guards the list, re-read and retried on failure. */
+kcr_err kcr_finalizer_add(kcr_client *c, const struct kcr_ref *ref, const char *finalizer,
+                          bool *changed, struct kcr_errinfo *ei);
+kcr_err kcr_finalizer_remove(kcr_client *c, const struct kcr_ref *ref,
+                             const char *finalizer, bool *changed,
+                             struct kcr_errinfo *ei);
+
+/* Makes `owner` the controller of `child` (a tree being built for
+ * create/apply): ownerReferences gets {apiVersion, kind, name, uid,
+ * controller: true, blockOwnerDeletion: true}. Idempotent for the same
+ * owner uid. Refused (KCR_EINVAL, message says why): an owner in another
+ * namespace (a namespaced owner must share the child's namespace), an owner
+ * without uid, or a child that already has a different controller. */
+kcr_err kcr_owner_set_controller(cJSON *child, const cJSON *owner, struct kcr_errinfo *ei);
+
+#endif
