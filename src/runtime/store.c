@@ -409,7 +409,7 @@ static void emit_value(const char *value, void *p)
     }
   }
   if(!ks->n) {
-    const char *okey;
+    const char *okey = NULL;
     tremove(&c->ix->values, value, h, &okey);
     free((char *)okey);
     keyset_free(ks);

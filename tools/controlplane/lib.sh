@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Helpers shared by tools/controlplane/start and tools/controlplane/restart-apiserver.
 # Sourced, not run. Everything prints to stderr with the "controlplane: " prefix.
 

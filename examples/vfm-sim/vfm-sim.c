@@ -1,0 +1,224 @@
+/* vfm-sim: plays the owner of VFM custom resources, on libkcr, with its own
+ * field manager ("vfm-sim"), so ebdman has something real to wait for.
+ *
+ * On a new VFM generation it reports Ready=False/Progressing; after a delay
+ * (default 2 s, or the annotation vfm-sim.ebdman.example.com/delay: "500ms")
+ * Ready=True/Ready. With vfm-sim.ebdman.example.com/fail: "<message>" it
+ * reports Ready=False/Failed with that message. Conditions carry the VFM's
+ * generation as observedGeneration. Delays are timers in the work queue
+ * (requeue_after), never sleeps. */
+#include <getopt.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kcr.h"
+#include "kcr/controller.h"
+#include "kcr/manager.h"
+#include "kcr/status.h"
+
+#define ANN_DELAY "vfm-sim.ebdman.example.com/delay"
+#define ANN_FAIL "vfm-sim.ebdman.example.com/fail"
+
+static const struct kcr_gvr vfms = {"ebdman.example.com", "v1alpha1", "vfms", true};
+
+/* When each VFM generation started progressing (in memory). */
+struct start {
+  struct start *next;
+  char *key;
+  int64_t gen;
+  uint64_t at_ms;
+};
+
+struct sim {
+  kcr_informer *vfms;
+  kcr_status_writer *status;
+  uint64_t default_delay_ms;
+  pthread_mutex_t mu;
+  struct start *buckets[4096];
+};
+
+static unsigned hash(const char *s)
+{
+  unsigned h = 2166136261u;
+  for(; *s; s++)
+    h = (h ^ (unsigned char)*s) * 16777619u;
+  return h % 4096;
+}
+
+/* Returns when generation `gen` of key started progressing, recording now if
+ * it is new. */
+static uint64_t started_at(struct sim *s, const char *key, int64_t gen)
+{
+  struct start **b = &s->buckets[hash(key)], *e;
+  uint64_t now = kcr_time_mono_ms(), at = now;
+  pthread_mutex_lock(&s->mu);
+  for(e = *b; e && strcmp(e->key, key); e = e->next)
+    ;
+  if(!e) {
+    if((e = calloc(1, sizeof(*e))) && (e->key = strdup(key))) {
+      e->gen = gen;
+      e->at_ms = now;
+      e->next = *b;
+      *b = e;
+    } else {
+      free(e);
+      e = NULL;
+    }
+  } else if(e->gen != gen) {
+    e->gen = gen;
+    e->at_ms = now;
+  }
+  if(e)
+    at = e->at_ms;
+  pthread_mutex_unlock(&s->mu);
+  return at;
+}
+
+static kcr_err report(kcr_ctx *cx, struct sim *s, const cJSON *vfm, const char *status,
+                      const char *reason, const char *msg, int64_t gen)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_cond c = {"Ready", status, reason, msg, gen, 0};
+  struct kcr_status_desired d = {&c, 1, true, gen, NULL};
+  enum kcr_write_result res;
+  kcr_err rc = kcr_status_write(s->status, vfm, &d, &res, &ei);
+  if(rc)
+    KCR_CLOG(cx, KCR_LOG_WARN, "status write failed", KCR_S("err", kcr_err_name(rc)),
+             KCR_S("detail", ei.message));
+  else if(res == KCR_WRITE_WRITTEN)
+    KCR_CLOG(cx, KCR_LOG_INFO, "reported", KCR_S("ready", status), KCR_S("reason", reason),
+             KCR_I("generation", gen));
+  kcr_errinfo_cleanup(&ei);
+  return rc;
+}
+
+static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req, struct kcr_result *res,
+                         void *ud)
+{
+  struct sim *s = ud;
+  kcr_obj *o = kcr_store_get(kcr_informer_store(s->vfms), req->ns, req->name);
+  cJSON *vfm;
+  const char *fail, *delay_s;
+  uint64_t delay = s->default_delay_ms, now, at;
+  int64_t gen;
+  kcr_err rc;
+
+  if(!o)
+    return KCR_OK;
+  vfm = kcr_obj_parse(o);
+  gen = kcr_obj_generation(o);
+  kcr_obj_unref(o);
+  if(!vfm)
+    return KCR_ENOMEM;
+  fail = kcr_json_str(kcr_json_at(vfm, "metadata.annotations"), ANN_FAIL);
+  delay_s = kcr_json_str(kcr_json_at(vfm, "metadata.annotations"), ANN_DELAY);
+  if(delay_s && kcr_duration_parse(delay_s, &delay)) {
+    rc = report(cx, s, vfm, "False", "Failed",
+                "annotation " ANN_DELAY " is not a duration such as 500ms or 2s", gen);
+  } else if(fail) {
+    rc = report(cx, s, vfm, "False", "Failed", fail, gen);
+  } else if(!delay) {
+    rc = report(cx, s, vfm, "True", "Ready", "vfm is available", gen);
+  } else {
+    now = kcr_time_mono_ms();
+    at = started_at(s, req->key, gen);
+    if(now >= at + delay) {
+      rc = report(cx, s, vfm, "True", "Ready", "vfm is available", gen);
+    } else {
+      rc = report(cx, s, vfm, "False", "Progressing", "vfm is starting", gen);
+      res->requeue_after_ms = at + delay - now;
+    }
+  }
+  cJSON_Delete(vfm);
+  return rc;
+}
+
+int main(int argc, char **argv)
+{
+  static const struct option opts[] = {
+      {"kubeconfig", required_argument, NULL, 'k'},
+      {"namespace", required_argument, NULL, 'n'},
+      {"delay", required_argument, NULL, 'd'},
+      {"workers", required_argument, NULL, 'w'},
+      {"metrics-bind-address", required_argument, NULL, 'm'},
+      {"log-level", required_argument, NULL, 'l'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  struct kcr_config_opts co = {0};
+  struct kcr_manager_opts mo = {.name = "vfm-sim", .metrics_addr = "0", .health_addr = "0"};
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct sim s = {.default_delay_ms = 2000, .mu = PTHREAD_MUTEX_INITIALIZER};
+  const char *ns = NULL;
+  int opt, workers = 4, lvl;
+  kcr_manager *m;
+  kcr_controller *ctl = NULL;
+
+  while((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    switch(opt) {
+    case 'k': co.kubeconfig = optarg; break;
+    case 'n': ns = optarg; break;
+    case 'd':
+      if(kcr_duration_parse(optarg, &s.default_delay_ms)) {
+        fprintf(stderr, "vfm-sim: invalid --delay \"%s\": want e.g. 2s or 500ms\n", optarg);
+        return 2;
+      }
+      break;
+    case 'w':
+      workers = atoi(optarg) > 0 ? atoi(optarg) : 4;
+      break;
+    case 'm': mo.metrics_addr = mo.health_addr = optarg; break;
+    case 'l':
+      if((lvl = kcr_log_level_parse(optarg)) < 0) {
+        fprintf(stderr, "vfm-sim: invalid --log-level \"%s\"\n", optarg);
+        return 2;
+      }
+      kcr_log_set_level((enum kcr_log_level)lvl);
+      break;
+    case 'h':
+      printf("usage: vfm-sim [--kubeconfig PATH] [--namespace NS] [--delay DUR] "
+             "[--workers N]\n               [--metrics-bind-address ADDR] [--log-level L]\n"
+             "Plays the VFM's owner: Ready=False/Progressing, then Ready=True after the "
+             "delay\n(annotation " ANN_DELAY " overrides it); annotation " ANN_FAIL
+             "\nmakes it report Ready=False/Failed with that message.\n");
+      return 0;
+    default:
+      fprintf(stderr, "vfm-sim: bad option (try --help)\n");
+      return 2;
+    }
+  }
+  if(kcr_config_load(&co, &mo.config, &ei) || kcr_manager_new(&mo, &m, &ei)) {
+    fprintf(stderr, "vfm-sim: %s\n", ei.message ? ei.message : "cannot start");
+    kcr_errinfo_cleanup(&ei);
+    return 2;
+  }
+  struct kcr_status_writer_opts so = {kcr_manager_client(m), &vfms,
+                                      "ebdman.example.com/v1alpha1", "VFM", "vfm-sim",
+                                      KCR_STATUS_APPLY, .metrics = kcr_manager_metrics(m)};
+  if(kcr_manager_informer(m, &(struct kcr_informer_opts){.gvr = &vfms, .ns = ns}, &s.vfms) ||
+     kcr_status_writer_new(&so, &s.status) ||
+     kcr_controller_new(&(struct kcr_controller_opts){.name = "vfm-sim",
+                                                     .workers = workers,
+                                                     .reconcile = reconcile,
+                                                     .ud = &s,
+                                                     .client = kcr_manager_client(m),
+                                                     .metrics = kcr_manager_metrics(m)},
+                        &ctl) ||
+     kcr_controller_for(ctl, s.vfms, NULL, 0) || kcr_manager_add(m, ctl)) {
+    fprintf(stderr, "vfm-sim: setting up failed\n");
+    kcr_manager_free(m);
+    return 1;
+  }
+  int status = kcr_manager_run(m);
+  kcr_manager_free(m);
+  kcr_status_writer_free(s.status);
+  for(size_t i = 0; i < 4096; i++)
+    for(struct start *e = s.buckets[i], *n; e; e = n) {
+      n = e->next;
+      free(e->key);
+      free(e);
+    }
+  return status;
+}

@@ -1,0 +1,212 @@
+/* kcr/events.h - an events.k8s.io/v1 Event recorder, as client-go's
+ * tools/events: aggregation of repeats into Event series, a spam limit per
+ * object and reason, and a background thread that writes to the API server.
+ *
+ *   struct kcr_recorder_opts o = {.client = c,
+ *                                 .reporting_controller = "ebdman.example.com/ebdman"};
+ *   kcr_recorder *rec;
+ *   kcr_recorder_new(&o, &rec);
+ *   struct kcr_event_ref ref = kcr_event_ref_from_obj(obj, "ebdman.example.com/v1", "EBD");
+ *   kcr_recorder_eventf(rec, &ref, KCR_EVENT_WARNING, "ProvisionFailed", "Provision",
+ *                       "volume %s: %s", vol, msg);
+ *   ...
+ *   kcr_recorder_free(rec);
+ *
+ * What reaches the server. The first occurrence of an event becomes a new
+ * Event (POST /apis/events.k8s.io/v1/namespaces/{ns}/events) named
+ * "<regarding-name>.<hex unix nanoseconds>" in the regarding object's
+ * namespace ("default" for cluster-scoped objects). An isomorphic occurrence
+ * (same regarding kind/namespace/name/uid, type, reason, action and note)
+ * within aggregate_window_ms of the previous one is not a new Event: it
+ * increments the series of the one already created, written as a merge
+ * PATCH of {series: {count, lastObservedTime}} at most once per
+ * series_flush_ms per Event (count 2 on the first repeat). An Event that
+ * has disappeared from the server (TTL) is created again, with its series.
+ *
+ * What never reaches the server. Occurrences beyond the spam limit (a token
+ * bucket per regarding object and reason: spam_burst events, refilled one
+ * per spam_refill_ms), new events while queue_capacity new events already
+ * wait to be sent, and events whose writes keep failing (403, 5xx,
+ * transport: retried max_attempts times with backoff). Each is counted and
+ * logged (once per object+reason when the spam limit starts dropping).
+ * Repeats that join a series do not spend spam tokens and do not take
+ * queue slots.
+ *
+ * Metrics (when opts.metrics is set): counter kcr_events_total{type, reason,
+ * result}; every accepted kcr_recorder_eventf() call ends in exactly one
+ * result: "sent" (a new Event was created), "aggregated" (joined a series),
+ * "dropped" (spam limit, full queue, or shutdown) or "failed" (the server
+ * or the network refused it to the end).
+ *
+ * Thread safety: kcr_recorder_eventf/event/flush/stats may be called from
+ * any thread concurrently; kcr_recorder_free by one thread once no other
+ * call is running. The pure helpers below are thread-safe. */
+#ifndef KCR_EVENTS_H
+#define KCR_EVENTS_H
+
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "client.h"
+#include "err.h"
+#include "metrics.h"
+#include "store.h"
+
+#define KCR_EVENT_NORMAL  "Normal"
+#define KCR_EVENT_WARNING "Warning"
+
+/* Limits the API server enforces (bytes, as Go's len()). */
+#define KCR_EVENT_REASON_MAX   128
+#define KCR_EVENT_ACTION_MAX   128
+#define KCR_EVENT_NOTE_MAX     1024
+#define KCR_EVENT_INSTANCE_MAX 128
+
+typedef struct kcr_recorder kcr_recorder;
+
+/* The object an event is about (Event.regarding). All strings are borrowed
+ * for the call and copied. kind and name are required; namespace is NULL or
+ * "" for cluster-scoped objects; the others are optional (NULL or ""). */
+struct kcr_event_ref {
+  const char *api_version;      /* "v1", "ebdman.example.com/v1alpha1" */
+  const char *kind;             /* "ConfigMap" */
+  const char *namespace;
+  const char *name;
+  const char *uid;
+  const char *resource_version;
+};
+
+/* A ref to a cached object: namespace, name, uid and resourceVersion come
+ * from o (borrowed: valid while the caller holds its reference to o),
+ * api_version and kind from the arguments (borrowed). Thread safety: pure. */
+struct kcr_event_ref kcr_event_ref_from_obj(const kcr_obj *o, const char *api_version,
+                                            const char *kind);
+
+/* One occurrence, for kcr_recorder_event() and kcr_event_isomorphic().
+ * Borrowed for the call. */
+struct kcr_event {
+  const struct kcr_event_ref *regarding;
+  const char *type;   /* KCR_EVENT_NORMAL or KCR_EVENT_WARNING */
+  const char *reason; /* CamelCase, 1..128 bytes: "ProvisionFailed" */
+  const char *action; /* 1..128 bytes: what was done or failed: "Provision" */
+  const char *note;   /* human text, NULL or "" for none; cut to 1024 bytes */
+};
+
+/* Where the recorder writes; the default is the API server via opts.client.
+ * op CREATE: POST body (a whole Event) to the events of namespace ns;
+ * op PATCH: merge-patch Event ns/name with body. Returns what kcr_create /
+ * kcr_patch would (KCR_ENOTFOUND, KCR_EEXIST, ... drive the recorder's
+ * retries and re-creation) and may fill ei. body is borrowed for the call.
+ * Called on the recorder's thread only, one call at a time. For tests. */
+enum kcr_event_op { KCR_EVENT_CREATE, KCR_EVENT_PATCH };
+typedef kcr_err (*kcr_event_sink_fn)(void *ud, enum kcr_event_op op, const char *ns,
+                                     const char *name, const cJSON *body,
+                                     struct kcr_errinfo *ei);
+
+/* Options; zero means the default shown. */
+struct kcr_recorder_opts {
+  kcr_client *client;               /* borrowed, must outlive the recorder;
+                                       required unless sink is set */
+  const char *reporting_controller; /* required, a qualified name:
+                                       "ebdman.example.com/ebdman" */
+  const char *reporting_instance;   /* default: the host name (<= 128 bytes) */
+  kcr_metrics *metrics;             /* optional: kcr_events_total */
+  int spam_burst;                   /* 25 events per object+reason; < 0: no limit */
+  uint64_t spam_refill_ms;          /* 300000: one token per 5 minutes */
+  size_t queue_capacity;            /* 1000 new events waiting to be sent */
+  uint64_t series_flush_ms;         /* 30000: series writes per Event at most */
+  uint64_t aggregate_window_ms;     /* 360000: a repeat later than this after
+                                       the previous one starts a new Event */
+  int max_attempts;                 /* 5 tries per write before dropping it */
+  uint64_t retry_initial_ms;        /* 1000, doubling, capped at retry_max_ms */
+  uint64_t retry_max_ms;            /* 30000 */
+  uint64_t shutdown_flush_ms;       /* 5000: how long kcr_recorder_free flushes */
+  kcr_event_sink_fn sink;           /* tests: replaces the API server */
+  void *sink_ud;
+  uint64_t (*clock_ms)(void *ud);   /* tests: monotonic milliseconds; default
+                                       kcr_time_mono_ms. Event timestamps
+                                       always come from the wall clock. */
+  void *clock_ud;
+};
+
+/* Creates a recorder and starts its sending thread. opts is borrowed (the
+ * strings are copied; client and metrics are borrowed). KCR_EINVAL (with a
+ * log line saying why) without a client or sink, without a valid
+ * reporting_controller, or with a reporting_instance over 128 bytes;
+ * KCR_ENOMEM; KCR_EIO if the thread cannot be started. *out is NULL on
+ * error. Thread safety: any thread. */
+kcr_err kcr_recorder_new(const struct kcr_recorder_opts *opts, kcr_recorder **out);
+
+/* Flushes for at most opts.shutdown_flush_ms, stops the thread (waiting for
+ * a request in flight, bounded by the client's timeout) and frees. Events
+ * still unsent are counted as dropped and logged. NULL is a no-op. Not
+ * concurrently with any other call on r. */
+void kcr_recorder_free(kcr_recorder *r);
+
+/* Records one occurrence; never blocks on the network: validates, applies
+ * aggregation and the spam limit, queues, returns. The note is formatted
+ * from fmt (NULL for none) and cut to 1024 bytes on a UTF-8 boundary.
+ * Returns KCR_OK when the event was accepted - including when it joined a
+ * series or was dropped by the spam limit or a full queue (both counted and
+ * logged: recording an event is best effort and must not fail the caller's
+ * work) - KCR_EINVAL if regarding lacks kind or name, the type is not
+ * Normal/Warning, the reason or action is empty or over 128 bytes (nothing
+ * is recorded then), KCR_ENOMEM. Thread safety: any thread. */
+kcr_err kcr_recorder_eventf(kcr_recorder *r, const struct kcr_event_ref *regarding,
+                            const char *type, const char *reason, const char *action,
+                            const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+kcr_err kcr_recorder_veventf(kcr_recorder *r, const struct kcr_event_ref *regarding,
+                             const char *type, const char *reason, const char *action,
+                             const char *fmt, va_list ap)
+    __attribute__((format(printf, 6, 0)));
+/* As eventf with the note as it is (no formatting). */
+kcr_err kcr_recorder_event(kcr_recorder *r, const struct kcr_event *ev);
+
+/* Waits until no new event is queued or being sent and every series count
+ * has been written (series writes are not held back by series_flush_ms
+ * while someone flushes), or timeout_ms passed: KCR_OK or KCR_ETIMEDOUT.
+ * Writes being retried keep their backoff. Thread safety: any thread. */
+kcr_err kcr_recorder_flush(kcr_recorder *r, long timeout_ms);
+
+/* Counters since creation (the same outcomes as kcr_events_total). */
+struct kcr_recorder_stats {
+  uint64_t sent, aggregated, dropped, failed;
+  uint64_t series_writes; /* successful series PATCHes */
+  size_t queued;          /* new events waiting now */
+  size_t tracked;         /* Events remembered for aggregation now */
+};
+void kcr_recorder_stats(kcr_recorder *r, struct kcr_recorder_stats *out);
+
+/* ---- pure helpers, used by the recorder and exposed for tests ---- */
+
+/* KCR_OK if type, reason and action are acceptable (see eventf), else
+ * KCR_EINVAL. Thread safety: pure. */
+kcr_err kcr_event_validate(const char *type, const char *reason, const char *action);
+
+/* How many of the len bytes of s to keep so that at most max bytes remain
+ * without splitting a UTF-8 sequence: len if len <= max, else max moved back
+ * to the start of the sequence that straddles it. Thread safety: pure. */
+size_t kcr_event_note_cut(const char *s, size_t len, size_t max);
+
+/* True if a and b would be aggregated into one Event series by one
+ * recorder: same regarding kind, namespace, name and uid (api_version and
+ * resource_version are ignored: a new version of the object continues the
+ * series), type, reason, action and note (NULL equals ""). Thread safety:
+ * pure. */
+bool kcr_event_isomorphic(const struct kcr_event *a, const struct kcr_event *b);
+
+/* The spam limit's token bucket. Starts full (kcr_event_bucket_init);
+ * take() first adds (now - last) / refill_ms tokens, capped at burst, then
+ * spends one if at least one is there. Times are monotonic milliseconds.
+ * Thread safety: a bucket is used by one thread at a time. */
+struct kcr_event_bucket {
+  double tokens;
+  uint64_t last_ms;
+};
+void kcr_event_bucket_init(struct kcr_event_bucket *b, int burst, uint64_t now_ms);
+bool kcr_event_bucket_take(struct kcr_event_bucket *b, int burst, uint64_t refill_ms,
+                           uint64_t now_ms);
+
+#endif

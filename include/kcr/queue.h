@@ -1,0 +1,158 @@
+/* kcr/queue.h - the work queue of a controller: client-go's rate-limiting,
+ * delaying work queue (k8s.io/client-go/util/workqueue) with its contract.
+ *
+ *   kcr_queue *q = kcr_queue_new(&(struct kcr_queue_opts){
+ *       .name = "ebd", .metrics = reg});
+ *   kcr_queue_add(q, "ns/name");                 -- from event handlers
+ *
+ *   char *key;                                   -- in each worker thread
+ *   while(kcr_queue_get(q, &key) == KCR_OK) {
+ *     kcr_err rc = reconcile(key);
+ *     if(rc == KCR_OK || rc == KCR_ETERMINAL)
+ *       kcr_queue_forget(q, key);                -- reset the backoff
+ *     else
+ *       kcr_queue_add_rate_limited(q, key);      -- retry after 5 ms * 2^n
+ *     kcr_queue_done(q, key);
+ *     free(key);
+ *   }
+ *
+ * Keys are strings (usually "namespace/name"); the queue copies them.
+ * The contract, exactly client-go's:
+ *  - A key is never handed to two workers at once: between kcr_queue_get()
+ *    and kcr_queue_done() it is "processing".
+ *  - Adding a key that is already queued is a no-op (its place is kept).
+ *    Adding a key that is processing marks it dirty: it is not queued now,
+ *    but kcr_queue_done() puts it at the back of the queue.
+ *  - Keys are handed out in FIFO order of their (first) add.
+ *  - kcr_queue_add_after() parks the key until its deadline; a key parked
+ *    twice keeps the earliest deadline. Parking is independent of the
+ *    queued/processing state: when the deadline passes the key is added as
+ *    by kcr_queue_add().
+ *  - kcr_queue_add_rate_limited() parks the key for the rate limiter's next
+ *    delay: per key base_delay * 2^failures capped at max_delay (5 ms ..
+ *    1000 s by default), or the max of that and an overall token bucket when
+ *    one is configured. kcr_queue_forget() resets the key's failures.
+ *  - After kcr_queue_shutdown() adds are refused and parked keys dropped;
+ *    kcr_queue_get() keeps handing out keys already queued, then returns
+ *    KCR_ECANCELED.
+ *
+ * Metrics (when opts.metrics and opts.name are both set), with the label
+ * name=<opts.name> and controller-runtime's names and help texts:
+ * workqueue_depth, workqueue_adds_total, workqueue_queue_duration_seconds,
+ * workqueue_work_duration_seconds, workqueue_retries_total,
+ * workqueue_unfinished_work_seconds, workqueue_longest_running_processor_seconds
+ * (the last two are computed when the registry renders). The registry must
+ * outlive the queue.
+ *
+ * Thread safety: every function may be called from any thread, concurrently,
+ * except kcr_queue_free(), which must be the last call on the queue. */
+#ifndef KCR_QUEUE_H
+#define KCR_QUEUE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "metrics.h"
+
+typedef struct kcr_queue kcr_queue;
+
+/* client-go's DefaultControllerRateLimiter: per key 5 ms .. 1000 s, combined
+ * (max of) with a 10 qps / 100 burst token bucket. */
+#define KCR_QUEUE_BASE_DELAY_MS    5ull
+#define KCR_QUEUE_MAX_DELAY_MS     1000000ull
+#define KCR_QUEUE_CONTROLLER_QPS   10.0
+#define KCR_QUEUE_CONTROLLER_BURST 100
+
+/* Options for kcr_queue_new(). Zero-initialise; zero fields take defaults. */
+struct kcr_queue_opts {
+  const char *name;       /* metrics label "name"; NULL or "" -> no metrics */
+  kcr_metrics *metrics;   /* registry for the workqueue_* metrics, or NULL */
+  uint64_t base_delay_ms; /* per-key backoff base; 0 -> 5 ms */
+  uint64_t max_delay_ms;  /* per-key backoff cap; 0 -> 1000 s */
+  double qps;             /* > 0 enables the overall token bucket (10 in client-go) */
+  int burst;              /* bucket size when qps > 0; < 1 means 1 (100 in client-go) */
+};
+
+/* Creates a queue. o may be NULL (all defaults). The name is copied.
+ * Returns NULL when out of memory (or when the metrics registry refuses a
+ * collect hook). Release with kcr_queue_free().
+ * Thread safety: any thread. */
+kcr_queue *kcr_queue_new(const struct kcr_queue_opts *o);
+
+/* Releases the queue with every key it holds (queued, parked or being
+ * processed) and unhooks it from the metrics registry. NULL is a no-op. No other thread
+ * may be using the queue, or use it afterwards: stop the workers first
+ * (kcr_queue_shutdown(), then join them). Keys returned by kcr_queue_get() stay owned by
+ * their callers. */
+void kcr_queue_free(kcr_queue *q);
+
+/* Marks key as needing processing (see the contract above). The key is
+ * copied. Returns KCR_OK (also when it was a no-op), KCR_ECANCELED when the
+ * queue is shutting down (the add is dropped, as client-go drops it
+ * silently), KCR_ENOMEM, KCR_EINVAL for a NULL key.
+ * Thread safety: any thread. */
+kcr_err kcr_queue_add(kcr_queue *q, const char *key);
+
+/* Adds key once delay_ms has passed; delay_ms <= 0 adds it now. If key is
+ * already parked, the earlier of the two deadlines is kept. Counts one
+ * workqueue_retries_total (as client-go's AddAfter does). Errors as for
+ * kcr_queue_add(). Thread safety: any thread. */
+kcr_err kcr_queue_add_after(kcr_queue *q, const char *key, int64_t delay_ms);
+
+/* kcr_queue_add_after() with the rate limiter's next delay for key, and
+ * counts one more failure for it: base * 2^n capped at max (n = failures so
+ * far), max'ed with the token bucket's delay when configured. Errors as for
+ * kcr_queue_add(). Thread safety: any thread. */
+kcr_err kcr_queue_add_rate_limited(kcr_queue *q, const char *key);
+
+/* Stops tracking key's failures: its next rate-limited delay is the base
+ * delay again. Does not dequeue or finish the key. Thread safety: any thread. */
+void kcr_queue_forget(kcr_queue *q, const char *key);
+
+/* How many times key was rate-limited since the last kcr_queue_forget().
+ * Thread safety: any thread. */
+int kcr_queue_num_requeues(kcr_queue *q, const char *key);
+
+/* Blocks until a key is available and hands it to the caller, who owns the
+ * copy (*key, free() it) and must call kcr_queue_done() with it when the
+ * work is finished. Returns KCR_OK, or KCR_ECANCELED once the queue is shut
+ * down and no queued key is left (*key = NULL); KCR_ENOMEM (the key stays
+ * queued); KCR_EINVAL for NULL arguments. Thread safety: any thread. */
+kcr_err kcr_queue_get(kcr_queue *q, char **key);
+
+/* kcr_queue_get() that gives up after timeout_ms: KCR_ETIMEDOUT (*key =
+ * NULL). timeout_ms == 0 never blocks; timeout_ms < 0 waits forever.
+ * Thread safety: any thread. */
+kcr_err kcr_queue_get_timed(kcr_queue *q, int64_t timeout_ms, char **key);
+
+/* Marks the processing of key finished. If key was added while it was
+ * processing, it is queued again now (even when shutting down: the add came
+ * before the shutdown). Returns KCR_OK, or KCR_EINVAL if key is not being
+ * processed (client-go would corrupt its queue; here nothing changes).
+ * key is borrowed. Thread safety: any thread. */
+kcr_err kcr_queue_done(kcr_queue *q, const char *key);
+
+/* Number of keys queued and ready: not processing, not parked. For
+ * information only (it may change before the caller looks at it).
+ * Thread safety: any thread. */
+size_t kcr_queue_len(kcr_queue *q);
+
+/* Refuses further adds, drops parked keys and wakes every blocked getter;
+ * getters still receive the keys already queued, then KCR_ECANCELED.
+ * Does not wait. Also makes a pending kcr_queue_shutdown_drain() return.
+ * Idempotent. Thread safety: any thread. */
+void kcr_queue_shutdown(kcr_queue *q);
+
+/* kcr_queue_shutdown(), then waits until no key is processing (every
+ * kcr_queue_get() matched by its kcr_queue_done()) - client-go's
+ * ShutDownWithDrain. Keys still queued are not waited for; workers get
+ * them before KCR_ECANCELED. Never call it from a worker holding a key.
+ * Thread safety: any thread. */
+void kcr_queue_shutdown_drain(kcr_queue *q);
+
+/* True once kcr_queue_shutdown*() was called. Thread safety: any thread. */
+bool kcr_queue_shutting_down(kcr_queue *q);
+
+#endif

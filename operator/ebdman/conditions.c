@@ -1,0 +1,134 @@
+/* DESIGN: the availability logic of ebdman as a pure function from what a
+ * reconcile observed to the three conditions it owns, so it is unit-tested
+ * without a cluster. Level-based: computed from scratch every time. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ebdman.h"
+
+const struct kcr_gvr ebdman_ebds = {EBDMAN_GROUP, "v1alpha1", "ebds", true};
+const struct kcr_gvr ebdman_vfms = {EBDMAN_GROUP, "v1alpha1", "vfms", true};
+const struct kcr_gvr ebdman_configmaps = {"", "v1", "configmaps", true};
+
+static void set(struct kcr_cond *c, const char *type, const char *status,
+                const char *reason, const char *msg, int64_t gen)
+{
+  *c = (struct kcr_cond){type, status, reason, msg ? msg : "", gen, 0};
+}
+
+/* VFMHealthy from the VFM's own Ready condition, as its owner reports it. */
+static void vfm_health(const struct ebdman_observed *ob, struct kcr_cond *c)
+{
+  struct kcr_cond ready;
+  int64_t vgen;
+
+  if(ob->vfm_read_error) {
+    set(c, "VFMHealthy", "False", "Error", ob->vfm_read_error, ob->generation);
+    return;
+  }
+  if(!ob->vfm || ob->applied_new_spec ||
+     kcr_cond_get(kcr_json_at(ob->vfm, "status.conditions"), "Ready", &ready)) {
+    set(c, "VFMHealthy", "False", "Progressing", "vfm custom resource is not ready",
+        ob->generation);
+    return;
+  }
+  vgen = kcr_json_int(ob->vfm, "metadata.generation", 0);
+  if(ready.observed_generation && ready.observed_generation < vgen) {
+    /* The owner has not looked at the current spec yet. */
+    set(c, "VFMHealthy", "False", "Progressing", "vfm custom resource is not ready",
+        ob->generation);
+  } else if(!strcmp(ready.status, "True")) {
+    set(c, "VFMHealthy", "True", "Ready", "vfm custom resource is ready", ob->generation);
+  } else if(!strcmp(ready.status, "False") && !strcmp(ready.reason, "Failed")) {
+    set(c, "VFMHealthy", "False", "Error",
+        *ready.message ? ready.message : "vfm custom resource failed", ob->generation);
+  } else {
+    set(c, "VFMHealthy", "False", "Progressing", "vfm custom resource is not ready",
+        ob->generation);
+  }
+}
+
+void ebdman_conditions(const struct ebdman_observed *ob, struct kcr_cond out[EBDMAN_NCOND])
+{
+  struct kcr_cond *inst = &out[EBDMAN_COND_INSTALLED], *vfm = &out[EBDMAN_COND_VFM];
+
+  if(ob->install_failed)
+    set(inst, "Installed", "False", "InstallFailed",
+        ob->install_error ? ob->install_error : "installing the children failed",
+        ob->generation);
+  else
+    set(inst, "Installed", "True", "Installed", "configmap and vfm custom resource applied",
+        ob->generation);
+  vfm_health(ob, vfm);
+  /* Ready summarises: True when both are, else the first that is not. */
+  if(!strcmp(inst->status, "True") && !strcmp(vfm->status, "True"))
+    set(&out[EBDMAN_COND_READY], "Ready", "True", "Ready", "ebd is ready", ob->generation);
+  else {
+    const struct kcr_cond *first = strcmp(inst->status, "True") ? inst : vfm;
+    set(&out[EBDMAN_COND_READY], "Ready", "False", first->reason, first->message,
+        ob->generation);
+  }
+}
+
+static cJSON *child(const cJSON *ebd, const char *api_version, const char *kind,
+                    const char *name)
+{
+  cJSON *o = cJSON_CreateObject(), *labels, *ann = NULL;
+  const cJSON *a;
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+
+  if(!o)
+    return NULL;
+  cJSON_AddStringToObject(o, "apiVersion", api_version);
+  cJSON_AddStringToObject(o, "kind", kind);
+  kcr_json_set_str(o, "metadata.name", name);
+  kcr_json_set_str(o, "metadata.namespace", kcr_json_str(ebd, "metadata.namespace"));
+  labels = kcr_json_obj(o, "metadata.labels");
+  cJSON_AddStringToObject(labels, "app.kubernetes.io/managed-by", "ebdman");
+  cJSON_AddStringToObject(labels, "ebdman.example.com/ebd",
+                          kcr_json_str(ebd, "metadata.name"));
+  cJSON_ArrayForEach(a, kcr_json_at(ebd, "metadata.annotations"))
+  {
+    if(cJSON_IsString(a) && !strncmp(a->string, EBDMAN_VFM_ANNOTATION_PREFIX,
+                                     strlen(EBDMAN_VFM_ANNOTATION_PREFIX))) {
+      if(!ann)
+        ann = kcr_json_obj(o, "metadata.annotations");
+      cJSON_AddStringToObject(ann, a->string, a->valuestring);
+    }
+  }
+  if(kcr_owner_set_controller(o, ebd, &ei)) {
+    cJSON_Delete(o);
+    o = NULL;
+  }
+  kcr_errinfo_cleanup(&ei);
+  return o;
+}
+
+cJSON *ebdman_configmap_for(const cJSON *ebd)
+{
+  char name[300];
+  const cJSON *cfg = kcr_json_at(ebd, "spec.vfm.config");
+  cJSON *o, *data;
+  snprintf(name, sizeof(name), "%s-config", kcr_json_str(ebd, "metadata.name"));
+  o = child(ebd, "v1", "ConfigMap", name);
+  data = cJSON_IsObject(cfg) ? cJSON_Duplicate(cfg, 1) : cJSON_CreateObject();
+  if(!o || !data || !cJSON_AddItemToObject(o, "data", data)) {
+    cJSON_Delete(o);
+    cJSON_Delete(data);
+    return NULL;
+  }
+  return o;
+}
+
+cJSON *ebdman_vfm_for(const cJSON *ebd)
+{
+  const cJSON *spec = kcr_json_at(ebd, "spec.vfm");
+  cJSON *o = child(ebd, EBDMAN_API_VERSION, "VFM", kcr_json_str(ebd, "metadata.name"));
+  cJSON *s = cJSON_IsObject(spec) ? cJSON_Duplicate(spec, 1) : cJSON_CreateObject();
+  if(!o || !s || !cJSON_AddItemToObject(o, "spec", s)) {
+    cJSON_Delete(o);
+    cJSON_Delete(s);
+    return NULL;
+  }
+  return o;
+}

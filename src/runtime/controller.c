@@ -1,0 +1,422 @@
+/* DESIGN: a controller = a work queue + N workers + event sources.
+ *
+ * Sources register informer handlers that compute keys and add them to the
+ * queue; they never block (the queue dedups). Workers take a key, reconcile
+ * it with a fresh per-reconcile context (arena reset, new reconcile id) and
+ * apply the result contract (see controller.h). The queue guarantees a key
+ * is never processed by two workers at once.
+ *
+ * Stopping: `stopping` is set, the queue is shut down (getters wake up);
+ * a worker that gets a key after that hands it back unprocessed. In-flight
+ * reconciles get grace_ms to finish (timed joins); a worker still running
+ * after that is detached and counted.
+ *
+ * Locks: none of its own beyond the queue's; metrics are lock-free. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kcr/controller.h"
+#include "kcr/time.h"
+
+#define MAX_SOURCES 16
+
+enum source_kind { SRC_FOR, SRC_OWNS, SRC_WATCHES };
+
+struct source {
+  kcr_controller *c;
+  enum source_kind kind;
+  struct kcr_predicate preds[4];
+  size_t npreds;
+  char *owner_group, *owner_kind;
+  kcr_map_fn map;
+  void *map_ud;
+};
+
+struct worker {
+  kcr_controller *c;
+  pthread_t th;
+  bool running;
+  atomic_bool done;
+};
+
+struct kcr_ctx {
+  kcr_controller *c;
+  struct kcr_arena arena;
+  char id[17];
+  const struct kcr_request *req;
+  unsigned seed;
+};
+
+struct kcr_controller {
+  struct kcr_controller_opts o;
+  char *name;
+  kcr_queue *q;
+  struct source src[MAX_SOURCES];
+  size_t nsrc;
+  struct worker *w;
+  atomic_bool stopping;
+  bool started;
+  kcr_metric *m_total, *m_errors, *m_terminal, *m_time, *m_active, *m_max;
+};
+
+/* ---- context ---- */
+
+kcr_client *kcr_ctx_client(kcr_ctx *cx) { return cx->c->o.client; }
+struct kcr_arena *kcr_ctx_arena(kcr_ctx *cx) { return &cx->arena; }
+const char *kcr_ctx_id(kcr_ctx *cx) { return cx->id; }
+const char *kcr_ctx_controller(kcr_ctx *cx) { return cx->c->name; }
+
+void kcr_ctx_log_kv(kcr_ctx *cx, enum kcr_log_level lvl, const char *msg,
+                    const struct kcr_kv *kv, size_t n)
+{
+  struct kcr_kv all[32];
+  size_t k = 0;
+  all[k++] = KCR_S("controller", cx->c->name);
+  all[k++] = KCR_S("reconcileID", cx->id);
+  if(cx->req && cx->req->ns && *cx->req->ns)
+    all[k++] = KCR_S("namespace", cx->req->ns);
+  if(cx->req)
+    all[k++] = KCR_S("name", cx->req->name);
+  for(size_t i = 0; i < n && k < sizeof(all) / sizeof(all[0]); i++)
+    all[k++] = kv[i];
+  kcr_log_kv(lvl, msg, all, k);
+}
+
+/* ---- construction ---- */
+
+kcr_err kcr_controller_new(const struct kcr_controller_opts *o, kcr_controller **out)
+{
+  kcr_controller *c;
+  const char *const ctl[] = {"controller", NULL};
+
+  *out = NULL;
+  if(!o || !o->name || !*o->name || !o->reconcile || !o->client)
+    return KCR_EINVAL;
+  c = calloc(1, sizeof(*c));
+  if(!c)
+    return KCR_ENOMEM;
+  c->o = *o;
+  if(c->o.workers < 1)
+    c->o.workers = 1;
+  c->name = strdup(o->name);
+  c->o.name = c->name;
+  atomic_init(&c->stopping, false);
+  c->q = kcr_queue_new(&(struct kcr_queue_opts){c->name, o->metrics, o->base_delay_ms,
+                                                o->max_delay_ms, o->qps, o->burst});
+  c->w = calloc((size_t)c->o.workers, sizeof(*c->w));
+  if(!c->name || !c->q || !c->w) {
+    kcr_controller_free(c);
+    return KCR_ENOMEM;
+  }
+  if(o->metrics) {
+    kcr_metrics *m = o->metrics;
+    c->m_total = kcr_metric_counter(m, "controller_runtime_reconcile_total",
+                                    "Total number of reconciliations per controller",
+                                    (const char *[]){"controller", "result", NULL});
+    c->m_errors = kcr_metric_counter(m, "controller_runtime_reconcile_errors_total",
+                                     "Total number of reconciliation errors per "
+                                     "controller",
+                                     ctl);
+    c->m_terminal = kcr_metric_counter(
+        m, "controller_runtime_terminal_reconcile_errors_total",
+        "Total number of terminal reconciliation errors per controller", ctl);
+    c->m_time = kcr_metric_histogram(m, "controller_runtime_reconcile_time_seconds",
+                                     "Length of time per reconciliation per controller",
+                                     ctl, kcr_buckets_seconds, kcr_buckets_seconds_n);
+    c->m_active = kcr_metric_gauge(m, "controller_runtime_active_workers",
+                                   "Number of currently used workers per controller",
+                                   ctl);
+    c->m_max = kcr_metric_gauge(m, "controller_runtime_max_concurrent_reconciles",
+                                "Maximum number of concurrent reconciles per controller",
+                                ctl);
+    kcr_metric_set(c->m_max, (const char *[]){c->name, NULL}, c->o.workers);
+    kcr_metric_set(c->m_active, (const char *[]){c->name, NULL}, 0);
+    for(const char *const *r = (const char *const[]){"success", "error", "requeue_after",
+                                                     "terminal", NULL};
+        *r; r++)
+      kcr_metric_inc(c->m_total, (const char *[]){c->name, *r, NULL}, 0);
+    kcr_metric_inc(c->m_errors, (const char *[]){c->name, NULL}, 0);
+  }
+  *out = c;
+  return KCR_OK;
+}
+
+const char *kcr_controller_name(const kcr_controller *c) { return c->name; }
+kcr_queue *kcr_controller_queue(kcr_controller *c) { return c->q; }
+
+kcr_err kcr_controller_enqueue(kcr_controller *c, const char *ns, const char *name)
+{
+  char buf[512];
+  int n = ns && *ns ? snprintf(buf, sizeof(buf), "%s/%s", ns, name)
+                    : snprintf(buf, sizeof(buf), "%s", name);
+  if(n < 0 || (size_t)n >= sizeof(buf))
+    return KCR_EINVAL;
+  return kcr_queue_add(c->q, buf);
+}
+
+/* ---- event sources ---- */
+
+static bool pass(const struct source *s, kcr_obj *old, kcr_obj *cur, int ev)
+{
+  for(size_t i = 0; i < s->npreds; i++) {
+    const struct kcr_predicate *p = &s->preds[i];
+    bool ok = true;
+    if(ev == 0 && p->create)
+      ok = p->create(cur, p->ud);
+    else if(ev == 1 && p->update && old != cur) /* resyncs always pass */
+      ok = p->update(old, cur, p->ud);
+    else if(ev == 2 && p->delete_)
+      ok = p->delete_(cur, p->ud);
+    if(!ok)
+      return false;
+  }
+  return true;
+}
+
+/* api_version "group/version" or "version": does its group equal g? */
+static bool group_is(const char *api_version, const char *g)
+{
+  const char *slash = strchr(api_version, '/');
+  size_t n = slash ? (size_t)(slash - api_version) : 0;
+  if(!g || !*g)
+    return !slash;
+  return slash && strlen(g) == n && !strncmp(api_version, g, n);
+}
+
+static void emit_key(const char *ns, const char *name, void *ctx)
+{
+  kcr_controller_enqueue(ctx, ns, name);
+}
+
+static void route(struct source *s, kcr_obj *old, kcr_obj *cur, int ev)
+{
+  if(!pass(s, old, cur, ev))
+    return;
+  switch(s->kind) {
+  case SRC_FOR:
+    kcr_queue_add(s->c->q, kcr_obj_key(cur));
+    break;
+  case SRC_OWNS: {
+    const struct kcr_owner *ow = kcr_obj_controller(cur);
+    if(ow->uid && ow->kind && !strcmp(ow->kind, s->owner_kind) &&
+       group_is(ow->api_version, s->owner_group))
+      kcr_controller_enqueue(s->c, kcr_obj_ns(cur), ow->name);
+    /* An update that moved the child to another owner: the old one too. */
+    if(old && old != cur) {
+      const struct kcr_owner *oo = kcr_obj_controller(old);
+      if(oo->uid && ow->uid && strcmp(oo->uid, ow->uid) && !strcmp(oo->kind, s->owner_kind))
+        kcr_controller_enqueue(s->c, kcr_obj_ns(old), oo->name);
+    }
+    break;
+  }
+  case SRC_WATCHES:
+    s->map(cur, emit_key, s->c, s->map_ud);
+    break;
+  }
+}
+
+static void h_add(kcr_obj *o, void *ud) { route(ud, NULL, o, 0); }
+static void h_update(kcr_obj *old, kcr_obj *cur, void *ud) { route(ud, old, cur, 1); }
+static void h_delete(kcr_obj *o, void *ud) { route(ud, NULL, o, 2); }
+
+static kcr_err add_source(kcr_controller *c, kcr_informer *inf, struct source *tmpl)
+{
+  struct source *s;
+  if(c->started || c->nsrc == MAX_SOURCES || !inf)
+    return KCR_EINVAL;
+  s = &c->src[c->nsrc];
+  *s = *tmpl;
+  s->c = c;
+  struct kcr_informer_handlers h = {h_add, h_update, h_delete, s};
+  kcr_err rc = kcr_informer_add_handlers(inf, &h);
+  if(!rc)
+    c->nsrc++;
+  return rc;
+}
+
+kcr_err kcr_controller_for(kcr_controller *c, kcr_informer *inf,
+                           const struct kcr_predicate *preds, size_t n)
+{
+  struct source s = {.kind = SRC_FOR};
+  if(n > sizeof(s.preds) / sizeof(s.preds[0]))
+    return KCR_EINVAL;
+  for(size_t i = 0; i < n; i++)
+    s.preds[i] = preds[i];
+  s.npreds = n;
+  return add_source(c, inf, &s);
+}
+
+kcr_err kcr_controller_owns(kcr_controller *c, kcr_informer *inf, const char *owner_group,
+                            const char *owner_kind)
+{
+  struct source s = {.kind = SRC_OWNS};
+  kcr_err rc;
+  if(!owner_kind)
+    return KCR_EINVAL;
+  s.owner_group = strdup(owner_group ? owner_group : "");
+  s.owner_kind = strdup(owner_kind);
+  if(!s.owner_group || !s.owner_kind)
+    rc = KCR_ENOMEM;
+  else
+    rc = add_source(c, inf, &s);
+  if(rc) {
+    free(s.owner_group);
+    free(s.owner_kind);
+  }
+  return rc;
+}
+
+kcr_err kcr_controller_watches(kcr_controller *c, kcr_informer *inf, kcr_map_fn fn,
+                               void *ud)
+{
+  struct source s = {.kind = SRC_WATCHES, .map = fn, .map_ud = ud};
+  if(!fn)
+    return KCR_EINVAL;
+  return add_source(c, inf, &s);
+}
+
+static bool gen_changed(kcr_obj *old, kcr_obj *cur, void *ud)
+{
+  return kcr_obj_generation(old) != kcr_obj_generation(cur);
+}
+
+const struct kcr_predicate kcr_pred_generation_changed = {NULL, gen_changed, NULL, NULL};
+
+/* ---- workers ---- */
+
+static void process(kcr_controller *c, kcr_ctx *cx, const char *key)
+{
+  const char *slash = strchr(key, '/');
+  char *ns = NULL;
+  struct kcr_request req;
+  struct kcr_result res = {0};
+  const char *lv[] = {c->name, NULL};
+  const char *result;
+  uint64_t t0;
+  kcr_err rc;
+
+  kcr_arena_reset(&cx->arena);
+  if(slash)
+    ns = kcr_arena_printf(&cx->arena, "%.*s", (int)(slash - key), key);
+  req = (struct kcr_request){ns ? ns : "", slash ? slash + 1 : key, key};
+  snprintf(cx->id, sizeof(cx->id), "%08x%08x", (unsigned)rand_r(&cx->seed),
+           (unsigned)rand_r(&cx->seed));
+  cx->req = &req;
+  kcr_metric_inc(c->m_active, lv, 1);
+  t0 = kcr_time_mono_ns();
+  rc = c->o.reconcile(cx, &req, &res, c->o.ud);
+  kcr_metric_observe(c->m_time, lv, (double)(kcr_time_mono_ns() - t0) / 1e9);
+  kcr_metric_inc(c->m_active, lv, -1);
+  if(rc == KCR_OK) {
+    kcr_queue_forget(c->q, key);
+    if(res.requeue_after_ms) {
+      kcr_queue_add_after(c->q, key, (int64_t)res.requeue_after_ms);
+      result = "requeue_after";
+    } else {
+      result = "success";
+    }
+  } else if(rc == KCR_ETERMINAL) {
+    kcr_queue_forget(c->q, key);
+    kcr_metric_inc(c->m_errors, lv, 1);
+    kcr_metric_inc(c->m_terminal, lv, 1);
+    KCR_CLOG(cx, KCR_LOG_ERROR, "terminal reconciler error; not retrying",
+             KCR_S("err", kcr_err_name(rc)));
+    result = "terminal";
+  } else {
+    kcr_queue_add_rate_limited(c->q, key);
+    kcr_metric_inc(c->m_errors, lv, 1);
+    KCR_CLOG(cx, KCR_LOG_ERROR, "reconciler error; requeued with backoff",
+             KCR_S("err", kcr_err_name(rc)), KCR_S("detail", kcr_strerror(rc)),
+             KCR_I("requeues", kcr_queue_num_requeues(c->q, key)));
+    result = "error";
+  }
+  kcr_metric_inc(c->m_total, (const char *[]){c->name, result, NULL}, 1);
+  cx->req = NULL;
+}
+
+static void *worker_main(void *p)
+{
+  struct worker *w = p;
+  kcr_controller *c = w->c;
+  kcr_ctx cx = {.c = c, .arena = KCR_ARENA_INIT};
+  char *key;
+
+  cx.seed = (unsigned)(kcr_time_mono_ns() ^ (uintptr_t)w);
+  while(kcr_queue_get(c->q, &key) == KCR_OK) {
+    if(!atomic_load(&c->stopping))
+      process(c, &cx, key);
+    kcr_queue_done(c->q, key);
+    free(key);
+  }
+  kcr_arena_cleanup(&cx.arena);
+  atomic_store(&w->done, true);
+  return NULL;
+}
+
+kcr_err kcr_controller_start(kcr_controller *c)
+{
+  if(c->started)
+    return KCR_EINVAL;
+  for(int i = 0; i < c->o.workers; i++) {
+    c->w[i].c = c;
+    atomic_init(&c->w[i].done, false);
+    if(pthread_create(&c->w[i].th, NULL, worker_main, &c->w[i])) {
+      kcr_controller_stop(c, 0);
+      return KCR_ENOMEM;
+    }
+    c->w[i].running = true;
+  }
+  c->started = true;
+  KCR_LOG(KCR_LOG_INFO, "controller: started", KCR_S("controller", c->name),
+          KCR_I("workers", c->o.workers));
+  return KCR_OK;
+}
+
+int kcr_controller_stop(kcr_controller *c, uint64_t grace_ms)
+{
+  uint64_t deadline = kcr_time_mono_ms() + grace_ms;
+  int left = 0;
+
+  atomic_store(&c->stopping, true);
+  kcr_queue_shutdown(c->q);
+  for(int i = 0; i < c->o.workers; i++) {
+    if(!c->w[i].running)
+      continue;
+    while(!atomic_load(&c->w[i].done) && kcr_time_mono_ms() < deadline) {
+      struct timespec ts = {0, 10 * 1000000L};
+      nanosleep(&ts, NULL);
+    }
+    if(atomic_load(&c->w[i].done)) {
+      pthread_join(c->w[i].th, NULL);
+    } else {
+      pthread_detach(c->w[i].th);
+      left++;
+    }
+    c->w[i].running = false;
+  }
+  if(c->started)
+    KCR_LOG(left ? KCR_LOG_WARN : KCR_LOG_INFO, "controller: stopped",
+            KCR_S("controller", c->name), KCR_I("reconcilesStillRunning", left));
+  c->started = false;
+  return left;
+}
+
+void kcr_controller_free(kcr_controller *c)
+{
+  if(!c)
+    return;
+  if(kcr_controller_stop(c, 0) == 0) {
+    kcr_queue_free(c->q);
+  } /* else: a detached worker may still touch the queue; leak it rather than crash */
+  for(size_t i = 0; i < c->nsrc; i++) {
+    free(c->src[i].owner_group);
+    free(c->src[i].owner_kind);
+  }
+  free(c->w);
+  free(c->name);
+  free(c);
+}

@@ -1,0 +1,1208 @@
+/* DESIGN: the events.k8s.io/v1 Event recorder - client-go's tools/events
+ * (event_broadcaster.go, event_recorder.go) plus the spam filter of
+ * tools/record (events_cache.go), as one object under one mutex with one
+ * sending thread.
+ *
+ * State. Every Event the recorder has created, or is about to create, is an
+ * entry in a chained hash table keyed by its isomorphic key (type, reason,
+ * action, note, regarding kind/namespace/name/uid, NUL-separated: the same
+ * fields kcr_event_isomorphic compares, from the same key_fields()). An
+ * entry carries the Event as first sent (name, eventTime, regarding) and
+ * the series: count = occurrences seen, written = count the server has.
+ * Entries waiting for their POST are also on a FIFO (the queue, qhead..
+ * qtail). Spam buckets are a second table keyed by object+reason.
+ *
+ * eventf does all the bookkeeping under the lock and never waits for I/O:
+ * a repeat increments count (aggregated); a new event takes a spam token,
+ * gets its name ("<regarding>.<hex ns>") and joins the queue; otherwise it
+ * is dropped. Metrics and log lines are written after unlocking.
+ *
+ * The worker thread picks one job at a time under the lock: the first
+ * queued entry whose backoff has passed (POST, with series when repeats
+ * came before the POST), else an entry whose series is dirty and due
+ * (count > written, series_flush_ms after its last write, or at once while
+ * someone flushes): a merge PATCH of series. It builds the body under the
+ * lock, marks the entry busy, unlocks, writes, relocks and applies the
+ * outcome (state machine in finish()). Once a second it forgets entries
+ * idle for aggregate_window_ms and spam buckets that have refilled.
+ *
+ * Invariants (under r->mu):
+ *  I1 an entry is on the queue iff state == E_QUEUED && !busy; nqueued
+ *     counts them.
+ *  I2 an entry is freed only when !busy (the worker may use its immutable
+ *     strings without the lock while busy), by gc(), by the expiry check in
+ *     record(), by finish() on the worker itself, or by free().
+ *  I3 inflight iff some entry is busy; at most one is (one worker).
+ *  I4 state == E_CREATED implies written >= 1 and written <= count.
+ *  I5 quiescent (what flush waits for) == nqueued == 0 && !inflight && no
+ *     E_CREATED entry with count > written.
+ *
+ * Lock order: r->mu is a leaf. With it held we call only malloc/free, cJSON
+ * building, the clocks and the condvars; the sink, metrics and the log are
+ * called without it.
+ *
+ * Deviations from client-go, deliberate: the isomorphic key includes the
+ * note and leaves out the regarding apiVersion/resourceVersion (client-go:
+ * the whole ObjectReference, no note); series are written when they change
+ * (at most every series_flush_ms) instead of only the first repeat at once
+ * and the rest every 30 minutes or when the series ends; a 403/5xx is
+ * retried (client-go retries transport errors only); the spam limit is per
+ * object+reason and only new Events spend tokens; the default
+ * reportingInstance is the host name (client-go: "<controller>-<host>"). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kcr/events.h"
+#include "kcr/json.h"
+#include "kcr/log.h"
+#include "kcr/path.h"
+#include "kcr/time.h"
+
+#define GC_TICK_MS     1000
+#define SPAM_MAX_KEYS  4096
+#define NKEY_FIELDS    8
+#define SERIES_MAX     2147483647ull /* EventSeries.count is an int32 */
+
+static const struct kcr_gvr events_gvr = {"events.k8s.io", "v1", "events", true};
+
+/* ---- hash tables ---- */
+
+struct hnode {
+  struct hnode *next;
+  uint64_t hash;
+  const char *key; /* klen bytes, not NUL-terminated as a whole */
+  size_t klen;
+};
+
+struct table {
+  struct hnode **b;
+  size_t nb, n;
+};
+
+static uint64_t fnv1a(const char *p, size_t n)
+{
+  uint64_t h = 1469598103934665603ull;
+  for(size_t i = 0; i < n; i++) {
+    h ^= (unsigned char)p[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+static kcr_err table_init(struct table *t)
+{
+  t->nb = 64;
+  t->n = 0;
+  t->b = calloc(t->nb, sizeof(*t->b));
+  return t->b ? KCR_OK : KCR_ENOMEM;
+}
+
+static struct hnode *table_find(const struct table *t, uint64_t h, const char *key,
+                                size_t klen)
+{
+  for(struct hnode *n = t->b[h & (t->nb - 1)]; n; n = n->next)
+    if(n->hash == h && n->klen == klen && !memcmp(n->key, key, klen))
+      return n;
+  return NULL;
+}
+
+/* Grows when full; a failed grow only makes chains longer. */
+static void table_insert(struct table *t, struct hnode *n)
+{
+  if(t->n >= t->nb * 2) {
+    size_t nb = t->nb * 2;
+    struct hnode **b = calloc(nb, sizeof(*b));
+    if(b) {
+      for(size_t i = 0; i < t->nb; i++)
+        for(struct hnode *x = t->b[i], *nx; x; x = nx) {
+          nx = x->next;
+          x->next = b[x->hash & (nb - 1)];
+          b[x->hash & (nb - 1)] = x;
+        }
+      free(t->b);
+      t->b = b;
+      t->nb = nb;
+    }
+  }
+  n->next = t->b[n->hash & (t->nb - 1)];
+  t->b[n->hash & (t->nb - 1)] = n;
+  t->n++;
+}
+
+static void table_remove(struct table *t, struct hnode *n)
+{
+  for(struct hnode **pp = &t->b[n->hash & (t->nb - 1)]; *pp; pp = &(*pp)->next)
+    if(*pp == n) {
+      *pp = n->next;
+      t->n--;
+      return;
+    }
+}
+
+/* ---- recorder state ---- */
+
+enum estate { E_QUEUED, E_CREATED };
+
+struct entry {
+  struct hnode h;      /* first: key = data[0..klen) */
+  struct entry *qnext; /* queue link */
+  /* immutable after creation; point into data */
+  const char *type, *reason, *action, *note, *r_kind, *r_ns, *r_name, *r_uid;
+  const char *r_api, *r_rv, *ns, *name;
+  char event_time[KCR_RFC3339_MICRO_LEN];
+  /* under r->mu */
+  uint64_t count, written;
+  struct timespec last_observed;
+  uint64_t last_seen_ms, last_write_ms, not_before_ms;
+  int attempts;
+  enum estate state;
+  bool busy, recreate;
+  char data[];
+};
+
+struct spam {
+  struct hnode h;
+  struct kcr_event_bucket b;
+  bool dropping;
+  char data[];
+};
+
+struct kcr_recorder {
+  /* immutable after kcr_recorder_new */
+  char *controller, *instance;
+  kcr_metric *m_total;
+  int burst, max_attempts;
+  uint64_t refill_ms, flush_ms, window_ms, retry_initial_ms, retry_max_ms, shutdown_ms;
+  size_t capacity;
+  kcr_event_sink_fn sink;
+  void *sink_ud;
+  uint64_t (*clock)(void *);
+  void *clock_ud;
+  pthread_t thread;
+  unsigned seed; /* worker only */
+
+  pthread_mutex_t mu;
+  pthread_cond_t wake; /* the worker waits here */
+  pthread_cond_t idle; /* flushers wait here */
+  struct table events, spam;
+  struct entry *qhead, *qtail;
+  size_t nqueued;
+  bool inflight, stop, full_logged;
+  int nflush;
+  int64_t last_name_ns;
+  uint64_t last_gc_ms;
+  struct kcr_recorder_stats st;
+};
+
+/* ---- pure helpers ---- */
+
+static bool empty(const char *s) { return !s || !*s; }
+static const char *nz(const char *s) { return s ? s : ""; }
+
+kcr_err kcr_event_validate(const char *type, const char *reason, const char *action)
+{
+  size_t n;
+  if(!type || (strcmp(type, KCR_EVENT_NORMAL) && strcmp(type, KCR_EVENT_WARNING)))
+    return KCR_EINVAL;
+  n = reason ? strlen(reason) : 0;
+  if(n == 0 || n > KCR_EVENT_REASON_MAX)
+    return KCR_EINVAL;
+  n = action ? strlen(action) : 0;
+  if(n == 0 || n > KCR_EVENT_ACTION_MAX)
+    return KCR_EINVAL;
+  return KCR_OK;
+}
+
+size_t kcr_event_note_cut(const char *s, size_t len, size_t max)
+{
+  size_t cut = max;
+  if(len <= max)
+    return len;
+  /* s[cut] is the first byte left out; a continuation byte there means the
+   * sequence it belongs to started before cut: leave all of it out. */
+  while(cut > 0 && ((unsigned char)s[cut] & 0xC0) == 0x80)
+    cut--;
+  return cut;
+}
+
+/* The fields of the isomorphic key, in key order (note not yet cut). */
+static void key_fields(const struct kcr_event *ev, const char *f[NKEY_FIELDS])
+{
+  const struct kcr_event_ref *r = ev->regarding;
+  f[0] = nz(ev->type);
+  f[1] = nz(ev->reason);
+  f[2] = nz(ev->action);
+  f[3] = nz(ev->note);
+  f[4] = nz(r ? r->kind : NULL);
+  f[5] = nz(r ? r->namespace : NULL);
+  f[6] = nz(r ? r->name : NULL);
+  f[7] = nz(r ? r->uid : NULL);
+}
+
+bool kcr_event_isomorphic(const struct kcr_event *a, const struct kcr_event *b)
+{
+  const char *fa[NKEY_FIELDS], *fb[NKEY_FIELDS];
+  key_fields(a, fa);
+  key_fields(b, fb);
+  for(int i = 0; i < NKEY_FIELDS; i++) {
+    size_t la = strlen(fa[i]), lb = strlen(fb[i]);
+    if(i == 3) { /* notes compare as sent: cut to the limit */
+      la = kcr_event_note_cut(fa[i], la, KCR_EVENT_NOTE_MAX);
+      lb = kcr_event_note_cut(fb[i], lb, KCR_EVENT_NOTE_MAX);
+    }
+    if(la != lb || memcmp(fa[i], fb[i], la))
+      return false;
+  }
+  return true;
+}
+
+void kcr_event_bucket_init(struct kcr_event_bucket *b, int burst, uint64_t now_ms)
+{
+  b->tokens = burst;
+  b->last_ms = now_ms;
+}
+
+static double bucket_level(const struct kcr_event_bucket *b, int burst, uint64_t refill_ms,
+                           uint64_t now_ms)
+{
+  double t = b->tokens;
+  if(now_ms > b->last_ms)
+    t += refill_ms ? (double)(now_ms - b->last_ms) / (double)refill_ms : (double)burst;
+  return t > burst ? burst : t;
+}
+
+bool kcr_event_bucket_take(struct kcr_event_bucket *b, int burst, uint64_t refill_ms,
+                           uint64_t now_ms)
+{
+  b->tokens = bucket_level(b, burst, refill_ms, now_ms);
+  if(now_ms > b->last_ms)
+    b->last_ms = now_ms;
+  if(b->tokens < 1.0)
+    return false;
+  b->tokens -= 1.0;
+  return true;
+}
+
+struct kcr_event_ref kcr_event_ref_from_obj(const kcr_obj *o, const char *api_version,
+                                            const char *kind)
+{
+  struct kcr_event_ref r = {api_version, kind, NULL, NULL, NULL, NULL};
+  if(o) {
+    r.namespace = kcr_obj_ns(o);
+    r.name = kcr_obj_name(o);
+    r.uid = kcr_obj_uid(o);
+    r.resource_version = kcr_obj_rv(o);
+  }
+  return r;
+}
+
+static bool is_alnum_lower(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+static bool is_alnum(char c) { return is_alnum_lower(c) || (c >= 'A' && c <= 'Z'); }
+
+/* RFC 1123 subdomain, as metadata.name of an Event must be. */
+static bool dns_subdomain(const char *s, size_t n)
+{
+  size_t i = 0;
+  if(n == 0 || n > 253)
+    return false;
+  while(i < n) { /* one label: alnum ([-a-z0-9]* alnum)? */
+    size_t start = i;
+    while(i < n && s[i] != '.') {
+      if(!is_alnum_lower(s[i]) && s[i] != '-')
+        return false;
+      i++;
+    }
+    if(i == start || s[start] == '-' || s[i - 1] == '-')
+      return false;
+    if(i < n && ++i == n) /* trailing dot */
+      return false;
+  }
+  return true;
+}
+
+/* A qualified name ([prefix/]name), as reportingController must be. */
+static bool qualified_name(const char *s)
+{
+  const char *slash, *name;
+  size_t n;
+  if(empty(s))
+    return false;
+  slash = strchr(s, '/');
+  name = slash ? slash + 1 : s;
+  if(slash && (strchr(name, '/') || !dns_subdomain(s, (size_t)(slash - s))))
+    return false;
+  n = strlen(name);
+  if(n == 0 || n > 63 || !is_alnum(name[0]) || !is_alnum(name[n - 1]))
+    return false;
+  for(size_t i = 0; i < n; i++)
+    if(!is_alnum(name[i]) && name[i] != '-' && name[i] != '_' && name[i] != '.')
+      return false;
+  return true;
+}
+
+/* ---- clocks and waiting ---- */
+
+static uint64_t default_clock(void *ud)
+{
+  (void)ud;
+  return kcr_time_mono_ms();
+}
+
+static uint64_t now_ms(const kcr_recorder *r) { return r->clock(r->clock_ud); }
+
+static void cond_wait_ms(pthread_cond_t *c, pthread_mutex_t *m, uint64_t ms)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  ts.tv_sec += (time_t)(ms / 1000);
+  ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+  if(ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  pthread_cond_timedwait(c, m, &ts);
+}
+
+/* ---- entries ---- */
+
+static void uuid_name(char out[37], int64_t ns)
+{
+  unsigned char b[16];
+  if(getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) { /* time and pid then */
+    uint64_t x[2] = {(uint64_t)ns, (uint64_t)getpid()};
+    memcpy(b, x, sizeof(b));
+  }
+  b[6] = (unsigned char)((b[6] & 0x0F) | 0x40); /* version 4 */
+  b[8] = (unsigned char)((b[8] & 0x3F) | 0x80); /* variant 10 */
+  snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+           b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+           b[13], b[14], b[15]);
+}
+
+/* "<regarding-name>.<hex unix ns>" (client-go's GenerateEventName), or a
+ * UUID when that is not a valid name. ns is made unique per recorder. */
+static void event_name(kcr_recorder *r, const char *rname, const struct timespec *wall,
+                       char *out, size_t cap)
+{
+  int64_t ns = (int64_t)wall->tv_sec * 1000000000LL + wall->tv_nsec;
+  int n;
+  if(ns <= r->last_name_ns)
+    ns = r->last_name_ns + 1;
+  r->last_name_ns = ns;
+  n = snprintf(out, cap, "%s.%llx", rname, (unsigned long long)ns);
+  if(n < 0 || (size_t)n >= cap || !dns_subdomain(out, (size_t)n))
+    uuid_name(out, ns);
+}
+
+/* Makes an entry for a new event: key bytes first, then the other strings. */
+static struct entry *entry_new(kcr_recorder *r, const struct kcr_event *ev,
+                               const struct kcr_buf *key, uint64_t h,
+                               const struct timespec *wall, uint64_t now)
+{
+  const struct kcr_event_ref *rg = ev->regarding;
+  const char *ns = empty(rg->namespace) ? "default" : rg->namespace;
+  const char *extra[4];
+  char name[320];
+  size_t len = key->len, off;
+  struct entry *e;
+  const char **kf[NKEY_FIELDS];
+
+  event_name(r, rg->name, wall, name, sizeof(name));
+  extra[0] = nz(rg->api_version);
+  extra[1] = nz(rg->resource_version);
+  extra[2] = ns;
+  extra[3] = name;
+  for(int i = 0; i < 4; i++)
+    len += strlen(extra[i]) + 1;
+  e = calloc(1, sizeof(*e) + len);
+  if(!e)
+    return NULL;
+  memcpy(e->data, key->ptr, key->len);
+  e->h.hash = h;
+  e->h.key = e->data;
+  e->h.klen = key->len;
+  kf[0] = &e->type, kf[1] = &e->reason, kf[2] = &e->action, kf[3] = &e->note;
+  kf[4] = &e->r_kind, kf[5] = &e->r_ns, kf[6] = &e->r_name, kf[7] = &e->r_uid;
+  off = 0;
+  for(int i = 0; i < NKEY_FIELDS; i++) {
+    *kf[i] = e->data + off;
+    off += strlen(e->data + off) + 1;
+  }
+  e->r_api = e->data + off;
+  e->r_rv = e->r_api + strlen(extra[0]) + 1;
+  e->ns = e->r_rv + strlen(extra[1]) + 1;
+  e->name = e->ns + strlen(extra[2]) + 1;
+  for(int i = 0; i < 4; i++) {
+    size_t n = strlen(extra[i]) + 1;
+    memcpy(e->data + off, extra[i], n);
+    off += n;
+  }
+  kcr_time_format_micro(wall, e->event_time);
+  e->count = 1;
+  e->last_observed = *wall;
+  e->last_seen_ms = now;
+  e->state = E_QUEUED;
+  return e;
+}
+
+static void enqueue(kcr_recorder *r, struct entry *e)
+{
+  e->qnext = NULL;
+  if(r->qtail)
+    r->qtail->qnext = e;
+  else
+    r->qhead = e;
+  r->qtail = e;
+  r->nqueued++;
+}
+
+static void entry_remove(kcr_recorder *r, struct entry *e)
+{
+  table_remove(&r->events, &e->h);
+  free(e);
+}
+
+/* An entry nobody needs any more: on the server with its count written,
+ * not in use, not seen for the aggregation window. */
+static bool entry_expired(const kcr_recorder *r, const struct entry *e, uint64_t now)
+{
+  return e->state == E_CREATED && !e->busy && e->count == e->written &&
+         now >= e->last_seen_ms && now - e->last_seen_ms >= r->window_ms;
+}
+
+static bool entry_dirty(const struct entry *e)
+{
+  return e->state == E_CREATED && e->count > e->written;
+}
+
+/* ---- spam limit ---- */
+
+static void spam_gc(kcr_recorder *r, uint64_t now)
+{
+  for(size_t i = 0; i < r->spam.nb; i++)
+    for(struct hnode **pp = &r->spam.b[i]; *pp;) {
+      struct spam *s = (struct spam *)*pp;
+      if(bucket_level(&s->b, r->burst, r->refill_ms, now) >= r->burst) {
+        *pp = s->h.next; /* as good as a new, full bucket */
+        r->spam.n--;
+        free(s);
+      } else {
+        pp = &(*pp)->next;
+      }
+    }
+}
+
+static void spam_evict_oldest(kcr_recorder *r)
+{
+  struct spam *old = NULL;
+  for(size_t i = 0; i < r->spam.nb; i++)
+    for(struct hnode *n = r->spam.b[i]; n; n = n->next)
+      if(!old || ((struct spam *)n)->b.last_ms < old->b.last_ms)
+        old = (struct spam *)n;
+  if(old) {
+    table_remove(&r->spam, &old->h);
+    free(old);
+  }
+}
+
+/* Takes a token for (object, reason). *log_start is set when this call
+ * starts a run of drops. Out of memory: the event passes. */
+static bool spam_take(kcr_recorder *r, const struct kcr_event *ev, uint64_t now,
+                      bool *log_start)
+{
+  const char *f[NKEY_FIELDS];
+  const char *kf[5];
+  struct kcr_buf key = KCR_BUF_INIT;
+  struct spam *s;
+  uint64_t h;
+  bool ok = true;
+
+  *log_start = false;
+  if(r->burst < 0)
+    return true;
+  key_fields(ev, f);
+  kf[0] = f[4], kf[1] = f[5], kf[2] = f[6], kf[3] = f[7], kf[4] = f[1];
+  for(int i = 0; i < 5; i++)
+    if(kcr_buf_append(&key, kf[i], strlen(kf[i]) + 1))
+      goto out;
+  h = fnv1a(key.ptr, key.len);
+  s = (struct spam *)table_find(&r->spam, h, key.ptr, key.len);
+  if(!s) {
+    if(r->spam.n >= SPAM_MAX_KEYS) {
+      spam_gc(r, now);
+      if(r->spam.n >= SPAM_MAX_KEYS)
+        spam_evict_oldest(r);
+    }
+    s = calloc(1, sizeof(*s) + key.len);
+    if(!s)
+      goto out;
+    memcpy(s->data, key.ptr, key.len);
+    s->h.hash = h;
+    s->h.key = s->data;
+    s->h.klen = key.len;
+    kcr_event_bucket_init(&s->b, r->burst, now);
+    table_insert(&r->spam, &s->h);
+  }
+  ok = kcr_event_bucket_take(&s->b, r->burst, r->refill_ms, now);
+  if(!ok && !s->dropping)
+    *log_start = true;
+  s->dropping = !ok;
+out:
+  kcr_buf_cleanup(&key);
+  return ok;
+}
+
+/* ---- recording (caller threads) ---- */
+
+enum outcome { O_QUEUED, O_AGGREGATED, O_DROP_FULL, O_DROP_SPAM };
+
+static void count_metric(kcr_recorder *r, const char *type, const char *reason,
+                         const char *result)
+{
+  kcr_metric_inc(r->m_total, (const char *const[]){type, reason, result}, 1);
+}
+
+static kcr_err build_key(const struct kcr_event *ev, size_t note_len, struct kcr_buf *key)
+{
+  const char *f[NKEY_FIELDS];
+  key_fields(ev, f);
+  for(int i = 0; i < NKEY_FIELDS; i++) {
+    size_t n = i == 3 ? note_len : strlen(f[i]);
+    if(kcr_buf_append(key, f[i], n) || kcr_buf_append(key, "", 1))
+      return KCR_ENOMEM;
+  }
+  return KCR_OK;
+}
+
+kcr_err kcr_recorder_event(kcr_recorder *r, const struct kcr_event *ev)
+{
+  const struct kcr_event_ref *rg = ev ? ev->regarding : NULL;
+  struct kcr_buf key = KCR_BUF_INIT;
+  struct timespec wall;
+  struct entry *e;
+  enum outcome oc = O_QUEUED;
+  bool log_full = false, log_spam = false;
+  uint64_t h, now;
+  kcr_err rc;
+
+  if(!r || !rg || empty(rg->kind) || empty(rg->name) ||
+     kcr_event_validate(ev->type, ev->reason, ev->action))
+    return KCR_EINVAL;
+  rc = build_key(ev, kcr_event_note_cut(nz(ev->note), strlen(nz(ev->note)),
+                                        KCR_EVENT_NOTE_MAX), &key);
+  if(rc)
+    goto out;
+  h = fnv1a(key.ptr, key.len);
+  clock_gettime(CLOCK_REALTIME, &wall);
+
+  pthread_mutex_lock(&r->mu);
+  now = now_ms(r);
+  e = (struct entry *)table_find(&r->events, h, key.ptr, key.len);
+  if(e && entry_expired(r, e, now)) {
+    entry_remove(r, e);
+    e = NULL;
+  }
+  if(e) {
+    if(e->count < SERIES_MAX)
+      e->count++;
+    e->last_observed = wall;
+    e->last_seen_ms = now;
+    r->st.aggregated++;
+    oc = O_AGGREGATED;
+  } else if(r->nqueued >= r->capacity) {
+    log_full = !r->full_logged;
+    r->full_logged = true;
+    r->st.dropped++;
+    oc = O_DROP_FULL;
+  } else if(!spam_take(r, ev, now, &log_spam)) {
+    r->st.dropped++;
+    oc = O_DROP_SPAM;
+  } else if(!(e = entry_new(r, ev, &key, h, &wall, now))) {
+    rc = KCR_ENOMEM;
+  } else {
+    table_insert(&r->events, &e->h);
+    enqueue(r, e);
+  }
+  if(!rc)
+    pthread_cond_signal(&r->wake);
+  pthread_mutex_unlock(&r->mu);
+
+  if(rc)
+    goto out;
+  if(oc == O_AGGREGATED)
+    count_metric(r, ev->type, ev->reason, "aggregated");
+  else if(oc != O_QUEUED)
+    count_metric(r, ev->type, ev->reason, "dropped");
+  if(log_full)
+    KCR_LOG(KCR_LOG_WARN, "event queue full: dropping new events until it drains",
+            KCR_I("capacity", r->capacity), KCR_S("kind", rg->kind),
+            KCR_S("namespace", nz(rg->namespace)), KCR_S("name", rg->name),
+            KCR_S("reason", ev->reason));
+  if(log_spam)
+    KCR_LOG(KCR_LOG_WARN, "event spam limit reached: dropping events for this object "
+            "and reason until tokens refill",
+            KCR_S("kind", rg->kind), KCR_S("namespace", nz(rg->namespace)),
+            KCR_S("name", rg->name), KCR_S("reason", ev->reason),
+            KCR_I("burst", r->burst), KCR_I("refillMs", r->refill_ms));
+out:
+  kcr_buf_cleanup(&key);
+  return rc;
+}
+
+kcr_err kcr_recorder_veventf(kcr_recorder *r, const struct kcr_event_ref *regarding,
+                             const char *type, const char *reason, const char *action,
+                             const char *fmt, va_list ap)
+{
+  char note[KCR_EVENT_NOTE_MAX + 2]; /* one byte past the limit shows a split */
+  struct kcr_event ev = {regarding, type, reason, action, note};
+
+  note[0] = '\0';
+  if(fmt && vsnprintf(note, sizeof(note), fmt, ap) < 0)
+    return KCR_EINVAL;
+  return kcr_recorder_event(r, &ev); /* cuts the note */
+}
+
+kcr_err kcr_recorder_eventf(kcr_recorder *r, const struct kcr_event_ref *regarding,
+                            const char *type, const char *reason, const char *action,
+                            const char *fmt, ...)
+{
+  va_list ap;
+  kcr_err rc;
+  va_start(ap, fmt);
+  rc = kcr_recorder_veventf(r, regarding, type, reason, action, fmt, ap);
+  va_end(ap);
+  return rc;
+}
+
+/* ---- bodies ---- */
+
+static bool add_str(cJSON *o, const char *k, const char *v)
+{
+  return cJSON_AddStringToObject(o, k, v) != NULL;
+}
+
+static bool add_opt(cJSON *o, const char *k, const char *v)
+{
+  return !*v || add_str(o, k, v);
+}
+
+static bool add_series(cJSON *o, const struct entry *e)
+{
+  char t[KCR_RFC3339_MICRO_LEN];
+  cJSON *s = cJSON_AddObjectToObject(o, "series");
+  kcr_time_format_micro(&e->last_observed, t);
+  return s && cJSON_AddNumberToObject(s, "count", (double)e->count) && add_str(s, "lastObservedTime", t);
+}
+
+/* The whole Event, with its series when it has repeats already. */
+static cJSON *event_body(const kcr_recorder *r, const struct entry *e)
+{
+  cJSON *o = cJSON_CreateObject(), *md, *rg;
+  bool ok = o && add_str(o, "apiVersion", "events.k8s.io/v1") && add_str(o, "kind", "Event") &&
+            (md = cJSON_AddObjectToObject(o, "metadata")) && add_str(md, "name", e->name) &&
+            add_str(md, "namespace", e->ns) && add_str(o, "eventTime", e->event_time) &&
+            add_str(o, "reportingController", r->controller) &&
+            add_str(o, "reportingInstance", r->instance) && add_str(o, "action", e->action) &&
+            add_str(o, "reason", e->reason) && add_opt(o, "note", e->note) &&
+            add_str(o, "type", e->type) && (rg = cJSON_AddObjectToObject(o, "regarding")) &&
+            add_opt(rg, "apiVersion", e->r_api) && add_str(rg, "kind", e->r_kind) &&
+            add_opt(rg, "namespace", e->r_ns) && add_str(rg, "name", e->r_name) &&
+            add_opt(rg, "uid", e->r_uid) && add_opt(rg, "resourceVersion", e->r_rv) &&
+            (e->count < 2 || add_series(o, e));
+  if(!ok) {
+    cJSON_Delete(o);
+    return NULL;
+  }
+  return o;
+}
+
+static cJSON *series_body(const struct entry *e)
+{
+  cJSON *o = cJSON_CreateObject();
+  if(o && !add_series(o, e)) {
+    cJSON_Delete(o);
+    return NULL;
+  }
+  return o;
+}
+
+/* ---- the worker ---- */
+
+struct job {
+  struct entry *e;
+  enum kcr_event_op op;
+  cJSON *body;      /* NULL if it could not be built */
+  uint64_t count;   /* the count the body carries */
+};
+
+/* Picks the next write due at now, marks its entry busy; false if none. */
+static bool pick(kcr_recorder *r, uint64_t now, struct job *j)
+{
+  struct entry *e = NULL;
+
+  for(struct entry **pp = &r->qhead, *prev = NULL; *pp; prev = *pp, pp = &(*pp)->qnext)
+    if((*pp)->not_before_ms <= now) {
+      e = *pp;
+      *pp = e->qnext;
+      if(r->qtail == e)
+        r->qtail = prev;
+      r->nqueued--;
+      if(r->nqueued < r->capacity)
+        r->full_logged = false;
+      j->op = KCR_EVENT_CREATE;
+      j->body = event_body(r, e);
+      break;
+    }
+  for(size_t i = 0; !e && i < r->events.nb; i++)
+    for(struct hnode *n = r->events.b[i]; n; n = n->next) {
+      struct entry *x = (struct entry *)n;
+      if(!x->busy && entry_dirty(x) && x->not_before_ms <= now &&
+         (r->nflush > 0 || now >= x->last_write_ms + r->flush_ms)) {
+        e = x;
+        j->op = KCR_EVENT_PATCH;
+        j->body = series_body(e);
+        break;
+      }
+    }
+  if(!e)
+    return false;
+  e->busy = true;
+  r->inflight = true;
+  j->e = e;
+  j->count = e->count;
+  return true;
+}
+
+/* When the worker has something to do next (monotonic ms). */
+static uint64_t next_deadline(const kcr_recorder *r)
+{
+  uint64_t next = r->last_gc_ms + GC_TICK_MS;
+  for(const struct entry *e = r->qhead; e; e = e->qnext)
+    if(e->not_before_ms < next)
+      next = e->not_before_ms;
+  for(size_t i = 0; i < r->events.nb; i++)
+    for(const struct hnode *n = r->events.b[i]; n; n = n->next) {
+      const struct entry *e = (const struct entry *)n;
+      uint64_t due;
+      if(e->busy || !entry_dirty(e))
+        continue;
+      due = r->nflush > 0 ? 0 : e->last_write_ms + r->flush_ms;
+      if(due < e->not_before_ms)
+        due = e->not_before_ms;
+      if(due < next)
+        next = due;
+    }
+  return next;
+}
+
+static bool quiescent(const kcr_recorder *r)
+{
+  if(r->nqueued || r->inflight)
+    return false;
+  for(size_t i = 0; i < r->events.nb; i++)
+    for(const struct hnode *n = r->events.b[i]; n; n = n->next)
+      if(entry_dirty((const struct entry *)n))
+        return false;
+  return true;
+}
+
+static void gc(kcr_recorder *r, uint64_t now)
+{
+  for(size_t i = 0; i < r->events.nb; i++)
+    for(struct hnode **pp = &r->events.b[i]; *pp;) {
+      struct entry *e = (struct entry *)*pp;
+      if(entry_expired(r, e, now)) {
+        *pp = e->h.next;
+        r->events.n--;
+        free(e);
+      } else {
+        pp = &(*pp)->next;
+      }
+    }
+  if(r->burst >= 0)
+    spam_gc(r, now);
+  r->last_gc_ms = now;
+}
+
+static bool retryable(kcr_err rc)
+{
+  switch(rc) {
+  case KCR_ENOMEM:
+  case KCR_ETRANSPORT:
+  case KCR_ETIMEDOUT:
+  case KCR_EUNAUTHORIZED:
+  case KCR_EFORBIDDEN:
+  case KCR_ETOOMANY:
+  case KCR_EUNAVAILABLE:
+  case KCR_ESERVER:
+  case KCR_EHTTP:
+  case KCR_EPARSE:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* The delay before try number attempts+1: initial * 2^(attempts-1), capped,
+ * plus up to 25% jitter (client-go: wait.Jitter(10s, 0.25)). */
+static uint64_t backoff_ms(kcr_recorder *r, int attempts)
+{
+  uint64_t d = r->retry_initial_ms;
+  for(int i = 1; i < attempts && d < r->retry_max_ms; i++)
+    d *= 2;
+  if(d > r->retry_max_ms)
+    d = r->retry_max_ms;
+  return d + (uint64_t)((double)d * 0.25 * ((double)rand_r(&r->seed) / RAND_MAX));
+}
+
+/* What a write's answer means for its entry:
+ *   DONE      written; the entry is (again) E_CREATED with written = count
+ *   RETRY     try the same write again after a backoff
+ *   RECREATE  a PATCH found no Event (its TTL ran out): POST it again, series
+ *             included, under the same name
+ *   REPATCH   that POST found the Event there after all: PATCH it again
+ *   GIVE_UP   drop it: a new event is forgotten (failed), a series write is
+ *             abandoned until the next repeat */
+enum verdict { V_DONE, V_RETRY, V_RECREATE, V_REPATCH, V_GIVE_UP };
+
+static enum verdict judge(const kcr_recorder *r, const struct job *j, kcr_err rc)
+{
+  bool more = j->e->attempts + 1 < r->max_attempts;
+  if(!rc)
+    return V_DONE;
+  if(j->op == KCR_EVENT_PATCH && rc == KCR_ENOTFOUND) /* expired on the server */
+    return V_RECREATE;
+  if(j->op == KCR_EVENT_CREATE && rc == KCR_EEXIST && j->e->recreate)
+    return more ? V_REPATCH : V_GIVE_UP;
+  return retryable(rc) && more ? V_RETRY : V_GIVE_UP;
+}
+
+static kcr_err api_sink(void *ud, enum kcr_event_op op, const char *ns, const char *name,
+                        const cJSON *body, struct kcr_errinfo *ei)
+{
+  kcr_client *c = ud;
+  struct kcr_patch_opts po = {.type = KCR_PATCH_MERGE};
+  char *text;
+  kcr_err rc;
+
+  if(op == KCR_EVENT_CREATE)
+    return kcr_create(c, &(struct kcr_ref){&events_gvr, ns, NULL, NULL}, body, NULL, NULL,
+                      ei);
+  text = kcr_json_print(body);
+  if(!text)
+    return KCR_ENOMEM;
+  rc = kcr_patch(c, &(struct kcr_ref){&events_gvr, ns, name, NULL}, &po, text, strlen(text),
+                 NULL, ei);
+  free(text);
+  return rc;
+}
+
+static void log_verdict(const kcr_recorder *r, const struct job *j, enum verdict v,
+                        kcr_err rc, const struct kcr_errinfo *ei)
+{
+  const struct entry *e = j->e;
+  const char *msg;
+  enum kcr_log_level lvl = KCR_LOG_ERROR;
+
+  switch(v) {
+  case V_DONE: return;
+  case V_RECREATE:
+    msg = "event expired on the server; creating it again with its series";
+    lvl = KCR_LOG_DEBUG;
+    break;
+  case V_RETRY:
+  case V_REPATCH:
+    msg = "event write failed; will retry";
+    lvl = KCR_LOG_DEBUG;
+    break;
+  default:
+    msg = j->op == KCR_EVENT_PATCH ? "event series update dropped"
+          : e->recreate            ? "event re-creation dropped"
+                                   : "event dropped: the server refused it";
+  }
+  KCR_LOG(lvl, msg, KCR_S("namespace", e->ns), KCR_S("event", e->name),
+          KCR_S("kind", e->r_kind), KCR_S("name", e->r_name), KCR_S("reason", e->reason),
+          KCR_I("count", j->count), KCR_I("attempts", e->attempts + 1),
+          KCR_S("error", kcr_err_name(rc)), KCR_I("code", ei->code),
+          KCR_S("message", ei->message ? ei->message : ""));
+}
+
+/* Applies the outcome of a write (under r->mu). May free j->e. */
+static void finish(kcr_recorder *r, const struct job *j, enum verdict v, uint64_t now)
+{
+  struct entry *e = j->e;
+
+  e->busy = false;
+  r->inflight = false;
+  switch(v) {
+  case V_DONE:
+    if(j->op == KCR_EVENT_CREATE && !e->recreate)
+      r->st.sent++;
+    if(j->op == KCR_EVENT_PATCH)
+      r->st.series_writes++;
+    e->state = E_CREATED;
+    e->recreate = false;
+    e->written = j->count;
+    e->last_write_ms = now;
+    e->attempts = 0;
+    e->not_before_ms = 0;
+    break;
+  case V_RETRY:
+    e->attempts++;
+    e->not_before_ms = now + backoff_ms(r, e->attempts);
+    if(j->op == KCR_EVENT_CREATE)
+      enqueue(r, e);
+    break;
+  case V_REPATCH:
+    e->attempts++;
+    e->not_before_ms = now + backoff_ms(r, e->attempts);
+    e->state = E_CREATED;
+    e->recreate = false;
+    break;
+  case V_RECREATE:
+    e->recreate = true;
+    e->state = E_QUEUED;
+    e->attempts = 0;
+    e->not_before_ms = 0;
+    enqueue(r, e);
+    break;
+  case V_GIVE_UP:
+    if(j->op == KCR_EVENT_PATCH) { /* keep it: the next repeat writes the total */
+      e->written = j->count;
+      e->attempts = 0;
+      e->not_before_ms = 0;
+      break;
+    }
+    if(!e->recreate)
+      r->st.failed++;
+    entry_remove(r, e);
+    break;
+  }
+}
+
+/* Runs one job: called and returns with r->mu held. */
+static void run(kcr_recorder *r, struct job *j)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  enum verdict v;
+  kcr_err rc;
+
+  pthread_mutex_unlock(&r->mu);
+  /* The entry's strings are immutable and it cannot go away while busy (I2);
+   * attempts and recreate are written by this thread only. */
+  rc = j->body ? r->sink(r->sink_ud, j->op, j->e->ns, j->e->name, j->body, &ei)
+               : KCR_ENOMEM;
+  cJSON_Delete(j->body);
+  j->body = NULL;
+  v = judge(r, j, rc);
+  log_verdict(r, j, v, rc, &ei);
+  if(j->op == KCR_EVENT_CREATE && !j->e->recreate && (v == V_DONE || v == V_GIVE_UP))
+    count_metric(r, j->e->type, j->e->reason, v == V_DONE ? "sent" : "failed");
+  kcr_errinfo_cleanup(&ei);
+  pthread_mutex_lock(&r->mu);
+  finish(r, j, v, now_ms(r));
+}
+
+static void *worker(void *arg)
+{
+  kcr_recorder *r = arg;
+
+  pthread_mutex_lock(&r->mu);
+  while(!r->stop) {
+    uint64_t now = now_ms(r), next;
+    struct job j;
+    if(now >= r->last_gc_ms + GC_TICK_MS)
+      gc(r, now);
+    if(pick(r, now, &j)) {
+      run(r, &j);
+      continue;
+    }
+    if(r->nflush > 0 && quiescent(r))
+      pthread_cond_broadcast(&r->idle);
+    next = next_deadline(r);
+    if(next > now) /* a test clock may not move: re-check at least every tick */
+      cond_wait_ms(&r->wake, &r->mu, next - now < GC_TICK_MS ? next - now : GC_TICK_MS);
+  }
+  pthread_mutex_unlock(&r->mu);
+  return NULL;
+}
+
+/* ---- lifecycle ---- */
+
+kcr_err kcr_recorder_flush(kcr_recorder *r, long timeout_ms)
+{
+  struct timespec until;
+  kcr_err rc = KCR_OK;
+
+  if(!r)
+    return KCR_EINVAL;
+  clock_gettime(CLOCK_MONOTONIC, &until);
+  until.tv_sec += timeout_ms / 1000;
+  until.tv_nsec += (timeout_ms % 1000) * 1000000L;
+  if(until.tv_nsec >= 1000000000L) {
+    until.tv_sec++;
+    until.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&r->mu);
+  r->nflush++;
+  pthread_cond_signal(&r->wake); /* dirty series are due now */
+  while(!quiescent(r) && !r->stop) {
+    if(pthread_cond_timedwait(&r->idle, &r->mu, &until)) {
+      rc = quiescent(r) ? KCR_OK : KCR_ETIMEDOUT;
+      break;
+    }
+  }
+  if(!rc && r->stop && !quiescent(r))
+    rc = KCR_ECANCELED;
+  r->nflush--;
+  pthread_mutex_unlock(&r->mu);
+  return rc;
+}
+
+void kcr_recorder_stats(kcr_recorder *r, struct kcr_recorder_stats *out)
+{
+  pthread_mutex_lock(&r->mu);
+  *out = r->st;
+  out->queued = r->nqueued;
+  out->tracked = r->events.n;
+  pthread_mutex_unlock(&r->mu);
+}
+
+static void destroy(kcr_recorder *r)
+{
+  for(size_t i = 0; r->events.b && i < r->events.nb; i++)
+    for(struct hnode *n = r->events.b[i], *nx; n; n = nx) {
+      nx = n->next;
+      free(n);
+    }
+  for(size_t i = 0; r->spam.b && i < r->spam.nb; i++)
+    for(struct hnode *n = r->spam.b[i], *nx; n; n = nx) {
+      nx = n->next;
+      free(n);
+    }
+  free(r->events.b);
+  free(r->spam.b);
+  pthread_cond_destroy(&r->wake);
+  pthread_cond_destroy(&r->idle);
+  pthread_mutex_destroy(&r->mu);
+  free(r->controller);
+  free(r->instance);
+  free(r);
+}
+
+void kcr_recorder_free(kcr_recorder *r)
+{
+  size_t lost = 0, unwritten = 0;
+
+  if(!r)
+    return;
+  if(kcr_recorder_flush(r, (long)r->shutdown_ms))
+    KCR_LOG(KCR_LOG_WARN, "event recorder: flush at shutdown timed out",
+            KCR_I("timeoutMs", r->shutdown_ms));
+  pthread_mutex_lock(&r->mu);
+  r->stop = true;
+  pthread_cond_broadcast(&r->wake);
+  pthread_mutex_unlock(&r->mu);
+  pthread_join(r->thread, NULL);
+  for(struct entry *e = r->qhead; e; e = e->qnext)
+    if(!e->recreate) {
+      lost++;
+      count_metric(r, e->type, e->reason, "dropped");
+    }
+  for(size_t i = 0; i < r->events.nb; i++)
+    for(const struct hnode *n = r->events.b[i]; n; n = n->next)
+      unwritten += entry_dirty((const struct entry *)n);
+  if(lost || unwritten)
+    KCR_LOG(KCR_LOG_WARN, "event recorder stopped with events not written",
+            KCR_I("newEventsDropped", lost), KCR_I("seriesNotUpdated", unwritten));
+  destroy(r);
+}
+
+static char *default_instance(void)
+{
+  char host[256] = "";
+  if(gethostname(host, sizeof(host) - 1) || !host[0])
+    snprintf(host, sizeof(host), "unknown");
+  host[KCR_EVENT_INSTANCE_MAX] = '\0';
+  return strdup(host);
+}
+
+static kcr_err bad_opts(const char *why, const char *value)
+{
+  KCR_LOG(KCR_LOG_ERROR, "kcr_recorder_new: invalid options", KCR_S("problem", why),
+          KCR_S("value", nz(value)));
+  return KCR_EINVAL;
+}
+
+static void set_defaults(kcr_recorder *r, const struct kcr_recorder_opts *o)
+{
+  r->burst = o->spam_burst ? o->spam_burst : 25;
+  r->refill_ms = o->spam_refill_ms ? o->spam_refill_ms : 300000;
+  r->capacity = o->queue_capacity ? o->queue_capacity : 1000;
+  r->flush_ms = o->series_flush_ms ? o->series_flush_ms : 30000;
+  r->window_ms = o->aggregate_window_ms ? o->aggregate_window_ms : 360000;
+  r->max_attempts = o->max_attempts > 0 ? o->max_attempts : 5;
+  r->retry_initial_ms = o->retry_initial_ms ? o->retry_initial_ms : 1000;
+  r->retry_max_ms = o->retry_max_ms ? o->retry_max_ms : 30000;
+  r->shutdown_ms = o->shutdown_flush_ms ? o->shutdown_flush_ms : 5000;
+  r->sink = o->sink ? o->sink : api_sink;
+  r->sink_ud = o->sink ? o->sink_ud : o->client;
+  r->clock = o->clock_ms ? o->clock_ms : default_clock;
+  r->clock_ud = o->clock_ud;
+  r->seed = (unsigned)time(NULL) ^ (unsigned)(uintptr_t)r;
+}
+
+kcr_err kcr_recorder_new(const struct kcr_recorder_opts *o, kcr_recorder **out)
+{
+  pthread_condattr_t ca;
+  kcr_recorder *r;
+  kcr_err rc = KCR_ENOMEM;
+
+  *out = NULL;
+  if(!o || (!o->client && !o->sink))
+    return bad_opts("a client (or a sink) is required", NULL);
+  if(!qualified_name(o->reporting_controller))
+    return bad_opts("reporting_controller must be a qualified name like "
+                    "\"example.com/my-controller\"",
+                    o->reporting_controller);
+  if(o->reporting_instance &&
+     (!*o->reporting_instance || strlen(o->reporting_instance) > KCR_EVENT_INSTANCE_MAX))
+    return bad_opts("reporting_instance must be 1..128 bytes", o->reporting_instance);
+  r = calloc(1, sizeof(*r));
+  if(!r)
+    return KCR_ENOMEM;
+  pthread_mutex_init(&r->mu, NULL);
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&r->wake, &ca);
+  pthread_cond_init(&r->idle, &ca);
+  pthread_condattr_destroy(&ca);
+  set_defaults(r, o);
+  r->controller = strdup(o->reporting_controller);
+  r->instance = o->reporting_instance ? strdup(o->reporting_instance) : default_instance();
+  if(!r->controller || !r->instance || table_init(&r->events) || table_init(&r->spam))
+    goto out;
+  r->last_gc_ms = now_ms(r);
+  if(o->metrics) {
+    r->m_total = kcr_metric_counter(o->metrics, "kcr_events_total",
+                                    "Events recorded, by type, reason and outcome "
+                                    "(sent, aggregated, dropped, failed).",
+                                    (const char *[]){"type", "reason", "result", NULL});
+    if(!r->m_total)
+      KCR_LOG(KCR_LOG_WARN, "kcr_events_total is registered with other labels; "
+              "events are not counted");
+  }
+  rc = KCR_EIO;
+  if(pthread_create(&r->thread, NULL, worker, r))
+    goto out;
+  *out = r;
+  return KCR_OK;
+out:
+  destroy(r);
+  return rc;
+}

@@ -1,0 +1,371 @@
+/* DESIGN: the manager wires the runtime together and owns the process's
+ * life cycle: start order servers -> informers -> sync -> leader -> controllers,
+ * stop order controllers (grace) -> lease release -> informers -> servers.
+ *
+ * Stop requests come from signals (a sigwait thread, so no work happens in
+ * a signal handler), from kcr_manager_stop (async-signal-safe: an atomic
+ * flag and sem_post) or from losing the lease. run() sleeps on the
+ * semaphore. Informers are shared: one per (gvr, namespace, selectors).
+ * No locks of its own: setup happens before run, and run is one thread. */
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kcr/httpd.h"
+#include "kcr/leader.h"
+#include "kcr/manager.h"
+#include "kcr/time.h"
+
+#define MAX_INFORMERS 32
+#define MAX_CONTROLLERS 16
+
+struct shared_informer {
+  kcr_informer *inf;
+  char *key; /* group/version/resource|ns|labels|fields */
+};
+
+struct kcr_manager {
+  struct kcr_manager_opts o;
+  char *name, *lease_ns, *lease_name;
+  kcr_client *client;
+  kcr_metrics *metrics;
+  kcr_metric *m_requests, *m_latency;
+  struct shared_informer inf[MAX_INFORMERS];
+  size_t ninf;
+  kcr_controller *ctl[MAX_CONTROLLERS];
+  size_t nctl;
+  kcr_httpd *srv[2];
+  kcr_leader *leader;
+  sem_t wake;
+  atomic_bool stop, lost;
+  int health_port;
+};
+
+static void observe(const char *method, long code, double secs, void *ud)
+{
+  kcr_manager *m = ud;
+  char c[8];
+  if(code)
+    snprintf(c, sizeof(c), "%ld", code);
+  else
+    snprintf(c, sizeof(c), "<error>");
+  kcr_metric_inc(m->m_requests, (const char *[]){c, method, NULL}, 1);
+  kcr_metric_observe(m->m_latency, (const char *[]){method, NULL}, secs);
+}
+
+kcr_err kcr_manager_new(const struct kcr_manager_opts *o, kcr_manager **out,
+                        struct kcr_errinfo *ei)
+{
+  static const double latency[] = {0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60};
+  kcr_manager *m;
+  struct kcr_client_opts co;
+  kcr_err rc;
+
+  *out = NULL;
+  if(!o || !o->config)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "manager: no config");
+  m = calloc(1, sizeof(*m));
+  if(!m) {
+    kcr_config_free(o->config);
+    return KCR_ENOMEM;
+  }
+  m->o = *o;
+  m->name = strdup(o->name ? o->name : "kcr");
+  m->metrics = kcr_metrics_new();
+  sem_init(&m->wake, 0, 0);
+  atomic_init(&m->stop, false);
+  atomic_init(&m->lost, false);
+  if(!m->name || !m->metrics) {
+    kcr_config_free(o->config);
+    kcr_manager_free(m);
+    return KCR_ENOMEM;
+  }
+  {
+    const char *ns = o->lease_namespace ? o->lease_namespace
+                                        : kcr_config_namespace(o->config);
+    m->lease_ns = strdup(ns ? ns : "default");
+    if(o->lease_name)
+      m->lease_name = strdup(o->lease_name);
+    else if(asprintf(&m->lease_name, "%s-leader", m->name) < 0)
+      m->lease_name = NULL;
+  }
+  m->m_requests = kcr_metric_counter(m->metrics, "rest_client_requests_total",
+                                     "Number of HTTP requests, partitioned by status "
+                                     "code and method",
+                                     (const char *[]){"code", "method", NULL});
+  m->m_latency = kcr_metric_histogram(m->metrics, "rest_client_request_duration_seconds",
+                                      "Request latency in seconds, by verb",
+                                      (const char *[]){"verb", NULL}, latency,
+                                      sizeof(latency) / sizeof(latency[0]));
+  co = o->client;
+  co.observe = observe;
+  co.observe_ud = m;
+  rc = kcr_client_new(o->config, &co, &m->client, ei);
+  if(rc || !m->lease_ns || !m->lease_name) {
+    kcr_manager_free(m);
+    return rc ? rc : KCR_ENOMEM;
+  }
+  if(!m->o.sync_timeout_ms)
+    m->o.sync_timeout_ms = 120000;
+  if(!m->o.grace_ms)
+    m->o.grace_ms = 30000;
+  *out = m;
+  return KCR_OK;
+}
+
+kcr_client *kcr_manager_client(kcr_manager *m) { return m->client; }
+kcr_metrics *kcr_manager_metrics(kcr_manager *m) { return m->metrics; }
+int kcr_manager_health_port(kcr_manager *m) { return m->health_port; }
+
+kcr_err kcr_manager_informer(kcr_manager *m, const struct kcr_informer_opts *io,
+                             kcr_informer **out)
+{
+  struct kcr_informer_opts o = *io;
+  char *key = NULL;
+  kcr_err rc;
+
+  *out = NULL;
+  if(!io->gvr)
+    return KCR_EINVAL;
+  if(asprintf(&key, "%s/%s/%s|%s|%s|%s", io->gvr->group ? io->gvr->group : "",
+              io->gvr->version, io->gvr->resource, io->ns ? io->ns : "",
+              io->label_selector ? io->label_selector : "",
+              io->field_selector ? io->field_selector : "") < 0)
+    return KCR_ENOMEM;
+  for(size_t i = 0; i < m->ninf; i++) {
+    if(!strcmp(m->inf[i].key, key)) {
+      free(key);
+      *out = m->inf[i].inf;
+      return KCR_OK;
+    }
+  }
+  if(m->ninf == MAX_INFORMERS) {
+    free(key);
+    return KCR_EINVAL;
+  }
+  o.client = m->client;
+  o.metrics = m->metrics;
+  rc = kcr_informer_new(&o, &m->inf[m->ninf].inf);
+  if(rc) {
+    free(key);
+    return rc;
+  }
+  m->inf[m->ninf].key = key;
+  *out = m->inf[m->ninf++].inf;
+  return KCR_OK;
+}
+
+kcr_err kcr_manager_add(kcr_manager *m, kcr_controller *c)
+{
+  if(m->nctl == MAX_CONTROLLERS)
+    return KCR_EINVAL;
+  m->ctl[m->nctl++] = c;
+  return KCR_OK;
+}
+
+void kcr_manager_stop(kcr_manager *m)
+{
+  if(!atomic_exchange(&m->stop, true))
+    sem_post(&m->wake);
+}
+
+bool kcr_manager_leading(kcr_manager *m)
+{
+  return !m->o.leader_elect || (m->leader && kcr_leader_is_leader(m->leader));
+}
+
+static bool informers_synced(void *ud, char *reason, size_t n)
+{
+  kcr_manager *m = ud;
+  for(size_t i = 0; i < m->ninf; i++) {
+    if(!kcr_informer_has_synced(m->inf[i].inf)) {
+      snprintf(reason, n, "informer %s has not synced", kcr_informer_name(m->inf[i].inf));
+      return false;
+    }
+  }
+  return true;
+}
+
+static bool ping(void *ud, char *reason, size_t n) { return true; }
+
+static kcr_err start_servers(kcr_manager *m)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  const char *addrs[2] = {m->o.metrics_addr, m->o.health_addr};
+  kcr_err rc = KCR_OK;
+
+  for(int i = 0; i < 2 && !rc; i++) {
+    const char *a = addrs[i];
+    if(!a || !*a || !strcmp(a, "0"))
+      continue;
+    if(i == 1 && m->srv[0] && addrs[0] && !strcmp(a, addrs[0]))
+      break; /* one server for both */
+    rc = kcr_httpd_new(&(struct kcr_httpd_opts){a, m->metrics}, &m->srv[i], &ei);
+    if(!rc)
+      rc = kcr_httpd_add_healthz(m->srv[i], "ping", ping, m);
+    if(!rc)
+      rc = kcr_httpd_add_readyz(m->srv[i], "informers", informers_synced, m);
+    if(!rc)
+      rc = kcr_httpd_start(m->srv[i], &ei);
+    if(rc)
+      KCR_LOG(KCR_LOG_ERROR, "manager: cannot start the metrics/health server",
+              KCR_S("address", a), KCR_S("detail", ei.message));
+  }
+  if(!rc)
+    m->health_port = m->srv[1] ? kcr_httpd_port(m->srv[1])
+                                : m->srv[0] ? kcr_httpd_port(m->srv[0]) : 0;
+  kcr_errinfo_cleanup(&ei);
+  return rc;
+}
+
+static void on_lost(void *ud)
+{
+  kcr_manager *m = ud;
+  atomic_store(&m->lost, true);
+  kcr_manager_stop(m);
+}
+
+static void *signal_thread(void *p)
+{
+  kcr_manager *m = p;
+  sigset_t set;
+  int sig;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  if(sigwait(&set, &sig) == 0 && !atomic_load(&m->stop)) {
+    KCR_LOG(KCR_LOG_INFO, "manager: signal received; shutting down",
+            KCR_S("signal", sig == SIGINT ? "SIGINT" : "SIGTERM"));
+    kcr_manager_stop(m);
+  }
+  return NULL;
+}
+
+/* Waits until all informers synced; names the first that did not. */
+static bool wait_synced(kcr_manager *m)
+{
+  uint64_t deadline = kcr_time_mono_ms() + m->o.sync_timeout_ms;
+  for(size_t i = 0; i < m->ninf; i++) {
+    while(!kcr_informer_has_synced(m->inf[i].inf)) {
+      uint64_t now = kcr_time_mono_ms();
+      if(atomic_load(&m->stop))
+        return false;
+      if(now >= deadline) {
+        KCR_LOG(KCR_LOG_ERROR,
+                "manager: timed out waiting for caches to sync; check the "
+                "resource exists (CRD installed) and RBAC allows list and watch",
+                KCR_S("informer", kcr_informer_name(m->inf[i].inf)),
+                KCR_I("timeoutMs", m->o.sync_timeout_ms));
+        return false;
+      }
+      kcr_informer_wait_synced(m->inf[i].inf, deadline - now < 200 ? deadline - now : 200);
+    }
+  }
+  return true;
+}
+
+static bool become_leader(kcr_manager *m)
+{
+  struct kcr_leader_opts lo = {.client = m->client,
+                               .ns = m->lease_ns,
+                               .name = m->lease_name,
+                               .identity = m->o.identity,
+                               .lease_duration_ms = m->o.lease_duration_ms,
+                               .renew_deadline_ms = m->o.renew_deadline_ms,
+                               .retry_period_ms = m->o.retry_period_ms,
+                               .metrics = m->metrics,
+                               .on_stopped_leading = on_lost,
+                               .ud = m};
+  if(kcr_leader_new(&lo, &m->leader) || kcr_leader_start(m->leader)) {
+    KCR_LOG(KCR_LOG_ERROR, "manager: cannot start leader election");
+    return false;
+  }
+  while(!atomic_load(&m->stop))
+    if(kcr_leader_wait(m->leader, 200))
+      return true;
+  return false;
+}
+
+int kcr_manager_run(kcr_manager *m)
+{
+  pthread_t sig_th;
+  bool have_sig_th = false;
+  int status = 0;
+  size_t started = 0;
+
+  if(!m->o.no_signals) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL); /* inherited by every thread below */
+    have_sig_th = !pthread_create(&sig_th, NULL, signal_thread, m);
+  }
+  if(start_servers(m)) {
+    status = 2;
+    goto out;
+  }
+  for(size_t i = 0; i < m->ninf; i++)
+    kcr_informer_start(m->inf[i].inf);
+  if(!wait_synced(m)) {
+    status = atomic_load(&m->stop) ? 0 : 1;
+    goto out;
+  }
+  KCR_LOG(KCR_LOG_INFO, "manager: caches synced", KCR_I("informers", m->ninf));
+  if(m->o.leader_elect && !become_leader(m)) {
+    status = atomic_load(&m->lost) ? 1 : 0;
+    goto out;
+  }
+  for(; started < m->nctl; started++)
+    if(kcr_controller_start(m->ctl[started]))
+      break;
+  while(!atomic_load(&m->stop))
+    sem_wait(&m->wake);
+  if(atomic_load(&m->lost)) {
+    KCR_LOG(KCR_LOG_ERROR, "manager: leader election lost; exiting");
+    status = 1;
+  }
+out:
+  for(size_t i = 0; i < m->nctl; i++)
+    kcr_controller_stop(m->ctl[i], m->o.grace_ms);
+  if(m->leader)
+    kcr_leader_stop(m->leader); /* releases the lease if we hold it */
+  for(size_t i = 0; i < m->ninf; i++)
+    kcr_informer_stop(m->inf[i].inf);
+  for(int i = 0; i < 2; i++)
+    if(m->srv[i])
+      kcr_httpd_stop(m->srv[i]);
+  if(have_sig_th) {
+    pthread_kill(sig_th, SIGTERM);
+    pthread_join(sig_th, NULL);
+  }
+  KCR_LOG(KCR_LOG_INFO, "manager: stopped", KCR_I("exitCode", status));
+  return status;
+}
+
+void kcr_manager_free(kcr_manager *m)
+{
+  if(!m)
+    return;
+  for(size_t i = 0; i < m->nctl; i++)
+    kcr_controller_free(m->ctl[i]);
+  kcr_leader_free(m->leader);
+  for(size_t i = 0; i < m->ninf; i++) {
+    kcr_informer_free(m->inf[i].inf);
+    free(m->inf[i].key);
+  }
+  for(int i = 0; i < 2; i++)
+    kcr_httpd_free(m->srv[i]);
+  kcr_client_free(m->client);
+  kcr_metrics_free(m->metrics);
+  sem_destroy(&m->wake);
+  free(m->name);
+  free(m->lease_ns);
+  free(m->lease_name);
+  free(m);
+}

@@ -1,0 +1,906 @@
+/* DESIGN: the work queue - client-go's workqueue (queue.go, delaying_queue.go,
+ * rate_limiting_queue.go, default_rate_limiters.go, metrics.go) as one object
+ * under one mutex.
+ *
+ * State. One record per key (struct item) in a chained hash table carries
+ * everything client-go spreads over six maps and sets: dirty, processing,
+ * the parked deadline (index in the heap), the rate limiter's failure count
+ * and the metric timestamps. Ready keys sit in a FIFO ring of record
+ * pointers; parked keys (add_after) in a binary min-heap by deadline. The
+ * overall token bucket is two numbers in the queue.
+ *
+ * No timer thread. client-go runs a goroutine that moves parked items into
+ * the queue when their deadline passes. Here the move is lazy: every call
+ * that reads or changes the ready FIFO (add*, get, done, len, and the
+ * metrics collect hook) first promotes the parked keys whose deadline has
+ * passed, in deadline order (promote_due). Nobody can observe the
+ * difference - any observer sees what the waiting loop would have produced
+ * by then - and a queue costs no thread. What makes time pass when nobody
+ * calls is an idle getter: one waiting getter, "the timer", sleeps on
+ * timer_cv until the earliest deadline (or its own get timeout); the others
+ * sleep on ready_cv without a timeout. add_after wakes the timer when it
+ * parks a new earliest key. A getter leaving the timer role while keys are
+ * parked hands it on by waking a ready_cv waiter.
+ *
+ * Deadlines are CLOCK_MONOTONIC nanoseconds (kcr_time_mono_ns); both
+ * getter condvars wait on that clock, so wall-clock jumps do not matter.
+ *
+ * Memory: one malloc per live key (the record, key inline) and one per get
+ * (the caller's copy). The bucket array, FIFO ring and heap only grow; they
+ * hold pointers, so a burst of N keys leaves ~4 pointers per key behind.
+ *
+ * Wakeups. Each key pushed into the FIFO wakes one getter (a ready_cv
+ * waiter if there is one, else the timer). A getter that takes a key and
+ * leaves others queued wakes another (chaining), so a signal that lands on
+ * an already-woken getter is never lost: that getter re-checks the FIFO.
+ * Shutdown broadcasts everything.
+ *
+ * Invariants (all under q->mu):
+ *  I1 a record is in the FIFO, exactly once, iff dirty && !processing.
+ *  I2 hidx != NOT_PARKED iff the record is heap[hidx]; the heap is ordered
+ *     by ready_ns.
+ *  I3 a record is in the table iff dirty || processing || parked ||
+ *     failures > 0; it is freed as soon as all four are false
+ *     (release_if_idle), so the table never grows with dead keys.
+ *  I4 rcap >= nitems and hcap >= nitems: pushing into the FIFO or the heap
+ *     never fails (capacity is reserved when a record is created), so done()
+ *     and promotion cannot fail.
+ *  I5 ndirty and nprocessing count the flags; workqueue_depth = ndirty, as
+ *     in client-go (dirty keys, including those waiting for done()).
+ *  I6 once shutting_down, the heap is empty and no key becomes dirty.
+ *  I7 timer_cv has at most one waiter, the getter that set timer_waiting;
+ *     nwait counts the getters blocked on ready_cv.
+ *
+ * Lock order: q->mu is a leaf. Nothing but malloc/free, the clock and the
+ * condvars is called with it held; metric updates are accumulated in a
+ * struct mdelta and applied after unlocking (gauge moves are +1/-1
+ * increments, which commute, so applying them late cannot leave a stale
+ * value). The only order is registry -> queue: render runs the collect
+ * hook (queue_collect) under the registry's collect_mu and the hook takes
+ * q->mu; no path holds q->mu while entering the registry.
+ *
+ * Deviations from client-go, each deliberate: done() of a key that is not
+ * processing is refused (client-go would queue it twice); add* during
+ * shutdown return KCR_ECANCELED instead of returning nothing, and
+ * add_rate_limited then does not count a failure; the histograms' series
+ * appear on their first observation rather than at queue creation. */
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kcr/queue.h"
+#include "kcr/time.h"
+
+#define NOT_PARKED SIZE_MAX
+#define NS_PER_MS  1000000ull
+#define NS_PER_S   1e9
+
+struct item {
+  struct item *hnext; /* hash chain */
+  uint64_t hash;
+  size_t hidx;         /* index in q->heap, NOT_PARKED when not parked */
+  uint64_t ready_ns;   /* deadline while parked */
+  uint64_t added_ns;   /* when it became dirty (queue_duration), 0 = unknown */
+  uint64_t started_ns; /* when processing started (work_duration) */
+  unsigned failures;   /* rate limiter: failures since forget */
+  bool dirty, processing;
+  size_t klen;
+  char key[];
+};
+
+struct qmetrics {
+  kcr_metrics *reg; /* NULL: metrics off */
+  char *name;
+  const char *labels[2];
+  kcr_metric *depth, *adds, *latency, *work, *retries, *unfinished, *longest;
+};
+
+struct kcr_queue {
+  pthread_mutex_t mu;
+  pthread_cond_t ready_cv; /* getters waiting for a key */
+  pthread_cond_t timer_cv; /* the one getter timing the heap (I7) */
+  pthread_cond_t drain_cv; /* kcr_queue_shutdown_drain() */
+
+  struct item **buckets; /* hash table, nbuckets a power of two */
+  size_t nbuckets, nitems;
+  struct item **ring; /* ready FIFO */
+  size_t rhead, rlen, rcap;
+  struct item **heap; /* parked keys, min-heap by ready_ns */
+  size_t hlen, hcap;
+
+  size_t ndirty, nprocessing;
+  unsigned nwait;
+  bool timer_waiting, shutting_down, drain;
+
+  uint64_t base_ns, max_ns; /* per-key exponential backoff */
+  double qps, burst;        /* token bucket; qps == 0: off */
+  double tokens;
+  uint64_t last_ns;
+
+  struct qmetrics m;
+};
+
+/* Metric changes made under the lock, applied after it is released. */
+struct mdelta {
+  int depth;
+  unsigned adds, retries;
+  bool has_latency, has_work;
+  double latency, work;
+};
+
+static uint64_t ms_to_ns(uint64_t ms)
+{
+  return ms > UINT64_MAX / NS_PER_MS ? UINT64_MAX : ms * NS_PER_MS;
+}
+
+/* ---- the table of records ---- */
+
+static uint64_t hash_key(const char *s, size_t n)
+{
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for(size_t i = 0; i < n; i++) {
+    h ^= (unsigned char)s[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+static struct item *table_find(kcr_queue *q, const char *key, size_t klen, uint64_t h)
+{
+  struct item *it = q->buckets[h & (q->nbuckets - 1)];
+  for(; it; it = it->hnext)
+    if(it->hash == h && it->klen == klen && !memcmp(it->key, key, klen))
+      return it;
+  return NULL;
+}
+
+static struct item *find(kcr_queue *q, const char *key)
+{
+  size_t n = strlen(key);
+  return table_find(q, key, n, hash_key(key, n));
+}
+
+/* Doubles the bucket array. Failure is harmless: chains just get longer. */
+static void table_grow(kcr_queue *q)
+{
+  size_t n = q->nbuckets * 2;
+  struct item **b = calloc(n, sizeof(*b));
+  if(!b)
+    return;
+  for(size_t i = 0; i < q->nbuckets; i++) {
+    struct item *it = q->buckets[i], *next;
+    for(; it; it = next) {
+      next = it->hnext;
+      it->hnext = b[it->hash & (n - 1)];
+      b[it->hash & (n - 1)] = it;
+    }
+  }
+  free(q->buckets);
+  q->buckets = b;
+  q->nbuckets = n;
+}
+
+static void table_remove(kcr_queue *q, struct item *it)
+{
+  struct item **pp = &q->buckets[it->hash & (q->nbuckets - 1)];
+  while(*pp != it)
+    pp = &(*pp)->hnext;
+  *pp = it->hnext;
+  q->nitems--;
+}
+
+static kcr_err reserve(struct item ***arr, size_t *cap, size_t need)
+{
+  size_t n;
+  struct item **p;
+  if(need <= *cap)
+    return KCR_OK;
+  n = *cap ? *cap * 2 : 64;
+  while(n < need)
+    n *= 2;
+  p = realloc(*arr, n * sizeof(*p));
+  if(!p)
+    return KCR_ENOMEM;
+  *arr = p;
+  *cap = n;
+  return KCR_OK;
+}
+
+/* Grows the ring keeping its order: the wrapped part moves after the rest. */
+static kcr_err ring_reserve(kcr_queue *q, size_t need)
+{
+  size_t old = q->rcap;
+  kcr_err rc = reserve(&q->ring, &q->rcap, need);
+  if(rc || old == q->rcap)
+    return rc;
+  if(q->rhead + q->rlen > old) { /* wrapped: move the head segment to the end */
+    size_t tail = old - q->rhead;
+    memmove(q->ring + q->rcap - tail, q->ring + q->rhead, tail * sizeof(*q->ring));
+    q->rhead = q->rcap - tail;
+  }
+  return KCR_OK;
+}
+
+/* The record for key, created (idle) if absent. Reserves the FIFO and heap
+ * slots the new record may need (I4). */
+static kcr_err lookup_or_create(kcr_queue *q, const char *key, struct item **out)
+{
+  size_t klen = strlen(key);
+  uint64_t h = hash_key(key, klen);
+  struct item *it = table_find(q, key, klen, h);
+  kcr_err rc;
+
+  if(it)
+    goto out;
+  rc = ring_reserve(q, q->nitems + 1);
+  if(!rc)
+    rc = reserve(&q->heap, &q->hcap, q->nitems + 1);
+  if(rc)
+    return rc;
+  it = calloc(1, sizeof(*it) + klen + 1);
+  if(!it)
+    return KCR_ENOMEM;
+  memcpy(it->key, key, klen + 1);
+  it->klen = klen;
+  it->hash = h;
+  it->hidx = NOT_PARKED;
+  if(q->nitems >= q->nbuckets)
+    table_grow(q);
+  it->hnext = q->buckets[h & (q->nbuckets - 1)];
+  q->buckets[h & (q->nbuckets - 1)] = it;
+  q->nitems++;
+out:
+  *out = it;
+  return KCR_OK;
+}
+
+/* I3: frees the record once nothing refers to the key any more. */
+static void release_if_idle(kcr_queue *q, struct item *it)
+{
+  if(it->dirty || it->processing || it->hidx != NOT_PARKED || it->failures)
+    return;
+  table_remove(q, it);
+  free(it);
+}
+
+/* ---- the ready FIFO ---- */
+
+static void ring_push(kcr_queue *q, struct item *it)
+{
+  q->ring[(q->rhead + q->rlen) & (q->rcap - 1)] = it; /* I4: room exists */
+  q->rlen++;
+}
+
+static struct item *ring_pop(kcr_queue *q)
+{
+  struct item *it = q->ring[q->rhead];
+  q->rhead = (q->rhead + 1) & (q->rcap - 1);
+  q->rlen--;
+  return it;
+}
+
+/* ---- the heap of parked keys ---- */
+
+static void heap_set(kcr_queue *q, size_t i, struct item *it)
+{
+  q->heap[i] = it;
+  it->hidx = i;
+}
+
+static void heap_up(kcr_queue *q, size_t i)
+{
+  struct item *it = q->heap[i];
+  while(i > 0) {
+    size_t parent = (i - 1) / 2;
+    if(q->heap[parent]->ready_ns <= it->ready_ns)
+      break;
+    heap_set(q, i, q->heap[parent]);
+    i = parent;
+  }
+  heap_set(q, i, it);
+}
+
+static void heap_down(kcr_queue *q, size_t i)
+{
+  struct item *it = q->heap[i];
+  for(;;) {
+    size_t c = 2 * i + 1;
+    if(c >= q->hlen)
+      break;
+    if(c + 1 < q->hlen && q->heap[c + 1]->ready_ns < q->heap[c]->ready_ns)
+      c++;
+    if(it->ready_ns <= q->heap[c]->ready_ns)
+      break;
+    heap_set(q, i, q->heap[c]);
+    i = c;
+  }
+  heap_set(q, i, it);
+}
+
+static struct item *heap_pop(kcr_queue *q)
+{
+  struct item *top = q->heap[0];
+  q->hlen--;
+  if(q->hlen) {
+    heap_set(q, 0, q->heap[q->hlen]);
+    heap_down(q, 0);
+  }
+  top->hidx = NOT_PARKED;
+  return top;
+}
+
+/* ---- state transitions ---- */
+
+/* Wakes one getter for a key just pushed into the FIFO. */
+static void wake_getter(kcr_queue *q)
+{
+  if(q->nwait)
+    pthread_cond_signal(&q->ready_cv);
+  else if(q->timer_waiting)
+    pthread_cond_signal(&q->timer_cv);
+}
+
+/* client-go's Typed.Add, under the lock, the key not shutting down. */
+static void add_locked(kcr_queue *q, struct item *it, uint64_t now, struct mdelta *md)
+{
+  if(it->dirty) /* queued already, or re-queued by done() */
+    return;
+  it->dirty = true;
+  q->ndirty++;
+  md->adds++;
+  md->depth++;
+  it->added_ns = now;
+  if(it->processing) /* dirty: done() queues it */
+    return;
+  ring_push(q, it);
+  wake_getter(q);
+}
+
+/* Moves the parked keys whose deadline has passed into the FIFO. */
+static void promote_due(kcr_queue *q, uint64_t now, struct mdelta *md)
+{
+  while(q->hlen && q->heap[0]->ready_ns <= now) {
+    struct item *it = heap_pop(q);
+    /* Stamped with its deadline: that is when client-go would add it. */
+    add_locked(q, it, it->ready_ns, md); /* now dirty, so the record stays */
+  }
+}
+
+/* Parks it until now + delay_ns, keeping an earlier deadline. */
+static void park(kcr_queue *q, struct item *it, uint64_t now, uint64_t delay_ns)
+{
+  uint64_t ready = now + delay_ns < now ? UINT64_MAX : now + delay_ns;
+
+  if(it->hidx == NOT_PARKED) {
+    it->ready_ns = ready;
+    heap_set(q, q->hlen++, it); /* I4: room exists */
+  } else if(ready < it->ready_ns) {
+    it->ready_ns = ready;
+  } else {
+    return; /* the earlier deadline wins */
+  }
+  heap_up(q, it->hidx);
+  if(it->hidx == 0) { /* new earliest deadline: the timer must re-arm */
+    if(q->timer_waiting)
+      pthread_cond_signal(&q->timer_cv);
+    else if(q->nwait)
+      pthread_cond_signal(&q->ready_cv);
+  }
+}
+
+/* client-go's delayingType.AddAfter, under the lock. */
+static void add_after_locked(kcr_queue *q, struct item *it, uint64_t now,
+                             uint64_t delay_ns, struct mdelta *md)
+{
+  md->retries++;
+  if(delay_ns == 0)
+    add_locked(q, it, now, md);
+  else
+    park(q, it, now, delay_ns);
+}
+
+/* Golang's rate.Limiter.Reserve().Delay(): take a token, possibly going
+ * into debt; the delay is the time to pay the debt back. */
+static uint64_t bucket_delay(kcr_queue *q, uint64_t now)
+{
+  if(now > q->last_ns) {
+    q->tokens += (double)(now - q->last_ns) / NS_PER_S * q->qps;
+    if(q->tokens > q->burst)
+      q->tokens = q->burst;
+    q->last_ns = now;
+  }
+  q->tokens -= 1;
+  if(q->tokens >= 0)
+    return 0;
+  return (uint64_t)(-q->tokens / q->qps * NS_PER_S);
+}
+
+/* The rate limiter's When(): base * 2^failures capped at max, max'ed with
+ * the token bucket; counts the failure. */
+static uint64_t limiter_when(kcr_queue *q, struct item *it, uint64_t now)
+{
+  uint64_t d = q->base_ns;
+  for(unsigned i = 0; i < it->failures && d && d < q->max_ns; i++)
+    d = d > q->max_ns / 2 ? q->max_ns : d * 2;
+  if(d > q->max_ns)
+    d = q->max_ns;
+  if(it->failures < UINT_MAX)
+    it->failures++;
+  if(q->qps > 0) {
+    uint64_t b = bucket_delay(q, now);
+    if(b > d)
+      d = b;
+  }
+  return d;
+}
+
+/* Hands out the head of the FIFO: the caller gets its own copy of the key. */
+static kcr_err take(kcr_queue *q, uint64_t now, char **key, struct mdelta *md)
+{
+  struct item *it = q->ring[q->rhead];
+  char *dup = malloc(it->klen + 1);
+
+  if(!dup)
+    return KCR_ENOMEM; /* stays queued */
+  memcpy(dup, it->key, it->klen + 1);
+  ring_pop(q);
+  it->dirty = false;
+  it->processing = true;
+  q->ndirty--;
+  q->nprocessing++;
+  md->depth--;
+  if(it->added_ns) {
+    md->has_latency = true;
+    md->latency = (double)(now - it->added_ns) / NS_PER_S;
+    it->added_ns = 0;
+  }
+  it->started_ns = now;
+  *key = dup;
+  return KCR_OK;
+}
+
+static void abs_timespec(uint64_t ns, struct timespec *ts)
+{
+  ts->tv_sec = (time_t)(ns / 1000000000ull);
+  ts->tv_nsec = (long)(ns % 1000000000ull);
+}
+
+/* One sleep of a getter with nothing to take (I7). until_ns == 0: no limit
+ * of its own. Returns with q->mu held; the caller re-checks everything. */
+static void wait_for_work(kcr_queue *q, uint64_t until_ns)
+{
+  struct timespec ts;
+
+  if(q->hlen && !q->timer_waiting) {
+    uint64_t t = q->heap[0]->ready_ns;
+    if(until_ns && until_ns < t)
+      t = until_ns;
+    abs_timespec(t, &ts);
+    q->timer_waiting = true;
+    pthread_cond_timedwait(&q->timer_cv, &q->mu, &ts);
+    q->timer_waiting = false;
+  } else {
+    q->nwait++;
+    if(until_ns) {
+      abs_timespec(until_ns, &ts);
+      pthread_cond_timedwait(&q->ready_cv, &q->mu, &ts);
+    } else {
+      pthread_cond_wait(&q->ready_cv, &q->mu);
+    }
+    q->nwait--;
+  }
+}
+
+/* I6: no more adds; parked keys are dropped. */
+static void shutdown_locked(kcr_queue *q, bool drain)
+{
+  q->shutting_down = true;
+  q->drain = drain;
+  while(q->hlen)
+    release_if_idle(q, heap_pop(q));
+  pthread_cond_broadcast(&q->ready_cv);
+  pthread_cond_broadcast(&q->timer_cv);
+  if(!drain)
+    pthread_cond_broadcast(&q->drain_cv);
+}
+
+/* ---- metrics ---- */
+
+static void apply(kcr_queue *q, const struct mdelta *md)
+{
+  const char *const *l = q->m.labels;
+
+  if(!q->m.reg)
+    return;
+  if(md->adds)
+    kcr_metric_inc(q->m.adds, l, md->adds);
+  if(md->depth)
+    kcr_metric_inc(q->m.depth, l, md->depth);
+  if(md->retries)
+    kcr_metric_inc(q->m.retries, l, md->retries);
+  if(md->has_latency)
+    kcr_metric_observe(q->m.latency, l, md->latency);
+  if(md->has_work)
+    kcr_metric_observe(q->m.work, l, md->work);
+}
+
+/* Render-time gauges, as client-go's updateUnfinishedWork (which also skips
+ * a queue that is shutting down). Also promotes due keys, so that depth is
+ * current. */
+static void queue_collect(void *ud)
+{
+  kcr_queue *q = ud;
+  struct mdelta md = {0};
+  double total = 0, oldest = 0;
+  bool update;
+
+  pthread_mutex_lock(&q->mu);
+  update = !q->shutting_down;
+  if(update) {
+    uint64_t now = kcr_time_mono_ns();
+    promote_due(q, now, &md);
+    for(size_t i = 0; i < q->nbuckets && q->nprocessing; i++)
+      for(struct item *it = q->buckets[i]; it; it = it->hnext) {
+        double age;
+        if(!it->processing)
+          continue;
+        age = (double)(now - it->started_ns) / NS_PER_S;
+        total += age;
+        if(age > oldest)
+          oldest = age;
+      }
+  }
+  pthread_mutex_unlock(&q->mu);
+  apply(q, &md);
+  if(update) {
+    kcr_metric_set(q->m.unfinished, q->m.labels, total);
+    kcr_metric_set(q->m.longest, q->m.labels, oldest);
+  }
+}
+
+/* Registers the families (shared by every queue of the registry) and
+ * creates this queue's series, so they show from the start. */
+static kcr_err metrics_init(kcr_queue *q, kcr_metrics *reg, const char *name)
+{
+  static const char *const label_names[] = {"name", NULL};
+  struct qmetrics *m = &q->m;
+  const char *const *l;
+
+  m->name = strdup(name);
+  if(!m->name)
+    return KCR_ENOMEM;
+  m->labels[0] = m->name;
+  m->labels[1] = NULL;
+  l = m->labels;
+  m->depth =
+      kcr_metric_gauge(reg, "workqueue_depth", "Current depth of workqueue", label_names);
+  m->adds = kcr_metric_counter(reg, "workqueue_adds_total",
+                               "Total number of adds handled by workqueue", label_names);
+  m->latency = kcr_metric_histogram(
+      reg, "workqueue_queue_duration_seconds",
+      "How long in seconds an item stays in workqueue before being requested",
+      label_names, kcr_buckets_workqueue, kcr_buckets_workqueue_n);
+  m->work =
+      kcr_metric_histogram(reg, "workqueue_work_duration_seconds",
+                           "How long in seconds processing an item from workqueue takes.",
+                           label_names, kcr_buckets_workqueue, kcr_buckets_workqueue_n);
+  m->unfinished = kcr_metric_gauge(
+      reg, "workqueue_unfinished_work_seconds",
+      "How many seconds of work has been done that is in progress and hasn't been "
+      "observed by work_duration. Large values indicate stuck threads. One can "
+      "deduce the number of stuck threads by observing the rate at which this "
+      "increases.",
+      label_names);
+  m->longest = kcr_metric_gauge(reg, "workqueue_longest_running_processor_seconds",
+                                "How many seconds has the longest running processor "
+                                "for workqueue been running.",
+                                label_names);
+  m->retries =
+      kcr_metric_counter(reg, "workqueue_retries_total",
+                         "Total number of retries handled by workqueue", label_names);
+  kcr_metric_inc(m->depth, l, 0);
+  kcr_metric_inc(m->adds, l, 0);
+  kcr_metric_inc(m->retries, l, 0);
+  kcr_metric_set(m->unfinished, l, 0);
+  kcr_metric_set(m->longest, l, 0);
+  if(kcr_metrics_on_collect(reg, queue_collect, q))
+    return KCR_ENOMEM;
+  m->reg = reg;
+  return KCR_OK;
+}
+
+/* ---- public API ---- */
+
+static kcr_err init_sync(kcr_queue *q)
+{
+  pthread_condattr_t ca;
+  int bad;
+
+  if(pthread_condattr_init(&ca))
+    return KCR_ENOMEM;
+  bad = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  if(!bad)
+    bad = pthread_mutex_init(&q->mu, NULL);
+  if(!bad && (bad = pthread_cond_init(&q->ready_cv, &ca)) != 0)
+    pthread_mutex_destroy(&q->mu);
+  if(!bad && (bad = pthread_cond_init(&q->timer_cv, &ca)) != 0) {
+    pthread_cond_destroy(&q->ready_cv);
+    pthread_mutex_destroy(&q->mu);
+  }
+  if(!bad && (bad = pthread_cond_init(&q->drain_cv, &ca)) != 0) {
+    pthread_cond_destroy(&q->timer_cv);
+    pthread_cond_destroy(&q->ready_cv);
+    pthread_mutex_destroy(&q->mu);
+  }
+  pthread_condattr_destroy(&ca);
+  return bad ? KCR_ENOMEM : KCR_OK;
+}
+
+kcr_queue *kcr_queue_new(const struct kcr_queue_opts *o)
+{
+  static const struct kcr_queue_opts defaults = {0};
+  kcr_queue *q;
+
+  if(!o)
+    o = &defaults;
+  q = calloc(1, sizeof(*q));
+  if(!q)
+    return NULL;
+  q->nbuckets = 64;
+  q->buckets = calloc(q->nbuckets, sizeof(*q->buckets));
+  if(!q->buckets || init_sync(q)) {
+    free(q->buckets);
+    free(q);
+    return NULL;
+  }
+  q->base_ns = ms_to_ns(o->base_delay_ms ? o->base_delay_ms : KCR_QUEUE_BASE_DELAY_MS);
+  q->max_ns = ms_to_ns(o->max_delay_ms ? o->max_delay_ms : KCR_QUEUE_MAX_DELAY_MS);
+  if(o->qps > 0) {
+    q->qps = o->qps;
+    q->burst = o->burst < 1 ? 1 : o->burst;
+    q->tokens = q->burst; /* a new bucket starts full */
+    q->last_ns = kcr_time_mono_ns();
+  }
+  if(o->metrics && o->name && *o->name && metrics_init(q, o->metrics, o->name)) {
+    kcr_queue_free(q);
+    return NULL;
+  }
+  return q;
+}
+
+void kcr_queue_free(kcr_queue *q)
+{
+  if(!q)
+    return;
+  if(q->m.reg)
+    kcr_metrics_off_collect(q->m.reg, queue_collect, q);
+  for(size_t i = 0; i < q->nbuckets; i++) {
+    struct item *it = q->buckets[i], *next;
+    for(; it; it = next) {
+      next = it->hnext;
+      free(it);
+    }
+  }
+  free(q->buckets);
+  free(q->ring);
+  free(q->heap);
+  free(q->m.name);
+  pthread_cond_destroy(&q->drain_cv);
+  pthread_cond_destroy(&q->timer_cv);
+  pthread_cond_destroy(&q->ready_cv);
+  pthread_mutex_destroy(&q->mu);
+  free(q);
+}
+
+/* The three adds share one shape: lock, refuse when shutting down, promote,
+ * find the record, transition, unlock, apply the metrics. */
+enum add_kind { ADD_NOW, ADD_AFTER, ADD_RATE_LIMITED };
+
+static kcr_err add_common(kcr_queue *q, const char *key, enum add_kind kind,
+                          int64_t delay_ms)
+{
+  struct mdelta md = {0};
+  struct item *it;
+  uint64_t now, delay_ns;
+  kcr_err rc;
+
+  if(!q || !key)
+    return KCR_EINVAL;
+  pthread_mutex_lock(&q->mu);
+  rc = KCR_ECANCELED;
+  if(q->shutting_down)
+    goto out;
+  now = kcr_time_mono_ns();
+  promote_due(q, now, &md);
+  rc = lookup_or_create(q, key, &it);
+  if(rc)
+    goto out;
+  switch(kind) {
+  case ADD_NOW: add_locked(q, it, now, &md); break;
+  case ADD_AFTER:
+    delay_ns = delay_ms <= 0 ? 0 : ms_to_ns((uint64_t)delay_ms);
+    add_after_locked(q, it, now, delay_ns, &md);
+    break;
+  case ADD_RATE_LIMITED:
+    add_after_locked(q, it, now, limiter_when(q, it, now), &md);
+    break;
+  }
+out:
+  pthread_mutex_unlock(&q->mu);
+  apply(q, &md);
+  return rc;
+}
+
+kcr_err kcr_queue_add(kcr_queue *q, const char *key)
+{
+  return add_common(q, key, ADD_NOW, 0);
+}
+
+kcr_err kcr_queue_add_after(kcr_queue *q, const char *key, int64_t delay_ms)
+{
+  return add_common(q, key, ADD_AFTER, delay_ms);
+}
+
+kcr_err kcr_queue_add_rate_limited(kcr_queue *q, const char *key)
+{
+  return add_common(q, key, ADD_RATE_LIMITED, 0);
+}
+
+void kcr_queue_forget(kcr_queue *q, const char *key)
+{
+  struct item *it;
+
+  if(!q || !key)
+    return;
+  pthread_mutex_lock(&q->mu);
+  it = find(q, key);
+  if(it) {
+    it->failures = 0;
+    release_if_idle(q, it);
+  }
+  pthread_mutex_unlock(&q->mu);
+}
+
+int kcr_queue_num_requeues(kcr_queue *q, const char *key)
+{
+  struct item *it;
+  int n = 0;
+
+  if(!q || !key)
+    return 0;
+  pthread_mutex_lock(&q->mu);
+  it = find(q, key);
+  if(it)
+    n = it->failures > INT32_MAX ? INT32_MAX : (int)it->failures;
+  pthread_mutex_unlock(&q->mu);
+  return n;
+}
+
+kcr_err kcr_queue_get_timed(kcr_queue *q, int64_t timeout_ms, char **key)
+{
+  struct mdelta md = {0};
+  uint64_t now, until = 0;
+  kcr_err rc;
+
+  if(!q || !key)
+    return KCR_EINVAL;
+  *key = NULL;
+  pthread_mutex_lock(&q->mu);
+  now = kcr_time_mono_ns();
+  if(timeout_ms >= 0) { /* saturating: now + timeout */
+    uint64_t t = ms_to_ns((uint64_t)timeout_ms);
+    until = t > UINT64_MAX - now ? UINT64_MAX : now + t;
+  }
+  for(;;) {
+    promote_due(q, now, &md);
+    if(q->rlen) {
+      rc = take(q, now, key, &md);
+      break;
+    }
+    rc = KCR_ECANCELED;
+    if(q->shutting_down)
+      break;
+    rc = KCR_ETIMEDOUT;
+    if(timeout_ms >= 0 && now >= until)
+      break;
+    wait_for_work(q, until);
+    now = kcr_time_mono_ns();
+  }
+  if(q->rlen) /* chain: more keys wait, wake another getter */
+    wake_getter(q);
+  if(q->hlen && !q->timer_waiting && q->nwait) /* hand the timer role on */
+    pthread_cond_signal(&q->ready_cv);
+  pthread_mutex_unlock(&q->mu);
+  apply(q, &md);
+  return rc;
+}
+
+kcr_err kcr_queue_get(kcr_queue *q, char **key)
+{
+  return kcr_queue_get_timed(q, -1, key);
+}
+
+kcr_err kcr_queue_done(kcr_queue *q, const char *key)
+{
+  struct mdelta md = {0};
+  struct item *it;
+  uint64_t now;
+  kcr_err rc = KCR_EINVAL;
+
+  if(!q || !key)
+    return KCR_EINVAL;
+  pthread_mutex_lock(&q->mu);
+  it = find(q, key);
+  if(!it || !it->processing)
+    goto out;
+  now = kcr_time_mono_ns();
+  if(!q->shutting_down)
+    promote_due(q, now, &md);
+  it->processing = false;
+  q->nprocessing--;
+  md.has_work = true;
+  md.work = (double)(now - it->started_ns) / NS_PER_S;
+  if(it->dirty) {
+    ring_push(q, it);
+    wake_getter(q);
+  } else {
+    release_if_idle(q, it);
+  }
+  if(!q->nprocessing && q->drain)
+    pthread_cond_broadcast(&q->drain_cv);
+  rc = KCR_OK;
+out:
+  pthread_mutex_unlock(&q->mu);
+  apply(q, &md);
+  return rc;
+}
+
+size_t kcr_queue_len(kcr_queue *q)
+{
+  struct mdelta md = {0};
+  size_t n;
+
+  if(!q)
+    return 0;
+  pthread_mutex_lock(&q->mu);
+  if(q->hlen && !q->shutting_down)
+    promote_due(q, kcr_time_mono_ns(), &md);
+  n = q->rlen;
+  pthread_mutex_unlock(&q->mu);
+  apply(q, &md);
+  return n;
+}
+
+void kcr_queue_shutdown(kcr_queue *q)
+{
+  if(!q)
+    return;
+  pthread_mutex_lock(&q->mu);
+  shutdown_locked(q, false);
+  pthread_mutex_unlock(&q->mu);
+}
+
+void kcr_queue_shutdown_drain(kcr_queue *q)
+{
+  if(!q)
+    return;
+  pthread_mutex_lock(&q->mu);
+  shutdown_locked(q, true);
+  while(q->nprocessing && q->drain)
+    pthread_cond_wait(&q->drain_cv, &q->mu);
+  pthread_mutex_unlock(&q->mu);
+}
+
+bool kcr_queue_shutting_down(kcr_queue *q)
+{
+  bool s;
+
+  if(!q)
+    return true;
+  pthread_mutex_lock(&q->mu);
+  s = q->shutting_down;
+  pthread_mutex_unlock(&q->mu);
+  return s;
+}

@@ -1,0 +1,305 @@
+/* The manager end to end, with examples/hello run as real processes against
+ * the control plane: it reconciles, serves /metrics (scraped and parsed),
+ * /healthz and /readyz, exits 0 on SIGTERM; with two replicas and leader
+ * election exactly one reconciles, SIGKILL hands over within the lease
+ * duration and SIGTERM hands over at once (the lease is released). */
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "itest.h"
+
+static kcr_client *cl;
+
+static int setup(void **state)
+{
+  cl = itest_client();
+  return 0;
+}
+
+static int teardown(void **state)
+{
+  kcr_client_free(cl);
+  return 0;
+}
+
+struct proc {
+  pid_t pid;
+  int metrics_port;
+  char id[32];
+};
+
+static int free_port(void)
+{
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof(a);
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  assert_true(fd >= 0);
+  assert_int_equal(0, bind(fd, (struct sockaddr *)&a, sizeof(a)));
+  assert_int_equal(0, getsockname(fd, (struct sockaddr *)&a, &len));
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+static void spawn(struct proc *p, const char *id, const char *ns, bool elect)
+{
+  char met[64], lns[128];
+  const char *bin = itest_env("KCR_HELLO_BIN");
+  p->metrics_port = free_port();
+  snprintf(p->id, sizeof(p->id), "%s", id);
+  snprintf(met, sizeof(met), "127.0.0.1:%d", p->metrics_port);
+  snprintf(lns, sizeof(lns), "%s", ns);
+  p->pid = fork();
+  assert_true(p->pid >= 0);
+  if(p->pid == 0) {
+    char *argv[24];
+    int n = 0;
+    argv[n++] = (char *)bin;
+    argv[n++] = "--namespace";
+    argv[n++] = lns;
+    argv[n++] = "--identity";
+    argv[n++] = p->id;
+    argv[n++] = "--metrics-bind-address";
+    argv[n++] = met;
+    argv[n++] = "--health-probe-bind-address";
+    argv[n++] = met;
+    if(elect) {
+      argv[n++] = "--leader-elect";
+      argv[n++] = "--lease-namespace";
+      argv[n++] = lns;
+      argv[n++] = "--lease-duration";
+      argv[n++] = "4s";
+      argv[n++] = "--renew-deadline";
+      argv[n++] = "3s";
+      argv[n++] = "--retry-period";
+      argv[n++] = "500ms";
+    }
+    argv[n] = NULL;
+    execv(bin, argv);
+    _exit(127);
+  }
+}
+
+static size_t sink(char *ptr, size_t sz, size_t n, void *ud)
+{
+  return kcr_buf_append(ud, ptr, sz * n) ? 0 : sz * n;
+}
+
+/* GET http://127.0.0.1:port/path; returns the status code (0 if no answer). */
+static long http_get(int port, const char *path, struct kcr_buf *body)
+{
+  char url[128];
+  long code = 0;
+  CURL *h = curl_easy_init();
+  snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
+  kcr_buf_reset(body);
+  curl_easy_setopt(h, CURLOPT_URL, url);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, body);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 2000L);
+  if(curl_easy_perform(h) == CURLE_OK)
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+  curl_easy_cleanup(h);
+  return code;
+}
+
+/* Value of one series ("name{labels}" exactly as exposed) or -1. */
+static double metric(int port, const char *series)
+{
+  struct kcr_buf b = KCR_BUF_INIT;
+  double v = -1;
+  if(http_get(port, "/metrics", &b) == 200) {
+    size_t n = strlen(series);
+    for(const char *l = kcr_buf_str(&b); l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+      if(!strncmp(l, series, n) && l[n] == ' ') {
+        v = strtod(l + n + 1, NULL);
+        break;
+      }
+    }
+  }
+  kcr_buf_cleanup(&b);
+  return v;
+}
+
+static void wait_ready(struct proc *p)
+{
+  struct kcr_buf b = KCR_BUF_INIT;
+  long code = 0;
+  for(int i = 0; i < 300 && (code = http_get(p->metrics_port, "/readyz", &b)) != 200; i++)
+    itest_sleep_ms(100);
+  kcr_buf_cleanup(&b);
+  assert_int_equal(200, code);
+}
+
+static int stop(struct proc *p, int sig)
+{
+  int st = 0;
+  kill(p->pid, sig);
+  assert_int_equal(p->pid, waitpid(p->pid, &st, 0));
+  p->pid = 0;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void greet_me(const char *ns, const char *name)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  cJSON *o = itest_json("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+                        "{\"name\":\"%s\",\"labels\":{\"hello.kcr.io/greet\":\"true\"}}}",
+                        name);
+  itest_expect(KCR_OK, kcr_create(cl, &(struct kcr_ref){&itest_configmaps, ns}, o, NULL,
+                                  NULL, &ei),
+               &ei);
+  cJSON_Delete(o);
+  kcr_errinfo_cleanup(&ei);
+}
+
+/* Waits until the ConfigMap is greeted; returns the greeter (caller frees). */
+static char *wait_greeted(const char *ns, const char *name, long timeout_ms)
+{
+  char want[128], *who = NULL;
+  snprintf(want, sizeof(want), "Hello, %s!", name);
+  for(long waited = 0; waited <= timeout_ms && !who; waited += 100) {
+    cJSON *o = NULL;
+    if(!kcr_get(cl, &(struct kcr_ref){&itest_configmaps, ns, name}, &o, NULL)) {
+      const char *g = kcr_json_str(o, "data.greeting");
+      if(g && !strcmp(g, want))
+        who = strdup(kcr_json_str(o, "data.greeter"));
+    }
+    cJSON_Delete(o);
+    if(!who)
+      itest_sleep_ms(100);
+  }
+  return who;
+}
+
+static void reconciles_serves_metrics_and_stops_cleanly(void **state)
+{
+  char *ns = itest_namespace(cl, "hello");
+  struct proc p;
+  struct kcr_buf b = KCR_BUF_INIT;
+  spawn(&p, "solo", ns, false);
+  wait_ready(&p);
+  assert_int_equal(200, http_get(p.metrics_port, "/healthz", &b));
+
+  greet_me(ns, "world");
+  char *who = wait_greeted(ns, "world", 20000);
+  assert_non_null(who);
+  assert_string_equal("solo", who);
+  free(who);
+
+  /* An unlabelled ConfigMap is not the controller's business. */
+  cJSON *o = itest_json("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
+                        "\"metadata\":{\"name\":\"quiet\"}}");
+  itest_expect(KCR_OK, kcr_create(cl, &(struct kcr_ref){&itest_configmaps, ns}, o, NULL,
+                                  NULL, NULL), NULL);
+  cJSON_Delete(o);
+
+  /* Metrics, scraped and parsed. */
+  assert_true(metric(p.metrics_port,
+                     "controller_runtime_reconcile_total{controller=\"hello\","
+                     "result=\"success\"}") >= 1);
+  assert_true(metric(p.metrics_port, "workqueue_adds_total{name=\"hello\"}") >= 1);
+  assert_true(metric(p.metrics_port,
+                     "rest_client_requests_total{code=\"200\",method=\"GET\"}") >= 1);
+  assert_true(metric(p.metrics_port, "controller_runtime_active_workers{controller=\"hello\"}") == 0);
+  assert_true(metric(p.metrics_port,
+                     "controller_runtime_reconcile_time_seconds_count{controller=\"hello\"}") >= 1);
+  assert_true(metric(p.metrics_port, "kcr_informer_objects{informer=\"configmaps\"}") == 1);
+  assert_int_equal(0, stop(&p, SIGTERM));
+  kcr_buf_cleanup(&b);
+  free(ns);
+}
+
+static int leader_of(struct proc *ps, int n)
+{
+  int leader = -1, count = 0;
+  for(int i = 0; i < n; i++) {
+    if(!ps[i].pid)
+      continue;
+    if(metric(ps[i].metrics_port,
+              "leader_election_master_status{name=\"hello-leader\"}") == 1) {
+      leader = i;
+      count++;
+    }
+  }
+  assert_true(count <= 1);
+  return count ? leader : -1;
+}
+
+static int wait_leader(struct proc *ps, int n, long timeout_ms, long *took_ms)
+{
+  uint64_t t0 = kcr_time_mono_ms();
+  int l = -1;
+  while((l = leader_of(ps, n)) < 0 && (long)(kcr_time_mono_ms() - t0) < timeout_ms)
+    itest_sleep_ms(50);
+  if(took_ms)
+    *took_ms = (long)(kcr_time_mono_ms() - t0);
+  return l;
+}
+
+static void one_replica_leads_and_hands_over(void **state)
+{
+  char *ns = itest_namespace(cl, "lease");
+  struct proc ps[3] = {{0}};
+  long took;
+
+  spawn(&ps[0], "replica-a", ns, true);
+  spawn(&ps[1], "replica-b", ns, true);
+  wait_ready(&ps[0]);
+  wait_ready(&ps[1]);
+  int l = wait_leader(ps, 2, 20000, NULL);
+  assert_true(l >= 0);
+  int other = 1 - l;
+
+  greet_me(ns, "first");
+  char *who = wait_greeted(ns, "first", 20000);
+  assert_non_null(who);
+  assert_string_equal(ps[l].id, who);
+  free(who);
+  /* The standby reconciled nothing. */
+  assert_true(metric(ps[other].metrics_port, "controller_runtime_reconcile_total{controller="
+                                             "\"hello\",result=\"success\"}") == 0);
+
+  /* SIGKILL: no release; the standby takes over once the lease expires
+   * (4 s on its own clock, + one retry period). */
+  uint64_t t0 = kcr_time_mono_ms();
+  assert_int_equal(128 + SIGKILL, stop(&ps[l], SIGKILL));
+  int l2 = wait_leader(ps, 2, 20000, NULL);
+  took = (long)(kcr_time_mono_ms() - t0);
+  assert_int_equal(other, l2);
+  assert_true(took >= 1500);  /* it had to wait for expiry */
+  assert_true(took <= 9000);  /* lease 4 s + retry 0.5 s + slack for CI */
+  greet_me(ns, "second");
+  who = wait_greeted(ns, "second", 20000);
+  assert_non_null(who);
+  assert_string_equal(ps[other].id, who);
+  free(who);
+
+  /* SIGTERM: the leader releases the lease, a fresh standby takes it at once. */
+  spawn(&ps[2], "replica-c", ns, true);
+  wait_ready(&ps[2]);
+  assert_int_equal(other, leader_of(ps, 3));
+  t0 = kcr_time_mono_ms();
+  assert_int_equal(0, stop(&ps[other], SIGTERM));
+  int l3 = wait_leader(ps, 3, 20000, NULL);
+  took = (long)(kcr_time_mono_ms() - t0);
+  assert_int_equal(2, l3);
+  assert_true(took < 3000); /* well under the 4 s lease */
+  assert_int_equal(0, stop(&ps[2], SIGTERM));
+  free(ns);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(reconciles_serves_metrics_and_stops_cleanly),
+      cmocka_unit_test(one_replica_leads_and_hands_over),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}

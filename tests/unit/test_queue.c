@@ -1,0 +1,816 @@
+/* The work queue: client-go's workqueue contract, one test per clause.
+ * Timing assertions are one-sided where they can be: a key parked for N ms
+ * must never come out before N ms; the upper bounds are generous, since
+ * this runs on loaded 2-core CI machines (and under TSan). */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* cmocka.h needs these first. */
+/* clang-format off */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+/* clang-format on */
+
+#include "kcr/metrics.h"
+#include "kcr/queue.h"
+#include "kcr/time.h"
+
+/* ---- helpers ---- */
+
+static double now_ms(void) { return (double)kcr_time_mono_ns() / 1e6; }
+
+static void sleep_ms(unsigned ms)
+{
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  while(nanosleep(&ts, &ts))
+    ;
+}
+
+/* Gets a key (waiting at most 5 s), checks it is `want`, and returns it. */
+static char *get_expect(kcr_queue *q, const char *want)
+{
+  char *k = NULL;
+  assert_int_equal(KCR_OK, kcr_queue_get_timed(q, 5000, &k));
+  assert_non_null(k);
+  assert_string_equal(want, k);
+  return k;
+}
+
+static void get_done(kcr_queue *q, const char *want)
+{
+  char *k = get_expect(q, want);
+  assert_int_equal(KCR_OK, kcr_queue_done(q, k));
+  free(k);
+}
+
+/* How long until the next key comes out, in ms; checks it is `want`. */
+static double ms_until_get(kcr_queue *q, double t0, const char *want)
+{
+  char *k = get_expect(q, want);
+  double dt = now_ms() - t0;
+  kcr_queue_done(q, k);
+  free(k);
+  return dt;
+}
+
+static void assert_empty(kcr_queue *q)
+{
+  char *k = NULL;
+  assert_int_equal(KCR_ETIMEDOUT, kcr_queue_get_timed(q, 0, &k));
+  assert_null(k);
+}
+
+/* ---- the basic queue ---- */
+
+static void adding_a_queued_key_again_is_a_no_op(void **state)
+{
+  kcr_queue *q = kcr_queue_new(NULL);
+  assert_int_equal(KCR_OK, kcr_queue_add(q, "ns/a"));
+  assert_int_equal(KCR_OK, kcr_queue_add(q, "ns/a"));
+  assert_int_equal(1, kcr_queue_len(q));
+  get_done(q, "ns/a");
+  assert_empty(q);
+  kcr_queue_free(q);
+}
+
+static void keys_come_out_in_fifo_order(void **state)
+{
+  kcr_queue *q = kcr_queue_new(NULL);
+  kcr_queue_add(q, "ns/c");
+  kcr_queue_add(q, "ns/a");
+  kcr_queue_add(q, "ns/b");
+  kcr_queue_add(q, "ns/a"); /* keeps its place */
+  get_done(q, "ns/c");
+  get_done(q, "ns/a");
+  get_done(q, "ns/b");
+  assert_empty(q);
+  kcr_queue_free(q);
+}
+
+static void a_key_added_while_processing_waits_for_done(void **state)
+{
+  kcr_queue *q = kcr_queue_new(NULL);
+  char *k;
+
+  kcr_queue_add(q, "ns/a");
+  kcr_queue_add(q, "ns/b");
+  k = get_expect(q, "ns/a");
+  kcr_queue_add(q, "ns/a"); /* dirty: not handed to a second worker */
+  assert_int_equal(1, kcr_queue_len(q));
+  get_done(q, "ns/b");
+  assert_empty(q); /* ns/a is still being processed */
+  kcr_queue_add(q, "ns/a");
+  assert_int_equal(KCR_OK, kcr_queue_done(q, k));
+  free(k);
+  assert_int_equal(1, kcr_queue_len(q)); /* re-queued once, at the back */
+  get_done(q, "ns/a");
+  assert_empty(q);
+  kcr_queue_free(q);
+}
+
+static void done_requeues_at_the_back(void **state)
+{
+  kcr_queue *q = kcr_queue_new(NULL);
+  char *k;
+
+  kcr_queue_add(q, "ns/a");
+  k = get_expect(q, "ns/a");
+  kcr_queue_add(q, "ns/a");
+  kcr_queue_add(q, "ns/b");
+  kcr_queue_done(q, k);
+  free(k);
+  get_done(q, "ns/b");
+  get_done(q, "ns/a");
+  kcr_queue_free(q);
+}
+
+static void done_of_a_key_not_processing_is_refused(void **state)
+{
+  kcr_queue *q = kcr_queue_new(NULL);
+  assert_int_equal(KCR_EINVAL, kcr_queue_done(q, "ns/never"));
+  kcr_queue_add(q, "ns/a");
+  assert_int_equal(KCR_EINVAL, kcr_queue_done(q, "ns/a")); /* queued, not taken */
+  assert_int_equal(1, kcr_queue_len(q));
+  get_done(q, "ns/a");
+  assert_int_equal(KCR_EINVAL, kcr_queue_done(q, "ns/a")); /* twice */
+  assert_empty(q);
+  kcr_queue_free(q);
+}
+
+static void get_hands_out_an_owned_copy(void **state)
+{
+  kcr_queue *q = kcr_queue_new(NULL);
+  char key[] = "ns/a", *k;
+
+  assert_int_equal(KCR_EINVAL, kcr_queue_add(q, NULL));
+  assert_int_equal(KCR_EINVAL, kcr_queue_get(q, NULL));
+  kcr_queue_add(q, key);
+  key[3] = 'z'; /* the queue copied it */
+  assert_int_equal(KCR_OK, kcr_queue_get(q, &k));
+  assert_string_equal("ns/a", k);
+  assert_ptr_not_equal(key, k);
+  kcr_queue_done(q, k);
+  free(k);
+  kcr_queue_free(q);
+}
+
+static void len_counts_only_ready_keys(void **state)
+{
+  kcr_queue *q = kcr_queue_new(NULL);
+  char *k;
+
+  assert_int_equal(0, kcr_queue_len(q));
+  kcr_queue_add(q, "ns/a");
+  kcr_queue_add(q, "ns/b");
+  kcr_queue_add_after(q, "ns/parked", 60000);
+  assert_int_equal(2, kcr_queue_len(q));
+  k = get_expect(q, "ns/a");
+  assert_int_equal(1, kcr_queue_len(q)); /* processing is not queued */
+  kcr_queue_done(q, k);
+  free(k);
+  kcr_queue_free(q); /* frees the parked key too */
+}
+
+static void get_timed_gives_up(void **state)
+{
+  kcr_queue *q = kcr_queue_new(NULL);
+  char *k = (char *)"sentinel";
+  double t0 = now_ms();
+
+  assert_int_equal(KCR_ETIMEDOUT, kcr_queue_get_timed(q, 0, &k));
+  assert_null(k);
+  assert_int_equal(KCR_ETIMEDOUT, kcr_queue_get_timed(q, 50, &k));
+  assert_true(now_ms() - t0 >= 50);
+  assert_null(k);
+  kcr_queue_free(q);
+}
+
+/* ---- add_after ---- */
+
+static void add_after_waits_for_the_deadline(void **state)
+{
+  kcr_queue *q = kcr_queue_new(NULL);
+  double t0 = now_ms(), dt;
+
+  assert_int_equal(KCR_OK, kcr_queue_add_after(q, "ns/a", 100));
+  assert_int_equal(0, kcr_queue_len(q));
+  assert_empty(q);
+  dt = ms_until_get(q, t0, "ns/a");
+  assert_true(dt >= 100);
+  assert_true(dt < 2000);
+  kcr_queue_free(q);
+}
+
+static void add_after_without_delay_adds_now(void **state)
+{
+  kcr_queue *q = kcr_queue_new(NULL);
+  kcr_queue_add_after(q, "ns/a", 0);
+  kcr_queue_add_after(q, "ns/b", -5);
+  assert_int_equal(2, kcr_queue_len(q));
+  get_done(q, "ns/a");
+  get_done(q, "ns/b");
+  kcr_queue_free(q);
+}
+
+static void parked_keys_come_out_in_deadline_order(void **state)
+{
+  kcr_queue *q = kcr_queue_new(NULL);
+  kcr_queue_add_after(q, "ns/c", 90);
+  kcr_queue_add_after(q, "ns/a", 30);
+  kcr_queue_add_after(q, "ns/d", 120);
+  kcr_queue_add_after(q, "ns/b", 60);
+  get_done(q, "ns/a");
+  get_done(q, "ns/b");
+  get_done(q, "ns/c");
+  get_done(q, "ns/d");
+  assert_empty(q);
+  kcr_queue_free(q);
+}
+
+static void the_earliest_deadline_wins(void **state)
+{
+  kcr_queue *q = kcr_queue_new(NULL);
+  double t0, dt;
+
+  t0 = now_ms();
+  kcr_queue_add_after(q, "ns/a", 500);
+  kcr_queue_add_after(q, "ns/a", 50); /* sooner: replaces */
+  dt = ms_until_get(q, t0, "ns/a");
+  assert_true(dt >= 50);
+  assert_true(dt < 450);
+
+  t0 = now_ms();
+  kcr_queue_add_after(q, "ns/a", 10);
+  kcr_queue_add_after(q, "ns/a", 500); /* later: ignored */
+  dt = ms_until_get(q, t0, "ns/a");
+  assert_true(dt >= 10);
+  assert_true(dt < 450);
+  sleep_ms(600); /* the 500 ms entry was merged, not kept: nothing else */
+  assert_empty(q);
+  kcr_queue_free(q);
+}
+
+static void a_due_key_is_added_as_by_add(void **state)
+{
+  kcr_queue *q = kcr_queue_new(NULL);
+  char *k;
+
+  kcr_queue_add(q, "ns/a");
+  kcr_queue_add_after(q, "ns/a", 20);
+  sleep_ms(40);
+  assert_int_equal(1, kcr_queue_len(q)); /* already queued: no duplicate */
+  k = get_expect(q, "ns/a");
+  kcr_queue_add_after(q, "ns/a", 20);
+  sleep_ms(40);
+  assert_int_equal(0, kcr_queue_len(q)); /* processing: only marked dirty */
+  kcr_queue_done(q, k);
+  free(k);
+  get_done(q, "ns/a");
+  assert_empty(q);
+  kcr_queue_free(q);
+}
+
+struct getter {
+  kcr_queue *q;
+  char *key;
+  kcr_err rc;
+  double at_ms;
+};
+
+static void *getter_main(void *arg)
+{
+  struct getter *g = arg;
+  g->rc = kcr_queue_get(g->q, &g->key);
+  g->at_ms = now_ms();
+  return NULL;
+}
+
+static void a_blocked_getter_wakes_for_a_sooner_deadline(void **state)
+{
+  kcr_queue *q = kcr_queue_new(NULL);
+  struct getter g = {q};
+  pthread_t th;
+  double t0;
+
+  kcr_queue_add_after(q, "ns/late", 5000);
+  assert_int_equal(0, pthread_create(&th, NULL, getter_main, &g));
+  sleep_ms(30); /* the getter sleeps until the 5 s deadline... */
+  t0 = now_ms();
+  kcr_queue_add_after(q, "ns/soon", 30); /* ...and must re-arm for this one */
+  pthread_join(th, NULL);
+  assert_int_equal(KCR_OK, g.rc);
+  assert_string_equal("ns/soon", g.key);
+  assert_true(g.at_ms - t0 >= 30);
+  assert_true(g.at_ms - t0 < 2000);
+  kcr_queue_done(q, g.key);
+  free(g.key);
+  kcr_queue_free(q);
+}
+
+struct waiter {
+  kcr_queue *q;
+  int64_t timeout_ms;
+  char *key;
+  kcr_err rc;
+  atomic_int returned;
+};
+
+static void *waiter_main(void *arg)
+{
+  struct waiter *w = arg;
+  w->rc = kcr_queue_get_timed(w->q, w->timeout_ms, &w->key);
+  atomic_store(&w->returned, 1);
+  return NULL;
+}
+
+static void a_getter_that_gives_up_hands_the_timing_on(void **state)
+{
+  /* One sleeping getter times the earliest deadline (w1, first in). When it
+   * gives up, the other must take over, or ns/a would never fire: the main
+   * thread makes no queue call meanwhile. */
+  kcr_queue *q = kcr_queue_new(NULL);
+  struct waiter w1 = {q, 100}, w2 = {q, -1};
+  pthread_t t1, t2;
+
+  kcr_queue_add_after(q, "ns/a", 300);
+  assert_int_equal(0, pthread_create(&t1, NULL, waiter_main, &w1));
+  sleep_ms(30);
+  assert_int_equal(0, pthread_create(&t2, NULL, waiter_main, &w2));
+  for(int i = 0; i < 3000 && !atomic_load(&w2.returned); i++)
+    sleep_ms(1);
+  kcr_queue_shutdown(q); /* unblocks w2 if it was left sleeping */
+  pthread_join(t1, NULL);
+  pthread_join(t2, NULL);
+  assert_int_equal(KCR_ETIMEDOUT, w1.rc);
+  assert_int_equal(KCR_OK, w2.rc);
+  assert_string_equal("ns/a", w2.key);
+  kcr_queue_done(q, w2.key);
+  free(w2.key);
+  kcr_queue_free(q);
+}
+
+/* ---- the rate limiter ---- */
+
+static void rate_limited_delays_double_up_to_the_cap(void **state)
+{
+  kcr_queue *q = kcr_queue_new(&(struct kcr_queue_opts){.max_delay_ms = 40});
+  static const double want[] = {5, 10, 20, 40, 40, 40, 40, 40};
+
+  for(int i = 0; i < 8; i++) {
+    double t0 = now_ms(), dt;
+    assert_int_equal(i, kcr_queue_num_requeues(q, "ns/a"));
+    assert_int_equal(KCR_OK, kcr_queue_add_rate_limited(q, "ns/a"));
+    dt = ms_until_get(q, t0, "ns/a");
+    assert_true(dt >= want[i]);
+    /* Uncapped, the 7th and 8th would be 320 and 640 ms. */
+    assert_true(dt < (i < 6 ? 1000 : 300));
+  }
+  assert_int_equal(8, kcr_queue_num_requeues(q, "ns/a"));
+  kcr_queue_free(q);
+}
+
+static void forget_resets_the_backoff(void **state)
+{
+  kcr_queue *q = kcr_queue_new(NULL); /* 5 ms .. 1000 s */
+  double t0, dt;
+
+  for(int i = 0; i < 8; i++) /* next delay would be 5 ms * 2^8 = 1.28 s */
+    kcr_queue_add_rate_limited(q, "ns/a");
+  assert_int_equal(8, kcr_queue_num_requeues(q, "ns/a"));
+  get_done(q, "ns/a"); /* parked at 5 ms: earliest deadline wins */
+  kcr_queue_forget(q, "ns/a");
+  assert_int_equal(0, kcr_queue_num_requeues(q, "ns/a"));
+  t0 = now_ms();
+  kcr_queue_add_rate_limited(q, "ns/a");
+  dt = ms_until_get(q, t0, "ns/a");
+  assert_true(dt >= 5);
+  assert_true(dt < 640);
+  assert_int_equal(1, kcr_queue_num_requeues(q, "ns/a"));
+  assert_int_equal(0, kcr_queue_num_requeues(q, "ns/other"));
+  kcr_queue_free(q);
+}
+
+static void the_token_bucket_limits_overall_retries(void **state)
+{
+  /* 10 qps, burst 2: two retries pass at the per-key delay, the third pays
+   * for a token: ~100 ms. */
+  kcr_queue *q = kcr_queue_new(&(struct kcr_queue_opts){.qps = 10, .burst = 2});
+  double t0 = now_ms(), dt;
+
+  kcr_queue_add_rate_limited(q, "ns/a");
+  kcr_queue_add_rate_limited(q, "ns/b");
+  kcr_queue_add_rate_limited(q, "ns/c");
+  get_done(q, "ns/a");
+  get_done(q, "ns/b");
+  dt = ms_until_get(q, t0, "ns/c");
+  assert_true(dt >= 80); /* 100 ms minus what refilled meanwhile */
+  assert_true(dt < 2000);
+  kcr_queue_free(q);
+}
+
+/* ---- shutdown ---- */
+
+static void shutdown_wakes_blocked_getters(void **state)
+{
+  kcr_queue *q = kcr_queue_new(NULL);
+  struct getter g[3] = {{q}, {q}, {q}};
+  pthread_t th[3];
+
+  kcr_queue_add_after(q, "ns/parked", 60000); /* one of them is the timer */
+  for(int i = 0; i < 3; i++)
+    assert_int_equal(0, pthread_create(&th[i], NULL, getter_main, &g[i]));
+  sleep_ms(50);
+  assert_false(kcr_queue_shutting_down(q));
+  kcr_queue_shutdown(q);
+  assert_true(kcr_queue_shutting_down(q));
+  for(int i = 0; i < 3; i++) {
+    pthread_join(th[i], NULL);
+    assert_int_equal(KCR_ECANCELED, g[i].rc);
+    assert_null(g[i].key);
+  }
+  kcr_queue_free(q);
+}
+
+static void get_drains_queued_keys_before_reporting_shutdown(void **state)
+{
+  kcr_queue *q = kcr_queue_new(NULL);
+  char *k = NULL;
+
+  kcr_queue_add(q, "ns/a");
+  kcr_queue_add(q, "ns/b");
+  kcr_queue_add_after(q, "ns/parked", 10); /* dropped by shutdown */
+  kcr_queue_shutdown(q);
+  assert_int_equal(KCR_ECANCELED, kcr_queue_add(q, "ns/c"));
+  assert_int_equal(KCR_ECANCELED, kcr_queue_add_after(q, "ns/c", 1));
+  assert_int_equal(KCR_ECANCELED, kcr_queue_add_rate_limited(q, "ns/c"));
+  get_done(q, "ns/a");
+  get_done(q, "ns/b");
+  sleep_ms(30);
+  assert_int_equal(KCR_ECANCELED, kcr_queue_get(q, &k));
+  assert_null(k);
+  assert_int_equal(KCR_ECANCELED, kcr_queue_get(q, &k)); /* and stays so */
+  kcr_queue_shutdown(q);                                 /* idempotent */
+  kcr_queue_free(q);
+}
+
+static void a_key_dirty_before_shutdown_is_still_processed(void **state)
+{
+  kcr_queue *q = kcr_queue_new(NULL);
+  char *k, *k2 = NULL;
+
+  kcr_queue_add(q, "ns/a");
+  k = get_expect(q, "ns/a");
+  kcr_queue_add(q, "ns/a"); /* dirty */
+  kcr_queue_shutdown(q);
+  kcr_queue_done(q, k);
+  free(k);
+  get_done(q, "ns/a");
+  assert_int_equal(KCR_ECANCELED, kcr_queue_get(q, &k2));
+  kcr_queue_free(q);
+}
+
+struct slow_worker {
+  kcr_queue *q;
+  atomic_int finished;
+};
+
+static void *slow_worker_main(void *arg)
+{
+  struct slow_worker *w = arg;
+  char *k;
+  while(kcr_queue_get(w->q, &k) == KCR_OK) {
+    sleep_ms(100);
+    atomic_fetch_add(&w->finished, 1);
+    kcr_queue_done(w->q, k);
+    free(k);
+  }
+  return NULL;
+}
+
+static void shutdown_drain_waits_for_in_flight_work(void **state)
+{
+  struct slow_worker w = {kcr_queue_new(NULL), 0};
+  pthread_t th;
+
+  kcr_queue_add(w.q, "ns/a");
+  assert_int_equal(0, pthread_create(&th, NULL, slow_worker_main, &w));
+  while(kcr_queue_len(w.q)) /* until the worker took it */
+    sleep_ms(1);
+  kcr_queue_shutdown_drain(w.q);
+  assert_int_equal(1, atomic_load(&w.finished)); /* done() came first */
+  pthread_join(th, NULL);
+  kcr_queue_free(w.q);
+}
+
+struct drainer {
+  kcr_queue *q;
+  atomic_int returned;
+};
+
+static void *drainer_main(void *arg)
+{
+  struct drainer *d = arg;
+  kcr_queue_shutdown_drain(d->q);
+  atomic_store(&d->returned, 1);
+  return NULL;
+}
+
+static void shutdown_stops_a_waiting_drain(void **state)
+{
+  struct drainer d = {kcr_queue_new(NULL), 0};
+  pthread_t th;
+  char *k;
+
+  kcr_queue_add(d.q, "ns/stuck");
+  k = get_expect(d.q, "ns/stuck");
+  assert_int_equal(0, pthread_create(&th, NULL, drainer_main, &d));
+  sleep_ms(50);
+  assert_int_equal(0, atomic_load(&d.returned)); /* ns/stuck is in flight */
+  kcr_queue_shutdown(d.q);
+  pthread_join(th, NULL);
+  assert_int_equal(1, atomic_load(&d.returned));
+  kcr_queue_done(d.q, k);
+  free(k);
+  kcr_queue_free(d.q);
+}
+
+/* ---- metrics ---- */
+
+static const char *const NAME_Q[] = {"q", NULL};
+static const char *const LABELS[] = {"name", NULL};
+
+static double counter(kcr_metrics *reg, const char *name)
+{
+  return kcr_metric_value(kcr_metric_counter(reg, name, "", LABELS), NAME_Q);
+}
+
+static double gauge(kcr_metrics *reg, const char *name)
+{
+  return kcr_metric_value(kcr_metric_gauge(reg, name, "", LABELS), NAME_Q);
+}
+
+static void metrics_count_adds_depth_and_retries(void **state)
+{
+  kcr_metrics *reg = kcr_metrics_new();
+  kcr_queue *q = kcr_queue_new(&(struct kcr_queue_opts){.name = "q", .metrics = reg});
+  char *k;
+
+  assert_non_null(q);
+  assert_true(counter(reg, "workqueue_adds_total") == 0);
+  kcr_queue_add(q, "ns/a");
+  kcr_queue_add(q, "ns/a"); /* deduplicated: not counted */
+  kcr_queue_add(q, "ns/b");
+  assert_true(counter(reg, "workqueue_adds_total") == 2);
+  assert_true(gauge(reg, "workqueue_depth") == 2);
+  k = get_expect(q, "ns/a");
+  assert_true(gauge(reg, "workqueue_depth") == 1);
+  kcr_queue_add(q, "ns/a"); /* dirty while processing: counted, as client-go */
+  assert_true(counter(reg, "workqueue_adds_total") == 3);
+  assert_true(gauge(reg, "workqueue_depth") == 2);
+  kcr_queue_done(q, k);
+  free(k);
+  get_done(q, "ns/b");
+  get_done(q, "ns/a");
+  assert_true(gauge(reg, "workqueue_depth") == 0);
+
+  assert_true(counter(reg, "workqueue_retries_total") == 0);
+  kcr_queue_add_rate_limited(q, "ns/c");
+  kcr_queue_add_after(q, "ns/d", 0); /* every add_after is a retry in client-go */
+  assert_true(counter(reg, "workqueue_retries_total") == 2);
+  assert_true(counter(reg, "workqueue_adds_total") == 4); /* ns/d; ns/c is parked */
+  get_done(q, "ns/d");
+  get_done(q, "ns/c");
+  assert_true(counter(reg, "workqueue_adds_total") == 5);
+  assert_true(gauge(reg, "workqueue_depth") == 0);
+  kcr_queue_free(q);
+  kcr_metrics_free(reg);
+}
+
+static void metrics_render_in_flight_work_and_help_texts(void **state)
+{
+  kcr_metrics *reg = kcr_metrics_new();
+  kcr_queue *q = kcr_queue_new(&(struct kcr_queue_opts){.name = "q", .metrics = reg});
+  struct kcr_buf out = KCR_BUF_INIT;
+  char *k1, *k2;
+  static const char *const help[] = {
+      "# HELP workqueue_depth Current depth of workqueue\n",
+      "# HELP workqueue_adds_total Total number of adds handled by workqueue\n",
+      "# HELP workqueue_queue_duration_seconds How long in seconds an item stays in "
+      "workqueue before being requested\n",
+      "# HELP workqueue_work_duration_seconds How long in seconds processing an item "
+      "from workqueue takes.\n",
+      "# HELP workqueue_unfinished_work_seconds How many seconds of work has been done "
+      "that is in progress and hasn't been observed by work_duration. Large values "
+      "indicate stuck threads. One can deduce the number of stuck threads by "
+      "observing the rate at which this increases.\n",
+      "# HELP workqueue_longest_running_processor_seconds How many seconds has the "
+      "longest running processor for workqueue been running.\n",
+      "# HELP workqueue_retries_total Total number of retries handled by workqueue\n",
+  };
+
+  kcr_queue_add(q, "ns/a");
+  kcr_queue_add(q, "ns/b");
+  k1 = get_expect(q, "ns/a");
+  sleep_ms(40);
+  k2 = get_expect(q, "ns/b");
+  sleep_ms(20);
+  assert_int_equal(KCR_OK, kcr_metrics_render(reg, &out));
+  /* ns/a has run >= 60 ms, ns/b >= 20 ms */
+  assert_true(gauge(reg, "workqueue_longest_running_processor_seconds") >= 0.060);
+  assert_true(gauge(reg, "workqueue_unfinished_work_seconds") >= 0.080);
+  kcr_queue_done(q, k1);
+  kcr_queue_done(q, k2);
+  free(k1);
+  free(k2);
+  kcr_buf_reset(&out);
+  assert_int_equal(KCR_OK, kcr_metrics_render(reg, &out));
+  assert_true(gauge(reg, "workqueue_longest_running_processor_seconds") == 0);
+  assert_true(gauge(reg, "workqueue_unfinished_work_seconds") == 0);
+  /* All seven families, the histograms now that they have observations. */
+  for(size_t i = 0; i < sizeof(help) / sizeof(help[0]); i++)
+    assert_non_null(strstr(kcr_buf_str(&out), help[i]));
+  assert_non_null(strstr(kcr_buf_str(&out), "workqueue_depth{name=\"q\"} 0\n"));
+  kcr_buf_cleanup(&out);
+  kcr_queue_free(q); /* unhooks itself: rendering afterwards is safe */
+  assert_int_equal(KCR_OK, kcr_metrics_render(reg, &out));
+  kcr_buf_cleanup(&out);
+  kcr_metrics_free(reg);
+}
+
+static void an_unnamed_queue_has_no_metrics(void **state)
+{
+  kcr_metrics *reg = kcr_metrics_new();
+  kcr_queue *q = kcr_queue_new(&(struct kcr_queue_opts){.metrics = reg});
+  struct kcr_buf out = KCR_BUF_INIT;
+
+  kcr_queue_add(q, "ns/a");
+  get_done(q, "ns/a");
+  assert_int_equal(KCR_OK, kcr_metrics_render(reg, &out));
+  assert_null(strstr(kcr_buf_str(&out), "workqueue_adds_total{"));
+  kcr_buf_cleanup(&out);
+  kcr_queue_free(q);
+  kcr_metrics_free(reg);
+}
+
+/* ---- concurrency ---- */
+
+#define NKEYS      500
+#define NPRODUCERS 8
+#define NWORKERS   4
+#define NADDS      20000
+
+/* Per key: a version bumped by producers before each add, the version a
+ * worker saw when it last started processing the key, and an in-flight
+ * flag. If the queue is right, every key's last processing started after
+ * its last add (an add after the start marks it dirty, so it runs again):
+ * at the end, seen == version for every key. */
+struct stress {
+  kcr_queue *q;
+  bool delayed;
+  atomic_uint version[NKEYS];
+  atomic_uint seen[NKEYS];
+  atomic_int in_flight[NKEYS];
+  atomic_int overlaps, errors;
+  atomic_long processed;
+  atomic_uint seed;
+};
+
+static void key_name(char *buf, size_t n, unsigned i)
+{
+  snprintf(buf, n, "ns/key-%u", i);
+}
+
+static unsigned key_index(const char *k) { return (unsigned)strtoul(k + 7, NULL, 10); }
+
+static void *producer_main(void *arg)
+{
+  struct stress *s = arg;
+  unsigned seed = atomic_fetch_add(&s->seed, 7919);
+  char key[32];
+
+  for(int i = 0; i < (s->delayed ? NADDS / 10 : NADDS); i++) {
+    unsigned k = (unsigned)rand_r(&seed) % NKEYS;
+    key_name(key, sizeof(key), k);
+    atomic_fetch_add(&s->version[k], 1);
+    if(s->delayed ? kcr_queue_add_after(s->q, key, rand_r(&seed) % 4)
+                  : kcr_queue_add(s->q, key))
+      atomic_fetch_add(&s->errors, 1);
+    if(i % 8 == 0)
+      sched_yield(); /* spread the adds over the workers' gets and dones */
+  }
+  return NULL;
+}
+
+static void *worker_main(void *arg)
+{
+  struct stress *s = arg;
+  char *key;
+
+  while(kcr_queue_get(s->q, &key) == KCR_OK) {
+    unsigned k = key_index(key);
+    if(atomic_exchange(&s->in_flight[k], 1))
+      atomic_fetch_add(&s->overlaps, 1);
+    atomic_store(&s->seen[k], atomic_load(&s->version[k]));
+    if(atomic_fetch_add(&s->processed, 1) % 64 == 0)
+      sched_yield(); /* let others pile onto keys in flight */
+    atomic_store(&s->in_flight[k], 0);
+    if(kcr_queue_done(s->q, key))
+      atomic_fetch_add(&s->errors, 1);
+    free(key);
+  }
+  return NULL;
+}
+
+static bool all_seen(struct stress *s)
+{
+  for(unsigned k = 0; k < NKEYS; k++)
+    if(atomic_load(&s->seen[k]) != atomic_load(&s->version[k]))
+      return false;
+  return true;
+}
+
+static void run_stress(bool delayed)
+{
+  struct stress *s = calloc(1, sizeof(*s));
+  pthread_t prod[NPRODUCERS], work[NWORKERS];
+  long adds = 0;
+
+  assert_non_null(s);
+  s->q = kcr_queue_new(NULL);
+  s->delayed = delayed;
+  for(int i = 0; i < NWORKERS; i++)
+    assert_int_equal(0, pthread_create(&work[i], NULL, worker_main, s));
+  for(int i = 0; i < NPRODUCERS; i++)
+    assert_int_equal(0, pthread_create(&prod[i], NULL, producer_main, s));
+  for(int i = 0; i < NPRODUCERS; i++)
+    pthread_join(prod[i], NULL);
+  if(delayed) /* parked keys are dropped by shutdown: let them all fire */
+    for(int i = 0; i < 30000 && !all_seen(s); i++)
+      sleep_ms(1);
+  kcr_queue_shutdown(s->q);
+  for(int i = 0; i < NWORKERS; i++) /* they drain what is queued first */
+    pthread_join(work[i], NULL);
+
+  assert_int_equal(0, atomic_load(&s->overlaps));
+  assert_int_equal(0, atomic_load(&s->errors));
+  for(unsigned k = 0; k < NKEYS; k++) {
+    adds += atomic_load(&s->version[k]);
+    if(atomic_load(&s->version[k]))
+      assert_int_equal(atomic_load(&s->version[k]), atomic_load(&s->seen[k]));
+  }
+  assert_int_equal(NPRODUCERS * (delayed ? NADDS / 10 : NADDS), adds);
+  assert_true(atomic_load(&s->processed) <= adds);
+  assert_int_equal(0, kcr_queue_len(s->q));
+  kcr_queue_free(s->q);
+  free(s);
+}
+
+static void stress_no_key_runs_twice_at_once_and_no_add_is_lost(void **state)
+{
+  run_stress(false);
+}
+
+static void stress_parked_keys_always_fire(void **state) { run_stress(true); }
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(adding_a_queued_key_again_is_a_no_op),
+      cmocka_unit_test(keys_come_out_in_fifo_order),
+      cmocka_unit_test(a_key_added_while_processing_waits_for_done),
+      cmocka_unit_test(done_requeues_at_the_back),
+      cmocka_unit_test(done_of_a_key_not_processing_is_refused),
+      cmocka_unit_test(get_hands_out_an_owned_copy),
+      cmocka_unit_test(len_counts_only_ready_keys),
+      cmocka_unit_test(get_timed_gives_up),
+      cmocka_unit_test(add_after_waits_for_the_deadline),
+      cmocka_unit_test(add_after_without_delay_adds_now),
+      cmocka_unit_test(parked_keys_come_out_in_deadline_order),
+      cmocka_unit_test(the_earliest_deadline_wins),
+      cmocka_unit_test(a_due_key_is_added_as_by_add),
+      cmocka_unit_test(a_blocked_getter_wakes_for_a_sooner_deadline),
+      cmocka_unit_test(a_getter_that_gives_up_hands_the_timing_on),
+      cmocka_unit_test(rate_limited_delays_double_up_to_the_cap),
+      cmocka_unit_test(forget_resets_the_backoff),
+      cmocka_unit_test(the_token_bucket_limits_overall_retries),
+      cmocka_unit_test(shutdown_wakes_blocked_getters),
+      cmocka_unit_test(get_drains_queued_keys_before_reporting_shutdown),
+      cmocka_unit_test(a_key_dirty_before_shutdown_is_still_processed),
+      cmocka_unit_test(shutdown_drain_waits_for_in_flight_work),
+      cmocka_unit_test(shutdown_stops_a_waiting_drain),
+      cmocka_unit_test(metrics_count_adds_depth_and_retries),
+      cmocka_unit_test(metrics_render_in_flight_work_and_help_texts),
+      cmocka_unit_test(an_unnamed_queue_has_no_metrics),
+      cmocka_unit_test(stress_no_key_runs_twice_at_once_and_no_add_is_lost),
+      cmocka_unit_test(stress_parked_keys_always_fire),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
