@@ -14,6 +14,9 @@
 
 cJSON *kcr_json_at(const cJSON *obj, const char *path);
 const char *kcr_json_str(const cJSON *obj, const char *path);
+/* The string member named exactly `key` (no path splitting: for label and
+ * annotation keys such as "example.com/name"), or NULL. */
+const char *kcr_json_member_str(const cJSON *obj, const char *key);
 /* Integer at path, or def if absent / not a number. */
 int64_t kcr_json_int(const cJSON *obj, const char *path, int64_t def);
 /* Gets or creates the object at path (creating intermediate objects);

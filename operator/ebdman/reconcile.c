@@ -62,7 +62,7 @@ static bool child_up_to_date(kcr_informer *inf, const cJSON *want, const char *f
   /* Propagated annotations: same set with the same values. */
   cJSON_ArrayForEach(a, kcr_json_at(want, "metadata.annotations"))
   {
-    const char *v = kcr_json_str(kcr_json_at(have, "metadata.annotations"), a->string);
+    const char *v = kcr_json_member_str(kcr_json_at(have, "metadata.annotations"), a->string);
     ok = ok && v && !strcmp(v, a->valuestring);
   }
   cJSON_ArrayForEach(a, kcr_json_at(have, "metadata.annotations"))

@@ -37,6 +37,12 @@ const char *kcr_json_str(const cJSON *obj, const char *path)
   return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+const char *kcr_json_member_str(const cJSON *obj, const char *key)
+{
+  const cJSON *v = cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+  return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
 int64_t kcr_json_int(const cJSON *obj, const char *path, int64_t def)
 {
   const cJSON *v = kcr_json_at(obj, path);
