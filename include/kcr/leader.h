@@ -64,21 +64,21 @@ typedef struct kcr_leader kcr_leader;
 typedef void (*kcr_leader_fn)(void *ud);
 
 struct kcr_leader_opts {
-  kcr_client *client;          /* required; borrowed, must outlive the elector */
-  const char *ns;              /* required: the Lease's namespace (copied) */
-  const char *name;            /* required: the Lease's name (copied) */
-  const char *identity;        /* copied; NULL or "": "<hostname>_<random hex>" */
-  uint64_t lease_duration_ms;  /* 0: 15000; at least 1000; written to the Lease
-                                  as whole seconds (truncated) */
-  uint64_t renew_deadline_ms;  /* 0: 10000; must be < the lease duration's
-                                  whole seconds (what others read) */
-  uint64_t retry_period_ms;    /* 0: 2000; 1.2 * retry < renew_deadline */
-  kcr_metrics *metrics;        /* optional; must outlive the elector */
+  kcr_client *client;               /* required; borrowed, must outlive the elector */
+  const char *ns;                   /* required: the Lease's namespace (copied) */
+  const char *name;                 /* required: the Lease's name (copied) */
+  const char *identity;             /* copied; NULL or "": "<hostname>_<random hex>" */
+  uint64_t lease_duration_ms;       /* 0: 15000; at least 1000; written to the Lease
+                                       as whole seconds (truncated) */
+  uint64_t renew_deadline_ms;       /* 0: 10000; must be < the lease duration's
+                                       whole seconds (what others read) */
+  uint64_t retry_period_ms;         /* 0: 2000; 1.2 * retry < renew_deadline */
+  kcr_metrics *metrics;             /* optional; must outlive the elector */
   kcr_leader_fn on_started_leading; /* optional */
   kcr_leader_fn on_stopped_leading; /* optional */
-  void *ud;                    /* passed to both callbacks */
-  int release_on_cancel;       /* 0: default, release; > 0 release; < 0 keep
-                                  the lease on stop (it then expires) */
+  void *ud;                         /* passed to both callbacks */
+  int release_on_cancel;            /* 0: default, release; > 0 release; < 0 keep
+                                       the lease on stop (it then expires) */
 };
 
 /* Makes an elector (not started). Copies what it needs from o.

@@ -61,7 +61,7 @@
 #include "kcr/path.h"
 #include "kcr/time.h"
 
-#define JITTER_FACTOR 1.2
+#define JITTER_FACTOR    1.2
 #define RELEASE_ATTEMPTS 5
 
 static const struct kcr_gvr lease_gvr = {"coordination.k8s.io", "v1", "leases", true};
@@ -89,14 +89,14 @@ struct kcr_leader {
   bool lost;      /* set after on_stopped_leading returned */
 
   /* Elector thread only. */
-  cJSON *lease;          /* last Lease read or written (its resourceVersion) */
-  char *seen_raw;        /* the last record seen (spec as JSON) */
-  uint64_t seen_ms;      /* when it was first seen in that state */
-  uint64_t seen_dur_ms;  /* its leaseDurationSeconds, or our default */
-  char *seen_holder;     /* holder of the last record that was not ours */
-  uint64_t last_ok_ms;   /* start of the last successful write */
-  kcr_err last_err;      /* to log a repeated error once */
-  char *logged_holder;   /* to log "held by"/"expired" once per holder */
+  cJSON *lease;         /* last Lease read or written (its resourceVersion) */
+  char *seen_raw;       /* the last record seen (spec as JSON) */
+  uint64_t seen_ms;     /* when it was first seen in that state */
+  uint64_t seen_dur_ms; /* its leaseDurationSeconds, or our default */
+  char *seen_holder;    /* holder of the last record that was not ours */
+  uint64_t last_ok_ms;  /* start of the last successful write */
+  kcr_err last_err;     /* to log a repeated error once */
+  char *logged_holder;  /* to log "held by"/"expired" once per holder */
   enum logged logged_what;
   unsigned seed;
 };
@@ -119,7 +119,8 @@ static char *default_identity(unsigned *seed)
   }
   for(size_t i = 0; i < sizeof(rnd); i++)
     snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
-  *seed ^= (unsigned)rnd[0] << 24 | (unsigned)rnd[1] << 16 | (unsigned)rnd[2] << 8 | rnd[3];
+  *seed ^=
+      (unsigned)rnd[0] << 24 | (unsigned)rnd[1] << 16 | (unsigned)rnd[2] << 8 | rnd[3];
   if(asprintf(&id, "%s_%s", host, hex) < 0)
     id = NULL;
   return id;
@@ -166,8 +167,8 @@ kcr_err kcr_leader_new(const struct kcr_leader_opts *o, kcr_leader **out)
   le->seed = (unsigned)kcr_time_mono_ns() ^ (unsigned)getpid();
   le->ns = strdup(o->ns);
   le->name = strdup(o->name);
-  le->identity = o->identity && *o->identity ? strdup(o->identity)
-                                             : default_identity(&le->seed);
+  le->identity =
+      o->identity && *o->identity ? strdup(o->identity) : default_identity(&le->seed);
   if(le->ns && le->name && asprintf(&le->desc, "%s/%s", le->ns, le->name) < 0)
     le->desc = NULL;
   pthread_mutex_init(&le->mu, NULL);
@@ -357,8 +358,8 @@ static kcr_err observe(kcr_leader *le, cJSON *lease)
 
 /* Writes a record on top of base (its metadata, resourceVersion included):
  * PUT, or POST when create. On success the answer becomes the seen state. */
-static kcr_err write_record(kcr_leader *le, const cJSON *base, bool create,
-                            cJSON *spec, uint64_t deadline, struct kcr_errinfo *ei)
+static kcr_err write_record(kcr_leader *le, const cJSON *base, bool create, cJSON *spec,
+                            uint64_t deadline, struct kcr_errinfo *ei)
 {
   cJSON *obj = base ? cJSON_Duplicate(base, true) : cJSON_CreateObject(), *out = NULL;
   cJSON *meta;
@@ -393,9 +394,10 @@ static void note_error(kcr_leader *le, const char *op, kcr_err rc,
                        const struct kcr_errinfo *ei)
 {
   if(rc != le->last_err)
-    KCR_LOG(KCR_LOG_WARN, "leader: lease request failed; retrying", KCR_S("lease", le->desc),
-            KCR_S("op", op), KCR_S("err", kcr_err_name(rc)), KCR_I("code", ei->code),
-            KCR_S("detail", ei->message), KCR_I("retryPeriodMs", le->o.retry_period_ms));
+    KCR_LOG(KCR_LOG_WARN, "leader: lease request failed; retrying",
+            KCR_S("lease", le->desc), KCR_S("op", op), KCR_S("err", kcr_err_name(rc)),
+            KCR_I("code", ei->code), KCR_S("detail", ei->message),
+            KCR_I("retryPeriodMs", le->o.retry_period_ms));
   else
     KCR_LOG(KCR_LOG_DEBUG, "leader: lease request still failing",
             KCR_S("lease", le->desc), KCR_S("op", op), KCR_S("err", kcr_err_name(rc)));
@@ -463,10 +465,10 @@ static enum try_result try_once(kcr_leader *le, bool leading, uint64_t deadline)
     char now[KCR_RFC3339_MICRO_LEN];
     now_micro(now);
     kcr_errinfo_cleanup(&ei);
-    rc = write_record(le, NULL, true,
-                      make_spec(le->identity, (int64_t)(le->o.lease_duration_ms / 1000),
-                                now, now, 0),
-                      deadline, &ei);
+    rc = write_record(
+        le, NULL, true,
+        make_spec(le->identity, (int64_t)(le->o.lease_duration_ms / 1000), now, now, 0),
+        deadline, &ei);
     if(!rc)
       goto ok;
     if(rc == KCR_EEXIST || rc == KCR_ECONFLICT)
@@ -506,8 +508,9 @@ static enum try_result try_once(kcr_leader *le, bool leading, uint64_t deadline)
       goto out;
     }
     if(first_report(le, holder, LOGGED_EXPIRED))
-      KCR_LOG(KCR_LOG_INFO, "leader: lease expired; taking over", KCR_S("lease", le->desc),
-              KCR_S("holder", holder), KCR_I("unchangedForMs", now - le->seen_ms));
+      KCR_LOG(KCR_LOG_INFO, "leader: lease expired; taking over",
+              KCR_S("lease", le->desc), KCR_S("holder", holder),
+              KCR_I("unchangedForMs", now - le->seen_ms));
   }
   /* 4. Take or renew it on the resourceVersion just read. */
   rc = write_record(le, le->lease, false, our_spec(le, le->lease), deadline, &ei);
@@ -597,9 +600,10 @@ static void release(kcr_leader *le)
     now_micro(now);
     spec = kcr_json_at(cur, "spec");
     kcr_errinfo_cleanup(&ei);
-    rc = write_record(le, cur, false,
-                      make_spec("", 1, now, now, spec_int(spec, "leaseTransitions", 0, 0)),
-                      deadline, &ei);
+    rc =
+        write_record(le, cur, false,
+                     make_spec("", 1, now, now, spec_int(spec, "leaseTransitions", 0, 0)),
+                     deadline, &ei);
     if(!rc) {
       KCR_LOG(KCR_LOG_INFO, "leader: released the lease", KCR_S("lease", le->desc),
               KCR_S("identity", le->identity));
@@ -622,8 +626,8 @@ static void *run(void *p)
   const char *why;
 
   tl_elector = le;
-  KCR_LOG(KCR_LOG_INFO, "leader: attempting to acquire the lease", KCR_S("lease", le->desc),
-          KCR_S("identity", le->identity));
+  KCR_LOG(KCR_LOG_INFO, "leader: attempting to acquire the lease",
+          KCR_S("lease", le->desc), KCR_S("identity", le->identity));
   if(acquire(le)) {
     set_leading(le, true);
     KCR_LOG(KCR_LOG_INFO, "leader: acquired the lease", KCR_S("lease", le->desc),

@@ -1,0 +1,164 @@
+/* ebdman's availability logic: what Installed, VFMHealthy and Ready say for
+ * each thing a reconcile can observe. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ebdman.h"
+
+static cJSON *vfm(int64_t gen, const char *status, const char *reason, const char *msg,
+                  int64_t ogen)
+{
+  char buf[1024];
+  if(!status)
+    snprintf(buf, sizeof(buf), "{\"metadata\":{\"generation\":%lld}}", (long long)gen);
+  else
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"generation\":%lld},\"status\":{\"conditions\":[{\"type\":"
+             "\"Ready\",\"status\":\"%s\",\"reason\":\"%s\",\"message\":\"%s\","
+             "\"observedGeneration\":%lld,\"lastTransitionTime\":\"2026-11-29T10:00:00Z\"}]}}",
+             (long long)gen, status, reason, msg, (long long)ogen);
+  return cJSON_Parse(buf);
+}
+
+static void expect(const struct kcr_cond *c, const char *type, const char *status,
+                   const char *reason, const char *msg, int64_t gen)
+{
+  assert_string_equal(type, c->type);
+  assert_string_equal(status, c->status);
+  assert_string_equal(reason, c->reason);
+  assert_string_equal(msg, c->message);
+  assert_int_equal(gen, c->observed_generation);
+  assert_int_equal(KCR_OK, kcr_cond_validate(c, NULL));
+}
+
+static void ready_vfm_makes_everything_ready(void **state)
+{
+  cJSON *v = vfm(2, "True", "Ready", "ok", 2);
+  struct ebdman_observed ob = {.generation = 5, .vfm = v};
+  struct kcr_cond c[EBDMAN_NCOND];
+  ebdman_conditions(&ob, c);
+  expect(&c[EBDMAN_COND_INSTALLED], "Installed", "True", "Installed",
+         "configmap and vfm custom resource applied", 5);
+  expect(&c[EBDMAN_COND_VFM], "VFMHealthy", "True", "Ready", "vfm custom resource is ready", 5);
+  expect(&c[EBDMAN_COND_READY], "Ready", "True", "Ready", "ebd is ready", 5);
+  cJSON_Delete(v);
+}
+
+static void missing_or_unreported_vfm_is_progressing(void **state)
+{
+  struct kcr_cond c[EBDMAN_NCOND];
+  struct ebdman_observed ob = {.generation = 1};
+  ebdman_conditions(&ob, c); /* not in the cache yet */
+  expect(&c[EBDMAN_COND_VFM], "VFMHealthy", "False", "Progressing",
+         "vfm custom resource is not ready", 1);
+  expect(&c[EBDMAN_COND_READY], "Ready", "False", "Progressing",
+         "vfm custom resource is not ready", 1);
+  cJSON *v = vfm(1, NULL, NULL, NULL, 0); /* no conditions yet */
+  ob.vfm = v;
+  ebdman_conditions(&ob, c);
+  assert_string_equal("Progressing", c[EBDMAN_COND_VFM].reason);
+  cJSON_Delete(v);
+  v = vfm(1, "Unknown", "Starting", "", 1);
+  ob.vfm = v;
+  ebdman_conditions(&ob, c);
+  assert_string_equal("Progressing", c[EBDMAN_COND_VFM].reason);
+  cJSON_Delete(v);
+}
+
+static void stale_ready_is_still_progressing(void **state)
+{
+  /* Ready=True, but for generation 1 while the VFM is at 2. */
+  cJSON *v = vfm(2, "True", "Ready", "ok", 1);
+  struct ebdman_observed ob = {.generation = 3, .vfm = v};
+  struct kcr_cond c[EBDMAN_NCOND];
+  ebdman_conditions(&ob, c);
+  expect(&c[EBDMAN_COND_VFM], "VFMHealthy", "False", "Progressing",
+         "vfm custom resource is not ready", 3);
+  /* And right after this reconcile applied a new spec, the cached VFM is old. */
+  cJSON_Delete(v);
+  v = vfm(2, "True", "Ready", "ok", 2);
+  ob.vfm = v;
+  ob.applied_new_spec = true;
+  ebdman_conditions(&ob, c);
+  assert_string_equal("Progressing", c[EBDMAN_COND_VFM].reason);
+  cJSON_Delete(v);
+}
+
+static void failed_vfm_is_an_error_with_its_message(void **state)
+{
+  cJSON *v = vfm(1, "False", "Failed", "disk on fire", 1);
+  struct ebdman_observed ob = {.generation = 1, .vfm = v};
+  struct kcr_cond c[EBDMAN_NCOND];
+  ebdman_conditions(&ob, c);
+  expect(&c[EBDMAN_COND_VFM], "VFMHealthy", "False", "Error", "disk on fire", 1);
+  expect(&c[EBDMAN_COND_READY], "Ready", "False", "Error", "disk on fire", 1);
+  cJSON_Delete(v);
+  /* False for another reason is just not ready yet. */
+  v = vfm(1, "False", "Progressing", "pulling", 1);
+  ob.vfm = v;
+  ebdman_conditions(&ob, c);
+  assert_string_equal("Progressing", c[EBDMAN_COND_VFM].reason);
+  cJSON_Delete(v);
+  /* Reading it failed. */
+  ob.vfm = NULL;
+  ob.vfm_read_error = "cache read failed";
+  ebdman_conditions(&ob, c);
+  expect(&c[EBDMAN_COND_VFM], "VFMHealthy", "False", "Error", "cache read failed", 1);
+}
+
+static void install_failure_wins_the_summary(void **state)
+{
+  cJSON *v = vfm(1, "True", "Ready", "ok", 1);
+  struct ebdman_observed ob = {.generation = 4, .vfm = v, .install_failed = true,
+                               .install_error = "VFM x: spec.image: Invalid value"};
+  struct kcr_cond c[EBDMAN_NCOND];
+  ebdman_conditions(&ob, c);
+  expect(&c[EBDMAN_COND_INSTALLED], "Installed", "False", "InstallFailed",
+         "VFM x: spec.image: Invalid value", 4);
+  expect(&c[EBDMAN_COND_READY], "Ready", "False", "InstallFailed",
+         "VFM x: spec.image: Invalid value", 4);
+  cJSON_Delete(v);
+}
+
+static void children_are_owned_and_named(void **state)
+{
+  cJSON *ebd = cJSON_Parse(
+      "{\"apiVersion\":\"ebdman.example.com/v1alpha1\",\"kind\":\"EBD\",\"metadata\":{"
+      "\"name\":\"a\",\"namespace\":\"ns\",\"uid\":\"u-1\",\"annotations\":{"
+      "\"vfm-sim.ebdman.example.com/delay\":\"1s\",\"other\":\"x\"}},\"spec\":{\"vfm\":{"
+      "\"image\":\"img\",\"replicas\":2,\"config\":{\"k\":\"v\"}}}}");
+  cJSON *cm = ebdman_configmap_for(ebd), *v = ebdman_vfm_for(ebd);
+  assert_string_equal("a-config", kcr_json_str(cm, "metadata.name"));
+  assert_string_equal("v", kcr_json_str(cm, "data.k"));
+  assert_string_equal("a", kcr_json_str(v, "metadata.name"));
+  assert_string_equal("img", kcr_json_str(v, "spec.image"));
+  assert_int_equal(2, kcr_json_int(v, "spec.replicas", 0));
+  assert_string_equal("1s", kcr_json_member_str(kcr_json_at(v, "metadata.annotations"),
+                                                "vfm-sim.ebdman.example.com/delay"));
+  assert_null(kcr_json_member_str(kcr_json_at(v, "metadata.annotations"), "other"));
+  const cJSON *ref = cJSON_GetArrayItem(kcr_json_at(v, "metadata.ownerReferences"), 0);
+  assert_string_equal("u-1", kcr_json_str(ref, "uid"));
+  assert_true(cJSON_IsTrue(cJSON_GetObjectItem(ref, "controller")));
+  cJSON_Delete(cm);
+  cJSON_Delete(v);
+  cJSON_Delete(ebd);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(ready_vfm_makes_everything_ready),
+      cmocka_unit_test(missing_or_unreported_vfm_is_progressing),
+      cmocka_unit_test(stale_ready_is_still_progressing),
+      cmocka_unit_test(failed_vfm_is_an_error_with_its_message),
+      cmocka_unit_test(install_failure_wins_the_summary),
+      cmocka_unit_test(children_are_owned_and_named),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
