@@ -3,13 +3,26 @@
 #ifndef KCR_H
 #define KCR_H
 
+#include "kcr/arena.h"
+#include "kcr/backoff.h"
 #include "kcr/buf.h"
 #include "kcr/client.h"
+#include "kcr/cond.h"
 #include "kcr/config.h"
+#include "kcr/controller.h"
 #include "kcr/err.h"
+#include "kcr/events.h"
+#include "kcr/httpd.h"
+#include "kcr/informer.h"
 #include "kcr/json.h"
+#include "kcr/leader.h"
 #include "kcr/log.h"
+#include "kcr/manager.h"
+#include "kcr/metrics.h"
 #include "kcr/path.h"
+#include "kcr/queue.h"
+#include "kcr/status.h"
+#include "kcr/store.h"
 #include "kcr/time.h"
 #include "kcr/watch.h"
 

@@ -6,9 +6,10 @@
  *                                 .reporting_controller = "ebdman.example.com/ebdman"};
  *   kcr_recorder *rec;
  *   kcr_recorder_new(&o, &rec);
- *   struct kcr_event_ref ref = kcr_event_ref_from_obj(obj, "ebdman.example.com/v1", "EBD");
- *   kcr_recorder_eventf(rec, &ref, KCR_EVENT_WARNING, "ProvisionFailed", "Provision",
- *                       "volume %s: %s", vol, msg);
+ *   struct kcr_event_ref ref =
+ *       kcr_event_ref_from_obj(obj, "ebdman.example.com/v1", "EBD");
+ *   kcr_recorder_eventf(rec, &ref, KCR_EVENT_WARNING, "ProvisionFailed",
+ *                       "Provision", "volume %s: %s", vol, msg);
  *   ...
  *   kcr_recorder_free(rec);
  *
@@ -70,8 +71,8 @@ typedef struct kcr_recorder kcr_recorder;
  * for the call and copied. kind and name are required; namespace is NULL or
  * "" for cluster-scoped objects; the others are optional (NULL or ""). */
 struct kcr_event_ref {
-  const char *api_version;      /* "v1", "ebdman.example.com/v1alpha1" */
-  const char *kind;             /* "ConfigMap" */
+  const char *api_version; /* "v1", "ebdman.example.com/v1alpha1" */
+  const char *kind;        /* "ConfigMap" */
   const char *namespace;
   const char *name;
   const char *uid;
@@ -116,7 +117,8 @@ struct kcr_recorder_opts {
   int spam_burst;                   /* 25 events per object+reason; < 0: no limit */
   uint64_t spam_refill_ms;          /* 300000: one token per 5 minutes */
   size_t queue_capacity;            /* 1000 new events waiting to be sent */
-  uint64_t series_flush_ms;         /* 30000: series writes per Event at most */
+  uint64_t series_flush_ms;         /* 30000: at most one series write per Event
+                                       per interval (a flush writes at once) */
   uint64_t aggregate_window_ms;     /* 360000: a repeat later than this after
                                        the previous one starts a new Event */
   int max_attempts;                 /* 5 tries per write before dropping it */
@@ -125,9 +127,9 @@ struct kcr_recorder_opts {
   uint64_t shutdown_flush_ms;       /* 5000: how long kcr_recorder_free flushes */
   kcr_event_sink_fn sink;           /* tests: replaces the API server */
   void *sink_ud;
-  uint64_t (*clock_ms)(void *ud);   /* tests: monotonic milliseconds; default
-                                       kcr_time_mono_ms. Event timestamps
-                                       always come from the wall clock. */
+  uint64_t (*clock_ms)(void *ud); /* tests: monotonic milliseconds; default
+                                     kcr_time_mono_ms. Event timestamps
+                                     always come from the wall clock. */
   void *clock_ud;
 };
 
@@ -167,10 +169,12 @@ kcr_err kcr_recorder_event(kcr_recorder *r, const struct kcr_event *ev);
 /* Waits until no new event is queued or being sent and every series count
  * has been written (series writes are not held back by series_flush_ms
  * while someone flushes), or timeout_ms passed: KCR_OK or KCR_ETIMEDOUT.
- * Writes being retried keep their backoff. Thread safety: any thread. */
+ * Writes being retried keep their backoff. A negative timeout is 0. KCR_EINVAL
+ * if r is NULL. Thread safety: any thread. */
 kcr_err kcr_recorder_flush(kcr_recorder *r, long timeout_ms);
 
-/* Counters since creation (the same outcomes as kcr_events_total). */
+/* Counters since creation (the same outcomes as kcr_events_total), read
+ * together under the recorder's lock. Thread safety: any thread. */
 struct kcr_recorder_stats {
   uint64_t sent, aggregated, dropped, failed;
   uint64_t series_writes; /* successful series PATCHes */

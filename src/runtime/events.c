@@ -30,8 +30,8 @@
  *  I1 an entry is on the queue iff state == E_QUEUED && !busy; nqueued
  *     counts them.
  *  I2 an entry is freed only when !busy (the worker may use its immutable
- *     strings without the lock while busy), by gc(), by the expiry check in
- *     record(), by finish() on the worker itself, or by free().
+ *     strings without the lock while busy): by gc(), by the expiry check in
+ *     kcr_recorder_event(), by finish() on the worker itself, or by free().
  *  I3 inflight iff some entry is busy; at most one is (one worker).
  *  I4 state == E_CREATED implies written >= 1 and written <= count.
  *  I5 quiescent (what flush waits for) == nqueued == 0 && !inflight && no
@@ -63,10 +63,10 @@
 #include "kcr/path.h"
 #include "kcr/time.h"
 
-#define GC_TICK_MS     1000
-#define SPAM_MAX_KEYS  4096
-#define NKEY_FIELDS    8
-#define SERIES_MAX     2147483647ull /* EventSeries.count is an int32 */
+#define GC_TICK_MS    1000
+#define SPAM_MAX_KEYS 4096
+#define NKEY_FIELDS   8
+#define SERIES_MAX    2147483647ull /* EventSeries.count is an int32 */
 
 static const struct kcr_gvr events_gvr = {"events.k8s.io", "v1", "events", true};
 
@@ -267,8 +267,8 @@ void kcr_event_bucket_init(struct kcr_event_bucket *b, int burst, uint64_t now_m
   b->last_ms = now_ms;
 }
 
-static double bucket_level(const struct kcr_event_bucket *b, int burst, uint64_t refill_ms,
-                           uint64_t now_ms)
+static double bucket_level(const struct kcr_event_bucket *b, int burst,
+                           uint64_t refill_ms, uint64_t now_ms)
 {
   double t = b->tokens;
   if(now_ms > b->last_ms)
@@ -301,7 +301,10 @@ struct kcr_event_ref kcr_event_ref_from_obj(const kcr_obj *o, const char *api_ve
   return r;
 }
 
-static bool is_alnum_lower(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+static bool is_alnum_lower(char c)
+{
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
 static bool is_alnum(char c) { return is_alnum_lower(c) || (c >= 'A' && c <= 'Z'); }
 
 /* RFC 1123 subdomain, as metadata.name of an Event must be. */
@@ -379,8 +382,9 @@ static void uuid_name(char out[37], int64_t ns)
   }
   b[6] = (unsigned char)((b[6] & 0x0F) | 0x40); /* version 4 */
   b[8] = (unsigned char)((b[8] & 0x3F) | 0x80); /* variant 10 */
-  snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-           b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+  snprintf(out, 37,
+           "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+           b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
            b[13], b[14], b[15]);
 }
 
@@ -593,8 +597,9 @@ kcr_err kcr_recorder_event(kcr_recorder *r, const struct kcr_event *ev)
   if(!r || !rg || empty(rg->kind) || empty(rg->name) ||
      kcr_event_validate(ev->type, ev->reason, ev->action))
     return KCR_EINVAL;
-  rc = build_key(ev, kcr_event_note_cut(nz(ev->note), strlen(nz(ev->note)),
-                                        KCR_EVENT_NOTE_MAX), &key);
+  rc = build_key(
+      ev, kcr_event_note_cut(nz(ev->note), strlen(nz(ev->note)), KCR_EVENT_NOTE_MAX),
+      &key);
   if(rc)
     goto out;
   h = fnv1a(key.ptr, key.len);
@@ -644,7 +649,8 @@ kcr_err kcr_recorder_event(kcr_recorder *r, const struct kcr_event *ev)
             KCR_S("namespace", nz(rg->namespace)), KCR_S("name", rg->name),
             KCR_S("reason", ev->reason));
   if(log_spam)
-    KCR_LOG(KCR_LOG_WARN, "event spam limit reached: dropping events for this object "
+    KCR_LOG(KCR_LOG_WARN,
+            "event spam limit reached: dropping events for this object "
             "and reason until tokens refill",
             KCR_S("kind", rg->kind), KCR_S("namespace", nz(rg->namespace)),
             KCR_S("name", rg->name), KCR_S("reason", ev->reason),
@@ -696,24 +702,26 @@ static bool add_series(cJSON *o, const struct entry *e)
   char t[KCR_RFC3339_MICRO_LEN];
   cJSON *s = cJSON_AddObjectToObject(o, "series");
   kcr_time_format_micro(&e->last_observed, t);
-  return s && cJSON_AddNumberToObject(s, "count", (double)e->count) && add_str(s, "lastObservedTime", t);
+  return s && cJSON_AddNumberToObject(s, "count", (double)e->count) &&
+         add_str(s, "lastObservedTime", t);
 }
 
 /* The whole Event, with its series when it has repeats already. */
 static cJSON *event_body(const kcr_recorder *r, const struct entry *e)
 {
   cJSON *o = cJSON_CreateObject(), *md, *rg;
-  bool ok = o && add_str(o, "apiVersion", "events.k8s.io/v1") && add_str(o, "kind", "Event") &&
-            (md = cJSON_AddObjectToObject(o, "metadata")) && add_str(md, "name", e->name) &&
-            add_str(md, "namespace", e->ns) && add_str(o, "eventTime", e->event_time) &&
-            add_str(o, "reportingController", r->controller) &&
-            add_str(o, "reportingInstance", r->instance) && add_str(o, "action", e->action) &&
-            add_str(o, "reason", e->reason) && add_opt(o, "note", e->note) &&
-            add_str(o, "type", e->type) && (rg = cJSON_AddObjectToObject(o, "regarding")) &&
-            add_opt(rg, "apiVersion", e->r_api) && add_str(rg, "kind", e->r_kind) &&
-            add_opt(rg, "namespace", e->r_ns) && add_str(rg, "name", e->r_name) &&
-            add_opt(rg, "uid", e->r_uid) && add_opt(rg, "resourceVersion", e->r_rv) &&
-            (e->count < 2 || add_series(o, e));
+  bool ok =
+      o && add_str(o, "apiVersion", "events.k8s.io/v1") && add_str(o, "kind", "Event") &&
+      (md = cJSON_AddObjectToObject(o, "metadata")) && add_str(md, "name", e->name) &&
+      add_str(md, "namespace", e->ns) && add_str(o, "eventTime", e->event_time) &&
+      add_str(o, "reportingController", r->controller) &&
+      add_str(o, "reportingInstance", r->instance) && add_str(o, "action", e->action) &&
+      add_str(o, "reason", e->reason) && add_opt(o, "note", e->note) &&
+      add_str(o, "type", e->type) && (rg = cJSON_AddObjectToObject(o, "regarding")) &&
+      add_opt(rg, "apiVersion", e->r_api) && add_str(rg, "kind", e->r_kind) &&
+      add_opt(rg, "namespace", e->r_ns) && add_str(rg, "name", e->r_name) &&
+      add_opt(rg, "uid", e->r_uid) && add_opt(rg, "resourceVersion", e->r_rv) &&
+      (e->count < 2 || add_series(o, e));
   if(!ok) {
     cJSON_Delete(o);
     return NULL;
@@ -736,8 +744,8 @@ static cJSON *series_body(const struct entry *e)
 struct job {
   struct entry *e;
   enum kcr_event_op op;
-  cJSON *body;      /* NULL if it could not be built */
-  uint64_t count;   /* the count the body carries */
+  cJSON *body;    /* NULL if it could not be built */
+  uint64_t count; /* the count the body carries */
 };
 
 /* Picks the next write due at now, marks its entry busy; false if none. */
@@ -841,10 +849,8 @@ static bool retryable(kcr_err rc)
   case KCR_EUNAVAILABLE:
   case KCR_ESERVER:
   case KCR_EHTTP:
-  case KCR_EPARSE:
-    return true;
-  default:
-    return false;
+  case KCR_EPARSE: return true;
+  default: return false;
   }
 }
 
@@ -896,8 +902,8 @@ static kcr_err api_sink(void *ud, enum kcr_event_op op, const char *ns, const ch
   text = kcr_json_print(body);
   if(!text)
     return KCR_ENOMEM;
-  rc = kcr_patch(c, &(struct kcr_ref){&events_gvr, ns, name, NULL}, &po, text, strlen(text),
-                 NULL, ei);
+  rc = kcr_patch(c, &(struct kcr_ref){&events_gvr, ns, name, NULL}, &po, text,
+                 strlen(text), NULL, ei);
   free(text);
   return rc;
 }
@@ -1041,6 +1047,8 @@ kcr_err kcr_recorder_flush(kcr_recorder *r, long timeout_ms)
 
   if(!r)
     return KCR_EINVAL;
+  if(timeout_ms < 0)
+    timeout_ms = 0;
   clock_gettime(CLOCK_MONOTONIC, &until);
   until.tv_sec += timeout_ms / 1000;
   until.tv_nsec += (timeout_ms % 1000) * 1000000L;
@@ -1051,14 +1059,12 @@ kcr_err kcr_recorder_flush(kcr_recorder *r, long timeout_ms)
   pthread_mutex_lock(&r->mu);
   r->nflush++;
   pthread_cond_signal(&r->wake); /* dirty series are due now */
-  while(!quiescent(r) && !r->stop) {
+  while(!quiescent(r)) {         /* the worker broadcasts idle when it gets there */
     if(pthread_cond_timedwait(&r->idle, &r->mu, &until)) {
       rc = quiescent(r) ? KCR_OK : KCR_ETIMEDOUT;
       break;
     }
   }
-  if(!rc && r->stop && !quiescent(r))
-    rc = KCR_ECANCELED;
   r->nflush--;
   pthread_mutex_unlock(&r->mu);
   return rc;
@@ -1184,7 +1190,8 @@ kcr_err kcr_recorder_new(const struct kcr_recorder_opts *o, kcr_recorder **out)
   pthread_condattr_destroy(&ca);
   set_defaults(r, o);
   r->controller = strdup(o->reporting_controller);
-  r->instance = o->reporting_instance ? strdup(o->reporting_instance) : default_instance();
+  r->instance =
+      o->reporting_instance ? strdup(o->reporting_instance) : default_instance();
   if(!r->controller || !r->instance || table_init(&r->events) || table_init(&r->spam))
     goto out;
   r->last_gc_ms = now_ms(r);
@@ -1195,7 +1202,7 @@ kcr_err kcr_recorder_new(const struct kcr_recorder_opts *o, kcr_recorder **out)
                                     (const char *[]){"type", "reason", "result", NULL});
     if(!r->m_total)
       KCR_LOG(KCR_LOG_WARN, "kcr_events_total is registered with other labels; "
-              "events are not counted");
+                            "events are not counted");
   }
   rc = KCR_EIO;
   if(pthread_create(&r->thread, NULL, worker, r))

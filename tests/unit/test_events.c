@@ -1,0 +1,941 @@
+/* The event recorder without a server: the pure rules (validation, note
+ * cutting on UTF-8 boundaries, the isomorphic key, token-bucket arithmetic)
+ * and the recorder's behaviour against a fake sink that records every write
+ * and answers from a script, with a test clock where time matters. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h> /* after the four above, which it needs */
+
+#include "kcr/events.h"
+#include "kcr/json.h"
+#include "kcr/log.h"
+#include "kcr/metrics.h"
+#include "kcr/time.h"
+
+/* ---- a fake sink and a test clock ---- */
+
+#define MAXCALLS 4096
+
+struct call {
+  enum kcr_event_op op;
+  char *ns, *name;
+  cJSON *body;
+};
+
+struct fake {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  struct call calls[MAXCALLS];
+  int n;
+  kcr_err script[64]; /* answer to call i; KCR_OK beyond */
+  bool gate_closed;   /* the sink waits while closed */
+  bool in_sink;
+};
+
+static void fake_init(struct fake *f)
+{
+  memset(f, 0, sizeof(*f));
+  pthread_mutex_init(&f->mu, NULL);
+  pthread_cond_init(&f->cv, NULL);
+}
+
+static void fake_cleanup(struct fake *f)
+{
+  for(int i = 0; i < f->n && i < MAXCALLS; i++) {
+    free(f->calls[i].ns);
+    free(f->calls[i].name);
+    cJSON_Delete(f->calls[i].body);
+  }
+  pthread_mutex_destroy(&f->mu);
+  pthread_cond_destroy(&f->cv);
+}
+
+static kcr_err fake_sink(void *ud, enum kcr_event_op op, const char *ns, const char *name,
+                         const cJSON *body, struct kcr_errinfo *ei)
+{
+  struct fake *f = ud;
+  kcr_err rc;
+
+  pthread_mutex_lock(&f->mu);
+  f->in_sink = true;
+  pthread_cond_broadcast(&f->cv);
+  while(f->gate_closed)
+    pthread_cond_wait(&f->cv, &f->mu);
+  if(f->n < MAXCALLS)
+    f->calls[f->n] =
+        (struct call){op, strdup(ns), strdup(name), cJSON_Duplicate(body, 1)};
+  rc = f->n < 64 ? f->script[f->n] : KCR_OK;
+  f->n++;
+  f->in_sink = false;
+  pthread_mutex_unlock(&f->mu);
+  if(rc)
+    kcr_errinfo_set(ei, rc, "fake sink answers %s", kcr_err_name(rc));
+  return rc;
+}
+
+static int ncalls(struct fake *f)
+{
+  int n;
+  pthread_mutex_lock(&f->mu);
+  n = f->n;
+  pthread_mutex_unlock(&f->mu);
+  return n;
+}
+
+static void gate(struct fake *f, bool closed)
+{
+  pthread_mutex_lock(&f->mu);
+  f->gate_closed = closed;
+  pthread_cond_broadcast(&f->cv);
+  pthread_mutex_unlock(&f->mu);
+}
+
+/* Waits until the worker sits in the sink (behind a closed gate). */
+static void wait_in_sink(struct fake *f)
+{
+  pthread_mutex_lock(&f->mu);
+  while(!f->in_sink)
+    pthread_cond_wait(&f->cv, &f->mu);
+  pthread_mutex_unlock(&f->mu);
+}
+
+static _Atomic uint64_t fake_now = 1000000;
+static uint64_t test_clock(void *ud) { return atomic_load(&fake_now); }
+
+static void sleep_ms(unsigned ms)
+{
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  while(nanosleep(&ts, &ts))
+    ;
+}
+
+static kcr_recorder *recorder(struct fake *f, struct kcr_recorder_opts o)
+{
+  kcr_recorder *r = NULL;
+  o.sink = fake_sink;
+  o.sink_ud = f;
+  if(!o.reporting_controller)
+    o.reporting_controller = "ebdman.example.com/ebdman";
+  if(!o.reporting_instance)
+    o.reporting_instance = "test-host";
+  assert_int_equal(KCR_OK, kcr_recorder_new(&o, &r));
+  assert_non_null(r);
+  return r;
+}
+
+static const struct kcr_event_ref cm = {
+    "v1", "ConfigMap", "ns1", "cm1", "0b1f7c6e-1111-2222-3333-444455556666", "42"};
+
+static const char *str(const cJSON *o, const char *path)
+{
+  const char *s = kcr_json_str(o, path);
+  return s ? s : "(absent)";
+}
+
+/* ---- validation ---- */
+
+static void validate_accepts_only_normal_and_warning(void **state)
+{
+  assert_int_equal(KCR_OK, kcr_event_validate("Normal", "Created", "Create"));
+  assert_int_equal(KCR_OK, kcr_event_validate("Warning", "Failed", "Sync"));
+  assert_int_equal(KCR_EINVAL, kcr_event_validate("normal", "Created", "Create"));
+  assert_int_equal(KCR_EINVAL, kcr_event_validate("Error", "Created", "Create"));
+  assert_int_equal(KCR_EINVAL, kcr_event_validate("", "Created", "Create"));
+  assert_int_equal(KCR_EINVAL, kcr_event_validate(NULL, "Created", "Create"));
+}
+
+static void validate_limits_reason_and_action_to_1_128_bytes(void **state)
+{
+  char s128[129], s129[130];
+  memset(s128, 'R', 128), s128[128] = '\0';
+  memset(s129, 'R', 129), s129[129] = '\0';
+  assert_int_equal(KCR_OK, kcr_event_validate("Normal", s128, s128));
+  assert_int_equal(KCR_EINVAL, kcr_event_validate("Normal", s129, "Create"));
+  assert_int_equal(KCR_EINVAL, kcr_event_validate("Normal", "Created", s129));
+  assert_int_equal(KCR_EINVAL, kcr_event_validate("Normal", "", "Create"));
+  assert_int_equal(KCR_EINVAL, kcr_event_validate("Normal", NULL, "Create"));
+  /* The server requires an action on events.k8s.io/v1 Events. */
+  assert_int_equal(KCR_EINVAL, kcr_event_validate("Normal", "Created", ""));
+  assert_int_equal(KCR_EINVAL, kcr_event_validate("Normal", "Created", NULL));
+}
+
+/* ---- note cutting ---- */
+
+static void note_cut_keeps_what_fits(void **state)
+{
+  assert_int_equal(5, kcr_event_note_cut("hello", 5, 1024));
+  assert_int_equal(4, kcr_event_note_cut("hello", 5, 4));
+  assert_int_equal(0, kcr_event_note_cut("", 0, 1024));
+  /* Exactly at the limit, multi-byte last character included. */
+  assert_int_equal(3, kcr_event_note_cut("a\xc3\xa9", 3, 3));
+}
+
+static void note_cut_never_splits_a_utf8_sequence(void **state)
+{
+  /* "aé" = 61 c3 a9: a cut at 2 would split é. */
+  assert_int_equal(1, kcr_event_note_cut("a\xc3\xa9", 3, 2));
+  /* "a€" = 61 e2 82 ac: cuts at 2 and 3 fall inside €. */
+  assert_int_equal(1, kcr_event_note_cut("a\xe2\x82\xac", 4, 2));
+  assert_int_equal(1, kcr_event_note_cut("a\xe2\x82\xac", 4, 3));
+  /* "a😀b" = 61 f0 9f 98 80 62: every cut inside the emoji backs off to 1. */
+  for(size_t max = 2; max <= 4; max++)
+    assert_int_equal(1, kcr_event_note_cut("a\xf0\x9f\x98\x80\x62", 6, max));
+  assert_int_equal(5, kcr_event_note_cut("a\xf0\x9f\x98\x80\x62", 6, 5));
+}
+
+static void note_cut_at_1024_bytes(void **state)
+{
+  char s[1100];
+  memset(s, 'x', 1023);
+  memcpy(s + 1023, "\xc3\xa9", 2); /* é straddles the limit */
+  s[1025] = '\0';
+  assert_int_equal(1023, kcr_event_note_cut(s, 1025, KCR_EVENT_NOTE_MAX));
+  memset(s, 'x', 1100);
+  assert_int_equal(1024, kcr_event_note_cut(s, 1100, KCR_EVENT_NOTE_MAX));
+}
+
+/* ---- the isomorphic key ---- */
+
+static void isomorphic_events_share_object_type_reason_action_and_note(void **state)
+{
+  struct kcr_event_ref other_version = cm;
+  struct kcr_event a = {&cm, "Normal", "Synced", "Sync", "all good"};
+  struct kcr_event b = {&other_version, "Normal", "Synced", "Sync", "all good"};
+
+  other_version.resource_version = "43"; /* the object changed: same series */
+  other_version.api_version = NULL;
+  assert_true(kcr_event_isomorphic(&a, &b));
+  assert_true(kcr_event_isomorphic(&a, &a));
+}
+
+static void isomorphic_key_differs_on_each_field(void **state)
+{
+  struct kcr_event a = {&cm, "Normal", "Synced", "Sync", "all good"}, b;
+  struct kcr_event_ref r;
+  const char **ref_fields[] = {&r.kind, &r.namespace, &r.name, &r.uid};
+
+  b = a, b.type = "Warning";
+  assert_false(kcr_event_isomorphic(&a, &b));
+  b = a, b.reason = "Synced2";
+  assert_false(kcr_event_isomorphic(&a, &b));
+  b = a, b.action = "Sync2";
+  assert_false(kcr_event_isomorphic(&a, &b));
+  b = a, b.note = "all bad";
+  assert_false(kcr_event_isomorphic(&a, &b));
+  b = a, b.note = NULL;
+  assert_false(kcr_event_isomorphic(&a, &b));
+  for(size_t i = 0; i < sizeof(ref_fields) / sizeof(ref_fields[0]); i++) {
+    r = cm;
+    *ref_fields[i] = "different";
+    b = a, b.regarding = &r;
+    assert_false(kcr_event_isomorphic(&a, &b));
+  }
+  /* Field boundaries count: ("ab","c") is not ("a","bc"). */
+  {
+    struct kcr_event x = {&cm, "Normal", "ab", "c", ""},
+                     y = {&cm, "Normal", "a", "bc", ""};
+    assert_false(kcr_event_isomorphic(&x, &y));
+  }
+}
+
+static void isomorphic_notes_compare_as_sent(void **state)
+{
+  char n1[1200], n2[1200];
+  struct kcr_event a = {&cm, "Normal", "R", "A", n1}, b = {&cm, "Normal", "R", "A", n2};
+  struct kcr_event c = {&cm, "Normal", "R", "A", ""}, d = {&cm, "Normal", "R", "A", NULL};
+
+  memset(n1, 'x', sizeof(n1) - 1), n1[sizeof(n1) - 1] = '\0';
+  memcpy(n2, n1, sizeof(n2));
+  n2[1100] = 'y'; /* differs only past the 1024-byte limit */
+  assert_true(kcr_event_isomorphic(&a, &b));
+  n2[1000] = 'y';
+  assert_false(kcr_event_isomorphic(&a, &b));
+  assert_true(kcr_event_isomorphic(&c, &d)); /* NULL note == "" */
+}
+
+/* ---- token bucket ---- */
+
+static void bucket_allows_burst_then_refills_one_per_interval(void **state)
+{
+  struct kcr_event_bucket b;
+  kcr_event_bucket_init(&b, 3, 1000);
+  for(int i = 0; i < 3; i++)
+    assert_true(kcr_event_bucket_take(&b, 3, 300000, 1000));
+  assert_false(kcr_event_bucket_take(&b, 3, 300000, 1000));
+  assert_false(kcr_event_bucket_take(&b, 3, 300000, 1000 + 299999));
+  assert_true(kcr_event_bucket_take(&b, 3, 300000, 1000 + 300000));
+  assert_false(kcr_event_bucket_take(&b, 3, 300000, 1000 + 300000));
+  /* Half intervals add up. */
+  assert_false(kcr_event_bucket_take(&b, 3, 300000, 1000 + 450000));
+  assert_true(kcr_event_bucket_take(&b, 3, 300000, 1000 + 600000));
+}
+
+static void bucket_never_holds_more_than_burst(void **state)
+{
+  struct kcr_event_bucket b;
+  kcr_event_bucket_init(&b, 25, 0);
+  for(int i = 0; i < 25; i++)
+    assert_true(kcr_event_bucket_take(&b, 25, 300000, 0));
+  assert_false(kcr_event_bucket_take(&b, 25, 300000, 0));
+  /* Ten hours later: 120 intervals, but only 25 tokens. */
+  for(int i = 0; i < 25; i++)
+    assert_true(kcr_event_bucket_take(&b, 25, 300000, 36000000));
+  assert_false(kcr_event_bucket_take(&b, 25, 300000, 36000000));
+  /* A clock that goes back adds nothing. */
+  assert_false(kcr_event_bucket_take(&b, 25, 300000, 100));
+}
+
+/* ---- the recorder ---- */
+
+static void new_refuses_bad_options(void **state)
+{
+  struct fake f;
+  kcr_recorder *r = (kcr_recorder *)1;
+  char longname[200];
+  fake_init(&f);
+  memset(longname, 'h', 199), longname[199] = '\0';
+
+  /* No client and no sink. */
+  assert_int_equal(
+      KCR_EINVAL,
+      kcr_recorder_new(
+          &(struct kcr_recorder_opts){.reporting_controller = "example.com/c"}, &r));
+  assert_null(r);
+  const char *bad[] = {NULL, "",   "Example.com/c", "example.com/", "a/b/c",
+                       "-c", "c-", "example..com/c"};
+  for(size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    struct kcr_recorder_opts o = {
+        .reporting_controller = bad[i], .sink = fake_sink, .sink_ud = &f};
+    assert_int_equal(KCR_EINVAL, kcr_recorder_new(&o, &r));
+  }
+  struct kcr_recorder_opts o = {.reporting_controller = "c",
+                                .reporting_instance = longname,
+                                .sink = fake_sink,
+                                .sink_ud = &f};
+  assert_int_equal(KCR_EINVAL, kcr_recorder_new(&o, &r));
+  /* A bare name is a qualified name too; the instance defaults to the host. */
+  o.reporting_instance = NULL;
+  assert_int_equal(KCR_OK, kcr_recorder_new(&o, &r));
+  kcr_recorder_free(r);
+  kcr_recorder_free(NULL);
+  fake_cleanup(&f);
+}
+
+static void invalid_events_are_refused_and_nothing_is_sent(void **state)
+{
+  struct fake f;
+  struct kcr_recorder_stats st;
+  struct kcr_event_ref noname = cm, nokind = cm;
+  kcr_recorder *r;
+  char long_reason[130];
+
+  fake_init(&f);
+  r = recorder(&f, (struct kcr_recorder_opts){0});
+  memset(long_reason, 'R', 129), long_reason[129] = '\0';
+  noname.name = "";
+  nokind.kind = NULL;
+  assert_int_equal(KCR_EINVAL, kcr_recorder_eventf(r, &cm, "Error", "R", "A", "x"));
+  assert_int_equal(KCR_EINVAL, kcr_recorder_eventf(r, &cm, "Normal", "", "A", "x"));
+  assert_int_equal(KCR_EINVAL,
+                   kcr_recorder_eventf(r, &cm, "Normal", long_reason, "A", "x"));
+  assert_int_equal(KCR_EINVAL, kcr_recorder_eventf(r, &cm, "Normal", "R", "", "x"));
+  assert_int_equal(KCR_EINVAL, kcr_recorder_eventf(r, &noname, "Normal", "R", "A", "x"));
+  assert_int_equal(KCR_EINVAL, kcr_recorder_eventf(r, &nokind, "Normal", "R", "A", "x"));
+  assert_int_equal(KCR_EINVAL, kcr_recorder_eventf(r, NULL, "Normal", "R", "A", "x"));
+  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  assert_int_equal(0, ncalls(&f));
+  kcr_recorder_stats(r, &st);
+  assert_int_equal(0, st.sent + st.aggregated + st.dropped + st.failed + st.tracked);
+  kcr_recorder_free(r);
+  fake_cleanup(&f);
+}
+
+static void one_event_is_one_create_with_the_exact_fields(void **state)
+{
+  struct fake f;
+  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metric *total;
+  kcr_recorder *r;
+  const cJSON *b;
+  const char *name, *t;
+  time_t parsed;
+
+  fake_init(&f);
+  r = recorder(&f, (struct kcr_recorder_opts){.metrics = reg});
+  assert_int_equal(KCR_OK,
+                   kcr_recorder_eventf(r, &cm, KCR_EVENT_NORMAL, "Provisioned",
+                                       "Provision", "volume %s is %d GiB", "v1", 10));
+  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  assert_int_equal(1, ncalls(&f));
+  assert_int_equal(KCR_EVENT_CREATE, f.calls[0].op);
+  assert_string_equal("ns1", f.calls[0].ns);
+  b = f.calls[0].body;
+  assert_string_equal("events.k8s.io/v1", str(b, "apiVersion"));
+  assert_string_equal("Event", str(b, "kind"));
+  assert_string_equal("ns1", str(b, "metadata.namespace"));
+  name = str(b, "metadata.name");
+  assert_string_equal(f.calls[0].name, name);
+  assert_memory_equal("cm1.", name, 4);
+  assert_true(strlen(name) > 4 &&
+              strspn(name + 4, "0123456789abcdef") == strlen(name + 4));
+  t = str(b, "eventTime");
+  assert_int_equal(27, strlen(t));
+  assert_int_equal('.', t[19]);
+  assert_int_equal('Z', t[26]);
+  assert_int_equal(KCR_OK, kcr_time_parse(t, &parsed));
+  assert_true(llabs((long long)(parsed - time(NULL))) < 60);
+  assert_string_equal("ebdman.example.com/ebdman", str(b, "reportingController"));
+  assert_string_equal("test-host", str(b, "reportingInstance"));
+  assert_string_equal("Provision", str(b, "action"));
+  assert_string_equal("Provisioned", str(b, "reason"));
+  assert_string_equal("volume v1 is 10 GiB", str(b, "note"));
+  assert_string_equal("Normal", str(b, "type"));
+  assert_string_equal("v1", str(b, "regarding.apiVersion"));
+  assert_string_equal("ConfigMap", str(b, "regarding.kind"));
+  assert_string_equal("ns1", str(b, "regarding.namespace"));
+  assert_string_equal("cm1", str(b, "regarding.name"));
+  assert_string_equal(cm.uid, str(b, "regarding.uid"));
+  assert_string_equal("42", str(b, "regarding.resourceVersion"));
+  assert_null(kcr_json_at(b, "series"));
+
+  total = kcr_metric_counter(reg, "kcr_events_total", "",
+                             (const char *[]){"type", "reason", "result", NULL});
+  assert_non_null(total);
+  assert_true(
+      kcr_metric_value(total, (const char *[]){"Normal", "Provisioned", "sent"}) == 1.0);
+  kcr_recorder_free(r);
+  kcr_metrics_free(reg);
+  fake_cleanup(&f);
+}
+
+static void repeats_become_one_series_patch(void **state)
+{
+  struct fake f;
+  struct kcr_recorder_stats st;
+  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metric *total;
+  kcr_recorder *r;
+  const cJSON *p;
+
+  fake_init(&f);
+  r = recorder(&f, (struct kcr_recorder_opts){.metrics = reg});
+  assert_int_equal(KCR_OK,
+                   kcr_recorder_eventf(r, &cm, "Warning", "Failed", "Sync", "boom"));
+  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  for(int i = 0; i < 4; i++)
+    assert_int_equal(KCR_OK,
+                     kcr_recorder_eventf(r, &cm, "Warning", "Failed", "Sync", "boom"));
+  /* series_flush_ms is 30 s: nothing is written until someone flushes. */
+  sleep_ms(100);
+  assert_int_equal(1, ncalls(&f));
+  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  assert_int_equal(2, ncalls(&f));
+  assert_int_equal(KCR_EVENT_PATCH, f.calls[1].op);
+  assert_string_equal(f.calls[0].name, f.calls[1].name);
+  assert_string_equal("ns1", f.calls[1].ns);
+  p = f.calls[1].body;
+  assert_int_equal(5, kcr_json_int(p, "series.count", 0));
+  assert_int_equal(27, strlen(str(p, "series.lastObservedTime")));
+  assert_int_equal(1, cJSON_GetArraySize(p)); /* the patch carries series only */
+  kcr_recorder_stats(r, &st);
+  assert_int_equal(1, st.sent);
+  assert_int_equal(4, st.aggregated);
+  assert_int_equal(1, st.series_writes);
+  assert_int_equal(1, st.tracked);
+  total = kcr_metric_counter(reg, "kcr_events_total", "",
+                             (const char *[]){"type", "reason", "result", NULL});
+  assert_true(kcr_metric_value(
+                  total, (const char *[]){"Warning", "Failed", "aggregated"}) == 4.0);
+  /* Nothing more to write: flushing again sends nothing. */
+  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  assert_int_equal(2, ncalls(&f));
+  kcr_recorder_free(r);
+  kcr_metrics_free(reg);
+  fake_cleanup(&f);
+}
+
+static void series_writes_wait_for_the_flush_interval(void **state)
+{
+  struct fake f;
+  kcr_recorder *r;
+
+  fake_init(&f);
+  r = recorder(
+      &f, (struct kcr_recorder_opts){.series_flush_ms = 30000, .clock_ms = test_clock});
+  kcr_recorder_eventf(r, &cm, "Normal", "Synced", "Sync", NULL);
+  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  kcr_recorder_eventf(r, &cm, "Normal", "Synced", "Sync", NULL);
+  kcr_recorder_eventf(r, &cm, "Normal", "Synced", "Sync", NULL);
+  sleep_ms(200);
+  assert_int_equal(1, ncalls(&f));
+  atomic_fetch_add(&fake_now, 29999);
+  sleep_ms(1200); /* the worker re-checks at least every second */
+  assert_int_equal(1, ncalls(&f));
+  atomic_fetch_add(&fake_now, 1);
+  for(int i = 0; i < 300 && ncalls(&f) < 2; i++)
+    sleep_ms(10);
+  assert_int_equal(2, ncalls(&f));
+  assert_int_equal(3, kcr_json_int(f.calls[1].body, "series.count", 0));
+  /* The next repeat waits another interval after that write. */
+  kcr_recorder_eventf(r, &cm, "Normal", "Synced", "Sync", NULL);
+  sleep_ms(200);
+  assert_int_equal(2, ncalls(&f));
+  kcr_recorder_free(r); /* flushes */
+  assert_int_equal(3, ncalls(&f));
+  assert_int_equal(4, kcr_json_int(f.calls[2].body, "series.count", 0));
+  fake_cleanup(&f);
+}
+
+static void repeats_before_the_create_go_into_it(void **state)
+{
+  struct fake f;
+  struct kcr_event_ref other = cm;
+  kcr_recorder *r;
+
+  fake_init(&f);
+  r = recorder(&f, (struct kcr_recorder_opts){0});
+  other.name = "cm2";
+  gate(&f, true);
+  kcr_recorder_eventf(r, &other, "Normal", "First", "Sync", NULL);
+  wait_in_sink(&f); /* the worker is stuck on cm2's create */
+  for(int i = 0; i < 3; i++)
+    kcr_recorder_eventf(r, &cm, "Normal", "Queued", "Sync", "n");
+  gate(&f, false);
+  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  assert_int_equal(2, ncalls(&f));
+  assert_int_equal(KCR_EVENT_CREATE, f.calls[1].op);
+  assert_string_equal("cm1", str(f.calls[1].body, "regarding.name"));
+  assert_int_equal(3, kcr_json_int(f.calls[1].body, "series.count", 0));
+  kcr_recorder_free(r);
+  fake_cleanup(&f);
+}
+
+static void a_repeat_after_the_window_is_a_new_event(void **state)
+{
+  struct fake f;
+  kcr_recorder *r;
+
+  fake_init(&f);
+  r = recorder(&f, (struct kcr_recorder_opts){.clock_ms = test_clock});
+  kcr_recorder_eventf(r, &cm, "Normal", "Synced", "Sync", NULL);
+  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  atomic_fetch_add(&fake_now, 359999); /* within 6 minutes: same Event */
+  kcr_recorder_eventf(r, &cm, "Normal", "Synced", "Sync", NULL);
+  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  assert_int_equal(2, ncalls(&f));
+  assert_int_equal(KCR_EVENT_PATCH, f.calls[1].op);
+  atomic_fetch_add(&fake_now, 360000); /* 6 minutes after the last one */
+  kcr_recorder_eventf(r, &cm, "Normal", "Synced", "Sync", NULL);
+  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  assert_int_equal(3, ncalls(&f));
+  assert_int_equal(KCR_EVENT_CREATE, f.calls[2].op);
+  assert_string_not_equal(f.calls[0].name, f.calls[2].name);
+  assert_null(kcr_json_at(f.calls[2].body, "series"));
+  kcr_recorder_free(r);
+  fake_cleanup(&f);
+}
+
+static int count_lines_with(int fd, const char *needle)
+{
+  char buf[65536];
+  ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+  int count = 0;
+  assert_true(n >= 0);
+  buf[n] = '\0';
+  for(char *p = buf; (p = strstr(p, needle)); p++)
+    count++;
+  return count;
+}
+
+static void spam_limit_drops_beyond_the_burst_and_logs_once(void **state)
+{
+  struct fake f;
+  struct kcr_recorder_stats st;
+  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metric *total;
+  kcr_recorder *r;
+  FILE *log = tmpfile();
+
+  assert_non_null(log);
+  kcr_log_set_fd(fileno(log));
+  fake_init(&f);
+  r = recorder(&f, (struct kcr_recorder_opts){.spam_burst = 3, .metrics = reg});
+  for(int i = 0; i < 10; i++) /* distinct notes: each would be a new Event */
+    assert_int_equal(
+        KCR_OK, kcr_recorder_eventf(r, &cm, "Warning", "Flapping", "Sync", "try %d", i));
+  /* Another reason about the same object has its own bucket. */
+  assert_int_equal(KCR_OK, kcr_recorder_eventf(r, &cm, "Normal", "Other", "Sync", NULL));
+  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  kcr_log_set_fd(2);
+  assert_int_equal(4, ncalls(&f));
+  for(int i = 0; i < 3; i++) {
+    char want[16];
+    snprintf(want, sizeof(want), "try %d", i);
+    assert_string_equal(want, str(f.calls[i].body, "note"));
+  }
+  kcr_recorder_stats(r, &st);
+  assert_int_equal(4, st.sent);
+  assert_int_equal(7, st.dropped);
+  total = kcr_metric_counter(reg, "kcr_events_total", "",
+                             (const char *[]){"type", "reason", "result", NULL});
+  assert_true(
+      kcr_metric_value(total, (const char *[]){"Warning", "Flapping", "dropped"}) == 7.0);
+  assert_int_equal(1, count_lines_with(fileno(log), "spam limit"));
+  fclose(log);
+  kcr_recorder_free(r);
+  kcr_metrics_free(reg);
+  fake_cleanup(&f);
+}
+
+static void spam_tokens_refill_with_time(void **state)
+{
+  struct fake f;
+  struct kcr_recorder_stats st;
+  kcr_recorder *r;
+
+  fake_init(&f);
+  r = recorder(&f, (struct kcr_recorder_opts){
+                       .spam_burst = 1, .spam_refill_ms = 1000, .clock_ms = test_clock});
+  kcr_recorder_eventf(r, &cm, "Normal", "R", "A", "1");
+  kcr_recorder_eventf(r, &cm, "Normal", "R", "A", "2"); /* dropped */
+  atomic_fetch_add(&fake_now, 1000);
+  kcr_recorder_eventf(r, &cm, "Normal", "R", "A", "3");
+  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  kcr_recorder_stats(r, &st);
+  assert_int_equal(2, st.sent);
+  assert_int_equal(1, st.dropped);
+  assert_string_equal("3", str(f.calls[1].body, "note"));
+  kcr_recorder_free(r);
+  fake_cleanup(&f);
+}
+
+static void repeats_spend_no_spam_tokens(void **state)
+{
+  struct fake f;
+  struct kcr_recorder_stats st;
+  kcr_recorder *r;
+
+  fake_init(&f);
+  r = recorder(&f, (struct kcr_recorder_opts){.spam_burst = 1});
+  for(int i = 0; i < 50; i++)
+    kcr_recorder_eventf(r, &cm, "Normal", "R", "A", "same");
+  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  kcr_recorder_stats(r, &st);
+  assert_int_equal(1, st.sent);
+  assert_int_equal(49, st.aggregated);
+  assert_int_equal(0, st.dropped);
+  assert_int_equal(50, kcr_json_int(f.calls[ncalls(&f) - 1].body, "series.count", 0));
+  kcr_recorder_free(r);
+  fake_cleanup(&f);
+}
+
+static void a_full_queue_drops_new_events_without_blocking(void **state)
+{
+  struct fake f;
+  struct kcr_recorder_stats st;
+  kcr_recorder *r;
+
+  fake_init(&f);
+  r = recorder(&f, (struct kcr_recorder_opts){.queue_capacity = 2});
+  gate(&f, true);
+  kcr_recorder_eventf(r, &cm, "Normal", "R", "A", "in flight");
+  wait_in_sink(&f);
+  kcr_recorder_eventf(r, &cm, "Normal", "R", "A", "queued 1");
+  kcr_recorder_eventf(r, &cm, "Normal", "R", "A", "queued 2");
+  kcr_recorder_eventf(r, &cm, "Normal", "R", "A", "no room"); /* returns at once */
+  kcr_recorder_eventf(r, &cm, "Normal", "R", "A",
+                      "queued 1"); /* a repeat needs no room */
+  kcr_recorder_stats(r, &st);
+  assert_int_equal(2, st.queued);
+  assert_int_equal(1, st.dropped);
+  assert_int_equal(1, st.aggregated);
+  gate(&f, false);
+  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  assert_int_equal(3, ncalls(&f));
+  assert_string_equal("queued 1", str(f.calls[1].body, "note"));
+  assert_int_equal(2, kcr_json_int(f.calls[1].body, "series.count", 0));
+  kcr_recorder_free(r);
+  fake_cleanup(&f);
+}
+
+static void server_errors_are_retried_then_dropped(void **state)
+{
+  struct fake f;
+  struct kcr_recorder_stats st;
+  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metric *total;
+  kcr_recorder *r;
+
+  fake_init(&f);
+  for(int i = 0; i < 64; i++)
+    f.script[i] = KCR_EFORBIDDEN;
+  r = recorder(&f, (struct kcr_recorder_opts){
+                       .max_attempts = 3, .retry_initial_ms = 1, .metrics = reg});
+  kcr_recorder_eventf(r, &cm, "Warning", "R", "A", NULL);
+  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  assert_int_equal(3, ncalls(&f));
+  kcr_recorder_stats(r, &st);
+  assert_int_equal(0, st.sent);
+  assert_int_equal(1, st.failed);
+  assert_int_equal(0, st.tracked);
+  total = kcr_metric_counter(reg, "kcr_events_total", "",
+                             (const char *[]){"type", "reason", "result", NULL});
+  assert_true(kcr_metric_value(total, (const char *[]){"Warning", "R", "failed"}) == 1.0);
+  kcr_recorder_free(r);
+  kcr_metrics_free(reg);
+  fake_cleanup(&f);
+}
+
+static void transient_errors_recover(void **state)
+{
+  struct fake f;
+  struct kcr_recorder_stats st;
+  kcr_recorder *r;
+
+  fake_init(&f);
+  f.script[0] = KCR_EUNAVAILABLE;
+  f.script[1] = KCR_ETRANSPORT;
+  f.script[2] = KCR_ESERVER;
+  r = recorder(&f, (struct kcr_recorder_opts){.retry_initial_ms = 1});
+  kcr_recorder_eventf(r, &cm, "Normal", "R", "A", NULL);
+  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  assert_int_equal(4, ncalls(&f));
+  assert_string_equal(f.calls[0].name, f.calls[3].name);
+  kcr_recorder_stats(r, &st);
+  assert_int_equal(1, st.sent);
+  assert_int_equal(0, st.failed);
+  kcr_recorder_free(r);
+  fake_cleanup(&f);
+}
+
+static void rejected_events_are_not_retried(void **state)
+{
+  struct fake f;
+  struct kcr_recorder_stats st;
+  kcr_recorder *r;
+
+  fake_init(&f);
+  f.script[0] = KCR_EINVALID;
+  r = recorder(&f, (struct kcr_recorder_opts){.retry_initial_ms = 1});
+  kcr_recorder_eventf(r, &cm, "Normal", "R", "A", NULL);
+  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  assert_int_equal(1, ncalls(&f));
+  kcr_recorder_stats(r, &st);
+  assert_int_equal(1, st.failed);
+  kcr_recorder_free(r);
+  fake_cleanup(&f);
+}
+
+static void an_event_gone_from_the_server_is_created_again(void **state)
+{
+  struct fake f;
+  struct kcr_recorder_stats st;
+  kcr_recorder *r;
+
+  fake_init(&f);
+  f.script[1] = KCR_ENOTFOUND; /* the series PATCH: the Event's TTL ran out */
+  r = recorder(&f, (struct kcr_recorder_opts){0});
+  kcr_recorder_eventf(r, &cm, "Normal", "R", "A", NULL);
+  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  kcr_recorder_eventf(r, &cm, "Normal", "R", "A", NULL);
+  kcr_recorder_eventf(r, &cm, "Normal", "R", "A", NULL);
+  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  assert_int_equal(3, ncalls(&f));
+  assert_int_equal(KCR_EVENT_PATCH, f.calls[1].op);
+  assert_int_equal(KCR_EVENT_CREATE, f.calls[2].op);
+  assert_string_equal(f.calls[0].name, f.calls[2].name);
+  assert_int_equal(3, kcr_json_int(f.calls[2].body, "series.count", 0));
+  kcr_recorder_stats(r, &st);
+  assert_int_equal(1, st.sent); /* the re-creation is not a new event */
+  kcr_recorder_free(r);
+  fake_cleanup(&f);
+}
+
+static void names_and_namespaces_follow_the_regarding_object(void **state)
+{
+  struct fake f;
+  struct kcr_event_ref node = {"v1", "Node", NULL, "worker-1", "u1", NULL};
+  struct kcr_event_ref odd = {"x.io/v1", "Thing", "ns1", "Not_A_DNS_Name", NULL, NULL};
+  kcr_recorder *r;
+  const char *n;
+
+  fake_init(&f);
+  r = recorder(&f, (struct kcr_recorder_opts){0});
+  kcr_recorder_eventf(r, &node, "Normal", "R", "A", NULL);
+  kcr_recorder_eventf(r, &odd, "Normal", "R", "A", NULL);
+  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  assert_int_equal(2, ncalls(&f));
+  /* Cluster-scoped: the Event lives in "default"; regarding has no namespace. */
+  assert_string_equal("default", f.calls[0].ns);
+  assert_string_equal("default", str(f.calls[0].body, "metadata.namespace"));
+  assert_null(kcr_json_at(f.calls[0].body, "regarding.namespace"));
+  assert_null(kcr_json_at(f.calls[0].body, "regarding.resourceVersion"));
+  /* A name that cannot prefix an Event name: a UUID instead. */
+  n = f.calls[1].name;
+  assert_int_equal(36, strlen(n));
+  assert_int_equal('-', n[8]);
+  assert_int_equal('4', n[14]);
+  kcr_recorder_free(r);
+  fake_cleanup(&f);
+}
+
+static void long_notes_are_cut_on_a_character_boundary(void **state)
+{
+  struct fake f;
+  kcr_recorder *r;
+  char pad[1024];
+
+  fake_init(&f);
+  r = recorder(&f, (struct kcr_recorder_opts){0});
+  memset(pad, 'x', 1022), pad[1022] = '\0';
+  kcr_recorder_eventf(r, &cm, "Normal", "R", "A", "%s\xe2\x82\xac tail",
+                      pad); /* € at 1022 */
+  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  assert_int_equal(1022, strlen(str(f.calls[0].body, "note")));
+  kcr_recorder_free(r);
+  fake_cleanup(&f);
+}
+
+struct hammer {
+  kcr_recorder *r;
+  int n;
+};
+
+static void *hammer(void *arg)
+{
+  struct hammer *h = arg;
+  for(int i = 0; i < h->n; i++)
+    kcr_recorder_eventf(h->r, &cm, "Normal", "Busy", "Work", "same note");
+  return NULL;
+}
+
+static void eventf_from_many_threads_loses_nothing(void **state)
+{
+  struct fake f;
+  struct kcr_recorder_stats st;
+  struct hammer h;
+  pthread_t t[8];
+
+  fake_init(&f);
+  h.r = recorder(&f, (struct kcr_recorder_opts){.series_flush_ms = 5});
+  h.n = 500;
+  for(int i = 0; i < 8; i++)
+    assert_int_equal(0, pthread_create(&t[i], NULL, hammer, &h));
+  for(int i = 0; i < 8; i++)
+    pthread_join(t[i], NULL);
+  assert_int_equal(KCR_OK, kcr_recorder_flush(h.r, 10000));
+  kcr_recorder_stats(h.r, &st);
+  assert_int_equal(1, st.sent);
+  assert_int_equal(3999, st.aggregated);
+  assert_int_equal(KCR_EVENT_CREATE, f.calls[0].op);
+  for(int i = 1; i < ncalls(&f); i++)
+    assert_int_equal(KCR_EVENT_PATCH, f.calls[i].op);
+  assert_int_equal(4000, kcr_json_int(f.calls[ncalls(&f) - 1].body, "series.count", 0));
+  kcr_recorder_free(h.r);
+  fake_cleanup(&f);
+}
+
+static void *open_gate_later(void *arg)
+{
+  sleep_ms(300);
+  gate(arg, false);
+  return NULL;
+}
+
+static void free_counts_what_it_could_not_send(void **state)
+{
+  struct fake f;
+  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metric *total;
+  kcr_recorder *r;
+  pthread_t t;
+
+  fake_init(&f);
+  f.script[0] = KCR_EUNAVAILABLE;
+  r = recorder(&f, (struct kcr_recorder_opts){.metrics = reg,
+                                              .shutdown_flush_ms = 100,
+                                              .retry_initial_ms = 60000});
+  kcr_recorder_eventf(r, &cm, "Normal", "Late", "A", "1");
+  for(int i = 0; i < 200 && ncalls(&f) < 1; i++)
+    sleep_ms(5);
+  gate(&f, true);
+  kcr_recorder_eventf(r, &cm, "Normal", "Late", "A", "2");
+  wait_in_sink(&f); /* "2" is in flight; "1" waits a minute to be retried */
+  assert_int_equal(0, pthread_create(&t, NULL, open_gate_later, &f));
+  kcr_recorder_free(r);
+  pthread_join(t, NULL);
+  total = kcr_metric_counter(reg, "kcr_events_total", "",
+                             (const char *[]){"type", "reason", "result", NULL});
+  assert_true(kcr_metric_value(total, (const char *[]){"Normal", "Late", "dropped"}) ==
+              1.0);
+  assert_true(kcr_metric_value(total, (const char *[]){"Normal", "Late", "sent"}) == 1.0);
+  kcr_metrics_free(reg);
+  fake_cleanup(&f);
+}
+
+static void ref_from_obj_borrows_the_header(void **state)
+{
+  cJSON *t = cJSON_Parse("{\"metadata\":{\"name\":\"a\",\"namespace\":\"n\","
+                         "\"uid\":\"u\",\"resourceVersion\":\"7\"}}");
+  kcr_obj *o = NULL;
+  struct kcr_event_ref ref;
+
+  assert_int_equal(KCR_OK, kcr_obj_new(t, false, &o));
+  ref = kcr_event_ref_from_obj(o, "v1", "ConfigMap");
+  assert_string_equal("v1", ref.api_version);
+  assert_string_equal("ConfigMap", ref.kind);
+  assert_string_equal("n", ref.namespace);
+  assert_string_equal("a", ref.name);
+  assert_string_equal("u", ref.uid);
+  assert_string_equal("7", ref.resource_version);
+  kcr_obj_unref(o);
+  cJSON_Delete(t);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(validate_accepts_only_normal_and_warning),
+      cmocka_unit_test(validate_limits_reason_and_action_to_1_128_bytes),
+      cmocka_unit_test(note_cut_keeps_what_fits),
+      cmocka_unit_test(note_cut_never_splits_a_utf8_sequence),
+      cmocka_unit_test(note_cut_at_1024_bytes),
+      cmocka_unit_test(isomorphic_events_share_object_type_reason_action_and_note),
+      cmocka_unit_test(isomorphic_key_differs_on_each_field),
+      cmocka_unit_test(isomorphic_notes_compare_as_sent),
+      cmocka_unit_test(bucket_allows_burst_then_refills_one_per_interval),
+      cmocka_unit_test(bucket_never_holds_more_than_burst),
+      cmocka_unit_test(new_refuses_bad_options),
+      cmocka_unit_test(invalid_events_are_refused_and_nothing_is_sent),
+      cmocka_unit_test(one_event_is_one_create_with_the_exact_fields),
+      cmocka_unit_test(repeats_become_one_series_patch),
+      cmocka_unit_test(series_writes_wait_for_the_flush_interval),
+      cmocka_unit_test(repeats_before_the_create_go_into_it),
+      cmocka_unit_test(a_repeat_after_the_window_is_a_new_event),
+      cmocka_unit_test(spam_limit_drops_beyond_the_burst_and_logs_once),
+      cmocka_unit_test(spam_tokens_refill_with_time),
+      cmocka_unit_test(repeats_spend_no_spam_tokens),
+      cmocka_unit_test(a_full_queue_drops_new_events_without_blocking),
+      cmocka_unit_test(server_errors_are_retried_then_dropped),
+      cmocka_unit_test(transient_errors_recover),
+      cmocka_unit_test(rejected_events_are_not_retried),
+      cmocka_unit_test(an_event_gone_from_the_server_is_created_again),
+      cmocka_unit_test(names_and_namespaces_follow_the_regarding_object),
+      cmocka_unit_test(long_notes_are_cut_on_a_character_boundary),
+      cmocka_unit_test(eventf_from_many_threads_loses_nothing),
+      cmocka_unit_test(free_counts_what_it_could_not_send),
+      cmocka_unit_test(ref_from_obj_borrows_the_header),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
