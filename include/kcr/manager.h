@@ -52,7 +52,10 @@ struct kcr_manager_opts {
   uint64_t retry_period_ms;    /* 2000 */
   uint64_t sync_timeout_ms;    /* 120000 */
   uint64_t grace_ms;           /* 30000 */
-  bool no_signals;             /* do not install SIGTERM/SIGINT handling */
+  bool no_signals;             /* do not handle SIGTERM/SIGINT; otherwise
+                                  kcr_manager_new blocks them in the calling
+                                  thread (create the manager before other
+                                  threads) and run() waits for them */
   struct kcr_client_opts client; /* timeouts etc.; observe is set by the manager */
 };
 

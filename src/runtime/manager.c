@@ -75,6 +75,16 @@ kcr_err kcr_manager_new(const struct kcr_manager_opts *o, kcr_manager **out,
     return KCR_ENOMEM;
   }
   m->o = *o;
+  if(!o->no_signals) {
+    /* Block SIGTERM/SIGINT now, in the thread that makes the manager, so that
+     * every thread created from here on (recorders, informers, servers)
+     * inherits the mask and only run()'s sigwait thread receives them. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+  }
   m->name = strdup(o->name ? o->name : "kcr");
   m->metrics = kcr_metrics_new();
   sem_init(&m->wake, 0, 0);
