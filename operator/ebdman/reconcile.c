@@ -18,6 +18,7 @@
  * CRD) is reported as Installed=False/InstallFailed and not retried until
  * something changes; transient errors (5xx, timeouts) return the error so
  * the key is retried with backoff. */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,11 +27,50 @@
 #include "ebdman.h"
 #include "kcr/events.h"
 
+/* What ebdman last announced (by event) for one EBD, keyed by uid. The
+ * cache can lag behind our own status write, so comparing with the cached
+ * status alone would announce a transition twice. */
+struct announced {
+  struct announced *next;
+  char uid[40];
+  int ready;     /* -1 unknown, 0 not ready, 1 ready */
+  int installed; /* -1 unknown, 0 failed, 1 installed */
+  char install_msg_hash[17];
+};
+
+#define ANNOUNCED_BUCKETS 4096
+
 struct ebdman {
   kcr_informer *ebds, *vfms, *cms;
   kcr_status_writer *status;
   kcr_recorder *events;
+  pthread_mutex_t mu; /* guards announced */
+  struct announced *announced[ANNOUNCED_BUCKETS];
 };
+
+static unsigned long long fnv(const char *s)
+{
+  unsigned long long h = 1469598103934665603ull;
+  for(; s && *s; s++)
+    h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+/* Finds or makes the record for uid; call with e->mu held. */
+static struct announced *announced_for(struct ebdman *e, const char *uid)
+{
+  struct announced **b = &e->announced[fnv(uid) % ANNOUNCED_BUCKETS], *a;
+  for(a = *b; a; a = a->next)
+    if(!strcmp(a->uid, uid))
+      return a;
+  if(!(a = calloc(1, sizeof(*a))))
+    return NULL;
+  snprintf(a->uid, sizeof(a->uid), "%s", uid);
+  a->ready = a->installed = -1;
+  a->next = *b;
+  *b = a;
+  return a;
+}
 
 /* Absent and {} are the same for maps the server may drop when empty. */
 static bool same_map(const cJSON *a, const cJSON *b)
@@ -74,6 +114,20 @@ static bool child_up_to_date(kcr_informer *inf, const cJSON *want, const char *f
   cJSON_Delete(have);
   kcr_obj_unref(o);
   return ok;
+}
+
+/* Is the cached VFM's spec already the desired one? */
+static bool vfm_spec_cached(kcr_informer *vfms, const cJSON *want)
+{
+  kcr_obj *o = want ? kcr_store_get(kcr_informer_store(vfms),
+                                    kcr_json_str(want, "metadata.namespace"),
+                                    kcr_json_str(want, "metadata.name"))
+                    : NULL;
+  cJSON *have = o ? kcr_obj_parse(o) : NULL;
+  bool same = have && same_map(kcr_json_at(want, "spec"), kcr_json_at(have, "spec"));
+  cJSON_Delete(have);
+  kcr_obj_unref(o);
+  return same;
 }
 
 static bool permanent(kcr_err rc)
@@ -137,30 +191,75 @@ static void record(struct ebdman *e, const cJSON *ebd, const char *type, const c
     kcr_recorder_eventf(e->events, &ref, type, reason, action, "%s", note);
 }
 
-/* Events for transitions between the stored and the new conditions. */
+/* Events for transitions: from what we announced last (or, after a restart,
+ * the stored conditions) to the new conditions. */
 static void transitions(struct ebdman *e, kcr_ctx *cx, const cJSON *ebd,
                         const struct kcr_cond *now)
 {
   const cJSON *old = kcr_json_at(ebd, "status.conditions");
-  struct kcr_cond oi, orr;
-  bool had_i = !kcr_cond_get(old, "Installed", &oi), had_r = !kcr_cond_get(old, "Ready", &orr);
   const struct kcr_cond *ni = &now[EBDMAN_COND_INSTALLED], *nr = &now[EBDMAN_COND_READY];
+  bool ready = !strcmp(nr->status, "True"), installed = !strcmp(ni->status, "True");
+  char msg_hash[17];
+  struct announced *a;
+  int was_ready, was_installed;
+  bool msg_changed;
 
-  if(!strcmp(ni->status, "True") && (!had_i || strcmp(oi.status, "True")))
+  snprintf(msg_hash, sizeof(msg_hash), "%016llx", fnv(ni->message));
+  pthread_mutex_lock(&e->mu);
+  a = announced_for(e, kcr_json_str(ebd, "metadata.uid"));
+  if(!a) {
+    pthread_mutex_unlock(&e->mu);
+    return;
+  }
+  if(a->ready < 0) /* first look since start: the stored status is the past */
+    a->ready = kcr_cond_is_true(old, "Ready") ? 1 : kcr_cond_find(old, "Ready") ? 0 : -1;
+  if(a->installed < 0) {
+    struct kcr_cond oi;
+    if(!kcr_cond_get(old, "Installed", &oi)) {
+      a->installed = !strcmp(oi.status, "True");
+      snprintf(a->install_msg_hash, sizeof(a->install_msg_hash), "%016llx", fnv(oi.message));
+    }
+  }
+  was_ready = a->ready;
+  was_installed = a->installed;
+  msg_changed = strcmp(a->install_msg_hash, msg_hash) != 0;
+  a->ready = ready;
+  a->installed = installed;
+  snprintf(a->install_msg_hash, sizeof(a->install_msg_hash), "%s", msg_hash);
+  pthread_mutex_unlock(&e->mu);
+
+  if(installed && was_installed != 1)
     record(e, ebd, "Normal", "Installed", "Install", "configmap and vfm custom resource applied");
-  if(!strcmp(ni->status, "False") &&
-     (!had_i || strcmp(oi.status, "False") || strcmp(oi.message, ni->message)))
+  if(!installed && (was_installed != 0 || msg_changed))
     record(e, ebd, "Warning", "InstallFailed", "Install", ni->message);
-  if(!strcmp(nr->status, "True") && (!had_r || strcmp(orr.status, "True"))) {
+  if(ready && was_ready != 1) {
     record(e, ebd, "Normal", "BecameReady", "Reconcile", "ebd is ready");
     KCR_CLOG(cx, KCR_LOG_INFO, "became ready");
   }
-  if(had_r && !strcmp(orr.status, "True") && strcmp(nr->status, "True")) {
+  if(!ready && was_ready == 1) {
     char *note = kcr_arena_printf(kcr_ctx_arena(cx), "%s: %s", nr->reason, nr->message);
     record(e, ebd, "Warning", "BecameUnready", "Reconcile", note ? note : nr->reason);
     KCR_CLOG(cx, KCR_LOG_INFO, "became unready", KCR_S("reason", nr->reason));
   }
 }
+
+/* Forgets a deleted EBD. */
+static void forget(struct ebdman *e, const char *uid)
+{
+  pthread_mutex_lock(&e->mu);
+  for(struct announced **pp = &e->announced[fnv(uid) % ANNOUNCED_BUCKETS]; *pp;
+      pp = &(*pp)->next) {
+    if(!strcmp((*pp)->uid, uid)) {
+      struct announced *dead = *pp;
+      *pp = dead->next;
+      free(dead);
+      break;
+    }
+  }
+  pthread_mutex_unlock(&e->mu);
+}
+
+static void on_ebd_deleted(kcr_obj *o, void *ud) { forget(ud, kcr_obj_uid(o)); }
 
 static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req, struct kcr_result *res,
                          void *ud)
@@ -188,9 +287,13 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req, struct kcr_
   vfm = ebdman_vfm_for(ebd);
   rc = install(cx, e->cms, &ebdman_configmaps, cm, "data", &applied_cm, &ob.install_failed,
                &ob.install_error);
-  if(!rc && !ob.install_failed)
-    rc = install(cx, e->vfms, &ebdman_vfms, vfm, "spec", &ob.applied_new_spec,
-                 &ob.install_failed, &ob.install_error);
+  if(!rc && !ob.install_failed) {
+    bool applied_vfm = false, same_spec = vfm_spec_cached(e->vfms, vfm);
+    rc = install(cx, e->vfms, &ebdman_vfms, vfm, "spec", &applied_vfm, &ob.install_failed,
+                 &ob.install_error);
+    /* The cached VFM describes an older spec: its Ready says nothing yet. */
+    ob.applied_new_spec = applied_vfm && !same_spec;
+  }
   if(rc)
     goto out; /* transient: retried with backoff */
   vo = kcr_store_get(kcr_informer_store(e->vfms), req->ns, req->name);
@@ -211,8 +314,8 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req, struct kcr_
              KCR_S("ready", conds[EBDMAN_COND_READY].status),
              KCR_S("reason", conds[EBDMAN_COND_READY].reason),
              KCR_I("observedGeneration", ob.generation));
-    transitions(e, cx, ebd, conds);
   }
+  transitions(e, cx, ebd, conds);
 out:
   (void)res;
   cJSON_Delete(vfm_seen);
@@ -233,12 +336,13 @@ int ebdman_run(const struct ebdman_run_opts *ro)
                                 .leader_elect = ro->leader_elect,
                                 .lease_namespace = ro->lease_ns,
                                 .lease_name = "ebdman-leader"};
-  struct ebdman e = {0};
+  static struct ebdman e; /* large (the announcement table); one per process */
   kcr_manager *m = NULL;
   kcr_controller *ctl = NULL;
   kcr_err rc;
   int status = 1;
 
+  pthread_mutex_init(&e.mu, NULL);
   rc = kcr_config_load(&(struct kcr_config_opts){.kubeconfig = ro->kubeconfig}, &mo.config,
                        &ei);
   if(!rc)
@@ -270,6 +374,8 @@ int ebdman_run(const struct ebdman_run_opts *ro)
                                                      .metrics = kcr_manager_metrics(m)},
                         &ctl) ||
      kcr_controller_for(ctl, e.ebds, NULL, 0) ||
+     kcr_informer_add_handlers(e.ebds, &(struct kcr_informer_handlers){
+                                           .on_delete = on_ebd_deleted, .ud = &e}) ||
      kcr_controller_owns(ctl, e.vfms, EBDMAN_GROUP, "EBD") ||
      kcr_controller_owns(ctl, e.cms, EBDMAN_GROUP, "EBD") || kcr_manager_add(m, ctl)) {
     fprintf(stderr, "ebdman: setting up the controller failed\n");
@@ -281,5 +387,10 @@ out:
   kcr_manager_free(m); /* stops controllers before the writer and recorder go */
   kcr_recorder_free(e.events);
   kcr_status_writer_free(e.status);
+  for(size_t i = 0; i < ANNOUNCED_BUCKETS; i++)
+    for(struct announced *a = e.announced[i], *n; a; a = n) {
+      n = a->next;
+      free(a);
+    }
   return status;
 }
