@@ -26,6 +26,9 @@ time_t kcr_time_now(void);
 /* Monotonic clock in milliseconds / nanoseconds, for durations and deadlines. */
 uint64_t kcr_time_mono_ms(void);
 uint64_t kcr_time_mono_ns(void);
+/* The CLOCK_MONOTONIC time `ms` from now, as a deadline for
+ * pthread_cond_timedwait on a condvar set to CLOCK_MONOTONIC. */
+struct timespec kcr_time_mono_after(uint64_t ms);
 /* Parses a Go-style duration ("500ms", "2s", "1m30s", "10h"; a bare number is
  * seconds) into milliseconds. KCR_EPARSE if malformed or negative. */
 kcr_err kcr_duration_parse(const char *s, uint64_t *ms);

@@ -138,6 +138,19 @@ uint64_t kcr_time_mono_ns(void)
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+struct timespec kcr_time_mono_after(uint64_t ms)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  ts.tv_sec += (time_t)(ms / 1000);
+  ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+  if(ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  return ts;
+}
+
 uint64_t kcr_time_mono_ms(void)
 {
   return kcr_time_mono_ns() / 1000000ull;

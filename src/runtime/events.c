@@ -360,14 +360,7 @@ static uint64_t now_ms(const kcr_recorder *r) { return r->clock(r->clock_ud); }
 
 static void cond_wait_ms(pthread_cond_t *c, pthread_mutex_t *m, uint64_t ms)
 {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  ts.tv_sec += (time_t)(ms / 1000);
-  ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-  if(ts.tv_nsec >= 1000000000L) {
-    ts.tv_sec++;
-    ts.tv_nsec -= 1000000000L;
-  }
+  struct timespec ts = kcr_time_mono_after(ms);
   pthread_cond_timedwait(c, m, &ts);
 }
 
@@ -1049,13 +1042,7 @@ kcr_err kcr_recorder_flush(kcr_recorder *r, long timeout_ms)
     return KCR_EINVAL;
   if(timeout_ms < 0)
     timeout_ms = 0;
-  clock_gettime(CLOCK_MONOTONIC, &until);
-  until.tv_sec += timeout_ms / 1000;
-  until.tv_nsec += (timeout_ms % 1000) * 1000000L;
-  if(until.tv_nsec >= 1000000000L) {
-    until.tv_sec++;
-    until.tv_nsec -= 1000000000L;
-  }
+  until = kcr_time_mono_after((uint64_t)timeout_ms);
   pthread_mutex_lock(&r->mu);
   r->nflush++;
   pthread_cond_signal(&r->wake); /* dirty series are due now */

@@ -92,7 +92,13 @@ kcr_err kcr_informer_new(const struct kcr_informer_opts *o, kcr_informer **out)
   inf->backoff = (struct kcr_backoff)KCR_BACKOFF_REFLECTOR;
   inf->seed = (unsigned)kcr_time_mono_ns();
   pthread_mutex_init(&inf->mu, NULL);
-  pthread_cond_init(&inf->cv, NULL);
+  {
+    pthread_condattr_t ca; /* deadlines on the monotonic clock */
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&inf->cv, &ca);
+    pthread_condattr_destroy(&ca);
+  }
   if(!inf->group || !inf->version || !inf->resource || !inf->name || !inf->store ||
      (o->ns && !inf->ns) || (o->label_selector && !inf->lsel) ||
      (o->field_selector && !inf->fsel)) {
@@ -161,15 +167,8 @@ static bool stopping(kcr_informer *inf)
 /* Sleeps ms or until stop; returns false if stopping. */
 static bool sleep_unless_stopped(kcr_informer *inf, uint64_t ms)
 {
-  struct timespec ts;
+  struct timespec ts = kcr_time_mono_after(ms);
   bool s;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  ts.tv_sec += (time_t)(ms / 1000);
-  ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-  if(ts.tv_nsec >= 1000000000L) {
-    ts.tv_sec++;
-    ts.tv_nsec -= 1000000000L;
-  }
   pthread_mutex_lock(&inf->mu);
   while(!inf->stopping && pthread_cond_timedwait(&inf->cv, &inf->mu, &ts) == 0)
     ;
@@ -434,13 +433,7 @@ bool kcr_informer_wait_synced(kcr_informer *inf, uint64_t timeout_ms)
   bool s;
   pthread_mutex_lock(&inf->mu);
   while(!inf->synced && !inf->stopping && kcr_time_mono_ms() < deadline) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += 50 * 1000000L;
-    if(ts.tv_nsec >= 1000000000L) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000L;
-    }
+    struct timespec ts = kcr_time_mono_after(50);
     pthread_cond_timedwait(&inf->cv, &inf->mu, &ts);
   }
   s = inf->synced;

@@ -200,23 +200,11 @@ const char *kcr_leader_identity(const kcr_leader *le) { return le->identity; }
 
 /* ---- waiting and flags ------------------------------------------------- */
 
-static struct timespec mono_after(uint64_t ms)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  ts.tv_sec += (time_t)(ms / 1000);
-  ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-  if(ts.tv_nsec >= 1000000000L) {
-    ts.tv_sec++;
-    ts.tv_nsec -= 1000000000L;
-  }
-  return ts;
-}
 
 /* Sleeps ms or until stop is asked for; false if stopping. */
 static bool sleep_unless_stopped(kcr_leader *le, uint64_t ms)
 {
-  struct timespec ts = mono_after(ms);
+  struct timespec ts = kcr_time_mono_after(ms);
   bool stopping;
   pthread_mutex_lock(&le->mu);
   while(!le->stopping && pthread_cond_timedwait(&le->cv, &le->mu, &ts) != ETIMEDOUT)
@@ -699,7 +687,7 @@ bool kcr_leader_lost(kcr_leader *le)
 bool kcr_leader_wait(kcr_leader *le, uint64_t timeout_ms)
 {
   bool forever = timeout_ms > (uint64_t)1e12; /* ~30 years */
-  struct timespec ts = mono_after(forever ? 0 : timeout_ms);
+  struct timespec ts = kcr_time_mono_after(forever ? 0 : timeout_ms);
   bool l;
 
   pthread_mutex_lock(&le->mu);
