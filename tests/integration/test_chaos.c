@@ -1,0 +1,263 @@
+/* Faults between the informer and the apiserver: a TCP proxy that forwards
+ * bytes and, on command, cuts every connection in the middle of whatever it
+ * is carrying (a watch stream mid-document, a LIST mid-page, a TLS record in
+ * half). While objects churn and connections keep being cut, the informer
+ * must recover by itself and end equal to a fresh LIST. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "itest.h"
+#include "kcr/informer.h"
+
+static kcr_client *cl;
+
+static int setup(void **state)
+{
+  cl = itest_client();
+  return 0;
+}
+
+static int teardown(void **state)
+{
+  kcr_client_free(cl);
+  return 0;
+}
+
+/* ---- the proxy ---- */
+
+struct proxy {
+  int lfd, port, upstream_port;
+  atomic_bool stop;
+  atomic_int generation; /* bumped to cut every open connection */
+  atomic_int cuts, conns;
+  pthread_t th;
+};
+
+struct pipe_pair {
+  struct proxy *p;
+  int a, b;
+};
+
+static void *pump(void *arg)
+{
+  struct pipe_pair *pp = arg;
+  int gen = atomic_load(&pp->p->generation);
+  char buf[16384];
+  struct pollfd fds[2] = {{pp->a, POLLIN, 0}, {pp->b, POLLIN, 0}};
+  while(!atomic_load(&pp->p->stop)) {
+    if(atomic_load(&pp->p->generation) != gen) {
+      atomic_fetch_add(&pp->p->cuts, 1);
+      break; /* cut, wherever the stream is */
+    }
+    int n = poll(fds, 2, 50);
+    if(n < 0)
+      break;
+    if(n == 0)
+      continue;
+    bool done = false;
+    for(int i = 0; i < 2 && !done; i++) {
+      if(!(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
+        continue;
+      ssize_t r = read(fds[i].fd, buf, sizeof(buf));
+      if(r <= 0 || write(fds[1 - i].fd, buf, (size_t)r) != r)
+        done = true;
+    }
+    if(done)
+      break;
+  }
+  close(pp->a);
+  close(pp->b);
+  free(pp);
+  return NULL;
+}
+
+static void *accept_loop(void *arg)
+{
+  struct proxy *p = arg;
+  while(!atomic_load(&p->stop)) {
+    struct pollfd pf = {p->lfd, POLLIN, 0};
+    if(poll(&pf, 1, 100) <= 0)
+      continue;
+    int c = accept(p->lfd, NULL, NULL);
+    if(c < 0)
+      continue;
+    int u = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p->upstream_port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if(u < 0 || connect(u, (struct sockaddr *)&a, sizeof(a))) {
+      close(c);
+      if(u >= 0)
+        close(u);
+      continue;
+    }
+    struct pipe_pair *pp = malloc(sizeof(*pp));
+    *pp = (struct pipe_pair){p, c, u};
+    pthread_t t;
+    atomic_fetch_add(&p->conns, 1);
+    if(pthread_create(&t, NULL, pump, pp) == 0)
+      pthread_detach(t);
+  }
+  return NULL;
+}
+
+static void proxy_start(struct proxy *p, int upstream_port)
+{
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof(a);
+  memset(p, 0, sizeof(*p));
+  p->upstream_port = upstream_port;
+  p->lfd = socket(AF_INET, SOCK_STREAM, 0);
+  assert_int_equal(0, bind(p->lfd, (struct sockaddr *)&a, sizeof(a)));
+  assert_int_equal(0, listen(p->lfd, 64));
+  getsockname(p->lfd, (struct sockaddr *)&a, &len);
+  p->port = ntohs(a.sin_port);
+  assert_int_equal(0, pthread_create(&p->th, NULL, accept_loop, p));
+}
+
+static void proxy_stop(struct proxy *p)
+{
+  atomic_store(&p->stop, true);
+  pthread_join(p->th, NULL);
+  close(p->lfd);
+  itest_sleep_ms(200); /* detached pumps notice `stop` within one poll */
+}
+
+/* A client whose kubeconfig points at the proxy instead of the apiserver. */
+static kcr_client *client_via(int port)
+{
+  const char *path = itest_env("KUBECONFIG"), *url = itest_env("KCR_APISERVER_URL");
+  struct kcr_buf text = KCR_BUF_INIT, out = KCR_BUF_INIT;
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  char buf[4096], *at, proxy_url[64];
+  size_t n;
+  FILE *f = fopen(path, "r");
+  kcr_config *cfg;
+  kcr_client *c;
+
+  assert_non_null(f);
+  while((n = fread(buf, 1, sizeof(buf), f)) > 0)
+    kcr_buf_append(&text, buf, n);
+  fclose(f);
+  snprintf(proxy_url, sizeof(proxy_url), "https://127.0.0.1:%d", port);
+  at = strstr(text.ptr, url);
+  assert_non_null(at);
+  kcr_buf_append(&out, text.ptr, (size_t)(at - text.ptr));
+  kcr_buf_puts(&out, proxy_url);
+  kcr_buf_puts(&out, at + strlen(url));
+  itest_expect(KCR_OK, kcr_config_from_yaml(out.ptr, out.len, path, NULL, &cfg, &ei), &ei);
+  itest_expect(KCR_OK, kcr_client_new(cfg, NULL, &c, &ei), &ei);
+  kcr_buf_cleanup(&text);
+  kcr_buf_cleanup(&out);
+  return c;
+}
+
+static int url_port(const char *url)
+{
+  const char *colon = strrchr(url, ':');
+  assert_non_null(colon);
+  return atoi(colon + 1);
+}
+
+/* ---- the test ---- */
+
+static kcr_err count_item(const cJSON *item, void *ud)
+{
+  (*(int *)ud)++;
+  return KCR_OK;
+}
+
+static bool converged(kcr_informer *inf, const char *ns)
+{
+  int n = 0;
+  kcr_obj **objs;
+  size_t m;
+  bool eq = true;
+  if(kcr_list_each(cl, &(struct kcr_ref){&itest_configmaps, ns}, NULL, count_item, &n, NULL,
+                   NULL))
+    return false;
+  if(kcr_store_list(kcr_informer_store(inf), NULL, NULL, &objs, &m))
+    return false;
+  eq = (size_t)n == m;
+  for(size_t i = 0; i < m && eq; i++) { /* every cached version is the current one */
+    cJSON *cur = NULL;
+    if(kcr_get(cl, &(struct kcr_ref){&itest_configmaps, ns, kcr_obj_name(objs[i])}, &cur, NULL))
+      eq = false;
+    else
+      eq = !strcmp(kcr_json_str(cur, "metadata.resourceVersion"), kcr_obj_rv(objs[i]));
+    cJSON_Delete(cur);
+  }
+  kcr_objs_free(objs, m);
+  return eq;
+}
+
+static void informer_recovers_from_cut_streams(void **state)
+{
+  struct proxy p;
+  char *ns = itest_namespace(cl, "chaos");
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_informer_stats st;
+  kcr_informer *inf;
+
+  proxy_start(&p, url_port(itest_env("KCR_APISERVER_URL")));
+  kcr_client *via = client_via(p.port);
+  struct kcr_informer_opts o = {.client = via, .gvr = &itest_configmaps, .ns = ns,
+                                .page_size = 20};
+  assert_int_equal(KCR_OK, kcr_informer_new(&o, &inf));
+  assert_int_equal(KCR_OK, kcr_informer_start(inf));
+  assert_true(kcr_informer_wait_synced(inf, 60000));
+
+  /* Churn while every connection is cut every ~300 ms. */
+  for(int i = 0; i < 60; i++) {
+    char name[32], body[160];
+    snprintf(name, sizeof(name), "cm-%02d", i % 20);
+    snprintf(body, sizeof(body),
+             "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\","
+             "\"namespace\":\"%s\"},\"data\":{\"round\":\"%d\"}}",
+             name, ns, i);
+    cJSON *obj = cJSON_Parse(body);
+    if(i >= 40 && i % 3 == 0)
+      kcr_delete(cl, &(struct kcr_ref){&itest_configmaps, ns, name}, NULL, NULL, NULL);
+    else
+      itest_expect(KCR_OK,
+                   kcr_apply(cl, &(struct kcr_ref){&itest_configmaps, ns, name}, obj,
+                             "chaos-test", true, NULL, &ei),
+                   &ei);
+    cJSON_Delete(obj);
+    if(i % 3 == 0)
+      atomic_fetch_add(&p.generation, 1);
+    itest_sleep_ms(100);
+  }
+  bool ok = false;
+  for(int i = 0; i < 300 && !(ok = converged(inf, ns)); i++)
+    itest_sleep_ms(100);
+  kcr_informer_stats(inf, &st);
+  print_message("chaos: %d connections cut, %d opened; informer: %llu lists, %llu watches, "
+                "%llu errors\n",
+                atomic_load(&p.cuts), atomic_load(&p.conns), (unsigned long long)st.lists,
+                (unsigned long long)st.watches, (unsigned long long)st.errors);
+  assert_true(ok);
+  assert_true(atomic_load(&p.cuts) >= 2); /* cut while streaming (not while backing off) */
+  assert_true(st.watches >= (uint64_t)atomic_load(&p.cuts)); /* re-watched by itself */
+
+  kcr_informer_free(inf);
+  kcr_client_free(via);
+  proxy_stop(&p);
+  kcr_delete(cl, &(struct kcr_ref){&itest_namespaces, NULL, ns}, NULL, NULL, NULL);
+  free(ns);
+  kcr_errinfo_cleanup(&ei);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(informer_recovers_from_cut_streams),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
