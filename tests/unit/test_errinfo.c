@@ -1,4 +1,4 @@
-/* Non-2xx answers become a kcr_err plus the server's Status, verbatim. */
+/* Non-2xx answers become a kcr_err plus the server's Status, verbatim (errinfo). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
