@@ -52,9 +52,8 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
     kcr_json_set_str(patch, "metadata.namespace", req->ns);
     kcr_json_set_str(patch, "data.greeting", want);
     kcr_json_set_str(patch, "data.greeter", h->identity);
-    rc = kcr_apply(kcr_ctx_client(cx),
-                   &(struct kcr_ref){&configmaps, req->ns, req->name}, patch, "hello",
-                   true, NULL, &ei);
+    rc = kcr_apply(kcr_ctx_client(cx), &(struct kcr_ref){&configmaps, req->ns, req->name},
+                   patch, "hello", true, NULL, &ei);
     cJSON_Delete(patch);
     if(rc)
       KCR_CLOG(cx, KCR_LOG_ERROR, "apply failed", KCR_S("err", kcr_err_name(rc)),
@@ -69,23 +68,24 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
 
 static void usage(FILE *f)
 {
-  fprintf(f,
-          "usage: hello [options]\n"
-          "Greets every ConfigMap labelled hello.kcr.io/greet=true.\n\n"
-          "  --kubeconfig PATH                  kubeconfig (default: $KUBECONFIG, "
-          "~/.kube/config, in-cluster)\n"
-          "  --namespace NS                     watch one namespace (default: all)\n"
-          "  --workers N                        concurrent reconciles (default 2)\n"
-          "  --leader-elect                     run leader election (one active replica)\n"
-          "  --lease-namespace NS               namespace of the Lease (default: default)\n"
-          "  --identity ID                      this replica's name in the Lease\n"
-          "  --lease-duration DUR               default 15s\n"
-          "  --renew-deadline DUR               default 10s\n"
-          "  --retry-period DUR                 default 2s\n"
-          "  --metrics-bind-address ADDR        default :8080 (\"0\" disables)\n"
-          "  --health-probe-bind-address ADDR   default :8081\n"
-          "  --log-level LEVEL                  debug, info, warn, error\n"
-          "  -h, --help                         this help\n");
+  fprintf(
+      f,
+      "usage: hello [options]\n"
+      "Greets every ConfigMap labelled hello.kcr.io/greet=true.\n\n"
+      "  --kubeconfig PATH                  kubeconfig (default: $KUBECONFIG, "
+      "~/.kube/config, in-cluster)\n"
+      "  --namespace NS                     watch one namespace (default: all)\n"
+      "  --workers N                        concurrent reconciles (default 2)\n"
+      "  --leader-elect                     run leader election (one active replica)\n"
+      "  --lease-namespace NS               namespace of the Lease (default: default)\n"
+      "  --identity ID                      this replica's name in the Lease\n"
+      "  --lease-duration DUR               default 15s\n"
+      "  --renew-deadline DUR               default 10s\n"
+      "  --retry-period DUR                 default 2s\n"
+      "  --metrics-bind-address ADDR        default :8080 (\"0\" disables)\n"
+      "  --health-probe-bind-address ADDR   default :8081\n"
+      "  --log-level LEVEL                  debug, info, warn, error\n"
+      "  -h, --help                         this help\n");
 }
 
 static int bad(const char *flag, const char *v)
@@ -96,8 +96,20 @@ static int bad(const char *flag, const char *v)
 
 int main(int argc, char **argv)
 {
-  enum { O_KC = 1, O_NS, O_WORKERS, O_LE, O_LNS, O_ID, O_LD, O_RD, O_RP, O_MET, O_HEALTH,
-         O_LOG };
+  enum {
+    O_KC = 1,
+    O_NS,
+    O_WORKERS,
+    O_LE,
+    O_LNS,
+    O_ID,
+    O_LD,
+    O_RD,
+    O_RP,
+    O_MET,
+    O_HEALTH,
+    O_LOG
+  };
   static const struct option opts[] = {
       {"kubeconfig", required_argument, NULL, O_KC},
       {"namespace", required_argument, NULL, O_NS},
@@ -114,8 +126,10 @@ int main(int argc, char **argv)
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   struct kcr_config_opts co = {0};
-  struct kcr_manager_opts mo = {.name = "hello", .metrics_addr = ":8080",
-                                .health_addr = ":8081", .lease_namespace = "default"};
+  struct kcr_manager_opts mo = {.name = "hello",
+                                .metrics_addr = ":8080",
+                                .health_addr = ":8081",
+                                .lease_namespace = "default"};
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   struct hello h = {0};
   const char *ns = NULL;
@@ -175,15 +189,15 @@ int main(int argc, char **argv)
     kcr_errinfo_cleanup(&ei);
     return 2;
   }
-  struct kcr_informer_opts io = {.gvr = &configmaps, .ns = ns,
-                                 .label_selector = "hello.kcr.io/greet=true"};
+  struct kcr_informer_opts io = {
+      .gvr = &configmaps, .ns = ns, .label_selector = "hello.kcr.io/greet=true"};
   if(kcr_manager_informer(m, &io, &h.cms) ||
      kcr_controller_new(&(struct kcr_controller_opts){.name = "hello",
-                                                     .workers = workers,
-                                                     .reconcile = reconcile,
-                                                     .ud = &h,
-                                                     .client = kcr_manager_client(m),
-                                                     .metrics = kcr_manager_metrics(m)},
+                                                      .workers = workers,
+                                                      .reconcile = reconcile,
+                                                      .ud = &h,
+                                                      .client = kcr_manager_client(m),
+                                                      .metrics = kcr_manager_metrics(m)},
                         &ctl) ||
      kcr_controller_for(ctl, h.cms, NULL, 0) || kcr_manager_add(m, ctl)) {
     fprintf(stderr, "hello: setting up the controller failed\n");

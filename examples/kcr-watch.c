@@ -59,16 +59,15 @@ static kcr_err print_event(struct kcr_watch_event *ev, void *ud)
 
 int main(int argc, char **argv)
 {
-  static const struct option opts[] = {
-      {"kubeconfig", required_argument, NULL, 'k'},
-      {"context", required_argument, NULL, 'c'},
-      {"namespace", required_argument, NULL, 'n'},
-      {"group", required_argument, NULL, 'g'},
-      {"api-version", required_argument, NULL, 'v'},
-      {"cluster-scoped", no_argument, NULL, 's'},
-      {"for", required_argument, NULL, 'f'},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {{"kubeconfig", required_argument, NULL, 'k'},
+                                       {"context", required_argument, NULL, 'c'},
+                                       {"namespace", required_argument, NULL, 'n'},
+                                       {"group", required_argument, NULL, 'g'},
+                                       {"api-version", required_argument, NULL, 'v'},
+                                       {"cluster-scoped", no_argument, NULL, 's'},
+                                       {"for", required_argument, NULL, 'f'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
   struct kcr_config_opts co = {0};
   struct kcr_gvr gvr = {"", "v1", "configmaps", true};
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
@@ -91,8 +90,10 @@ int main(int argc, char **argv)
       char *end;
       seconds = strtol(optarg, &end, 10);
       if(*end || seconds <= 0) {
-        fprintf(stderr, "kcr-watch: --for needs a positive number of seconds, got "
-                        "\"%s\"\n", optarg);
+        fprintf(stderr,
+                "kcr-watch: --for needs a positive number of seconds, got "
+                "\"%s\"\n",
+                optarg);
         return 2;
       }
       break;

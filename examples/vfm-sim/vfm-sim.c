@@ -20,7 +20,7 @@
 #include "kcr/status.h"
 
 #define ANN_DELAY "vfm-sim.ebdman.example.com/delay"
-#define ANN_FAIL "vfm-sim.ebdman.example.com/fail"
+#define ANN_FAIL  "vfm-sim.ebdman.example.com/fail"
 
 static const struct kcr_gvr vfms = {"ebdman.example.com", "v1alpha1", "vfms", true};
 
@@ -89,14 +89,14 @@ static kcr_err report(kcr_ctx *cx, struct sim *s, const cJSON *vfm, const char *
     KCR_CLOG(cx, KCR_LOG_WARN, "status write failed", KCR_S("err", kcr_err_name(rc)),
              KCR_S("detail", ei.message));
   else if(res == KCR_WRITE_WRITTEN)
-    KCR_CLOG(cx, KCR_LOG_INFO, "reported", KCR_S("ready", status), KCR_S("reason", reason),
-             KCR_I("generation", gen));
+    KCR_CLOG(cx, KCR_LOG_INFO, "reported", KCR_S("ready", status),
+             KCR_S("reason", reason), KCR_I("generation", gen));
   kcr_errinfo_cleanup(&ei);
   return rc;
 }
 
-static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req, struct kcr_result *res,
-                         void *ud)
+static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
+                         struct kcr_result *res, void *ud)
 {
   struct sim *s = ud;
   kcr_obj *o = kcr_store_get(kcr_informer_store(s->vfms), req->ns, req->name);
@@ -148,7 +148,8 @@ int main(int argc, char **argv)
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   struct kcr_config_opts co = {0};
-  struct kcr_manager_opts mo = {.name = "vfm-sim", .metrics_addr = "0", .health_addr = "0"};
+  struct kcr_manager_opts mo = {
+      .name = "vfm-sim", .metrics_addr = "0", .health_addr = "0"};
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   struct sim s = {.default_delay_ms = 2000, .mu = PTHREAD_MUTEX_INITIALIZER};
   const char *ns = NULL;
@@ -162,13 +163,12 @@ int main(int argc, char **argv)
     case 'n': ns = optarg; break;
     case 'd':
       if(kcr_duration_parse(optarg, &s.default_delay_ms)) {
-        fprintf(stderr, "vfm-sim: invalid --delay \"%s\": want e.g. 2s or 500ms\n", optarg);
+        fprintf(stderr, "vfm-sim: invalid --delay \"%s\": want e.g. 2s or 500ms\n",
+                optarg);
         return 2;
       }
       break;
-    case 'w':
-      workers = atoi(optarg) > 0 ? atoi(optarg) : 4;
-      break;
+    case 'w': workers = atoi(optarg) > 0 ? atoi(optarg) : 4; break;
     case 'm': mo.metrics_addr = mo.health_addr = optarg; break;
     case 'l':
       if((lvl = kcr_log_level_parse(optarg)) < 0) {
@@ -178,15 +178,14 @@ int main(int argc, char **argv)
       kcr_log_set_level((enum kcr_log_level)lvl);
       break;
     case 'h':
-      printf("usage: vfm-sim [--kubeconfig PATH] [--namespace NS] [--delay DUR] "
-             "[--workers N]\n               [--metrics-bind-address ADDR] [--log-level L]\n"
-             "Plays the VFM's owner: Ready=False/Progressing, then Ready=True after the "
-             "delay\n(annotation " ANN_DELAY " overrides it); annotation " ANN_FAIL
-             "\nmakes it report Ready=False/Failed with that message.\n");
+      printf(
+          "usage: vfm-sim [--kubeconfig PATH] [--namespace NS] [--delay DUR] "
+          "[--workers N]\n               [--metrics-bind-address ADDR] [--log-level L]\n"
+          "Plays the VFM's owner: Ready=False/Progressing, then Ready=True after the "
+          "delay\n(annotation " ANN_DELAY " overrides it); annotation " ANN_FAIL
+          "\nmakes it report Ready=False/Failed with that message.\n");
       return 0;
-    default:
-      fprintf(stderr, "vfm-sim: bad option (try --help)\n");
-      return 2;
+    default: fprintf(stderr, "vfm-sim: bad option (try --help)\n"); return 2;
     }
   }
   if(kcr_config_load(&co, &mo.config, &ei) || kcr_manager_new(&mo, &m, &ei)) {
@@ -194,17 +193,22 @@ int main(int argc, char **argv)
     kcr_errinfo_cleanup(&ei);
     return 2;
   }
-  struct kcr_status_writer_opts so = {kcr_manager_client(m), &vfms,
-                                      "ebdman.example.com/v1alpha1", "VFM", "vfm-sim",
-                                      KCR_STATUS_APPLY, .metrics = kcr_manager_metrics(m)};
-  if(kcr_manager_informer(m, &(struct kcr_informer_opts){.gvr = &vfms, .ns = ns}, &s.vfms) ||
+  struct kcr_status_writer_opts so = {kcr_manager_client(m),
+                                      &vfms,
+                                      "ebdman.example.com/v1alpha1",
+                                      "VFM",
+                                      "vfm-sim",
+                                      KCR_STATUS_APPLY,
+                                      .metrics = kcr_manager_metrics(m)};
+  if(kcr_manager_informer(m, &(struct kcr_informer_opts){.gvr = &vfms, .ns = ns},
+                          &s.vfms) ||
      kcr_status_writer_new(&so, &s.status) ||
      kcr_controller_new(&(struct kcr_controller_opts){.name = "vfm-sim",
-                                                     .workers = workers,
-                                                     .reconcile = reconcile,
-                                                     .ud = &s,
-                                                     .client = kcr_manager_client(m),
-                                                     .metrics = kcr_manager_metrics(m)},
+                                                      .workers = workers,
+                                                      .reconcile = reconcile,
+                                                      .ud = &s,
+                                                      .client = kcr_manager_client(m),
+                                                      .metrics = kcr_manager_metrics(m)},
                         &ctl) ||
      kcr_controller_for(ctl, s.vfms, NULL, 0) || kcr_manager_add(m, ctl)) {
     fprintf(stderr, "vfm-sim: setting up failed\n");

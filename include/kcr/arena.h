@@ -11,7 +11,10 @@ struct kcr_arena {
   struct kcr_arena_block *head;
   size_t block_size; /* default 16 KiB */
 };
-#define KCR_ARENA_INIT {NULL, 0}
+#define KCR_ARENA_INIT                                                                   \
+  {                                                                                      \
+    NULL, 0                                                                              \
+  }
 
 /* n bytes aligned for any type, or NULL if out of memory. */
 void *kcr_arena_alloc(struct kcr_arena *a, size_t n);

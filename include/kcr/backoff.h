@@ -9,13 +9,16 @@
 
 struct kcr_backoff {
   uint64_t initial_ms, max_ms, reset_after_ms;
-  double factor, jitter;  /* delay * (1 + jitter * rand[0,1)) */
-  uint64_t cur_ms;        /* next base delay; 0 = initial */
-  uint64_t last_fail_ms;  /* monotonic time of the last next() */
+  double factor, jitter; /* delay * (1 + jitter * rand[0,1)) */
+  uint64_t cur_ms;       /* next base delay; 0 = initial */
+  uint64_t last_fail_ms; /* monotonic time of the last next() */
   unsigned seed;
 };
 
-#define KCR_BACKOFF_REFLECTOR {800, 30000, 120000, 2.0, 1.0, 0, 0, 0}
+#define KCR_BACKOFF_REFLECTOR                                                            \
+  {                                                                                      \
+    800, 30000, 120000, 2.0, 1.0, 0, 0, 0                                                \
+  }
 
 /* The delay to wait now, in ms; grows the next one. If the previous failure
  * was longer than reset_after_ms ago, starts again from initial_ms. */

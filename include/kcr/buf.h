@@ -15,7 +15,10 @@ struct kcr_buf {
   size_t len; /* bytes, excluding the terminating NUL */
   size_t cap;
 };
-#define KCR_BUF_INIT {NULL, 0, 0}
+#define KCR_BUF_INIT                                                                     \
+  {                                                                                      \
+    NULL, 0, 0                                                                           \
+  }
 
 kcr_err kcr_buf_append(struct kcr_buf *b, const void *data, size_t len);
 kcr_err kcr_buf_puts(struct kcr_buf *b, const char *s);

@@ -37,11 +37,11 @@ typedef void (*kcr_request_observer)(const char *method, long code, double secon
                                      void *ud);
 
 struct kcr_client_opts {
-  const char *user_agent;   /* default "kcr/<version>" */
-  long timeout_ms;          /* whole request, default 30000; not for watches */
-  long connect_timeout_ms;  /* default 10000 */
-  int max_retries;          /* 429/503 retries, default 3; -1 for none */
-  long max_retry_after_ms;  /* cap on one Retry-After wait, default 10000 */
+  const char *user_agent;  /* default "kcr/<version>" */
+  long timeout_ms;         /* whole request, default 30000; not for watches */
+  long connect_timeout_ms; /* default 10000 */
+  int max_retries;         /* 429/503 retries, default 3; -1 for none */
+  long max_retry_after_ms; /* cap on one Retry-After wait, default 10000 */
   kcr_request_observer observe;
   void *observe_ud;
 };
@@ -56,16 +56,16 @@ kcr_config *kcr_client_config(kcr_client *c);
 
 /* A raw request. path starts with '/' and may carry a query string. */
 struct kcr_http_request {
-  const char *method;       /* "GET", "POST", "PUT", "PATCH", "DELETE" */
+  const char *method; /* "GET", "POST", "PUT", "PATCH", "DELETE" */
   const char *path;
   const char *content_type; /* for a body; default application/json */
   const char *body;
   size_t body_len;
-  long timeout_ms;          /* 0: client default */
+  long timeout_ms; /* 0: client default */
 };
 struct kcr_http_response {
-  long code;                /* HTTP status, 0 if none was received */
-  struct kcr_buf body;      /* caller cleans up */
+  long code;           /* HTTP status, 0 if none was received */
+  struct kcr_buf body; /* caller cleans up */
 };
 /* Sends one request. The body is kept in resp even for errors. */
 kcr_err kcr_client_do(kcr_client *c, const struct kcr_http_request *req,
@@ -78,7 +78,7 @@ kcr_err kcr_get(kcr_client *c, const struct kcr_ref *ref, cJSON **out,
 struct kcr_list_opts {
   const char *label_selector;
   const char *field_selector;
-  long limit;                 /* page size; 0 = server default (all) */
+  long limit; /* page size; 0 = server default (all) */
   const char *continue_token;
   const char *resource_version;
   const char *resource_version_match; /* "NotOlderThan", "Exact" */
@@ -86,8 +86,7 @@ struct kcr_list_opts {
 /* GET one page of a collection (ref->name NULL). The List's
  * metadata.continue says whether more pages follow. */
 kcr_err kcr_list(kcr_client *c, const struct kcr_ref *ref,
-                 const struct kcr_list_opts *opts, cJSON **out,
-                 struct kcr_errinfo *ei);
+                 const struct kcr_list_opts *opts, cJSON **out, struct kcr_errinfo *ei);
 
 /* Called once per item of every page; items are borrowed for the call. A
  * non-OK return stops the listing and is returned. */
@@ -96,8 +95,8 @@ typedef kcr_err (*kcr_list_item_fn)(const cJSON *item, void *ud);
  * *rv (optional) gets the list's resourceVersion (for a following watch),
  * owned by the caller. */
 kcr_err kcr_list_each(kcr_client *c, const struct kcr_ref *ref,
-                      const struct kcr_list_opts *opts, kcr_list_item_fn fn,
-                      void *ud, char **rv, struct kcr_errinfo *ei);
+                      const struct kcr_list_opts *opts, kcr_list_item_fn fn, void *ud,
+                      char **rv, struct kcr_errinfo *ei);
 
 struct kcr_write_opts {
   const char *field_manager;
@@ -105,18 +104,16 @@ struct kcr_write_opts {
 };
 /* POST obj to the collection of ref (ref->name NULL; ns from ref). */
 kcr_err kcr_create(kcr_client *c, const struct kcr_ref *ref, const cJSON *obj,
-                   const struct kcr_write_opts *wo, cJSON **out,
-                   struct kcr_errinfo *ei);
+                   const struct kcr_write_opts *wo, cJSON **out, struct kcr_errinfo *ei);
 /* PUT obj (it must carry metadata.resourceVersion; a stale one -> ECONFLICT). */
 kcr_err kcr_update(kcr_client *c, const struct kcr_ref *ref, const cJSON *obj,
-                   const struct kcr_write_opts *wo, cJSON **out,
-                   struct kcr_errinfo *ei);
+                   const struct kcr_write_opts *wo, cJSON **out, struct kcr_errinfo *ei);
 
 enum kcr_patch_type {
-  KCR_PATCH_MERGE,     /* application/merge-patch+json (RFC 7386) */
-  KCR_PATCH_JSON,      /* application/json-patch+json (RFC 6902) */
-  KCR_PATCH_APPLY,     /* application/apply-patch+yaml: server-side apply */
-  KCR_PATCH_STRATEGIC  /* built-in types only; custom resources answer 415 */
+  KCR_PATCH_MERGE,    /* application/merge-patch+json (RFC 7386) */
+  KCR_PATCH_JSON,     /* application/json-patch+json (RFC 6902) */
+  KCR_PATCH_APPLY,    /* application/apply-patch+yaml: server-side apply */
+  KCR_PATCH_STRATEGIC /* built-in types only; custom resources answer 415 */
 };
 struct kcr_patch_opts {
   enum kcr_patch_type type;
@@ -141,15 +138,14 @@ enum kcr_propagation {
 };
 struct kcr_delete_opts {
   enum kcr_propagation propagation;
-  const char *precondition_uid;  /* delete only this incarnation */
-  const char *precondition_rv;   /* delete only this version */
-  long grace_period_seconds;     /* < 0 or 0 with has_grace false: default */
+  const char *precondition_uid; /* delete only this incarnation */
+  const char *precondition_rv;  /* delete only this version */
+  long grace_period_seconds;    /* < 0 or 0 with has_grace false: default */
   bool has_grace;
   bool dry_run;
 };
 /* DELETE ref. A failed precondition answers 409 (KCR_ECONFLICT). */
 kcr_err kcr_delete(kcr_client *c, const struct kcr_ref *ref,
-                   const struct kcr_delete_opts *o, cJSON **out,
-                   struct kcr_errinfo *ei);
+                   const struct kcr_delete_opts *o, cJSON **out, struct kcr_errinfo *ei);
 
 #endif

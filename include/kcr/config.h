@@ -35,10 +35,10 @@
 typedef struct kcr_config kcr_config;
 
 struct kcr_config_opts {
-  const char *kubeconfig;       /* explicit path, or NULL */
-  const char *context;          /* context name, or NULL for current-context */
-  bool in_cluster_only;         /* skip kubeconfig files */
-  const char *sa_dir;           /* in-cluster secrets dir; NULL = default */
+  const char *kubeconfig; /* explicit path, or NULL */
+  const char *context;    /* context name, or NULL for current-context */
+  bool in_cluster_only;   /* skip kubeconfig files */
+  const char *sa_dir;     /* in-cluster secrets dir; NULL = default */
 };
 
 /* Loads a config. *out is set only on KCR_OK; free it with kcr_config_free. */
@@ -52,8 +52,8 @@ kcr_err kcr_config_from_yaml(const char *yaml, size_t len, const char *origin,
 void kcr_config_free(kcr_config *cfg);
 
 /* Borrowed views, valid as long as cfg. */
-const char *kcr_config_server(const kcr_config *cfg);   /* "https://h:p" */
-const char *kcr_config_origin(const kcr_config *cfg);   /* file or "in-cluster" */
+const char *kcr_config_server(const kcr_config *cfg);    /* "https://h:p" */
+const char *kcr_config_origin(const kcr_config *cfg);    /* file or "in-cluster" */
 const char *kcr_config_namespace(const kcr_config *cfg); /* context ns or NULL */
 bool kcr_config_insecure(const kcr_config *cfg);
 const char *kcr_config_tls_server_name(const kcr_config *cfg); /* or NULL */
@@ -62,10 +62,10 @@ const unsigned char *kcr_config_ca(const kcr_config *cfg, size_t *len);
 
 /* Credentials for one request, an owned snapshot. */
 struct kcr_credentials {
-  char *token;              /* bearer token or NULL */
-  unsigned char *cert;      /* client certificate PEM or NULL */
+  char *token;         /* bearer token or NULL */
+  unsigned char *cert; /* client certificate PEM or NULL */
   size_t cert_len;
-  unsigned char *key;       /* client key PEM or NULL */
+  unsigned char *key; /* client key PEM or NULL */
   size_t key_len;
   unsigned long generation; /* changes whenever cert/key change */
 };

@@ -42,9 +42,9 @@ typedef struct kcr_controller kcr_controller;
 typedef struct kcr_ctx kcr_ctx;
 
 struct kcr_request {
-  const char *ns;   /* "" for cluster-scoped */
+  const char *ns; /* "" for cluster-scoped */
   const char *name;
-  const char *key;  /* "ns/name" */
+  const char *key; /* "ns/name" */
 };
 
 struct kcr_result {
@@ -64,13 +64,13 @@ const char *kcr_ctx_controller(kcr_ctx *cx);
 /* Logs with controller, reconcileID, namespace and name added. */
 void kcr_ctx_log_kv(kcr_ctx *cx, enum kcr_log_level lvl, const char *msg,
                     const struct kcr_kv *kv, size_t n);
-#define KCR_CLOG(cx, lvl, msg, ...)                                            \
-  do {                                                                         \
-    if(kcr_log_enabled(lvl)) {                                                 \
-      const struct kcr_kv kcr__kv_[] = {{NULL, 0, NULL, 0, 0}, ##__VA_ARGS__}; \
-      kcr_ctx_log_kv((cx), (lvl), (msg), kcr__kv_ + 1,                         \
-                     sizeof(kcr__kv_) / sizeof(kcr__kv_[0]) - 1);              \
-    }                                                                          \
+#define KCR_CLOG(cx, lvl, msg, ...)                                                      \
+  do {                                                                                   \
+    if(kcr_log_enabled(lvl)) {                                                           \
+      const struct kcr_kv kcr__kv_[] = {{NULL, 0, NULL, 0, 0}, ##__VA_ARGS__};           \
+      kcr_ctx_log_kv((cx), (lvl), (msg), kcr__kv_ + 1,                                   \
+                     sizeof(kcr__kv_) / sizeof(kcr__kv_[0]) - 1);                        \
+    }                                                                                    \
   } while(0)
 
 /* Predicates: return true to let the event through. NULL members pass. */
@@ -89,15 +89,15 @@ typedef void (*kcr_map_emit)(const char *ns, const char *name, void *ctx);
 typedef void (*kcr_map_fn)(kcr_obj *obj, kcr_map_emit emit, void *ctx, void *ud);
 
 struct kcr_controller_opts {
-  const char *name;          /* metrics label and log field; required */
-  int workers;               /* default 1 */
+  const char *name; /* metrics label and log field; required */
+  int workers;      /* default 1 */
   kcr_reconcile_fn reconcile;
   void *ud;
   kcr_client *client;
-  kcr_metrics *metrics;      /* optional */
-  uint64_t base_delay_ms;    /* per-key backoff; default 5 ms */
-  uint64_t max_delay_ms;     /* default 1000 s */
-  double qps;                /* overall requeue token bucket; 0 = off */
+  kcr_metrics *metrics;   /* optional */
+  uint64_t base_delay_ms; /* per-key backoff; default 5 ms */
+  uint64_t max_delay_ms;  /* default 1000 s */
+  double qps;             /* overall requeue token bucket; 0 = off */
   int burst;
 };
 
@@ -107,8 +107,8 @@ kcr_err kcr_controller_for(kcr_controller *c, kcr_informer *inf,
                            const struct kcr_predicate *preds, size_t n);
 /* Reconcile the controller owner (kind `owner_kind`, group `owner_group`) of
  * objects of inf. */
-kcr_err kcr_controller_owns(kcr_controller *c, kcr_informer *inf,
-                            const char *owner_group, const char *owner_kind);
+kcr_err kcr_controller_owns(kcr_controller *c, kcr_informer *inf, const char *owner_group,
+                            const char *owner_kind);
 kcr_err kcr_controller_watches(kcr_controller *c, kcr_informer *inf, kcr_map_fn fn,
                                void *ud);
 /* Starts the workers. */

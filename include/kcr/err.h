@@ -13,29 +13,29 @@
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
-#define KCR_ERR_MAP(XX)                                                        \
-  XX(OK, 0, "success")                                                         \
-  XX(ENOMEM, 1, "out of memory")                                               \
-  XX(EINVAL, 2, "invalid argument")                                            \
-  XX(ETRANSPORT, 3, "transport failure")                                       \
-  XX(ENOTFOUND, 4, "not found (404)")                                          \
-  XX(ECONFLICT, 5, "conflict: the object has been modified (409)")             \
-  XX(EGONE, 6, "resource version too old (410)")                               \
-  XX(EINVALID, 7, "rejected by validation (422)")                              \
-  XX(ETERMINAL, 8, "do not retry")                                             \
-  XX(EEXIST, 9, "already exists (409)")                                        \
-  XX(EUNAUTHORIZED, 10, "unauthorized (401)")                                  \
-  XX(EFORBIDDEN, 11, "forbidden (403)")                                        \
-  XX(EBADREQUEST, 12, "bad request (400)")                                     \
-  XX(ETOOMANY, 13, "too many requests (429)")                                  \
-  XX(EUNAVAILABLE, 14, "service unavailable (503)")                            \
-  XX(ESERVER, 15, "server error (5xx)")                                        \
-  XX(EHTTP, 16, "unexpected HTTP status")                                      \
-  XX(EPARSE, 17, "malformed data")                                             \
-  XX(ECONFIG, 18, "invalid configuration")                                     \
-  XX(ETIMEDOUT, 19, "timed out")                                               \
-  XX(ECANCELED, 20, "canceled")                                                \
-  XX(EIO, 21, "input/output error")                                            \
+#define KCR_ERR_MAP(XX)                                                                  \
+  XX(OK, 0, "success")                                                                   \
+  XX(ENOMEM, 1, "out of memory")                                                         \
+  XX(EINVAL, 2, "invalid argument")                                                      \
+  XX(ETRANSPORT, 3, "transport failure")                                                 \
+  XX(ENOTFOUND, 4, "not found (404)")                                                    \
+  XX(ECONFLICT, 5, "conflict: the object has been modified (409)")                       \
+  XX(EGONE, 6, "resource version too old (410)")                                         \
+  XX(EINVALID, 7, "rejected by validation (422)")                                        \
+  XX(ETERMINAL, 8, "do not retry")                                                       \
+  XX(EEXIST, 9, "already exists (409)")                                                  \
+  XX(EUNAUTHORIZED, 10, "unauthorized (401)")                                            \
+  XX(EFORBIDDEN, 11, "forbidden (403)")                                                  \
+  XX(EBADREQUEST, 12, "bad request (400)")                                               \
+  XX(ETOOMANY, 13, "too many requests (429)")                                            \
+  XX(EUNAVAILABLE, 14, "service unavailable (503)")                                      \
+  XX(ESERVER, 15, "server error (5xx)")                                                  \
+  XX(EHTTP, 16, "unexpected HTTP status")                                                \
+  XX(EPARSE, 17, "malformed data")                                                       \
+  XX(ECONFIG, 18, "invalid configuration")                                               \
+  XX(ETIMEDOUT, 19, "timed out")                                                         \
+  XX(ECANCELED, 20, "canceled")                                                          \
+  XX(EIO, 21, "input/output error")                                                      \
   XX(EUNSUPPORTED, 22, "unsupported media type (415)")
 
 typedef enum kcr_err {
@@ -59,7 +59,10 @@ struct kcr_errinfo {
   cJSON *details; /* Status.details, owned, or NULL */
   char *body;     /* raw body when it was not a Status (truncated to 4 KiB) */
 };
-#define KCR_ERRINFO_INIT {0, NULL, NULL, NULL, NULL, NULL}
+#define KCR_ERRINFO_INIT                                                                 \
+  {                                                                                      \
+    0, NULL, NULL, NULL, NULL, NULL                                                      \
+  }
 
 void kcr_errinfo_cleanup(struct kcr_errinfo *ei);
 

@@ -43,16 +43,16 @@ struct kcr_informer_handlers {
 
 struct kcr_informer_opts {
   kcr_client *client;
-  const struct kcr_gvr *gvr;  /* copied */
-  const char *ns;             /* NULL: all namespaces (or cluster-scoped) */
+  const struct kcr_gvr *gvr; /* copied */
+  const char *ns;            /* NULL: all namespaces (or cluster-scoped) */
   const char *label_selector;
   const char *field_selector;
-  uint64_t resync_ms;         /* 0: no periodic resync */
-  long page_size;             /* LIST page size; default 500 */
-  bool keep_managed_fields;   /* default: strip them */
-  long watch_timeout_min_s;   /* default 300 */
-  long watch_timeout_max_s;   /* default 600 */
-  kcr_metrics *metrics;       /* optional: kcr_informer_* gauges */
+  uint64_t resync_ms;       /* 0: no periodic resync */
+  long page_size;           /* LIST page size; default 500 */
+  bool keep_managed_fields; /* default: strip them */
+  long watch_timeout_min_s; /* default 300 */
+  long watch_timeout_max_s; /* default 600 */
+  kcr_metrics *metrics;     /* optional: kcr_informer_* gauges */
 };
 
 kcr_err kcr_informer_new(const struct kcr_informer_opts *o, kcr_informer **out);

@@ -25,8 +25,7 @@ cJSON *kcr_json_obj(cJSON *obj, const char *path);
 /* Sets a string member at path (replacing any value). */
 kcr_err kcr_json_set_str(cJSON *obj, const char *path, const char *value);
 /* Parses text into a new tree; KCR_EPARSE with a position in ei if malformed. */
-kcr_err kcr_json_parse(const char *text, size_t len, cJSON **out,
-                       struct kcr_errinfo *ei);
+kcr_err kcr_json_parse(const char *text, size_t len, cJSON **out, struct kcr_errinfo *ei);
 /* Compact text of a tree, owned by the caller; NULL if out of memory. */
 char *kcr_json_print(const cJSON *obj);
 

@@ -51,13 +51,13 @@ bool kcr_log_is_secret_key(const char *key);
 void kcr_log_kv(enum kcr_log_level lvl, const char *msg, const struct kcr_kv *kv,
                 size_t n);
 
-#define KCR_LOG(lvl, msg, ...)                                                 \
-  do {                                                                         \
-    if(kcr_log_enabled(lvl)) {                                                 \
-      const struct kcr_kv kcr__kv_[] = {{NULL, 0, NULL, 0, 0}, ##__VA_ARGS__}; \
-      kcr_log_kv((lvl), (msg), kcr__kv_ + 1,                                   \
-                 sizeof(kcr__kv_) / sizeof(kcr__kv_[0]) - 1);                  \
-    }                                                                          \
+#define KCR_LOG(lvl, msg, ...)                                                           \
+  do {                                                                                   \
+    if(kcr_log_enabled(lvl)) {                                                           \
+      const struct kcr_kv kcr__kv_[] = {{NULL, 0, NULL, 0, 0}, ##__VA_ARGS__};           \
+      kcr_log_kv((lvl), (msg), kcr__kv_ + 1,                                             \
+                 sizeof(kcr__kv_) / sizeof(kcr__kv_[0]) - 1);                            \
+    }                                                                                    \
   } while(0)
 
 #endif

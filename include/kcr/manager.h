@@ -39,23 +39,23 @@
 typedef struct kcr_manager kcr_manager;
 
 struct kcr_manager_opts {
-  kcr_config *config;          /* taken over (freed with the manager) */
-  const char *name;            /* logs; default lease name "<name>-leader" */
-  const char *metrics_addr;    /* e.g. ":8080"; NULL or "0": no server */
-  const char *health_addr;     /* e.g. ":8081"; may equal metrics_addr */
+  kcr_config *config;       /* taken over (freed with the manager) */
+  const char *name;         /* logs; default lease name "<name>-leader" */
+  const char *metrics_addr; /* e.g. ":8080"; NULL or "0": no server */
+  const char *health_addr;  /* e.g. ":8081"; may equal metrics_addr */
   bool leader_elect;
   const char *lease_namespace; /* default: the config's namespace or "default" */
   const char *lease_name;
-  const char *identity;        /* default: hostname_random */
-  uint64_t lease_duration_ms;  /* 15000 */
-  uint64_t renew_deadline_ms;  /* 10000 */
-  uint64_t retry_period_ms;    /* 2000 */
-  uint64_t sync_timeout_ms;    /* 120000 */
-  uint64_t grace_ms;           /* 30000 */
-  bool no_signals;             /* do not handle SIGTERM/SIGINT; otherwise
-                                  kcr_manager_new blocks them in the calling
-                                  thread (create the manager before other
-                                  threads) and run() waits for them */
+  const char *identity;          /* default: hostname_random */
+  uint64_t lease_duration_ms;    /* 15000 */
+  uint64_t renew_deadline_ms;    /* 10000 */
+  uint64_t retry_period_ms;      /* 2000 */
+  uint64_t sync_timeout_ms;      /* 120000 */
+  uint64_t grace_ms;             /* 30000 */
+  bool no_signals;               /* do not handle SIGTERM/SIGINT; otherwise
+                                    kcr_manager_new blocks them in the calling
+                                    thread (create the manager before other
+                                    threads) and run() waits for them */
   struct kcr_client_opts client; /* timeouts etc.; observe is set by the manager */
 };
 

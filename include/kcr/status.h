@@ -59,19 +59,25 @@ struct kcr_status_desired {
   const struct kcr_cond *conds; /* conditions this manager owns */
   size_t n;
   bool set_observed_generation;
-  int64_t observed_generation;  /* status.observedGeneration */
-  const cJSON *extra;           /* optional object: other status fields owned */
+  int64_t observed_generation; /* status.observedGeneration */
+  const cJSON *extra;          /* optional object: other status fields owned */
 };
 
 /* client-go's wait.Backoff for retry-on-conflict. */
 struct kcr_retry {
-  int steps;          /* attempts, default 5 */
-  uint64_t base_ms;   /* default 10 */
-  double factor;      /* default 1.0 */
-  double jitter;      /* default 0.1 */
+  int steps;        /* attempts, default 5 */
+  uint64_t base_ms; /* default 10 */
+  double factor;    /* default 1.0 */
+  double jitter;    /* default 0.1 */
 };
-#define KCR_RETRY_DEFAULT {5, 10, 1.0, 0.1}   /* client-go DefaultRetry */
-#define KCR_BACKOFF_DEFAULT {4, 10, 5.0, 0.1} /* client-go DefaultBackoff */
+#define KCR_RETRY_DEFAULT                                                                \
+  {                                                                                      \
+    5, 10, 1.0, 0.1                                                                      \
+  } /* client-go DefaultRetry */
+#define KCR_BACKOFF_DEFAULT                                                              \
+  {                                                                                      \
+    4, 10, 5.0, 0.1                                                                      \
+  } /* client-go DefaultBackoff */
 
 struct kcr_status_writer_opts {
   kcr_client *client;
@@ -80,8 +86,8 @@ struct kcr_status_writer_opts {
   const char *kind;          /* "EBD" */
   const char *field_manager; /* required */
   enum kcr_status_mode mode;
-  struct kcr_retry retry;    /* zero: KCR_RETRY_DEFAULT */
-  kcr_metrics *metrics;      /* optional */
+  struct kcr_retry retry; /* zero: KCR_RETRY_DEFAULT */
+  kcr_metrics *metrics;   /* optional */
 };
 
 typedef struct kcr_status_writer kcr_status_writer;
@@ -131,6 +137,7 @@ kcr_err kcr_finalizer_remove(kcr_client *c, const struct kcr_ref *ref,
  * owner uid. Refused (KCR_EINVAL, message says why): an owner in another
  * namespace (a namespaced owner must share the child's namespace), an owner
  * without uid, or a child that already has a different controller. */
-kcr_err kcr_owner_set_controller(cJSON *child, const cJSON *owner, struct kcr_errinfo *ei);
+kcr_err kcr_owner_set_controller(cJSON *child, const cJSON *owner,
+                                 struct kcr_errinfo *ei);
 
 #endif

@@ -42,12 +42,12 @@ kcr_obj *kcr_obj_ref(kcr_obj *o);
 void kcr_obj_unref(kcr_obj *o);
 
 /* Header fields: borrowed, valid while the reference is held. */
-const char *kcr_obj_ns(const kcr_obj *o);   /* "" for cluster-scoped */
+const char *kcr_obj_ns(const kcr_obj *o); /* "" for cluster-scoped */
 const char *kcr_obj_name(const kcr_obj *o);
-const char *kcr_obj_uid(const kcr_obj *o);  /* "" if none */
-const char *kcr_obj_rv(const kcr_obj *o);   /* "" if none */
+const char *kcr_obj_uid(const kcr_obj *o);    /* "" if none */
+const char *kcr_obj_rv(const kcr_obj *o);     /* "" if none */
 int64_t kcr_obj_generation(const kcr_obj *o); /* 0 if none */
-bool kcr_obj_deleting(const kcr_obj *o);    /* deletionTimestamp set */
+bool kcr_obj_deleting(const kcr_obj *o);      /* deletionTimestamp set */
 const struct kcr_owner *kcr_obj_controller(const kcr_obj *o);
 /* "ns/name" or "name" for cluster-scoped. */
 const char *kcr_obj_key(const kcr_obj *o);

@@ -11,7 +11,7 @@
 
 #include "err.h"
 
-#define KCR_RFC3339_LEN 21       /* "YYYY-MM-DDTHH:MM:SSZ" + NUL */
+#define KCR_RFC3339_LEN       21 /* "YYYY-MM-DDTHH:MM:SSZ" + NUL */
 #define KCR_RFC3339_MICRO_LEN 28 /* "YYYY-MM-DDTHH:MM:SS.ffffffZ" + NUL */
 
 /* Writes t (seconds since the epoch) as second-precision UTC. */

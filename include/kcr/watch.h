@@ -53,7 +53,7 @@ struct kcr_watch_opts {
   const char *resource_version; /* start after this; NULL: current state first */
   const char *label_selector;
   const char *field_selector;
-  long timeout_seconds;         /* server-side timeout; 0 = server default */
+  long timeout_seconds; /* server-side timeout; 0 = server default */
   bool allow_bookmarks;
 };
 
@@ -62,8 +62,8 @@ typedef struct kcr_watch kcr_watch;
 const char *kcr_watch_type_name(enum kcr_watch_type t);
 
 /* Creates a watch (no I/O yet). opts and its strings are copied. */
-kcr_err kcr_watch_new(kcr_client *c, const struct kcr_watch_opts *opts,
-                      kcr_watch_fn fn, void *ud, kcr_watch **out);
+kcr_err kcr_watch_new(kcr_client *c, const struct kcr_watch_opts *opts, kcr_watch_fn fn,
+                      void *ud, kcr_watch **out);
 /* Runs the stream to its end; see above. May be called again to re-watch
  * from the last resourceVersion. */
 kcr_err kcr_watch_run(kcr_watch *w, struct kcr_errinfo *ei);

@@ -10,8 +10,9 @@
 #include "ebdman.h"
 
 enum { C_NS, C_NAME, C_READY, C_REASON, C_INST, C_VFM, C_GEN, C_AGE, C_MSG, NCOL };
-static const char *const heads[NCOL] = {"NAMESPACE", "NAME",     "READY", "REASON", "INSTALLED",
-                                        "VFM",       "GEN/OBS", "AGE",   "MESSAGE"};
+static const char *const heads[NCOL] = {"NAMESPACE", "NAME",      "READY",
+                                        "REASON",    "INSTALLED", "VFM",
+                                        "GEN/OBS",   "AGE",       "MESSAGE"};
 
 static void age(time_t created, char *out, size_t n)
 {
@@ -30,7 +31,8 @@ static void age(time_t created, char *out, size_t n)
 
 static const char *cond(const cJSON *o, const char *type, const char *field)
 {
-  const char *v = kcr_json_str(kcr_cond_find(kcr_json_at(o, "status.conditions"), type), field);
+  const char *v =
+      kcr_json_str(kcr_cond_find(kcr_json_at(o, "status.conditions"), type), field);
   return v ? v : "-";
 }
 
@@ -38,7 +40,7 @@ static const char *cond(const cJSON *o, const char *type, const char *field)
 static void print_table(const cJSON *objs, bool all_ns)
 {
   size_t n = (size_t)cJSON_GetArraySize(objs), w[NCOL] = {0};
-  char (*cells)[NCOL][160] = calloc(n + 1, sizeof(*cells));
+  char(*cells)[NCOL][160] = calloc(n + 1, sizeof(*cells));
   const cJSON *o;
   size_t r = 0;
 
@@ -83,8 +85,10 @@ static void print_table(const cJSON *objs, bool all_ns)
 static int cmp_obj(const void *a, const void *b)
 {
   const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
-  int c = strcmp(kcr_json_str(x, "metadata.namespace"), kcr_json_str(y, "metadata.namespace"));
-  return c ? c : strcmp(kcr_json_str(x, "metadata.name"), kcr_json_str(y, "metadata.name"));
+  int c = strcmp(kcr_json_str(x, "metadata.namespace"),
+                 kcr_json_str(y, "metadata.namespace"));
+  return c ? c
+           : strcmp(kcr_json_str(x, "metadata.name"), kcr_json_str(y, "metadata.name"));
 }
 
 /* Rebuilds `objs` sorted by namespace/name. */
@@ -182,9 +186,10 @@ int cmd_status(int argc, char **argv)
     case 'n': ns = optarg; break;
     case 'w': watch = true; break;
     case 'h':
-      printf("usage: ebdman status [-n NS] [--watch] [--kubeconfig PATH]\n"
-             "Prints EBDs with their Ready, Installed and VFMHealthy conditions, reasons,\n"
-             "generation/observedGeneration and age. --watch redraws on every change.\n");
+      printf(
+          "usage: ebdman status [-n NS] [--watch] [--kubeconfig PATH]\n"
+          "Prints EBDs with their Ready, Installed and VFMHealthy conditions, reasons,\n"
+          "generation/observedGeneration and age. --watch redraws on every change.\n");
       return 0;
     case ':':
       fprintf(stderr, "ebdman status: %s needs a value\n", argv[optind - 1]);
@@ -219,7 +224,8 @@ int cmd_status(int argc, char **argv)
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     redraw(&v);
-    struct kcr_watch_opts wo = {&ref, rv, .allow_bookmarks = true, .timeout_seconds = 300};
+    struct kcr_watch_opts wo = {&ref, rv, .allow_bookmarks = true,
+                                .timeout_seconds = 300};
     if(!kcr_watch_new(c, &wo, on_event, &v, &w)) {
       current = w;
       while((rc = kcr_watch_run(w, &ei)) == KCR_OK)

@@ -48,7 +48,8 @@ static void vfm_health(const struct ebdman_observed *ob, struct kcr_cond *c)
   }
 }
 
-void ebdman_conditions(const struct ebdman_observed *ob, struct kcr_cond out[EBDMAN_NCOND])
+void ebdman_conditions(const struct ebdman_observed *ob,
+                       struct kcr_cond out[EBDMAN_NCOND])
 {
   struct kcr_cond *inst = &out[EBDMAN_COND_INSTALLED], *vfm = &out[EBDMAN_COND_VFM];
 
@@ -57,12 +58,13 @@ void ebdman_conditions(const struct ebdman_observed *ob, struct kcr_cond out[EBD
         ob->install_error ? ob->install_error : "installing the children failed",
         ob->generation);
   else
-    set(inst, "Installed", "True", "Installed", "configmap and vfm custom resource applied",
-        ob->generation);
+    set(inst, "Installed", "True", "Installed",
+        "configmap and vfm custom resource applied", ob->generation);
   vfm_health(ob, vfm);
   /* Ready summarises: True when both are, else the first that is not. */
   if(!strcmp(inst->status, "True") && !strcmp(vfm->status, "True"))
-    set(&out[EBDMAN_COND_READY], "Ready", "True", "Ready", "ebd is ready", ob->generation);
+    set(&out[EBDMAN_COND_READY], "Ready", "True", "Ready", "ebd is ready",
+        ob->generation);
   else {
     const struct kcr_cond *first = strcmp(inst->status, "True") ? inst : vfm;
     set(&out[EBDMAN_COND_READY], "Ready", "False", first->reason, first->message,

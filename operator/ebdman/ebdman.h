@@ -10,10 +10,10 @@
 #include "kcr/manager.h"
 #include "kcr/status.h"
 
-#define EBDMAN_GROUP "ebdman.example.com"
-#define EBDMAN_API_VERSION "ebdman.example.com/v1alpha1"
+#define EBDMAN_GROUP         "ebdman.example.com"
+#define EBDMAN_API_VERSION   "ebdman.example.com/v1alpha1"
 #define EBDMAN_FIELD_MANAGER "ebdman"
-#define EBDMAN_VERSION "0.1.0"
+#define EBDMAN_VERSION       "0.1.0"
 /* Annotations with this prefix are copied from the EBD to its VFM. */
 #define EBDMAN_VFM_ANNOTATION_PREFIX "vfm-sim.ebdman.example.com/"
 
@@ -22,11 +22,11 @@ extern const struct kcr_gvr ebdman_ebds, ebdman_vfms, ebdman_configmaps;
 /* The conditions ebdman owns, computed from what it observed. Strings point
  * into static text or into the arena / inputs; valid for one reconcile. */
 struct ebdman_observed {
-  int64_t generation;       /* the EBD's metadata.generation */
-  bool install_failed;      /* the apply of a child failed */
-  const char *install_error; /* the server's message when it failed */
-  bool applied_new_spec;    /* this reconcile changed the VFM's spec */
-  const cJSON *vfm;         /* the VFM from the cache, or NULL */
+  int64_t generation;         /* the EBD's metadata.generation */
+  bool install_failed;        /* the apply of a child failed */
+  const char *install_error;  /* the server's message when it failed */
+  bool applied_new_spec;      /* this reconcile changed the VFM's spec */
+  const cJSON *vfm;           /* the VFM from the cache, or NULL */
   const char *vfm_read_error; /* reading the VFM failed: why */
 };
 

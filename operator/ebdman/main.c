@@ -92,7 +92,18 @@ static int bad_flag(const char *flag, const char *v, const char *want)
 
 int cmd_run(int argc, char **argv)
 {
-  enum { O_KC = 1, O_NS, O_WORKERS, O_LE, O_LENS, O_MET, O_HEALTH, O_LOG, O_FMT, O_RESYNC };
+  enum {
+    O_KC = 1,
+    O_NS,
+    O_WORKERS,
+    O_LE,
+    O_LENS,
+    O_MET,
+    O_HEALTH,
+    O_LOG,
+    O_FMT,
+    O_RESYNC
+  };
   static const struct option opts[] = {
       {"kubeconfig", required_argument, NULL, O_KC},
       {"namespace", required_argument, NULL, O_NS},
@@ -106,8 +117,10 @@ int cmd_run(int argc, char **argv)
       {"resync", required_argument, NULL, O_RESYNC},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
-  struct ebdman_run_opts ro = {.metrics_addr = ":8080", .health_addr = ":8081",
-                               .workers = 4, .resync_ms = 10ull * 3600 * 1000};
+  struct ebdman_run_opts ro = {.metrics_addr = ":8080",
+                               .health_addr = ":8081",
+                               .workers = 4,
+                               .resync_ms = 10ull * 3600 * 1000};
   int opt, lvl;
   char *end;
 
@@ -177,11 +190,12 @@ int cmd_demo(int argc, char **argv)
 {
   char path[4096];
   if(argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-    printf("usage: ebdman demo [--keep]\n"
-           "Starts a local control plane (etcd, kube-apiserver, kube-controller-manager "
-           "on loopback),\ninstalls the CRDs, runs ebdman and vfm-sim, creates sample EBDs "
-           "and shows their\nconditions as they change. --keep leaves it running until "
-           "Ctrl-C.\n");
+    printf(
+        "usage: ebdman demo [--keep]\n"
+        "Starts a local control plane (etcd, kube-apiserver, kube-controller-manager "
+        "on loopback),\ninstalls the CRDs, runs ebdman and vfm-sim, creates sample EBDs "
+        "and shows their\nconditions as they change. --keep leaves it running until "
+        "Ctrl-C.\n");
     return 0;
   }
   snprintf(path, sizeof(path), "%s/scripts/demo", EBDMAN_SOURCE_DIR);

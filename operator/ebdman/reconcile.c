@@ -75,7 +75,8 @@ static struct announced *announced_for(struct ebdman *e, const char *uid)
 /* Absent and {} are the same for maps the server may drop when empty. */
 static bool same_map(const cJSON *a, const cJSON *b)
 {
-  bool ea = !a || (cJSON_IsObject(a) && !a->child), eb = !b || (cJSON_IsObject(b) && !b->child);
+  bool ea = !a || (cJSON_IsObject(a) && !a->child),
+       eb = !b || (cJSON_IsObject(b) && !b->child);
   if(ea || eb)
     return ea && eb;
   return cJSON_Compare(a, b, 1);
@@ -102,14 +103,16 @@ static bool child_up_to_date(kcr_informer *inf, const cJSON *want, const char *f
   /* Propagated annotations: same set with the same values. */
   cJSON_ArrayForEach(a, kcr_json_at(want, "metadata.annotations"))
   {
-    const char *v = kcr_json_member_str(kcr_json_at(have, "metadata.annotations"), a->string);
+    const char *v =
+        kcr_json_member_str(kcr_json_at(have, "metadata.annotations"), a->string);
     ok = ok && v && !strcmp(v, a->valuestring);
   }
   cJSON_ArrayForEach(a, kcr_json_at(have, "metadata.annotations"))
   {
-    if(!strncmp(a->string, EBDMAN_VFM_ANNOTATION_PREFIX, strlen(EBDMAN_VFM_ANNOTATION_PREFIX)))
-      ok = ok && cJSON_GetObjectItemCaseSensitive(kcr_json_at(want, "metadata.annotations"),
-                                                  a->string);
+    if(!strncmp(a->string, EBDMAN_VFM_ANNOTATION_PREFIX,
+                strlen(EBDMAN_VFM_ANNOTATION_PREFIX)))
+      ok = ok && cJSON_GetObjectItemCaseSensitive(
+                     kcr_json_at(want, "metadata.annotations"), a->string);
   }
   cJSON_Delete(have);
   kcr_obj_unref(o);
@@ -158,7 +161,8 @@ static kcr_err install(kcr_ctx *cx, kcr_informer *inf, const struct kcr_gvr *gvr
                  want, EBDMAN_FIELD_MANAGER, true, NULL, &ei);
   if(!rc) {
     *applied = true;
-    KCR_CLOG(cx, KCR_LOG_DEBUG, "applied child", KCR_S("kind", kcr_json_str(want, "kind")),
+    KCR_CLOG(cx, KCR_LOG_DEBUG, "applied child",
+             KCR_S("kind", kcr_json_str(want, "kind")),
              KCR_S("child", kcr_json_str(want, "metadata.name")));
   } else if(permanent(rc)) {
     *failed = true;
@@ -178,8 +182,8 @@ static kcr_err install(kcr_ctx *cx, kcr_informer *inf, const struct kcr_gvr *gvr
   return rc;
 }
 
-static void record(struct ebdman *e, const cJSON *ebd, const char *type, const char *reason,
-                   const char *action, const char *note)
+static void record(struct ebdman *e, const cJSON *ebd, const char *type,
+                   const char *reason, const char *action, const char *note)
 {
   struct kcr_event_ref ref = {EBDMAN_API_VERSION,
                               "EBD",
@@ -217,7 +221,8 @@ static void transitions(struct ebdman *e, kcr_ctx *cx, const cJSON *ebd,
     struct kcr_cond oi;
     if(!kcr_cond_get(old, "Installed", &oi)) {
       a->installed = !strcmp(oi.status, "True");
-      snprintf(a->install_msg_hash, sizeof(a->install_msg_hash), "%016llx", fnv(oi.message));
+      snprintf(a->install_msg_hash, sizeof(a->install_msg_hash), "%016llx",
+               fnv(oi.message));
     }
   }
   was_ready = a->ready;
@@ -229,7 +234,8 @@ static void transitions(struct ebdman *e, kcr_ctx *cx, const cJSON *ebd,
   pthread_mutex_unlock(&e->mu);
 
   if(installed && was_installed != 1)
-    record(e, ebd, "Normal", "Installed", "Install", "configmap and vfm custom resource applied");
+    record(e, ebd, "Normal", "Installed", "Install",
+           "configmap and vfm custom resource applied");
   if(!installed && (was_installed != 0 || msg_changed))
     record(e, ebd, "Warning", "InstallFailed", "Install", ni->message);
   if(ready && was_ready != 1) {
@@ -261,8 +267,8 @@ static void forget(struct ebdman *e, const char *uid)
 
 static void on_ebd_deleted(kcr_obj *o, void *ud) { forget(ud, kcr_obj_uid(o)); }
 
-static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req, struct kcr_result *res,
-                         void *ud)
+static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
+                         struct kcr_result *res, void *ud)
 {
   struct ebdman *e = ud;
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
@@ -285,8 +291,8 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req, struct kcr_
   ob.generation = kcr_obj_generation(o);
   cm = ebdman_configmap_for(ebd);
   vfm = ebdman_vfm_for(ebd);
-  rc = install(cx, e->cms, &ebdman_configmaps, cm, "data", &applied_cm, &ob.install_failed,
-               &ob.install_error);
+  rc = install(cx, e->cms, &ebdman_configmaps, cm, "data", &applied_cm,
+               &ob.install_failed, &ob.install_error);
   if(!rc && !ob.install_failed) {
     bool applied_vfm = false, same_spec = vfm_spec_cached(e->vfms, vfm);
     rc = install(cx, e->vfms, &ebdman_vfms, vfm, "spec", &applied_vfm, &ob.install_failed,
@@ -343,8 +349,8 @@ int ebdman_run(const struct ebdman_run_opts *ro)
   int status = 1;
 
   pthread_mutex_init(&e.mu, NULL);
-  rc = kcr_config_load(&(struct kcr_config_opts){.kubeconfig = ro->kubeconfig}, &mo.config,
-                       &ei);
+  rc = kcr_config_load(&(struct kcr_config_opts){.kubeconfig = ro->kubeconfig},
+                       &mo.config, &ei);
   if(!rc)
     rc = kcr_manager_new(&mo, &m, &ei);
   if(rc) {
@@ -352,14 +358,20 @@ int ebdman_run(const struct ebdman_run_opts *ro)
     kcr_errinfo_cleanup(&ei);
     return 2;
   }
-  struct kcr_informer_opts ebds = {.gvr = &ebdman_ebds, .ns = ro->ns,
-                                   .resync_ms = ro->resync_ms};
+  struct kcr_informer_opts ebds = {
+      .gvr = &ebdman_ebds, .ns = ro->ns, .resync_ms = ro->resync_ms};
   struct kcr_informer_opts vfms = {.gvr = &ebdman_vfms, .ns = ro->ns};
-  struct kcr_informer_opts cms = {.gvr = &ebdman_configmaps, .ns = ro->ns,
-                                  .label_selector = "app.kubernetes.io/managed-by=ebdman"};
-  struct kcr_status_writer_opts so = {kcr_manager_client(m), &ebdman_ebds,
-                                      EBDMAN_API_VERSION, "EBD", EBDMAN_FIELD_MANAGER,
-                                      KCR_STATUS_APPLY, .metrics = kcr_manager_metrics(m)};
+  struct kcr_informer_opts cms = {.gvr = &ebdman_configmaps,
+                                  .ns = ro->ns,
+                                  .label_selector =
+                                      "app.kubernetes.io/managed-by=ebdman"};
+  struct kcr_status_writer_opts so = {kcr_manager_client(m),
+                                      &ebdman_ebds,
+                                      EBDMAN_API_VERSION,
+                                      "EBD",
+                                      EBDMAN_FIELD_MANAGER,
+                                      KCR_STATUS_APPLY,
+                                      .metrics = kcr_manager_metrics(m)};
   struct kcr_recorder_opts eo = {.client = kcr_manager_client(m),
                                  .reporting_controller = "ebdman.example.com/ebdman",
                                  .metrics = kcr_manager_metrics(m)};
@@ -367,15 +379,16 @@ int ebdman_run(const struct ebdman_run_opts *ro)
      kcr_manager_informer(m, &cms, &e.cms) || kcr_status_writer_new(&so, &e.status) ||
      kcr_recorder_new(&eo, &e.events) ||
      kcr_controller_new(&(struct kcr_controller_opts){.name = "ebd",
-                                                     .workers = ro->workers,
-                                                     .reconcile = reconcile,
-                                                     .ud = &e,
-                                                     .client = kcr_manager_client(m),
-                                                     .metrics = kcr_manager_metrics(m)},
+                                                      .workers = ro->workers,
+                                                      .reconcile = reconcile,
+                                                      .ud = &e,
+                                                      .client = kcr_manager_client(m),
+                                                      .metrics = kcr_manager_metrics(m)},
                         &ctl) ||
      kcr_controller_for(ctl, e.ebds, NULL, 0) ||
-     kcr_informer_add_handlers(e.ebds, &(struct kcr_informer_handlers){
-                                           .on_delete = on_ebd_deleted, .ud = &e}) ||
+     kcr_informer_add_handlers(
+         e.ebds,
+         &(struct kcr_informer_handlers){.on_delete = on_ebd_deleted, .ud = &e}) ||
      kcr_controller_owns(ctl, e.vfms, EBDMAN_GROUP, "EBD") ||
      kcr_controller_owns(ctl, e.cms, EBDMAN_GROUP, "EBD") || kcr_manager_add(m, ctl)) {
     fprintf(stderr, "ebdman: setting up the controller failed\n");

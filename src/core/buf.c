@@ -114,10 +114,7 @@ char *kcr_buf_take(struct kcr_buf *b)
   return p;
 }
 
-const char *kcr_buf_str(const struct kcr_buf *b)
-{
-  return b->ptr ? b->ptr : "";
-}
+const char *kcr_buf_str(const struct kcr_buf *b) { return b->ptr ? b->ptr : ""; }
 
 void kcr_buf_cleanup(struct kcr_buf *b)
 {

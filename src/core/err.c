@@ -12,9 +12,8 @@
 const char *kcr_strerror(kcr_err e)
 {
   switch(e) {
-#define XX(name, num, msg)                                                     \
-  case KCR_##name:                                                             \
-    return msg;
+#define XX(name, num, msg)                                                               \
+  case KCR_##name: return msg;
     KCR_ERR_MAP(XX)
 #undef XX
   }
@@ -24,9 +23,8 @@ const char *kcr_strerror(kcr_err e)
 const char *kcr_err_name(kcr_err e)
 {
   switch(e) {
-#define XX(name, num, msg)                                                     \
-  case KCR_##name:                                                             \
-    return #name;
+#define XX(name, num, msg)                                                               \
+  case KCR_##name: return #name;
     KCR_ERR_MAP(XX)
 #undef XX
   }

@@ -39,7 +39,8 @@ const char *kcr_json_str(const cJSON *obj, const char *path)
 
 const char *kcr_json_member_str(const cJSON *obj, const char *key)
 {
-  const cJSON *v = cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+  const cJSON *v =
+      cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
   return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
@@ -114,7 +115,4 @@ kcr_err kcr_json_parse(const char *text, size_t len, cJSON **out, struct kcr_err
                          end ? (long)(end - text) : -1L, len);
 }
 
-char *kcr_json_print(const cJSON *obj)
-{
-  return cJSON_PrintUnformatted(obj);
-}
+char *kcr_json_print(const cJSON *obj) { return cJSON_PrintUnformatted(obj); }

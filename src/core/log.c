@@ -21,7 +21,10 @@ static _Atomic int g_fd = 2;
 static const char *const level_names[] = {"debug", "info", "warn", "error", "off"};
 
 void kcr_log_set_level(enum kcr_log_level lvl) { atomic_store(&g_level, (int)lvl); }
-enum kcr_log_level kcr_log_get_level(void) { return (enum kcr_log_level)atomic_load(&g_level); }
+enum kcr_log_level kcr_log_get_level(void)
+{
+  return (enum kcr_log_level)atomic_load(&g_level);
+}
 void kcr_log_set_format(enum kcr_log_format f) { atomic_store(&g_format, (int)f); }
 void kcr_log_set_fd(int fd) { atomic_store(&g_fd, fd); }
 
@@ -42,8 +45,9 @@ int kcr_log_level_parse(const char *s)
 
 bool kcr_log_is_secret_key(const char *key)
 {
-  static const char *const words[] = {"token", "authorization", "password", "secret",
-                                      "key-data", "keydata", "bearer", "credential"};
+  static const char *const words[] = {"token",  "authorization", "password",
+                                      "secret", "key-data",      "keydata",
+                                      "bearer", "credential"};
   char low[64];
   size_t i;
 
@@ -91,17 +95,10 @@ static void put_value(struct kcr_buf *b, bool json, const struct kcr_kv *kv)
   if(kcr_log_is_secret_key(kv->key) && kv->type == KCR_KV_STR)
     s = "[redacted]";
   switch(kv->type) {
-  case KCR_KV_INT:
-    kcr_buf_printf(b, "%lld", kv->i);
-    return;
-  case KCR_KV_BOOL:
-    kcr_buf_puts(b, kv->i ? "true" : "false");
-    return;
-  case KCR_KV_DBL:
-    kcr_buf_printf(b, "%.6g", kv->d);
-    return;
-  default:
-    break;
+  case KCR_KV_INT: kcr_buf_printf(b, "%lld", kv->i); return;
+  case KCR_KV_BOOL: kcr_buf_puts(b, kv->i ? "true" : "false"); return;
+  case KCR_KV_DBL: kcr_buf_printf(b, "%.6g", kv->d); return;
+  default: break;
   }
   if(json || needs_quotes(s)) {
     kcr_buf_puts(b, "\"");

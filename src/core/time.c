@@ -51,8 +51,8 @@ void kcr_time_format(time_t t, char out[KCR_RFC3339_LEN])
   char tmp[80];
   split(t, &y, &mo, &d, &h, &mi, &s);
   /* Fields are in range, so the text is exactly KCR_RFC3339_LEN - 1 bytes. */
-  snprintf(tmp, sizeof(tmp), "%04d-%02u-%02uT%02u:%02u:%02uZ", (int)(y % 10000), mo, d,
-           h, mi, s);
+  snprintf(tmp, sizeof(tmp), "%04d-%02u-%02uT%02u:%02u:%02uZ", (int)(y % 10000), mo, d, h,
+           mi, s);
   memcpy(out, tmp, KCR_RFC3339_LEN - 1);
   out[KCR_RFC3339_LEN - 1] = '\0';
 }
@@ -63,8 +63,8 @@ void kcr_time_format_micro(const struct timespec *t, char out[KCR_RFC3339_MICRO_
   unsigned mo, d, h, mi, s;
   char tmp[96];
   split(t->tv_sec, &y, &mo, &d, &h, &mi, &s);
-  snprintf(tmp, sizeof(tmp), "%04d-%02u-%02uT%02u:%02u:%02u.%06luZ", (int)(y % 10000),
-           mo, d, h, mi, s, (unsigned long)(t->tv_nsec / 1000) % 1000000UL);
+  snprintf(tmp, sizeof(tmp), "%04d-%02u-%02uT%02u:%02u:%02u.%06luZ", (int)(y % 10000), mo,
+           d, h, mi, s, (unsigned long)(t->tv_nsec / 1000) % 1000000UL);
   memcpy(out, tmp, KCR_RFC3339_MICRO_LEN - 1);
   out[KCR_RFC3339_MICRO_LEN - 1] = '\0';
 }
@@ -151,10 +151,7 @@ struct timespec kcr_time_mono_after(uint64_t ms)
   return ts;
 }
 
-uint64_t kcr_time_mono_ms(void)
-{
-  return kcr_time_mono_ns() / 1000000ull;
-}
+uint64_t kcr_time_mono_ms(void) { return kcr_time_mono_ns() / 1000000ull; }
 
 kcr_err kcr_duration_parse(const char *s, uint64_t *ms)
 {

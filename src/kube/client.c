@@ -25,7 +25,7 @@
 #include "kcr/time.h"
 
 #define KCR_VERSION_STRING "0.1.0"
-#define POOL_MAX 64
+#define POOL_MAX           64
 
 struct kcr_client {
   kcr_config *cfg;
@@ -66,8 +66,8 @@ kcr_err kcr_client_new(kcr_config *cfg, const struct kcr_client_opts *opts,
     c->opts.max_retries = 0;
   if(!c->opts.max_retry_after_ms)
     c->opts.max_retry_after_ms = 10000;
-  c->user_agent = strdup(c->opts.user_agent ? c->opts.user_agent
-                                            : "kcr/" KCR_VERSION_STRING);
+  c->user_agent =
+      strdup(c->opts.user_agent ? c->opts.user_agent : "kcr/" KCR_VERSION_STRING);
   c->opts.user_agent = c->user_agent;
   pthread_mutex_init(&c->mu, NULL);
   if(!c->user_agent) {
@@ -134,7 +134,8 @@ static kcr_err conn_setup(kcr_client *c, struct kcr__conn *conn)
       return KCR_ETRANSPORT;
   }
   if(sni)
-    KCR_LOG(KCR_LOG_WARN, "tls-server-name is not supported yet; verifying the server's "
+    KCR_LOG(KCR_LOG_WARN,
+            "tls-server-name is not supported yet; verifying the server's "
             "certificate against the host in the server URL",
             KCR_S("tlsServerName", sni));
   return KCR_OK;
@@ -307,11 +308,10 @@ static kcr_err do_once(kcr_client *c, const struct kcr_http_request *req,
    * kcr__conn_prepare() then sets the method (HTTPGET / CUSTOMREQUEST). */
   curl_easy_setopt(conn->h, CURLOPT_POSTFIELDS, NULL);
   curl_easy_setopt(conn->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)-1);
-  rc = kcr__conn_prepare(c, conn, req->method, req->path,
-                         req->body ? (req->content_type ? req->content_type
-                                                        : "application/json")
-                                   : NULL,
-                         &hdrs, ei);
+  rc = kcr__conn_prepare(
+      c, conn, req->method, req->path,
+      req->body ? (req->content_type ? req->content_type : "application/json") : NULL,
+      &hdrs, ei);
   if(rc)
     goto out;
   curl_easy_setopt(conn->h, CURLOPT_TIMEOUT_MS,
@@ -524,8 +524,9 @@ kcr_err kcr_create(kcr_client *c, const struct kcr_ref *ref, const cJSON *obj,
   if(ref->name) {
     if(out)
       *out = NULL;
-    return kcr_errinfo_set(ei, KCR_EINVAL, "create: the ref names an object; "
-                                           "POST goes to the collection");
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "create: the ref names an object; "
+                           "POST goes to the collection");
   }
   return send_obj(c, "POST", ref, obj, wo, out, ei);
 }
@@ -555,8 +556,7 @@ kcr_err kcr_patch(kcr_client *c, const struct kcr_ref *ref,
   if(!po || (unsigned)po->type > KCR_PATCH_STRATEGIC || !body)
     return kcr_errinfo_set(ei, KCR_EINVAL, "patch: missing options or body");
   if(po->type == KCR_PATCH_APPLY && (!po->field_manager || !*po->field_manager))
-    return kcr_errinfo_set(ei, KCR_EINVAL,
-                           "server-side apply needs a fieldManager");
+    return kcr_errinfo_set(ei, KCR_EINVAL, "server-side apply needs a fieldManager");
   rc = kcr_path(&p, ref);
   if(!rc)
     rc = kcr_query_add(&p, "fieldManager", po->field_manager);
@@ -615,17 +615,19 @@ kcr_err kcr_delete(kcr_client *c, const struct kcr_ref *ref,
       goto out;
     if(o->precondition_uid || o->precondition_rv) {
       cJSON *pre = cJSON_AddObjectToObject(opts, "preconditions");
-      if(!pre || (o->precondition_uid &&
-                  !cJSON_AddStringToObject(pre, "uid", o->precondition_uid)) ||
+      if(!pre ||
+         (o->precondition_uid &&
+          !cJSON_AddStringToObject(pre, "uid", o->precondition_uid)) ||
          (o->precondition_rv &&
           !cJSON_AddStringToObject(pre, "resourceVersion", o->precondition_rv)))
         goto out;
     }
-    if(o->has_grace &&
-       !cJSON_AddNumberToObject(opts, "gracePeriodSeconds", (double)o->grace_period_seconds))
+    if(o->has_grace && !cJSON_AddNumberToObject(opts, "gracePeriodSeconds",
+                                                (double)o->grace_period_seconds))
       goto out;
-    if(o->dry_run && !cJSON_AddItemToObject(opts, "dryRun", cJSON_CreateStringArray(
-                                                              (const char *[]){"All"}, 1)))
+    if(o->dry_run &&
+       !cJSON_AddItemToObject(opts, "dryRun",
+                              cJSON_CreateStringArray((const char *[]){"All"}, 1)))
       goto out;
     if(!(body = kcr_json_print(opts)))
       goto out;

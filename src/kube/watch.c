@@ -156,8 +156,8 @@ kcr_err kcr_watch_new(kcr_client *c, const struct kcr_watch_opts *o, kcr_watch_f
   w->ref = (struct kcr_ref){&w->gvr, w->ns, NULL, NULL};
   atomic_init(&w->canceled, false);
   w->multi = curl_multi_init();
-  if(!w->group || !w->version || !w->resource || !w->multi ||
-     (o->ref->ns && !w->ns) || (o->label_selector && !w->label_selector) ||
+  if(!w->group || !w->version || !w->resource || !w->multi || (o->ref->ns && !w->ns) ||
+     (o->label_selector && !w->label_selector) ||
      (o->field_selector && !w->field_selector) || (o->resource_version && !w->rv)) {
     kcr_watch_free(w);
     return KCR_ENOMEM;

@@ -127,16 +127,16 @@ kcr_err kcr_controller_new(const struct kcr_controller_opts *o, kcr_controller *
     c->m_time = kcr_metric_histogram(m, "controller_runtime_reconcile_time_seconds",
                                      "Length of time per reconciliation per controller",
                                      ctl, kcr_buckets_seconds, kcr_buckets_seconds_n);
-    c->m_active = kcr_metric_gauge(m, "controller_runtime_active_workers",
-                                   "Number of currently used workers per controller",
-                                   ctl);
-    c->m_max = kcr_metric_gauge(m, "controller_runtime_max_concurrent_reconciles",
-                                "Maximum number of concurrent reconciles per controller",
-                                ctl);
+    c->m_active =
+        kcr_metric_gauge(m, "controller_runtime_active_workers",
+                         "Number of currently used workers per controller", ctl);
+    c->m_max =
+        kcr_metric_gauge(m, "controller_runtime_max_concurrent_reconciles",
+                         "Maximum number of concurrent reconciles per controller", ctl);
     kcr_metric_set(c->m_max, (const char *[]){c->name, NULL}, c->o.workers);
     kcr_metric_set(c->m_active, (const char *[]){c->name, NULL}, 0);
-    for(const char *const *r = (const char *const[]){"success", "error", "requeue_after",
-                                                     "terminal", NULL};
+    for(const char *const *r =
+            (const char *const[]){"success", "error", "requeue_after", "terminal", NULL};
         *r; r++)
       kcr_metric_inc(c->m_total, (const char *[]){c->name, *r, NULL}, 0);
     kcr_metric_inc(c->m_errors, (const char *[]){c->name, NULL}, 0);
@@ -197,9 +197,7 @@ static void route(struct source *s, kcr_obj *old, kcr_obj *cur, int ev)
   if(!pass(s, old, cur, ev))
     return;
   switch(s->kind) {
-  case SRC_FOR:
-    kcr_queue_add(s->c->q, kcr_obj_key(cur));
-    break;
+  case SRC_FOR: kcr_queue_add(s->c->q, kcr_obj_key(cur)); break;
   case SRC_OWNS: {
     const struct kcr_owner *ow = kcr_obj_controller(cur);
     if(ow->uid && ow->kind && !strcmp(ow->kind, s->owner_kind) &&
@@ -208,14 +206,13 @@ static void route(struct source *s, kcr_obj *old, kcr_obj *cur, int ev)
     /* An update that moved the child to another owner: the old one too. */
     if(old && old != cur) {
       const struct kcr_owner *oo = kcr_obj_controller(old);
-      if(oo->uid && ow->uid && strcmp(oo->uid, ow->uid) && !strcmp(oo->kind, s->owner_kind))
+      if(oo->uid && ow->uid && strcmp(oo->uid, ow->uid) &&
+         !strcmp(oo->kind, s->owner_kind))
         kcr_controller_enqueue(s->c, kcr_obj_ns(old), oo->name);
     }
     break;
   }
-  case SRC_WATCHES:
-    s->map(cur, emit_key, s->c, s->map_ud);
-    break;
+  case SRC_WATCHES: s->map(cur, emit_key, s->c, s->map_ud); break;
   }
 }
 

@@ -41,16 +41,16 @@ struct kcr_informer {
   size_t nh;
 
   pthread_mutex_t mu;
-  pthread_cond_t cv;       /* stop requests, sync */
+  pthread_cond_t cv; /* stop requests, sync */
   bool stopping, started, synced;
-  kcr_watch *watch;        /* current watch, under mu */
+  kcr_watch *watch; /* current watch, under mu */
   pthread_t th, resync_th;
   bool has_resync_th;
 
-  char *rv;                /* where the next watch starts; informer thread */
+  char *rv; /* where the next watch starts; informer thread */
   struct kcr_backoff backoff;
   unsigned seed;
-  kcr_err last_err;        /* to log a repeated error once */
+  kcr_err last_err; /* to log a repeated error once */
   struct kcr_informer_stats stats;
   kcr_metric *m_objects, *m_bytes;
 };
@@ -80,8 +80,8 @@ kcr_err kcr_informer_new(const struct kcr_informer_opts *o, kcr_informer **out)
     snprintf(inf->name, n, "%s%s%s", o->gvr->resource, *inf->group ? "." : "",
              inf->group);
   inf->store = kcr_store_new();
-  inf->gvr = (struct kcr_gvr){inf->group, inf->version, inf->resource,
-                              o->gvr->namespaced};
+  inf->gvr =
+      (struct kcr_gvr){inf->group, inf->version, inf->resource, o->gvr->namespaced};
   inf->o.gvr = &inf->gvr;
   if(!inf->o.page_size)
     inf->o.page_size = 500;
@@ -117,7 +117,8 @@ kcr_err kcr_informer_new(const struct kcr_informer_opts *o, kcr_informer **out)
   return KCR_OK;
 }
 
-kcr_err kcr_informer_add_handlers(kcr_informer *inf, const struct kcr_informer_handlers *h)
+kcr_err kcr_informer_add_handlers(kcr_informer *inf,
+                                  const struct kcr_informer_handlers *h)
 {
   if(inf->started || inf->nh == MAX_HANDLERS)
     return KCR_EINVAL;
@@ -185,8 +186,9 @@ static bool fail_and_wait(kcr_informer *inf, const char *what, kcr_err rc,
   inf->stats.errors++;
   if(rc != inf->last_err)
     KCR_LOG(KCR_LOG_WARN, "informer: request failed; retrying with backoff",
-            KCR_S("informer", inf->name), KCR_S("op", what), KCR_S("err", kcr_err_name(rc)),
-            KCR_S("detail", ei->message), KCR_I("retryInMs", delay));
+            KCR_S("informer", inf->name), KCR_S("op", what),
+            KCR_S("err", kcr_err_name(rc)), KCR_S("detail", ei->message),
+            KCR_I("retryInMs", delay));
   else
     KCR_LOG(KCR_LOG_DEBUG, "informer: still failing", KCR_S("informer", inf->name),
             KCR_S("op", what), KCR_S("err", kcr_err_name(rc)), KCR_I("retryInMs", delay));
@@ -316,8 +318,7 @@ static kcr_err on_event(struct kcr_watch_event *ev, void *ud)
     kcr_store_delete(inf->store, kcr_obj_ns(o), kcr_obj_name(o), &old);
     emit_delete(inf, o);
     break;
-  default:
-    break;
+  default: break;
   }
   kcr_obj_unref(old);
   kcr_obj_unref(o);
@@ -330,7 +331,10 @@ static enum state do_watch(kcr_informer *inf)
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   struct kcr_ref ref = {&inf->gvr, inf->ns};
   long span = inf->o.watch_timeout_max_s - inf->o.watch_timeout_min_s;
-  struct kcr_watch_opts wo = {&ref, inf->rv, inf->lsel, inf->fsel,
+  struct kcr_watch_opts wo = {&ref,
+                              inf->rv,
+                              inf->lsel,
+                              inf->fsel,
                               inf->o.watch_timeout_min_s +
                                   (span > 0 ? rand_r(&inf->seed) % (span + 1) : 0),
                               true};
@@ -364,9 +368,7 @@ static enum state do_watch(kcr_informer *inf)
   case KCR_OK: /* the server's timeout: watch again from rv */
     inf->last_err = KCR_OK;
     break;
-  case KCR_ECANCELED:
-    next = ST_STOPPED;
-    break;
+  case KCR_ECANCELED: next = ST_STOPPED; break;
   case KCR_EGONE:
     inf->stats.relists_gone++;
     KCR_LOG(KCR_LOG_INFO, "informer: resourceVersion too old; listing again",

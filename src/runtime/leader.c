@@ -200,7 +200,6 @@ const char *kcr_leader_identity(const kcr_leader *le) { return le->identity; }
 
 /* ---- waiting and flags ------------------------------------------------- */
 
-
 /* Sleeps ms or until stop is asked for; false if stopping. */
 static bool sleep_unless_stopped(kcr_leader *le, uint64_t ms)
 {

@@ -21,7 +21,7 @@
 #include "kcr/manager.h"
 #include "kcr/time.h"
 
-#define MAX_INFORMERS 32
+#define MAX_INFORMERS   32
 #define MAX_CONTROLLERS 16
 
 struct shared_informer {
@@ -96,8 +96,8 @@ kcr_err kcr_manager_new(const struct kcr_manager_opts *o, kcr_manager **out,
     return KCR_ENOMEM;
   }
   {
-    const char *ns = o->lease_namespace ? o->lease_namespace
-                                        : kcr_config_namespace(o->config);
+    const char *ns =
+        o->lease_namespace ? o->lease_namespace : kcr_config_namespace(o->config);
     m->lease_ns = strdup(ns ? ns : "default");
     if(o->lease_name)
       m->lease_name = strdup(o->lease_name);
@@ -227,8 +227,9 @@ static kcr_err start_servers(kcr_manager *m)
               KCR_S("address", a), KCR_S("detail", ei.message));
   }
   if(!rc)
-    m->health_port = m->srv[1] ? kcr_httpd_port(m->srv[1])
-                                : m->srv[0] ? kcr_httpd_port(m->srv[0]) : 0;
+    m->health_port = m->srv[1]   ? kcr_httpd_port(m->srv[1])
+                     : m->srv[0] ? kcr_httpd_port(m->srv[0])
+                                 : 0;
   kcr_errinfo_cleanup(&ei);
   return rc;
 }
@@ -273,7 +274,8 @@ static bool wait_synced(kcr_manager *m)
                 KCR_I("timeoutMs", m->o.sync_timeout_ms));
         return false;
       }
-      kcr_informer_wait_synced(m->inf[i].inf, deadline - now < 200 ? deadline - now : 200);
+      kcr_informer_wait_synced(m->inf[i].inf,
+                               deadline - now < 200 ? deadline - now : 200);
     }
   }
   return true;

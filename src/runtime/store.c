@@ -343,7 +343,8 @@ kcr_err kcr_store_add_index(kcr_store *s, const char *name, kcr_index_fn fn)
   memset(&n[s->nidx], 0, sizeof(*n));
   if(!(n[s->nidx].name = strdup(name)))
     return KCR_ENOMEM;
-  n[s->nidx].fn = fn ? fn : (!strcmp(name, KCR_INDEX_CONTROLLER) ? index_controller : NULL);
+  n[s->nidx].fn =
+      fn ? fn : (!strcmp(name, KCR_INDEX_CONTROLLER) ? index_controller : NULL);
   if(!n[s->nidx].fn) {
     free(n[s->nidx].name);
     return KCR_EINVAL;

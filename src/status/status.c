@@ -235,7 +235,8 @@ static void sleep_retry(const struct kcr_retry *r, int attempt, unsigned *seed)
   for(int i = 0; i < attempt; i++)
     ms *= r->factor > 0 ? r->factor : 1;
   ms += ms * r->jitter * ((double)rand_r(seed) / ((double)RAND_MAX + 1));
-  struct timespec ts = {(time_t)(ms / 1000), (long)((ms - (double)(long)(ms / 1000) * 1000) * 1e6)};
+  struct timespec ts = {(time_t)(ms / 1000),
+                        (long)((ms - (double)(long)(ms / 1000) * 1000) * 1e6)};
   nanosleep(&ts, NULL);
 }
 
@@ -244,7 +245,8 @@ kcr_err kcr_update_retry(kcr_client *c, const struct kcr_ref *ref,
                          enum kcr_write_result *res, int *conflicts,
                          struct kcr_errinfo *ei)
 {
-  struct kcr_retry r = retry && retry->steps ? *retry : (struct kcr_retry)KCR_RETRY_DEFAULT;
+  struct kcr_retry r =
+      retry && retry->steps ? *retry : (struct kcr_retry)KCR_RETRY_DEFAULT;
   struct kcr_ref main_ref = *ref;
   unsigned seed = (unsigned)kcr_time_mono_ns();
   kcr_err rc = KCR_ECONFLICT;
@@ -305,12 +307,8 @@ kcr_err kcr_status_write(kcr_status_writer *w, const cJSON *obj,
     goto out;
   }
   switch(w->o.mode) {
-  case KCR_STATUS_APPLY:
-    rc = write_apply(w, &ref, merged, d, ei);
-    break;
-  case KCR_STATUS_MERGE_PATCH:
-    rc = write_merge(w, &ref, merged, d, ei);
-    break;
+  case KCR_STATUS_APPLY: rc = write_apply(w, &ref, merged, d, ei); break;
+  case KCR_STATUS_MERGE_PATCH: rc = write_merge(w, &ref, merged, d, ei); break;
   case KCR_STATUS_UPDATE_RETRY: {
     struct remerge r = {d, ei};
     rc = kcr_update_retry(w->o.client, &ref, &w->o.retry, remerge_fresh, &r, res,
@@ -515,8 +513,10 @@ kcr_err kcr_owner_set_controller(cJSON *child, const cJSON *owner, struct kcr_er
   if(!(ref = cJSON_CreateObject()) || !cJSON_AddStringToObject(ref, "apiVersion", av) ||
      !cJSON_AddStringToObject(ref, "kind", kind) ||
      !cJSON_AddStringToObject(ref, "name", name) ||
-     !cJSON_AddStringToObject(ref, "uid", uid) || !cJSON_AddTrueToObject(ref, "controller") ||
-     !cJSON_AddTrueToObject(ref, "blockOwnerDeletion") || !cJSON_AddItemToArray(refs, ref)) {
+     !cJSON_AddStringToObject(ref, "uid", uid) ||
+     !cJSON_AddTrueToObject(ref, "controller") ||
+     !cJSON_AddTrueToObject(ref, "blockOwnerDeletion") ||
+     !cJSON_AddItemToArray(refs, ref)) {
     cJSON_Delete(ref);
     return KCR_ENOMEM;
   }

@@ -39,10 +39,9 @@ void itest_expect_(kcr_err want, kcr_err rc, const struct kcr_errinfo *ei,
 {
   if(want == rc)
     return;
-  fprintf(stderr, "%s:%d: expected %s, got %s (%s) code=%d reason=%s message=%s\n",
-          file, line, kcr_err_name(want), kcr_err_name(rc), kcr_strerror(rc),
-          ei ? ei->code : 0, ei && ei->reason ? ei->reason : "-",
-          ei && ei->message ? ei->message : "-");
+  fprintf(stderr, "%s:%d: expected %s, got %s (%s) code=%d reason=%s message=%s\n", file,
+          line, kcr_err_name(want), kcr_err_name(rc), kcr_strerror(rc), ei ? ei->code : 0,
+          ei && ei->reason ? ei->reason : "-", ei && ei->message ? ei->message : "-");
   fail();
 }
 
@@ -90,9 +89,11 @@ char *itest_namespace(kcr_client *c, const char *prefix)
 
   assert_true(asprintf(&name, "kcr-%s-%05u", prefix, rand_r(&seed) % 100000) > 0);
   ns = itest_json("{\"apiVersion\":\"v1\",\"kind\":\"Namespace\","
-                  "\"metadata\":{\"name\":\"%s\"}}", name);
-  itest_expect(KCR_OK, kcr_create(c, &(struct kcr_ref){&itest_namespaces}, ns, NULL,
-                                  NULL, &ei), &ei);
+                  "\"metadata\":{\"name\":\"%s\"}}",
+                  name);
+  itest_expect(KCR_OK,
+               kcr_create(c, &(struct kcr_ref){&itest_namespaces}, ns, NULL, NULL, &ei),
+               &ei);
   cJSON_Delete(ns);
   kcr_errinfo_cleanup(&ei);
   return name;

@@ -89,7 +89,8 @@ static void *accept_loop(void *arg)
     if(c < 0)
       continue;
     int u = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p->upstream_port),
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)p->upstream_port),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     if(u < 0 || connect(u, (struct sockaddr *)&a, sizeof(a))) {
       close(c);
@@ -109,7 +110,8 @@ static void *accept_loop(void *arg)
 
 static void proxy_start(struct proxy *p, int upstream_port)
 {
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
   socklen_t len = sizeof(a);
   memset(p, 0, sizeof(*p));
   p->upstream_port = upstream_port;
@@ -151,7 +153,8 @@ static kcr_client *client_via(int port)
   kcr_buf_append(&out, text.ptr, (size_t)(at - text.ptr));
   kcr_buf_puts(&out, proxy_url);
   kcr_buf_puts(&out, at + strlen(url));
-  itest_expect(KCR_OK, kcr_config_from_yaml(out.ptr, out.len, path, NULL, &cfg, &ei), &ei);
+  itest_expect(KCR_OK, kcr_config_from_yaml(out.ptr, out.len, path, NULL, &cfg, &ei),
+               &ei);
   itest_expect(KCR_OK, kcr_client_new(cfg, NULL, &c, &ei), &ei);
   kcr_buf_cleanup(&text);
   kcr_buf_cleanup(&out);
@@ -179,15 +182,16 @@ static bool converged(kcr_informer *inf, const char *ns)
   kcr_obj **objs;
   size_t m;
   bool eq = true;
-  if(kcr_list_each(cl, &(struct kcr_ref){&itest_configmaps, ns}, NULL, count_item, &n, NULL,
-                   NULL))
+  if(kcr_list_each(cl, &(struct kcr_ref){&itest_configmaps, ns}, NULL, count_item, &n,
+                   NULL, NULL))
     return false;
   if(kcr_store_list(kcr_informer_store(inf), NULL, NULL, &objs, &m))
     return false;
   eq = (size_t)n == m;
   for(size_t i = 0; i < m && eq; i++) { /* every cached version is the current one */
     cJSON *cur = NULL;
-    if(kcr_get(cl, &(struct kcr_ref){&itest_configmaps, ns, kcr_obj_name(objs[i])}, &cur, NULL))
+    if(kcr_get(cl, &(struct kcr_ref){&itest_configmaps, ns, kcr_obj_name(objs[i])}, &cur,
+               NULL))
       eq = false;
     else
       eq = !strcmp(kcr_json_str(cur, "metadata.resourceVersion"), kcr_obj_rv(objs[i]));
@@ -207,8 +211,8 @@ static void informer_recovers_from_cut_streams(void **state)
 
   proxy_start(&p, url_port(itest_env("KCR_APISERVER_URL")));
   kcr_client *via = client_via(p.port);
-  struct kcr_informer_opts o = {.client = via, .gvr = &itest_configmaps, .ns = ns,
-                                .page_size = 20};
+  struct kcr_informer_opts o = {
+      .client = via, .gvr = &itest_configmaps, .ns = ns, .page_size = 20};
   assert_int_equal(KCR_OK, kcr_informer_new(&o, &inf));
   assert_int_equal(KCR_OK, kcr_informer_start(inf));
   assert_true(kcr_informer_wait_synced(inf, 60000));
@@ -217,10 +221,11 @@ static void informer_recovers_from_cut_streams(void **state)
   for(int i = 0; i < 60; i++) {
     char name[32], body[160];
     snprintf(name, sizeof(name), "cm-%02d", i % 20);
-    snprintf(body, sizeof(body),
-             "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\","
-             "\"namespace\":\"%s\"},\"data\":{\"round\":\"%d\"}}",
-             name, ns, i);
+    snprintf(
+        body, sizeof(body),
+        "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\","
+        "\"namespace\":\"%s\"},\"data\":{\"round\":\"%d\"}}",
+        name, ns, i);
     cJSON *obj = cJSON_Parse(body);
     if(i >= 40 && i % 3 == 0)
       kcr_delete(cl, &(struct kcr_ref){&itest_configmaps, ns, name}, NULL, NULL, NULL);
@@ -238,12 +243,14 @@ static void informer_recovers_from_cut_streams(void **state)
   for(int i = 0; i < 300 && !(ok = converged(inf, ns)); i++)
     itest_sleep_ms(100);
   kcr_informer_stats(inf, &st);
-  print_message("chaos: %d connections cut, %d opened; informer: %llu lists, %llu watches, "
-                "%llu errors\n",
-                atomic_load(&p.cuts), atomic_load(&p.conns), (unsigned long long)st.lists,
-                (unsigned long long)st.watches, (unsigned long long)st.errors);
+  print_message(
+      "chaos: %d connections cut, %d opened; informer: %llu lists, %llu watches, "
+      "%llu errors\n",
+      atomic_load(&p.cuts), atomic_load(&p.conns), (unsigned long long)st.lists,
+      (unsigned long long)st.watches, (unsigned long long)st.errors);
   assert_true(ok);
-  assert_true(atomic_load(&p.cuts) >= 2); /* cut while streaming (not while backing off) */
+  assert_true(atomic_load(&p.cuts) >=
+              2); /* cut while streaming (not while backing off) */
   assert_true(st.watches >= (uint64_t)atomic_load(&p.cuts)); /* re-watched by itself */
 
   kcr_informer_free(inf);

@@ -73,7 +73,8 @@ static void configmap_crud(void **state)
 
   /* Delete with a stale uid precondition is refused; with the right one it
    * goes, and then the object is not found. */
-  struct kcr_delete_opts bad = {.precondition_uid = "00000000-0000-0000-0000-000000000000"};
+  struct kcr_delete_opts bad = {.precondition_uid =
+                                    "00000000-0000-0000-0000-000000000000"};
   itest_expect(KCR_ECONFLICT, kcr_delete(cl, &one, &bad, NULL, &ei), &ei);
   assert_non_null(strstr(ei.message, "the UID in the precondition "
                                      "(00000000-0000-0000-0000-000000000000) does not "
@@ -197,8 +198,8 @@ static void custom_resource_status_subresource(void **state)
   itest_expect(KCR_EINVAL, kcr_apply(cl, &st, a, NULL, true, NULL, &ei), &ei);
   /* Strategic merge patch is not for custom resources: 415. */
   itest_expect(KCR_EUNSUPPORTED,
-               kcr_patch(cl, &st, &(struct kcr_patch_opts){KCR_PATCH_STRATEGIC}, "{}",
-                         2, NULL, &ei),
+               kcr_patch(cl, &st, &(struct kcr_patch_opts){KCR_PATCH_STRATEGIC}, "{}", 2,
+                         NULL, &ei),
                &ei);
 
   /* A spec change on the main endpoint bumps generation. */
@@ -309,23 +310,23 @@ static void list_pages_over_a_thousand_objects(void **state)
   }
   /* Label selector: half of them. */
   s.n = 0;
-  itest_expect(KCR_OK,
-               kcr_list_each(cl, &coll,
-                             &(struct kcr_list_opts){.label_selector = "app=odd",
-                                                     .limit = 64},
-                             collect, &s, NULL, &ei),
-               &ei);
+  itest_expect(
+      KCR_OK,
+      kcr_list_each(cl, &coll,
+                    &(struct kcr_list_opts){.label_selector = "app=odd", .limit = 64},
+                    collect, &s, NULL, &ei),
+      &ei);
   assert_int_equal(500, s.n);
   for(int i = 0; i < s.n; i++)
     free(s.v[i]);
   /* Field selector: exactly one. */
   s.n = 0;
-  itest_expect(KCR_OK,
-               kcr_list_each(cl, &coll,
-                             &(struct kcr_list_opts){.field_selector =
-                                                         "metadata.name=cm-0042"},
-                             collect, &s, NULL, &ei),
-               &ei);
+  itest_expect(
+      KCR_OK,
+      kcr_list_each(cl, &coll,
+                    &(struct kcr_list_opts){.field_selector = "metadata.name=cm-0042"},
+                    collect, &s, NULL, &ei),
+      &ei);
   assert_int_equal(1, s.n);
   assert_string_equal("cm-0042", s.v[0]);
   free(s.v[0]);
@@ -342,12 +343,12 @@ static void bad_requests_are_refused_locally(void **state)
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   cJSON *o = configmap("x", "y");
   /* create on a named ref, get/delete without a name, invalid names */
+  itest_expect(
+      KCR_EINVAL,
+      kcr_create(cl, &(struct kcr_ref){&itest_configmaps, ns, "x"}, o, NULL, NULL, &ei),
+      &ei);
   itest_expect(KCR_EINVAL,
-               kcr_create(cl, &(struct kcr_ref){&itest_configmaps, ns, "x"}, o, NULL,
-                          NULL, &ei),
-               &ei);
-  itest_expect(KCR_EINVAL, kcr_get(cl, &(struct kcr_ref){&itest_configmaps, ns}, NULL, &ei),
-               &ei);
+               kcr_get(cl, &(struct kcr_ref){&itest_configmaps, ns}, NULL, &ei), &ei);
   itest_expect(KCR_EINVAL,
                kcr_get(cl, &(struct kcr_ref){&itest_configmaps, ns, "a/b"}, NULL, &ei),
                &ei);

@@ -32,7 +32,10 @@ struct counts {
   int ndeleted;
 };
 
-static void on_add(kcr_obj *o, void *ud) { atomic_fetch_add(&((struct counts *)ud)->adds, 1); }
+static void on_add(kcr_obj *o, void *ud)
+{
+  atomic_fetch_add(&((struct counts *)ud)->adds, 1);
+}
 
 static void on_update(kcr_obj *old, kcr_obj *cur, void *ud)
 {
@@ -53,8 +56,11 @@ static void on_delete(kcr_obj *o, void *ud)
 static kcr_informer *start_informer(const char *ns, struct counts *c, uint64_t resync)
 {
   kcr_informer *inf;
-  struct kcr_informer_opts o = {.client = cl, .gvr = &itest_configmaps, .ns = ns,
-                                .resync_ms = resync, .page_size = 250};
+  struct kcr_informer_opts o = {.client = cl,
+                                .gvr = &itest_configmaps,
+                                .ns = ns,
+                                .resync_ms = resync,
+                                .page_size = 250};
   struct kcr_informer_handlers h = {on_add, on_update, on_delete, c};
   assert_int_equal(KCR_OK, kcr_informer_new(&o, &inf));
   assert_int_equal(KCR_OK, kcr_informer_add_handlers(inf, &h));
@@ -84,7 +90,8 @@ static kcr_err add_pair(const cJSON *item, void *ud)
     l->cap = l->cap ? l->cap * 2 : 1024;
     l->p = realloc(l->p, l->cap * sizeof(*l->p));
   }
-  snprintf(l->p[l->n].name, sizeof(l->p[0].name), "%s", kcr_json_str(item, "metadata.name"));
+  snprintf(l->p[l->n].name, sizeof(l->p[0].name), "%s",
+           kcr_json_str(item, "metadata.name"));
   snprintf(l->p[l->n].rv, sizeof(l->p[0].rv), "%s",
            kcr_json_str(item, "metadata.resourceVersion"));
   l->n++;
@@ -105,7 +112,8 @@ static bool store_equals_list(kcr_informer *inf, const char *ns, size_t *nlist)
                kcr_list_each(cl, &(struct kcr_ref){&itest_configmaps, ns}, NULL, add_pair,
                              &l, NULL, &ei),
                &ei);
-  assert_int_equal(KCR_OK, kcr_store_list(kcr_informer_store(inf), NULL, NULL, &objs, &n));
+  assert_int_equal(KCR_OK,
+                   kcr_store_list(kcr_informer_store(inf), NULL, NULL, &objs, &n));
   *nlist = l.n;
   if(n != l.n) {
     eq = false;
@@ -159,7 +167,8 @@ static void *churn_run(void *p)
   for(int i = c->first; i < c->first + c->count; i++) {
     char name[32];
     snprintf(name, sizeof(name), "cm-%05d", i);
-    struct kcr_ref coll = {&itest_configmaps, c->ns}, one = {&itest_configmaps, c->ns, name};
+    struct kcr_ref coll = {&itest_configmaps, c->ns},
+                   one = {&itest_configmaps, c->ns, name};
     cJSON *o = configmap(name, i);
     kcr_err rc = KCR_OK;
     if(c->op == 'c')
@@ -189,8 +198,8 @@ static void converges_on_2000_objects_under_churn(void **state)
 {
   char *ns = itest_namespace(cl, "inf");
   struct counts c = {.mu = PTHREAD_MUTEX_INITIALIZER};
-  struct churn seed[4] = {{ns, 0, 500, 'c'}, {ns, 500, 500, 'c'}, {ns, 1000, 500, 'c'},
-                          {ns, 1500, 500, 'c'}};
+  struct churn seed[4] = {
+      {ns, 0, 500, 'c'}, {ns, 500, 500, 'c'}, {ns, 1000, 500, 'c'}, {ns, 1500, 500, 'c'}};
   run_parallel(seed, 4);
 
   kcr_informer *inf = start_informer(ns, &c, 0);

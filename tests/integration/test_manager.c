@@ -37,7 +37,8 @@ struct proc {
 
 static int free_port(void)
 {
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
   socklen_t len = sizeof(a);
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   assert_true(fd >= 0);
@@ -116,7 +117,8 @@ static double metric(int port, const char *series)
   double v = -1;
   if(http_get(port, "/metrics", &b) == 200) {
     size_t n = strlen(series);
-    for(const char *l = kcr_buf_str(&b); l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+    for(const char *l = kcr_buf_str(&b); l && *l;
+        l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
       if(!strncmp(l, series, n) && l[n] == ' ') {
         v = strtod(l + n + 1, NULL);
         break;
@@ -152,9 +154,9 @@ static void greet_me(const char *ns, const char *name)
   cJSON *o = itest_json("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
                         "{\"name\":\"%s\",\"labels\":{\"hello.kcr.io/greet\":\"true\"}}}",
                         name);
-  itest_expect(KCR_OK, kcr_create(cl, &(struct kcr_ref){&itest_configmaps, ns}, o, NULL,
-                                  NULL, &ei),
-               &ei);
+  itest_expect(
+      KCR_OK,
+      kcr_create(cl, &(struct kcr_ref){&itest_configmaps, ns}, o, NULL, NULL, &ei), &ei);
   cJSON_Delete(o);
   kcr_errinfo_cleanup(&ei);
 }
@@ -196,8 +198,10 @@ static void reconciles_serves_metrics_and_stops_cleanly(void **state)
   /* An unlabelled ConfigMap is not the controller's business. */
   cJSON *o = itest_json("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
                         "\"metadata\":{\"name\":\"quiet\"}}");
-  itest_expect(KCR_OK, kcr_create(cl, &(struct kcr_ref){&itest_configmaps, ns}, o, NULL,
-                                  NULL, NULL), NULL);
+  itest_expect(
+      KCR_OK,
+      kcr_create(cl, &(struct kcr_ref){&itest_configmaps, ns}, o, NULL, NULL, NULL),
+      NULL);
   cJSON_Delete(o);
 
   /* Metrics, scraped and parsed. */
@@ -207,10 +211,14 @@ static void reconciles_serves_metrics_and_stops_cleanly(void **state)
   assert_true(metric(p.metrics_port, "workqueue_adds_total{name=\"hello\"}") >= 1);
   assert_true(metric(p.metrics_port,
                      "rest_client_requests_total{code=\"200\",method=\"GET\"}") >= 1);
-  assert_true(metric(p.metrics_port, "controller_runtime_active_workers{controller=\"hello\"}") == 0);
   assert_true(metric(p.metrics_port,
-                     "controller_runtime_reconcile_time_seconds_count{controller=\"hello\"}") >= 1);
-  assert_true(metric(p.metrics_port, "kcr_informer_objects{informer=\"configmaps\"}") == 1);
+                     "controller_runtime_active_workers{controller=\"hello\"}") == 0);
+  assert_true(
+      metric(p.metrics_port,
+             "controller_runtime_reconcile_time_seconds_count{controller=\"hello\"}") >=
+      1);
+  assert_true(metric(p.metrics_port, "kcr_informer_objects{informer=\"configmaps\"}") ==
+              1);
   assert_int_equal(0, stop(&p, SIGTERM));
   kcr_buf_cleanup(&b);
   free(ns);
@@ -263,8 +271,9 @@ static void one_replica_leads_and_hands_over(void **state)
   assert_string_equal(ps[l].id, who);
   free(who);
   /* The standby reconciled nothing. */
-  assert_true(metric(ps[other].metrics_port, "controller_runtime_reconcile_total{controller="
-                                             "\"hello\",result=\"success\"}") == 0);
+  assert_true(metric(ps[other].metrics_port,
+                     "controller_runtime_reconcile_total{controller="
+                     "\"hello\",result=\"success\"}") == 0);
 
   /* SIGKILL: no release; the standby takes over once the lease expires
    * (4 s on its own clock, + one retry period). */
@@ -273,8 +282,8 @@ static void one_replica_leads_and_hands_over(void **state)
   int l2 = wait_leader(ps, 2, 20000, NULL);
   took = (long)(kcr_time_mono_ms() - t0);
   assert_int_equal(other, l2);
-  assert_true(took >= 1500);  /* it had to wait for expiry */
-  assert_true(took <= 9000);  /* lease 4 s + retry 0.5 s + slack for CI */
+  assert_true(took >= 1500); /* it had to wait for expiry */
+  assert_true(took <= 9000); /* lease 4 s + retry 0.5 s + slack for CI */
   greet_me(ns, "second");
   who = wait_greeted(ns, "second", 20000);
   assert_non_null(who);

@@ -38,7 +38,8 @@ static cJSON *make_widget(const char *name)
                         "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"size\":1}}",
                         name),
         *out = NULL;
-  itest_expect(KCR_OK, kcr_create(cl, &(struct kcr_ref){&itest_widgets, ns}, w, NULL, &out, &ei),
+  itest_expect(KCR_OK,
+               kcr_create(cl, &(struct kcr_ref){&itest_widgets, ns}, w, NULL, &out, &ei),
                &ei);
   cJSON_Delete(w);
   kcr_errinfo_cleanup(&ei);
@@ -49,17 +50,18 @@ static cJSON *get_widget(const char *name)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   cJSON *out = NULL;
-  itest_expect(KCR_OK, kcr_get(cl, &(struct kcr_ref){&itest_widgets, ns, name}, &out, &ei),
-               &ei);
+  itest_expect(KCR_OK,
+               kcr_get(cl, &(struct kcr_ref){&itest_widgets, ns, name}, &out, &ei), &ei);
   kcr_errinfo_cleanup(&ei);
   return out;
 }
 
-static kcr_status_writer *writer(enum kcr_status_mode mode, const char *fm, kcr_metrics *m)
+static kcr_status_writer *writer(enum kcr_status_mode mode, const char *fm,
+                                 kcr_metrics *m)
 {
   kcr_status_writer *w;
-  struct kcr_status_writer_opts o = {cl, &itest_widgets, "test.kcr.io/v1", "Widget", fm,
-                                     mode, .metrics = m};
+  struct kcr_status_writer_opts o = {cl, &itest_widgets, "test.kcr.io/v1", "Widget",
+                                     fm, mode,           .metrics = m};
   assert_int_equal(KCR_OK, kcr_status_writer_new(&o, &w));
   return w;
 }
@@ -70,8 +72,8 @@ static const char *cond_field(const cJSON *obj, const char *type, const char *fi
 }
 
 static kcr_err write1(kcr_status_writer *w, const cJSON *obj, const char *type,
-                      const char *status, const char *reason, const char *msg, int64_t gen,
-                      enum kcr_write_result *res, struct kcr_errinfo *ei)
+                      const char *status, const char *reason, const char *msg,
+                      int64_t gen, enum kcr_write_result *res, struct kcr_errinfo *ei)
 {
   struct kcr_cond c = {type, status, reason, msg, gen, 0};
   struct kcr_status_desired d = {&c, 1, gen > 0, gen, NULL};
@@ -86,7 +88,8 @@ static void transition_time_moves_only_on_flips(void **state)
   cJSON *o = make_widget("ltt"), *o2;
   char t0[32], rv[32];
 
-  itest_expect(KCR_OK, write1(w, o, "Ready", "False", "Progressing", "starting", 1, &res, &ei),
+  itest_expect(KCR_OK,
+               write1(w, o, "Ready", "False", "Progressing", "starting", 1, &res, &ei),
                &ei);
   assert_int_equal(KCR_WRITE_WRITTEN, res);
   cJSON_Delete(o);
@@ -96,7 +99,8 @@ static void transition_time_moves_only_on_flips(void **state)
 
   itest_sleep_ms(1100); /* times have second precision */
   /* Same status, new reason and message: a write, not a transition. */
-  itest_expect(KCR_OK, write1(w, o, "Ready", "False", "Waiting", "still waiting", 1, &res, &ei),
+  itest_expect(KCR_OK,
+               write1(w, o, "Ready", "False", "Waiting", "still waiting", 1, &res, &ei),
                &ei);
   assert_int_equal(KCR_WRITE_WRITTEN, res);
   o2 = get_widget("ltt");
@@ -105,7 +109,8 @@ static void transition_time_moves_only_on_flips(void **state)
 
   /* Nothing changed: no request, the resourceVersion stays. */
   snprintf(rv, sizeof(rv), "%s", kcr_json_str(o2, "metadata.resourceVersion"));
-  itest_expect(KCR_OK, write1(w, o2, "Ready", "False", "Waiting", "still waiting", 1, &res, &ei),
+  itest_expect(KCR_OK,
+               write1(w, o2, "Ready", "False", "Waiting", "still waiting", 1, &res, &ei),
                &ei);
   assert_int_equal(KCR_WRITE_SKIPPED, res);
   cJSON_Delete(o);
@@ -119,14 +124,16 @@ static void transition_time_moves_only_on_flips(void **state)
   assert_string_not_equal(t0, cond_field(o2, "Ready", "lastTransitionTime"));
   time_t a, b;
   assert_int_equal(KCR_OK, kcr_time_parse(t0, &a));
-  assert_int_equal(KCR_OK, kcr_time_parse(cond_field(o2, "Ready", "lastTransitionTime"), &b));
+  assert_int_equal(KCR_OK,
+                   kcr_time_parse(cond_field(o2, "Ready", "lastTransitionTime"), &b));
   assert_true(b > a);
 
   /* A spec change bumps generation; observedGeneration follows on write. */
   const char *sp = "{\"spec\":{\"size\":2}}";
   itest_expect(KCR_OK,
                kcr_patch(cl, &(struct kcr_ref){&itest_widgets, ns, "ltt"},
-                         &(struct kcr_patch_opts){KCR_PATCH_MERGE}, sp, strlen(sp), NULL, &ei),
+                         &(struct kcr_patch_opts){KCR_PATCH_MERGE}, sp, strlen(sp), NULL,
+                         &ei),
                &ei);
   cJSON_Delete(o);
   o = get_widget("ltt");
@@ -137,13 +144,14 @@ static void transition_time_moves_only_on_flips(void **state)
   cJSON_Delete(o2);
   o2 = get_widget("ltt");
   assert_int_equal(2, kcr_json_int(o2, "status.observedGeneration", 0));
-  assert_int_equal(2, kcr_json_int(kcr_cond_find(kcr_json_at(o2, "status.conditions"), "Ready"),
-                                   "observedGeneration", 0));
+  assert_int_equal(
+      2, kcr_json_int(kcr_cond_find(kcr_json_at(o2, "status.conditions"), "Ready"),
+                      "observedGeneration", 0));
 
   /* An invalid reason is refused before anything is sent. */
   snprintf(rv, sizeof(rv), "%s", kcr_json_str(o2, "metadata.resourceVersion"));
-  itest_expect(KCR_EINVALID, write1(w, o2, "Ready", "False", "not ready", "", 2, &res, &ei),
-               &ei);
+  itest_expect(KCR_EINVALID,
+               write1(w, o2, "Ready", "False", "not ready", "", 2, &res, &ei), &ei);
   assert_non_null(strstr(ei.message, "reason"));
   assert_non_null(strstr(ei.message, "not ready"));
   assert_int_equal(KCR_WRITE_FAILED, res);
@@ -193,8 +201,8 @@ static void steady_state_makes_zero_writes(void **state)
     const char *lbl = "{\"metadata\":{\"labels\":{\"group\":\"steady\"}}}";
     itest_expect(KCR_OK,
                  kcr_patch(cl, &(struct kcr_ref){&itest_widgets, ns, name},
-                           &(struct kcr_patch_opts){KCR_PATCH_MERGE}, lbl, strlen(lbl), NULL,
-                           &ei),
+                           &(struct kcr_patch_opts){KCR_PATCH_MERGE}, lbl, strlen(lbl),
+                           NULL, &ei),
                  &ei);
     itest_expect(KCR_OK, write1(w, o, "Ready", "True", "Ready", "ok", 1, &res, &ei), &ei);
     assert_int_equal(KCR_WRITE_WRITTEN, res);
@@ -206,7 +214,8 @@ static void steady_state_makes_zero_writes(void **state)
     cJSON *now = list_widgets("group=steady");
     cJSON_ArrayForEach(it, now)
     {
-      itest_expect(KCR_OK, write1(w, it, "Ready", "True", "Ready", "ok", 1, &res, &ei), &ei);
+      itest_expect(KCR_OK, write1(w, it, "Ready", "True", "Ready", "ok", 1, &res, &ei),
+                   &ei);
       assert_int_equal(KCR_WRITE_SKIPPED, res);
     }
     cJSON_Delete(now);
@@ -214,8 +223,9 @@ static void steady_state_makes_zero_writes(void **state)
   cJSON *after = list_widgets("group=steady");
   /* Not one resourceVersion moved. */
   for(int i = 0; i < 100; i++)
-    assert_string_equal(kcr_json_str(cJSON_GetArrayItem(before, i), "metadata.resourceVersion"),
-                        kcr_json_str(cJSON_GetArrayItem(after, i), "metadata.resourceVersion"));
+    assert_string_equal(
+        kcr_json_str(cJSON_GetArrayItem(before, i), "metadata.resourceVersion"),
+        kcr_json_str(cJSON_GetArrayItem(after, i), "metadata.resourceVersion"));
   writes = kcr_metric_counter(m, "kcr_status_writes_total", NULL,
                               (const char *[]){"result", NULL});
   assert_true(kcr_metric_value(writes, (const char *[]){"written", NULL}) == 100);
@@ -245,7 +255,8 @@ static void *spec_writer(void *p)
              "{\"metadata\":{\"labels\":{\"tick\":\"t%d\"}},\"spec\":{\"size\":%d}}", i,
              1 + i % 90);
     if(!kcr_patch(cl, &(struct kcr_ref){&itest_widgets, ns, s->name},
-                  &(struct kcr_patch_opts){KCR_PATCH_MERGE}, body, strlen(body), NULL, NULL))
+                  &(struct kcr_patch_opts){KCR_PATCH_MERGE}, body, strlen(body), NULL,
+                  NULL))
       atomic_fetch_add(&s->spec_writes, 1);
   }
   return NULL;
@@ -260,7 +271,8 @@ static void *other_controller(void *p)
   for(int i = 0; !atomic_load(&s->stop); i++) {
     const char *st = i % 2 ? "True" : "False";
     cJSON *o = get_widget(s->name);
-    if(!write1(w, o, "OtherReady", st, "Other", "from the other controller", 0, &res, NULL)) {
+    if(!write1(w, o, "OtherReady", st, "Other", "from the other controller", 0, &res,
+               NULL)) {
       snprintf(s->other_last, sizeof(s->other_last), "%s", st);
       atomic_fetch_add(&s->other_writes, 1);
     }
@@ -387,11 +399,12 @@ static void seed_anti_pattern_loses_the_change(void **state)
   assert_non_null(strstr(ei.message, "the object has been modified"));
   /* The advice it got: on conflict, re-Get INTO THE SAME VARIABLE and retry. */
   cJSON_Delete(obj);
-  obj = get_widget("seed");                /* overwrites the modified conditions */
+  obj = get_widget("seed"); /* overwrites the modified conditions */
   itest_expect(KCR_OK, kcr_update(cl, &st, obj, NULL, NULL, &ei), &ei); /* "succeeds" */
   cJSON_Delete(obj);
   obj = get_widget("seed");
-  assert_null(cond_field(obj, "Ready", "status")); /* ...and the change is silently lost */
+  assert_null(
+      cond_field(obj, "Ready", "status")); /* ...and the change is silently lost */
   cJSON_Delete(obj);
 
   /* kcr_update_retry under the same interleaving re-applies the change to a
@@ -399,9 +412,9 @@ static void seed_anti_pattern_loses_the_change(void **state)
   struct race r = {"seed", 0};
   enum kcr_write_result res;
   int conflicts = 0;
-  itest_expect(KCR_OK,
-               kcr_update_retry(cl, &st, NULL, mutate_with_race, &r, &res, &conflicts, &ei),
-               &ei);
+  itest_expect(
+      KCR_OK,
+      kcr_update_retry(cl, &st, NULL, mutate_with_race, &r, &res, &conflicts, &ei), &ei);
   assert_int_equal(KCR_WRITE_WRITTEN, res);
   assert_int_equal(1, conflicts);
   assert_int_equal(2, r.attempts);
@@ -419,11 +432,14 @@ static void finalizers_and_owner_references(void **state)
   bool changed;
   cJSON *owner = make_widget("fin"), *o;
 
-  itest_expect(KCR_OK, kcr_finalizer_add(cl, &ref, "test.kcr.io/cleanup", &changed, &ei), &ei);
+  itest_expect(KCR_OK, kcr_finalizer_add(cl, &ref, "test.kcr.io/cleanup", &changed, &ei),
+               &ei);
   assert_true(changed);
-  itest_expect(KCR_OK, kcr_finalizer_add(cl, &ref, "test.kcr.io/cleanup", &changed, &ei), &ei);
+  itest_expect(KCR_OK, kcr_finalizer_add(cl, &ref, "test.kcr.io/cleanup", &changed, &ei),
+               &ei);
   assert_false(changed); /* idempotent: no request */
-  itest_expect(KCR_OK, kcr_finalizer_add(cl, &ref, "test.kcr.io/other", &changed, &ei), &ei);
+  itest_expect(KCR_OK, kcr_finalizer_add(cl, &ref, "test.kcr.io/other", &changed, &ei),
+               &ei);
   o = get_widget("fin");
   assert_int_equal(2, cJSON_GetArraySize(kcr_json_at(o, "metadata.finalizers")));
   cJSON_Delete(o);
@@ -432,16 +448,18 @@ static void finalizers_and_owner_references(void **state)
   itest_expect(KCR_EINVAL, kcr_finalizer_add(cl, &ref, "test.kcr.io/late", &changed, &ei),
                &ei);
   assert_non_null(strstr(ei.message, "being deleted"));
-  itest_expect(KCR_OK, kcr_finalizer_remove(cl, &ref, "test.kcr.io/cleanup", &changed, &ei),
-               &ei);
+  itest_expect(KCR_OK,
+               kcr_finalizer_remove(cl, &ref, "test.kcr.io/cleanup", &changed, &ei), &ei);
   assert_true(changed);
-  itest_expect(KCR_OK, kcr_finalizer_remove(cl, &ref, "test.kcr.io/cleanup", &changed, &ei),
-               &ei);
+  itest_expect(KCR_OK,
+               kcr_finalizer_remove(cl, &ref, "test.kcr.io/cleanup", &changed, &ei), &ei);
   assert_false(changed);
-  itest_expect(KCR_OK, kcr_finalizer_remove(cl, &ref, "test.kcr.io/other", &changed, &ei), &ei);
+  itest_expect(KCR_OK, kcr_finalizer_remove(cl, &ref, "test.kcr.io/other", &changed, &ei),
+               &ei);
   for(int i = 0; i < 50 && kcr_get(cl, &ref, NULL, NULL) == KCR_OK; i++)
     itest_sleep_ms(100);
-  itest_expect(KCR_ENOTFOUND, kcr_get(cl, &ref, NULL, &ei), &ei); /* gone with the last one */
+  itest_expect(KCR_ENOTFOUND, kcr_get(cl, &ref, NULL, &ei),
+               &ei); /* gone with the last one */
 
   /* Owner references. */
   cJSON *parent = make_widget("parent");
@@ -449,24 +467,27 @@ static void finalizers_and_owner_references(void **state)
                             "{\"name\":\"child\",\"namespace\":\"%s\"}}",
                             ns);
   itest_expect(KCR_OK, kcr_owner_set_controller(child, parent, &ei), &ei);
-  itest_expect(KCR_OK, kcr_owner_set_controller(child, parent, &ei), &ei); /* idempotent */
+  itest_expect(KCR_OK, kcr_owner_set_controller(child, parent, &ei),
+               &ei); /* idempotent */
   assert_int_equal(1, cJSON_GetArraySize(kcr_json_at(child, "metadata.ownerReferences")));
   const cJSON *r0 = cJSON_GetArrayItem(kcr_json_at(child, "metadata.ownerReferences"), 0);
   assert_true(cJSON_IsTrue(cJSON_GetObjectItem(r0, "controller")));
   assert_true(cJSON_IsTrue(cJSON_GetObjectItem(r0, "blockOwnerDeletion")));
   assert_string_equal(kcr_json_str(parent, "metadata.uid"), kcr_json_str(r0, "uid"));
-  itest_expect(KCR_OK, kcr_create(cl, &(struct kcr_ref){&itest_configmaps, ns}, child, NULL,
-                                  NULL, &ei),
-               &ei);
+  itest_expect(
+      KCR_OK,
+      kcr_create(cl, &(struct kcr_ref){&itest_configmaps, ns}, child, NULL, NULL, &ei),
+      &ei);
   cJSON *other = itest_json("{\"apiVersion\":\"test.kcr.io/v1\",\"kind\":\"Widget\","
                             "\"metadata\":{\"name\":\"x\",\"namespace\":\"%s\",\"uid\":"
                             "\"11111111-2222-3333-4444-555555555555\"}}",
                             ns);
   itest_expect(KCR_EINVAL, kcr_owner_set_controller(child, other, &ei), &ei);
   assert_non_null(strstr(ei.message, "only one controller reference"));
-  cJSON *far = itest_json("{\"apiVersion\":\"test.kcr.io/v1\",\"kind\":\"Widget\","
-                          "\"metadata\":{\"name\":\"y\",\"namespace\":\"elsewhere\",\"uid\":"
-                          "\"11111111-2222-3333-4444-555555555556\"}}");
+  cJSON *far =
+      itest_json("{\"apiVersion\":\"test.kcr.io/v1\",\"kind\":\"Widget\","
+                 "\"metadata\":{\"name\":\"y\",\"namespace\":\"elsewhere\",\"uid\":"
+                 "\"11111111-2222-3333-4444-555555555556\"}}");
   cJSON *child2 = itest_json("{\"metadata\":{\"name\":\"c2\",\"namespace\":\"%s\"}}", ns);
   itest_expect(KCR_EINVAL, kcr_owner_set_controller(child2, far, &ei), &ei);
   assert_non_null(strstr(ei.message, "cross-namespace"));

@@ -125,7 +125,7 @@ static void events_arrive_in_order_and_cancel_is_prompt(void **state)
   kcr_watch_cancel(r.w);
   pthread_join(r.th, NULL);
   assert_int_equal(KCR_ECANCELED, r.rc);
-  assert_true(kcr_time_mono_ms() - t0 < 1000); /* woken, not polled */
+  assert_true(kcr_time_mono_ms() - t0 < 1000);               /* woken, not polled */
   assert_int_equal(KCR_ECANCELED, kcr_watch_run(r.w, NULL)); /* stays canceled */
 
   kcr_watch_free(r.w);

@@ -18,11 +18,12 @@ static cJSON *vfm(int64_t gen, const char *status, const char *reason, const cha
   if(!status)
     snprintf(buf, sizeof(buf), "{\"metadata\":{\"generation\":%lld}}", (long long)gen);
   else
-    snprintf(buf, sizeof(buf),
-             "{\"metadata\":{\"generation\":%lld},\"status\":{\"conditions\":[{\"type\":"
-             "\"Ready\",\"status\":\"%s\",\"reason\":\"%s\",\"message\":\"%s\","
-             "\"observedGeneration\":%lld,\"lastTransitionTime\":\"2026-11-29T10:00:00Z\"}]}}",
-             (long long)gen, status, reason, msg, (long long)ogen);
+    snprintf(
+        buf, sizeof(buf),
+        "{\"metadata\":{\"generation\":%lld},\"status\":{\"conditions\":[{\"type\":"
+        "\"Ready\",\"status\":\"%s\",\"reason\":\"%s\",\"message\":\"%s\","
+        "\"observedGeneration\":%lld,\"lastTransitionTime\":\"2026-11-29T10:00:00Z\"}]}}",
+        (long long)gen, status, reason, msg, (long long)ogen);
   return cJSON_Parse(buf);
 }
 
@@ -45,7 +46,8 @@ static void ready_vfm_makes_everything_ready(void **state)
   ebdman_conditions(&ob, c);
   expect(&c[EBDMAN_COND_INSTALLED], "Installed", "True", "Installed",
          "configmap and vfm custom resource applied", 5);
-  expect(&c[EBDMAN_COND_VFM], "VFMHealthy", "True", "Ready", "vfm custom resource is ready", 5);
+  expect(&c[EBDMAN_COND_VFM], "VFMHealthy", "True", "Ready",
+         "vfm custom resource is ready", 5);
   expect(&c[EBDMAN_COND_READY], "Ready", "True", "Ready", "ebd is ready", 5);
   cJSON_Delete(v);
 }
@@ -115,7 +117,9 @@ static void failed_vfm_is_an_error_with_its_message(void **state)
 static void install_failure_wins_the_summary(void **state)
 {
   cJSON *v = vfm(1, "True", "Ready", "ok", 1);
-  struct ebdman_observed ob = {.generation = 4, .vfm = v, .install_failed = true,
+  struct ebdman_observed ob = {.generation = 4,
+                               .vfm = v,
+                               .install_failed = true,
                                .install_error = "VFM x: spec.image: Invalid value"};
   struct kcr_cond c[EBDMAN_NCOND];
   ebdman_conditions(&ob, c);

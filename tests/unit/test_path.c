@@ -49,8 +49,9 @@ static void core_cluster_scoped_paths(void **state)
 
 static void named_group_paths(void **state)
 {
-  expect_path(&(struct kcr_ref){&ebd, "team-a", "resource01", "status"},
-              "/apis/ebdman.example.com/v1alpha1/namespaces/team-a/ebds/resource01/status");
+  expect_path(
+      &(struct kcr_ref){&ebd, "team-a", "resource01", "status"},
+      "/apis/ebdman.example.com/v1alpha1/namespaces/team-a/ebds/resource01/status");
   expect_path(&(struct kcr_ref){&ebd, NULL, NULL, NULL},
               "/apis/ebdman.example.com/v1alpha1/ebds");
   expect_path(&(struct kcr_ref){&crd, NULL, "ebds.ebdman.example.com", NULL},
@@ -67,10 +68,10 @@ static void invalid_refs_are_refused(void **state)
   expect_invalid(&(struct kcr_ref){&cm, "default", "", NULL});
   expect_invalid(&(struct kcr_ref){&cm, "default", "a%2f", NULL});
   expect_invalid(&(struct kcr_ref){&cm, "default", NULL, "status"}); /* sub w/o name */
-  expect_invalid(&(struct kcr_ref){&cm, NULL, "a", NULL});  /* namespaced w/o ns */
+  expect_invalid(&(struct kcr_ref){&cm, NULL, "a", NULL});      /* namespaced w/o ns */
   expect_invalid(&(struct kcr_ref){&ns, "default", "x", NULL}); /* cluster + ns */
-  expect_invalid(&(struct kcr_ref){&(struct kcr_gvr){"", "", "x", false}, NULL, NULL,
-                                   NULL});
+  expect_invalid(
+      &(struct kcr_ref){&(struct kcr_gvr){"", "", "x", false}, NULL, NULL, NULL});
 }
 
 static void query_is_encoded_and_joined(void **state)

@@ -17,17 +17,18 @@ static kcr_obj *obj(const char *ns, const char *name, const char *rv, const char
 {
   char buf[1024];
   kcr_obj *o;
-  snprintf(buf, sizeof(buf),
-           "{\"metadata\":{\"namespace\":\"%s\",\"name\":\"%s\",\"uid\":\"uid-%s\","
-           "\"resourceVersion\":\"%s\",\"generation\":3,"
-           "\"managedFields\":[{\"manager\":\"kubectl\",\"fieldsV1\":{\"f:data\":{}}}]%s%s%s},"
-           "\"data\":{\"k\":\"v\"}}",
-           ns, name, name, rv,
-           owner ? ",\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"A\",\"name\":"
-                   "\"x\",\"uid\":\"other\"},{\"apiVersion\":\"ebdman.example.com/v1alpha1\","
-                   "\"kind\":\"EBD\",\"name\":\"owner\",\"controller\":true,\"uid\":\""
-                 : "",
-           owner ? owner : "", owner ? "\"}]" : "");
+  snprintf(
+      buf, sizeof(buf),
+      "{\"metadata\":{\"namespace\":\"%s\",\"name\":\"%s\",\"uid\":\"uid-%s\","
+      "\"resourceVersion\":\"%s\",\"generation\":3,"
+      "\"managedFields\":[{\"manager\":\"kubectl\",\"fieldsV1\":{\"f:data\":{}}}]%s%s%s},"
+      "\"data\":{\"k\":\"v\"}}",
+      ns, name, name, rv,
+      owner ? ",\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"A\",\"name\":"
+              "\"x\",\"uid\":\"other\"},{\"apiVersion\":\"ebdman.example.com/v1alpha1\","
+              "\"kind\":\"EBD\",\"name\":\"owner\",\"controller\":true,\"uid\":\""
+            : "",
+      owner ? owner : "", owner ? "\"}]" : "");
   cJSON *t = cJSON_Parse(buf);
   assert_non_null(t);
   assert_int_equal(KCR_OK, kcr_obj_new(t, false, &o));

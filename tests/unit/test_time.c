@@ -50,12 +50,18 @@ static void parses_and_round_trips(void **state)
 
 static void refuses_malformed(void **state)
 {
-  static const char *const bad[] = {
-      "",  "2026-11-29",           "2026-11-29T10:00:00",  "2026-13-01T00:00:00Z",
-      "2026-02-30T00:00:00Z",      "2025-02-29T00:00:00Z", "2026-11-29T24:00:00Z",
-      "2026-11-29T10:00:00.Z",     "2026-11-29T10:00:00+2:00", "2026-11-29T10:00:00Zjunk",
-      "2026-11-29T10:00:60Z",
-      "null"};
+  static const char *const bad[] = {"",
+                                    "2026-11-29",
+                                    "2026-11-29T10:00:00",
+                                    "2026-13-01T00:00:00Z",
+                                    "2026-02-30T00:00:00Z",
+                                    "2025-02-29T00:00:00Z",
+                                    "2026-11-29T24:00:00Z",
+                                    "2026-11-29T10:00:00.Z",
+                                    "2026-11-29T10:00:00+2:00",
+                                    "2026-11-29T10:00:00Zjunk",
+                                    "2026-11-29T10:00:60Z",
+                                    "null"};
   time_t t;
   for(size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
     assert_int_equal(KCR_EPARSE, kcr_time_parse(bad[i], &t));

@@ -116,8 +116,8 @@ static void overlong_line_is_refused(void **state)
 {
   struct kcr__framer f = {.max_line = 16};
   struct seen s = {0};
-  assert_int_equal(KCR_EPARSE, kcr__framer_feed(&f, "0123456789abcdefXYZ", 19,
-                                                collect, &s));
+  assert_int_equal(KCR_EPARSE,
+                   kcr__framer_feed(&f, "0123456789abcdefXYZ", 19, collect, &s));
   kcr__framer_cleanup(&f);
 }
 
@@ -152,7 +152,8 @@ static void callback_error_stops_feeding(void **state)
 {
   struct kcr__framer f = {0};
   int n = 0;
-  assert_int_equal(KCR_ECANCELED, kcr__framer_feed(&f, "a\nb\nc\n", 6, stop_at_second, &n));
+  assert_int_equal(KCR_ECANCELED,
+                   kcr__framer_feed(&f, "a\nb\nc\n", 6, stop_at_second, &n));
   assert_int_equal(2, n);
   kcr__framer_cleanup(&f);
 }
