@@ -17,6 +17,7 @@
  *    client certificate and key, whether inline base64 or files): the
  *    transport passes blobs to curl; nothing is written to disk; no secret is
  *    ever logged, and secrets are wiped before they are freed.
+ *  - $KUBECONFIG naming no existing file is an error (no silent fall-back).
  *  - $KUBECONFIG is a colon-separated list, but only the first file that
  *    exists is used: kubectl's merging of several files is not implemented.
  *  - A token file (users[].user.tokenFile, the in-cluster service-account
@@ -898,6 +899,12 @@ static char *find_kubeconfig(kcr_err *rc)
     }
     p += n + (p[n] == ':');
   }
+  /* $KUBECONFIG set but naming no existing file: an error (as kubectl and
+   * controller-runtime), never a silent fall-back to another cluster. */
+  if(env && *env) {
+    *rc = KCR_ENOTFOUND;
+    return NULL;
+  }
   if(!home || !*home)
     return NULL;
   path = xasprintf("%s/.kube/config", home);
@@ -978,6 +985,11 @@ kcr_err kcr_config_load(const struct kcr_config_opts *opts, kcr_config **out,
     return load_file(opts->kubeconfig, opts->context, out, ei);
   if(!opts->in_cluster_only) {
     path = find_kubeconfig(&rc);
+    if(rc == KCR_ENOTFOUND)
+      return kcr_errinfo_set(ei, KCR_ECONFIG,
+                             "$KUBECONFIG (%s): no such file; unset it to use "
+                             "~/.kube/config or the in-cluster service account",
+                             getenv("KUBECONFIG"));
     if(rc)
       return rc;
     if(path) {

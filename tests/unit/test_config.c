@@ -406,10 +406,20 @@ static void load_falls_back_to_home_kube_config(void **state)
   assert_int_equal(0, mkdir(dir, 0700));
   write_file(path, text, 0600);
   free(text);
-  setenv("KUBECONFIG", "/nonexistent/a:/nonexistent/b", 1);
+  /* With $KUBECONFIG unset, ~/.kube/config is used... */
+  unsetenv("KUBECONFIG");
   assert_int_equal(KCR_OK, kcr_config_load(NULL, &cfg, &ei));
   assert_string_equal(path, kcr_config_origin(cfg));
   kcr_config_free(cfg);
+  /* ...but a $KUBECONFIG naming only missing files is an error, never a
+   * silent switch to another cluster's config. */
+  setenv("KUBECONFIG", "/nonexistent/a:/nonexistent/b", 1);
+  assert_int_equal(KCR_ECONFIG, kcr_config_load(NULL, &cfg, &ei));
+  assert_null(cfg);
+  assert_string_equal("$KUBECONFIG (/nonexistent/a:/nonexistent/b): no such file; unset it "
+                      "to use ~/.kube/config or the in-cluster service account",
+                      ei.message);
+  kcr_errinfo_cleanup(&ei);
 }
 
 static void load_explicit_path_errors_are_final(void **state)
@@ -435,7 +445,7 @@ static void load_reports_when_nothing_is_found(void **state)
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   kcr_config *cfg;
 
-  setenv("KUBECONFIG", "/nonexistent/a", 1);
+  unsetenv("KUBECONFIG");
   assert_int_equal(KCR_ECONFIG, kcr_config_load(NULL, &cfg, &ei));
   assert_string_equal("no kubeconfig found (tried $KUBECONFIG, ~/.kube/config) and not "
                       "running in a cluster (KUBERNETES_SERVICE_HOST is unset)",
