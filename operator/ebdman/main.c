@@ -178,9 +178,6 @@ int cmd_run(int argc, char **argv)
     if(f)
       fclose(f);
   }
-  KCR_LOG(KCR_LOG_INFO, "ebdman starting", KCR_S("version", EBDMAN_VERSION),
-          KCR_S("namespace", ro.ns ? ro.ns : "(all)"), KCR_I("workers", ro.workers),
-          KCR_B("leaderElect", ro.leader_elect));
   return ebdman_run(&ro);
 }
 

@@ -395,11 +395,15 @@ int ebdman_run(const struct ebdman_run_opts *ro)
     kcr_controller_free(ctl);
     goto out;
   }
-  status = kcr_manager_run(m);
+  KCR_LOG(KCR_LOG_INFO, "ebdman starting", KCR_S("version", EBDMAN_VERSION),
+          KCR_S("namespace", ro->ns ? ro->ns : "(all)"), KCR_I("workers", ro->workers),
+          KCR_B("leaderElect", ro->leader_elect));
+  status = kcr_manager_run(m); /* returns with every controller stopped */
 out:
-  kcr_manager_free(m); /* stops controllers before the writer and recorder go */
+  /* The recorder and the writer use the manager's client: they go first. */
   kcr_recorder_free(e.events);
   kcr_status_writer_free(e.status);
+  kcr_manager_free(m);
   for(size_t i = 0; i < ANNOUNCED_BUCKETS; i++)
     for(struct announced *a = e.announced[i], *n; a; a = n) {
       n = a->next;

@@ -1,0 +1,606 @@
+# tests/e2e/lib.sh - shared helpers for the ebdman end-to-end tests.
+#
+# Sourced by every tests/e2e/test_*.sh, which run (through CTest, label e2e)
+# against the real control plane of `tools/controlplane/start
+# --with-controller-manager` with these variables set:
+#   KUBECONFIG, KCR_CONTROLPLANE_BIN, KCR_CONTROLPLANE_DIR, KCR_APISERVER_URL
+#     (from the control plane), KCR_SOURCE_DIR, KCR_EBDMAN_BIN, KCR_VFMSIM_BIN
+#     (from tests/CMakeLists.txt).
+# A missing variable is a failure, never a skip.
+#
+#   source "$(dirname "$0")/lib.sh"
+#   e2e_init              # temp dir, EXIT trap, CRDs, RBAC, SA kubeconfigs
+#   new_ns; ns=$E2E_NS    # a fresh namespace, deleted on exit
+#   start_vfm_sim sim --namespace "$ns" --delay 200ms
+#   start_ebdman op --namespace "$ns"
+#   wait_eq 60 "EBD a Ready" True cond_status "$ns" ebd a Ready
+#   e2e_done              # "e2e <name>: N passed, 0 failed"
+#
+# The operator runs under its own ServiceAccount with exactly the RBAC shipped
+# in config/ (rendered from config/default, only the RBAC objects applied),
+# through a token kubeconfig; that proves the manifests are sufficient. Any
+# "forbidden" in an ebdman log fails the test with the refused request.
+#
+# Processes started here run in the background with their logs in the test's
+# temp dir and are stopped by the EXIT trap (SIGTERM, SIGKILL after 15 s).
+# The temp dir is removed when the test passes (kept with E2E_KEEP_LOGS=1),
+# kept (path printed, ends of the logs shown) when it fails. Test namespaces
+# are deleted on exit.
+#
+# Assertions never sleep a fixed time: wait_for / wait_eq poll with a timeout.
+
+# ---- basics ----------------------------------------------------------------
+
+# shellcheck disable=SC2034 # E2E_LEASE, E2E_EXIT, ... are read by the tests
+
+E2E_NAME=$(basename "$0" .sh)
+E2E_NAME=${E2E_NAME#test_}
+E2E_PASSED=0
+E2E_FAILED=0
+E2E_TMP=
+E2E_NAMESPACES=()
+E2E_PROCS=()           # labels of started processes
+declare -A E2E_PID=() E2E_LOG=() E2E_METRICS=() E2E_HEALTH=() E2E_KIND=()
+E2E_START=$SECONDS
+E2E_SYSTEM_NS=ebdman-system
+E2E_SA=ebdman-controller-manager
+E2E_VFMSIM_SA=ebdman-vfm-sim
+E2E_LEASE=ebdman-leader
+
+log() { printf '%s e2e %s: %s\n' "$(date -u +%H:%M:%S)" "$E2E_NAME" "$*"; }
+
+# pass WHAT: counts one passed check.
+pass() {
+  E2E_PASSED=$((E2E_PASSED + 1))
+  printf 'ok: %s\n' "$*"
+}
+
+# fail WHAT [EXPECTED GOT]: prints "FAIL: WHAT (expected X, got Y)" and exits 1.
+fail() {
+  local what=$1
+  E2E_FAILED=$((E2E_FAILED + 1))
+  if (($# >= 3)); then
+    printf 'FAIL: %s (expected %s, got %s)\n' "$what" "$2" "$3"
+  else
+    printf 'FAIL: %s\n' "$what"
+  fi
+  exit 1
+}
+
+# expect_eq WHAT EXPECTED ACTUAL
+expect_eq() {
+  if [[ $3 == "$2" ]]; then pass "$1 = $2"; else fail "$1" "'$2'" "'$3'"; fi
+}
+
+# expect_ne WHAT UNEXPECTED ACTUAL
+expect_ne() {
+  if [[ $3 != "$2" ]]; then pass "$1 (not '$2')"; else fail "$1" "anything but '$2'" "'$3'"; fi
+}
+
+# expect_match WHAT EXTENDED-REGEX ACTUAL
+expect_match() {
+  if [[ $3 =~ $2 ]]; then pass "$1 =~ /$2/"; else fail "$1" "a match for /$2/" "'$3'"; fi
+}
+
+# expect_contains WHAT SUBSTRING ACTUAL
+expect_contains() {
+  if [[ $3 == *"$2"* ]]; then pass "$1 contains '$2'"; else fail "$1" "text containing '$2'" "'$3'"; fi
+}
+
+# expect_gt WHAT NUMBER ACTUAL (ACTUAL > NUMBER)
+expect_gt() {
+  if [[ $3 =~ ^-?[0-9]+$ ]] && (($3 > $2)); then pass "$1 = $3 > $2"; else fail "$1" "> $2" "'$3'"; fi
+}
+
+# wait_for TIMEOUT_S WHAT CMD...: polls CMD until it succeeds.
+wait_for() {
+  local timeout=$1 what=$2 out="" start=$SECONDS
+  shift 2
+  while :; do
+    if out=$("$@" 2>&1); then
+      pass "$what ($((SECONDS - start)) s)"
+      return 0
+    fi
+    if ((SECONDS - start >= timeout)); then
+      fail "$what: timed out after ${timeout} s (last output: '$(printf '%s' "$out" | tail -c 400)')"
+    fi
+    sleep 0.5
+  done
+}
+
+# wait_eq TIMEOUT_S WHAT EXPECTED CMD...: polls until CMD prints EXPECTED.
+wait_eq() {
+  local timeout=$1 what=$2 want=$3 got="" start=$SECONDS
+  shift 3
+  while :; do
+    got=$("$@" 2>&1) || true
+    if [[ $got == "$want" ]]; then
+      pass "$what = $want ($((SECONDS - start)) s)"
+      return 0
+    fi
+    if ((SECONDS - start >= timeout)); then
+      fail "$what after ${timeout} s" "'$want'" "'$(printf '%s' "$got" | tail -c 400)'"
+    fi
+    sleep 0.5
+  done
+}
+
+# ---- kubectl ---------------------------------------------------------------
+
+# k ARGS...: kubectl as the cluster admin (the test's own view of the cluster).
+k() { "$KCR_CONTROLPLANE_BIN/kubectl" --request-timeout=30s "$@"; }
+
+# k_sa ARGS...: kubectl as ebdman's ServiceAccount.
+k_sa() { k --kubeconfig "$E2E_SA_KUBECONFIG" "$@"; }
+
+# jp NS KIND NAME JSONPATH: one jsonpath of one object ("" when absent).
+jp() { k -n "$1" get "$2" "$3" -o jsonpath="$4"; }
+
+# cond_field NS KIND NAME TYPE FIELD: a field of the condition of that type.
+cond_field() { jp "$1" "$2" "$3" "{.status.conditions[?(@.type==\"$4\")].$5}"; }
+cond_status() { cond_field "$@" status; }
+cond_reason() { cond_field "$@" reason; }
+cond_message() { cond_field "$@" message; }
+cond_ltt() { cond_field "$@" lastTransitionTime; }
+cond_ogen() { cond_field "$@" observedGeneration; }
+# cond_summary NS KIND NAME TYPE: "status/reason/observedGeneration".
+cond_summary() {
+  jp "$1" "$2" "$3" "{.status.conditions[?(@.type==\"$4\")].status}/{.status.conditions[?(@.type==\"$4\")].reason}/{.status.conditions[?(@.type==\"$4\")].observedGeneration}"
+}
+generation() { jp "$1" "$2" "$3" '{.metadata.generation}'; }
+observed_generation() { jp "$1" "$2" "$3" '{.status.observedGeneration}'; }
+
+# gone NS KIND NAME: succeeds when the object does not exist.
+gone() {
+  local out
+  if out=$(k -n "$1" get "$2" "$3" -o name 2>&1); then
+    echo "still there: $out"
+    return 1
+  fi
+  [[ $out == *NotFound* ]] || { echo "$out"; return 1; }
+}
+
+# count NS KIND [SELECTOR]: number of objects.
+count() {
+  local sel=()
+  [[ -n ${3:-} ]] && sel=(-l "$3")
+  k -n "$1" get "$2" "${sel[@]}" -o name | grep -c . || true
+}
+
+# count_ready NS: number of EBDs with Ready=True.
+count_ready() {
+  k -n "$1" get ebds -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' |
+    grep -c '^True$' || true
+}
+
+# rfc3339 -> seconds since the epoch
+epoch() { date -u -d "$1" +%s; }
+
+# wait_clock_past RFC3339: waits until the wall clock is past that second, so
+# a later transition gets a strictly later (second-precision) timestamp.
+wait_clock_past() {
+  local t
+  t=$(epoch "$1")
+  while (($(date -u +%s) <= t)); do sleep 0.2; done
+}
+
+# ebd_yaml NAME IMAGE [REPLICAS [ANNOTATION-KEY ANNOTATION-VALUE]...]: one EBD document.
+ebd_yaml() {
+  local name=$1 image=$2 replicas=${3:-1}
+  shift 3 2>/dev/null || shift $#
+  printf -- '---\napiVersion: ebdman.example.com/v1alpha1\nkind: EBD\nmetadata:\n  name: %s\n' "$name"
+  if (($# >= 2)); then
+    printf '  annotations:\n'
+    while (($# >= 2)); do
+      printf '    %s: "%s"\n' "$1" "$2"
+      shift 2
+    done
+  fi
+  printf 'spec:\n  vfm:\n    image: "%s"\n    replicas: %s\n    config:\n      name: "%s"\n' \
+    "$image" "$replicas" "$name"
+}
+
+# _cond_jp TYPE: jsonpath of "status/reason/observedGeneration" of a condition.
+_cond_jp() {
+  printf '{.status.conditions[?(@.type=="%s")].status}/{.status.conditions[?(@.type=="%s")].reason}/{.status.conditions[?(@.type=="%s")].observedGeneration}' "$1" "$1" "$1"
+}
+
+# check_all_ready NS N: exactly N EBDs in NS, each with generation 1,
+# status.observedGeneration 1, Ready, Installed and VFMHealthy True with
+# observedGeneration 1. Leaves "NAME UID ..." lines in $E2E_TMP/ebds.txt.
+check_all_ready() {
+  local ns=$1 n=$2 bad
+  k -n "$ns" get ebds -o jsonpath="{range .items[*]}{.metadata.name} {.metadata.uid} {.metadata.generation} {.status.observedGeneration} $(_cond_jp Ready) $(_cond_jp Installed) $(_cond_jp VFMHealthy){\"\\n\"}{end}" \
+    >"$E2E_TMP/ebds.txt"
+  expect_eq "EBDs in $ns" "$n" "$(grep -c . "$E2E_TMP/ebds.txt" || true)"
+  bad=$(awk '$3 != 1 || $4 != 1 || $5 != "True/Ready/1" || $6 != "True/Installed/1" || $7 != "True/Ready/1"' \
+    "$E2E_TMP/ebds.txt")
+  if [[ -n $bad ]]; then
+    echo "$bad" | head -n 5 | sed 's/^/  /'
+    fail "$(echo "$bad" | wc -l) EBD(s) not fully Ready at generation 1 (NAME UID GEN OBSGEN Ready Installed VFMHealthy)" \
+      "'<name> <uid> 1 1 True/Ready/1 True/Installed/1 True/Ready/1'" "'$(echo "$bad" | head -n 1)'"
+  fi
+  pass "all $n EBDs: generation 1, observedGeneration 1, Ready/Installed/VFMHealthy True with observedGeneration 1"
+}
+
+# check_children NS: after check_all_ready, every EBD has exactly one VFM
+# <name> and one ConfigMap <name>-config (labelled managed-by=ebdman), each
+# with a single ownerReference, the controller one (blockOwnerDeletion), to
+# that EBD (by uid), and there are no other VFMs or ebdman ConfigMaps.
+check_children() {
+  local ns=$1 n kind d
+  local ref='{.metadata.ownerReferences[?(@.controller==true)].uid}|{.metadata.ownerReferences[?(@.controller==true)].kind}|{.metadata.ownerReferences[?(@.controller==true)].apiVersion}|{.metadata.ownerReferences[?(@.controller==true)].name}|{.metadata.ownerReferences[?(@.controller==true)].blockOwnerDeletion}|{.metadata.ownerReferences[*].uid}'
+  n=$(grep -c . "$E2E_TMP/ebds.txt" || true)
+  awk '{ printf "%s|%s|EBD|ebdman.example.com/v1alpha1|%s|true|%s|%s\n", $1, $2, $1, $2, $1 }' \
+    "$E2E_TMP/ebds.txt" | sort >"$E2E_TMP/want-vfms.txt"
+  awk '{ printf "%s-config|%s|EBD|ebdman.example.com/v1alpha1|%s|true|%s|%s\n", $1, $2, $1, $2, $1 }' \
+    "$E2E_TMP/ebds.txt" | sort >"$E2E_TMP/want-configmaps.txt"
+  k -n "$ns" get vfms -o jsonpath="{range .items[*]}{.metadata.name}|$ref|{.metadata.labels.ebdman\.example\.com/ebd}{\"\\n\"}{end}" |
+    sort >"$E2E_TMP/vfms.txt"
+  k -n "$ns" get configmaps -l app.kubernetes.io/managed-by=ebdman \
+    -o jsonpath="{range .items[*]}{.metadata.name}|$ref|{.metadata.labels.ebdman\.example\.com/ebd}{\"\\n\"}{end}" |
+    sort >"$E2E_TMP/configmaps.txt"
+  for kind in vfms configmaps; do
+    if ! d=$(diff "$E2E_TMP/want-$kind.txt" "$E2E_TMP/$kind.txt"); then
+      echo "$d" | head -n 8 | sed 's/^/  /'
+      fail "$kind: one per EBD with a single controller ownerReference (NAME|UID|KIND|APIVERSION|OWNER|BLOCK|ALLOWNERS|LABEL)" \
+        "$n lines as in $E2E_TMP/want-$kind.txt" "the diff above"
+    fi
+    pass "$n $kind, one per EBD, each with exactly one (controller) ownerReference to it"
+  done
+  expect_eq "VFMs in $ns" "$n" "$(count "$ns" vfms)"
+  expect_eq "ConfigMaps managed by ebdman in $ns" "$n" \
+    "$(count "$ns" configmaps app.kubernetes.io/managed-by=ebdman)"
+}
+
+# ---- namespaces ------------------------------------------------------------
+
+# new_ns: creates a fresh namespace for this test, sets E2E_NS to its name and
+# registers it for deletion on exit. (Call it directly, not in $(...), or the
+# registration would be lost in the subshell.)
+new_ns() {
+  local suffix
+  suffix=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' | head -c 6)
+  E2E_NS="e2e-${E2E_NAME//_/-}-$suffix"
+  k create namespace "$E2E_NS" >/dev/null
+  E2E_NAMESPACES+=("$E2E_NS")
+  log "namespace $E2E_NS"
+}
+
+# ---- processes ---------------------------------------------------------------
+
+# free_port: sets E2E_PORT to a port nobody listens on (below the ephemeral
+# range the control plane's kernel-picked ports come from) and not handed out
+# before in this test. The starters retry when a bind still fails.
+E2E_USED_PORTS=" "
+free_port() {
+  local p i
+  for ((i = 0; i < 200; i++)); do
+    p=$((20000 + (RANDOM * 32768 + RANDOM) % 12000))
+    [[ $E2E_USED_PORTS == *" $p "* ]] && continue
+    if (: </dev/tcp/127.0.0.1/$p) 2>/dev/null; then continue; fi
+    E2E_USED_PORTS+="$p "
+    E2E_PORT=$p
+    return 0
+  done
+  fail "no free TCP port found"
+}
+
+# proc_alive LABEL
+proc_alive() { kill -0 "${E2E_PID[$1]}" 2>/dev/null; }
+
+# _start_proc KIND LABEL BIN HEALTH-PORT ARGS...: starts and waits for /readyz.
+# Returns 3 (to retry on other ports) when the process could not bind.
+_start_proc() {
+  local kind=$1 label=$2 bin=$3 hport=$4 start=$SECONDS logf
+  shift 4
+  logf=$E2E_TMP/$label.log
+  printf '%s\n' "----- $(date -u +%FT%TZ) $bin $*" >>"$logf"
+  "$bin" "$@" >>"$logf" 2>&1 &
+  E2E_PID[$label]=$!
+  E2E_LOG[$label]=$logf
+  E2E_KIND[$label]=$kind
+  [[ " ${E2E_PROCS[*]} " == *" $label "* ]] || E2E_PROCS+=("$label")
+  while :; do
+    if ! proc_alive "$label"; then
+      local rc=0
+      wait "${E2E_PID[$label]}" || rc=$?
+      if grep -q 'cannot start the metrics/health server' "$logf"; then
+        return 3
+      fi
+      tail -n 30 "$logf" | sed "s/^/  [$label] /"
+      fail "$kind $label exited during start-up with status $rc (log: $logf)"
+    fi
+    if curl -sf -o /dev/null --max-time 2 "http://127.0.0.1:$hport/readyz"; then
+      log "$kind $label ready (pid ${E2E_PID[$label]}, $((SECONDS - start)) s)"
+      return 0
+    fi
+    if ((SECONDS - start >= 120)); then
+      tail -n 30 "$logf" | sed "s/^/  [$label] /"
+      fail "$kind $label not ready (/readyz on port $hport) within 120 s"
+    fi
+    sleep 0.3
+  done
+}
+
+# start_ebdman LABEL [ebdman run ARGS...]: runs `ebdman run` under the
+# ServiceAccount kubeconfig with free metrics and health ports, and waits until
+# /readyz answers (informers synced). Pass --namespace "$E2E_NS" for isolation
+# (and --leader-elect --leader-election-namespace ebdman-system for leaders).
+# Logs at debug level: a refused event write is retried and logged (with its
+# 403) only at debug level at first, and check_no_forbidden must see it.
+# Sets E2E_METRICS[LABEL] / E2E_HEALTH[LABEL] to the ports.
+start_ebdman() {
+  local label=$1 rc
+  shift
+  for _ in 1 2 3; do
+    free_port; E2E_METRICS[$label]=$E2E_PORT
+    free_port; E2E_HEALTH[$label]=$E2E_PORT
+    rc=0
+    _start_proc ebdman "$label" "$KCR_EBDMAN_BIN" "${E2E_HEALTH[$label]}" run \
+      --kubeconfig "$E2E_SA_KUBECONFIG" \
+      --metrics-bind-address "127.0.0.1:${E2E_METRICS[$label]}" \
+      --health-probe-bind-address "127.0.0.1:${E2E_HEALTH[$label]}" --log-level debug "$@" ||
+      rc=$?
+    ((rc == 3)) || return 0
+  done
+  fail "ebdman $label could not bind its metrics/health ports (log: ${E2E_LOG[$label]})"
+}
+
+# start_vfm_sim LABEL [vfm-sim ARGS...]: vfm-sim under its own ServiceAccount
+# (config/vfm-sim), metrics and health on one free port.
+start_vfm_sim() {
+  local label=$1 rc
+  shift
+  for _ in 1 2 3; do
+    free_port; E2E_METRICS[$label]=$E2E_PORT
+    E2E_HEALTH[$label]=$E2E_PORT
+    rc=0
+    _start_proc vfm-sim "$label" "$KCR_VFMSIM_BIN" "$E2E_PORT" \
+      --kubeconfig "$E2E_VFMSIM_KUBECONFIG" --metrics-bind-address "127.0.0.1:$E2E_PORT" "$@" ||
+      rc=$?
+    ((rc == 3)) || return 0
+  done
+  fail "vfm-sim $label could not bind its metrics port (log: ${E2E_LOG[$label]})"
+}
+
+# stop_proc LABEL [SIGNAL]: sends SIGNAL (default TERM), waits for the exit
+# (SIGKILL after 15 s) and sets E2E_EXIT to the exit status.
+stop_proc() {
+  local label=$1 sig=${2:-TERM} pid=${E2E_PID[$1]:-} i
+  E2E_EXIT=0
+  [[ -n $pid ]] || return 0
+  { # (stderr: no "Killed" job notice from bash)
+    kill -"$sig" "$pid" || true
+    for ((i = 0; i < 150; i++)); do
+      kill -0 "$pid" || break
+      sleep 0.1
+    done
+    if kill -0 "$pid"; then
+      log "$label (pid $pid) still running 15 s after SIG$sig; killing it"
+      kill -KILL "$pid" || true
+    fi
+    wait "$pid" || E2E_EXIT=$?
+  } 2>/dev/null
+  E2E_PID[$label]=
+}
+
+# ---- metrics -----------------------------------------------------------------
+
+# scrape LABEL: the process's /metrics text.
+scrape() { curl -sf --max-time 5 "http://127.0.0.1:${E2E_METRICS[$1]}/metrics"; }
+
+# metric LABEL NAME [LABEL="VALUE"...]: sum of the series of NAME that carry all
+# the given label pairs (0 when none). Fails when /metrics cannot be read.
+metric() {
+  local label=$1 name=$2 text
+  shift 2
+  text=$(scrape "$label") || { echo "cannot scrape /metrics of $label"; return 1; }
+  awk -v name="$name" -v filt="$*" '
+    BEGIN { n = split(filt, F, " ") }
+    /^#/ || NF < 2 { next }
+    {
+      series = $0; sub(/[ \t]+[^ \t]+$/, "", series)
+      base = series; sub(/\{.*/, "", base)
+      if (base != name) next
+      for (i = 1; i <= n; i++) if (index(series, F[i]) == 0) next
+      sum += $NF
+    }
+    END { printf "%.0f\n", sum }' <<<"$text"
+}
+
+# reconciles LABEL: reconciles the ebd controller of LABEL has finished.
+reconciles() { metric "$1" controller_runtime_reconcile_total 'controller="ebd"'; }
+
+# ebd_idle LABEL MIN: the ebd controller of LABEL has finished at least MIN
+# reconciles in all and has nothing queued or running (for wait_for).
+ebd_idle() {
+  local total depth active
+  total=$(reconciles "$1") || return 1
+  depth=$(metric "$1" workqueue_depth 'name="ebd"') || return 1
+  active=$(metric "$1" controller_runtime_active_workers 'controller="ebd"') || return 1
+  echo "reconciles=$total (want >= $2) depth=$depth active=$active"
+  ((total >= $2 && depth == 0 && active == 0))
+}
+
+# ---- log checks ------------------------------------------------------------
+
+# check_no_forbidden LABEL...: fails when a log shows a request RBAC refused
+# (the shipped manifests would be insufficient), quoting the refusals.
+check_no_forbidden() {
+  local label lines
+  for label in "$@"; do
+    lines=$(grep -i 'forbidden' "${E2E_LOG[$label]}" | head -n 5 || true)
+    if [[ -n $lines ]]; then
+      printf '%s\n' "$lines" | sed "s/^/  [$label] /"
+      fail "${E2E_KIND[$label]} $label: a request was refused by RBAC (shipped config/rbac insufficient?)" \
+        "no 403/forbidden in the log" "the lines above"
+    fi
+  done
+  pass "no request refused by RBAC in the logs of: $*"
+}
+
+# ---- setup -------------------------------------------------------------------
+
+_cleanup() {
+  local rc=$? label ns
+  set +e
+  trap - EXIT INT TERM
+  for label in "${E2E_PROCS[@]}"; do
+    [[ -n ${E2E_PID[$label]:-} ]] && stop_proc "$label" TERM
+  done
+  if ((rc != 0)); then
+    for label in "${E2E_PROCS[@]}"; do
+      echo "--- last lines of ${E2E_KIND[$label]} $label (${E2E_LOG[$label]}):"
+      tail -n 25 "${E2E_LOG[$label]}" | sed "s/^/  [$label] /"
+    done
+    for ns in "${E2E_NAMESPACES[@]}"; do
+      echo "--- EBDs in $ns:"
+      k -n "$ns" get ebds 2>&1 | head -n 15 | sed 's/^/  /'
+    done
+    echo "e2e $E2E_NAME: $E2E_PASSED passed, $((E2E_FAILED > 0 ? E2E_FAILED : 1)) failed ($((SECONDS - E2E_START)) s; logs kept in $E2E_TMP)"
+  fi
+  for ns in "${E2E_NAMESPACES[@]}"; do
+    k delete namespace "$ns" --wait=false >/dev/null 2>&1
+  done
+  if ((rc == 0)) && [[ -n $E2E_TMP ]]; then
+    if [[ ${E2E_KEEP_LOGS:-0} == 1 ]]; then
+      echo "e2e $E2E_NAME: logs kept in $E2E_TMP (E2E_KEEP_LOGS=1)"
+    else
+      rm -rf "$E2E_TMP"
+    fi
+  fi
+  exit "$rc"
+}
+
+_require_env() {
+  local v
+  for v in KUBECONFIG KCR_CONTROLPLANE_BIN KCR_CONTROLPLANE_DIR KCR_APISERVER_URL \
+    KCR_SOURCE_DIR KCR_EBDMAN_BIN KCR_VFMSIM_BIN; do
+    [[ -n ${!v:-} ]] || fail "environment variable $v is not set (run under tools/controlplane/start --with-controller-manager, through ctest -L e2e)"
+  done
+  [[ -x $KCR_EBDMAN_BIN ]] || fail "KCR_EBDMAN_BIN=$KCR_EBDMAN_BIN is not an executable"
+  [[ -x $KCR_VFMSIM_BIN ]] || fail "KCR_VFMSIM_BIN=$KCR_VFMSIM_BIN is not an executable"
+  [[ -x $KCR_CONTROLPLANE_BIN/kubectl ]] || fail "no kubectl in KCR_CONTROLPLANE_BIN=$KCR_CONTROLPLANE_BIN"
+}
+
+# retry CMD...: runs CMD up to 3 times, 1 s apart (an apply racing another
+# test's apply of the same object can meet a 409 conflict).
+retry() {
+  local i
+  for i in 1 2 3; do
+    "$@" && return 0
+    ((i < 3)) && sleep 1
+  done
+  return 1
+}
+
+# install_crds: applies config/crd/bases (server-side, idempotent) and waits
+# until both CRDs are Established and served.
+install_crds() {
+  retry k apply --server-side --force-conflicts --field-manager=kcr-e2e \
+    -f "$KCR_SOURCE_DIR/config/crd/bases" >/dev/null ||
+    fail "kubectl apply -f config/crd/bases failed"
+  k wait --for=condition=Established --timeout=60s \
+    crd/ebds.ebdman.example.com crd/vfms.ebdman.example.com >/dev/null ||
+    fail "CRDs not Established within 60 s"
+  local i
+  for ((i = 0; i < 60; i++)); do
+    k get ebds,vfms -A -o name >/dev/null 2>&1 && return 0
+    sleep 0.5
+  done
+  fail "the ebds/vfms resources are not served 30 s after the CRDs were Established"
+}
+
+# select_kinds KIND...: keeps only the YAML documents (of a rendered stream)
+# whose top-level kind is one of KIND.
+select_kinds() {
+  awk -v keep="$*" '
+    BEGIN { n = split(keep, a, " "); for (i = 1; i <= n; i++) K[a[i]] = 1 }
+    function flush() { if (doc != "" && (kind in K)) printf "---\n%s", doc; doc = ""; kind = "" }
+    /^---$/ { flush(); next }
+    { doc = doc $0 "\n"; if (kind == "" && $0 ~ /^kind: /) kind = $2 }
+    END { flush() }'
+}
+
+# _token_kubeconfig SA FILE: a kubeconfig for ebdman-system/SA with a fresh token.
+_token_kubeconfig() {
+  local sa=$1 file=$2 token
+  token=$(k create token "$sa" -n "$E2E_SYSTEM_NS" --duration=2h) ||
+    fail "kubectl create token $sa -n $E2E_SYSTEM_NS failed"
+  (
+    umask 077
+    cat >"$file" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: e2e
+  cluster:
+    server: $KCR_APISERVER_URL
+    certificate-authority: $KCR_CONTROLPLANE_DIR/pki/ca.crt
+users:
+- name: $sa
+  user:
+    token: $token
+contexts:
+- name: $sa
+  context:
+    cluster: e2e
+    user: $sa
+    namespace: $E2E_SYSTEM_NS
+current-context: $sa
+EOF
+  )
+}
+
+# install_rbac: the operator's RBAC exactly as shipped: `kubectl kustomize
+# config/default` (names prefixed ebdman-, namespace ebdman-system), of which
+# only the Namespace, ServiceAccount, Role(Binding)s and ClusterRole(Binding)s
+# are applied (not the CRDs, which install_crds handles, nor the Deployment).
+# Also vfm-sim's RBAC (config/vfm-sim). Then token kubeconfigs for both.
+install_rbac() {
+  local rendered=$E2E_TMP/rbac.yaml
+  k kustomize "$KCR_SOURCE_DIR/config/default" |
+    select_kinds Namespace ServiceAccount Role ClusterRole RoleBinding ClusterRoleBinding \
+      >"$rendered" || fail "kubectl kustomize config/default failed"
+  grep -q "name: $E2E_SA\$" "$rendered" ||
+    fail "rendered config/default has no ServiceAccount $E2E_SA (see $rendered)"
+  retry k apply -f "$rendered" >/dev/null || fail "applying the RBAC of config/default failed"
+  retry k apply -k "$KCR_SOURCE_DIR/config/vfm-sim" >/dev/null ||
+    fail "kubectl apply -k config/vfm-sim failed"
+  E2E_SA_KUBECONFIG=$E2E_TMP/ebdman-sa.kubeconfig
+  E2E_VFMSIM_KUBECONFIG=$E2E_TMP/vfm-sim-sa.kubeconfig
+  _token_kubeconfig "$E2E_SA" "$E2E_SA_KUBECONFIG"
+  _token_kubeconfig "$E2E_VFMSIM_SA" "$E2E_VFMSIM_KUBECONFIG"
+  local who
+  who=$(k_sa auth whoami -o jsonpath='{.status.userInfo.username}' 2>&1) || true
+  [[ $who == "system:serviceaccount:$E2E_SYSTEM_NS:$E2E_SA" ]] ||
+    fail "the token kubeconfig's identity" "system:serviceaccount:$E2E_SYSTEM_NS:$E2E_SA" "$who"
+}
+
+# e2e_init: checks the environment, makes the temp dir, installs the EXIT
+# trap, the CRDs, the RBAC and the ServiceAccount kubeconfigs.
+e2e_init() {
+  _require_env
+  E2E_TMP=$(mktemp -d "${TMPDIR:-/tmp}/kcr-e2e-$E2E_NAME.XXXXXX")
+  export KUBECACHEDIR=$E2E_TMP/kube-cache
+  trap _cleanup EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  log "start (logs in $E2E_TMP)"
+  install_crds
+  install_rbac
+}
+
+# e2e_done: stops the processes still running with SIGTERM and checks that
+# each shuts down cleanly (exit status 0: signal handled, lease released,
+# and under ASan no leak), then prints the summary line.
+e2e_done() {
+  local label
+  for label in "${E2E_PROCS[@]}"; do
+    [[ -n ${E2E_PID[$label]:-} ]] || continue
+    stop_proc "$label" TERM
+    expect_eq "${E2E_KIND[$label]} $label: exit status after SIGTERM" 0 "$E2E_EXIT"
+  done
+  echo "e2e $E2E_NAME: $E2E_PASSED passed, $E2E_FAILED failed ($((SECONDS - E2E_START)) s)"
+}

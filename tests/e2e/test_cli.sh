@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# e2e cli: ebdman's command line. --help everywhere and `version` exit 0;
+# bad flags, bad values, unknown commands and an unreadable kubeconfig exit 2
+# with one clear line on stderr; `ebdman status -n NS` prints an aligned table
+# (NAME READY REASON ... columns) of the namespace's EBDs with their
+# conditions, and without -n a NAMESPACE column.
+set -euo pipefail
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "$0")/lib.sh"
+e2e_init
+
+# cli ARGS...: runs ebdman (30 s at most); sets CLI_RC, CLI_OUT, CLI_ERR, CLI_ERR_LINES.
+cli() {
+  CLI_RC=0
+  timeout 30 env -u KUBERNETES_SERVICE_HOST "$KCR_EBDMAN_BIN" "$@" \
+    >"$E2E_TMP/cli.out" 2>"$E2E_TMP/cli.err" || CLI_RC=$?
+  CLI_OUT=$(cat "$E2E_TMP/cli.out")
+  CLI_ERR=$(cat "$E2E_TMP/cli.err")
+  CLI_ERR_LINES=$(grep -c '' "$E2E_TMP/cli.err" || true)
+}
+
+# expect_ok WHAT OUTPUT-SUBSTRING ARGS...
+expect_ok() {
+  local what=$1 want=$2
+  shift 2
+  cli "$@"
+  expect_eq "ebdman $*: exit status" 0 "$CLI_RC"
+  expect_contains "ebdman $*: stdout" "$want" "$CLI_OUT"
+  expect_eq "ebdman $*: stderr" "" "$CLI_ERR"
+}
+
+# expect_usage_error SUBSTRING ARGS...: exit 2, one line on stderr naming SUBSTRING.
+expect_usage_error() {
+  local want=$1
+  shift
+  cli "$@"
+  expect_eq "ebdman $*: exit status" 2 "$CLI_RC"
+  expect_eq "ebdman $*: lines on stderr" 1 "$CLI_ERR_LINES"
+  expect_contains "ebdman $*: stderr" "$want" "$CLI_ERR"
+  expect_eq "ebdman $*: stdout" "" "$CLI_OUT"
+}
+
+# --- help and version
+expect_ok help "usage: ebdman" --help
+for c in run status demo version; do
+  expect_contains "ebdman --help lists the command" "  $c " "$CLI_OUT"
+done
+expect_ok help "usage: ebdman" -h
+expect_ok help "usage: ebdman run" run --help
+for f in --kubeconfig --namespace --workers --leader-elect --leader-election-namespace \
+  --metrics-bind-address --health-probe-bind-address --log-level --resync; do
+  expect_contains "ebdman run --help documents the flag" "$f" "$CLI_OUT"
+done
+expect_ok help "usage: ebdman status" status --help
+expect_ok help "usage: ebdman demo" demo --help
+expect_ok help "usage: ebdman version" version --help
+cli version
+expect_eq "ebdman version: exit status" 0 "$CLI_RC"
+expect_match "ebdman version: stdout" '^ebdman [0-9]+\.[0-9]+\.[0-9]+' "$CLI_OUT"
+
+# --- bad usage: exit 2, one line
+expect_usage_error "--workers" run --workers zero
+expect_usage_error "--workers" run --workers 0
+expect_usage_error "--bogus" run --bogus
+expect_usage_error "--resync" run --resync forever
+expect_usage_error "--log-level" run --log-level loud
+expect_usage_error "--namespace" run --namespace
+expect_usage_error "extra" run extra
+expect_usage_error "nosuch" nosuch
+expect_usage_error "--bogus" status --bogus
+expect_usage_error "/nonexistent" status --kubeconfig /nonexistent
+# `run` logs "ebdman starting" (a log record, ts=...) before it loads the
+# config; besides log records, one line naming the file.
+cli run --kubeconfig /nonexistent
+expect_eq "ebdman run --kubeconfig /nonexistent: exit status" 2 "$CLI_RC"
+errline=$(grep -v '^ts=' "$E2E_TMP/cli.err" || true)
+expect_eq "ebdman run --kubeconfig /nonexistent: stderr lines other than log records" 1 \
+  "$(printf '%s' "$errline" | grep -c '' || true)"
+expect_contains "ebdman run --kubeconfig /nonexistent: stderr" "/nonexistent" "$errline"
+cli
+expect_eq "ebdman (no command): exit status" 2 "$CLI_RC"
+
+# --- status: an aligned table of the namespace's EBDs
+new_ns
+ns=$E2E_NS
+start_vfm_sim sim --namespace "$ns" --delay 200ms
+start_ebdman op --namespace "$ns"
+{
+  ebd_yaml alpha registry.example.com/vfm:1.0 1
+  ebd_yaml beta-with-a-longer-name registry.example.com/vfm:1.0 2 \
+    vfm-sim.ebdman.example.com/fail "disk on fire"
+} | k -n "$ns" apply -f - >/dev/null
+wait_eq 60 "alpha: Ready" "True/Ready/1" cond_summary "$ns" ebd alpha Ready
+wait_eq 60 "beta-with-a-longer-name: Ready" "False/Error/1" \
+  cond_summary "$ns" ebd beta-with-a-longer-name Ready
+
+# aligned FILE COLUMNS...: every row has each column's text starting exactly
+# where its header does (the header words found in the first line).
+aligned() {
+  awk -v cols="$2" '
+    NR == 1 {
+      n = split(cols, C, " ")
+      for (i = 1; i <= n; i++) {
+        S[i] = index($0, C[i])
+        if (!S[i]) { print "no column " C[i] " in the header: " $0; bad = 1; exit }
+      }
+      next
+    }
+    {
+      for (i = 1; i <= n; i++)
+        if (substr($0, S[i], 1) == " " || (S[i] > 1 && substr($0, S[i] - 1, 1) != " ")) {
+          printf "row %d, column %s (at %d) not aligned: %s\n", NR, C[i], S[i], $0; bad = 1
+        }
+    }
+    END { exit bad }' "$1"
+}
+
+cli status -n "$ns"
+expect_eq "ebdman status -n NS: exit status" 0 "$CLI_RC"
+expect_eq "ebdman status -n NS: stderr" "" "$CLI_ERR"
+printf '%s\n' "$CLI_OUT" | sed 's/^/  | /'
+printf '%s\n' "$CLI_OUT" >"$E2E_TMP/status.txt"
+expect_match "ebdman status -n NS: header" '^NAME +READY +REASON ' "$(head -n 1 "$E2E_TMP/status.txt")"
+expect_eq "ebdman status -n NS: rows" 3 "$(grep -c '' "$E2E_TMP/status.txt")"
+if ! out=$(aligned "$E2E_TMP/status.txt" "NAME READY REASON INSTALLED VFM GEN/OBS AGE MESSAGE"); then
+  fail "ebdman status -n NS: an aligned table" "every column aligned with its header" "$out"
+fi
+pass "ebdman status -n NS: columns aligned"
+expect_eq "ebdman status -n NS: alpha's NAME READY REASON INSTALLED VFM GEN/OBS" \
+  "alpha True Ready True True 1/1" "$(awk '$1 == "alpha" { print $1, $2, $3, $4, $5, $6 }' "$E2E_TMP/status.txt")"
+expect_eq "ebdman status -n NS: beta's NAME READY REASON INSTALLED VFM GEN/OBS" \
+  "beta-with-a-longer-name False Error True False 1/1" \
+  "$(awk '$1 == "beta-with-a-longer-name" { print $1, $2, $3, $4, $5, $6 }' "$E2E_TMP/status.txt")"
+expect_contains "ebdman status -n NS: beta's message" "disk on fire" \
+  "$(grep '^beta-with-a-longer-name ' "$E2E_TMP/status.txt")"
+
+cli status
+expect_eq "ebdman status (all namespaces): exit status" 0 "$CLI_RC"
+printf '%s\n' "$CLI_OUT" >"$E2E_TMP/status-all.txt"
+expect_match "ebdman status (all namespaces): header" '^NAMESPACE +NAME +READY +REASON ' \
+  "$(head -n 1 "$E2E_TMP/status-all.txt")"
+expect_eq "ebdman status (all namespaces): alpha's row" "$ns alpha True Ready" \
+  "$(awk -v ns="$ns" '$1 == ns && $2 == "alpha" { print $1, $2, $3, $4 }' "$E2E_TMP/status-all.txt")"
+if ! out=$(aligned "$E2E_TMP/status-all.txt" "NAMESPACE NAME READY REASON INSTALLED VFM GEN/OBS AGE MESSAGE"); then
+  fail "ebdman status (all namespaces): an aligned table" "every column aligned with its header" "$out"
+fi
+pass "ebdman status (all namespaces): columns aligned"
+
+# status works under the operator's own (least-privilege) ServiceAccount too.
+cli status -n "$ns" --kubeconfig "$E2E_SA_KUBECONFIG"
+expect_eq "ebdman status under the ServiceAccount: exit status" 0 "$CLI_RC"
+expect_eq "ebdman status under the ServiceAccount: rows" 3 "$(printf '%s\n' "$CLI_OUT" | grep -c '')"
+
+check_no_forbidden op sim
+e2e_done
