@@ -99,6 +99,19 @@ char *itest_namespace(kcr_client *c, const char *prefix)
   return name;
 }
 
+void itest_namespace_drop(kcr_client *c, char *ns)
+{
+  if(ns)
+    kcr_delete(c, &(struct kcr_ref){&itest_namespaces, NULL, ns}, NULL, NULL, NULL);
+  free(ns);
+}
+
+void itest_done(kcr_client *c, char *ns)
+{
+  itest_namespace_drop(c, ns);
+  kcr_client_free(c);
+}
+
 static const char widget_crd[] =
     "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"CustomResourceDefinition\","
     "\"metadata\":{\"name\":\"widgets.test.kcr.io\"},"

@@ -28,6 +28,10 @@ char *itest_namespace(kcr_client *c, const char *prefix);
 /* Installs the widgets CRD (idempotent) and waits until it is Established
  * and served. */
 void itest_install_widget_crd(kcr_client *c);
+/* Deletes a namespace made by itest_namespace and frees its name. */
+void itest_namespace_drop(kcr_client *c, char *ns);
+/* The usual group teardown: drop the namespace, free the client. */
+void itest_done(kcr_client *c, char *ns);
 /* Parses JSON text (printf format) into a tree; fails the test if malformed. */
 cJSON *itest_json(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Asserts rc == want, printing the error info when not. */

@@ -256,8 +256,7 @@ static void informer_recovers_from_cut_streams(void **state)
   kcr_informer_free(inf);
   kcr_client_free(via);
   proxy_stop(&p);
-  kcr_delete(cl, &(struct kcr_ref){&itest_namespaces, NULL, ns}, NULL, NULL, NULL);
-  free(ns);
+  itest_namespace_drop(cl, ns);
   kcr_errinfo_cleanup(&ei);
 }
 

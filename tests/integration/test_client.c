@@ -20,9 +20,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-  kcr_delete(cl, &(struct kcr_ref){&itest_namespaces, NULL, ns}, NULL, NULL, NULL);
-  free(ns);
-  kcr_client_free(cl);
+  itest_done(cl, ns);
   return 0;
 }
 
@@ -333,8 +331,7 @@ static void list_pages_over_a_thousand_objects(void **state)
 
   free(s.v);
   free(rv);
-  kcr_delete(cl, &(struct kcr_ref){&itest_namespaces, NULL, pns}, NULL, NULL, NULL);
-  free(pns);
+  itest_namespace_drop(cl, pns);
   kcr_errinfo_cleanup(&ei);
 }
 

@@ -26,9 +26,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-  kcr_delete(cl, &(struct kcr_ref){&itest_namespaces, NULL, ns}, NULL, NULL, NULL);
-  free(ns);
-  kcr_client_free(cl);
+  itest_done(cl, ns);
   return 0;
 }
 

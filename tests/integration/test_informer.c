@@ -225,8 +225,7 @@ static void converges_on_2000_objects_under_churn(void **state)
   kcr_obj_unref(o);
 
   kcr_informer_free(inf);
-  kcr_delete(cl, &(struct kcr_ref){&itest_namespaces, NULL, ns}, NULL, NULL, NULL);
-  free(ns);
+  itest_namespace_drop(cl, ns);
 }
 
 static void deletes_missed_while_down_are_found_by_relist(void **state)
@@ -294,8 +293,7 @@ static void deletes_missed_while_down_are_found_by_relist(void **state)
   wait_equal(inf, ns, 18);
 
   kcr_informer_free(inf);
-  kcr_delete(cl, &(struct kcr_ref){&itest_namespaces, NULL, ns}, NULL, NULL, NULL);
-  free(ns);
+  itest_namespace_drop(cl, ns);
 }
 
 static void resync_replays_every_object(void **state)
@@ -310,8 +308,7 @@ static void resync_replays_every_object(void **state)
   assert_true(atomic_load(&c.resyncs) >= 10); /* two rounds of 5 */
   assert_int_equal(0, atomic_load(&c.updates));
   kcr_informer_free(inf);
-  kcr_delete(cl, &(struct kcr_ref){&itest_namespaces, NULL, ns}, NULL, NULL, NULL);
-  free(ns);
+  itest_namespace_drop(cl, ns);
 }
 
 int main(void)
