@@ -416,9 +416,10 @@ static void load_falls_back_to_home_kube_config(void **state)
   setenv("KUBECONFIG", "/nonexistent/a:/nonexistent/b", 1);
   assert_int_equal(KCR_ECONFIG, kcr_config_load(NULL, &cfg, &ei));
   assert_null(cfg);
-  assert_string_equal("$KUBECONFIG (/nonexistent/a:/nonexistent/b): no such file; unset it "
-                      "to use ~/.kube/config or the in-cluster service account",
-                      ei.message);
+  assert_string_equal(
+      "$KUBECONFIG (/nonexistent/a:/nonexistent/b): no such file; unset it "
+      "to use ~/.kube/config or the in-cluster service account",
+      ei.message);
   kcr_errinfo_cleanup(&ei);
 }
 
