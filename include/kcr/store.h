@@ -5,7 +5,10 @@
  * stripped unless asked to keep it) plus a small parsed header: namespace,
  * name, uid, resourceVersion, generation, deletion flag and controller
  * owner. Readers parse the text on demand (kcr_obj_parse, ~4 us for a 1.7 KB
- * object) instead of the cache holding a cJSON tree (6x the text's size).
+ * object) instead of the cache holding a cJSON tree: measured in
+ * bench/informer_mem on 10,000 ConfigMaps of ~2.3 KB, the store costs 1.1x
+ * the text, a tree of the same text 1.8x-3.2x, a tree of the full object
+ * (with managedFields) 3x-5.2x.
  *
  * Objects never change after creation: an update is a new object. Any
  * thread may read an object it holds a reference to without locks.
