@@ -12,6 +12,7 @@
 #include "kcr/controller.h"
 #include "kcr/err.h"
 #include "kcr/events.h"
+#include "kcr/hash.h"
 #include "kcr/httpd.h"
 #include "kcr/informer.h"
 #include "kcr/json.h"

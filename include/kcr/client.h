@@ -44,13 +44,43 @@ struct kcr_client_opts {
   long max_retry_after_ms; /* cap on one Retry-After wait, default 10000 */
   kcr_request_observer observe;
   void *observe_ud;
+  /* Largest response body accepted, and largest single watch event, in
+   * bytes; default KCR_CLIENT_MAX_RESPONSE (128 MiB). A bigger answer fails
+   * with KCR_ETOOLARGE (the message names the request and the limit) and
+   * what arrived is discarded. Error bodies (non-2xx) are kept up to
+   * 64 KiB; the rest is read and dropped. */
+  size_t max_response_bytes;
 };
+#define KCR_CLIENT_MAX_RESPONSE ((size_t)128 << 20)
 
-/* Creates a client. Takes ownership of cfg (freed by kcr_client_free, also on
- * failure). opts may be NULL for defaults. */
+/* Creates a client holding one reference. Takes ownership of cfg (freed
+ * with the client, also on failure). opts may be NULL for defaults.
+ * Errors: KCR_EINVAL (no cfg), KCR_ENOMEM. */
 kcr_err kcr_client_new(kcr_config *cfg, const struct kcr_client_opts *opts,
                        kcr_client **out, struct kcr_errinfo *ei);
+/* Takes another reference (returns c; NULL is passed through). Every libkcr
+ * object that keeps a client (informer, controller, status writer, event
+ * recorder, leader elector, manager) holds one, so the order in which they
+ * are freed does not matter: the client lives until the last of them is
+ * gone. Any thread. */
+kcr_client *kcr_client_ref(kcr_client *c);
+/* Drops the caller's reference; the last one frees the client (its pooled
+ * connections and config). NULL is a no-op. Must not race with requests
+ * made through this reference. */
 void kcr_client_free(kcr_client *c);
+
+/* The write fence that keeps a replica that lost its leader lease from
+ * writing. When set, gate(ud) is called for every mutating request (POST,
+ * PUT, PATCH, DELETE) at the last moment before it is sent - after its
+ * connection is ready, from libcurl's pre-request callback - and a request
+ * for which it returns false is not sent: the call fails with
+ * KCR_ECANCELED, and ei says the write was fenced. Requests marked
+ * `ungated` (the lease's own) are never checked. gate runs on the calling
+ * thread, must be fast, thread-safe and must not call the client. Set it
+ * before the client is shared between threads; NULL removes it. The manager
+ * sets it when leader election is on (see manager.h). */
+typedef bool (*kcr_write_gate)(void *ud);
+void kcr_client_set_write_gate(kcr_client *c, kcr_write_gate gate, void *ud);
 /* The config the client uses (borrowed). */
 kcr_config *kcr_client_config(kcr_client *c);
 
@@ -62,6 +92,7 @@ struct kcr_http_request {
   const char *body;
   size_t body_len;
   long timeout_ms; /* 0: client default */
+  bool ungated;    /* not subject to the write gate (leader election's own) */
 };
 struct kcr_http_response {
   long code;           /* HTTP status, 0 if none was received */

@@ -36,7 +36,8 @@
   XX(ETIMEDOUT, 19, "timed out")                                                         \
   XX(ECANCELED, 20, "canceled")                                                          \
   XX(EIO, 21, "input/output error")                                                      \
-  XX(EUNSUPPORTED, 22, "unsupported media type (415)")
+  XX(EUNSUPPORTED, 22, "unsupported media type (415)")                                  \
+  XX(ETOOLARGE, 23, "response too large")
 
 typedef enum kcr_err {
 #define XX(name, num, msg) KCR_##name = num,

@@ -11,6 +11,10 @@
 
 #include "err.h"
 
+/* The one "no timeout" value of every kcr function that takes a timeout or a
+ * delay in milliseconds (uint64_t): wait as long as it takes. */
+#define KCR_FOREVER UINT64_MAX
+
 #define KCR_RFC3339_LEN       21 /* "YYYY-MM-DDTHH:MM:SSZ" + NUL */
 #define KCR_RFC3339_MICRO_LEN 28 /* "YYYY-MM-DDTHH:MM:SS.ffffffZ" + NUL */
 
@@ -29,6 +33,9 @@ uint64_t kcr_time_mono_ns(void);
 /* The CLOCK_MONOTONIC time `ms` from now, as a deadline for
  * pthread_cond_timedwait on a condvar set to CLOCK_MONOTONIC. */
 struct timespec kcr_time_mono_after(uint64_t ms);
+/* The monotonic time (ms) timeout_ms from now, saturating: KCR_FOREVER and
+ * anything that would overflow give KCR_FOREVER, a deadline never reached. */
+uint64_t kcr_time_deadline_ms(uint64_t timeout_ms);
 /* Parses a Go-style duration ("500ms", "2s", "1m30s", "10h"; a bare number is
  * seconds) into milliseconds. KCR_EPARSE if malformed or negative. */
 kcr_err kcr_duration_parse(const char *s, uint64_t *ms);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/assert-int.h"
 #include "kcr/err.h"
 
 const char *kcr_strerror(kcr_err e)
@@ -147,4 +148,11 @@ kcr_err kcr_errinfo_from_http(struct kcr_errinfo *ei, long code, const char *bod
     }
   }
   return rc;
+}
+
+_Noreturn void kcr__assert_fail(const char *cond, const char *file, int line,
+                                const char *func)
+{
+  fprintf(stderr, "libkcr: assertion failed: %s (%s:%d %s)\n", cond, file, line, func);
+  abort();
 }

@@ -153,6 +153,12 @@ struct timespec kcr_time_mono_after(uint64_t ms)
 
 uint64_t kcr_time_mono_ms(void) { return kcr_time_mono_ns() / 1000000ull; }
 
+uint64_t kcr_time_deadline_ms(uint64_t timeout_ms)
+{
+  uint64_t now = kcr_time_mono_ms();
+  return timeout_ms >= KCR_FOREVER - now ? KCR_FOREVER : now + timeout_ms;
+}
+
 kcr_err kcr_duration_parse(const char *s, uint64_t *ms)
 {
   static const struct {

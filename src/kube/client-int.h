@@ -1,8 +1,10 @@
-/* Private to src/kube: handle set-up shared by the client and the watch. */
+/* Private to src/kube (and the tests): handle set-up shared by the client
+ * and the watch, and the wire seam that lets unit tests answer requests. */
 #ifndef KCR_CLIENT_INT_H
 #define KCR_CLIENT_INT_H
 
 #include <curl/curl.h>
+#include <stdatomic.h>
 
 #include "kcr/client.h"
 
@@ -19,14 +21,59 @@ struct kcr__conn {
 struct kcr__conn *kcr__conn_get(kcr_client *c);
 /* Returns it to the pool (or frees it when broken is true). */
 void kcr__conn_put(kcr_client *c, struct kcr__conn *conn, bool broken);
-/* Prepares conn for a request to path: URL, TLS, credentials, headers.
- * *hdrs receives the header list to free after the transfer. */
+/* Prepares conn for a request to path: URL, TLS, credentials, headers, and
+ * the write gate for a mutating method unless ungated. *hdrs receives the
+ * header list to free (kcr__headers_free) after the transfer. */
 kcr_err kcr__conn_prepare(kcr_client *c, struct kcr__conn *conn, const char *method,
-                          const char *path, const char *content_type,
+                          const char *path, const char *content_type, bool ungated,
                           struct curl_slist **hdrs, struct kcr_errinfo *ei);
-/* Maps a curl failure to a kcr_err with a message in ei. */
+/* Frees a header list made by kcr__conn_prepare, wiping the Authorization
+ * header's bytes first. */
+void kcr__headers_free(struct curl_slist *hdrs);
+/* Maps a curl failure to a kcr_err with a message in ei (a transfer the
+ * write gate stopped -> KCR_ECANCELED). */
 kcr_err kcr__curl_err(CURLcode cc, const struct kcr__conn *conn, const char *method,
                       const char *path, struct kcr_errinfo *ei);
 void kcr__client_observe(kcr_client *c, const char *method, long code, double secs);
+/* The client's max_response_bytes. */
+size_t kcr__client_max_response(const kcr_client *c);
+/* True if the write gate allows a write now (always without a gate). */
+bool kcr__client_may_write(kcr_client *c);
+/* The ETOOLARGE error for a request, with a message naming it. */
+kcr_err kcr__too_large(const kcr_client *c, const char *method, const char *path,
+                       struct kcr_errinfo *ei);
+
+/* ---- the wire seam ----------------------------------------------------
+ * With a wire set, requests and watches are answered by a function instead
+ * of the network: unit tests drive the informer, controller, leader and
+ * status writer through errors no healthy API server produces (truncated
+ * pages, 5xx, refused writes, allocation failures). Everything above the
+ * transport - retries, Retry-After, 401 refresh, the write gate, response
+ * limits, error mapping, watch framing - runs as in production. Never set in
+ * production code. */
+struct kcr__wire_request {
+  const char *method; /* "GET", "POST", ... */
+  const char *path;   /* with the query string */
+  const char *content_type;
+  const char *body;
+  size_t body_len;
+  bool watch;                  /* a watch: stream events until done */
+  const atomic_bool *canceled; /* watch only: set when the watch is canceled */
+};
+/* Hands response bytes to the client (any chunking); false means the client
+ * stopped reading (limit exceeded, callback error, cancel): stop writing. */
+typedef bool (*kcr__wire_write)(const char *p, size_t n, void *wctx);
+/* Answers one request: set *code first (the HTTP status), and
+ * *retry_after_s (seconds, -1 by default) if wanted, then write the body.
+ * Return KCR_OK for an answer, or KCR_ETRANSPORT / KCR_ETIMEDOUT (with a
+ * message in ei) for a connection that failed. Called on the requesting
+ * thread; must be thread-safe if requests are concurrent. */
+typedef kcr_err (*kcr__wire_fn)(void *ud, const struct kcr__wire_request *req, long *code,
+                                long *retry_after_s, kcr__wire_write write, void *wctx,
+                                struct kcr_errinfo *ei);
+/* Sets the wire (NULL: the network). Before the client is used. */
+void kcr__client_set_wire(kcr_client *c, kcr__wire_fn fn, void *ud);
+/* The wire, or NULL. */
+kcr__wire_fn kcr__client_wire(const kcr_client *c, void **ud);
 
 #endif

@@ -10,10 +10,22 @@
  * Errors: a non-2xx answer is parsed by kcr_errinfo_from_http(), so the
  * caller sees the server's Status verbatim. 429/503 are retried after
  * Retry-After (bounded); a 401 with refreshable credentials is retried once
- * after kcr_config_invalidate().
+ * after kcr_config_invalidate(). A body larger than max_response_bytes stops
+ * the transfer (KCR_ETOOLARGE); error bodies keep their first 64 KiB.
+ *
+ * Write gate: for a mutating request the gate is checked from curl's
+ * pre-request callback, i.e. after the connection is ready and just before
+ * the first byte of the request goes out, the latest point a client can
+ * decide. A refused request ends with CURLE_ABORTED_BY_CALLBACK and is
+ * reported as KCR_ECANCELED.
+ *
+ * Lifetime: an atomic reference count; the objects that keep a client hold
+ * a reference each, so nothing frees it while one of them can use it.
  *
  * Lock order: client->mu only (never held during I/O). */
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -26,11 +38,17 @@
 
 #define KCR_VERSION_STRING "0.1.0"
 #define POOL_MAX           64
+#define ERRBODY_MAX        ((size_t)64 << 10)
 
 struct kcr_client {
+  atomic_uint refs;
   kcr_config *cfg;
   struct kcr_client_opts opts;
   char *user_agent;
+  kcr_write_gate gate;
+  void *gate_ud;
+  kcr__wire_fn wire;
+  void *wire_ud;
   pthread_mutex_t mu;
   struct kcr__conn *pool[POOL_MAX];
   size_t npool;
@@ -53,6 +71,7 @@ kcr_err kcr_client_new(kcr_config *cfg, const struct kcr_client_opts *opts,
     kcr_config_free(cfg);
     return KCR_ENOMEM;
   }
+  atomic_init(&c->refs, 1);
   c->cfg = cfg;
   if(opts)
     c->opts = *opts;
@@ -66,6 +85,8 @@ kcr_err kcr_client_new(kcr_config *cfg, const struct kcr_client_opts *opts,
     c->opts.max_retries = 0;
   if(!c->opts.max_retry_after_ms)
     c->opts.max_retry_after_ms = 10000;
+  if(!c->opts.max_response_bytes)
+    c->opts.max_response_bytes = KCR_CLIENT_MAX_RESPONSE;
   c->user_agent =
       strdup(c->opts.user_agent ? c->opts.user_agent : "kcr/" KCR_VERSION_STRING);
   c->opts.user_agent = c->user_agent;
@@ -86,9 +107,16 @@ static void conn_free(struct kcr__conn *conn)
   free(conn);
 }
 
+kcr_client *kcr_client_ref(kcr_client *c)
+{
+  if(c)
+    atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
+  return c;
+}
+
 void kcr_client_free(kcr_client *c)
 {
-  if(!c)
+  if(!c || atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1)
     return;
   for(size_t i = 0; i < c->npool; i++)
     conn_free(c->pool[i]);
@@ -99,6 +127,54 @@ void kcr_client_free(kcr_client *c)
 }
 
 kcr_config *kcr_client_config(kcr_client *c) { return c->cfg; }
+
+void kcr_client_set_write_gate(kcr_client *c, kcr_write_gate gate, void *ud)
+{
+  c->gate = gate;
+  c->gate_ud = ud;
+}
+
+bool kcr__client_may_write(kcr_client *c) { return !c->gate || c->gate(c->gate_ud); }
+
+void kcr__client_set_wire(kcr_client *c, kcr__wire_fn fn, void *ud)
+{
+  c->wire = fn;
+  c->wire_ud = ud;
+}
+
+kcr__wire_fn kcr__client_wire(const kcr_client *c, void **ud)
+{
+  *ud = c->wire_ud;
+  return c->wire;
+}
+
+size_t kcr__client_max_response(const kcr_client *c)
+{
+  return c->opts.max_response_bytes;
+}
+
+kcr_err kcr__too_large(const kcr_client *c, const char *method, const char *path,
+                       struct kcr_errinfo *ei)
+{
+  return kcr_errinfo_set(ei, KCR_ETOOLARGE,
+                         "%s %s: the response is larger than the client accepts "
+                         "(max_response_bytes = %zu); raise it, or list with a smaller "
+                         "page size",
+                         method, path, c->opts.max_response_bytes);
+}
+
+static bool mutating(const char *method)
+{
+  return strcmp(method, "GET") && strcmp(method, "HEAD");
+}
+
+/* curl's pre-request callback: the write gate, at the last moment. */
+static int gate_prereq(void *ud, char *primary_ip, char *local_ip, int primary_port,
+                       int local_port)
+{
+  kcr_client *c = ud;
+  return kcr__client_may_write(c) ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT;
+}
 
 void kcr__client_observe(kcr_client *c, const char *method, long code, double secs)
 {
@@ -172,8 +248,17 @@ void kcr__conn_put(kcr_client *c, struct kcr__conn *conn, bool broken)
   conn_free(conn);
 }
 
+void kcr__headers_free(struct curl_slist *hdrs)
+{
+  static const char auth[] = "Authorization:";
+  for(struct curl_slist *n = hdrs; n; n = n->next)
+    if(n->data && !strncasecmp(n->data, auth, sizeof(auth) - 1))
+      explicit_bzero(n->data, strlen(n->data));
+  curl_slist_free_all(hdrs);
+}
+
 kcr_err kcr__conn_prepare(kcr_client *c, struct kcr__conn *conn, const char *method,
-                          const char *path, const char *content_type,
+                          const char *path, const char *content_type, bool ungated,
                           struct curl_slist **hdrs, struct kcr_errinfo *ei)
 {
   struct kcr_credentials cr = {0};
@@ -198,6 +283,12 @@ kcr_err kcr__conn_prepare(kcr_client *c, struct kcr__conn *conn, const char *met
   curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
   if(strcmp(method, "GET"))
     curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+  if(c->gate && !ungated && mutating(method)) {
+    curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, gate_prereq);
+    curl_easy_setopt(h, CURLOPT_PREREQDATA, c);
+  } else {
+    curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, NULL);
+  }
   if(cr.cert && cr.key && (!conn->cert_set || conn->cred_gen != cr.generation)) {
     struct curl_blob cb = {cr.cert, cr.cert_len, CURL_BLOB_COPY};
     struct curl_blob kb = {cr.key, cr.key_len, CURL_BLOB_COPY};
@@ -234,10 +325,10 @@ kcr_err kcr__conn_prepare(kcr_client *c, struct kcr__conn *conn, const char *met
   rc = KCR_OK;
 out:
   if(auth.ptr) /* the token: wipe before freeing */
-    memset(auth.ptr, 0, auth.len);
+    explicit_bzero(auth.ptr, auth.len);
   kcr_buf_cleanup(&auth);
   kcr_buf_cleanup(&url);
-  curl_slist_free_all(l);
+  kcr__headers_free(l);
   kcr_credentials_cleanup(&cr);
   return rc;
 }
@@ -247,18 +338,48 @@ kcr_err kcr__curl_err(CURLcode cc, const struct kcr__conn *conn, const char *met
 {
   kcr_err rc = cc == CURLE_OPERATION_TIMEDOUT ? KCR_ETIMEDOUT : KCR_ETRANSPORT;
   const char *detail = conn->errbuf[0] ? conn->errbuf : curl_easy_strerror(cc);
+  if(cc == CURLE_ABORTED_BY_CALLBACK)
+    return kcr_errinfo_set(ei, KCR_ECANCELED,
+                           "%s %s: not sent: the write gate refused it (this replica "
+                           "does not hold the leader lease)",
+                           method, path);
   return kcr_errinfo_set(ei, rc, "%s %s: %s", method, path, detail);
 }
 
 struct reply {
   struct kcr_buf *body;
   long retry_after_s; /* -1 if absent */
+  long *code;         /* the status, once known (wire: set before the body) */
+  CURL *h;            /* NULL on the wire */
+  size_t max;
+  bool too_large, nomem;
 };
+
+/* Keeps a 2xx body up to r->max (beyond: stop, too_large) and the first
+ * ERRBODY_MAX bytes of an error body (the rest is read and dropped). */
+static bool take_body(const char *p, size_t n, void *ud)
+{
+  struct reply *r = ud;
+  if(!*r->code && r->h)
+    curl_easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, r->code);
+  if(*r->code >= 300 || *r->code < 200) {
+    size_t room = r->body->len < ERRBODY_MAX ? ERRBODY_MAX - r->body->len : 0;
+    if(n > room)
+      n = room;
+  } else if(n > r->max - r->body->len) {
+    r->too_large = true;
+    return false;
+  }
+  if(n && kcr_buf_append(r->body, p, n)) {
+    r->nomem = true;
+    return false;
+  }
+  return true;
+}
 
 static size_t on_body(char *p, size_t sz, size_t n, void *ud)
 {
-  struct reply *r = ud;
-  return kcr_buf_append(r->body, p, sz * n) ? 0 : sz * n;
+  return take_body(p, sz * n, ud) ? sz * n : 0;
 }
 
 static size_t on_header(char *p, size_t sz, size_t n, void *ud)
@@ -282,8 +403,48 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud)
 static void sleep_ms(long ms)
 {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  if(ms <= 0)
+    return;
   while(nanosleep(&ts, &ts))
     ;
+}
+
+static const char *ctype_of(const struct kcr_http_request *req)
+{
+  return req->body ? (req->content_type ? req->content_type : "application/json") : NULL;
+}
+
+/* One exchange over the wire seam (tests). */
+static kcr_err wire_once(kcr_client *c, const struct kcr_http_request *req,
+                         struct kcr_http_response *resp, long *retry_after_s,
+                         struct kcr_errinfo *ei)
+{
+  struct reply r = {&resp->body, -1, &resp->code, NULL, c->opts.max_response_bytes};
+  struct kcr__wire_request wr = {req->method,   req->path, ctype_of(req), req->body,
+                                 req->body_len, false,     NULL};
+  uint64_t t0 = kcr_time_mono_ns();
+  kcr_err rc;
+
+  kcr_buf_reset(&resp->body);
+  resp->code = 0;
+  if(!req->ungated && mutating(req->method) && !kcr__client_may_write(c))
+    return kcr_errinfo_set(ei, KCR_ECANCELED,
+                           "%s %s: not sent: the write gate refused it (this replica "
+                           "does not hold the leader lease)",
+                           req->method, req->path);
+  rc = c->wire(c->wire_ud, &wr, &resp->code, &r.retry_after_s, take_body, &r, ei);
+  kcr__client_observe(c, req->method, rc ? 0 : resp->code,
+                      (double)(kcr_time_mono_ns() - t0) / 1e9);
+  if(r.nomem)
+    return KCR_ENOMEM;
+  if(r.too_large) {
+    kcr_buf_reset(&resp->body);
+    return kcr__too_large(c, req->method, req->path, ei);
+  }
+  if(rc)
+    return rc;
+  *retry_after_s = r.retry_after_s;
+  return kcr_errinfo_from_http(ei, resp->code, resp->body.ptr, resp->body.len);
 }
 
 /* One HTTP exchange, no retries. */
@@ -291,16 +452,19 @@ static kcr_err do_once(kcr_client *c, const struct kcr_http_request *req,
                        struct kcr_http_response *resp, long *retry_after_s,
                        struct kcr_errinfo *ei)
 {
-  struct kcr__conn *conn = kcr__conn_get(c);
+  struct kcr__conn *conn;
   struct curl_slist *hdrs = NULL;
-  struct reply r = {&resp->body, -1};
+  struct reply r = {&resp->body, -1, &resp->code, NULL, c->opts.max_response_bytes};
   uint64_t t0 = kcr_time_mono_ns();
   CURLcode cc;
   kcr_err rc;
   bool broken = false;
 
-  if(!conn)
+  if(c->wire)
+    return wire_once(c, req, resp, retry_after_s, ei);
+  if(!(conn = kcr__conn_get(c)))
     return KCR_ENOMEM;
+  r.h = conn->h;
   kcr_buf_reset(&resp->body);
   resp->code = 0;
   conn->errbuf[0] = '\0';
@@ -308,10 +472,8 @@ static kcr_err do_once(kcr_client *c, const struct kcr_http_request *req,
    * kcr__conn_prepare() then sets the method (HTTPGET / CUSTOMREQUEST). */
   curl_easy_setopt(conn->h, CURLOPT_POSTFIELDS, NULL);
   curl_easy_setopt(conn->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)-1);
-  rc = kcr__conn_prepare(
-      c, conn, req->method, req->path,
-      req->body ? (req->content_type ? req->content_type : "application/json") : NULL,
-      &hdrs, ei);
+  rc = kcr__conn_prepare(c, conn, req->method, req->path, ctype_of(req), req->ungated,
+                         &hdrs, ei);
   if(rc)
     goto out;
   curl_easy_setopt(conn->h, CURLOPT_TIMEOUT_MS,
@@ -328,6 +490,12 @@ static kcr_err do_once(kcr_client *c, const struct kcr_http_request *req,
   curl_easy_getinfo(conn->h, CURLINFO_RESPONSE_CODE, &resp->code);
   kcr__client_observe(c, req->method, cc == CURLE_OK ? resp->code : 0,
                       (double)(kcr_time_mono_ns() - t0) / 1e9);
+  if(r.nomem || r.too_large) {
+    broken = true; /* the transfer was cut short */
+    kcr_buf_reset(&resp->body);
+    rc = r.nomem ? KCR_ENOMEM : kcr__too_large(c, req->method, req->path, ei);
+    goto out;
+  }
   if(cc != CURLE_OK) {
     broken = true;
     rc = kcr__curl_err(cc, conn, req->method, req->path, ei);
@@ -340,7 +508,7 @@ out:
   curl_easy_setopt(conn->h, CURLOPT_HTTPHEADER, NULL);
   curl_easy_setopt(conn->h, CURLOPT_POSTFIELDS, NULL);
   curl_easy_setopt(conn->h, CURLOPT_HTTPGET, 1L);
-  curl_slist_free_all(hdrs);
+  kcr__headers_free(hdrs);
   kcr__conn_put(c, conn, broken);
   return rc;
 }
@@ -361,8 +529,14 @@ kcr_err kcr_client_do(kcr_client *c, const struct kcr_http_request *req,
     }
     if((rc != KCR_ETOOMANY && rc != KCR_EUNAVAILABLE) || attempt >= c->opts.max_retries)
       return rc;
-    /* Retry-After in seconds; without one, back off 1 s, 2 s, 4 s ... */
-    wait_ms = retry_after >= 0 ? retry_after * 1000 : 1000L << attempt;
+    /* Retry-After in seconds; without one, back off 1 s, 2 s, 4 s ... (the
+     * shift stops at 2^20 s, far above any cap, so it cannot overflow). */
+    if(retry_after >= 0)
+      wait_ms = retry_after > c->opts.max_retry_after_ms / 1000
+                    ? c->opts.max_retry_after_ms
+                    : retry_after * 1000;
+    else
+      wait_ms = 1000L << (attempt < 20 ? attempt : 20);
     if(wait_ms > c->opts.max_retry_after_ms)
       wait_ms = c->opts.max_retry_after_ms;
     KCR_LOG(KCR_LOG_DEBUG, "retrying after server asked to wait",
@@ -476,11 +650,16 @@ kcr_err kcr_list_each(kcr_client *c, const struct kcr_ref *ref,
     lrv = kcr_json_str(list, "metadata.resourceVersion");
     if(!rc && rv && lrv) {
       free(*rv);
-      *rv = strdup(lrv);
+      if(!(*rv = strdup(lrv)))
+        rc = KCR_ENOMEM;
     }
     next = kcr_json_str(list, "metadata.continue");
     free(token);
-    token = next && *next ? strdup(next) : NULL;
+    token = NULL;
+    /* A page that says more follow must lead to them: a lost continue token
+     * would end the listing early and look like success. */
+    if(!rc && next && *next && !(token = strdup(next)))
+      rc = KCR_ENOMEM;
     cJSON_Delete(list);
     if(rc || !token)
       break;

@@ -11,7 +11,7 @@ typedef kcr_err (*kcr__line_fn)(const char *line, size_t len, void *ud);
 
 struct kcr__framer {
   struct kcr_buf pending; /* bytes of an incomplete line */
-  size_t max_line;        /* a longer line is KCR_EPARSE (default 64 MiB) */
+  size_t max_line;        /* a longer line is KCR_ETOOLARGE (default 64 MiB) */
 };
 
 /* Feeds bytes; calls fn for each line completed by them. A non-OK return

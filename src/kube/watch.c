@@ -11,8 +11,16 @@
  * Termination (see watch.h): server end -> OK; ERROR event -> the code its
  * Status maps to (410/Expired/Gone -> EGONE); plain non-200 answer -> the
  * mapped code; callback error -> that code; malformed document -> EPARSE;
- * stream cut mid-document -> ETRANSPORT. The handle of a stream that did not
- * end cleanly is not pooled again. */
+ * stream cut mid-document -> ETRANSPORT; an event larger than the client's
+ * max_response_bytes -> ETOOLARGE. The handle of a stream that did not end
+ * cleanly is not pooled again.
+ *
+ * Delivery: rv moves past an event only after its callback returned OK, so
+ * an event whose callback failed is delivered again by the next watch from
+ * kcr_watch_rv() (at least once, in order).
+ *
+ * Nothing from the stream's content is logged: a malformed line is reported
+ * by its length and the parser's position, since objects may carry secrets. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +44,7 @@ kcr_err kcr__framer_feed(struct kcr__framer *f, const char *data, size_t len,
     kcr_err rc;
 
     if(f->pending.len + n > max)
-      return KCR_EPARSE;
+      return KCR_ETOOLARGE;
     if(!nl)
       return kcr_buf_append(&f->pending, data, n);
     if(f->pending.len) {
@@ -192,15 +200,15 @@ void kcr_watch_cancel(kcr_watch *w)
   curl_multi_wakeup(w->multi);
 }
 
-static void set_rv(kcr_watch *w, const char *rv)
+/* Moves rv (a copy made before the callback ran) into w->rv; *rv becomes
+ * NULL when taken. */
+static void set_rv(kcr_watch *w, char **rv)
 {
-  char *n;
-  if(!rv || !*rv || (w->rv && !strcmp(w->rv, rv)))
+  if(!*rv || !**rv || (w->rv && !strcmp(w->rv, *rv)))
     return;
-  if((n = strdup(rv))) {
-    free(w->rv);
-    w->rv = n;
-  }
+  free(w->rv);
+  w->rv = *rv;
+  *rv = NULL;
 }
 
 static kcr_err on_line(const char *line, size_t len, void *ud)
@@ -208,6 +216,7 @@ static kcr_err on_line(const char *line, size_t len, void *ud)
   kcr_watch *w = ud;
   struct kcr_watch_event ev;
   struct kcr_errinfo local = KCR_ERRINFO_INIT;
+  char *rv;
   kcr_err rc;
 
   while(len && (line[len - 1] == '\r' || line[len - 1] == ' '))
@@ -224,11 +233,9 @@ static kcr_err on_line(const char *line, size_t len, void *ud)
     return KCR_OK;
   }
   if(rc) {
-    char excerpt[121];
-    snprintf(excerpt, sizeof(excerpt), "%.*s", (int)(len < 120 ? len : 120), line);
     KCR_LOG(KCR_LOG_WARN, "malformed watch event; re-watch from last resourceVersion",
             KCR_S("resource", w->resource), KCR_S("detail", local.message),
-            KCR_S("excerpt", excerpt), KCR_S("resourceVersion", w->rv));
+            KCR_I("bytes", len), KCR_S("resourceVersion", w->rv));
     if(w->ei) {
       kcr_errinfo_cleanup(w->ei);
       *w->ei = local;
@@ -253,28 +260,47 @@ static kcr_err on_line(const char *line, size_t len, void *ud)
     cJSON_Delete(ev.object);
     return rc;
   }
-  set_rv(w, ev.resource_version);
+  /* The callback may take the object (ev.object = NULL): keep the rv. */
+  rv = ev.resource_version ? strdup(ev.resource_version) : NULL;
+  if(ev.resource_version && !rv) {
+    cJSON_Delete(ev.object);
+    return KCR_ENOMEM; /* not delivered: the next watch starts before it */
+  }
   rc = w->fn(&ev, w->ud);
+  if(!rc)
+    set_rv(w, &rv);
+  free(rv);
   cJSON_Delete(ev.object);
   return rc;
 }
 
-static size_t on_data(char *p, size_t sz, size_t n, void *ud)
+#define ERRBODY_MAX ((size_t)64 << 10)
+
+/* Takes stream bytes (curl's write callback and the wire seam's). */
+static bool feed(const char *p, size_t len, void *ud)
 {
   kcr_watch *w = ud;
-  size_t len = sz * n;
   kcr_err rc;
 
-  if(!w->code)
+  if(!w->code && w->h)
     curl_easy_getinfo(w->h, CURLINFO_RESPONSE_CODE, &w->code);
-  if(w->code != 200)
-    return kcr_buf_append(&w->errbody, p, len) ? 0 : len;
+  if(atomic_load(&w->canceled))
+    return false;
+  if(w->code != 200) { /* an error answer: keep its start for the message */
+    size_t room = w->errbody.len < ERRBODY_MAX ? ERRBODY_MAX - w->errbody.len : 0;
+    return kcr_buf_append(&w->errbody, p, len < room ? len : room) == KCR_OK;
+  }
   rc = kcr__framer_feed(&w->fr, p, len, on_line, w);
   if(rc) {
     w->stop_rc = rc;
-    return 0; /* aborts the transfer */
+    return false; /* aborts the transfer */
   }
-  return len;
+  return true;
+}
+
+static size_t on_data(char *p, size_t sz, size_t n, void *ud)
+{
+  return feed(p, sz * n, ud) ? sz * n : 0;
 }
 
 static kcr_err watch_path(const kcr_watch *w, struct kcr_buf *p)
@@ -319,35 +345,21 @@ static CURLcode pump(kcr_watch *w, bool *canceled)
   return cc;
 }
 
-kcr_err kcr_watch_run(kcr_watch *w, struct kcr_errinfo *ei)
+/* The transfer over the network; *cc curl's result, *conn the handle used. */
+static kcr_err run_curl(kcr_watch *w, const char *path, struct kcr__conn **connp,
+                        CURLcode *cc, bool *canceled, struct kcr_errinfo *ei)
 {
-  struct kcr_buf path = KCR_BUF_INIT;
   struct curl_slist *hdrs = NULL;
-  struct kcr__conn *conn = NULL;
-  bool canceled = false, clean = false;
-  uint64_t t0 = kcr_time_mono_ns();
-  CURLcode cc;
+  struct kcr__conn *conn = kcr__conn_get(w->c);
   kcr_err rc;
 
-  if(atomic_load(&w->canceled))
-    return kcr_errinfo_set(ei, KCR_ECANCELED, "watch canceled");
-  w->ei = ei;
-  w->stop_rc = KCR_OK;
-  w->code = 0;
-  kcr_buf_reset(&w->errbody);
-  kcr__framer_cleanup(&w->fr);
-  rc = watch_path(w, &path);
-  if(rc)
-    goto out;
-  conn = kcr__conn_get(w->c);
-  if(!conn) {
-    rc = KCR_ENOMEM;
-    goto out;
-  }
+  *connp = conn;
+  if(!conn)
+    return KCR_ENOMEM;
   w->h = conn->h;
   conn->errbuf[0] = '\0';
   curl_easy_setopt(conn->h, CURLOPT_POSTFIELDS, NULL);
-  rc = kcr__conn_prepare(w->c, conn, "GET", path.ptr, NULL, &hdrs, ei);
+  rc = kcr__conn_prepare(w->c, conn, "GET", path, NULL, false, &hdrs, ei);
   if(rc)
     goto out;
   /* The server ends the stream after timeoutSeconds; allow it a margin. */
@@ -358,15 +370,67 @@ kcr_err kcr_watch_run(kcr_watch *w, struct kcr_errinfo *ei)
   curl_easy_setopt(conn->h, CURLOPT_HEADERFUNCTION, NULL);
   curl_easy_setopt(conn->h, CURLOPT_HEADERDATA, NULL);
   curl_multi_add_handle(w->multi, conn->h);
-  cc = pump(w, &canceled);
+  *cc = pump(w, canceled);
   curl_multi_remove_handle(w->multi, conn->h);
   if(!w->code)
     curl_easy_getinfo(conn->h, CURLINFO_RESPONSE_CODE, &w->code);
+out:
+  curl_easy_setopt(conn->h, CURLOPT_HTTPHEADER, NULL);
+  curl_easy_setopt(conn->h, CURLOPT_WRITEDATA, NULL);
+  kcr__headers_free(hdrs);
+  return rc;
+}
+
+/* The transfer over the wire seam (tests). */
+static kcr_err run_wire(kcr_watch *w, const char *path, kcr__wire_fn wire, void *wud,
+                        CURLcode *cc, bool *canceled, struct kcr_errinfo *ei)
+{
+  struct kcr__wire_request req = {"GET", path, NULL, NULL, 0, true, &w->canceled};
+  long retry_after = -1;
+  kcr_err rc = wire(wud, &req, &w->code, &retry_after, feed, w, ei);
+  *canceled = atomic_load(&w->canceled);
+  *cc = rc ? CURLE_RECV_ERROR : CURLE_OK;
+  return rc;
+}
+
+kcr_err kcr_watch_run(kcr_watch *w, struct kcr_errinfo *ei)
+{
+  struct kcr_buf path = KCR_BUF_INIT;
+  struct kcr__conn *conn = NULL;
+  bool canceled = false, clean = false;
+  uint64_t t0 = kcr_time_mono_ns();
+  CURLcode cc = CURLE_OK;
+  kcr__wire_fn wire;
+  void *wud;
+  kcr_err rc, trc;
+
+  if(atomic_load(&w->canceled))
+    return kcr_errinfo_set(ei, KCR_ECANCELED, "watch canceled");
+  w->ei = ei;
+  w->stop_rc = KCR_OK;
+  w->code = 0;
+  kcr_buf_reset(&w->errbody);
+  kcr__framer_cleanup(&w->fr);
+  w->fr.max_line = kcr__client_max_response(w->c);
+  rc = watch_path(w, &path);
+  if(rc)
+    goto out;
+  wire = kcr__client_wire(w->c, &wud);
+  trc = wire ? run_wire(w, path.ptr, wire, wud, &cc, &canceled, ei)
+             : run_curl(w, path.ptr, &conn, &cc, &canceled, ei);
+  if(!conn && !wire) {
+    rc = trc;
+    goto out;
+  }
   kcr__client_observe(w->c, "WATCH", w->code, (double)(kcr_time_mono_ns() - t0) / 1e9);
   if(canceled) {
     rc = kcr_errinfo_set(ei, KCR_ECANCELED, "watch canceled");
+  } else if(w->stop_rc == KCR_ETOOLARGE) {
+    rc = kcr__too_large(w->c, "WATCH", path.ptr, ei);
   } else if(w->stop_rc) {
     rc = w->stop_rc;
+  } else if(trc && (!conn || cc == CURLE_OK)) {
+    rc = trc; /* preparing the request failed, or the wire reported an error */
   } else if(cc != CURLE_OK) {
     rc = kcr__curl_err(cc, conn, "GET", path.ptr, ei);
   } else if(w->code != 200) {
@@ -381,12 +445,8 @@ kcr_err kcr_watch_run(kcr_watch *w, struct kcr_errinfo *ei)
     clean = true;
   }
 out:
-  if(conn) {
-    curl_easy_setopt(conn->h, CURLOPT_HTTPHEADER, NULL);
-    curl_easy_setopt(conn->h, CURLOPT_WRITEDATA, NULL);
+  if(conn)
     kcr__conn_put(w->c, conn, !clean);
-  }
-  curl_slist_free_all(hdrs);
   kcr_buf_cleanup(&path);
   kcr__framer_cleanup(&w->fr);
   w->ei = NULL;

@@ -100,6 +100,7 @@ kcr_err kcr_controller_new(const struct kcr_controller_opts *o, kcr_controller *
   if(!c)
     return KCR_ENOMEM;
   c->o = *o;
+  c->o.client = kcr_client_ref(o->client);
   if(c->o.workers < 1)
     c->o.workers = 1;
   c->name = strdup(o->name);
@@ -415,5 +416,6 @@ void kcr_controller_free(kcr_controller *c)
   }
   free(c->w);
   free(c->name);
+  kcr_client_free(c->o.client);
   free(c);
 }

@@ -181,6 +181,7 @@ struct kcr_recorder {
   size_t capacity;
   kcr_event_sink_fn sink;
   void *sink_ud;
+  kcr_client *client; /* a reference, when the sink is the API */
   uint64_t (*clock)(void *);
   void *clock_ud;
   pthread_t thread;
@@ -1085,6 +1086,7 @@ static void destroy(kcr_recorder *r)
   pthread_mutex_destroy(&r->mu);
   free(r->controller);
   free(r->instance);
+  kcr_client_free(r->client);
   free(r);
 }
 
@@ -1144,7 +1146,8 @@ static void set_defaults(kcr_recorder *r, const struct kcr_recorder_opts *o)
   r->retry_max_ms = o->retry_max_ms ? o->retry_max_ms : 30000;
   r->shutdown_ms = o->shutdown_flush_ms ? o->shutdown_flush_ms : 5000;
   r->sink = o->sink ? o->sink : api_sink;
-  r->sink_ud = o->sink ? o->sink_ud : o->client;
+  r->client = o->sink ? NULL : kcr_client_ref(o->client);
+  r->sink_ud = o->sink ? o->sink_ud : r->client;
   r->clock = o->clock_ms ? o->clock_ms : default_clock;
   r->clock_ud = o->clock_ud;
   r->seed = (unsigned)time(NULL) ^ (unsigned)(uintptr_t)r;

@@ -69,6 +69,7 @@ kcr_err kcr_informer_new(const struct kcr_informer_opts *o, kcr_informer **out)
   if(!inf)
     return KCR_ENOMEM;
   inf->o = *o;
+  inf->o.client = kcr_client_ref(o->client);
   inf->group = strdup(o->gvr->group ? o->gvr->group : "");
   inf->version = dup0(o->gvr->version);
   inf->resource = dup0(o->gvr->resource);
@@ -476,6 +477,7 @@ void kcr_informer_free(kcr_informer *inf)
   free(inf->fsel);
   free(inf->name);
   free(inf->rv);
+  kcr_client_free(inf->o.client);
   free(inf);
 }
 

@@ -164,6 +164,7 @@ kcr_err kcr_leader_new(const struct kcr_leader_opts *o, kcr_leader **out)
     free(le);
     return rc;
   }
+  le->o.client = kcr_client_ref(o->client);
   le->seed = (unsigned)kcr_time_mono_ns() ^ (unsigned)getpid();
   le->ns = strdup(o->ns);
   le->name = strdup(o->name);
@@ -247,7 +248,7 @@ static kcr_err lease_do(kcr_leader *le, const char *method, bool collection,
   struct kcr_ref ref = {&lease_gvr, le->ns, collection ? NULL : le->name, NULL};
   struct kcr_buf path = KCR_BUF_INIT;
   struct kcr_http_response resp = {0, KCR_BUF_INIT};
-  struct kcr_http_request req = {method, NULL, NULL, NULL, 0, 0};
+  struct kcr_http_request req = {.method = method, .ungated = true};
   uint64_t now = kcr_time_mono_ms();
   char *text = NULL;
   kcr_err rc;
@@ -738,5 +739,6 @@ void kcr_leader_free(kcr_leader *le)
   free(le->name);
   free(le->identity);
   free(le->desc);
+  kcr_client_free(le->o.client);
   free(le);
 }

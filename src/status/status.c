@@ -42,6 +42,7 @@ kcr_err kcr_status_writer_new(const struct kcr_status_writer_opts *o,
   if(!w)
     return KCR_ENOMEM;
   w->o = *o;
+  w->o.client = kcr_client_ref(o->client);
   w->group = strdup(o->gvr->group ? o->gvr->group : "");
   w->version = dup0(o->gvr->version);
   w->resource = dup0(o->gvr->resource);
@@ -78,6 +79,7 @@ void kcr_status_writer_free(kcr_status_writer *w)
   free(w->api_version);
   free(w->kind);
   free(w->field_manager);
+  kcr_client_free(w->o.client);
   free(w);
 }
 

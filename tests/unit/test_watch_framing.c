@@ -116,7 +116,7 @@ static void overlong_line_is_refused(void **state)
 {
   struct kcr__framer f = {.max_line = 16};
   struct seen s = {0};
-  assert_int_equal(KCR_EPARSE,
+  assert_int_equal(KCR_ETOOLARGE,
                    kcr__framer_feed(&f, "0123456789abcdefXYZ", 19, collect, &s));
   kcr__framer_cleanup(&f);
 }

@@ -1,0 +1,211 @@
+/* See tfail.h. */
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <malloc.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "tfail.h"
+
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t a, size_t b);
+void *__real_realloc(void *p, size_t n);
+void __real_free(void *p);
+
+static atomic_long count, live, arm_at;
+static atomic_bool fired;
+static _Thread_local int exempt;
+
+void tfail_exempt(bool on) { exempt += on ? 1 : -1; }
+
+/* True if this allocation is the one to fail. */
+static bool fail_now(void)
+{
+  long n;
+  if(exempt)
+    return false;
+  n = atomic_fetch_add(&count, 1) + 1;
+  long at = atomic_load(&arm_at);
+  if(at && n == at) {
+    atomic_store(&fired, true);
+    return true;
+  }
+  return false;
+}
+
+void *__wrap_malloc(size_t n)
+{
+  void *p;
+  if(fail_now()) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  if((p = __real_malloc(n)))
+    atomic_fetch_add(&live, 1);
+  return p;
+}
+
+void *__wrap_calloc(size_t a, size_t b)
+{
+  void *p;
+  if(fail_now()) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  if((p = __real_calloc(a, b)))
+    atomic_fetch_add(&live, 1);
+  return p;
+}
+
+void *__wrap_realloc(void *p, size_t n)
+{
+  void *q;
+  if(p && !n) {
+    atomic_fetch_sub(&live, 1);
+    return __real_realloc(p, 0);
+  }
+  if(fail_now()) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  q = __real_realloc(p, n);
+  if(q && !p)
+    atomic_fetch_add(&live, 1);
+  return q;
+}
+
+static char secret[256];
+static size_t secret_len;
+static atomic_long secret_hits;
+
+void tfail_secret(const char *s)
+{
+  secret_len = 0;
+  atomic_store(&secret_hits, 0);
+  if(s && strlen(s) < sizeof(secret)) {
+    memcpy(secret, s, strlen(s));
+    secret_len = strlen(s);
+  }
+}
+
+long tfail_secret_hits(void) { return atomic_load(&secret_hits); }
+
+void __wrap_free(void *p)
+{
+  if(!p) {
+    __real_free(p);
+    return;
+  }
+  atomic_fetch_sub(&live, 1);
+  if(secret_len && memmem(p, malloc_usable_size(p), secret, secret_len))
+    atomic_fetch_add(&secret_hits, 1);
+  __real_free(p);
+}
+
+char *__wrap_strdup(const char *s)
+{
+  size_t n = strlen(s) + 1;
+  char *d = __wrap_malloc(n);
+  if(d)
+    memcpy(d, s, n);
+  return d;
+}
+
+char *__wrap_strndup(const char *s, size_t max)
+{
+  size_t n = strnlen(s, max);
+  char *d = __wrap_malloc(n + 1);
+  if(d) {
+    memcpy(d, s, n);
+    d[n] = '\0';
+  }
+  return d;
+}
+
+int __wrap_vasprintf(char **out, const char *fmt, va_list ap)
+{
+  va_list ap2;
+  int n;
+  va_copy(ap2, ap);
+  n = vsnprintf(NULL, 0, fmt, ap2);
+  va_end(ap2);
+  *out = NULL;
+  if(n < 0 || !(*out = __wrap_malloc((size_t)n + 1)))
+    return -1;
+  vsnprintf(*out, (size_t)n + 1, fmt, ap);
+  return n;
+}
+
+int __wrap_asprintf(char **out, const char *fmt, ...)
+{
+  va_list ap;
+  int n;
+  va_start(ap, fmt);
+  n = __wrap_vasprintf(out, fmt, ap);
+  va_end(ap);
+  return n;
+}
+
+void tfail_init(void)
+{
+  static cJSON_Hooks hooks = {__wrap_malloc, __wrap_free};
+  cJSON_InitHooks(&hooks);
+  curl_global_init_mem(CURL_GLOBAL_DEFAULT, __wrap_malloc, __wrap_free, __wrap_realloc,
+                       __wrap_strdup, __wrap_calloc);
+}
+
+void tfail_arm(long n)
+{
+  atomic_store(&count, 0);
+  atomic_store(&fired, false);
+  atomic_store(&arm_at, n);
+}
+
+long tfail_count(void) { return atomic_load(&count); }
+long tfail_live(void) { return atomic_load(&live); }
+bool tfail_fired(void) { return atomic_load(&fired); }
+void tfail_reset(void) { tfail_arm(0); }
+
+void tfail_torture_n(const char *name, bool (*fn)(void *ud), void *ud, long max_runs)
+{
+  long base = tfail_live(), k, step = 1, runs = 0;
+  bool ok;
+
+  tfail_arm(0);
+  ok = fn(ud);
+  k = tfail_count();
+  if(!ok)
+    fail_msg("%s: unacceptable outcome without any failure", name);
+  if(tfail_live() != base)
+    fail_msg("%s: %ld allocation(s) leaked without any failure", name,
+             tfail_live() - base);
+  if(max_runs > 0 && k > max_runs)
+    step = (k + max_runs - 1) / max_runs;
+  for(long n = 1; n <= k; n += step) {
+    tfail_arm(n);
+    ok = fn(ud);
+    tfail_arm(0);
+    runs++;
+    if(!ok)
+      fail_msg("%s: unacceptable outcome when allocation %ld of %ld failed", name, n, k);
+    if(tfail_live() != base)
+      fail_msg("%s: %ld allocation(s) leaked when allocation %ld of %ld failed", name,
+               tfail_live() - base, n, k);
+  }
+  print_message("torture %s: %ld allocations, %ld failing runs, all clean\n", name, k,
+                runs);
+}
+
+void tfail_torture(const char *name, bool (*fn)(void *ud), void *ud)
+{
+  tfail_torture_n(name, fn, ud, 0);
+}

@@ -1,0 +1,286 @@
+/* The REST client and the watch at unit level, on the wire seam: paging,
+ * limits on what the server sends, Retry-After arithmetic, the write gate,
+ * and watch delivery (rv moves only past delivered events). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kcr.h"
+#include "tcheck.h"
+#include "tfail.h"
+#include "twire.h"
+
+static const struct kcr_gvr cms = {"", "v1", "configmaps", true};
+
+/* ---- paging ---- */
+
+/* Three pages of 2 items: continue tokens "p2", "p3". */
+static kcr_err pages(struct twire_call *call, void *ud)
+{
+  char tok[16];
+  const char *t = twire_query(call, "continue", tok, sizeof(tok));
+  int page = !t ? 1 : !strcmp(t, "p2") ? 2 : 3;
+  return twire_reply(
+      call, 200,
+      "{\"kind\":\"ConfigMapList\",\"metadata\":{\"resourceVersion\":\"10\""
+      "%s%s%s},\"items\":[{\"metadata\":{\"name\":\"a%d\"}},"
+      "{\"metadata\":{\"name\":\"b%d\"}}]}",
+      page < 3 ? ",\"continue\":\"" : "", page == 1 ? "p2" : "p3", page < 3 ? "\"" : "",
+      page, page);
+}
+
+static kcr_err count_item(const cJSON *item, void *ud)
+{
+  (*(int *)ud)++;
+  return KCR_OK;
+}
+
+struct listing {
+  kcr_client *c;
+};
+
+/* A listing either fails or returns every page: a lost continue token must
+ * not end it early as a success (the informer would then emit deletes for
+ * everything on the missing pages). */
+static bool list_all_or_nothing(void *ud)
+{
+  struct listing *l = ud;
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_ref ref = {&cms, "ns"};
+  char *rv = NULL;
+  int n = 0;
+  kcr_err rc = kcr_list_each(l->c, &ref, &(struct kcr_list_opts){.limit = 2}, count_item,
+                             &n, &rv, &ei);
+  bool ok = rc ? rv == NULL : n == 6 && rv && !strcmp(rv, "10");
+  free(rv);
+  kcr_errinfo_cleanup(&ei);
+  return ok;
+}
+
+static void list_each_never_returns_a_truncated_list(void **state)
+{
+  struct listing l = {twire_client(pages, NULL)};
+  tfail_torture("kcr_list_each", list_all_or_nothing, &l);
+  kcr_client_free(l.c);
+}
+
+/* ---- limits ---- */
+
+static kcr_err big(struct twire_call *call, void *ud)
+{
+  size_t n = *(size_t *)ud;
+  char *body = malloc(n + 3);
+  long code = 200;
+  if(twire_is(call, "GET", "/api/v1/namespaces/ns/configmaps/err"))
+    code = 500;
+  memset(body, 'x', n + 2);
+  body[0] = '"';
+  body[n + 1] = '"';
+  body[n + 2] = '\0';
+  twire_reply(call, code, "%s", body);
+  free(body);
+  return KCR_OK;
+}
+
+static void oversized_answers_are_refused_with_a_clear_error(void **state)
+{
+  size_t n = 4096;
+  kcr_client *c =
+      twire_client_opts(big, &n, &(struct kcr_client_opts){.max_response_bytes = 1000});
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  cJSON *out = NULL;
+
+  assert_int_equal(KCR_ETOOLARGE,
+                   kcr_get(c, &(struct kcr_ref){&cms, "ns", "a"}, &out, &ei));
+  assert_null(out);
+  assert_non_null(strstr(ei.message, "max_response_bytes = 1000"));
+  assert_non_null(strstr(ei.message, "/api/v1/namespaces/ns/configmaps/a"));
+  /* Under the limit: fine. */
+  n = 900;
+  assert_int_equal(KCR_OK, kcr_get(c, &(struct kcr_ref){&cms, "ns", "a"}, &out, &ei));
+  cJSON_Delete(out);
+  /* An error body is kept up to 64 KiB, the rest dropped: still the 5xx. */
+  n = 200000;
+  assert_int_equal(KCR_ESERVER,
+                   kcr_get(c, &(struct kcr_ref){&cms, "ns", "err"}, &out, &ei));
+  assert_non_null(ei.body);
+  kcr_errinfo_cleanup(&ei);
+  kcr_client_free(c);
+}
+
+/* ---- retries ---- */
+
+static kcr_err unavailable(struct twire_call *call, void *ud)
+{
+  (*(int *)ud)++;
+  return twire_reply(call, 503, "%s", twire_status_json(503, "ServiceUnavailable"));
+}
+
+static kcr_err unavailable_retry_after(struct twire_call *call, void *ud)
+{
+  (*(int *)ud)++;
+  twire_retry_after(call, 999999999999999L); /* 15 digits: as parsed */
+  return twire_reply(call, 503, "%s", twire_status_json(503, "ServiceUnavailable"));
+}
+
+static void many_retries_and_huge_retry_after_stay_bounded(void **state)
+{
+  /* 70 retries without Retry-After: the exponential backoff must not shift
+   * past the width of long (UBSan would stop the test). */
+  int calls = 0;
+  kcr_client *c = twire_client_opts(
+      unavailable, &calls,
+      &(struct kcr_client_opts){.max_retries = 70, .max_retry_after_ms = 1});
+  assert_int_equal(KCR_EUNAVAILABLE,
+                   kcr_get(c, &(struct kcr_ref){&cms, "ns", "a"}, NULL, NULL));
+  assert_int_equal(71, calls);
+  kcr_client_free(c);
+  /* A Retry-After of 10^15 s is capped at max_retry_after_ms. */
+  calls = 0;
+  c = twire_client_opts(
+      unavailable_retry_after, &calls,
+      &(struct kcr_client_opts){.max_retries = 2, .max_retry_after_ms = 1});
+  assert_int_equal(KCR_EUNAVAILABLE,
+                   kcr_get(c, &(struct kcr_ref){&cms, "ns", "a"}, NULL, NULL));
+  assert_int_equal(3, calls);
+  kcr_client_free(c);
+}
+
+/* ---- the write gate ---- */
+
+static kcr_err ok_echo(struct twire_call *call, void *ud)
+{
+  (*(int *)ud)++;
+  return twire_reply(call, 200, "{\"metadata\":{\"name\":\"a\"}}");
+}
+
+static bool gate_open;
+static bool gate(void *ud) { return gate_open; }
+
+static void the_write_gate_stops_mutating_requests_only(void **state)
+{
+  int sent = 0;
+  kcr_client *c = twire_client(ok_echo, &sent);
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_ref one = {&cms, "ns", "a"};
+  const char body[] = "{}";
+
+  kcr_client_set_write_gate(c, gate, NULL);
+  gate_open = false;
+  assert_int_equal(KCR_OK, kcr_get(c, &one, NULL, &ei)); /* reads pass */
+  assert_int_equal(1, sent);
+  assert_int_equal(KCR_ECANCELED,
+                   kcr_patch(c, &one, &(struct kcr_patch_opts){KCR_PATCH_MERGE}, body,
+                             strlen(body), NULL, &ei));
+  assert_non_null(strstr(ei.message, "write gate"));
+  assert_int_equal(KCR_ECANCELED, kcr_delete(c, &one, NULL, NULL, &ei));
+  assert_int_equal(1, sent); /* nothing was sent */
+  /* The lease's own requests are marked ungated. */
+  struct kcr_http_response resp = {0, KCR_BUF_INIT};
+  assert_int_equal(KCR_OK, kcr_client_do(c,
+                                         &(struct kcr_http_request){.method = "PUT",
+                                                                    .path = "/x",
+                                                                    .body = body,
+                                                                    .body_len = 2,
+                                                                    .ungated = true},
+                                         &resp, &ei));
+  kcr_buf_cleanup(&resp.body);
+  assert_int_equal(2, sent);
+  gate_open = true;
+  assert_int_equal(KCR_OK, kcr_delete(c, &one, NULL, NULL, &ei));
+  assert_int_equal(3, sent);
+  kcr_errinfo_cleanup(&ei);
+  kcr_client_free(c);
+}
+
+/* ---- the watch ---- */
+
+static kcr_err three_events(struct twire_call *call, void *ud)
+{
+  twire_stream(call, 200);
+  for(int i = 1; i <= 3; i++)
+    if(!twire_send(call,
+                   "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"o%d\","
+                   "\"resourceVersion\":\"%d\"}}}",
+                   i, 100 + i))
+      break;
+  return KCR_OK;
+}
+
+static kcr_err fail_second(struct kcr_watch_event *ev, void *ud)
+{
+  int *seen = ud;
+  return ++*seen == 2 ? KCR_ENOMEM : KCR_OK;
+}
+
+static void a_failed_event_is_not_skipped(void **state)
+{
+  int seen = 0;
+  kcr_client *c = twire_client(three_events, NULL);
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_watch *w;
+
+  assert_int_equal(
+      KCR_OK, kcr_watch_new(c,
+                            &(struct kcr_watch_opts){.ref = &(struct kcr_ref){&cms, "ns"},
+                                                     .resource_version = "100"},
+                            fail_second, &seen, &w));
+  assert_int_equal(KCR_ENOMEM, kcr_watch_run(w, &ei));
+  assert_int_equal(2, seen);
+  /* The next watch starts after the last delivered event, so the failed one
+   * comes again. */
+  assert_string_equal("101", kcr_watch_rv(w));
+  kcr_watch_free(w);
+  kcr_errinfo_cleanup(&ei);
+  kcr_client_free(c);
+}
+
+static kcr_err huge_event(struct twire_call *call, void *ud)
+{
+  char pad[2048];
+  memset(pad, 'x', sizeof(pad) - 1);
+  pad[sizeof(pad) - 1] = '\0';
+  twire_stream(call, 200);
+  twire_send(call, "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"%s\"}}}",
+             pad);
+  return KCR_OK;
+}
+
+static kcr_err ignore(struct kcr_watch_event *ev, void *ud) { return KCR_OK; }
+
+static void an_oversized_watch_event_is_refused(void **state)
+{
+  kcr_client *c = twire_client_opts(
+      huge_event, NULL, &(struct kcr_client_opts){.max_response_bytes = 1024});
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_watch *w;
+  assert_int_equal(
+      KCR_OK,
+      kcr_watch_new(c, &(struct kcr_watch_opts){.ref = &(struct kcr_ref){&cms, "ns"}},
+                    ignore, NULL, &w));
+  assert_int_equal(KCR_ETOOLARGE, kcr_watch_run(w, &ei));
+  assert_non_null(strstr(ei.message, "max_response_bytes = 1024"));
+  kcr_watch_free(w);
+  kcr_errinfo_cleanup(&ei);
+  kcr_client_free(c);
+}
+
+int main(void)
+{
+  tfail_init();
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(list_each_never_returns_a_truncated_list),
+      cmocka_unit_test(oversized_answers_are_refused_with_a_clear_error),
+      cmocka_unit_test(many_retries_and_huge_retry_after_stay_bounded),
+      cmocka_unit_test(the_write_gate_stops_mutating_requests_only),
+      cmocka_unit_test(a_failed_event_is_not_skipped),
+      cmocka_unit_test(an_oversized_watch_event_is_refused),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
