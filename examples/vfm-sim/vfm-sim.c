@@ -6,7 +6,13 @@
  * Ready=True/Ready. With vfm-sim.ebdman.example.com/fail: "<message>" it
  * reports Ready=False/Failed with that message. Conditions carry the VFM's
  * generation as observedGeneration. Delays are timers in the work queue
- * (requeue_after), never sleeps. */
+ * (requeue_after), never sleeps.
+ *
+ * Delays are capped at 24h (VFM_SIM_MAX_DELAY_MS, vfm_delay.h): a longer or
+ * malformed delay annotation is reported as Ready=False/Failed, and a longer
+ * --delay is refused. The annotation is anyone's to write, and the time left
+ * is computed without wrapping (vfm_sim_wait_ms), so the requeue delay never
+ * exceeds the cap. */
 #include <getopt.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -18,6 +24,7 @@
 #include "kcr/controller.h"
 #include "kcr/manager.h"
 #include "kcr/status.h"
+#include "vfm_delay.h"
 
 #define ANN_DELAY "vfm-sim.ebdman.example.com/delay"
 #define ANN_FAIL  "vfm-sim.ebdman.example.com/fail"
@@ -102,7 +109,7 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
   kcr_obj *o = kcr_store_get(kcr_informer_store(s->vfms), req->ns, req->name);
   cJSON *vfm;
   const char *fail, *delay_s;
-  uint64_t delay = s->default_delay_ms, now, at;
+  uint64_t delay = s->default_delay_ms, wait;
   int64_t gen;
   kcr_err rc;
 
@@ -115,22 +122,21 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
     return KCR_ENOMEM;
   fail = kcr_json_member_str(kcr_json_at(vfm, "metadata.annotations"), ANN_FAIL);
   delay_s = kcr_json_member_str(kcr_json_at(vfm, "metadata.annotations"), ANN_DELAY);
-  if(delay_s && kcr_duration_parse(delay_s, &delay)) {
+  if(delay_s && vfm_sim_delay_parse(delay_s, &delay)) {
     rc = report(cx, s, vfm, "False", "Failed",
-                "annotation " ANN_DELAY " is not a duration such as 500ms or 2s", gen);
+                "annotation " ANN_DELAY " is not a duration from 0 to " VFM_SIM_MAX_DELAY
+                " such as 500ms or 2s",
+                gen);
   } else if(fail) {
     rc = report(cx, s, vfm, "False", "Failed", fail, gen);
   } else if(!delay) {
     rc = report(cx, s, vfm, "True", "Ready", "vfm is available", gen);
+  } else if(!(wait = vfm_sim_wait_ms(started_at(s, req->key, gen), delay,
+                                     kcr_time_mono_ms()))) {
+    rc = report(cx, s, vfm, "True", "Ready", "vfm is available", gen);
   } else {
-    now = kcr_time_mono_ms();
-    at = started_at(s, req->key, gen);
-    if(now >= at + delay) {
-      rc = report(cx, s, vfm, "True", "Ready", "vfm is available", gen);
-    } else {
-      rc = report(cx, s, vfm, "False", "Progressing", "vfm is starting", gen);
-      res->requeue_after_ms = at + delay - now;
-    }
+    rc = report(cx, s, vfm, "False", "Progressing", "vfm is starting", gen);
+    res->requeue_after_ms = wait; /* at most VFM_SIM_MAX_DELAY_MS */
   }
   cJSON_Delete(vfm);
   return rc;
@@ -162,8 +168,10 @@ int main(int argc, char **argv)
     case 'k': co.kubeconfig = optarg; break;
     case 'n': ns = optarg; break;
     case 'd':
-      if(kcr_duration_parse(optarg, &s.default_delay_ms)) {
-        fprintf(stderr, "vfm-sim: invalid --delay \"%s\": want e.g. 2s or 500ms\n",
+      if(vfm_sim_delay_parse(optarg, &s.default_delay_ms)) {
+        fprintf(stderr,
+                "vfm-sim: invalid --delay \"%s\": want 0 to " VFM_SIM_MAX_DELAY
+                ", e.g. 2s or 500ms\n",
                 optarg);
         return 2;
       }

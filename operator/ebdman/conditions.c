@@ -72,46 +72,57 @@ void ebdman_conditions(const struct ebdman_observed *ob,
   }
 }
 
+/* A child of the EBD named `name`: apiVersion, kind, the EBD's namespace,
+ * the managed-by and ebd labels, the EBD's annotations that start with
+ * EBDMAN_VFM_ANNOTATION_PREFIX, and the controller ownerReference. Complete
+ * or NULL (out of memory, or an EBD without a name). metadata.annotations is
+ * read as the map it should be: any other JSON (an array, a string) carries
+ * no annotation. */
 static cJSON *child(const cJSON *ebd, const char *api_version, const char *kind,
                     const char *name)
 {
+  const char *ebd_name = kcr_json_str(ebd, "metadata.name");
+  const char *ns = kcr_json_str(ebd, "metadata.namespace");
+  const cJSON *anns = kcr_json_at(ebd, "metadata.annotations"), *a;
   cJSON *o = cJSON_CreateObject(), *labels, *ann = NULL;
-  const cJSON *a;
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  size_t plen = strlen(EBDMAN_VFM_ANNOTATION_PREFIX);
+  bool ok;
 
-  if(!o)
-    return NULL;
-  cJSON_AddStringToObject(o, "apiVersion", api_version);
-  cJSON_AddStringToObject(o, "kind", kind);
-  kcr_json_set_str(o, "metadata.name", name);
-  kcr_json_set_str(o, "metadata.namespace", kcr_json_str(ebd, "metadata.namespace"));
-  labels = kcr_json_obj(o, "metadata.labels");
-  cJSON_AddStringToObject(labels, "app.kubernetes.io/managed-by", "ebdman");
-  cJSON_AddStringToObject(labels, "ebdman.example.com/ebd",
-                          kcr_json_str(ebd, "metadata.name"));
-  cJSON_ArrayForEach(a, kcr_json_at(ebd, "metadata.annotations"))
+  ok = o && ebd_name && name && cJSON_AddStringToObject(o, "apiVersion", api_version) &&
+       cJSON_AddStringToObject(o, "kind", kind) &&
+       !kcr_json_set_str(o, "metadata.name", name) &&
+       (!ns || !kcr_json_set_str(o, "metadata.namespace", ns)) &&
+       (labels = kcr_json_obj(o, "metadata.labels")) &&
+       cJSON_AddStringToObject(labels, "app.kubernetes.io/managed-by", "ebdman") &&
+       cJSON_AddStringToObject(labels, "ebdman.example.com/ebd", ebd_name);
+  anns = cJSON_IsObject(anns) ? anns : NULL;
+  cJSON_ArrayForEach(a, anns)
   {
-    if(cJSON_IsString(a) && !strncmp(a->string, EBDMAN_VFM_ANNOTATION_PREFIX,
-                                     strlen(EBDMAN_VFM_ANNOTATION_PREFIX))) {
-      if(!ann)
-        ann = kcr_json_obj(o, "metadata.annotations");
-      cJSON_AddStringToObject(ann, a->string, a->valuestring);
-    }
+    if(ok && a->string && cJSON_IsString(a) &&
+       !strncmp(a->string, EBDMAN_VFM_ANNOTATION_PREFIX, plen))
+      ok = (ann || (ann = kcr_json_obj(o, "metadata.annotations"))) &&
+           cJSON_AddStringToObject(ann, a->string, a->valuestring);
   }
-  if(kcr_owner_set_controller(o, ebd, &ei)) {
+  ok = ok && !kcr_owner_set_controller(o, ebd, &ei);
+  kcr_errinfo_cleanup(&ei);
+  if(!ok) {
     cJSON_Delete(o);
     o = NULL;
   }
-  kcr_errinfo_cleanup(&ei);
   return o;
 }
 
 cJSON *ebdman_configmap_for(const cJSON *ebd)
 {
   char name[300];
+  const char *ebd_name = kcr_json_str(ebd, "metadata.name");
   const cJSON *cfg = kcr_json_at(ebd, "spec.vfm.config");
   cJSON *o, *data;
-  snprintf(name, sizeof(name), "%s-config", kcr_json_str(ebd, "metadata.name"));
+
+  if(!ebd_name)
+    return NULL;
+  snprintf(name, sizeof(name), "%s-config", ebd_name);
   o = child(ebd, "v1", "ConfigMap", name);
   data = cJSON_IsObject(cfg) ? cJSON_Duplicate(cfg, 1) : cJSON_CreateObject();
   if(!o || !data || !cJSON_AddItemToObject(o, "data", data)) {

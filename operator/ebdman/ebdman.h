@@ -5,6 +5,9 @@
 #ifndef EBDMAN_H
 #define EBDMAN_H
 
+#include <stdio.h>
+#include <time.h>
+
 #include "kcr.h"
 #include "kcr/controller.h"
 #include "kcr/manager.h"
@@ -37,6 +40,9 @@ void ebdman_conditions(const struct ebdman_observed *ob,
                        struct kcr_cond out[EBDMAN_NCOND]);
 
 /* Builds the children for an EBD tree (new trees, caller frees). */
+/* Each is complete or NULL: NULL when out of memory or the EBD has no
+ * metadata.name. A metadata.annotations that is not a map (an array, a
+ * string) carries no annotation to copy. */
 cJSON *ebdman_configmap_for(const cJSON *ebd);
 cJSON *ebdman_vfm_for(const cJSON *ebd);
 
@@ -51,5 +57,34 @@ int ebdman_run(const struct ebdman_run_opts *o);
 int cmd_run(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+
+/* ---- ebdman status (cmd_status.c): pure parts, unit-tested ---- */
+
+/* Bytes a table cell holds, with its terminating NUL. */
+#define EBDMAN_CELL_MAX 160
+
+/* Copies untrusted text into out[n] as it is safe to show on a terminal:
+ * control characters escaped (ESC -> ^[, CR -> \r, LF -> \n, TAB -> \t,
+ * other C0 and DEL -> ^X, C1 controls, bidirectional controls and line
+ * separators -> \uXXXX, bytes of invalid UTF-8 -> \xNN; see cmd_status.c).
+ * Text that does not fit is cut at a character boundary and ends with "..."
+ * (when n >= 4). out is always NUL-terminated when n > 0; in NULL is "".
+ * Returns the width of out in characters (code points). Pure. */
+size_t ebdman_term_escape(char *out, size_t n, const char *in);
+
+/* Prints the table of `objs` (a JSON array of EBDs, in the order given) to
+ * out: a header, then one row per EBD (NAMESPACE first when all_ns), columns
+ * aligned by characters, every cell escaped with ebdman_term_escape and
+ * absent fields shown as "-"; AGE is counted up to `now`. Any object shape is
+ * accepted. Errors: KCR_ENOMEM, KCR_EIO (writing out failed). */
+kcr_err ebdman_status_table(FILE *out, const cJSON *objs, bool all_ns, time_t now);
+/* Sorts the array's items by namespace, then name (absent sorts as "").
+ * Errors: KCR_ENOMEM (then the array is unchanged). */
+kcr_err ebdman_status_sort(cJSON *objs);
+/* Applies a watch event to the array of EBDs: ADDED/MODIFIED replace the
+ * item with the same namespace/name (or append) and take ev->object (set to
+ * NULL); DELETED removes it. Events that name no object (no metadata.name,
+ * BOOKMARK, ERROR) are ignored. Returns whether the array may have changed. */
+bool ebdman_status_apply(cJSON *objs, struct kcr_watch_event *ev);
 
 #endif

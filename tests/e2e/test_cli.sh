@@ -3,7 +3,9 @@
 # bad flags, bad values, unknown commands and an unreadable kubeconfig exit 2
 # with one clear line on stderr; `ebdman status -n NS` prints an aligned table
 # (NAME READY REASON ... columns) of the namespace's EBDs with their
-# conditions, and without -n a NAMESPACE column.
+# conditions, and without -n a NAMESPACE column; a message carrying terminal
+# escape sequences (an EBD author writes it through vfm-sim's fail
+# annotation) prints escaped, never as control characters.
 set -euo pipefail
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -150,6 +152,32 @@ pass "ebdman status (all namespaces): columns aligned"
 cli status -n "$ns" --kubeconfig "$E2E_SA_KUBECONFIG"
 expect_eq "ebdman status under the ServiceAccount: exit status" 0 "$CLI_RC"
 expect_eq "ebdman status under the ServiceAccount: rows" 3 "$(printf '%s\n' "$CLI_OUT" | grep -c '')"
+
+# --- status: a hostile message prints escaped
+# YAML double-quoted escapes: \e is ESC, \a BEL, \r CR. The message clears
+# the screen (ESC [ 2 J), writes the clipboard (OSC 52 ... BEL) and hides
+# what precedes it (CR), on a terminal that gets it raw.
+ebd_yaml hostile registry.example.com/vfm:1.0 1 vfm-sim.ebdman.example.com/fail \
+  'boom\e[2J\e]52;c;aGk=\a\rAll good' | k -n "$ns" apply -f - >/dev/null
+wait_eq 60 "hostile: Ready" "False/Error/1" cond_summary "$ns" ebd hostile Ready
+# (Compared and shown in printf %q form: the test log must not act on a
+# terminal either.)
+expect_eq "hostile: the Ready message holds the raw control characters (%q)" \
+  "$(printf '%q' $'boom\e[2J\e]52;c;aGk=\a\rAll good')" \
+  "$(printf '%q' "$(cond_message "$ns" ebd hostile Ready)")"
+cli status -n "$ns"
+expect_eq "ebdman status with a hostile message: exit status" 0 "$CLI_RC"
+printf '%s\n' "$CLI_OUT" >"$E2E_TMP/status-hostile.txt"
+ctl=$(LC_ALL=C grep -c $'[\x01-\x09\x0b-\x1f\x7f]' "$E2E_TMP/status-hostile.txt" || true)
+expect_eq "ebdman status with a hostile message: lines with control characters" 0 "$ctl"
+# (Shown through cat -v, which would show a raw CR as ^M, not \r.)
+expect_contains "ebdman status: hostile's message, escaped" 'boom^[[2J^[]52;c;aGk=^G\rAll good' \
+  "$(grep '^hostile ' "$E2E_TMP/status-hostile.txt" | cat -v)"
+if ! out=$(aligned "$E2E_TMP/status-hostile.txt" "NAME READY REASON INSTALLED VFM GEN/OBS AGE MESSAGE"); then
+  fail "ebdman status with a hostile message: an aligned table" "every column aligned with its header" \
+    "$(printf '%s' "$out" | cat -v)"
+fi
+pass "ebdman status with a hostile message: columns aligned"
 
 check_no_forbidden op sim
 e2e_done

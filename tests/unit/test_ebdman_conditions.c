@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "ebdman.h"
+#include "tfail.h"
 
 static cJSON *vfm(int64_t gen, const char *status, const char *reason, const char *msg,
                   int64_t ogen)
@@ -154,8 +155,94 @@ static void children_are_owned_and_named(void **state)
   cJSON_Delete(ebd);
 }
 
+/* metadata.annotations should be a map; an EBD read from anywhere else (a
+ * test, a broken server) can hold any JSON there. Items of an array have no
+ * key: such annotations carry nothing to copy. */
+static void children_ignore_annotations_that_are_not_a_map(void **state)
+{
+  static const char *const shapes[] = {
+      "[\"vfm-sim.ebdman.example.com/delay\", "
+      "{\"vfm-sim.ebdman.example.com/fail\":\"x\"}]",
+      "[]",
+      "\"vfm-sim.ebdman.example.com/delay\"",
+      "42",
+      "true",
+      "null",
+      "{\"vfm-sim.ebdman.example.com/delay\":5,\"vfm-sim.ebdman.example.com/fail\":[1]}",
+  };
+  for(size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+    char text[512];
+    snprintf(text, sizeof(text),
+             "{\"apiVersion\":\"ebdman.example.com/v1alpha1\",\"kind\":\"EBD\","
+             "\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"uid\":\"u-1\","
+             "\"annotations\":%s},\"spec\":{\"vfm\":{\"image\":\"img\"}}}",
+             shapes[i]);
+    cJSON *ebd = cJSON_Parse(text);
+    assert_non_null(ebd);
+    cJSON *cm = ebdman_configmap_for(ebd), *v = ebdman_vfm_for(ebd);
+    assert_non_null(cm);
+    assert_non_null(v);
+    assert_string_equal("a-config", kcr_json_str(cm, "metadata.name"));
+    assert_string_equal("a", kcr_json_str(v, "metadata.name"));
+    assert_string_equal("a", kcr_json_member_str(kcr_json_at(v, "metadata.labels"),
+                                                 "ebdman.example.com/ebd"));
+    if(kcr_json_at(v, "metadata.annotations") || kcr_json_at(cm, "metadata.annotations"))
+      fail_msg("annotations %s: copied something", shapes[i]);
+    cJSON_Delete(cm);
+    cJSON_Delete(v);
+    cJSON_Delete(ebd);
+  }
+}
+
+/* Without a name there is nothing to name the children after. */
+static void an_ebd_without_a_name_has_no_children(void **state)
+{
+  cJSON *ebd = cJSON_Parse("{\"apiVersion\":\"ebdman.example.com/v1alpha1\",\"kind\":"
+                           "\"EBD\",\"metadata\":{\"namespace\":\"ns\",\"uid\":\"u-1\"},"
+                           "\"spec\":{\"vfm\":{\"image\":\"img\"}}}");
+  cJSON *cm = ebdman_configmap_for(ebd), *v = ebdman_vfm_for(ebd);
+  assert_null(cm);
+  assert_null(v);
+  cJSON_Delete(ebd);
+}
+
+struct building {
+  const cJSON *ebd;
+  cJSON *cm, *vfm; /* what they are when nothing fails */
+};
+
+/* A child is complete or NULL: never one that lost a label, an annotation
+ * or its name to an allocation failure. */
+static bool build_children(void *ud)
+{
+  struct building *b = ud;
+  cJSON *cm = ebdman_configmap_for(b->ebd), *v = ebdman_vfm_for(b->ebd);
+  bool ok = (!cm || cJSON_Compare(cm, b->cm, 1)) && (!v || cJSON_Compare(v, b->vfm, 1));
+  cJSON_Delete(cm);
+  cJSON_Delete(v);
+  return ok;
+}
+
+static void children_are_complete_or_null_when_memory_runs_out(void **state)
+{
+  cJSON *ebd = cJSON_Parse(
+      "{\"apiVersion\":\"ebdman.example.com/v1alpha1\",\"kind\":\"EBD\",\"metadata\":{"
+      "\"name\":\"a\",\"namespace\":\"ns\",\"uid\":\"u-1\",\"annotations\":{"
+      "\"vfm-sim.ebdman.example.com/delay\":\"1s\",\"other\":\"x\","
+      "\"vfm-sim.ebdman.example.com/fail\":\"no\"}},\"spec\":{\"vfm\":{"
+      "\"image\":\"img\",\"replicas\":2,\"config\":{\"k\":\"v\"}}}}");
+  struct building b = {ebd, ebdman_configmap_for(ebd), ebdman_vfm_for(ebd)};
+  assert_non_null(b.cm);
+  assert_non_null(b.vfm);
+  tfail_torture("ebdman_configmap_for/ebdman_vfm_for", build_children, &b);
+  cJSON_Delete(b.cm);
+  cJSON_Delete(b.vfm);
+  cJSON_Delete(ebd);
+}
+
 int main(void)
 {
+  tfail_init();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(ready_vfm_makes_everything_ready),
       cmocka_unit_test(missing_or_unreported_vfm_is_progressing),
@@ -163,6 +250,9 @@ int main(void)
       cmocka_unit_test(failed_vfm_is_an_error_with_its_message),
       cmocka_unit_test(install_failure_wins_the_summary),
       cmocka_unit_test(children_are_owned_and_named),
+      cmocka_unit_test(children_ignore_annotations_that_are_not_a_map),
+      cmocka_unit_test(an_ebd_without_a_name_has_no_children),
+      cmocka_unit_test(children_are_complete_or_null_when_memory_runs_out),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
