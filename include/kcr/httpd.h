@@ -2,10 +2,16 @@
  *
  *   struct kcr_httpd_opts o = {.addr = ":8080", .metrics = reg};
  *   kcr_httpd *h;
- *   if(kcr_httpd_new(&o, &h, &ei) || kcr_httpd_start(h, &ei)) ... ei.message
+ *   if(kcr_httpd_new(&o, &h, &ei) || kcr_httpd_listen(h, &ei)) ... ei.message
  *   kcr_httpd_add_readyz(h, "informers", informers_synced, mgr);
+ *   ...                                 (start the rest of the process)
+ *   if(kcr_httpd_start(h, &ei)) ... ei.message
  *   ...
  *   kcr_httpd_free(h);                  (stops and joins the server)
+ *
+ * kcr_httpd_listen() binds the address at once, so a bad or busy address is
+ * reported before anything else starts; kcr_httpd_start() then serves on
+ * that socket (called alone, it binds first).
  *
  * Endpoints (GET or HEAD; other methods get 405 with Allow: GET, HEAD):
  *   /metrics        the registry's text exposition (404 when opts.metrics is
@@ -22,10 +28,23 @@
  *   /readyz/NAME    error: REASON"; 404 for an unknown name.
  *   anything else   404.
  *
- * Threads: the server runs on libmicrohttpd's internal threads (one listening
- * thread, one thread per connection), so a slow check never blocks a scrape.
- * Checks and collect callbacks run on those threads, concurrently with each
- * other and with themselves; they must be thread-safe and quick.
+ * Hostile clients: a connection costs a file descriptor, not a thread, and a
+ * client that holds connections open without finishing its request cannot
+ * lock a prompt client (the kubelet's probe) out: when a client address
+ * holds more than 32 connections, or all addresses together more than 256,
+ * the connection of that address (resp. any) that has waited longest for
+ * its request is closed to make room. An idle connection is closed after
+ * 10 s, one that has not delivered a complete request within 10 s is closed
+ * when the next connection arrives. See the DESIGN comment in httpd.c.
+ *
+ * Threads: the server runs on libmicrohttpd's internal pool of 4 threads,
+ * each polling many connections with poll(). Checks and collect callbacks
+ * run on those threads, concurrently with each other and with themselves;
+ * they must be thread-safe and quick: a check that blocks holds up the
+ * connections of its pool thread (new connections go to the others).
+ * Client misbehaviour (aborted requests, ...) is logged as a warning at most
+ * once a minute, with a count of the rest.
+
  *
  * Thread safety: every function may be called from any thread, except that
  * kcr_httpd_stop()/kcr_httpd_free() must not be called from inside a check
@@ -58,10 +77,10 @@ struct kcr_httpd_opts {
   kcr_metrics *metrics;
 };
 
-/* Creates a stopped server after checking the address's syntax.
- * Errors: KCR_EINVAL (no opts/out), KCR_ECONFIG (bad address; ei->message
- * names it and says what is wrong), KCR_ENOMEM. *out is NULL on error.
- * Thread safety: any thread. */
+/* Creates a stopped server after checking the address's syntax; nothing is
+ * bound yet. Errors: KCR_EINVAL (no opts/out), KCR_ECONFIG (bad address;
+ * ei->message names it and says what is wrong), KCR_ENOMEM. *out is NULL on
+ * error. Thread safety: any thread. */
 kcr_err kcr_httpd_new(const struct kcr_httpd_opts *opts, kcr_httpd **out,
                       struct kcr_errinfo *ei);
 
@@ -73,24 +92,42 @@ kcr_err kcr_httpd_new(const struct kcr_httpd_opts *opts, kcr_httpd **out,
 kcr_err kcr_httpd_add_healthz(kcr_httpd *h, const char *name, kcr_check_fn fn, void *ud);
 kcr_err kcr_httpd_add_readyz(kcr_httpd *h, const char *name, kcr_check_fn fn, void *ud);
 
-/* Binds the address and starts serving. Errors: KCR_EINVAL (already
- * running), KCR_ECONFIG (host does not resolve), KCR_EIO (cannot listen,
- * e.g. address in use; ei->message names the address and the OS reason),
- * KCR_ENOMEM. A stopped server may be started again.
- * Thread safety: any thread (serialised with stop). */
+/* Resolves and binds the address and listens on it now, without serving:
+ * connections wait in the kernel's backlog until kcr_httpd_start(). Use it
+ * to validate the address before starting anything else. kcr_httpd_port()
+ * is valid from here on. The socket belongs to h: kcr_httpd_start() serves
+ * on it, kcr_httpd_stop()/kcr_httpd_free() close it.
+ * Errors (ei->message names the address and the reason): KCR_EINVAL (h
+ * NULL, or already listening or serving), KCR_ECONFIG (the host does not
+ * resolve), KCR_EIO (cannot bind or listen: address in use, permission
+ * denied, address not available, ... with the OS's words). On error h is
+ * left as it was (stopped, nothing bound).
+ * Thread safety: any thread (serialised with start and stop). */
+kcr_err kcr_httpd_listen(kcr_httpd *h, struct kcr_errinfo *ei);
+
+/* Starts serving on the socket kcr_httpd_listen() bound, or binds first (as
+ * kcr_httpd_listen) when it was not called. Errors: KCR_EINVAL (h NULL, or
+ * already serving), the errors of kcr_httpd_listen() when it binds, KCR_EIO
+ * (the server's threads could not start). On any error but KCR_EINVAL the
+ * server is stopped with its socket closed (also one kcr_httpd_listen()
+ * bound). A stopped server may be started again (it binds anew; with port
+ * 0, maybe on another port). Thread safety: any thread (serialised with
+ * listen and stop). */
 kcr_err kcr_httpd_start(kcr_httpd *h, struct kcr_errinfo *ei);
 
-/* The port the server is listening on, or 0 when it is not running.
- * Thread safety: any thread. */
+/* The port bound by kcr_httpd_listen() or kcr_httpd_start(), or 0 when
+ * stopped (NULL: 0). Thread safety: any thread. */
 int kcr_httpd_port(const kcr_httpd *h);
 
-/* Stops serving: closes the listening socket and open connections and joins
- * the server's threads; requests in flight finish first. Idempotent; NULL is
- * a no-op. Thread safety: any thread but a server thread (see above). */
+/* Stops serving: closes the listening socket (also one bound by
+ * kcr_httpd_listen() and never served) and open connections and joins the
+ * server's threads; requests in flight finish first; then logs the count
+ * of warnings held back, if any. Idempotent; NULL is a no-op.
+ * Thread safety: any thread but a server thread (see above). */
 void kcr_httpd_stop(kcr_httpd *h);
 
-/* Stops (as kcr_httpd_stop) and frees. NULL is a no-op. No other call on h
- * may be running or follow. */
+/* Stops (as kcr_httpd_stop, in whatever state h is) and frees. NULL is a
+ * no-op. No other call on h may be running or follow. */
 void kcr_httpd_free(kcr_httpd *h);
 
 #endif

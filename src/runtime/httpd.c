@@ -1,13 +1,71 @@
 /* DESIGN: the health and metrics HTTP server (/metrics, /healthz, /readyz).
  *
- * Shape: libmicrohttpd with its own listening thread and one thread per
- * connection, so a slow check or collect callback delays only its own
- * request. We open the listening socket ourselves and hand it over with
+ * Shape: libmicrohttpd (MHD) with an internal pool of POOL_THREADS threads,
+ * each polling its connections with poll(), so an idle or slow connection
+ * costs a file descriptor and a little memory, never a thread. poll, not
+ * epoll: MHD 0.9.75 uses epoll edge-triggered and stops reading after a
+ * short read, so an end of stream that arrives together with data (a client
+ * that sends part of a request and closes) goes unnoticed until the idle
+ * timeout; level-triggered poll sees it at once. Each thread polls at most
+ * CONN_HARD_MAX / POOL_THREADS sockets: poll's O(n) costs nothing there.
+ *
+ * We open the listening socket ourselves and hand it over with
  * MHD_OPTION_LISTEN_SOCKET: that way a failed bind reports the OS reason
  * with the address ("cannot listen on 127.0.0.1:8080: Address already in
- * use"), ":port" can be dual-stack, and the ephemeral port of "...:0" is read
- * with getsockname(). MHD closes the socket in MHD_stop_daemon() (and on
- * some of its start failures: see close_if_same()).
+ * use"), ":port" can be dual-stack, the ephemeral port of "...:0" is read
+ * with getsockname(), and kcr_httpd_listen() can bind (and fail) before the
+ * process starts anything else, serving only later. MHD closes the socket in
+ * MHD_stop_daemon() (and on some of its start failures: see close_if_same()).
+ *
+ * States: stopped (listen_fd < 0, daemon NULL), listening (listen_fd >= 0:
+ * bound, connections wait in the kernel's backlog), serving (daemon != NULL;
+ * the socket belongs to MHD). listen: stopped -> listening; start: stopped
+ * or listening -> serving (binding first when stopped); stop: any ->
+ * stopped, closing what is open. A failed start leaves the server stopped.
+ *
+ * Slow and idle clients (slowloris). MHD's own limits refuse the NEWEST
+ * connection when full, and its idle timeout restarts with every byte: 70
+ * connections trickling a byte at a time kept the liveness probe out. What
+ * must hold for the probe: a client that sends its request at once is
+ * admitted and answered, however many stalled connections exist. So we
+ * never refuse the newcomer; we make room by closing the connection that
+ * has made the least progress. Every connection is in a table (conns_mu),
+ * oldest phase first: "waiting" (no complete request yet; with keep-alive,
+ * also idle after an answer, though MHD 0.9.75 closes a connection whose
+ * answer was queued on the handler's first call, as ours are) or "busy" (a
+ * request is being answered), with the time the phase began. On each new connection
+ * (MHD's STARTED notification):
+ *   1. waiting connections older than REQUEST_DEADLINE_MS are closed (a
+ *      trickle restarts MHD's idle timeout, not this deadline);
+ *   2. if the newcomer's address holds more than CONN_PER_IP_MAX live
+ *      connections, that address's oldest waiting one (else its oldest
+ *      busy one) is closed, until it is within the limit;
+ *   3. likewise over CONN_MAX connections in all, over every address.
+ * A prompt request is read within microseconds, so its connection is
+ * closed only if CONN_PER_IP_MAX newer connections from the same address
+ * (or CONN_MAX in all) arrive before that: a connection flood, which no
+ * per-connection policy stops. The per-address limit means an attacker
+ * only ever closes its own connections unless it uses many addresses; it
+ * is per full address (IPv4, or IPv6 /128), because all pods of a node
+ * often share an IPv6 /64. The trade-off: a client sharing the attacker's
+ * address (a test on 127.0.0.1, or an attacker in the node's network
+ * namespace, where the kubelet probes from) is protected by the eviction
+ * order alone, not by the per-address limit; and a legitimate client
+ * still sending its request (a slow link) can be closed under attack.
+ * MHD_OPTION_PER_IP_CONNECTION_LIMIT is not used: it refuses the newcomer.
+ * MHD's connection limit is CONN_HARD_MAX, above ours, and only bounds
+ * file descriptors while closed connections are still being torn down.
+ *
+ * Closing a connection that another pool thread owns: shutdown(fd) under
+ * conns_mu; MHD then reads end-of-stream and closes it on its own thread.
+ * The fd cannot have been closed and reused meanwhile: MHD sends the CLOSED
+ * notification (which unlinks the connection under conns_mu) before it
+ * closes the fd, on the same thread.
+ *
+ * MHD reports client misbehaviour (each aborted connection, ...) through
+ * mhd_log(): the first message of a LOG_WINDOW_MS window is logged, the rest
+ * are counted and summarised in one line when the window has passed and a
+ * message comes, and at stop. So the log is at most two lines a minute.
  *
  * Requests are answered on the handler's first call (GET/HEAD have no body;
  * other methods get 405 straight away). Check lists are snapshotted under
@@ -15,14 +73,17 @@
  * other checks; names are owned by the server and live until free, so the
  * snapshot's borrowed pointers stay valid.
  *
- * Invariants: daemon != NULL iff running; port is the bound port while
- * running, else 0; check lists only grow.
+ * Invariants: daemon != NULL iff serving, listen_fd >= 0 iff listening (never
+ * both); bound_port is the bound port while listening or serving, else 0;
+ * check lists only grow; the connection table is ordered by since_ms and
+ * empty when not serving.
  *
- * Lock order: life_mu and checks_mu are never held together. life_mu is held
- * across MHD_stop_daemon() (which joins the server threads); those threads
- * take only checks_mu, so the join cannot deadlock. A server thread calling
- * kcr_httpd_stop() on its own server would join itself: a thread-local marks
- * server threads and such a call is refused. */
+ * Lock order: life_mu, then (held across MHD_stop_daemon(), which joins the
+ * server threads) the leaves checks_mu, conns_mu and log.mu, which server
+ * threads take one at a time and never while logging or calling MHD. A
+ * server thread calling kcr_httpd_stop() on its own server would join
+ * itself: a thread-local marks server threads and such a call is refused. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -39,12 +100,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/assert-int.h"
 #include "kcr/buf.h"
 #include "kcr/httpd.h"
 #include "kcr/log.h"
+#include "kcr/time.h"
 
 #define REASON_MAX 512
 #define TEXT_PLAIN "text/plain; charset=utf-8"
+
+#define POOL_THREADS        4
+#define CONN_MAX            256             /* live connections in all, see DESIGN */
+#define CONN_PER_IP_MAX     32              /* live connections of one client address */
+#define CONN_HARD_MAX       (CONN_MAX + 64) /* MHD refuses beyond: fds in teardown */
+#define IDLE_TIMEOUT_S      10u             /* MHD closes a connection silent this long */
+#define REQUEST_DEADLINE_MS 10000           /* waiting longer for a request: closed */
+#define LOG_WINDOW_MS       60000           /* mhd_log: one message, then a summary */
 
 struct check {
   char *name;
@@ -57,16 +128,38 @@ struct checklist {
   size_t n, cap;
 };
 
+/* One client connection (MHD's socket context), in the table. */
+struct conn {
+  struct conn *prev, *next; /* oldest since_ms first */
+  MHD_socket fd;
+  unsigned char ip[16]; /* client address; IPv4 as ::ffff:a.b.c.d */
+  uint64_t since_ms;    /* when the current phase began */
+  bool busy;            /* a request is being answered; else waiting */
+  bool closing;         /* shut down by us; MHD has yet to close it */
+};
+
+struct loglimit {
+  pthread_mutex_t mu;
+  bool open; /* a window runs since start_ms */
+  uint64_t start_ms;
+  unsigned long suppressed; /* messages counted in this window */
+  char last[256];           /* the last of them */
+};
+
 struct kcr_httpd {
   char *addr; /* as given, for messages */
   char *host; /* NULL: all interfaces */
   char port[6];
   kcr_metrics *metrics;
-  pthread_mutex_t life_mu;   /* daemon start/stop */
-  struct MHD_Daemon *daemon; /* under life_mu */
+  pthread_mutex_t life_mu;   /* listen/start/stop */
+  int listen_fd;             /* under life_mu; >= 0 while listening */
+  struct MHD_Daemon *daemon; /* under life_mu; set while serving */
   atomic_int bound_port;
   pthread_mutex_t checks_mu; /* both check lists */
   struct checklist healthz, readyz;
+  pthread_mutex_t conns_mu; /* the connection table */
+  struct conn *oldest, *newest;
+  struct loglimit log;
 };
 
 /* The server whose request this thread is handling, if any. */
@@ -457,6 +550,189 @@ static enum MHD_Result route(kcr_httpd *h, struct MHD_Connection *c, const char 
   return reply_static(c, MHD_HTTP_NOT_FOUND, "404 page not found\n", false);
 }
 
+/* ---- the connection table (see DESIGN) ---------------------------------- */
+
+static void conn_unlink(kcr_httpd *h, struct conn *c)
+{
+  if(c->prev)
+    c->prev->next = c->next;
+  else
+    h->oldest = c->next;
+  if(c->next)
+    c->next->prev = c->prev;
+  else
+    h->newest = c->prev;
+  c->prev = c->next = NULL;
+}
+
+static void conn_append(kcr_httpd *h, struct conn *c)
+{
+  KCR_ASSERT(!h->newest || h->newest->since_ms <= c->since_ms);
+  c->prev = h->newest;
+  c->next = NULL;
+  if(h->newest)
+    h->newest->next = c;
+  else
+    h->oldest = c;
+  h->newest = c;
+}
+
+/* The client address as 16 bytes, IPv4 mapped as a dual-stack socket shows
+ * it, so one client is one key whichever socket family it came in on. */
+static void client_key(const struct sockaddr *sa, unsigned char ip[16])
+{
+  memset(ip, 0, 16);
+  if(sa && sa->sa_family == AF_INET) {
+    ip[10] = ip[11] = 0xff;
+    memcpy(ip + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+  } else if(sa && sa->sa_family == AF_INET6) {
+    memcpy(ip, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+  }
+}
+
+/* The key as text: "10.0.0.7" for IPv4, else IPv6. */
+static void client_text(const unsigned char ip[16], char *out, socklen_t n)
+{
+  static const unsigned char v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  bool v4 = !memcmp(ip, v4mapped, sizeof(v4mapped));
+
+  if(!inet_ntop(v4 ? AF_INET : AF_INET6, v4 ? ip + 12 : ip, out, n))
+    snprintf(out, n, "?");
+}
+
+/* Ends c: MHD reads end-of-stream and closes it on its own thread. Safe
+ * under conns_mu: c is unlinked (CLOSED) before MHD closes the fd. */
+static void conn_close(struct conn *c)
+{
+  (void)shutdown(c->fd, SHUT_RDWR);
+  c->closing = true;
+}
+
+/* The connection to close to make room (of address ip, or of any when ip is
+ * NULL; never keep): the one waiting longest for a request, else the one
+ * whose request began longest ago. NULL if none. */
+static struct conn *conn_victim(kcr_httpd *h, const unsigned char *ip,
+                                const struct conn *keep)
+{
+  struct conn *busy = NULL;
+
+  for(struct conn *c = h->oldest; c; c = c->next) {
+    if(c == keep || c->closing || (ip && memcmp(c->ip, ip, 16)))
+      continue;
+    if(!c->busy)
+      return c;
+    if(!busy)
+      busy = c;
+  }
+  return busy;
+}
+
+/* Adds the new connection nc and closes what must go (DESIGN, steps 1-3).
+ * Returns the number of connections closed. Under conns_mu. */
+static size_t conn_admit(kcr_httpd *h, struct conn *nc)
+{
+  size_t total = 0, same = 0, closed = 0;
+  struct conn *c;
+
+  for(c = h->oldest; c && nc->since_ms - c->since_ms >= REQUEST_DEADLINE_MS; c = c->next)
+    if(!c->busy && !c->closing) {
+      conn_close(c);
+      closed++;
+    }
+  conn_append(h, nc);
+  for(c = h->oldest; c; c = c->next)
+    if(!c->closing) {
+      total++;
+      same += !memcmp(c->ip, nc->ip, 16);
+    }
+  while(same > CONN_PER_IP_MAX && (c = conn_victim(h, nc->ip, nc))) {
+    conn_close(c);
+    same--;
+    total--;
+    closed++;
+  }
+  while(total > CONN_MAX && (c = conn_victim(h, NULL, nc))) {
+    conn_close(c);
+    total--;
+    closed++;
+  }
+  return closed;
+}
+
+/* Moves the connection of mc to a new phase: busy (a request is being
+ * answered) or waiting (for its next request). */
+static void conn_phase(kcr_httpd *h, struct MHD_Connection *mc, bool busy)
+{
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  struct conn *c = ci ? ci->socket_context : NULL;
+
+  if(!c)
+    return;
+  pthread_mutex_lock(&h->conns_mu);
+  conn_unlink(h, c);
+  c->busy = busy;
+  c->since_ms = kcr_time_mono_ms();
+  conn_append(h, c);
+  pthread_mutex_unlock(&h->conns_mu);
+}
+
+/* ---- rate-limited warnings ----------------------------------------------- */
+
+static void log_suppressed(const kcr_httpd *h, unsigned long n, const char *last)
+{
+  KCR_LOG(KCR_LOG_WARN, "http server: further messages suppressed",
+          KCR_S("addr", h->addr), KCR_I("suppressed", n),
+          KCR_I("windowSeconds", LOG_WINDOW_MS / 1000), KCR_S("last", last));
+}
+
+/* Logs msg as a warning unless one was logged less than LOG_WINDOW_MS ago;
+ * then counts it for the summary. Any thread. */
+static void log_limited(kcr_httpd *h, const char *msg)
+{
+  struct loglimit *l = &h->log;
+  char last[sizeof(l->last)];
+  unsigned long n;
+  uint64_t now;
+
+  pthread_mutex_lock(&l->mu);
+  now = kcr_time_mono_ms();
+  if(l->open && now - l->start_ms < LOG_WINDOW_MS) {
+    l->suppressed++;
+    snprintf(l->last, sizeof(l->last), "%s", msg);
+    pthread_mutex_unlock(&l->mu);
+    return;
+  }
+  n = l->suppressed;
+  memcpy(last, l->last, sizeof(last));
+  l->suppressed = 0;
+  l->open = true;
+  l->start_ms = now;
+  pthread_mutex_unlock(&l->mu);
+  if(n)
+    log_suppressed(h, n, last);
+  KCR_LOG(KCR_LOG_WARN, "http server", KCR_S("addr", h->addr), KCR_S("error", msg));
+}
+
+/* Writes the summary of the running window, if any, and ends it. */
+static void log_flush(kcr_httpd *h)
+{
+  struct loglimit *l = &h->log;
+  char last[sizeof(l->last)];
+  unsigned long n;
+
+  pthread_mutex_lock(&l->mu);
+  n = l->suppressed;
+  memcpy(last, l->last, sizeof(last));
+  l->suppressed = 0;
+  l->open = false;
+  pthread_mutex_unlock(&l->mu);
+  if(n)
+    log_suppressed(h, n, last);
+}
+
+/* ---- MHD callbacks ------------------------------------------------------- */
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_size,
@@ -465,6 +741,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   kcr_httpd *h = cls;
   enum MHD_Result ret;
 
+  conn_phase(h, c, true);
   tl_serving = h;
   if(strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
     ret = reply_static(c, MHD_HTTP_METHOD_NOT_ALLOWED, "405 method not allowed\n", true);
@@ -474,17 +751,68 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   return ret;
 }
 
+static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+  conn_phase(cls, c, false);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *mc, void **sctx,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+  kcr_httpd *h = cls;
+  const union MHD_ConnectionInfo *fdi, *ai;
+  struct conn *c = *sctx;
+  char msg[224], ip[INET6_ADDRSTRLEN];
+  unsigned char key[16];
+  size_t closed;
+
+  if(toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+    if(c) {
+      pthread_mutex_lock(&h->conns_mu);
+      conn_unlink(h, c);
+      pthread_mutex_unlock(&h->conns_mu);
+      free(c);
+      *sctx = NULL;
+    }
+    return;
+  }
+  fdi = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+  ai = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+  if(!fdi)
+    return;
+  if(!(c = calloc(1, sizeof(*c)))) { /* cannot account for it: refuse it */
+    (void)shutdown(fdi->connect_fd, SHUT_RDWR);
+    return;
+  }
+  c->fd = fdi->connect_fd;
+  client_key(ai ? ai->client_addr : NULL, c->ip);
+  memcpy(key, c->ip, sizeof(key));
+  pthread_mutex_lock(&h->conns_mu);
+  c->since_ms = kcr_time_mono_ms();
+  closed = conn_admit(h, c);
+  *sctx = c;
+  pthread_mutex_unlock(&h->conns_mu);
+  if(closed) {
+    client_text(key, ip, sizeof(ip));
+    snprintf(msg, sizeof(msg),
+             "closed %zu stalled connection(s) to admit one from %s (limits: %d per "
+             "address, %d in all)",
+             closed, ip, CONN_PER_IP_MAX, CONN_MAX);
+    log_limited(h, msg);
+  }
+}
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
-  const kcr_httpd *h = cls;
-  char msg[512];
+  char msg[256];
   size_t n;
 
   vsnprintf(msg, sizeof(msg), fmt, ap);
   n = strlen(msg);
   while(n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
     msg[--n] = '\0';
-  KCR_LOG(KCR_LOG_WARN, "http server", KCR_S("addr", h->addr), KCR_S("error", msg));
+  log_limited(cls, msg);
 }
 
 /* ---- lifecycle ----------------------------------------------------------- */
@@ -504,6 +832,9 @@ kcr_err kcr_httpd_new(const struct kcr_httpd_opts *opts, kcr_httpd **out,
     return KCR_ENOMEM;
   pthread_mutex_init(&h->life_mu, NULL);
   pthread_mutex_init(&h->checks_mu, NULL);
+  pthread_mutex_init(&h->conns_mu, NULL);
+  pthread_mutex_init(&h->log.mu, NULL);
+  h->listen_fd = -1;
   atomic_init(&h->bound_port, 0);
   h->metrics = opts->metrics;
   if(!(h->addr = strdup(opts->addr ? opts->addr : ":8080"))) {
@@ -516,6 +847,28 @@ kcr_err kcr_httpd_new(const struct kcr_httpd_opts *opts, kcr_httpd **out,
   return KCR_OK;
 fail:
   kcr_httpd_free(h);
+  return rc;
+}
+
+kcr_err kcr_httpd_listen(kcr_httpd *h, struct kcr_errinfo *ei)
+{
+  int fd = -1, port = 0;
+  kcr_err rc;
+
+  if(!h)
+    return KCR_EINVAL;
+  pthread_mutex_lock(&h->life_mu);
+  if(h->daemon || h->listen_fd >= 0) {
+    rc = kcr_errinfo_set(ei, KCR_EINVAL, "httpd: already %s on %s",
+                         h->daemon ? "serving" : "listening", h->addr);
+    goto out;
+  }
+  if((rc = open_listener(h, &fd, &port, ei)))
+    goto out;
+  h->listen_fd = fd;
+  atomic_store(&h->bound_port, port);
+out:
+  pthread_mutex_unlock(&h->life_mu);
   return rc;
 }
 
@@ -532,10 +885,37 @@ static void close_if_same(int fd, const struct stat *was)
     close(fd);
 }
 
-kcr_err kcr_httpd_start(kcr_httpd *h, struct kcr_errinfo *ei)
+/* Serves on fd (taken, whatever happens). Under life_mu. */
+static kcr_err serve(kcr_httpd *h, int fd, struct kcr_errinfo *ei)
 {
   struct MHD_Daemon *d;
   struct stat st;
+
+  if(fstat(fd, &st)) /* identity of our socket, see close_if_same() */
+    memset(&st, 0, sizeof(st));
+  /* One option pair per line. */
+  /* clang-format off */
+  d = MHD_start_daemon(MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG,
+                       0 /* port: the passed socket's */, NULL, NULL, on_request, h,
+                       MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, /* first, as MHD asks */
+                       MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
+                       MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)POOL_THREADS,
+                       MHD_OPTION_CONNECTION_LIMIT, (unsigned int)CONN_HARD_MAX,
+                       MHD_OPTION_CONNECTION_TIMEOUT, IDLE_TIMEOUT_S,
+                       MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+                       MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+                       MHD_OPTION_END);
+  /* clang-format on */
+  if(!d) {
+    close_if_same(fd, &st);
+    return kcr_errinfo_set(ei, KCR_EIO, "httpd: cannot start the server on %s", h->addr);
+  }
+  h->daemon = d;
+  return KCR_OK;
+}
+
+kcr_err kcr_httpd_start(kcr_httpd *h, struct kcr_errinfo *ei)
+{
   int fd = -1, port = 0;
   kcr_err rc;
 
@@ -546,27 +926,17 @@ kcr_err kcr_httpd_start(kcr_httpd *h, struct kcr_errinfo *ei)
     rc = kcr_errinfo_set(ei, KCR_EINVAL, "httpd: already serving on %s", h->addr);
     goto out;
   }
-  if((rc = open_listener(h, &fd, &port, ei)))
-    goto out;
-  if(fstat(fd, &st)) /* identity of our socket, see close_if_same() */
-    memset(&st, 0, sizeof(st));
-  /* One option pair per line. */
-  /* clang-format off */
-  d = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-                         MHD_USE_ERROR_LOG,
-                       0 /* port: the passed socket's */, NULL, NULL, on_request, h,
-                       MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, /* first, as MHD asks */
-                       MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
-                       MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
-                       MHD_OPTION_CONNECTION_LIMIT, (unsigned int)64,
-                       MHD_OPTION_END);
-  /* clang-format on */
-  if(!d) {
-    close_if_same(fd, &st);
-    rc = kcr_errinfo_set(ei, KCR_EIO, "httpd: cannot start the server on %s", h->addr);
+  if(h->listen_fd >= 0) { /* bound by kcr_httpd_listen() */
+    fd = h->listen_fd;
+    port = atomic_load(&h->bound_port);
+    h->listen_fd = -1;
+  } else if((rc = open_listener(h, &fd, &port, ei))) {
     goto out;
   }
-  h->daemon = d;
+  if((rc = serve(h, fd, ei))) {
+    atomic_store(&h->bound_port, 0);
+    goto out;
+  }
   atomic_store(&h->bound_port, port);
   KCR_LOG(KCR_LOG_INFO, "serving metrics and health probes", KCR_S("addr", h->addr),
           KCR_I("port", port));
@@ -580,6 +950,7 @@ int kcr_httpd_port(const kcr_httpd *h) { return h ? atomic_load(&h->bound_port) 
 void kcr_httpd_stop(kcr_httpd *h)
 {
   struct MHD_Daemon *d;
+  int fd;
 
   if(!h)
     return;
@@ -590,11 +961,19 @@ void kcr_httpd_stop(kcr_httpd *h)
   }
   pthread_mutex_lock(&h->life_mu);
   d = h->daemon;
+  fd = h->listen_fd;
   h->daemon = NULL;
+  h->listen_fd = -1;
   atomic_store(&h->bound_port, 0);
   if(d)
     MHD_stop_daemon(d); /* joins the server threads, closes the socket */
+  if(fd >= 0)
+    close(fd); /* listening, never served */
+  pthread_mutex_lock(&h->conns_mu);
+  KCR_ASSERT(!h->oldest && !h->newest); /* MHD notified every close */
+  pthread_mutex_unlock(&h->conns_mu);
   pthread_mutex_unlock(&h->life_mu);
+  log_flush(h);
 }
 
 static void checklist_cleanup(struct checklist *l)
@@ -611,6 +990,8 @@ void kcr_httpd_free(kcr_httpd *h)
   kcr_httpd_stop(h);
   checklist_cleanup(&h->healthz);
   checklist_cleanup(&h->readyz);
+  pthread_mutex_destroy(&h->log.mu);
+  pthread_mutex_destroy(&h->conns_mu);
   pthread_mutex_destroy(&h->checks_mu);
   pthread_mutex_destroy(&h->life_mu);
   free(h->addr);

@@ -1,5 +1,10 @@
-/* The health and metrics HTTP server, spoken to with libcurl on loopback. */
+/* The health and metrics HTTP server, spoken to with libcurl on loopback.
+ * Hostile clients (slowloris, aborted connections) are in
+ * test_httpd_hostile.c. */
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <errno.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -8,12 +13,18 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "kcr/httpd.h"
 #include "kcr/log.h"
 #include "kcr/metrics.h"
+#include "tcheck.h"
+#include "tfail.h"
 
 struct reply {
   long code; /* 0: no HTTP answer (connection refused, ...) */
@@ -27,7 +38,8 @@ static size_t on_data(char *p, size_t sz, size_t n, void *ud)
   return kcr_buf_append(ud, p, sz * n) ? 0 : sz * n;
 }
 
-/* method: "GET", "HEAD", "POST", ... */
+/* method: "GET", "HEAD", "POST", ... Any thread: asserts nothing, r->code
+ * stays 0 when there is no HTTP answer (or no curl handle). */
 static void fetch(int port, const char *method, const char *path, struct reply *r)
 {
   CURL *c = curl_easy_init();
@@ -35,7 +47,8 @@ static void fetch(int port, const char *method, const char *path, struct reply *
   char *ct = NULL;
 
   memset(r, 0, sizeof(*r));
-  assert_non_null(c);
+  if(!c)
+    return;
   snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
   curl_easy_setopt(c, CURLOPT_URL, url);
   curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
@@ -334,6 +347,7 @@ struct scrape {
   kcr_metric *c;
 };
 
+/* On a scraper thread: TCHECK, not cmocka's asserts (see tcheck.h). */
 static void *scraper(void *arg)
 {
   struct scrape *s = arg;
@@ -342,7 +356,7 @@ static void *scraper(void *arg)
     kcr_metric_inc(s->c, NULL, 1);
     fetch(s->port, "GET", (i & 1) ? "/metrics" : "/readyz", &r);
     if(r.code != 200)
-      return (void *)1;
+      TCHECK_FAIL("scrape %d: HTTP %ld, want 200", i, r.code);
     reply_cleanup(&r);
   }
   return NULL;
@@ -355,20 +369,256 @@ static void concurrent_scrapes(void **state)
   struct flag ready = {true, NULL};
   kcr_httpd *h = start("127.0.0.1:0", reg);
   pthread_t t[4];
-  void *ret;
 
   s.port = kcr_httpd_port(h);
   for(int i = 0; i < 4; i++)
     assert_int_equal(0, pthread_create(&t[i], NULL, scraper, &s));
   /* Registering while requests run is allowed. */
   assert_int_equal(KCR_OK, kcr_httpd_add_readyz(h, "late", check_flag, &ready));
-  for(int i = 0; i < 4; i++) {
-    pthread_join(t[i], &ret);
-    assert_null(ret);
-  }
+  for(int i = 0; i < 4; i++)
+    pthread_join(t[i], NULL);
+  tcheck_report();
   assert_true(100 == kcr_metric_value(s.c, NULL));
   kcr_httpd_free(h);
   kcr_metrics_free(reg);
+}
+
+/* ---- kcr_httpd_listen: bind first, serve later ----------------------------- */
+
+/* A blocking TCP connection to 127.0.0.1:port, reads timing out after 10 s;
+ * -1 on failure. */
+static int dial(int port)
+{
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  struct timeval tv = {10, 0};
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+  if(fd < 0)
+    return -1;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  if(connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/* Reads until the peer closes (or 10 s pass) into out. */
+static void read_all(int fd, struct kcr_buf *out)
+{
+  char b[4096];
+  ssize_t n;
+
+  while((n = read(fd, b, sizeof(b))) > 0)
+    assert_int_equal(KCR_OK, kcr_buf_append(out, b, (size_t)n));
+}
+
+static kcr_httpd *new_server(const char *addr)
+{
+  struct kcr_httpd_opts o = {addr, NULL};
+  kcr_httpd *h = NULL;
+
+  assert_int_equal(KCR_OK, kcr_httpd_new(&o, &h, NULL));
+  return h;
+}
+
+static void listen_binds_now_and_start_serves_that_socket(void **state)
+{
+  static const char req[] =
+      "GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_buf resp = KCR_BUF_INIT;
+  kcr_httpd *h = new_server("127.0.0.1:0");
+  int port, fd;
+
+  assert_int_equal(0, kcr_httpd_port(h)); /* nothing bound by new */
+  assert_int_equal(KCR_OK, kcr_httpd_listen(h, &ei));
+  port = kcr_httpd_port(h);
+  assert_true(port > 0);
+  /* Bound and listening, not serving: the kernel takes the connection and
+   * the request waits in the backlog until start. */
+  fd = dial(port);
+  assert_true(fd >= 0);
+  assert_int_equal((ssize_t)strlen(req), write(fd, req, strlen(req)));
+  assert_int_equal(KCR_OK, kcr_httpd_start(h, &ei));
+  assert_int_equal(port, kcr_httpd_port(h)); /* the same socket */
+  read_all(fd, &resp);
+  close(fd);
+  if(strncmp(kcr_buf_str(&resp), "HTTP/1.1 200 ", 13) ||
+     !strstr(kcr_buf_str(&resp), "\r\n\r\nok"))
+    fail_msg("answer to the early request: %s", kcr_buf_str(&resp));
+  expect(port, "GET", "/readyz", 200, "ok");
+  kcr_buf_cleanup(&resp);
+  kcr_errinfo_cleanup(&ei);
+  kcr_httpd_free(h);
+}
+
+/* listen fails with want, naming addr and saying says; start, which binds
+ * itself when listen was not called, reports the same. */
+static void expect_listen_error(const char *addr, kcr_err want, const char *says)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_httpd *h = new_server(addr);
+
+  assert_int_equal(want, kcr_httpd_listen(h, &ei));
+  assert_non_null(ei.message);
+  if(!strstr(ei.message, addr) || !strstr(ei.message, says))
+    fail_msg("listen on %s: %s", addr, ei.message);
+  assert_int_equal(0, kcr_httpd_port(h));
+  kcr_errinfo_cleanup(&ei);
+  assert_int_equal(want, kcr_httpd_start(h, &ei));
+  if(!ei.message || !strstr(ei.message, addr) || !strstr(ei.message, says))
+    fail_msg("start on %s: %s", addr, ei.message ? ei.message : "(none)");
+  assert_int_equal(0, kcr_httpd_port(h));
+  kcr_errinfo_cleanup(&ei);
+  kcr_httpd_free(h);
+}
+
+static void listen_errors_name_the_address(void **state)
+{
+  char addr[64];
+  kcr_httpd *h = new_server("127.0.0.1:0");
+
+  expect_listen_error("no-such-host.invalid:8080", KCR_ECONFIG, "cannot resolve");
+  /* TEST-NET-1: no interface has it. */
+  expect_listen_error("192.0.2.1:0", KCR_EIO, "Cannot assign requested address");
+  /* In use by a server that listens but does not serve yet. */
+  assert_int_equal(KCR_OK, kcr_httpd_listen(h, NULL));
+  snprintf(addr, sizeof(addr), "127.0.0.1:%d", kcr_httpd_port(h));
+  expect_listen_error(addr, KCR_EIO, "Address already in use");
+  kcr_httpd_free(h);
+}
+
+/* The lowest unprivileged port, or -1 if unknown. */
+static int unprivileged_port_start(void)
+{
+  FILE *f = fopen("/proc/sys/net/ipv4/ip_unprivileged_port_start", "r");
+  int v = -1;
+
+  if(f) {
+    if(fscanf(f, "%d", &v) != 1)
+      v = -1;
+    fclose(f);
+  }
+  return v;
+}
+
+/* Binding a privileged port without the privilege: in a child process that
+ * drops root first when it has it (the test runs as root in containers). */
+static void listen_permission_denied_names_the_address(void **state)
+{
+  char out[512] = "", *msg;
+  int p[2], status, rc = -1;
+  ssize_t n, got = 0;
+  pid_t pid;
+
+  if(unprivileged_port_start() <= 1) {
+    print_message("every port is unprivileged on this host: nothing to deny\n");
+    skip();
+  }
+  assert_int_equal(0, pipe(p));
+  pid = fork();
+  assert_true(pid >= 0);
+  if(pid == 0) {
+    struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+    struct kcr_httpd_opts o = {"127.0.0.1:1", NULL};
+    kcr_httpd *h = NULL;
+    close(p[0]);
+    if(geteuid() == 0 && (setgid(65534) || setuid(65534)))
+      _exit(2);
+    if(kcr_httpd_new(&o, &h, &ei))
+      _exit(3);
+    rc = kcr_httpd_listen(h, &ei);
+    dprintf(p[1], "%d %s", rc, ei.message ? ei.message : "(none)");
+    _exit(0);
+  }
+  close(p[1]);
+  while(got < (ssize_t)sizeof(out) - 1 &&
+        (n = read(p[0], out + got, sizeof(out) - 1 - (size_t)got)) > 0)
+    got += n;
+  close(p[0]);
+  assert_int_equal(pid, waitpid(pid, &status, 0));
+  assert_true(WIFEXITED(status));
+  assert_int_equal(0, WEXITSTATUS(status));
+  rc = (int)strtol(out, &msg, 10);
+  assert_int_equal(KCR_EIO, rc);
+  if(!strstr(msg, "127.0.0.1:1") || !strstr(msg, "Permission denied"))
+    fail_msg("message: %s", msg);
+}
+
+static void listen_start_stop_in_every_order(void **state)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  char addr[64];
+  kcr_httpd *h = new_server("127.0.0.1:0"), *again;
+  int port;
+
+  /* Listening twice is refused; the first socket stays. */
+  assert_int_equal(KCR_OK, kcr_httpd_listen(h, NULL));
+  port = kcr_httpd_port(h);
+  assert_int_equal(KCR_EINVAL, kcr_httpd_listen(h, &ei));
+  assert_non_null(strstr(ei.message, "already listening"));
+  assert_int_equal(port, kcr_httpd_port(h));
+
+  /* Stop closes a socket that was never served: the port is free again. */
+  kcr_httpd_stop(h);
+  assert_int_equal(0, kcr_httpd_port(h));
+  snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+  again = new_server(addr);
+  assert_int_equal(KCR_OK, kcr_httpd_listen(again, NULL));
+  kcr_httpd_free(again);
+
+  /* Listen again after stop, then serve; listening while serving is refused. */
+  assert_int_equal(KCR_OK, kcr_httpd_listen(h, NULL));
+  assert_int_equal(KCR_OK, kcr_httpd_start(h, NULL));
+  assert_int_equal(KCR_EINVAL, kcr_httpd_listen(h, &ei));
+  assert_non_null(strstr(ei.message, "already serving"));
+  expect(kcr_httpd_port(h), "GET", "/healthz", 200, "ok");
+  kcr_httpd_free(h);
+
+  /* Free without stop, while listening, also closes the socket. */
+  h = new_server("127.0.0.1:0");
+  assert_int_equal(KCR_OK, kcr_httpd_listen(h, NULL));
+  snprintf(addr, sizeof(addr), "127.0.0.1:%d", kcr_httpd_port(h));
+  kcr_httpd_free(h);
+  again = new_server(addr);
+  assert_int_equal(KCR_OK, kcr_httpd_listen(again, NULL));
+  kcr_httpd_free(again);
+  kcr_errinfo_cleanup(&ei);
+}
+
+static bool check_true(void *ud, char *reason, size_t n) { return true; }
+
+/* The manager's sequence, as one allocation-failure torture: every
+ * allocation failing in turn gives KCR_ENOMEM, leaves nothing bound, and
+ * leaks nothing. */
+static bool new_listen_start(void *ud)
+{
+  struct kcr_httpd_opts o = {"127.0.0.1:0", NULL};
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_httpd *h = NULL;
+  kcr_err rc;
+  bool ok;
+
+  rc = kcr_httpd_new(&o, &h, &ei);
+  if(!rc)
+    rc = kcr_httpd_add_healthz(h, "ping", check_true, NULL);
+  if(!rc)
+    rc = kcr_httpd_add_readyz(h, "informers", check_true, NULL);
+  if(!rc)
+    rc = kcr_httpd_listen(h, &ei);
+  if(!rc)
+    rc = kcr_httpd_start(h, &ei);
+  ok = rc ? rc == KCR_ENOMEM && kcr_httpd_port(h) == 0 : kcr_httpd_port(h) > 0;
+  kcr_httpd_free(h);
+  kcr_errinfo_cleanup(&ei);
+  return ok;
+}
+
+static void lifecycle_survives_allocation_failures(void **state)
+{
+  tfail_torture("kcr_httpd new/add/listen/start/free", new_listen_start, NULL);
 }
 
 static int setup(void **state) { return curl_global_init(CURL_GLOBAL_DEFAULT) ? -1 : 0; }
@@ -381,6 +631,7 @@ static int teardown(void **state)
 
 int main(void)
 {
+  tfail_init(); /* first: the torture test fails allocations in turn */
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(serves_metrics_and_probes),
       cmocka_unit_test(failing_readiness_check_answers_500),
@@ -392,6 +643,11 @@ int main(void)
       cmocka_unit_test(stop_from_a_check_is_refused),
       cmocka_unit_test(listens_on_all_interfaces),
       cmocka_unit_test(concurrent_scrapes),
+      cmocka_unit_test(listen_binds_now_and_start_serves_that_socket),
+      cmocka_unit_test(listen_errors_name_the_address),
+      cmocka_unit_test(listen_permission_denied_names_the_address),
+      cmocka_unit_test(listen_start_stop_in_every_order),
+      cmocka_unit_test(lifecycle_survives_allocation_failures),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
