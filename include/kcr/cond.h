@@ -62,8 +62,9 @@ cJSON *kcr_cond_find(const cJSON *conds, const char *type);
  * ("" when a member is absent or null), observed_generation 0 when absent,
  * last_transition_time 0 when absent/null.
  * Errors: KCR_EPARSE when item is not an object, a member has the wrong JSON
- * type, observedGeneration is not an integer, or lastTransitionTime is not
- * RFC 3339; out is still filled as far as it could be read. */
+ * type, observedGeneration is not an integer within int64 (it is read
+ * exactly, see kcr_json_get_int), or lastTransitionTime is not RFC 3339
+ * (kcr_time_parse); out is still filled as far as it could be read. */
 kcr_err kcr_cond_from_json(const cJSON *item, struct kcr_cond *out);
 
 /* kcr_cond_find + kcr_cond_from_json. KCR_ENOTFOUND when absent (out zeroed,
@@ -110,14 +111,17 @@ bool kcr_cond_is_unknown(const cJSON *conds, const char *type);
  * Returns KCR_OK or KCR_EINVALID with the first broken rule in ei->message,
  * naming the condition, the field and the rule, e.g.
  *   condition "Ready": reason "not ready" must match ^[A-Za-z]...$ (...)
- * ei may be NULL. */
+ * or KCR_EINVAL when c is NULL. ei may be NULL. */
 kcr_err kcr_cond_validate(const struct kcr_cond *c, struct kcr_errinfo *ei);
 
 /* ValidateConditions on a whole array as the apiserver would see it: every
  * item an object passing kcr_cond_validate, with string type/status/reason/
  * message members (message present, may be ""), an integer or absent
- * observedGeneration, a lastTransitionTime present and RFC 3339 (null or
- * Go's zero time count as absent), and no type twice. NULL conds (no
+ * observedGeneration (int64, read exactly), a lastTransitionTime present
+ * and RFC 3339 as both apiserver paths take it - what metav1.Time decodes
+ * (kcr_time_parse: upper-case T and Z, no space) with the two-digit hour
+ * the CRD schema's date-time format also requires (null or Go's zero time
+ * count as absent) - and no type twice. NULL conds (no
  * conditions) is valid. The message is prefixed with the index:
  *   conditions[2]: condition "Ready": duplicate type (first at conditions[0])
  * Errors: KCR_EINVALID (first problem in ei), KCR_EINVAL if conds is not an

@@ -36,8 +36,9 @@
   XX(ETIMEDOUT, 19, "timed out")                                                         \
   XX(ECANCELED, 20, "canceled")                                                          \
   XX(EIO, 21, "input/output error")                                                      \
-  XX(EUNSUPPORTED, 22, "unsupported media type (415)")                                  \
-  XX(ETOOLARGE, 23, "response too large")
+  XX(EUNSUPPORTED, 22, "unsupported media type (415)")                                   \
+  XX(ETOOLARGE, 23, "response too large")                                                \
+  XX(ERANGE, 24, "number out of range")
 
 typedef enum kcr_err {
 #define XX(name, num, msg) KCR_##name = num,
@@ -73,18 +74,26 @@ void kcr_errinfo_cleanup(struct kcr_errinfo *ei);
 kcr_err kcr_errinfo_set(struct kcr_errinfo *ei, kcr_err rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Parses an HTTP answer (code, body) into ei and returns the matching code:
+/* Parses an HTTP answer (code, body) into ei and returns the matching code
+ * (from the Status's code; from the HTTP code when the Status has none, or
+ * one that maps to KCR_OK or KCR_EHTTP):
  * 2xx -> KCR_OK (ei untouched); 400 EBADREQUEST, 401 EUNAUTHORIZED,
  * 403 EFORBIDDEN, 404 ENOTFOUND, 409 ECONFLICT (reason AlreadyExists ->
  * EEXIST), 410 EGONE, 415 EUNSUPPORTED, 422 EINVALID, 429 ETOOMANY,
  * 503 EUNAVAILABLE, other 5xx ESERVER, anything else EHTTP.
  * A body that is not a Status is kept in ei->body and ei->message says so.
- * ei may be NULL. Thread safety: pure. */
+ * KCR_ENOMEM when memory ran out reading a Status body (never another
+ * answer in its place; ei->code is still the HTTP code). Other copies into
+ * ei that run out of memory leave that field NULL. ei may be NULL.
+ * Thread safety: pure. */
 kcr_err kcr_errinfo_from_http(struct kcr_errinfo *ei, long code, const char *body,
                               size_t len);
 
 /* Fills ei from a parsed metav1.Status object (as found in a watch ERROR event)
- * and returns the code its "code" field maps to (see above). */
+ * and returns the code its "code" field maps to (see above): KCR_OK for
+ * 2xx, KCR_EGONE also for code 0 with reason Expired or Gone, KCR_EHTTP
+ * when there is no code. A code that is not an integer within int32 (the
+ * type of Status.code) counts as no code (ei->code 0). ei may be NULL. */
 kcr_err kcr_errinfo_from_status(struct kcr_errinfo *ei, const cJSON *status);
 
 #endif

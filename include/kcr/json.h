@@ -3,6 +3,25 @@
  * Paths are dot-separated member names: "metadata.name", "status.conditions".
  * Getters return borrowed pointers into the tree (valid while it lives) or
  * NULL/defaults when a member is absent or of another type.
+ *
+ * Integers. Kubernetes integers are int64 (generation, observedGeneration,
+ * gracePeriodSeconds ...) and cJSON keeps numbers as doubles, exact only up
+ * to 2^53 and printed as "1e+15" from 10^15 on, which Go refuses to decode
+ * into an int64. So integers travel exactly:
+ *   - kcr_json_parse keeps every integer literal of magnitude >= 10^15 as a
+ *     cJSON Raw node holding its text (valuedouble still holds the nearest
+ *     double), so printing the tree reproduces it and kcr_json_int reads it
+ *     exactly. Smaller integers, and numbers that are not integer literals
+ *     (1.5, 1e15), stay cJSON numbers. Parse with kcr_json_parse, not
+ *     cJSON_Parse, whenever the text comes from the API server.
+ *   - kcr_json_create_int / kcr_json_add_int make the same nodes (a number
+ *     below 10^15, a Raw node from there on), so what is written compares
+ *     equal (cJSON_Compare) to what the server sends back.
+ *   - kcr_json_get_int / kcr_json_int read both kinds, and never convert a
+ *     double that is not an integer within int64 range.
+ * cJSON_IsNumber is false for a Raw node: read Kubernetes integers through
+ * these functions, not through valuedouble/valueint.
+ *
  * Thread safety: as cJSON — a tree is used by one thread at a time. */
 #ifndef KCR_JSON_H
 #define KCR_JSON_H
@@ -17,14 +36,37 @@ const char *kcr_json_str(const cJSON *obj, const char *path);
 /* The string member named exactly `key` (no path splitting: for label and
  * annotation keys such as "example.com/name"), or NULL. */
 const char *kcr_json_member_str(const cJSON *obj, const char *key);
-/* Integer at path, or def if absent / not a number. */
+/* Integer at path, exactly (see above); def if absent, null, not an integer
+ * (a string, 1.5, NaN ...) or out of int64 range. */
 int64_t kcr_json_int(const cJSON *obj, const char *path, int64_t def);
+/* Reads node v as an int64, exactly; *out is set only on KCR_OK.
+ * Errors: KCR_ENOTFOUND when v is NULL or JSON null, KCR_EPARSE when it is
+ * not an integer (another type, a fraction, NaN, a Raw node that is not an
+ * integer literal), KCR_ERANGE when it is an integer outside int64. */
+kcr_err kcr_json_get_int(const cJSON *v, int64_t *out);
+/* A new node for v, owned by the caller, that prints exactly as Go's
+ * encoder writes an int64 ("1000000000000000", never "1e+15"); NULL if out
+ * of memory. */
+cJSON *kcr_json_create_int(int64_t v);
+/* Adds member name = v (kcr_json_create_int) to obj, as
+ * cJSON_AddNumberToObject does (appends; does not replace a member of that
+ * name). Returns the new node, or NULL (out of memory, or obj/name NULL)
+ * with obj unchanged. */
+cJSON *kcr_json_add_int(cJSON *obj, const char *name, int64_t v);
 /* Gets or creates the object at path (creating intermediate objects);
- * NULL if out of memory or a member on the way is not an object. */
+ * NULL if out of memory (then obj is unchanged) or if obj or a member on
+ * the way is not an object. */
 cJSON *kcr_json_obj(cJSON *obj, const char *path);
-/* Sets a string member at path (replacing any value). */
+/* Sets a string member at path (replacing any value), creating
+ * intermediate objects. Errors: KCR_EINVAL when obj or a member on the way
+ * is not an object, KCR_ENOMEM; on error obj is unchanged. */
 kcr_err kcr_json_set_str(cJSON *obj, const char *path, const char *value);
-/* Parses text into a new tree; KCR_EPARSE with a position in ei if malformed. */
+/* Parses text[0..len) into a new tree (*out, caller frees; NULL on error),
+ * keeping integers exact (see above). Text after the first value is ignored.
+ * Errors: KCR_EPARSE when malformed (ei says at which byte), KCR_ENOMEM when
+ * out of memory (well-formed text is never called malformed; a well-formed
+ * number literal longer than 63 bytes is the one exception, reported
+ * EPARSE if memory ran out while parsing a text holding one). */
 kcr_err kcr_json_parse(const char *text, size_t len, cJSON **out, struct kcr_errinfo *ei);
 /* Compact text of a tree, owned by the caller; NULL if out of memory. */
 char *kcr_json_print(const cJSON *obj);

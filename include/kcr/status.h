@@ -92,19 +92,32 @@ struct kcr_status_writer_opts {
 
 typedef struct kcr_status_writer kcr_status_writer;
 
+/* A new writer in *out (NULL on error); it holds a reference on o->client.
+ * Errors: KCR_EINVAL (o, client, gvr or field_manager missing; api_version
+ * or kind missing for KCR_STATUS_APPLY), KCR_ENOMEM. */
 kcr_err kcr_status_writer_new(const struct kcr_status_writer_opts *o,
                               kcr_status_writer **out);
 void kcr_status_writer_free(kcr_status_writer *w);
 
 /* Merges d into a copy of obj's status: *conds gets the full merged
  * conditions list (new, caller frees), *changed whether anything differs
- * from obj. Pure apart from `now`. KCR_EINVALID for an invalid condition. */
+ * from obj (observedGeneration and extra fields compared exactly, int64
+ * included; build integer extra fields with kcr_json_create_int so they
+ * compare equal to what the server sends). Pure apart from `now`.
+ * Errors (then *conds is NULL, *changed false): KCR_EINVALID for an invalid
+ * condition (ei says which), KCR_EINVAL (now == 0), KCR_ENOMEM. */
 kcr_err kcr_status_merge(const cJSON *obj, const struct kcr_status_desired *d, time_t now,
                          cJSON **conds, bool *changed, struct kcr_errinfo *ei);
 
 /* Writes d for the object `obj` (borrowed; its namespace and name are
  * used; for APPLY/MERGE its status is the base for the comparison).
- * *res says what happened; *out_obj (optional) gets the server's answer. */
+ * *res says what happened: SKIPPED (nothing to write, no request), WRITTEN,
+ * or FAILED on any error. A request, when made, carries everything d owns
+ * or is not made: never a part (also when memory runs out).
+ * Errors: KCR_EINVAL (obj has no metadata.name), KCR_EINVALID (an invalid
+ * condition, before anything is sent), KCR_ENOMEM, KCR_ECONFLICT
+ * (UPDATE_RETRY out of retries), and any error of kcr_get / kcr_patch /
+ * kcr_update (the server's answer in ei). */
 kcr_err kcr_status_write(kcr_status_writer *w, const cJSON *obj,
                          const struct kcr_status_desired *d, enum kcr_write_result *res,
                          struct kcr_errinfo *ei);
@@ -112,19 +125,28 @@ kcr_err kcr_status_write(kcr_status_writer *w, const cJSON *obj,
 /* The general retry-on-conflict update, done right: on every attempt GET a
  * fresh copy from the server into a NEW tree, call mutate(fresh) (which
  * sets *changed), PUT it (to ref, e.g. with sub "status") unless unchanged;
- * on 409 wait per `retry` and start again. *res: WRITTEN, SKIPPED (mutate
- * reported no change) or FAILED. KCR_ECONFLICT when retries ran out.
- * *conflicts (optional) counts the 409s absorbed. */
+ * on 409 wait per `retry` and start again (base_ms * factor^attempt plus
+ * jitter; a factor that is not a positive number counts as 1, a jitter that
+ * is not one as 0). *res: WRITTEN, SKIPPED (mutate reported no change) or
+ * FAILED. *conflicts (optional) counts the 409s absorbed.
+ * Errors: KCR_ECONFLICT when retries ran out (ei holds the last 409),
+ * whatever mutate returns, and any error of kcr_get / kcr_update. */
 typedef kcr_err (*kcr_mutate_fn)(cJSON *fresh, bool *changed, void *ud);
 kcr_err kcr_update_retry(kcr_client *c, const struct kcr_ref *ref,
                          const struct kcr_retry *retry, kcr_mutate_fn mutate, void *ud,
                          enum kcr_write_result *res, int *conflicts,
                          struct kcr_errinfo *ei);
 
-/* Finalizers, through the main endpoint (never /status), idempotent. Add is
- * refused with KCR_EINVAL once the object is being deleted. *changed
- * (optional) says whether a request was made. Races are handled with a JSON
- * patch whose test op guards the list, re-read and retried on failure. */
+/* Finalizers, through the main endpoint (never /status), idempotent.
+ * *changed (optional) says whether the finalizer was added/removed. Races
+ * are handled with a JSON patch whose first op, a test, guards the list as
+ * read (or the resourceVersion when there is no list yet); on a failed test
+ * (422) or a conflict the object is re-read and the patch rebuilt, up to 5
+ * times. A patch is sent whole, guard first, or not at all.
+ * Errors: KCR_EINVAL (empty finalizer name; add to an object being
+ * deleted), KCR_EPARSE (the object has neither a finalizers list nor a
+ * resourceVersion to guard with), KCR_ENOMEM, KCR_EINVALID / KCR_ECONFLICT
+ * after the 5th failed attempt, and any error of kcr_get / kcr_patch. */
 kcr_err kcr_finalizer_add(kcr_client *c, const struct kcr_ref *ref, const char *finalizer,
                           bool *changed, struct kcr_errinfo *ei);
 kcr_err kcr_finalizer_remove(kcr_client *c, const struct kcr_ref *ref,
@@ -133,10 +155,13 @@ kcr_err kcr_finalizer_remove(kcr_client *c, const struct kcr_ref *ref,
 
 /* Makes `owner` the controller of `child` (a tree being built for
  * create/apply): ownerReferences gets {apiVersion, kind, name, uid,
- * controller: true, blockOwnerDeletion: true}. Idempotent for the same
- * owner uid. Refused (KCR_EINVAL, message says why): an owner in another
- * namespace (a namespaced owner must share the child's namespace), an owner
- * without uid, or a child that already has a different controller. */
+ * controller: true, blockOwnerDeletion: true}; a reference to the same
+ * owner uid without controller is upgraded in place. Idempotent for the
+ * same owner uid. All or nothing: on any error child is unchanged.
+ * Errors: KCR_EINVAL (message says why: child not an object, an owner in
+ * another namespace - a namespaced owner must share the child's namespace
+ * -, an owner without apiVersion, kind, name or uid, or a child that
+ * already has a different controller), KCR_ENOMEM. */
 kcr_err kcr_owner_set_controller(cJSON *child, const cJSON *owner,
                                  struct kcr_errinfo *ei);
 

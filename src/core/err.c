@@ -3,12 +3,14 @@
  * enum, kcr_strerror() and kcr_err_name(). kcr_errinfo keeps the server's
  * Status verbatim so callers can show users exactly what the API said. */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/assert-int.h"
 #include "kcr/err.h"
+#include "kcr/json.h"
 
 const char *kcr_strerror(kcr_err e)
 {
@@ -92,11 +94,21 @@ static char *dup_str_field(const cJSON *o, const char *key)
   return cJSON_IsString(v) && v->valuestring ? strdup(v->valuestring) : NULL;
 }
 
+/* Status.code (an int32 in metav1.Status); 0 - as absent - when it is not
+ * an integer that fits. */
+static int status_code(const cJSON *st)
+{
+  int64_t v;
+  if(kcr_json_get_int(cJSON_GetObjectItemCaseSensitive(st, "code"), &v) != KCR_OK ||
+     v < INT32_MIN || v > INT32_MAX)
+    return 0;
+  return (int)v;
+}
+
 kcr_err kcr_errinfo_from_status(struct kcr_errinfo *ei, const cJSON *st)
 {
-  const cJSON *code = cJSON_GetObjectItemCaseSensitive(st, "code");
   const cJSON *reason = cJSON_GetObjectItemCaseSensitive(st, "reason");
-  long c = cJSON_IsNumber(code) ? (long)code->valuedouble : 0;
+  int c = status_code(st);
   kcr_err rc = code_to_err(c, cJSON_IsString(reason) ? reason->valuestring : NULL);
 
   /* Watch ERROR events may carry 410 as reason Expired/Gone with code 0. */
@@ -106,7 +118,7 @@ kcr_err kcr_errinfo_from_status(struct kcr_errinfo *ei, const cJSON *st)
   if(!ei)
     return rc;
   kcr_errinfo_cleanup(ei);
-  ei->code = (int)c;
+  ei->code = c;
   ei->status = dup_str_field(st, "status");
   ei->reason = dup_str_field(st, "reason");
   ei->message = dup_str_field(st, "message");
@@ -123,8 +135,16 @@ kcr_err kcr_errinfo_from_http(struct kcr_errinfo *ei, long code, const char *bod
 
   if(code >= 200 && code < 300)
     return KCR_OK;
-  if(body && len)
-    st = cJSON_ParseWithLength(body, len);
+  /* Not JSON: st stays NULL. Out of memory reading a Status is said as
+   * such: classifying by the HTTP code alone would turn one answer into
+   * another (409 AlreadyExists into a conflict). */
+  if(body && len && kcr_json_parse(body, len, &st, NULL) == KCR_ENOMEM) {
+    if(ei) {
+      kcr_errinfo_set(ei, KCR_ENOMEM, "HTTP %ld: out of memory reading the answer", code);
+      ei->code = (int)code;
+    }
+    return KCR_ENOMEM;
+  }
   kind = cJSON_GetObjectItemCaseSensitive(st, "kind");
   if(cJSON_IsString(kind) && !strcmp(kind->valuestring, "Status")) {
     rc = kcr_errinfo_from_status(ei, st);

@@ -1,7 +1,15 @@
 /* DESIGN: RFC 3339 formatting and parsing without gmtime/timegm (not
  * thread-safe / not standard): civil-from-days and days-from-civil
- * (H. Hinnant's algorithms) convert between epoch days and dates. */
+ * (H. Hinnant's algorithms) convert between epoch days and dates.
+ *
+ * Parsers follow Go, since the other side of every time and duration here
+ * is Go: kcr_time_parse accepts exactly what time.Parse(time.RFC3339, s)
+ * accepts (metav1.Time), kcr_duration_parse what time.ParseDuration does,
+ * with its integer arithmetic and overflow rules (no double accumulates a
+ * value, so nothing is converted out of range), plus a bare number as
+ * seconds. */
 #include <ctype.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -83,6 +91,16 @@ static int digits(const char **p, int n, unsigned *out)
   return 0;
 }
 
+/* Go's time.Parse(time.RFC3339, s) - what metav1.Time's UnmarshalJSON runs -
+ * is its fast path (format_rfc3339.go parseRFC3339) or, when that refuses,
+ * the general layout parser on "2006-01-02T15:04:05Z07:00", which accepts
+ * more. The union, which is what the general parser accepts:
+ *   YYYY-MM-DD 'T' H[H]:MM:SS [('.'|',') digit+] ('Z' | ('+'|'-') HH:MM)
+ * with 'T' and 'Z' upper case only (no space, no 't'/'z'), a one- or
+ * two-digit hour 0..23 ("15" is stdHour: getnum(value, false)), month 1..12,
+ * day within the month, minute and second 0..59 (no leap second), and a
+ * zone offset of up to 24 hours and 60 minutes ("some people do write
+ * offsets of 24 hours or 60 minutes"). The fraction is dropped. */
 kcr_err kcr_time_parse(const char *s, time_t *out)
 {
   unsigned y, mo, d, h, mi, sec, oh = 0, om = 0;
@@ -91,24 +109,22 @@ kcr_err kcr_time_parse(const char *s, time_t *out)
   static const unsigned mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
 
   if(!s || digits(&p, 4, &y) || *p++ != '-' || digits(&p, 2, &mo) || *p++ != '-' ||
-     digits(&p, 2, &d) || (*p != 'T' && *p != 't' && *p != ' '))
+     digits(&p, 2, &d) || *p++ != 'T')
     return KCR_EPARSE;
-  p++;
-  if(digits(&p, 2, &h) || *p++ != ':' || digits(&p, 2, &mi) || *p++ != ':' ||
-     digits(&p, 2, &sec))
+  if(digits(&p, isdigit((unsigned char)p[0]) && isdigit((unsigned char)p[1]) ? 2 : 1,
+            &h) ||
+     *p++ != ':' || digits(&p, 2, &mi) || *p++ != ':' || digits(&p, 2, &sec))
     return KCR_EPARSE;
-  if(*p == '.') {
+  if((*p == '.' || *p == ',') && isdigit((unsigned char)p[1])) {
     p++;
-    if(!isdigit((unsigned char)*p))
-      return KCR_EPARSE;
     while(isdigit((unsigned char)*p))
       p++;
   }
-  if(*p == 'Z' || *p == 'z') {
+  if(*p == 'Z') {
     p++;
   } else if(*p == '+' || *p == '-') {
     sign = *p++ == '+' ? 1 : -1;
-    if(digits(&p, 2, &oh) || *p++ != ':' || digits(&p, 2, &om) || oh > 23 || om > 59)
+    if(digits(&p, 2, &oh) || *p++ != ':' || digits(&p, 2, &om) || oh > 24 || om > 60)
       return KCR_EPARSE;
   } else {
     return KCR_EPARSE;
@@ -159,49 +175,139 @@ uint64_t kcr_time_deadline_ms(uint64_t timeout_ms)
   return timeout_ms >= KCR_FOREVER - now ? KCR_FOREVER : now + timeout_ms;
 }
 
-kcr_err kcr_duration_parse(const char *s, uint64_t *ms)
+/* Go's leadingInt: [0-9]* into *x; -1 on overflow past 2^63. */
+static int leading_int(const char **p, uint64_t *x)
 {
-  static const struct {
-    const char *unit;
-    double ms;
-  } units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}};
-  double total = 0;
+  const uint64_t lim = (uint64_t)1 << 63;
+  *x = 0;
+  for(; **p >= '0' && **p <= '9'; (*p)++) {
+    if(*x > lim / 10)
+      return -1;
+    *x = *x * 10 + (uint64_t)(**p - '0');
+    if(*x > lim)
+      return -1;
+  }
+  return 0;
+}
+
+/* Go's leadingFraction: [0-9]* into *x / *scale, dropping precision that
+ * does not fit instead of failing. */
+static void leading_fraction(const char **p, uint64_t *x, double *scale)
+{
+  bool overflow = false;
+  *x = 0;
+  *scale = 1;
+  for(; **p >= '0' && **p <= '9'; (*p)++) {
+    uint64_t y;
+    if(overflow)
+      continue;
+    if(*x > (((uint64_t)1 << 63) - 1) / 10) {
+      overflow = true;
+      continue;
+    }
+    y = *x * 10 + (uint64_t)(**p - '0');
+    if(y > (uint64_t)1 << 63) {
+      overflow = true;
+      continue;
+    }
+    *x = y;
+    *scale *= 10;
+  }
+}
+
+/* Go's unitMap, in nanoseconds. Longest first where one is a prefix. */
+static const struct {
+  const char *name;
+  uint64_t ns;
+} units[] = {{"ns", 1ull},           {"us", 1000ull},
+             {"\xc2\xb5s", 1000ull}, /* U+00B5 micro sign */
+             {"\xce\xbcs", 1000ull}, /* U+03BC Greek mu */
+             {"ms", 1000000ull},     {"s", 1000000000ull},
+             {"m", 60000000000ull},  {"h", 3600000000000ull}};
+
+/* Go's ParseDuration, in nanoseconds, for s without its sign. Go reads the
+ * unit as everything up to the next digit or '.'; a missing unit is an
+ * error there, and the one kcr extension (a bare number is seconds) is
+ * signalled with *bare. */
+static kcr_err parse_ns(const char *s, uint64_t *out, bool *bare)
+{
+  const uint64_t lim = (uint64_t)1 << 63;
+  uint64_t d = 0;
   const char *p = s;
 
-  if(!s || !*s)
+  *bare = false;
+  if(!strcmp(s, "0")) {
+    *out = 0;
+    return KCR_OK;
+  }
+  if(!*s)
     return KCR_EPARSE;
   while(*p) {
-    double v = 0, scale = 1;
-    int nd = 0;
-    size_t i;
-    while(isdigit((unsigned char)*p)) {
-      v = v * 10 + (*p++ - '0');
-      nd++;
-    }
+    uint64_t v, f = 0, unit = 0;
+    double scale = 1;
+    const char *start = p, *u;
+    bool pre, post = false;
+    size_t ulen = 0;
+
+    if(!(*p == '.' || (*p >= '0' && *p <= '9')))
+      return KCR_EPARSE;
+    if(leading_int(&p, &v))
+      return KCR_EPARSE;
+    pre = p != start;
     if(*p == '.') {
-      p++;
-      while(isdigit((unsigned char)*p)) {
-        scale /= 10;
-        v += (*p++ - '0') * scale;
-        nd++;
-      }
+      const char *fs = ++p;
+      leading_fraction(&p, &f, &scale);
+      post = p != fs;
     }
-    if(!nd)
+    if(!pre && !post)
       return KCR_EPARSE;
-    if(!*p && p != s && total == 0 && !isalpha((unsigned char)p[-1])) {
-      total = v * 1000; /* bare number: seconds */
-      break;
+    for(u = p; *u && *u != '.' && !(*u >= '0' && *u <= '9'); u++)
+      ulen++;
+    if(ulen == 0) {
+      if(start != s || *p) /* "1m30": Go's "missing unit" */
+        return KCR_EPARSE;
+      *bare = true;
+      unit = 1000000000ull;
     }
-    for(i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-      size_t n = strlen(units[i].unit);
-      if(!strncmp(p, units[i].unit, n) && !isalpha((unsigned char)p[n]))
-        break;
-    }
-    if(i == sizeof(units) / sizeof(units[0]))
+    for(size_t i = 0; !unit && i < sizeof(units) / sizeof(units[0]); i++)
+      if(strlen(units[i].name) == ulen && !memcmp(p, units[i].name, ulen))
+        unit = units[i].ns;
+    if(!unit)
+      return KCR_EPARSE; /* Go: unknown unit */
+    p += ulen;
+    if(v > lim / unit)
       return KCR_EPARSE;
-    total += v * units[i].ms;
-    p += strlen(units[i].unit);
+    v *= unit;
+    if(f > 0) {
+      /* As Go: float64 keeps fractions of hours nanosecond-accurate, and
+       * the product is at most 3.6e12, so the conversion is defined. */
+      v += (uint64_t)((double)f * ((double)unit / scale));
+      if(v > lim)
+        return KCR_EPARSE;
+    }
+    d += v;
+    if(d > lim)
+      return KCR_EPARSE;
   }
-  *ms = (uint64_t)(total + 0.5);
+  *out = d;
+  return KCR_OK;
+}
+
+kcr_err kcr_duration_parse(const char *s, uint64_t *ms)
+{
+  bool neg = false, bare;
+  uint64_t ns;
+
+  if(!s)
+    return KCR_EPARSE;
+  if(*s == '-' || *s == '+')
+    neg = *s++ == '-';
+  if(parse_ns(s, &ns, &bare))
+    return KCR_EPARSE;
+  if(ns > (uint64_t)INT64_MAX && !neg) /* Go: at most 2^63-1 ns */
+    return KCR_EPARSE;
+  if(neg && ns)
+    return KCR_EPARSE;                        /* negative: no kcr delay or timeout is */
+  *ms = ns / 1000000u + (ns % 1000000u != 0); /* rounded up */
   return KCR_OK;
 }

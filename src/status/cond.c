@@ -19,8 +19,15 @@
  *  - Go zero values: an absent or null member reads as "" / 0, exactly as Go
  *    decodes it into metav1.Condition. A member of the wrong JSON type never
  *    compares equal, so set overwrites it.
- *  - observedGeneration travels as a cJSON double: exact up to 2^53, far above
- *    any generation a real object reaches.
+ *  - observedGeneration is an int64, read and written exactly through
+ *    kcr_json_get_int / kcr_json_create_int (a served value of 10^15 or more
+ *    is a Raw node when the tree came from kcr_json_parse), never through a
+ *    double: cJSON would print 10^15 as "1e+15", which Go refuses.
+ *  - lastTransitionTime is read with kcr_time_parse, which accepts exactly
+ *    what metav1.Time does (Go's time.Parse(time.RFC3339)). Validating a
+ *    served array also requires the two-digit hour of the CRD schema's
+ *    date-time format (kube-openapi strfmt.IsDateTime), the one form Go
+ *    takes that the schema refuses.
  *  - Validation reports the first broken rule (upstream collects all) in the
  *    upstream order: duplicate, type, status, observedGeneration,
  *    lastTransitionTime, reason, message. Where ValidateCondition and the
@@ -31,6 +38,7 @@
 #include <string.h>
 
 #include "kcr/cond.h"
+#include "kcr/json.h"
 #include "kcr/time.h"
 
 #define PREFIX_MAX 253              /* DNS1123SubdomainMaxLength */
@@ -308,22 +316,14 @@ static const char *member_str(const cJSON *o, const char *key, bool *ok)
   return "";
 }
 
-/* An int64 member: absent/null -> 0; *ok false if not an integral number. */
+/* An int64 member, exactly: absent/null -> 0; *ok false if not an integer
+ * within int64. */
 static int64_t member_int(const cJSON *o, const char *key, bool *ok)
 {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-  double d;
-  *ok = true;
-  if(!v || cJSON_IsNull(v))
-    return 0;
-  if(cJSON_IsNumber(v)) {
-    d = v->valuedouble;
-    if(d >= -9223372036854775808.0 && d < 9223372036854775808.0 &&
-       (double)(int64_t)d == d)
-      return (int64_t)d;
-  }
-  *ok = false;
-  return 0;
+  int64_t v = 0;
+  kcr_err rc = kcr_json_get_int(cJSON_GetObjectItemCaseSensitive(o, key), &v);
+  *ok = rc == KCR_OK || rc == KCR_ENOTFOUND;
+  return rc == KCR_OK ? v : 0;
 }
 
 /* True when member key of o holds exactly want (absent/null == ""). */
@@ -460,8 +460,7 @@ cJSON *kcr_cond_to_json(const struct kcr_cond *c, time_t ltt)
   if(!cJSON_AddStringToObject(o, "type", nz(c->type)) ||
      !cJSON_AddStringToObject(o, "status", nz(c->status)) ||
      (c->observed_generation &&
-      !cJSON_AddNumberToObject(o, "observedGeneration",
-                               (double)c->observed_generation)) ||
+      !kcr_json_add_int(o, "observedGeneration", c->observed_generation)) ||
      put(o, "lastTransitionTime", time_json(t)) ||
      !cJSON_AddStringToObject(o, "reason", nz(c->reason)) ||
      !cJSON_AddStringToObject(o, "message", nz(c->message))) {
@@ -499,7 +498,7 @@ static kcr_err update_item(cJSON *upd, const struct kcr_cond *c, time_t now, boo
     if(c->observed_generation == 0)
       cJSON_DeleteItemFromObjectCaseSensitive(upd, "observedGeneration"); /* omitempty */
     else if((rc = put(upd, "observedGeneration",
-                      cJSON_CreateNumber((double)c->observed_generation))))
+                      kcr_json_create_int(c->observed_generation))))
       return rc;
     *ch = true;
   }
@@ -624,8 +623,12 @@ static kcr_err check_ltt(const char *pfx, const cJSON *item, const char *type,
     return kcr_errinfo_set(
         ei, KCR_EINVALID, "%scondition %s: lastTransitionTime must be an RFC 3339 string",
         pfx, qt);
-  if(cJSON_IsString(v))
+  if(cJSON_IsString(v)) {
     prc = kcr_time_parse(v->valuestring, &t);
+    /* The CRD schema's date-time wants "THH:"; Go also takes "TH:". */
+    if(prc == KCR_OK && v->valuestring[12] == ':')
+      prc = KCR_EPARSE;
+  }
   if(!cJSON_IsString(v) || (prc == KCR_OK && (int64_t)t == LTT_ZERO))
     return kcr_errinfo_set(ei, KCR_EINVALID,
                            "%scondition %s: lastTransitionTime is required (RFC 3339, "

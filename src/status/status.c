@@ -8,13 +8,22 @@
  * merge on a fresh server copy per attempt (kcr_update_retry), which is the
  * correct form of client-go's RetryOnConflict.
  *
+ * Every request body is built with each allocation checked and is sent
+ * whole or not at all: a finalizer JSON patch always starts with its test
+ * guard, a status body always carries everything the caller owns. int64
+ * fields (observedGeneration) are written with kcr_json_add_int, as Go
+ * writes them, and compared exactly (kcr_json_int).
+ *
  * Writers hold no mutable state after creation, so they are shared freely
  * between worker threads. */
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "core/assert-int.h"
 #include "kcr/json.h"
 #include "kcr/log.h"
 #include "kcr/status.h"
@@ -111,6 +120,7 @@ kcr_err kcr_status_merge(const cJSON *obj, const struct kcr_status_desired *d, t
     kcr_err rc = kcr_cond_set(list, &d->conds[i], now, &ch, ei);
     if(rc) {
       cJSON_Delete(list);
+      *changed = false;
       return rc;
     }
     *changed |= ch;
@@ -134,7 +144,7 @@ static kcr_err add_owned_fields(cJSON *st, const struct kcr_status_desired *d)
   const cJSON *x;
   if(d->set_observed_generation) {
     cJSON_DeleteItemFromObjectCaseSensitive(st, "observedGeneration");
-    if(!cJSON_AddNumberToObject(st, "observedGeneration", (double)d->observed_generation))
+    if(!kcr_json_add_int(st, "observedGeneration", d->observed_generation))
       return KCR_ENOMEM;
   }
   cJSON_ArrayForEach(x, d->extra)
@@ -231,14 +241,24 @@ static kcr_err remerge_fresh(cJSON *fresh, bool *changed, void *ud)
   return add_owned_fields(st, r->d);
 }
 
+/* Longest sleep between attempts: keeps the double-to-integer conversion
+ * below defined (about 31,700 years: never a limit in practice). */
+#define SLEEP_MAX_MS 1e15
+
 static void sleep_retry(const struct kcr_retry *r, int attempt, unsigned *seed)
 {
+  double factor = isfinite(r->factor) && r->factor > 0 ? r->factor : 1;
+  double jitter = isfinite(r->jitter) && r->jitter > 0 ? r->jitter : 0;
   double ms = (double)r->base_ms;
-  for(int i = 0; i < attempt; i++)
-    ms *= r->factor > 0 ? r->factor : 1;
-  ms += ms * r->jitter * ((double)rand_r(seed) / ((double)RAND_MAX + 1));
-  struct timespec ts = {(time_t)(ms / 1000),
-                        (long)((ms - (double)(long)(ms / 1000) * 1000) * 1e6)};
+  uint64_t whole;
+
+  for(int i = 0; i < attempt && ms < SLEEP_MAX_MS; i++)
+    ms *= factor;
+  ms += ms * jitter * ((double)rand_r(seed) / ((double)RAND_MAX + 1));
+  if(!(ms < SLEEP_MAX_MS)) /* inf included; ms >= 0 by construction */
+    ms = SLEEP_MAX_MS;
+  whole = (uint64_t)ms;
+  struct timespec ts = {(time_t)(whole / 1000), (long)(whole % 1000) * 1000000L};
   nanosleep(&ts, NULL);
 }
 
@@ -349,54 +369,81 @@ static bool has_finalizer(const cJSON *obj, const char *f)
   return false;
 }
 
-/* Builds [{test list}, {op}] guarding the current finalizers list. */
-static char *finalizer_patch(const cJSON *obj, const char *f, bool add)
+/* Adds a new object to array ops; NULL if out of memory. */
+static cJSON *add_op(cJSON *ops, const char *op, const char *path)
+{
+  cJSON *o = cJSON_CreateObject();
+  if(!o || !cJSON_AddStringToObject(o, "op", op) ||
+     !cJSON_AddStringToObject(o, "path", path) || !cJSON_AddItemToArray(ops, o)) {
+    cJSON_Delete(o);
+    return NULL;
+  }
+  return o;
+}
+
+/* Adds member "value" (v, consumed) to op. */
+static bool add_value(cJSON *op, cJSON *v)
+{
+  if(v && cJSON_AddItemToObject(op, "value", v))
+    return true;
+  cJSON_Delete(v);
+  return false;
+}
+
+/* Builds [{test}, {op}] into *text: the test op guards the current
+ * finalizers list (or, when there is none, the resourceVersion), so the
+ * patch applies only to the object as read. Every allocation is checked: a
+ * patch is made whole, with its guard first, or not at all.
+ * KCR_EPARSE when the object has no resourceVersion to guard with. */
+static kcr_err finalizer_patch(const cJSON *obj, const char *f, bool add, char **text)
 {
   const cJSON *list = kcr_json_at(obj, "metadata.finalizers");
-  cJSON *ops = cJSON_CreateArray(), *t, *op;
-  char *text = NULL;
-  int idx = 0, at = -1;
-  const cJSON *it;
+  const char *rv = kcr_json_str(obj, "metadata.resourceVersion");
+  bool has_list = cJSON_IsArray(list);
+  cJSON *ops = NULL, *t, *op;
+  kcr_err rc = KCR_ENOMEM;
+  char path[64];
 
-  if(!ops)
-    return NULL;
-  t = cJSON_CreateObject();
-  op = cJSON_CreateObject();
-  cJSON_AddItemToArray(ops, t);
-  cJSON_AddItemToArray(ops, op);
-  if(cJSON_IsArray(list)) {
-    cJSON_AddStringToObject(t, "op", "test");
-    cJSON_AddStringToObject(t, "path", "/metadata/finalizers");
-    cJSON_AddItemToObject(t, "value", cJSON_Duplicate(list, 1));
+  *text = NULL;
+  if(!has_list && !rv)
+    return KCR_EPARSE;
+  if(!(ops = cJSON_CreateArray()))
+    goto out;
+  if(has_list) {
+    if(!(t = add_op(ops, "test", "/metadata/finalizers")) ||
+       !add_value(t, cJSON_Duplicate(list, 1)))
+      goto out;
+  } else if(!(t = add_op(ops, "test", "/metadata/resourceVersion")) ||
+            !add_value(t, cJSON_CreateString(rv))) {
+    goto out;
+  }
+  if(add && has_list) {
+    if(!(op = add_op(ops, "add", "/metadata/finalizers/-")) ||
+       !add_value(op, cJSON_CreateString(f)))
+      goto out;
+  } else if(add) {
+    if(!(op = add_op(ops, "add", "/metadata/finalizers")) ||
+       !add_value(op, cJSON_CreateStringArray(&f, 1)))
+      goto out;
   } else {
-    cJSON_AddStringToObject(t, "op", "test");
-    cJSON_AddStringToObject(t, "path", "/metadata/resourceVersion");
-    cJSON_AddStringToObject(t, "value", kcr_json_str(obj, "metadata.resourceVersion"));
-  }
-  cJSON_ArrayForEach(it, list)
-  {
-    if(at < 0 && cJSON_IsString(it) && !strcmp(it->valuestring, f))
-      at = idx;
-    idx++;
-  }
-  if(add) {
-    cJSON_AddStringToObject(op, "op", "add");
-    if(cJSON_IsArray(list)) {
-      cJSON_AddStringToObject(op, "path", "/metadata/finalizers/-");
-      cJSON_AddStringToObject(op, "value", f);
-    } else {
-      cJSON_AddStringToObject(op, "path", "/metadata/finalizers");
-      cJSON_AddItemToObject(op, "value", cJSON_CreateStringArray(&f, 1));
+    int idx = 0, at = -1;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, list)
+    {
+      if(at < 0 && cJSON_IsString(it) && !strcmp(it->valuestring, f))
+        at = idx;
+      idx++;
     }
-  } else {
-    char path[64];
+    KCR_ASSERT(at >= 0); /* the caller saw it in the list */
     snprintf(path, sizeof(path), "/metadata/finalizers/%d", at);
-    cJSON_AddStringToObject(op, "op", "remove");
-    cJSON_AddStringToObject(op, "path", path);
+    if(!add_op(ops, "remove", path))
+      goto out;
   }
-  text = kcr_json_print(ops);
+  if((*text = kcr_json_print(ops)))
+    rc = KCR_OK;
+out:
   cJSON_Delete(ops);
-  return text;
+  return rc;
 }
 
 static kcr_err finalizer_edit(kcr_client *c, const struct kcr_ref *ref, const char *f,
@@ -426,10 +473,15 @@ static kcr_err finalizer_edit(kcr_client *c, const struct kcr_ref *ref, const ch
                              "cannot add finalizer %s to %s/%s: it is being deleted", f,
                              ref->ns ? ref->ns : "", ref->name);
     }
-    patch = finalizer_patch(obj, f, add);
+    rc = finalizer_patch(obj, f, add, &patch);
     cJSON_Delete(obj);
-    if(!patch)
-      return KCR_ENOMEM;
+    if(rc == KCR_EPARSE)
+      return kcr_errinfo_set(ei, rc,
+                             "finalizer %s on %s/%s: the object has no "
+                             "metadata.resourceVersion to guard the patch with",
+                             f, ref->ns ? ref->ns : "", ref->name);
+    if(rc)
+      return kcr_errinfo_set(ei, rc, "finalizer %s: out of memory", f);
     rc = kcr_patch(c, &main_ref, &(struct kcr_patch_opts){KCR_PATCH_JSON}, patch,
                    strlen(patch), NULL, ei);
     free(patch);
@@ -459,6 +511,26 @@ kcr_err kcr_finalizer_remove(kcr_client *c, const struct kcr_ref *ref,
 
 /* ---- owner references ---- */
 
+/* Sets member key of o to v (a new tree, not consumed on error), replacing
+ * any member of that name; on KCR_ENOMEM o is unchanged. Not
+ * cJSON_ReplaceItemInObject: cJSON 1.7.15 inserts a nameless member when
+ * copying the key fails; here the key is copied first and the swap that
+ * follows cannot fail. */
+static kcr_err set_member(cJSON *o, const char *key, cJSON *v)
+{
+  cJSON *old = cJSON_GetObjectItemCaseSensitive(o, key);
+  char *name;
+
+  if(!old)
+    return cJSON_AddItemToObject(o, key, v) ? KCR_OK : KCR_ENOMEM;
+  if(!(name = cJSON_malloc(strlen(key) + 1)))
+    return KCR_ENOMEM;
+  memcpy(name, key, strlen(key) + 1);
+  v->string = name;
+  cJSON_ReplaceItemViaPointer(o, old, v);
+  return KCR_OK;
+}
+
 kcr_err kcr_owner_set_controller(cJSON *child, const cJSON *owner, struct kcr_errinfo *ei)
 {
   const char *uid = kcr_json_str(owner, "metadata.uid");
@@ -467,8 +539,10 @@ kcr_err kcr_owner_set_controller(cJSON *child, const cJSON *owner, struct kcr_er
   const char *kind = kcr_json_str(owner, "kind");
   const char *ons = kcr_json_str(owner, "metadata.namespace");
   const char *cns = kcr_json_str(child, "metadata.namespace");
-  cJSON *meta, *refs, *ref, *it;
+  cJSON *meta, *refs, *ref = NULL, *list, *it;
 
+  if(!cJSON_IsObject(child))
+    return kcr_errinfo_set(ei, KCR_EINVAL, "owner reference: the child is not an object");
   if(!uid || !*uid || !name || !av || !kind)
     return kcr_errinfo_set(ei, KCR_EINVAL,
                            "owner reference: the owner needs apiVersion, kind, "
@@ -493,34 +567,64 @@ kcr_err kcr_owner_set_controller(cJSON *child, const cJSON *owner, struct kcr_er
                            kcr_json_str(it, "name") ? kcr_json_str(it, "name") : "?",
                            u ? u : "?");
   }
-  if(!(meta = kcr_json_obj(child, "metadata")))
-    return KCR_ENOMEM;
-  if(!cJSON_IsArray(refs)) {
-    cJSON_DeleteItemFromObjectCaseSensitive(meta, "ownerReferences");
-    if(!(refs = cJSON_AddArrayToObject(meta, "ownerReferences")))
-      return KCR_ENOMEM;
-  }
-  /* A non-controller reference to the same owner is upgraded in place. */
+  /* Everything new is built first and attached by steps that cannot fail
+   * (a pointer swap, an append to an existing array), so on ENOMEM the
+   * child is exactly as it was. */
   cJSON_ArrayForEach(it, refs)
   {
+    /* A non-controller reference to the same owner is upgraded in place. */
     const char *u = kcr_json_str(it, "uid");
-    if(u && !strcmp(u, uid)) {
-      cJSON_DeleteItemFromObjectCaseSensitive(it, "controller");
-      cJSON_DeleteItemFromObjectCaseSensitive(it, "blockOwnerDeletion");
-      cJSON_AddTrueToObject(it, "controller");
-      cJSON_AddTrueToObject(it, "blockOwnerDeletion");
-      return KCR_OK;
+    cJSON *upd, *tmp;
+    if(!u || strcmp(u, uid))
+      continue;
+    upd = cJSON_Duplicate(it, 1);
+    if(!upd)
+      return KCR_ENOMEM;
+    cJSON_DeleteItemFromObjectCaseSensitive(upd, "controller");
+    cJSON_DeleteItemFromObjectCaseSensitive(upd, "blockOwnerDeletion");
+    if(!cJSON_AddTrueToObject(upd, "controller") ||
+       !cJSON_AddTrueToObject(upd, "blockOwnerDeletion")) {
+      cJSON_Delete(upd);
+      return KCR_ENOMEM;
     }
+    tmp = it->child; /* commit: it takes the new members */
+    it->child = upd->child;
+    upd->child = tmp;
+    cJSON_Delete(upd);
+    return KCR_OK;
   }
   if(!(ref = cJSON_CreateObject()) || !cJSON_AddStringToObject(ref, "apiVersion", av) ||
      !cJSON_AddStringToObject(ref, "kind", kind) ||
      !cJSON_AddStringToObject(ref, "name", name) ||
      !cJSON_AddStringToObject(ref, "uid", uid) ||
      !cJSON_AddTrueToObject(ref, "controller") ||
-     !cJSON_AddTrueToObject(ref, "blockOwnerDeletion") ||
-     !cJSON_AddItemToArray(refs, ref)) {
-    cJSON_Delete(ref);
-    return KCR_ENOMEM;
+     !cJSON_AddTrueToObject(ref, "blockOwnerDeletion"))
+    goto nomem;
+  if(cJSON_IsArray(refs)) {
+    cJSON_AddItemToArray(refs, ref); /* cannot fail: both exist */
+    return KCR_OK;
   }
+  /* No list yet (or one of another type): a new one, then metadata. */
+  if(!(list = cJSON_CreateArray()))
+    goto nomem;
+  cJSON_AddItemToArray(list, ref);
+  ref = list;
+  meta = kcr_json_at(child, "metadata");
+  if(!cJSON_IsObject(meta)) {
+    cJSON *m = cJSON_CreateObject();
+    if(!m || !cJSON_AddItemToObject(m, "ownerReferences", list)) {
+      cJSON_Delete(m);
+      goto nomem;
+    }
+    ref = m; /* holds list now */
+    if(set_member(child, "metadata", m))
+      goto nomem;
+    return KCR_OK;
+  }
+  if(set_member(meta, "ownerReferences", list))
+    goto nomem;
   return KCR_OK;
+nomem:
+  cJSON_Delete(ref);
+  return KCR_ENOMEM;
 }

@@ -11,6 +11,7 @@
 
 #include "itest.h"
 #include "kcr/status.h"
+#include "tcheck.h"
 
 static kcr_client *cl;
 static char *ns;
@@ -163,6 +164,76 @@ static void transition_time_moves_only_on_flips(void **state)
   kcr_errinfo_cleanup(&ei);
 }
 
+/* The object's JSON exactly as the apiserver sends it. */
+static char *widget_text(const char *name)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_http_response resp = {0, KCR_BUF_INIT};
+  char path[256];
+  snprintf(path, sizeof(path), "/apis/test.kcr.io/v1/namespaces/%s/widgets/%s", ns, name);
+  itest_expect(KCR_OK,
+               kcr_client_do(cl,
+                             &(struct kcr_http_request){.method = "GET", .path = path},
+                             &resp, &ei),
+               &ei);
+  char *text = strdup(kcr_buf_str(&resp.body));
+  assert_non_null(text);
+  kcr_buf_cleanup(&resp.body);
+  kcr_errinfo_cleanup(&ei);
+  return text;
+}
+
+/* observedGeneration is an int64: 2^53 + 1 (no double holds it) and 10^15
+ * (cJSON prints a double of it as 1e+15) go to the apiserver and come back
+ * exactly, with every writer, and an unchanged one is not written again. */
+static void int64_fields_travel_exactly(void **state)
+{
+  static const enum kcr_status_mode modes[] = {KCR_STATUS_APPLY, KCR_STATUS_MERGE_PATCH,
+                                               KCR_STATUS_UPDATE_RETRY};
+  static const struct {
+    int64_t gen;
+    const char *text;
+  } gens[] = {{9007199254740993LL, "9007199254740993"},
+              {1000000000000000LL, "1000000000000000"}};
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  enum kcr_write_result res;
+
+  for(size_t m = 0; m < 3; m++) {
+    kcr_status_writer *w = writer(modes[m], "kcr-test", NULL);
+    char name[32];
+    snprintf(name, sizeof(name), "int64-%zu", m);
+    cJSON_Delete(make_widget(name));
+    for(size_t g = 0; g < 2; g++) {
+      char want[64];
+      cJSON *o = get_widget(name);
+      itest_expect(KCR_OK,
+                   write1(w, o, "Ready", "True", "Ready", "ok", gens[g].gen, &res, &ei),
+                   &ei);
+      assert_int_equal(KCR_WRITE_WRITTEN, res);
+      cJSON_Delete(o);
+      o = get_widget(name);
+      assert_true(kcr_json_int(o, "status.observedGeneration", 0) == gens[g].gen);
+      assert_true(
+          kcr_json_int(kcr_cond_find(kcr_json_at(o, "status.conditions"), "Ready"),
+                       "observedGeneration", 0) == gens[g].gen);
+      /* Written as Go writes an int64, so every Go client can read it. */
+      char *text = widget_text(name);
+      snprintf(want, sizeof(want), "\"observedGeneration\":%s", gens[g].text);
+      assert_non_null(strstr(text, want));
+      assert_null(strstr(text, "e+"));
+      free(text);
+      /* The same again: the exact comparison finds nothing to write. */
+      itest_expect(KCR_OK,
+                   write1(w, o, "Ready", "True", "Ready", "ok", gens[g].gen, &res, &ei),
+                   &ei);
+      assert_int_equal(KCR_WRITE_SKIPPED, res);
+      cJSON_Delete(o);
+    }
+    kcr_status_writer_free(w);
+  }
+  kcr_errinfo_cleanup(&ei);
+}
+
 static kcr_err collect_widget(const cJSON *item, void *ud)
 {
   cJSON *arr = ud;
@@ -260,15 +331,23 @@ static void *spec_writer(void *p)
   return NULL;
 }
 
-/* Another controller owning its own condition type, flipping it. */
+/* Another controller owning its own condition type, flipping it. Runs on
+ * its own thread: TCHECK, not cmocka asserts (the test thread reports). */
 static void *other_controller(void *p)
 {
   struct storm *s = p;
-  kcr_status_writer *w = writer(KCR_STATUS_APPLY, "other-controller", NULL);
+  struct kcr_status_writer_opts wo = {cl,       &itest_widgets,     "test.kcr.io/v1",
+                                      "Widget", "other-controller", KCR_STATUS_APPLY};
+  kcr_status_writer *w = NULL;
   enum kcr_write_result res;
+  if(!TCHECK(kcr_status_writer_new(&wo, &w) == KCR_OK))
+    return NULL;
   for(int i = 0; !atomic_load(&s->stop); i++) {
     const char *st = i % 2 ? "True" : "False";
-    cJSON *o = get_widget(s->name);
+    cJSON *o = NULL;
+    kcr_err rc = kcr_get(cl, &(struct kcr_ref){&itest_widgets, ns, s->name}, &o, NULL);
+    if(!TCHECK(rc == KCR_OK))
+      break;
     if(!write1(w, o, "OtherReady", st, "Other", "from the other controller", 0, &res,
                NULL)) {
       snprintf(s->other_last, sizeof(s->other_last), "%s", st);
@@ -317,6 +396,7 @@ static void storm(enum kcr_status_mode mode, const char *name)
   atomic_store(&s.stop, true);
   pthread_join(a, NULL);
   pthread_join(b, NULL);
+  tcheck_report();
   assert_true(atomic_load(&s.spec_writes) > 50);
   assert_true(atomic_load(&s.other_writes) > 10);
 
@@ -503,6 +583,7 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(transition_time_moves_only_on_flips),
+      cmocka_unit_test(int64_fields_travel_exactly),
       cmocka_unit_test(steady_state_makes_zero_writes),
       cmocka_unit_test(storm_apply),
       cmocka_unit_test(storm_merge),

@@ -11,6 +11,7 @@
 #include <cmocka.h> /* after the headers it needs */
 
 #include "kcr/cond.h"
+#include "kcr/json.h"
 #include "kcr/time.h"
 
 #define T_OLD    "2026-11-29T10:00:00Z" /* lastTransitionTime already stored */
@@ -36,8 +37,7 @@ static cJSON *sq(const char *text)
   for(char *p = s; *p; p++)
     if(*p == '\'')
       *p = '"';
-  j = cJSON_Parse(s);
-  if(!j)
+  if(kcr_json_parse(s, strlen(s), &j, NULL)) /* as the client parses */
     fail_msg("test vector is not JSON: %s", text);
   free(s);
   return j;
@@ -340,6 +340,73 @@ static void set_is_all_or_nothing_when_allocations_fail(void **state)
   torture_one("[" READY_OLD("False", "Pending", "") "]", &flip,
               "[{'type':'Ready','status':'True','observedGeneration':3,'"
               "lastTransitionTime':'" T_NOW "','reason':'Installed','message':'done'}]");
+}
+
+/* ---- observedGeneration is an int64, exactly ---- */
+
+static char *print(const cJSON *j)
+{
+  char *t = cJSON_PrintUnformatted(j);
+  assert_non_null(t);
+  return t;
+}
+
+/* Beyond 2^53 a double cannot tell 2^53 from 2^53+1, and from 10^15 cJSON
+ * prints "1e+15", which Go refuses for an int64. */
+static void observed_generation_round_trips_exactly(void **state)
+{
+  cJSON *conds =
+      sq("[{'type':'Ready','status':'True','observedGeneration':"
+         "9007199254740993,'lastTransitionTime':'" T_OLD "','reason':'R','message':''}]");
+  struct kcr_cond got;
+  struct kcr_cond same = COND("Ready", "True", "R", "", 9007199254740993LL);
+  struct kcr_cond lower = COND("Ready", "True", "R", "", 9007199254740992LL);
+  struct kcr_cond big = COND("Big", "True", "R", "", 1000000000000000LL);
+  bool changed = true;
+  char *text;
+
+  assert_int_equal(KCR_OK, kcr_cond_get(conds, "Ready", &got));
+  assert_true(got.observed_generation == 9007199254740993LL);
+  /* The same generation: nothing to write. */
+  assert_int_equal(KCR_OK, kcr_cond_set(conds, &same, tm(T_NOW), &changed, NULL));
+  assert_false(changed);
+  /* One less: a change, written exactly. */
+  assert_int_equal(KCR_OK, kcr_cond_set(conds, &lower, tm(T_NOW), &changed, NULL));
+  assert_true(changed);
+  assert_int_equal(KCR_OK, kcr_cond_get(conds, "Ready", &got));
+  assert_true(got.observed_generation == 9007199254740992LL);
+  /* 10^15 on a new item, and back on the existing one. */
+  assert_int_equal(KCR_OK, kcr_cond_set(conds, &big, tm(T_NOW), &changed, NULL));
+  big.type = "Ready";
+  assert_int_equal(KCR_OK, kcr_cond_set(conds, &big, tm(T_NOW), &changed, NULL));
+  assert_true(changed);
+  text = print(conds);
+  assert_string_equal("[{\"type\":\"Ready\",\"status\":\"True\",\"observedGeneration\":"
+                      "1000000000000000,\"lastTransitionTime\":\"" T_OLD
+                      "\",\"reason\":\"R\",\"message\":\"\"},{\"type\":\"Big\","
+                      "\"status\":\"True\",\"observedGeneration\":1000000000000000,"
+                      "\"lastTransitionTime\":\"" T_NOW
+                      "\",\"reason\":\"R\",\"message\":\"\"}]",
+                      text);
+  free(text);
+  assert_int_equal(KCR_OK, kcr_cond_validate_json(conds, NULL));
+  /* kcr_cond_to_json writes it exactly too. */
+  same.last_transition_time = tm(T_OLD);
+  cJSON *one = kcr_cond_to_json(&same, 0);
+  text = print(one);
+  assert_non_null(strstr(text, "\"observedGeneration\":9007199254740993,"));
+  free(text);
+  cJSON_Delete(one);
+  /* Equality sees the difference a double would not. */
+  cJSON *a = sq("[{'type':'A','status':'True','observedGeneration':9007199254740993,"
+                "'reason':'R','message':''}]");
+  cJSON *b = sq("[{'type':'A','status':'True','observedGeneration':9007199254740992,"
+                "'reason':'R','message':''}]");
+  assert_false(kcr_cond_list_equal_ignoring_time(a, b));
+  assert_true(kcr_cond_list_equal_ignoring_time(a, a));
+  cJSON_Delete(a);
+  cJSON_Delete(b);
+  cJSON_Delete(conds);
 }
 
 /* ---- remove, find, is_* ---- */
@@ -732,6 +799,31 @@ static const struct json_vec json_vecs[] = {
      "','reason':'R','message':''}]",
      KCR_EINVALID, "status \"false\" must be one of"},
     {"not an array", "{}", KCR_EINVAL, "must be an array"},
+    /* RFC 3339 as metav1.Time (Go's time.Parse(time.RFC3339)) reads it. */
+    {"comma before the fraction accepted",
+     "[{'type':'A','status':'True','lastTransitionTime':'2026-11-29T12:00:00,5Z',"
+     "'reason':'R','message':''}]"},
+    {"space between date and time",
+     "[{'type':'A','status':'True','lastTransitionTime':'2026-11-29 12:00:00Z',"
+     "'reason':'R','message':''}]",
+     KCR_EINVALID, "lastTransitionTime \"2026-11-29 12:00:00Z\" is not an RFC 3339 time"},
+    {"lower-case t",
+     "[{'type':'A','status':'True','lastTransitionTime':'2026-11-29t12:00:00Z',"
+     "'reason':'R','message':''}]",
+     KCR_EINVALID, "is not an RFC 3339 time"},
+    {"lower-case z",
+     "[{'type':'A','status':'True','lastTransitionTime':'2026-11-29T12:00:00z',"
+     "'reason':'R','message':''}]",
+     KCR_EINVALID, "is not an RFC 3339 time"},
+    /* Go takes it; the CRD schema's date-time format does not. */
+    {"one-digit hour",
+     "[{'type':'A','status':'True','lastTransitionTime':'2026-11-29T9:00:00Z',"
+     "'reason':'R','message':''}]",
+     KCR_EINVALID, "is not an RFC 3339 time"},
+    {"observedGeneration beyond int64",
+     "[{'type':'A','status':'True','observedGeneration':9223372036854775808,"
+     "'lastTransitionTime':'" T_OLD "','reason':'R','message':''}]",
+     KCR_EINVALID, "observedGeneration must be an integer"},
 };
 
 static void validate_json_vectors(void **state)
@@ -828,6 +920,7 @@ int main(void)
       cmocka_unit_test(set_refuses_bad_arguments),
       cmocka_unit_test(found_item_stays_valid_across_set),
       cmocka_unit_test(set_is_all_or_nothing_when_allocations_fail),
+      cmocka_unit_test(observed_generation_round_trips_exactly),
       cmocka_unit_test(remove_present_and_absent),
       cmocka_unit_test(remove_takes_every_duplicate),
       cmocka_unit_test(is_true_false_unknown),

@@ -9,6 +9,7 @@
 
 #include "kcr/err.h"
 #include "kcr/json.h"
+#include "tfail.h"
 
 static const char conflict[] =
     "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
@@ -96,22 +97,76 @@ static void watch_error_expired_is_gone(void **state)
   cJSON_Delete(st);
 }
 
+/* metav1.Status.code is an int32. A code that is not one (too large, a
+ * fraction, 1e300: undefined behaviour as a C cast) counts as absent, so the
+ * HTTP code decides; 2^32 + 409 must not pass for a 409 conflict. */
+static void a_status_code_that_is_not_an_int32_counts_as_absent(void **state)
+{
+  static const char *const codes[] = {
+      "4294967705", "1e300", "-1e300", "409.5", "\"409\"", "null", "9223372036854775808"};
+  for(size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
+    char body[256];
+    struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+    snprintf(body, sizeof(body),
+             "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":"
+             "\"InternalError\",\"code\":%s}",
+             codes[i]);
+    assert_int_equal(KCR_ESERVER, kcr_errinfo_from_http(&ei, 500, body, strlen(body)));
+    assert_int_equal(500, ei.code);
+    assert_string_equal("InternalError", ei.reason);
+    kcr_errinfo_cleanup(&ei);
+  }
+  /* Directly, without an HTTP code: no code at all. */
+  cJSON *st = cJSON_Parse("{\"kind\":\"Status\",\"code\":1e300}");
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  assert_int_equal(KCR_EHTTP, kcr_errinfo_from_status(&ei, st));
+  assert_int_equal(0, ei.code);
+  kcr_errinfo_cleanup(&ei);
+  cJSON_Delete(st);
+}
+
+/* Out of memory may lose details or make the answer KCR_ENOMEM, but never
+ * turns one answer into another: a 409 AlreadyExists whose Status could not
+ * be read is not a plain conflict. */
+static bool already_exists_or_enomem(void *ud)
+{
+  const char *b = ud;
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_err rc = kcr_errinfo_from_http(&ei, 409, b, strlen(b));
+  bool ok = (rc == KCR_EEXIST || rc == KCR_ENOMEM) && ei.code == 409 &&
+            (!ei.reason || !strcmp(ei.reason, "AlreadyExists"));
+  kcr_errinfo_cleanup(&ei);
+  return ok;
+}
+
+static void out_of_memory_never_changes_the_answer(void **state)
+{
+  tfail_torture("kcr_errinfo_from_http (409 AlreadyExists)", already_exists_or_enomem,
+                "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":"
+                "\"AlreadyExists\",\"message\":\"configmaps \\\"a\\\" already "
+                "exists\",\"details\":{\"name\":\"a\"},\"code\":409}");
+}
+
 static void strerror_and_names_cover_the_table(void **state)
 {
   assert_string_equal("ECONFLICT", kcr_err_name(KCR_ECONFLICT));
   assert_string_equal("success", kcr_strerror(KCR_OK));
   assert_string_equal("unknown error", kcr_strerror((kcr_err)999));
   assert_string_equal("EUNKNOWN", kcr_err_name((kcr_err)999));
+  assert_string_equal("ERANGE", kcr_err_name(KCR_ERANGE));
 }
 
 int main(void)
 {
+  tfail_init();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(conflict_status_is_kept_verbatim),
       cmocka_unit_test(already_exists_is_not_a_conflict),
       cmocka_unit_test(codes_map_to_errors),
       cmocka_unit_test(non_status_body_is_kept),
       cmocka_unit_test(watch_error_expired_is_gone),
+      cmocka_unit_test(a_status_code_that_is_not_an_int32_counts_as_absent),
+      cmocka_unit_test(out_of_memory_never_changes_the_answer),
       cmocka_unit_test(strerror_and_names_cover_the_table),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

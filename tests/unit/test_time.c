@@ -68,6 +68,76 @@ static void refuses_malformed(void **state)
   assert_int_equal(KCR_EPARSE, kcr_time_parse(NULL, &t));
 }
 
+/* What apimachinery refuses (time.Parse(time.RFC3339) behind metav1.Time),
+ * kcr refuses: kcr_cond_validate_json must not call valid what the
+ * apiserver would not. */
+static void refuses_what_go_refuses(void **state)
+{
+  static const char *const bad[] = {
+      "2026-11-29 10:00:00Z",      /* space instead of T */
+      "2026-11-29t10:00:00Z",      /* lower-case t */
+      "2026-11-29T10:00:00z",      /* lower-case z */
+      "2026-11-29t10:00:00z",      /* both */
+      "2026-11-29T10:00:00.5z",    /* lower-case z after a fraction */
+      "2026-11-29T10:00:00 Z",     /* space before the zone */
+      "2026-11-29T10:00:00+25:00", /* offset hour > 24 */
+      "2026-11-29T10:00:00+23:61", /* offset minute > 60 */
+      "2026-11-29T10:00:00+0200",  /* offset without colon */
+      "2026-11-29T10:00:00+02",    /* offset without minutes */
+      "2026-11-29T10:00:00UTC",    /* zone name */
+      "2026-11-29T10:00:00.Z",     /* '.' without digits */
+      "2026-11-29T10:00:00,Z",     /* ',' without digits */
+      "2026-11-29T10:00Z",         /* no seconds */
+      "2026-11-29T10:0:00Z",       /* one-digit minute */
+      "2026-11-29T10:00:0Z",       /* one-digit second */
+      "2026-1-29T10:00:00Z",       /* one-digit month */
+      "2026-11-9T10:00:00Z",       /* one-digit day */
+      "26-11-29T10:00:00Z",        /* two-digit year */
+      "+2026-11-29T10:00:00Z",     /* signed year */
+      "2026-11-29T123:00:00Z",     /* three-digit hour */
+      "2026-11-29T:00:00Z",        /* no hour */
+      "2026-11-29T24:00:00Z",      /* hour 24 */
+      "2026-11-29T23:60:00Z",      /* minute 60 */
+      "2026-11-29T23:59:60Z",      /* leap second */
+      "2026-11-29T10:00:00Z ",     /* trailing space */
+      " 2026-11-29T10:00:00Z",     /* leading space */
+      "2026-04-31T10:00:00Z",      /* April 31 */
+      "1900-02-29T10:00:00Z",      /* not a leap year */
+  };
+  time_t t;
+  for(size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    if(kcr_time_parse(bad[i], &t) != KCR_EPARSE)
+      fail_msg("accepted %s", bad[i]);
+  }
+}
+
+static void accepts_what_go_accepts(void **state)
+{
+  static const struct {
+    const char *s;
+    time_t want;
+  } good[] = {
+      {"2026-11-29T10:00:00Z", 1795946400},
+      {"2026-11-29T10:00:00.123456789Z", 1795946400},
+      {"2026-11-29T10:00:00.1234567890123Z", 1795946400}, /* any length */
+      {"2026-11-29T10:00:00,5Z", 1795946400},             /* comma fraction */
+      {"2026-11-29T9:00:00-01:00", 1795946400},           /* one-digit hour */
+      {"2026-11-29T10:00:00+00:00", 1795946400},
+      {"2026-11-30T10:00:00+24:00", 1795946400}, /* Go allows 24 hours */
+      {"2026-11-29T11:00:00+00:60", 1795946400}, /* ... and 60 minutes */
+      {"2000-02-29T00:00:00Z", 951782400},       /* leap year */
+      {"0001-01-01T00:00:00Z", -62135596800LL},  /* Go's zero time */
+      {"9999-12-31T23:59:59Z", 253402300799LL},
+  };
+  for(size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+    time_t t = 0;
+    if(kcr_time_parse(good[i].s, &t) != KCR_OK)
+      fail_msg("refused %s", good[i].s);
+    if(t != good[i].want)
+      fail_msg("%s: %lld, want %lld", good[i].s, (long long)t, (long long)good[i].want);
+  }
+}
+
 static void parses_durations(void **state)
 {
   uint64_t ms;
@@ -88,6 +158,83 @@ static void parses_durations(void **state)
   assert_int_equal(KCR_EPARSE, kcr_duration_parse("s", &ms));
 }
 
+/* time.ParseDuration's grammar and limits, to the nanosecond; the result in
+ * milliseconds rounded up. */
+static void parses_durations_as_go_does(void **state)
+{
+  static const struct {
+    const char *s;
+    uint64_t ms;
+  } good[] = {
+      {"0", 0},
+      {"-0", 0},
+      {"+0", 0},
+      {"0s", 0},
+      {"-0s", 0}, /* zero is not negative */
+      {"+5s", 5000},
+      {"1h1h", 7200000},
+      {"2h45m30.5s", 9930500},
+      {".5s", 500},
+      {"5.s", 5000},
+      {"1ns", 1}, /* rounded up: never 0 for a nonzero duration */
+      {"1000000ns", 1},
+      {"1000001ns", 2},
+      {"1500us", 2},
+      {"1000\xc2\xb5s", 1}, /* micro sign */
+      {"1000\xce\xbcs", 1}, /* Greek mu */
+      {"1.000001ms", 2},
+      {"1.0000001ms", 1},   /* 0.1 ns: dropped, as Go does */
+      {"0.0000000001s", 0}, /* below a nanosecond: Go drops it */
+      {"2562047h47m16.854775807s", 9223372036855},
+      {"9223372036854775807ns", 9223372036855},
+      {"9223372036854ms", 9223372036854},
+      {"1.5", 1500}, /* bare number: seconds (kcr) */
+  };
+  static const char *const bad[] = {
+      "99999999999999999999999h", /* was accepted, through a double */
+      "10000000000000000s",       /* 10^16 s: past 2^63 ns */
+      "9223372036854775808ns",    /* 2^63 ns */
+      "2562047h47m16.854775808s", /* one ns past the maximum */
+      "2562048h",
+      "9223372036855ms",
+      "2562047h2562047h", /* the sum overflows */
+      "99999999999999999999",
+      "-1ns",
+      "-5s",
+      "+",
+      "-",
+      ".",
+      ".s",
+      "1.2.3s",
+      "1 s",
+      "1sec",
+      "1S",
+      "1H",
+      "5d",
+      "1h30",
+      "s5",
+      "0x10s",
+      "1e3s",
+      "nan",
+      "inf",
+  };
+  for(size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+    uint64_t ms = 12345;
+    if(kcr_duration_parse(good[i].s, &ms) != KCR_OK)
+      fail_msg("refused %s", good[i].s);
+    if(ms != good[i].ms)
+      fail_msg("%s: %llu ms, want %llu", good[i].s, (unsigned long long)ms,
+               (unsigned long long)good[i].ms);
+  }
+  for(size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    uint64_t ms = 12345;
+    if(kcr_duration_parse(bad[i], &ms) != KCR_EPARSE)
+      fail_msg("accepted %s (%llu ms)", bad[i], (unsigned long long)ms);
+    assert_int_equal(12345, ms); /* untouched */
+  }
+  assert_int_equal(KCR_EPARSE, kcr_duration_parse(NULL, &(uint64_t){0}));
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -95,7 +242,10 @@ int main(void)
       cmocka_unit_test(formats_micro_time),
       cmocka_unit_test(parses_and_round_trips),
       cmocka_unit_test(refuses_malformed),
+      cmocka_unit_test(refuses_what_go_refuses),
+      cmocka_unit_test(accepts_what_go_accepts),
       cmocka_unit_test(parses_durations),
+      cmocka_unit_test(parses_durations_as_go_does),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

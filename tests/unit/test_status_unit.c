@@ -1,0 +1,519 @@
+/* The status writer, finalizers and owner references at unit level, on the
+ * wire seam: what is sent, byte for byte, including int64 fields beyond what
+ * a double holds; and under allocation failure, never a partial write: a
+ * JSON patch always carries its test guard, a status body all it owns. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kcr.h"
+#include "tcheck.h"
+#include "tfail.h"
+#include "twire.h"
+
+static const struct kcr_gvr widgets = {"test.kcr.io", "v1", "widgets", true};
+
+#define LTT "2026-11-29T10:00:00Z"
+
+/* ---- a scripted API server for one object ---- */
+
+struct api {
+  const char *object; /* what GET answers */
+  long write_code;    /* what PATCH/PUT answer; 0 = 200 */
+  int gets, writes;
+  char *method, *ctype, *body; /* the last write */
+};
+
+static kcr_err one_object(struct twire_call *call, void *ud)
+{
+  struct api *a = ud;
+  const struct kcr__wire_request *r = call->req;
+  if(!strcmp(r->method, "GET")) {
+    a->gets++;
+    return twire_reply(call, 200, "%s", a->object);
+  }
+  a->writes++;
+  free(a->method);
+  free(a->ctype);
+  free(a->body);
+  a->method = strdup(r->method);
+  a->ctype = r->content_type ? strdup(r->content_type) : NULL;
+  a->body = strndup(r->body ? r->body : "", r->body_len);
+  if(a->write_code && a->write_code != 200)
+    return twire_reply(call, a->write_code, "%s",
+                       twire_status_json(a->write_code, "Invalid"));
+  return twire_reply(call, 200, "%s", a->object);
+}
+
+static void api_reset(struct api *a)
+{
+  free(a->method);
+  free(a->ctype);
+  free(a->body);
+  a->method = a->ctype = a->body = NULL;
+  a->gets = a->writes = 0;
+}
+
+/* Parses as the client does (exact integers). */
+static cJSON *json(const char *text)
+{
+  cJSON *o = NULL;
+  if(kcr_json_parse(text, strlen(text), &o, NULL))
+    fail_msg("not JSON: %s", text);
+  return o;
+}
+
+/* Semantic equality, integers compared exactly ("1e+15" != 1000000000000000,
+ * 9007199254740992 != 9007199254740993). Safe inside a torture run. */
+static bool same_json(const char *want, const char *got)
+{
+  cJSON *a = NULL, *b = NULL;
+  bool eq;
+  tfail_exempt(true);
+  eq = got && !kcr_json_parse(want, strlen(want), &a, NULL) &&
+       !kcr_json_parse(got, strlen(got), &b, NULL) && cJSON_Compare(a, b, 1);
+  cJSON_Delete(a);
+  cJSON_Delete(b);
+  tfail_exempt(false);
+  return eq;
+}
+
+/* ---- status writes: int64 fields exactly ---- */
+
+#define BIG "9007199254740993" /* 2^53 + 1: no double holds it */
+#define E15 "1000000000000000" /* cJSON prints 10^15 as 1e+15 */
+
+static const char widget[] =
+    "{\"apiVersion\":\"test.kcr.io/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"w\","
+    "\"namespace\":\"ns\",\"resourceVersion\":\"7\",\"generation\":" BIG "},"
+    "\"status\":{\"observedGeneration\":1,\"conditions\":[{\"type\":\"Other\","
+    "\"status\":\"True\",\"observedGeneration\":" E15 ",\"lastTransitionTime\":\"" LTT
+    "\",\"reason\":\"O\",\"message\":\"\"}]}}";
+
+static const char ready[] =
+    "{\"type\":\"Ready\",\"status\":\"True\",\"observedGeneration\":" BIG
+    ",\"lastTransitionTime\":\"" LTT "\",\"reason\":\"R\",\"message\":\"m\"}";
+static const char other[] =
+    "{\"type\":\"Other\",\"status\":\"True\",\"observedGeneration\":" E15
+    ",\"lastTransitionTime\":\"" LTT "\",\"reason\":\"O\",\"message\":\"\"}";
+
+/* What each writer must send for desired() on widget. */
+static char *want_body(enum kcr_status_mode mode)
+{
+  char *s = NULL;
+  int n = -1;
+  switch(mode) {
+  case KCR_STATUS_APPLY:
+    n = asprintf(
+        &s,
+        "{\"apiVersion\":\"test.kcr.io/v1\",\"kind\":\"Widget\",\"metadata\":{"
+        "\"name\":\"w\",\"namespace\":\"ns\"},\"status\":{\"observedGeneration\":" BIG
+        ",\"conditions\":[%s]}}",
+        ready);
+    break;
+  case KCR_STATUS_MERGE_PATCH:
+    n = asprintf(&s,
+                 "{\"status\":{\"observedGeneration\":" BIG ",\"conditions\":[%s,%s]}}",
+                 other, ready);
+    break;
+  case KCR_STATUS_UPDATE_RETRY:
+    n = asprintf(&s,
+                 "{\"apiVersion\":\"test.kcr.io/v1\",\"kind\":\"Widget\",\"metadata\":{"
+                 "\"name\":\"w\",\"namespace\":\"ns\",\"resourceVersion\":\"7\","
+                 "\"generation\":" BIG "},\"status\":{\"observedGeneration\":" BIG
+                 ",\"conditions\":[%s,%s]}}",
+                 other, ready);
+    break;
+  }
+  assert_true(n > 0);
+  return s;
+}
+
+static struct kcr_cond ready_cond(void)
+{
+  struct kcr_cond c = {"Ready", "True", "R", "m", 9007199254740993LL, 0};
+  kcr_time_parse(LTT, &c.last_transition_time);
+  return c;
+}
+
+static kcr_status_writer *writer_for(kcr_client *c, enum kcr_status_mode mode)
+{
+  kcr_status_writer *w = NULL;
+  struct kcr_status_writer_opts o = {c,        &widgets,   "test.kcr.io/v1",
+                                     "Widget", "kcr-test", mode};
+  assert_int_equal(KCR_OK, kcr_status_writer_new(&o, &w));
+  return w;
+}
+
+static void writers_send_int64_fields_exactly(void **state)
+{
+  static const enum kcr_status_mode modes[] = {KCR_STATUS_APPLY, KCR_STATUS_MERGE_PATCH,
+                                               KCR_STATUS_UPDATE_RETRY};
+  for(size_t i = 0; i < 3; i++) {
+    struct api a = {widget};
+    kcr_client *c = twire_client(one_object, &a);
+    kcr_status_writer *w = writer_for(c, modes[i]);
+    struct kcr_cond cond = ready_cond();
+    struct kcr_status_desired d = {&cond, 1, true, 9007199254740993LL, NULL};
+    struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+    enum kcr_write_result res;
+    cJSON *obj = json(widget);
+    char *want = want_body(modes[i]);
+
+    assert_int_equal(KCR_OK, kcr_status_write(w, obj, &d, &res, &ei));
+    assert_int_equal(KCR_WRITE_WRITTEN, res);
+    assert_int_equal(1, a.writes);
+    if(!same_json(want, a.body))
+      fail_msg("mode %d sent\n  %s\nwant\n  %s", (int)modes[i], a.body, want);
+    /* Byte for byte where a double would differ. */
+    assert_non_null(strstr(a.body, "\"observedGeneration\":" BIG ","));
+    assert_null(strstr(a.body, "e+"));
+    if(modes[i] != KCR_STATUS_APPLY)
+      assert_non_null(strstr(a.body, "\"observedGeneration\":" E15 ","));
+    free(want);
+    cJSON_Delete(obj);
+    kcr_errinfo_cleanup(&ei);
+    kcr_status_writer_free(w);
+    kcr_client_free(c);
+    api_reset(&a);
+  }
+}
+
+/* The comparison that decides "no change, no request" is exact too: 2^53
+ * and 2^53 + 1 differ, 10^15 equals itself. */
+static void merge_compares_generations_exactly(void **state)
+{
+  cJSON *obj = json("{\"status\":{\"observedGeneration\":" BIG "}}"), *conds = NULL;
+  struct kcr_status_desired d = {NULL, 0, true, 9007199254740993LL, NULL};
+  bool changed = true;
+
+  assert_int_equal(KCR_OK, kcr_status_merge(obj, &d, 1, &conds, &changed, NULL));
+  assert_false(changed);
+  cJSON_Delete(conds);
+  d.observed_generation = 9007199254740992LL;
+  assert_int_equal(KCR_OK, kcr_status_merge(obj, &d, 1, &conds, &changed, NULL));
+  assert_true(changed);
+  cJSON_Delete(conds);
+  cJSON_Delete(obj);
+
+  /* Extra status fields written with kcr_json_add_int equal what is served. */
+  obj = json("{\"status\":{\"replicas\":" E15 "}}");
+  cJSON *extra = cJSON_CreateObject();
+  assert_non_null(kcr_json_add_int(extra, "replicas", 1000000000000000LL));
+  d = (struct kcr_status_desired){NULL, 0, false, 0, extra};
+  assert_int_equal(KCR_OK, kcr_status_merge(obj, &d, 1, &conds, &changed, NULL));
+  assert_false(changed);
+  cJSON_Delete(conds);
+  cJSON_Delete(extra);
+  cJSON_Delete(obj);
+}
+
+/* ---- status writes under allocation failure ---- */
+
+struct write_case {
+  struct api a;
+  kcr_client *c;
+  kcr_status_writer *w;
+  enum kcr_status_mode mode;
+  char *want;
+};
+
+/* Either an error (FAILED) or the whole status sent; never a part. */
+static bool write_all_or_nothing(void *ud)
+{
+  struct write_case *t = ud;
+  struct kcr_cond cond = ready_cond();
+  struct kcr_status_desired d = {&cond, 1, true, 9007199254740993LL, NULL};
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  enum kcr_write_result res = KCR_WRITE_SKIPPED;
+  cJSON *obj;
+  kcr_err rc;
+  bool ok;
+
+  tfail_exempt(true);
+  obj = json(widget);
+  tfail_exempt(false);
+  rc = kcr_status_write(t->w, obj, &d, &res, &ei);
+  ok = (t->a.writes == 0 || same_json(t->want, t->a.body)) &&
+       (rc ? res == KCR_WRITE_FAILED : res == KCR_WRITE_WRITTEN && t->a.writes == 1);
+  if(!ok)
+    print_error("rc %s res %d writes %d body %s\n", kcr_err_name(rc), (int)res,
+                t->a.writes, t->a.body ? t->a.body : "-");
+  tfail_exempt(true);
+  cJSON_Delete(obj);
+  api_reset(&t->a);
+  tfail_exempt(false);
+  kcr_errinfo_cleanup(&ei);
+  return ok;
+}
+
+static void torture_write(enum kcr_status_mode mode, const char *name)
+{
+  struct write_case t = {{widget}};
+  t.c = twire_client(one_object, &t.a);
+  t.w = writer_for(t.c, mode);
+  t.want = want_body(mode);
+  assert_true(write_all_or_nothing(&t)); /* warm up: lazily made client state */
+  tfail_torture(name, write_all_or_nothing, &t);
+  free(t.want);
+  kcr_status_writer_free(t.w);
+  kcr_client_free(t.c);
+}
+
+static void status_write_sends_all_or_nothing(void **state)
+{
+  torture_write(KCR_STATUS_APPLY, "kcr_status_write (apply)");
+  torture_write(KCR_STATUS_MERGE_PATCH, "kcr_status_write (merge patch)");
+  torture_write(KCR_STATUS_UPDATE_RETRY, "kcr_status_write (update)");
+}
+
+static bool merge_all_or_nothing(void *ud)
+{
+  const char *want = ud;
+  struct kcr_cond cond = ready_cond();
+  struct kcr_status_desired d = {&cond, 1, true, 9007199254740993LL, NULL};
+  cJSON *obj, *conds = (cJSON *)1;
+  bool changed = true, ok;
+  char *text = NULL;
+  kcr_err rc;
+
+  tfail_exempt(true);
+  obj = json(widget);
+  tfail_exempt(false);
+  rc = kcr_status_merge(obj, &d, 1795946400, &conds, &changed, NULL);
+  tfail_exempt(true);
+  ok = rc ? conds == NULL && !changed
+          : changed && (text = kcr_json_print(conds)) && same_json(want, text);
+  free(text);
+  cJSON_Delete(conds);
+  cJSON_Delete(obj);
+  tfail_exempt(false);
+  return ok;
+}
+
+static void status_merge_is_all_or_nothing(void **state)
+{
+  char *want = NULL;
+  assert_true(asprintf(&want, "[%s,%s]", other, ready) > 0);
+  tfail_torture("kcr_status_merge", merge_all_or_nothing, want);
+  free(want);
+}
+
+/* ---- finalizers: the patch never loses its guard ---- */
+
+struct fin_case {
+  struct api a;
+  kcr_client *c;
+  bool add;
+  const char *want; /* the one patch acceptable */
+};
+
+static bool finalizer_guarded(void *ud)
+{
+  struct fin_case *t = ud;
+  struct kcr_ref ref = {&widgets, "ns", "w"};
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  bool changed = false, ok;
+  kcr_err rc = t->add ? kcr_finalizer_add(t->c, &ref, "test.kcr.io/f", &changed, &ei)
+                      : kcr_finalizer_remove(t->c, &ref, "test.kcr.io/f", &changed, &ei);
+
+  /* Anything sent is the whole patch, its test op first. */
+  ok = t->a.writes == 0 || (!strcmp(t->a.method, "PATCH") &&
+                            !strcmp(t->a.ctype, "application/json-patch+json") &&
+                            same_json(t->want, t->a.body));
+  ok = ok && (rc ? !changed : changed && t->a.writes == 1);
+  if(!ok)
+    print_error("rc %s changed %d writes %d patch %s\n", kcr_err_name(rc), changed,
+                t->a.writes, t->a.body ? t->a.body : "-");
+  tfail_exempt(true);
+  api_reset(&t->a);
+  tfail_exempt(false);
+  kcr_errinfo_cleanup(&ei);
+  return ok;
+}
+
+static void torture_finalizer(const char *name, const char *object, bool add,
+                              const char *want)
+{
+  struct fin_case t = {{object}, NULL, add, want};
+  t.c = twire_client(one_object, &t.a);
+  assert_true(finalizer_guarded(&t)); /* warm up, and the plain case */
+  tfail_torture(name, finalizer_guarded, &t);
+  kcr_client_free(t.c);
+}
+
+static void finalizer_patches_always_carry_their_test(void **state)
+{
+  torture_finalizer(
+      "kcr_finalizer_add (to a list)",
+      "{\"metadata\":{\"name\":\"w\",\"resourceVersion\":\"7\",\"finalizers\":[\"x\"]}}",
+      true,
+      "[{\"op\":\"test\",\"path\":\"/metadata/finalizers\",\"value\":[\"x\"]},"
+      "{\"op\":\"add\",\"path\":\"/metadata/finalizers/-\",\"value\":\"test.kcr.io/"
+      "f\"}]");
+  torture_finalizer(
+      "kcr_finalizer_add (first)",
+      "{\"metadata\":{\"name\":\"w\",\"resourceVersion\":\"7\"}}", true,
+      "[{\"op\":\"test\",\"path\":\"/metadata/resourceVersion\",\"value\":\"7\"},"
+      "{\"op\":\"add\",\"path\":\"/metadata/finalizers\",\"value\":[\"test.kcr.io/"
+      "f\"]}]");
+  torture_finalizer("kcr_finalizer_remove",
+                    "{\"metadata\":{\"name\":\"w\",\"resourceVersion\":\"7\","
+                    "\"finalizers\":[\"x\",\"test.kcr.io/f\",\"y\"]}}",
+                    false,
+                    "[{\"op\":\"test\",\"path\":\"/metadata/finalizers\",\"value\":"
+                    "[\"x\",\"test.kcr.io/f\",\"y\"]},"
+                    "{\"op\":\"remove\",\"path\":\"/metadata/finalizers/1\"}]");
+}
+
+/* Without a resourceVersion there is nothing to guard the first finalizer
+ * with: refused, nothing sent. */
+static void finalizer_without_a_guard_is_not_sent(void **state)
+{
+  struct api a = {"{\"metadata\":{\"name\":\"w\"}}"};
+  kcr_client *c = twire_client(one_object, &a);
+  struct kcr_ref ref = {&widgets, "ns", "w"};
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  bool changed = true;
+
+  assert_int_equal(KCR_EPARSE,
+                   kcr_finalizer_add(c, &ref, "test.kcr.io/f", &changed, &ei));
+  assert_false(changed);
+  assert_int_equal(0, a.writes);
+  assert_non_null(strstr(ei.message, "resourceVersion"));
+  kcr_errinfo_cleanup(&ei);
+  kcr_client_free(c);
+  api_reset(&a);
+}
+
+/* ---- owner references: all or nothing ---- */
+
+struct owner_case {
+  const char *child, *want;
+};
+
+#define OWNER                                                                            \
+  "{\"apiVersion\":\"test.kcr.io/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"p\"," \
+  "\"namespace\":\"ns\",\"uid\":\"u-1\"}}"
+#define CTL_REF                                                                          \
+  "{\"apiVersion\":\"test.kcr.io/"                                                       \
+  "v1\",\"kind\":\"Widget\",\"name\":\"p\",\"uid\":\"u-1\","                             \
+  "\"controller\":true,\"blockOwnerDeletion\":true}"
+
+static bool owner_all_or_nothing(void *ud)
+{
+  const struct owner_case *oc = ud;
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  cJSON *child, *owner, *before;
+  char *text = NULL;
+  kcr_err rc;
+  bool ok;
+
+  tfail_exempt(true);
+  child = json(oc->child);
+  before = json(oc->child);
+  owner = json(OWNER);
+  tfail_exempt(false);
+  rc = kcr_owner_set_controller(child, owner, &ei);
+  tfail_exempt(true);
+  ok = rc ? rc == KCR_ENOMEM && cJSON_Compare(child, before, 1) /* untouched */
+          : (text = kcr_json_print(child)) && same_json(oc->want, text);
+  if(!ok)
+    print_error("rc %s child %s\n", kcr_err_name(rc), text ? text : "-");
+  free(text);
+  cJSON_Delete(child);
+  cJSON_Delete(before);
+  cJSON_Delete(owner);
+  tfail_exempt(false);
+  kcr_errinfo_cleanup(&ei);
+  return ok;
+}
+
+static void owner_set_controller_is_all_or_nothing(void **state)
+{
+  static const struct owner_case cases[] = {
+      {"{\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\"}}",
+       "{\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\",\"ownerReferences\":[" CTL_REF
+       "]}}"},
+      /* a non-controller reference to the same owner is upgraded in place */
+      {"{\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\",\"ownerReferences\":[{"
+       "\"apiVersion\":\"test.kcr.io/v1\",\"kind\":\"Widget\",\"name\":\"p\",\"uid\":"
+       "\"u-1\",\"controller\":false}]}}",
+       "{\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\",\"ownerReferences\":[" CTL_REF
+       "]}}"},
+      /* another owner's reference stays */
+      {"{\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\",\"ownerReferences\":[{"
+       "\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"o\",\"uid\":\"u-2\"}]}}",
+       "{\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\",\"ownerReferences\":[{"
+       "\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"o\",\"uid\":\"u-2\"}"
+       "," CTL_REF "]}}"},
+      /* ownerReferences of the wrong type is replaced */
+      {"{\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\",\"ownerReferences\":null}}",
+       "{\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\",\"ownerReferences\":[" CTL_REF
+       "]}}"},
+  };
+  for(size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+    tfail_torture("kcr_owner_set_controller", owner_all_or_nothing, (void *)&cases[i]);
+}
+
+/* ---- retry timing ---- */
+
+/* A retry policy with a NaN jitter or an absurd factor must not turn into
+ * an undefined float-to-integer conversion of the sleep. */
+static kcr_err conflict_once(struct twire_call *call, void *ud)
+{
+  int *puts = ud;
+  if(!strcmp(call->req->method, "GET"))
+    return twire_reply(call, 200,
+                       "{\"metadata\":{\"name\":\"w\",\"resourceVersion\":\"1\"}}");
+  if((*puts)++ == 0)
+    return twire_reply(call, 409, "%s", twire_status_json(409, "Conflict"));
+  return twire_reply(call, 200, "{\"metadata\":{\"name\":\"w\"}}");
+}
+
+static kcr_err touch(cJSON *fresh, bool *changed, void *ud)
+{
+  *changed = true;
+  return kcr_json_set_str(fresh, "metadata.labels.touched", "yes");
+}
+
+static void retry_timing_survives_nonsense_policies(void **state)
+{
+  const struct kcr_retry policies[] = {
+      {2, 10, 1.0, NAN}, {2, 10, NAN, 0.1}, {2, 10, -3.0, -1.0}, {2, 0, INFINITY, 0.1}};
+  for(size_t i = 0; i < sizeof(policies) / sizeof(policies[0]); i++) {
+    int puts = 0;
+    kcr_client *c = twire_client(conflict_once, &puts);
+    struct kcr_ref ref = {&widgets, "ns", "w"};
+    enum kcr_write_result res;
+    int conflicts = 0;
+    assert_int_equal(KCR_OK, kcr_update_retry(c, &ref, &policies[i], touch, NULL, &res,
+                                              &conflicts, NULL));
+    assert_int_equal(KCR_WRITE_WRITTEN, res);
+    assert_int_equal(1, conflicts);
+    kcr_client_free(c);
+  }
+}
+
+int main(void)
+{
+  tfail_init();
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(writers_send_int64_fields_exactly),
+      cmocka_unit_test(merge_compares_generations_exactly),
+      cmocka_unit_test(status_write_sends_all_or_nothing),
+      cmocka_unit_test(status_merge_is_all_or_nothing),
+      cmocka_unit_test(finalizer_patches_always_carry_their_test),
+      cmocka_unit_test(finalizer_without_a_guard_is_not_sent),
+      cmocka_unit_test(owner_set_controller_is_all_or_nothing),
+      cmocka_unit_test(retry_timing_survives_nonsense_policies),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
