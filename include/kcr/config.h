@@ -9,21 +9,24 @@
  *      serviceaccount (directory overridable for tests).
  *
  * Kubeconfig support: current-context or opts->context; clusters[].cluster
- * server, certificate-authority / -data, insecure-skip-tls-verify,
- * tls-server-name; users[].user client-certificate / -data, client-key / -data,
- * token, tokenFile, exec (client.authentication.k8s.io/v1 and v1beta1: command,
- * args, env, interactiveMode Never/IfAvailable; the ExecCredential answer's
- * token or clientCertificateData/clientKeyData, cached until
- * expirationTimestamp). Relative file paths resolve against the kubeconfig's
- * directory. Inline *-data are base64-decoded and held in memory only: never
- * written to disk, never logged.
+ * server, certificate-authority / -data, insecure-skip-tls-verify (refused
+ * together with a CA, as kubectl does), tls-server-name (the name the
+ * server's certificate is verified against and sent as SNI, while the
+ * connection goes to the server URL's host and port); users[].user client-certificate /
+ * -data, client-key / -data, token, tokenFile, exec (client.authentication.k8s.io/v1 and
+ * v1beta1: command, args, env, interactiveMode Never/IfAvailable; the ExecCredential
+ * answer's token or clientCertificateData/clientKeyData, cached until expirationTimestamp
+ * and refreshed shortly before it in the background). Relative file paths resolve against
+ * the kubeconfig's directory. Inline *-data are base64-decoded and held in memory only:
+ * never written to disk, never logged, wiped before they are freed. An exec plugin's
+ * stderr is never logged or quoted (plugins print secrets there).
  *
  * Errors: KCR_ECONFIG with ei->message naming the file and the field, e.g.
  *   "/home/u/.kube/config: users[0].user.client-key-data: invalid base64".
  *
  * Thread safety: a loaded kcr_config is immutable except for its credential
  * cache, which kcr_config_credentials() guards with an internal mutex; any
- * thread may call any function on a loaded config. */
+ * thread may call any function on a loaded config except kcr_config_free. */
 #ifndef KCR_CONFIG_H
 #define KCR_CONFIG_H
 
@@ -41,14 +44,20 @@ struct kcr_config_opts {
   const char *sa_dir;     /* in-cluster secrets dir; NULL = default */
 };
 
-/* Loads a config. *out is set only on KCR_OK; free it with kcr_config_free. */
+/* Loads a config. *out is set only on KCR_OK; free it with kcr_config_free.
+ * Errors: KCR_ECONFIG (anything wrong with the source; ei->message names the
+ * file and field), KCR_EINVAL (opts->kubeconfig with in_cluster_only),
+ * KCR_ENOMEM. */
 kcr_err kcr_config_load(const struct kcr_config_opts *opts, kcr_config **out,
                         struct kcr_errinfo *ei);
 /* Parses kubeconfig YAML text; `origin` names it in errors and is the base
- * for relative paths (its directory). */
+ * for relative paths (its directory). Errors: KCR_ECONFIG, KCR_ENOMEM. */
 kcr_err kcr_config_from_yaml(const char *yaml, size_t len, const char *origin,
                              const char *context, kcr_config **out,
                              struct kcr_errinfo *ei);
+/* Frees cfg (NULL is a no-op), wiping its secrets. If an exec plugin refresh
+ * is under way in the background, the plugin is killed and waited for (at
+ * most about a second). Must not race with any other call on cfg. */
 void kcr_config_free(kcr_config *cfg);
 
 /* Borrowed views, valid as long as cfg. */
@@ -70,12 +79,27 @@ struct kcr_credentials {
   unsigned long generation; /* changes whenever cert/key change */
 };
 /* Returns the current credentials: static ones, a token file re-read when it
- * changed on disk (service-account rotation), or an exec plugin's answer,
- * re-running the plugin when it expired or after kcr_config_invalidate().
- * Release with kcr_credentials_cleanup(). */
+ * changed on disk (service-account rotation), or an exec plugin's answer.
+ * Release with kcr_credentials_cleanup(); *out is zeroed on error.
+ *
+ * Exec plugins: a valid cached answer is returned at once, also during its
+ * last 10 s before expirationTimestamp, when a refresh starts in the
+ * background. Without a valid answer (none yet, expired, or after
+ * kcr_config_invalidate()) the call runs the plugin, or waits for the run
+ * already under way and shares its outcome; at most one plugin run per
+ * config is under way at any time, and no lock is held while it runs.
+ *
+ * Errors: from the exec plugin (the message names the kubeconfig and user,
+ * never the plugin's output): KCR_ECONFIG not found / not executable,
+ * KCR_EIO non-zero exit or killed, KCR_ETIMEDOUT ran over 60 s, KCR_EPARSE
+ * bad ExecCredential; callers that waited for a failed run get its code and
+ * message. KCR_ECONFIG a token file that could never be read. KCR_ENOMEM.
+ * Thread safety: any thread. */
 kcr_err kcr_config_credentials(kcr_config *cfg, struct kcr_credentials *out,
                                struct kcr_errinfo *ei);
-/* Drops cached exec/token-file credentials (call after a 401). */
+/* Drops cached exec/token-file credentials (call after a 401): the next
+ * kcr_config_credentials() re-reads the token file and re-runs the plugin
+ * (or takes the answer of a run already under way). Any thread. */
 void kcr_config_invalidate(kcr_config *cfg);
 void kcr_credentials_cleanup(struct kcr_credentials *c);
 

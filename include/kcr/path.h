@@ -30,10 +30,18 @@ struct kcr_ref {
   const char *sub;  /* subresource ("status", "scale") or NULL */
 };
 
-/* Appends the path for ref to out (no query string). Names and namespaces are
- * checked: empty, "." / "..", or containing '/' or '%' -> KCR_EINVAL, as the
- * apiserver refuses them (IsValidPathSegmentName). A subresource needs a
- * name; a namespaced ref with a name needs a namespace. */
+/* Appends the path for ref to out (no query string). Every segment is
+ * checked, and KCR_EINVAL returned (nothing appended) for:
+ *   - a namespace, version, resource or subresource that is not an RFC 1123
+ *     label (lower-case letters, digits, '-'; at most 63), a group that is not
+ *     an RFC 1123 subdomain;
+ *   - a name that is empty, "." or "..", or holds a character other than
+ *     letters, digits and -._~!$&'()*+,;=:@ ('/', '%', '?', '#', spaces,
+ *     control characters, non-ASCII ... are refused: segments are not
+ *     percent-encoded, and the apiserver's IsValidPathSegmentName refuses
+ *     '/', '%', "." and "..");
+ *   - a subresource without a name, a namespace on a cluster-scoped
+ *     resource, a name on a namespaced resource without a namespace. */
 kcr_err kcr_path(struct kcr_buf *out, const struct kcr_ref *ref);
 
 /* Appends "?key=value" or "&key=value" (value percent-encoded) depending on

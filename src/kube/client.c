@@ -19,6 +19,22 @@
  * decide. A refused request ends with CURLE_ABORTED_BY_CALLBACK and is
  * reported as KCR_ECANCELED.
  *
+ * tls-server-name: the URL curl gets names the tls-server-name instead of
+ * the server's host (so SNI and certificate verification use it), and
+ * CURLOPT_CONNECT_TO sends the connection to the server URL's real host and
+ * port; the Host header (HTTP/2 :authority) keeps the server URL's host, as
+ * client-go's does. Set per handle in conn_setup and per request in
+ * kcr__conn_prepare, so watches (watch.c uses both) behave the same.
+ *
+ * Secrets: credentials are fetched per request, as owned snapshots, and
+ * wiped after it (kcr_credentials_cleanup, kcr__headers_free, the
+ * "Authorization:" buffer). libcurl keeps copies out of our reach: the
+ * client certificate and key blobs (CURL_BLOB_COPY, for the handle's
+ * lifetime) and the request it builds from the header list (its own
+ * buffers, and nghttp2's for HTTP/2), freed without wiping. On the wire seam
+ * (tests) the credentials and the header are made exactly as for curl, so a
+ * 401 re-reads them there too.
+ *
  * Lifetime: an atomic reference count; the objects that keep a client hold
  * a reference each, so nothing frees it while one of them can use it.
  *
@@ -49,6 +65,9 @@ struct kcr_client {
   void *gate_ud;
   kcr__wire_fn wire;
   void *wire_ud;
+  char *base_url;                /* the server URL, with tls-server-name as host */
+  char *host_hdr;                /* "Host: <server URL's host[:port]>" or NULL */
+  struct curl_slist *connect_to; /* "::<host>:<port>" or NULL */
   pthread_mutex_t mu;
   struct kcr__conn *pool[POOL_MAX];
   size_t npool;
@@ -57,10 +76,70 @@ struct kcr_client {
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
 
+/* Sets base_url, host_hdr and connect_to from the config (see DESIGN):
+ * without tls-server-name the URL is the server's and the others are NULL. */
+static kcr_err route_setup(kcr_client *c, struct kcr_errinfo *ei)
+{
+  const char *server = kcr_config_server(c->cfg),
+             *sni = kcr_config_tls_server_name(c->cfg);
+  char *host = NULL, *port = NULL, *given = NULL, *url = NULL;
+  struct kcr_buf b = KCR_BUF_INIT;
+  struct curl_slist *l;
+  CURLU *u = NULL;
+  CURLUcode uc;
+  kcr_err rc = KCR_ENOMEM;
+
+  if(!sni) {
+    c->base_url = strdup(server);
+    return c->base_url ? KCR_OK : KCR_ENOMEM;
+  }
+  if(!(u = curl_url()))
+    goto out;
+  uc = curl_url_set(u, CURLUPART_URL, server, 0);
+  if(!uc)
+    uc = curl_url_get(u, CURLUPART_HOST, &host, 0);
+  if(!uc)
+    uc = curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT);
+  if(!uc && curl_url_get(u, CURLUPART_PORT, &given, 0) == CURLUE_OUT_OF_MEMORY)
+    uc = CURLUE_OUT_OF_MEMORY;
+  if(!uc && kcr_buf_printf(&b, strchr(sni, ':') ? "[%s]" : "%s", sni))
+    uc = CURLUE_OUT_OF_MEMORY;
+  if(!uc)
+    uc = curl_url_set(u, CURLUPART_HOST, b.ptr, 0);
+  if(!uc)
+    uc = curl_url_get(u, CURLUPART_URL, &url, 0);
+  if(uc == CURLUE_OUT_OF_MEMORY)
+    goto out;
+  if(uc) {
+    rc = kcr_errinfo_set(ei, KCR_ECONFIG, "%s: server %s with tls-server-name %s: %s",
+                         kcr_config_origin(c->cfg), server, sni, curl_url_strerror(uc));
+    goto out;
+  }
+  kcr_buf_reset(&b);
+  if(kcr_buf_printf(&b, "::%s:%s", host, port) || !(l = curl_slist_append(NULL, b.ptr)))
+    goto out;
+  c->connect_to = l;
+  kcr_buf_reset(&b);
+  if(kcr_buf_printf(&b, "Host: %s%s%s", host, given ? ":" : "", given ? given : ""))
+    goto out;
+  c->host_hdr = kcr_buf_take(&b);
+  c->base_url = strdup(url);
+  rc = c->host_hdr && c->base_url ? KCR_OK : KCR_ENOMEM;
+out:
+  curl_free(host);
+  curl_free(port);
+  curl_free(given);
+  curl_free(url);
+  curl_url_cleanup(u);
+  kcr_buf_cleanup(&b);
+  return rc;
+}
+
 kcr_err kcr_client_new(kcr_config *cfg, const struct kcr_client_opts *opts,
                        kcr_client **out, struct kcr_errinfo *ei)
 {
   kcr_client *c;
+  kcr_err rc;
 
   *out = NULL;
   if(!cfg)
@@ -91,9 +170,10 @@ kcr_err kcr_client_new(kcr_config *cfg, const struct kcr_client_opts *opts,
       strdup(c->opts.user_agent ? c->opts.user_agent : "kcr/" KCR_VERSION_STRING);
   c->opts.user_agent = c->user_agent;
   pthread_mutex_init(&c->mu, NULL);
-  if(!c->user_agent) {
+  rc = c->user_agent ? route_setup(c, ei) : KCR_ENOMEM;
+  if(rc) {
     kcr_client_free(c);
-    return KCR_ENOMEM;
+    return rc;
   }
   *out = c;
   return KCR_OK;
@@ -121,6 +201,9 @@ void kcr_client_free(kcr_client *c)
   for(size_t i = 0; i < c->npool; i++)
     conn_free(c->pool[i]);
   pthread_mutex_destroy(&c->mu);
+  curl_slist_free_all(c->connect_to); /* after the handles that use it */
+  free(c->base_url);
+  free(c->host_hdr);
   kcr_config_free(c->cfg);
   free(c->user_agent);
   free(c);
@@ -188,7 +271,6 @@ static kcr_err conn_setup(kcr_client *c, struct kcr__conn *conn)
   CURL *h = conn->h;
   size_t ca_len = 0;
   const unsigned char *ca = kcr_config_ca(c->cfg, &ca_len);
-  const char *sni = kcr_config_tls_server_name(c->cfg);
 
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, conn->errbuf);
@@ -201,6 +283,7 @@ static kcr_err conn_setup(kcr_client *c, struct kcr__conn *conn)
   curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, ""); /* gzip when offered */
   curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https,http");
   curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+  /* The config refuses a CA together with insecure-skip-tls-verify. */
   if(kcr_config_insecure(c->cfg)) {
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
@@ -209,11 +292,8 @@ static kcr_err conn_setup(kcr_client *c, struct kcr__conn *conn)
     if(curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob) != CURLE_OK)
       return KCR_ETRANSPORT;
   }
-  if(sni)
-    KCR_LOG(KCR_LOG_WARN,
-            "tls-server-name is not supported yet; verifying the server's "
-            "certificate against the host in the server URL",
-            KCR_S("tlsServerName", sni));
+  if(c->connect_to && curl_easy_setopt(h, CURLOPT_CONNECT_TO, c->connect_to) != CURLE_OK)
+    return KCR_ETRANSPORT;
   return KCR_OK;
 }
 
@@ -248,6 +328,20 @@ void kcr__conn_put(kcr_client *c, struct kcr__conn *conn, bool broken)
   conn_free(conn);
 }
 
+/* "Authorization: Bearer <token>" into auth (empty without a token). The
+ * caller releases it with auth_wipe(). */
+static kcr_err auth_header(const struct kcr_credentials *cr, struct kcr_buf *auth)
+{
+  return cr->token ? kcr_buf_printf(auth, "Authorization: Bearer %s", cr->token) : KCR_OK;
+}
+
+static void auth_wipe(struct kcr_buf *auth)
+{
+  if(auth->ptr) /* the token: wipe before freeing */
+    explicit_bzero(auth->ptr, auth->cap);
+  kcr_buf_cleanup(auth);
+}
+
 void kcr__headers_free(struct curl_slist *hdrs)
 {
   static const char auth[] = "Authorization:";
@@ -272,7 +366,7 @@ kcr_err kcr__conn_prepare(kcr_client *c, struct kcr__conn *conn, const char *met
   if(rc)
     goto out;
   rc = KCR_ENOMEM;
-  if(kcr_buf_puts(&url, kcr_config_server(c->cfg)))
+  if(kcr_buf_puts(&url, c->base_url))
     goto out;
   while(url.len && url.ptr[url.len - 1] == '/')
     url.ptr[--url.len] = '\0';
@@ -313,9 +407,15 @@ kcr_err kcr__conn_prepare(kcr_client *c, struct kcr__conn *conn, const char *met
     kcr_buf_cleanup(&ct);
     l = n;
   }
-  if(cr.token) {
-    if(kcr_buf_printf(&auth, "Authorization: Bearer %s", cr.token) ||
-       !(n = curl_slist_append(l, auth.ptr)))
+  if(c->host_hdr) {
+    if(!(n = curl_slist_append(l, c->host_hdr)))
+      goto out;
+    l = n;
+  }
+  if(auth_header(&cr, &auth))
+    goto out;
+  if(auth.ptr) {
+    if(!(n = curl_slist_append(l, auth.ptr)))
       goto out;
     l = n;
   }
@@ -324,9 +424,7 @@ kcr_err kcr__conn_prepare(kcr_client *c, struct kcr__conn *conn, const char *met
   l = NULL;
   rc = KCR_OK;
 out:
-  if(auth.ptr) /* the token: wipe before freeing */
-    explicit_bzero(auth.ptr, auth.len);
-  kcr_buf_cleanup(&auth);
+  auth_wipe(&auth);
   kcr_buf_cleanup(&url);
   kcr__headers_free(l);
   kcr_credentials_cleanup(&cr);
@@ -422,11 +520,22 @@ static kcr_err wire_once(kcr_client *c, const struct kcr_http_request *req,
   struct reply r = {&resp->body, -1, &resp->code, NULL, c->opts.max_response_bytes};
   struct kcr__wire_request wr = {req->method,   req->path, ctype_of(req), req->body,
                                  req->body_len, false,     NULL};
+  struct kcr_credentials cr = {0};
+  struct kcr_buf auth = KCR_BUF_INIT;
   uint64_t t0 = kcr_time_mono_ns();
   kcr_err rc;
 
   kcr_buf_reset(&resp->body);
   resp->code = 0;
+  /* Credentials and the header as for curl (errors, refresh after a 401,
+   * wiping); the wire is not given them. */
+  rc = kcr_config_credentials(c->cfg, &cr, ei);
+  if(!rc && auth_header(&cr, &auth))
+    rc = KCR_ENOMEM;
+  auth_wipe(&auth);
+  kcr_credentials_cleanup(&cr);
+  if(rc)
+    return rc;
   if(!req->ungated && mutating(req->method) && !kcr__client_may_write(c))
     return kcr_errinfo_set(ei, KCR_ECANCELED,
                            "%s %s: not sent: the write gate refused it (this replica "
@@ -804,10 +913,13 @@ kcr_err kcr_delete(kcr_client *c, const struct kcr_ref *ref,
     if(o->has_grace && !cJSON_AddNumberToObject(opts, "gracePeriodSeconds",
                                                 (double)o->grace_period_seconds))
       goto out;
-    if(o->dry_run &&
-       !cJSON_AddItemToObject(opts, "dryRun",
-                              cJSON_CreateStringArray((const char *[]){"All"}, 1)))
-      goto out;
+    if(o->dry_run) {
+      cJSON *all = cJSON_CreateStringArray((const char *[]){"All"}, 1);
+      if(!all || !cJSON_AddItemToObject(opts, "dryRun", all)) {
+        cJSON_Delete(all); /* not added: still ours */
+        goto out;
+      }
+    }
     if(!(body = kcr_json_print(opts)))
       goto out;
   }

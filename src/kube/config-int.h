@@ -2,23 +2,25 @@
  *
  * config.c owns kcr_config (loading, the credential cache); config_exec.c
  * runs exec credential plugins and parses their ExecCredential answer. The
- * exec code is I/O with a child process only: it never touches the cache, so
- * it takes no lock; config.c calls it with cfg->mu held. */
+ * exec code is I/O with a child process only: it never touches the cache and
+ * takes no lock; config.c calls it with no lock held (see config.c's DESIGN
+ * comment for the single-flight protocol around it). */
 #ifndef KCR_KUBE_CONFIG_INT_H
 #define KCR_KUBE_CONFIG_INT_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
+#include "kcr/buf.h"
 #include "kcr/config.h"
 
 #define KCR__EXEC_API_V1      "client.authentication.k8s.io/v1"
 #define KCR__EXEC_API_V1BETA1 "client.authentication.k8s.io/v1beta1"
-#define KCR__EXEC_TIMEOUT_MS  60000u      /* plugin wall-clock limit */
-#define KCR__EXEC_MAX_STDOUT  (1u << 20)  /* 1 MiB: an ExecCredential is small */
-#define KCR__EXEC_MAX_STDERR  (64u << 10) /* kept for the error message */
+#define KCR__EXEC_TIMEOUT_MS  60000u     /* plugin wall-clock limit */
+#define KCR__EXEC_MAX_STDOUT  (1u << 20) /* 1 MiB: an ExecCredential is small */
 
 /* Bytes owned by whoever holds the struct. */
 struct kcr__blob {
@@ -48,13 +50,16 @@ struct kcr__exec_result {
 };
 
 /* Runs the plugin once and parses its answer. Errors (all with a message that
- * starts with spec->where): KCR_ECONFIG plugin not found / not executable,
- * KCR_EIO non-zero exit or death by signal (with a stderr excerpt, never
- * stdout), KCR_ETIMEDOUT killed after timeout_ms, KCR_EPARSE malformed,
- * oversized or incomplete ExecCredential, KCR_ENOMEM.
+ * starts with spec->where and never quotes the plugin's stdout or stderr):
+ * KCR_ECONFIG plugin not found / not executable, KCR_EIO non-zero exit or
+ * death by signal, KCR_ETIMEDOUT killed after timeout_ms, KCR_ECANCELED
+ * killed because *cancel became true (checked at least once a second; cancel
+ * may be NULL), KCR_EPARSE malformed, oversized or incomplete
+ * ExecCredential, KCR_ENOMEM.
  * Thread safety: any thread; spec is only read. */
 kcr_err kcr__exec_run(const struct kcr__exec_spec *spec, uint64_t timeout_ms,
-                      struct kcr__exec_result *out, struct kcr_errinfo *ei);
+                      const atomic_bool *cancel, struct kcr__exec_result *out,
+                      struct kcr_errinfo *ei);
 void kcr__exec_result_cleanup(struct kcr__exec_result *r);
 void kcr__exec_spec_free(struct kcr__exec_spec *spec);
 
@@ -64,11 +69,22 @@ const char *kcr__errstr(int err, char *buf, size_t size);
 void kcr__wipe_free(void *p, size_t n);
 /* Frees a NUL-terminated secret string after wiping it. */
 void kcr__wipe_str(char *s);
+/* kcr_buf_append for secrets: when the buffer must grow, the bytes move to a
+ * new block and the old one is wiped before it is freed (realloc would free
+ * it as it is). Free the buffer with kcr__wipe_free(b->ptr, b->cap). */
+kcr_err kcr__secret_append(struct kcr_buf *b, const void *p, size_t n);
 
-/* Test hooks: shorten the exec plugin timeout (default KCR__EXEC_TIMEOUT_MS)
- * and the token-file re-check interval (default 1000 ms). Call before the
- * config is shared between threads. */
+/* Test hooks: shorten the exec plugin timeout (default KCR__EXEC_TIMEOUT_MS),
+ * the token-file re-check interval (default 1000 ms) and change how long
+ * before its expiry an exec answer is refreshed in the background (default
+ * 10 s). Call before the config is shared between threads. */
 void kcr__config_set_exec_timeout_ms(kcr_config *cfg, uint64_t ms);
 void kcr__config_set_token_recheck_ms(kcr_config *cfg, uint64_t ms);
+void kcr__config_set_exec_margin_s(kcr_config *cfg, long s);
+/* Test hooks: threads blocked in kcr_config_credentials() waiting for a
+ * plugin run to end, and a wait until no plugin run is in flight (the
+ * background refresh included). Any thread. */
+int kcr__config_exec_waiters(kcr_config *cfg);
+void kcr__config_exec_quiesce(kcr_config *cfg);
 
 #endif

@@ -16,7 +16,18 @@
  *  - Everything the TLS layer needs is read into memory at load time (CA,
  *    client certificate and key, whether inline base64 or files): the
  *    transport passes blobs to curl; nothing is written to disk; no secret is
- *    ever logged, and secrets are wiped before they are freed.
+ *    ever logged, and secrets are wiped before they are freed: tokens, keys,
+ *    the kubeconfig text, exec args and env, plugin output. Buffers that
+ *    hold one grow with kcr__secret_append (a realloc would free the old
+ *    block unwiped). Out of reach: libyaml's freed temporaries while it
+ *    scans (it has no allocator hook; its nodes and buffers are wiped,
+ *    wipe_yaml) and the copies libcurl makes of the Authorization header and
+ *    the client key (see client.c).
+ *  - A CA together with insecure-skip-tls-verify is refused at load time, as
+ *    client-go does (transport.TLSConfigFor: "specifying a root certificates
+ *    file with the insecure flag is not allowed"), rather than one of them
+ *    being silently ignored. tls-server-name must be a host name or an IP
+ *    address; the client verifies the server against it (client.c).
  *  - $KUBECONFIG naming no existing file is an error (no silent fall-back).
  *  - $KUBECONFIG is a colon-separated list, but only the first file that
  *    exists is used: kubectl's merging of several files is not implemented.
@@ -25,20 +36,48 @@
  *    its device, inode, size or mtime changed, which catches the kubelet's
  *    atomic symlink swap on rotation. If a re-read fails, the last good token
  *    is kept (and a warning logged) rather than failing every request.
- *  - Exec plugin answers are cached until expirationTimestamp minus
- *    EXEC_MARGIN_S, or forever without one, or until kcr_config_invalidate().
+ *  - Exec plugin answers are cached until expirationTimestamp (forever
+ *    without one) or kcr_config_invalidate(); from EXEC_MARGIN_S before the
+ *    expiry they are refreshed in the background while still handed out.
  *  - Precedence when several are set: exec plugin answer > tokenFile > token
  *    for the bearer token; exec plugin certificate > static certificate.
  *    *-data wins over the file form, as in client-go.
  *
  * Invariants and locking: every field above `mu` in struct kcr_config is
- * written only before kcr_config_from_yaml()/kcr_config_load() return. The
- * token-file cache, the exec cache and `generation` are guarded by `mu`, the
- * only lock here; it is held while an exec plugin runs (so concurrent callers
- * wait for one run) and nothing else is locked under it. */
+ * written only before kcr_config_from_yaml()/kcr_config_load() return (or by
+ * the test hooks, before the config is shared). The token-file cache, the
+ * exec cache and `generation` are guarded by `mu`, the only lock here.
+ * Nothing else is locked under it, and it is never held while a plugin runs
+ * (up to exec_timeout_ms, 60 s): a lease renewal with a 10 s deadline must
+ * not wait behind a plugin it does not need. The exec protocol:
+ *  - Single flight: ex.running says a plugin run is under way (at most one
+ *    per config); the thread running it has released mu. A run ends with
+ *    mu re-taken, its outcome published (answer installed, or ex.last_rc and
+ *    ex.last_msg), ex.runs incremented and `ran` broadcast.
+ *  - A caller whose cached answer is still valid gets it at once, also
+ *    inside the refresh margin; there it also starts the run on a thread
+ *    of its own when none is under way (not again within EXEC_RETRY_MS
+ *    after a failed one: the cache is still good). That thread is joined
+ *    by the next one's start or by kcr_config_free().
+ *  - A caller with nothing valid (no answer yet, expired, or invalidated)
+ *    runs the plugin itself; if a run is under way, it waits on `ran` for
+ *    that run to end and shares its outcome: the new answer (even one that
+ *    already expired), or the run's error, code and message, which every
+ *    waiter gets. Nobody hangs: each run ends within exec_timeout_ms.
+ *  - kcr_config_invalidate() does not stop a run under way: its answer is
+ *    the fresh one.
+ *  - kcr_config_free() sets ex.cancel (the plugin is killed within a
+ *    second), waits for a run under way to end and joins the background
+ *    thread before freeing anything; that thread touches cfg only while it
+ *    holds mu.
+ * The token file is re-checked under mu: a stat() and, rarely, a read of a
+ * local file. */
+#include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,7 +97,8 @@
 #define DEFAULT_SA_DIR   "/var/run/secrets/kubernetes.io/serviceaccount"
 #define MAX_FILE         (16u << 20) /* kubeconfig, CA bundle, cert, key */
 #define MAX_TOKEN        (1u << 20)
-#define EXEC_MARGIN_S    10 /* refresh exec credentials this early */
+#define EXEC_MARGIN_S    10   /* refresh exec credentials this early */
+#define EXEC_RETRY_MS    2000 /* after a failed background refresh */
 #define TOKEN_RECHECK_MS 1000
 
 struct file_id { /* what identifies a version of a token file */
@@ -82,17 +122,28 @@ struct kcr_config {
   struct kcr__exec_spec *exec;
   uint64_t exec_timeout_ms;
   uint64_t recheck_ms;
+  long margin_s; /* EXEC_MARGIN_S */
 
   pthread_mutex_t mu;
-  struct { /* token file cache, guarded by mu */
+  pthread_cond_t ran; /* a plugin run ended */
+  struct {            /* token file cache, guarded by mu */
     char *token;
     struct file_id id;
     uint64_t next_check_ms;
     bool force;
   } tf;
-  struct { /* exec plugin cache, guarded by mu */
-    struct kcr__exec_result r;
-    bool valid;
+  struct {                     /* exec plugin cache and run state, guarded by mu */
+    struct kcr__exec_result r; /* the last successful answer */
+    bool valid;                /* r may be used (not invalidated) */
+    bool running;              /* a run is under way, mu released */
+    unsigned long runs;        /* runs ended */
+    kcr_err last_rc;           /* outcome of the last run that ended */
+    char *last_msg;            /* its message if it failed, or NULL */
+    uint64_t retry_ms;         /* no background run before (mono ms) */
+    int waiters;               /* threads waiting on `ran` */
+    pthread_t thread;          /* the last background refresh ... */
+    bool joinable;             /* ... not joined yet */
+    atomic_bool cancel;        /* kcr_config_free: kill the plugin */
   } ex;
   unsigned long generation; /* guarded by mu */
 };
@@ -132,6 +183,52 @@ void kcr__config_set_exec_timeout_ms(kcr_config *cfg, uint64_t ms)
 void kcr__config_set_token_recheck_ms(kcr_config *cfg, uint64_t ms)
 {
   cfg->recheck_ms = ms;
+}
+
+void kcr__config_set_exec_margin_s(kcr_config *cfg, long s) { cfg->margin_s = s; }
+
+int kcr__config_exec_waiters(kcr_config *cfg)
+{
+  int n;
+  pthread_mutex_lock(&cfg->mu);
+  n = cfg->ex.waiters;
+  pthread_mutex_unlock(&cfg->mu);
+  return n;
+}
+
+void kcr__config_exec_quiesce(kcr_config *cfg)
+{
+  pthread_mutex_lock(&cfg->mu);
+  while(cfg->ex.running)
+    pthread_cond_wait(&cfg->ran, &cfg->mu);
+  pthread_mutex_unlock(&cfg->mu);
+}
+
+kcr_err kcr__secret_append(struct kcr_buf *b, const void *p, size_t n)
+{
+  size_t need = b->len + n + 1, cap;
+  char *q;
+
+  if(need < b->len)
+    return KCR_ENOMEM;
+  if(need > b->cap) {
+    cap = b->cap ? b->cap : 256;
+    while(cap < need)
+      cap = cap * 2 > cap ? cap * 2 : need;
+    q = malloc(cap);
+    if(!q)
+      return KCR_ENOMEM;
+    if(b->len)
+      memcpy(q, b->ptr, b->len);
+    kcr__wipe_free(b->ptr, b->cap);
+    b->ptr = q;
+    b->cap = cap;
+  }
+  if(n)
+    memcpy(b->ptr + b->len, p, n);
+  b->len += n;
+  b->ptr[b->len] = '\0';
+  return KCR_OK;
 }
 
 static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -191,7 +288,7 @@ static int read_file(const char *path, size_t max, struct kcr__blob *out,
       err = EFBIG;
       goto out;
     }
-    if(kcr_buf_append(&b, chunk, (size_t)r)) {
+    if(kcr__secret_append(&b, chunk, (size_t)r)) { /* keys, tokens */
       err = ENOMEM;
       goto out;
     }
@@ -270,8 +367,16 @@ static kcr_config *config_new(const char *origin)
     free(cfg);
     return NULL;
   }
+  if(pthread_cond_init(&cfg->ran, NULL)) {
+    pthread_mutex_destroy(&cfg->mu);
+    free(cfg->origin);
+    free(cfg);
+    return NULL;
+  }
+  atomic_init(&cfg->ex.cancel, false);
   cfg->exec_timeout_ms = KCR__EXEC_TIMEOUT_MS;
   cfg->recheck_ms = TOKEN_RECHECK_MS;
+  cfg->margin_s = EXEC_MARGIN_S;
   cfg->generation = 1;
   return cfg;
 }
@@ -280,6 +385,11 @@ void kcr_config_free(kcr_config *cfg)
 {
   if(!cfg)
     return;
+  /* A background refresh may be under way: stop it and wait for it. */
+  atomic_store(&cfg->ex.cancel, true);
+  kcr__config_exec_quiesce(cfg);
+  if(cfg->ex.joinable)
+    pthread_join(cfg->ex.thread, NULL);
   free(cfg->origin);
   free(cfg->server);
   free(cfg->ns);
@@ -293,6 +403,8 @@ void kcr_config_free(kcr_config *cfg)
   kcr__exec_spec_free(cfg->exec);
   kcr__wipe_str(cfg->tf.token);
   kcr__exec_result_cleanup(&cfg->ex.r);
+  free(cfg->ex.last_msg);
+  pthread_cond_destroy(&cfg->ran);
   pthread_mutex_destroy(&cfg->mu);
   free(cfg);
 }
@@ -512,6 +624,43 @@ static kcr_err set_server(struct ydoc *y, kcr_config *cfg, const char *where, ch
   return KCR_OK;
 }
 
+/* client-go refuses a CA together with insecure-skip-tls-verify
+ * (transport.TLSConfigFor), and so does kubectl: one of them is a mistake,
+ * and honouring either silently would hide it. Checked before any CA file
+ * is read, so the message is about the combination. */
+static kcr_err refuse_ca_when_insecure(struct ydoc *y, yaml_node_t *c, const char *where)
+{
+  static const char *const keys[] = {"certificate-authority-data",
+                                     "certificate-authority"};
+
+  for(size_t i = 0; i < 2; i++) {
+    yaml_node_t *v = yget(y, c, keys[i]);
+    if(v && v->type == YAML_SCALAR_NODE && v->data.scalar.length)
+      return kcr_errinfo_set(y->ei, KCR_ECONFIG,
+                             "%s: %s.%s: cannot be used with insecure-skip-tls-verify: "
+                             "true (a CA is ignored when verification is off; remove "
+                             "one of them)",
+                             y->origin, where, keys[i]);
+  }
+  return KCR_OK;
+}
+
+/* What TLS can verify a server against: a DNS name or an IP address. */
+static bool valid_server_name(const char *s)
+{
+  unsigned char v6[16];
+  size_t n = strlen(s);
+
+  if(strchr(s, ':'))
+    return inet_pton(AF_INET6, s, v6) == 1;
+  if(!n || n > 253 || s[0] == '.' || s[0] == '-')
+    return false;
+  for(; *s; s++)
+    if(!isalnum((unsigned char)*s) && *s != '-' && *s != '.' && *s != '_')
+      return false;
+  return true;
+}
+
 static kcr_err load_cluster(struct ydoc *y, yaml_node_t *c, size_t idx, kcr_config *cfg)
 {
   char where[64], *server = NULL;
@@ -531,8 +680,14 @@ static kcr_err load_cluster(struct ydoc *y, yaml_node_t *c, size_t idx, kcr_conf
     return rc;
   }
   rc = ybool(y, c, where, "insecure-skip-tls-verify", &cfg->insecure);
+  if(!rc && cfg->insecure)
+    rc = refuse_ca_when_insecure(y, c, where);
   if(!rc)
     rc = ystr(y, c, where, "tls-server-name", &cfg->tls_server_name);
+  if(!rc && cfg->tls_server_name && !valid_server_name(cfg->tls_server_name))
+    rc = kcr_errinfo_set(y->ei, KCR_ECONFIG,
+                         "%s: %s.tls-server-name \"%s\": not a host name or IP address",
+                         y->origin, where, cfg->tls_server_name);
   if(!rc)
     rc = load_blob(y, c, where, "certificate-authority", "certificate-authority-data",
                    &cfg->ca, &which);
@@ -564,6 +719,23 @@ static kcr_err load_string_list(struct ydoc *y, yaml_node_t *m, const char *wher
   return KCR_OK;
 }
 
+/* "NAME=value" in one exact allocation: value may be a secret, and a
+ * formatter growing its buffer would leave copies behind. */
+static char *env_entry(const char *name, const char *value)
+{
+  size_t nl = strlen(name), vl = value ? strlen(value) : 0;
+  char *kv = malloc(nl + vl + 2);
+
+  if(!kv)
+    return NULL;
+  memcpy(kv, name, nl);
+  kv[nl] = '=';
+  if(vl)
+    memcpy(kv + nl + 1, value, vl);
+  kv[nl + 1 + vl] = '\0';
+  return kv;
+}
+
 /* exec.env: a list of {name, value} into "NAME=value" strings. */
 static kcr_err load_exec_env(struct ydoc *y, yaml_node_t *x, const char *where,
                              char ***out)
@@ -593,7 +765,7 @@ static kcr_err load_exec_env(struct ydoc *y, yaml_node_t *x, const char *where,
                            y->origin, item, name);
     if(!rc)
       rc = ystr(y, e, item, "value", &value);
-    if(!rc && !((*out)[i] = xasprintf("%s=%s", name, value ? value : "")))
+    if(!rc && !((*out)[i] = env_entry(name, value)))
       rc = KCR_ENOMEM;
     free(name);
     kcr__wipe_str(value);
@@ -1045,34 +1217,153 @@ static bool blob_eq(const struct kcr__blob *a, const struct kcr__blob *b)
   return a->len == b->len && (!a->len || !memcmp(a->ptr, b->ptr, a->len));
 }
 
-/* Re-runs the exec plugin when its answer is missing or about to expire. */
-static kcr_err refresh_exec(kcr_config *cfg, struct kcr_errinfo *ei)
+enum ex_state {
+  EX_NONE,   /* no answer, invalidated, or expired: a run is needed */
+  EX_USABLE, /* valid, but inside the refresh margin */
+  EX_FRESH,
+};
+
+/* How good the cached plugin answer is at `now` (under mu). */
+static enum ex_state exec_state(const kcr_config *cfg, time_t now)
+{
+  const struct kcr__exec_result *r = &cfg->ex.r;
+
+  if(!cfg->ex.valid)
+    return EX_NONE;
+  if(!r->has_expiry)
+    return EX_FRESH;
+  if(now >= r->expiry)
+    return EX_NONE;
+  return r->expiry - now > cfg->margin_s ? EX_FRESH : EX_USABLE;
+}
+
+/* Makes a successful answer the cached one (under mu); takes r's contents. */
+static void exec_install(kcr_config *cfg, struct kcr__exec_result *r)
 {
   const struct kcr__blob *c0, *k0, *c1, *k1;
-  struct kcr__exec_result r;
   char when[KCR_RFC3339_LEN] = "never";
-  kcr_err rc;
 
-  if(cfg->ex.valid &&
-     (!cfg->ex.r.has_expiry || kcr_time_now() + EXEC_MARGIN_S < cfg->ex.r.expiry))
-    return KCR_OK;
-  rc = kcr__exec_run(cfg->exec, cfg->exec_timeout_ms, &r, ei);
-  if(rc)
-    return rc;
   current_pair(cfg, &c0, &k0);
-  c1 = r.cert.ptr ? &r.cert : &cfg->cert;
-  k1 = r.cert.ptr ? &r.key : &cfg->key;
+  c1 = r->cert.ptr ? &r->cert : &cfg->cert;
+  k1 = r->cert.ptr ? &r->key : &cfg->key;
   if(!blob_eq(c0, c1) || !blob_eq(k0, k1))
     cfg->generation++;
   kcr__exec_result_cleanup(&cfg->ex.r);
-  cfg->ex.r = r;
+  cfg->ex.r = *r;
+  memset(r, 0, sizeof(*r));
   cfg->ex.valid = true;
-  if(r.has_expiry)
-    kcr_time_format(r.expiry, when);
+  if(cfg->ex.r.has_expiry)
+    kcr_time_format(cfg->ex.r.expiry, when);
   KCR_LOG(KCR_LOG_DEBUG, "exec plugin refreshed credentials",
           KCR_S("kubeconfig", cfg->origin), KCR_S("command", cfg->exec->command),
-          KCR_B("certificate", r.cert.ptr != NULL), KCR_S("expires", when));
-  return KCR_OK;
+          KCR_B("certificate", cfg->ex.r.cert.ptr != NULL), KCR_S("expires", when));
+}
+
+/* Runs the plugin once with mu released and publishes the outcome. Called
+ * with mu held and ex.running set by the caller; returns with mu held,
+ * ex.running clear and every waiter woken. The run's error goes to ei. */
+static kcr_err exec_run(kcr_config *cfg, struct kcr_errinfo *ei)
+{
+  struct kcr__exec_result r;
+  struct kcr_errinfo mine = KCR_ERRINFO_INIT;
+  kcr_err rc;
+
+  pthread_mutex_unlock(&cfg->mu);
+  rc = kcr__exec_run(cfg->exec, cfg->exec_timeout_ms, &cfg->ex.cancel, &r, &mine);
+  pthread_mutex_lock(&cfg->mu);
+  free(cfg->ex.last_msg);
+  cfg->ex.last_msg = NULL;
+  cfg->ex.last_rc = rc;
+  if(rc)
+    cfg->ex.last_msg = mine.message ? strdup(mine.message) : NULL;
+  else
+    exec_install(cfg, &r);
+  cfg->ex.running = false;
+  cfg->ex.runs++;
+  pthread_cond_broadcast(&cfg->ran);
+  if(rc && ei) {
+    kcr_errinfo_cleanup(ei);
+    *ei = mine;
+  } else {
+    kcr_errinfo_cleanup(&mine);
+  }
+  return rc;
+}
+
+/* The background refresh: touches cfg only while holding mu (see DESIGN). */
+static void *refresh_main(void *arg)
+{
+  kcr_config *cfg = arg;
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+
+  pthread_mutex_lock(&cfg->mu);
+  if(exec_run(cfg, &ei) && !atomic_load(&cfg->ex.cancel)) {
+    cfg->ex.retry_ms = kcr_time_mono_ms() + EXEC_RETRY_MS;
+    KCR_LOG(KCR_LOG_WARN,
+            "exec plugin refresh failed; the cached credentials are used until they "
+            "expire",
+            KCR_S("error", ei.message ? ei.message : "out of memory"));
+  }
+  pthread_mutex_unlock(&cfg->mu);
+  kcr_errinfo_cleanup(&ei);
+  return NULL;
+}
+
+/* Starts a background run (under mu, none under way). The previous
+ * refresh thread, if any, has published its run and released mu, so it is
+ * joined here without waiting on anything. The thread blocks every signal:
+ * they are for the application's own threads. */
+static void start_refresh(kcr_config *cfg)
+{
+  sigset_t all, old;
+
+  if(cfg->ex.joinable) {
+    pthread_join(cfg->ex.thread, NULL);
+    cfg->ex.joinable = false;
+  }
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  cfg->ex.running = true;
+  if(pthread_create(&cfg->ex.thread, NULL, refresh_main, cfg)) {
+    cfg->ex.running = false; /* no thread: retried by a later call */
+    cfg->ex.retry_ms = kcr_time_mono_ms() + EXEC_RETRY_MS;
+  } else {
+    cfg->ex.joinable = true;
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* Makes the exec cache good enough for this caller (under mu; released while
+ * this thread runs or waits for a plugin). See the DESIGN comment. */
+static kcr_err exec_creds(kcr_config *cfg, struct kcr_errinfo *ei)
+{
+  for(;;) {
+    enum ex_state st = exec_state(cfg, kcr_time_now());
+    unsigned long seen = cfg->ex.runs;
+
+    if(st == EX_FRESH)
+      return KCR_OK;
+    if(st == EX_USABLE) {
+      if(!cfg->ex.running && kcr_time_mono_ms() >= cfg->ex.retry_ms)
+        start_refresh(cfg);
+      return KCR_OK;
+    }
+    if(!cfg->ex.running) {
+      cfg->ex.running = true;
+      return exec_run(cfg, ei);
+    }
+    cfg->ex.waiters++;
+    while(cfg->ex.runs == seen)
+      pthread_cond_wait(&cfg->ran, &cfg->mu);
+    cfg->ex.waiters--;
+    if(cfg->ex.last_rc)
+      return kcr_errinfo_set(ei, cfg->ex.last_rc, "%s",
+                             cfg->ex.last_msg ? cfg->ex.last_msg
+                                              : kcr_strerror(cfg->ex.last_rc));
+    if(cfg->ex.valid) /* that run's answer, even if it has already expired */
+      return KCR_OK;
+    /* invalidated since that run ended: go round again */
+  }
 }
 
 static bool same_file(const struct file_id *a, const struct file_id *b)
@@ -1161,7 +1452,7 @@ kcr_err kcr_config_credentials(kcr_config *cfg, struct kcr_credentials *out,
   memset(out, 0, sizeof(*out));
   pthread_mutex_lock(&cfg->mu);
   if(cfg->exec)
-    rc = refresh_exec(cfg, ei);
+    rc = exec_creds(cfg, ei);
   if(!rc && cfg->token_file)
     rc = refresh_token_file(cfg, ei);
   if(!rc)

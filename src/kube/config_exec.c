@@ -1,11 +1,11 @@
 /* DESIGN: exec credential plugins (client.authentication.k8s.io/v1, v1beta1).
  *
  * What it is: kcr__exec_run() starts the kubeconfig's users[].user.exec
- * command, reads its stdout (the ExecCredential JSON) and stderr (kept only
- * for error messages), waits for it and turns the answer into a token and/or
- * a client certificate and key with an optional expiry. Caching is not done
- * here: config.c decides when to call us and holds its mutex meanwhile, so
- * concurrent callers wait for one run instead of starting several.
+ * command, reads its stdout (the ExecCredential JSON), drains its stderr,
+ * waits for it and turns the answer into a token and/or a client certificate
+ * and key with an optional expiry. Caching is not done here: config.c decides
+ * when to call us (one run at a time per config, with no lock held) and what
+ * the other callers do meanwhile.
  *
  * Why this shape:
  *  - posix_spawn, not fork: safe in a multi-threaded process (no atfork
@@ -18,11 +18,20 @@
  *    empty signal mask whatever the controller set up for itself.
  *  - Pipes are created O_CLOEXEC so plugins started concurrently, or other
  *    children of the process, never inherit each other's pipe ends; the read
- *    ends are non-blocking and multiplexed with poll() against one deadline.
+ *    ends are non-blocking and multiplexed with poll() against one deadline
+ *    (and the caller's cancel flag, checked at least once a second).
  *  - stdout is capped (KCR__EXEC_MAX_STDOUT): past the cap the plugin is
- *    killed. stdout may hold a token, so it never appears in a message or a
- *    log and is wiped before it is freed; stderr is what error messages
- *    quote (its last few hundred bytes, control characters blanked).
+ *    killed. It holds a token, so it never appears in a message or a log; it
+ *    grows without realloc (kcr__secret_append) and is wiped before it is
+ *    freed, as is every stack chunk it passed through.
+ *  - stderr is read and thrown away, only counted: plugins print tokens and
+ *    signed URLs there when they fail, and whatever we quote ends up in a
+ *    controller's logs. client-go does not quote it either (its error is
+ *    "executable X failed with exit code N"; kubectl shows the plugin's
+ *    stderr only because the terminal is inherited). Our messages say how
+ *    many bytes the plugin wrote there and to run it by hand to see them.
+ *  - The spec's argv and env ("NAME=value" from the kubeconfig, often a
+ *    secret) are wiped when the spec is freed.
  *
  * Invariants: every started child is reaped before kcr__exec_run returns;
  * every fd opened here is closed on every path. */
@@ -42,22 +51,21 @@
 #include <cjson/cJSON.h>
 
 #include "kcr/buf.h"
-#include "kcr/log.h"
+#include "kcr/json.h"
 #include "kcr/time.h"
 #include "kube/config-int.h"
 
 extern char **environ;
 
-#define STDERR_EXCERPT 512 /* bytes of stderr quoted in an error message */
-
 /* How the child ended. */
 struct run_outcome {
   struct kcr__blob out; /* stdout, wiped and freed by the caller */
-  struct kcr_buf err;   /* stderr, first KCR__EXEC_MAX_STDERR bytes */
+  size_t err_bytes;     /* bytes written on stderr (read and dropped) */
   int status;           /* waitpid status, valid when reaped */
   bool reaped;
   bool timed_out;
   bool too_big;
+  bool canceled;
 };
 
 void kcr__exec_spec_free(struct kcr__exec_spec *spec)
@@ -67,11 +75,12 @@ void kcr__exec_spec_free(struct kcr__exec_spec *spec)
   free(spec->api_version);
   free(spec->command);
   free(spec->path);
+  /* args and env values are how kubeconfigs pass secrets to plugins. */
   for(char **p = spec->argv; p && *p; p++)
-    free(*p);
+    kcr__wipe_str(*p);
   free(spec->argv);
   for(char **p = spec->env; p && *p; p++)
-    free(*p);
+    kcr__wipe_str(*p);
   free(spec->env);
   free(spec->install_hint);
   free(spec->where);
@@ -286,40 +295,47 @@ out:
 
 /* --- collecting output ------------------------------------------------- */
 
-/* Reads what is available on *fd; closes it at EOF or on error. */
-static kcr_err drain(int *fd, struct kcr_buf *b, size_t cap, bool *over)
+/* Reads what is available on *fd; closes it at EOF or on error. With b,
+ * keeps up to cap bytes (past it: *over, stop reading; the plugin will be
+ * killed); without b, counts the bytes in *count and drops them. */
+static kcr_err drain(int *fd, struct kcr_buf *b, size_t cap, bool *over, size_t *count)
 {
   char chunk[4096];
+  kcr_err rc = KCR_OK;
 
   for(;;) {
     ssize_t r = read(*fd, chunk, sizeof(chunk));
     if(r < 0 && errno == EINTR)
       continue;
     if(r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-      return KCR_OK;
+      break;
     if(r <= 0) {
       close_fd(fd);
-      return KCR_OK;
+      break;
+    }
+    if(!b) {
+      *count += (size_t)r;
+      continue;
     }
     if(b->len + (size_t)r > cap) {
       size_t room = cap - b->len;
-      if(over)
-        *over = true;
-      if(room && kcr_buf_append(b, chunk, room))
-        return KCR_ENOMEM;
-      if(over) /* stdout: stop reading, the plugin will be killed */
-        return KCR_OK;
-      continue; /* stderr: keep draining, drop the excess */
+      *over = true;
+      if(room)
+        rc = kcr__secret_append(b, chunk, room);
+      break;
     }
-    if(kcr_buf_append(b, chunk, (size_t)r))
-      return KCR_ENOMEM;
+    rc = kcr__secret_append(b, chunk, (size_t)r);
+    if(rc)
+      break;
   }
+  explicit_bzero(chunk, sizeof(chunk)); /* it held a token, or a plugin's secrets */
+  return rc;
 }
 
 /* Waits for the child until the deadline; kills its group when it must. */
 static void reap(pid_t pid, uint64_t deadline, struct run_outcome *o)
 {
-  bool killed = o->timed_out || o->too_big;
+  bool killed = o->timed_out || o->too_big || o->canceled;
 
   if(killed) {
     kill(-pid, SIGKILL);
@@ -345,9 +361,10 @@ static void reap(pid_t pid, uint64_t deadline, struct run_outcome *o)
   }
 }
 
-/* Runs the plugin to completion (or the deadline) and fills o. */
+/* Runs the plugin to completion (or the deadline, or a cancel) and fills o. */
 static kcr_err run(const struct kcr__exec_spec *spec, uint64_t timeout_ms,
-                   struct run_outcome *o, struct kcr_errinfo *ei)
+                   const atomic_bool *cancel, struct run_outcome *o,
+                   struct kcr_errinfo *ei)
 {
   struct kcr_buf out = KCR_BUF_INIT;
   uint64_t deadline = kcr_time_mono_ms() + timeout_ms;
@@ -362,6 +379,10 @@ static kcr_err run(const struct kcr__exec_spec *spec, uint64_t timeout_ms,
     struct pollfd pf[2] = {{outfd, POLLIN, 0}, {errfd, POLLIN, 0}};
     uint64_t now = kcr_time_mono_ms();
     int n;
+    if(cancel && atomic_load(cancel)) {
+      o->canceled = true;
+      break;
+    }
     if(now >= deadline) {
       o->timed_out = true;
       break;
@@ -372,9 +393,9 @@ static kcr_err run(const struct kcr__exec_spec *spec, uint64_t timeout_ms,
     if(n <= 0)
       continue;
     if(outfd >= 0 && pf[0].revents)
-      rc = drain(&outfd, &out, KCR__EXEC_MAX_STDOUT, &o->too_big);
+      rc = drain(&outfd, &out, KCR__EXEC_MAX_STDOUT, &o->too_big, NULL);
     if(rc == KCR_OK && errfd >= 0 && pf[1].revents)
-      rc = drain(&errfd, &o->err, KCR__EXEC_MAX_STDERR, NULL);
+      rc = drain(&errfd, NULL, 0, NULL, &o->err_bytes);
   }
   if(rc) /* out of memory: stop the plugin, report that */
     o->too_big = true;
@@ -388,43 +409,34 @@ static kcr_err run(const struct kcr__exec_spec *spec, uint64_t timeout_ms,
   return rc;
 }
 
-/* The tail of stderr, trimmed, control characters replaced by spaces. */
-static void stderr_excerpt(const struct kcr_buf *err, char *dst, size_t size)
+/* What the message says about stderr, which it never quotes. */
+static void stderr_note(size_t n, char *dst, size_t size)
 {
-  const char *s = kcr_buf_str(err);
-  size_t len = err->len, start = 0, n = 0;
-
-  while(len && (unsigned char)s[len - 1] <= ' ')
-    len--;
-  if(len > STDERR_EXCERPT)
-    start = len - STDERR_EXCERPT;
-  while(start < len && ((unsigned char)s[start] & 0xC0) == 0x80) /* UTF-8 tail */
-    start++;
-  while(start < len && (unsigned char)s[start] <= ' ')
-    start++;
-  if(start && n + 3 < size) {
-    memcpy(dst, "...", 3);
-    n = 3;
-  }
-  for(size_t i = start; i < len && n + 1 < size; i++)
-    dst[n++] = (unsigned char)s[i] < ' ' || s[i] == 0x7f ? ' ' : s[i];
-  dst[n] = '\0';
   if(!n)
-    snprintf(dst, size, "(no output on stderr)");
+    snprintf(dst, size, "(nothing on stderr)");
+  else
+    snprintf(dst, size,
+             "(it wrote %zu bytes on stderr, not shown because plugins print "
+             "credentials there; run the command by hand to see them)",
+             n);
 }
 
 static kcr_err outcome_error(const struct kcr__exec_spec *spec, uint64_t timeout_ms,
                              const struct run_outcome *o, struct kcr_errinfo *ei)
 {
-  char ex[STDERR_EXCERPT + 8];
+  char note[160];
 
-  stderr_excerpt(&o->err, ex, sizeof(ex));
+  stderr_note(o->err_bytes, note, sizeof(note));
+  if(o->canceled)
+    return kcr_errinfo_set(ei, KCR_ECANCELED,
+                           "%s: exec plugin '%s' was killed: the config is being freed",
+                           spec->where, spec->command);
   if(o->timed_out)
     return kcr_errinfo_set(ei, KCR_ETIMEDOUT,
                            "%s: exec plugin '%s' did not finish within %llu ms and was "
-                           "killed: %s",
+                           "killed %s",
                            spec->where, spec->command, (unsigned long long)timeout_ms,
-                           ex);
+                           note);
   if(o->too_big)
     return kcr_errinfo_set(ei, KCR_EPARSE,
                            "%s: exec plugin '%s' printed more than %u bytes on stdout "
@@ -435,11 +447,10 @@ static kcr_err outcome_error(const struct kcr__exec_spec *spec, uint64_t timeout
                            "%s: exec plugin '%s': exit status unknown (reaped elsewhere)",
                            spec->where, spec->command);
   if(WIFSIGNALED(o->status))
-    return kcr_errinfo_set(ei, KCR_EIO,
-                           "%s: exec plugin '%s' was killed by signal %d: %s",
-                           spec->where, spec->command, WTERMSIG(o->status), ex);
-  return kcr_errinfo_set(ei, KCR_EIO, "%s: exec plugin '%s' exited with status %d: %s",
-                         spec->where, spec->command, WEXITSTATUS(o->status), ex);
+    return kcr_errinfo_set(ei, KCR_EIO, "%s: exec plugin '%s' was killed by signal %d %s",
+                           spec->where, spec->command, WTERMSIG(o->status), note);
+  return kcr_errinfo_set(ei, KCR_EIO, "%s: exec plugin '%s' exited with status %d %s",
+                         spec->where, spec->command, WEXITSTATUS(o->status), note);
 }
 
 /* --- the ExecCredential answer ----------------------------------------- */
@@ -505,7 +516,8 @@ static kcr_err parse_credential(const struct kcr__exec_spec *spec,
                                 const struct kcr__blob *text, struct kcr__exec_result *r,
                                 struct kcr_errinfo *ei)
 {
-  const char *who = spec->where, *cmd = spec->command, *end = NULL;
+  const char *who = spec->where, *cmd = spec->command;
+  struct kcr_errinfo jei = KCR_ERRINFO_INIT;
   const cJSON *status;
   const char *api, *kind;
   cJSON *root;
@@ -516,13 +528,17 @@ static kcr_err parse_credential(const struct kcr__exec_spec *spec,
                            "%s: exec plugin '%s' exited successfully but printed nothing "
                            "on stdout (expected an ExecCredential)",
                            who, cmd);
-  root = cJSON_ParseWithLengthOpts((const char *)text->ptr, text->len, &end, 0);
-  if(!root)
-    return kcr_errinfo_set(ei, KCR_EPARSE,
-                           "%s: exec plugin '%s' printed malformed ExecCredential JSON "
-                           "(error at byte %ld of %zu)",
-                           who, cmd, end ? (long)(end - (const char *)text->ptr) : 0L,
-                           text->len);
+  /* kcr_json_parse tells running out of memory from malformed text; its
+   * message gives a position, never the text. */
+  rc = kcr_json_parse((const char *)text->ptr, text->len, &root, &jei);
+  if(rc == KCR_EPARSE)
+    rc = kcr_errinfo_set(ei, KCR_EPARSE,
+                         "%s: exec plugin '%s' printed something that is not an "
+                         "ExecCredential (%s)",
+                         who, cmd, jei.message ? jei.message : "malformed JSON");
+  kcr_errinfo_cleanup(&jei);
+  if(rc)
+    return rc;
   if(!cJSON_IsObject(root)) {
     cJSON_Delete(root);
     return kcr_errinfo_set(ei, KCR_EPARSE,
@@ -563,32 +579,26 @@ static kcr_err parse_credential(const struct kcr__exec_spec *spec,
 }
 
 kcr_err kcr__exec_run(const struct kcr__exec_spec *spec, uint64_t timeout_ms,
-                      struct kcr__exec_result *out, struct kcr_errinfo *ei)
+                      const atomic_bool *cancel, struct kcr__exec_result *out,
+                      struct kcr_errinfo *ei)
 {
   struct run_outcome o;
   kcr_err rc;
 
   memset(out, 0, sizeof(*out));
   memset(&o, 0, sizeof(o));
-  rc = run(spec, timeout_ms, &o, ei);
+  rc = run(spec, timeout_ms, cancel, &o, ei);
   if(rc) /* did not start (ei is set) or out of memory */
     goto out;
-  if(o.timed_out || o.too_big || !o.reaped || !WIFEXITED(o.status) ||
+  if(o.canceled || o.timed_out || o.too_big || !o.reaped || !WIFEXITED(o.status) ||
      WEXITSTATUS(o.status) != 0) {
     rc = outcome_error(spec, timeout_ms, &o, ei);
     goto out;
   }
   rc = parse_credential(spec, &o.out, out, ei);
-  if(rc == KCR_OK && o.err.len && kcr_log_enabled(KCR_LOG_DEBUG)) {
-    char ex[STDERR_EXCERPT + 8];
-    stderr_excerpt(&o.err, ex, sizeof(ex));
-    KCR_LOG(KCR_LOG_DEBUG, "exec plugin wrote to stderr", KCR_S("command", spec->command),
-            KCR_S("stderr", ex));
-  }
 out:
   if(rc)
     kcr__exec_result_cleanup(out);
   kcr__wipe_free(o.out.ptr, o.out.len);
-  kcr_buf_cleanup(&o.err);
   return rc;
 }

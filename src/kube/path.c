@@ -1,15 +1,74 @@
 /* DESIGN: the I/O-free request path builder. Every REST call goes through
  * kcr_path(), so the path rules (core vs named group, namespaced vs cluster,
- * subresources, segment validity) live in one place with their own tests. */
+ * subresources, segment validity) live in one place with their own tests.
+ *
+ * Segments are copied into the path as they are, never percent-encoded, so
+ * each one is checked against what the apiserver accepts for it, and what a
+ * URL path segment can carry literally: a '?' or '#' would start a query or
+ * a fragment, a space or a control character would break the request line.
+ *  - namespaces: RFC 1123 labels (apimachinery ValidateNamespaceName);
+ *  - versions, resources (CRD plurals) and subresources: RFC 1123 labels;
+ *  - groups: RFC 1123 subdomains;
+ *  - object names: IsValidPathSegmentName (not "." or "..", no '/' or '%'),
+ *    and only RFC 3986 pchar characters that stand for themselves (letters,
+ *    digits and -._~!$&'()*+,;=:@). DNS subdomain names (most kinds) and the
+ *    ':' of RBAC names like "system:controller:x" pass; the odd name some
+ *    kinds would accept with a space or non-ASCII text is refused. */
 #include <stdio.h>
 #include <string.h>
 
 #include "kcr/path.h"
 
-static bool valid_segment(const char *s)
+static bool lower_alnum(char c)
 {
-  return s && *s && strcmp(s, ".") && strcmp(s, "..") && !strchr(s, '/') &&
-         !strchr(s, '%');
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+/* [a-z0-9]([-a-z0-9]*[a-z0-9])? of n bytes, at most 63. */
+static bool dns_label(const char *s, size_t n)
+{
+  if(!n || n > 63 || !lower_alnum(s[0]) || !lower_alnum(s[n - 1]))
+    return false;
+  for(size_t i = 1; i + 1 < n; i++)
+    if(!lower_alnum(s[i]) && s[i] != '-')
+      return false;
+  return true;
+}
+
+static bool label(const char *s) { return s && dns_label(s, strlen(s)); }
+
+/* Labels joined by '.', at most 253 bytes. */
+static bool subdomain(const char *s)
+{
+  size_t n = s ? strlen(s) : 0;
+
+  if(!n || n > 253)
+    return false;
+  for(const char *p = s;;) {
+    size_t k = strcspn(p, ".");
+    if(!dns_label(p, k))
+      return false;
+    if(!p[k])
+      return true;
+    p += k + 1;
+  }
+}
+
+/* RFC 3986 pchar without pct-encoded. */
+static bool literal_pchar(char c)
+{
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         (c && strchr("-._~!$&'()*+,;=:@", c));
+}
+
+static bool object_name(const char *s)
+{
+  if(!s || !*s || !strcmp(s, ".") || !strcmp(s, ".."))
+    return false;
+  for(; *s; s++)
+    if(!literal_pchar(*s))
+      return false;
+  return true;
 }
 
 kcr_err kcr_path(struct kcr_buf *out, const struct kcr_ref *ref)
@@ -17,18 +76,18 @@ kcr_err kcr_path(struct kcr_buf *out, const struct kcr_ref *ref)
   const struct kcr_gvr *g = ref ? ref->gvr : NULL;
   kcr_err rc;
 
-  if(!g || !valid_segment(g->version) || !valid_segment(g->resource))
+  if(!g || !label(g->version) || !label(g->resource))
     return KCR_EINVAL;
-  if(ref->name && !valid_segment(ref->name))
+  if(ref->name && !object_name(ref->name))
     return KCR_EINVAL;
-  if(ref->ns && (!valid_segment(ref->ns) || !g->namespaced))
+  if(ref->ns && (!label(ref->ns) || !g->namespaced))
     return KCR_EINVAL;
-  if(ref->sub && (!ref->name || !valid_segment(ref->sub)))
+  if(ref->sub && (!ref->name || !label(ref->sub)))
     return KCR_EINVAL;
   if(g->namespaced && ref->name && !ref->ns)
     return KCR_EINVAL;
   if(g->group && *g->group) {
-    if(!valid_segment(g->group))
+    if(!subdomain(g->group))
       return KCR_EINVAL;
     rc = kcr_buf_printf(out, "/apis/%s/%s", g->group, g->version);
   } else {

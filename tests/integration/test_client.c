@@ -1,7 +1,8 @@
 /* The REST client against the real kube-apiserver: CRUD of ConfigMaps and of
  * a custom resource with a status subresource, optimistic concurrency with
  * the server's exact message, merge patch and server-side apply on /status,
- * deletes with preconditions, and list paging over 1,000 objects. */
+ * deletes with preconditions, list paging over 1,000 objects, and
+ * tls-server-name (requests and watches). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -356,6 +357,102 @@ static void bad_requests_are_refused_locally(void **state)
   kcr_errinfo_cleanup(&ei);
 }
 
+/* A client for $KUBECONFIG (server https://127.0.0.1:PORT) whose cluster
+ * also says tls-server-name: name. */
+static kcr_client *client_with_server_name(const char *name)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  const char *path = itest_env("KUBECONFIG"), *at;
+  char *text = calloc(1, 1 << 16), *yaml = NULL;
+  FILE *f = fopen(path, "r");
+  kcr_config *cfg = NULL;
+  kcr_client *c = NULL;
+  size_t n;
+
+  assert_non_null(f);
+  assert_non_null(text);
+  n = fread(text, 1, (1 << 16) - 1, f);
+  fclose(f);
+  at = strstr(text, "  cluster:\n");
+  assert_true(n > 0 && at);
+  at += strlen("  cluster:\n");
+  assert_true(asprintf(&yaml, "%.*s    tls-server-name: %s\n%s", (int)(at - text), text,
+                       name, at) > 0);
+  itest_expect(KCR_OK, kcr_config_from_yaml(yaml, strlen(yaml), path, NULL, &cfg, &ei),
+               &ei);
+  assert_string_equal(name, kcr_config_tls_server_name(cfg));
+  itest_expect(KCR_OK, kcr_client_new(cfg, NULL, &c, &ei), &ei);
+  free(text);
+  free(yaml);
+  kcr_errinfo_cleanup(&ei);
+  return c;
+}
+
+static kcr_err stop_at_first_event(struct kcr_watch_event *ev, void *ud)
+{
+  *(enum kcr_watch_type *)ud = ev->type;
+  return KCR_ETERMINAL;
+}
+
+/* Watches ns's ConfigMap "tls" until its ADDED event; returns the watch's
+ * code (KCR_ETERMINAL once the event came). */
+static kcr_err watch_one(kcr_client *c, struct kcr_errinfo *ei)
+{
+  struct kcr_ref coll = {&itest_configmaps, ns};
+  enum kcr_watch_type got = KCR_WATCH_ERROR;
+  kcr_watch *w;
+  kcr_err rc;
+
+  assert_int_equal(KCR_OK, kcr_watch_new(c,
+                                         &(struct kcr_watch_opts){.ref = &coll,
+                                                                  .field_selector =
+                                                                      "metadata.name=tls",
+                                                                  .timeout_seconds = 30},
+                                         stop_at_first_event, &got, &w));
+  rc = kcr_watch_run(w, ei);
+  kcr_watch_free(w);
+  if(rc == KCR_ETERMINAL)
+    assert_int_equal(KCR_WATCH_ADDED, got);
+  return rc;
+}
+
+/* Item 22 of issue 8: tls-server-name was ignored (a warning was logged and
+ * the certificate checked against the URL's host). The connection goes to
+ * the server URL's 127.0.0.1:PORT; the certificate is checked against the
+ * tls-server-name, which the apiserver's certificate lists among its SANs
+ * (tools/controlplane/start) or does not. */
+static void tls_server_name_is_what_the_certificate_is_checked_against(void **state)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_ref one = {&itest_configmaps, ns, "tls"};
+  kcr_client *good = client_with_server_name("kubernetes.default.svc");
+  kcr_client *bad = client_with_server_name("not-the-apiserver.example");
+  cJSON *cm = configmap("tls", "x"), *got = NULL;
+
+  /* A name in the certificate: requests and watches work, although the
+   * name resolves nowhere. */
+  itest_expect(
+      KCR_OK,
+      kcr_create(good, &(struct kcr_ref){&itest_configmaps, ns}, cm, NULL, NULL, &ei),
+      &ei);
+  itest_expect(KCR_OK, kcr_get(good, &one, &got, &ei), &ei);
+  assert_string_equal("x", kcr_json_str(got, "data.k"));
+  itest_expect(KCR_ETERMINAL, watch_one(good, &ei), &ei);
+
+  /* A name not in it: the TLS handshake fails, and says why. */
+  itest_expect(KCR_ETRANSPORT, kcr_get(bad, &one, NULL, &ei), &ei);
+  assert_non_null(strstr(ei.message, "GET /api/v1/namespaces/"));
+  assert_non_null(strstr(ei.message, "'not-the-apiserver.example'"));
+  itest_expect(KCR_ETRANSPORT, watch_one(bad, &ei), &ei);
+  assert_non_null(strstr(ei.message, "'not-the-apiserver.example'"));
+
+  cJSON_Delete(got);
+  cJSON_Delete(cm);
+  kcr_client_free(good);
+  kcr_client_free(bad);
+  kcr_errinfo_cleanup(&ei);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -364,6 +461,7 @@ int main(void)
       cmocka_unit_test(custom_resource_status_subresource),
       cmocka_unit_test(list_pages_over_a_thousand_objects),
       cmocka_unit_test(bad_requests_are_refused_locally),
+      cmocka_unit_test(tls_server_name_is_what_the_certificate_is_checked_against),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

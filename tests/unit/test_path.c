@@ -74,6 +74,81 @@ static void invalid_refs_are_refused(void **state)
       &(struct kcr_ref){&(struct kcr_gvr){"", "", "x", false}, NULL, NULL, NULL});
 }
 
+/* Item 22 of issue 8: segments go into the URL as they are, so a '?' or
+ * '#' in a name started a query or a fragment (GET .../configmaps/a?x
+ * asked for "a"), and spaces or control characters broke the request. */
+static void names_with_url_syntax_or_control_characters_are_refused(void **state)
+{
+  static const char *const bad[] = {
+      "a?b",         "a?",   "?watch=1",
+      "a#b",         "#",    "a b",
+      " a",          "a\n",  "a\r\nX-Evil: 1",
+      "a\t",         "\x01", "a\x7f",
+      "caf\xc3\xa9", "a\"b", "a\\b",
+      "a<b>",        "a[0]", "a{b}",
+      "a|b",         "a^b",  "a`b",
+  };
+  for(size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    expect_invalid(&(struct kcr_ref){&cm, "default", bad[i], NULL});
+    expect_invalid(&(struct kcr_ref){&cm, bad[i], "a", NULL});
+    expect_invalid(&(struct kcr_ref){&cm, "default", "a", bad[i]});
+    expect_invalid(&(struct kcr_ref){&(struct kcr_gvr){bad[i], "v1", "x", false}});
+    expect_invalid(&(struct kcr_ref){&(struct kcr_gvr){"g.io", bad[i], "x", false}});
+    expect_invalid(&(struct kcr_ref){&(struct kcr_gvr){"g.io", "v1", bad[i], false}});
+  }
+}
+
+/* Namespaces, versions, resources and subresources are RFC 1123 labels, and
+ * groups RFC 1123 subdomains, as the apiserver requires. */
+static void namespaces_groups_and_resources_follow_the_apiservers_rules(void **state)
+{
+  static const char *const bad_labels[] = {
+      "Default",
+      "team_a",
+      "-a",
+      "a-",
+      "a.b",
+      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", /* 64 */
+  };
+  for(size_t i = 0; i < sizeof(bad_labels) / sizeof(bad_labels[0]); i++) {
+    expect_invalid(&(struct kcr_ref){&cm, bad_labels[i], "a", NULL});
+    expect_invalid(&(struct kcr_ref){&cm, "default", "a", bad_labels[i]});
+    expect_invalid(&(struct kcr_ref){&(struct kcr_gvr){"", bad_labels[i], "x", false}});
+    expect_invalid(&(struct kcr_ref){&(struct kcr_gvr){"", "v1", bad_labels[i], false}});
+  }
+  expect_invalid(&(struct kcr_ref){&(struct kcr_gvr){"Apps", "v1", "x", false}});
+  expect_invalid(&(struct kcr_ref){&(struct kcr_gvr){"a..b", "v1", "x", false}});
+  expect_invalid(&(struct kcr_ref){&(struct kcr_gvr){".a", "v1", "x", false}});
+  expect_invalid(&(struct kcr_ref){&(struct kcr_gvr){"a.", "v1", "x", false}});
+  /* 63-character labels and 253-character groups are fine. */
+  expect_path(
+      &(struct kcr_ref){&cm,
+                        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+                        NULL, NULL},
+      "/api/v1/namespaces/"
+      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/configmaps");
+  expect_path(&(struct kcr_ref){&(struct kcr_gvr){"rbac.authorization.k8s.io", "v1",
+                                                  "clusterroles", false}},
+              "/apis/rbac.authorization.k8s.io/v1/clusterroles");
+}
+
+/* Names are DNS subdomains for most kinds, and path-segment names for some
+ * (RBAC: "system:controller:job-controller"): every character that stands
+ * for itself in a URL path segment is accepted. */
+static void names_with_path_safe_punctuation_are_accepted(void **state)
+{
+  static const struct kcr_gvr cr = {"rbac.authorization.k8s.io", "v1", "clusterroles",
+                                    false};
+  expect_path(&(struct kcr_ref){&cr, NULL, "system:controller:job-controller"},
+              "/apis/rbac.authorization.k8s.io/v1/clusterroles/"
+              "system:controller:job-controller");
+  expect_path(&(struct kcr_ref){&cr, NULL, "Admin_Role-1.x~y@z+w=v,u;t!s$r&q'p(o)n*m"},
+              "/apis/rbac.authorization.k8s.io/v1/clusterroles/"
+              "Admin_Role-1.x~y@z+w=v,u;t!s$r&q'p(o)n*m");
+  expect_path(&(struct kcr_ref){&cm, "kube-system", "..."},
+              "/api/v1/namespaces/kube-system/configmaps/...");
+}
+
 static void query_is_encoded_and_joined(void **state)
 {
   struct kcr_buf b = KCR_BUF_INIT;
@@ -95,6 +170,9 @@ int main(void)
       cmocka_unit_test(core_cluster_scoped_paths),
       cmocka_unit_test(named_group_paths),
       cmocka_unit_test(invalid_refs_are_refused),
+      cmocka_unit_test(names_with_url_syntax_or_control_characters_are_refused),
+      cmocka_unit_test(namespaces_groups_and_resources_follow_the_apiservers_rules),
+      cmocka_unit_test(names_with_path_safe_punctuation_are_accepted),
       cmocka_unit_test(query_is_encoded_and_joined),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
