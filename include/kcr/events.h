@@ -26,12 +26,14 @@
  *
  * What never reaches the server. Occurrences beyond the spam limit (a token
  * bucket per regarding object and reason: spam_burst events, refilled one
- * per spam_refill_ms), new events while queue_capacity new events already
- * wait to be sent, and events whose writes keep failing (403, 5xx,
- * transport: retried max_attempts times with backoff). Each is counted and
- * logged (once per object+reason when the spam limit starts dropping).
- * Repeats that join a series do not spend spam tokens and do not take
- * queue slots.
+ * per spam_refill_ms; the recorder remembers the buckets of the 4,096
+ * object+reason pairs used most recently, as client-go does, and a pair it
+ * has forgotten starts again with a full bucket), new events while
+ * queue_capacity new events already wait to be sent, and events whose
+ * writes keep failing (403, 5xx, transport: retried max_attempts times
+ * with backoff). Each is counted and logged (once per object+reason when
+ * the spam limit starts dropping). Repeats that join a series do not spend
+ * spam tokens and do not take queue slots.
  *
  * Metrics (when opts.metrics is set): counter kcr_events_total{type, reason,
  * result}; every accepted kcr_recorder_eventf() call ends in exactly one
@@ -108,8 +110,10 @@ typedef kcr_err (*kcr_event_sink_fn)(void *ud, enum kcr_event_op op, const char 
 
 /* Options; zero means the default shown. */
 struct kcr_recorder_opts {
-  kcr_client *client;               /* borrowed, must outlive the recorder;
-                                       required unless sink is set */
+  kcr_client *client;               /* the recorder takes a reference
+                                       (kcr_client_ref) and drops it in
+                                       kcr_recorder_free; required unless
+                                       sink is set */
   const char *reporting_controller; /* required, a qualified name:
                                        "ebdman.example.com/ebdman" */
   const char *reporting_instance;   /* default: the host name (<= 128 bytes) */
@@ -134,11 +138,11 @@ struct kcr_recorder_opts {
 };
 
 /* Creates a recorder and starts its sending thread. opts is borrowed (the
- * strings are copied; client and metrics are borrowed). KCR_EINVAL (with a
- * log line saying why) without a client or sink, without a valid
- * reporting_controller, or with a reporting_instance over 128 bytes;
- * KCR_ENOMEM; KCR_EIO if the thread cannot be started. *out is NULL on
- * error. Thread safety: any thread. */
+ * strings are copied, the client is referenced, metrics is borrowed and
+ * must outlive the recorder). KCR_EINVAL (with a log line saying why)
+ * without a client or sink, without a valid reporting_controller, or with
+ * a reporting_instance over 128 bytes; KCR_ENOMEM; KCR_EIO if the thread
+ * cannot be started. *out is NULL on error. Thread safety: any thread. */
 kcr_err kcr_recorder_new(const struct kcr_recorder_opts *opts, kcr_recorder **out);
 
 /* Flushes for at most opts.shutdown_flush_ms, stops the thread (waiting for

@@ -9,33 +9,76 @@
  * fields kcr_event_isomorphic compares, from the same key_fields()). An
  * entry carries the Event as first sent (name, eventTime, regarding) and
  * the series: count = occurrences seen, written = count the server has.
- * Entries waiting for their POST are also on a FIFO (the queue, qhead..
- * qtail). Spam buckets are a second table keyed by object+reason.
+ * Spam buckets are a second table keyed by object+reason. Both tables hash
+ * with kcr_hash() (SipHash-2-4 under a per-process random key): the keys
+ * are names and notes that whoever creates objects chooses, and an unkeyed
+ * hash would let them put every key in one chain (hash flooding).
+ *
+ * The worker's schedule. An entry that needs a write is in exactly one of
+ *   createq  FIFO of entries whose POST is due (new events, re-creations,
+ *            retries whose backoff has passed), in the order they became due;
+ *   patchq   FIFO of entries whose series PATCH is due;
+ *   timers   a binary min-heap of entries whose next write waits for a
+ *            time, keyed by due_at(): a retry's backoff (not_before_ms), and
+ *            for a series also series_flush_ms after its last write (not
+ *            while someone flushes).
+ * so the worker never searches: it moves the timers that are due to the
+ * FIFOs, takes the head of createq, else of patchq, and sleeps until the
+ * top timer or the next tick. schedule() puts an entry where it belongs
+ * whenever that may have changed (a new event, a repeat that makes a series
+ * dirty, the outcome of a write), and says whether the worker must wake up
+ * (something became due, or there is a new earliest timer): a repeat that
+ * joins a series already waiting does not wake it.
+ *
+ * The spam buckets are also on a doubly linked LRU list, most recently used
+ * first. At SPAM_MAX_KEYS buckets a new object+reason evicts the least
+ * recently used one, as client-go's spam filter (an LRU cache of 4096
+ * records) does; a bucket that has refilled is as good as none, so it may
+ * be evicted or forgotten at any time without changing what is dropped.
  *
  * eventf does all the bookkeeping under the lock and never waits for I/O:
  * a repeat increments count (aggregated); a new event takes a spam token,
- * gets its name ("<regarding>.<hex ns>") and joins the queue; otherwise it
- * is dropped. Metrics and log lines are written after unlocking.
+ * gets its name ("<regarding>.<hex ns>") and joins createq; otherwise it is
+ * dropped. Metrics and log lines are written after unlocking.
  *
- * The worker thread picks one job at a time under the lock: the first
- * queued entry whose backoff has passed (POST, with series when repeats
- * came before the POST), else an entry whose series is dirty and due
- * (count > written, series_flush_ms after its last write, or at once while
- * someone flushes): a merge PATCH of series. It builds the body under the
- * lock, marks the entry busy, unlocks, writes, relocks and applies the
- * outcome (state machine in finish()). Once a second it forgets entries
- * idle for aggregate_window_ms and spam buckets that have refilled.
+ * The worker thread runs one job at a time: it builds the body under the
+ * lock, marks the entry busy, unlocks, writes (POST, with series when
+ * repeats came before it, or a merge PATCH of series), relocks and applies
+ * the outcome (state machine in finish()). Once a tick (GC_TICK_MS) it
+ * forgets entries idle for aggregate_window_ms and spam buckets that have
+ * refilled.
  *
  * Invariants (under r->mu):
- *  I1 an entry is on the queue iff state == E_QUEUED && !busy; nqueued
- *     counts them.
- *  I2 an entry is freed only when !busy (the worker may use its immutable
- *     strings without the lock while busy): by gc(), by the expiry check in
- *     kcr_recorder_event(), by finish() on the worker itself, or by free().
+ *  I1 an entry is scheduled (where != W_NONE) iff !busy and it needs a
+ *     write: state == E_QUEUED, or dirty (E_CREATED with count > written).
+ *     createq holds E_QUEUED entries only, patchq dirty ones only; where
+ *     names the one structure that holds it. nqueued counts the E_QUEUED
+ *     entries that are not busy.
+ *  I2 an entry is freed only when !busy and unscheduled (the worker may use
+ *     its immutable strings without the lock while busy): by gc(), by the
+ *     expiry check in kcr_recorder_event(), by finish() on the worker
+ *     itself, or by free(). Expired entries are clean, hence unscheduled.
  *  I3 inflight iff some entry is busy; at most one is (one worker).
  *  I4 state == E_CREATED implies written >= 1 and written <= count.
- *  I5 quiescent (what flush waits for) == nqueued == 0 && !inflight && no
- *     E_CREATED entry with count > written.
+ *  I5 ndirty counts the dirty entries (busy or not); quiescent (what flush
+ *     waits for) == nqueued == 0 && !inflight && ndirty == 0.
+ *  I6 timers is a min-heap on due (each entry's due_at() when pushed, or
+ *     earlier: a key may only be early, after a flush ended - the entry is
+ *     then rescheduled when it surfaces); timers.cap >= events.n, reserved
+ *     before an entry is added, so scheduling never allocates.
+ *  I7 the LRU list holds exactly the buckets of the spam table;
+ *     spam.n <= SPAM_MAX_KEYS.
+ *
+ * Cost, with n entries and s spam buckets. eventf: O(1) expected and
+ * amortised - one SipHash of its key per table, a chain walk of expected
+ * length <= 2 (tables double at 2 keys per chain), O(1) LRU and FIFO
+ * steps, the heap's array doubling now and then - plus O(log n) heap steps
+ * when a repeat makes a series wait for its flush interval. The worker,
+ * per write: O(1), plus O(log n) for a timer. Once a tick: one sweep of
+ * both tables, O(n + s), whatever the event rate. A flush rekeys the heap:
+ * O(timers). Nothing on the per-event path scans a table or a list;
+ * tests/unit/test_events.c checks this through the visit counters of
+ * events-int.h.
  *
  * Lock order: r->mu is a leaf. With it held we call only malloc/free, cJSON
  * building, the clocks and the condvars; the sink, metrics and the log are
@@ -57,24 +100,32 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/assert-int.h"
 #include "kcr/events.h"
+#include "kcr/hash.h"
 #include "kcr/json.h"
 #include "kcr/log.h"
 #include "kcr/path.h"
 #include "kcr/time.h"
+#include "runtime/events-int.h"
 
 #define GC_TICK_MS    1000
-#define SPAM_MAX_KEYS 4096
+#define SPAM_MAX_KEYS KCR__EVENTS_SPAM_MAX_KEYS
 #define NKEY_FIELDS   8
 #define SERIES_MAX    2147483647ull /* EventSeries.count is an int32 */
 
 static const struct kcr_gvr events_gvr = {"events.k8s.io", "v1", "events", true};
 
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
 /* ---- hash tables ---- */
 
 struct hnode {
   struct hnode *next;
-  uint64_t hash;
+  uint64_t hash;   /* kcr_hash of the key */
   const char *key; /* klen bytes, not NUL-terminated as a whole */
   size_t klen;
 };
@@ -82,17 +133,8 @@ struct hnode {
 struct table {
   struct hnode **b;
   size_t nb, n;
+  uint64_t visits; /* nodes looked at, for events-int.h */
 };
-
-static uint64_t fnv1a(const char *p, size_t n)
-{
-  uint64_t h = 1469598103934665603ull;
-  for(size_t i = 0; i < n; i++) {
-    h ^= (unsigned char)p[i];
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 static kcr_err table_init(struct table *t)
 {
@@ -102,16 +144,18 @@ static kcr_err table_init(struct table *t)
   return t->b ? KCR_OK : KCR_ENOMEM;
 }
 
-static struct hnode *table_find(const struct table *t, uint64_t h, const char *key,
-                                size_t klen)
+static struct hnode *table_find(struct table *t, uint64_t h, const char *key, size_t klen)
 {
-  for(struct hnode *n = t->b[h & (t->nb - 1)]; n; n = n->next)
+  for(struct hnode *n = t->b[h & (t->nb - 1)]; n; n = n->next) {
+    t->visits++;
     if(n->hash == h && n->klen == klen && !memcmp(n->key, key, klen))
       return n;
+  }
   return NULL;
 }
 
-/* Grows when full; a failed grow only makes chains longer. */
+/* Grows when full; a failed grow only makes chains longer. The rehash is
+ * O(n) once per doubling: O(1) amortised per insert. */
 static void table_insert(struct table *t, struct hnode *n)
 {
   if(t->n >= t->nb * 2) {
@@ -136,21 +180,39 @@ static void table_insert(struct table *t, struct hnode *n)
 
 static void table_remove(struct table *t, struct hnode *n)
 {
-  for(struct hnode **pp = &t->b[n->hash & (t->nb - 1)]; *pp; pp = &(*pp)->next)
+  for(struct hnode **pp = &t->b[n->hash & (t->nb - 1)]; *pp; pp = &(*pp)->next) {
+    t->visits++;
     if(*pp == n) {
       *pp = n->next;
       t->n--;
       return;
     }
+  }
+}
+
+static size_t table_longest_chain(const struct table *t)
+{
+  size_t longest = 0;
+  for(size_t i = 0; t->b && i < t->nb; i++) {
+    size_t len = 0;
+    for(const struct hnode *n = t->b[i]; n; n = n->next)
+      len++;
+    if(len > longest)
+      longest = len;
+  }
+  return longest;
 }
 
 /* ---- recorder state ---- */
 
 enum estate { E_QUEUED, E_CREATED };
 
+/* Where a scheduled entry waits for the worker (I1). */
+enum ewhere { W_NONE, W_CREATEQ, W_PATCHQ, W_TIMERS };
+
 struct entry {
   struct hnode h;      /* first: key = data[0..klen) */
-  struct entry *qnext; /* queue link */
+  struct entry *qnext; /* createq or patchq link */
   /* immutable after creation; point into data */
   const char *type, *reason, *action, *note, *r_kind, *r_ns, *r_name, *r_uid;
   const char *r_api, *r_rv, *ns, *name;
@@ -159,14 +221,26 @@ struct entry {
   uint64_t count, written;
   struct timespec last_observed;
   uint64_t last_seen_ms, last_write_ms, not_before_ms;
+  uint64_t due; /* the heap key while where == W_TIMERS */
   int attempts;
   enum estate state;
+  enum ewhere where;
   bool busy, recreate;
   char data[];
 };
 
+struct fifo {
+  struct entry *head, *tail;
+};
+
+struct timers {
+  struct entry **a; /* a[0] is due first; children of i: 2i+1, 2i+2 */
+  size_t n, cap;
+};
+
 struct spam {
   struct hnode h;
+  struct spam *newer, *older; /* the LRU list */
   struct kcr_event_bucket b;
   bool dropping;
   char data[];
@@ -191,8 +265,10 @@ struct kcr_recorder {
   pthread_cond_t wake; /* the worker waits here */
   pthread_cond_t idle; /* flushers wait here */
   struct table events, spam;
-  struct entry *qhead, *qtail;
-  size_t nqueued;
+  struct fifo createq, patchq;
+  struct timers timers;
+  struct spam *spam_newest, *spam_oldest; /* the LRU list's ends */
+  size_t nqueued, ndirty;
   bool inflight, stop, full_logged;
   int nflush;
   int64_t last_name_ns;
@@ -448,23 +524,6 @@ static struct entry *entry_new(kcr_recorder *r, const struct kcr_event *ev,
   return e;
 }
 
-static void enqueue(kcr_recorder *r, struct entry *e)
-{
-  e->qnext = NULL;
-  if(r->qtail)
-    r->qtail->qnext = e;
-  else
-    r->qhead = e;
-  r->qtail = e;
-  r->nqueued++;
-}
-
-static void entry_remove(kcr_recorder *r, struct entry *e)
-{
-  table_remove(&r->events, &e->h);
-  free(e);
-}
-
 /* An entry nobody needs any more: on the server with its count written,
  * not in use, not seen for the aggregation window. */
 static bool entry_expired(const kcr_recorder *r, const struct entry *e, uint64_t now)
@@ -478,38 +537,226 @@ static bool entry_dirty(const struct entry *e)
   return e->state == E_CREATED && e->count > e->written;
 }
 
-/* ---- spam limit ---- */
-
-static void spam_gc(kcr_recorder *r, uint64_t now)
+/* Keeps ndirty (I5) after e's dirtiness may have changed from was. */
+static void dirty_update(kcr_recorder *r, const struct entry *e, bool was)
 {
-  for(size_t i = 0; i < r->spam.nb; i++)
-    for(struct hnode **pp = &r->spam.b[i]; *pp;) {
-      struct spam *s = (struct spam *)*pp;
-      if(bucket_level(&s->b, r->burst, r->refill_ms, now) >= r->burst) {
-        *pp = s->h.next; /* as good as a new, full bucket */
-        r->spam.n--;
-        free(s);
-      } else {
-        pp = &(*pp)->next;
-      }
-    }
+  bool is = entry_dirty(e);
+  if(is && !was)
+    r->ndirty++;
+  if(!is && was) {
+    KCR_ASSERT(r->ndirty > 0);
+    r->ndirty--;
+  }
 }
 
-static void spam_evict_oldest(kcr_recorder *r)
+static void entry_remove(kcr_recorder *r, struct entry *e)
 {
-  struct spam *old = NULL;
-  for(size_t i = 0; i < r->spam.nb; i++)
-    for(struct hnode *n = r->spam.b[i]; n; n = n->next)
-      if(!old || ((struct spam *)n)->b.last_ms < old->b.last_ms)
-        old = (struct spam *)n;
-  if(old) {
-    table_remove(&r->spam, &old->h);
-    free(old);
+  KCR_ASSERT(!e->busy && e->where == W_NONE && !entry_dirty(e)); /* I2 */
+  table_remove(&r->events, &e->h);
+  free(e);
+}
+
+/* ---- the worker's schedule: createq, patchq, timers ---- */
+
+static void fifo_push(struct fifo *q, struct entry *e)
+{
+  e->qnext = NULL;
+  if(q->tail)
+    q->tail->qnext = e;
+  else
+    q->head = e;
+  q->tail = e;
+}
+
+static struct entry *fifo_pop(struct fifo *q)
+{
+  struct entry *e = q->head;
+  if(e) {
+    q->head = e->qnext;
+    if(!q->head)
+      q->tail = NULL;
+    e->qnext = NULL;
+  }
+  return e;
+}
+
+/* When e's next write may go: a POST after its backoff; a series PATCH
+ * also series_flush_ms after the last write, unless someone flushes. */
+static uint64_t due_at(const kcr_recorder *r, const struct entry *e)
+{
+  uint64_t due = e->not_before_ms, interval;
+  if(e->state == E_CREATED && r->nflush == 0) {
+    interval = sat_add(e->last_write_ms, r->flush_ms);
+    if(interval > due)
+      due = interval;
+  }
+  return due;
+}
+
+/* Room for every entry on the heap, so that schedule() never allocates. */
+static kcr_err timers_reserve(struct timers *t, size_t n)
+{
+  struct entry **a;
+  size_t cap = t->cap ? t->cap : 64;
+
+  if(n <= t->cap)
+    return KCR_OK;
+  while(cap < n)
+    cap *= 2;
+  a = realloc(t->a, cap * sizeof(*a));
+  if(!a)
+    return KCR_ENOMEM;
+  t->a = a;
+  t->cap = cap;
+  return KCR_OK;
+}
+
+/* Moves a[i] up to its place; returns the slot it ends in. */
+static size_t timers_up(kcr_recorder *r, size_t i)
+{
+  struct entry **a = r->timers.a, *e = a[i];
+  while(i > 0) {
+    size_t parent = (i - 1) / 2;
+    r->events.visits++;
+    if(a[parent]->due <= e->due)
+      break;
+    a[i] = a[parent];
+    i = parent;
+  }
+  a[i] = e;
+  return i;
+}
+
+/* Moves a[i] down to its place. */
+static void timers_down(kcr_recorder *r, size_t i)
+{
+  struct entry **a = r->timers.a, *e = a[i];
+  size_t n = r->timers.n;
+  for(;;) {
+    size_t c = 2 * i + 1;
+    if(c >= n)
+      break;
+    if(c + 1 < n && a[c + 1]->due < a[c]->due)
+      c++;
+    r->events.visits++;
+    if(e->due <= a[c]->due)
+      break;
+    a[i] = a[c];
+    i = c;
+  }
+  a[i] = e;
+}
+
+/* Adds e, due at due; true if it is now the first timer. */
+static bool timers_push(kcr_recorder *r, struct entry *e, uint64_t due)
+{
+  KCR_ASSERT(r->timers.n < r->timers.cap); /* I6 */
+  e->due = due;
+  e->where = W_TIMERS;
+  r->timers.a[r->timers.n++] = e;
+  return timers_up(r, r->timers.n - 1) == 0;
+}
+
+static struct entry *timers_pop(kcr_recorder *r)
+{
+  struct entry *e = r->timers.a[0];
+  r->timers.a[0] = r->timers.a[--r->timers.n];
+  if(r->timers.n)
+    timers_down(r, 0);
+  e->where = W_NONE;
+  return e;
+}
+
+/* Recomputes every key (a flush started: series stop waiting for
+ * series_flush_ms) and rebuilds the heap: O(timers), once per flush. */
+static void timers_rekey(kcr_recorder *r)
+{
+  for(size_t i = 0; i < r->timers.n; i++) {
+    r->events.visits++;
+    r->timers.a[i]->due = due_at(r, r->timers.a[i]);
+  }
+  for(size_t i = r->timers.n / 2; i-- > 0;)
+    timers_down(r, i);
+}
+
+/* Puts e where the worker will find it when it needs a write (I1): on
+ * createq or patchq when the write is due at now, else on the timers.
+ * Returns true if the worker must wake up to see it. */
+static bool schedule(kcr_recorder *r, struct entry *e, uint64_t now)
+{
+  uint64_t due;
+
+  if(e->busy || e->where != W_NONE || (e->state != E_QUEUED && !entry_dirty(e)))
+    return false;
+  due = due_at(r, e);
+  if(due > now)
+    return timers_push(r, e, due);
+  if(e->state == E_QUEUED) {
+    fifo_push(&r->createq, e);
+    e->where = W_CREATEQ;
+  } else {
+    fifo_push(&r->patchq, e);
+    e->where = W_PATCHQ;
+  }
+  return true;
+}
+
+/* Moves the timers due at now to createq and patchq; a key that turns out
+ * early (a flush ended since) goes back with its real one. */
+static void timers_expire(kcr_recorder *r, uint64_t now)
+{
+  while(r->timers.n && r->timers.a[0]->due <= now)
+    schedule(r, timers_pop(r), now);
+}
+
+/* ---- spam limit ---- */
+
+static void lru_unlink(kcr_recorder *r, struct spam *s)
+{
+  if(s->newer)
+    s->newer->older = s->older;
+  else
+    r->spam_newest = s->older;
+  if(s->older)
+    s->older->newer = s->newer;
+  else
+    r->spam_oldest = s->newer;
+  s->newer = s->older = NULL;
+}
+
+static void lru_push_newest(kcr_recorder *r, struct spam *s)
+{
+  s->older = r->spam_newest;
+  s->newer = NULL;
+  if(r->spam_newest)
+    r->spam_newest->newer = s;
+  else
+    r->spam_oldest = s;
+  r->spam_newest = s;
+}
+
+static void spam_remove(kcr_recorder *r, struct spam *s)
+{
+  lru_unlink(r, s);
+  table_remove(&r->spam, &s->h);
+  free(s);
+}
+
+/* Once a tick: forgets the buckets that have refilled (as good as new). */
+static void spam_gc(kcr_recorder *r, uint64_t now)
+{
+  for(struct spam *s = r->spam_oldest, *next; s; s = next) {
+    next = s->newer;
+    r->spam.visits++;
+    if(bucket_level(&s->b, r->burst, r->refill_ms, now) >= r->burst)
+      spam_remove(r, s);
   }
 }
 
 /* Takes a token for (object, reason). *log_start is set when this call
- * starts a run of drops. Out of memory: the event passes. */
+ * starts a run of drops. Out of memory: the event passes. O(1) expected:
+ * one lookup, LRU moves, at most one eviction (the least recently used
+ * bucket, as client-go's LRU cache) when SPAM_MAX_KEYS are in use. */
 static bool spam_take(kcr_recorder *r, const struct kcr_event *ev, uint64_t now,
                       bool *log_start)
 {
@@ -528,17 +775,19 @@ static bool spam_take(kcr_recorder *r, const struct kcr_event *ev, uint64_t now,
   for(int i = 0; i < 5; i++)
     if(kcr_buf_append(&key, kf[i], strlen(kf[i]) + 1))
       goto out;
-  h = fnv1a(key.ptr, key.len);
+  h = kcr_hash(key.ptr, key.len);
   s = (struct spam *)table_find(&r->spam, h, key.ptr, key.len);
-  if(!s) {
-    if(r->spam.n >= SPAM_MAX_KEYS) {
-      spam_gc(r, now);
-      if(r->spam.n >= SPAM_MAX_KEYS)
-        spam_evict_oldest(r);
-    }
+  if(s) {
+    r->spam.visits++;
+    lru_unlink(r, s);
+  } else {
     s = calloc(1, sizeof(*s) + key.len);
     if(!s)
       goto out;
+    if(r->spam.n >= SPAM_MAX_KEYS) {
+      r->spam.visits++;
+      spam_remove(r, r->spam_oldest);
+    }
     memcpy(s->data, key.ptr, key.len);
     s->h.hash = h;
     s->h.key = s->data;
@@ -546,6 +795,8 @@ static bool spam_take(kcr_recorder *r, const struct kcr_event *ev, uint64_t now,
     kcr_event_bucket_init(&s->b, r->burst, now);
     table_insert(&r->spam, &s->h);
   }
+  lru_push_newest(r, s);
+  KCR_ASSERT(r->spam.n <= SPAM_MAX_KEYS); /* I7 */
   ok = kcr_event_bucket_take(&s->b, r->burst, r->refill_ms, now);
   if(!ok && !s->dropping)
     *log_start = true;
@@ -584,7 +835,7 @@ kcr_err kcr_recorder_event(kcr_recorder *r, const struct kcr_event *ev)
   struct timespec wall;
   struct entry *e;
   enum outcome oc = O_QUEUED;
-  bool log_full = false, log_spam = false;
+  bool log_full = false, log_spam = false, wake = false;
   uint64_t h, now;
   kcr_err rc;
 
@@ -596,7 +847,7 @@ kcr_err kcr_recorder_event(kcr_recorder *r, const struct kcr_event *ev)
       &key);
   if(rc)
     goto out;
-  h = fnv1a(key.ptr, key.len);
+  h = kcr_hash(key.ptr, key.len);
   clock_gettime(CLOCK_REALTIME, &wall);
 
   pthread_mutex_lock(&r->mu);
@@ -607,10 +858,13 @@ kcr_err kcr_recorder_event(kcr_recorder *r, const struct kcr_event *ev)
     e = NULL;
   }
   if(e) {
+    bool was_dirty = entry_dirty(e);
     if(e->count < SERIES_MAX)
       e->count++;
     e->last_observed = wall;
     e->last_seen_ms = now;
+    dirty_update(r, e, was_dirty);
+    wake = schedule(r, e, now); /* a series that just became dirty */
     r->st.aggregated++;
     oc = O_AGGREGATED;
   } else if(r->nqueued >= r->capacity) {
@@ -618,6 +872,8 @@ kcr_err kcr_recorder_event(kcr_recorder *r, const struct kcr_event *ev)
     r->full_logged = true;
     r->st.dropped++;
     oc = O_DROP_FULL;
+  } else if(timers_reserve(&r->timers, r->events.n + 1)) {
+    rc = KCR_ENOMEM;
   } else if(!spam_take(r, ev, now, &log_spam)) {
     r->st.dropped++;
     oc = O_DROP_SPAM;
@@ -625,9 +881,10 @@ kcr_err kcr_recorder_event(kcr_recorder *r, const struct kcr_event *ev)
     rc = KCR_ENOMEM;
   } else {
     table_insert(&r->events, &e->h);
-    enqueue(r, e);
+    r->nqueued++;
+    wake = schedule(r, e, now);
   }
-  if(!rc)
+  if(wake)
     pthread_cond_signal(&r->wake);
   pthread_mutex_unlock(&r->mu);
 
@@ -742,37 +999,36 @@ struct job {
   uint64_t count; /* the count the body carries */
 };
 
-/* Picks the next write due at now, marks its entry busy; false if none. */
+/* Picks the next write due at now, marks its entry busy; false if none.
+ * New events first, in the order they became due, then series. */
 static bool pick(kcr_recorder *r, uint64_t now, struct job *j)
 {
-  struct entry *e = NULL;
+  struct entry *e;
 
-  for(struct entry **pp = &r->qhead, *prev = NULL; *pp; prev = *pp, pp = &(*pp)->qnext)
-    if((*pp)->not_before_ms <= now) {
-      e = *pp;
-      *pp = e->qnext;
-      if(r->qtail == e)
-        r->qtail = prev;
-      r->nqueued--;
-      if(r->nqueued < r->capacity)
-        r->full_logged = false;
-      j->op = KCR_EVENT_CREATE;
-      j->body = event_body(r, e);
-      break;
-    }
-  for(size_t i = 0; !e && i < r->events.nb; i++)
-    for(struct hnode *n = r->events.b[i]; n; n = n->next) {
-      struct entry *x = (struct entry *)n;
-      if(!x->busy && entry_dirty(x) && x->not_before_ms <= now &&
-         (r->nflush > 0 || now >= x->last_write_ms + r->flush_ms)) {
-        e = x;
-        j->op = KCR_EVENT_PATCH;
-        j->body = series_body(e);
+  timers_expire(r, now);
+  if((e = fifo_pop(&r->createq))) {
+    r->events.visits++;
+    KCR_ASSERT(e->state == E_QUEUED && e->where == W_CREATEQ);
+    e->where = W_NONE;
+    r->nqueued--;
+    if(r->nqueued < r->capacity)
+      r->full_logged = false;
+    j->op = KCR_EVENT_CREATE;
+    j->body = event_body(r, e);
+  } else {
+    while((e = fifo_pop(&r->patchq))) {
+      r->events.visits++;
+      KCR_ASSERT(entry_dirty(e) && e->where == W_PATCHQ);
+      e->where = W_NONE;
+      if(due_at(r, e) <= now)
         break;
-      }
+      schedule(r, e, now); /* made due by a flush that has ended: wait */
     }
-  if(!e)
-    return false;
+    if(!e)
+      return false;
+    j->op = KCR_EVENT_PATCH;
+    j->body = series_body(e);
+  }
   e->busy = true;
   r->inflight = true;
   j->e = e;
@@ -780,45 +1036,31 @@ static bool pick(kcr_recorder *r, uint64_t now, struct job *j)
   return true;
 }
 
-/* When the worker has something to do next (monotonic ms). */
+/* When the worker has something to do next (monotonic ms), after pick()
+ * found nothing due: the first timer or the next tick. */
 static uint64_t next_deadline(const kcr_recorder *r)
 {
   uint64_t next = r->last_gc_ms + GC_TICK_MS;
-  for(const struct entry *e = r->qhead; e; e = e->qnext)
-    if(e->not_before_ms < next)
-      next = e->not_before_ms;
-  for(size_t i = 0; i < r->events.nb; i++)
-    for(const struct hnode *n = r->events.b[i]; n; n = n->next) {
-      const struct entry *e = (const struct entry *)n;
-      uint64_t due;
-      if(e->busy || !entry_dirty(e))
-        continue;
-      due = r->nflush > 0 ? 0 : e->last_write_ms + r->flush_ms;
-      if(due < e->not_before_ms)
-        due = e->not_before_ms;
-      if(due < next)
-        next = due;
-    }
+  if(r->timers.n && r->timers.a[0]->due < next)
+    next = r->timers.a[0]->due;
   return next;
 }
 
 static bool quiescent(const kcr_recorder *r)
 {
-  if(r->nqueued || r->inflight)
-    return false;
-  for(size_t i = 0; i < r->events.nb; i++)
-    for(const struct hnode *n = r->events.b[i]; n; n = n->next)
-      if(entry_dirty((const struct entry *)n))
-        return false;
-  return true;
+  return !r->nqueued && !r->inflight && !r->ndirty; /* I5 */
 }
 
+/* Once a tick: forgets expired entries and refilled spam buckets. The one
+ * place that sweeps the tables, O(entries + buckets) per tick. */
 static void gc(kcr_recorder *r, uint64_t now)
 {
   for(size_t i = 0; i < r->events.nb; i++)
     for(struct hnode **pp = &r->events.b[i]; *pp;) {
       struct entry *e = (struct entry *)*pp;
+      r->events.visits++;
       if(entry_expired(r, e, now)) {
+        KCR_ASSERT(e->where == W_NONE); /* I2 */
         *pp = e->h.next;
         r->events.n--;
         free(e);
@@ -932,10 +1174,12 @@ static void log_verdict(const kcr_recorder *r, const struct job *j, enum verdict
           KCR_S("message", ei->message ? ei->message : ""));
 }
 
-/* Applies the outcome of a write (under r->mu). May free j->e. */
+/* Applies the outcome of a write (under r->mu) and schedules what the
+ * entry needs next. May free j->e. */
 static void finish(kcr_recorder *r, const struct job *j, enum verdict v, uint64_t now)
 {
   struct entry *e = j->e;
+  bool was_dirty = entry_dirty(e);
 
   e->busy = false;
   r->inflight = false;
@@ -952,15 +1196,13 @@ static void finish(kcr_recorder *r, const struct job *j, enum verdict v, uint64_
     e->attempts = 0;
     e->not_before_ms = 0;
     break;
-  case V_RETRY:
+  case V_RETRY: /* a POST stays E_QUEUED, a PATCH dirty */
     e->attempts++;
-    e->not_before_ms = now + backoff_ms(r, e->attempts);
-    if(j->op == KCR_EVENT_CREATE)
-      enqueue(r, e);
+    e->not_before_ms = sat_add(now, backoff_ms(r, e->attempts));
     break;
   case V_REPATCH:
     e->attempts++;
-    e->not_before_ms = now + backoff_ms(r, e->attempts);
+    e->not_before_ms = sat_add(now, backoff_ms(r, e->attempts));
     e->state = E_CREATED;
     e->recreate = false;
     break;
@@ -969,7 +1211,6 @@ static void finish(kcr_recorder *r, const struct job *j, enum verdict v, uint64_
     e->state = E_QUEUED;
     e->attempts = 0;
     e->not_before_ms = 0;
-    enqueue(r, e);
     break;
   case V_GIVE_UP:
     if(j->op == KCR_EVENT_PATCH) { /* keep it: the next repeat writes the total */
@@ -981,8 +1222,12 @@ static void finish(kcr_recorder *r, const struct job *j, enum verdict v, uint64_
     if(!e->recreate)
       r->st.failed++;
     entry_remove(r, e);
-    break;
+    return;
   }
+  dirty_update(r, e, was_dirty);
+  if(e->state == E_QUEUED)
+    r->nqueued++;
+  schedule(r, e, now);
 }
 
 /* Runs one job: called and returns with r->mu held. */
@@ -1045,9 +1290,10 @@ kcr_err kcr_recorder_flush(kcr_recorder *r, long timeout_ms)
     timeout_ms = 0;
   until = kcr_time_mono_after((uint64_t)timeout_ms);
   pthread_mutex_lock(&r->mu);
-  r->nflush++;
-  pthread_cond_signal(&r->wake); /* dirty series are due now */
-  while(!quiescent(r)) {         /* the worker broadcasts idle when it gets there */
+  if(r->nflush++ == 0)
+    timers_rekey(r); /* dirty series are due now */
+  pthread_cond_signal(&r->wake);
+  while(!quiescent(r)) { /* the worker broadcasts idle when it gets there */
     if(pthread_cond_timedwait(&r->idle, &r->mu, &until)) {
       rc = quiescent(r) ? KCR_OK : KCR_ETIMEDOUT;
       break;
@@ -1067,6 +1313,17 @@ void kcr_recorder_stats(kcr_recorder *r, struct kcr_recorder_stats *out)
   pthread_mutex_unlock(&r->mu);
 }
 
+void kcr__recorder_probe(kcr_recorder *r, struct kcr__recorder_probe *out)
+{
+  pthread_mutex_lock(&r->mu);
+  out->spam_visits = r->spam.visits;
+  out->event_visits = r->events.visits;
+  out->spam_keys = r->spam.n;
+  out->events_longest_chain = table_longest_chain(&r->events);
+  out->spam_longest_chain = table_longest_chain(&r->spam);
+  pthread_mutex_unlock(&r->mu);
+}
+
 static void destroy(kcr_recorder *r)
 {
   for(size_t i = 0; r->events.b && i < r->events.nb; i++)
@@ -1081,6 +1338,7 @@ static void destroy(kcr_recorder *r)
     }
   free(r->events.b);
   free(r->spam.b);
+  free(r->timers.a);
   pthread_cond_destroy(&r->wake);
   pthread_cond_destroy(&r->idle);
   pthread_mutex_destroy(&r->mu);
@@ -1104,14 +1362,16 @@ void kcr_recorder_free(kcr_recorder *r)
   pthread_cond_broadcast(&r->wake);
   pthread_mutex_unlock(&r->mu);
   pthread_join(r->thread, NULL);
-  for(struct entry *e = r->qhead; e; e = e->qnext)
-    if(!e->recreate) {
-      lost++;
-      count_metric(r, e->type, e->reason, "dropped");
-    }
+  /* The worker is gone: no entry is busy, and the lock is not needed. */
   for(size_t i = 0; i < r->events.nb; i++)
-    for(const struct hnode *n = r->events.b[i]; n; n = n->next)
-      unwritten += entry_dirty((const struct entry *)n);
+    for(const struct hnode *n = r->events.b[i]; n; n = n->next) {
+      const struct entry *e = (const struct entry *)n;
+      if(e->state == E_QUEUED && !e->recreate) {
+        lost++;
+        count_metric(r, e->type, e->reason, "dropped");
+      }
+      unwritten += entry_dirty(e);
+    }
   if(lost || unwritten)
     KCR_LOG(KCR_LOG_WARN, "event recorder stopped with events not written",
             KCR_I("newEventsDropped", lost), KCR_I("seriesNotUpdated", unwritten));

@@ -1,7 +1,9 @@
 /* The event recorder without a server: the pure rules (validation, note
  * cutting on UTF-8 boundaries, the isomorphic key, token-bucket arithmetic)
  * and the recorder's behaviour against a fake sink that records every write
- * and answers from a script, with a test clock where time matters. */
+ * and answers from a script, with a test clock where time matters. The cost
+ * of its bookkeeping and the spread of its hash tables are read through
+ * the probe of runtime/events-int.h, never timed. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -22,15 +24,19 @@
 #include "kcr/log.h"
 #include "kcr/metrics.h"
 #include "kcr/time.h"
+#include "runtime/events-int.h"
 
 /* ---- a fake sink and a test clock ---- */
 
 #define MAXCALLS 4096
 
+static _Atomic uint64_t fake_now = 1000000; /* the test clock */
+
 struct call {
   enum kcr_event_op op;
   char *ns, *name;
   cJSON *body;
+  uint64_t at; /* the test clock when it was made */
 };
 
 struct fake {
@@ -73,8 +79,8 @@ static kcr_err fake_sink(void *ud, enum kcr_event_op op, const char *ns, const c
   while(f->gate_closed)
     pthread_cond_wait(&f->cv, &f->mu);
   if(f->n < MAXCALLS)
-    f->calls[f->n] =
-        (struct call){op, strdup(ns), strdup(name), cJSON_Duplicate(body, 1)};
+    f->calls[f->n] = (struct call){op, strdup(ns), strdup(name), cJSON_Duplicate(body, 1),
+                                   atomic_load(&fake_now)};
   rc = f->n < 64 ? f->script[f->n] : KCR_OK;
   f->n++;
   f->in_sink = false;
@@ -110,7 +116,6 @@ static void wait_in_sink(struct fake *f)
   pthread_mutex_unlock(&f->mu);
 }
 
-static _Atomic uint64_t fake_now = 1000000;
 static uint64_t test_clock(void *ud) { return atomic_load(&fake_now); }
 
 static void sleep_ms(unsigned ms)
@@ -521,6 +526,42 @@ static void repeats_before_the_create_go_into_it(void **state)
   fake_cleanup(&f);
 }
 
+/* A flush makes every dirty series due at once; one that the flush did
+ * not get to (it timed out) waits for its interval again once the flush is
+ * over. */
+static void a_series_waits_its_interval_again_after_a_flush_ends(void **state)
+{
+  struct fake f;
+  struct kcr_event_ref other = cm;
+  kcr_recorder *r;
+  uint64_t t0;
+
+  other.name = "cm2";
+  fake_init(&f);
+  r = recorder(
+      &f, (struct kcr_recorder_opts){.series_flush_ms = 30000, .clock_ms = test_clock});
+  t0 = atomic_load(&fake_now);
+  kcr_recorder_eventf(r, &other, "Normal", "B", "A", NULL);
+  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  gate(&f, true);
+  kcr_recorder_eventf(r, &cm, "Normal", "A", "A", NULL);
+  wait_in_sink(&f); /* the worker is stuck writing A */
+  kcr_recorder_eventf(r, &other, "Normal", "B", "A", NULL); /* B's series: dirty */
+  assert_int_equal(KCR_ETIMEDOUT, kcr_recorder_flush(r, 50));
+  gate(&f, false);
+  for(int i = 0; i < 300 && ncalls(&f) < 2; i++)
+    sleep_ms(10);
+  atomic_fetch_add(&fake_now, 30000);
+  for(int i = 0; i < 300 && ncalls(&f) < 3; i++)
+    sleep_ms(10);
+  assert_int_equal(3, ncalls(&f));
+  assert_int_equal(KCR_EVENT_PATCH, f.calls[2].op);
+  assert_string_equal(f.calls[0].name, f.calls[2].name);
+  assert_true(f.calls[2].at >= t0 + 30000);
+  kcr_recorder_free(r);
+  fake_cleanup(&f);
+}
+
 static void a_repeat_after_the_window_is_a_new_event(void **state)
 {
   struct fake f;
@@ -638,6 +679,185 @@ static void repeats_spend_no_spam_tokens(void **state)
   assert_int_equal(50, kcr_json_int(f.calls[ncalls(&f) - 1].body, "series.count", 0));
   kcr_recorder_free(r);
   fake_cleanup(&f);
+}
+
+/* client-go's spam filter is an LRU cache of 4,096 object+reason records:
+ * the record evicted to make room is the one used least recently - by the
+ * order of use, whatever the clock says. (Assertions come after the
+ * recorder is freed: a failing one must not leave its thread running.) */
+static void spam_eviction_forgets_the_least_recently_used_bucket(void **state)
+{
+  enum { MAX = KCR__EVENTS_SPAM_MAX_KEYS };
+  struct fake f;
+  struct kcr_recorder_stats st1, st;
+  struct kcr__recorder_probe p;
+  kcr_recorder *r;
+  char name[32];
+  struct kcr_event_ref ref = {"v1", "ConfigMap", "ns1", name, NULL, NULL};
+  kcr_err rc = KCR_OK;
+
+  fake_init(&f);
+  r = recorder(&f, (struct kcr_recorder_opts){.spam_burst = 1,
+                                              .spam_refill_ms = 1000000000,
+                                              .queue_capacity = 2 * MAX,
+                                              .shutdown_flush_ms = 1,
+                                              .clock_ms = test_clock});
+  gate(&f, true); /* nothing is sent: only what the spam limit drops counts */
+  /* One event per object uses up every bucket, all at the same moment. */
+  for(int i = 0; i < MAX; i++) {
+    snprintf(name, sizeof(name), "obj-%d", i);
+    rc |= kcr_recorder_eventf(r, &ref, "Normal", "R", "A", "first");
+  }
+  snprintf(name, sizeof(name), "obj-0"); /* dropped, and now the most recent */
+  rc |= kcr_recorder_eventf(r, &ref, "Normal", "R", "A", "second");
+  kcr_recorder_stats(r, &st1);
+  /* A new object needs room: obj-1 is the least recently used. */
+  snprintf(name, sizeof(name), "obj-%d", MAX);
+  rc |= kcr_recorder_eventf(r, &ref, "Normal", "R", "A", "first");
+  kcr__recorder_probe(r, &p);
+  snprintf(name, sizeof(name), "obj-1"); /* forgotten: a fresh, full bucket */
+  rc |= kcr_recorder_eventf(r, &ref, "Normal", "R", "A", "second");
+  snprintf(name, sizeof(name), "obj-0"); /* remembered: still empty */
+  rc |= kcr_recorder_eventf(r, &ref, "Normal", "R", "A", "third");
+  snprintf(name, sizeof(name), "obj-%d", MAX - 1); /* remembered */
+  rc |= kcr_recorder_eventf(r, &ref, "Normal", "R", "A", "second");
+  kcr_recorder_stats(r, &st);
+  gate(&f, false);
+  kcr_recorder_free(r); /* drops what is still queued */
+  fake_cleanup(&f);
+  assert_int_equal(KCR_OK, rc);
+  assert_int_equal(1, st1.dropped);
+  assert_int_equal(MAX, p.spam_keys);
+  assert_int_equal(3, st.dropped); /* obj-0 twice, obj-4095 */
+}
+
+/* Past 4,096 objects every new object+reason evicts a bucket. Finding it
+ * costs a handful of bucket visits, not a sweep of all 4,096 per event
+ * (issue 8, item 17: 5.6% of ebdman's CPU with 4,000 EBDs). */
+static void spam_bookkeeping_costs_o1_per_new_object(void **state)
+{
+  enum { N = 20000 };
+  struct fake f;
+  struct kcr__recorder_probe p;
+  kcr_recorder *r;
+  char name[32];
+  struct kcr_event_ref ref = {"v1", "ConfigMap", "ns1", name, NULL, NULL};
+  kcr_err rc = KCR_OK;
+
+  fake_init(&f);
+  r = recorder(&f, (struct kcr_recorder_opts){.queue_capacity = N,
+                                              .shutdown_flush_ms = 1,
+                                              .clock_ms = test_clock});
+  gate(&f, true); /* nothing is sent: the recording is what is measured */
+  for(int i = 0; i < N; i++) {
+    snprintf(name, sizeof(name), "obj-%d", i);
+    rc |= kcr_recorder_eventf(r, &ref, "Normal", "Synced", "Sync", NULL);
+  }
+  kcr__recorder_probe(r, &p);
+  gate(&f, false);
+  kcr_recorder_free(r); /* drops what is still queued */
+  fake_cleanup(&f);
+  assert_int_equal(KCR_OK, rc);
+  assert_int_equal(KCR__EVENTS_SPAM_MAX_KEYS, p.spam_keys);
+  assert_in_range(p.spam_visits / N, 0, 15); /* a sweep would be >= 4,096 */
+}
+
+/* The worker finds its next write without searching the Events it
+ * remembers: recording and flushing an event costs the same with 2,000
+ * Events tracked as with one, and so does a repeat that makes a series
+ * wait for its flush interval (item 17, the events table). */
+static void worker_bookkeeping_costs_o1_per_event(void **state)
+{
+  enum { N = 2000 };
+  struct fake f;
+  struct kcr__recorder_probe p0, p1;
+  struct kcr_recorder_stats st;
+  kcr_recorder *r;
+  char name[32];
+  struct kcr_event_ref ref = {"v1", "ConfigMap", "ns1", name, NULL, NULL};
+  kcr_err rc = KCR_OK;
+  int calls;
+
+  fake_init(&f);
+  r = recorder(&f, (struct kcr_recorder_opts){.clock_ms = test_clock});
+  for(int i = 0; i < N; i++) {
+    snprintf(name, sizeof(name), "obj-%d", i);
+    rc |= kcr_recorder_eventf(r, &ref, "Normal", "Synced", "Sync", NULL);
+    rc |= kcr_recorder_flush(r, 10000);
+  }
+  kcr__recorder_probe(r, &p0);
+  for(int i = 0; i < N; i++) { /* repeats: N series wait 30 s to be written */
+    snprintf(name, sizeof(name), "obj-%d", i);
+    rc |= kcr_recorder_eventf(r, &ref, "Normal", "Synced", "Sync", NULL);
+  }
+  kcr__recorder_probe(r, &p1);
+  kcr_recorder_stats(r, &st);
+  kcr_recorder_free(r); /* flushes: writes the N series */
+  calls = ncalls(&f);
+  fake_cleanup(&f);
+  assert_int_equal(KCR_OK, rc);
+  assert_in_range(p0.event_visits / N, 0, 15); /* a search would be >= N / 2 */
+  assert_in_range((p1.event_visits - p0.event_visits) / N, 0, 31);
+  assert_int_equal(N, st.sent);
+  assert_int_equal(N, st.aggregated);
+  assert_int_equal(N, st.tracked);
+  assert_int_equal(2 * N, calls);
+}
+
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+{
+  const unsigned char *s = p;
+  for(size_t i = 0; i < n; i++) {
+    h ^= s[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+/* Object names are chosen by whoever creates objects. Names picked offline
+ * so that the keys they make share the low 10 bits of their unkeyed FNV-1a
+ * hash would all land in one chain of a table with up to 1,024 buckets;
+ * keyed hashing spreads them (item 15). */
+static void hash_tables_resist_colliding_names(void **state)
+{
+  enum { K = 300, MASK = 1023 };
+  /* The two tables' keys around the name: NUL-separated fields (events:
+   * type, reason, action, note, kind, namespace, NAME, uid; spam: kind,
+   * namespace, NAME, uid, reason). */
+  static const char ev_pre[] = "Normal\0R\0A\0\0ConfigMap\0ns1", ev_post[] = "\0";
+  static const char sp_pre[] = "ConfigMap\0ns1", sp_post[] = "\0\0R";
+  static char names[2 * K][16];
+  uint64_t ev0 = fnv1a(1469598103934665603ull, ev_pre, sizeof(ev_pre));
+  uint64_t sp0 = fnv1a(1469598103934665603ull, sp_pre, sizeof(sp_pre));
+  int nev = 0, nsp = 0, n = 0;
+  struct fake f;
+  struct kcr__recorder_probe p;
+  kcr_recorder *r;
+  struct kcr_event_ref ref = {"v1", "ConfigMap", "ns1", NULL, NULL, NULL};
+  kcr_err rc = KCR_OK;
+
+  for(unsigned u = 0; nev < K || nsp < K; u++) {
+    char c[16];
+    size_t len = (size_t)snprintf(c, sizeof(c), "c%u", u);
+    bool ev = nev < K && !(fnv1a(fnv1a(ev0, c, len), ev_post, sizeof(ev_post)) & MASK);
+    bool sp = nsp < K && !(fnv1a(fnv1a(sp0, c, len), sp_post, sizeof(sp_post)) & MASK);
+    if(ev || sp)
+      memcpy(names[n++], c, len + 1);
+    nev += ev;
+    nsp += sp;
+  }
+  fake_init(&f);
+  r = recorder(&f, (struct kcr_recorder_opts){0});
+  for(int i = 0; i < n; i++) {
+    ref.name = names[i];
+    rc |= kcr_recorder_eventf(r, &ref, "Normal", "R", "A", NULL);
+  }
+  kcr__recorder_probe(r, &p);
+  kcr_recorder_free(r);
+  fake_cleanup(&f);
+  assert_int_equal(KCR_OK, rc);
+  assert_in_range(p.events_longest_chain, 1, 20); /* FNV-1a: >= 300 */
+  assert_in_range(p.spam_longest_chain, 1, 20);
 }
 
 static void a_full_queue_drops_new_events_without_blocking(void **state)
@@ -922,10 +1142,15 @@ int main(void)
       cmocka_unit_test(repeats_become_one_series_patch),
       cmocka_unit_test(series_writes_wait_for_the_flush_interval),
       cmocka_unit_test(repeats_before_the_create_go_into_it),
+      cmocka_unit_test(a_series_waits_its_interval_again_after_a_flush_ends),
       cmocka_unit_test(a_repeat_after_the_window_is_a_new_event),
       cmocka_unit_test(spam_limit_drops_beyond_the_burst_and_logs_once),
       cmocka_unit_test(spam_tokens_refill_with_time),
       cmocka_unit_test(repeats_spend_no_spam_tokens),
+      cmocka_unit_test(spam_eviction_forgets_the_least_recently_used_bucket),
+      cmocka_unit_test(spam_bookkeeping_costs_o1_per_new_object),
+      cmocka_unit_test(worker_bookkeeping_costs_o1_per_event),
+      cmocka_unit_test(hash_tables_resist_colliding_names),
       cmocka_unit_test(a_full_queue_drops_new_events_without_blocking),
       cmocka_unit_test(server_errors_are_retried_then_dropped),
       cmocka_unit_test(transient_errors_recover),

@@ -1,0 +1,35 @@
+/* runtime/events-int.h - what the tests may see of the event recorder's
+ * internals (src/runtime/events.c). Private to libkcr and its tests; not
+ * installed, not part of the API.
+ *
+ * The visit counters make the cost of the bookkeeping observable without
+ * timing: every node the recorder looks at - a hash chain node compared, a
+ * bucket moved on or evicted from the spam LRU list, a heap step of the
+ * worker's timers, an entry taken off a ready queue, a node of the
+ * once-a-tick sweep - adds one. */
+#ifndef KCR_RUNTIME_EVENTS_INT_H
+#define KCR_RUNTIME_EVENTS_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kcr/events.h"
+
+/* The most spam buckets (object+reason keys) a recorder remembers; past it
+ * a new key evicts the least recently used one. client-go's
+ * maxLruCacheEntries. */
+#define KCR__EVENTS_SPAM_MAX_KEYS 4096
+
+struct kcr__recorder_probe {
+  uint64_t spam_visits;        /* spam buckets looked at, since creation */
+  uint64_t event_visits;       /* entries looked at (table, queues, timers) */
+  size_t spam_keys;            /* spam buckets now */
+  size_t events_longest_chain; /* the longest hash chain of each table now */
+  size_t spam_longest_chain;
+};
+
+/* Reads the counters and measures the chains, under the recorder's lock
+ * (O(table size)). Thread safety: any thread. */
+void kcr__recorder_probe(kcr_recorder *r, struct kcr__recorder_probe *out);
+
+#endif
