@@ -2,6 +2,9 @@
  *
  * struct kcr_buf b = KCR_BUF_INIT; ... kcr_buf_cleanup(&b);
  * Ownership: the struct owns ptr; kcr_buf_take() moves it out.
+ * Errors: the appending functions return KCR_ENOMEM (kcr_buf_printf also
+ * KCR_EINVAL for a format vsnprintf refuses) and then leave the contents
+ * exactly as they were: an append happens completely or not at all.
  * Thread safety: a buffer is used by one thread at a time. */
 #ifndef KCR_BUF_H
 #define KCR_BUF_H

@@ -6,6 +6,8 @@
  * Values under keys that name secrets (token, authorization, password,
  * client-key-data, ... see kcr_log_is_secret_key) are written as
  * "[redacted]" whatever the caller passes: secrets never reach the log.
+ * A record is written whole or not at all: when out of memory, a fixed record
+ * with msg "log record dropped: out of memory" replaces it.
  * Thread safety: any thread; each record is written with a single write. */
 #ifndef KCR_LOG_H
 #define KCR_LOG_H

@@ -1,6 +1,7 @@
 /* DESIGN: a growable byte buffer. Invariant: ptr == NULL && len == 0 && cap
  * == 0, or ptr[len] == '\0' and len < cap. Growth doubles, so appends are
- * amortised O(1). */
+ * amortised O(1). Every append is all or nothing: a failed one leaves the
+ * contents as they were (the torture tests hold each to it). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +67,7 @@ kcr_err kcr_buf_printf(struct kcr_buf *b, const char *fmt, ...)
 kcr_err kcr_buf_urlenc(struct kcr_buf *b, const char *s)
 {
   static const char hex[] = "0123456789ABCDEF";
+  size_t start = b->len;
 
   for(; *s; s++) {
     unsigned char c = (unsigned char)*s;
@@ -80,8 +82,12 @@ kcr_err kcr_buf_urlenc(struct kcr_buf *b, const char *s)
       enc[2] = hex[c & 15];
       rc = kcr_buf_append(b, enc, 3);
     }
-    if(rc)
+    if(rc) { /* all or nothing: drop what this call appended */
+      b->len = start;
+      if(b->ptr)
+        b->ptr[start] = '\0';
       return rc;
+    }
   }
   return kcr_buf_reserve(b, 0);
 }

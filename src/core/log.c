@@ -2,7 +2,9 @@
  * so lines from different threads never interleave. The global settings are
  * atomics: no lock is taken on the logging path. Secret-looking keys are
  * redacted here, at the single exit, so no caller can leak a token by
- * mistake. */
+ * mistake. A record is written whole or not at all: if building it runs out
+ * of memory, a fixed "log record dropped: out of memory" record (made
+ * without allocating) is written instead of one with pieces missing. */
 #include <ctype.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -62,20 +64,41 @@ bool kcr_log_is_secret_key(const char *key)
   return false;
 }
 
-/* Appends s as a JSON string body (without quotes). */
-static void put_json_escaped(struct kcr_buf *b, const char *s)
+/* A record being built; failed is sticky, so the builders need no checks. */
+struct rec {
+  struct kcr_buf b;
+  bool failed;
+};
+
+static void put(struct rec *r, const char *p, size_t n)
 {
+  if(!r->failed && n && kcr_buf_append(&r->b, p, n))
+    r->failed = true;
+}
+
+static void puts_(struct rec *r, const char *s) { put(r, s, strlen(s)); }
+
+/* Appends s as a JSON string body (without quotes), plain runs at once. */
+static void put_json_escaped(struct rec *r, const char *s)
+{
+  const char *run = s;
+  char esc[8];
+
   for(; *s; s++) {
     unsigned char c = (unsigned char)*s;
     if(c == '"' || c == '\\')
-      kcr_buf_printf(b, "\\%c", c);
+      snprintf(esc, sizeof(esc), "\\%c", c);
     else if(c == '\n')
-      kcr_buf_puts(b, "\\n");
+      snprintf(esc, sizeof(esc), "\\n");
     else if(c < 0x20)
-      kcr_buf_printf(b, "\\u%04x", c);
+      snprintf(esc, sizeof(esc), "\\u%04x", c);
     else
-      kcr_buf_append(b, s, 1);
+      continue;
+    put(r, run, (size_t)(s - run));
+    puts_(r, esc);
+    run = s + 1;
   }
+  put(r, run, (size_t)(s - run));
 }
 
 static bool needs_quotes(const char *s)
@@ -88,64 +111,85 @@ static bool needs_quotes(const char *s)
   return false;
 }
 
-static void put_value(struct kcr_buf *b, bool json, const struct kcr_kv *kv)
+static void put_value(struct rec *r, bool json, const struct kcr_kv *kv)
 {
   const char *s = kv->s ? kv->s : "";
+  char num[40];
 
   if(kcr_log_is_secret_key(kv->key) && kv->type == KCR_KV_STR)
     s = "[redacted]";
   switch(kv->type) {
-  case KCR_KV_INT: kcr_buf_printf(b, "%lld", kv->i); return;
-  case KCR_KV_BOOL: kcr_buf_puts(b, kv->i ? "true" : "false"); return;
-  case KCR_KV_DBL: kcr_buf_printf(b, "%.6g", kv->d); return;
-  default: break;
+  case KCR_KV_INT: snprintf(num, sizeof(num), "%lld", kv->i); break;
+  case KCR_KV_BOOL: snprintf(num, sizeof(num), "%s", kv->i ? "true" : "false"); break;
+  case KCR_KV_DBL: snprintf(num, sizeof(num), "%.6g", kv->d); break;
+  default: num[0] = '\0'; break;
   }
-  if(json || needs_quotes(s)) {
-    kcr_buf_puts(b, "\"");
-    put_json_escaped(b, s);
-    kcr_buf_puts(b, "\"");
+  if(num[0]) {
+    puts_(r, num);
+  } else if(json || needs_quotes(s)) {
+    puts_(r, "\"");
+    put_json_escaped(r, s);
+    puts_(r, "\"");
   } else {
-    kcr_buf_puts(b, s);
+    puts_(r, s);
   }
+}
+
+static void write_all(const char *p, size_t len)
+{
+  ssize_t off = 0, w;
+  while(off < (ssize_t)len &&
+        (w = write(atomic_load(&g_fd), p + off, len - (size_t)off)) > 0)
+    off += w;
 }
 
 void kcr_log_kv(enum kcr_log_level lvl, const char *msg, const struct kcr_kv *kv,
                 size_t n)
 {
-  struct kcr_buf b = KCR_BUF_INIT;
+  struct rec r = {KCR_BUF_INIT, false};
   struct timespec ts;
-  char when[KCR_RFC3339_MICRO_LEN];
+  char when[KCR_RFC3339_MICRO_LEN], head[128];
   bool json = atomic_load(&g_format) == KCR_LOG_JSON;
   const char *lv = level_names[lvl < KCR_LOG_OFF ? lvl : KCR_LOG_ERROR];
 
   clock_gettime(CLOCK_REALTIME, &ts);
   kcr_time_format_micro(&ts, when);
   if(json) {
-    kcr_buf_printf(&b, "{\"ts\":\"%s\",\"level\":\"%s\",\"msg\":\"", when, lv);
-    put_json_escaped(&b, msg ? msg : "");
-    kcr_buf_puts(&b, "\"");
+    snprintf(head, sizeof(head), "{\"ts\":\"%s\",\"level\":\"%s\",\"msg\":\"", when, lv);
+    puts_(&r, head);
+    put_json_escaped(&r, msg ? msg : "");
+    puts_(&r, "\"");
   } else {
-    kcr_buf_printf(&b, "ts=%s level=%s msg=", when, lv);
-    put_value(&b, false, &KCR_S("msg", msg ? msg : ""));
+    snprintf(head, sizeof(head), "ts=%s level=%s msg=", when, lv);
+    puts_(&r, head);
+    put_value(&r, false, &KCR_S("msg", msg ? msg : ""));
   }
   for(size_t i = 0; i < n; i++) {
     if(!kv[i].key)
       continue;
     if(json) {
-      kcr_buf_puts(&b, ",\"");
-      put_json_escaped(&b, kv[i].key);
-      kcr_buf_puts(&b, "\":");
+      puts_(&r, ",\"");
+      put_json_escaped(&r, kv[i].key);
+      puts_(&r, "\":");
     } else {
-      kcr_buf_printf(&b, " %s=", kv[i].key);
+      puts_(&r, " ");
+      puts_(&r, kv[i].key);
+      puts_(&r, "=");
     }
-    put_value(&b, json, &kv[i]);
+    put_value(&r, json, &kv[i]);
   }
-  kcr_buf_puts(&b, json ? "}\n" : "\n");
-  if(b.ptr) {
-    ssize_t off = 0, w;
-    while(off < (ssize_t)b.len &&
-          (w = write(atomic_load(&g_fd), b.ptr + off, b.len - (size_t)off)) > 0)
-      off += w;
+  puts_(&r, json ? "}\n" : "\n");
+  if(!r.failed) {
+    write_all(r.b.ptr, r.b.len);
+  } else {
+    /* Never a record with pieces missing: a fixed notice, built without
+     * allocating, says one was lost. */
+    int len = snprintf(head, sizeof(head),
+                       json ? "{\"ts\":\"%s\",\"level\":\"%s\",\"msg\":\"%s\"}\n"
+                            : "ts=%s level=%s msg=\"%s\"\n",
+                       when, lv, "log record dropped: out of memory");
+    if(len > 0)
+      write_all(head, (size_t)len < sizeof(head) ? (size_t)len : sizeof(head) - 1);
   }
-  kcr_buf_cleanup(&b);
+  kcr_buf_cleanup(&r.b);
 }

@@ -2,6 +2,7 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <execinfo.h>
 #include <malloc.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,6 +26,19 @@ static atomic_long count, live, arm_at;
 static atomic_bool fired;
 static _Thread_local int exempt;
 
+/* Where the armed failure happened: return addresses, symbolized only when a
+ * run goes wrong. */
+#define STACK_MAX 32
+static void *fired_stack[STACK_MAX];
+static int fired_depth;
+
+/* The sanitizers' symbolizer (file:line), when the executable has one. */
+extern void __sanitizer_symbolize_pc(void *pc, const char *fmt, char *out, size_t n)
+    __attribute__((weak));
+/* Called by the sanitizers before they abort (a crash under a failed
+ * allocation): the report then also says which allocation failed. */
+extern void __sanitizer_set_death_callback(void (*cb)(void)) __attribute__((weak));
+
 void tfail_exempt(bool on) { exempt += on ? 1 : -1; }
 
 /* True if this allocation is the one to fail. */
@@ -36,6 +50,7 @@ static bool fail_now(void)
   n = atomic_fetch_add(&count, 1) + 1;
   long at = atomic_load(&arm_at);
   if(at && n == at) {
+    fired_depth = backtrace(fired_stack, STACK_MAX);
     atomic_store(&fired, true);
     return true;
   }
@@ -155,9 +170,48 @@ int __wrap_asprintf(char **out, const char *fmt, ...)
   return n;
 }
 
+void tfail_print_stack(void)
+{
+  char line[512];
+
+  if(!fired_depth) {
+    print_message("  (no allocation failed)\n");
+    return;
+  }
+  print_message("  the failed allocation was made at:\n");
+  for(int i = 3; i < fired_depth; i++) { /* 0-2: backtrace, fail_now, the wrapper */
+    if(__sanitizer_symbolize_pc) {
+      /* A return address points after the call: step back into it. */
+      __sanitizer_symbolize_pc((char *)fired_stack[i] - 1, "%F %S", line, sizeof(line));
+      print_message("    #%d %s\n", i - 3, line);
+      if(strstr(line, "tfail_torture_")) /* the rest is the test runner */
+        break;
+    } else {
+      fflush(stdout);
+      backtrace_symbols_fd(fired_stack + i, 1, 1);
+    }
+  }
+  fflush(stdout);
+}
+
+static void on_death(void)
+{
+  if(!atomic_load(&arm_at) || !fired_depth)
+    return;
+  print_message("tfail: crashed in run %ld of a torture test\n", atomic_load(&arm_at));
+  tfail_print_stack();
+}
+
 void tfail_init(void)
 {
   static cJSON_Hooks hooks = {__wrap_malloc, __wrap_free};
+  void *warm[2];
+
+  /* backtrace() loads the unwinder (and allocates) on its first use: do it
+   * now, not inside the first failing allocation. */
+  (void)backtrace(warm, 2);
+  if(__sanitizer_set_death_callback)
+    __sanitizer_set_death_callback(on_death);
   cJSON_InitHooks(&hooks);
   curl_global_init_mem(CURL_GLOBAL_DEFAULT, __wrap_malloc, __wrap_free, __wrap_realloc,
                        __wrap_strdup, __wrap_calloc);
@@ -165,8 +219,13 @@ void tfail_init(void)
 
 void tfail_arm(long n)
 {
+  /* Disarm first: another thread allocating between the count reset and the
+   * new arm_at must not see the old arm_at with a fresh count. */
+  atomic_store(&arm_at, 0);
   atomic_store(&count, 0);
   atomic_store(&fired, false);
+  if(n) /* keep the last failure's stack after disarming, for reports */
+    fired_depth = 0;
   atomic_store(&arm_at, n);
 }
 
@@ -175,34 +234,71 @@ long tfail_live(void) { return atomic_load(&live); }
 bool tfail_fired(void) { return atomic_load(&fired); }
 void tfail_reset(void) { tfail_arm(0); }
 
-void tfail_torture_n(const char *name, bool (*fn)(void *ud), void *ud, long max_runs)
+bool tfail_torture_try(const char *name, bool (*fn)(void *ud), void *ud, long max_runs)
 {
-  long base = tfail_live(), k, step = 1, runs = 0;
-  bool ok;
+  long base = tfail_live(), k, step = 1, runs = 0, leaked, bad = 0, from = 1;
+  bool ok, keep_going = getenv("TFAIL_KEEP_GOING") != NULL;
 
+  if(getenv("TFAIL_ALL_RUNS"))
+    max_runs = 0;
+  if(getenv("TFAIL_FROM"))
+    from = strtol(getenv("TFAIL_FROM"), NULL, 10);
   tfail_arm(0);
   ok = fn(ud);
   k = tfail_count();
-  if(!ok)
-    fail_msg("%s: unacceptable outcome without any failure", name);
-  if(tfail_live() != base)
-    fail_msg("%s: %ld allocation(s) leaked without any failure", name,
-             tfail_live() - base);
-  if(max_runs > 0 && k > max_runs)
+  if(!ok) {
+    print_error("%s: unacceptable outcome without any failure\n", name);
+    return false;
+  }
+  if((leaked = tfail_live() - base)) {
+    print_error("%s: %ld allocation(s) leaked without any failure\n", name, leaked);
+    return false;
+  }
+  if(max_runs > 0 && k > max_runs) /* a sample spread evenly over 1..K */
     step = (k + max_runs - 1) / max_runs;
-  for(long n = 1; n <= k; n += step) {
+  for(long n = from > 1 ? from : 1; n <= k; n += step) {
     tfail_arm(n);
     ok = fn(ud);
     tfail_arm(0);
     runs++;
+    leaked = tfail_live() - base;
+    if(ok && !leaked)
+      continue;
     if(!ok)
-      fail_msg("%s: unacceptable outcome when allocation %ld of %ld failed", name, n, k);
-    if(tfail_live() != base)
-      fail_msg("%s: %ld allocation(s) leaked when allocation %ld of %ld failed", name,
-               tfail_live() - base, n, k);
+      print_error("%s: unacceptable outcome when allocation %ld of %ld failed\n", name, n,
+                  k);
+    else
+      print_error("%s: %ld allocation(s) leaked when allocation %ld of %ld failed\n",
+                  name, leaked, n, k);
+    tfail_print_stack();
+    bad++;
+    if(!keep_going)
+      return false;
+    base += leaked; /* report the next leak on its own */
+  }
+  if(bad) {
+    print_error("%s: %ld of %ld failing runs went wrong\n", name, bad, runs);
+    return false;
   }
   print_message("torture %s: %ld allocations, %ld failing runs, all clean\n", name, k,
                 runs);
+  return true;
+}
+
+bool tfail_torture_warm(const char *name, bool (*fn)(void *ud), void *ud, long max_runs)
+{
+  tfail_arm(0);
+  if(!fn(ud)) {
+    print_error("%s: unacceptable outcome in the warm-up run\n", name);
+    return false;
+  }
+  return tfail_torture_try(name, fn, ud, max_runs);
+}
+
+void tfail_torture_n(const char *name, bool (*fn)(void *ud), void *ud, long max_runs)
+{
+  if(!tfail_torture_try(name, fn, ud, max_runs))
+    fail_msg("%s: see above", name);
 }
 
 void tfail_torture(const char *name, bool (*fn)(void *ud), void *ud)
