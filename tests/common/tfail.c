@@ -2,6 +2,7 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <pthread.h>
 #include <execinfo.h>
 #include <malloc.h>
 #include <setjmp.h>
@@ -101,6 +102,28 @@ void *__wrap_realloc(void *p, size_t n)
 static char secret[256];
 static size_t secret_len;
 static atomic_long secret_hits;
+
+int __real_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *),
+                          void *arg);
+static atomic_long thread_count, thread_arm_at;
+
+int __wrap_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *),
+                          void *arg)
+{
+  long n = atomic_fetch_add(&thread_count, 1) + 1, at = atomic_load(&thread_arm_at);
+  if(at && n == at)
+    return EAGAIN;
+  return __real_pthread_create(t, a, fn, arg);
+}
+
+void tfail_threads_arm(long n)
+{
+  atomic_store(&thread_arm_at, 0);
+  atomic_store(&thread_count, 0);
+  atomic_store(&thread_arm_at, n);
+}
+
+long tfail_threads_count(void) { return atomic_load(&thread_count); }
 
 void tfail_secret(const char *s)
 {

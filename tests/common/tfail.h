@@ -73,6 +73,13 @@ void tfail_print_stack(void);
  * counted nor failed: test doubles (twire) use it for their own memory. */
 void tfail_exempt(bool on);
 
+/* Thread creation failures: the n-th pthread_create made by libkcr from now
+ * on (1-based) fails with EAGAIN, and only it; 0 disarms. Threads made
+ * inside shared libraries (libmicrohttpd's) are not counted. */
+void tfail_threads_arm(long n);
+/* pthread_create calls counted since the last tfail_threads_arm. */
+long tfail_threads_count(void);
+
 /* Secret hygiene: while a secret is set, every block freed through the
  * wrappers is searched for it first (malloc_usable_size bytes), and a hit is
  * counted: memory that held a token must be wiped before it is freed. NULL

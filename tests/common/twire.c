@@ -57,13 +57,9 @@ static const char kubeconfig[] = "apiVersion: v1\n"
 
 /* One wire record per client made; they live until the process ends (a
  * test makes a handful), so a client outliving its test stays safe. */
-kcr_client *twire_client_opts(twire_fn fn, void *ud, const struct kcr_client_opts *o)
+static struct wire *wire_new(twire_fn fn, void *ud)
 {
-  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
-  kcr_config *cfg = NULL;
-  kcr_client *c = NULL;
   struct wire *w = calloc(1, sizeof(*w));
-
   assert_non_null(w);
   w->fn = fn;
   w->ud = ud;
@@ -71,6 +67,30 @@ kcr_client *twire_client_opts(twire_fn fn, void *ud, const struct kcr_client_opt
   w->next = wires;
   wires = w;
   pthread_mutex_unlock(&wires_mu);
+  return w;
+}
+
+void twire_attach(kcr_client *c, twire_fn fn, void *ud)
+{
+  kcr__client_set_wire(c, trampoline, wire_new(fn, ud));
+}
+
+kcr_config *twire_config(void)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_config *cfg = NULL;
+  if(kcr_config_from_yaml(kubeconfig, sizeof(kubeconfig) - 1, "twire", NULL, &cfg, &ei))
+    fail_msg("twire: cannot make a config: %s", ei.message ? ei.message : "?");
+  return cfg;
+}
+
+kcr_client *twire_client_opts(twire_fn fn, void *ud, const struct kcr_client_opts *o)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_config *cfg = NULL;
+  kcr_client *c = NULL;
+  struct wire *w = wire_new(fn, ud);
+
   if(kcr_config_from_yaml(kubeconfig, sizeof(kubeconfig) - 1, "twire", NULL, &cfg, &ei) ||
      kcr_client_new(cfg, o, &c, &ei))
     fail_msg("twire: cannot make a client: %s", ei.message ? ei.message : "?");

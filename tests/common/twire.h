@@ -43,6 +43,14 @@ kcr_client *twire_client(twire_fn fn, void *ud);
 /* The same with client options (timeouts, max_response_bytes ...). */
 kcr_client *twire_client_opts(twire_fn fn, void *ud, const struct kcr_client_opts *o);
 
+/* The config twire clients use (server https://twire.invalid, a token),
+ * for objects that make their own client (a manager): new, caller owns. */
+kcr_config *twire_config(void);
+
+/* Puts a client made elsewhere (e.g. a manager's, before it runs) on the
+ * wire: its requests go to fn from now on. */
+void twire_attach(kcr_client *c, twire_fn fn, void *ud);
+
 /* Is this request `method` on a path starting with `prefix` (query
  * ignored; prefix must end where a path segment ends)? */
 bool twire_is(const struct twire_call *call, const char *method, const char *prefix);
