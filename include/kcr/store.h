@@ -15,7 +15,9 @@
  *
  * The store is written by one writer (its informer) and read by any number
  * of threads. Lock: one rwlock per store (readers share it); never held
- * while calling out. */
+ * while calling out - index functions run before the writer takes it - so
+ * an index function may read the store (it sees the state before the
+ * write). Every write applies completely or not at all. */
 #ifndef KCR_STORE_H
 #define KCR_STORE_H
 
@@ -61,7 +63,10 @@ cJSON *kcr_obj_parse(const kcr_obj *o);
 /* Bytes this object costs (header + text), for the store's accounting. */
 size_t kcr_obj_size(const kcr_obj *o);
 
-/* An index function: calls emit(value, ctx) for every index value of o. */
+/* An index function: calls emit(value, ctx) for every index value of o.
+ * Runs on the writer's thread without any store lock held, once per write of
+ * o; the values are kept with the object, so the function is not called
+ * again when o is removed. Must not write to this store. */
 typedef void (*kcr_index_emit)(const char *value, void *ctx);
 typedef void (*kcr_index_fn)(const kcr_obj *o, kcr_index_emit emit, void *ctx);
 
@@ -71,8 +76,9 @@ typedef void (*kcr_index_fn)(const kcr_obj *o, kcr_index_emit emit, void *ctx);
 kcr_store *kcr_store_new(void);
 /* Frees the store and drops its references (readers keep theirs). */
 void kcr_store_free(kcr_store *s);
-/* Adds an index; only before the first write. KCR_EEXIST if the name is
- * taken. */
+/* Adds an index; only before the first write. fn NULL is allowed for the
+ * built-in KCR_INDEX_CONTROLLER. Errors: KCR_EEXIST (name taken), KCR_EINVAL
+ * (after the first write, no name, NULL fn for another name), KCR_ENOMEM. */
 kcr_err kcr_store_add_index(kcr_store *s, const char *name, kcr_index_fn fn);
 
 /* A new reference to the object at ns/name (ns NULL or "" for cluster
@@ -89,15 +95,26 @@ size_t kcr_store_len(kcr_store *s);
 /* Bytes held by the objects in the store. */
 size_t kcr_store_bytes(kcr_store *s);
 
-/* Writer side (one writer). put: inserts or replaces, taking over the
- * caller's reference to o; *old gets the previous object (a reference the
- * caller must drop) or NULL. */
+/* Writer side (one writer thread at a time).
+ *
+ * put: inserts or replaces. On KCR_OK the store takes over the caller's
+ * reference to o and *old gets the previous object (a reference the caller
+ * must drop) or NULL. On error (KCR_ENOMEM) nothing changed: the caller
+ * still owns its reference to o and *old is NULL. */
 kcr_err kcr_store_put(kcr_store *s, kcr_obj *o, kcr_obj **old);
-/* Removes ns/name; *old as above (NULL if it was absent). */
-void kcr_store_delete(kcr_store *s, const char *ns, const char *name, kcr_obj **old);
-/* Replaces the whole contents with objs (taking over their references) in one
- * step readers never see half-done. *gone receives references to objects
- * that were present before and are not in objs (for delete events). */
+/* Removes the object at key ("ns/name"); *old gets the store's reference to
+ * it (the caller drops it), or NULL if it was absent. Never fails. */
+void kcr_store_delete_key(kcr_store *s, const char *key, kcr_obj **old);
+/* The same by namespace and name. KCR_ENOMEM only for a key longer than
+ * 511 bytes (longer than any valid Kubernetes name) when its copy fails. */
+kcr_err kcr_store_delete(kcr_store *s, const char *ns, const char *name, kcr_obj **old);
+/* Replaces the whole contents with objs in one step readers never see
+ * half-done. On KCR_OK the store takes over one reference of each object
+ * (of duplicate keys the later wins and the earlier's reference is dropped)
+ * and *gone receives references to objects that were present before and
+ * are not in objs (for delete events; free with kcr_objs_free). On error
+ * (KCR_ENOMEM) the store is unchanged, the caller still owns every
+ * reference, *gone is NULL and *ngone 0. */
 kcr_err kcr_store_replace(kcr_store *s, kcr_obj **objs, size_t n, kcr_obj ***gone,
                           size_t *ngone);
 

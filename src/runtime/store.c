@@ -4,22 +4,42 @@
  * points to, then the compact JSON text. Immutable after kcr_obj_new; an
  * atomic refcount lets readers keep one past its removal from the store.
  *
- * Store: a chained hash table key -> obj (key "ns/name"), plus per index a
- * hash table value -> small array of keys. One rwlock guards both; lookups
- * take it shared, the single writer takes it exclusive for a few pointer
- * swaps. kcr_store_replace builds the new table outside the lock and swaps
- * it in, so readers see either the old or the new contents, never a mix.
+ * Store: a chained hash table key -> entry (key "ns/name"); the entry holds
+ * the object and the index values computed for it. Per index, a hash table
+ * value -> small array of keys. One rwlock guards both; lookups take it
+ * shared, the single writer takes it exclusive.
  *
- * Invariants: every object in the table holds one reference owned by the
- * table; index entries mirror the table exactly (updated in the same
- * critical section); bytes == sum of kcr_obj_size over the table. */
+ * User code never runs under the lock: index functions are called before
+ * the writer locks, and their values are kept in the entry, so removing an
+ * object from its indexes needs neither the function nor an allocation.
+ * Under the write lock the writer only links, unlinks and (for new index
+ * values) allocates; kcr_store_replace builds the new table and the new
+ * indexes entirely outside the lock and swaps pointers in, so readers see
+ * the old or the new contents, never a mix.
+ *
+ * Failure atomicity: every writer call either applies completely or leaves
+ * the store as it was, and the caller keeps its references on error.
+ * put/delete prepare everything that can fail first (values, the entry);
+ * the only allocations under the lock are new index values, which are
+ * rolled back if one fails. replace fails before the swap or not at all.
+ *
+ * Hashing: SipHash under the per-process key (kcr/hash.h): names are chosen
+ * by users, an unkeyed hash would let them flood one bucket.
+ *
+ * Invariants (under the lock): every object in the table holds one
+ * reference owned by the table; index entries mirror the entries' stored
+ * values exactly; bytes == sum of kcr_obj_size over the table; only the
+ * single writer changes anything. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/assert-int.h"
+#include "kcr/hash.h"
 #include "kcr/json.h"
 #include "kcr/store.h"
+#include "runtime/store-int.h"
 
 struct kcr_obj {
   atomic_uint refs;
@@ -76,8 +96,9 @@ kcr_err kcr_obj_new(const cJSON *tree, bool keep_managed_fields, kcr_obj **out)
   if(!keep_managed_fields && meta)
     mf = cJSON_DetachItemFromObjectCaseSensitive(meta, "managedFields");
   text = cJSON_PrintUnformatted(tree);
-  if(mf)
-    cJSON_AddItemToObject(meta, "managedFields", mf);
+  if(mf) /* it kept its key: re-linking it cannot fail (AddItemToObject copies
+            the key and could) */
+    cJSON_AddItemToArray(meta, mf);
   if(!text)
     return KCR_ENOMEM;
   tlen = strlen(text);
@@ -157,7 +178,8 @@ const char *kcr_obj_json(const kcr_obj *o, size_t *len)
 
 cJSON *kcr_obj_parse(const kcr_obj *o)
 {
-  return cJSON_ParseWithLength(o->json, o->json_len);
+  cJSON *t = NULL; /* kcr_json_parse: integers of 10^15 and up stay exact */
+  return kcr_json_parse(o->json, o->json_len, &t, NULL) ? NULL : t;
 }
 
 /* ---- a chained hash table of string -> pointer ---- */
@@ -167,6 +189,7 @@ struct entry {
   uint64_t hash;
   const char *key; /* borrowed from the value (obj key) or owned (index) */
   void *val;
+  struct ixvals *ixv; /* object table only: the object's index values */
 };
 
 struct table {
@@ -174,13 +197,7 @@ struct table {
   size_t nb, n;
 };
 
-static uint64_t hash_str(const char *s)
-{
-  uint64_t h = 1469598103934665603ull; /* FNV-1a */
-  for(; *s; s++)
-    h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
-}
+static uint64_t hash_str(const char *s) { return kcr_hash_str(s); }
 
 static struct entry *tfind(const struct table *t, const char *key, uint64_t h)
 {
@@ -192,12 +209,14 @@ static struct entry *tfind(const struct table *t, const char *key, uint64_t h)
   return NULL;
 }
 
-static kcr_err tgrow(struct table *t)
+/* Doubles the bucket array; on failure the table stays as it was (still
+ * correct, just with longer chains). */
+static void tgrow(struct table *t)
 {
   size_t nb = t->nb ? t->nb * 2 : 64;
   struct entry **b = calloc(nb, sizeof(*b));
   if(!b)
-    return KCR_ENOMEM;
+    return;
   for(size_t i = 0; i < t->nb; i++) {
     struct entry *e = t->b[i], *next;
     for(; e; e = next) {
@@ -209,45 +228,81 @@ static kcr_err tgrow(struct table *t)
   free(t->b);
   t->b = b;
   t->nb = nb;
-  return KCR_OK;
+}
+
+/* Links e (key absent). Fails only when the table has no buckets at all and
+ * none can be allocated. */
+static bool tlink(struct table *t, struct entry *e)
+{
+  if(t->n + 1 > t->nb * 3 / 4)
+    tgrow(t);
+  if(!t->nb)
+    return false;
+  e->next = t->b[e->hash & (t->nb - 1)];
+  t->b[e->hash & (t->nb - 1)] = e;
+  t->n++;
+  return true;
 }
 
 /* Inserts key (must be absent). */
 static struct entry *tinsert(struct table *t, const char *key, uint64_t h, void *val)
 {
-  struct entry *e;
-  if((t->n + 1 > t->nb * 3 / 4) && tgrow(t))
-    return NULL;
-  e = malloc(sizeof(*e));
+  struct entry *e = calloc(1, sizeof(*e));
   if(!e)
     return NULL;
   e->hash = h;
   e->key = key;
   e->val = val;
-  e->next = t->b[h & (t->nb - 1)];
-  t->b[h & (t->nb - 1)] = e;
-  t->n++;
+  if(!tlink(t, e)) {
+    free(e);
+    return NULL;
+  }
   return e;
 }
 
-/* Unlinks and frees the entry for key; returns its value or NULL. */
-static void *tremove(struct table *t, const char *key, uint64_t h, const char **okey)
+/* Unlinks the entry for key and returns it (not freed), or NULL. */
+static struct entry *tunlink(struct table *t, const char *key, uint64_t h)
 {
   if(!t->nb)
     return NULL;
   for(struct entry **pp = &t->b[h & (t->nb - 1)]; *pp; pp = &(*pp)->next) {
     struct entry *e = *pp;
     if(e->hash == h && !strcmp(e->key, key)) {
-      void *v = e->val;
-      if(okey)
-        *okey = e->key;
       *pp = e->next;
-      free(e);
       t->n--;
-      return v;
+      return e;
     }
   }
   return NULL;
+}
+
+/* ---- index values of one object ---- */
+
+/* The values every index emitted for one object: (index number, value). */
+struct ixval {
+  size_t idx;
+  char *value;
+};
+struct ixvals {
+  size_t n, cap;
+  struct ixval v[];
+};
+
+static void ixvals_free(struct ixvals *x)
+{
+  if(!x)
+    return;
+  for(size_t i = 0; i < x->n; i++)
+    free(x->v[i].value);
+  free(x);
+}
+
+static bool ixvals_has(const struct ixvals *x, size_t idx, const char *value)
+{
+  for(size_t i = 0; x && i < x->n; i++)
+    if(x->v[i].idx == idx && !strcmp(x->v[i].value, value))
+      return true;
+  return false;
 }
 
 static void tclear(struct table *t, void (*free_val)(void *), bool free_keys)
@@ -260,6 +315,7 @@ static void tclear(struct table *t, void (*free_val)(void *), bool free_keys)
         free_val(e->val);
       if(free_keys)
         free((char *)e->key);
+      ixvals_free(e->ixv);
       free(e);
     }
   }
@@ -298,11 +354,24 @@ struct kcr_store {
   bool written;
 };
 
+static bool rdlock(kcr_store *s)
+{
+  /* No user code runs under the lock, so a thread never holds it when it
+   * asks again (which would be EDEADLK); failure means a broken invariant
+   * or the reader limit. Either way: report it, never unlock what we did
+   * not get. */
+  int err = pthread_rwlock_rdlock(&s->lock);
+  KCR_ASSERT(err == 0);
+  return err == 0;
+}
+
 kcr_store *kcr_store_new(void)
 {
   kcr_store *s = calloc(1, sizeof(*s));
-  if(s)
-    pthread_rwlock_init(&s->lock, NULL);
+  if(s && pthread_rwlock_init(&s->lock, NULL)) {
+    free(s);
+    s = NULL;
+  }
   return s;
 }
 
@@ -331,11 +400,13 @@ static void index_controller(const kcr_obj *o, kcr_index_emit emit, void *ctx)
 kcr_err kcr_store_add_index(kcr_store *s, const char *name, kcr_index_fn fn)
 {
   struct index *n;
-  if(s->written)
+  if(s->written || !name)
     return KCR_EINVAL;
   for(size_t i = 0; i < s->nidx; i++)
     if(!strcmp(s->idx[i].name, name))
       return KCR_EEXIST;
+  if(!fn && strcmp(name, KCR_INDEX_CONTROLLER))
+    return KCR_EINVAL;
   n = realloc(s->idx, (s->nidx + 1) * sizeof(*n));
   if(!n)
     return KCR_ENOMEM;
@@ -343,97 +414,157 @@ kcr_err kcr_store_add_index(kcr_store *s, const char *name, kcr_index_fn fn)
   memset(&n[s->nidx], 0, sizeof(*n));
   if(!(n[s->nidx].name = strdup(name)))
     return KCR_ENOMEM;
-  n[s->nidx].fn =
-      fn ? fn : (!strcmp(name, KCR_INDEX_CONTROLLER) ? index_controller : NULL);
-  if(!n[s->nidx].fn) {
-    free(n[s->nidx].name);
-    return KCR_EINVAL;
-  }
+  n[s->nidx].fn = fn ? fn : index_controller;
   s->nidx++;
   return KCR_OK;
 }
 
-struct emit_ctx {
-  struct index *ix;
-  const char *key;
-  bool add;
+/* Collecting an object's values: called by index functions, no lock held. */
+struct collect_ctx {
+  struct ixvals *x;
+  size_t idx;
   kcr_err rc;
 };
 
-static void emit_value(const char *value, void *p)
+static void collect_value(const char *value, void *p)
 {
-  struct emit_ctx *c = p;
-  uint64_t h = hash_str(value);
-  struct entry *e = tfind(&c->ix->values, value, h);
-  struct keyset *ks;
-
-  if(c->add) {
-    if(!e) {
-      char *v = strdup(value);
-      ks = calloc(1, sizeof(*ks));
-      if(!v || !ks || !(e = tinsert(&c->ix->values, v, h, ks))) {
-        free(v);
-        free(ks);
-        c->rc = KCR_ENOMEM;
-        return;
-      }
-    }
-    ks = e->val;
-    for(size_t i = 0; i < ks->n; i++)
-      if(!strcmp(ks->keys[i], c->key))
-        return;
-    if(ks->n == ks->cap) {
-      size_t ncap = ks->cap ? ks->cap * 2 : 2;
-      char **nk = realloc(ks->keys, ncap * sizeof(*nk));
-      if(!nk) {
-        c->rc = KCR_ENOMEM;
-        return;
-      }
-      ks->keys = nk;
-      ks->cap = ncap;
-    }
-    if(!(ks->keys[ks->n] = strdup(c->key))) {
+  struct collect_ctx *c = p;
+  char *v;
+  if(c->rc || !value || ixvals_has(c->x, c->idx, value))
+    return;
+  if(!c->x || c->x->n == c->x->cap) {
+    size_t cap = c->x ? c->x->cap * 2 : 2;
+    struct ixvals *nx = realloc(c->x, sizeof(*nx) + cap * sizeof(nx->v[0]));
+    if(!nx) {
       c->rc = KCR_ENOMEM;
       return;
     }
-    ks->n++;
+    if(!c->x)
+      nx->n = 0;
+    nx->cap = cap;
+    c->x = nx;
+  }
+  if(!(v = strdup(value))) {
+    c->rc = KCR_ENOMEM;
     return;
   }
+  c->x->v[c->x->n++] = (struct ixval){c->idx, v};
+}
+
+/* Runs every index function on o (user code: never under the lock). *out
+ * is NULL when o has no index values. */
+static kcr_err collect_values(const kcr_store *s, const kcr_obj *o, struct ixvals **out)
+{
+  struct collect_ctx c = {NULL, 0, KCR_OK};
+  for(size_t i = 0; i < s->nidx && !c.rc; i++) {
+    c.idx = i;
+    s->idx[i].fn(o, collect_value, &c);
+  }
+  if(c.rc) {
+    ixvals_free(c.x);
+    c.x = NULL;
+  }
+  *out = c.x;
+  return c.rc;
+}
+
+/* Adds key under value in one index table (allocates). */
+static kcr_err ix_add(struct table *values, const char *value, const char *key)
+{
+  uint64_t h = hash_str(value);
+  struct entry *e = tfind(values, value, h);
+  struct keyset *ks;
+
+  if(!e) {
+    char *v = strdup(value);
+    ks = calloc(1, sizeof(*ks));
+    if(!v || !ks || !(e = tinsert(values, v, h, ks))) {
+      free(v);
+      free(ks);
+      return KCR_ENOMEM;
+    }
+  }
+  ks = e->val;
+  for(size_t i = 0; i < ks->n; i++)
+    if(!strcmp(ks->keys[i], key))
+      return KCR_OK;
+  if(ks->n == ks->cap) {
+    size_t ncap = ks->cap ? ks->cap * 2 : 2;
+    char **nk = realloc(ks->keys, ncap * sizeof(*nk));
+    if(!nk)
+      goto fail;
+    ks->keys = nk;
+    ks->cap = ncap;
+  }
+  if(!(ks->keys[ks->n] = strdup(key)))
+    goto fail;
+  ks->n++;
+  return KCR_OK;
+fail:
+  if(!ks->n) { /* a value entry made for this key only: take it back */
+    struct entry *dead = tunlink(values, value, h);
+    free((char *)dead->key);
+    keyset_free(dead->val);
+    free(dead);
+  }
+  return KCR_ENOMEM;
+}
+
+/* Removes key from under value (frees only; never fails). */
+static void ix_remove(struct table *values, const char *value, const char *key)
+{
+  uint64_t h = hash_str(value);
+  struct entry *e = tfind(values, value, h);
+  struct keyset *ks;
   if(!e)
     return;
   ks = e->val;
   for(size_t i = 0; i < ks->n; i++) {
-    if(!strcmp(ks->keys[i], c->key)) {
+    if(!strcmp(ks->keys[i], key)) {
       free(ks->keys[i]);
       ks->keys[i] = ks->keys[--ks->n];
       break;
     }
   }
   if(!ks->n) {
-    const char *okey = NULL;
-    tremove(&c->ix->values, value, h, &okey);
-    free((char *)okey);
-    keyset_free(ks);
+    struct entry *dead = tunlink(values, value, h);
+    free((char *)dead->key);
+    keyset_free(dead->val);
+    free(dead);
   }
 }
 
-static kcr_err index_update(kcr_store *s, const kcr_obj *o, bool add)
+/* Moves key's index entries from the values `was` to `now`: adds what is
+ * new first (rolled back on failure), then removes what went away. */
+static kcr_err ix_move(kcr_store *s, const char *key, const struct ixvals *was,
+                       const struct ixvals *now)
 {
+  size_t i;
   kcr_err rc = KCR_OK;
-  for(size_t i = 0; i < s->nidx; i++) {
-    struct emit_ctx c = {&s->idx[i], o->key, add, KCR_OK};
-    s->idx[i].fn(o, emit_value, &c);
-    if(c.rc)
-      rc = c.rc;
+  for(i = 0; now && i < now->n; i++) {
+    const struct ixval *v = &now->v[i];
+    if(!ixvals_has(was, v->idx, v->value) &&
+       (rc = ix_add(&s->idx[v->idx].values, v->value, key)))
+      break;
   }
-  return rc;
+  if(rc) {
+    while(i-- > 0)
+      if(!ixvals_has(was, now->v[i].idx, now->v[i].value))
+        ix_remove(&s->idx[now->v[i].idx].values, now->v[i].value, key);
+    return rc;
+  }
+  for(i = 0; was && i < was->n; i++)
+    if(!ixvals_has(now, was->v[i].idx, was->v[i].value))
+      ix_remove(&s->idx[was->v[i].idx].values, was->v[i].value, key);
+  return KCR_OK;
 }
 
 kcr_obj *kcr_store_get_key(kcr_store *s, const char *key)
 {
   struct entry *e;
   kcr_obj *o = NULL;
-  pthread_rwlock_rdlock(&s->lock);
+  if(!rdlock(s))
+    return NULL;
   e = tfind(&s->objs, key, hash_str(key));
   if(e)
     o = kcr_obj_ref(e->val);
@@ -484,7 +615,8 @@ kcr_err kcr_store_list(kcr_store *s, const char *index, const char *value,
 
   *objs = NULL;
   *n = 0;
-  pthread_rwlock_rdlock(&s->lock);
+  if(!rdlock(s))
+    return KCR_EINVAL;
   if(index) {
     struct index *ix = NULL;
     for(size_t i = 0; i < s->nidx; i++)
@@ -497,6 +629,7 @@ kcr_err kcr_store_list(kcr_store *s, const char *index, const char *value,
     } else if(ks && !(rc = grow_refs(&arr, &cap, ks->n))) {
       for(size_t i = 0; i < ks->n; i++) {
         struct entry *oe = tfind(&s->objs, ks->keys[i], hash_str(ks->keys[i]));
+        KCR_ASSERT(oe != NULL); /* indexes mirror the table */
         if(oe)
           arr[cnt++] = kcr_obj_ref(oe->val);
       }
@@ -523,125 +656,226 @@ void kcr_objs_free(kcr_obj **objs, size_t n)
   free(objs);
 }
 
+size_t kcr__store_max_chain(kcr_store *s)
+{
+  size_t max = 0;
+  if(!rdlock(s))
+    return 0;
+  for(size_t i = 0; i < s->objs.nb; i++) {
+    size_t n = 0;
+    for(struct entry *e = s->objs.b[i]; e; e = e->next)
+      n++;
+    if(n > max)
+      max = n;
+  }
+  pthread_rwlock_unlock(&s->lock);
+  return max;
+}
+
 size_t kcr_store_len(kcr_store *s)
 {
-  size_t n;
-  pthread_rwlock_rdlock(&s->lock);
-  n = s->objs.n;
-  pthread_rwlock_unlock(&s->lock);
+  size_t n = 0;
+  if(rdlock(s)) {
+    n = s->objs.n;
+    pthread_rwlock_unlock(&s->lock);
+  }
   return n;
 }
 
 size_t kcr_store_bytes(kcr_store *s)
 {
-  size_t n;
-  pthread_rwlock_rdlock(&s->lock);
-  n = s->bytes;
-  pthread_rwlock_unlock(&s->lock);
+  size_t n = 0;
+  if(rdlock(s)) {
+    n = s->bytes;
+    pthread_rwlock_unlock(&s->lock);
+  }
   return n;
 }
 
 kcr_err kcr_store_put(kcr_store *s, kcr_obj *o, kcr_obj **old)
 {
   uint64_t h = hash_str(o->key);
-  struct entry *e;
-  kcr_err rc = KCR_OK;
+  struct ixvals *vals = NULL, *was = NULL;
+  struct entry *fresh = NULL, *e;
+  kcr_obj *prev = NULL;
+  kcr_err rc;
 
   *old = NULL;
+  /* Everything that can fail or runs user code, before the lock. */
+  rc = collect_values(s, o, &vals);
+  if(!rc && !(fresh = calloc(1, sizeof(*fresh))))
+    rc = KCR_ENOMEM;
+  if(rc)
+    goto out;
   pthread_rwlock_wrlock(&s->lock);
   s->written = true;
   e = tfind(&s->objs, o->key, h);
-  if(e) {
-    kcr_obj *prev = e->val;
-    index_update(s, prev, false);
+  rc = ix_move(s, o->key, e ? e->ixv : NULL, vals);
+  if(!rc && e) {
+    prev = e->val;
+    was = e->ixv;
     s->bytes -= prev->size;
     e->val = o;
     e->key = o->key;
-    *old = prev;
-  } else if(!tinsert(&s->objs, o->key, h, o)) {
-    rc = KCR_ENOMEM;
+    e->ixv = vals;
+    vals = NULL;
+  } else if(!rc) {
+    *fresh = (struct entry){NULL, h, o->key, o, vals};
+    if(tlink(&s->objs, fresh)) {
+      fresh = NULL;
+      vals = NULL;
+    } else { /* no bucket array at all: undo the index entries */
+      ix_move(s, o->key, vals, NULL);
+      rc = KCR_ENOMEM;
+    }
   }
-  if(!rc) {
+  if(!rc)
     s->bytes += o->size;
-    rc = index_update(s, o, true);
-  }
   pthread_rwlock_unlock(&s->lock);
+  *old = prev; /* the table's reference moves to the caller */
+out:
+  ixvals_free(vals);
+  ixvals_free(was);
+  free(fresh);
   return rc;
 }
 
-void kcr_store_delete(kcr_store *s, const char *ns, const char *name, kcr_obj **old)
+void kcr_store_delete_key(kcr_store *s, const char *key, kcr_obj **old)
 {
-  kcr_obj *probe = kcr_store_get(s, ns, name), *prev = NULL;
+  struct entry *e;
 
   *old = NULL;
-  if(!probe)
-    return;
   pthread_rwlock_wrlock(&s->lock);
-  prev = tremove(&s->objs, probe->key, hash_str(probe->key), NULL);
-  if(prev) {
-    index_update(s, prev, false);
-    s->bytes -= prev->size;
+  e = tunlink(&s->objs, key, hash_str(key));
+  if(e) {
+    ix_move(s, key, e->ixv, NULL); /* removals only: cannot fail */
+    s->bytes -= ((kcr_obj *)e->val)->size;
   }
   pthread_rwlock_unlock(&s->lock);
-  kcr_obj_unref(probe);
-  *old = prev;
+  if(e) {
+    *old = e->val; /* the table's reference moves to the caller */
+    ixvals_free(e->ixv);
+    free(e);
+  }
+}
+
+kcr_err kcr_store_delete(kcr_store *s, const char *ns, const char *name, kcr_obj **old)
+{
+  char buf[512], *key = buf;
+  size_t a = ns ? strlen(ns) : 0, b = strlen(name);
+
+  *old = NULL;
+  if(a + b + 2 > sizeof(buf) && !(key = malloc(a + b + 2)))
+    return KCR_ENOMEM; /* only for keys longer than any valid name */
+  if(a) {
+    memcpy(key, ns, a);
+    key[a] = '/';
+    memcpy(key + a + 1, name, b + 1);
+  } else {
+    memcpy(key, name, b + 1);
+  }
+  kcr_store_delete_key(s, key, old);
+  if(key != buf)
+    free(key);
+  return KCR_OK;
+}
+
+/* The parts of a store that kcr_store_replace swaps. */
+struct snapshot {
+  struct table objs;
+  struct table *values; /* one per index */
+  size_t bytes;
+};
+
+static void snapshot_clear(struct snapshot *sn, size_t nidx, bool drop_objs)
+{
+  tclear(&sn->objs, drop_objs ? obj_unref_void : NULL, false);
+  for(size_t i = 0; sn->values && i < nidx; i++)
+    tclear(&sn->values[i], keyset_free, true);
+  free(sn->values);
+  sn->values = NULL;
 }
 
 kcr_err kcr_store_replace(kcr_store *s, kcr_obj **objs, size_t n, kcr_obj ***gone,
                           size_t *ngone)
 {
-  struct table fresh = {0}, stale;
-  kcr_obj **dead = NULL;
-  size_t ndead = 0, cap = 0, bytes = 0;
+  struct snapshot fresh = {{0}, NULL, 0}, stale = {{0}, NULL, 0};
+  kcr_obj **dead = NULL, **dups = NULL;
+  size_t ndead = 0, ndups = 0, cap = 0;
   kcr_err rc = KCR_OK;
 
   *gone = NULL;
   *ngone = 0;
+  /* 1. The new table and indexes, outside the lock. */
+  if(s->nidx && (!(fresh.values = calloc(s->nidx, sizeof(*fresh.values))) ||
+                 !(stale.values = calloc(s->nidx, sizeof(*stale.values)))))
+    rc = KCR_ENOMEM;
+  if(!rc && n && !(dups = calloc(n, sizeof(*dups))))
+    rc = KCR_ENOMEM;
   for(size_t i = 0; i < n && !rc; i++) {
     uint64_t h = hash_str(objs[i]->key);
-    struct entry *e = tfind(&fresh, objs[i]->key, h);
+    struct entry *e = tfind(&fresh.objs, objs[i]->key, h);
+    struct ixvals *vals = NULL;
+    if((rc = collect_values(s, objs[i], &vals)))
+      break;
     if(e) { /* a duplicate in the input: the later one wins */
-      bytes -= ((kcr_obj *)e->val)->size;
-      kcr_obj_unref(e->val);
+      fresh.bytes -= ((kcr_obj *)e->val)->size;
+      dups[ndups++] = e->val;
+      ixvals_free(e->ixv);
       e->val = objs[i];
       e->key = objs[i]->key;
-    } else if(!tinsert(&fresh, objs[i]->key, h, objs[i])) {
+      e->ixv = vals;
+    } else if(!(e = tinsert(&fresh.objs, objs[i]->key, h, objs[i]))) {
+      ixvals_free(vals);
       rc = KCR_ENOMEM;
       break;
+    } else {
+      e->ixv = vals;
     }
-    bytes += objs[i]->size;
+    fresh.bytes += objs[i]->size;
   }
-  if(rc) {
-    tclear(&fresh, NULL, false);
+  for(size_t b = 0; !rc && b < fresh.objs.nb; b++)
+    for(struct entry *e = fresh.objs.b[b]; e && !rc; e = e->next)
+      for(size_t j = 0; e->ixv && j < e->ixv->n && !rc; j++)
+        rc = ix_add(&fresh.values[e->ixv->v[j].idx], e->ixv->v[j].value, e->key);
+  /* 2. What vanishes: the single writer is the only one changing the
+   * table, so reading it unlocked here is safe. */
+  for(size_t b = 0; !rc && b < s->objs.nb; b++)
+    for(struct entry *e = s->objs.b[b]; e && !rc; e = e->next)
+      if(!tfind(&fresh.objs, e->key, e->hash) &&
+         !(rc = grow_refs(&dead, &cap, ndead + 1)))
+        dead[ndead++] = e->val;
+  if(rc) { /* nothing changed; the caller keeps every reference */
+    snapshot_clear(&fresh, s->nidx, false);
+    free(stale.values);
+    free(dead);
+    free(dups);
     return rc;
   }
+  /* 3. The swap: pointers only. */
   pthread_rwlock_wrlock(&s->lock);
   s->written = true;
-  stale = s->objs;
-  s->objs = fresh;
-  s->bytes = bytes;
-  for(size_t i = 0; i < s->nidx; i++)
-    tclear(&s->idx[i].values, keyset_free, true);
-  for(size_t i = 0; i < s->objs.nb; i++)
-    for(struct entry *e = s->objs.b[i]; e; e = e->next)
-      index_update(s, e->val, true);
-  pthread_rwlock_unlock(&s->lock);
-  /* Outside the lock: objects that vanished, then drop the old table. */
-  for(size_t i = 0; i < stale.nb; i++) {
-    for(struct entry *e = stale.b[i]; e; e = e->next) {
-      kcr_obj *o = e->val;
-      if(tfind(&fresh, o->key, e->hash)) {
-        kcr_obj_unref(o);
-      } else if(!grow_refs(&dead, &cap, ndead + 1)) {
-        dead[ndead++] = o; /* the table's reference moves to *gone */
-      } else {
-        kcr_obj_unref(o);
-        rc = KCR_ENOMEM;
-      }
-    }
+  stale.objs = s->objs;
+  s->objs = fresh.objs;
+  stale.bytes = s->bytes;
+  s->bytes = fresh.bytes;
+  for(size_t i = 0; i < s->nidx; i++) {
+    stale.values[i] = s->idx[i].values;
+    s->idx[i].values = fresh.values[i];
   }
-  tclear(&stale, NULL, false);
+  pthread_rwlock_unlock(&s->lock);
+  free(fresh.values);
+  /* 4. Outside the lock: drop the old table's references except those that
+   * move to *gone, then the duplicates' (the store keeps the later one). */
+  for(size_t b = 0; b < stale.objs.nb; b++)
+    for(struct entry *e = stale.objs.b[b]; e; e = e->next)
+      if(tfind(&s->objs, e->key, e->hash)) /* still present: a newer copy */
+        kcr_obj_unref(e->val);
+  snapshot_clear(&stale, s->nidx, false);
+  for(size_t i = 0; i < ndups; i++)
+    kcr_obj_unref(dups[i]);
+  free(dups);
   *gone = dead;
   *ngone = ndead;
-  return rc;
+  return KCR_OK;
 }

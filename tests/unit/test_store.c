@@ -10,8 +10,13 @@
 
 #include <cmocka.h>
 
+#include <pthread.h>
+#include <stdatomic.h>
+
 #include "kcr/json.h"
 #include "kcr/store.h"
+#include "tcheck.h"
+#include "tfail.h"
 
 static kcr_obj *obj(const char *ns, const char *name, const char *rv, const char *owner)
 {
@@ -171,14 +176,226 @@ static void many_objects_grow_the_table(void **state)
   kcr_store_free(s);
 }
 
+/* ---- index functions run outside the lock (issue 8, item 4) ---- */
+
+struct reading_index {
+  kcr_store *s;
+  atomic_int calls;
+  size_t len_seen;
+};
+static struct reading_index ri;
+
+/* An index function that reads the store it indexes (as an index keyed by
+ * something found in other cached objects would). Under the writer's lock
+ * this would get EDEADLK and then unlock the writer's lock. */
+static void index_reading_the_store(const kcr_obj *o, kcr_index_emit emit, void *ctx)
+{
+  kcr_obj **all;
+  size_t n;
+  atomic_fetch_add(&ri.calls, 1);
+  ri.len_seen = kcr_store_len(ri.s);
+  kcr_obj *self = kcr_store_get_key(ri.s, kcr_obj_key(o));
+  kcr_obj_unref(self);
+  if(!kcr_store_list(ri.s, NULL, NULL, &all, &n))
+    kcr_objs_free(all, n);
+  emit(kcr_obj_ns(o), ctx);
+}
+
+static void *reader(void *p)
+{
+  kcr_store *s = p;
+  for(int i = 0; i < 2000; i++) {
+    kcr_obj **objs;
+    size_t n;
+    if(!kcr_store_list(s, "by-ns", "ns", &objs, &n)) {
+      for(size_t j = 0; j < n; j++)
+        TCHECK(!strcmp(kcr_obj_ns(objs[j]), "ns"));
+      kcr_objs_free(objs, n);
+    }
+  }
+  return NULL;
+}
+
+static void an_index_function_may_read_the_store(void **state)
+{
+  kcr_store *s = kcr_store_new();
+  kcr_obj *old, **gone, *fresh[2];
+  size_t ngone, n;
+  kcr_obj **objs;
+  pthread_t th;
+
+  ri.s = s;
+  assert_int_equal(KCR_OK, kcr_store_add_index(s, "by-ns", index_reading_the_store));
+  pthread_create(&th, NULL, reader, s); /* readers keep reading meanwhile */
+  for(int i = 0; i < 50; i++) {
+    char name[16];
+    snprintf(name, sizeof(name), "o%d", i);
+    assert_int_equal(KCR_OK, kcr_store_put(s, obj("ns", name, "1", NULL), &old));
+    assert_int_equal(i, ri.len_seen); /* it saw the store before the write */
+  }
+  fresh[0] = obj("ns", "a", "2", NULL);
+  fresh[1] = obj("other", "b", "2", NULL);
+  assert_int_equal(KCR_OK, kcr_store_replace(s, fresh, 2, &gone, &ngone));
+  kcr_objs_free(gone, ngone);
+  pthread_join(th, NULL);
+  tcheck_report();
+  /* Replace ran the function before swapping, not again under the lock. */
+  assert_int_equal(KCR_OK, kcr_store_list(s, "by-ns", "other", &objs, &n));
+  assert_int_equal(1, n);
+  kcr_objs_free(objs, n);
+  /* Removal uses the values kept with the object: no further calls. */
+  int calls = atomic_load(&ri.calls);
+  kcr_store_delete_key(s, "other/b", &old);
+  kcr_obj_unref(old);
+  assert_int_equal(calls, atomic_load(&ri.calls));
+  assert_int_equal(KCR_OK, kcr_store_list(s, "by-ns", "other", &objs, &n));
+  assert_int_equal(0, n);
+  kcr_objs_free(objs, n);
+  kcr_store_free(s);
+}
+
+/* ---- failures leave the store as it was (issue 8, item 6) ---- */
+
+struct fixture {
+  kcr_store *s;
+  kcr_obj *add[3];
+};
+
+/* A check, not the code under test: its allocations never fail. */
+static size_t index_count(kcr_store *s, const char *value)
+{
+  kcr_obj **objs;
+  size_t n = 0;
+  tfail_exempt(true);
+  if(kcr_store_list(s, KCR_INDEX_CONTROLLER, value, &objs, &n))
+    n = (size_t)-1;
+  else
+    kcr_objs_free(objs, n);
+  tfail_exempt(false);
+  return n;
+}
+
+/* put of a new key and of a replacement that moves between index values:
+ * either applied completely or not at all, the caller's reference intact. */
+static bool put_all_or_nothing(void *ud)
+{
+  struct fixture *f = ud;
+  kcr_store *s = kcr_store_new();
+  kcr_obj *old = NULL, *o;
+  kcr_err rc;
+  bool ok = s != NULL;
+
+  if(!s)
+    return true; /* an allocation failed before anything existed */
+  if(kcr_store_add_index(s, KCR_INDEX_CONTROLLER, NULL)) {
+    kcr_store_free(s);
+    return true; /* set-up failed: nothing to check */
+  }
+  if(kcr_store_put(s, kcr_obj_ref(f->add[0]), &old)) {
+    kcr_obj_unref(f->add[0]);
+    kcr_store_free(s);
+    return true;
+  }
+  /* A replacement of ns/a moving from owner p1 to p2. */
+  o = kcr_obj_ref(f->add[1]);
+  rc = kcr_store_put(s, o, &old);
+  if(rc) {
+    ok = ok && !old && kcr_store_len(s) == 1 && index_count(s, "p1") == 1 &&
+         index_count(s, "p2") == 0;
+    tfail_exempt(true);
+    kcr_obj *cur = kcr_store_get(s, "ns", "a");
+    tfail_exempt(false);
+    ok = ok && cur == f->add[0];
+    kcr_obj_unref(cur);
+    kcr_obj_unref(o); /* still ours */
+  } else {
+    ok = ok && old == f->add[0] && kcr_store_len(s) == 1 && index_count(s, "p1") == 0 &&
+         index_count(s, "p2") == 1;
+    kcr_obj_unref(old);
+  }
+  /* A new key. */
+  o = kcr_obj_ref(f->add[2]);
+  rc = kcr_store_put(s, o, &old);
+  if(rc) {
+    ok = ok && !old && kcr_store_len(s) == 1;
+    kcr_obj_unref(o);
+  } else {
+    ok = ok && !old && kcr_store_len(s) == 2;
+  }
+  kcr_store_free(s);
+  return ok;
+}
+
+static void put_applies_completely_or_not_at_all(void **state)
+{
+  struct fixture f = {
+      NULL,
+      {obj("ns", "a", "1", "p1"), obj("ns", "a", "2", "p2"), obj("ns", "b", "1", "p1")}};
+  tfail_torture("kcr_store_put", put_all_or_nothing, &f);
+  for(int i = 0; i < 3; i++)
+    kcr_obj_unref(f.add[i]);
+}
+
+static bool replace_all_or_nothing(void *ud)
+{
+  struct fixture *f = ud;
+  kcr_store *s = kcr_store_new();
+  kcr_obj *old = NULL, **gone = (kcr_obj **)1, *in[3];
+  size_t ngone = 99;
+  kcr_err rc;
+  bool ok;
+
+  if(!s)
+    return true;
+  if(kcr_store_add_index(s, KCR_INDEX_CONTROLLER, NULL)) {
+    kcr_store_free(s);
+    return true; /* set-up failed: nothing to check */
+  }
+  if(kcr_store_put(s, kcr_obj_ref(f->add[0]), &old)) {
+    kcr_obj_unref(f->add[0]);
+    kcr_store_free(s);
+    return true;
+  }
+  /* ns/a replaced by its p2 version, ns/b new, plus a duplicate of ns/b. */
+  in[0] = kcr_obj_ref(f->add[1]);
+  in[1] = kcr_obj_ref(f->add[2]);
+  in[2] = kcr_obj_ref(f->add[2]);
+  rc = kcr_store_replace(s, in, 3, &gone, &ngone);
+  if(rc) {
+    ok = !gone && !ngone && kcr_store_len(s) == 1 && index_count(s, "p1") == 1;
+    for(int i = 0; i < 3; i++)
+      kcr_obj_unref(in[i]); /* all still ours */
+  } else {
+    ok = ngone == 0 && kcr_store_len(s) == 2 && index_count(s, "p1") == 1 &&
+         index_count(s, "p2") == 1;
+    kcr_objs_free(gone, ngone);
+  }
+  kcr_store_free(s);
+  return ok;
+}
+
+static void replace_applies_completely_or_not_at_all(void **state)
+{
+  struct fixture f = {
+      NULL,
+      {obj("ns", "a", "1", "p1"), obj("ns", "a", "2", "p2"), obj("ns", "b", "1", "p1")}};
+  tfail_torture("kcr_store_replace", replace_all_or_nothing, &f);
+  for(int i = 0; i < 3; i++)
+    kcr_obj_unref(f.add[i]);
+}
+
 int main(void)
 {
+  tfail_init();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(objects_carry_a_header_and_compact_text),
       cmocka_unit_test(references_outlive_removal),
       cmocka_unit_test(controller_index_finds_children),
       cmocka_unit_test(replace_swaps_and_reports_vanished),
       cmocka_unit_test(many_objects_grow_the_table),
+      cmocka_unit_test(an_index_function_may_read_the_store),
+      cmocka_unit_test(put_applies_completely_or_not_at_all),
+      cmocka_unit_test(replace_applies_completely_or_not_at_all),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
