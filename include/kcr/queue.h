@@ -95,11 +95,12 @@ void kcr_queue_free(kcr_queue *q);
  * Thread safety: any thread. */
 kcr_err kcr_queue_add(kcr_queue *q, const char *key);
 
-/* Adds key once delay_ms has passed; delay_ms <= 0 adds it now. If key is
- * already parked, the earlier of the two deadlines is kept. Counts one
- * workqueue_retries_total (as client-go's AddAfter does). Errors as for
- * kcr_queue_add(). Thread safety: any thread. */
-kcr_err kcr_queue_add_after(kcr_queue *q, const char *key, int64_t delay_ms);
+/* Adds key once delay_ms has passed; 0 adds it now. Any delay is valid: a
+ * deadline past the end of the monotonic clock (KCR_FOREVER) parks the key
+ * until shutdown. If key is already parked, the earlier of the two
+ * deadlines is kept. Counts one workqueue_retries_total (as client-go's
+ * AddAfter does). Errors as for kcr_queue_add(). Thread safety: any thread. */
+kcr_err kcr_queue_add_after(kcr_queue *q, const char *key, uint64_t delay_ms);
 
 /* kcr_queue_add_after() with the rate limiter's next delay for key, and
  * counts one more failure for it: base * 2^n capped at max (n = failures so
@@ -123,9 +124,9 @@ int kcr_queue_num_requeues(kcr_queue *q, const char *key);
 kcr_err kcr_queue_get(kcr_queue *q, char **key);
 
 /* kcr_queue_get() that gives up after timeout_ms: KCR_ETIMEDOUT (*key =
- * NULL). timeout_ms == 0 never blocks; timeout_ms < 0 waits forever.
- * Thread safety: any thread. */
-kcr_err kcr_queue_get_timed(kcr_queue *q, int64_t timeout_ms, char **key);
+ * NULL). timeout_ms == 0 never blocks; KCR_FOREVER waits as long as it takes
+ * (kcr_queue_get). Thread safety: any thread. */
+kcr_err kcr_queue_get_timed(kcr_queue *q, uint64_t timeout_ms, char **key);
 
 /* Marks the processing of key finished. If key was added while it was
  * processing, it is queued again now (even when shutting down: the add came

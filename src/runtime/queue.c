@@ -70,7 +70,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/assert-int.h"
+#include "kcr/hash.h"
 #include "kcr/queue.h"
+#include "runtime/queue-int.h"
 #include "kcr/time.h"
 
 #define NOT_PARKED SIZE_MAX
@@ -137,15 +140,8 @@ static uint64_t ms_to_ns(uint64_t ms)
 
 /* ---- the table of records ---- */
 
-static uint64_t hash_key(const char *s, size_t n)
-{
-  uint64_t h = 1469598103934665603ull; /* FNV-1a */
-  for(size_t i = 0; i < n; i++) {
-    h ^= (unsigned char)s[i];
-    h *= 1099511628211ull;
-  }
-  return h;
-}
+/* Keys are object names users choose: keyed hash (kcr/hash.h). */
+static uint64_t hash_key(const char *s, size_t n) { return kcr_hash(s, n); }
 
 static struct item *table_find(kcr_queue *q, const char *key, size_t klen, uint64_t h)
 {
@@ -269,7 +265,9 @@ static void release_if_idle(kcr_queue *q, struct item *it)
 
 static void ring_push(kcr_queue *q, struct item *it)
 {
-  q->ring[(q->rhead + q->rlen) & (q->rcap - 1)] = it; /* I4: room exists */
+  KCR_ASSERT(it->dirty && !it->processing); /* I1 */
+  KCR_ASSERT(q->rlen < q->rcap);            /* I4 */
+  q->ring[(q->rhead + q->rlen) & (q->rcap - 1)] = it;
   q->rlen++;
 }
 
@@ -373,9 +371,11 @@ static void park(kcr_queue *q, struct item *it, uint64_t now, uint64_t delay_ns)
 {
   uint64_t ready = now + delay_ns < now ? UINT64_MAX : now + delay_ns;
 
+  KCR_ASSERT(!q->shutting_down); /* I6 */
   if(it->hidx == NOT_PARKED) {
+    KCR_ASSERT(q->hlen < q->hcap); /* I4 */
     it->ready_ns = ready;
-    heap_set(q, q->hlen++, it); /* I4: room exists */
+    heap_set(q, q->hlen++, it);
   } else if(ready < it->ready_ns) {
     it->ready_ns = ready;
   } else {
@@ -442,6 +442,7 @@ static kcr_err take(kcr_queue *q, uint64_t now, char **key, struct mdelta *md)
   struct item *it = q->ring[q->rhead];
   char *dup = malloc(it->klen + 1);
 
+  KCR_ASSERT(it->dirty && !it->processing); /* I1: only such keys are queued */
   if(!dup)
     return KCR_ENOMEM; /* stays queued */
   memcpy(dup, it->key, it->klen + 1);
@@ -699,7 +700,7 @@ void kcr_queue_free(kcr_queue *q)
 enum add_kind { ADD_NOW, ADD_AFTER, ADD_RATE_LIMITED };
 
 static kcr_err add_common(kcr_queue *q, const char *key, enum add_kind kind,
-                          int64_t delay_ms)
+                          uint64_t delay_ms)
 {
   struct mdelta md = {0};
   struct item *it;
@@ -720,7 +721,7 @@ static kcr_err add_common(kcr_queue *q, const char *key, enum add_kind kind,
   switch(kind) {
   case ADD_NOW: add_locked(q, it, now, &md); break;
   case ADD_AFTER:
-    delay_ns = delay_ms <= 0 ? 0 : ms_to_ns((uint64_t)delay_ms);
+    delay_ns = ms_to_ns(delay_ms);
     add_after_locked(q, it, now, delay_ns, &md);
     break;
   case ADD_RATE_LIMITED:
@@ -738,7 +739,7 @@ kcr_err kcr_queue_add(kcr_queue *q, const char *key)
   return add_common(q, key, ADD_NOW, 0);
 }
 
-kcr_err kcr_queue_add_after(kcr_queue *q, const char *key, int64_t delay_ms)
+kcr_err kcr_queue_add_after(kcr_queue *q, const char *key, uint64_t delay_ms)
 {
   return add_common(q, key, ADD_AFTER, delay_ms);
 }
@@ -778,7 +779,7 @@ int kcr_queue_num_requeues(kcr_queue *q, const char *key)
   return n;
 }
 
-kcr_err kcr_queue_get_timed(kcr_queue *q, int64_t timeout_ms, char **key)
+kcr_err kcr_queue_get_timed(kcr_queue *q, uint64_t timeout_ms, char **key)
 {
   struct mdelta md = {0};
   uint64_t now, until = 0;
@@ -789,8 +790,8 @@ kcr_err kcr_queue_get_timed(kcr_queue *q, int64_t timeout_ms, char **key)
   *key = NULL;
   pthread_mutex_lock(&q->mu);
   now = kcr_time_mono_ns();
-  if(timeout_ms >= 0) { /* saturating: now + timeout */
-    uint64_t t = ms_to_ns((uint64_t)timeout_ms);
+  if(timeout_ms != KCR_FOREVER) { /* saturating: now + timeout */
+    uint64_t t = ms_to_ns(timeout_ms);
     until = t > UINT64_MAX - now ? UINT64_MAX : now + t;
   }
   for(;;) {
@@ -803,7 +804,7 @@ kcr_err kcr_queue_get_timed(kcr_queue *q, int64_t timeout_ms, char **key)
     if(q->shutting_down)
       break;
     rc = KCR_ETIMEDOUT;
-    if(timeout_ms >= 0 && now >= until)
+    if(timeout_ms != KCR_FOREVER && now >= until)
       break;
     wait_for_work(q, until);
     now = kcr_time_mono_ns();
@@ -819,7 +820,7 @@ kcr_err kcr_queue_get_timed(kcr_queue *q, int64_t timeout_ms, char **key)
 
 kcr_err kcr_queue_get(kcr_queue *q, char **key)
 {
-  return kcr_queue_get_timed(q, -1, key);
+  return kcr_queue_get_timed(q, KCR_FOREVER, key);
 }
 
 kcr_err kcr_queue_done(kcr_queue *q, const char *key)
@@ -903,4 +904,19 @@ bool kcr_queue_shutting_down(kcr_queue *q)
   s = q->shutting_down;
   pthread_mutex_unlock(&q->mu);
   return s;
+}
+
+size_t kcr__queue_max_chain(kcr_queue *q)
+{
+  size_t max = 0;
+  pthread_mutex_lock(&q->mu);
+  for(size_t i = 0; i < q->nbuckets; i++) {
+    size_t n = 0;
+    for(struct item *it = q->buckets[i]; it; it = it->hnext)
+      n++;
+    if(n > max)
+      max = n;
+  }
+  pthread_mutex_unlock(&q->mu);
+  return max;
 }
