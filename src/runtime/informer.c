@@ -11,16 +11,24 @@
  *
  * A second thread runs the periodic resync when asked for.
  *
+ * Nothing is lost on errors: a list whose objects cannot all be stored
+ * leaves the store, rv and `synced` as they were and is retried after
+ * backoff; an event the store cannot take fails the watch callback, so the
+ * watch ends without moving past it and the next watch (from the last
+ * delivered rv) brings it again.
+ *
  * Stopping: `stopping` is set under mu, the current watch is canceled
  * (kcr_watch_cancel is safe from any thread) and backoff sleeps wait on a
  * condvar, so stop is prompt. Lock order: inf->mu only; it is never held
- * while calling handlers or doing I/O. */
+ * while calling handlers or doing I/O. `stats` is written and read under mu
+ * (readers on other threads: kcr_informer_stats). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/assert-int.h"
 #include "kcr/backoff.h"
 #include "kcr/informer.h"
 #include "kcr/json.h"
@@ -50,8 +58,8 @@ struct kcr_informer {
   char *rv; /* where the next watch starts; informer thread */
   struct kcr_backoff backoff;
   unsigned seed;
-  kcr_err last_err; /* to log a repeated error once */
-  struct kcr_informer_stats stats;
+  kcr_err last_err;                /* to log a repeated error once */
+  struct kcr_informer_stats stats; /* under mu */
   kcr_metric *m_objects, *m_bytes;
 };
 
@@ -77,7 +85,7 @@ kcr_err kcr_informer_new(const struct kcr_informer_opts *o, kcr_informer **out)
   inf->lsel = dup0(o->label_selector);
   inf->fsel = dup0(o->field_selector);
   n = strlen(o->gvr->resource) + (inf->group ? strlen(inf->group) : 0) + 2;
-  if((inf->name = malloc(n)))
+  if(inf->group && (inf->name = malloc(n)))
     snprintf(inf->name, n, "%s%s%s", o->gvr->resource, *inf->group ? "." : "",
              inf->group);
   inf->store = kcr_store_new();
@@ -158,6 +166,14 @@ static void update_gauges(kcr_informer *inf)
   kcr_metric_set(inf->m_bytes, lv, (double)kcr_store_bytes(inf->store));
 }
 
+/* Adds one to a counter in inf->stats (under mu: read from other threads). */
+static void count(kcr_informer *inf, uint64_t *field)
+{
+  pthread_mutex_lock(&inf->mu);
+  (*field)++;
+  pthread_mutex_unlock(&inf->mu);
+}
+
 static bool stopping(kcr_informer *inf)
 {
   pthread_mutex_lock(&inf->mu);
@@ -184,7 +200,7 @@ static bool fail_and_wait(kcr_informer *inf, const char *what, kcr_err rc,
                           const struct kcr_errinfo *ei)
 {
   uint64_t delay = kcr_backoff_next(&inf->backoff);
-  inf->stats.errors++;
+  count(inf, &inf->stats.errors);
   if(rc != inf->last_err)
     KCR_LOG(KCR_LOG_WARN, "informer: request failed; retrying with backoff",
             KCR_S("informer", inf->name), KCR_S("op", what),
@@ -238,31 +254,30 @@ static enum state do_list(kcr_informer *inf)
   char *rv = NULL;
   kcr_err rc;
 
-  inf->stats.lists++;
+  enum state next;
+
+  count(inf, &inf->stats.lists);
   rc = kcr_list_each(inf->o.client, &ref, &lo, collect_item, &c, &rv, &ei);
-  if(rc) {
-    kcr_objs_free(c.objs, c.n);
-    if(fail_and_wait(inf, "list", rc, &ei)) {
-      kcr_errinfo_cleanup(&ei);
-      return ST_LISTING;
-    }
-    kcr_errinfo_cleanup(&ei);
-    return ST_STOPPED;
-  }
   /* Remember what was cached to tell adds from updates. */
-  if(c.n && !(prev = calloc(c.n, sizeof(*prev)))) {
-    kcr_objs_free(c.objs, c.n);
-    free(rv);
-    return fail_and_wait(inf, "list", KCR_ENOMEM, &ei) ? ST_LISTING : ST_STOPPED;
-  }
-  for(size_t i = 0; i < c.n; i++) {
+  if(!rc && c.n && !(prev = calloc(c.n, sizeof(*prev))))
+    rc = kcr_errinfo_set(&ei, KCR_ENOMEM, "out of memory handling the list");
+  for(size_t i = 0; !rc && i < c.n; i++) {
     prev[i] = kcr_store_get_key(inf->store, kcr_obj_key(c.objs[i]));
     kcr_obj_ref(c.objs[i]); /* one for the store, one for the events below */
   }
-  rc = kcr_store_replace(inf->store, c.objs, c.n, &gone, &ngone);
-  if(rc)
-    KCR_LOG(KCR_LOG_ERROR, "informer: out of memory replacing the store",
-            KCR_S("informer", inf->name));
+  if(!rc && (rc = kcr_store_replace(inf->store, c.objs, c.n, &gone, &ngone))) {
+    kcr_errinfo_set(&ei, rc, "out of memory replacing the store");
+    for(size_t i = 0; i < c.n; i++)
+      kcr_obj_unref(c.objs[i]); /* the store did not take them */
+  }
+  if(rc) { /* store, rv and synced stay as they were: list again later */
+    kcr_objs_free(c.objs, c.n);
+    kcr_objs_free(prev, prev ? c.n : 0);
+    free(rv);
+    next = fail_and_wait(inf, "list", rc, &ei) ? ST_LISTING : ST_STOPPED;
+    kcr_errinfo_cleanup(&ei);
+    return next;
+  }
   free(inf->rv);
   inf->rv = rv;
   update_gauges(inf);
@@ -290,13 +305,15 @@ static enum state do_list(kcr_informer *inf)
 
 static kcr_err on_event(struct kcr_watch_event *ev, void *ud)
 {
+  /* (ei of the watch is not reachable here: the watch ends with rc, and
+   * fail_and_wait logs "store could not take an event" for ENOMEM.) */
   kcr_informer *inf = ud;
   kcr_obj *o = NULL, *old = NULL;
   kcr_err rc;
 
   if(ev->type == KCR_WATCH_BOOKMARK)
     return KCR_OK;
-  inf->stats.events++;
+  count(inf, &inf->stats.events);
   rc = kcr_obj_new(ev->object, inf->o.keep_managed_fields, &o);
   if(rc == KCR_EINVAL) {
     KCR_LOG(KCR_LOG_WARN, "informer: skipping event for an object without a name",
@@ -308,15 +325,21 @@ static kcr_err on_event(struct kcr_watch_event *ev, void *ud)
   switch(ev->type) {
   case KCR_WATCH_ADDED:
   case KCR_WATCH_MODIFIED:
-    kcr_obj_ref(o);
+    kcr_obj_ref(o); /* one for the store */
     rc = kcr_store_put(inf->store, o, &old);
+    if(rc) {
+      /* Not stored: fail the callback, so the watch does not move past this
+       * event and the next one delivers it again. */
+      kcr_obj_unref(o);
+      break;
+    }
     if(old)
       emit_update(inf, old, o);
     else
       emit_add(inf, o);
     break;
   case KCR_WATCH_DELETED:
-    kcr_store_delete(inf->store, kcr_obj_ns(o), kcr_obj_name(o), &old);
+    kcr_store_delete_key(inf->store, kcr_obj_key(o), &old);
     emit_delete(inf, o);
     break;
   default: break;
@@ -351,7 +374,7 @@ static enum state do_watch(kcr_informer *inf)
     kcr_watch_cancel(w);
   inf->watch = w;
   pthread_mutex_unlock(&inf->mu);
-  inf->stats.watches++;
+  count(inf, &inf->stats.watches);
   rc = kcr_watch_run(w, &ei);
   pthread_mutex_lock(&inf->mu);
   inf->watch = NULL;
@@ -371,7 +394,7 @@ static enum state do_watch(kcr_informer *inf)
     break;
   case KCR_ECANCELED: next = ST_STOPPED; break;
   case KCR_EGONE:
-    inf->stats.relists_gone++;
+    count(inf, &inf->stats.relists_gone);
     KCR_LOG(KCR_LOG_INFO, "informer: resourceVersion too old; listing again",
             KCR_S("informer", inf->name), KCR_S("resourceVersion", inf->rv));
     next = ST_LISTING;
@@ -414,11 +437,28 @@ kcr_err kcr_informer_start(kcr_informer *inf)
 {
   if(inf->started)
     return KCR_EINVAL;
-  if(pthread_create(&inf->th, NULL, run, inf))
-    return KCR_ENOMEM;
-  inf->started = true;
-  if(inf->o.resync_ms && !pthread_create(&inf->resync_th, NULL, run_resync, inf))
+  /* All or nothing, and nothing listed on failure: the resync thread (which
+   * only sleeps at first) before the list/watch thread. */
+  if(inf->o.resync_ms) {
+    if(pthread_create(&inf->resync_th, NULL, run_resync, inf))
+      return KCR_ENOMEM;
     inf->has_resync_th = true;
+  }
+  if(pthread_create(&inf->th, NULL, run, inf)) {
+    if(inf->has_resync_th) {
+      pthread_mutex_lock(&inf->mu);
+      inf->stopping = true;
+      pthread_cond_broadcast(&inf->cv);
+      pthread_mutex_unlock(&inf->mu);
+      pthread_join(inf->resync_th, NULL);
+      inf->has_resync_th = false;
+      pthread_mutex_lock(&inf->mu);
+      inf->stopping = false;
+      pthread_mutex_unlock(&inf->mu);
+    }
+    return KCR_ENOMEM;
+  }
+  inf->started = true;
   return KCR_OK;
 }
 
@@ -432,11 +472,13 @@ bool kcr_informer_has_synced(kcr_informer *inf)
 
 bool kcr_informer_wait_synced(kcr_informer *inf, uint64_t timeout_ms)
 {
-  uint64_t deadline = kcr_time_mono_ms() + timeout_ms;
+  uint64_t deadline = kcr_time_deadline_ms(timeout_ms); /* KCR_FOREVER: never */
   bool s;
   pthread_mutex_lock(&inf->mu);
   while(!inf->synced && !inf->stopping && kcr_time_mono_ms() < deadline) {
-    struct timespec ts = kcr_time_mono_after(50);
+    /* sync and stop broadcast cv; the timed wait only bounds the deadline */
+    uint64_t left = deadline - kcr_time_mono_ms();
+    struct timespec ts = kcr_time_mono_after(left < 1000 ? left : 1000);
     pthread_cond_timedwait(&inf->cv, &inf->mu, &ts);
   }
   s = inf->synced;

@@ -1,0 +1,708 @@
+/* The informer at unit level, on the wire seam: a paged LIST and a watch
+ * reach the handlers exactly once and in order, "forever" means forever,
+ * the counters can be read while events flow, a 410 relists and deletes
+ * only what vanished, and a LIST or an event the store cannot take is
+ * neither half-applied nor lost (the store is made to fail with an index
+ * function that arms tfail just before it emits a value). */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "kcr.h"
+#include "tcheck.h"
+#include "twait.h"
+#include "tfail.h"
+#include "twire.h"
+
+static const struct kcr_gvr cms = {"", "v1", "configmaps", true};
+
+#define PATH "/api/v1/namespaces/ns/configmaps"
+/* A ConfigMap in namespace ns (string literals only). */
+#define CM(name, rv)                                                                     \
+  "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" name         \
+  "\",\"namespace\":\"ns\",\"resourceVersion\":\"" rv "\"}}"
+#define BOOKMARK(rv)                                                                     \
+  "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":"     \
+  "\"" rv "\"}}"
+#define GONE                                                                             \
+  "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","   \
+  "\"message\":\"too old resource version\",\"reason\":\"Expired\",\"code\":410}"
+
+/* ---- what the handlers saw, in order ---- */
+
+#define MAX_EVENTS 400
+
+struct evlog {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int n;
+  char ev[MAX_EVENTS][48];
+};
+
+static void evlog_init(struct evlog *l)
+{
+  pthread_condattr_t ca;
+  pthread_mutex_init(&l->mu, NULL);
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&l->cv, &ca);
+  pthread_condattr_destroy(&ca);
+  l->n = 0;
+}
+
+static void evlog_cleanup(struct evlog *l)
+{
+  pthread_cond_destroy(&l->cv);
+  pthread_mutex_destroy(&l->mu);
+}
+
+static void evlog_put(struct evlog *l, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void evlog_put(struct evlog *l, const char *fmt, ...)
+{
+  va_list ap;
+  pthread_mutex_lock(&l->mu);
+  if(TCHECK(l->n < MAX_EVENTS)) {
+    va_start(ap, fmt);
+    vsnprintf(l->ev[l->n++], sizeof(l->ev[0]), fmt, ap);
+    va_end(ap);
+  }
+  pthread_cond_broadcast(&l->cv);
+  pthread_mutex_unlock(&l->mu);
+}
+
+static int evlog_len(struct evlog *l)
+{
+  pthread_mutex_lock(&l->mu);
+  int n = l->n;
+  pthread_mutex_unlock(&l->mu);
+  return n;
+}
+
+/* Events whose text starts with prefix. */
+static int evlog_count(struct evlog *l, const char *prefix)
+{
+  int k = 0;
+  pthread_mutex_lock(&l->mu);
+  for(int i = 0; i < l->n; i++)
+    k += !strncmp(l->ev[i], prefix, strlen(prefix));
+  pthread_mutex_unlock(&l->mu);
+  return k;
+}
+
+static bool evlog_wait(struct evlog *l, int n, uint64_t ms)
+{
+  struct timespec ts = kcr_time_mono_after(ms);
+  bool ok;
+  pthread_mutex_lock(&l->mu);
+  while(l->n < n && pthread_cond_timedwait(&l->cv, &l->mu, &ts) == 0)
+    ;
+  ok = l->n >= n;
+  pthread_mutex_unlock(&l->mu);
+  return ok;
+}
+
+/* On the test thread: the log is exactly want[0..n). */
+static void evlog_expect(struct evlog *l, const char *const *want, int n)
+{
+  pthread_mutex_lock(&l->mu);
+  for(int i = 0; i < n && i < l->n; i++)
+    if(strcmp(want[i], l->ev[i]))
+      print_error("event %d: want \"%s\", got \"%s\"\n", i, want[i], l->ev[i]);
+  for(int i = n; i < l->n; i++)
+    print_error("unexpected event %d: \"%s\"\n", i, l->ev[i]);
+  int got = l->n;
+  bool same = got == n;
+  for(int i = 0; same && i < n; i++)
+    same = !strcmp(want[i], l->ev[i]);
+  pthread_mutex_unlock(&l->mu);
+  assert_int_equal(n, got);
+  assert_true(same);
+}
+
+static void on_add(kcr_obj *o, void *ud)
+{
+  evlog_put(ud, "add %s %s", kcr_obj_name(o), kcr_obj_rv(o));
+}
+
+static void on_update(kcr_obj *old, kcr_obj *cur, void *ud)
+{
+  TCHECK(!strcmp(kcr_obj_key(old), kcr_obj_key(cur)));
+  evlog_put(ud, "update %s %s>%s", kcr_obj_name(cur), kcr_obj_rv(old), kcr_obj_rv(cur));
+}
+
+static void on_delete(kcr_obj *o, void *ud)
+{
+  evlog_put(ud, "delete %s %s", kcr_obj_name(o), kcr_obj_rv(o));
+}
+
+/* ---- making the store fail on purpose ---- */
+
+/* While armed, the index function arms tfail for the next allocation just
+ * before it emits its value (for the object named fail_name, or any if
+ * empty): the store's copy of that value fails, so the write fails. */
+static atomic_bool fail_armed;
+static char fail_name[32];
+
+static void arm_store_failure(const char *name)
+{
+  snprintf(fail_name, sizeof(fail_name), "%s", name ? name : "");
+  atomic_store(&fail_armed, true); /* publishes fail_name */
+}
+
+static void index_by_name(const kcr_obj *o, kcr_index_emit emit, void *ctx)
+{
+  if(atomic_load(&fail_armed) && (!fail_name[0] || !strcmp(fail_name, kcr_obj_name(o))) &&
+     atomic_exchange(&fail_armed, false))
+    tfail_arm(1);
+  emit(kcr_obj_name(o), ctx);
+}
+
+/* ---- the fake API server's state, per test ---- */
+
+struct fake {
+  kcr_informer *inf;
+  struct evlog *log;
+  atomic_int lists, watches; /* LIST requests (first pages), WATCH requests */
+  atomic_bool go;            /* test -> handler: go on */
+  atomic_bool held;          /* handler -> test: holding a page */
+  atomic_bool reader;        /* a stats reader is running */
+  uint64_t t_list[4];        /* when the first LISTs came (informer thread) */
+};
+
+static void fake_init(struct fake *f, struct evlog *log)
+{
+  memset(f, 0, sizeof(*f));
+  f->log = log;
+  atomic_init(&f->lists, 0);
+  atomic_init(&f->watches, 0);
+  atomic_init(&f->go, false);
+  atomic_init(&f->held, false);
+  atomic_init(&f->reader, false);
+}
+
+static bool query_is(const struct twire_call *call, const char *key, const char *want)
+{
+  char buf[64];
+  const char *v = twire_query(call, key, buf, sizeof(buf));
+  return v && !strcmp(v, want);
+}
+
+static kcr_err list_reply(struct twire_call *call, const char *rv, const char *cont,
+                          const char *items)
+{
+  return twire_reply(call, 200,
+                     "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{"
+                     "\"resourceVersion\":\"%s\"%s%s%s},\"items\":[%s]}",
+                     rv, cont ? ",\"continue\":\"" : "", cont ? cont : "",
+                     cont ? "\"" : "", items);
+}
+
+static bool send_event(struct twire_call *call, const char *type, const char *obj)
+{
+  return twire_send(call, "{\"type\":\"%s\",\"object\":%s}", type, obj);
+}
+
+static kcr_err not_found(struct twire_call *call)
+{
+  TCHECK_FAIL("unexpected request %s %s", call->req->method, call->req->path);
+  return twire_reply(call, 404, "%s", twire_status_json(404, "NotFound"));
+}
+
+/* A first LIST: counts it and notes when it came. */
+static int first_page(struct fake *f)
+{
+  int n = atomic_fetch_add(&f->lists, 1) + 1;
+  if(n <= 4)
+    f->t_list[n - 1] = kcr_time_mono_ms();
+  return n;
+}
+
+static kcr_informer *informer(kcr_client *cl, struct evlog *log, long page_size)
+{
+  kcr_informer *inf;
+  assert_int_equal(KCR_OK,
+                   kcr_informer_new(
+                       &(struct kcr_informer_opts){
+                           .client = cl, .gvr = &cms, .ns = "ns", .page_size = page_size},
+                       &inf));
+  assert_int_equal(
+      KCR_OK, kcr_informer_add_handlers(inf, &(struct kcr_informer_handlers){
+                                                 on_add, on_update, on_delete, log}));
+  assert_int_equal(KCR_OK,
+                   kcr_store_add_index(kcr_informer_store(inf), "name", index_by_name));
+  return inf;
+}
+
+/* ---- a paged LIST, then a watch ---- */
+
+static kcr_err api_paged(struct twire_call *call, void *ud)
+{
+  struct fake *f = ud;
+  char buf[64];
+  const char *cont;
+
+  if(call->req->watch) {
+    TCHECK(atomic_fetch_add(&f->watches, 1) == 0);
+    TCHECK(query_is(call, "resourceVersion", "10"));
+    TCHECK(query_is(call, "allowWatchBookmarks", "true"));
+    twire_stream(call, 200);
+    if(send_event(call, "ADDED", CM("d", "11")) &&
+       send_event(call, "MODIFIED", CM("a", "12")) &&
+       send_event(call, "BOOKMARK", BOOKMARK("13")) &&
+       send_event(call, "DELETED", CM("b", "14")))
+      twire_wait_cancel(call, 60000);
+    return KCR_OK;
+  }
+  if(!twire_is(call, "GET", PATH))
+    return not_found(call);
+  TCHECK(query_is(call, "limit", "2"));
+  cont = twire_query(call, "continue", buf, sizeof(buf));
+  if(!cont) {
+    first_page(f);
+    return list_reply(call, "10", "p2", CM("a", "1") "," CM("b", "2"));
+  }
+  TCHECK(!strcmp(cont, "p2"));
+  /* The last page waits until the test let it go. */
+  atomic_store(&f->held, true);
+  TCHECK(tflag_wait(&f->go, 60000));
+  return list_reply(call, "10", NULL, CM("c", "3"));
+}
+
+struct waiter {
+  kcr_informer *inf;
+  bool synced;
+  atomic_bool returned;
+};
+
+static void *wait_forever(void *p)
+{
+  struct waiter *w = p;
+  w->synced = kcr_informer_wait_synced(w->inf, KCR_FOREVER);
+  atomic_store(&w->returned, true);
+  return NULL;
+}
+
+static void handlers_see_a_paged_list_and_the_watch_exactly_once_in_order(void **state)
+{
+  static const char *const want[] = {"add a 1",  "add b 2",       "add c 3",
+                                     "add d 11", "update a 1>12", "delete b 14"};
+  struct evlog log;
+  struct fake f;
+  struct waiter w = {0};
+  struct kcr_informer_stats st;
+  kcr_client *cl;
+  kcr_obj *a;
+  pthread_t th;
+
+  evlog_init(&log);
+  fake_init(&f, &log);
+  cl = twire_client(api_paged, &f);
+  f.inf = w.inf = informer(cl, &log, 2);
+  atomic_init(&w.returned, false);
+  assert_int_equal(KCR_OK, kcr_informer_start(f.inf));
+  assert_int_equal(0, pthread_create(&th, NULL, wait_forever, &w));
+
+  /* While the last page is held, waiting "forever" does not give up (it
+   * used to overflow its deadline and return false at once). */
+  assert_true(tflag_wait(&f.held, 30000));
+  assert_false(tflag_wait(&w.returned, 200));
+  assert_false(kcr_informer_has_synced(f.inf));
+  atomic_store(&f.go, true);
+  pthread_join(th, NULL);
+  assert_true(w.synced);
+  /* Synced: the store holds the list and the handlers have seen it. */
+  assert_true(evlog_count(&log, "add ") >= 3);
+  assert_true(kcr_informer_wait_synced(f.inf, KCR_FOREVER));
+
+  assert_true(evlog_wait(&log, 6, 30000));
+  kcr_informer_stop(f.inf);
+  evlog_expect(&log, want, 6);
+  assert_int_equal(3, kcr_store_len(kcr_informer_store(f.inf)));
+  assert_non_null(a = kcr_store_get(kcr_informer_store(f.inf), "ns", "a"));
+  assert_string_equal("12", kcr_obj_rv(a));
+  kcr_obj_unref(a);
+  kcr_informer_stats(f.inf, &st);
+  assert_int_equal(1, st.lists);
+  assert_int_equal(1, st.watches);
+  assert_int_equal(3, st.events); /* bookmarks are not events */
+  assert_int_equal(0, st.errors);
+  kcr_informer_free(f.inf);
+  kcr_client_free(cl);
+  tcheck_report();
+  evlog_cleanup(&log);
+}
+
+/* ---- counters read while events flow ---- */
+
+#define STREAMED 300
+
+static kcr_err api_stream(struct twire_call *call, void *ud)
+{
+  struct fake *f = ud;
+  if(call->req->watch) {
+    twire_stream(call, 200);
+    TCHECK(tflag_wait(&f->reader, 30000)); /* the reader runs before events flow */
+    for(int i = 0; i < STREAMED; i++)
+      if(!twire_send(call,
+                     "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"o%d\","
+                     "\"namespace\":\"ns\",\"resourceVersion\":\"%d\"}}}",
+                     i, 2 + i))
+        return KCR_OK;
+    twire_wait_cancel(call, 60000);
+    return KCR_OK;
+  }
+  if(!twire_is(call, "GET", PATH))
+    return not_found(call);
+  first_page(f);
+  return list_reply(call, "1", NULL, "");
+}
+
+static void *read_stats(void *p)
+{
+  struct fake *f = p;
+  struct kcr_informer_stats st = {0};
+  uint64_t prev = 0, until = kcr_time_mono_ms() + 60000;
+  atomic_store(&f->reader, true);
+  do {
+    kcr_informer_stats(f->inf, &st);
+    TCHECK(st.events >= prev);
+    prev = st.events;
+  } while(st.events < STREAMED && kcr_time_mono_ms() < until);
+  TCHECK(st.events == STREAMED);
+  return NULL;
+}
+
+static void stats_can_be_read_from_another_thread_while_events_flow(void **state)
+{
+  struct evlog log;
+  struct fake f;
+  kcr_client *cl;
+  pthread_t th;
+
+  evlog_init(&log);
+  fake_init(&f, &log);
+  cl = twire_client(api_stream, &f);
+  f.inf = informer(cl, &log, 0);
+  assert_int_equal(KCR_OK, kcr_informer_start(f.inf));
+  assert_int_equal(0, pthread_create(&th, NULL, read_stats, &f));
+  assert_true(evlog_wait(&log, STREAMED, 60000));
+  pthread_join(th, NULL);
+  kcr_informer_free(f.inf);
+  kcr_client_free(cl);
+  tcheck_report();
+  evlog_cleanup(&log);
+}
+
+/* ---- 410: relist, deletes only for what vanished ---- */
+
+static kcr_err api_gone(struct twire_call *call, void *ud)
+{
+  struct fake *f = ud;
+  if(call->req->watch) {
+    int n = atomic_fetch_add(&f->watches, 1) + 1;
+    twire_stream(call, 200);
+    if(n == 1) {
+      TCHECK(query_is(call, "resourceVersion", "10"));
+      if(send_event(call, "MODIFIED", CM("a", "11")))
+        send_event(call, "ERROR", GONE);
+      return KCR_OK;
+    }
+    TCHECK(n == 2);
+    TCHECK(query_is(call, "resourceVersion", "20"));
+    twire_wait_cancel(call, 60000);
+    return KCR_OK;
+  }
+  if(!twire_is(call, "GET", PATH))
+    return not_found(call);
+  if(first_page(f) == 1)
+    return list_reply(call, "10", NULL, CM("a", "1") "," CM("b", "2") "," CM("c", "3"));
+  /* b was deleted while we were not watching; d was added. */
+  return list_reply(call, "20", NULL, CM("a", "12") "," CM("c", "3") "," CM("d", "13"));
+}
+
+static void a_410_relists_and_deletes_only_what_vanished(void **state)
+{
+  static const char *const want[] = {"add a 1",       "add b 2",        "add c 3",
+                                     "update a 1>11", "update a 11>12", "update c 3>3",
+                                     "add d 13",      "delete b 2"};
+  struct evlog log;
+  struct fake f;
+  struct kcr_informer_stats st;
+  kcr_client *cl;
+
+  evlog_init(&log);
+  fake_init(&f, &log);
+  cl = twire_client(api_gone, &f);
+  f.inf = informer(cl, &log, 0);
+  assert_int_equal(KCR_OK, kcr_informer_start(f.inf));
+  assert_true(evlog_wait(&log, 8, 30000));
+  /* the second watch is running: nothing more comes */
+  kcr_informer_stop(f.inf);
+  evlog_expect(&log, want, 8);
+  assert_int_equal(3, kcr_store_len(kcr_informer_store(f.inf)));
+  kcr_informer_stats(f.inf, &st);
+  assert_int_equal(2, st.lists);
+  assert_int_equal(1, st.relists_gone);
+  assert_int_equal(0, st.errors);
+  kcr_informer_free(f.inf);
+  kcr_client_free(cl);
+  tcheck_report();
+  evlog_cleanup(&log);
+}
+
+/* ---- failure atomicity: a LIST the store cannot take ---- */
+
+static kcr_err api_first_list_fails(struct twire_call *call, void *ud)
+{
+  struct fake *f = ud;
+  char buf[64];
+  struct kcr_informer_stats st;
+
+  if(call->req->watch) {
+    TCHECK(atomic_fetch_add(&f->watches, 1) == 0);
+    TCHECK(query_is(call, "resourceVersion", "10"));
+    twire_stream(call, 200);
+    twire_wait_cancel(call, 60000);
+    return KCR_OK;
+  }
+  if(!twire_is(call, "GET", PATH))
+    return not_found(call);
+  if(!twire_query(call, "continue", buf, sizeof(buf))) {
+    int n = first_page(f);
+    if(n == 2) {
+      /* The failed LIST left no trace but the error and the backoff. */
+      TCHECK(!kcr_informer_has_synced(f->inf));
+      TCHECK(evlog_len(f->log) == 0);
+      TCHECK(kcr_store_len(kcr_informer_store(f->inf)) == 0);
+      kcr_informer_stats(f->inf, &st);
+      TCHECK(st.errors == 1);
+      TCHECK(f->t_list[1] - f->t_list[0] >= 750); /* backoff 0.8-1.6 s */
+    }
+    TCHECK(n <= 2);
+    return list_reply(call, "10", "p2", CM("a", "1") "," CM("b", "2"));
+  }
+  return list_reply(call, "10", NULL, CM("c", "3"));
+}
+
+static void a_list_the_store_cannot_take_is_not_applied_and_is_listed_again(void **state)
+{
+  static const char *const want[] = {"add a 1", "add b 2", "add c 3"};
+  struct evlog log;
+  struct fake f;
+  struct kcr_informer_stats st;
+  kcr_client *cl;
+
+  evlog_init(&log);
+  fake_init(&f, &log);
+  cl = twire_client(api_first_list_fails, &f);
+  f.inf = informer(cl, &log, 2);
+  arm_store_failure(NULL); /* the first kcr_store_replace fails */
+  assert_int_equal(KCR_OK, kcr_informer_start(f.inf));
+  assert_true(kcr_informer_wait_synced(f.inf, 30000));
+  tfail_reset();
+  assert_false(atomic_load(&fail_armed));
+  assert_int_equal(2, atomic_load(&f.lists));
+  kcr_informer_stop(f.inf);
+  evlog_expect(&log, want, 3);
+  assert_int_equal(3, kcr_store_len(kcr_informer_store(f.inf)));
+  kcr_informer_stats(f.inf, &st);
+  assert_int_equal(2, st.lists);
+  assert_int_equal(1, st.errors);
+  kcr_informer_free(f.inf);
+  kcr_client_free(cl);
+  tcheck_report();
+  evlog_cleanup(&log);
+}
+
+/* A relist after 410 that the store cannot take emits no deletes; the next
+ * one, after backoff, emits each exactly once. */
+static kcr_err api_relist_fails(struct twire_call *call, void *ud)
+{
+  struct fake *f = ud;
+  int n;
+
+  if(call->req->watch) {
+    n = atomic_fetch_add(&f->watches, 1) + 1;
+    if(n == 1) { /* a plain 410 answer this time */
+      TCHECK(query_is(call, "resourceVersion", "10"));
+      return twire_reply(call, 410, "%s", GONE);
+    }
+    TCHECK(n == 2);
+    TCHECK(query_is(call, "resourceVersion", "20")); /* from the list that worked */
+    twire_stream(call, 200);
+    twire_wait_cancel(call, 60000);
+    return KCR_OK;
+  }
+  if(!twire_is(call, "GET", PATH))
+    return not_found(call);
+  n = first_page(f);
+  if(n == 1)
+    return list_reply(call, "10", NULL, CM("a", "1") "," CM("b", "2") "," CM("c", "3"));
+  if(n == 2) {
+    arm_store_failure("c"); /* this relist's kcr_store_replace fails */
+  } else {
+    TCHECK(n == 3);
+    TCHECK(evlog_len(f->log) == 3); /* nothing from the failed relist */
+    TCHECK(evlog_count(f->log, "delete ") == 0);
+    TCHECK(kcr_store_len(kcr_informer_store(f->inf)) == 3);
+  }
+  return list_reply(call, "20", NULL, CM("a", "1") "," CM("c", "3"));
+}
+
+static void a_relist_the_store_cannot_take_emits_no_deletes(void **state)
+{
+  static const char *const want[] = {"add a 1",      "add b 2",      "add c 3",
+                                     "update a 1>1", "update c 3>3", "delete b 2"};
+  struct evlog log;
+  struct fake f;
+  struct kcr_informer_stats st;
+  kcr_client *cl;
+
+  evlog_init(&log);
+  fake_init(&f, &log);
+  cl = twire_client(api_relist_fails, &f);
+  f.inf = informer(cl, &log, 0);
+  assert_int_equal(KCR_OK, kcr_informer_start(f.inf));
+  assert_true(evlog_wait(&log, 6, 30000));
+  tfail_reset();
+  kcr_informer_stop(f.inf);
+  evlog_expect(&log, want, 6);
+  assert_int_equal(2, kcr_store_len(kcr_informer_store(f.inf)));
+  kcr_informer_stats(f.inf, &st);
+  assert_int_equal(3, st.lists);
+  assert_int_equal(1, st.relists_gone);
+  assert_int_equal(1, st.errors);
+  kcr_informer_free(f.inf);
+  kcr_client_free(cl);
+  tcheck_report();
+  evlog_cleanup(&log);
+}
+
+/* ---- failure atomicity: an event the store cannot take ---- */
+
+static kcr_err api_event_fails(struct twire_call *call, void *ud)
+{
+  struct fake *f = ud;
+  if(call->req->watch) {
+    int n = atomic_fetch_add(&f->watches, 1) + 1;
+    twire_stream(call, 200);
+    if(n == 1) {
+      TCHECK(query_is(call, "resourceVersion", "10"));
+      arm_store_failure("c"); /* c's kcr_store_put fails */
+      if(send_event(call, "ADDED", CM("b", "11")) &&
+         send_event(call, "ADDED", CM("c", "12")) &&
+         send_event(call, "ADDED", CM("d", "13")))
+        twire_wait_cancel(call, 60000);
+      return KCR_OK;
+    }
+    /* The next watch starts after the last event that was stored. */
+    TCHECK(n == 2);
+    TCHECK(query_is(call, "resourceVersion", "11"));
+    TCHECK(evlog_count(f->log, "add c") == 0);
+    if(send_event(call, "ADDED", CM("c", "12")) &&
+       send_event(call, "ADDED", CM("d", "13")))
+      twire_wait_cancel(call, 60000);
+    return KCR_OK;
+  }
+  if(!twire_is(call, "GET", PATH))
+    return not_found(call);
+  TCHECK(first_page(f) == 1);
+  return list_reply(call, "10", NULL, CM("a", "10"));
+}
+
+static void an_event_the_store_cannot_take_is_delivered_again(void **state)
+{
+  static const char *const want[] = {"add a 10", "add b 11", "add c 12", "add d 13"};
+  struct evlog log;
+  struct fake f;
+  struct kcr_informer_stats st;
+  kcr_client *cl;
+
+  evlog_init(&log);
+  fake_init(&f, &log);
+  cl = twire_client(api_event_fails, &f);
+  f.inf = informer(cl, &log, 0);
+  assert_int_equal(KCR_OK, kcr_informer_start(f.inf));
+  assert_true(evlog_wait(&log, 4, 30000));
+  tfail_reset();
+  kcr_informer_stop(f.inf);
+  evlog_expect(&log, want, 4);
+  assert_int_equal(4, kcr_store_len(kcr_informer_store(f.inf)));
+  assert_int_equal(2, atomic_load(&f.watches));
+  kcr_informer_stats(f.inf, &st);
+  assert_int_equal(1, st.lists);
+  assert_int_equal(1, st.errors);
+  kcr_informer_free(f.inf);
+  kcr_client_free(cl);
+  tcheck_report();
+  evlog_cleanup(&log);
+}
+
+/* ---- start is all or nothing (issue 8, item 9) ---- */
+
+static kcr_err api_plain(struct twire_call *call, void *ud)
+{
+  if(call->req->watch) {
+    twire_stream(call, 200);
+    twire_wait_cancel(call, 60000);
+    return KCR_OK;
+  }
+  if(!twire_is(call, "GET", PATH))
+    return not_found(call);
+  return list_reply(call, "10", NULL, CM("a", "1"));
+}
+
+/* One of its two threads cannot be made: start fails with nothing left
+ * running and nothing listed (before, a failed resync thread was ignored:
+ * the informer ran without the resync it was asked for), and a later start
+ * works. */
+static void a_resync_thread_that_cannot_start_fails_start(void **state)
+{
+  struct evlog log;
+  kcr_client *cl = twire_client(api_plain, NULL);
+  kcr_informer *inf;
+
+  evlog_init(&log);
+  assert_int_equal(KCR_OK,
+                   kcr_informer_new(
+                       &(struct kcr_informer_opts){
+                           .client = cl, .gvr = &cms, .ns = "ns", .resync_ms = 60000},
+                       &inf));
+  tfail_threads_arm(2); /* the resync thread starts, the list/watch thread not */
+  assert_int_equal(KCR_ENOMEM, kcr_informer_start(inf));
+  tfail_threads_arm(1); /* now the first one */
+  assert_int_equal(KCR_ENOMEM, kcr_informer_start(inf));
+  tfail_threads_arm(0);
+  assert_false(kcr_informer_wait_synced(inf, 300)); /* nothing is running */
+  assert_int_equal(KCR_OK, kcr_informer_start(inf));
+  assert_true(kcr_informer_wait_synced(inf, 30000));
+  kcr_informer_free(inf);
+  kcr_client_free(cl);
+  evlog_cleanup(&log);
+  tcheck_report();
+}
+
+int main(void)
+{
+  tfail_init();
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(handlers_see_a_paged_list_and_the_watch_exactly_once_in_order),
+      cmocka_unit_test(stats_can_be_read_from_another_thread_while_events_flow),
+      cmocka_unit_test(a_410_relists_and_deletes_only_what_vanished),
+      cmocka_unit_test(a_list_the_store_cannot_take_is_not_applied_and_is_listed_again),
+      cmocka_unit_test(a_relist_the_store_cannot_take_emits_no_deletes),
+      cmocka_unit_test(an_event_the_store_cannot_take_is_delivered_again),
+      cmocka_unit_test(a_resync_thread_that_cannot_start_fails_start),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
