@@ -48,7 +48,8 @@ struct kcr_request {
 };
 
 struct kcr_result {
-  uint64_t requeue_after_ms; /* 0: wait for the next change */
+  uint64_t requeue_after_ms; /* 0: wait for the next change; any other value is
+                                a delay (KCR_FOREVER: never by itself) */
 };
 
 typedef kcr_err (*kcr_reconcile_fn)(kcr_ctx *cx, const struct kcr_request *req,
@@ -111,11 +112,25 @@ kcr_err kcr_controller_owns(kcr_controller *c, kcr_informer *inf, const char *ow
                             const char *owner_kind);
 kcr_err kcr_controller_watches(kcr_controller *c, kcr_informer *inf, kcr_map_fn fn,
                                void *ud);
-/* Starts the workers. */
+/* Starts the workers. All or nothing: if a thread cannot be made, the ones
+ * started are stopped and joined and KCR_ENOMEM is returned (the controller
+ * is then stopped for good). KCR_EINVAL if started or stopped before. */
 kcr_err kcr_controller_start(kcr_controller *c);
-/* Stops taking new keys and waits up to grace_ms for in-flight reconciles;
- * returns the number still running when the grace period ran out. */
+/* Stops taking new keys (the queue shuts down; keys still queued are not
+ * reconciled) and waits up to grace_ms (KCR_FOREVER: as long as it takes)
+ * for in-flight reconciles. Returns the number still running when the grace
+ * period ran out; they keep running to their end and stay joinable: they
+ * are never detached. Stop before freeing the informers that feed the
+ * controller's sources. Idempotent; one thread. */
 int kcr_controller_stop(kcr_controller *c, uint64_t grace_ms);
+/* Reconciles still running (after a stop whose grace ran out). Any thread. */
+int kcr_controller_busy(kcr_controller *c);
+/* Stops if needed and frees. Blocks until every in-flight reconcile has
+ * returned - nothing a reconcile can touch (context, arena, queue, name) is
+ * freed before - however long that takes: to exit promptly past a stuck
+ * reconcile, exit the process instead of freeing (see the shutdown contract
+ * in docs/library-guide.md). The informers its sources use must be stopped
+ * first (their threads call into the controller's queue). NULL: no-op. */
 void kcr_controller_free(kcr_controller *c);
 const char *kcr_controller_name(const kcr_controller *c);
 kcr_queue *kcr_controller_queue(kcr_controller *c);

@@ -6,12 +6,25 @@
  * apply the result contract (see controller.h). The queue guarantees a key
  * is never processed by two workers at once.
  *
+ * No key is lost: an event source whose kcr_queue_add fails (out of memory)
+ * sets `requeue_all`; workers wake at least every REQUEUE_CHECK_MS and then
+ * route every cached object of every source again, as a resync would, until
+ * one pass succeeds. A key that cannot be split into namespace and name
+ * without memory is retried with backoff, never reconciled half-named.
+ *
  * Stopping: `stopping` is set, the queue is shut down (getters wake up);
  * a worker that gets a key after that hands it back unprocessed. In-flight
- * reconciles get grace_ms to finish (timed joins); a worker still running
- * after that is detached and counted.
+ * reconciles get grace_ms to finish: stop waits on `done_cv` until every
+ * worker has returned or the grace ran out, joins the ones that returned
+ * and reports how many are still running. Those stay joinable: a worker is
+ * never detached, and kcr_controller_free joins every worker before it
+ * frees anything a worker can touch (the shutdown contract: nothing is
+ * freed while a callback can still use it; see docs/library-guide.md).
  *
- * Locks: none of its own beyond the queue's; metrics are lock-free. */
+ * Locks: `mu` guards the workers' `running` and `done` flags (running is
+ * written only by the thread that starts and stops) and `done_cv`; it is a leaf
+ * (never held while calling out). The queue has its own lock; metrics are
+ * lock-free. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -19,15 +32,18 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/assert-int.h"
 #include "kcr/controller.h"
 #include "kcr/time.h"
 
-#define MAX_SOURCES 16
+#define MAX_SOURCES      16
+#define REQUEUE_CHECK_MS 1000
 
 enum source_kind { SRC_FOR, SRC_OWNS, SRC_WATCHES };
 
 struct source {
   kcr_controller *c;
+  kcr_informer *inf;
   enum source_kind kind;
   struct kcr_predicate preds[4];
   size_t npreds;
@@ -39,14 +55,15 @@ struct source {
 struct worker {
   kcr_controller *c;
   pthread_t th;
-  bool running;
-  atomic_bool done;
+  bool running; /* created and not joined yet (stop/free's thread only) */
+  bool done;    /* worker_main returned from its loop; under c->mu */
 };
 
 struct kcr_ctx {
   kcr_controller *c;
   struct kcr_arena arena;
   char id[17];
+  char ns[256]; /* the request's namespace, split from the key */
   const struct kcr_request *req;
   unsigned seed;
 };
@@ -59,7 +76,10 @@ struct kcr_controller {
   size_t nsrc;
   struct worker *w;
   atomic_bool stopping;
+  atomic_bool requeue_all; /* an event source lost a key: route everything */
   bool started;
+  pthread_mutex_t mu; /* the workers' done flags */
+  pthread_cond_t done_cv;
   kcr_metric *m_total, *m_errors, *m_terminal, *m_time, *m_active, *m_max;
 };
 
@@ -106,6 +126,15 @@ kcr_err kcr_controller_new(const struct kcr_controller_opts *o, kcr_controller *
   c->name = strdup(o->name);
   c->o.name = c->name;
   atomic_init(&c->stopping, false);
+  atomic_init(&c->requeue_all, false);
+  pthread_mutex_init(&c->mu, NULL);
+  {
+    pthread_condattr_t ca; /* grace deadlines on the monotonic clock */
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->done_cv, &ca);
+    pthread_condattr_destroy(&ca);
+  }
   c->q = kcr_queue_new(&(struct kcr_queue_opts){c->name, o->metrics, o->base_delay_ms,
                                                 o->max_delay_ms, o->qps, o->burst});
   c->w = calloc((size_t)c->o.workers, sizeof(*c->w));
@@ -188,9 +217,20 @@ static bool group_is(const char *api_version, const char *g)
   return slash && strlen(g) == n && !strncmp(api_version, g, n);
 }
 
+/* Adds a key from an event source; a failure (out of memory) must not
+ * lose the key: every cached object is routed again later. */
+static void add_key(kcr_controller *c, kcr_err rc)
+{
+  if(rc == KCR_ENOMEM && !atomic_exchange(&c->requeue_all, true))
+    KCR_LOG(KCR_LOG_WARN,
+            "controller: out of memory queueing a key; every cached "
+            "object will be queued again",
+            KCR_S("controller", c->name));
+}
+
 static void emit_key(const char *ns, const char *name, void *ctx)
 {
-  kcr_controller_enqueue(ctx, ns, name);
+  add_key(ctx, kcr_controller_enqueue(ctx, ns, name));
 }
 
 static void route(struct source *s, kcr_obj *old, kcr_obj *cur, int ev)
@@ -198,23 +238,45 @@ static void route(struct source *s, kcr_obj *old, kcr_obj *cur, int ev)
   if(!pass(s, old, cur, ev))
     return;
   switch(s->kind) {
-  case SRC_FOR: kcr_queue_add(s->c->q, kcr_obj_key(cur)); break;
+  case SRC_FOR: add_key(s->c, kcr_queue_add(s->c->q, kcr_obj_key(cur))); break;
   case SRC_OWNS: {
     const struct kcr_owner *ow = kcr_obj_controller(cur);
     if(ow->uid && ow->kind && !strcmp(ow->kind, s->owner_kind) &&
        group_is(ow->api_version, s->owner_group))
-      kcr_controller_enqueue(s->c, kcr_obj_ns(cur), ow->name);
+      add_key(s->c, kcr_controller_enqueue(s->c, kcr_obj_ns(cur), ow->name));
     /* An update that moved the child to another owner: the old one too. */
     if(old && old != cur) {
       const struct kcr_owner *oo = kcr_obj_controller(old);
       if(oo->uid && ow->uid && strcmp(oo->uid, ow->uid) &&
          !strcmp(oo->kind, s->owner_kind))
-        kcr_controller_enqueue(s->c, kcr_obj_ns(old), oo->name);
+        add_key(s->c, kcr_controller_enqueue(s->c, kcr_obj_ns(old), oo->name));
     }
     break;
   }
   case SRC_WATCHES: s->map(cur, emit_key, s->c, s->map_ud); break;
   }
+}
+
+/* After a lost key: routes every cached object of every source again (as a
+ * resync, so predicates pass). Clears requeue_all first; a failure on the
+ * way sets it again and the next check retries. */
+static void requeue_everything(kcr_controller *c)
+{
+  if(!atomic_exchange(&c->requeue_all, false))
+    return;
+  for(size_t i = 0; i < c->nsrc; i++) {
+    kcr_obj **objs;
+    size_t n;
+    if(kcr_store_list(kcr_informer_store(c->src[i].inf), NULL, NULL, &objs, &n)) {
+      atomic_store(&c->requeue_all, true);
+      return;
+    }
+    for(size_t j = 0; j < n; j++)
+      route(&c->src[i], objs[j], objs[j], 1);
+    kcr_objs_free(objs, n);
+  }
+  KCR_LOG(KCR_LOG_INFO, "controller: queued every cached object again after a lost key",
+          KCR_S("controller", c->name));
 }
 
 static void h_add(kcr_obj *o, void *ud) { route(ud, NULL, o, 0); }
@@ -229,6 +291,7 @@ static kcr_err add_source(kcr_controller *c, kcr_informer *inf, struct source *t
   s = &c->src[c->nsrc];
   *s = *tmpl;
   s->c = c;
+  s->inf = inf;
   struct kcr_informer_handlers h = {h_add, h_update, h_delete, s};
   kcr_err rc = kcr_informer_add_handlers(inf, &h);
   if(!rc)
@@ -298,8 +361,18 @@ static void process(kcr_controller *c, kcr_ctx *cx, const char *key)
   kcr_err rc;
 
   kcr_arena_reset(&cx->arena);
-  if(slash)
-    ns = kcr_arena_printf(&cx->arena, "%.*s", (int)(slash - key), key);
+  if(slash && (size_t)(slash - key) < sizeof(cx->ns)) { /* namespaces: <= 63 */
+    memcpy(cx->ns, key, (size_t)(slash - key));
+    cx->ns[slash - key] = '\0';
+    ns = cx->ns;
+  } else if(slash &&
+            !(ns = kcr_arena_printf(&cx->arena, "%.*s", (int)(slash - key), key))) {
+    /* Never reconcile a namespaced key as cluster-scoped: retry later. */
+    kcr_queue_add_rate_limited(c->q, key);
+    kcr_metric_inc(c->m_errors, lv, 1);
+    kcr_metric_inc(c->m_total, (const char *[]){c->name, "error", NULL}, 1);
+    return;
+  }
   req = (struct kcr_request){ns ? ns : "", slash ? slash + 1 : key, key};
   snprintf(cx->id, sizeof(cx->id), "%08x%08x", (unsigned)rand_r(&cx->seed),
            (unsigned)rand_r(&cx->seed));
@@ -312,7 +385,8 @@ static void process(kcr_controller *c, kcr_ctx *cx, const char *key)
   if(rc == KCR_OK) {
     kcr_queue_forget(c->q, key);
     if(res.requeue_after_ms) {
-      kcr_queue_add_after(c->q, key, (int64_t)res.requeue_after_ms);
+      /* Any value is a delay: the queue parks keys past the clock's end. */
+      kcr_queue_add_after(c->q, key, res.requeue_after_ms);
       result = "requeue_after";
     } else {
       result = "success";
@@ -344,78 +418,136 @@ static void *worker_main(void *p)
   char *key;
 
   cx.seed = (unsigned)(kcr_time_mono_ns() ^ (uintptr_t)w);
-  while(kcr_queue_get(c->q, &key) == KCR_OK) {
+  for(;;) {
+    kcr_err rc = kcr_queue_get_timed(c->q, REQUEUE_CHECK_MS, &key);
+    if(atomic_load(&c->requeue_all) && !atomic_load(&c->stopping))
+      requeue_everything(c);
+    if(rc == KCR_ETIMEDOUT || rc == KCR_ENOMEM)
+      continue;
+    if(rc)
+      break; /* shut down */
     if(!atomic_load(&c->stopping))
       process(c, &cx, key);
     kcr_queue_done(c->q, key);
     free(key);
   }
   kcr_arena_cleanup(&cx.arena);
-  atomic_store(&w->done, true);
+  pthread_mutex_lock(&c->mu);
+  w->done = true;
+  pthread_cond_broadcast(&c->done_cv);
+  pthread_mutex_unlock(&c->mu);
   return NULL;
 }
 
 kcr_err kcr_controller_start(kcr_controller *c)
 {
-  if(c->started)
+  if(c->started || atomic_load(&c->stopping))
     return KCR_EINVAL;
+  c->started = true;
   for(int i = 0; i < c->o.workers; i++) {
     c->w[i].c = c;
-    atomic_init(&c->w[i].done, false);
+    c->w[i].done = false;
     if(pthread_create(&c->w[i].th, NULL, worker_main, &c->w[i])) {
-      kcr_controller_stop(c, 0);
+      KCR_LOG(KCR_LOG_ERROR, "controller: cannot start a worker thread",
+              KCR_S("controller", c->name), KCR_I("started", i),
+              KCR_I("workers", c->o.workers));
+      kcr_controller_stop(c, KCR_FOREVER); /* all or nothing */
       return KCR_ENOMEM;
     }
+    pthread_mutex_lock(&c->mu);
     c->w[i].running = true;
+    pthread_mutex_unlock(&c->mu);
   }
-  c->started = true;
   KCR_LOG(KCR_LOG_INFO, "controller: started", KCR_S("controller", c->name),
           KCR_I("workers", c->o.workers));
   return KCR_OK;
 }
 
+/* Joins the workers that have returned; the number still running. */
+static int reap(kcr_controller *c)
+{
+  int left = 0;
+  for(int i = 0; i < c->o.workers; i++) {
+    bool done;
+    if(!c->w[i].running)
+      continue;
+    pthread_mutex_lock(&c->mu);
+    done = c->w[i].done;
+    pthread_mutex_unlock(&c->mu);
+    if(done) {
+      pthread_join(c->w[i].th, NULL);
+      pthread_mutex_lock(&c->mu); /* kcr_controller_busy reads it */
+      c->w[i].running = false;
+      pthread_mutex_unlock(&c->mu);
+    } else {
+      left++;
+    }
+  }
+  return left;
+}
+
 int kcr_controller_stop(kcr_controller *c, uint64_t grace_ms)
 {
-  uint64_t deadline = kcr_time_mono_ms() + grace_ms;
-  int left = 0;
+  uint64_t deadline = kcr_time_deadline_ms(grace_ms);
+  bool was_started = c->started;
+  int left;
 
   atomic_store(&c->stopping, true);
   kcr_queue_shutdown(c->q);
-  for(int i = 0; i < c->o.workers; i++) {
-    if(!c->w[i].running)
-      continue;
-    while(!atomic_load(&c->w[i].done) && kcr_time_mono_ms() < deadline) {
-      struct timespec ts = {0, 10 * 1000000L};
-      nanosleep(&ts, NULL);
-    }
-    if(atomic_load(&c->w[i].done)) {
-      pthread_join(c->w[i].th, NULL);
+  pthread_mutex_lock(&c->mu);
+  for(;;) {
+    int running = 0;
+    uint64_t now = kcr_time_mono_ms();
+    for(int i = 0; i < c->o.workers; i++)
+      running += c->w[i].running && !c->w[i].done;
+    if(!running || now >= deadline)
+      break;
+    if(deadline == KCR_FOREVER) {
+      pthread_cond_wait(&c->done_cv, &c->mu);
     } else {
-      pthread_detach(c->w[i].th);
-      left++;
+      struct timespec ts = kcr_time_mono_after(deadline - now);
+      pthread_cond_timedwait(&c->done_cv, &c->mu, &ts);
     }
-    c->w[i].running = false;
   }
-  if(c->started)
+  pthread_mutex_unlock(&c->mu);
+  left = reap(c);
+  if(was_started)
     KCR_LOG(left ? KCR_LOG_WARN : KCR_LOG_INFO, "controller: stopped",
             KCR_S("controller", c->name), KCR_I("reconcilesStillRunning", left));
   c->started = false;
   return left;
 }
 
+int kcr_controller_busy(kcr_controller *c)
+{
+  int n = 0;
+  pthread_mutex_lock(&c->mu);
+  for(int i = 0; i < c->o.workers; i++)
+    n += c->w[i].running && !c->w[i].done;
+  pthread_mutex_unlock(&c->mu);
+  return n;
+}
+
 void kcr_controller_free(kcr_controller *c)
 {
   if(!c)
     return;
-  if(kcr_controller_stop(c, 0) == 0) {
-    kcr_queue_free(c->q);
-  } /* else: a detached worker may still touch the queue; leak it rather than crash */
+  /* Joins every worker, however long its reconcile takes: nothing below may
+   * be freed while one can still touch it. */
+  if(c->q && c->w) {
+    int left = kcr_controller_stop(c, KCR_FOREVER);
+    KCR_ASSERT(left == 0);
+    (void)left;
+  }
+  kcr_queue_free(c->q);
   for(size_t i = 0; i < c->nsrc; i++) {
     free(c->src[i].owner_group);
     free(c->src[i].owner_kind);
   }
   free(c->w);
   free(c->name);
+  pthread_cond_destroy(&c->done_cv);
+  pthread_mutex_destroy(&c->mu);
   kcr_client_free(c->o.client);
   free(c);
 }
