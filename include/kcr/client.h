@@ -76,11 +76,20 @@ void kcr_client_free(kcr_client *c);
  * for which it returns false is not sent: the call fails with
  * KCR_ECANCELED, and ei says the write was fenced. Requests marked
  * `ungated` (the lease's own) are never checked. gate runs on the calling
- * thread, must be fast, thread-safe and must not call the client. Set it
- * before the client is shared between threads; NULL removes it. The manager
- * sets it when leader election is on (see manager.h). */
+ * thread, must be fast and thread-safe, and must not call the client. NULL
+ * removes it. Any thread, any time: when kcr_client_set_write_gate returns,
+ * no call of the previous gate is still running, so its ud may be freed.
+ * The manager sets it when leader election is on (see manager.h) and closes
+ * it (kcr_write_gate_closed) when it is freed. */
 typedef bool (*kcr_write_gate)(void *ud);
 void kcr_client_set_write_gate(kcr_client *c, kcr_write_gate gate, void *ud);
+/* A gate that refuses every write. */
+bool kcr_write_gate_closed(void *ud);
+/* Replaces the request observer (opts.observe at creation); NULL removes it.
+ * Any thread, any time: when it returns no call of the previous observer is
+ * still running, so its ud may be freed. Must not be called from an
+ * observer or a gate. */
+void kcr_client_set_observer(kcr_client *c, kcr_request_observer fn, void *ud);
 /* The config the client uses (borrowed). */
 kcr_config *kcr_client_config(kcr_client *c);
 

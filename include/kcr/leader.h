@@ -7,7 +7,7 @@
  *                               .on_started_leading = start_workers,
  *                               .on_stopped_leading = stop_workers, .ud = app};
  *   if(kcr_leader_new(&o, &le) || kcr_leader_start(le)) ...
- *   kcr_leader_wait(le, UINT64_MAX);      -- leader, or lost/stopped
+ *   kcr_leader_wait(le, KCR_FOREVER);     -- leader, or lost/stopped
  *   ...
  *   kcr_leader_stop(le);                  -- releases the lease if leading
  *   kcr_leader_free(le);
@@ -25,10 +25,19 @@
  * Leadership ends for good ("lost") when no renewal succeeded for
  * renew_deadline, or as soon as the Lease is seen held by another identity.
  * A lost elector does not try again: like client-go, the process is
- * expected to stop (or to make a new elector). No fencing: between the
- * moment a leader stops being able to renew and the moment it notices (at
- * most renew_deadline), work it does is unguarded; lease_duration -
- * renew_deadline is the margin that keeps a successor from starting before.
+ * expected to stop (or to make a new elector).
+ *
+ * Fencing: kcr_leader_may_write() is true only while the last successful
+ * renewal started less than renew_deadline ago, on the local monotonic
+ * clock - whether or not the elector thread has noticed anything. A
+ * successor can only take over lease_duration after our last renewal, so
+ * renew_deadline < lease_duration keeps the two from overlapping even when
+ * the whole process was frozen (SIGSTOP, a stalled VM) and its threads all
+ * wake up at once: a write checked against the fence just before it is
+ * sent (kcr_client_set_write_gate; the manager does this) cannot be sent
+ * after the lease could have passed to another. The monotonic clock keeps
+ * running while a process is stopped; a suspended machine (CLOCK_MONOTONIC
+ * does not count suspend) is not covered.
  *
  * Writes are optimistic: PUT with the lease's resourceVersion; a 409 means
  * another candidate won the race. API errors (403, 5xx, transport) are
@@ -64,7 +73,7 @@ typedef struct kcr_leader kcr_leader;
 typedef void (*kcr_leader_fn)(void *ud);
 
 struct kcr_leader_opts {
-  kcr_client *client;               /* required; borrowed, must outlive the elector */
+  kcr_client *client;               /* required; the elector holds a reference */
   const char *ns;                   /* required: the Lease's namespace (copied) */
   const char *name;                 /* required: the Lease's name (copied) */
   const char *identity;             /* copied; NULL or "": "<hostname>_<random hex>" */
@@ -99,7 +108,13 @@ kcr_err kcr_leader_start(kcr_leader *le);
  * release). Thread safety: any thread. */
 bool kcr_leader_is_leader(kcr_leader *le);
 
-/* Waits up to timeout_ms (UINT64_MAX: no limit) until this elector leads
+/* True while writes guarded by this elector may be sent: leading, and the
+ * last successful renewal started less than renew_deadline_ms ago (local
+ * monotonic clock). Lock-free; meant for kcr_client_set_write_gate.
+ * Thread safety: any thread, including from a signal handler. */
+bool kcr_leader_may_write(kcr_leader *le);
+
+/* Waits up to timeout_ms (KCR_FOREVER: no limit) until this elector leads
  * and on_started_leading has returned, or has lost leadership (see
  * kcr_leader_lost), or is stopped. Returns kcr_leader_is_leader().
  * Thread safety: any thread (not from a callback: it would wait for itself). */

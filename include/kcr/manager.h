@@ -16,8 +16,19 @@
  * that did not, after sync_timeout_ms), leader election (blocks until this
  * instance leads), the controllers. SIGTERM/SIGINT (or kcr_manager_stop):
  * stop taking new work, let in-flight reconciles finish within grace_ms,
- * release the lease, stop informers and servers; returns 0. Losing the lease
- * stops everything the same way and returns 1; a sync timeout returns 1.
+ * release the lease, stop informers and servers; returns 0. A start step
+ * that fails (server, informer or controller thread, sync timeout) stops
+ * what was started and returns 1 (2 for a server that cannot start).
+ *
+ * Leader election fences writes: with leader_elect, the manager's client
+ * refuses every mutating request (KCR_ECANCELED, before anything is sent)
+ * unless the lease was renewed less than renew_deadline_ms ago - so a
+ * replica that was frozen past its lease cannot write after it wakes up,
+ * not even from a reconcile that was in the middle of its writes. Losing
+ * the lease stops intake at once, does not wait for in-flight reconciles
+ * (they can no longer write) and returns 1: exit the process then, as
+ * controller-runtime does (kcr_manager_busy() says whether reconciles are
+ * still running; kcr_manager_free would wait for them).
  *
  * /healthz: "ping" (the process is serving). /readyz: "informers" (all
  * synced). Leadership is the separate gauge leader_election_master_status,
@@ -59,6 +70,12 @@ struct kcr_manager_opts {
   struct kcr_client_opts client; /* timeouts etc.; observe is set by the manager */
 };
 
+/* Makes the manager and its client, and binds the metrics and health
+ * addresses (served from kcr_manager_run), so a bad or busy address is an
+ * error here, before anything starts. Takes over o->config (freed also on
+ * failure). Errors: KCR_EINVAL (no config), KCR_ECONFIG (an address that
+ * does not parse or resolve), KCR_EIO (cannot bind: in use, permission),
+ * KCR_ENOMEM, and the client's errors; ei names what was wrong. */
 kcr_err kcr_manager_new(const struct kcr_manager_opts *o, kcr_manager **out,
                         struct kcr_errinfo *ei);
 kcr_client *kcr_manager_client(kcr_manager *m);
@@ -73,10 +90,20 @@ kcr_err kcr_manager_add(kcr_manager *m, kcr_controller *c);
 int kcr_manager_run(kcr_manager *m);
 /* Asks a running manager to stop (async-signal-safe). */
 void kcr_manager_stop(kcr_manager *m);
-/* True while this instance may reconcile (always true without election). */
+/* Reconciles still running (after run returned past its grace period or on
+ * lease loss). kcr_manager_free waits for them; a process that wants to exit
+ * promptly exits without freeing. Any thread. */
+int kcr_manager_busy(kcr_manager *m);
+/* True while this instance leads (always true without election). Any
+ * thread. Writes are fenced more strictly: see kcr_leader_may_write. */
 bool kcr_manager_leading(kcr_manager *m);
-/* The health server's bound port (after run started; 0 if none). */
+/* The health server's bound port (after kcr_manager_new; 0 if none). */
 int kcr_manager_health_port(kcr_manager *m);
+/* Frees the controllers first - each waits for its in-flight reconciles, so
+ * nothing they use is freed under them (see kcr_controller_free) - then the
+ * elector, the informers, the servers and the manager's client reference.
+ * Objects that hold their own client reference (a status writer, a
+ * recorder) may be freed before or after. NULL: no-op. */
 void kcr_manager_free(kcr_manager *m);
 
 #endif

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ebdman.h"
 #include "kcr/events.h"
@@ -41,6 +42,7 @@ struct announced {
 #define ANNOUNCED_BUCKETS 4096
 
 struct ebdman {
+  kcr_manager *m; /* set only when exiting without freeing */
   kcr_informer *ebds, *vfms, *cms;
   kcr_status_writer *status;
   kcr_recorder *events;
@@ -48,13 +50,8 @@ struct ebdman {
   struct announced *announced[ANNOUNCED_BUCKETS];
 };
 
-static unsigned long long fnv(const char *s)
-{
-  unsigned long long h = 1469598103934665603ull;
-  for(; s && *s; s++)
-    h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
-}
+/* Keyed (kcr/hash.h): uids are not chosen by users, messages are. */
+static unsigned long long fnv(const char *s) { return kcr_hash_str(s); }
 
 /* Finds or makes the record for uid; call with e->mu held. */
 static struct announced *announced_for(struct ebdman *e, const char *uid)
@@ -100,19 +97,25 @@ static bool child_up_to_date(kcr_informer *inf, const cJSON *want, const char *f
   ok = have && same_map(kcr_json_at(want, field), kcr_json_at(have, field)) &&
        kcr_obj_controller(o)->uid &&
        !strcmp(kcr_obj_controller(o)->uid, kcr_json_str(want_refs, "uid"));
-  /* Propagated annotations: same set with the same values. */
-  cJSON_ArrayForEach(a, kcr_json_at(want, "metadata.annotations"))
-  {
-    const char *v =
-        kcr_json_member_str(kcr_json_at(have, "metadata.annotations"), a->string);
-    ok = ok && v && !strcmp(v, a->valuestring);
+  /* Propagated annotations: same set with the same values. Annotations are
+   * a map of strings; anything else (an array has members without names)
+   * is no match. */
+  const cJSON *wann = kcr_json_at(want, "metadata.annotations"),
+              *hann = kcr_json_at(have, "metadata.annotations");
+  if((wann && !cJSON_IsObject(wann)) || (hann && !cJSON_IsObject(hann))) {
+    ok = false;
+    wann = hann = NULL;
   }
-  cJSON_ArrayForEach(a, kcr_json_at(have, "metadata.annotations"))
+  cJSON_ArrayForEach(a, wann)
   {
-    if(!strncmp(a->string, EBDMAN_VFM_ANNOTATION_PREFIX,
-                strlen(EBDMAN_VFM_ANNOTATION_PREFIX)))
-      ok = ok && cJSON_GetObjectItemCaseSensitive(
-                     kcr_json_at(want, "metadata.annotations"), a->string);
+    const char *v = a->string ? kcr_json_member_str(hann, a->string) : NULL;
+    ok = ok && v && cJSON_IsString(a) && !strcmp(v, a->valuestring);
+  }
+  cJSON_ArrayForEach(a, hann)
+  {
+    if(a->string && !strncmp(a->string, EBDMAN_VFM_ANNOTATION_PREFIX,
+                             strlen(EBDMAN_VFM_ANNOTATION_PREFIX)))
+      ok = ok && cJSON_GetObjectItemCaseSensitive(wann, a->string);
   }
   cJSON_Delete(have);
   kcr_obj_unref(o);
@@ -336,6 +339,7 @@ out:
 int ebdman_run(const struct ebdman_run_opts *ro)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  char ua[256], host[128] = "unknown";
   struct kcr_manager_opts mo = {.name = "ebdman",
                                 .metrics_addr = ro->metrics_addr,
                                 .health_addr = ro->health_addr,
@@ -349,6 +353,12 @@ int ebdman_run(const struct ebdman_run_opts *ro)
   int status = 1;
 
   pthread_mutex_init(&e.mu, NULL);
+  /* The user agent names the replica (a Pod's host name is its name), so an
+   * audit log tells which replica wrote what. */
+  gethostname(host, sizeof(host) - 1);
+  snprintf(ua, sizeof(ua), "ebdman/%s (%s; pid %ld) libkcr/%s", EBDMAN_VERSION, host,
+           (long)getpid(), KCR_VERSION);
+  mo.client.user_agent = ua;
   rc = kcr_config_load(&(struct kcr_config_opts){.kubeconfig = ro->kubeconfig},
                        &mo.config, &ei);
   if(!rc)
@@ -398,9 +408,20 @@ int ebdman_run(const struct ebdman_run_opts *ro)
   KCR_LOG(KCR_LOG_INFO, "ebdman starting", KCR_S("version", EBDMAN_VERSION),
           KCR_S("namespace", ro->ns ? ro->ns : "(all)"), KCR_I("workers", ro->workers),
           KCR_B("leaderElect", ro->leader_elect));
-  status = kcr_manager_run(m); /* returns with every controller stopped */
+  status = kcr_manager_run(m);
+  if(kcr_manager_busy(m)) {
+    /* A reconcile outlived the grace period (or the lease was lost: its
+     * writes are fenced). Freeing would wait for it: exit instead, as
+     * controller-runtime does. e keeps everything reachable. */
+    e.m = m;
+    KCR_LOG(KCR_LOG_WARN, "ebdman: exiting with reconciles still running",
+            KCR_I("running", kcr_manager_busy(m)), KCR_I("exitCode", status));
+    return status;
+  }
 out:
-  /* The recorder and the writer use the manager's client: they go first. */
+  /* No reconcile runs any more (busy is 0 and the queue is shut down), so
+   * the recorder and the writer can go, before the manager whose metrics
+   * registry they count into. */
   kcr_recorder_free(e.events);
   kcr_status_writer_free(e.status);
   kcr_manager_free(m);

@@ -61,8 +61,12 @@ struct kcr_client {
   kcr_config *cfg;
   struct kcr_client_opts opts;
   char *user_agent;
-  kcr_write_gate gate;
+  kcr_write_gate gate; /* under mu */
   void *gate_ud;
+  kcr_request_observer observe; /* under mu (opts.observe at first) */
+  void *observe_ud;
+  unsigned cb_busy;     /* gate or observer calls in progress, under mu */
+  pthread_cond_t cb_cv; /* cb_busy dropped to 0 */
   kcr__wire_fn wire;
   void *wire_ud;
   char *base_url;                /* the server URL, with tls-server-name as host */
@@ -170,6 +174,9 @@ kcr_err kcr_client_new(kcr_config *cfg, const struct kcr_client_opts *opts,
       strdup(c->opts.user_agent ? c->opts.user_agent : "kcr/" KCR_VERSION_STRING);
   c->opts.user_agent = c->user_agent;
   pthread_mutex_init(&c->mu, NULL);
+  pthread_cond_init(&c->cb_cv, NULL);
+  c->observe = c->opts.observe;
+  c->observe_ud = c->opts.observe_ud;
   rc = c->user_agent ? route_setup(c, ei) : KCR_ENOMEM;
   if(rc) {
     kcr_client_free(c);
@@ -201,6 +208,7 @@ void kcr_client_free(kcr_client *c)
   for(size_t i = 0; i < c->npool; i++)
     conn_free(c->pool[i]);
   pthread_mutex_destroy(&c->mu);
+  pthread_cond_destroy(&c->cb_cv);
   curl_slist_free_all(c->connect_to); /* after the handles that use it */
   free(c->base_url);
   free(c->host_hdr);
@@ -211,13 +219,62 @@ void kcr_client_free(kcr_client *c)
 
 kcr_config *kcr_client_config(kcr_client *c) { return c->cfg; }
 
-void kcr_client_set_write_gate(kcr_client *c, kcr_write_gate gate, void *ud)
+/* Callbacks registered on the client (gate, observer) are called outside
+ * mu but counted in cb_busy, so that replacing one can wait until no call
+ * of the old one runs: after that its ud may be freed, even though the
+ * client itself lives on (it is reference counted). */
+static void cb_done(kcr_client *c)
 {
-  c->gate = gate;
-  c->gate_ud = ud;
+  pthread_mutex_lock(&c->mu);
+  if(!--c->cb_busy)
+    pthread_cond_broadcast(&c->cb_cv);
+  pthread_mutex_unlock(&c->mu);
 }
 
-bool kcr__client_may_write(kcr_client *c) { return !c->gate || c->gate(c->gate_ud); }
+static void cb_quiesce(kcr_client *c) /* with mu held */
+{
+  while(c->cb_busy)
+    pthread_cond_wait(&c->cb_cv, &c->mu);
+}
+
+void kcr_client_set_write_gate(kcr_client *c, kcr_write_gate gate, void *ud)
+{
+  pthread_mutex_lock(&c->mu);
+  c->gate = gate;
+  c->gate_ud = ud;
+  cb_quiesce(c);
+  pthread_mutex_unlock(&c->mu);
+}
+
+void kcr_client_set_observer(kcr_client *c, kcr_request_observer fn, void *ud)
+{
+  pthread_mutex_lock(&c->mu);
+  c->observe = fn;
+  c->observe_ud = ud;
+  cb_quiesce(c);
+  pthread_mutex_unlock(&c->mu);
+}
+
+bool kcr_write_gate_closed(void *ud) { return false; }
+
+bool kcr__client_may_write(kcr_client *c)
+{
+  kcr_write_gate gate;
+  void *ud;
+  bool ok;
+
+  pthread_mutex_lock(&c->mu);
+  gate = c->gate;
+  ud = c->gate_ud;
+  if(gate)
+    c->cb_busy++;
+  pthread_mutex_unlock(&c->mu);
+  if(!gate)
+    return true;
+  ok = gate(ud);
+  cb_done(c);
+  return ok;
+}
 
 void kcr__client_set_wire(kcr_client *c, kcr__wire_fn fn, void *ud)
 {
@@ -261,8 +318,19 @@ static int gate_prereq(void *ud, char *primary_ip, char *local_ip, int primary_p
 
 void kcr__client_observe(kcr_client *c, const char *method, long code, double secs)
 {
-  if(c->opts.observe)
-    c->opts.observe(method, code, secs, c->opts.observe_ud);
+  kcr_request_observer fn;
+  void *ud;
+
+  pthread_mutex_lock(&c->mu);
+  fn = c->observe;
+  ud = c->observe_ud;
+  if(fn)
+    c->cb_busy++;
+  pthread_mutex_unlock(&c->mu);
+  if(fn) {
+    fn(method, code, secs, ud);
+    cb_done(c);
+  }
 }
 
 /* Settings that never change for a handle. */
@@ -377,7 +445,7 @@ kcr_err kcr__conn_prepare(kcr_client *c, struct kcr__conn *conn, const char *met
   curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
   if(strcmp(method, "GET"))
     curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-  if(c->gate && !ungated && mutating(method)) {
+  if(!ungated && mutating(method)) {
     curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, gate_prereq);
     curl_easy_setopt(h, CURLOPT_PREREQDATA, c);
   } else {
@@ -910,8 +978,8 @@ kcr_err kcr_delete(kcr_client *c, const struct kcr_ref *ref,
           !cJSON_AddStringToObject(pre, "resourceVersion", o->precondition_rv)))
         goto out;
     }
-    if(o->has_grace && !cJSON_AddNumberToObject(opts, "gracePeriodSeconds",
-                                                (double)o->grace_period_seconds))
+    if(o->has_grace &&
+       !kcr_json_add_int(opts, "gracePeriodSeconds", (int64_t)o->grace_period_seconds))
       goto out;
     if(o->dry_run) {
       cJSON *all = cJSON_CreateStringArray((const char *[]){"All"}, 1);

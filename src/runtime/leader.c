@@ -47,6 +47,7 @@
  * seen record, log memory) belongs to the elector thread. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,8 +96,11 @@ struct kcr_leader {
   uint64_t seen_dur_ms; /* its leaseDurationSeconds, or our default */
   char *seen_holder;    /* holder of the last record that was not ours */
   uint64_t last_ok_ms;  /* start of the last successful write */
-  kcr_err last_err;     /* to log a repeated error once */
-  char *logged_holder;  /* to log "held by"/"expired" once per holder */
+  /* Any thread: writes are allowed while the monotonic time is below this
+   * (last_ok_ms + renew_deadline while leading; 0 otherwise). */
+  _Atomic uint64_t fence_ms;
+  kcr_err last_err;    /* to log a repeated error once */
+  char *logged_holder; /* to log "held by"/"expired" once per holder */
   enum logged logged_what;
   unsigned seed;
 };
@@ -166,6 +170,7 @@ kcr_err kcr_leader_new(const struct kcr_leader_opts *o, kcr_leader **out)
   }
   le->o.client = kcr_client_ref(o->client);
   le->seed = (unsigned)kcr_time_mono_ns() ^ (unsigned)getpid();
+  atomic_init(&le->fence_ms, 0);
   le->ns = strdup(o->ns);
   le->name = strdup(o->name);
   le->identity =
@@ -233,6 +238,10 @@ static void set_flag(kcr_leader *le, bool *flag, bool v)
 
 static void set_leading(kcr_leader *le, bool leading)
 {
+  if(!leading) /* close the fence before anyone hears leadership ended */
+    atomic_store(&le->fence_ms, 0);
+  else
+    atomic_store(&le->fence_ms, le->last_ok_ms + le->o.renew_deadline_ms);
   set_flag(le, &le->leading, leading);
   kcr_metric_set(le->m_status, (const char *[]){le->name}, leading ? 1 : 0);
 }
@@ -283,11 +292,11 @@ out:
 /* An int32 field of a record, or def if absent, not a number or < min. */
 static int64_t spec_int(const cJSON *spec, const char *key, int64_t min, int64_t def)
 {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(spec, key);
-  if(!cJSON_IsNumber(v) || !(v->valuedouble >= (double)min) ||
-     v->valuedouble > (double)INT32_MAX)
+  int64_t x;
+  if(kcr_json_get_int(cJSON_GetObjectItemCaseSensitive(spec, key), &x) || x < min ||
+     x > INT32_MAX)
     return def;
-  return (int64_t)v->valuedouble;
+  return x;
 }
 
 static const char *spec_holder(const cJSON *lease)
@@ -512,6 +521,8 @@ static enum try_result try_once(kcr_leader *le, bool leading, uint64_t deadline)
   goto out;
 ok:
   le->last_ok_ms = t0;
+  if(leading) /* extend the fence; on acquisition set_leading opens it */
+    atomic_store(&le->fence_ms, t0 + le->o.renew_deadline_ms);
   le->last_err = KCR_OK;
   res = TRY_OK;
 out:
@@ -676,6 +687,11 @@ bool kcr_leader_is_leader(kcr_leader *le)
   return l;
 }
 
+bool kcr_leader_may_write(kcr_leader *le)
+{
+  return kcr_time_mono_ms() < atomic_load(&le->fence_ms);
+}
+
 bool kcr_leader_lost(kcr_leader *le)
 {
   pthread_mutex_lock(&le->mu);
@@ -686,7 +702,7 @@ bool kcr_leader_lost(kcr_leader *le)
 
 bool kcr_leader_wait(kcr_leader *le, uint64_t timeout_ms)
 {
-  bool forever = timeout_ms > (uint64_t)1e12; /* ~30 years */
+  bool forever = timeout_ms == KCR_FOREVER;
   struct timespec ts = kcr_time_mono_after(forever ? 0 : timeout_ms);
   bool l;
 

@@ -1,11 +1,25 @@
 /* DESIGN: the manager wires the runtime together and owns the process's
  * life cycle: start order servers -> informers -> sync -> leader -> controllers,
  * stop order controllers (grace) -> lease release -> informers -> servers.
+ * Every start step is checked; the first that fails stops what was started
+ * and run() returns 1 with one log line naming what failed.
  *
  * Stop requests come from signals (a sigwait thread, so no work happens in
  * a signal handler), from kcr_manager_stop (async-signal-safe: an atomic
  * flag and sem_post) or from losing the lease. run() sleeps on the
  * semaphore. Informers are shared: one per (gvr, namespace, selectors).
+ *
+ * Leader election: the client's write gate is the elector's fence
+ * (kcr_leader_may_write), so no write leaves this process unless the lease
+ * was renewed less than renew_deadline ago - even in a reconcile that was
+ * frozen with the whole process past the lease's expiry. On loss, run()
+ * does not wait for in-flight reconciles (grace 0: they can no longer write)
+ * and returns 1 at once; the process is expected to exit, as
+ * controller-runtime's does.
+ *
+ * Lifetime: kcr_manager_free frees controllers first (each joins its
+ * workers), then the elector, informers, servers and its client reference;
+ * nothing is freed while a reconcile can still run.
  * No locks of its own: setup happens before run, and run is one thread. */
 #include <pthread.h>
 #include <semaphore.h>
@@ -41,10 +55,20 @@ struct kcr_manager {
   size_t nctl;
   kcr_httpd *srv[2];
   kcr_leader *leader;
+  atomic_bool leader_ready; /* m->leader may be read by other threads */
   sem_t wake;
   atomic_bool stop, lost;
   int health_port;
 };
+
+/* The write gate (see DESIGN). Before the elector exists: nothing may be
+ * written yet (controllers start only once leading). */
+static bool may_write(void *ud)
+{
+  kcr_manager *m = ud;
+  kcr_leader *le = atomic_load(&m->leader_ready) ? m->leader : NULL;
+  return le && kcr_leader_may_write(le);
+}
 
 static void observe(const char *method, long code, double secs, void *ud)
 {
@@ -57,6 +81,8 @@ static void observe(const char *method, long code, double secs, void *ud)
   kcr_metric_inc(m->m_requests, (const char *[]){c, method, NULL}, 1);
   kcr_metric_observe(m->m_latency, (const char *[]){method, NULL}, secs);
 }
+
+static kcr_err open_servers(kcr_manager *m, struct kcr_errinfo *ei);
 
 kcr_err kcr_manager_new(const struct kcr_manager_opts *o, kcr_manager **out,
                         struct kcr_errinfo *ei)
@@ -90,6 +116,7 @@ kcr_err kcr_manager_new(const struct kcr_manager_opts *o, kcr_manager **out,
   sem_init(&m->wake, 0, 0);
   atomic_init(&m->stop, false);
   atomic_init(&m->lost, false);
+  atomic_init(&m->leader_ready, false);
   if(!m->name || !m->metrics) {
     kcr_config_free(o->config);
     kcr_manager_free(m);
@@ -120,6 +147,13 @@ kcr_err kcr_manager_new(const struct kcr_manager_opts *o, kcr_manager **out,
     kcr_manager_free(m);
     return rc ? rc : KCR_ENOMEM;
   }
+  rc = open_servers(m, ei);
+  if(rc) {
+    kcr_manager_free(m);
+    return rc;
+  }
+  if(o->leader_elect)
+    kcr_client_set_write_gate(m->client, may_write, m);
   if(!m->o.sync_timeout_ms)
     m->o.sync_timeout_ms = 120000;
   if(!m->o.grace_ms)
@@ -184,9 +218,18 @@ void kcr_manager_stop(kcr_manager *m)
     sem_post(&m->wake);
 }
 
+int kcr_manager_busy(kcr_manager *m)
+{
+  int n = 0;
+  for(size_t i = 0; i < m->nctl; i++)
+    n += kcr_controller_busy(m->ctl[i]);
+  return n;
+}
+
 bool kcr_manager_leading(kcr_manager *m)
 {
-  return !m->o.leader_elect || (m->leader && kcr_leader_is_leader(m->leader));
+  return !m->o.leader_elect ||
+         (atomic_load(&m->leader_ready) && kcr_leader_is_leader(m->leader));
 }
 
 static bool informers_synced(void *ud, char *reason, size_t n)
@@ -203,9 +246,11 @@ static bool informers_synced(void *ud, char *reason, size_t n)
 
 static bool ping(void *ud, char *reason, size_t n) { return true; }
 
-static kcr_err start_servers(kcr_manager *m)
+/* Makes the metrics/health servers and binds their addresses now, so that a
+ * bad or busy address fails kcr_manager_new with a message naming it,
+ * before anything starts. Serving begins in run (start_servers). */
+static kcr_err open_servers(kcr_manager *m, struct kcr_errinfo *ei)
 {
-  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   const char *addrs[2] = {m->o.metrics_addr, m->o.health_addr};
   kcr_err rc = KCR_OK;
 
@@ -215,21 +260,35 @@ static kcr_err start_servers(kcr_manager *m)
       continue;
     if(i == 1 && m->srv[0] && addrs[0] && !strcmp(a, addrs[0]))
       break; /* one server for both */
-    rc = kcr_httpd_new(&(struct kcr_httpd_opts){a, m->metrics}, &m->srv[i], &ei);
+    rc = kcr_httpd_new(&(struct kcr_httpd_opts){a, m->metrics}, &m->srv[i], ei);
     if(!rc)
       rc = kcr_httpd_add_healthz(m->srv[i], "ping", ping, m);
     if(!rc)
       rc = kcr_httpd_add_readyz(m->srv[i], "informers", informers_synced, m);
     if(!rc)
-      rc = kcr_httpd_start(m->srv[i], &ei);
-    if(rc)
-      KCR_LOG(KCR_LOG_ERROR, "manager: cannot start the metrics/health server",
-              KCR_S("address", a), KCR_S("detail", ei.message));
+      rc = kcr_httpd_listen(m->srv[i], ei);
   }
   if(!rc)
     m->health_port = m->srv[1]   ? kcr_httpd_port(m->srv[1])
                      : m->srv[0] ? kcr_httpd_port(m->srv[0])
                                  : 0;
+  return rc;
+}
+
+static kcr_err start_servers(kcr_manager *m)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_err rc = KCR_OK;
+
+  for(int i = 0; i < 2 && !rc; i++) {
+    if(!m->srv[i])
+      continue;
+    rc = kcr_httpd_start(m->srv[i], &ei);
+    if(rc)
+      KCR_LOG(KCR_LOG_ERROR, "manager: cannot start the metrics/health server",
+              KCR_S("address", i ? m->o.health_addr : m->o.metrics_addr),
+              KCR_S("detail", ei.message));
+  }
   kcr_errinfo_cleanup(&ei);
   return rc;
 }
@@ -293,7 +352,12 @@ static bool become_leader(kcr_manager *m)
                                .metrics = m->metrics,
                                .on_stopped_leading = on_lost,
                                .ud = m};
-  if(kcr_leader_new(&lo, &m->leader) || kcr_leader_start(m->leader)) {
+  if(kcr_leader_new(&lo, &m->leader)) {
+    KCR_LOG(KCR_LOG_ERROR, "manager: cannot start leader election");
+    return false;
+  }
+  atomic_store(&m->leader_ready, true);
+  if(kcr_leader_start(m->leader)) {
     KCR_LOG(KCR_LOG_ERROR, "manager: cannot start leader election");
     return false;
   }
@@ -322,8 +386,14 @@ int kcr_manager_run(kcr_manager *m)
     status = 2;
     goto out;
   }
-  for(size_t i = 0; i < m->ninf; i++)
-    kcr_informer_start(m->inf[i].inf);
+  for(size_t i = 0; i < m->ninf; i++) {
+    if(kcr_informer_start(m->inf[i].inf)) {
+      KCR_LOG(KCR_LOG_ERROR, "manager: cannot start an informer (out of threads?)",
+              KCR_S("informer", kcr_informer_name(m->inf[i].inf)));
+      status = 1;
+      goto out;
+    }
+  }
   if(!wait_synced(m)) {
     status = atomic_load(&m->stop) ? 0 : 1;
     goto out;
@@ -333,18 +403,32 @@ int kcr_manager_run(kcr_manager *m)
     status = atomic_load(&m->lost) ? 1 : 0;
     goto out;
   }
-  for(; started < m->nctl; started++)
-    if(kcr_controller_start(m->ctl[started]))
-      break;
+  for(; started < m->nctl; started++) {
+    if(kcr_controller_start(m->ctl[started])) {
+      KCR_LOG(KCR_LOG_ERROR, "manager: cannot start a controller (out of threads?)",
+              KCR_S("controller", kcr_controller_name(m->ctl[started])));
+      status = 1;
+      goto out;
+    }
+  }
   while(!atomic_load(&m->stop))
     sem_wait(&m->wake);
   if(atomic_load(&m->lost)) {
-    KCR_LOG(KCR_LOG_ERROR, "manager: leader election lost; exiting");
+    KCR_LOG(KCR_LOG_ERROR, "manager: leader election lost; stopping without waiting "
+                           "for reconciles (their writes are fenced)");
     status = 1;
   }
 out:
-  for(size_t i = 0; i < m->nctl; i++)
-    kcr_controller_stop(m->ctl[i], m->o.grace_ms);
+  atomic_store(&m->stop, true); /* the signal thread below must not report one */
+  for(size_t i = 0; i < m->nctl; i++) {
+    int left = kcr_controller_stop(m->ctl[i], atomic_load(&m->lost) ? 0 : m->o.grace_ms);
+    if(left)
+      KCR_LOG(KCR_LOG_WARN,
+              "manager: reconciles still running after the grace period; "
+              "kcr_manager_free would wait for them, exiting the process does not",
+              KCR_S("controller", kcr_controller_name(m->ctl[i])),
+              KCR_I("running", left));
+  }
   if(m->leader)
     kcr_leader_stop(m->leader); /* releases the lease if we hold it */
   for(size_t i = 0; i < m->ninf; i++)
@@ -366,6 +450,13 @@ void kcr_manager_free(kcr_manager *m)
     return;
   for(size_t i = 0; i < m->nctl; i++)
     kcr_controller_free(m->ctl[i]);
+  /* Objects that outlive the manager may hold the client (a recorder): the
+   * gate must no longer reach m or its elector, and the lease is no longer
+   * ours to write under. Returns once no call of the old gate runs. */
+  if(m->client && m->o.leader_elect)
+    kcr_client_set_write_gate(m->client, kcr_write_gate_closed, NULL);
+  if(m->client) /* the observer writes into m's metrics */
+    kcr_client_set_observer(m->client, NULL, NULL);
   kcr_leader_free(m->leader);
   for(size_t i = 0; i < m->ninf; i++) {
     kcr_informer_free(m->inf[i].inf);

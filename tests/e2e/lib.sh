@@ -305,7 +305,7 @@ _start_proc() {
     if ! proc_alive "$label"; then
       local rc=0
       wait "${E2E_PID[$label]}" || rc=$?
-      if grep -q 'cannot start the metrics/health server' "$logf"; then
+      if grep -qE 'cannot (start the metrics/health server|listen on .*in use)' "$logf"; then
         return 3
       fi
       tail -n 30 "$logf" | sed "s/^/  [$label] /"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # e2e cli: ebdman's command line. --help everywhere and `version` exit 0;
 # bad flags, bad values, unknown commands and an unreadable kubeconfig exit 2
-# with one clear line on stderr; `ebdman status -n NS` prints an aligned table
+# with one clear line on stderr; a bad or busy metrics/health address fails
+# before anything starts; `ebdman status -n NS` prints an aligned table
 # (NAME READY REASON ... columns) of the namespace's EBDs with their
 # conditions, and without -n a NAMESPACE column; a message carrying terminal
 # escape sequences (an EBD author writes it through vfm-sim's fail
@@ -81,6 +82,23 @@ expect_eq "ebdman run --kubeconfig /nonexistent: stderr lines other than log rec
 expect_contains "ebdman run --kubeconfig /nonexistent: stderr" "/nonexistent" "$errline"
 cli
 expect_eq "ebdman (no command): exit status" 2 "$CLI_RC"
+
+# A bad or busy metrics/health address is refused before anything starts
+# (issue 8, item 9): exit 2 with the address in the message, no informer
+# started, and no "signal received" line (there was no signal).
+api_port=${KCR_APISERVER_URL##*:}
+for args in "--metrics-bind-address 127.0.0.1:99999" \
+  "--metrics-bind-address no-such-host.invalid:8080" \
+  "--health-probe-bind-address 127.0.0.1:$api_port"; do
+  # shellcheck disable=SC2086 # two words on purpose
+  cli run $args
+  addr=${args#* }
+  expect_eq "ebdman run $args: exit status" 2 "$CLI_RC"
+  expect_contains "ebdman run $args: stderr" "$addr" "$CLI_ERR"
+  expect_eq "ebdman run $args: informer or signal lines" 0 \
+    "$(grep -cE 'informer|caches synced|signal received' "$E2E_TMP/cli.err" || true)"
+done
+expect_contains "ebdman run on a busy port: stderr" "in use" "$CLI_ERR"
 
 # --- status: an aligned table of the namespace's EBDs
 new_ns

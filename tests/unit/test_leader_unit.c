@@ -1,0 +1,393 @@
+/* Leader election at unit level, on the wire seam: a scripted Lease API
+ * (GET/POST/PUT with resourceVersion checks) drives the fence. The fence
+ * (kcr_leader_may_write) closes at the last successful renewal plus the
+ * renew deadline, even while the elector thread is stuck in a request; a
+ * client gated on it then refuses writes without sending them, while the
+ * lease's own requests are never refused. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "kcr.h"
+#include "tcheck.h"
+#include "tfail.h"
+#include "twire.h"
+
+#define LEASES "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+#define LEASE  LEASES "/lock"
+#define CMS    "/api/v1/namespaces/default/configmaps"
+
+static const struct kcr_gvr cms = {"", "v1", "configmaps", true};
+
+/* ---- a Lease API ---- */
+
+enum put_mode { PUT_OK, PUT_BLOCK, PUT_FAIL };
+
+struct lease_api {
+  pthread_mutex_t mu;
+  pthread_cond_t cv; /* any change below */
+  cJSON *lease;      /* the stored Lease, or NULL */
+  long rv;
+  int gets, posts, puts, puts_ok, releases, conflicts, patches;
+  enum put_mode mode;
+  bool blocked;          /* a PUT is being held */
+  bool unblock;          /* let it go */
+  uint64_t t_in;         /* when the request being handled came in */
+  uint64_t t_last_write; /* when the last successful write came in */
+};
+
+static void api_init(struct lease_api *a)
+{
+  pthread_condattr_t ca;
+  memset(a, 0, sizeof(*a));
+  pthread_mutex_init(&a->mu, NULL);
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&a->cv, &ca);
+  pthread_condattr_destroy(&ca);
+}
+
+static void api_cleanup(struct lease_api *a)
+{
+  cJSON_Delete(a->lease);
+  pthread_cond_destroy(&a->cv);
+  pthread_mutex_destroy(&a->mu);
+}
+
+static void api_set_mode(struct lease_api *a, enum put_mode m)
+{
+  pthread_mutex_lock(&a->mu);
+  a->mode = m;
+  if(m != PUT_BLOCK)
+    a->unblock = true;
+  pthread_cond_broadcast(&a->cv);
+  pthread_mutex_unlock(&a->mu);
+}
+
+/* Waits until *field (under a->mu) reaches v; true if it did. */
+static bool api_wait(struct lease_api *a, const int *field, int v, uint64_t ms)
+{
+  struct timespec ts = kcr_time_mono_after(ms);
+  bool ok;
+  pthread_mutex_lock(&a->mu);
+  while(*field < v && pthread_cond_timedwait(&a->cv, &a->mu, &ts) == 0)
+    ;
+  ok = *field >= v;
+  pthread_mutex_unlock(&a->mu);
+  return ok;
+}
+
+static bool api_wait_blocked(struct lease_api *a, uint64_t ms)
+{
+  struct timespec ts = kcr_time_mono_after(ms);
+  bool ok;
+  pthread_mutex_lock(&a->mu);
+  while(!a->blocked && pthread_cond_timedwait(&a->cv, &a->mu, &ts) == 0)
+    ;
+  ok = a->blocked;
+  pthread_mutex_unlock(&a->mu);
+  return ok;
+}
+
+static int api_get(struct lease_api *a, const int *field)
+{
+  pthread_mutex_lock(&a->mu);
+  int v = *field;
+  pthread_mutex_unlock(&a->mu);
+  return v;
+}
+
+/* Stores body as the Lease with the next resourceVersion; answers code. */
+static kcr_err store_lease(struct lease_api *a, struct twire_call *call, cJSON *obj,
+                           long code)
+{
+  cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+  char rv[24], *text;
+  kcr_err rc;
+
+  snprintf(rv, sizeof(rv), "%ld", ++a->rv);
+  cJSON_DeleteItemFromObjectCaseSensitive(meta, "resourceVersion");
+  cJSON_AddStringToObject(meta, "resourceVersion", rv);
+  cJSON_Delete(a->lease);
+  a->lease = obj;
+  a->t_last_write = a->t_in;
+  text = cJSON_PrintUnformatted(obj);
+  rc = twire_reply(call, code, "%s", text);
+  free(text);
+  pthread_cond_broadcast(&a->cv);
+  return rc;
+}
+
+static const char *holder_of(const cJSON *lease)
+{
+  const cJSON *h = cJSON_GetObjectItemCaseSensitive(
+      cJSON_GetObjectItemCaseSensitive(lease, "spec"), "holderIdentity");
+  return cJSON_IsString(h) ? h->valuestring : "";
+}
+
+static const char *rv_of(const cJSON *obj)
+{
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+      cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "resourceVersion");
+  return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static kcr_err put_lease(struct lease_api *a, struct twire_call *call)
+{
+  struct timespec ts = kcr_time_mono_after(60000);
+  uint64_t t_in = a->t_in;
+  cJSON *obj;
+  char cur[24];
+
+  a->puts++;
+  if(a->mode == PUT_FAIL)
+    return twire_reply(call, 500, "%s", twire_status_json(500, "InternalError"));
+  if(a->mode == PUT_BLOCK) { /* a frozen elector: its request does not return */
+    a->blocked = true;
+    a->unblock = false;
+    pthread_cond_broadcast(&a->cv);
+    while(!a->unblock && pthread_cond_timedwait(&a->cv, &a->mu, &ts) == 0)
+      ;
+    TCHECK(a->unblock);
+    a->blocked = false;
+    a->t_in = t_in; /* other requests came in meanwhile */
+    pthread_cond_broadcast(&a->cv);
+    if(a->mode == PUT_FAIL)
+      return twire_reply(call, 500, "%s", twire_status_json(500, "InternalError"));
+  }
+  if(!a->lease)
+    return twire_reply(call, 404, "%s", twire_status_json(404, "NotFound"));
+  obj = cJSON_ParseWithLength(call->req->body, call->req->body_len);
+  if(!TCHECK(obj != NULL))
+    return twire_reply(call, 400, "%s", twire_status_json(400, "BadRequest"));
+  snprintf(cur, sizeof(cur), "%ld", a->rv);
+  if(strcmp(rv_of(obj), cur)) {
+    a->conflicts++;
+    cJSON_Delete(obj);
+    return twire_reply(call, 409, "%s", twire_status_json(409, "Conflict"));
+  }
+  a->puts_ok++;
+  if(!*holder_of(obj))
+    a->releases++;
+  return store_lease(a, call, obj, 200);
+}
+
+static kcr_err lease_api(struct twire_call *call, void *ud)
+{
+  struct lease_api *a = ud;
+  uint64_t t_in = kcr_time_mono_ms();
+  kcr_err rc;
+
+  pthread_mutex_lock(&a->mu);
+  a->t_in = t_in;
+  if(twire_is(call, "GET", LEASE)) {
+    a->gets++;
+    if(!a->lease) {
+      rc = twire_reply(call, 404, "%s", twire_status_json(404, "NotFound"));
+    } else {
+      char *text = cJSON_PrintUnformatted(a->lease);
+      rc = twire_reply(call, 200, "%s", text);
+      free(text);
+    }
+  } else if(twire_is(call, "POST", LEASES)) {
+    a->posts++;
+    if(a->lease) {
+      rc = twire_reply(call, 409, "%s", twire_status_json(409, "AlreadyExists"));
+    } else {
+      cJSON *obj = cJSON_ParseWithLength(call->req->body, call->req->body_len);
+      TCHECK(obj && !strcmp(holder_of(obj), "me"));
+      rc = obj ? store_lease(a, call, obj, 201)
+               : twire_reply(call, 400, "%s", twire_status_json(400, "BadRequest"));
+    }
+  } else if(twire_is(call, "PUT", LEASE)) {
+    rc = put_lease(a, call);
+  } else if(twire_is(call, "PATCH", CMS)) {
+    a->patches++;
+    rc = twire_reply(call, 200,
+                     "{\"metadata\":{\"name\":\"a\",\"namespace\":\"default\"}}");
+  } else {
+    TCHECK_FAIL("unexpected request %s %s", call->req->method, call->req->path);
+    rc = twire_reply(call, 404, "%s", twire_status_json(404, "NotFound"));
+  }
+  pthread_cond_broadcast(&a->cv);
+  pthread_mutex_unlock(&a->mu);
+  return rc;
+}
+
+/* ---- helpers ---- */
+
+static bool fence(void *ud) { return kcr_leader_may_write(ud); }
+
+static kcr_err patch(kcr_client *cl)
+{
+  static const char body[] = "{\"data\":{\"k\":\"v\"}}";
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_err rc = kcr_patch(cl, &(struct kcr_ref){&cms, "default", "a"},
+                         &(struct kcr_patch_opts){KCR_PATCH_MERGE}, body,
+                         sizeof(body) - 1, NULL, &ei);
+  kcr_errinfo_cleanup(&ei);
+  return rc;
+}
+
+/* Bounded polling (1 ms steps) until fn(le) == want; true if it got there. */
+static bool poll_until(bool (*fn)(kcr_leader *), kcr_leader *le, bool want, uint64_t ms)
+{
+  struct timespec step = {0, 1000000L};
+  uint64_t until = kcr_time_mono_ms() + ms;
+  while(fn(le) != want && kcr_time_mono_ms() < until)
+    nanosleep(&step, NULL);
+  return fn(le) == want;
+}
+
+struct stopped {
+  kcr_leader *le;
+  atomic_int calls;
+};
+
+static void on_stopped(void *ud)
+{
+  struct stopped *s = ud;
+  /* The fence is closed before anyone hears that leadership ended. */
+  TCHECK(!kcr_leader_may_write(s->le));
+  atomic_fetch_add(&s->calls, 1);
+}
+
+static kcr_leader *elector(kcr_client *cl, struct stopped *s)
+{
+  kcr_leader *le;
+  assert_int_equal(
+      KCR_OK, kcr_leader_new(&(struct kcr_leader_opts){.client = cl,
+                                                       .ns = "default",
+                                                       .name = "lock",
+                                                       .identity = "me",
+                                                       .lease_duration_ms = 2000,
+                                                       .renew_deadline_ms = 1500,
+                                                       .retry_period_ms = 300,
+                                                       .on_stopped_leading = on_stopped,
+                                                       .ud = s},
+                             &le));
+  s->le = le;
+  kcr_client_set_write_gate(cl, fence, le);
+  return le;
+}
+
+/* ---- the fence ---- */
+
+static void
+the_fence_closes_at_the_renew_deadline_while_the_elector_is_stuck(void **state)
+{
+  struct lease_api api;
+  struct stopped s = {0};
+  kcr_client *cl;
+  kcr_leader *le;
+  uint64_t t_last_ok, t_closed;
+  bool still_blocked;
+
+  api_init(&api);
+  atomic_init(&s.calls, 0);
+  cl = twire_client(lease_api, &api);
+  le = elector(cl, &s);
+  assert_int_equal(KCR_OK, kcr_leader_start(le));
+  assert_true(kcr_leader_wait(le, 30000));
+  assert_true(kcr_leader_may_write(le)); /* just acquired */
+  assert_int_equal(KCR_OK, patch(cl));
+  assert_int_equal(1, api_get(&api, &api.patches));
+  /* Renewals keep the fence open past acquisition + renew deadline. */
+  assert_true(api_wait(&api, &api.puts_ok, 6, 30000)); /* 6 x 300 ms > 1500 ms */
+  assert_true(kcr_leader_may_write(le));
+  assert_int_equal(KCR_OK, patch(cl));
+  assert_int_equal(2, api_get(&api, &api.patches));
+
+  /* The next renewal hangs in the API: the elector thread is stuck. */
+  api_set_mode(&api, PUT_BLOCK);
+  assert_true(api_wait_blocked(&api, 30000));
+  pthread_mutex_lock(&api.mu);
+  t_last_ok = api.t_last_write;
+  pthread_mutex_unlock(&api.mu);
+  assert_true(poll_until(kcr_leader_may_write, le, false, 30000));
+  t_closed = kcr_time_mono_ms();
+  pthread_mutex_lock(&api.mu);
+  still_blocked = api.blocked;
+  pthread_mutex_unlock(&api.mu);
+  /* Closed by the clock alone: the elector has not returned, and still
+   * believes it leads. */
+  assert_true(still_blocked);
+  assert_true(kcr_leader_is_leader(le));
+  /* Not before the last renewal (which started a little before the API saw
+   * it) plus the renew deadline. */
+  assert_true(t_closed + 300 >= t_last_ok + 1500);
+
+  /* A gated write is refused without being sent. */
+  assert_int_equal(KCR_ECANCELED, patch(cl));
+  assert_int_equal(2, api_get(&api, &api.patches));
+
+  /* The stuck renewal returns, failed: past the deadline, leadership is
+   * lost. (Had it succeeded, the lease would run from when it started.) */
+  api_set_mode(&api, PUT_FAIL);
+  assert_true(poll_until(kcr_leader_lost, le, true, 30000));
+  assert_false(kcr_leader_may_write(le));
+  assert_false(kcr_leader_is_leader(le));
+  assert_int_equal(KCR_ECANCELED, patch(cl));
+  assert_int_equal(2, api_get(&api, &api.patches));
+  assert_int_equal(1, atomic_load(&s.calls));
+  kcr_leader_free(le);
+  kcr_client_free(cl);
+  tcheck_report();
+  api_cleanup(&api);
+}
+
+static void the_lease_requests_pass_the_gate_the_fence_closes(void **state)
+{
+  struct lease_api api;
+  struct stopped s = {0};
+  kcr_client *cl;
+  kcr_leader *le;
+
+  api_init(&api);
+  atomic_init(&s.calls, 0);
+  cl = twire_client(lease_api, &api);
+  le = elector(cl, &s);
+  /* Not leading: the gate is closed for everyone else ... */
+  assert_false(kcr_leader_may_write(le));
+  assert_int_equal(KCR_ECANCELED, patch(cl));
+  assert_int_equal(0, api_get(&api, &api.patches));
+  /* ... but the lease's own create goes through it. */
+  assert_int_equal(KCR_OK, kcr_leader_start(le));
+  assert_true(kcr_leader_wait(le, 30000));
+  assert_int_equal(1, api_get(&api, &api.posts));
+
+  /* Stopping closes the fence first, then releases the lease: that write
+   * goes through the closed gate too. */
+  kcr_leader_stop(le);
+  assert_false(kcr_leader_may_write(le));
+  assert_int_equal(1, api_get(&api, &api.releases));
+  pthread_mutex_lock(&api.mu);
+  assert_string_equal("", holder_of(api.lease));
+  pthread_mutex_unlock(&api.mu);
+  assert_int_equal(KCR_ECANCELED, patch(cl));
+  assert_int_equal(0, api_get(&api, &api.patches));
+  assert_int_equal(1, atomic_load(&s.calls));
+  kcr_leader_free(le);
+  kcr_client_free(cl);
+  tcheck_report();
+  api_cleanup(&api);
+}
+
+int main(void)
+{
+  tfail_init();
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(the_fence_closes_at_the_renew_deadline_while_the_elector_is_stuck),
+      cmocka_unit_test(the_lease_requests_pass_the_gate_the_fence_closes),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,509 @@
+/* The manager at unit level: its client is put on the wire seam after
+ * kcr_manager_new (nothing uses it before run), answered by a scripted API
+ * with ConfigMaps and a Lease. Losing the lease returns from run at once,
+ * without waiting for a stuck reconcile, whose writes are then refused;
+ * free waits for it. A stop while informers sync returns 0; a bad or busy
+ * server address fails kcr_manager_new, caches that never sync fail run. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "kcr.h"
+#include "kube/client-int.h"
+#include "tcheck.h"
+#include "twait.h"
+#include "tfail.h"
+#include "twire.h"
+
+#define LEASES "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+#define LEASE  LEASES "/lock"
+#define CMS    "/api/v1/namespaces/default/configmaps"
+
+static const struct kcr_gvr cms = {"", "v1", "configmaps", true};
+
+/* ---- the API: ConfigMaps in "default" and a Lease ---- */
+
+enum put_mode { PUT_OK, PUT_FAIL };
+
+struct api {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  cJSON *lease; /* the stored Lease, or NULL */
+  long rv;
+  enum put_mode mode;
+  int lease_writes, releases, lists, watches, patches;
+  bool hold_list;    /* LISTs wait for release_list, then answer list_code */
+  bool list_held;    /* a LIST is being held */
+  bool release_list; /* let it go */
+  long list_code;    /* 200: the list; else that error */
+};
+
+static void api_init(struct api *a)
+{
+  pthread_condattr_t ca;
+  memset(a, 0, sizeof(*a));
+  pthread_mutex_init(&a->mu, NULL);
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&a->cv, &ca);
+  pthread_condattr_destroy(&ca);
+  a->list_code = 200;
+}
+
+static void api_cleanup(struct api *a)
+{
+  cJSON_Delete(a->lease);
+  pthread_cond_destroy(&a->cv);
+  pthread_mutex_destroy(&a->mu);
+}
+
+static int api_get(struct api *a, const int *field)
+{
+  pthread_mutex_lock(&a->mu);
+  int v = *field;
+  pthread_mutex_unlock(&a->mu);
+  return v;
+}
+
+static const char *rv_of(const cJSON *obj)
+{
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+      cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "resourceVersion");
+  return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static const char *holder_of(const cJSON *lease)
+{
+  const cJSON *h = cJSON_GetObjectItemCaseSensitive(
+      cJSON_GetObjectItemCaseSensitive(lease, "spec"), "holderIdentity");
+  return cJSON_IsString(h) ? h->valuestring : "";
+}
+
+static kcr_err store_lease(struct api *a, struct twire_call *call, cJSON *obj, long code)
+{
+  cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+  char rv[24], *text;
+  kcr_err rc;
+
+  snprintf(rv, sizeof(rv), "%ld", ++a->rv);
+  cJSON_DeleteItemFromObjectCaseSensitive(meta, "resourceVersion");
+  cJSON_AddStringToObject(meta, "resourceVersion", rv);
+  cJSON_Delete(a->lease);
+  a->lease = obj;
+  a->lease_writes++;
+  if(!*holder_of(obj))
+    a->releases++;
+  text = cJSON_PrintUnformatted(obj);
+  rc = twire_reply(call, code, "%s", text);
+  free(text);
+  return rc;
+}
+
+static kcr_err lease_request(struct api *a, struct twire_call *call)
+{
+  cJSON *obj = NULL;
+  char cur[24];
+
+  if(twire_is(call, "GET", LEASE)) {
+    char *text;
+    kcr_err rc;
+    if(!a->lease)
+      return twire_reply(call, 404, "%s", twire_status_json(404, "NotFound"));
+    text = cJSON_PrintUnformatted(a->lease);
+    rc = twire_reply(call, 200, "%s", text);
+    free(text);
+    return rc;
+  }
+  if(twire_is(call, "POST", LEASES)) {
+    if(a->lease)
+      return twire_reply(call, 409, "%s", twire_status_json(409, "AlreadyExists"));
+    obj = cJSON_ParseWithLength(call->req->body, call->req->body_len);
+    if(!TCHECK(obj != NULL))
+      return twire_reply(call, 400, "%s", twire_status_json(400, "BadRequest"));
+    return store_lease(a, call, obj, 201);
+  }
+  /* PUT */
+  if(a->mode == PUT_FAIL)
+    return twire_reply(call, 500, "%s", twire_status_json(500, "InternalError"));
+  if(!a->lease)
+    return twire_reply(call, 404, "%s", twire_status_json(404, "NotFound"));
+  obj = cJSON_ParseWithLength(call->req->body, call->req->body_len);
+  if(!TCHECK(obj != NULL))
+    return twire_reply(call, 400, "%s", twire_status_json(400, "BadRequest"));
+  snprintf(cur, sizeof(cur), "%ld", a->rv);
+  if(strcmp(rv_of(obj), cur)) {
+    cJSON_Delete(obj);
+    return twire_reply(call, 409, "%s", twire_status_json(409, "Conflict"));
+  }
+  return store_lease(a, call, obj, 200);
+}
+
+static kcr_err list_request(struct api *a, struct twire_call *call)
+{
+  struct timespec ts = kcr_time_mono_after(60000);
+  a->lists++;
+  if(a->hold_list) {
+    a->list_held = true;
+    pthread_cond_broadcast(&a->cv);
+    while(!a->release_list && pthread_cond_timedwait(&a->cv, &a->mu, &ts) == 0)
+      ;
+    TCHECK(a->release_list);
+    a->list_held = false;
+  }
+  if(a->list_code != 200)
+    return twire_reply(call, a->list_code, "%s",
+                       twire_status_json(a->list_code, "InternalError"));
+  return twire_reply(call, 200,
+                     "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{"
+                     "\"resourceVersion\":\"10\"},\"items\":[{\"metadata\":{\"name\":"
+                     "\"a\",\"namespace\":\"default\",\"resourceVersion\":\"1\"}}]}");
+}
+
+static kcr_err api(struct twire_call *call, void *ud)
+{
+  struct api *a = ud;
+  kcr_err rc;
+
+  if(call->req->watch) { /* no events; until the informer stops */
+    TCHECK(twire_is(call, "GET", CMS));
+    pthread_mutex_lock(&a->mu);
+    a->watches++;
+    pthread_mutex_unlock(&a->mu);
+    twire_stream(call, 200);
+    twire_wait_cancel(call, 60000);
+    return KCR_OK;
+  }
+  pthread_mutex_lock(&a->mu);
+  if(twire_is(call, "GET", LEASE) || twire_is(call, "POST", LEASES) ||
+     twire_is(call, "PUT", LEASE)) {
+    rc = lease_request(a, call);
+  } else if(twire_is(call, "GET", CMS)) {
+    rc = list_request(a, call);
+  } else if(twire_is(call, "PATCH", CMS)) {
+    a->patches++;
+    rc = twire_reply(call, 200,
+                     "{\"metadata\":{\"name\":\"a\",\"namespace\":\"default\"}}");
+  } else {
+    TCHECK_FAIL("unexpected request %s %s", call->req->method, call->req->path);
+    rc = twire_reply(call, 404, "%s", twire_status_json(404, "NotFound"));
+  }
+  pthread_cond_broadcast(&a->cv);
+  pthread_mutex_unlock(&a->mu);
+  return rc;
+}
+
+/* ---- the manager under test ---- */
+
+struct mopts {
+  bool elect;
+  uint64_t sync_timeout_ms;
+};
+
+static kcr_manager *manager(struct api *a, const struct mopts *mo)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_config *cfg = NULL;
+  kcr_manager *m = NULL;
+  kcr_err rc;
+
+  cfg = twire_config();
+  rc = kcr_manager_new(
+      &(struct kcr_manager_opts){
+          .config = cfg,
+          .name = "t",
+          .metrics_addr = "0",
+          .health_addr = "0",
+          .leader_elect = mo->elect,
+          .lease_namespace = "default",
+          .lease_name = "lock",
+          .identity = "me",
+          .lease_duration_ms = 2000,
+          .renew_deadline_ms = 1500,
+          .retry_period_ms = 300,
+          .sync_timeout_ms = mo->sync_timeout_ms,
+          .grace_ms = 60000, /* far longer than the test */
+          .no_signals = true,
+      },
+      &m, &ei);
+  if(rc)
+    print_error("manager: %s\n", ei.message ? ei.message : kcr_err_name(rc));
+  kcr_errinfo_cleanup(&ei);
+  assert_int_equal(KCR_OK, rc);
+  /* Nothing uses the client before run: put it on the wire. */
+  twire_attach(kcr_manager_client(m), api, a);
+  return m;
+}
+
+static kcr_controller *controller(kcr_manager *m, kcr_reconcile_fn fn, void *ud)
+{
+  kcr_informer *inf;
+  kcr_controller *c;
+  assert_int_equal(
+      KCR_OK, kcr_manager_informer(
+                  m, &(struct kcr_informer_opts){.gvr = &cms, .ns = "default"}, &inf));
+  assert_int_equal(
+      KCR_OK,
+      kcr_controller_new(
+          &(struct kcr_controller_opts){
+              .name = "ctl", .reconcile = fn, .ud = ud, .client = kcr_manager_client(m)},
+          &c));
+  assert_int_equal(KCR_OK, kcr_controller_for(c, inf, NULL, 0));
+  assert_int_equal(KCR_OK, kcr_manager_add(m, c));
+  return c;
+}
+
+struct run {
+  kcr_manager *m;
+  pthread_t th;
+  int status;
+  struct tsig done;
+};
+
+static void *run_main(void *p)
+{
+  struct run *r = p;
+  r->status = kcr_manager_run(r->m);
+  tsig_add(&r->done, 1);
+  return NULL;
+}
+
+static void run_start(struct run *r, kcr_manager *m)
+{
+  r->m = m;
+  r->status = -1;
+  tsig_init(&r->done);
+  assert_int_equal(0, pthread_create(&r->th, NULL, run_main, r));
+}
+
+/* Joins run's thread; its exit code. */
+static int run_join(struct run *r)
+{
+  assert_true(tsig_wait(&r->done, 1, 60000));
+  pthread_join(r->th, NULL);
+  tsig_cleanup(&r->done);
+  return r->status;
+}
+
+/* ---- losing the lease ---- */
+
+struct stuck {
+  struct tsig entered, write, wrote, ret;
+  kcr_err write_rc;
+  atomic_bool returned;
+};
+
+/* Blocks until the test lets it write, writes, then blocks until it may
+ * return: a reconcile stuck past the end of the manager's run. */
+static kcr_err stuck_reconcile(kcr_ctx *cx, const struct kcr_request *req,
+                               struct kcr_result *res, void *ud)
+{
+  static const char body[] = "{\"data\":{\"k\":\"v\"}}";
+  struct stuck *s = ud;
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+
+  TCHECK(!strcmp(req->name, "a"));
+  tsig_add(&s->entered, 1);
+  if(TCHECK(tsig_wait(&s->write, 1, 60000)))
+    s->write_rc = kcr_patch(kcr_ctx_client(cx), &(struct kcr_ref){&cms, "default", "a"},
+                            &(struct kcr_patch_opts){KCR_PATCH_MERGE}, body,
+                            sizeof(body) - 1, NULL, &ei);
+  kcr_errinfo_cleanup(&ei);
+  tsig_add(&s->wrote, 1);
+  TCHECK(tsig_wait(&s->ret, 1, 60000));
+  atomic_store(&s->returned, true);
+  return KCR_OK;
+}
+
+static void losing_the_lease_returns_at_once_and_fences_a_stuck_reconcile(void **state)
+{
+  struct api a;
+  struct stuck s = {0};
+  struct run r;
+  kcr_manager *m;
+  uint64_t t_fail, t_ret;
+
+  api_init(&a);
+  tsig_init(&s.entered);
+  tsig_init(&s.write);
+  tsig_init(&s.wrote);
+  tsig_init(&s.ret);
+  atomic_init(&s.returned, false);
+  m = manager(&a, &(struct mopts){.elect = true});
+  controller(m, stuck_reconcile, &s);
+  run_start(&r, m);
+  assert_true(tsig_wait(&s.entered, 1, 60000)); /* leading, reconciling */
+  assert_true(kcr_manager_leading(m));
+
+  /* Renewals fail from now on: the lease is lost within the renew deadline
+   * (1.5 s) plus a retry period; run returns then, not after the 60 s grace
+   * the stuck reconcile would need. */
+  pthread_mutex_lock(&a.mu);
+  a.mode = PUT_FAIL;
+  pthread_mutex_unlock(&a.mu);
+  t_fail = kcr_time_mono_ms();
+  assert_int_equal(1, run_join(&r));
+  t_ret = kcr_time_mono_ms();
+  assert_true(t_ret - t_fail < 15000);
+  assert_false(kcr_manager_leading(m));
+  assert_int_equal(1, kcr_manager_busy(m));
+  assert_int_equal(0, api_get(&a, &a.releases)); /* a lost lease is not released */
+
+  /* The stuck reconcile writes now: refused, never sent. */
+  tsig_add(&s.write, 1);
+  assert_true(tsig_wait(&s.wrote, 1, 60000));
+  assert_int_equal(KCR_ECANCELED, s.write_rc);
+  assert_int_equal(0, api_get(&a, &a.patches));
+
+  /* Free waits for the reconcile, which returns once let go. */
+  tsig_add(&s.ret, 1);
+  kcr_manager_free(m);
+  assert_true(atomic_load(&s.returned));
+  tcheck_report();
+  tsig_cleanup(&s.entered);
+  tsig_cleanup(&s.write);
+  tsig_cleanup(&s.wrote);
+  tsig_cleanup(&s.ret);
+  api_cleanup(&a);
+}
+
+/* ---- stopping, start failures ---- */
+
+static kcr_err never_reconciled(kcr_ctx *cx, const struct kcr_request *req,
+                                struct kcr_result *res, void *ud)
+{
+  TCHECK_FAIL("reconciled %s although the caches never synced", req->key);
+  return KCR_OK;
+}
+
+static void stop_from_another_thread_while_informers_sync_returns_0(void **state)
+{
+  struct api a;
+  struct run r;
+  kcr_manager *m;
+  struct timespec ts = kcr_time_mono_after(60000);
+
+  api_init(&a);
+  a.hold_list = true;
+  a.list_code = 500;
+  m = manager(&a, &(struct mopts){0});
+  controller(m, never_reconciled, NULL);
+  run_start(&r, m);
+  pthread_mutex_lock(&a.mu);
+  while(!a.list_held && pthread_cond_timedwait(&a.cv, &a.mu, &ts) == 0)
+    ;
+  assert_true(a.list_held);
+  pthread_mutex_unlock(&a.mu);
+
+  kcr_manager_stop(m); /* the LIST is still in flight */
+  pthread_mutex_lock(&a.mu);
+  a.release_list = true;
+  pthread_cond_broadcast(&a.cv);
+  pthread_mutex_unlock(&a.mu);
+  assert_int_equal(0, run_join(&r));
+  assert_int_equal(0, kcr_manager_busy(m));
+  assert_int_equal(0, api_get(&a, &a.watches));
+  kcr_manager_free(m);
+  tcheck_report();
+  api_cleanup(&a);
+}
+
+/* A manager without election on addresses metrics and health. */
+static kcr_err new_manager(const char *metrics, const char *health, kcr_manager **m,
+                           struct kcr_errinfo *ei)
+{
+  kcr_config *cfg = twire_config();
+  return kcr_manager_new(&(struct kcr_manager_opts){.config = cfg,
+                                                    .name = "t",
+                                                    .metrics_addr = metrics,
+                                                    .health_addr = health,
+                                                    .no_signals = true},
+                         m, ei);
+}
+
+static void a_bad_or_busy_server_address_fails_kcr_manager_new(void **state)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_manager *m1 = NULL, *m2 = NULL;
+  char addr[64];
+  int port;
+
+  /* Does not parse: said before anything starts, naming the address. */
+  assert_int_equal(KCR_ECONFIG, new_manager(":99999", "0", &m2, &ei));
+  assert_null(m2);
+  assert_non_null(ei.message);
+  assert_non_null(strstr(ei.message, ":99999"));
+  kcr_errinfo_cleanup(&ei);
+  /* In use: bound by another manager. */
+  assert_int_equal(KCR_OK, new_manager("0", "127.0.0.1:0", &m1, &ei));
+  port = kcr_manager_health_port(m1);
+  assert_true(port > 0);
+  snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+  assert_int_equal(KCR_EIO, new_manager(addr, "0", &m2, &ei));
+  assert_null(m2);
+  assert_non_null(ei.message);
+  assert_non_null(strstr(ei.message, addr));
+  kcr_errinfo_cleanup(&ei);
+  kcr_manager_free(m1);
+}
+
+static void caches_that_never_sync_fail_run_after_the_sync_timeout(void **state)
+{
+  struct api a;
+  kcr_manager *m;
+
+  api_init(&a);
+  a.list_code = 500;
+  m = manager(&a, &(struct mopts){.elect = true, .sync_timeout_ms = 300});
+  controller(m, never_reconciled, NULL);
+  assert_int_equal(1, kcr_manager_run(m));
+  assert_true(api_get(&a, &a.lists) >= 1);
+  assert_int_equal(0, api_get(&a, &a.lease_writes)); /* never tried to lead */
+  kcr_manager_free(m);
+  tcheck_report();
+  api_cleanup(&a);
+}
+
+/* A thread that cannot be made fails run with 1 and starts nothing after it
+ * (issue 8, item 9: the informer's and the controllers' start results were
+ * ignored: a manager ran without its controllers, or without a cache). */
+static void a_thread_that_cannot_start_fails_run(void **state)
+{
+  for(int which = 1; which <= 2; which++) { /* 1: the informer, 2: a worker */
+    struct api a;
+    kcr_manager *m;
+    api_init(&a);
+    m = manager(&a, &(struct mopts){.elect = false, .sync_timeout_ms = 10000});
+    controller(m, never_reconciled, NULL);
+    tfail_threads_arm(which);
+    assert_int_equal(1, kcr_manager_run(m));
+    tfail_threads_arm(0);
+    if(which == 1)
+      assert_int_equal(0, api_get(&a, &a.lists)); /* no cache was started */
+    assert_int_equal(0, kcr_manager_busy(m));
+    kcr_manager_free(m);
+    tcheck_report();
+    api_cleanup(&a);
+  }
+}
+
+int main(void)
+{
+  tfail_init();
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(losing_the_lease_returns_at_once_and_fences_a_stuck_reconcile),
+      cmocka_unit_test(stop_from_another_thread_while_informers_sync_returns_0),
+      cmocka_unit_test(a_bad_or_busy_server_address_fails_kcr_manager_new),
+      cmocka_unit_test(caches_that_never_sync_fail_run_after_the_sync_timeout),
+      cmocka_unit_test(a_thread_that_cannot_start_fails_run),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
