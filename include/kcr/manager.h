@@ -92,7 +92,8 @@ int kcr_manager_run(kcr_manager *m);
 void kcr_manager_stop(kcr_manager *m);
 /* Reconciles still running (after run returned past its grace period or on
  * lease loss). kcr_manager_free waits for them; a process that wants to exit
- * promptly exits without freeing. Any thread. */
+ * promptly calls _exit() (not exit(): library atexit handlers, OpenSSL's,
+ * free state the running reconciles still use). Any thread. */
 int kcr_manager_busy(kcr_manager *m);
 /* True while this instance leads (always true without election). Any
  * thread. Writes are fenced more strictly: see kcr_leader_may_write. */

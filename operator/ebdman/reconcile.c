@@ -412,11 +412,15 @@ int ebdman_run(const struct ebdman_run_opts *ro)
   if(kcr_manager_busy(m)) {
     /* A reconcile outlived the grace period (or the lease was lost: its
      * writes are fenced). Freeing would wait for it: exit instead, as
-     * controller-runtime does. e keeps everything reachable. */
+     * controller-runtime does - with _exit, not exit: atexit handlers of
+     * the libraries below (OpenSSL's cleanup) free global state that the
+     * running reconcile's requests still use. Log records are written with
+     * one write(2) each, so nothing is left in a buffer. */
     e.m = m;
     KCR_LOG(KCR_LOG_WARN, "ebdman: exiting with reconciles still running",
             KCR_I("running", kcr_manager_busy(m)), KCR_I("exitCode", status));
-    return status;
+    fflush(NULL);
+    _exit(status);
   }
 out:
   /* No reconcile runs any more (busy is 0 and the queue is shut down), so
