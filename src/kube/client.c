@@ -499,16 +499,22 @@ out:
   return rc;
 }
 
+/* The error of a request the write gate did not let out. */
+static kcr_err gate_refused(const char *method, const char *path, struct kcr_errinfo *ei)
+{
+  return kcr_errinfo_set(ei, KCR_ECANCELED,
+                         "%s %s: not sent: the write gate refused it (this replica "
+                         "does not hold the leader lease)",
+                         method, path);
+}
+
 kcr_err kcr__curl_err(CURLcode cc, const struct kcr__conn *conn, const char *method,
                       const char *path, struct kcr_errinfo *ei)
 {
   kcr_err rc = cc == CURLE_OPERATION_TIMEDOUT ? KCR_ETIMEDOUT : KCR_ETRANSPORT;
   const char *detail = conn->errbuf[0] ? conn->errbuf : curl_easy_strerror(cc);
   if(cc == CURLE_ABORTED_BY_CALLBACK)
-    return kcr_errinfo_set(ei, KCR_ECANCELED,
-                           "%s %s: not sent: the write gate refused it (this replica "
-                           "does not hold the leader lease)",
-                           method, path);
+    return gate_refused(method, path, ei);
   return kcr_errinfo_set(ei, rc, "%s %s: %s", method, path, detail);
 }
 
@@ -605,10 +611,7 @@ static kcr_err wire_once(kcr_client *c, const struct kcr_http_request *req,
   if(rc)
     return rc;
   if(!req->ungated && mutating(req->method) && !kcr__client_may_write(c))
-    return kcr_errinfo_set(ei, KCR_ECANCELED,
-                           "%s %s: not sent: the write gate refused it (this replica "
-                           "does not hold the leader lease)",
-                           req->method, req->path);
+    return gate_refused(req->method, req->path, ei);
   rc = c->wire(c->wire_ud, &wr, &resp->code, &r.retry_after_s, take_body, &r, ei);
   kcr__client_observe(c, req->method, rc ? 0 : resp->code,
                       (double)(kcr_time_mono_ns() - t0) / 1e9);

@@ -572,13 +572,14 @@ kcr_obj *kcr_store_get_key(kcr_store *s, const char *key)
   return o;
 }
 
-kcr_obj *kcr_store_get(kcr_store *s, const char *ns, const char *name)
+/* "ns/name" (or "name") in buf[512], or in a new heap block for longer
+ * keys; NULL if that block cannot be had. Free with key_free. */
+static char *key_make(char buf[512], const char *ns, const char *name)
 {
-  char buf[512], *key = buf;
-  kcr_obj *o;
   size_t a = ns ? strlen(ns) : 0, b = strlen(name);
+  char *key = buf;
 
-  if(a + b + 2 > sizeof(buf) && !(key = malloc(a + b + 2)))
+  if(a + b + 2 > 512 && !(key = malloc(a + b + 2)))
     return NULL;
   if(a) {
     memcpy(key, ns, a);
@@ -587,9 +588,20 @@ kcr_obj *kcr_store_get(kcr_store *s, const char *ns, const char *name)
   } else {
     memcpy(key, name, b + 1);
   }
-  o = kcr_store_get_key(s, key);
+  return key;
+}
+
+static void key_free(char buf[512], char *key)
+{
   if(key != buf)
     free(key);
+}
+
+kcr_obj *kcr_store_get(kcr_store *s, const char *ns, const char *name)
+{
+  char buf[512], *key = key_make(buf, ns, name);
+  kcr_obj *o = key ? kcr_store_get_key(s, key) : NULL;
+  key_free(buf, key);
   return o;
 }
 
@@ -761,22 +773,13 @@ void kcr_store_delete_key(kcr_store *s, const char *key, kcr_obj **old)
 
 kcr_err kcr_store_delete(kcr_store *s, const char *ns, const char *name, kcr_obj **old)
 {
-  char buf[512], *key = buf;
-  size_t a = ns ? strlen(ns) : 0, b = strlen(name);
+  char buf[512], *key = key_make(buf, ns, name);
 
   *old = NULL;
-  if(a + b + 2 > sizeof(buf) && !(key = malloc(a + b + 2)))
+  if(!key)
     return KCR_ENOMEM; /* only for keys longer than any valid name */
-  if(a) {
-    memcpy(key, ns, a);
-    key[a] = '/';
-    memcpy(key + a + 1, name, b + 1);
-  } else {
-    memcpy(key, name, b + 1);
-  }
   kcr_store_delete_key(s, key, old);
-  if(key != buf)
-    free(key);
+  key_free(buf, key);
   return KCR_OK;
 }
 

@@ -125,6 +125,34 @@ void tfail_threads_arm(long n)
 
 long tfail_threads_count(void) { return atomic_load(&thread_count); }
 
+cJSON *tfail_parse(const char *text)
+{
+  cJSON *t;
+  tfail_exempt(true);
+  t = cJSON_Parse(text);
+  tfail_exempt(false);
+  assert_non_null(t);
+  return t;
+}
+
+char *tfail_print(const cJSON *t)
+{
+  char *s;
+  tfail_exempt(true);
+  s = t ? cJSON_PrintUnformatted(t) : NULL;
+  tfail_exempt(false);
+  return s;
+}
+
+bool tfail_equal(const cJSON *a, const cJSON *b)
+{
+  bool eq;
+  tfail_exempt(true);
+  eq = cJSON_Compare(a, b, true);
+  tfail_exempt(false);
+  return eq;
+}
+
 void tfail_secret(const char *s)
 {
   secret_len = 0;

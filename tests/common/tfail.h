@@ -51,6 +51,7 @@
 #ifndef KCR_TFAIL_H
 #define KCR_TFAIL_H
 
+#include <cjson/cJSON.h>
 #include <stdbool.h>
 
 /* Routes cJSON's and libcurl's allocations through the wrappers. Call once,
@@ -79,6 +80,13 @@ void tfail_exempt(bool on);
 void tfail_threads_arm(long n);
 /* pthread_create calls counted since the last tfail_threads_arm. */
 long tfail_threads_count(void);
+
+/* Checks, not code under test: cJSON calls exempt from counting and failing
+ * (see tfail_exempt). tfail_parse fails the test on malformed text;
+ * tfail_print(NULL) is NULL; the caller frees what tfail_print returns. */
+cJSON *tfail_parse(const char *text);
+char *tfail_print(const cJSON *t);
+bool tfail_equal(const cJSON *a, const cJSON *b);
 
 /* Secret hygiene: while a secret is set, every block freed through the
  * wrappers is searched for it first (malloc_usable_size bytes), and a hit is

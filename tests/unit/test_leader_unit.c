@@ -129,16 +129,14 @@ static kcr_err store_lease(struct lease_api *a, struct twire_call *call, cJSON *
 
 static const char *holder_of(const cJSON *lease)
 {
-  const cJSON *h = cJSON_GetObjectItemCaseSensitive(
-      cJSON_GetObjectItemCaseSensitive(lease, "spec"), "holderIdentity");
-  return cJSON_IsString(h) ? h->valuestring : "";
+  const char *h = kcr_json_str(lease, "spec.holderIdentity");
+  return h ? h : "";
 }
 
 static const char *rv_of(const cJSON *obj)
 {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(
-      cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "resourceVersion");
-  return cJSON_IsString(v) ? v->valuestring : "";
+  const char *v = kcr_json_str(obj, "metadata.resourceVersion");
+  return v ? v : "";
 }
 
 static kcr_err put_lease(struct lease_api *a, struct twire_call *call)

@@ -25,24 +25,6 @@
 #include "tfail.h"
 
 /* Compact text of a tree, made outside the count (caller frees). */
-static char *snap(const cJSON *t)
-{
-  char *s;
-  tfail_exempt(true);
-  s = t ? cJSON_PrintUnformatted(t) : NULL;
-  tfail_exempt(false);
-  return s;
-}
-
-static cJSON *parse_exempt(const char *text)
-{
-  cJSON *t;
-  tfail_exempt(true);
-  t = cJSON_Parse(text);
-  tfail_exempt(false);
-  assert_non_null(t);
-  return t;
-}
 
 static bool str_eq(const char *a, const char *b) { return a && b && !strcmp(a, b); }
 
@@ -219,7 +201,7 @@ out:
 
 static void json_parse_and_print_give_the_whole_tree_or_nothing(void **state)
 {
-  cJSON *want = parse_exempt(obj_json);
+  cJSON *want = tfail_parse(obj_json);
   bool ok = tfail_torture_try("kcr_json_parse/print", json_parse_print, want, 0);
   cJSON_Delete(want);
   assert_true(ok);
@@ -253,8 +235,8 @@ struct json_edit {
 static bool json_edit(void *ud)
 {
   const struct json_edit *e = ud;
-  cJSON *t = parse_exempt(obj_json);
-  char *before = snap(t), *after = NULL;
+  cJSON *t = tfail_parse(obj_json);
+  char *before = tfail_print(t), *after = NULL;
   bool ok;
 
   if(e->value) {
@@ -262,7 +244,7 @@ static bool json_edit(void *ud)
     if(rc == KCR_OK) {
       ok = str_eq(kcr_json_str(t, e->path), e->value);
     } else {
-      after = snap(t);
+      after = tfail_print(t);
       ok = rc == KCR_ENOMEM && str_eq(before, after);
     }
   } else {
@@ -270,7 +252,7 @@ static bool json_edit(void *ud)
     if(o) {
       ok = cJSON_IsObject(o) && kcr_json_at(t, e->path) == o;
     } else {
-      after = snap(t);
+      after = tfail_print(t);
       ok = str_eq(before, after);
     }
   }
@@ -394,10 +376,10 @@ static bool errinfo_status(void *ud)
 
 static void errinfo_from_status_classifies_before_it_copies(void **state)
 {
-  cJSON *st = parse_exempt("{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":"
-                           "\"Failure\",\"message\":\"too old resource version: 1 (5)\","
-                           "\"reason\":\"Expired\",\"details\":{\"kind\":"
-                           "\"configmaps\"},\"code\":410}");
+  cJSON *st = tfail_parse("{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":"
+                          "\"Failure\",\"message\":\"too old resource version: 1 (5)\","
+                          "\"reason\":\"Expired\",\"details\":{\"kind\":"
+                          "\"configmaps\"},\"code\":410}");
   bool ok = tfail_torture_try("kcr_errinfo_from_status", errinfo_status, st, 0);
   cJSON_Delete(st);
   assert_true(ok);

@@ -30,25 +30,6 @@ static const struct kcr_gvr cms = {"", "v1", "configmaps", true};
 
 static bool str_eq(const char *a, const char *b) { return a && b && !strcmp(a, b); }
 
-static cJSON *parse_exempt(const char *text)
-{
-  cJSON *t;
-  tfail_exempt(true);
-  t = cJSON_Parse(text);
-  tfail_exempt(false);
-  assert_non_null(t);
-  return t;
-}
-
-static bool same_tree(const cJSON *a, const cJSON *b)
-{
-  bool eq;
-  tfail_exempt(true);
-  eq = cJSON_Compare(a, b, true);
-  tfail_exempt(false);
-  return eq;
-}
-
 /* The error an allocation failure may surface as. KCR_EPARSE: cJSON cannot
  * tell a failed allocation from malformed text (see test_torture_core.c
  * json_parse_reports_out_of_memory_as_enomem_not_eparse). */
@@ -484,7 +465,7 @@ static bool verb(void *ud)
                     &out, &ei);
     break;
   }
-  ok = !vc->e.bad && (rc ? oom_error(rc) && !out : same_tree(out, vc->want));
+  ok = !vc->e.bad && (rc ? oom_error(rc) && !out : tfail_equal(out, vc->want));
   cJSON_Delete(rc ? NULL : out);
   kcr_errinfo_cleanup(&ei);
   return ok;
@@ -492,7 +473,7 @@ static bool verb(void *ud)
 
 static void run_verb(const char *name, enum verb v, struct expect e)
 {
-  struct verb_case vc = {NULL, e, v, parse_exempt(OBJ), parse_exempt(e.reply)};
+  struct verb_case vc = {NULL, e, v, tfail_parse(OBJ), tfail_parse(e.reply)};
   char *body = NULL;
 
   if(v == V_CREATE || v == V_UPDATE || v == V_APPLY) {
@@ -807,7 +788,7 @@ static bool decode(void *ud)
   kcr_err rc = kcr__watch_decode(events[0], strlen(events[0]), &ev, &ei);
   bool ok = rc ? oom_error(rc) && !ev.object
                : ev.type == KCR_WATCH_ADDED && str_eq(ev.resource_version, "11") &&
-                     same_tree(ev.object, want);
+                     tfail_equal(ev.object, want);
   cJSON_Delete(ev.object);
   kcr_errinfo_cleanup(&ei);
   return ok;
@@ -815,7 +796,7 @@ static bool decode(void *ud)
 
 static void decoder_returns_a_whole_event_or_an_error(void **state)
 {
-  cJSON *doc = parse_exempt(events[0]);
+  cJSON *doc = tfail_parse(events[0]);
   bool ok = tfail_torture_try("kcr__watch_decode", decode,
                               cJSON_GetObjectItem(doc, "object"), 0);
   cJSON_Delete(doc);

@@ -46,24 +46,6 @@ static cJSON *sq(const char *text)
   return j;
 }
 
-static char *snap(const cJSON *t)
-{
-  char *s;
-  tfail_exempt(true);
-  s = t ? cJSON_PrintUnformatted(t) : NULL;
-  tfail_exempt(false);
-  return s;
-}
-
-static bool same_tree(const cJSON *a, const cJSON *b)
-{
-  bool eq;
-  tfail_exempt(true);
-  eq = cJSON_Compare(a, b, true);
-  tfail_exempt(false);
-  return eq;
-}
-
 static time_t tm(const char *s)
 {
   time_t t = 0;
@@ -89,14 +71,14 @@ static bool cond_set(void *ud)
 {
   const struct set_case *sc = ud;
   cJSON *conds = sq(sc->initial), *want = sq(sc->expect);
-  char *before = snap(conds), *after;
+  char *before = tfail_print(conds), *after;
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   bool changed = true, ok;
   kcr_err rc = kcr_cond_set(conds, &sc->c, tm(T_NOW), &changed, &ei);
 
-  after = snap(conds);
+  after = tfail_print(conds);
   ok = rc ? rc == KCR_ENOMEM && !changed && str_eq(before, after)
-          : changed && same_tree(conds, want);
+          : changed && tfail_equal(conds, want);
   free(before);
   free(after);
   cJSON_Delete(conds);
@@ -129,7 +111,7 @@ static bool cond_remove(void *ud)
   cJSON *want = sq("[" DEGRADED_OLD "]");
   bool removed = false;
   kcr_err rc = kcr_cond_remove(conds, "Ready", &removed);
-  bool ok = rc == KCR_OK && removed && same_tree(conds, want);
+  bool ok = rc == KCR_OK && removed && tfail_equal(conds, want);
   cJSON_Delete(conds);
   cJSON_Delete(want);
   return ok;
@@ -190,7 +172,7 @@ static bool cond_to_json(void *ud)
   const cJSON *want = ud;
   struct kcr_cond c = {"Ready", "True", "Installed", "done", 4};
   cJSON *j = kcr_cond_to_json(&c, tm(T_NOW));
-  bool ok = !j || same_tree(j, want);
+  bool ok = !j || tfail_equal(j, want);
   cJSON_Delete(j);
   return ok;
 }
@@ -242,15 +224,15 @@ struct merge_case {
 static bool status_merge(void *ud)
 {
   struct merge_case *mc = ud;
-  char *before = snap(mc->obj), *after;
+  char *before = tfail_print(mc->obj), *after;
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   cJSON *conds = (cJSON *)1;
   bool changed = true, ok;
   kcr_err rc = kcr_status_merge(mc->obj, &mc->d, tm(T_NOW), &conds, &changed, &ei);
 
-  after = snap(mc->obj);
+  after = tfail_print(mc->obj);
   ok = str_eq(before, after) && (rc ? rc == KCR_ENOMEM && !conds && !changed
-                                    : changed && same_tree(conds, mc->want));
+                                    : changed && tfail_equal(conds, mc->want));
   cJSON_Delete(rc ? NULL : conds);
   free(before);
   free(after);
@@ -599,13 +581,13 @@ static bool owner(void *ud)
 {
   const struct owner_case *oc = ud;
   cJSON *child = sq(oc->child), *want = sq(oc->expect), *own = sq(EBD);
-  char *before = snap(child), *after;
+  char *before = tfail_print(child), *after;
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   kcr_err rc = kcr_owner_set_controller(child, own, &ei);
   bool ok;
 
-  after = snap(child);
-  ok = rc ? rc == KCR_ENOMEM && str_eq(before, after) : same_tree(child, want);
+  after = tfail_print(child);
+  ok = rc ? rc == KCR_ENOMEM && str_eq(before, after) : tfail_equal(child, want);
   free(before);
   free(after);
   cJSON_Delete(child);

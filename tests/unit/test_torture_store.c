@@ -22,34 +22,6 @@
 
 static bool str_eq(const char *a, const char *b) { return a && b && !strcmp(a, b); }
 
-static cJSON *parse_exempt(const char *text)
-{
-  cJSON *t;
-  tfail_exempt(true);
-  t = cJSON_Parse(text);
-  tfail_exempt(false);
-  assert_non_null(t);
-  return t;
-}
-
-static char *snap(const cJSON *t)
-{
-  char *s;
-  tfail_exempt(true);
-  s = t ? cJSON_PrintUnformatted(t) : NULL;
-  tfail_exempt(false);
-  return s;
-}
-
-static bool same_tree(const cJSON *a, const cJSON *b)
-{
-  bool eq;
-  tfail_exempt(true);
-  eq = cJSON_Compare(a, b, true);
-  tfail_exempt(false);
-  return eq;
-}
-
 /* ---- kcr_obj ---------------------------------------------------------------- */
 
 #define OBJ_TEXT(ns, name, rv, app)                                                      \
@@ -69,15 +41,15 @@ struct obj_case {
 static bool obj_new_parse(void *ud)
 {
   struct obj_case *oc = ud;
-  char *before = snap(oc->tree), *after;
+  char *before = tfail_print(oc->tree), *after;
   kcr_obj *o = (kcr_obj *)1;
   kcr_err rc = kcr_obj_new(oc->tree, false, &o);
   bool ok;
 
-  after = snap(oc->tree);
+  after = tfail_print(oc->tree);
   /* The input tree is borrowed: whatever happens, it holds what it held
    * (members may come back in another order). */
-  ok = same_tree(oc->tree, oc->orig);
+  ok = tfail_equal(oc->tree, oc->orig);
   if(rc) {
     ok = ok && rc == KCR_ENOMEM && !o;
   } else {
@@ -86,7 +58,7 @@ static bool obj_new_parse(void *ud)
          str_eq(kcr_obj_rv(o), "7") && kcr_obj_generation(o) == 3 &&
          str_eq(kcr_obj_controller(o)->uid, "owner-uid") &&
          !strstr(kcr_obj_json(o, NULL), "managedFields") &&
-         (!t || same_tree(t, oc->stripped)); /* parse: NULL only when out of memory */
+         (!t || tfail_equal(t, oc->stripped)); /* parse: NULL only when out of memory */
     cJSON_Delete(t);
     kcr_obj_unref(o);
   }
@@ -97,9 +69,9 @@ static bool obj_new_parse(void *ud)
 
 static void obj_new_and_parse_are_whole_or_enomem_and_leave_the_tree_alone(void **state)
 {
-  struct obj_case oc = {parse_exempt(OBJ_TEXT("ns", "a", "7", "web")),
-                        parse_exempt(OBJ_TEXT("ns", "a", "7", "web")),
-                        parse_exempt(OBJ_TEXT("ns", "a", "7", "web"))};
+  struct obj_case oc = {tfail_parse(OBJ_TEXT("ns", "a", "7", "web")),
+                        tfail_parse(OBJ_TEXT("ns", "a", "7", "web")),
+                        tfail_parse(OBJ_TEXT("ns", "a", "7", "web"))};
   cJSON_DeleteItemFromObject(cJSON_GetObjectItem(oc.stripped, "metadata"),
                              "managedFields");
   bool ok = tfail_torture_try("kcr_obj_new + kcr_obj_parse", obj_new_parse, &oc, 0);
@@ -115,7 +87,7 @@ static void obj_new_and_parse_are_whole_or_enomem_and_leave_the_tree_alone(void 
  * allocations are the subject here. */
 static kcr_obj *mk(const char *text)
 {
-  cJSON *t = parse_exempt(text);
+  cJSON *t = tfail_parse(text);
   kcr_obj *o = NULL;
   tfail_exempt(true);
   kcr_obj_new(t, false, &o);
