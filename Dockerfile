@@ -1,6 +1,6 @@
 # ebdman, the operator image.
 #
-#   docker build -t ebdman:0.1.0 .
+#   docker build -t ebdman:dev .
 #
 # Build stage: the same Debian 12 toolchain and -dev packages scripts/bootstrap
 # uses; only the ebdman target is built (no tests, no control plane).

@@ -3,8 +3,10 @@
 #ifndef KCR_H
 #define KCR_H
 
+#include "kcr/api.h"
 #include "kcr/arena.h"
 #include "kcr/backoff.h"
+#include "kcr/base64.h"
 #include "kcr/buf.h"
 #include "kcr/client.h"
 #include "kcr/cond.h"
@@ -25,8 +27,7 @@
 #include "kcr/status.h"
 #include "kcr/store.h"
 #include "kcr/time.h"
+#include "kcr/version.h"
 #include "kcr/watch.h"
-
-#define KCR_VERSION "0.1.0"
 
 #endif

@@ -6,6 +6,12 @@
 
 #include <stddef.h>
 
+#include "api.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct kcr_arena_block;
 struct kcr_arena {
   struct kcr_arena_block *head;
@@ -17,12 +23,16 @@ struct kcr_arena {
   }
 
 /* n bytes aligned for any type, or NULL if out of memory. */
-void *kcr_arena_alloc(struct kcr_arena *a, size_t n);
-char *kcr_arena_strdup(struct kcr_arena *a, const char *s);
-char *kcr_arena_printf(struct kcr_arena *a, const char *fmt, ...)
+KCR_API void *kcr_arena_alloc(struct kcr_arena *a, size_t n);
+KCR_API char *kcr_arena_strdup(struct kcr_arena *a, const char *s);
+KCR_API char *kcr_arena_printf(struct kcr_arena *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Frees everything but the first block, which is kept for reuse. */
-void kcr_arena_reset(struct kcr_arena *a);
-void kcr_arena_cleanup(struct kcr_arena *a);
+KCR_API void kcr_arena_reset(struct kcr_arena *a);
+KCR_API void kcr_arena_cleanup(struct kcr_arena *a);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

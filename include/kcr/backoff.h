@@ -7,6 +7,12 @@
 
 #include <stdint.h>
 
+#include "api.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct kcr_backoff {
   uint64_t initial_ms, max_ms, reset_after_ms;
   double factor, jitter; /* delay * (1 + jitter * rand[0,1)) */
@@ -22,8 +28,12 @@ struct kcr_backoff {
 
 /* The delay to wait now, in ms; grows the next one. If the previous failure
  * was longer than reset_after_ms ago, starts again from initial_ms. */
-uint64_t kcr_backoff_next(struct kcr_backoff *b);
+KCR_API uint64_t kcr_backoff_next(struct kcr_backoff *b);
 /* Forget past failures. */
-void kcr_backoff_reset(struct kcr_backoff *b);
+KCR_API void kcr_backoff_reset(struct kcr_backoff *b);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

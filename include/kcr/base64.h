@@ -11,17 +11,26 @@
 
 #include <stddef.h>
 
+#include "api.h"
 #include "err.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* Decodes in[0..len) into a new buffer. On KCR_OK *out is owned by the caller
  * (free()), holds *out_len bytes and is followed by a NUL that is not counted
  * (so decoded text can be used as a C string); an empty input gives an empty,
  * non-NULL buffer. On error *out is NULL and *out_len 0: KCR_EPARSE for
  * malformed input, KCR_ENOMEM. */
-kcr_err kcr_base64_decode(const char *in, size_t len, unsigned char **out,
-                          size_t *out_len);
+KCR_API kcr_err kcr_base64_decode(const char *in, size_t len, unsigned char **out,
+                                  size_t *out_len);
 
 /* Upper bound of the decoded size of len input characters. */
-size_t kcr_base64_decoded_max(size_t len);
+KCR_API size_t kcr_base64_decoded_max(size_t len);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

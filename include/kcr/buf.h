@@ -11,7 +11,12 @@
 
 #include <stddef.h>
 
+#include "api.h"
 #include "err.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 struct kcr_buf {
   char *ptr;  /* NULL until something is appended; then NUL-terminated */
@@ -23,24 +28,28 @@ struct kcr_buf {
     NULL, 0, 0                                                                           \
   }
 
-kcr_err kcr_buf_append(struct kcr_buf *b, const void *data, size_t len);
-kcr_err kcr_buf_puts(struct kcr_buf *b, const char *s);
-kcr_err kcr_buf_printf(struct kcr_buf *b, const char *fmt, ...)
+KCR_API kcr_err kcr_buf_append(struct kcr_buf *b, const void *data, size_t len);
+KCR_API kcr_err kcr_buf_puts(struct kcr_buf *b, const char *s);
+KCR_API kcr_err kcr_buf_printf(struct kcr_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Appends s percent-encoded for a URL path segment or query value (RFC 3986
  * unreserved characters pass through). */
-kcr_err kcr_buf_urlenc(struct kcr_buf *b, const char *s);
+KCR_API kcr_err kcr_buf_urlenc(struct kcr_buf *b, const char *s);
 /* Makes sure cap >= len + extra + 1. */
-kcr_err kcr_buf_reserve(struct kcr_buf *b, size_t extra);
+KCR_API kcr_err kcr_buf_reserve(struct kcr_buf *b, size_t extra);
 /* Removes the first n bytes (n <= len). */
-void kcr_buf_consume(struct kcr_buf *b, size_t n);
+KCR_API void kcr_buf_consume(struct kcr_buf *b, size_t n);
 /* Empties the buffer, keeping its memory. */
-void kcr_buf_reset(struct kcr_buf *b);
+KCR_API void kcr_buf_reset(struct kcr_buf *b);
 /* Returns the string (never NULL: "" for an empty buffer, caller frees) and
  * leaves the buffer empty; NULL only if out of memory. */
-char *kcr_buf_take(struct kcr_buf *b);
+KCR_API char *kcr_buf_take(struct kcr_buf *b);
 /* The contents as a C string: never NULL ("" when empty). Borrowed. */
-const char *kcr_buf_str(const struct kcr_buf *b);
-void kcr_buf_cleanup(struct kcr_buf *b);
+KCR_API const char *kcr_buf_str(const struct kcr_buf *b);
+KCR_API void kcr_buf_cleanup(struct kcr_buf *b);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

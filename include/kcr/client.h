@@ -24,10 +24,15 @@
 #include <cjson/cJSON.h>
 #include <stdbool.h>
 
+#include "api.h"
 #include "buf.h"
 #include "config.h"
 #include "err.h"
 #include "path.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef struct kcr_client kcr_client;
 
@@ -56,18 +61,18 @@ struct kcr_client_opts {
 /* Creates a client holding one reference. Takes ownership of cfg (freed
  * with the client, also on failure). opts may be NULL for defaults.
  * Errors: KCR_EINVAL (no cfg), KCR_ENOMEM. */
-kcr_err kcr_client_new(kcr_config *cfg, const struct kcr_client_opts *opts,
-                       kcr_client **out, struct kcr_errinfo *ei);
+KCR_API kcr_err kcr_client_new(kcr_config *cfg, const struct kcr_client_opts *opts,
+                               kcr_client **out, struct kcr_errinfo *ei);
 /* Takes another reference (returns c; NULL is passed through). Every libkcr
  * object that keeps a client (informer, controller, status writer, event
  * recorder, leader elector, manager) holds one, so the order in which they
  * are freed does not matter: the client lives until the last of them is
  * gone. Any thread. */
-kcr_client *kcr_client_ref(kcr_client *c);
+KCR_API kcr_client *kcr_client_ref(kcr_client *c);
 /* Drops the caller's reference; the last one frees the client (its pooled
  * connections and config). NULL is a no-op. Must not race with requests
  * made through this reference. */
-void kcr_client_free(kcr_client *c);
+KCR_API void kcr_client_free(kcr_client *c);
 
 /* The write fence that keeps a replica that lost its leader lease from
  * writing. When set, gate(ud) is called for every mutating request (POST,
@@ -82,16 +87,16 @@ void kcr_client_free(kcr_client *c);
  * The manager sets it when leader election is on (see manager.h) and closes
  * it (kcr_write_gate_closed) when it is freed. */
 typedef bool (*kcr_write_gate)(void *ud);
-void kcr_client_set_write_gate(kcr_client *c, kcr_write_gate gate, void *ud);
+KCR_API void kcr_client_set_write_gate(kcr_client *c, kcr_write_gate gate, void *ud);
 /* A gate that refuses every write. */
-bool kcr_write_gate_closed(void *ud);
+KCR_API bool kcr_write_gate_closed(void *ud);
 /* Replaces the request observer (opts.observe at creation); NULL removes it.
  * Any thread, any time: when it returns no call of the previous observer is
  * still running, so its ud may be freed. Must not be called from an
  * observer or a gate. */
-void kcr_client_set_observer(kcr_client *c, kcr_request_observer fn, void *ud);
+KCR_API void kcr_client_set_observer(kcr_client *c, kcr_request_observer fn, void *ud);
 /* The config the client uses (borrowed). */
-kcr_config *kcr_client_config(kcr_client *c);
+KCR_API kcr_config *kcr_client_config(kcr_client *c);
 
 /* A raw request. path starts with '/' and may carry a query string. */
 struct kcr_http_request {
@@ -108,12 +113,12 @@ struct kcr_http_response {
   struct kcr_buf body; /* caller cleans up */
 };
 /* Sends one request. The body is kept in resp even for errors. */
-kcr_err kcr_client_do(kcr_client *c, const struct kcr_http_request *req,
-                      struct kcr_http_response *resp, struct kcr_errinfo *ei);
+KCR_API kcr_err kcr_client_do(kcr_client *c, const struct kcr_http_request *req,
+                              struct kcr_http_response *resp, struct kcr_errinfo *ei);
 
 /* GET one object. */
-kcr_err kcr_get(kcr_client *c, const struct kcr_ref *ref, cJSON **out,
-                struct kcr_errinfo *ei);
+KCR_API kcr_err kcr_get(kcr_client *c, const struct kcr_ref *ref, cJSON **out,
+                        struct kcr_errinfo *ei);
 
 struct kcr_list_opts {
   const char *label_selector;
@@ -125,8 +130,9 @@ struct kcr_list_opts {
 };
 /* GET one page of a collection (ref->name NULL). The List's
  * metadata.continue says whether more pages follow. */
-kcr_err kcr_list(kcr_client *c, const struct kcr_ref *ref,
-                 const struct kcr_list_opts *opts, cJSON **out, struct kcr_errinfo *ei);
+KCR_API kcr_err kcr_list(kcr_client *c, const struct kcr_ref *ref,
+                         const struct kcr_list_opts *opts, cJSON **out,
+                         struct kcr_errinfo *ei);
 
 /* Called once per item of every page; items are borrowed for the call. A
  * non-OK return stops the listing and is returned. */
@@ -134,20 +140,22 @@ typedef kcr_err (*kcr_list_item_fn)(const cJSON *item, void *ud);
 /* Lists all pages (opts->limit per page, default 500) and calls fn per item.
  * *rv (optional) gets the list's resourceVersion (for a following watch),
  * owned by the caller. */
-kcr_err kcr_list_each(kcr_client *c, const struct kcr_ref *ref,
-                      const struct kcr_list_opts *opts, kcr_list_item_fn fn, void *ud,
-                      char **rv, struct kcr_errinfo *ei);
+KCR_API kcr_err kcr_list_each(kcr_client *c, const struct kcr_ref *ref,
+                              const struct kcr_list_opts *opts, kcr_list_item_fn fn,
+                              void *ud, char **rv, struct kcr_errinfo *ei);
 
 struct kcr_write_opts {
   const char *field_manager;
   bool dry_run;
 };
 /* POST obj to the collection of ref (ref->name NULL; ns from ref). */
-kcr_err kcr_create(kcr_client *c, const struct kcr_ref *ref, const cJSON *obj,
-                   const struct kcr_write_opts *wo, cJSON **out, struct kcr_errinfo *ei);
+KCR_API kcr_err kcr_create(kcr_client *c, const struct kcr_ref *ref, const cJSON *obj,
+                           const struct kcr_write_opts *wo, cJSON **out,
+                           struct kcr_errinfo *ei);
 /* PUT obj (it must carry metadata.resourceVersion; a stale one -> ECONFLICT). */
-kcr_err kcr_update(kcr_client *c, const struct kcr_ref *ref, const cJSON *obj,
-                   const struct kcr_write_opts *wo, cJSON **out, struct kcr_errinfo *ei);
+KCR_API kcr_err kcr_update(kcr_client *c, const struct kcr_ref *ref, const cJSON *obj,
+                           const struct kcr_write_opts *wo, cJSON **out,
+                           struct kcr_errinfo *ei);
 
 enum kcr_patch_type {
   KCR_PATCH_MERGE,    /* application/merge-patch+json (RFC 7386) */
@@ -162,13 +170,13 @@ struct kcr_patch_opts {
   bool dry_run;
 };
 /* PATCH ref with body (JSON text). */
-kcr_err kcr_patch(kcr_client *c, const struct kcr_ref *ref,
-                  const struct kcr_patch_opts *po, const char *body, size_t len,
-                  cJSON **out, struct kcr_errinfo *ei);
+KCR_API kcr_err kcr_patch(kcr_client *c, const struct kcr_ref *ref,
+                          const struct kcr_patch_opts *po, const char *body, size_t len,
+                          cJSON **out, struct kcr_errinfo *ei);
 /* Server-side apply of obj (serialised here) with fieldManager and force. */
-kcr_err kcr_apply(kcr_client *c, const struct kcr_ref *ref, const cJSON *obj,
-                  const char *field_manager, bool force, cJSON **out,
-                  struct kcr_errinfo *ei);
+KCR_API kcr_err kcr_apply(kcr_client *c, const struct kcr_ref *ref, const cJSON *obj,
+                          const char *field_manager, bool force, cJSON **out,
+                          struct kcr_errinfo *ei);
 
 enum kcr_propagation {
   KCR_PROPAGATE_DEFAULT = 0,
@@ -185,7 +193,12 @@ struct kcr_delete_opts {
   bool dry_run;
 };
 /* DELETE ref. A failed precondition answers 409 (KCR_ECONFLICT). */
-kcr_err kcr_delete(kcr_client *c, const struct kcr_ref *ref,
-                   const struct kcr_delete_opts *o, cJSON **out, struct kcr_errinfo *ei);
+KCR_API kcr_err kcr_delete(kcr_client *c, const struct kcr_ref *ref,
+                           const struct kcr_delete_opts *o, cJSON **out,
+                           struct kcr_errinfo *ei);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

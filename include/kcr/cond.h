@@ -28,7 +28,12 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "api.h"
 #include "err.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 #define KCR_COND_TRUE    "True"
 #define KCR_COND_FALSE   "False"
@@ -56,7 +61,7 @@ struct kcr_cond {
  * valid across kcr_cond_set (which updates the item in place) until the item
  * is removed or the tree freed; pointers to its members do not survive a set
  * that changes them. */
-cJSON *kcr_cond_find(const cJSON *conds, const char *type);
+KCR_API cJSON *kcr_cond_find(const cJSON *conds, const char *type);
 
 /* Fills out with a view of one condition object: strings borrowed from item
  * ("" when a member is absent or null), observed_generation 0 when absent,
@@ -65,11 +70,11 @@ cJSON *kcr_cond_find(const cJSON *conds, const char *type);
  * type, observedGeneration is not an integer within int64 (it is read
  * exactly, see kcr_json_get_int), or lastTransitionTime is not RFC 3339
  * (kcr_time_parse); out is still filled as far as it could be read. */
-kcr_err kcr_cond_from_json(const cJSON *item, struct kcr_cond *out);
+KCR_API kcr_err kcr_cond_from_json(const cJSON *item, struct kcr_cond *out);
 
 /* kcr_cond_find + kcr_cond_from_json. KCR_ENOTFOUND when absent (out zeroed,
  * strings ""), otherwise as kcr_cond_from_json. */
-kcr_err kcr_cond_get(const cJSON *conds, const char *type, struct kcr_cond *out);
+KCR_API kcr_err kcr_cond_get(const cJSON *conds, const char *type, struct kcr_cond *out);
 
 /* SetStatusCondition. Validates c first (kcr_cond_validate); then:
  *  - absent: appends a new object with lastTransitionTime =
@@ -84,22 +89,23 @@ kcr_err kcr_cond_get(const cJSON *conds, const char *type, struct kcr_cond *out)
  * Errors: KCR_EINVAL (conds not an array, c NULL, now == 0),
  * KCR_EINVALID (c fails validation; the reason is in ei), KCR_ENOMEM.
  * On any error conds is left exactly as it was. ei may be NULL. */
-kcr_err kcr_cond_set(cJSON *conds, const struct kcr_cond *c, time_t now, bool *changed,
-                     struct kcr_errinfo *ei);
+KCR_API kcr_err kcr_cond_set(cJSON *conds, const struct kcr_cond *c, time_t now,
+                             bool *changed, struct kcr_errinfo *ei);
 
 /* RemoveStatusCondition: deletes every item of that type (upstream filters
  * the whole list, so duplicates go too). *removed (may be NULL) says whether
  * anything was. Pointers into removed items are invalidated.
  * Errors: KCR_EINVAL when conds is not an array or type is NULL. */
-kcr_err kcr_cond_remove(cJSON *conds, const char *type, bool *removed);
+KCR_API kcr_err kcr_cond_remove(cJSON *conds, const char *type, bool *removed);
 
 /* IsStatusConditionPresentAndEqual: true when the first item of that type
  * exists and its status equals status. Absent is neither True nor False nor
  * Unknown: all three return false ("not True" does not mean "False"). */
-bool kcr_cond_has_status(const cJSON *conds, const char *type, const char *status);
-bool kcr_cond_is_true(const cJSON *conds, const char *type);
-bool kcr_cond_is_false(const cJSON *conds, const char *type);
-bool kcr_cond_is_unknown(const cJSON *conds, const char *type);
+KCR_API bool kcr_cond_has_status(const cJSON *conds, const char *type,
+                                 const char *status);
+KCR_API bool kcr_cond_is_true(const cJSON *conds, const char *type);
+KCR_API bool kcr_cond_is_false(const cJSON *conds, const char *type);
+KCR_API bool kcr_cond_is_unknown(const cJSON *conds, const char *type);
 
 /* ValidateCondition on an input condition: type a qualified name (optional
  * lowercase DNS-1123 subdomain prefix <= 253 + '/' + name <= 63 of
@@ -112,7 +118,7 @@ bool kcr_cond_is_unknown(const cJSON *conds, const char *type);
  * naming the condition, the field and the rule, e.g.
  *   condition "Ready": reason "not ready" must match ^[A-Za-z]...$ (...)
  * or KCR_EINVAL when c is NULL. ei may be NULL. */
-kcr_err kcr_cond_validate(const struct kcr_cond *c, struct kcr_errinfo *ei);
+KCR_API kcr_err kcr_cond_validate(const struct kcr_cond *c, struct kcr_errinfo *ei);
 
 /* ValidateConditions on a whole array as the apiserver would see it: every
  * item an object passing kcr_cond_validate, with string type/status/reason/
@@ -126,7 +132,7 @@ kcr_err kcr_cond_validate(const struct kcr_cond *c, struct kcr_errinfo *ei);
  *   conditions[2]: condition "Ready": duplicate type (first at conditions[0])
  * Errors: KCR_EINVALID (first problem in ei), KCR_EINVAL if conds is not an
  * array. ei may be NULL. */
-kcr_err kcr_cond_validate_json(const cJSON *conds, struct kcr_errinfo *ei);
+KCR_API kcr_err kcr_cond_validate_json(const cJSON *conds, struct kcr_errinfo *ei);
 
 /* A new condition object, owned by the caller (cJSON_Delete), with the json
  * names and order of metav1.Condition: type, status, observedGeneration (only
@@ -135,18 +141,23 @@ kcr_err kcr_cond_validate_json(const cJSON *conds, struct kcr_errinfo *ei);
  * nonzero, else c->last_transition_time. Does not validate.
  * Returns NULL when out of memory, or when both times are 0: a condition
  * without a time would be written as null and refused by the apiserver. */
-cJSON *kcr_cond_to_json(const struct kcr_cond *c, time_t ltt);
+KCR_API cJSON *kcr_cond_to_json(const struct kcr_cond *c, time_t ltt);
 
 /* Semantic equality as kcr_cond_set sees it: same type, status, reason,
  * message (NULL == "") and observedGeneration; lastTransitionTime ignored,
  * since set would keep the existing one anyway. */
-bool kcr_cond_equal_ignoring_time(const struct kcr_cond *a, const struct kcr_cond *b);
+KCR_API bool kcr_cond_equal_ignoring_time(const struct kcr_cond *a,
+                                          const struct kcr_cond *b);
 
 /* The same over two condition arrays, as sets keyed by type: true when they
  * hold the same types and each pair is equal ignoring time. Order does not
  * matter (conditions are a map keyed by type); extra members of an item are
  * ignored. NULL counts as the empty array. Use it to decide that a desired
  * status needs no write. */
-bool kcr_cond_list_equal_ignoring_time(const cJSON *a, const cJSON *b);
+KCR_API bool kcr_cond_list_equal_ignoring_time(const cJSON *a, const cJSON *b);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

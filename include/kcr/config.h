@@ -33,7 +33,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "api.h"
 #include "err.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef struct kcr_config kcr_config;
 
@@ -48,26 +53,26 @@ struct kcr_config_opts {
  * Errors: KCR_ECONFIG (anything wrong with the source; ei->message names the
  * file and field), KCR_EINVAL (opts->kubeconfig with in_cluster_only),
  * KCR_ENOMEM. */
-kcr_err kcr_config_load(const struct kcr_config_opts *opts, kcr_config **out,
-                        struct kcr_errinfo *ei);
+KCR_API kcr_err kcr_config_load(const struct kcr_config_opts *opts, kcr_config **out,
+                                struct kcr_errinfo *ei);
 /* Parses kubeconfig YAML text; `origin` names it in errors and is the base
  * for relative paths (its directory). Errors: KCR_ECONFIG, KCR_ENOMEM. */
-kcr_err kcr_config_from_yaml(const char *yaml, size_t len, const char *origin,
-                             const char *context, kcr_config **out,
-                             struct kcr_errinfo *ei);
+KCR_API kcr_err kcr_config_from_yaml(const char *yaml, size_t len, const char *origin,
+                                     const char *context, kcr_config **out,
+                                     struct kcr_errinfo *ei);
 /* Frees cfg (NULL is a no-op), wiping its secrets. If an exec plugin refresh
  * is under way in the background, the plugin is killed and waited for (at
  * most about a second). Must not race with any other call on cfg. */
-void kcr_config_free(kcr_config *cfg);
+KCR_API void kcr_config_free(kcr_config *cfg);
 
 /* Borrowed views, valid as long as cfg. */
-const char *kcr_config_server(const kcr_config *cfg);    /* "https://h:p" */
-const char *kcr_config_origin(const kcr_config *cfg);    /* file or "in-cluster" */
-const char *kcr_config_namespace(const kcr_config *cfg); /* context ns or NULL */
-bool kcr_config_insecure(const kcr_config *cfg);
-const char *kcr_config_tls_server_name(const kcr_config *cfg); /* or NULL */
+KCR_API const char *kcr_config_server(const kcr_config *cfg); /* "https://h:p" */
+KCR_API const char *kcr_config_origin(const kcr_config *cfg); /* file or "in-cluster" */
+KCR_API const char *kcr_config_namespace(const kcr_config *cfg); /* context ns or NULL */
+KCR_API bool kcr_config_insecure(const kcr_config *cfg);
+KCR_API const char *kcr_config_tls_server_name(const kcr_config *cfg); /* or NULL */
 /* CA bundle (PEM) in memory, or NULL to use the system store. */
-const unsigned char *kcr_config_ca(const kcr_config *cfg, size_t *len);
+KCR_API const unsigned char *kcr_config_ca(const kcr_config *cfg, size_t *len);
 
 /* Credentials for one request, an owned snapshot. */
 struct kcr_credentials {
@@ -95,12 +100,16 @@ struct kcr_credentials {
  * bad ExecCredential; callers that waited for a failed run get its code and
  * message. KCR_ECONFIG a token file that could never be read. KCR_ENOMEM.
  * Thread safety: any thread. */
-kcr_err kcr_config_credentials(kcr_config *cfg, struct kcr_credentials *out,
-                               struct kcr_errinfo *ei);
+KCR_API kcr_err kcr_config_credentials(kcr_config *cfg, struct kcr_credentials *out,
+                                       struct kcr_errinfo *ei);
 /* Drops cached exec/token-file credentials (call after a 401): the next
  * kcr_config_credentials() re-reads the token file and re-runs the plugin
  * (or takes the answer of a run already under way). Any thread. */
-void kcr_config_invalidate(kcr_config *cfg);
-void kcr_credentials_cleanup(struct kcr_credentials *c);
+KCR_API void kcr_config_invalidate(kcr_config *cfg);
+KCR_API void kcr_credentials_cleanup(struct kcr_credentials *c);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

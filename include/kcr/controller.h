@@ -31,12 +31,17 @@
 
 #include <stdint.h>
 
+#include "api.h"
 #include "arena.h"
 #include "client.h"
 #include "informer.h"
 #include "log.h"
 #include "metrics.h"
 #include "queue.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef struct kcr_controller kcr_controller;
 typedef struct kcr_ctx kcr_ctx;
@@ -56,15 +61,15 @@ typedef kcr_err (*kcr_reconcile_fn)(kcr_ctx *cx, const struct kcr_request *req,
                                     struct kcr_result *res, void *ud);
 
 /* Per-reconcile context, valid during one call. */
-kcr_client *kcr_ctx_client(kcr_ctx *cx);
+KCR_API kcr_client *kcr_ctx_client(kcr_ctx *cx);
 /* Scratch memory released after the reconcile returns. */
-struct kcr_arena *kcr_ctx_arena(kcr_ctx *cx);
+KCR_API struct kcr_arena *kcr_ctx_arena(kcr_ctx *cx);
 /* A random id naming this reconcile in every log line. */
-const char *kcr_ctx_id(kcr_ctx *cx);
-const char *kcr_ctx_controller(kcr_ctx *cx);
+KCR_API const char *kcr_ctx_id(kcr_ctx *cx);
+KCR_API const char *kcr_ctx_controller(kcr_ctx *cx);
 /* Logs with controller, reconcileID, namespace and name added. */
-void kcr_ctx_log_kv(kcr_ctx *cx, enum kcr_log_level lvl, const char *msg,
-                    const struct kcr_kv *kv, size_t n);
+KCR_API void kcr_ctx_log_kv(kcr_ctx *cx, enum kcr_log_level lvl, const char *msg,
+                            const struct kcr_kv *kv, size_t n);
 #define KCR_CLOG(cx, lvl, msg, ...)                                                      \
   do {                                                                                   \
     if(kcr_log_enabled(lvl)) {                                                           \
@@ -83,7 +88,7 @@ struct kcr_predicate {
 };
 /* Passes updates whose metadata.generation changed (spec changes), and
  * resyncs. */
-extern const struct kcr_predicate kcr_pred_generation_changed;
+KCR_API extern const struct kcr_predicate kcr_pred_generation_changed;
 
 /* Maps an object to keys: call emit(ns, name, ctx) for each. */
 typedef void (*kcr_map_emit)(const char *ns, const char *name, void *ctx);
@@ -102,39 +107,45 @@ struct kcr_controller_opts {
   int burst;
 };
 
-kcr_err kcr_controller_new(const struct kcr_controller_opts *o, kcr_controller **out);
+KCR_API kcr_err kcr_controller_new(const struct kcr_controller_opts *o,
+                                   kcr_controller **out);
 /* Reconcile objects of inf themselves. preds: n predicates, all must pass. */
-kcr_err kcr_controller_for(kcr_controller *c, kcr_informer *inf,
-                           const struct kcr_predicate *preds, size_t n);
+KCR_API kcr_err kcr_controller_for(kcr_controller *c, kcr_informer *inf,
+                                   const struct kcr_predicate *preds, size_t n);
 /* Reconcile the controller owner (kind `owner_kind`, group `owner_group`) of
  * objects of inf. */
-kcr_err kcr_controller_owns(kcr_controller *c, kcr_informer *inf, const char *owner_group,
-                            const char *owner_kind);
-kcr_err kcr_controller_watches(kcr_controller *c, kcr_informer *inf, kcr_map_fn fn,
-                               void *ud);
+KCR_API kcr_err kcr_controller_owns(kcr_controller *c, kcr_informer *inf,
+                                    const char *owner_group, const char *owner_kind);
+KCR_API kcr_err kcr_controller_watches(kcr_controller *c, kcr_informer *inf,
+                                       kcr_map_fn fn, void *ud);
 /* Starts the workers. All or nothing: if a thread cannot be made, the ones
  * started are stopped and joined and KCR_ENOMEM is returned (the controller
  * is then stopped for good). KCR_EINVAL if started or stopped before. */
-kcr_err kcr_controller_start(kcr_controller *c);
+KCR_API kcr_err kcr_controller_start(kcr_controller *c);
 /* Stops taking new keys (the queue shuts down; keys still queued are not
  * reconciled) and waits up to grace_ms (KCR_FOREVER: as long as it takes)
  * for in-flight reconciles. Returns the number still running when the grace
  * period ran out; they keep running to their end and stay joinable: they
  * are never detached. Stop before freeing the informers that feed the
  * controller's sources. Idempotent; one thread. */
-int kcr_controller_stop(kcr_controller *c, uint64_t grace_ms);
+KCR_API int kcr_controller_stop(kcr_controller *c, uint64_t grace_ms);
 /* Reconciles still running (after a stop whose grace ran out). Any thread. */
-int kcr_controller_busy(kcr_controller *c);
+KCR_API int kcr_controller_busy(kcr_controller *c);
 /* Stops if needed and frees. Blocks until every in-flight reconcile has
  * returned - nothing a reconcile can touch (context, arena, queue, name) is
  * freed before - however long that takes: to exit promptly past a stuck
  * reconcile, exit the process instead of freeing (see the shutdown contract
  * in docs/library-guide.md). The informers its sources use must be stopped
  * first (their threads call into the controller's queue). NULL: no-op. */
-void kcr_controller_free(kcr_controller *c);
-const char *kcr_controller_name(const kcr_controller *c);
-kcr_queue *kcr_controller_queue(kcr_controller *c);
+KCR_API void kcr_controller_free(kcr_controller *c);
+KCR_API const char *kcr_controller_name(const kcr_controller *c);
+KCR_API kcr_queue *kcr_controller_queue(kcr_controller *c);
 /* Adds a key by hand (e.g. from a timer). */
-kcr_err kcr_controller_enqueue(kcr_controller *c, const char *ns, const char *name);
+KCR_API kcr_err kcr_controller_enqueue(kcr_controller *c, const char *ns,
+                                       const char *name);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -13,6 +13,12 @@
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
+#include "api.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define KCR_ERR_MAP(XX)                                                                  \
   XX(OK, 0, "success")                                                                   \
   XX(ENOMEM, 1, "out of memory")                                                         \
@@ -47,9 +53,9 @@ typedef enum kcr_err {
 } kcr_err;
 
 /* Human text for an error code; never NULL ("unknown error" if out of range). */
-const char *kcr_strerror(kcr_err e);
+KCR_API const char *kcr_strerror(kcr_err e);
 /* The code's name without prefix, e.g. "ECONFLICT". Never NULL. */
-const char *kcr_err_name(kcr_err e);
+KCR_API const char *kcr_err_name(kcr_err e);
 
 /* What went wrong, in detail. Zero-initialise (KCR_ERRINFO_INIT) before use;
  * release with kcr_errinfo_cleanup(). All strings are owned by the struct. */
@@ -66,12 +72,12 @@ struct kcr_errinfo {
     0, NULL, NULL, NULL, NULL, NULL                                                      \
   }
 
-void kcr_errinfo_cleanup(struct kcr_errinfo *ei);
+KCR_API void kcr_errinfo_cleanup(struct kcr_errinfo *ei);
 
 /* Replaces ei's contents with a local error message (printf format).
  * ei may be NULL (then nothing happens). Returns rc for tail calls:
  *   return kcr_errinfo_set(ei, KCR_ECONFIG, "%s: field %s is missing", f, k); */
-kcr_err kcr_errinfo_set(struct kcr_errinfo *ei, kcr_err rc, const char *fmt, ...)
+KCR_API kcr_err kcr_errinfo_set(struct kcr_errinfo *ei, kcr_err rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Parses an HTTP answer (code, body) into ei and returns the matching code
@@ -86,14 +92,18 @@ kcr_err kcr_errinfo_set(struct kcr_errinfo *ei, kcr_err rc, const char *fmt, ...
  * answer in its place; ei->code is still the HTTP code). Other copies into
  * ei that run out of memory leave that field NULL. ei may be NULL.
  * Thread safety: pure. */
-kcr_err kcr_errinfo_from_http(struct kcr_errinfo *ei, long code, const char *body,
-                              size_t len);
+KCR_API kcr_err kcr_errinfo_from_http(struct kcr_errinfo *ei, long code, const char *body,
+                                      size_t len);
 
 /* Fills ei from a parsed metav1.Status object (as found in a watch ERROR event)
  * and returns the code its "code" field maps to (see above): KCR_OK for
  * 2xx, KCR_EGONE also for code 0 with reason Expired or Gone, KCR_EHTTP
  * when there is no code. A code that is not an integer within int32 (the
  * type of Status.code) counts as no code (ei->code 0). ei may be NULL. */
-kcr_err kcr_errinfo_from_status(struct kcr_errinfo *ei, const cJSON *status);
+KCR_API kcr_err kcr_errinfo_from_status(struct kcr_errinfo *ei, const cJSON *status);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -53,10 +53,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "api.h"
 #include "client.h"
 #include "err.h"
 #include "metrics.h"
 #include "store.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 #define KCR_EVENT_NORMAL  "Normal"
 #define KCR_EVENT_WARNING "Warning"
@@ -70,12 +75,12 @@
 typedef struct kcr_recorder kcr_recorder;
 
 /* The object an event is about (Event.regarding). All strings are borrowed
- * for the call and copied. kind and name are required; namespace is NULL or
+ * for the call and copied. kind and name are required; ns is NULL or
  * "" for cluster-scoped objects; the others are optional (NULL or ""). */
 struct kcr_event_ref {
   const char *api_version; /* "v1", "ebdman.example.com/v1alpha1" */
   const char *kind;        /* "ConfigMap" */
-  const char *namespace;
+  const char *ns;          /* namespace */
   const char *name;
   const char *uid;
   const char *resource_version;
@@ -84,8 +89,8 @@ struct kcr_event_ref {
 /* A ref to a cached object: namespace, name, uid and resourceVersion come
  * from o (borrowed: valid while the caller holds its reference to o),
  * api_version and kind from the arguments (borrowed). Thread safety: pure. */
-struct kcr_event_ref kcr_event_ref_from_obj(const kcr_obj *o, const char *api_version,
-                                            const char *kind);
+KCR_API struct kcr_event_ref
+kcr_event_ref_from_obj(const kcr_obj *o, const char *api_version, const char *kind);
 
 /* One occurrence, for kcr_recorder_event() and kcr_event_isomorphic().
  * Borrowed for the call. */
@@ -143,13 +148,14 @@ struct kcr_recorder_opts {
  * without a client or sink, without a valid reporting_controller, or with
  * a reporting_instance over 128 bytes; KCR_ENOMEM; KCR_EIO if the thread
  * cannot be started. *out is NULL on error. Thread safety: any thread. */
-kcr_err kcr_recorder_new(const struct kcr_recorder_opts *opts, kcr_recorder **out);
+KCR_API kcr_err kcr_recorder_new(const struct kcr_recorder_opts *opts,
+                                 kcr_recorder **out);
 
 /* Flushes for at most opts.shutdown_flush_ms, stops the thread (waiting for
  * a request in flight, bounded by the client's timeout) and frees. Events
  * still unsent are counted as dropped and logged. NULL is a no-op. Not
  * concurrently with any other call on r. */
-void kcr_recorder_free(kcr_recorder *r);
+KCR_API void kcr_recorder_free(kcr_recorder *r);
 
 /* Records one occurrence; never blocks on the network: validates, applies
  * aggregation and the spam limit, queues, returns. The note is formatted
@@ -160,22 +166,25 @@ void kcr_recorder_free(kcr_recorder *r);
  * work) - KCR_EINVAL if regarding lacks kind or name, the type is not
  * Normal/Warning, the reason or action is empty or over 128 bytes (nothing
  * is recorded then), KCR_ENOMEM. Thread safety: any thread. */
-kcr_err kcr_recorder_eventf(kcr_recorder *r, const struct kcr_event_ref *regarding,
-                            const char *type, const char *reason, const char *action,
-                            const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-kcr_err kcr_recorder_veventf(kcr_recorder *r, const struct kcr_event_ref *regarding,
-                             const char *type, const char *reason, const char *action,
-                             const char *fmt, va_list ap)
+KCR_API kcr_err kcr_recorder_eventf(kcr_recorder *r,
+                                    const struct kcr_event_ref *regarding,
+                                    const char *type, const char *reason,
+                                    const char *action, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+KCR_API kcr_err kcr_recorder_veventf(kcr_recorder *r,
+                                     const struct kcr_event_ref *regarding,
+                                     const char *type, const char *reason,
+                                     const char *action, const char *fmt, va_list ap)
     __attribute__((format(printf, 6, 0)));
 /* As eventf with the note as it is (no formatting). */
-kcr_err kcr_recorder_event(kcr_recorder *r, const struct kcr_event *ev);
+KCR_API kcr_err kcr_recorder_event(kcr_recorder *r, const struct kcr_event *ev);
 
 /* Waits until no new event is queued or being sent and every series count
  * has been written (series writes are not held back by series_flush_ms
  * while someone flushes), or timeout_ms passed: KCR_OK or KCR_ETIMEDOUT.
  * Writes being retried keep their backoff. A negative timeout is 0. KCR_EINVAL
  * if r is NULL. Thread safety: any thread. */
-kcr_err kcr_recorder_flush(kcr_recorder *r, long timeout_ms);
+KCR_API kcr_err kcr_recorder_flush(kcr_recorder *r, long timeout_ms);
 
 /* Counters since creation (the same outcomes as kcr_events_total), read
  * together under the recorder's lock. Thread safety: any thread. */
@@ -185,25 +194,26 @@ struct kcr_recorder_stats {
   size_t queued;          /* new events waiting now */
   size_t tracked;         /* Events remembered for aggregation now */
 };
-void kcr_recorder_stats(kcr_recorder *r, struct kcr_recorder_stats *out);
+KCR_API void kcr_recorder_get_stats(kcr_recorder *r, struct kcr_recorder_stats *out);
 
 /* ---- pure helpers, used by the recorder and exposed for tests ---- */
 
 /* KCR_OK if type, reason and action are acceptable (see eventf), else
  * KCR_EINVAL. Thread safety: pure. */
-kcr_err kcr_event_validate(const char *type, const char *reason, const char *action);
+KCR_API kcr_err kcr_event_validate(const char *type, const char *reason,
+                                   const char *action);
 
 /* How many of the len bytes of s to keep so that at most max bytes remain
  * without splitting a UTF-8 sequence: len if len <= max, else max moved back
  * to the start of the sequence that straddles it. Thread safety: pure. */
-size_t kcr_event_note_cut(const char *s, size_t len, size_t max);
+KCR_API size_t kcr_event_note_cut(const char *s, size_t len, size_t max);
 
 /* True if a and b would be aggregated into one Event series by one
  * recorder: same regarding kind, namespace, name and uid (api_version and
  * resource_version are ignored: a new version of the object continues the
  * series), type, reason, action and note (NULL equals ""). Thread safety:
  * pure. */
-bool kcr_event_isomorphic(const struct kcr_event *a, const struct kcr_event *b);
+KCR_API bool kcr_event_isomorphic(const struct kcr_event *a, const struct kcr_event *b);
 
 /* The spam limit's token bucket. Starts full (kcr_event_bucket_init);
  * take() first adds (now - last) / refill_ms tokens, capped at burst, then
@@ -213,8 +223,13 @@ struct kcr_event_bucket {
   double tokens;
   uint64_t last_ms;
 };
-void kcr_event_bucket_init(struct kcr_event_bucket *b, int burst, uint64_t now_ms);
-bool kcr_event_bucket_take(struct kcr_event_bucket *b, int burst, uint64_t refill_ms,
-                           uint64_t now_ms);
+KCR_API void kcr_event_bucket_init(struct kcr_event_bucket *b, int burst,
+                                   uint64_t now_ms);
+KCR_API bool kcr_event_bucket_take(struct kcr_event_bucket *b, int burst,
+                                   uint64_t refill_ms, uint64_t now_ms);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

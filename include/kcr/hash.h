@@ -14,11 +14,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "api.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* SipHash-2-4 of p[0..n) under the process's random key. */
-uint64_t kcr_hash(const void *p, size_t n);
+KCR_API uint64_t kcr_hash(const void *p, size_t n);
 /* kcr_hash of a NUL-terminated string (without the NUL); NULL hashes as "". */
-uint64_t kcr_hash_str(const char *s);
+KCR_API uint64_t kcr_hash_str(const char *s);
 /* SipHash-2-4 under an explicit 16-byte key (for tests and fixed vectors). */
-uint64_t kcr_siphash24(const unsigned char key[16], const void *p, size_t n);
+KCR_API uint64_t kcr_siphash24(const unsigned char key[16], const void *p, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

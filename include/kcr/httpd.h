@@ -57,8 +57,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "api.h"
 #include "err.h"
 #include "metrics.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef struct kcr_httpd kcr_httpd;
 
@@ -81,16 +86,18 @@ struct kcr_httpd_opts {
  * bound yet. Errors: KCR_EINVAL (no opts/out), KCR_ECONFIG (bad address;
  * ei->message names it and says what is wrong), KCR_ENOMEM. *out is NULL on
  * error. Thread safety: any thread. */
-kcr_err kcr_httpd_new(const struct kcr_httpd_opts *opts, kcr_httpd **out,
-                      struct kcr_errinfo *ei);
+KCR_API kcr_err kcr_httpd_new(const struct kcr_httpd_opts *opts, kcr_httpd **out,
+                              struct kcr_errinfo *ei);
 
 /* Registers a check on /healthz or /readyz, before or after start. name is
  * copied; it must be non-empty and made of [A-Za-z0-9._-] (it is also a path
  * segment). Errors: KCR_EINVAL (bad name or no fn), KCR_EEXIST (name taken
  * on that endpoint), KCR_ENOMEM. Checks are shown in registration order.
  * Thread safety: any thread, also while requests are served. */
-kcr_err kcr_httpd_add_healthz(kcr_httpd *h, const char *name, kcr_check_fn fn, void *ud);
-kcr_err kcr_httpd_add_readyz(kcr_httpd *h, const char *name, kcr_check_fn fn, void *ud);
+KCR_API kcr_err kcr_httpd_add_healthz(kcr_httpd *h, const char *name, kcr_check_fn fn,
+                                      void *ud);
+KCR_API kcr_err kcr_httpd_add_readyz(kcr_httpd *h, const char *name, kcr_check_fn fn,
+                                     void *ud);
 
 /* Resolves and binds the address and listens on it now, without serving:
  * connections wait in the kernel's backlog until kcr_httpd_start(). Use it
@@ -103,7 +110,7 @@ kcr_err kcr_httpd_add_readyz(kcr_httpd *h, const char *name, kcr_check_fn fn, vo
  * denied, address not available, ... with the OS's words). On error h is
  * left as it was (stopped, nothing bound).
  * Thread safety: any thread (serialised with start and stop). */
-kcr_err kcr_httpd_listen(kcr_httpd *h, struct kcr_errinfo *ei);
+KCR_API kcr_err kcr_httpd_listen(kcr_httpd *h, struct kcr_errinfo *ei);
 
 /* Starts serving on the socket kcr_httpd_listen() bound, or binds first (as
  * kcr_httpd_listen) when it was not called. Errors: KCR_EINVAL (h NULL, or
@@ -113,21 +120,25 @@ kcr_err kcr_httpd_listen(kcr_httpd *h, struct kcr_errinfo *ei);
  * bound). A stopped server may be started again (it binds anew; with port
  * 0, maybe on another port). Thread safety: any thread (serialised with
  * listen and stop). */
-kcr_err kcr_httpd_start(kcr_httpd *h, struct kcr_errinfo *ei);
+KCR_API kcr_err kcr_httpd_start(kcr_httpd *h, struct kcr_errinfo *ei);
 
 /* The port bound by kcr_httpd_listen() or kcr_httpd_start(), or 0 when
  * stopped (NULL: 0). Thread safety: any thread. */
-int kcr_httpd_port(const kcr_httpd *h);
+KCR_API int kcr_httpd_port(const kcr_httpd *h);
 
 /* Stops serving: closes the listening socket (also one bound by
  * kcr_httpd_listen() and never served) and open connections and joins the
  * server's threads; requests in flight finish first; then logs the count
  * of warnings held back, if any. Idempotent; NULL is a no-op.
  * Thread safety: any thread but a server thread (see above). */
-void kcr_httpd_stop(kcr_httpd *h);
+KCR_API void kcr_httpd_stop(kcr_httpd *h);
 
 /* Stops (as kcr_httpd_stop, in whatever state h is) and frees. NULL is a
  * no-op. No other call on h may be running or follow. */
-void kcr_httpd_free(kcr_httpd *h);
+KCR_API void kcr_httpd_free(kcr_httpd *h);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -25,9 +25,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "api.h"
 #include "client.h"
 #include "metrics.h"
 #include "store.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef struct kcr_informer kcr_informer;
 
@@ -55,37 +60,41 @@ struct kcr_informer_opts {
   kcr_metrics *metrics;     /* optional: kcr_informer_* gauges */
 };
 
-kcr_err kcr_informer_new(const struct kcr_informer_opts *o, kcr_informer **out);
+KCR_API kcr_err kcr_informer_new(const struct kcr_informer_opts *o, kcr_informer **out);
 /* Adds handlers (up to 16); before start. */
-kcr_err kcr_informer_add_handlers(kcr_informer *inf,
-                                  const struct kcr_informer_handlers *h);
+KCR_API kcr_err kcr_informer_add_handlers(kcr_informer *inf,
+                                          const struct kcr_informer_handlers *h);
 /* The informer's store (borrowed; lives as long as the informer). Add
  * indexes to it before start. */
-kcr_store *kcr_informer_store(kcr_informer *inf);
+KCR_API kcr_store *kcr_informer_store(kcr_informer *inf);
 /* "resource.group" (or "resource" for core), e.g. "ebds.ebdman.example.com". */
-const char *kcr_informer_name(const kcr_informer *inf);
+KCR_API const char *kcr_informer_name(const kcr_informer *inf);
 /* Starts the threads. All or nothing: KCR_ENOMEM if a thread cannot be made
  * (then nothing runs and nothing was listed; start may be tried again),
  * KCR_EINVAL if started. */
-kcr_err kcr_informer_start(kcr_informer *inf);
+KCR_API kcr_err kcr_informer_start(kcr_informer *inf);
 /* True once the first LIST has been applied to the store and every handler
  * has been called for its objects. A LIST whose objects the store cannot
  * take (out of memory) leaves it false and is retried after backoff. */
-bool kcr_informer_has_synced(kcr_informer *inf);
+KCR_API bool kcr_informer_has_synced(kcr_informer *inf);
 /* Waits until synced, stopped, or timeout_ms passed (KCR_FOREVER: no
  * limit); true if synced. Any thread. */
-bool kcr_informer_wait_synced(kcr_informer *inf, uint64_t timeout_ms);
+KCR_API bool kcr_informer_wait_synced(kcr_informer *inf, uint64_t timeout_ms);
 /* Stops the threads (cancels the watch; a LIST in flight is waited for, up
  * to the client's request timeout) and joins them. Idempotent. */
-void kcr_informer_stop(kcr_informer *inf);
+KCR_API void kcr_informer_stop(kcr_informer *inf);
 /* Stops if needed and frees (the store too). */
-void kcr_informer_free(kcr_informer *inf);
+KCR_API void kcr_informer_free(kcr_informer *inf);
 
 /* Counters for tests and diagnostics. Any thread (read under the
  * informer's lock). */
 struct kcr_informer_stats {
   uint64_t lists, watches, relists_gone, errors, events;
 };
-void kcr_informer_stats(kcr_informer *inf, struct kcr_informer_stats *st);
+KCR_API void kcr_informer_get_stats(kcr_informer *inf, struct kcr_informer_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -29,46 +29,56 @@
 #include <cjson/cJSON.h>
 #include <stdint.h>
 
+#include "api.h"
 #include "err.h"
 
-cJSON *kcr_json_at(const cJSON *obj, const char *path);
-const char *kcr_json_str(const cJSON *obj, const char *path);
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+KCR_API cJSON *kcr_json_at(const cJSON *obj, const char *path);
+KCR_API const char *kcr_json_str(const cJSON *obj, const char *path);
 /* The string member named exactly `key` (no path splitting: for label and
  * annotation keys such as "example.com/name"), or NULL. */
-const char *kcr_json_member_str(const cJSON *obj, const char *key);
+KCR_API const char *kcr_json_member_str(const cJSON *obj, const char *key);
 /* Integer at path, exactly (see above); def if absent, null, not an integer
  * (a string, 1.5, NaN ...) or out of int64 range. */
-int64_t kcr_json_int(const cJSON *obj, const char *path, int64_t def);
+KCR_API int64_t kcr_json_int(const cJSON *obj, const char *path, int64_t def);
 /* Reads node v as an int64, exactly; *out is set only on KCR_OK.
  * Errors: KCR_ENOTFOUND when v is NULL or JSON null, KCR_EPARSE when it is
  * not an integer (another type, a fraction, NaN, a Raw node that is not an
  * integer literal), KCR_ERANGE when it is an integer outside int64. */
-kcr_err kcr_json_get_int(const cJSON *v, int64_t *out);
+KCR_API kcr_err kcr_json_get_int(const cJSON *v, int64_t *out);
 /* A new node for v, owned by the caller, that prints exactly as Go's
  * encoder writes an int64 ("1000000000000000", never "1e+15"); NULL if out
  * of memory. */
-cJSON *kcr_json_create_int(int64_t v);
+KCR_API cJSON *kcr_json_create_int(int64_t v);
 /* Adds member name = v (kcr_json_create_int) to obj, as
  * cJSON_AddNumberToObject does (appends; does not replace a member of that
  * name). Returns the new node, or NULL (out of memory, or obj/name NULL)
  * with obj unchanged. */
-cJSON *kcr_json_add_int(cJSON *obj, const char *name, int64_t v);
+KCR_API cJSON *kcr_json_add_int(cJSON *obj, const char *name, int64_t v);
 /* Gets or creates the object at path (creating intermediate objects);
  * NULL if out of memory (then obj is unchanged) or if obj or a member on
  * the way is not an object. */
-cJSON *kcr_json_obj(cJSON *obj, const char *path);
+KCR_API cJSON *kcr_json_obj(cJSON *obj, const char *path);
 /* Sets a string member at path (replacing any value), creating
  * intermediate objects. Errors: KCR_EINVAL when obj or a member on the way
  * is not an object, KCR_ENOMEM; on error obj is unchanged. */
-kcr_err kcr_json_set_str(cJSON *obj, const char *path, const char *value);
+KCR_API kcr_err kcr_json_set_str(cJSON *obj, const char *path, const char *value);
 /* Parses text[0..len) into a new tree (*out, caller frees; NULL on error),
  * keeping integers exact (see above). Text after the first value is ignored.
  * Errors: KCR_EPARSE when malformed (ei says at which byte), KCR_ENOMEM when
  * out of memory (well-formed text is never called malformed; a well-formed
  * number literal longer than 63 bytes is the one exception, reported
  * EPARSE if memory ran out while parsing a text holding one). */
-kcr_err kcr_json_parse(const char *text, size_t len, cJSON **out, struct kcr_errinfo *ei);
+KCR_API kcr_err kcr_json_parse(const char *text, size_t len, cJSON **out,
+                               struct kcr_errinfo *ei);
 /* Compact text of a tree, owned by the caller; NULL if out of memory. */
-char *kcr_json_print(const cJSON *obj);
+KCR_API char *kcr_json_print(const cJSON *obj);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -56,9 +56,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "api.h"
 #include "client.h"
 #include "err.h"
 #include "metrics.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef struct kcr_leader kcr_leader;
 
@@ -95,40 +100,40 @@ struct kcr_leader_opts {
  * lease (whole seconds) > renew_deadline > 1.2 * retry > 0, lease >= 1000 ms),
  * KCR_ENOMEM.
  * On error *out is NULL. Thread safety: any thread. */
-kcr_err kcr_leader_new(const struct kcr_leader_opts *o, kcr_leader **out);
+KCR_API kcr_err kcr_leader_new(const struct kcr_leader_opts *o, kcr_leader **out);
 
 /* Starts the elector's thread: acquire loop, then renew loop while leading.
  * Errors: KCR_EINVAL if already started or stopped, KCR_ENOMEM if no thread
  * could be made. Thread safety: any thread. */
-kcr_err kcr_leader_start(kcr_leader *le);
+KCR_API kcr_err kcr_leader_start(kcr_leader *le);
 
 /* True while this elector holds the lease: from the successful write that
  * named it (before on_started_leading is called) until it decides that
  * leadership ended (before on_stopped_leading is called and before any
  * release). Thread safety: any thread. */
-bool kcr_leader_is_leader(kcr_leader *le);
+KCR_API bool kcr_leader_is_leader(kcr_leader *le);
 
 /* True while writes guarded by this elector may be sent: leading, and the
  * last successful renewal started less than renew_deadline_ms ago (local
  * monotonic clock). Lock-free; meant for kcr_client_set_write_gate.
  * Thread safety: any thread, including from a signal handler. */
-bool kcr_leader_may_write(kcr_leader *le);
+KCR_API bool kcr_leader_may_write(kcr_leader *le);
 
 /* Waits up to timeout_ms (KCR_FOREVER: no limit) until this elector leads
  * and on_started_leading has returned, or has lost leadership (see
  * kcr_leader_lost), or is stopped. Returns kcr_leader_is_leader().
  * Thread safety: any thread (not from a callback: it would wait for itself). */
-bool kcr_leader_wait(kcr_leader *le, uint64_t timeout_ms);
+KCR_API bool kcr_leader_wait(kcr_leader *le, uint64_t timeout_ms);
 
 /* True once leadership was held and then lost (renew deadline passed or the
  * lease was taken by another identity); it turns true after
  * on_stopped_leading has returned. Not set by kcr_leader_stop().
  * Thread safety: any thread. */
-bool kcr_leader_lost(kcr_leader *le);
+KCR_API bool kcr_leader_lost(kcr_leader *le);
 
 /* The identity written to holderIdentity (borrowed; lives as long as le).
  * Thread safety: any thread. */
-const char *kcr_leader_identity(const kcr_leader *le);
+KCR_API const char *kcr_leader_identity(const kcr_leader *le);
 
 /* Stops the elector and waits for its thread to end: a retry wait is cut
  * short at once; an HTTP request in flight is waited for (it is bounded by
@@ -138,10 +143,14 @@ const char *kcr_leader_identity(const kcr_leader *le);
  * that a successor takes it at once. Idempotent; a no-op before start (the
  * elector can then no longer be started). From a callback it only asks the
  * thread to stop and returns. Thread safety: any thread. */
-void kcr_leader_stop(kcr_leader *le);
+KCR_API void kcr_leader_stop(kcr_leader *le);
 
 /* Stops (see kcr_leader_stop) and frees. NULL: no-op. Must be the last call
  * on le, and not made from a callback. */
-void kcr_leader_free(kcr_leader *le);
+KCR_API void kcr_leader_free(kcr_leader *le);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -15,6 +15,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "api.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum kcr_log_level {
   KCR_LOG_DEBUG = 0,
   KCR_LOG_INFO = 1,
@@ -32,26 +38,34 @@ struct kcr_kv {
   long long i;
   double d;
 };
-#define KCR_S(k, v) ((struct kcr_kv){(k), KCR_KV_STR, (v), 0, 0})
-#define KCR_I(k, v) ((struct kcr_kv){(k), KCR_KV_INT, NULL, (long long)(v), 0})
-#define KCR_B(k, v) ((struct kcr_kv){(k), KCR_KV_BOOL, NULL, (v) ? 1 : 0, 0})
-#define KCR_D(k, v) ((struct kcr_kv){(k), KCR_KV_DBL, NULL, 0, (double)(v)})
+/* One key-value pair of a log record: KCR_S string, KCR_I integer, KCR_B
+ * boolean, KCR_D double. (C++ has no compound literals: it gets the same
+ * value from a braced temporary.) */
+#ifdef __cplusplus
+#define KCR__KV_LITERAL kcr_kv
+#else
+#define KCR__KV_LITERAL (struct kcr_kv)
+#endif
+#define KCR_S(k, v) (KCR__KV_LITERAL{(k), KCR_KV_STR, (v), 0, 0})
+#define KCR_I(k, v) (KCR__KV_LITERAL{(k), KCR_KV_INT, NULL, (long long)(v), 0})
+#define KCR_B(k, v) (KCR__KV_LITERAL{(k), KCR_KV_BOOL, NULL, (v) ? 1 : 0, 0})
+#define KCR_D(k, v) (KCR__KV_LITERAL{(k), KCR_KV_DBL, NULL, 0, (double)(v)})
 
 /* Records at level >= the global level are written. Default INFO, KV, stderr. */
-void kcr_log_set_level(enum kcr_log_level lvl);
-enum kcr_log_level kcr_log_get_level(void);
-void kcr_log_set_format(enum kcr_log_format fmt);
+KCR_API void kcr_log_set_level(enum kcr_log_level lvl);
+KCR_API enum kcr_log_level kcr_log_get_level(void);
+KCR_API void kcr_log_set_format(enum kcr_log_format fmt);
 /* Parses "debug", "info", "warn", "error", "off"; -1 if unknown. */
-int kcr_log_level_parse(const char *s);
+KCR_API int kcr_log_level_parse(const char *s);
 /* Redirects records to fd (default 2). */
-void kcr_log_set_fd(int fd);
-bool kcr_log_enabled(enum kcr_log_level lvl);
+KCR_API void kcr_log_set_fd(int fd);
+KCR_API bool kcr_log_enabled(enum kcr_log_level lvl);
 /* True if a value under this key must never be logged. */
-bool kcr_log_is_secret_key(const char *key);
+KCR_API bool kcr_log_is_secret_key(const char *key);
 
 /* Writes one record: time, level, msg, then the pairs in order. */
-void kcr_log_kv(enum kcr_log_level lvl, const char *msg, const struct kcr_kv *kv,
-                size_t n);
+KCR_API void kcr_log_kv(enum kcr_log_level lvl, const char *msg, const struct kcr_kv *kv,
+                        size_t n);
 
 #define KCR_LOG(lvl, msg, ...)                                                           \
   do {                                                                                   \
@@ -61,5 +75,9 @@ void kcr_log_kv(enum kcr_log_level lvl, const char *msg, const struct kcr_kv *kv
                  sizeof(kcr__kv_) / sizeof(kcr__kv_[0]) - 1);                            \
     }                                                                                    \
   } while(0)
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

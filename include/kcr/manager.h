@@ -42,10 +42,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "api.h"
 #include "client.h"
 #include "controller.h"
 #include "informer.h"
 #include "metrics.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef struct kcr_manager kcr_manager;
 
@@ -76,35 +81,39 @@ struct kcr_manager_opts {
  * failure). Errors: KCR_EINVAL (no config), KCR_ECONFIG (an address that
  * does not parse or resolve), KCR_EIO (cannot bind: in use, permission),
  * KCR_ENOMEM, and the client's errors; ei names what was wrong. */
-kcr_err kcr_manager_new(const struct kcr_manager_opts *o, kcr_manager **out,
-                        struct kcr_errinfo *ei);
-kcr_client *kcr_manager_client(kcr_manager *m);
-kcr_metrics *kcr_manager_metrics(kcr_manager *m);
+KCR_API kcr_err kcr_manager_new(const struct kcr_manager_opts *o, kcr_manager **out,
+                                struct kcr_errinfo *ei);
+KCR_API kcr_client *kcr_manager_client(kcr_manager *m);
+KCR_API kcr_metrics *kcr_manager_metrics(kcr_manager *m);
 /* The shared informer for (gvr, ns, selectors), made on first request. The
  * manager fills client and metrics in io. Borrowed; lives with the manager. */
-kcr_err kcr_manager_informer(kcr_manager *m, const struct kcr_informer_opts *io,
-                             kcr_informer **out);
+KCR_API kcr_err kcr_manager_informer(kcr_manager *m, const struct kcr_informer_opts *io,
+                                     kcr_informer **out);
 /* Adds a controller; the manager takes ownership. */
-kcr_err kcr_manager_add(kcr_manager *m, kcr_controller *c);
+KCR_API kcr_err kcr_manager_add(kcr_manager *m, kcr_controller *c);
 /* Runs until stopped; see above for the exit code. */
-int kcr_manager_run(kcr_manager *m);
+KCR_API int kcr_manager_run(kcr_manager *m);
 /* Asks a running manager to stop (async-signal-safe). */
-void kcr_manager_stop(kcr_manager *m);
+KCR_API void kcr_manager_stop(kcr_manager *m);
 /* Reconciles still running (after run returned past its grace period or on
  * lease loss). kcr_manager_free waits for them; a process that wants to exit
  * promptly calls _exit() (not exit(): library atexit handlers, OpenSSL's,
  * free state the running reconciles still use). Any thread. */
-int kcr_manager_busy(kcr_manager *m);
+KCR_API int kcr_manager_busy(kcr_manager *m);
 /* True while this instance leads (always true without election). Any
  * thread. Writes are fenced more strictly: see kcr_leader_may_write. */
-bool kcr_manager_leading(kcr_manager *m);
+KCR_API bool kcr_manager_leading(kcr_manager *m);
 /* The health server's bound port (after kcr_manager_new; 0 if none). */
-int kcr_manager_health_port(kcr_manager *m);
+KCR_API int kcr_manager_health_port(kcr_manager *m);
 /* Frees the controllers first - each waits for its in-flight reconciles, so
  * nothing they use is freed under them (see kcr_controller_free) - then the
  * elector, the informers, the servers and the manager's client reference.
  * Objects that hold their own client reference (a status writer, a
  * recorder) may be freed before or after. NULL: no-op. */
-void kcr_manager_free(kcr_manager *m);
+KCR_API void kcr_manager_free(kcr_manager *m);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

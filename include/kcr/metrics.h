@@ -22,8 +22,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "api.h"
 #include "buf.h"
 #include "err.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* The Content-Type of what kcr_metrics_render() writes. */
 #define KCR_METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
@@ -32,10 +37,10 @@ typedef struct kcr_metrics kcr_metrics;
 typedef struct kcr_metric kcr_metric;
 
 /* A new, empty registry; NULL when out of memory. */
-kcr_metrics *kcr_metrics_new(void);
+KCR_API kcr_metrics *kcr_metrics_new(void);
 /* Frees the registry and every family in it (NULL: no-op). No other call on
  * reg or its families may be running or follow. */
-void kcr_metrics_free(kcr_metrics *reg);
+KCR_API void kcr_metrics_free(kcr_metrics *reg);
 
 /* Families. label_names is NULL-terminated (or NULL for none). Registering
  * an existing name returns the existing family if its type and labels match
@@ -44,16 +49,16 @@ void kcr_metrics_free(kcr_metrics *reg);
  * reserved in histograms). The first help text wins. A family without labels
  * has its one series from the start, so it renders as 0 before any update;
  * a family with labels renders nothing until its first series exists. */
-kcr_metric *kcr_metric_counter(kcr_metrics *reg, const char *name, const char *help,
-                               const char *const *label_names);
-kcr_metric *kcr_metric_gauge(kcr_metrics *reg, const char *name, const char *help,
-                             const char *const *label_names);
+KCR_API kcr_metric *kcr_metric_counter(kcr_metrics *reg, const char *name,
+                                       const char *help, const char *const *label_names);
+KCR_API kcr_metric *kcr_metric_gauge(kcr_metrics *reg, const char *name, const char *help,
+                                     const char *const *label_names);
 /* bounds: ascending upper bounds, n of them (+Inf is implicit). They must be
  * strictly ascending and not NaN; a trailing +Inf is dropped; n may be 0.
  * The array is copied. */
-kcr_metric *kcr_metric_histogram(kcr_metrics *reg, const char *name, const char *help,
-                                 const char *const *label_names, const double *bounds,
-                                 size_t n);
+KCR_API kcr_metric *kcr_metric_histogram(kcr_metrics *reg, const char *name,
+                                         const char *help, const char *const *label_names,
+                                         const double *bounds, size_t n);
 
 /* label_values: as many as the family's label names (NULL for none); exactly
  * that many are read, so a trailing NULL is allowed but not needed. A NULL
@@ -63,15 +68,16 @@ kcr_metric *kcr_metric_histogram(kcr_metrics *reg, const char *name, const char 
  * set: gauges, and counters that mirror a count kept elsewhere (collect).
  * observe: histograms only. A mismatching call is a no-op. If a new series
  * cannot be allocated the update is dropped. */
-void kcr_metric_inc(kcr_metric *m, const char *const *label_values, double delta);
-void kcr_metric_set(kcr_metric *m, const char *const *label_values, double value);
-void kcr_metric_observe(kcr_metric *m, const char *const *label_values, double value);
+KCR_API void kcr_metric_inc(kcr_metric *m, const char *const *label_values, double delta);
+KCR_API void kcr_metric_set(kcr_metric *m, const char *const *label_values, double value);
+KCR_API void kcr_metric_observe(kcr_metric *m, const char *const *label_values,
+                                double value);
 /* Current value of a counter/gauge series, or the sum of a histogram series
  * (0 if absent; never creates the series); for tests. */
-double kcr_metric_value(kcr_metric *m, const char *const *label_values);
+KCR_API double kcr_metric_value(kcr_metric *m, const char *const *label_values);
 /* Number of observations of a histogram series (0 if absent or not a
  * histogram); for tests. */
-uint64_t kcr_metric_count(kcr_metric *m, const char *const *label_values);
+KCR_API uint64_t kcr_metric_count(kcr_metric *m, const char *const *label_values);
 
 /* Called at the start of every render, to refresh gauges computed on demand
  * (queue depth, store bytes). Callbacks run one render at a time, in
@@ -83,20 +89,27 @@ uint64_t kcr_metric_count(kcr_metric *m, const char *const *label_values);
  * in progress, except when called from inside a callback), so ud may be
  * freed. */
 typedef void (*kcr_metrics_collect_fn)(void *ud);
-kcr_err kcr_metrics_on_collect(kcr_metrics *reg, kcr_metrics_collect_fn fn, void *ud);
-void kcr_metrics_off_collect(kcr_metrics *reg, kcr_metrics_collect_fn fn, void *ud);
+KCR_API kcr_err kcr_metrics_on_collect(kcr_metrics *reg, kcr_metrics_collect_fn fn,
+                                       void *ud);
+KCR_API void kcr_metrics_off_collect(kcr_metrics *reg, kcr_metrics_collect_fn fn,
+                                     void *ud);
 
 /* Runs the collect callbacks, then appends the text exposition of every
  * family to out. On error (KCR_EINVAL without reg or out, KCR_ENOMEM) out is
  * left as it was. Values are read without stopping writers: a histogram's
  * _count always equals its +Inf bucket, its _sum may be one observation
  * ahead or behind. */
-kcr_err kcr_metrics_render(kcr_metrics *reg, struct kcr_buf *out);
+KCR_API kcr_err kcr_metrics_render(kcr_metrics *reg, struct kcr_buf *out);
 
 /* Common bucket sets. */
-extern const double kcr_buckets_seconds[]; /* 0.005 .. 60 s */
-extern const size_t kcr_buckets_seconds_n;
-extern const double kcr_buckets_workqueue[]; /* 1e-8 .. 1e3 s, x10 (as client-go) */
-extern const size_t kcr_buckets_workqueue_n;
+KCR_API extern const double kcr_buckets_seconds[]; /* 0.005 .. 60 s */
+KCR_API extern const size_t kcr_buckets_seconds_n;
+KCR_API extern const double
+    kcr_buckets_workqueue[]; /* 1e-8 .. 1e3 s, x10 (as client-go) */
+KCR_API extern const size_t kcr_buckets_workqueue_n;
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

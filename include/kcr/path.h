@@ -12,7 +12,12 @@
 
 #include <stdbool.h>
 
+#include "api.h"
 #include "buf.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* Which resource: group "" is the core group. */
 struct kcr_gvr {
@@ -42,11 +47,15 @@ struct kcr_ref {
  *     '/', '%', "." and "..");
  *   - a subresource without a name, a namespace on a cluster-scoped
  *     resource, a name on a namespaced resource without a namespace. */
-kcr_err kcr_path(struct kcr_buf *out, const struct kcr_ref *ref);
+KCR_API kcr_err kcr_path(struct kcr_buf *out, const struct kcr_ref *ref);
 
 /* Appends "?key=value" or "&key=value" (value percent-encoded) depending on
  * whether out already holds a '?'. NULL or empty value: nothing appended. */
-kcr_err kcr_query_add(struct kcr_buf *out, const char *key, const char *value);
-kcr_err kcr_query_add_int(struct kcr_buf *out, const char *key, long long value);
+KCR_API kcr_err kcr_query_add(struct kcr_buf *out, const char *key, const char *value);
+KCR_API kcr_err kcr_query_add_int(struct kcr_buf *out, const char *key, long long value);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

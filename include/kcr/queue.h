@@ -53,8 +53,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "api.h"
 #include "err.h"
 #include "metrics.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef struct kcr_queue kcr_queue;
 
@@ -79,81 +84,85 @@ struct kcr_queue_opts {
  * Returns NULL when out of memory (or when the metrics registry refuses a
  * collect hook). Release with kcr_queue_free().
  * Thread safety: any thread. */
-kcr_queue *kcr_queue_new(const struct kcr_queue_opts *o);
+KCR_API kcr_queue *kcr_queue_new(const struct kcr_queue_opts *o);
 
 /* Releases the queue with every key it holds (queued, parked or being
  * processed) and unhooks it from the metrics registry. NULL is a no-op. No other thread
  * may be using the queue, or use it afterwards: stop the workers first
  * (kcr_queue_shutdown(), then join them). Keys returned by kcr_queue_get() stay owned by
  * their callers. */
-void kcr_queue_free(kcr_queue *q);
+KCR_API void kcr_queue_free(kcr_queue *q);
 
 /* Marks key as needing processing (see the contract above). The key is
  * copied. Returns KCR_OK (also when it was a no-op), KCR_ECANCELED when the
  * queue is shutting down (the add is dropped, as client-go drops it
  * silently), KCR_ENOMEM, KCR_EINVAL for a NULL key.
  * Thread safety: any thread. */
-kcr_err kcr_queue_add(kcr_queue *q, const char *key);
+KCR_API kcr_err kcr_queue_add(kcr_queue *q, const char *key);
 
 /* Adds key once delay_ms has passed; 0 adds it now. Any delay is valid: a
  * deadline past the end of the monotonic clock (KCR_FOREVER) parks the key
  * until shutdown. If key is already parked, the earlier of the two
  * deadlines is kept. Counts one workqueue_retries_total (as client-go's
  * AddAfter does). Errors as for kcr_queue_add(). Thread safety: any thread. */
-kcr_err kcr_queue_add_after(kcr_queue *q, const char *key, uint64_t delay_ms);
+KCR_API kcr_err kcr_queue_add_after(kcr_queue *q, const char *key, uint64_t delay_ms);
 
 /* kcr_queue_add_after() with the rate limiter's next delay for key, and
  * counts one more failure for it: base * 2^n capped at max (n = failures so
  * far), max'ed with the token bucket's delay when configured. Errors as for
  * kcr_queue_add(). Thread safety: any thread. */
-kcr_err kcr_queue_add_rate_limited(kcr_queue *q, const char *key);
+KCR_API kcr_err kcr_queue_add_rate_limited(kcr_queue *q, const char *key);
 
 /* Stops tracking key's failures: its next rate-limited delay is the base
  * delay again. Does not dequeue or finish the key. Thread safety: any thread. */
-void kcr_queue_forget(kcr_queue *q, const char *key);
+KCR_API void kcr_queue_forget(kcr_queue *q, const char *key);
 
 /* How many times key was rate-limited since the last kcr_queue_forget().
  * Thread safety: any thread. */
-int kcr_queue_num_requeues(kcr_queue *q, const char *key);
+KCR_API int kcr_queue_num_requeues(kcr_queue *q, const char *key);
 
 /* Blocks until a key is available and hands it to the caller, who owns the
  * copy (*key, free() it) and must call kcr_queue_done() with it when the
  * work is finished. Returns KCR_OK, or KCR_ECANCELED once the queue is shut
  * down and no queued key is left (*key = NULL); KCR_ENOMEM (the key stays
  * queued); KCR_EINVAL for NULL arguments. Thread safety: any thread. */
-kcr_err kcr_queue_get(kcr_queue *q, char **key);
+KCR_API kcr_err kcr_queue_get(kcr_queue *q, char **key);
 
 /* kcr_queue_get() that gives up after timeout_ms: KCR_ETIMEDOUT (*key =
  * NULL). timeout_ms == 0 never blocks; KCR_FOREVER waits as long as it takes
  * (kcr_queue_get). Thread safety: any thread. */
-kcr_err kcr_queue_get_timed(kcr_queue *q, uint64_t timeout_ms, char **key);
+KCR_API kcr_err kcr_queue_get_timed(kcr_queue *q, uint64_t timeout_ms, char **key);
 
 /* Marks the processing of key finished. If key was added while it was
  * processing, it is queued again now (even when shutting down: the add came
  * before the shutdown). Returns KCR_OK, or KCR_EINVAL if key is not being
  * processed (client-go would corrupt its queue; here nothing changes).
  * key is borrowed. Thread safety: any thread. */
-kcr_err kcr_queue_done(kcr_queue *q, const char *key);
+KCR_API kcr_err kcr_queue_done(kcr_queue *q, const char *key);
 
 /* Number of keys queued and ready: not processing, not parked. For
  * information only (it may change before the caller looks at it).
  * Thread safety: any thread. */
-size_t kcr_queue_len(kcr_queue *q);
+KCR_API size_t kcr_queue_len(kcr_queue *q);
 
 /* Refuses further adds, drops parked keys and wakes every blocked getter;
  * getters still receive the keys already queued, then KCR_ECANCELED.
  * Does not wait. Also makes a pending kcr_queue_shutdown_drain() return.
  * Idempotent. Thread safety: any thread. */
-void kcr_queue_shutdown(kcr_queue *q);
+KCR_API void kcr_queue_shutdown(kcr_queue *q);
 
 /* kcr_queue_shutdown(), then waits until no key is processing (every
  * kcr_queue_get() matched by its kcr_queue_done()) - client-go's
  * ShutDownWithDrain. Keys still queued are not waited for; workers get
  * them before KCR_ECANCELED. Never call it from a worker holding a key.
  * Thread safety: any thread. */
-void kcr_queue_shutdown_drain(kcr_queue *q);
+KCR_API void kcr_queue_shutdown_drain(kcr_queue *q);
 
 /* True once kcr_queue_shutdown*() was called. Thread safety: any thread. */
-bool kcr_queue_shutting_down(kcr_queue *q);
+KCR_API bool kcr_queue_shutting_down(kcr_queue *q);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -42,9 +42,14 @@
 #include <stdbool.h>
 #include <time.h>
 
+#include "api.h"
 #include "client.h"
 #include "cond.h"
 #include "metrics.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 enum kcr_status_mode {
   KCR_STATUS_APPLY = 0,
@@ -95,9 +100,9 @@ typedef struct kcr_status_writer kcr_status_writer;
 /* A new writer in *out (NULL on error); it holds a reference on o->client.
  * Errors: KCR_EINVAL (o, client, gvr or field_manager missing; api_version
  * or kind missing for KCR_STATUS_APPLY), KCR_ENOMEM. */
-kcr_err kcr_status_writer_new(const struct kcr_status_writer_opts *o,
-                              kcr_status_writer **out);
-void kcr_status_writer_free(kcr_status_writer *w);
+KCR_API kcr_err kcr_status_writer_new(const struct kcr_status_writer_opts *o,
+                                      kcr_status_writer **out);
+KCR_API void kcr_status_writer_free(kcr_status_writer *w);
 
 /* Merges d into a copy of obj's status: *conds gets the full merged
  * conditions list (new, caller frees), *changed whether anything differs
@@ -106,8 +111,9 @@ void kcr_status_writer_free(kcr_status_writer *w);
  * compare equal to what the server sends). Pure apart from `now`.
  * Errors (then *conds is NULL, *changed false): KCR_EINVALID for an invalid
  * condition (ei says which), KCR_EINVAL (now == 0), KCR_ENOMEM. */
-kcr_err kcr_status_merge(const cJSON *obj, const struct kcr_status_desired *d, time_t now,
-                         cJSON **conds, bool *changed, struct kcr_errinfo *ei);
+KCR_API kcr_err kcr_status_merge(const cJSON *obj, const struct kcr_status_desired *d,
+                                 time_t now, cJSON **conds, bool *changed,
+                                 struct kcr_errinfo *ei);
 
 /* Writes d for the object `obj` (borrowed; its namespace and name are
  * used; for APPLY/MERGE its status is the base for the comparison).
@@ -118,9 +124,9 @@ kcr_err kcr_status_merge(const cJSON *obj, const struct kcr_status_desired *d, t
  * condition, before anything is sent), KCR_ENOMEM, KCR_ECONFLICT
  * (UPDATE_RETRY out of retries), and any error of kcr_get / kcr_patch /
  * kcr_update (the server's answer in ei). */
-kcr_err kcr_status_write(kcr_status_writer *w, const cJSON *obj,
-                         const struct kcr_status_desired *d, enum kcr_write_result *res,
-                         struct kcr_errinfo *ei);
+KCR_API kcr_err kcr_status_write(kcr_status_writer *w, const cJSON *obj,
+                                 const struct kcr_status_desired *d,
+                                 enum kcr_write_result *res, struct kcr_errinfo *ei);
 
 /* The general retry-on-conflict update, done right: on every attempt GET a
  * fresh copy from the server into a NEW tree, call mutate(fresh) (which
@@ -132,10 +138,10 @@ kcr_err kcr_status_write(kcr_status_writer *w, const cJSON *obj,
  * Errors: KCR_ECONFLICT when retries ran out (ei holds the last 409),
  * whatever mutate returns, and any error of kcr_get / kcr_update. */
 typedef kcr_err (*kcr_mutate_fn)(cJSON *fresh, bool *changed, void *ud);
-kcr_err kcr_update_retry(kcr_client *c, const struct kcr_ref *ref,
-                         const struct kcr_retry *retry, kcr_mutate_fn mutate, void *ud,
-                         enum kcr_write_result *res, int *conflicts,
-                         struct kcr_errinfo *ei);
+KCR_API kcr_err kcr_update_retry(kcr_client *c, const struct kcr_ref *ref,
+                                 const struct kcr_retry *retry, kcr_mutate_fn mutate,
+                                 void *ud, enum kcr_write_result *res, int *conflicts,
+                                 struct kcr_errinfo *ei);
 
 /* Finalizers, through the main endpoint (never /status), idempotent.
  * *changed (optional) says whether the finalizer was added/removed. Races
@@ -147,11 +153,12 @@ kcr_err kcr_update_retry(kcr_client *c, const struct kcr_ref *ref,
  * deleted), KCR_EPARSE (the object has neither a finalizers list nor a
  * resourceVersion to guard with), KCR_ENOMEM, KCR_EINVALID / KCR_ECONFLICT
  * after the 5th failed attempt, and any error of kcr_get / kcr_patch. */
-kcr_err kcr_finalizer_add(kcr_client *c, const struct kcr_ref *ref, const char *finalizer,
-                          bool *changed, struct kcr_errinfo *ei);
-kcr_err kcr_finalizer_remove(kcr_client *c, const struct kcr_ref *ref,
-                             const char *finalizer, bool *changed,
-                             struct kcr_errinfo *ei);
+KCR_API kcr_err kcr_finalizer_add(kcr_client *c, const struct kcr_ref *ref,
+                                  const char *finalizer, bool *changed,
+                                  struct kcr_errinfo *ei);
+KCR_API kcr_err kcr_finalizer_remove(kcr_client *c, const struct kcr_ref *ref,
+                                     const char *finalizer, bool *changed,
+                                     struct kcr_errinfo *ei);
 
 /* Makes `owner` the controller of `child` (a tree being built for
  * create/apply): ownerReferences gets {apiVersion, kind, name, uid,
@@ -162,7 +169,11 @@ kcr_err kcr_finalizer_remove(kcr_client *c, const struct kcr_ref *ref,
  * another namespace - a namespaced owner must share the child's namespace
  * -, an owner without apiVersion, kind, name or uid, or a child that
  * already has a different controller), KCR_ENOMEM. */
-kcr_err kcr_owner_set_controller(cJSON *child, const cJSON *owner,
-                                 struct kcr_errinfo *ei);
+KCR_API kcr_err kcr_owner_set_controller(cJSON *child, const cJSON *owner,
+                                         struct kcr_errinfo *ei);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

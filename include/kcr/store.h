@@ -26,7 +26,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "api.h"
 #include "err.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef struct kcr_obj kcr_obj;
 typedef struct kcr_store kcr_store;
@@ -40,28 +45,28 @@ struct kcr_owner {
 /* Makes an object from a tree (borrowed, not modified). managedFields are
  * dropped unless keep_managed_fields. KCR_EINVAL if it has no
  * metadata.name. *out holds one reference. */
-kcr_err kcr_obj_new(const cJSON *tree, bool keep_managed_fields, kcr_obj **out);
+KCR_API kcr_err kcr_obj_new(const cJSON *tree, bool keep_managed_fields, kcr_obj **out);
 /* A new reference to o (o may be NULL). Any thread. */
-kcr_obj *kcr_obj_ref(kcr_obj *o);
+KCR_API kcr_obj *kcr_obj_ref(kcr_obj *o);
 /* Drops a reference; the last one frees. NULL is a no-op. Any thread. */
-void kcr_obj_unref(kcr_obj *o);
+KCR_API void kcr_obj_unref(kcr_obj *o);
 
 /* Header fields: borrowed, valid while the reference is held. */
-const char *kcr_obj_ns(const kcr_obj *o); /* "" for cluster-scoped */
-const char *kcr_obj_name(const kcr_obj *o);
-const char *kcr_obj_uid(const kcr_obj *o);    /* "" if none */
-const char *kcr_obj_rv(const kcr_obj *o);     /* "" if none */
-int64_t kcr_obj_generation(const kcr_obj *o); /* 0 if none */
-bool kcr_obj_deleting(const kcr_obj *o);      /* deletionTimestamp set */
-const struct kcr_owner *kcr_obj_controller(const kcr_obj *o);
+KCR_API const char *kcr_obj_ns(const kcr_obj *o); /* "" for cluster-scoped */
+KCR_API const char *kcr_obj_name(const kcr_obj *o);
+KCR_API const char *kcr_obj_uid(const kcr_obj *o);    /* "" if none */
+KCR_API const char *kcr_obj_rv(const kcr_obj *o);     /* "" if none */
+KCR_API int64_t kcr_obj_generation(const kcr_obj *o); /* 0 if none */
+KCR_API bool kcr_obj_deleting(const kcr_obj *o);      /* deletionTimestamp set */
+KCR_API const struct kcr_owner *kcr_obj_controller(const kcr_obj *o);
 /* "ns/name" or "name" for cluster-scoped. */
-const char *kcr_obj_key(const kcr_obj *o);
+KCR_API const char *kcr_obj_key(const kcr_obj *o);
 /* The compact JSON text, borrowed. */
-const char *kcr_obj_json(const kcr_obj *o, size_t *len);
+KCR_API const char *kcr_obj_json(const kcr_obj *o, size_t *len);
 /* A new tree parsed from the text; caller frees. NULL if out of memory. */
-cJSON *kcr_obj_parse(const kcr_obj *o);
+KCR_API cJSON *kcr_obj_parse(const kcr_obj *o);
 /* Bytes this object costs (header + text), for the store's accounting. */
-size_t kcr_obj_size(const kcr_obj *o);
+KCR_API size_t kcr_obj_size(const kcr_obj *o);
 
 /* An index function: calls emit(value, ctx) for every index value of o.
  * Runs on the writer's thread without any store lock held, once per write of
@@ -73,27 +78,27 @@ typedef void (*kcr_index_fn)(const kcr_obj *o, kcr_index_emit emit, void *ctx);
 /* The built-in index by controller owner UID. */
 #define KCR_INDEX_CONTROLLER "controller-uid"
 
-kcr_store *kcr_store_new(void);
+KCR_API kcr_store *kcr_store_new(void);
 /* Frees the store and drops its references (readers keep theirs). */
-void kcr_store_free(kcr_store *s);
+KCR_API void kcr_store_free(kcr_store *s);
 /* Adds an index; only before the first write. fn NULL is allowed for the
  * built-in KCR_INDEX_CONTROLLER. Errors: KCR_EEXIST (name taken), KCR_EINVAL
  * (after the first write, no name, NULL fn for another name), KCR_ENOMEM. */
-kcr_err kcr_store_add_index(kcr_store *s, const char *name, kcr_index_fn fn);
+KCR_API kcr_err kcr_store_add_index(kcr_store *s, const char *name, kcr_index_fn fn);
 
 /* A new reference to the object at ns/name (ns NULL or "" for cluster
  * scope), or NULL. Any thread. */
-kcr_obj *kcr_store_get(kcr_store *s, const char *ns, const char *name);
-kcr_obj *kcr_store_get_key(kcr_store *s, const char *key);
+KCR_API kcr_obj *kcr_store_get(kcr_store *s, const char *ns, const char *name);
+KCR_API kcr_obj *kcr_store_get_key(kcr_store *s, const char *key);
 /* References to every object (or to those whose index `index` holds
  * `value` when index != NULL), in no particular order. *objs is an owned
  * array; release with kcr_objs_free(). Any thread. */
-kcr_err kcr_store_list(kcr_store *s, const char *index, const char *value,
-                       kcr_obj ***objs, size_t *n);
-void kcr_objs_free(kcr_obj **objs, size_t n);
-size_t kcr_store_len(kcr_store *s);
+KCR_API kcr_err kcr_store_list(kcr_store *s, const char *index, const char *value,
+                               kcr_obj ***objs, size_t *n);
+KCR_API void kcr_objs_free(kcr_obj **objs, size_t n);
+KCR_API size_t kcr_store_len(kcr_store *s);
 /* Bytes held by the objects in the store. */
-size_t kcr_store_bytes(kcr_store *s);
+KCR_API size_t kcr_store_bytes(kcr_store *s);
 
 /* Writer side (one writer thread at a time).
  *
@@ -101,13 +106,14 @@ size_t kcr_store_bytes(kcr_store *s);
  * reference to o and *old gets the previous object (a reference the caller
  * must drop) or NULL. On error (KCR_ENOMEM) nothing changed: the caller
  * still owns its reference to o and *old is NULL. */
-kcr_err kcr_store_put(kcr_store *s, kcr_obj *o, kcr_obj **old);
+KCR_API kcr_err kcr_store_put(kcr_store *s, kcr_obj *o, kcr_obj **old);
 /* Removes the object at key ("ns/name"); *old gets the store's reference to
  * it (the caller drops it), or NULL if it was absent. Never fails. */
-void kcr_store_delete_key(kcr_store *s, const char *key, kcr_obj **old);
+KCR_API void kcr_store_delete_key(kcr_store *s, const char *key, kcr_obj **old);
 /* The same by namespace and name. KCR_ENOMEM only for a key longer than
  * 511 bytes (longer than any valid Kubernetes name) when its copy fails. */
-kcr_err kcr_store_delete(kcr_store *s, const char *ns, const char *name, kcr_obj **old);
+KCR_API kcr_err kcr_store_delete(kcr_store *s, const char *ns, const char *name,
+                                 kcr_obj **old);
 /* Replaces the whole contents with objs in one step readers never see
  * half-done. On KCR_OK the store takes over one reference of each object
  * (of duplicate keys the later wins and the earlier's reference is dropped)
@@ -115,7 +121,11 @@ kcr_err kcr_store_delete(kcr_store *s, const char *ns, const char *name, kcr_obj
  * are not in objs (for delete events; free with kcr_objs_free). On error
  * (KCR_ENOMEM) the store is unchanged, the caller still owns every
  * reference, *gone is NULL and *ngone 0. */
-kcr_err kcr_store_replace(kcr_store *s, kcr_obj **objs, size_t n, kcr_obj ***gone,
-                          size_t *ngone);
+KCR_API kcr_err kcr_store_replace(kcr_store *s, kcr_obj **objs, size_t n, kcr_obj ***gone,
+                                  size_t *ngone);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

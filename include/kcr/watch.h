@@ -29,7 +29,12 @@
 #include <cjson/cJSON.h>
 #include <stdbool.h>
 
+#include "api.h"
 #include "client.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 enum kcr_watch_type {
   KCR_WATCH_ADDED,
@@ -59,18 +64,22 @@ struct kcr_watch_opts {
 
 typedef struct kcr_watch kcr_watch;
 
-const char *kcr_watch_type_name(enum kcr_watch_type t);
+KCR_API const char *kcr_watch_type_name(enum kcr_watch_type t);
 
 /* Creates a watch (no I/O yet). opts and its strings are copied. */
-kcr_err kcr_watch_new(kcr_client *c, const struct kcr_watch_opts *opts, kcr_watch_fn fn,
-                      void *ud, kcr_watch **out);
+KCR_API kcr_err kcr_watch_new(kcr_client *c, const struct kcr_watch_opts *opts,
+                              kcr_watch_fn fn, void *ud, kcr_watch **out);
 /* Runs the stream to its end; see above. May be called again to re-watch
  * from the last resourceVersion. */
-kcr_err kcr_watch_run(kcr_watch *w, struct kcr_errinfo *ei);
+KCR_API kcr_err kcr_watch_run(kcr_watch *w, struct kcr_errinfo *ei);
 /* The last resourceVersion seen (borrowed; valid until the next run/free). */
-const char *kcr_watch_rv(const kcr_watch *w);
+KCR_API const char *kcr_watch_rv(const kcr_watch *w);
 /* Stops a running watch promptly (or the next run). Any thread. */
-void kcr_watch_cancel(kcr_watch *w);
-void kcr_watch_free(kcr_watch *w);
+KCR_API void kcr_watch_cancel(kcr_watch *w);
+KCR_API void kcr_watch_free(kcr_watch *w);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

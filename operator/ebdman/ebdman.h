@@ -16,7 +16,8 @@
 #define EBDMAN_GROUP         "ebdman.example.com"
 #define EBDMAN_API_VERSION   "ebdman.example.com/v1alpha1"
 #define EBDMAN_FIELD_MANAGER "ebdman"
-#define EBDMAN_VERSION       "0.1.0"
+/* ebdman is released with libkcr and carries its version. */
+#define EBDMAN_VERSION KCR_VERSION
 /* Annotations with this prefix are copied from the EBD to its VFM. */
 #define EBDMAN_VFM_ANNOTATION_PREFIX "vfm-sim.ebdman.example.com/"
 

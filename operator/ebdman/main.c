@@ -14,7 +14,7 @@ static int cmd_version(int argc, char **argv)
     printf("usage: ebdman version\nPrints the version.\n");
     return 0;
   }
-  printf("ebdman %s (libkcr %s)\n", EBDMAN_VERSION, KCR_VERSION);
+  printf("ebdman %s (libkcr %s)\n", EBDMAN_VERSION, kcr_version());
   return 0;
 }
 

@@ -357,7 +357,7 @@ int ebdman_run(const struct ebdman_run_opts *ro)
    * audit log tells which replica wrote what. */
   gethostname(host, sizeof(host) - 1);
   snprintf(ua, sizeof(ua), "ebdman/%s (%s; pid %ld) libkcr/%s", EBDMAN_VERSION, host,
-           (long)getpid(), KCR_VERSION);
+           (long)getpid(), kcr_version());
   mo.client.user_agent = ua;
   rc = kcr_config_load(&(struct kcr_config_opts){.kubeconfig = ro->kubeconfig},
                        &mo.config, &ei);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/assert-int.h"
+#include "core/err-int.h"
 #include "kcr/err.h"
 #include "kcr/json.h"
 
@@ -175,4 +176,15 @@ _Noreturn void kcr__assert_fail(const char *cond, const char *file, int line,
 {
   fprintf(stderr, "libkcr: assertion failed: %s (%s:%d %s)\n", cond, file, line, func);
   abort();
+}
+
+const char *kcr__errstr(int err, char *buf, size_t size)
+{
+#if defined(__GLIBC__) && defined(_GNU_SOURCE)
+  return strerror_r(err, buf, size);
+#else
+  if(strerror_r(err, buf, size))
+    snprintf(buf, size, "error %d", err);
+  return buf;
+#endif
 }

@@ -48,13 +48,14 @@
 #include <time.h>
 
 #include "client-int.h"
+#include "core/secret-int.h"
 #include "kcr/json.h"
 #include "kcr/log.h"
 #include "kcr/time.h"
+#include "kcr/version.h"
 
-#define KCR_VERSION_STRING "0.1.0"
-#define POOL_MAX           64
-#define ERRBODY_MAX        ((size_t)64 << 10)
+#define POOL_MAX    64
+#define ERRBODY_MAX ((size_t)64 << 10)
 
 struct kcr_client {
   atomic_uint refs;
@@ -170,8 +171,7 @@ kcr_err kcr_client_new(kcr_config *cfg, const struct kcr_client_opts *opts,
     c->opts.max_retry_after_ms = 10000;
   if(!c->opts.max_response_bytes)
     c->opts.max_response_bytes = KCR_CLIENT_MAX_RESPONSE;
-  c->user_agent =
-      strdup(c->opts.user_agent ? c->opts.user_agent : "kcr/" KCR_VERSION_STRING);
+  c->user_agent = strdup(c->opts.user_agent ? c->opts.user_agent : "kcr/" KCR_VERSION);
   c->opts.user_agent = c->user_agent;
   pthread_mutex_init(&c->mu, NULL);
   pthread_cond_init(&c->cb_cv, NULL);
@@ -400,14 +400,20 @@ void kcr__conn_put(kcr_client *c, struct kcr__conn *conn, bool broken)
  * caller releases it with auth_wipe(). */
 static kcr_err auth_header(const struct kcr_credentials *cr, struct kcr_buf *auth)
 {
-  return cr->token ? kcr_buf_printf(auth, "Authorization: Bearer %s", cr->token) : KCR_OK;
+  static const char prefix[] = "Authorization: Bearer ";
+  kcr_err rc;
+
+  if(!cr->token)
+    return KCR_OK;
+  /* secret_append: a block left behind by growing is wiped, not just freed */
+  rc = kcr__secret_append(auth, prefix, sizeof(prefix) - 1);
+  return rc ? rc : kcr__secret_append(auth, cr->token, strlen(cr->token));
 }
 
 static void auth_wipe(struct kcr_buf *auth)
 {
-  if(auth->ptr) /* the token: wipe before freeing */
-    explicit_bzero(auth->ptr, auth->cap);
-  kcr_buf_cleanup(auth);
+  kcr__wipe_free(auth->ptr, auth->cap);
+  *auth = (struct kcr_buf)KCR_BUF_INIT;
 }
 
 void kcr__headers_free(struct curl_slist *hdrs)
@@ -415,7 +421,7 @@ void kcr__headers_free(struct curl_slist *hdrs)
   static const char auth[] = "Authorization:";
   for(struct curl_slist *n = hdrs; n; n = n->next)
     if(n->data && !strncasecmp(n->data, auth, sizeof(auth) - 1))
-      explicit_bzero(n->data, strlen(n->data));
+      explicit_bzero(n->data, strlen(n->data)); /* curl frees it */
   curl_slist_free_all(hdrs);
 }
 

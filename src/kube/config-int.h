@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "core/err-int.h"
+#include "core/secret-int.h"
 #include "kcr/buf.h"
 #include "kcr/config.h"
 
@@ -62,17 +64,6 @@ kcr_err kcr__exec_run(const struct kcr__exec_spec *spec, uint64_t timeout_ms,
                       struct kcr_errinfo *ei);
 void kcr__exec_result_cleanup(struct kcr__exec_result *r);
 void kcr__exec_spec_free(struct kcr__exec_spec *spec);
-
-/* strerror_r wrapper returning the text (GNU or XSI flavour). */
-const char *kcr__errstr(int err, char *buf, size_t size);
-/* Overwrites n bytes at p (not optimised away), then frees p. p may be NULL. */
-void kcr__wipe_free(void *p, size_t n);
-/* Frees a NUL-terminated secret string after wiping it. */
-void kcr__wipe_str(char *s);
-/* kcr_buf_append for secrets: when the buffer must grow, the bytes move to a
- * new block and the old one is wiped before it is freed (realloc would free
- * it as it is). Free the buffer with kcr__wipe_free(b->ptr, b->cap). */
-kcr_err kcr__secret_append(struct kcr_buf *b, const void *p, size_t n);
 
 /* Test hooks: shorten the exec plugin timeout (default KCR__EXEC_TIMEOUT_MS),
  * the token-file re-check interval (default 1000 ms) and change how long

@@ -148,32 +148,7 @@ struct kcr_config {
   unsigned long generation; /* guarded by mu */
 };
 
-/* --- small helpers shared with config_exec.c -------------------------- */
-
-const char *kcr__errstr(int err, char *buf, size_t size)
-{
-#if defined(__GLIBC__) && defined(_GNU_SOURCE)
-  return strerror_r(err, buf, size);
-#else
-  if(strerror_r(err, buf, size))
-    snprintf(buf, size, "error %d", err);
-  return buf;
-#endif
-}
-
-void kcr__wipe_free(void *p, size_t n)
-{
-  if(!p)
-    return;
-  explicit_bzero(p, n);
-  free(p);
-}
-
-void kcr__wipe_str(char *s)
-{
-  if(s)
-    kcr__wipe_free(s, strlen(s));
-}
+/* --- test hooks (config-int.h) ------------------------------------------ */
 
 void kcr__config_set_exec_timeout_ms(kcr_config *cfg, uint64_t ms)
 {
@@ -202,33 +177,6 @@ void kcr__config_exec_quiesce(kcr_config *cfg)
   while(cfg->ex.running)
     pthread_cond_wait(&cfg->ran, &cfg->mu);
   pthread_mutex_unlock(&cfg->mu);
-}
-
-kcr_err kcr__secret_append(struct kcr_buf *b, const void *p, size_t n)
-{
-  size_t need = b->len + n + 1, cap;
-  char *q;
-
-  if(need < b->len)
-    return KCR_ENOMEM;
-  if(need > b->cap) {
-    cap = b->cap ? b->cap : 256;
-    while(cap < need)
-      cap = cap * 2 > cap ? cap * 2 : need;
-    q = malloc(cap);
-    if(!q)
-      return KCR_ENOMEM;
-    if(b->len)
-      memcpy(q, b->ptr, b->len);
-    kcr__wipe_free(b->ptr, b->cap);
-    b->ptr = q;
-    b->cap = cap;
-  }
-  if(n)
-    memcpy(b->ptr + b->len, p, n);
-  b->len += n;
-  b->ptr[b->len] = '\0';
-  return KCR_OK;
 }
 
 static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

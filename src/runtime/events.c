@@ -316,7 +316,7 @@ static void key_fields(const struct kcr_event *ev, const char *f[NKEY_FIELDS])
   f[2] = nz(ev->action);
   f[3] = nz(ev->note);
   f[4] = nz(r ? r->kind : NULL);
-  f[5] = nz(r ? r->namespace : NULL);
+  f[5] = nz(r ? r->ns : NULL);
   f[6] = nz(r ? r->name : NULL);
   f[7] = nz(r ? r->uid : NULL);
 }
@@ -370,7 +370,7 @@ struct kcr_event_ref kcr_event_ref_from_obj(const kcr_obj *o, const char *api_ve
 {
   struct kcr_event_ref r = {api_version, kind, NULL, NULL, NULL, NULL};
   if(o) {
-    r.namespace = kcr_obj_ns(o);
+    r.ns = kcr_obj_ns(o);
     r.name = kcr_obj_name(o);
     r.uid = kcr_obj_uid(o);
     r.resource_version = kcr_obj_rv(o);
@@ -479,7 +479,7 @@ static struct entry *entry_new(kcr_recorder *r, const struct kcr_event *ev,
                                const struct timespec *wall, uint64_t now)
 {
   const struct kcr_event_ref *rg = ev->regarding;
-  const char *ns = empty(rg->namespace) ? "default" : rg->namespace;
+  const char *ns = empty(rg->ns) ? "default" : rg->ns;
   const char *extra[4];
   char name[320];
   size_t len = key->len, off;
@@ -897,13 +897,13 @@ kcr_err kcr_recorder_event(kcr_recorder *r, const struct kcr_event *ev)
   if(log_full)
     KCR_LOG(KCR_LOG_WARN, "event queue full: dropping new events until it drains",
             KCR_I("capacity", r->capacity), KCR_S("kind", rg->kind),
-            KCR_S("namespace", nz(rg->namespace)), KCR_S("name", rg->name),
+            KCR_S("namespace", nz(rg->ns)), KCR_S("name", rg->name),
             KCR_S("reason", ev->reason));
   if(log_spam)
     KCR_LOG(KCR_LOG_WARN,
             "event spam limit reached: dropping events for this object "
             "and reason until tokens refill",
-            KCR_S("kind", rg->kind), KCR_S("namespace", nz(rg->namespace)),
+            KCR_S("kind", rg->kind), KCR_S("namespace", nz(rg->ns)),
             KCR_S("name", rg->name), KCR_S("reason", ev->reason),
             KCR_I("burst", r->burst), KCR_I("refillMs", r->refill_ms));
 out:
@@ -1304,7 +1304,7 @@ kcr_err kcr_recorder_flush(kcr_recorder *r, long timeout_ms)
   return rc;
 }
 
-void kcr_recorder_stats(kcr_recorder *r, struct kcr_recorder_stats *out)
+void kcr_recorder_get_stats(kcr_recorder *r, struct kcr_recorder_stats *out)
 {
   pthread_mutex_lock(&r->mu);
   *out = r->st;

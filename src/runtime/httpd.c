@@ -101,6 +101,7 @@
 #include <unistd.h>
 
 #include "core/assert-int.h"
+#include "core/err-int.h"
 #include "kcr/buf.h"
 #include "kcr/httpd.h"
 #include "kcr/log.h"
@@ -215,11 +216,6 @@ static kcr_err parse_addr(kcr_httpd *h, struct kcr_errinfo *ei)
   return KCR_OK;
 }
 
-static const char *errno_text(int e, char *buf, size_t n)
-{
-  return strerror_r(e, buf, n); /* the GNU form: returns the text */
-}
-
 /* A bound, listening, non-blocking socket for sa, or -1 with *err set. */
 static int try_listen(const struct sockaddr *sa, socklen_t len, int v6only, int *err)
 {
@@ -285,12 +281,12 @@ static kcr_err open_listener(const kcr_httpd *h, int *fdp, int *portp,
   }
   if(fd < 0)
     return kcr_errinfo_set(ei, KCR_EIO, "httpd: cannot listen on %s: %s", h->addr,
-                           errno_text(err, ebuf, sizeof(ebuf)));
+                           kcr__errstr(err, ebuf, sizeof(ebuf)));
   if(getsockname(fd, (struct sockaddr *)&ss, &sslen)) {
     err = errno;
     close(fd);
     return kcr_errinfo_set(ei, KCR_EIO, "httpd: getsockname on %s: %s", h->addr,
-                           errno_text(err, ebuf, sizeof(ebuf)));
+                           kcr__errstr(err, ebuf, sizeof(ebuf)));
   }
   *portp = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
                                           : ((struct sockaddr_in *)&ss)->sin_port);

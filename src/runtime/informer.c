@@ -523,7 +523,7 @@ void kcr_informer_free(kcr_informer *inf)
   free(inf);
 }
 
-void kcr_informer_stats(kcr_informer *inf, struct kcr_informer_stats *st)
+void kcr_informer_get_stats(kcr_informer *inf, struct kcr_informer_stats *st)
 {
   pthread_mutex_lock(&inf->mu);
   *st = inf->stats;

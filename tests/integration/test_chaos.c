@@ -242,7 +242,7 @@ static void informer_recovers_from_cut_streams(void **state)
   bool ok = false;
   for(int i = 0; i < 300 && !(ok = converged(inf, ns)); i++)
     itest_sleep_ms(100);
-  kcr_informer_stats(inf, &st);
+  kcr_informer_get_stats(inf, &st);
   print_message(
       "chaos: %d connections cut, %d opened; informer: %llu lists, %llu watches, "
       "%llu errors\n",

@@ -176,7 +176,7 @@ static void five_repeats_are_one_event_with_series_count_5(void **state)
   assert_int_equal(27, strlen(kcr_json_str(ev, "series.lastObservedTime")));
   expect_str("cannot reach db", ev, "note");
   name = strdup(kcr_json_str(ev, "metadata.name"));
-  kcr_recorder_stats(r, &st);
+  kcr_recorder_get_stats(r, &st);
   assert_int_equal(1, st.sent);
   assert_int_equal(4, st.aggregated);
 
@@ -240,7 +240,7 @@ static void invalid_type_or_reason_is_refused_and_nothing_sent(void **state)
                    kcr_recorder_eventf(r, &ref, "Normal", reason, "Sync", "x"));
   assert_int_equal(KCR_EINVAL, kcr_recorder_eventf(r, &ref, "Normal", NULL, "Sync", "x"));
   assert_int_equal(KCR_OK, kcr_recorder_flush(r, 10000));
-  kcr_recorder_stats(r, &st);
+  kcr_recorder_get_stats(r, &st);
   assert_int_equal(0, st.sent + st.aggregated + st.dropped + st.failed + st.queued);
   evs = events_about(ns, "cm-invalid", NULL);
   assert_int_equal(0, cJSON_GetArraySize(evs));
@@ -265,7 +265,7 @@ static void spam_limit_sends_the_burst_and_counts_the_rest(void **state)
   evs = events_about(ns, "cm-spam", "Flapping");
   assert_int_equal(3, cJSON_GetArraySize(evs));
   cJSON_Delete(evs);
-  kcr_recorder_stats(r, &st);
+  kcr_recorder_get_stats(r, &st);
   assert_int_equal(3, st.sent);
   assert_int_equal(7, st.dropped);
   total = kcr_metric_counter(reg, "kcr_events_total", "",
@@ -316,7 +316,7 @@ static void a_write_the_server_refuses_is_dropped_not_retried_forever(void **sta
   /* The namespace does not exist: 404 on create, which no retry can fix. */
   assert_int_equal(KCR_OK, kcr_recorder_eventf(r, &ref, "Normal", "Lost", "Sync", NULL));
   assert_int_equal(KCR_OK, kcr_recorder_flush(r, 10000));
-  kcr_recorder_stats(r, &st);
+  kcr_recorder_get_stats(r, &st);
   assert_int_equal(0, st.sent);
   assert_int_equal(1, st.failed);
   assert_int_equal(0, st.tracked);
@@ -338,12 +338,12 @@ static void events_survive_an_apiserver_outage(void **state)
                                                "written while the apiserver was down"));
   assert_true(kcr_time_mono_ms() - t0 < 500); /* never waits for the network */
   itest_sleep_ms(1500);                       /* a few failed tries */
-  kcr_recorder_stats(r, &st);
+  kcr_recorder_get_stats(r, &st);
   assert_int_equal(0, st.sent);
   assert_int_equal(0, st.failed);
   itest_controlplane("--start-only");
   assert_int_equal(KCR_OK, kcr_recorder_flush(r, 30000));
-  kcr_recorder_stats(r, &st);
+  kcr_recorder_get_stats(r, &st);
   assert_int_equal(1, st.sent);
   evs = events_about(ns, "cm-outage", "Unreachable");
   assert_int_equal(1, cJSON_GetArraySize(evs));

@@ -288,7 +288,7 @@ static void deletes_missed_while_down_are_found_by_relist(void **state)
   assert_string_equal("cm-00001", c.deleted[1]);
   assert_string_equal("cm-00002", c.deleted[2]);
   pthread_mutex_unlock(&c.mu);
-  kcr_informer_stats(inf, &st);
+  kcr_informer_get_stats(inf, &st);
   assert_true(st.relists_gone >= 1);
   assert_true(st.lists >= 2);
 

@@ -228,7 +228,7 @@ static void isomorphic_key_differs_on_each_field(void **state)
 {
   struct kcr_event a = {&cm, "Normal", "Synced", "Sync", "all good"}, b;
   struct kcr_event_ref r;
-  const char **ref_fields[] = {&r.kind, &r.namespace, &r.name, &r.uid};
+  const char **ref_fields[] = {&r.kind, &r.ns, &r.name, &r.uid};
 
   b = a, b.type = "Warning";
   assert_false(kcr_event_isomorphic(&a, &b));
@@ -360,7 +360,7 @@ static void invalid_events_are_refused_and_nothing_is_sent(void **state)
   assert_int_equal(KCR_EINVAL, kcr_recorder_eventf(r, NULL, "Normal", "R", "A", "x"));
   assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
   assert_int_equal(0, ncalls(&f));
-  kcr_recorder_stats(r, &st);
+  kcr_recorder_get_stats(r, &st);
   assert_int_equal(0, st.sent + st.aggregated + st.dropped + st.failed + st.tracked);
   kcr_recorder_free(r);
   fake_cleanup(&f);
@@ -453,7 +453,7 @@ static void repeats_become_one_series_patch(void **state)
   assert_int_equal(5, kcr_json_int(p, "series.count", 0));
   assert_int_equal(27, strlen(str(p, "series.lastObservedTime")));
   assert_int_equal(1, cJSON_GetArraySize(p)); /* the patch carries series only */
-  kcr_recorder_stats(r, &st);
+  kcr_recorder_get_stats(r, &st);
   assert_int_equal(1, st.sent);
   assert_int_equal(4, st.aggregated);
   assert_int_equal(1, st.series_writes);
@@ -625,7 +625,7 @@ static void spam_limit_drops_beyond_the_burst_and_logs_once(void **state)
     snprintf(want, sizeof(want), "try %d", i);
     assert_string_equal(want, str(f.calls[i].body, "note"));
   }
-  kcr_recorder_stats(r, &st);
+  kcr_recorder_get_stats(r, &st);
   assert_int_equal(4, st.sent);
   assert_int_equal(7, st.dropped);
   total = kcr_metric_counter(reg, "kcr_events_total", "",
@@ -653,7 +653,7 @@ static void spam_tokens_refill_with_time(void **state)
   atomic_fetch_add(&fake_now, 1000);
   kcr_recorder_eventf(r, &cm, "Normal", "R", "A", "3");
   assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
-  kcr_recorder_stats(r, &st);
+  kcr_recorder_get_stats(r, &st);
   assert_int_equal(2, st.sent);
   assert_int_equal(1, st.dropped);
   assert_string_equal("3", str(f.calls[1].body, "note"));
@@ -672,7 +672,7 @@ static void repeats_spend_no_spam_tokens(void **state)
   for(int i = 0; i < 50; i++)
     kcr_recorder_eventf(r, &cm, "Normal", "R", "A", "same");
   assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
-  kcr_recorder_stats(r, &st);
+  kcr_recorder_get_stats(r, &st);
   assert_int_equal(1, st.sent);
   assert_int_equal(49, st.aggregated);
   assert_int_equal(0, st.dropped);
@@ -710,7 +710,7 @@ static void spam_eviction_forgets_the_least_recently_used_bucket(void **state)
   }
   snprintf(name, sizeof(name), "obj-0"); /* dropped, and now the most recent */
   rc |= kcr_recorder_eventf(r, &ref, "Normal", "R", "A", "second");
-  kcr_recorder_stats(r, &st1);
+  kcr_recorder_get_stats(r, &st1);
   /* A new object needs room: obj-1 is the least recently used. */
   snprintf(name, sizeof(name), "obj-%d", MAX);
   rc |= kcr_recorder_eventf(r, &ref, "Normal", "R", "A", "first");
@@ -721,7 +721,7 @@ static void spam_eviction_forgets_the_least_recently_used_bucket(void **state)
   rc |= kcr_recorder_eventf(r, &ref, "Normal", "R", "A", "third");
   snprintf(name, sizeof(name), "obj-%d", MAX - 1); /* remembered */
   rc |= kcr_recorder_eventf(r, &ref, "Normal", "R", "A", "second");
-  kcr_recorder_stats(r, &st);
+  kcr_recorder_get_stats(r, &st);
   gate(&f, false);
   kcr_recorder_free(r); /* drops what is still queued */
   fake_cleanup(&f);
@@ -791,7 +791,7 @@ static void worker_bookkeeping_costs_o1_per_event(void **state)
     rc |= kcr_recorder_eventf(r, &ref, "Normal", "Synced", "Sync", NULL);
   }
   kcr__recorder_probe(r, &p1);
-  kcr_recorder_stats(r, &st);
+  kcr_recorder_get_stats(r, &st);
   kcr_recorder_free(r); /* flushes: writes the N series */
   calls = ncalls(&f);
   fake_cleanup(&f);
@@ -876,7 +876,7 @@ static void a_full_queue_drops_new_events_without_blocking(void **state)
   kcr_recorder_eventf(r, &cm, "Normal", "R", "A", "no room"); /* returns at once */
   kcr_recorder_eventf(r, &cm, "Normal", "R", "A",
                       "queued 1"); /* a repeat needs no room */
-  kcr_recorder_stats(r, &st);
+  kcr_recorder_get_stats(r, &st);
   assert_int_equal(2, st.queued);
   assert_int_equal(1, st.dropped);
   assert_int_equal(1, st.aggregated);
@@ -905,7 +905,7 @@ static void server_errors_are_retried_then_dropped(void **state)
   kcr_recorder_eventf(r, &cm, "Warning", "R", "A", NULL);
   assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
   assert_int_equal(3, ncalls(&f));
-  kcr_recorder_stats(r, &st);
+  kcr_recorder_get_stats(r, &st);
   assert_int_equal(0, st.sent);
   assert_int_equal(1, st.failed);
   assert_int_equal(0, st.tracked);
@@ -932,7 +932,7 @@ static void transient_errors_recover(void **state)
   assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
   assert_int_equal(4, ncalls(&f));
   assert_string_equal(f.calls[0].name, f.calls[3].name);
-  kcr_recorder_stats(r, &st);
+  kcr_recorder_get_stats(r, &st);
   assert_int_equal(1, st.sent);
   assert_int_equal(0, st.failed);
   kcr_recorder_free(r);
@@ -951,7 +951,7 @@ static void rejected_events_are_not_retried(void **state)
   kcr_recorder_eventf(r, &cm, "Normal", "R", "A", NULL);
   assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
   assert_int_equal(1, ncalls(&f));
-  kcr_recorder_stats(r, &st);
+  kcr_recorder_get_stats(r, &st);
   assert_int_equal(1, st.failed);
   kcr_recorder_free(r);
   fake_cleanup(&f);
@@ -976,7 +976,7 @@ static void an_event_gone_from_the_server_is_created_again(void **state)
   assert_int_equal(KCR_EVENT_CREATE, f.calls[2].op);
   assert_string_equal(f.calls[0].name, f.calls[2].name);
   assert_int_equal(3, kcr_json_int(f.calls[2].body, "series.count", 0));
-  kcr_recorder_stats(r, &st);
+  kcr_recorder_get_stats(r, &st);
   assert_int_equal(1, st.sent); /* the re-creation is not a new event */
   kcr_recorder_free(r);
   fake_cleanup(&f);
@@ -1055,7 +1055,7 @@ static void eventf_from_many_threads_loses_nothing(void **state)
   for(int i = 0; i < 8; i++)
     pthread_join(t[i], NULL);
   assert_int_equal(KCR_OK, kcr_recorder_flush(h.r, 10000));
-  kcr_recorder_stats(h.r, &st);
+  kcr_recorder_get_stats(h.r, &st);
   assert_int_equal(1, st.sent);
   assert_int_equal(3999, st.aggregated);
   assert_int_equal(KCR_EVENT_CREATE, f.calls[0].op);
@@ -1115,7 +1115,7 @@ static void ref_from_obj_borrows_the_header(void **state)
   ref = kcr_event_ref_from_obj(o, "v1", "ConfigMap");
   assert_string_equal("v1", ref.api_version);
   assert_string_equal("ConfigMap", ref.kind);
-  assert_string_equal("n", ref.namespace);
+  assert_string_equal("n", ref.ns);
   assert_string_equal("a", ref.name);
   assert_string_equal("u", ref.uid);
   assert_string_equal("7", ref.resource_version);

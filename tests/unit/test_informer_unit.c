@@ -331,7 +331,7 @@ static void handlers_see_a_paged_list_and_the_watch_exactly_once_in_order(void *
   assert_non_null(a = kcr_store_get(kcr_informer_store(f.inf), "ns", "a"));
   assert_string_equal("12", kcr_obj_rv(a));
   kcr_obj_unref(a);
-  kcr_informer_stats(f.inf, &st);
+  kcr_informer_get_stats(f.inf, &st);
   assert_int_equal(1, st.lists);
   assert_int_equal(1, st.watches);
   assert_int_equal(3, st.events); /* bookmarks are not events */
@@ -374,7 +374,7 @@ static void *read_stats(void *p)
   uint64_t prev = 0, until = kcr_time_mono_ms() + 60000;
   atomic_store(&f->reader, true);
   do {
-    kcr_informer_stats(f->inf, &st);
+    kcr_informer_get_stats(f->inf, &st);
     TCHECK(st.events >= prev);
     prev = st.events;
   } while(st.events < STREAMED && kcr_time_mono_ms() < until);
@@ -450,7 +450,7 @@ static void a_410_relists_and_deletes_only_what_vanished(void **state)
   kcr_informer_stop(f.inf);
   evlog_expect(&log, want, 8);
   assert_int_equal(3, kcr_store_len(kcr_informer_store(f.inf)));
-  kcr_informer_stats(f.inf, &st);
+  kcr_informer_get_stats(f.inf, &st);
   assert_int_equal(2, st.lists);
   assert_int_equal(1, st.relists_gone);
   assert_int_equal(0, st.errors);
@@ -484,7 +484,7 @@ static kcr_err api_first_list_fails(struct twire_call *call, void *ud)
       TCHECK(!kcr_informer_has_synced(f->inf));
       TCHECK(evlog_len(f->log) == 0);
       TCHECK(kcr_store_len(kcr_informer_store(f->inf)) == 0);
-      kcr_informer_stats(f->inf, &st);
+      kcr_informer_get_stats(f->inf, &st);
       TCHECK(st.errors == 1);
       TCHECK(f->t_list[1] - f->t_list[0] >= 750); /* backoff 0.8-1.6 s */
     }
@@ -515,7 +515,7 @@ static void a_list_the_store_cannot_take_is_not_applied_and_is_listed_again(void
   kcr_informer_stop(f.inf);
   evlog_expect(&log, want, 3);
   assert_int_equal(3, kcr_store_len(kcr_informer_store(f.inf)));
-  kcr_informer_stats(f.inf, &st);
+  kcr_informer_get_stats(f.inf, &st);
   assert_int_equal(2, st.lists);
   assert_int_equal(1, st.errors);
   kcr_informer_free(f.inf);
@@ -578,7 +578,7 @@ static void a_relist_the_store_cannot_take_emits_no_deletes(void **state)
   kcr_informer_stop(f.inf);
   evlog_expect(&log, want, 6);
   assert_int_equal(2, kcr_store_len(kcr_informer_store(f.inf)));
-  kcr_informer_stats(f.inf, &st);
+  kcr_informer_get_stats(f.inf, &st);
   assert_int_equal(3, st.lists);
   assert_int_equal(1, st.relists_gone);
   assert_int_equal(1, st.errors);
@@ -639,7 +639,7 @@ static void an_event_the_store_cannot_take_is_delivered_again(void **state)
   evlog_expect(&log, want, 4);
   assert_int_equal(4, kcr_store_len(kcr_informer_store(f.inf)));
   assert_int_equal(2, atomic_load(&f.watches));
-  kcr_informer_stats(f.inf, &st);
+  kcr_informer_get_stats(f.inf, &st);
   assert_int_equal(1, st.lists);
   assert_int_equal(1, st.errors);
   kcr_informer_free(f.inf);

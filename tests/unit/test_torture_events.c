@@ -154,7 +154,7 @@ static bool recorder_life(void *ud)
       bad_rc = true;
   }
   ok = !bad_rc && kcr_recorder_flush(r, 10000) == KCR_OK;
-  kcr_recorder_stats(r, &st);
+  kcr_recorder_get_stats(r, &st);
   /* Every accepted call ends in exactly one outcome, and every write the
    * sink saw was whole. */
   ok = ok && st.sent + st.aggregated + st.dropped + st.failed == accepted &&
