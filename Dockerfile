@@ -13,12 +13,10 @@ RUN apt-get update \
 WORKDIR /src
 # .dockerignore keeps .cache (control-plane binaries), build trees and .git out.
 COPY . .
-# KCR_WERROR=OFF: -Werror is for CI's builds. At -O3 (Release) Debian 12's
-# gcc 12 reports warnings the CI builds do not see (today a
-# -Wmaybe-uninitialized in src/runtime/store.c), and those must not break an
-# image build; they are still printed.
+# With -Werror, as CI: scripts/test builds this same Release configuration
+# with -Werror on Debian 12's gcc, the compiler of this build stage.
 RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release \
-      -DKCR_BUILD_TESTS=OFF -DKCR_WERROR=OFF \
+      -DKCR_BUILD_TESTS=OFF -DKCR_WERROR=ON \
  && cmake --build /build --target ebdman
 
 # Runtime stage: only the shared libraries ebdman links against, and the CA
