@@ -49,6 +49,8 @@
 #include <string.h>
 
 #include "core/hash-int.h"
+#include "core/htab-int.h"
+#include "core/metrics-int.h"
 #include "kcr/htab.h"
 #include "kcr/metrics.h"
 
@@ -268,6 +270,16 @@ static struct series *series_get(kcr_metric *m, const char *const *lv, bool crea
   }
   pthread_rwlock_unlock(&m->lock);
   return s;
+}
+
+size_t kcr__metric_max_chain(kcr_metric *m)
+{
+  size_t max;
+
+  pthread_rwlock_rdlock(&m->lock);
+  max = kcr__htab_longest_chain(&m->series);
+  pthread_rwlock_unlock(&m->lock);
+  return max;
 }
 
 /* ---- families ------------------------------------------------------------ */
