@@ -15,6 +15,7 @@
 #include "kcr/err.h"
 #include "kcr/events.h"
 #include "kcr/hash.h"
+#include "kcr/htab.h"
 #include "kcr/httpd.h"
 #include "kcr/informer.h"
 #include "kcr/json.h"

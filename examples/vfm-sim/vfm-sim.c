@@ -33,7 +33,7 @@ static const struct kcr_gvr vfms = {"ebdman.example.com", "v1alpha1", "vfms", tr
 
 /* When each VFM generation started progressing (in memory). */
 struct start {
-  struct start *next;
+  struct kcr_hnode hn; /* in sim.starts, under kcr_hash_str(key) */
   char *key;
   int64_t gen;
   uint64_t at_ms;
@@ -43,30 +43,39 @@ struct sim {
   kcr_informer *vfms;
   kcr_status_writer *status;
   uint64_t default_delay_ms;
-  pthread_mutex_t mu;
-  struct start *buckets[4096];
+  pthread_mutex_t mu;     /* guards starts */
+  struct kcr_htab starts; /* struct start by key */
 };
 
 /* Keys are VFM names users choose: a keyed hash (kcr/hash.h), so nobody can
- * pick names that all land in one bucket. */
-static unsigned hash(const char *s) { return (unsigned)(kcr_hash_str(s) % 4096); }
+ * pick names that all land in one chain. Call with s->mu held. */
+static struct start *start_find(struct sim *s, const char *key, uint64_t h)
+{
+  for(struct kcr_hnode *n = kcr_htab_lookup(&s->starts, h); n;
+      n = kcr_htab_lookup_next(n)) {
+    struct start *e = KCR_HTAB_ENTRY(n, struct start, hn);
+    if(!strcmp(e->key, key))
+      return e;
+  }
+  return NULL;
+}
 
 /* Returns when generation `gen` of key started progressing, recording now if
  * it is new. */
 static uint64_t started_at(struct sim *s, const char *key, int64_t gen)
 {
-  struct start **b = &s->buckets[hash(key)], *e;
-  uint64_t now = kcr_time_mono_ms(), at = now;
+  uint64_t h = kcr_hash_str(key), now = kcr_time_mono_ms(), at = now;
+  struct start *e;
   pthread_mutex_lock(&s->mu);
-  for(e = *b; e && strcmp(e->key, key); e = e->next)
-    ;
+  e = start_find(s, key, h);
   if(!e) {
-    if((e = calloc(1, sizeof(*e))) && (e->key = strdup(key))) {
+    if((e = calloc(1, sizeof(*e))) && (e->key = strdup(key)) &&
+       !kcr_htab_insert(&s->starts, &e->hn, h)) {
       e->gen = gen;
       e->at_ms = now;
-      e->next = *b;
-      *b = e;
     } else {
+      if(e)
+        free(e->key);
       free(e);
       e = NULL;
     }
@@ -222,11 +231,14 @@ int main(int argc, char **argv)
   int status = kcr_manager_run(m);
   kcr_manager_free(m);
   kcr_status_writer_free(s.status);
-  for(size_t i = 0; i < 4096; i++)
-    for(struct start *e = s.buckets[i], *n; e; e = n) {
-      n = e->next;
-      free(e->key);
-      free(e);
-    }
+  struct kcr_htab_iter it;
+  struct kcr_hnode *n;
+  kcr_htab_iter_init(&it, &s.starts);
+  while((n = kcr_htab_iter_next(&it))) {
+    struct start *e = KCR_HTAB_ENTRY(n, struct start, hn);
+    free(e->key);
+    free(e);
+  }
+  kcr_htab_cleanup(&s.starts);
   return status;
 }

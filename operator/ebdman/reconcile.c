@@ -32,40 +32,48 @@
  * cache can lag behind our own status write, so comparing with the cached
  * status alone would announce a transition twice. */
 struct announced {
-  struct announced *next;
+  struct kcr_hnode hn; /* in ebdman.announced, under kcr_hash_str(uid) */
   char uid[40];
   int ready;     /* -1 unknown, 0 not ready, 1 ready */
   int installed; /* -1 unknown, 0 failed, 1 installed */
   char install_msg_hash[17];
 };
 
-#define ANNOUNCED_BUCKETS 4096
-
 struct ebdman {
   kcr_manager *m; /* set only when exiting without freeing */
   kcr_informer *ebds, *vfms, *cms;
   kcr_status_writer *status;
   kcr_recorder *events;
-  pthread_mutex_t mu; /* guards announced */
-  struct announced *announced[ANNOUNCED_BUCKETS];
+  pthread_mutex_t mu;        /* guards announced */
+  struct kcr_htab announced; /* struct announced by uid */
 };
 
-/* Keyed (kcr/hash.h): uids are not chosen by users, messages are. */
-static unsigned long long fnv(const char *s) { return kcr_hash_str(s); }
+/* The record for uid (h = kcr_hash_str(uid)), or NULL; call with e->mu
+ * held. */
+static struct announced *announced_find(struct ebdman *e, const char *uid, uint64_t h)
+{
+  for(struct kcr_hnode *n = kcr_htab_lookup(&e->announced, h); n;
+      n = kcr_htab_lookup_next(n)) {
+    struct announced *a = KCR_HTAB_ENTRY(n, struct announced, hn);
+    if(!strcmp(a->uid, uid))
+      return a;
+  }
+  return NULL;
+}
 
 /* Finds or makes the record for uid; call with e->mu held. */
 static struct announced *announced_for(struct ebdman *e, const char *uid)
 {
-  struct announced **b = &e->announced[fnv(uid) % ANNOUNCED_BUCKETS], *a;
-  for(a = *b; a; a = a->next)
-    if(!strcmp(a->uid, uid))
-      return a;
-  if(!(a = calloc(1, sizeof(*a))))
-    return NULL;
+  uint64_t h = kcr_hash_str(uid);
+  struct announced *a = announced_find(e, uid, h);
+  if(a || !(a = calloc(1, sizeof(*a))))
+    return a;
   snprintf(a->uid, sizeof(a->uid), "%s", uid);
   a->ready = a->installed = -1;
-  a->next = *b;
-  *b = a;
+  if(kcr_htab_insert(&e->announced, &a->hn, h)) {
+    free(a);
+    return NULL;
+  }
   return a;
 }
 
@@ -211,7 +219,9 @@ static void transitions(struct ebdman *e, kcr_ctx *cx, const cJSON *ebd,
   int was_ready, was_installed;
   bool msg_changed;
 
-  snprintf(msg_hash, sizeof(msg_hash), "%016llx", fnv(ni->message));
+  /* Messages are the server's and users' words: keyed (kcr/hash.h). */
+  snprintf(msg_hash, sizeof(msg_hash), "%016llx",
+           (unsigned long long)kcr_hash_str(ni->message));
   pthread_mutex_lock(&e->mu);
   a = announced_for(e, kcr_json_str(ebd, "metadata.uid"));
   if(!a) {
@@ -225,7 +235,7 @@ static void transitions(struct ebdman *e, kcr_ctx *cx, const cJSON *ebd,
     if(!kcr_cond_get(old, "Installed", &oi)) {
       a->installed = !strcmp(oi.status, "True");
       snprintf(a->install_msg_hash, sizeof(a->install_msg_hash), "%016llx",
-               fnv(oi.message));
+               (unsigned long long)kcr_hash_str(oi.message));
     }
   }
   was_ready = a->ready;
@@ -255,17 +265,14 @@ static void transitions(struct ebdman *e, kcr_ctx *cx, const cJSON *ebd,
 /* Forgets a deleted EBD. */
 static void forget(struct ebdman *e, const char *uid)
 {
+  struct announced *dead;
+
   pthread_mutex_lock(&e->mu);
-  for(struct announced **pp = &e->announced[fnv(uid) % ANNOUNCED_BUCKETS]; *pp;
-      pp = &(*pp)->next) {
-    if(!strcmp((*pp)->uid, uid)) {
-      struct announced *dead = *pp;
-      *pp = dead->next;
-      free(dead);
-      break;
-    }
-  }
+  dead = announced_find(e, uid, kcr_hash_str(uid));
+  if(dead)
+    kcr_htab_remove(&e->announced, &dead->hn);
   pthread_mutex_unlock(&e->mu);
+  free(dead);
 }
 
 static void on_ebd_deleted(kcr_obj *o, void *ud) { forget(ud, kcr_obj_uid(o)); }
@@ -346,7 +353,9 @@ int ebdman_run(const struct ebdman_run_opts *ro)
                                 .leader_elect = ro->leader_elect,
                                 .lease_namespace = ro->lease_ns,
                                 .lease_name = "ebdman-leader"};
-  static struct ebdman e; /* large (the announcement table); one per process */
+  static struct ebdman e; /* one per process */
+  struct kcr_htab_iter it;
+  struct kcr_hnode *n;
   kcr_manager *m = NULL;
   kcr_controller *ctl = NULL;
   kcr_err rc;
@@ -429,10 +438,9 @@ out:
   kcr_recorder_free(e.events);
   kcr_status_writer_free(e.status);
   kcr_manager_free(m);
-  for(size_t i = 0; i < ANNOUNCED_BUCKETS; i++)
-    for(struct announced *a = e.announced[i], *n; a; a = n) {
-      n = a->next;
-      free(a);
-    }
+  kcr_htab_iter_init(&it, &e.announced);
+  while((n = kcr_htab_iter_next(&it)))
+    free(KCR_HTAB_ENTRY(n, struct announced, hn));
+  kcr_htab_cleanup(&e.announced);
   return status;
 }

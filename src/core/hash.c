@@ -2,15 +2,19 @@
  * PRF", 2012), written from the paper's description: four 64-bit words of
  * state initialised from the key and the four constants, two SipRounds per
  * 8-byte little-endian message word, the length in the top byte of the last
- * word, four finalisation rounds. The process key comes from getrandom();
- * if that fails (very old kernels, seccomp) it falls back to time, pid and
- * addresses, which still differ between processes. */
+ * word, four finalisation rounds - sip_init, sip_word and sip_final, shared
+ * by the buffer form and the string-vector form (core/hash-int.h). The
+ * process key comes from getrandom(); if that fails (very old kernels,
+ * seccomp) it falls back to time, pid and addresses, which still differ
+ * between processes. */
+#include <endian.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "core/hash-int.h"
 #include "kcr/hash.h"
 
 static unsigned char proc_key[16];
@@ -31,12 +35,12 @@ static void key_init(void)
 
 static uint64_t rotl(uint64_t x, int b) { return (x << b) | (x >> (64 - b)); }
 
+/* One load where the compiler can (memcpy: p need not be aligned). */
 static uint64_t le64(const unsigned char *p)
 {
-  uint64_t v = 0;
-  for(int i = 7; i >= 0; i--)
-    v = (v << 8) | p[i];
-  return v;
+  uint64_t v;
+  memcpy(&v, p, sizeof(v));
+  return le64toh(v);
 }
 
 #define SIPROUND                                                                         \
@@ -57,34 +61,53 @@ static uint64_t le64(const unsigned char *p)
     v2 = rotl(v2, 32);                                                                   \
   } while(0)
 
-uint64_t kcr_siphash24(const unsigned char key[16], const void *p, size_t n)
-{
-  const unsigned char *m = p;
-  uint64_t k0 = le64(key), k1 = le64(key + 8);
-  uint64_t v0 = k0 ^ 0x736f6d6570736575ull, v1 = k1 ^ 0x646f72616e646f6dull;
-  uint64_t v2 = k0 ^ 0x6c7967656e657261ull, v3 = k1 ^ 0x7465646279746573ull;
-  uint64_t last = (uint64_t)n << 56;
-  size_t i, tail = n & 7;
+/* The state of one SipHash-2-4 computation. */
+struct sip {
+  uint64_t v0, v1, v2, v3;
+};
 
-  for(i = 0; i + 8 <= n; i += 8) {
-    uint64_t w = le64(m + i);
-    v3 ^= w;
-    SIPROUND;
-    SIPROUND;
-    v0 ^= w;
-  }
-  for(size_t j = 0; j < tail; j++)
-    last |= (uint64_t)m[i + j] << (8 * j);
-  v3 ^= last;
+static struct sip sip_init(const unsigned char key[16])
+{
+  uint64_t k0 = le64(key), k1 = le64(key + 8);
+  return (struct sip){k0 ^ 0x736f6d6570736575ull, k1 ^ 0x646f72616e646f6dull,
+                      k0 ^ 0x6c7967656e657261ull, k1 ^ 0x7465646279746573ull};
+}
+
+/* Two SipRounds on one 8-byte message word. */
+static void sip_word(struct sip *s, uint64_t w)
+{
+  uint64_t v0 = s->v0, v1 = s->v1, v2 = s->v2, v3 = s->v3 ^ w;
   SIPROUND;
   SIPROUND;
-  v0 ^= last;
-  v2 ^= 0xff;
+  *s = (struct sip){v0 ^ w, v1, v2, v3};
+}
+
+/* The last word (n, the message length, in its top byte; the tail bytes
+ * below) and the four finalisation rounds. */
+static uint64_t sip_final(struct sip *s, size_t n, uint64_t tail)
+{
+  uint64_t v0, v1, v2, v3;
+  sip_word(s, ((uint64_t)n << 56) | tail);
+  v0 = s->v0, v1 = s->v1, v2 = s->v2 ^ 0xff, v3 = s->v3;
   SIPROUND;
   SIPROUND;
   SIPROUND;
   SIPROUND;
   return v0 ^ v1 ^ v2 ^ v3;
+}
+
+uint64_t kcr_siphash24(const unsigned char key[16], const void *p, size_t n)
+{
+  const unsigned char *m = p;
+  struct sip s = sip_init(key);
+  uint64_t tail = 0;
+  size_t i;
+
+  for(i = 0; i + 8 <= n; i += 8)
+    sip_word(&s, le64(m + i));
+  for(size_t j = 0; i + j < n; j++)
+    tail |= (uint64_t)m[i + j] << (8 * j);
+  return sip_final(&s, n, tail);
 }
 
 uint64_t kcr_hash(const void *p, size_t n)
@@ -94,3 +117,24 @@ uint64_t kcr_hash(const void *p, size_t n)
 }
 
 uint64_t kcr_hash_str(const char *s) { return kcr_hash(s ? s : "", s ? strlen(s) : 0); }
+
+uint64_t kcr__hash_strv(const char *const *sv, size_t n)
+{
+  struct sip s;
+  uint64_t w = 0;
+  size_t len = 0;
+
+  pthread_once(&key_once, key_init);
+  s = sip_init(proc_key);
+  for(size_t i = 0; i < n; i++) {
+    const unsigned char *p = (const unsigned char *)sv[i];
+    do { /* the bytes, then the NUL */
+      w |= (uint64_t)*p << (8 * (len & 7));
+      if(!(++len & 7)) {
+        sip_word(&s, w);
+        w = 0;
+      }
+    } while(*p++);
+  }
+  return sip_final(&s, len, w);
+}

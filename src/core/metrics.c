@@ -2,21 +2,19 @@
  *
  * Shape: a registry holds families (counter, gauge, histogram) in
  * registration order. A family holds its series twice: in a creation-order
- * list (for render and free) and in a fixed table of NHASH chained buckets,
- * keyed by an FNV-1a hash of the label values (for the hot path).
+ * list (for render and free) and in a hash table (kcr/htab.h) keyed by the
+ * label values under the process's SipHash key (for the hot path): label
+ * values can come from names users choose.
  *
- * Hot path: kcr_metric_inc/set/observe on an existing series take no lock.
- * The lookup hashes the values, loads the bucket head with acquire and walks
- * the chain comparing strings; a controller family has a handful to a few
- * hundred series, so a chain is almost always 0-1 long. The table never
- * resizes and series are never removed before kcr_metrics_free(), which is
- * what makes the lock-free walk safe without RCU or hazard pointers. Values
- * are _Atomic uint64_t: doubles are stored as their bit patterns, set is a
+ * Hot path: kcr_metric_inc/set/observe on an existing series take the
+ * family's lock shared, hash the values, walk the chain comparing strings
+ * and let go; the update itself is an atomic on the series, which is never
+ * removed before kcr_metrics_free(), so it needs no lock. Values are
+ * _Atomic uint64_t: doubles are stored as their bit patterns, set is a
  * store, add is a CAS loop; histogram buckets are plain atomic counters.
  *
- * Series creation: takes the family mutex, looks again, fills the series
- * completely and publishes it with a release store of the bucket head (its
- * hnext was set before, and never changes after).
+ * Series creation: takes the family's lock exclusive, looks again, makes the
+ * series completely and links it into the table and the list.
  *
  * Histograms keep per-bucket (not cumulative) counts, nbounds + 1 of them,
  * the last being +Inf. Render accumulates them and prints _count as the +Inf
@@ -34,13 +32,13 @@
  * Go's strconv 'g', -1 does, bar exponent thresholds); NaN, +Inf, -Inf as
  * Prometheus spells them.
  *
- * Invariants: a series in a bucket chain is fully initialised and immutable
- * but for its atomics; family->first/tail and the chains only grow, under
- * family->mu; reg->first/tail and the collector array only change under
- * reg->mu.
+ * Invariants: a series in the table is fully initialised and immutable but
+ * for its atomics; family->first/tail and the table only grow, under
+ * family->lock held exclusive; reg->first/tail and the collector array only
+ * change under reg->mu.
  *
- * Lock order: reg->collect_mu -> reg->mu -> family->mu. Updates take none
- * (creation takes family->mu alone). */
+ * Lock order: reg->collect_mu -> reg->mu -> family->lock. Updates take
+ * family->lock alone (shared; creation exclusive). */
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -50,17 +48,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hash-int.h"
+#include "core/htab-int.h"
+#include "core/metrics-int.h"
+#include "kcr/htab.h"
 #include "kcr/metrics.h"
-
-#define NHASH 64 /* bucket heads per family; a power of two */
 
 enum kind { KIND_COUNTER, KIND_GAUGE, KIND_HISTOGRAM };
 static const char *const kind_names[] = {"counter", "gauge", "histogram"};
 
 struct series {
-  struct series *hnext; /* hash chain; set before publication, then fixed */
-  struct series *next;  /* creation order; under family->mu */
-  uint64_t hash;
+  struct kcr_hnode hn;      /* in family->series, under hash_values() */
+  struct series *next;      /* creation order */
   _Atomic uint64_t val;     /* counter/gauge value or histogram sum (bits) */
   _Atomic uint64_t *counts; /* histogram: nbounds + 1 per-bucket counts */
   char *values[];           /* nlabels owned strings */
@@ -75,9 +74,9 @@ struct kcr_metric {
   char **labels;
   size_t nbounds;
   double *bounds;
-  pthread_mutex_t mu; /* series creation and the creation-order list */
+  pthread_rwlock_t lock; /* series and the list: shared to read */
+  struct kcr_htab series;
   struct series *first, **tail;
-  _Atomic(struct series *) heads[NHASH];
 };
 
 struct collector {
@@ -177,18 +176,10 @@ static bool valid_bounds(const double *b, size_t *n)
 
 /* ---- series -------------------------------------------------------------- */
 
+/* Keyed (kcr/hash.h): the values, each with its NUL, in one SipHash. */
 static uint64_t hash_values(const char *const *lv, size_t n)
 {
-  uint64_t h = 14695981039346656037ULL;
-
-  for(size_t i = 0; i < n; i++) {
-    const unsigned char *p = (const unsigned char *)lv[i];
-    do { /* includes the NUL, which separates the values */
-      h ^= *p;
-      h *= 1099511628211ULL;
-    } while(*p++);
-  }
-  return h;
+  return kcr__hash_strv(lv, n);
 }
 
 static bool values_ok(const kcr_metric *m, const char *const *lv)
@@ -203,16 +194,16 @@ static bool values_ok(const kcr_metric *m, const char *const *lv)
   return true;
 }
 
-static struct series *chain_find(struct series *s, uint64_t h, const char *const *lv,
-                                 size_t n)
+/* Caller holds m->lock. */
+static struct series *table_find(const kcr_metric *m, uint64_t h, const char *const *lv)
 {
-  for(; s; s = s->hnext) {
+  for(struct kcr_hnode *n = kcr_htab_lookup(&m->series, h); n;
+      n = kcr_htab_lookup_next(n)) {
+    struct series *s = KCR_HTAB_ENTRY(n, struct series, hn);
     size_t i;
-    if(s->hash != h)
-      continue;
-    for(i = 0; i < n && !strcmp(s->values[i], lv[i]); i++)
+    for(i = 0; i < m->nlabels && !strcmp(s->values[i], lv[i]); i++)
       ;
-    if(i == n)
+    if(i == m->nlabels)
       return s;
   }
   return NULL;
@@ -228,13 +219,12 @@ static void series_free(struct series *s, size_t nlabels)
   free(s);
 }
 
-static struct series *series_new(const kcr_metric *m, const char *const *lv, uint64_t h)
+static struct series *series_new(const kcr_metric *m, const char *const *lv)
 {
   struct series *s = calloc(1, sizeof(*s) + m->nlabels * sizeof(char *));
 
   if(!s)
     return NULL;
-  s->hash = h;
   atomic_init(&s->val, 0); /* the bits of 0.0 */
   if(m->kind == KIND_HISTOGRAM) {
     s->counts = calloc(m->nbounds + 1, sizeof(*s->counts));
@@ -256,27 +246,40 @@ fail:
  * not fit the family, or when out of memory. Thread safety: any thread. */
 static struct series *series_get(kcr_metric *m, const char *const *lv, bool create)
 {
-  _Atomic(struct series *) *head;
   struct series *s;
   uint64_t h;
 
   if(!values_ok(m, lv))
     return NULL;
   h = hash_values(lv, m->nlabels);
-  head = &m->heads[h & (NHASH - 1)];
-  s = chain_find(atomic_load_explicit(head, memory_order_acquire), h, lv, m->nlabels);
+  pthread_rwlock_rdlock(&m->lock);
+  s = table_find(m, h, lv);
+  pthread_rwlock_unlock(&m->lock);
   if(s || !create)
     return s;
-  pthread_mutex_lock(&m->mu);
-  s = chain_find(atomic_load_explicit(head, memory_order_relaxed), h, lv, m->nlabels);
-  if(!s && (s = series_new(m, lv, h))) {
-    s->hnext = atomic_load_explicit(head, memory_order_relaxed);
-    *m->tail = s;
-    m->tail = &s->next;
-    atomic_store_explicit(head, s, memory_order_release);
+  pthread_rwlock_wrlock(&m->lock);
+  s = table_find(m, h, lv); /* made since, by another thread? */
+  if(!s && (s = series_new(m, lv))) {
+    if(kcr_htab_insert(&m->series, &s->hn, h)) {
+      series_free(s, m->nlabels);
+      s = NULL;
+    } else {
+      *m->tail = s;
+      m->tail = &s->next;
+    }
   }
-  pthread_mutex_unlock(&m->mu);
+  pthread_rwlock_unlock(&m->lock);
   return s;
+}
+
+size_t kcr__metric_max_chain(kcr_metric *m)
+{
+  size_t max;
+
+  pthread_rwlock_rdlock(&m->lock);
+  max = kcr__htab_longest_chain(&m->series);
+  pthread_rwlock_unlock(&m->lock);
+  return max;
 }
 
 /* ---- families ------------------------------------------------------------ */
@@ -291,13 +294,14 @@ static void family_free(kcr_metric *m)
     next = s->next;
     series_free(s, m->nlabels);
   }
+  kcr_htab_cleanup(&m->series);
   for(size_t i = 0; m->labels && i < m->nlabels; i++)
     free(m->labels[i]);
   free(m->labels);
   free(m->bounds);
   free(m->name);
   free(m->help);
-  pthread_mutex_destroy(&m->mu);
+  pthread_rwlock_destroy(&m->lock);
   free(m);
 }
 
@@ -309,11 +313,9 @@ static kcr_metric *family_new(enum kind kind, const char *name, const char *help
 
   if(!m)
     return NULL;
-  pthread_mutex_init(&m->mu, NULL);
+  pthread_rwlock_init(&m->lock, NULL);
   m->kind = kind;
-  m->tail = &m->first;
-  for(size_t i = 0; i < NHASH; i++)
-    atomic_init(&m->heads[i], NULL);
+  m->tail = &m->first; /* m->series: an empty table */
   m->name = strdup(name);
   m->help = strdup(help ? help : "");
   m->labels = calloc(nlabels + 1, sizeof(char *));
@@ -711,7 +713,7 @@ static kcr_err put_family(struct kcr_buf *out, kcr_metric *m)
 {
   kcr_err rc = KCR_OK;
 
-  pthread_mutex_lock(&m->mu);
+  pthread_rwlock_rdlock(&m->lock);
   if(!m->first) /* no series yet: client_golang leaves such families out */
     goto out;
   if(*m->help) {
@@ -726,7 +728,7 @@ static kcr_err put_family(struct kcr_buf *out, kcr_metric *m)
   for(struct series *s = m->first; s && !rc; s = s->next)
     rc = m->kind == KIND_HISTOGRAM ? put_histogram(out, m, s) : put_simple(out, m, s);
 out:
-  pthread_mutex_unlock(&m->mu);
+  pthread_rwlock_unlock(&m->lock);
   return rc;
 }
 

@@ -3,10 +3,10 @@
  * installed, not part of the API.
  *
  * The visit counters make the cost of the bookkeeping observable without
- * timing: every node the recorder looks at - a hash chain node compared, a
- * bucket moved on or evicted from the spam LRU list, a heap step of the
- * worker's timers, an entry taken off a ready queue, a node of the
- * once-a-tick sweep - adds one. */
+ * timing: every node the recorder looks at - a hash table candidate (a
+ * node under the key's hash) compared, a bucket moved on or evicted from
+ * the spam LRU list, a heap step of the worker's timers, an entry taken off
+ * a ready queue, a node of the once-a-tick sweep - adds one. */
 #ifndef KCR_RUNTIME_EVENTS_INT_H
 #define KCR_RUNTIME_EVENTS_INT_H
 

@@ -4,15 +4,15 @@
  * sending thread.
  *
  * State. Every Event the recorder has created, or is about to create, is an
- * entry in a chained hash table keyed by its isomorphic key (type, reason,
- * action, note, regarding kind/namespace/name/uid, NUL-separated: the same
- * fields kcr_event_isomorphic compares, from the same key_fields()). An
- * entry carries the Event as first sent (name, eventTime, regarding) and
- * the series: count = occurrences seen, written = count the server has.
- * Spam buckets are a second table keyed by object+reason. Both tables hash
- * with kcr_hash() (SipHash-2-4 under a per-process random key): the keys
- * are names and notes that whoever creates objects chooses, and an unkeyed
- * hash would let them put every key in one chain (hash flooding).
+ * entry in a hash table (kcr/htab.h) keyed by its isomorphic key (type,
+ * reason, action, note, regarding kind/namespace/name/uid, NUL-separated:
+ * the same fields kcr_event_isomorphic compares, from the same
+ * key_fields()). An entry carries the Event as first sent (name, eventTime,
+ * regarding) and the series: count = occurrences seen, written = count the
+ * server has. Spam buckets are a second table keyed by object+reason. Both
+ * tables hash with kcr_hash() (SipHash-2-4 under a per-process random key):
+ * the keys are names and notes that whoever creates objects chooses, and an
+ * unkeyed hash would let them put every key in one chain (hash flooding).
  *
  * The worker's schedule. An entry that needs a write is in exactly one of
  *   createq  FIFO of entries whose POST is due (new events, re-creations,
@@ -64,14 +64,15 @@
  *     waits for) == nqueued == 0 && !inflight && ndirty == 0.
  *  I6 timers is a min-heap on due (each entry's due_at() when pushed, or
  *     earlier: a key may only be early, after a flush ended - the entry is
- *     then rescheduled when it surfaces); timers.cap >= events.n, reserved
- *     before an entry is added, so scheduling never allocates.
+ *     then rescheduled when it surfaces); timers.cap >= events.t.n,
+ *     reserved (with the table's room) before an entry is added, so
+ *     scheduling never allocates.
  *  I7 the LRU list holds exactly the buckets of the spam table;
- *     spam.n <= SPAM_MAX_KEYS.
+ *     spam.t.n <= SPAM_MAX_KEYS.
  *
  * Cost, with n entries and s spam buckets. eventf: O(1) expected and
  * amortised - one SipHash of its key per table, a chain walk of expected
- * length <= 2 (tables double at 2 keys per chain), O(1) LRU and FIFO
+ * length <= 1 (tables double at 1 key per bucket), O(1) LRU and FIFO
  * steps, the heap's array doubling now and then - plus O(log n) heap steps
  * when a repeat makes a series wait for its flush interval. The worker,
  * per write: O(1), plus O(log n) for a timer. Once a tick: one sweep of
@@ -101,8 +102,10 @@
 #include <unistd.h>
 
 #include "core/assert-int.h"
+#include "core/htab-int.h"
 #include "kcr/events.h"
 #include "kcr/hash.h"
+#include "kcr/htab.h"
 #include "kcr/json.h"
 #include "kcr/log.h"
 #include "kcr/path.h"
@@ -123,84 +126,29 @@ static uint64_t sat_add(uint64_t a, uint64_t b)
 
 /* ---- hash tables ---- */
 
-struct hnode {
-  struct hnode *next;
-  uint64_t hash;   /* kcr_hash of the key */
-  const char *key; /* klen bytes, not NUL-terminated as a whole */
+/* A node of either table: its key is klen bytes, not NUL-terminated as a
+ * whole (NUL-separated fields). */
+struct knode {
+  struct kcr_hnode hn; /* under kcr_hash(key, klen) */
+  const char *key;
   size_t klen;
 };
 
 struct table {
-  struct hnode **b;
-  size_t nb, n;
+  struct kcr_htab t;
   uint64_t visits; /* nodes looked at, for events-int.h */
 };
 
-static kcr_err table_init(struct table *t)
+static struct knode *table_find(struct table *t, uint64_t h, const char *key, size_t klen)
 {
-  t->nb = 64;
-  t->n = 0;
-  t->b = calloc(t->nb, sizeof(*t->b));
-  return t->b ? KCR_OK : KCR_ENOMEM;
-}
-
-static struct hnode *table_find(struct table *t, uint64_t h, const char *key, size_t klen)
-{
-  for(struct hnode *n = t->b[h & (t->nb - 1)]; n; n = n->next) {
+  for(struct kcr_hnode *hn = kcr_htab_lookup(&t->t, h); hn;
+      hn = kcr_htab_lookup_next(hn)) {
+    struct knode *n = KCR_HTAB_ENTRY(hn, struct knode, hn);
     t->visits++;
-    if(n->hash == h && n->klen == klen && !memcmp(n->key, key, klen))
+    if(n->klen == klen && !memcmp(n->key, key, klen))
       return n;
   }
   return NULL;
-}
-
-/* Grows when full; a failed grow only makes chains longer. The rehash is
- * O(n) once per doubling: O(1) amortised per insert. */
-static void table_insert(struct table *t, struct hnode *n)
-{
-  if(t->n >= t->nb * 2) {
-    size_t nb = t->nb * 2;
-    struct hnode **b = calloc(nb, sizeof(*b));
-    if(b) {
-      for(size_t i = 0; i < t->nb; i++)
-        for(struct hnode *x = t->b[i], *nx; x; x = nx) {
-          nx = x->next;
-          x->next = b[x->hash & (nb - 1)];
-          b[x->hash & (nb - 1)] = x;
-        }
-      free(t->b);
-      t->b = b;
-      t->nb = nb;
-    }
-  }
-  n->next = t->b[n->hash & (t->nb - 1)];
-  t->b[n->hash & (t->nb - 1)] = n;
-  t->n++;
-}
-
-static void table_remove(struct table *t, struct hnode *n)
-{
-  for(struct hnode **pp = &t->b[n->hash & (t->nb - 1)]; *pp; pp = &(*pp)->next) {
-    t->visits++;
-    if(*pp == n) {
-      *pp = n->next;
-      t->n--;
-      return;
-    }
-  }
-}
-
-static size_t table_longest_chain(const struct table *t)
-{
-  size_t longest = 0;
-  for(size_t i = 0; t->b && i < t->nb; i++) {
-    size_t len = 0;
-    for(const struct hnode *n = t->b[i]; n; n = n->next)
-      len++;
-    if(len > longest)
-      longest = len;
-  }
-  return longest;
 }
 
 /* ---- recorder state ---- */
@@ -211,7 +159,7 @@ enum estate { E_QUEUED, E_CREATED };
 enum ewhere { W_NONE, W_CREATEQ, W_PATCHQ, W_TIMERS };
 
 struct entry {
-  struct hnode h;      /* first: key = data[0..klen) */
+  struct knode h;      /* first: key = data[0..klen) */
   struct entry *qnext; /* createq or patchq link */
   /* immutable after creation; point into data */
   const char *type, *reason, *action, *note, *r_kind, *r_ns, *r_name, *r_uid;
@@ -229,6 +177,11 @@ struct entry {
   char data[];
 };
 
+static struct entry *entry_of(struct kcr_hnode *n)
+{
+  return KCR_HTAB_ENTRY(n, struct entry, h.hn);
+}
+
 struct fifo {
   struct entry *head, *tail;
 };
@@ -239,7 +192,7 @@ struct timers {
 };
 
 struct spam {
-  struct hnode h;
+  struct knode h;             /* first: key = data[0..klen) */
   struct spam *newer, *older; /* the LRU list */
   struct kcr_event_bucket b;
   bool dropping;
@@ -497,7 +450,7 @@ static struct entry *entry_new(kcr_recorder *r, const struct kcr_event *ev,
   if(!e)
     return NULL;
   memcpy(e->data, key->ptr, key->len);
-  e->h.hash = h;
+  e->h.hn.hash = h;
   e->h.key = e->data;
   e->h.klen = key->len;
   kf[0] = &e->type, kf[1] = &e->reason, kf[2] = &e->action, kf[3] = &e->note;
@@ -552,7 +505,7 @@ static void dirty_update(kcr_recorder *r, const struct entry *e, bool was)
 static void entry_remove(kcr_recorder *r, struct entry *e)
 {
   KCR_ASSERT(!e->busy && e->where == W_NONE && !entry_dirty(e)); /* I2 */
-  table_remove(&r->events, &e->h);
+  kcr_htab_remove(&r->events.t, &e->h.hn);
   free(e);
 }
 
@@ -738,7 +691,7 @@ static void lru_push_newest(kcr_recorder *r, struct spam *s)
 static void spam_remove(kcr_recorder *r, struct spam *s)
 {
   lru_unlink(r, s);
-  table_remove(&r->spam, &s->h);
+  kcr_htab_remove(&r->spam.t, &s->h.hn);
   free(s);
 }
 
@@ -781,22 +734,23 @@ static bool spam_take(kcr_recorder *r, const struct kcr_event *ev, uint64_t now,
     r->spam.visits++;
     lru_unlink(r, s);
   } else {
-    s = calloc(1, sizeof(*s) + key.len);
-    if(!s)
+    /* Room first (at the cap, an eviction makes it), so the insert cannot
+     * fail once a bucket has been evicted. */
+    size_t room = r->spam.t.n < SPAM_MAX_KEYS ? r->spam.t.n + 1 : SPAM_MAX_KEYS;
+    if(kcr_htab_reserve(&r->spam.t, room) || !(s = calloc(1, sizeof(*s) + key.len)))
       goto out;
-    if(r->spam.n >= SPAM_MAX_KEYS) {
+    if(r->spam.t.n >= SPAM_MAX_KEYS) {
       r->spam.visits++;
       spam_remove(r, r->spam_oldest);
     }
     memcpy(s->data, key.ptr, key.len);
-    s->h.hash = h;
     s->h.key = s->data;
     s->h.klen = key.len;
     kcr_event_bucket_init(&s->b, r->burst, now);
-    table_insert(&r->spam, &s->h);
+    kcr_htab_insert(&r->spam.t, &s->h.hn, h); /* reserved: cannot fail */
   }
   lru_push_newest(r, s);
-  KCR_ASSERT(r->spam.n <= SPAM_MAX_KEYS); /* I7 */
+  KCR_ASSERT(r->spam.t.n <= SPAM_MAX_KEYS); /* I7 */
   ok = kcr_event_bucket_take(&s->b, r->burst, r->refill_ms, now);
   if(!ok && !s->dropping)
     *log_start = true;
@@ -872,7 +826,8 @@ kcr_err kcr_recorder_event(kcr_recorder *r, const struct kcr_event *ev)
     r->full_logged = true;
     r->st.dropped++;
     oc = O_DROP_FULL;
-  } else if(timers_reserve(&r->timers, r->events.n + 1)) {
+  } else if(timers_reserve(&r->timers, r->events.t.n + 1) ||
+            kcr_htab_reserve(&r->events.t, r->events.t.n + 1)) {
     rc = KCR_ENOMEM;
   } else if(!spam_take(r, ev, now, &log_spam)) {
     r->st.dropped++;
@@ -880,7 +835,7 @@ kcr_err kcr_recorder_event(kcr_recorder *r, const struct kcr_event *ev)
   } else if(!(e = entry_new(r, ev, &key, h, &wall, now))) {
     rc = KCR_ENOMEM;
   } else {
-    table_insert(&r->events, &e->h);
+    kcr_htab_insert(&r->events.t, &e->h.hn, h); /* reserved: cannot fail */
     r->nqueued++;
     wake = schedule(r, e, now);
   }
@@ -1055,19 +1010,19 @@ static bool quiescent(const kcr_recorder *r)
  * place that sweeps the tables, O(entries + buckets) per tick. */
 static void gc(kcr_recorder *r, uint64_t now)
 {
-  for(size_t i = 0; i < r->events.nb; i++)
-    for(struct hnode **pp = &r->events.b[i]; *pp;) {
-      struct entry *e = (struct entry *)*pp;
-      r->events.visits++;
-      if(entry_expired(r, e, now)) {
-        KCR_ASSERT(e->where == W_NONE); /* I2 */
-        *pp = e->h.next;
-        r->events.n--;
-        free(e);
-      } else {
-        pp = &(*pp)->next;
-      }
+  struct kcr_htab_iter it;
+  struct kcr_hnode *n;
+
+  kcr_htab_iter_init(&it, &r->events.t);
+  while((n = kcr_htab_iter_next(&it))) {
+    struct entry *e = entry_of(n);
+    r->events.visits++;
+    if(entry_expired(r, e, now)) {
+      KCR_ASSERT(e->where == W_NONE); /* I2 */
+      kcr_htab_remove(&r->events.t, n);
+      free(e);
     }
+  }
   if(r->burst >= 0)
     spam_gc(r, now);
   r->last_gc_ms = now;
@@ -1309,7 +1264,7 @@ void kcr_recorder_get_stats(kcr_recorder *r, struct kcr_recorder_stats *out)
   pthread_mutex_lock(&r->mu);
   *out = r->st;
   out->queued = r->nqueued;
-  out->tracked = r->events.n;
+  out->tracked = r->events.t.n;
   pthread_mutex_unlock(&r->mu);
 }
 
@@ -1318,26 +1273,25 @@ void kcr__recorder_probe(kcr_recorder *r, struct kcr__recorder_probe *out)
   pthread_mutex_lock(&r->mu);
   out->spam_visits = r->spam.visits;
   out->event_visits = r->events.visits;
-  out->spam_keys = r->spam.n;
-  out->events_longest_chain = table_longest_chain(&r->events);
-  out->spam_longest_chain = table_longest_chain(&r->spam);
+  out->spam_keys = r->spam.t.n;
+  out->events_longest_chain = kcr__htab_longest_chain(&r->events.t);
+  out->spam_longest_chain = kcr__htab_longest_chain(&r->spam.t);
   pthread_mutex_unlock(&r->mu);
 }
 
 static void destroy(kcr_recorder *r)
 {
-  for(size_t i = 0; r->events.b && i < r->events.nb; i++)
-    for(struct hnode *n = r->events.b[i], *nx; n; n = nx) {
-      nx = n->next;
-      free(n);
-    }
-  for(size_t i = 0; r->spam.b && i < r->spam.nb; i++)
-    for(struct hnode *n = r->spam.b[i], *nx; n; n = nx) {
-      nx = n->next;
-      free(n);
-    }
-  free(r->events.b);
-  free(r->spam.b);
+  struct kcr_htab_iter it;
+  struct kcr_hnode *n;
+
+  kcr_htab_iter_init(&it, &r->events.t);
+  while((n = kcr_htab_iter_next(&it)))
+    free(entry_of(n));
+  kcr_htab_iter_init(&it, &r->spam.t);
+  while((n = kcr_htab_iter_next(&it)))
+    free(KCR_HTAB_ENTRY(n, struct spam, h.hn));
+  kcr_htab_cleanup(&r->events.t);
+  kcr_htab_cleanup(&r->spam.t);
   free(r->timers.a);
   pthread_cond_destroy(&r->wake);
   pthread_cond_destroy(&r->idle);
@@ -1350,6 +1304,8 @@ static void destroy(kcr_recorder *r)
 
 void kcr_recorder_free(kcr_recorder *r)
 {
+  struct kcr_htab_iter it;
+  struct kcr_hnode *n;
   size_t lost = 0, unwritten = 0;
 
   if(!r)
@@ -1363,15 +1319,15 @@ void kcr_recorder_free(kcr_recorder *r)
   pthread_mutex_unlock(&r->mu);
   pthread_join(r->thread, NULL);
   /* The worker is gone: no entry is busy, and the lock is not needed. */
-  for(size_t i = 0; i < r->events.nb; i++)
-    for(const struct hnode *n = r->events.b[i]; n; n = n->next) {
-      const struct entry *e = (const struct entry *)n;
-      if(e->state == E_QUEUED && !e->recreate) {
-        lost++;
-        count_metric(r, e->type, e->reason, "dropped");
-      }
-      unwritten += entry_dirty(e);
+  kcr_htab_iter_init(&it, &r->events.t);
+  while((n = kcr_htab_iter_next(&it))) {
+    const struct entry *e = entry_of(n);
+    if(e->state == E_QUEUED && !e->recreate) {
+      lost++;
+      count_metric(r, e->type, e->reason, "dropped");
     }
+    unwritten += entry_dirty(e);
+  }
   if(lost || unwritten)
     KCR_LOG(KCR_LOG_WARN, "event recorder stopped with events not written",
             KCR_I("newEventsDropped", lost), KCR_I("seriesNotUpdated", unwritten));
@@ -1442,7 +1398,7 @@ kcr_err kcr_recorder_new(const struct kcr_recorder_opts *o, kcr_recorder **out)
   r->controller = strdup(o->reporting_controller);
   r->instance =
       o->reporting_instance ? strdup(o->reporting_instance) : default_instance();
-  if(!r->controller || !r->instance || table_init(&r->events) || table_init(&r->spam))
+  if(!r->controller || !r->instance)
     goto out;
   r->last_gc_ms = now_ms(r);
   if(o->metrics) {

@@ -2,7 +2,7 @@
  * rate_limiting_queue.go, default_rate_limiters.go, metrics.go) as one object
  * under one mutex.
  *
- * State. One record per key (struct item) in a chained hash table carries
+ * State. One record per key (struct item) in a kcr/htab.h table carries
  * everything client-go spreads over six maps and sets: dirty, processing,
  * the parked deadline (index in the heap), the rate limiter's failure count
  * and the metric timestamps. Ready keys sit in a FIFO ring of record
@@ -42,9 +42,9 @@
  *  I3 a record is in the table iff dirty || processing || parked ||
  *     failures > 0; it is freed as soon as all four are false
  *     (release_if_idle), so the table never grows with dead keys.
- *  I4 rcap >= nitems and hcap >= nitems: pushing into the FIFO or the heap
- *     never fails (capacity is reserved when a record is created), so done()
- *     and promotion cannot fail.
+ *  I4 rcap >= items.n and hcap >= items.n: pushing into the FIFO or the
+ *     heap never fails (capacity is reserved, with the table's, before a
+ *     record is created), so done() and promotion cannot fail.
  *  I5 ndirty and nprocessing count the flags; workqueue_depth = ndirty, as
  *     in client-go (dirty keys, including those waiting for done()).
  *  I6 once shutting_down, the heap is empty and no key becomes dirty.
@@ -71,7 +71,9 @@
 #include <time.h>
 
 #include "core/assert-int.h"
+#include "core/htab-int.h"
 #include "kcr/hash.h"
+#include "kcr/htab.h"
 #include "kcr/queue.h"
 #include "runtime/queue-int.h"
 #include "kcr/time.h"
@@ -81,8 +83,7 @@
 #define NS_PER_S   1e9
 
 struct item {
-  struct item *hnext; /* hash chain */
-  uint64_t hash;
+  struct kcr_hnode hn; /* in q->items, under kcr_hash(key) */
   size_t hidx;         /* index in q->heap, NOT_PARKED when not parked */
   uint64_t ready_ns;   /* deadline while parked */
   uint64_t added_ns;   /* when it became dirty (queue_duration), 0 = unknown */
@@ -106,9 +107,8 @@ struct kcr_queue {
   pthread_cond_t timer_cv; /* the one getter timing the heap (I7) */
   pthread_cond_t drain_cv; /* kcr_queue_shutdown_drain() */
 
-  struct item **buckets; /* hash table, nbuckets a power of two */
-  size_t nbuckets, nitems;
-  struct item **ring; /* ready FIFO */
+  struct kcr_htab items; /* every record, by key */
+  struct item **ring;    /* ready FIFO */
   size_t rhead, rlen, rcap;
   struct item **heap; /* parked keys, min-heap by ready_ns */
   size_t hlen, hcap;
@@ -143,12 +143,16 @@ static uint64_t ms_to_ns(uint64_t ms)
 /* Keys are object names users choose: keyed hash (kcr/hash.h). */
 static uint64_t hash_key(const char *s, size_t n) { return kcr_hash(s, n); }
 
+static struct item *item_of(struct kcr_hnode *n)
+{
+  return KCR_HTAB_ENTRY(n, struct item, hn);
+}
+
 static struct item *table_find(kcr_queue *q, const char *key, size_t klen, uint64_t h)
 {
-  struct item *it = q->buckets[h & (q->nbuckets - 1)];
-  for(; it; it = it->hnext)
-    if(it->hash == h && it->klen == klen && !memcmp(it->key, key, klen))
-      return it;
+  for(struct kcr_hnode *n = kcr_htab_lookup(&q->items, h); n; n = kcr_htab_lookup_next(n))
+    if(item_of(n)->klen == klen && !memcmp(item_of(n)->key, key, klen))
+      return item_of(n);
   return NULL;
 }
 
@@ -156,35 +160,6 @@ static struct item *find(kcr_queue *q, const char *key)
 {
   size_t n = strlen(key);
   return table_find(q, key, n, hash_key(key, n));
-}
-
-/* Doubles the bucket array. Failure is harmless: chains just get longer. */
-static void table_grow(kcr_queue *q)
-{
-  size_t n = q->nbuckets * 2;
-  struct item **b = calloc(n, sizeof(*b));
-  if(!b)
-    return;
-  for(size_t i = 0; i < q->nbuckets; i++) {
-    struct item *it = q->buckets[i], *next;
-    for(; it; it = next) {
-      next = it->hnext;
-      it->hnext = b[it->hash & (n - 1)];
-      b[it->hash & (n - 1)] = it;
-    }
-  }
-  free(q->buckets);
-  q->buckets = b;
-  q->nbuckets = n;
-}
-
-static void table_remove(kcr_queue *q, struct item *it)
-{
-  struct item **pp = &q->buckets[it->hash & (q->nbuckets - 1)];
-  while(*pp != it)
-    pp = &(*pp)->hnext;
-  *pp = it->hnext;
-  q->nitems--;
 }
 
 static kcr_err reserve(struct item ***arr, size_t *cap, size_t need)
@@ -220,7 +195,8 @@ static kcr_err ring_reserve(kcr_queue *q, size_t need)
 }
 
 /* The record for key, created (idle) if absent. Reserves the FIFO and heap
- * slots the new record may need (I4). */
+ * slots the new record may need (I4) and its place in the table, so nothing
+ * fails once it is allocated. */
 static kcr_err lookup_or_create(kcr_queue *q, const char *key, struct item **out)
 {
   size_t klen = strlen(key);
@@ -230,9 +206,11 @@ static kcr_err lookup_or_create(kcr_queue *q, const char *key, struct item **out
 
   if(it)
     goto out;
-  rc = ring_reserve(q, q->nitems + 1);
+  rc = ring_reserve(q, q->items.n + 1);
   if(!rc)
-    rc = reserve(&q->heap, &q->hcap, q->nitems + 1);
+    rc = reserve(&q->heap, &q->hcap, q->items.n + 1);
+  if(!rc)
+    rc = kcr_htab_reserve(&q->items, q->items.n + 1);
   if(rc)
     return rc;
   it = calloc(1, sizeof(*it) + klen + 1);
@@ -240,13 +218,9 @@ static kcr_err lookup_or_create(kcr_queue *q, const char *key, struct item **out
     return KCR_ENOMEM;
   memcpy(it->key, key, klen + 1);
   it->klen = klen;
-  it->hash = h;
   it->hidx = NOT_PARKED;
-  if(q->nitems >= q->nbuckets)
-    table_grow(q);
-  it->hnext = q->buckets[h & (q->nbuckets - 1)];
-  q->buckets[h & (q->nbuckets - 1)] = it;
-  q->nitems++;
+  rc = kcr_htab_insert(&q->items, &it->hn, h);
+  KCR_ASSERT(rc == KCR_OK); /* reserved above */
 out:
   *out = it;
   return KCR_OK;
@@ -257,7 +231,7 @@ static void release_if_idle(kcr_queue *q, struct item *it)
 {
   if(it->dirty || it->processing || it->hidx != NOT_PARKED || it->failures)
     return;
-  table_remove(q, it);
+  kcr_htab_remove(&q->items, &it->hn);
   free(it);
 }
 
@@ -541,17 +515,20 @@ static void queue_collect(void *ud)
   update = !q->shutting_down;
   if(update) {
     uint64_t now = kcr_time_mono_ns();
+    struct kcr_htab_iter hi;
+    struct kcr_hnode *n;
     promote_due(q, now, &md);
-    for(size_t i = 0; i < q->nbuckets && q->nprocessing; i++)
-      for(struct item *it = q->buckets[i]; it; it = it->hnext) {
-        double age;
-        if(!it->processing)
-          continue;
-        age = (double)(now - it->started_ns) / NS_PER_S;
-        total += age;
-        if(age > oldest)
-          oldest = age;
-      }
+    kcr_htab_iter_init(&hi, &q->items);
+    while(q->nprocessing && (n = kcr_htab_iter_next(&hi))) {
+      struct item *it = item_of(n);
+      double age;
+      if(!it->processing)
+        continue;
+      age = (double)(now - it->started_ns) / NS_PER_S;
+      total += age;
+      if(age > oldest)
+        oldest = age;
+    }
   }
   pthread_mutex_unlock(&q->mu);
   apply(q, &md);
@@ -646,13 +623,10 @@ kcr_queue *kcr_queue_new(const struct kcr_queue_opts *o)
 
   if(!o)
     o = &defaults;
-  q = calloc(1, sizeof(*q));
+  q = calloc(1, sizeof(*q)); /* items: an empty table */
   if(!q)
     return NULL;
-  q->nbuckets = 64;
-  q->buckets = calloc(q->nbuckets, sizeof(*q->buckets));
-  if(!q->buckets || init_sync(q)) {
-    free(q->buckets);
+  if(init_sync(q)) {
     free(q);
     return NULL;
   }
@@ -673,18 +647,17 @@ kcr_queue *kcr_queue_new(const struct kcr_queue_opts *o)
 
 void kcr_queue_free(kcr_queue *q)
 {
+  struct kcr_htab_iter hi;
+  struct kcr_hnode *n;
+
   if(!q)
     return;
   if(q->m.reg)
     kcr_metrics_off_collect(q->m.reg, queue_collect, q);
-  for(size_t i = 0; i < q->nbuckets; i++) {
-    struct item *it = q->buckets[i], *next;
-    for(; it; it = next) {
-      next = it->hnext;
-      free(it);
-    }
-  }
-  free(q->buckets);
+  kcr_htab_iter_init(&hi, &q->items);
+  while((n = kcr_htab_iter_next(&hi)))
+    free(item_of(n));
+  kcr_htab_cleanup(&q->items);
   free(q->ring);
   free(q->heap);
   free(q->m.name);
@@ -908,15 +881,9 @@ bool kcr_queue_shutting_down(kcr_queue *q)
 
 size_t kcr__queue_max_chain(kcr_queue *q)
 {
-  size_t max = 0;
+  size_t max;
   pthread_mutex_lock(&q->mu);
-  for(size_t i = 0; i < q->nbuckets; i++) {
-    size_t n = 0;
-    for(struct item *it = q->buckets[i]; it; it = it->hnext)
-      n++;
-    if(n > max)
-      max = n;
-  }
+  max = kcr__htab_longest_chain(&q->items);
   pthread_mutex_unlock(&q->mu);
   return max;
 }

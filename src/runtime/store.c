@@ -4,9 +4,9 @@
  * points to, then the compact JSON text. Immutable after kcr_obj_new; an
  * atomic refcount lets readers keep one past its removal from the store.
  *
- * Store: a chained hash table key -> entry (key "ns/name"); the entry holds
- * the object and the index values computed for it. Per index, a hash table
- * value -> small array of keys. One rwlock guards both; lookups take it
+ * Store: a hash table (kcr/htab.h) key -> entry (key "ns/name"); the entry
+ * holds the object and the index values computed for it. Per index, a hash
+ * table value -> small array of keys. One rwlock guards both; lookups take it
  * shared, the single writer takes it exclusive.
  *
  * User code never runs under the lock: index functions are called before
@@ -20,7 +20,8 @@
  * Failure atomicity: every writer call either applies completely or leaves
  * the store as it was, and the caller keeps its references on error.
  * put/delete prepare everything that can fail first (values, the entry);
- * the only allocations under the lock are new index values, which are
+ * the only allocations under the lock are the table's room for a new key
+ * (reserved before anything changes) and new index values, which are
  * rolled back if one fails. replace fails before the swap or not at all.
  *
  * Hashing: SipHash under the per-process key (kcr/hash.h): names are chosen
@@ -36,7 +37,9 @@
 #include <string.h>
 
 #include "core/assert-int.h"
+#include "core/htab-int.h"
 #include "kcr/hash.h"
+#include "kcr/htab.h"
 #include "kcr/json.h"
 #include "kcr/store.h"
 #include "runtime/store-int.h"
@@ -182,78 +185,39 @@ cJSON *kcr_obj_parse(const kcr_obj *o)
   return kcr_json_parse(o->json, o->json_len, &t, NULL) ? NULL : t;
 }
 
-/* ---- a chained hash table of string -> pointer ---- */
+/* ---- hash tables of string -> pointer (kcr/htab.h) ---- */
 
 struct entry {
-  struct entry *next;
-  uint64_t hash;
-  const char *key; /* borrowed from the value (obj key) or owned (index) */
+  struct kcr_hnode hn; /* under hash_str(key) */
+  const char *key;     /* borrowed from the value (obj key) or owned (index) */
   void *val;
   struct ixvals *ixv; /* object table only: the object's index values */
 };
 
-struct table {
-  struct entry **b;
-  size_t nb, n;
-};
-
 static uint64_t hash_str(const char *s) { return kcr_hash_str(s); }
 
-static struct entry *tfind(const struct table *t, const char *key, uint64_t h)
+static struct entry *entry_of(struct kcr_hnode *n)
 {
-  if(!t->nb)
-    return NULL;
-  for(struct entry *e = t->b[h & (t->nb - 1)]; e; e = e->next)
-    if(e->hash == h && !strcmp(e->key, key))
-      return e;
+  return KCR_HTAB_ENTRY(n, struct entry, hn);
+}
+
+static struct entry *tfind(const struct kcr_htab *t, const char *key, uint64_t h)
+{
+  for(struct kcr_hnode *n = kcr_htab_lookup(t, h); n; n = kcr_htab_lookup_next(n))
+    if(!strcmp(entry_of(n)->key, key))
+      return entry_of(n);
   return NULL;
 }
 
-/* Doubles the bucket array; on failure the table stays as it was (still
- * correct, just with longer chains). */
-static void tgrow(struct table *t)
-{
-  size_t nb = t->nb ? t->nb * 2 : 64;
-  struct entry **b = calloc(nb, sizeof(*b));
-  if(!b)
-    return;
-  for(size_t i = 0; i < t->nb; i++) {
-    struct entry *e = t->b[i], *next;
-    for(; e; e = next) {
-      next = e->next;
-      e->next = b[e->hash & (nb - 1)];
-      b[e->hash & (nb - 1)] = e;
-    }
-  }
-  free(t->b);
-  t->b = b;
-  t->nb = nb;
-}
-
-/* Links e (key absent). Fails only when the table has no buckets at all and
- * none can be allocated. */
-static bool tlink(struct table *t, struct entry *e)
-{
-  if(t->n + 1 > t->nb * 3 / 4)
-    tgrow(t);
-  if(!t->nb)
-    return false;
-  e->next = t->b[e->hash & (t->nb - 1)];
-  t->b[e->hash & (t->nb - 1)] = e;
-  t->n++;
-  return true;
-}
-
-/* Inserts key (must be absent). */
-static struct entry *tinsert(struct table *t, const char *key, uint64_t h, void *val)
+/* Inserts key (must be absent); NULL when out of memory. */
+static struct entry *tinsert(struct kcr_htab *t, const char *key, uint64_t h, void *val)
 {
   struct entry *e = calloc(1, sizeof(*e));
   if(!e)
     return NULL;
-  e->hash = h;
   e->key = key;
   e->val = val;
-  if(!tlink(t, e)) {
+  if(kcr_htab_insert(t, &e->hn, h)) {
     free(e);
     return NULL;
   }
@@ -261,19 +225,12 @@ static struct entry *tinsert(struct table *t, const char *key, uint64_t h, void 
 }
 
 /* Unlinks the entry for key and returns it (not freed), or NULL. */
-static struct entry *tunlink(struct table *t, const char *key, uint64_t h)
+static struct entry *tunlink(struct kcr_htab *t, const char *key, uint64_t h)
 {
-  if(!t->nb)
-    return NULL;
-  for(struct entry **pp = &t->b[h & (t->nb - 1)]; *pp; pp = &(*pp)->next) {
-    struct entry *e = *pp;
-    if(e->hash == h && !strcmp(e->key, key)) {
-      *pp = e->next;
-      t->n--;
-      return e;
-    }
-  }
-  return NULL;
+  struct entry *e = tfind(t, key, h);
+  if(e)
+    kcr_htab_remove(t, &e->hn);
+  return e;
 }
 
 /* ---- index values of one object ---- */
@@ -305,22 +262,22 @@ static bool ixvals_has(const struct ixvals *x, size_t idx, const char *value)
   return false;
 }
 
-static void tclear(struct table *t, void (*free_val)(void *), bool free_keys)
+static void tclear(struct kcr_htab *t, void (*free_val)(void *), bool free_keys)
 {
-  for(size_t i = 0; i < t->nb; i++) {
-    struct entry *e = t->b[i], *next;
-    for(; e; e = next) {
-      next = e->next;
-      if(free_val)
-        free_val(e->val);
-      if(free_keys)
-        free((char *)e->key);
-      ixvals_free(e->ixv);
-      free(e);
-    }
+  struct kcr_htab_iter it;
+  struct kcr_hnode *n;
+
+  kcr_htab_iter_init(&it, t);
+  while((n = kcr_htab_iter_next(&it))) {
+    struct entry *e = entry_of(n);
+    if(free_val)
+      free_val(e->val);
+    if(free_keys)
+      free((char *)e->key);
+    ixvals_free(e->ixv);
+    free(e);
   }
-  free(t->b);
-  memset(t, 0, sizeof(*t));
+  kcr_htab_cleanup(t);
 }
 
 /* ---- indexes: value -> array of object keys (owned copies) ---- */
@@ -333,7 +290,7 @@ struct keyset {
 struct index {
   char *name;
   kcr_index_fn fn;
-  struct table values; /* value (owned) -> struct keyset* */
+  struct kcr_htab values; /* value (owned) -> struct keyset* */
 };
 
 static void keyset_free(void *p)
@@ -347,7 +304,7 @@ static void keyset_free(void *p)
 
 struct kcr_store {
   pthread_rwlock_t lock;
-  struct table objs; /* key (borrowed from obj) -> kcr_obj* */
+  struct kcr_htab objs; /* key (borrowed from obj) -> kcr_obj* */
   struct index *idx;
   size_t nidx;
   size_t bytes;
@@ -469,7 +426,7 @@ static kcr_err collect_values(const kcr_store *s, const kcr_obj *o, struct ixval
 }
 
 /* Adds key under value in one index table (allocates). */
-static kcr_err ix_add(struct table *values, const char *value, const char *key)
+static kcr_err ix_add(struct kcr_htab *values, const char *value, const char *key)
 {
   uint64_t h = hash_str(value);
   struct entry *e = tfind(values, value, h);
@@ -511,7 +468,7 @@ fail:
 }
 
 /* Removes key from under value (frees only; never fails). */
-static void ix_remove(struct table *values, const char *value, const char *key)
+static void ix_remove(struct kcr_htab *values, const char *value, const char *key)
 {
   uint64_t h = hash_str(value);
   struct entry *e = tfind(values, value, h);
@@ -647,9 +604,11 @@ kcr_err kcr_store_list(kcr_store *s, const char *index, const char *value,
       }
     }
   } else if(!(rc = grow_refs(&arr, &cap, s->objs.n ? s->objs.n : 1))) {
-    for(size_t i = 0; i < s->objs.nb; i++)
-      for(struct entry *e = s->objs.b[i]; e; e = e->next)
-        arr[cnt++] = kcr_obj_ref(e->val);
+    struct kcr_htab_iter it;
+    struct kcr_hnode *hn;
+    kcr_htab_iter_init(&it, &s->objs);
+    while((hn = kcr_htab_iter_next(&it)))
+      arr[cnt++] = kcr_obj_ref(entry_of(hn)->val);
   }
   pthread_rwlock_unlock(&s->lock);
   if(rc) {
@@ -670,16 +629,10 @@ void kcr_objs_free(kcr_obj **objs, size_t n)
 
 size_t kcr__store_max_chain(kcr_store *s)
 {
-  size_t max = 0;
+  size_t max;
   if(!rdlock(s))
     return 0;
-  for(size_t i = 0; i < s->objs.nb; i++) {
-    size_t n = 0;
-    for(struct entry *e = s->objs.b[i]; e; e = e->next)
-      n++;
-    if(n > max)
-      max = n;
-  }
+  max = kcr__htab_longest_chain(&s->objs);
   pthread_rwlock_unlock(&s->lock);
   return max;
 }
@@ -722,7 +675,10 @@ kcr_err kcr_store_put(kcr_store *s, kcr_obj *o, kcr_obj **old)
   pthread_rwlock_wrlock(&s->lock);
   s->written = true;
   e = tfind(&s->objs, o->key, h);
-  rc = ix_move(s, o->key, e ? e->ixv : NULL, vals);
+  if(!e) /* room for the new key first: then linking it cannot fail */
+    rc = kcr_htab_reserve(&s->objs, s->objs.n + 1);
+  if(!rc)
+    rc = ix_move(s, o->key, e ? e->ixv : NULL, vals);
   if(!rc && e) {
     prev = e->val;
     was = e->ixv;
@@ -732,14 +688,11 @@ kcr_err kcr_store_put(kcr_store *s, kcr_obj *o, kcr_obj **old)
     e->ixv = vals;
     vals = NULL;
   } else if(!rc) {
-    *fresh = (struct entry){NULL, h, o->key, o, vals};
-    if(tlink(&s->objs, fresh)) {
-      fresh = NULL;
-      vals = NULL;
-    } else { /* no bucket array at all: undo the index entries */
-      ix_move(s, o->key, vals, NULL);
-      rc = KCR_ENOMEM;
-    }
+    *fresh = (struct entry){.key = o->key, .val = o, .ixv = vals};
+    rc = kcr_htab_insert(&s->objs, &fresh->hn, h);
+    KCR_ASSERT(rc == KCR_OK); /* reserved above */
+    fresh = NULL;
+    vals = NULL;
   }
   if(!rc)
     s->bytes += o->size;
@@ -785,8 +738,8 @@ kcr_err kcr_store_delete(kcr_store *s, const char *ns, const char *name, kcr_obj
 
 /* The parts of a store that kcr_store_replace swaps. */
 struct snapshot {
-  struct table objs;
-  struct table *values; /* one per index */
+  struct kcr_htab objs;
+  struct kcr_htab *values; /* one per index */
   size_t bytes;
 };
 
@@ -802,7 +755,9 @@ static void snapshot_clear(struct snapshot *sn, size_t nidx, bool drop_objs)
 kcr_err kcr_store_replace(kcr_store *s, kcr_obj **objs, size_t n, kcr_obj ***gone,
                           size_t *ngone)
 {
-  struct snapshot fresh = {{0}, NULL, 0}, stale = {{0}, NULL, 0};
+  struct snapshot fresh = {KCR_HTAB_INIT, NULL, 0}, stale = {KCR_HTAB_INIT, NULL, 0};
+  struct kcr_htab_iter it;
+  struct kcr_hnode *hn;
   kcr_obj **dead = NULL, **dups = NULL;
   size_t ndead = 0, ndups = 0, cap = 0;
   kcr_err rc = KCR_OK;
@@ -837,17 +792,21 @@ kcr_err kcr_store_replace(kcr_store *s, kcr_obj **objs, size_t n, kcr_obj ***gon
     }
     fresh.bytes += objs[i]->size;
   }
-  for(size_t b = 0; !rc && b < fresh.objs.nb; b++)
-    for(struct entry *e = fresh.objs.b[b]; e && !rc; e = e->next)
-      for(size_t j = 0; e->ixv && j < e->ixv->n && !rc; j++)
-        rc = ix_add(&fresh.values[e->ixv->v[j].idx], e->ixv->v[j].value, e->key);
+  kcr_htab_iter_init(&it, &fresh.objs);
+  while(!rc && (hn = kcr_htab_iter_next(&it))) {
+    struct entry *e = entry_of(hn);
+    for(size_t j = 0; e->ixv && j < e->ixv->n && !rc; j++)
+      rc = ix_add(&fresh.values[e->ixv->v[j].idx], e->ixv->v[j].value, e->key);
+  }
   /* 2. What vanishes: the single writer is the only one changing the
    * table, so reading it unlocked here is safe. */
-  for(size_t b = 0; !rc && b < s->objs.nb; b++)
-    for(struct entry *e = s->objs.b[b]; e && !rc; e = e->next)
-      if(!tfind(&fresh.objs, e->key, e->hash) &&
-         !(rc = grow_refs(&dead, &cap, ndead + 1)))
-        dead[ndead++] = e->val;
+  kcr_htab_iter_init(&it, &s->objs);
+  while(!rc && (hn = kcr_htab_iter_next(&it))) {
+    struct entry *e = entry_of(hn);
+    if(!tfind(&fresh.objs, e->key, e->hn.hash) &&
+       !(rc = grow_refs(&dead, &cap, ndead + 1)))
+      dead[ndead++] = e->val;
+  }
   if(rc) { /* nothing changed; the caller keeps every reference */
     snapshot_clear(&fresh, s->nidx, false);
     free(stale.values);
@@ -870,10 +829,10 @@ kcr_err kcr_store_replace(kcr_store *s, kcr_obj **objs, size_t n, kcr_obj ***gon
   free(fresh.values);
   /* 4. Outside the lock: drop the old table's references except those that
    * move to *gone, then the duplicates' (the store keeps the later one). */
-  for(size_t b = 0; b < stale.objs.nb; b++)
-    for(struct entry *e = stale.objs.b[b]; e; e = e->next)
-      if(tfind(&s->objs, e->key, e->hash)) /* still present: a newer copy */
-        kcr_obj_unref(e->val);
+  kcr_htab_iter_init(&it, &stale.objs);
+  while((hn = kcr_htab_iter_next(&it)))
+    if(tfind(&s->objs, entry_of(hn)->key, hn->hash)) /* still present: a newer copy */
+      kcr_obj_unref(entry_of(hn)->val);
   snapshot_clear(&stale, s->nidx, false);
   for(size_t i = 0; i < ndups; i++)
     kcr_obj_unref(dups[i]);

@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "core/hash-int.h"
 #include "kcr/hash.h"
 
 static void siphash24_matches_the_reference_vectors(void **state)
@@ -59,11 +60,37 @@ static void the_process_key_differs_between_processes(void **state)
   assert_true(kcr_hash_str(NULL) == kcr_hash("", 0));
 }
 
+/* kcr__hash_strv is kcr_hash of the strings joined with their NULs, for
+ * every split of the bytes over the 8-byte words SipHash eats. */
+static void hash_strv_is_the_hash_of_the_joined_strings(void **state)
+{
+  static const char *const v[] = {
+      "", "a", "controller", "0123456", "01234567", "ns/name-that-is-longer-than-a-word",
+      "x"};
+  enum { NV = sizeof(v) / sizeof(v[0]) };
+  char buf[256];
+
+  for(size_t first = 0; first < NV; first++)
+    for(size_t n = 0; first + n <= NV; n++) {
+      size_t len = 0;
+      for(size_t i = 0; i < n; i++) {
+        size_t l = strlen(v[first + i]) + 1;
+        memcpy(buf + len, v[first + i], l);
+        len += l;
+      }
+      assert_true(kcr__hash_strv(v + first, n) == kcr_hash(buf, len));
+    }
+  /* The NULs separate: ("ab", "") and ("a", "b") differ. */
+  assert_true(kcr__hash_strv((const char *[]){"ab", ""}, 2) !=
+              kcr__hash_strv((const char *[]){"a", "b"}, 2));
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(siphash24_matches_the_reference_vectors),
       cmocka_unit_test(the_process_key_differs_between_processes),
+      cmocka_unit_test(hash_strv_is_the_hash_of_the_joined_strings),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,8 +2,10 @@
  * objects, so the tables keyed by them must not let a chosen set of names
  * share one bucket. Here: 1,500 names that all fall into the same bucket of
  * a 4,096-bucket table under FNV-1a (found by brute force, ~6 M hashes), put
- * into the informer cache and the work queue. With the keyed hash their
- * chains stay short; with FNV-1a every lookup would walk all of them. */
+ * into the informer cache and the work queue, and as many label values that
+ * shared one of the 64 buckets of the metrics registry's old FNV-1a table.
+ * With the keyed hash their chains stay short; with FNV-1a every lookup
+ * would walk all of them. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,7 +16,9 @@
 
 #include <cmocka.h>
 
+#include "core/metrics-int.h"
 #include "kcr/json.h"
+#include "kcr/metrics.h"
 #include "kcr/queue.h"
 #include "kcr/store.h"
 #include "runtime/queue-int.h"
@@ -93,11 +97,46 @@ static void chosen_names_do_not_flood_the_queue(void **state)
   kcr_queue_free(q);
 }
 
+/* FNV-1a of a label value and its NUL, as the registry hashed a series of
+ * one label before it was keyed. */
+static uint64_t fnv1a_nul(const char *s)
+{
+  uint64_t h = 14695981039346656037ull;
+  do
+    h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  while(*s++);
+  return h;
+}
+
+static void chosen_label_values_do_not_flood_a_metric_family(void **state)
+{
+  static char vals[N][32];
+  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metric *c =
+      kcr_metric_counter(reg, "flood_total", "", (const char *const[]){"name", NULL});
+  uint64_t want = fnv1a_nul("v0") & 63; /* its 64 buckets */
+  int n = 0;
+
+  for(unsigned long i = 0; n < N; i++) {
+    snprintf(vals[n], sizeof(vals[n]), "v%lu", i);
+    if((fnv1a_nul(vals[n]) & 63) == want)
+      n++;
+  }
+  for(int i = 0; i < N; i++)
+    kcr_metric_inc(c, (const char *const[]){vals[i]}, i + 1);
+  print_message("metrics: longest chain %zu of %d series\n", kcr__metric_max_chain(c), N);
+  assert_true(kcr__metric_max_chain(c) <= MAXCH);
+  for(int i = 0; i < N; i++)
+    assert_true(kcr_metric_value(c, (const char *const[]){vals[i]}) == i + 1);
+  kcr_metrics_free(reg);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(chosen_names_do_not_flood_the_cache),
       cmocka_unit_test(chosen_names_do_not_flood_the_queue),
+      cmocka_unit_test(chosen_label_values_do_not_flood_a_metric_family),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -213,6 +213,52 @@ static void concurrent_increments_sum_exactly(void **state)
   kcr_metrics_free(reg);
 }
 
+/* Threads that each make their own series (so the family's table grows
+ * many times) while all of them update one shared series and render runs:
+ * every update lands, nothing races (TSan). */
+#define OWN_SERIES 2000
+
+static void *grow_hammer(void *arg)
+{
+  struct race *r = arg;
+  char own[32];
+  for(int i = 0; i < OWN_SERIES; i++) {
+    snprintf(own, sizeof(own), "t%d-%d", r->id, i);
+    kcr_metric_inc(r->c, L(own), i);
+    kcr_metric_inc(r->c, L("shared"), 1);
+  }
+  return NULL;
+}
+
+static void series_made_while_others_update_are_all_kept(void **state)
+{
+  kcr_metrics *reg = kcr_metrics_new();
+  struct race r[4];
+  pthread_t t[4];
+  struct kcr_buf out = KCR_BUF_INIT;
+  char own[32];
+
+  for(int i = 0; i < 4; i++) {
+    r[i].c = kcr_metric_counter(reg, "grow_total", "", L("who"));
+    r[i].id = i;
+    assert_int_equal(0, pthread_create(&t[i], NULL, grow_hammer, &r[i]));
+  }
+  for(int i = 0; i < 5; i++) {
+    assert_int_equal(KCR_OK, kcr_metrics_render(reg, &out));
+    kcr_buf_reset(&out);
+  }
+  for(int i = 0; i < 4; i++)
+    pthread_join(t[i], NULL);
+  assert_true(4.0 * OWN_SERIES == kcr_metric_value(r[0].c, L("shared")));
+  for(int id = 0; id < 4; id++)
+    for(int i = 0; i < OWN_SERIES; i++) {
+      snprintf(own, sizeof(own), "t%d-%d", id, i);
+      assert_true((double)i == kcr_metric_value(r[0].c, L(own)));
+    }
+  kcr_buf_cleanup(&out);
+  kcr_metrics_free(reg);
+}
+
 static void registering_twice_returns_the_same_family(void **state)
 {
   static const double b1[] = {1, 2}, b2[] = {1, 3};
@@ -382,6 +428,7 @@ int main(void)
       cmocka_unit_test(bucket_sets_match_upstream),
       cmocka_unit_test(label_values_and_help_are_escaped),
       cmocka_unit_test(concurrent_increments_sum_exactly),
+      cmocka_unit_test(series_made_while_others_update_are_all_kept),
       cmocka_unit_test(registering_twice_returns_the_same_family),
       cmocka_unit_test(collect_callbacks_run_on_render),
       cmocka_unit_test(null_metric_and_bad_label_values_are_no_ops),
