@@ -87,7 +87,8 @@ struct kcr_flag {
   const char *arg;            /* the value's name in the usage ("NS"); default by kind:
                                  VALUE, N, DURATION, the choices joined by '|' */
   int64_t min, max;           /* KCR_FLAG_INT, KCR_FLAG_DURATION (ms): the accepted
-                                 range; both 0: any int / any duration */
+                                 range, inclusive; both 0: any int / any duration;
+                                 max INT64_MAX: no upper bound */
   const char *const *choices; /* KCR_FLAG_CHOICE: the values, NULL-terminated */
   const char *def;            /* the default as the usage shows it, in place of the
                                  value's (for a default computed later); NULL: the
