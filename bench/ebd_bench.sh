@@ -4,7 +4,7 @@
 #
 #   bench/ebd_bench.sh [--n N] [--quick] [--repeat R] [--parallel P]
 #                      [--workers W] [--operator ebdman|controller-runtime]
-#                      [--log-level L] [--out DIR] [--operator-bin PATH]
+#                      [--zap-log-level L] [--out DIR] [--operator-bin PATH]
 #                      [--poll kubectl|watch]
 #   bench/ebd_bench.sh --summary DIR     (the table of an earlier --out DIR)
 #
@@ -13,7 +13,7 @@
 # into build/bench/peers), then for each repetition starts a fresh control
 # plane (tools/controlplane/start --with-controller-manager), installs the
 # CRDs, runs the operator (--workers W, default 4) and vfm-sim (--delay 0),
-# both with the admin kubeconfig and --log-level warn, creates N EBDs with P
+# both with the admin kubeconfig and --zap-log-level warn, creates N EBDs with P
 # parallel `kubectl create -f` processes (default 8) on split files of one
 # generated multi-document YAML, and measures:
 #   - wall time from the first create until `kubectl get ebd -o jsonpath`
@@ -88,7 +88,7 @@ while (($#)); do
     --parallel) parallel=$2; shift ;;
     --workers) workers=$2; shift ;;
     --operator) operator=$2; shift ;;
-    --log-level) loglevel=$2; shift ;;
+    --zap-log-level) loglevel=$2; shift ;;
     --out) out=$2; shift ;;
     --operator-bin) opbin_override=$2; shift ;;
     --poll) poll=$2; shift ;;
@@ -128,7 +128,7 @@ if [[ ${EBD_BENCH_INNER:-} != 1 ]]; then
     mkdir -p "$out/run$r"
     "$root/tools/controlplane/start" --with-controller-manager -- \
       "$0" --n "$n" --parallel "$parallel" --workers "$workers" --operator "$operator" \
-      --log-level "$loglevel" --poll "$poll" --out "$out/run$r" || echo "ebd_bench: run $r failed" >&2
+      --zap-log-level "$loglevel" --poll "$poll" --out "$out/run$r" || echo "ebd_bench: run $r failed" >&2
   done
   summary "$out"
   echo "ebd_bench: results in $out" >&2
@@ -201,12 +201,12 @@ kubectl create namespace "$ns" >/dev/null
 
 mport=$(free_port) hport=$(free_port)
 # In $out with core dumps on, so a crash leaves its core there.
-(cd "$out" && ulimit -c unlimited && exec "$opbin" run --workers "$workers" --log-level "$loglevel" \
+(cd "$out" && ulimit -c unlimited && exec "$opbin" run --workers "$workers" --zap-log-level "$loglevel" \
   --metrics-bind-address "127.0.0.1:$mport" --health-probe-bind-address "127.0.0.1:$hport") \
   >"$out/operator.log" 2>&1 &
 oppid=$!
 pids+=("$oppid")
-"$vfmsim" --delay 0 --log-level "$loglevel" >"$out/vfm-sim.log" 2>&1 &
+"$vfmsim" --delay 0 --zap-log-level "$loglevel" >"$out/vfm-sim.log" 2>&1 &
 simpid=$!
 pids+=("$simpid")
 for ((i = 0; i < 300; i++)); do # until the operator's informers are synced

@@ -5,8 +5,10 @@
  * wrote it under "greeter"), using server-side apply with its own field
  * manager. Run two replicas with --leader-elect and only one reconciles.
  *
- *   hello [--kubeconfig PATH] [--namespace NS] [--leader-elect] ... (see --help) */
-#include <getopt.h>
+ *   hello [--kubeconfig PATH] [--namespace NS] [--leader-elect] ... (see --help)
+ *
+ * The flags are kcr/cli.h's: the manager's and the log's under
+ * controller-runtime's names, plus hello's own in a table. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,117 +68,37 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
   return rc == KCR_ENOTFOUND ? KCR_OK : rc;
 }
 
-static void usage(FILE *f)
-{
-  fprintf(
-      f,
-      "usage: hello [options]\n"
-      "Greets every ConfigMap labelled hello.kcr.io/greet=true.\n\n"
-      "  --kubeconfig PATH                  kubeconfig (default: $KUBECONFIG, "
-      "~/.kube/config, in-cluster)\n"
-      "  --namespace NS                     watch one namespace (default: all)\n"
-      "  --workers N                        concurrent reconciles (default 2)\n"
-      "  --leader-elect                     run leader election (one active replica)\n"
-      "  --lease-namespace NS               namespace of the Lease (default: default)\n"
-      "  --identity ID                      this replica's name in the Lease\n"
-      "  --lease-duration DUR               default 15s\n"
-      "  --renew-deadline DUR               default 10s\n"
-      "  --retry-period DUR                 default 2s\n"
-      "  --metrics-bind-address ADDR        default :8080 (\"0\" disables)\n"
-      "  --health-probe-bind-address ADDR   default :8081\n"
-      "  --log-level LEVEL                  debug, info, warn, error\n"
-      "  -h, --help                         this help\n");
-}
-
-static int bad(const char *flag, const char *v)
-{
-  fprintf(stderr, "hello: invalid value \"%s\" for %s\n", v, flag);
-  return 2;
-}
-
 int main(int argc, char **argv)
 {
-  enum {
-    O_KC = 1,
-    O_NS,
-    O_WORKERS,
-    O_LE,
-    O_LNS,
-    O_ID,
-    O_LD,
-    O_RD,
-    O_RP,
-    O_MET,
-    O_HEALTH,
-    O_LOG
-  };
-  static const struct option opts[] = {
-      {"kubeconfig", required_argument, NULL, O_KC},
-      {"namespace", required_argument, NULL, O_NS},
-      {"workers", required_argument, NULL, O_WORKERS},
-      {"leader-elect", no_argument, NULL, O_LE},
-      {"lease-namespace", required_argument, NULL, O_LNS},
-      {"identity", required_argument, NULL, O_ID},
-      {"lease-duration", required_argument, NULL, O_LD},
-      {"renew-deadline", required_argument, NULL, O_RD},
-      {"retry-period", required_argument, NULL, O_RP},
-      {"metrics-bind-address", required_argument, NULL, O_MET},
-      {"health-probe-bind-address", required_argument, NULL, O_HEALTH},
-      {"log-level", required_argument, NULL, O_LOG},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0}};
   struct kcr_config_opts co = {0};
-  struct kcr_manager_opts mo = {.name = "hello",
-                                .metrics_addr = ":8080",
-                                .health_addr = ":8081",
-                                .lease_namespace = "default"};
+  struct kcr_manager_opts mo = {
+      .name = "hello", .metrics_addr = ":8080", .health_addr = ":8081"};
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   struct hello h = {0};
   const char *ns = NULL;
-  int workers = 2, opt, lvl;
-  char *end, idbuf[128];
+  int workers = 2;
+  char idbuf[128];
   kcr_manager *m;
   kcr_controller *ctl;
+  const struct kcr_flag flags[] = {
+      {"namespace", KCR_FLAG_STRING, &ns, "watch one namespace (default: all)",
+       .arg = "NS"},
+      {"workers", KCR_FLAG_INT, &workers, "concurrent reconciles", .min = 1, .max = 64},
+      {"identity", KCR_FLAG_STRING, &mo.identity,
+       "this replica's name, in the Lease and the greeting (default: HOST_PID)",
+       .arg = "ID"},
+  };
 
-  while((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-    switch(opt) {
-    case O_KC: co.kubeconfig = optarg; break;
-    case O_NS: ns = optarg; break;
-    case O_WORKERS:
-      workers = (int)strtol(optarg, &end, 10);
-      if(*end || workers < 1 || workers > 64)
-        return bad("--workers", optarg);
-      break;
-    case O_LE: mo.leader_elect = true; break;
-    case O_LNS: mo.lease_namespace = optarg; break;
-    case O_ID: mo.identity = optarg; break;
-    case O_LD:
-      if(kcr_duration_parse(optarg, &mo.lease_duration_ms))
-        return bad("--lease-duration", optarg);
-      break;
-    case O_RD:
-      if(kcr_duration_parse(optarg, &mo.renew_deadline_ms))
-        return bad("--renew-deadline", optarg);
-      break;
-    case O_RP:
-      if(kcr_duration_parse(optarg, &mo.retry_period_ms))
-        return bad("--retry-period", optarg);
-      break;
-    case O_MET: mo.metrics_addr = optarg; break;
-    case O_HEALTH: mo.health_addr = optarg; break;
-    case O_LOG:
-      if((lvl = kcr_log_level_parse(optarg)) < 0)
-        return bad("--log-level", optarg);
-      kcr_log_set_level((enum kcr_log_level)lvl);
-      break;
-    case 'h': usage(stdout); return 0;
-    default: usage(stderr); return 2;
-    }
-  }
-  if(optind < argc) {
-    fprintf(stderr, "hello: unexpected argument \"%s\"\n", argv[optind]);
-    return 2;
-  }
+  kcr_cli_parse_or_exit(
+      &(struct kcr_cli){.prog = "hello",
+                        .about =
+                            "Greets every ConfigMap labelled hello.kcr.io/greet=true.",
+                        .flags = flags,
+                        .nflags = sizeof(flags) / sizeof(flags[0]),
+                        .config = &co,
+                        .manager = &mo,
+                        .log = true},
+      argc, argv);
   if(!mo.identity) {
     char host[64] = "hello";
     gethostname(host, sizeof(host) - 1);

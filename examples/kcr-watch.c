@@ -1,7 +1,7 @@
 /* kcr-watch: list a resource, then watch it, printing one line per change.
  * A small tour of the libkcr client: config loading, paged LIST, WATCH from
  * the list's resourceVersion, re-watch on server timeout, relist on 410. */
-#include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,22 +18,6 @@ static void on_signal(int sig)
   stop = 1;
   if(current)
     kcr_watch_cancel(current);
-}
-
-static void usage(FILE *f)
-{
-  fprintf(f,
-          "usage: kcr-watch [options] [RESOURCE]\n"
-          "List RESOURCE (default: configmaps), then watch it and print each change.\n\n"
-          "  --kubeconfig PATH   kubeconfig file (default: $KUBECONFIG, ~/.kube/config,\n"
-          "                      then in-cluster)\n"
-          "  --context NAME      kubeconfig context (default: current-context)\n"
-          "  -n, --namespace NS  one namespace (default: all)\n"
-          "  --group G           API group (default: core)\n"
-          "  --api-version V     API version (default: v1)\n"
-          "  --cluster-scoped    the resource is not namespaced\n"
-          "  --for SECONDS       stop after this long (default: until Ctrl-C)\n"
-          "  -h, --help          this help\n");
 }
 
 static kcr_err print_item(const cJSON *item, void *ud)
@@ -59,55 +43,42 @@ static kcr_err print_event(struct kcr_watch_event *ev, void *ud)
 
 int main(int argc, char **argv)
 {
-  static const struct option opts[] = {{"kubeconfig", required_argument, NULL, 'k'},
-                                       {"context", required_argument, NULL, 'c'},
-                                       {"namespace", required_argument, NULL, 'n'},
-                                       {"group", required_argument, NULL, 'g'},
-                                       {"api-version", required_argument, NULL, 'v'},
-                                       {"cluster-scoped", no_argument, NULL, 's'},
-                                       {"for", required_argument, NULL, 'f'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
   struct kcr_config_opts co = {0};
   struct kcr_gvr gvr = {"", "v1", "configmaps", true};
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   const char *ns = NULL;
-  long seconds = 0;
+  bool cluster_scoped = false;
+  uint64_t for_ms = 0;
   kcr_config *cfg;
   kcr_client *c;
   char *rv = NULL;
-  int opt, status = 0;
+  int status = 0;
+  const struct kcr_flag flags[] = {
+      {"context", KCR_FLAG_STRING, &co.context,
+       "the kubeconfig context (default: current-context)", .arg = "NAME"},
+      {"namespace", KCR_FLAG_STRING, &ns, "one namespace (default: all)", .arg = "NS"},
+      {"group", KCR_FLAG_STRING, &gvr.group, "the API group (default: core)",
+       .arg = "GROUP"},
+      {"api-version", KCR_FLAG_STRING, &gvr.version, "the API version", .arg = "VERSION"},
+      {"cluster-scoped", KCR_FLAG_BOOL, &cluster_scoped,
+       "the resource is not namespaced"},
+      {"for", KCR_FLAG_DURATION, &for_ms, "stop after this long (default: until Ctrl-C)",
+       .min = 1, .max = INT64_MAX},
+  };
 
-  while((opt = getopt_long(argc, argv, "n:h", opts, NULL)) != -1) {
-    switch(opt) {
-    case 'k': co.kubeconfig = optarg; break;
-    case 'c': co.context = optarg; break;
-    case 'n': ns = optarg; break;
-    case 'g': gvr.group = optarg; break;
-    case 'v': gvr.version = optarg; break;
-    case 's': gvr.namespaced = false; break;
-    case 'f': {
-      char *end;
-      seconds = strtol(optarg, &end, 10);
-      if(*end || seconds <= 0) {
-        fprintf(stderr,
-                "kcr-watch: --for needs a positive number of seconds, got "
-                "\"%s\"\n",
-                optarg);
-        return 2;
-      }
-      break;
-    }
-    case 'h': usage(stdout); return 0;
-    default: usage(stderr); return 2;
-    }
-  }
-  if(optind < argc)
-    gvr.resource = argv[optind++];
-  if(optind < argc) {
-    fprintf(stderr, "kcr-watch: unexpected argument \"%s\"\n", argv[optind]);
-    return 2;
-  }
+  kcr_cli_parse_or_exit(
+      &(struct kcr_cli){.prog = "kcr-watch",
+                        .about = "Lists RESOURCE (default: configmaps), then watches it "
+                                 "and prints each change.",
+                        .args = "[RESOURCE]",
+                        .argv_out = &gvr.resource,
+                        .max_args = 1,
+                        .flags = flags,
+                        .nflags = sizeof(flags) / sizeof(flags[0]),
+                        .config = &co,
+                        .log = true},
+      argc, argv);
+  gvr.namespaced = !cluster_scoped;
   if(kcr_config_load(&co, &cfg, &ei) || kcr_client_new(cfg, NULL, &c, &ei)) {
     fprintf(stderr, "kcr-watch: %s\n", ei.message ? ei.message : "cannot make a client");
     kcr_errinfo_cleanup(&ei);
@@ -116,8 +87,10 @@ int main(int argc, char **argv)
   signal(SIGINT, on_signal);
   signal(SIGTERM, on_signal);
   signal(SIGALRM, on_signal);
-  if(seconds)
-    alarm((unsigned)seconds);
+  if(for_ms) { /* whole seconds, rounded up */
+    uint64_t secs = for_ms / 1000 + (for_ms % 1000 != 0);
+    alarm(secs > UINT_MAX ? UINT_MAX : (unsigned)secs);
+  }
   setvbuf(stdout, NULL, _IOLBF, 0);
 
   struct kcr_ref ref = {&gvr, ns};

@@ -13,7 +13,6 @@
  * --delay is refused. The annotation is anyone's to write, and the time left
  * is computed without wrapping (vfm_sim_wait_ms), so the requeue delay never
  * exceeds the cap. */
-#include <getopt.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,58 +148,37 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
 
 int main(int argc, char **argv)
 {
-  static const struct option opts[] = {
-      {"kubeconfig", required_argument, NULL, 'k'},
-      {"namespace", required_argument, NULL, 'n'},
-      {"delay", required_argument, NULL, 'd'},
-      {"workers", required_argument, NULL, 'w'},
-      {"metrics-bind-address", required_argument, NULL, 'm'},
-      {"log-level", required_argument, NULL, 'l'},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0}};
   struct kcr_config_opts co = {0};
   struct kcr_manager_opts mo = {
       .name = "vfm-sim", .metrics_addr = "0", .health_addr = "0"};
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   struct sim s = {.default_delay_ms = 2000, .mu = PTHREAD_MUTEX_INITIALIZER};
   const char *ns = NULL;
-  int opt, workers = 4, lvl;
+  int workers = 4;
   kcr_manager *m;
   kcr_controller *ctl = NULL;
+  const struct kcr_flag flags[] = {
+      {"namespace", KCR_FLAG_STRING, &ns, "watch VFMs in one namespace (default: all)",
+       .arg = "NS"},
+      {"workers", KCR_FLAG_INT, &workers, "concurrent reconciles", .min = 1, .max = 256},
+      {"delay", KCR_FLAG_DURATION, &s.default_delay_ms,
+       "how long a new VFM generation stays Progressing before it is Ready",
+       .max = VFM_SIM_MAX_DELAY_MS},
+  };
 
-  while((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-    switch(opt) {
-    case 'k': co.kubeconfig = optarg; break;
-    case 'n': ns = optarg; break;
-    case 'd':
-      if(vfm_sim_delay_parse(optarg, &s.default_delay_ms)) {
-        fprintf(stderr,
-                "vfm-sim: invalid --delay \"%s\": want 0 to " VFM_SIM_MAX_DELAY
-                ", e.g. 2s or 500ms\n",
-                optarg);
-        return 2;
-      }
-      break;
-    case 'w': workers = atoi(optarg) > 0 ? atoi(optarg) : 4; break;
-    case 'm': mo.metrics_addr = mo.health_addr = optarg; break;
-    case 'l':
-      if((lvl = kcr_log_level_parse(optarg)) < 0) {
-        fprintf(stderr, "vfm-sim: invalid --log-level \"%s\"\n", optarg);
-        return 2;
-      }
-      kcr_log_set_level((enum kcr_log_level)lvl);
-      break;
-    case 'h':
-      printf(
-          "usage: vfm-sim [--kubeconfig PATH] [--namespace NS] [--delay DUR] "
-          "[--workers N]\n               [--metrics-bind-address ADDR] [--log-level L]\n"
-          "Plays the VFM's owner: Ready=False/Progressing, then Ready=True after the "
-          "delay\n(annotation " ANN_DELAY " overrides it); annotation " ANN_FAIL
-          "\nmakes it report Ready=False/Failed with that message.\n");
-      return 0;
-    default: fprintf(stderr, "vfm-sim: bad option (try --help)\n"); return 2;
-    }
-  }
+  kcr_cli_parse_or_exit(
+      &(struct kcr_cli){.prog = "vfm-sim",
+                        .about =
+                            "Plays the VFM's owner: Ready=False/Progressing, then "
+                            "Ready=True after the delay\n(annotation " ANN_DELAY
+                            " overrides it); annotation " ANN_FAIL
+                            "\nmakes it report Ready=False/Failed with that message.",
+                        .flags = flags,
+                        .nflags = sizeof(flags) / sizeof(flags[0]),
+                        .config = &co,
+                        .manager = &mo,
+                        .log = true},
+      argc, argv);
   if(kcr_config_load(&co, &mo.config, &ei) || kcr_manager_new(&mo, &m, &ei)) {
     fprintf(stderr, "vfm-sim: %s\n", ei.message ? ei.message : "cannot start");
     kcr_errinfo_cleanup(&ei);

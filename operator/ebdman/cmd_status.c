@@ -27,7 +27,6 @@
  * The table, the sort and the watch-event bookkeeping are pure functions of
  * their arguments (declared in ebdman.h), so the unit tests drive them with
  * hostile objects; cmd_status() only adds the API calls. */
-#include <getopt.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -377,48 +376,30 @@ out:
 
 int cmd_status(int argc, char **argv)
 {
-  static const struct option opts[] = {{"kubeconfig", required_argument, NULL, 'k'},
-                                       {"namespace", required_argument, NULL, 'n'},
-                                       {"watch", no_argument, NULL, 'w'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
   struct kcr_config_opts co = {0};
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   const char *ns = NULL;
   bool watch = false;
-  int opt, status = 0;
+  int status = 0;
   kcr_config *cfg;
   kcr_client *c;
   char *rv = NULL;
   kcr_err rc;
+  const struct kcr_flag flags[] = {
+      {"namespace", KCR_FLAG_STRING, &ns, "one namespace (default: all)", .arg = "NS"},
+      {"watch", KCR_FLAG_BOOL, &watch, "redraw the table on every change"},
+  };
 
-  optind = 1;
-  opterr = 0;
-  while((opt = getopt_long(argc, argv, ":n:wh", opts, NULL)) != -1) {
-    switch(opt) {
-    case 'k': co.kubeconfig = optarg; break;
-    case 'n': ns = optarg; break;
-    case 'w': watch = true; break;
-    case 'h':
-      printf(
-          "usage: ebdman status [-n NS] [--watch] [--kubeconfig PATH]\n"
-          "Prints EBDs with their Ready, Installed and VFMHealthy conditions, reasons,\n"
-          "generation/observedGeneration and age. --watch redraws on every change.\n"
-          "Control characters in the cells are shown escaped (ESC as ^[, CR as \\r).\n");
-      return 0;
-    case ':':
-      fprintf(stderr, "ebdman status: %s needs a value\n", argv[optind - 1]);
-      return 2;
-    default:
-      fprintf(stderr, "ebdman status: unknown option \"%s\" (try --help)\n",
-              argv[optind - 1]);
-      return 2;
-    }
-  }
-  if(optind < argc) {
-    fprintf(stderr, "ebdman status: unexpected argument \"%s\"\n", argv[optind]);
-    return 2;
-  }
+  kcr_cli_parse_or_exit(
+      &(struct kcr_cli){
+          .prog = "ebdman status",
+          .about = "Prints EBDs with their Ready, Installed and VFMHealthy conditions, "
+                   "reasons,\ngeneration/observedGeneration and age. Control characters "
+                   "in the cells are\nshown escaped (ESC as ^[, CR as \\r).",
+          .flags = flags,
+          .nflags = sizeof(flags) / sizeof(flags[0]),
+          .config = &co},
+      argc, argv);
   if(kcr_config_load(&co, &cfg, &ei) || kcr_client_new(cfg, NULL, &c, &ei)) {
     fprintf(stderr, "ebdman status: %s\n", ei.message ? ei.message : "no client");
     kcr_errinfo_cleanup(&ei);

@@ -47,10 +47,13 @@ void ebdman_conditions(const struct ebdman_observed *ob,
 cJSON *ebdman_configmap_for(const cJSON *ebd);
 cJSON *ebdman_vfm_for(const cJSON *ebd);
 
+/* What `ebdman run` was told (kcr/cli.h's standard sets fill config and
+ * manager; ebdman_run sets the manager's config and user agent). */
 struct ebdman_run_opts {
-  const char *kubeconfig, *ns, *metrics_addr, *health_addr, *lease_ns;
+  struct kcr_config_opts config;
+  struct kcr_manager_opts manager;
+  const char *ns; /* NULL: all namespaces */
   int workers;
-  bool leader_elect;
   uint64_t resync_ms;
 };
 int ebdman_run(const struct ebdman_run_opts *o);

@@ -347,12 +347,7 @@ int ebdman_run(const struct ebdman_run_opts *ro)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   char ua[256], host[128] = "unknown";
-  struct kcr_manager_opts mo = {.name = "ebdman",
-                                .metrics_addr = ro->metrics_addr,
-                                .health_addr = ro->health_addr,
-                                .leader_elect = ro->leader_elect,
-                                .lease_namespace = ro->lease_ns,
-                                .lease_name = "ebdman-leader"};
+  struct kcr_manager_opts mo = ro->manager;
   static struct ebdman e; /* one per process */
   struct kcr_htab_iter it;
   struct kcr_hnode *n;
@@ -368,8 +363,7 @@ int ebdman_run(const struct ebdman_run_opts *ro)
   snprintf(ua, sizeof(ua), "ebdman/%s (%s; pid %ld) libkcr/%s", EBDMAN_VERSION, host,
            (long)getpid(), kcr_version());
   mo.client.user_agent = ua;
-  rc = kcr_config_load(&(struct kcr_config_opts){.kubeconfig = ro->kubeconfig},
-                       &mo.config, &ei);
+  rc = kcr_config_load(&ro->config, &mo.config, &ei);
   if(!rc)
     rc = kcr_manager_new(&mo, &m, &ei);
   if(rc) {
@@ -416,7 +410,7 @@ int ebdman_run(const struct ebdman_run_opts *ro)
   }
   KCR_LOG(KCR_LOG_INFO, "ebdman starting", KCR_S("version", EBDMAN_VERSION),
           KCR_S("namespace", ro->ns ? ro->ns : "(all)"), KCR_I("workers", ro->workers),
-          KCR_B("leaderElect", ro->leader_elect));
+          KCR_B("leaderElect", mo.leader_elect));
   status = kcr_manager_run(m);
   if(kcr_manager_busy(m)) {
     /* A reconcile outlived the grace period (or the lease was lost: its

@@ -5,7 +5,8 @@
 # --with-controller-manager` with these variables set:
 #   KUBECONFIG, KCR_CONTROLPLANE_BIN, KCR_CONTROLPLANE_DIR, KCR_APISERVER_URL
 #     (from the control plane), KCR_SOURCE_DIR, KCR_EBDMAN_BIN, KCR_VFMSIM_BIN
-#     (from tests/CMakeLists.txt).
+#     (from tests/CMakeLists.txt; test_cli.sh also wants KCR_HELLO_BIN and
+#     KCR_WATCH_BIN).
 # A missing variable is a failure, never a skip.
 #
 #   source "$(dirname "$0")/lib.sh"
@@ -340,7 +341,7 @@ start_ebdman() {
     _start_proc ebdman "$label" "$KCR_EBDMAN_BIN" "${E2E_HEALTH[$label]}" run \
       --kubeconfig "$E2E_SA_KUBECONFIG" \
       --metrics-bind-address "127.0.0.1:${E2E_METRICS[$label]}" \
-      --health-probe-bind-address "127.0.0.1:${E2E_HEALTH[$label]}" --log-level debug "$@" ||
+      --health-probe-bind-address "127.0.0.1:${E2E_HEALTH[$label]}" --zap-log-level debug "$@" ||
       rc=$?
     ((rc == 3)) || return 0
   done
@@ -357,7 +358,8 @@ start_vfm_sim() {
     E2E_HEALTH[$label]=$E2E_PORT
     rc=0
     _start_proc vfm-sim "$label" "$KCR_VFMSIM_BIN" "$E2E_PORT" \
-      --kubeconfig "$E2E_VFMSIM_KUBECONFIG" --metrics-bind-address "127.0.0.1:$E2E_PORT" "$@" ||
+      --kubeconfig "$E2E_VFMSIM_KUBECONFIG" --metrics-bind-address "127.0.0.1:$E2E_PORT" \
+      --health-probe-bind-address "127.0.0.1:$E2E_PORT" "$@" ||
       rc=$?
     ((rc == 3)) || return 0
   done

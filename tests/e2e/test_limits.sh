@@ -54,7 +54,8 @@ rc=0
 timeout 30 "$KCR_VFMSIM_BIN" --delay 25h --kubeconfig /nonexistent \
   >"$E2E_TMP/vfm-sim-flag.out" 2>&1 || rc=$?
 expect_eq "vfm-sim --delay 25h: exit status" 2 "$rc"
-expect_contains "vfm-sim --delay 25h: the error names the limit" "want 0 to 24h" \
+expect_contains "vfm-sim --delay 25h: the error names the flag, the value and the limit" \
+  '--delay: "25h" is not valid: want a duration from 0 to 24h' \
   "$(cat "$E2E_TMP/vfm-sim-flag.out")"
 
 ebd_yaml slowest registry.example.com/vfm:1.0 1 vfm-sim.ebdman.example.com/delay \

@@ -72,13 +72,13 @@ static void spawn(struct proc *p, const char *id, const char *ns, bool elect)
     argv[n++] = met;
     if(elect) {
       argv[n++] = "--leader-elect";
-      argv[n++] = "--lease-namespace";
+      argv[n++] = "--leader-election-namespace";
       argv[n++] = lns;
-      argv[n++] = "--lease-duration";
+      argv[n++] = "--leader-elect-lease-duration";
       argv[n++] = "4s";
-      argv[n++] = "--renew-deadline";
+      argv[n++] = "--leader-elect-renew-deadline";
       argv[n++] = "3s";
-      argv[n++] = "--retry-period";
+      argv[n++] = "--leader-elect-retry-period";
       argv[n++] = "500ms";
     }
     argv[n] = NULL;

@@ -22,7 +22,7 @@
 // managed-by label selector only.
 //
 //	ebdman-cr run [--workers N] [--metrics-bind-address ADDR]
-//	              [--health-probe-bind-address ADDR] [--log-level L] [--kubeconfig P]
+//	              [--health-probe-bind-address ADDR] [--zap-log-level L] [--kubeconfig P]
 package main
 
 import (
@@ -308,7 +308,7 @@ func main() {
 	workers := fs.Int("workers", 4, "concurrent reconciles")
 	metricsAddr := fs.String("metrics-bind-address", ":8080", "metrics address, 0 disables")
 	healthAddr := fs.String("health-probe-bind-address", ":8081", "health probe address")
-	logLevel := fs.String("log-level", "info", "debug, info, warn, error")
+	logLevel := fs.String("zap-log-level", "info", "debug, info, warn, error")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig (default: $KUBECONFIG, in-cluster)")
 	_ = fs.Parse(args)
 
