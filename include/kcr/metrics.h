@@ -95,8 +95,10 @@ KCR_API void kcr_metrics_off_collect(kcr_metrics *reg, kcr_metrics_collect_fn fn
                                      void *ud);
 
 /* Runs the collect callbacks, then appends the text exposition of every
- * family to out. On error (KCR_EINVAL without reg or out, KCR_ENOMEM) out is
- * left as it was. Values are read without stopping writers: a histogram's
+ * family to out. Returns KCR_OK, KCR_EINVAL without reg or out, KCR_ENOMEM,
+ * or out's earlier error (kcr_buf_err). On error the contents of out are
+ * left as they were; an append failure stays recorded in out, as for every
+ * append (kcr/buf.h). Values are read without stopping writers: a histogram's
  * _count always equals its +Inf bucket, its _sum may be one observation
  * ahead or behind. */
 KCR_API kcr_err kcr_metrics_render(kcr_metrics *reg, struct kcr_buf *out);

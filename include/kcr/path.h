@@ -35,8 +35,11 @@ struct kcr_ref {
   const char *sub;  /* subresource ("status", "scale") or NULL */
 };
 
-/* Appends the path for ref to out (no query string). Every segment is
- * checked, and KCR_EINVAL returned (nothing appended) for:
+/* Appends the path for ref to out (no query string). Returns KCR_OK,
+ * out's error (kcr_buf_err: KCR_ENOMEM, or an earlier append's; kept in
+ * out, so a path and its queries are checked once, at the end), or
+ * KCR_EINVAL (nothing appended, out's error not set). Every segment is
+ * checked; KCR_EINVAL is returned for:
  *   - a namespace, version, resource or subresource that is not an RFC 1123
  *     label (lower-case letters, digits, '-'; at most 63), a group that is not
  *     an RFC 1123 subdomain;
@@ -50,7 +53,9 @@ struct kcr_ref {
 KCR_API kcr_err kcr_path(struct kcr_buf *out, const struct kcr_ref *ref);
 
 /* Appends "?key=value" or "&key=value" (value percent-encoded) depending on
- * whether out already holds a '?'. NULL or empty value: nothing appended. */
+ * whether out already holds a '?'. NULL or empty value: nothing appended.
+ * Returns KCR_OK or out's error (kcr_buf_err: KCR_ENOMEM, or one from an
+ * earlier append, which makes this a no-op). */
 KCR_API kcr_err kcr_query_add(struct kcr_buf *out, const char *key, const char *value);
 KCR_API kcr_err kcr_query_add_int(struct kcr_buf *out, const char *key, long long value);
 

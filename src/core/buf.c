@@ -1,21 +1,36 @@
-/* DESIGN: a growable byte buffer. Invariant: ptr == NULL && len == 0 && cap
- * == 0, or ptr[len] == '\0' and len < cap. Growth doubles, so appends are
- * amortised O(1). Every append is all or nothing: a failed one leaves the
- * contents as they were (the torture tests hold each to it). */
+/* DESIGN: a growable byte buffer that keeps its first error (as SQLite's
+ * sqlite3_str), so a sequence of appends is checked once, at its end.
+ * Invariants: ptr == NULL && len == 0 && cap == 0, or ptr[len] == '\0' and
+ * len < cap; once err is set, no append changes ptr, len or cap until
+ * kcr_buf_reset, kcr_buf_take or kcr_buf_cleanup clears it. Growth doubles,
+ * so appends are amortised O(1). Every append is all or nothing: a failed
+ * one leaves the contents as they were (the torture tests hold each to it). */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kcr/buf.h"
 
+/* Records rc as the buffer's error (the first one is kept by the callers,
+ * which return early once err is set). */
+static kcr_err fail(struct kcr_buf *b, kcr_err rc)
+{
+  b->err = rc;
+  return rc;
+}
+
 kcr_err kcr_buf_reserve(struct kcr_buf *b, size_t extra)
 {
-  size_t need = b->len + extra + 1, ncap;
+  size_t need, ncap;
   char *p;
 
-  if(need < b->len) /* overflow */
-    return KCR_ENOMEM;
+  if(b->err)
+    return b->err;
+  if(extra >= SIZE_MAX - b->len) /* len + extra + 1 would overflow */
+    return fail(b, KCR_ENOMEM);
+  need = b->len + extra + 1;
   if(need <= b->cap)
     return KCR_OK;
   ncap = b->cap ? b->cap : 64;
@@ -23,7 +38,7 @@ kcr_err kcr_buf_reserve(struct kcr_buf *b, size_t extra)
     ncap = ncap * 2 > ncap ? ncap * 2 : need;
   p = realloc(b->ptr, ncap);
   if(!p)
-    return KCR_ENOMEM;
+    return fail(b, KCR_ENOMEM);
   b->ptr = p;
   b->cap = ncap;
   return KCR_OK;
@@ -31,8 +46,10 @@ kcr_err kcr_buf_reserve(struct kcr_buf *b, size_t extra)
 
 kcr_err kcr_buf_append(struct kcr_buf *b, const void *data, size_t len)
 {
-  if(kcr_buf_reserve(b, len))
-    return KCR_ENOMEM;
+  kcr_err rc = kcr_buf_reserve(b, len);
+
+  if(rc)
+    return rc;
   if(len)
     memcpy(b->ptr + b->len, data, len);
   b->len += len;
@@ -48,15 +65,19 @@ kcr_err kcr_buf_puts(struct kcr_buf *b, const char *s)
 kcr_err kcr_buf_printf(struct kcr_buf *b, const char *fmt, ...)
 {
   va_list ap;
+  kcr_err rc;
   int n;
 
+  if(b->err)
+    return b->err;
   va_start(ap, fmt);
   n = vsnprintf(NULL, 0, fmt, ap);
   va_end(ap);
   if(n < 0)
-    return KCR_EINVAL;
-  if(kcr_buf_reserve(b, (size_t)n))
-    return KCR_ENOMEM;
+    return fail(b, KCR_EINVAL);
+  rc = kcr_buf_reserve(b, (size_t)n);
+  if(rc)
+    return rc;
   va_start(ap, fmt);
   vsnprintf(b->ptr + b->len, (size_t)n + 1, fmt, ap);
   va_end(ap);
@@ -92,10 +113,20 @@ kcr_err kcr_buf_urlenc(struct kcr_buf *b, const char *s)
   return kcr_buf_reserve(b, 0);
 }
 
+kcr_err kcr_buf_err(const struct kcr_buf *b) { return b->err; }
+
+/* Drops the contents, keeping the memory and the error. */
+static void empty(struct kcr_buf *b)
+{
+  b->len = 0;
+  if(b->ptr)
+    b->ptr[0] = '\0';
+}
+
 void kcr_buf_consume(struct kcr_buf *b, size_t n)
 {
   if(n >= b->len) {
-    kcr_buf_reset(b);
+    empty(b); /* not kcr_buf_reset: that would forget the error */
     return;
   }
   memmove(b->ptr, b->ptr + n, b->len - n);
@@ -105,18 +136,21 @@ void kcr_buf_consume(struct kcr_buf *b, size_t n)
 
 void kcr_buf_reset(struct kcr_buf *b)
 {
-  b->len = 0;
-  if(b->ptr)
-    b->ptr[0] = '\0';
+  empty(b);
+  b->err = KCR_OK;
 }
 
 char *kcr_buf_take(struct kcr_buf *b)
 {
   char *p = b->ptr;
-  if(!p)
+
+  if(b->err) {
+    free(p);
+    p = NULL;
+  } else if(!p) {
     p = strdup("");
-  b->ptr = NULL;
-  b->len = b->cap = 0;
+  }
+  *b = (struct kcr_buf)KCR_BUF_INIT;
   return p;
 }
 
@@ -125,6 +159,5 @@ const char *kcr_buf_str(const struct kcr_buf *b) { return b->ptr ? b->ptr : ""; 
 void kcr_buf_cleanup(struct kcr_buf *b)
 {
   free(b->ptr);
-  b->ptr = NULL;
-  b->len = b->cap = 0;
+  *b = (struct kcr_buf)KCR_BUF_INIT;
 }

@@ -64,16 +64,16 @@ bool kcr_log_is_secret_key(const char *key)
   return false;
 }
 
-/* A record being built; failed is sticky, so the builders need no checks. */
+/* A record being built; its buffer keeps the first error, so the builders
+ * need no checks. */
 struct rec {
   struct kcr_buf b;
-  bool failed;
 };
 
 static void put(struct rec *r, const char *p, size_t n)
 {
-  if(!r->failed && n && kcr_buf_append(&r->b, p, n))
-    r->failed = true;
+  if(n)
+    kcr_buf_append(&r->b, p, n);
 }
 
 static void puts_(struct rec *r, const char *s) { put(r, s, strlen(s)); }
@@ -146,7 +146,7 @@ static void write_all(const char *p, size_t len)
 void kcr_log_kv(enum kcr_log_level lvl, const char *msg, const struct kcr_kv *kv,
                 size_t n)
 {
-  struct rec r = {KCR_BUF_INIT, false};
+  struct rec r = {KCR_BUF_INIT};
   struct timespec ts;
   char when[KCR_RFC3339_MICRO_LEN], head[128];
   bool json = atomic_load(&g_format) == KCR_LOG_JSON;
@@ -179,7 +179,7 @@ void kcr_log_kv(enum kcr_log_level lvl, const char *msg, const struct kcr_kv *kv
     put_value(&r, json, &kv[i]);
   }
   puts_(&r, json ? "}\n" : "\n");
-  if(!r.failed) {
+  if(!kcr_buf_err(&r.b)) {
     write_all(r.b.ptr, r.b.len);
   } else {
     /* Never a record with pieces missing: a fixed notice, built without

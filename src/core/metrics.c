@@ -615,121 +615,100 @@ static void format_double(char *out, size_t n, double v)
   }
 }
 
-static kcr_err put_double(struct kcr_buf *out, double v)
+static void put_double(struct kcr_buf *out, double v)
 {
   char num[40];
 
   format_double(num, sizeof(num), v);
-  return kcr_buf_puts(out, num);
+  kcr_buf_puts(out, num);
 }
 
 /* Appends s escaped: backslash and newline always, '"' when quoted. */
-static kcr_err put_escaped(struct kcr_buf *out, const char *s, bool quoted)
+static void put_escaped(struct kcr_buf *out, const char *s, bool quoted)
 {
-  kcr_err rc = KCR_OK;
   const char *run = s;
 
-  for(; *s && !rc; s++) {
+  for(; *s; s++) {
     const char *esc = *s == '\\'            ? "\\\\"
                       : *s == '\n'          ? "\\n"
                       : *s == '"' && quoted ? "\\\""
                                             : NULL;
     if(!esc)
       continue;
-    if(!(rc = kcr_buf_append(out, run, (size_t)(s - run))))
-      rc = kcr_buf_puts(out, esc);
+    kcr_buf_append(out, run, (size_t)(s - run));
+    kcr_buf_puts(out, esc);
     run = s + 1;
   }
-  return rc ? rc : kcr_buf_append(out, run, strlen(run));
+  kcr_buf_puts(out, run);
 }
 
 /* Writes {a="x",b="y"} (with le="..." last if le is set), or nothing. */
-static kcr_err put_labels(struct kcr_buf *out, const kcr_metric *m,
-                          const struct series *s, const char *le)
+static void put_labels(struct kcr_buf *out, const kcr_metric *m, const struct series *s,
+                       const char *le)
 {
-  kcr_err rc = KCR_OK;
-
   if(!m->nlabels && !le)
-    return KCR_OK;
-  rc = kcr_buf_puts(out, "{");
-  for(size_t i = 0; i < m->nlabels && !rc; i++) {
-    rc = kcr_buf_printf(out, "%s%s=\"", i ? "," : "", m->labels[i]);
-    if(!rc)
-      rc = put_escaped(out, s->values[i], true);
-    if(!rc)
-      rc = kcr_buf_puts(out, "\"");
+    return;
+  kcr_buf_puts(out, "{");
+  for(size_t i = 0; i < m->nlabels; i++) {
+    kcr_buf_printf(out, "%s%s=\"", i ? "," : "", m->labels[i]);
+    put_escaped(out, s->values[i], true);
+    kcr_buf_puts(out, "\"");
   }
-  if(!rc && le)
-    rc = kcr_buf_printf(out, "%sle=\"%s\"", m->nlabels ? "," : "", le);
-  return rc ? rc : kcr_buf_puts(out, "}");
+  if(le)
+    kcr_buf_printf(out, "%sle=\"%s\"", m->nlabels ? "," : "", le);
+  kcr_buf_puts(out, "}");
 }
 
-static kcr_err put_histogram(struct kcr_buf *out, const kcr_metric *m,
-                             const struct series *s)
+static void put_histogram(struct kcr_buf *out, const kcr_metric *m,
+                          const struct series *s)
 {
   uint64_t cum = 0;
   char le[40];
-  kcr_err rc = KCR_OK;
 
-  for(size_t i = 0; i <= m->nbounds && !rc; i++) {
+  for(size_t i = 0; i <= m->nbounds && !kcr_buf_err(out); i++) {
     cum += atomic_load_explicit(&s->counts[i], memory_order_relaxed);
     format_double(le, sizeof(le), i < m->nbounds ? m->bounds[i] : INFINITY);
-    rc = kcr_buf_printf(out, "%s_bucket", m->name);
-    if(!rc)
-      rc = put_labels(out, m, s, le);
-    if(!rc)
-      rc = kcr_buf_printf(out, " %llu\n", (unsigned long long)cum);
+    kcr_buf_printf(out, "%s_bucket", m->name);
+    put_labels(out, m, s, le);
+    kcr_buf_printf(out, " %llu\n", (unsigned long long)cum);
   }
-  if(!rc)
-    rc = kcr_buf_printf(out, "%s_sum", m->name);
-  if(!rc)
-    rc = put_labels(out, m, s, NULL);
-  if(!rc)
-    rc = kcr_buf_puts(out, " ");
-  if(!rc)
-    rc = put_double(out, bits_to_d(atomic_load_explicit(&s->val, memory_order_relaxed)));
-  if(!rc)
-    rc = kcr_buf_printf(out, "\n%s_count", m->name);
-  if(!rc)
-    rc = put_labels(out, m, s, NULL);
-  return rc ? rc : kcr_buf_printf(out, " %llu\n", (unsigned long long)cum);
+  kcr_buf_printf(out, "%s_sum", m->name);
+  put_labels(out, m, s, NULL);
+  kcr_buf_puts(out, " ");
+  put_double(out, bits_to_d(atomic_load_explicit(&s->val, memory_order_relaxed)));
+  kcr_buf_printf(out, "\n%s_count", m->name);
+  put_labels(out, m, s, NULL);
+  kcr_buf_printf(out, " %llu\n", (unsigned long long)cum);
 }
 
-static kcr_err put_simple(struct kcr_buf *out, const kcr_metric *m,
-                          const struct series *s)
+static void put_simple(struct kcr_buf *out, const kcr_metric *m, const struct series *s)
 {
-  kcr_err rc = kcr_buf_puts(out, m->name);
-
-  if(!rc)
-    rc = put_labels(out, m, s, NULL);
-  if(!rc)
-    rc = kcr_buf_puts(out, " ");
-  if(!rc)
-    rc = put_double(out, bits_to_d(atomic_load_explicit(&s->val, memory_order_relaxed)));
-  return rc ? rc : kcr_buf_puts(out, "\n");
+  kcr_buf_puts(out, m->name);
+  put_labels(out, m, s, NULL);
+  kcr_buf_puts(out, " ");
+  put_double(out, bits_to_d(atomic_load_explicit(&s->val, memory_order_relaxed)));
+  kcr_buf_puts(out, "\n");
 }
 
-static kcr_err put_family(struct kcr_buf *out, kcr_metric *m)
+static void put_family(struct kcr_buf *out, kcr_metric *m)
 {
-  kcr_err rc = KCR_OK;
-
   pthread_rwlock_rdlock(&m->lock);
   if(!m->first) /* no series yet: client_golang leaves such families out */
     goto out;
   if(*m->help) {
-    rc = kcr_buf_printf(out, "# HELP %s ", m->name);
-    if(!rc)
-      rc = put_escaped(out, m->help, false);
-    if(!rc)
-      rc = kcr_buf_puts(out, "\n");
+    kcr_buf_printf(out, "# HELP %s ", m->name);
+    put_escaped(out, m->help, false);
+    kcr_buf_puts(out, "\n");
   }
-  if(!rc)
-    rc = kcr_buf_printf(out, "# TYPE %s %s\n", m->name, kind_names[m->kind]);
-  for(struct series *s = m->first; s && !rc; s = s->next)
-    rc = m->kind == KIND_HISTOGRAM ? put_histogram(out, m, s) : put_simple(out, m, s);
+  kcr_buf_printf(out, "# TYPE %s %s\n", m->name, kind_names[m->kind]);
+  for(struct series *s = m->first; s && !kcr_buf_err(out); s = s->next) {
+    if(m->kind == KIND_HISTOGRAM)
+      put_histogram(out, m, s);
+    else
+      put_simple(out, m, s);
+  }
 out:
   pthread_rwlock_unlock(&m->lock);
-  return rc;
 }
 
 kcr_err kcr_metrics_render(kcr_metrics *reg, struct kcr_buf *out)
@@ -744,9 +723,10 @@ kcr_err kcr_metrics_render(kcr_metrics *reg, struct kcr_buf *out)
   if(rc)
     return rc;
   pthread_mutex_lock(&reg->mu);
-  for(kcr_metric *m = reg->first; m && !rc; m = m->next)
-    rc = put_family(out, m);
+  for(kcr_metric *m = reg->first; m && !kcr_buf_err(out); m = m->next)
+    put_family(out, m);
   pthread_mutex_unlock(&reg->mu);
+  rc = kcr_buf_err(out);
   if(rc && out->ptr) {
     out->len = start;
     out->ptr[start] = '\0';

@@ -15,7 +15,8 @@ void kcr__wipe_str(char *s);
 /* kcr_buf_append for secrets: when the buffer must grow, the bytes move to a
  * new block and the old one is wiped before it is freed (realloc would free
  * it as it is). Free the buffer with kcr__wipe_free(b->ptr, b->cap).
- * Returns KCR_OK or KCR_ENOMEM (b unchanged). */
+ * Returns KCR_OK or KCR_ENOMEM (contents unchanged), and keeps the error
+ * in b as every kcr_buf append does (a failed b: a no-op returning it). */
 kcr_err kcr__secret_append(struct kcr_buf *b, const void *p, size_t n);
 
 #endif

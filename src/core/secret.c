@@ -2,6 +2,7 @@
  * overwritten before it is freed, so it does not linger in freed heap blocks
  * a later bug or a core dump could show. explicit_bzero is not optimised
  * away the way a memset before free() may be. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,18 +24,21 @@ void kcr__wipe_str(char *s)
 
 kcr_err kcr__secret_append(struct kcr_buf *b, const void *p, size_t n)
 {
-  size_t need = b->len + n + 1, cap;
+  size_t need, cap;
   char *q;
 
-  if(need < b->len)
-    return KCR_ENOMEM;
+  if(b->err)
+    return b->err;
+  if(n >= SIZE_MAX - b->len) /* len + n + 1 would overflow */
+    return b->err = KCR_ENOMEM;
+  need = b->len + n + 1;
   if(need > b->cap) {
     cap = b->cap ? b->cap : 256;
     while(cap < need)
       cap = cap * 2 > cap ? cap * 2 : need;
     q = malloc(cap);
     if(!q)
-      return KCR_ENOMEM;
+      return b->err = KCR_ENOMEM;
     if(b->len)
       memcpy(q, b->ptr, b->len);
     kcr__wipe_free(b->ptr, b->cap);

@@ -401,13 +401,13 @@ void kcr__conn_put(kcr_client *c, struct kcr__conn *conn, bool broken)
 static kcr_err auth_header(const struct kcr_credentials *cr, struct kcr_buf *auth)
 {
   static const char prefix[] = "Authorization: Bearer ";
-  kcr_err rc;
 
   if(!cr->token)
     return KCR_OK;
   /* secret_append: a block left behind by growing is wiped, not just freed */
-  rc = kcr__secret_append(auth, prefix, sizeof(prefix) - 1);
-  return rc ? rc : kcr__secret_append(auth, cr->token, strlen(cr->token));
+  kcr__secret_append(auth, prefix, sizeof(prefix) - 1);
+  kcr__secret_append(auth, cr->token, strlen(cr->token));
+  return kcr_buf_err(auth);
 }
 
 static void auth_wipe(struct kcr_buf *auth)
@@ -753,12 +753,11 @@ static kcr_err do_json(kcr_client *c, const char *method, const struct kcr_buf *
 
 static kcr_err write_query(struct kcr_buf *p, const struct kcr_write_opts *wo)
 {
-  kcr_err rc = KCR_OK;
   if(wo && wo->field_manager)
-    rc = kcr_query_add(p, "fieldManager", wo->field_manager);
-  if(!rc && wo && wo->dry_run)
-    rc = kcr_query_add(p, "dryRun", "All");
-  return rc;
+    kcr_query_add(p, "fieldManager", wo->field_manager);
+  if(wo && wo->dry_run)
+    kcr_query_add(p, "dryRun", "All");
+  return kcr_buf_err(p);
 }
 
 kcr_err kcr_get(kcr_client *c, const struct kcr_ref *ref, cJSON **out,
@@ -776,21 +775,16 @@ kcr_err kcr_get(kcr_client *c, const struct kcr_ref *ref, cJSON **out,
 
 static kcr_err list_query(struct kcr_buf *p, const struct kcr_list_opts *o)
 {
-  kcr_err rc = KCR_OK;
   if(!o)
-    return rc;
-  rc = kcr_query_add(p, "labelSelector", o->label_selector);
-  if(!rc)
-    rc = kcr_query_add(p, "fieldSelector", o->field_selector);
-  if(!rc && o->limit > 0)
-    rc = kcr_query_add_int(p, "limit", o->limit);
-  if(!rc)
-    rc = kcr_query_add(p, "continue", o->continue_token);
-  if(!rc)
-    rc = kcr_query_add(p, "resourceVersion", o->resource_version);
-  if(!rc)
-    rc = kcr_query_add(p, "resourceVersionMatch", o->resource_version_match);
-  return rc;
+    return kcr_buf_err(p);
+  kcr_query_add(p, "labelSelector", o->label_selector);
+  kcr_query_add(p, "fieldSelector", o->field_selector);
+  if(o->limit > 0)
+    kcr_query_add_int(p, "limit", o->limit);
+  kcr_query_add(p, "continue", o->continue_token);
+  kcr_query_add(p, "resourceVersion", o->resource_version);
+  kcr_query_add(p, "resourceVersionMatch", o->resource_version_match);
+  return kcr_buf_err(p);
 }
 
 kcr_err kcr_list(kcr_client *c, const struct kcr_ref *ref,
@@ -923,14 +917,17 @@ kcr_err kcr_patch(kcr_client *c, const struct kcr_ref *ref,
   if(po->type == KCR_PATCH_APPLY && (!po->field_manager || !*po->field_manager))
     return kcr_errinfo_set(ei, KCR_EINVAL, "server-side apply needs a fieldManager");
   rc = kcr_path(&p, ref);
-  if(!rc)
-    rc = kcr_query_add(&p, "fieldManager", po->field_manager);
-  if(!rc && po->force && po->type == KCR_PATCH_APPLY)
-    rc = kcr_query_add(&p, "force", "true");
-  if(!rc && po->dry_run)
-    rc = kcr_query_add(&p, "dryRun", "All");
+  if(rc)
+    goto out;
+  kcr_query_add(&p, "fieldManager", po->field_manager);
+  if(po->force && po->type == KCR_PATCH_APPLY)
+    kcr_query_add(&p, "force", "true");
+  if(po->dry_run)
+    kcr_query_add(&p, "dryRun", "All");
+  rc = kcr_buf_err(&p);
   if(!rc)
     rc = do_json(c, "PATCH", &p, patch_ctype[po->type], body, len, out, ei);
+out:
   kcr_buf_cleanup(&p);
   return rc;
 }

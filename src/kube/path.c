@@ -74,7 +74,6 @@ static bool object_name(const char *s)
 kcr_err kcr_path(struct kcr_buf *out, const struct kcr_ref *ref)
 {
   const struct kcr_gvr *g = ref ? ref->gvr : NULL;
-  kcr_err rc;
 
   if(!g || !label(g->version) || !label(g->resource))
     return KCR_EINVAL;
@@ -89,34 +88,29 @@ kcr_err kcr_path(struct kcr_buf *out, const struct kcr_ref *ref)
   if(g->group && *g->group) {
     if(!subdomain(g->group))
       return KCR_EINVAL;
-    rc = kcr_buf_printf(out, "/apis/%s/%s", g->group, g->version);
+    kcr_buf_printf(out, "/apis/%s/%s", g->group, g->version);
   } else {
-    rc = kcr_buf_printf(out, "/api/%s", g->version);
+    kcr_buf_printf(out, "/api/%s", g->version);
   }
-  if(!rc && ref->ns)
-    rc = kcr_buf_printf(out, "/namespaces/%s", ref->ns);
-  if(!rc)
-    rc = kcr_buf_printf(out, "/%s", g->resource);
-  if(!rc && ref->name)
-    rc = kcr_buf_printf(out, "/%s", ref->name);
-  if(!rc && ref->sub)
-    rc = kcr_buf_printf(out, "/%s", ref->sub);
-  return rc;
+  if(ref->ns)
+    kcr_buf_printf(out, "/namespaces/%s", ref->ns);
+  kcr_buf_printf(out, "/%s", g->resource);
+  if(ref->name)
+    kcr_buf_printf(out, "/%s", ref->name);
+  if(ref->sub)
+    kcr_buf_printf(out, "/%s", ref->sub);
+  return kcr_buf_err(out);
 }
 
 kcr_err kcr_query_add(struct kcr_buf *out, const char *key, const char *value)
 {
-  kcr_err rc;
   if(!value || !*value)
-    return KCR_OK;
-  rc = kcr_buf_puts(out, out->ptr && strchr(out->ptr, '?') ? "&" : "?");
-  if(!rc)
-    rc = kcr_buf_urlenc(out, key);
-  if(!rc)
-    rc = kcr_buf_puts(out, "=");
-  if(!rc)
-    rc = kcr_buf_urlenc(out, value);
-  return rc;
+    return kcr_buf_err(out);
+  kcr_buf_puts(out, out->ptr && strchr(out->ptr, '?') ? "&" : "?");
+  kcr_buf_urlenc(out, key);
+  kcr_buf_puts(out, "=");
+  kcr_buf_urlenc(out, value);
+  return kcr_buf_err(out);
 }
 
 kcr_err kcr_query_add_int(struct kcr_buf *out, const char *key, long long value)

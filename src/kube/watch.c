@@ -306,19 +306,17 @@ static size_t on_data(char *p, size_t sz, size_t n, void *ud)
 static kcr_err watch_path(const kcr_watch *w, struct kcr_buf *p)
 {
   kcr_err rc = kcr_path(p, &w->ref);
-  if(!rc)
-    rc = kcr_query_add(p, "watch", "1");
-  if(!rc)
-    rc = kcr_query_add(p, "resourceVersion", w->rv);
-  if(!rc && w->allow_bookmarks)
-    rc = kcr_query_add(p, "allowWatchBookmarks", "true");
-  if(!rc && w->timeout_seconds > 0)
-    rc = kcr_query_add_int(p, "timeoutSeconds", w->timeout_seconds);
-  if(!rc)
-    rc = kcr_query_add(p, "labelSelector", w->label_selector);
-  if(!rc)
-    rc = kcr_query_add(p, "fieldSelector", w->field_selector);
-  return rc;
+  if(rc)
+    return rc;
+  kcr_query_add(p, "watch", "1");
+  kcr_query_add(p, "resourceVersion", w->rv);
+  if(w->allow_bookmarks)
+    kcr_query_add(p, "allowWatchBookmarks", "true");
+  if(w->timeout_seconds > 0)
+    kcr_query_add_int(p, "timeoutSeconds", w->timeout_seconds);
+  kcr_query_add(p, "labelSelector", w->label_selector);
+  kcr_query_add(p, "fieldSelector", w->field_selector);
+  return kcr_buf_err(p);
 }
 
 /* Drives the transfer until it ends or is canceled; returns curl's result. */

@@ -776,10 +776,10 @@ static kcr_err build_key(const struct kcr_event *ev, size_t note_len, struct kcr
   key_fields(ev, f);
   for(int i = 0; i < NKEY_FIELDS; i++) {
     size_t n = i == 3 ? note_len : strlen(f[i]);
-    if(kcr_buf_append(key, f[i], n) || kcr_buf_append(key, "", 1))
-      return KCR_ENOMEM;
+    kcr_buf_append(key, f[i], n);
+    kcr_buf_append(key, "", 1);
   }
-  return KCR_OK;
+  return kcr_buf_err(key);
 }
 
 kcr_err kcr_recorder_event(kcr_recorder *r, const struct kcr_event *ev)

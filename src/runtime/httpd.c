@@ -454,34 +454,34 @@ static enum MHD_Result serve_all(kcr_httpd *h, struct MHD_Connection *c, const c
   char reason[REASON_MAX];
   bool failed = false, verbose;
   size_t n;
-  kcr_err rc;
 
   verbose = MHD_lookup_connection_value_n(c, MHD_GET_ARGUMENT_KIND, "verbose", 7, NULL,
                                           NULL) == MHD_YES;
   if(snapshot(h, l, &v, &n))
     return MHD_NO;
-  rc = n ? KCR_OK : kcr_buf_puts(&body, "[+]ping ok\n");
-  for(size_t i = 0; i < n && !rc; i++) {
+  if(!n)
+    kcr_buf_puts(&body, "[+]ping ok\n");
+  for(size_t i = 0; i < n && !kcr_buf_err(&body); i++) {
     if(run_check(&v[i], reason)) {
-      rc = kcr_buf_printf(&body, "[+]%s ok\n", v[i].name);
+      kcr_buf_printf(&body, "[+]%s ok\n", v[i].name);
       continue;
     }
     failed = true;
     if(reason[0])
-      rc = kcr_buf_printf(&body, "[-]%s failed: %s\n", v[i].name, reason);
+      kcr_buf_printf(&body, "[-]%s failed: %s\n", v[i].name, reason);
     else
-      rc = kcr_buf_printf(&body, "[-]%s failed\n", v[i].name);
+      kcr_buf_printf(&body, "[-]%s failed\n", v[i].name);
     KCR_LOG(KCR_LOG_DEBUG, "check failed", KCR_S("endpoint", what),
             KCR_S("check", v[i].name), KCR_S("reason", reason));
   }
   free(v);
-  if(!rc && !failed && !verbose) {
+  if(!kcr_buf_err(&body) && !failed && !verbose) { /* reset would clear an error */
     kcr_buf_reset(&body);
-    rc = kcr_buf_puts(&body, "ok");
-  } else if(!rc) {
-    rc = kcr_buf_printf(&body, "%s check %s\n", what, failed ? "failed" : "passed");
+    kcr_buf_puts(&body, "ok");
+  } else {
+    kcr_buf_printf(&body, "%s check %s\n", what, failed ? "failed" : "passed");
   }
-  if(rc) {
+  if(kcr_buf_err(&body)) {
     kcr_buf_cleanup(&body);
     return MHD_NO;
   }

@@ -22,7 +22,8 @@ int main()
   struct kcr_buf b = KCR_BUF_INIT;
   check(kcr_buf_puts(&b, "hello ") == KCR_OK && kcr_buf_printf(&b, "%d", 42) == KCR_OK,
         "kcr_buf");
-  check(std::strcmp(kcr_buf_str(&b), "hello 42") == 0, "kcr_buf contents");
+  check(std::strcmp(kcr_buf_str(&b), "hello 42") == 0 && kcr_buf_err(&b) == KCR_OK,
+        "kcr_buf contents");
   kcr_buf_cleanup(&b);
 
   struct kcr_event_ref ref = {};

@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include "kcr/path.h"
+#include "tfail.h"
 
 static const struct kcr_gvr cm = {"", "v1", "configmaps", true};
 static const struct kcr_gvr ns = {NULL, "v1", "namespaces", false};
@@ -163,6 +164,28 @@ static void query_is_encoded_and_joined(void **state)
   kcr_buf_cleanup(&b);
 }
 
+/* kcr_path and kcr_query_add append as the kcr_buf functions do: on a
+ * failed buffer they are no-ops returning its error, so a path and its
+ * queries are checked once; kcr_path's KCR_EINVAL is not kept. */
+static void appends_to_a_failed_buffer_are_no_ops(void **state)
+{
+  struct kcr_buf b = KCR_BUF_INIT;
+
+  assert_int_equal(KCR_EINVAL, kcr_path(&b, &(struct kcr_ref){&cm, NULL, "a", NULL}));
+  assert_int_equal(KCR_OK, kcr_buf_err(&b));
+  assert_int_equal(KCR_OK, kcr_buf_puts(&b, "x"));
+  tfail_arm(1);
+  assert_int_equal(KCR_ENOMEM, kcr_buf_reserve(&b, 1000));
+  tfail_arm(0);
+  assert_int_equal(KCR_ENOMEM,
+                   kcr_path(&b, &(struct kcr_ref){&cm, "default", NULL, NULL}));
+  assert_int_equal(KCR_ENOMEM, kcr_query_add(&b, "k", "v"));
+  assert_int_equal(KCR_ENOMEM, kcr_query_add(&b, "k", NULL));
+  assert_int_equal(KCR_ENOMEM, kcr_query_add_int(&b, "limit", 5));
+  assert_string_equal("x", kcr_buf_str(&b));
+  kcr_buf_cleanup(&b);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -174,6 +197,7 @@ int main(void)
       cmocka_unit_test(namespaces_groups_and_resources_follow_the_apiservers_rules),
       cmocka_unit_test(names_with_path_safe_punctuation_are_accepted),
       cmocka_unit_test(query_is_encoded_and_joined),
+      cmocka_unit_test(appends_to_a_failed_buffer_are_no_ops),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
