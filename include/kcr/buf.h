@@ -28,14 +28,17 @@ struct kcr_buf {
     NULL, 0, 0                                                                           \
   }
 
+/* Append data[0..len), the string s, or printf output. Errors: KCR_ENOMEM;
+ * kcr_buf_printf also KCR_EINVAL (a format vsnprintf refuses). On error b
+ * is unchanged. */
 KCR_API kcr_err kcr_buf_append(struct kcr_buf *b, const void *data, size_t len);
 KCR_API kcr_err kcr_buf_puts(struct kcr_buf *b, const char *s);
 KCR_API kcr_err kcr_buf_printf(struct kcr_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Appends s percent-encoded for a URL path segment or query value (RFC 3986
- * unreserved characters pass through). */
+ * unreserved characters pass through). Errors: KCR_ENOMEM (b unchanged). */
 KCR_API kcr_err kcr_buf_urlenc(struct kcr_buf *b, const char *s);
-/* Makes sure cap >= len + extra + 1. */
+/* Makes sure cap >= len + extra + 1. Errors: KCR_ENOMEM (b unchanged). */
 KCR_API kcr_err kcr_buf_reserve(struct kcr_buf *b, size_t extra);
 /* Removes the first n bytes (n <= len). */
 KCR_API void kcr_buf_consume(struct kcr_buf *b, size_t n);

@@ -35,8 +35,9 @@ struct kcr_ref {
   const char *sub;  /* subresource ("status", "scale") or NULL */
 };
 
-/* Appends the path for ref to out (no query string). Every segment is
- * checked, and KCR_EINVAL returned (nothing appended) for:
+/* Appends the path for ref to out (no query string). Errors: KCR_ENOMEM
+ * (out unchanged), and KCR_EINVAL (nothing appended) for a NULL ref or gvr,
+ * and, since every segment is checked, for:
  *   - a namespace, version, resource or subresource that is not an RFC 1123
  *     label (lower-case letters, digits, '-'; at most 63), a group that is not
  *     an RFC 1123 subdomain;
@@ -50,7 +51,8 @@ struct kcr_ref {
 KCR_API kcr_err kcr_path(struct kcr_buf *out, const struct kcr_ref *ref);
 
 /* Appends "?key=value" or "&key=value" (value percent-encoded) depending on
- * whether out already holds a '?'. NULL or empty value: nothing appended. */
+ * whether out already holds a '?'. NULL or empty value: nothing appended.
+ * Errors: KCR_ENOMEM (out unchanged). */
 KCR_API kcr_err kcr_query_add(struct kcr_buf *out, const char *key, const char *value);
 KCR_API kcr_err kcr_query_add_int(struct kcr_buf *out, const char *key, long long value);
 

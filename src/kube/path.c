@@ -74,6 +74,7 @@ static bool object_name(const char *s)
 kcr_err kcr_path(struct kcr_buf *out, const struct kcr_ref *ref)
 {
   const struct kcr_gvr *g = ref ? ref->gvr : NULL;
+  size_t len = out->len;
   kcr_err rc;
 
   if(!g || !label(g->version) || !label(g->resource))
@@ -101,12 +102,18 @@ kcr_err kcr_path(struct kcr_buf *out, const struct kcr_ref *ref)
     rc = kcr_buf_printf(out, "/%s", ref->name);
   if(!rc && ref->sub)
     rc = kcr_buf_printf(out, "/%s", ref->sub);
+  if(rc && out->ptr) { /* all or nothing, as every append */
+    out->len = len;
+    out->ptr[len] = '\0';
+  }
   return rc;
 }
 
 kcr_err kcr_query_add(struct kcr_buf *out, const char *key, const char *value)
 {
+  size_t len = out->len;
   kcr_err rc;
+
   if(!value || !*value)
     return KCR_OK;
   rc = kcr_buf_puts(out, out->ptr && strchr(out->ptr, '?') ? "&" : "?");
@@ -116,6 +123,10 @@ kcr_err kcr_query_add(struct kcr_buf *out, const char *key, const char *value)
     rc = kcr_buf_puts(out, "=");
   if(!rc)
     rc = kcr_buf_urlenc(out, value);
+  if(rc && out->ptr) { /* all or nothing, as every append */
+    out->len = len;
+    out->ptr[len] = '\0';
+  }
   return rc;
 }
 

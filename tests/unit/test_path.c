@@ -4,9 +4,11 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "kcr/path.h"
+#include "tfail.h"
 
 static const struct kcr_gvr cm = {"", "v1", "configmaps", true};
 static const struct kcr_gvr ns = {NULL, "v1", "namespaces", false};
@@ -163,8 +165,49 @@ static void query_is_encoded_and_joined(void **state)
   kcr_buf_cleanup(&b);
 }
 
+/* Appends happen completely or not at all, paths and query pairs included
+ * (a failed kcr_query_add left "?key=" behind). */
+static bool append_all_or_nothing(void *ud)
+{
+  static const struct kcr_gvr g = {"apps.example.com", "v1", "widgets", true};
+  /* What the buffer may hold: after each complete append, in order. */
+  static const char *const stages[] = {
+      "x",
+      "x/apis/apps.example.com/v1/namespaces/some-namespace/widgets/some-name/status",
+      "x/apis/apps.example.com/v1/namespaces/some-namespace/widgets/some-name/status"
+      "?labelSelector=app%20in%20%28alpha%2Cbeta%2Cgamma%2Cdelta%2Cepsilon%2Czeta%29",
+      "x/apis/apps.example.com/v1/namespaces/some-namespace/widgets/some-name/status"
+      "?labelSelector=app%20in%20%28alpha%2Cbeta%2Cgamma%2Cdelta%2Cepsilon%2Czeta%29"
+      "&limit=500"};
+  struct kcr_buf b = KCR_BUF_INIT;
+  int stage = 0;
+  kcr_err rc;
+  bool ok;
+
+  tfail_exempt(true);
+  kcr_buf_puts(&b, "x");
+  tfail_exempt(false);
+  rc = kcr_path(&b, &(struct kcr_ref){&g, "some-namespace", "some-name", "status"});
+  if(!rc && ++stage)
+    rc = kcr_query_add(&b, "labelSelector",
+                       "app in (alpha,beta,gamma,delta,epsilon,zeta)");
+  if(!rc && ++stage)
+    rc = kcr_query_add_int(&b, "limit", 500);
+  if(!rc)
+    stage++;
+  ok = (!rc || rc == KCR_ENOMEM) && !strcmp(stages[stage], kcr_buf_str(&b));
+  kcr_buf_cleanup(&b);
+  return ok;
+}
+
+static void appends_are_all_or_nothing(void **state)
+{
+  tfail_torture("kcr_path + kcr_query_add", append_all_or_nothing, NULL);
+}
+
 int main(void)
 {
+  tfail_init();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(core_namespaced_paths),
       cmocka_unit_test(core_cluster_scoped_paths),
@@ -174,6 +217,7 @@ int main(void)
       cmocka_unit_test(namespaces_groups_and_resources_follow_the_apiservers_rules),
       cmocka_unit_test(names_with_path_safe_punctuation_are_accepted),
       cmocka_unit_test(query_is_encoded_and_joined),
+      cmocka_unit_test(appends_are_all_or_nothing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
