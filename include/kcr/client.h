@@ -140,8 +140,8 @@ struct kcr_http_response {
 /* Sends one request (with the retries described above). resp is the
  * caller's: its body is replaced, and kept for error answers too (up to
  * 64 KiB); clean it up in every case.
- * Errors: KCR_EINVAL (req, its method or path missing), the request errors
- * (see above). */
+ * Errors: KCR_EINVAL (req or its method missing, a path not starting with
+ * '/'), the request errors (see above). */
 KCR_API kcr_err kcr_client_do(kcr_client *c, const struct kcr_http_request *req,
                               struct kcr_http_response *resp, struct kcr_errinfo *ei);
 
