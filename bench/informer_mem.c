@@ -56,12 +56,15 @@ static const struct kcr_gvr namespaces = {"", "v1", "namespaces", false};
 static kcr_client *make_client(void)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
-  kcr_config *cfg;
+  kcr_config *cfg = NULL;
   kcr_client *c;
+  kcr_err rc = kcr_config_load(&(struct kcr_config_opts){0}, &cfg, &ei);
 
-  if(kcr_config_load(&(struct kcr_config_opts){0}, &cfg, &ei) ||
-     kcr_client_new(cfg, NULL, &c, &ei)) {
-    fprintf(stderr, "informer_mem: %s\n", ei.message ? ei.message : "no client");
+  if(!rc)
+    rc = kcr_client_new(&(struct kcr_client_opts){.config = cfg}, &c, &ei);
+  kcr_config_free(cfg); /* the client holds its own reference */
+  if(rc) {
+    fprintf(stderr, "informer_mem: %s\n", ei.message ? ei.message : kcr_strerror(rc));
     exit(2);
   }
   kcr_errinfo_cleanup(&ei);
@@ -231,7 +234,7 @@ struct full_acc {
 static kcr_err keep_full(const cJSON *item, void *ud)
 {
   struct full_acc *a = ud;
-  char *txt = kcr_json_print(item);
+  char *txt = kcr_json_to_text(item);
   if(!txt)
     return KCR_ENOMEM;
   a->text_bytes += strlen(txt);
@@ -319,7 +322,7 @@ static int measure(const char *ns, long n)
 
   if(getenv("INFORMER_MEM_SHOW") && fa.n && nobjs) {
     kcr_obj *o = kcr_store_get(st, ns, "bench-cm-000000");
-    char *full = kcr_json_print(fa.trees[0]);
+    char *full = kcr_json_to_text(fa.trees[0]);
     if(o)
       fprintf(stderr, "cached: %s\n", kcr_obj_json(o, NULL));
     fprintf(stderr, "full (a LIST item): %s\n", full);

@@ -101,12 +101,16 @@ static long single_thread(struct run *r)
 static double run_once(const struct scenario *sc, char **keys, long adds, long *gets)
 {
   struct run r = {0};
-  kcr_metrics *reg = sc->metrics ? kcr_metrics_new() : NULL;
+  kcr_metrics *reg = NULL;
   pthread_t th[64];
   struct arg args[64];
   int np = sc->producers, nc = sc->consumers, n = 0;
   uint64_t t0, t1;
 
+  if(sc->metrics && kcr_metrics_new(NULL, &reg, NULL)) {
+    fprintf(stderr, "queue_bench: out of memory\n");
+    exit(1);
+  }
   r.q = kcr_queue_new(&(struct kcr_queue_opts){.name = "bench", .metrics = reg});
   r.sc = sc;
   r.keys = keys;

@@ -77,8 +77,8 @@ static void on_delete(kcr_obj *o, void *ud)
 int main(int argc, char **argv)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
-  kcr_config *cfg;
-  kcr_client *c;
+  kcr_config *cfg = NULL;
+  kcr_client *c = NULL;
   kcr_informer *inf;
 
   if(argc != 5) {
@@ -89,8 +89,10 @@ int main(int argc, char **argv)
   double t0 = strtod(argv[3], NULL);
   FILE *csv = fopen(argv[4], "a");
   kcr_log_set_level(KCR_LOG_WARN);
-  if(!csv || kcr_config_load(&(struct kcr_config_opts){0}, &cfg, &ei) ||
-     kcr_client_new(cfg, NULL, &c, &ei)) {
+  if(csv && !kcr_config_load(&(struct kcr_config_opts){0}, &cfg, &ei))
+    kcr_client_new(&(struct kcr_client_opts){.config = cfg}, &c, &ei);
+  kcr_config_free(cfg); /* the client holds its own reference */
+  if(!c) {
     fprintf(stderr, "ready_count: %s\n", ei.message ? ei.message : "cannot start");
     return 2;
   }

@@ -54,8 +54,9 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
     kcr_json_set_str(patch, "metadata.namespace", req->ns);
     kcr_json_set_str(patch, "data.greeting", want);
     kcr_json_set_str(patch, "data.greeter", h->identity);
-    rc = kcr_apply(kcr_ctx_client(cx), &(struct kcr_ref){&configmaps, req->ns, req->name},
-                   patch, "hello", true, NULL, &ei);
+    rc = kcr_apply(
+        kcr_ctx_client(cx), &(struct kcr_ref){&configmaps, req->ns, req->name}, patch,
+        &(struct kcr_apply_opts){.field_manager = "hello", .force = true}, NULL, &ei);
     cJSON_Delete(patch);
     if(rc)
       KCR_CLOG(cx, KCR_LOG_ERROR, "apply failed", KCR_S("err", kcr_err_name(rc)),

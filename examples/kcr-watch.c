@@ -49,10 +49,11 @@ int main(int argc, char **argv)
   const char *ns = NULL;
   bool cluster_scoped = false;
   uint64_t for_ms = 0;
-  kcr_config *cfg;
+  kcr_config *cfg = NULL;
   kcr_client *c;
   char *rv = NULL;
   int status = 0;
+  kcr_err rc;
   const struct kcr_flag flags[] = {
       {"context", KCR_FLAG_STRING, &co.context,
        "the kubeconfig context (default: current-context)", .arg = "NAME"},
@@ -79,8 +80,12 @@ int main(int argc, char **argv)
                         .log = true},
       argc, argv);
   gvr.namespaced = !cluster_scoped;
-  if(kcr_config_load(&co, &cfg, &ei) || kcr_client_new(cfg, NULL, &c, &ei)) {
-    fprintf(stderr, "kcr-watch: %s\n", ei.message ? ei.message : "cannot make a client");
+  rc = kcr_config_load(&co, &cfg, &ei);
+  if(!rc)
+    rc = kcr_client_new(&(struct kcr_client_opts){.config = cfg}, &c, &ei);
+  kcr_config_free(cfg); /* the client holds its own reference */
+  if(rc) {
+    fprintf(stderr, "kcr-watch: %s\n", ei.message ? ei.message : kcr_strerror(rc));
     kcr_errinfo_cleanup(&ei);
     return 2;
   }
@@ -96,16 +101,24 @@ int main(int argc, char **argv)
   struct kcr_ref ref = {&gvr, ns};
   while(!stop) {
     kcr_watch *w;
-    kcr_err rc = kcr_list_each(c, &ref, NULL, print_item, NULL, &rv, &ei);
+    rc = kcr_list_each(c, &ref, NULL, print_item, NULL, &rv, &ei);
     if(rc) {
       fprintf(stderr, "kcr-watch: list %s: %s: %s\n", gvr.resource, kcr_strerror(rc),
               ei.message ? ei.message : "");
       status = 1;
       break;
     }
-    struct kcr_watch_opts wo = {&ref, rv, .allow_bookmarks = true, .timeout_seconds = 60};
-    if(kcr_watch_new(c, &wo, print_event, NULL, &w))
+    struct kcr_watch_opts wo = {.client = c,
+                                .ref = &ref,
+                                .on_event = print_event,
+                                .resource_version = rv,
+                                .allow_bookmarks = true,
+                                .timeout_ms = 60000};
+    if((rc = kcr_watch_new(&wo, &w, &ei))) {
+      fprintf(stderr, "kcr-watch: %s\n", ei.message ? ei.message : kcr_strerror(rc));
+      status = 1;
       break;
+    }
     current = w;
     if(stop)
       kcr_watch_cancel(w);

@@ -92,8 +92,12 @@ static kcr_err report(kcr_ctx *cx, struct sim *s, const cJSON *vfm, const char *
                       const char *reason, const char *msg, int64_t gen)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
-  struct kcr_cond c = {"Ready", status, reason, msg, gen, 0};
-  struct kcr_status_desired d = {&c, 1, true, gen, NULL};
+  struct kcr_cond c = {.type = "Ready",
+                       .status = status,
+                       .reason = reason,
+                       .message = msg,
+                       .observed_generation = gen};
+  struct kcr_status_desired d = {.conds = &c, .n = 1, .observed_generation = gen};
   enum kcr_write_result res;
   kcr_err rc = kcr_status_write(s->status, vfm, &d, &res, &ei);
   if(rc)
@@ -184,16 +188,16 @@ int main(int argc, char **argv)
     kcr_errinfo_cleanup(&ei);
     return 2;
   }
-  struct kcr_status_writer_opts so = {kcr_manager_client(m),
-                                      &vfms,
-                                      "ebdman.example.com/v1alpha1",
-                                      "VFM",
-                                      "vfm-sim",
-                                      KCR_STATUS_APPLY,
+  struct kcr_status_writer_opts so = {.client = kcr_manager_client(m),
+                                      .gvr = &vfms,
+                                      .api_version = "ebdman.example.com/v1alpha1",
+                                      .kind = "VFM",
+                                      .field_manager = "vfm-sim",
+                                      .mode = KCR_STATUS_APPLY,
                                       .metrics = kcr_manager_metrics(m)};
   if(kcr_manager_informer(m, &(struct kcr_informer_opts){.gvr = &vfms, .ns = ns},
                           &s.vfms) ||
-     kcr_status_writer_new(&so, &s.status) ||
+     kcr_status_writer_new(&so, &s.status, &ei) ||
      kcr_controller_new(&(struct kcr_controller_opts){.name = "vfm-sim",
                                                       .workers = workers,
                                                       .reconcile = reconcile,

@@ -22,13 +22,16 @@ struct kcr_arena {
     NULL, 0                                                                              \
   }
 
-/* n bytes aligned for any type, or NULL if out of memory. */
+/* Memory owned by the arena, valid until kcr_arena_reset/kcr_arena_cleanup
+ * (never free() it); NULL if out of memory. alloc: n bytes aligned for any
+ * type; strdup: a copy of s; printf: formatted text. */
 KCR_API void *kcr_arena_alloc(struct kcr_arena *a, size_t n);
 KCR_API char *kcr_arena_strdup(struct kcr_arena *a, const char *s);
 KCR_API char *kcr_arena_printf(struct kcr_arena *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Frees everything but the first block, which is kept for reuse. */
 KCR_API void kcr_arena_reset(struct kcr_arena *a);
+/* Frees every block; the arena is empty (KCR_ARENA_INIT) again. */
 KCR_API void kcr_arena_cleanup(struct kcr_arena *a);
 
 #ifdef __cplusplus

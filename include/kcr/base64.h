@@ -26,7 +26,7 @@ extern "C" {
 KCR_API kcr_err kcr_base64_decode(const char *in, size_t len, unsigned char **out,
                                   size_t *out_len);
 
-/* Upper bound of the decoded size of len input characters. */
+/* Upper bound of the decoded size of len input characters. Pure. */
 KCR_API size_t kcr_base64_decoded_max(size_t len);
 
 #ifdef __cplusplus

@@ -5,24 +5,35 @@
  * connections are reused; HTTP/2 is used when the server offers it. TLS
  * verification is on unless the config says insecure-skip-tls-verify.
  *
- * Every call returns a kcr_err; a non-2xx answer maps to a code (409 ->
- * KCR_ECONFLICT, or KCR_EEXIST for reason AlreadyExists; 404 -> KCR_ENOTFOUND;
- * 410 -> KCR_EGONE; 422 -> KCR_EINVALID; see err.h) and the server's Status
- * is copied into *ei, when ei is not NULL. 429 and 503 answers are retried
- * after their Retry-After (bounded by max_retries and max_retry_after_ms);
- * a 401 with refreshable credentials (exec plugin, token file) re-reads them
- * once and retries.
+ * Errors. A non-2xx answer maps to a code and the server's Status is copied
+ * into *ei (when ei is not NULL): 400 KCR_EBADREQUEST, 401
+ * KCR_EUNAUTHORIZED, 403 KCR_EFORBIDDEN, 404 KCR_ENOTFOUND, 409
+ * KCR_ECONFLICT (KCR_EEXIST for reason AlreadyExists), 410 KCR_EGONE, 415
+ * KCR_EUNSUPPORTED, 422 KCR_EINVALID, 429 KCR_ETOOMANY, 503
+ * KCR_EUNAVAILABLE, other 5xx KCR_ESERVER, anything else KCR_EHTTP (see
+ * kcr_errinfo_from_http). Without an answer: KCR_ETRANSPORT (connection,
+ * TLS, a stream cut short), KCR_ETIMEDOUT (timeout_ms ran out),
+ * KCR_ECANCELED (a write the write gate refused, before it was sent),
+ * KCR_ETOOLARGE (the answer is over max_response_bytes), KCR_ENOMEM, and the
+ * credential errors of kcr_config_dup_credentials (KCR_ECONFIG, KCR_EIO,
+ * KCR_ETIMEDOUT, KCR_EPARSE). A 2xx answer that is not JSON where an object
+ * is expected is KCR_EPARSE. Below, "the request errors" means this list.
+ * 429 and 503 answers are retried after their Retry-After (bounded by
+ * max_retries and max_retry_after_ms); a 401 with refreshable credentials
+ * (exec plugin, token file) re-reads them once and retries.
  *
- * Objects are cJSON trees. Inputs are borrowed; *out trees are new and owned
- * by the caller (cJSON_Delete); out may be NULL to discard the answer.
+ * Ownership. Inputs are borrowed for the call. Objects are cJSON trees; an
+ * *out tree is new and owned by the caller (cJSON_Delete); out may be NULL
+ * to discard the answer, and is NULL after any error.
  *
  * Thread safety: every function may be called from any thread concurrently,
- * except kcr_client_free. */
+ * except kcr_client_free on the same reference. */
 #ifndef KCR_CLIENT_H
 #define KCR_CLIENT_H
 
 #include <cjson/cJSON.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "api.h"
 #include "buf.h"
@@ -37,17 +48,27 @@ extern "C" {
 typedef struct kcr_client kcr_client;
 
 /* Called after every HTTP exchange (for metrics): method, status code (0 on
- * transport failure), duration in seconds. Must be thread-safe. */
+ * transport failure), duration in seconds (Prometheus' unit). Runs on the
+ * requesting thread with no client lock held; must be thread-safe and must
+ * not call the client. */
 typedef void (*kcr_request_observer)(const char *method, long code, double seconds,
                                      void *ud);
 
 struct kcr_client_opts {
-  const char *user_agent;  /* default "kcr/<version>" */
-  long timeout_ms;         /* whole request, default 30000; not for watches */
-  long connect_timeout_ms; /* default 10000 */
-  int max_retries;         /* 429/503 retries, default 3; -1 for none */
-  long max_retry_after_ms; /* cap on one Retry-After wait, default 10000 */
-  kcr_request_observer observe;
+  /* Required. The client takes a reference of its own (kcr_config_ref):
+   * the caller keeps its reference and may free it at once. */
+  kcr_config *config;
+  const char *user_agent; /* default "kcr/<version>" */
+  /* A whole request (not a watch): 0 means 30000, KCR_FOREVER no limit. */
+  uint64_t timeout_ms;
+  /* Connecting (TCP and TLS): 0 means 10000, KCR_FOREVER no limit of ours
+   * (the system's TCP connect timeout still applies). */
+  uint64_t connect_timeout_ms;
+  int max_retries; /* 429/503 retries: 0 means 3; -1 none */
+  /* Cap on one wait before such a retry (a Retry-After, or 1 s, 2 s, 4 s
+   * ... without one): 0 means 10000, KCR_FOREVER no cap. */
+  uint64_t max_retry_after_ms;
+  kcr_request_observer observe; /* optional */
   void *observe_ud;
   /* Largest response body accepted, and largest single watch event, in
    * bytes; default KCR_CLIENT_MAX_RESPONSE (128 MiB). A bigger answer fails
@@ -58,20 +79,21 @@ struct kcr_client_opts {
 };
 #define KCR_CLIENT_MAX_RESPONSE ((size_t)128 << 20)
 
-/* Creates a client holding one reference. Takes ownership of cfg (freed
- * with the client, also on failure). opts may be NULL for defaults.
- * Errors: KCR_EINVAL (no cfg), KCR_ENOMEM. */
-KCR_API kcr_err kcr_client_new(kcr_config *cfg, const struct kcr_client_opts *opts,
-                               kcr_client **out, struct kcr_errinfo *ei);
-/* Takes another reference (returns c; NULL is passed through). Every libkcr
- * object that keeps a client (informer, controller, status writer, event
- * recorder, leader elector, manager) holds one, so the order in which they
- * are freed does not matter: the client lives until the last of them is
- * gone. Any thread. */
+/* Makes a client holding one reference (*out, NULL on error). No I/O.
+ * Errors: KCR_EINVAL (opts or opts->config missing), KCR_ECONFIG (the
+ * config's server URL cannot be combined with its tls-server-name),
+ * KCR_ENOMEM. */
+KCR_API kcr_err kcr_client_new(const struct kcr_client_opts *opts, kcr_client **out,
+                               struct kcr_errinfo *ei);
+/* A new reference to c (returns c; NULL is passed through). Every libkcr
+ * object that keeps a client (watch, informer, controller, status writer,
+ * event recorder, leader elector, manager) holds one, so the order in which
+ * they are freed does not matter: the client lives until the last of them
+ * is gone. Any thread. */
 KCR_API kcr_client *kcr_client_ref(kcr_client *c);
 /* Drops the caller's reference; the last one frees the client (its pooled
- * connections and config). NULL is a no-op. Must not race with requests
- * made through this reference. */
+ * connections and its config reference). NULL is a no-op. Must not race
+ * with requests made through this reference. */
 KCR_API void kcr_client_free(kcr_client *c);
 
 /* The write fence that keeps a replica that lost its leader lease from
@@ -81,21 +103,24 @@ KCR_API void kcr_client_free(kcr_client *c);
  * for which it returns false is not sent: the call fails with
  * KCR_ECANCELED, and ei says the write was fenced. Requests marked
  * `ungated` (the lease's own) are never checked. gate runs on the calling
- * thread, must be fast and thread-safe, and must not call the client. NULL
- * removes it. Any thread, any time: when kcr_client_set_write_gate returns,
- * no call of the previous gate is still running, so its ud may be freed.
- * The manager sets it when leader election is on (see manager.h) and closes
- * it (kcr_write_gate_closed) when it is freed. */
+ * thread with no client lock held, must be fast and thread-safe, and must
+ * not call the client. NULL removes it. Any thread, any time: when
+ * kcr_client_set_write_gate returns, no call of the previous gate is still
+ * running, so its ud may be freed. The manager sets it when leader election
+ * is on (see manager.h) and closes it (kcr_write_gate_closed) when it is
+ * freed. */
 typedef bool (*kcr_write_gate)(void *ud);
 KCR_API void kcr_client_set_write_gate(kcr_client *c, kcr_write_gate gate, void *ud);
-/* A gate that refuses every write. */
+/* A gate that refuses every write. Pure. */
 KCR_API bool kcr_write_gate_closed(void *ud);
 /* Replaces the request observer (opts.observe at creation); NULL removes it.
  * Any thread, any time: when it returns no call of the previous observer is
  * still running, so its ud may be freed. Must not be called from an
  * observer or a gate. */
 KCR_API void kcr_client_set_observer(kcr_client *c, kcr_request_observer fn, void *ud);
-/* The config the client uses (borrowed). */
+/* The config the client uses: borrowed, valid as long as the caller's
+ * reference to c (take one of your own with kcr_config_ref to keep it
+ * longer). Any thread. */
 KCR_API kcr_config *kcr_client_config(kcr_client *c);
 
 /* A raw request. path starts with '/' and may carry a query string. */
@@ -105,18 +130,24 @@ struct kcr_http_request {
   const char *content_type; /* for a body; default application/json */
   const char *body;
   size_t body_len;
-  long timeout_ms; /* 0: client default */
-  bool ungated;    /* not subject to the write gate (leader election's own) */
+  uint64_t timeout_ms; /* 0: the client's timeout_ms; KCR_FOREVER: no limit */
+  bool ungated;        /* not subject to the write gate (leader election's own) */
 };
 struct kcr_http_response {
   long code;           /* HTTP status, 0 if none was received */
   struct kcr_buf body; /* caller cleans up */
 };
-/* Sends one request. The body is kept in resp even for errors. */
+/* Sends one request (with the retries described above). resp is the
+ * caller's: its body is replaced, and kept for error answers too (up to
+ * 64 KiB); clean it up in every case.
+ * Errors: KCR_EINVAL (req or its method missing, a path not starting with
+ * '/'), the request errors (see above). */
 KCR_API kcr_err kcr_client_do(kcr_client *c, const struct kcr_http_request *req,
                               struct kcr_http_response *resp, struct kcr_errinfo *ei);
 
-/* GET one object. */
+/* GET one object.
+ * Errors: KCR_EINVAL (ref names no object, or an invalid segment: see
+ * kcr_path), the request errors. */
 KCR_API kcr_err kcr_get(kcr_client *c, const struct kcr_ref *ref, cJSON **out,
                         struct kcr_errinfo *ei);
 
@@ -128,31 +159,50 @@ struct kcr_list_opts {
   const char *resource_version;
   const char *resource_version_match; /* "NotOlderThan", "Exact" */
 };
-/* GET one page of a collection (ref->name NULL). The List's
- * metadata.continue says whether more pages follow. */
+/* GET one page of a collection (ref->name NULL); opts may be NULL. The
+ * List's metadata.continue says whether more pages follow.
+ * Errors: KCR_EINVAL (ref names an object, or an invalid segment), the
+ * request errors. */
 KCR_API kcr_err kcr_list(kcr_client *c, const struct kcr_ref *ref,
                          const struct kcr_list_opts *opts, cJSON **out,
                          struct kcr_errinfo *ei);
 
-/* Called once per item of every page; items are borrowed for the call. A
- * non-OK return stops the listing and is returned. */
+/* Called once per item of every page, on the calling thread; items are
+ * borrowed for the call. A non-OK return stops the listing and is
+ * returned. */
 typedef kcr_err (*kcr_list_item_fn)(const cJSON *item, void *ud);
-/* Lists all pages (opts->limit per page, default 500) and calls fn per item.
- * *rv (optional) gets the list's resourceVersion (for a following watch),
- * owned by the caller. */
+/* Lists all pages of a collection (opts->limit per page, default 500;
+ * later pages continue the first page's snapshot) and calls fn per item,
+ * in order. *rv (optional out-parameter) gets the list's resourceVersion
+ * (for a following watch), owned by the caller (free).
+ * A failure part-way: the items of the pages fetched before it were
+ * already passed to fn (and whatever fn did with them stands); the call
+ * returns the error, *rv is NULL, and the listing must be started again
+ * from the beginning to get a consistent whole. A page that says more
+ * follow but whose continue token cannot be kept is an error (KCR_ENOMEM),
+ * never an early end.
+ * Errors: KCR_EINVAL (no fn, ref names an object, an invalid segment),
+ * KCR_EGONE (the continue token expired), the request errors, and any code
+ * fn returns. */
 KCR_API kcr_err kcr_list_each(kcr_client *c, const struct kcr_ref *ref,
                               const struct kcr_list_opts *opts, kcr_list_item_fn fn,
                               void *ud, char **rv, struct kcr_errinfo *ei);
 
 struct kcr_write_opts {
-  const char *field_manager;
-  bool dry_run;
+  const char *field_manager; /* optional: recorded in managedFields */
+  bool dry_run;              /* validate and answer, persist nothing */
 };
-/* POST obj to the collection of ref (ref->name NULL; ns from ref). */
+/* POST obj to the collection of ref (ref->name NULL; ns from ref); wo may
+ * be NULL.
+ * Errors: KCR_EINVAL (ref names an object, an invalid segment, obj NULL),
+ * the request errors (KCR_EEXIST when the name is taken). */
 KCR_API kcr_err kcr_create(kcr_client *c, const struct kcr_ref *ref, const cJSON *obj,
                            const struct kcr_write_opts *wo, cJSON **out,
                            struct kcr_errinfo *ei);
-/* PUT obj (it must carry metadata.resourceVersion; a stale one -> ECONFLICT). */
+/* PUT obj to ref (it must carry metadata.resourceVersion: a stale one is
+ * KCR_ECONFLICT); wo may be NULL.
+ * Errors: KCR_EINVAL (ref names no object, an invalid segment, obj NULL),
+ * the request errors. */
 KCR_API kcr_err kcr_update(kcr_client *c, const struct kcr_ref *ref, const cJSON *obj,
                            const struct kcr_write_opts *wo, cJSON **out,
                            struct kcr_errinfo *ei);
@@ -169,13 +219,28 @@ struct kcr_patch_opts {
   bool force;                /* apply: take over conflicting fields */
   bool dry_run;
 };
-/* PATCH ref with body (JSON text). */
+/* PATCH ref with body[0..len) (JSON text).
+ * Errors: KCR_EINVAL (po or body missing, an unknown type, APPLY without a
+ * field_manager, ref names no object, an invalid segment), the request
+ * errors (KCR_EINVALID for a JSON patch whose test failed; KCR_ECONFLICT
+ * for an apply conflict without force). */
 KCR_API kcr_err kcr_patch(kcr_client *c, const struct kcr_ref *ref,
                           const struct kcr_patch_opts *po, const char *body, size_t len,
                           cJSON **out, struct kcr_errinfo *ei);
-/* Server-side apply of obj (serialised here) with fieldManager and force. */
+
+struct kcr_apply_opts {
+  const char *field_manager; /* required */
+  bool force;                /* take over fields another manager owns */
+  bool dry_run;
+};
+/* Server-side apply of obj (serialised here) to ref:
+ *   kcr_apply(c, &ref, obj, &(struct kcr_apply_opts){.field_manager = "hello",
+ *             .force = true}, NULL, &ei);
+ * Errors: KCR_EINVAL (opts or its field_manager missing, obj NULL, ref
+ * names no object, an invalid segment), KCR_ENOMEM, the request errors
+ * (KCR_ECONFLICT: fields another manager owns, without force). */
 KCR_API kcr_err kcr_apply(kcr_client *c, const struct kcr_ref *ref, const cJSON *obj,
-                          const char *field_manager, bool force, cJSON **out,
+                          const struct kcr_apply_opts *opts, cJSON **out,
                           struct kcr_errinfo *ei);
 
 enum kcr_propagation {
@@ -188,11 +253,16 @@ struct kcr_delete_opts {
   enum kcr_propagation propagation;
   const char *precondition_uid; /* delete only this incarnation */
   const char *precondition_rv;  /* delete only this version */
-  long grace_period_seconds;    /* < 0 or 0 with has_grace false: default */
-  bool has_grace;
+  /* DeleteOptions.gracePeriodSeconds, in the API's unit (it is *int64 in
+   * the API too): NULL for the object's default, else the seconds, 0
+   * meaning at once: .grace_period_seconds = &(int64_t){0}. */
+  const int64_t *grace_period_seconds;
   bool dry_run;
 };
-/* DELETE ref. A failed precondition answers 409 (KCR_ECONFLICT). */
+/* DELETE ref; o may be NULL (no DeleteOptions body).
+ * Errors: KCR_EINVAL (ref names no object, an invalid segment, an unknown
+ * propagation), KCR_ENOMEM, the request errors (a failed precondition is
+ * KCR_ECONFLICT). */
 KCR_API kcr_err kcr_delete(kcr_client *c, const struct kcr_ref *ref,
                            const struct kcr_delete_opts *o, cJSON **out,
                            struct kcr_errinfo *ei);

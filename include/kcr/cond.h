@@ -63,17 +63,20 @@ struct kcr_cond {
  * that changes them. */
 KCR_API cJSON *kcr_cond_find(const cJSON *conds, const char *type);
 
-/* Fills out with a view of one condition object: strings borrowed from item
- * ("" when a member is absent or null), observed_generation 0 when absent,
- * last_transition_time 0 when absent/null.
+/* Fills out (the caller's struct) with a view of one condition object: its
+ * strings are BORROWED from item, valid while the item lives and is not
+ * changed ("" when a member is absent or null; never NULL),
+ * observed_generation 0 when absent, last_transition_time 0 when
+ * absent/null.
  * Errors: KCR_EPARSE when item is not an object, a member has the wrong JSON
  * type, observedGeneration is not an integer within int64 (it is read
  * exactly, see kcr_json_get_int), or lastTransitionTime is not RFC 3339
  * (kcr_time_parse); out is still filled as far as it could be read. */
 KCR_API kcr_err kcr_cond_from_json(const cJSON *item, struct kcr_cond *out);
 
-/* kcr_cond_find + kcr_cond_from_json. KCR_ENOTFOUND when absent (out zeroed,
- * strings ""), otherwise as kcr_cond_from_json. */
+/* kcr_cond_find + kcr_cond_from_json: out's strings are borrowed from the
+ * tree (see kcr_cond_from_json). Errors: KCR_ENOTFOUND when absent (out
+ * zeroed, strings ""), otherwise as kcr_cond_from_json (KCR_EPARSE). */
 KCR_API kcr_err kcr_cond_get(const cJSON *conds, const char *type, struct kcr_cond *out);
 
 /* SetStatusCondition. Validates c first (kcr_cond_validate); then:
@@ -136,12 +139,13 @@ KCR_API kcr_err kcr_cond_validate_json(const cJSON *conds, struct kcr_errinfo *e
 
 /* A new condition object, owned by the caller (cJSON_Delete), with the json
  * names and order of metav1.Condition: type, status, observedGeneration (only
- * when nonzero: omitempty), lastTransitionTime, reason, message (always
- * present, "" when c->message is NULL or empty). lastTransitionTime is ltt if
- * nonzero, else c->last_transition_time. Does not validate.
- * Returns NULL when out of memory, or when both times are 0: a condition
- * without a time would be written as null and refused by the apiserver. */
-KCR_API cJSON *kcr_cond_to_json(const struct kcr_cond *c, time_t ltt);
+ * when nonzero: omitempty), lastTransitionTime (c->last_transition_time),
+ * reason, message (always present, "" when c->message is NULL or empty).
+ * Does not validate.
+ * Returns NULL when out of memory, c is NULL, or c->last_transition_time is
+ * 0: a condition without a time would be written as null and refused by the
+ * apiserver. */
+KCR_API cJSON *kcr_cond_to_json(const struct kcr_cond *c);
 
 /* Semantic equality as kcr_cond_set sees it: same type, status, reason,
  * message (NULL == "") and observedGeneration; lastTransitionTime ignored,

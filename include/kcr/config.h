@@ -24,9 +24,13 @@
  * Errors: KCR_ECONFIG with ei->message naming the file and the field, e.g.
  *   "/home/u/.kube/config: users[0].user.client-key-data: invalid base64".
  *
+ * Ownership: a config is reference counted (kcr_config_ref); every client
+ * made from it holds a reference, so the caller may free its own at any time.
+ *
  * Thread safety: a loaded kcr_config is immutable except for its credential
- * cache, which kcr_config_credentials() guards with an internal mutex; any
- * thread may call any function on a loaded config except kcr_config_free. */
+ * cache, which kcr_config_dup_credentials() guards with an internal mutex;
+ * any thread may call any function on a loaded config, and kcr_config_free
+ * on one reference must not race with calls made through that reference. */
 #ifndef KCR_CONFIG_H
 #define KCR_CONFIG_H
 
@@ -43,29 +47,46 @@ extern "C" {
 typedef struct kcr_config kcr_config;
 
 struct kcr_config_opts {
-  const char *kubeconfig; /* explicit path, or NULL */
-  const char *context;    /* context name, or NULL for current-context */
-  bool in_cluster_only;   /* skip kubeconfig files */
-  const char *sa_dir;     /* in-cluster secrets dir; NULL = default */
+  /* kcr_config_load: an explicit kubeconfig path, or NULL to search.
+   * kcr_config_from_yaml: the path the text was read from; it names the
+   * text in messages and is the base of relative paths (NULL: named
+   * "<kubeconfig>", paths relative to the working directory). */
+  const char *kubeconfig;
+  const char *context;  /* context name, or NULL for current-context */
+  bool in_cluster_only; /* skip kubeconfig files (kcr_config_load only) */
+  const char *sa_dir;   /* in-cluster secrets dir; NULL = default */
 };
 
-/* Loads a config. *out is set only on KCR_OK; free it with kcr_config_free.
- * Errors: KCR_ECONFIG (anything wrong with the source; ei->message names the
- * file and field), KCR_EINVAL (opts->kubeconfig with in_cluster_only),
- * KCR_ENOMEM. */
+/* Loads a config from the first source that exists (see above); opts may
+ * be NULL. On KCR_OK *out holds one reference (kcr_config_free); on error
+ * it is NULL.
+ * Errors: KCR_ECONFIG (anything wrong with the source, or no source found;
+ * ei->message names the file and field), KCR_EINVAL (opts->kubeconfig
+ * together with in_cluster_only), KCR_ENOMEM.
+ * Thread safety: any thread (reads the environment). */
 KCR_API kcr_err kcr_config_load(const struct kcr_config_opts *opts, kcr_config **out,
                                 struct kcr_errinfo *ei);
-/* Parses kubeconfig YAML text; `origin` names it in errors and is the base
- * for relative paths (its directory). Errors: KCR_ECONFIG, KCR_ENOMEM. */
-KCR_API kcr_err kcr_config_from_yaml(const char *yaml, size_t len, const char *origin,
-                                     const char *context, kcr_config **out,
+/* Parses kubeconfig YAML text yaml[0..len) (borrowed for the call) with
+ * opts->kubeconfig naming it and opts->context selecting the context; opts
+ * may be NULL. On KCR_OK *out holds one reference; on error it is NULL.
+ * Errors: KCR_ECONFIG (malformed YAML, a missing or invalid field; the
+ * message names the origin and field), KCR_EINVAL (opts->in_cluster_only
+ * set), KCR_ENOMEM.
+ * Thread safety: any thread. */
+KCR_API kcr_err kcr_config_from_yaml(const char *yaml, size_t len,
+                                     const struct kcr_config_opts *opts, kcr_config **out,
                                      struct kcr_errinfo *ei);
-/* Frees cfg (NULL is a no-op), wiping its secrets. If an exec plugin refresh
- * is under way in the background, the plugin is killed and waited for (at
- * most about a second). Must not race with any other call on cfg. */
+/* A new reference to cfg (returns cfg; NULL is passed through); release it
+ * with kcr_config_free. Any thread. */
+KCR_API kcr_config *kcr_config_ref(kcr_config *cfg);
+/* Drops a reference (NULL is a no-op); the last one frees the config,
+ * wiping its secrets. If an exec plugin refresh is under way in the
+ * background, the plugin is killed and waited for (at most about a second).
+ * Must not race with calls made through this reference. */
 KCR_API void kcr_config_free(kcr_config *cfg);
 
-/* Borrowed views, valid as long as cfg. */
+/* Borrowed views, valid as long as the caller's reference to cfg. Any
+ * thread. */
 KCR_API const char *kcr_config_server(const kcr_config *cfg); /* "https://h:p" */
 KCR_API const char *kcr_config_origin(const kcr_config *cfg); /* file or "in-cluster" */
 KCR_API const char *kcr_config_namespace(const kcr_config *cfg); /* context ns or NULL */
@@ -74,7 +95,8 @@ KCR_API const char *kcr_config_tls_server_name(const kcr_config *cfg); /* or NUL
 /* CA bundle (PEM) in memory, or NULL to use the system store. */
 KCR_API const unsigned char *kcr_config_ca(const kcr_config *cfg, size_t *len);
 
-/* Credentials for one request, an owned snapshot. */
+/* Credentials for one request, an owned snapshot: release with
+ * kcr_credentials_cleanup (which wipes the secrets). */
 struct kcr_credentials {
   char *token;         /* bearer token or NULL */
   unsigned char *cert; /* client certificate PEM or NULL */
@@ -83,9 +105,10 @@ struct kcr_credentials {
   size_t key_len;
   unsigned long generation; /* changes whenever cert/key change */
 };
-/* Returns the current credentials: static ones, a token file re-read when it
- * changed on disk (service-account rotation), or an exec plugin's answer.
- * Release with kcr_credentials_cleanup(); *out is zeroed on error.
+/* Copies the current credentials into *out (owned by the caller: release
+ * with kcr_credentials_cleanup; zeroed on error): static ones, a token file
+ * re-read when it changed on disk (service-account rotation), or an exec
+ * plugin's answer.
  *
  * Exec plugins: a valid cached answer is returned at once, also during its
  * last 10 s before expirationTimestamp, when a refresh starts in the
@@ -100,12 +123,14 @@ struct kcr_credentials {
  * bad ExecCredential; callers that waited for a failed run get its code and
  * message. KCR_ECONFIG a token file that could never be read. KCR_ENOMEM.
  * Thread safety: any thread. */
-KCR_API kcr_err kcr_config_credentials(kcr_config *cfg, struct kcr_credentials *out,
-                                       struct kcr_errinfo *ei);
+KCR_API kcr_err kcr_config_dup_credentials(kcr_config *cfg, struct kcr_credentials *out,
+                                           struct kcr_errinfo *ei);
 /* Drops cached exec/token-file credentials (call after a 401): the next
- * kcr_config_credentials() re-reads the token file and re-runs the plugin
- * (or takes the answer of a run already under way). Any thread. */
+ * kcr_config_dup_credentials() re-reads the token file and re-runs the
+ * plugin (or takes the answer of a run already under way). Any thread. */
 KCR_API void kcr_config_invalidate(kcr_config *cfg);
+/* Wipes and frees c's contents and zeroes it; NULL or a zeroed struct is a
+ * no-op. */
 KCR_API void kcr_credentials_cleanup(struct kcr_credentials *c);
 
 #ifdef __cplusplus

@@ -72,10 +72,12 @@ struct kcr_errinfo {
     0, NULL, NULL, NULL, NULL, NULL                                                      \
   }
 
+/* Frees ei's strings and details and zeroes it (reusable); NULL: no-op. */
 KCR_API void kcr_errinfo_cleanup(struct kcr_errinfo *ei);
 
-/* Replaces ei's contents with a local error message (printf format).
- * ei may be NULL (then nothing happens). Returns rc for tail calls:
+/* Replaces ei's contents with a local error message (printf format; code
+ * 0). ei may be NULL (then nothing happens). Returns rc, for tail calls, and
+ * never fails itself (out of memory, ei->message is NULL):
  *   return kcr_errinfo_set(ei, KCR_ECONFIG, "%s: field %s is missing", f, k); */
 KCR_API kcr_err kcr_errinfo_set(struct kcr_errinfo *ei, kcr_err rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -99,7 +101,8 @@ KCR_API kcr_err kcr_errinfo_from_http(struct kcr_errinfo *ei, long code, const c
  * and returns the code its "code" field maps to (see above): KCR_OK for
  * 2xx, KCR_EGONE also for code 0 with reason Expired or Gone, KCR_EHTTP
  * when there is no code. A code that is not an integer within int32 (the
- * type of Status.code) counts as no code (ei->code 0). ei may be NULL. */
+ * type of Status.code) counts as no code (ei->code 0). ei may be NULL;
+ * status is borrowed (copied into ei). Pure. */
 KCR_API kcr_err kcr_errinfo_from_status(struct kcr_errinfo *ei, const cJSON *status);
 
 #ifdef __cplusplus

@@ -22,7 +22,12 @@
  * cJSON_IsNumber is false for a Raw node: read Kubernetes integers through
  * these functions, not through valuedouble/valueint.
  *
- * Thread safety: as cJSON — a tree is used by one thread at a time. */
+ * Ownership: trees passed in are borrowed for the call; what a function
+ * returns is borrowed from the tree passed in unless its comment says the
+ * caller owns it (kcr_json_parse, kcr_json_create_int, kcr_json_to_text).
+ *
+ * Thread safety: as cJSON - a tree is used by one thread at a time;
+ * functions that only read may share a tree that no thread modifies. */
 #ifndef KCR_JSON_H
 #define KCR_JSON_H
 
@@ -36,7 +41,10 @@
 extern "C" {
 #endif
 
+/* The node at path (borrowed), or NULL when a member on the way is absent
+ * or obj is NULL. */
 KCR_API cJSON *kcr_json_at(const cJSON *obj, const char *path);
+/* The string at path (borrowed), or NULL when absent or not a string. */
 KCR_API const char *kcr_json_str(const cJSON *obj, const char *path);
 /* The string member named exactly `key` (no path splitting: for label and
  * annotation keys such as "example.com/name"), or NULL. */
@@ -44,7 +52,7 @@ KCR_API const char *kcr_json_member_str(const cJSON *obj, const char *key);
 /* Integer at path, exactly (see above); def if absent, null, not an integer
  * (a string, 1.5, NaN ...) or out of int64 range. */
 KCR_API int64_t kcr_json_int(const cJSON *obj, const char *path, int64_t def);
-/* Reads node v as an int64, exactly; *out is set only on KCR_OK.
+/* Reads node v as an int64, exactly; *out is set only on KCR_OK. Pure.
  * Errors: KCR_ENOTFOUND when v is NULL or JSON null, KCR_EPARSE when it is
  * not an integer (another type, a fraction, NaN, a Raw node that is not an
  * integer literal), KCR_ERANGE when it is an integer outside int64. */
@@ -62,20 +70,24 @@ KCR_API cJSON *kcr_json_add_int(cJSON *obj, const char *name, int64_t v);
  * NULL if out of memory (then obj is unchanged) or if obj or a member on
  * the way is not an object. */
 KCR_API cJSON *kcr_json_obj(cJSON *obj, const char *path);
-/* Sets a string member at path (replacing any value), creating
- * intermediate objects. Errors: KCR_EINVAL when obj or a member on the way
- * is not an object, KCR_ENOMEM; on error obj is unchanged. */
+/* Sets a string member at path to a copy of value (replacing any value),
+ * creating intermediate objects. Errors: KCR_EINVAL when obj, path or value
+ * is NULL, or obj or a member on the way is not an object; KCR_ENOMEM. On
+ * error obj is unchanged. */
 KCR_API kcr_err kcr_json_set_str(cJSON *obj, const char *path, const char *value);
 /* Parses text[0..len) into a new tree (*out, caller frees; NULL on error),
  * keeping integers exact (see above). Text after the first value is ignored.
- * Errors: KCR_EPARSE when malformed (ei says at which byte), KCR_ENOMEM when
+ * Errors: KCR_EINVAL (text NULL), KCR_EPARSE when malformed (ei says at
+ * which byte), KCR_ENOMEM when
  * out of memory (well-formed text is never called malformed; a well-formed
  * number literal longer than 63 bytes is the one exception, reported
  * EPARSE if memory ran out while parsing a text holding one). */
 KCR_API kcr_err kcr_json_parse(const char *text, size_t len, cJSON **out,
                                struct kcr_errinfo *ei);
-/* Compact text of a tree, owned by the caller; NULL if out of memory. */
-KCR_API char *kcr_json_print(const cJSON *obj);
+/* The compact JSON text of a tree (integers as kcr_json_parse read them),
+ * a new string owned by the caller (free); NULL if out of memory or obj is
+ * NULL. */
+KCR_API char *kcr_json_to_text(const cJSON *obj);
 
 #ifdef __cplusplus
 }

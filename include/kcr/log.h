@@ -51,11 +51,13 @@ struct kcr_kv {
 #define KCR_B(k, v) (KCR__KV_LITERAL{(k), KCR_KV_BOOL, NULL, (v) ? 1 : 0, 0})
 #define KCR_D(k, v) (KCR__KV_LITERAL{(k), KCR_KV_DBL, NULL, 0, (double)(v)})
 
-/* Records at level >= the global level are written. Default INFO, KV, stderr. */
+/* Records at level >= the global level are written. Default INFO, KV, stderr.
+ * The settings are process-wide and may be changed from any thread. */
 KCR_API void kcr_log_set_level(enum kcr_log_level lvl);
 KCR_API enum kcr_log_level kcr_log_get_level(void);
 KCR_API void kcr_log_set_format(enum kcr_log_format fmt);
-/* Parses "debug", "info", "warn", "error", "off"; -1 if unknown. */
+/* Parses "debug", "info", "warn" (or "warning"), "error", "off", in any
+ * case, into a kcr_log_level; -1 if unknown or NULL. */
 KCR_API int kcr_log_level_parse(const char *s);
 /* Redirects records to fd (default 2). */
 KCR_API void kcr_log_set_fd(int fd);
@@ -63,7 +65,8 @@ KCR_API bool kcr_log_enabled(enum kcr_log_level lvl);
 /* True if a value under this key must never be logged. */
 KCR_API bool kcr_log_is_secret_key(const char *key);
 
-/* Writes one record: time, level, msg, then the pairs in order. */
+/* Writes one record: time, level, msg, then the pairs in order (kv[0..n),
+ * borrowed for the call). */
 KCR_API void kcr_log_kv(enum kcr_log_level lvl, const char *msg, const struct kcr_kv *kv,
                         size_t n);
 

@@ -13,6 +13,13 @@
  * series takes the family's mutex. kcr_metrics_render() writes every family
  * in registration order, series in creation order.
  *
+ * Cardinality is bounded: a family keeps at most max_series series (see
+ * kcr_metrics_opts); an update that would make one more is dropped and
+ * counted in kcr_metrics_series_dropped_total{metric="<family>"}, and a
+ * warning is logged once per family. Label values that come from the
+ * cluster (object names, say) therefore cannot grow the registry, or the
+ * scrape, without end.
+ *
  * Thread safety: every function may be called from any thread.
  * Ownership: families belong to their registry and live until
  * kcr_metrics_free(); label arrays are borrowed for the call only. */
@@ -36,8 +43,20 @@ extern "C" {
 typedef struct kcr_metrics kcr_metrics;
 typedef struct kcr_metric kcr_metric;
 
-/* A new, empty registry; NULL when out of memory. */
-KCR_API kcr_metrics *kcr_metrics_new(void);
+struct kcr_metrics_opts {
+  /* Most series one family keeps: 0 means KCR_METRICS_MAX_SERIES, SIZE_MAX
+   * no limit. (kcr_metrics_series_dropped_total itself has no limit: it has
+   * at most one series per family.) */
+  size_t max_series;
+};
+#define KCR_METRICS_MAX_SERIES 10000
+
+/* A new registry in *out (NULL on error); opts may be NULL. It holds one
+ * family from the start, kcr_metrics_series_dropped_total, which renders
+ * nothing until a series is dropped.
+ * Errors: KCR_ENOMEM. */
+KCR_API kcr_err kcr_metrics_new(const struct kcr_metrics_opts *opts, kcr_metrics **out,
+                                struct kcr_errinfo *ei);
 /* Frees the registry and every family in it (NULL: no-op). No other call on
  * reg or its families may be running or follow. */
 KCR_API void kcr_metrics_free(kcr_metrics *reg);
@@ -67,7 +86,8 @@ KCR_API kcr_metric *kcr_metric_histogram(kcr_metrics *reg, const char *name,
  * inc: counters and gauges; a counter ignores a negative or NaN delta.
  * set: gauges, and counters that mirror a count kept elsewhere (collect).
  * observe: histograms only. A mismatching call is a no-op. If a new series
- * cannot be allocated the update is dropped. */
+ * cannot be allocated, or the family is at its max_series, the update is
+ * dropped. */
 KCR_API void kcr_metric_inc(kcr_metric *m, const char *const *label_values, double delta);
 KCR_API void kcr_metric_set(kcr_metric *m, const char *const *label_values, double value);
 KCR_API void kcr_metric_observe(kcr_metric *m, const char *const *label_values,

@@ -34,7 +34,13 @@
  * KCR_EINVALID and a message naming the field before anything is sent.
  * Metric: kcr_status_writes_total{result="written|skipped|conflict_retried|failed"}.
  *
- * Thread safety: a writer may be used from any number of threads. */
+ * Ownership: every input (objects, desired status, options) is borrowed for
+ * the call; writers copy what they keep.
+ *
+ * Thread safety: a writer may be used from any number of threads; the other
+ * functions may be called from any thread on trees no other thread
+ * modifies. Callbacks (kcr_mutate_fn) run on the calling thread with no
+ * library lock held. */
 #ifndef KCR_STATUS_H
 #define KCR_STATUS_H
 
@@ -63,9 +69,10 @@ enum kcr_write_result { KCR_WRITE_SKIPPED = 0, KCR_WRITE_WRITTEN, KCR_WRITE_FAIL
 struct kcr_status_desired {
   const struct kcr_cond *conds; /* conditions this manager owns */
   size_t n;
-  bool set_observed_generation;
-  int64_t observed_generation; /* status.observedGeneration */
-  const cJSON *extra;          /* optional object: other status fields owned */
+  /* status.observedGeneration; 0: not owned (left as it is). Generations
+   * start at 1, so 0 is never one to report. */
+  int64_t observed_generation;
+  const cJSON *extra; /* optional object: other status fields owned */
 };
 
 /* client-go's wait.Backoff for retry-on-conflict. */
@@ -97,11 +104,15 @@ struct kcr_status_writer_opts {
 
 typedef struct kcr_status_writer kcr_status_writer;
 
-/* A new writer in *out (NULL on error); it holds a reference on o->client.
+/* A new writer in *out (NULL on error); it copies o's strings and holds a
+ * reference on o->client. o->metrics, when set, must outlive the writer.
  * Errors: KCR_EINVAL (o, client, gvr or field_manager missing; api_version
- * or kind missing for KCR_STATUS_APPLY), KCR_ENOMEM. */
+ * or kind missing for KCR_STATUS_APPLY; an unknown mode; the message says
+ * which), KCR_ENOMEM. */
 KCR_API kcr_err kcr_status_writer_new(const struct kcr_status_writer_opts *o,
-                                      kcr_status_writer **out);
+                                      kcr_status_writer **out, struct kcr_errinfo *ei);
+/* Frees w (NULL: no-op) and drops its client reference. No call on w may
+ * be running. */
 KCR_API void kcr_status_writer_free(kcr_status_writer *w);
 
 /* Merges d into a copy of obj's status: *conds gets the full merged
@@ -110,7 +121,8 @@ KCR_API void kcr_status_writer_free(kcr_status_writer *w);
  * included; build integer extra fields with kcr_json_create_int so they
  * compare equal to what the server sends). Pure apart from `now`.
  * Errors (then *conds is NULL, *changed false): KCR_EINVALID for an invalid
- * condition (ei says which), KCR_EINVAL (now == 0), KCR_ENOMEM. */
+ * condition (ei says which), KCR_EINVAL (d NULL, or n conditions but conds
+ * NULL, or now == 0), KCR_ENOMEM. */
 KCR_API kcr_err kcr_status_merge(const cJSON *obj, const struct kcr_status_desired *d,
                                  time_t now, cJSON **conds, bool *changed,
                                  struct kcr_errinfo *ei);
@@ -120,27 +132,44 @@ KCR_API kcr_err kcr_status_merge(const cJSON *obj, const struct kcr_status_desir
  * *res says what happened: SKIPPED (nothing to write, no request), WRITTEN,
  * or FAILED on any error. A request, when made, carries everything d owns
  * or is not made: never a part (also when memory runs out).
- * Errors: KCR_EINVAL (obj has no metadata.name), KCR_EINVALID (an invalid
- * condition, before anything is sent), KCR_ENOMEM, KCR_ECONFLICT
- * (UPDATE_RETRY out of retries), and any error of kcr_get / kcr_patch /
- * kcr_update (the server's answer in ei). */
+ * Errors: KCR_EINVAL (obj has no metadata.name, d NULL), KCR_EINVALID (an
+ * invalid condition, before anything is sent), KCR_ENOMEM, KCR_ECONFLICT
+ * (UPDATE_RETRY out of retries), and the request errors of client.h from
+ * kcr_get / kcr_patch / kcr_update (the server's answer in ei). */
 KCR_API kcr_err kcr_status_write(kcr_status_writer *w, const cJSON *obj,
                                  const struct kcr_status_desired *d,
                                  enum kcr_write_result *res, struct kcr_errinfo *ei);
 
-/* The general retry-on-conflict update, done right: on every attempt GET a
- * fresh copy from the server into a NEW tree, call mutate(fresh) (which
- * sets *changed), PUT it (to ref, e.g. with sub "status") unless unchanged;
- * on 409 wait per `retry` and start again (base_ms * factor^attempt plus
- * jitter; a factor that is not a positive number counts as 1, a jitter that
- * is not one as 0). *res: WRITTEN, SKIPPED (mutate reported no change) or
- * FAILED. *conflicts (optional) counts the 409s absorbed.
- * Errors: KCR_ECONFLICT when retries ran out (ei holds the last 409),
- * whatever mutate returns, and any error of kcr_get / kcr_update. */
+/* Changes fresh (a tree of the caller's own, fresh from the server) in
+ * place and sets *changed (false: nothing to write). A non-OK return stops
+ * kcr_update_retry, which returns it. */
 typedef kcr_err (*kcr_mutate_fn)(cJSON *fresh, bool *changed, void *ud);
+
+struct kcr_update_retry_opts {
+  struct kcr_retry retry;    /* zero steps: KCR_RETRY_DEFAULT */
+  const char *field_manager; /* optional: recorded for every PUT */
+};
+
+/* The general retry-on-conflict update, done right: on every attempt GET a
+ * fresh copy from the server into a NEW tree, call mutate(fresh, &changed,
+ * ud), PUT it (to ref, e.g. with sub "status") unless unchanged; on 409
+ * wait per opts->retry and start again (base_ms * factor^attempt plus
+ * jitter; a factor that is not a positive number counts as 1, a jitter that
+ * is not one as 0). opts may be NULL. *res: WRITTEN, SKIPPED (mutate
+ * reported no change) or FAILED. *conflicts (optional) counts the 409s
+ * absorbed.
+ * A failure part-way: mutate may have run on earlier attempts, each time on
+ * a copy that was then discarded (its PUT was refused with 409); only the
+ * last attempt's outcome counts, so mutate must have no side effects beyond
+ * the tree it is given (it runs once per attempt, up to retry.steps times).
+ * Errors: KCR_EINVAL (ref or mutate missing, or the ref names no object),
+ * KCR_ECONFLICT when retries ran out (ei holds the last 409), whatever
+ * mutate returns, and the request errors of client.h from kcr_get /
+ * kcr_update. */
 KCR_API kcr_err kcr_update_retry(kcr_client *c, const struct kcr_ref *ref,
-                                 const struct kcr_retry *retry, kcr_mutate_fn mutate,
-                                 void *ud, enum kcr_write_result *res, int *conflicts,
+                                 const struct kcr_update_retry_opts *opts,
+                                 kcr_mutate_fn mutate, void *ud,
+                                 enum kcr_write_result *res, int *conflicts,
                                  struct kcr_errinfo *ei);
 
 /* Finalizers, through the main endpoint (never /status), idempotent.
@@ -150,9 +179,10 @@ KCR_API kcr_err kcr_update_retry(kcr_client *c, const struct kcr_ref *ref,
  * (422) or a conflict the object is re-read and the patch rebuilt, up to 5
  * times. A patch is sent whole, guard first, or not at all.
  * Errors: KCR_EINVAL (empty finalizer name; add to an object being
- * deleted), KCR_EPARSE (the object has neither a finalizers list nor a
- * resourceVersion to guard with), KCR_ENOMEM, KCR_EINVALID / KCR_ECONFLICT
- * after the 5th failed attempt, and any error of kcr_get / kcr_patch. */
+ * deleted; the ref names no object), KCR_EPARSE (the object has neither a
+ * finalizers list nor a resourceVersion to guard with), KCR_ENOMEM,
+ * KCR_EINVALID / KCR_ECONFLICT after the 5th failed attempt, and the
+ * request errors of client.h from kcr_get / kcr_patch. */
 KCR_API kcr_err kcr_finalizer_add(kcr_client *c, const struct kcr_ref *ref,
                                   const char *finalizer, bool *changed,
                                   struct kcr_errinfo *ei);
@@ -168,7 +198,7 @@ KCR_API kcr_err kcr_finalizer_remove(kcr_client *c, const struct kcr_ref *ref,
  * Errors: KCR_EINVAL (message says why: child not an object, an owner in
  * another namespace - a namespaced owner must share the child's namespace
  * -, an owner without apiVersion, kind, name or uid, or a child that
- * already has a different controller), KCR_ENOMEM. */
+ * already has a different controller), KCR_ENOMEM. Pure. */
 KCR_API kcr_err kcr_owner_set_controller(cJSON *child, const cJSON *owner,
                                          struct kcr_errinfo *ei);
 

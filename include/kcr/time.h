@@ -23,7 +23,8 @@ extern "C" {
 #define KCR_RFC3339_LEN       21 /* "YYYY-MM-DDTHH:MM:SSZ" + NUL */
 #define KCR_RFC3339_MICRO_LEN 28 /* "YYYY-MM-DDTHH:MM:SS.ffffffZ" + NUL */
 
-/* Writes t (seconds since the epoch) as second-precision UTC. */
+/* Writes t (seconds since the epoch) as second-precision UTC into the
+ * caller's buffer. */
 KCR_API void kcr_time_format(time_t t, char out[KCR_RFC3339_LEN]);
 /* Writes t with microseconds (MicroTime). */
 KCR_API void kcr_time_format_micro(const struct timespec *t,

@@ -6,28 +6,25 @@
  * nothing), parsed, and handed to a callback one at a time, in order.
  *
  *   kcr_watch *w;
- *   kcr_watch_new(client, &(struct kcr_watch_opts){.ref = &ref,
- *                 .resource_version = rv, .allow_bookmarks = true,
- *                 .timeout_seconds = 300}, on_event, ud, &w);
+ *   kcr_watch_new(&(struct kcr_watch_opts){.client = c, .ref = &ref,
+ *                 .on_event = on_event, .ud = ud, .resource_version = rv,
+ *                 .allow_bookmarks = true, .timeout_ms = 300000}, &w, &ei);
  *   rc = kcr_watch_run(w, &ei);   blocks until the stream ends
  *
- * kcr_watch_run returns KCR_OK when the server ended the stream (its
- * timeout), KCR_EGONE when the resourceVersion is too old (an ERROR event
- * with code 410 / reason Expired or Gone, or a plain 410 answer: relist),
- * KCR_ECANCELED after kcr_watch_cancel(), the callback's code if it returned
- * one, KCR_EPARSE for a malformed document (logged with context; the stream
- * cannot be trusted after it, so re-watch from kcr_watch_rv()), or any
- * client error. Unknown event types are logged once and skipped.
  * kcr_watch_rv() is the last resourceVersion seen (events and bookmarks), the
- * place to re-watch from.
+ * place to re-watch from. An event whose callback failed is not counted as
+ * seen: the next run delivers it again (at least once, in order).
  *
  * Thread safety: run from one thread; kcr_watch_cancel from any thread, any
- * time, including before run (then run returns KCR_ECANCELED at once). */
+ * time, including before run (then run returns KCR_ECANCELED at once). The
+ * callback runs on the thread that called kcr_watch_run, with no library
+ * lock held. */
 #ifndef KCR_WATCH_H
 #define KCR_WATCH_H
 
 #include <cjson/cJSON.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "api.h"
 #include "client.h"
@@ -50,32 +47,60 @@ struct kcr_watch_event {
   const char *resource_version; /* object's metadata.resourceVersion or NULL */
 };
 
-/* Returning non-OK stops the watch; kcr_watch_run returns that code. */
+/* Called for each event, in order, on the thread in kcr_watch_run. A
+ * non-OK return stops the watch; kcr_watch_run returns that code. */
 typedef kcr_err (*kcr_watch_fn)(struct kcr_watch_event *ev, void *ud);
 
 struct kcr_watch_opts {
-  const struct kcr_ref *ref;    /* the collection (ref->name NULL) */
+  kcr_client *client;           /* required; the watch holds a reference */
+  const struct kcr_ref *ref;    /* required: the collection (ref->name NULL) */
+  kcr_watch_fn on_event;        /* required */
+  void *ud;                     /* passed to on_event */
   const char *resource_version; /* start after this; NULL: current state first */
   const char *label_selector;
   const char *field_selector;
-  long timeout_seconds; /* server-side timeout; 0 = server default */
+  /* The server ends the stream after this long, rounded up to whole seconds
+   * (its timeoutSeconds); 0 or KCR_FOREVER: the server's default (a random
+   * 30-60 minutes). The transfer itself times out 30 s after it. */
+  uint64_t timeout_ms;
   bool allow_bookmarks;
 };
 
 typedef struct kcr_watch kcr_watch;
 
+/* "ADDED", "MODIFIED", ... ("UNKNOWN" out of range): a static string. Pure. */
 KCR_API const char *kcr_watch_type_name(enum kcr_watch_type t);
 
-/* Creates a watch (no I/O yet). opts and its strings are copied. */
-KCR_API kcr_err kcr_watch_new(kcr_client *c, const struct kcr_watch_opts *opts,
-                              kcr_watch_fn fn, void *ud, kcr_watch **out);
-/* Runs the stream to its end; see above. May be called again to re-watch
- * from the last resourceVersion. */
+/* Makes a watch (no I/O yet) in *out (NULL on error). opts and its strings
+ * are copied; the watch takes a reference to opts->client.
+ * Errors: KCR_EINVAL (opts, client, ref, ref->gvr or on_event missing, ref
+ * names an object, or an invalid segment: see kcr_path), KCR_ENOMEM. */
+KCR_API kcr_err kcr_watch_new(const struct kcr_watch_opts *opts, kcr_watch **out,
+                              struct kcr_errinfo *ei);
+/* Runs the stream to its end. May be called again to re-watch from
+ * kcr_watch_rv(). Returns KCR_OK when the server ended the stream (its
+ * timeout), and otherwise:
+ *   KCR_EGONE       the resourceVersion is too old (an ERROR event with code
+ *                   410 / reason Expired or Gone, or a plain 410 answer):
+ *                   relist;
+ *   KCR_ECANCELED   after kcr_watch_cancel();
+ *   KCR_EPARSE      a malformed document (logged by its length, never its
+ *                   content; the stream cannot be trusted after it, so
+ *                   re-watch from kcr_watch_rv());
+ *   KCR_ETRANSPORT  the stream ended in the middle of a document, or the
+ *                   connection failed;
+ *   KCR_ETOOLARGE   an event over the client's max_response_bytes;
+ *   the code on_event returned, the code of an ERROR event's Status (other
+ *   than 410: KCR_ESERVER when it maps to none), the request errors of
+ *   client.h for an answer that is not 200, KCR_ENOMEM.
+ * Unknown event types are logged once and skipped. */
 KCR_API kcr_err kcr_watch_run(kcr_watch *w, struct kcr_errinfo *ei);
-/* The last resourceVersion seen (borrowed; valid until the next run/free). */
+/* The last resourceVersion seen: borrowed, valid until the next run or
+ * free; NULL before any. */
 KCR_API const char *kcr_watch_rv(const kcr_watch *w);
 /* Stops a running watch promptly (or the next run). Any thread. */
 KCR_API void kcr_watch_cancel(kcr_watch *w);
+/* Frees w (NULL: no-op) and drops its client reference. Not while it runs. */
 KCR_API void kcr_watch_free(kcr_watch *w);
 
 #ifdef __cplusplus

@@ -354,13 +354,19 @@ static int watch_loop(kcr_client *c, struct view *v, const struct kcr_ref *ref,
                       const char *rv)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
-  struct kcr_watch_opts wo = {ref, rv, .allow_bookmarks = true, .timeout_seconds = 300};
+  struct kcr_watch_opts wo = {.client = c,
+                              .ref = ref,
+                              .on_event = on_event,
+                              .ud = v,
+                              .resource_version = rv,
+                              .allow_bookmarks = true,
+                              .timeout_ms = 300000};
   kcr_watch *w = NULL;
   kcr_err rc;
 
   signal(SIGINT, on_signal);
   signal(SIGTERM, on_signal);
-  if((rc = redraw(v)) || (rc = kcr_watch_new(c, &wo, on_event, v, &w)))
+  if((rc = redraw(v)) || (rc = kcr_watch_new(&wo, &w, &ei)))
     goto out;
   current = w;
   while((rc = kcr_watch_run(w, &ei)) == KCR_OK)
@@ -381,7 +387,7 @@ int cmd_status(int argc, char **argv)
   const char *ns = NULL;
   bool watch = false;
   int status = 0;
-  kcr_config *cfg;
+  kcr_config *cfg = NULL;
   kcr_client *c;
   char *rv = NULL;
   kcr_err rc;
@@ -400,8 +406,12 @@ int cmd_status(int argc, char **argv)
           .nflags = sizeof(flags) / sizeof(flags[0]),
           .config = &co},
       argc, argv);
-  if(kcr_config_load(&co, &cfg, &ei) || kcr_client_new(cfg, NULL, &c, &ei)) {
-    fprintf(stderr, "ebdman status: %s\n", ei.message ? ei.message : "no client");
+  rc = kcr_config_load(&co, &cfg, &ei);
+  if(!rc)
+    rc = kcr_client_new(&(struct kcr_client_opts){.config = cfg}, &c, &ei);
+  kcr_config_free(cfg); /* the client holds its own reference */
+  if(rc) {
+    fprintf(stderr, "ebdman status: %s\n", ei.message ? ei.message : kcr_strerror(rc));
     kcr_errinfo_cleanup(&ei);
     return 2;
   }

@@ -166,10 +166,13 @@ static kcr_err install(kcr_ctx *cx, kcr_informer *inf, const struct kcr_gvr *gvr
   }
   if(child_up_to_date(inf, want, field))
     return KCR_OK;
-  rc = kcr_apply(kcr_ctx_client(cx),
-                 &(struct kcr_ref){gvr, kcr_json_str(want, "metadata.namespace"),
-                                   kcr_json_str(want, "metadata.name")},
-                 want, EBDMAN_FIELD_MANAGER, true, NULL, &ei);
+  rc = kcr_apply(
+      kcr_ctx_client(cx),
+      &(struct kcr_ref){gvr, kcr_json_str(want, "metadata.namespace"),
+                        kcr_json_str(want, "metadata.name")},
+      want,
+      &(struct kcr_apply_opts){.field_manager = EBDMAN_FIELD_MANAGER, .force = true},
+      NULL, &ei);
   if(!rc) {
     *applied = true;
     KCR_CLOG(cx, KCR_LOG_DEBUG, "applied child",
@@ -318,7 +321,8 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
   kcr_obj_unref(vo);
   ob.vfm = vfm_seen;
   ebdman_conditions(&ob, conds);
-  struct kcr_status_desired d = {conds, EBDMAN_NCOND, true, ob.generation, NULL};
+  struct kcr_status_desired d = {
+      .conds = conds, .n = EBDMAN_NCOND, .observed_generation = ob.generation};
   rc = kcr_status_write(e->status, ebd, &d, &wr, &ei);
   if(rc) {
     KCR_CLOG(cx, KCR_LOG_ERROR, "status write failed", KCR_S("err", kcr_err_name(rc)),
@@ -378,19 +382,19 @@ int ebdman_run(const struct ebdman_run_opts *ro)
                                   .ns = ro->ns,
                                   .label_selector =
                                       "app.kubernetes.io/managed-by=ebdman"};
-  struct kcr_status_writer_opts so = {kcr_manager_client(m),
-                                      &ebdman_ebds,
-                                      EBDMAN_API_VERSION,
-                                      "EBD",
-                                      EBDMAN_FIELD_MANAGER,
-                                      KCR_STATUS_APPLY,
+  struct kcr_status_writer_opts so = {.client = kcr_manager_client(m),
+                                      .gvr = &ebdman_ebds,
+                                      .api_version = EBDMAN_API_VERSION,
+                                      .kind = "EBD",
+                                      .field_manager = EBDMAN_FIELD_MANAGER,
+                                      .mode = KCR_STATUS_APPLY,
                                       .metrics = kcr_manager_metrics(m)};
   struct kcr_recorder_opts eo = {.client = kcr_manager_client(m),
                                  .reporting_controller = "ebdman.example.com/ebdman",
                                  .metrics = kcr_manager_metrics(m)};
   if(kcr_manager_informer(m, &ebds, &e.ebds) || kcr_manager_informer(m, &vfms, &e.vfms) ||
-     kcr_manager_informer(m, &cms, &e.cms) || kcr_status_writer_new(&so, &e.status) ||
-     kcr_recorder_new(&eo, &e.events) ||
+     kcr_manager_informer(m, &cms, &e.cms) ||
+     kcr_status_writer_new(&so, &e.status, &ei) || kcr_recorder_new(&eo, &e.events) ||
      kcr_controller_new(&(struct kcr_controller_opts){.name = "ebd",
                                                       .workers = ro->workers,
                                                       .reconcile = reconcile,

@@ -241,11 +241,13 @@ cJSON *kcr_json_obj(cJSON *obj, const char *path)
 
 kcr_err kcr_json_set_str(cJSON *obj, const char *path, const char *value)
 {
-  const char *last = strrchr(path, '.');
+  const char *last = path ? strrchr(path, '.') : NULL;
   const char *key = last ? last + 1 : path;
   cJSON *parent, *v, *old;
   kcr_err rc;
 
+  if(!obj || !path || !value)
+    return KCR_EINVAL;
   /* The new member is made whole, named, before the tree is touched: after
    * obj_at (all or nothing) nothing can fail. */
   if(!(v = cJSON_CreateString(value)) || !(v->string = key_dup(key, strlen(key)))) {
@@ -555,6 +557,8 @@ kcr_err kcr_json_parse(const char *text, size_t len, cJSON **out, struct kcr_err
   cJSON *root;
 
   *out = NULL;
+  if(!text)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_json_parse: no text");
   root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
   if(!root && well_formed(text, len))
     return kcr_errinfo_set(ei, KCR_ENOMEM, "out of memory parsing %zu bytes of JSON",
@@ -575,4 +579,4 @@ kcr_err kcr_json_parse(const char *text, size_t len, cJSON **out, struct kcr_err
   return KCR_OK;
 }
 
-char *kcr_json_print(const cJSON *obj) { return cJSON_PrintUnformatted(obj); }
+char *kcr_json_to_text(const cJSON *obj) { return cJSON_PrintUnformatted(obj); }

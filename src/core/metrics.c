@@ -16,6 +16,11 @@
  * Series creation: takes the family's lock exclusive, looks again, makes the
  * series completely and links it into the table and the list.
  *
+ * Cardinality: a family creates at most max_series series (under its
+ * mutex, like every creation); past that an update is dropped and counted
+ * in the registry's own kcr_metrics_series_dropped_total{metric}, a family
+ * without a limit (its series are bounded by the number of families).
+ *
  * Histograms keep per-bucket (not cumulative) counts, nbounds + 1 of them,
  * the last being +Inf. Render accumulates them and prints _count as the +Inf
  * total, so count and +Inf always agree even while writers run; only _sum
@@ -52,6 +57,7 @@
 #include "core/htab-int.h"
 #include "core/metrics-int.h"
 #include "kcr/htab.h"
+#include "kcr/log.h"
 #include "kcr/metrics.h"
 
 enum kind { KIND_COUNTER, KIND_GAUGE, KIND_HISTOGRAM };
@@ -77,6 +83,9 @@ struct kcr_metric {
   pthread_rwlock_t lock; /* series and the list: shared to read */
   struct kcr_htab series;
   struct series *first, **tail;
+  size_t nseries, max_series; /* under lock (exclusive) */
+  bool warned;                /* under lock (exclusive): the drop was logged */
+  struct kcr_metric *dropped; /* the registry's drop counter, or NULL */
 };
 
 struct collector {
@@ -88,6 +97,8 @@ struct kcr_metrics {
   pthread_mutex_t collect_mu; /* held while collect callbacks run */
   pthread_mutex_t mu;         /* families list, collectors */
   struct kcr_metric *first, **tail;
+  size_t max_series;          /* for each new family */
+  struct kcr_metric *dropped; /* kcr_metrics_series_dropped_total */
   struct collector *coll;
   size_t ncoll, capcoll;
 };
@@ -247,6 +258,7 @@ fail:
 static struct series *series_get(kcr_metric *m, const char *const *lv, bool create)
 {
   struct series *s;
+  bool full = false, warn = false;
   uint64_t h;
 
   if(!values_ok(m, lv))
@@ -259,16 +271,29 @@ static struct series *series_get(kcr_metric *m, const char *const *lv, bool crea
     return s;
   pthread_rwlock_wrlock(&m->lock);
   s = table_find(m, h, lv); /* made since, by another thread? */
-  if(!s && (s = series_new(m, lv))) {
+  if(!s && m->nseries >= m->max_series) {
+    full = true;
+    warn = !m->warned;
+    m->warned = true;
+  } else if(!s && (s = series_new(m, lv))) {
     if(kcr_htab_insert(&m->series, &s->hn, h)) {
       series_free(s, m->nlabels);
       s = NULL;
     } else {
       *m->tail = s;
       m->tail = &s->next;
+      m->nseries++;
     }
   }
   pthread_rwlock_unlock(&m->lock);
+  if(full) { /* no lock held: the counter is another family */
+    if(warn)
+      KCR_LOG(KCR_LOG_WARN,
+              "metrics: family has reached its series limit; updates of new label "
+              "values are dropped",
+              KCR_S("metric", m->name), KCR_I("maxSeries", (long long)m->max_series));
+    kcr_metric_inc(m->dropped, (const char *[]){m->name, NULL}, 1);
+  }
   return s;
 }
 
@@ -305,8 +330,8 @@ static void family_free(kcr_metric *m)
   free(m);
 }
 
-static kcr_metric *family_new(enum kind kind, const char *name, const char *help,
-                              const char *const *labels, size_t nlabels,
+static kcr_metric *family_new(const kcr_metrics *reg, enum kind kind, const char *name,
+                              const char *help, const char *const *labels, size_t nlabels,
                               const double *bounds, size_t nbounds)
 {
   kcr_metric *m = calloc(1, sizeof(*m));
@@ -314,6 +339,9 @@ static kcr_metric *family_new(enum kind kind, const char *name, const char *help
   if(!m)
     return NULL;
   pthread_rwlock_init(&m->lock, NULL);
+  /* The registry's drop counter is being made when reg->dropped is NULL. */
+  m->dropped = reg->dropped;
+  m->max_series = reg->dropped ? reg->max_series : SIZE_MAX;
   m->kind = kind;
   m->tail = &m->first; /* m->series: an empty table */
   m->name = strdup(name);
@@ -377,7 +405,7 @@ static kcr_metric *family_register(kcr_metrics *reg, enum kind kind, const char 
   if(m) {
     if(!family_matches(m, kind, labels, nlabels, bounds, nbounds))
       m = NULL;
-  } else if((m = family_new(kind, name, help, labels, nlabels, bounds, nbounds))) {
+  } else if((m = family_new(reg, kind, name, help, labels, nlabels, bounds, nbounds))) {
     *reg->tail = m;
     reg->tail = &m->next;
   }
@@ -478,16 +506,28 @@ uint64_t kcr_metric_count(kcr_metric *m, const char *const *label_values)
 
 /* ---- registry and collectors --------------------------------------------- */
 
-kcr_metrics *kcr_metrics_new(void)
+kcr_err kcr_metrics_new(const struct kcr_metrics_opts *opts, kcr_metrics **out,
+                        struct kcr_errinfo *ei)
 {
   kcr_metrics *reg = calloc(1, sizeof(*reg));
 
+  *out = NULL;
   if(!reg)
-    return NULL;
+    return KCR_ENOMEM;
   pthread_mutex_init(&reg->collect_mu, NULL);
   pthread_mutex_init(&reg->mu, NULL);
   reg->tail = &reg->first;
-  return reg;
+  reg->max_series = opts && opts->max_series ? opts->max_series : KCR_METRICS_MAX_SERIES;
+  reg->dropped = kcr_metric_counter(reg, "kcr_metrics_series_dropped_total",
+                                    "Metric updates dropped because their family had "
+                                    "reached its series limit",
+                                    (const char *[]){"metric", NULL});
+  if(!reg->dropped) {
+    kcr_metrics_free(reg);
+    return kcr_errinfo_set(ei, KCR_ENOMEM, "out of memory making a metrics registry");
+  }
+  *out = reg;
+  return KCR_OK;
 }
 
 void kcr_metrics_free(kcr_metrics *reg)

@@ -60,7 +60,7 @@
 struct kcr_client {
   atomic_uint refs;
   kcr_config *cfg;
-  struct kcr_client_opts opts;
+  struct kcr_client_opts opts; /* defaults filled in; opts.config unused */
   char *user_agent;
   kcr_write_gate gate; /* under mu */
   void *gate_ud;
@@ -140,25 +140,22 @@ out:
   return rc;
 }
 
-kcr_err kcr_client_new(kcr_config *cfg, const struct kcr_client_opts *opts,
-                       kcr_client **out, struct kcr_errinfo *ei)
+kcr_err kcr_client_new(const struct kcr_client_opts *opts, kcr_client **out,
+                       struct kcr_errinfo *ei)
 {
   kcr_client *c;
   kcr_err rc;
 
   *out = NULL;
-  if(!cfg)
+  if(!opts || !opts->config)
     return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_client_new: no config");
   pthread_once(&curl_once, curl_init_once);
   c = calloc(1, sizeof(*c));
-  if(!c) {
-    kcr_config_free(cfg);
+  if(!c)
     return KCR_ENOMEM;
-  }
   atomic_init(&c->refs, 1);
-  c->cfg = cfg;
-  if(opts)
-    c->opts = *opts;
+  c->opts = *opts;
+  c->cfg = kcr_config_ref(opts->config);
   if(!c->opts.timeout_ms)
     c->opts.timeout_ms = 30000;
   if(!c->opts.connect_timeout_ms)
@@ -333,6 +330,16 @@ void kcr__client_observe(kcr_client *c, const char *method, long code, double se
   }
 }
 
+/* A timeout for curl, which takes a long, 0 meaning "none" for a transfer
+ * but "300 s" for connecting: KCR_FOREVER, and anything a long cannot hold,
+ * become "none" (transfer) or the largest value curl takes (connect). */
+static long curl_ms(uint64_t ms, bool transfer)
+{
+  if(ms == KCR_FOREVER || ms > (uint64_t)INT32_MAX)
+    return transfer ? 0L : (long)INT32_MAX;
+  return (long)ms;
+}
+
 /* Settings that never change for a handle. */
 static kcr_err conn_setup(kcr_client *c, struct kcr__conn *conn)
 {
@@ -344,7 +351,8 @@ static kcr_err conn_setup(kcr_client *c, struct kcr__conn *conn)
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, conn->errbuf);
   curl_easy_setopt(h, CURLOPT_USERAGENT, c->user_agent);
   curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->opts.connect_timeout_ms);
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+                   curl_ms(c->opts.connect_timeout_ms, false));
   curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
   curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, 30L);
   curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 15L);
@@ -436,7 +444,7 @@ kcr_err kcr__conn_prepare(kcr_client *c, struct kcr__conn *conn, const char *met
   kcr_err rc;
 
   *hdrs = NULL;
-  rc = kcr_config_credentials(c->cfg, &cr, ei);
+  rc = kcr_config_dup_credentials(c->cfg, &cr, ei);
   if(rc)
     goto out;
   rc = KCR_ENOMEM;
@@ -578,10 +586,10 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud)
   return len;
 }
 
-static void sleep_ms(long ms)
+static void sleep_ms(uint64_t ms)
 {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-  if(ms <= 0)
+  struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+  if(!ms)
     return;
   while(nanosleep(&ts, &ts))
     ;
@@ -609,7 +617,7 @@ static kcr_err wire_once(kcr_client *c, const struct kcr_http_request *req,
   resp->code = 0;
   /* Credentials and the header as for curl (errors, refresh after a 401,
    * wiping); the wire is not given them. */
-  rc = kcr_config_credentials(c->cfg, &cr, ei);
+  rc = kcr_config_dup_credentials(c->cfg, &cr, ei);
   if(!rc && auth_header(&cr, &auth))
     rc = KCR_ENOMEM;
   auth_wipe(&auth);
@@ -663,7 +671,7 @@ static kcr_err do_once(kcr_client *c, const struct kcr_http_request *req,
   if(rc)
     goto out;
   curl_easy_setopt(conn->h, CURLOPT_TIMEOUT_MS,
-                   req->timeout_ms > 0 ? req->timeout_ms : c->opts.timeout_ms);
+                   curl_ms(req->timeout_ms ? req->timeout_ms : c->opts.timeout_ms, true));
   curl_easy_setopt(conn->h, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(conn->h, CURLOPT_WRITEDATA, &r);
   curl_easy_setopt(conn->h, CURLOPT_HEADERFUNCTION, on_header);
@@ -705,8 +713,13 @@ kcr_err kcr_client_do(kcr_client *c, const struct kcr_http_request *req,
   bool reauthed = false;
   kcr_err rc;
 
+  if(!req || !req->method || !req->path || req->path[0] != '/')
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "kcr_client_do: a request needs a method and a path "
+                           "starting with '/'");
   for(int attempt = 0;; attempt++) {
-    long retry_after = -1, wait_ms;
+    long retry_after = -1;
+    uint64_t wait_ms, cap = c->opts.max_retry_after_ms;
     rc = do_once(c, req, resp, &retry_after, ei);
     if(rc == KCR_EUNAUTHORIZED && !reauthed) {
       reauthed = true;
@@ -718,16 +731,14 @@ kcr_err kcr_client_do(kcr_client *c, const struct kcr_http_request *req,
     /* Retry-After in seconds; without one, back off 1 s, 2 s, 4 s ... (the
      * shift stops at 2^20 s, far above any cap, so it cannot overflow). */
     if(retry_after >= 0)
-      wait_ms = retry_after > c->opts.max_retry_after_ms / 1000
-                    ? c->opts.max_retry_after_ms
-                    : retry_after * 1000;
+      wait_ms = (uint64_t)retry_after > cap / 1000 ? cap : (uint64_t)retry_after * 1000;
     else
-      wait_ms = 1000L << (attempt < 20 ? attempt : 20);
-    if(wait_ms > c->opts.max_retry_after_ms)
-      wait_ms = c->opts.max_retry_after_ms;
+      wait_ms = (uint64_t)1000 << (attempt < 20 ? attempt : 20);
+    if(wait_ms > cap)
+      wait_ms = cap;
     KCR_LOG(KCR_LOG_DEBUG, "retrying after server asked to wait",
             KCR_S("method", req->method), KCR_S("path", req->path),
-            KCR_I("code", resp->code), KCR_I("waitMs", wait_ms),
+            KCR_I("code", resp->code), KCR_I("waitMs", (long long)wait_ms),
             KCR_I("attempt", attempt + 1));
     sleep_ms(wait_ms);
   }
@@ -738,7 +749,11 @@ static kcr_err do_json(kcr_client *c, const char *method, const struct kcr_buf *
                        const char *ctype, const char *body, size_t len, cJSON **out,
                        struct kcr_errinfo *ei)
 {
-  struct kcr_http_request req = {method, path->ptr, ctype, body, len, 0};
+  struct kcr_http_request req = {.method = method,
+                                 .path = path->ptr,
+                                 .content_type = ctype,
+                                 .body = body,
+                                 .body_len = len};
   struct kcr_http_response resp = {0, KCR_BUF_INIT};
   kcr_err rc;
 
@@ -748,6 +763,32 @@ static kcr_err do_json(kcr_client *c, const char *method, const struct kcr_buf *
   if(!rc && out)
     rc = kcr_json_parse(kcr_buf_str(&resp.body), resp.body.len, out, ei);
   kcr_buf_cleanup(&resp.body);
+  return rc;
+}
+
+/* kcr_path for the client's calls, with a message saying what was wrong. */
+static kcr_err ref_path(struct kcr_buf *p, const char *verb, const struct kcr_ref *ref,
+                        bool name, struct kcr_errinfo *ei)
+{
+  const struct kcr_gvr *g = ref ? ref->gvr : NULL;
+  kcr_err rc;
+
+  if(ref && name && !ref->name)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: the ref names no object", verb);
+  if(ref && !name && ref->name)
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "%s: the ref names an object; %s goes to the collection", verb,
+                           verb);
+  rc = kcr_path(p, ref);
+  if(rc == KCR_EINVAL)
+    kcr_errinfo_set(
+        ei, rc,
+        "%s: invalid ref (group \"%s\", version \"%s\", resource \"%s\"%s, "
+        "namespace \"%s\", name \"%s\", subresource \"%s\"): see kcr_path",
+        verb, g && g->group ? g->group : "", g && g->version ? g->version : "",
+        g && g->resource ? g->resource : "", g && g->namespaced ? ", namespaced" : "",
+        ref && ref->ns ? ref->ns : "", ref && ref->name ? ref->name : "",
+        ref && ref->sub ? ref->sub : "");
   return rc;
 }
 
@@ -764,7 +805,7 @@ kcr_err kcr_get(kcr_client *c, const struct kcr_ref *ref, cJSON **out,
                 struct kcr_errinfo *ei)
 {
   struct kcr_buf p = KCR_BUF_INIT;
-  kcr_err rc = ref->name ? kcr_path(&p, ref) : KCR_EINVAL;
+  kcr_err rc = ref_path(&p, "GET", ref, true, ei);
   if(!rc)
     rc = do_json(c, "GET", &p, NULL, NULL, 0, out, ei);
   else if(out)
@@ -791,12 +832,12 @@ kcr_err kcr_list(kcr_client *c, const struct kcr_ref *ref,
                  const struct kcr_list_opts *opts, cJSON **out, struct kcr_errinfo *ei)
 {
   struct kcr_buf p = KCR_BUF_INIT;
-  kcr_err rc = ref->name ? KCR_EINVAL : kcr_path(&p, ref);
+  kcr_err rc = ref_path(&p, "list", ref, false, ei);
   if(!rc)
     rc = list_query(&p, opts);
   if(!rc)
     rc = do_json(c, "GET", &p, NULL, NULL, 0, out, ei);
-  else
+  else if(out)
     *out = NULL;
   kcr_buf_cleanup(&p);
   return rc;
@@ -812,6 +853,8 @@ kcr_err kcr_list_each(kcr_client *c, const struct kcr_ref *ref,
 
   if(rv)
     *rv = NULL;
+  if(!fn)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_list_each: no item function");
   if(opts)
     o = *opts;
   if(o.limit <= 0)
@@ -862,13 +905,15 @@ static kcr_err send_obj(kcr_client *c, const char *method, const struct kcr_ref 
 {
   struct kcr_buf p = KCR_BUF_INIT;
   char *body = NULL;
-  kcr_err rc = kcr_path(&p, ref);
+  kcr_err rc = ref_path(&p, method, ref, !strcmp(method, "PUT"), ei);
 
   if(out)
     *out = NULL;
+  if(!rc && !obj)
+    rc = kcr_errinfo_set(ei, KCR_EINVAL, "%s: no object", method);
   if(!rc)
     rc = write_query(&p, wo);
-  if(!rc && !(body = kcr_json_print(obj)))
+  if(!rc && !(body = kcr_json_to_text(obj)))
     rc = KCR_ENOMEM;
   if(!rc)
     rc = do_json(c, method, &p, "application/json", body, strlen(body), out, ei);
@@ -880,13 +925,6 @@ static kcr_err send_obj(kcr_client *c, const char *method, const struct kcr_ref 
 kcr_err kcr_create(kcr_client *c, const struct kcr_ref *ref, const cJSON *obj,
                    const struct kcr_write_opts *wo, cJSON **out, struct kcr_errinfo *ei)
 {
-  if(ref->name) {
-    if(out)
-      *out = NULL;
-    return kcr_errinfo_set(ei, KCR_EINVAL,
-                           "create: the ref names an object; "
-                           "POST goes to the collection");
-  }
   return send_obj(c, "POST", ref, obj, wo, out, ei);
 }
 
@@ -916,7 +954,7 @@ kcr_err kcr_patch(kcr_client *c, const struct kcr_ref *ref,
     return kcr_errinfo_set(ei, KCR_EINVAL, "patch: missing options or body");
   if(po->type == KCR_PATCH_APPLY && (!po->field_manager || !*po->field_manager))
     return kcr_errinfo_set(ei, KCR_EINVAL, "server-side apply needs a fieldManager");
-  rc = kcr_path(&p, ref);
+  rc = ref_path(&p, "PATCH", ref, true, ei);
   if(rc)
     goto out;
   kcr_query_add(&p, "fieldManager", po->field_manager);
@@ -933,18 +971,23 @@ out:
 }
 
 kcr_err kcr_apply(kcr_client *c, const struct kcr_ref *ref, const cJSON *obj,
-                  const char *field_manager, bool force, cJSON **out,
-                  struct kcr_errinfo *ei)
+                  const struct kcr_apply_opts *opts, cJSON **out, struct kcr_errinfo *ei)
 {
-  struct kcr_patch_opts po = {KCR_PATCH_APPLY, field_manager, force, false};
-  char *body = kcr_json_print(obj);
+  struct kcr_patch_opts po = {.type = KCR_PATCH_APPLY};
+  char *body;
   kcr_err rc;
 
-  if(!body) {
-    if(out)
-      *out = NULL;
+  if(out)
+    *out = NULL;
+  if(!opts || !opts->field_manager || !*opts->field_manager)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "server-side apply needs a fieldManager");
+  if(!obj)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "apply: no object");
+  po.field_manager = opts->field_manager;
+  po.force = opts->force;
+  po.dry_run = opts->dry_run;
+  if(!(body = kcr_json_to_text(obj)))
     return KCR_ENOMEM;
-  }
   rc = kcr_patch(c, ref, &po, body, strlen(body), out, ei);
   free(body);
   return rc;
@@ -961,9 +1004,10 @@ kcr_err kcr_delete(kcr_client *c, const struct kcr_ref *ref,
 
   if(out)
     *out = NULL;
-  if(!ref->name)
-    return kcr_errinfo_set(ei, KCR_EINVAL, "delete: the ref names no object");
-  rc = kcr_path(&p, ref);
+  if(o && (unsigned)o->propagation > KCR_PROPAGATE_ORPHAN)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "delete: unknown propagation %d",
+                           (int)o->propagation);
+  rc = ref_path(&p, "DELETE", ref, true, ei);
   if(rc)
     goto out;
   if(o) {
@@ -972,7 +1016,7 @@ kcr_err kcr_delete(kcr_client *c, const struct kcr_ref *ref,
        !cJSON_AddStringToObject(opts, "kind", "DeleteOptions") ||
        !cJSON_AddStringToObject(opts, "apiVersion", "v1"))
       goto out;
-    if((unsigned)o->propagation <= KCR_PROPAGATE_ORPHAN && prop[o->propagation] &&
+    if(prop[o->propagation] &&
        !cJSON_AddStringToObject(opts, "propagationPolicy", prop[o->propagation]))
       goto out;
     if(o->precondition_uid || o->precondition_rv) {
@@ -984,8 +1028,8 @@ kcr_err kcr_delete(kcr_client *c, const struct kcr_ref *ref,
           !cJSON_AddStringToObject(pre, "resourceVersion", o->precondition_rv)))
         goto out;
     }
-    if(o->has_grace &&
-       !kcr_json_add_int(opts, "gracePeriodSeconds", (int64_t)o->grace_period_seconds))
+    if(o->grace_period_seconds &&
+       !kcr_json_add_int(opts, "gracePeriodSeconds", *o->grace_period_seconds))
       goto out;
     if(o->dry_run) {
       cJSON *all = cJSON_CreateStringArray((const char *[]){"All"}, 1);
@@ -994,7 +1038,7 @@ kcr_err kcr_delete(kcr_client *c, const struct kcr_ref *ref,
         goto out;
       }
     }
-    if(!(body = kcr_json_print(opts)))
+    if(!(body = kcr_json_to_text(opts)))
       goto out;
   }
   rc = do_json(c, "DELETE", &p, body ? "application/json" : NULL, body,

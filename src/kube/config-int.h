@@ -72,7 +72,7 @@ void kcr__exec_spec_free(struct kcr__exec_spec *spec);
 void kcr__config_set_exec_timeout_ms(kcr_config *cfg, uint64_t ms);
 void kcr__config_set_token_recheck_ms(kcr_config *cfg, uint64_t ms);
 void kcr__config_set_exec_margin_s(kcr_config *cfg, long s);
-/* Test hooks: threads blocked in kcr_config_credentials() waiting for a
+/* Test hooks: threads blocked in kcr_config_dup_credentials() waiting for a
  * plugin run to end, and a wait until no plugin run is in flight (the
  * background refresh included). Any thread. */
 int kcr__config_exec_waiters(kcr_config *cfg);

@@ -4,7 +4,7 @@
  * $KUBECONFIG, ~/.kube/config, in-cluster service account), and turns it into
  * an immutable kcr_config: server URL, TLS settings, the CA bundle in memory,
  * static credentials and, when the credentials can change, the recipe to get
- * fresh ones (a token file, an exec plugin). kcr_config_credentials() hands
+ * fresh ones (a token file, an exec plugin). kcr_config_dup_credentials() hands
  * out owned snapshots, refreshing the mutable part first.
  *
  * Why this shape:
@@ -109,6 +109,7 @@ struct file_id { /* what identifies a version of a token file */
 };
 
 struct kcr_config {
+  atomic_uint refs;
   char *origin;          /* file path or "in-cluster" */
   char *server;          /* no trailing '/' */
   char *ns;              /* or NULL */
@@ -321,6 +322,7 @@ static kcr_config *config_new(const char *origin)
     free(cfg);
     return NULL;
   }
+  atomic_init(&cfg->refs, 1);
   atomic_init(&cfg->ex.cancel, false);
   cfg->exec_timeout_ms = KCR__EXEC_TIMEOUT_MS;
   cfg->recheck_ms = TOKEN_RECHECK_MS;
@@ -329,9 +331,16 @@ static kcr_config *config_new(const char *origin)
   return cfg;
 }
 
+kcr_config *kcr_config_ref(kcr_config *cfg)
+{
+  if(cfg)
+    atomic_fetch_add_explicit(&cfg->refs, 1, memory_order_relaxed);
+  return cfg;
+}
+
 void kcr_config_free(kcr_config *cfg)
 {
-  if(!cfg)
+  if(!cfg || atomic_fetch_sub_explicit(&cfg->refs, 1, memory_order_acq_rel) != 1)
     return;
   /* A background refresh may be under way: stop it and wait for it. */
   atomic_store(&cfg->ex.cancel, true);
@@ -930,10 +939,12 @@ static void wipe_yaml(yaml_parser_t *p, yaml_document_t *doc)
                    (size_t)(p->raw_buffer.end - p->raw_buffer.start));
 }
 
-kcr_err kcr_config_from_yaml(const char *yaml, size_t len, const char *origin,
-                             const char *context, kcr_config **out,
+kcr_err kcr_config_from_yaml(const char *yaml, size_t len,
+                             const struct kcr_config_opts *opts, kcr_config **out,
                              struct kcr_errinfo *ei)
 {
+  const char *origin = opts ? opts->kubeconfig : NULL;
+  const char *context = opts ? opts->context : NULL;
   struct ydoc y = {.origin = origin ? origin : "<kubeconfig>", .ei = ei};
   yaml_parser_t parser;
   yaml_node_t *root;
@@ -942,6 +953,9 @@ kcr_err kcr_config_from_yaml(const char *yaml, size_t len, const char *origin,
   kcr_err rc;
 
   *out = NULL;
+  if(opts && opts->in_cluster_only)
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "kcr_config_from_yaml: in_cluster_only reads no kubeconfig");
   if(!yaml_parser_initialize(&parser))
     return KCR_ENOMEM;
   yaml_parser_set_input_string(&parser, (const unsigned char *)yaml, len);
@@ -991,7 +1005,9 @@ static kcr_err load_file(const char *path, const char *context, kcr_config **out
   if(err)
     return kcr_errinfo_set(ei, KCR_ECONFIG, "%s: cannot read kubeconfig: %s", path,
                            read_errstr(err, eb, sizeof(eb)));
-  rc = kcr_config_from_yaml((const char *)text.ptr, text.len, path, context, out, ei);
+  rc = kcr_config_from_yaml(
+      (const char *)text.ptr, text.len,
+      &(struct kcr_config_opts){.kubeconfig = path, .context = context}, out, ei);
   kcr__wipe_free(text.ptr, text.len);
   return rc;
 }
@@ -1090,7 +1106,7 @@ out:
 kcr_err kcr_config_load(const struct kcr_config_opts *opts, kcr_config **out,
                         struct kcr_errinfo *ei)
 {
-  static const struct kcr_config_opts none = {NULL, NULL, false, NULL};
+  static const struct kcr_config_opts none = {0};
   const char *host = getenv("KUBERNETES_SERVICE_HOST");
   char *path;
   kcr_err rc;
@@ -1392,8 +1408,8 @@ static kcr_err snapshot(const kcr_config *cfg, struct kcr_credentials *out)
   return KCR_OK;
 }
 
-kcr_err kcr_config_credentials(kcr_config *cfg, struct kcr_credentials *out,
-                               struct kcr_errinfo *ei)
+kcr_err kcr_config_dup_credentials(kcr_config *cfg, struct kcr_credentials *out,
+                                   struct kcr_errinfo *ei)
 {
   kcr_err rc = KCR_OK;
 

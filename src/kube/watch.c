@@ -118,7 +118,7 @@ struct kcr_watch {
   struct kcr_gvr gvr;
   struct kcr_ref ref;
   char *group, *version, *resource, *ns, *label_selector, *field_selector;
-  long timeout_seconds;
+  uint64_t timeout_s; /* 0: the server's default */
   bool allow_bookmarks;
   kcr_watch_fn fn;
   void *ud;
@@ -137,20 +137,28 @@ struct kcr_watch {
 
 static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 
-kcr_err kcr_watch_new(kcr_client *c, const struct kcr_watch_opts *o, kcr_watch_fn fn,
-                      void *ud, kcr_watch **out)
+kcr_err kcr_watch_new(const struct kcr_watch_opts *o, kcr_watch **out,
+                      struct kcr_errinfo *ei)
 {
+  struct kcr_buf path = KCR_BUF_INIT;
   kcr_watch *w;
+  kcr_err rc;
 
   *out = NULL;
-  if(!c || !o || !o->ref || !o->ref->gvr || o->ref->name || !fn)
-    return KCR_EINVAL;
+  if(!o || !o->client || !o->ref || !o->ref->gvr || !o->on_event)
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "kcr_watch_new: client, ref (with a gvr) and on_event are "
+                           "required");
+  if(o->ref->name)
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "kcr_watch_new: the ref names an object; watches go to the "
+                           "collection (select one object with a field selector)");
   w = calloc(1, sizeof(*w));
   if(!w)
     return KCR_ENOMEM;
-  w->c = c;
-  w->fn = fn;
-  w->ud = ud;
+  w->c = kcr_client_ref(o->client);
+  w->fn = o->on_event;
+  w->ud = o->ud;
   w->group = dup_or_null(o->ref->gvr->group ? o->ref->gvr->group : "");
   w->version = dup_or_null(o->ref->gvr->version);
   w->resource = dup_or_null(o->ref->gvr->resource);
@@ -158,7 +166,13 @@ kcr_err kcr_watch_new(kcr_client *c, const struct kcr_watch_opts *o, kcr_watch_f
   w->label_selector = dup_or_null(o->label_selector);
   w->field_selector = dup_or_null(o->field_selector);
   w->rv = dup_or_null(o->resource_version);
-  w->timeout_seconds = o->timeout_seconds;
+  /* Rounded up, so the stream never ends before the time asked for; 0 and
+   * KCR_FOREVER send none (the server's default); capped where the server's
+   * seconds-to-nanoseconds conversion would overflow. */
+  if(o->timeout_ms != KCR_FOREVER)
+    w->timeout_s = o->timeout_ms / 1000 + (o->timeout_ms % 1000 != 0);
+  if(w->timeout_s > INT32_MAX)
+    w->timeout_s = INT32_MAX;
   w->allow_bookmarks = o->allow_bookmarks;
   w->gvr = (struct kcr_gvr){w->group, w->version, w->resource, o->ref->gvr->namespaced};
   w->ref = (struct kcr_ref){&w->gvr, w->ns, NULL, NULL};
@@ -169,6 +183,19 @@ kcr_err kcr_watch_new(kcr_client *c, const struct kcr_watch_opts *o, kcr_watch_f
      (o->field_selector && !w->field_selector) || (o->resource_version && !w->rv)) {
     kcr_watch_free(w);
     return KCR_ENOMEM;
+  }
+  /* Check the ref now, so that run fails only for what happens on the wire. */
+  rc = kcr_path(&path, &w->ref);
+  kcr_buf_cleanup(&path);
+  if(rc) {
+    kcr_watch_free(w);
+    return rc == KCR_EINVAL
+               ? kcr_errinfo_set(ei, rc,
+                                 "kcr_watch_new: invalid ref (resource "
+                                 "\"%s\", namespace \"%s\"): see kcr_path",
+                                 o->ref->gvr->resource ? o->ref->gvr->resource : "",
+                                 o->ref->ns ? o->ref->ns : "")
+               : rc;
   }
   *out = w;
   return KCR_OK;
@@ -189,6 +216,7 @@ void kcr_watch_free(kcr_watch *w)
   free(w->rv);
   kcr__framer_cleanup(&w->fr);
   kcr_buf_cleanup(&w->errbody);
+  kcr_client_free(w->c);
   free(w);
 }
 
@@ -312,8 +340,8 @@ static kcr_err watch_path(const kcr_watch *w, struct kcr_buf *p)
   kcr_query_add(p, "resourceVersion", w->rv);
   if(w->allow_bookmarks)
     kcr_query_add(p, "allowWatchBookmarks", "true");
-  if(w->timeout_seconds > 0)
-    kcr_query_add_int(p, "timeoutSeconds", w->timeout_seconds);
+  if(w->timeout_s)
+    kcr_query_add_int(p, "timeoutSeconds", (long long)w->timeout_s);
   kcr_query_add(p, "labelSelector", w->label_selector);
   kcr_query_add(p, "fieldSelector", w->field_selector);
   return kcr_buf_err(p);
@@ -362,7 +390,9 @@ static kcr_err run_curl(kcr_watch *w, const char *path, struct kcr__conn **connp
     goto out;
   /* The server ends the stream after timeoutSeconds; allow it a margin. */
   curl_easy_setopt(conn->h, CURLOPT_TIMEOUT_MS,
-                   w->timeout_seconds > 0 ? (w->timeout_seconds + 30) * 1000L : 0L);
+                   w->timeout_s && w->timeout_s < INT32_MAX / 1000 - 30
+                       ? (long)(w->timeout_s + 30) * 1000L
+                       : 0L);
   curl_easy_setopt(conn->h, CURLOPT_WRITEFUNCTION, on_data);
   curl_easy_setopt(conn->h, CURLOPT_WRITEDATA, w);
   curl_easy_setopt(conn->h, CURLOPT_HEADERFUNCTION, NULL);

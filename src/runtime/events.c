@@ -1090,7 +1090,7 @@ static kcr_err api_sink(void *ud, enum kcr_event_op op, const char *ns, const ch
   if(op == KCR_EVENT_CREATE)
     return kcr_create(c, &(struct kcr_ref){&events_gvr, ns, NULL, NULL}, body, NULL, NULL,
                       ei);
-  text = kcr_json_print(body);
+  text = kcr_json_to_text(body);
   if(!text)
     return KCR_ENOMEM;
   rc = kcr_patch(c, &(struct kcr_ref){&events_gvr, ns, name, NULL}, &po, text,

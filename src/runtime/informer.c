@@ -248,7 +248,9 @@ static enum state do_list(kcr_informer *inf)
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   struct collect c = {inf};
   struct kcr_ref ref = {&inf->gvr, inf->ns};
-  struct kcr_list_opts lo = {inf->lsel, inf->fsel, inf->o.page_size};
+  struct kcr_list_opts lo = {.label_selector = inf->lsel,
+                             .field_selector = inf->fsel,
+                             .limit = inf->o.page_size};
   kcr_obj **prev = NULL, **gone = NULL;
   size_t ngone = 0;
   char *rv = NULL;
@@ -355,18 +357,23 @@ static enum state do_watch(kcr_informer *inf)
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   struct kcr_ref ref = {&inf->gvr, inf->ns};
   long span = inf->o.watch_timeout_max_s - inf->o.watch_timeout_min_s;
-  struct kcr_watch_opts wo = {&ref,
-                              inf->rv,
-                              inf->lsel,
-                              inf->fsel,
-                              inf->o.watch_timeout_min_s +
-                                  (span > 0 ? rand_r(&inf->seed) % (span + 1) : 0),
-                              true};
+  long timeout_s =
+      inf->o.watch_timeout_min_s + (span > 0 ? rand_r(&inf->seed) % (span + 1) : 0);
+  struct kcr_watch_opts wo = {.client = inf->o.client,
+                              .ref = &ref,
+                              .on_event = on_event,
+                              .ud = inf,
+                              .resource_version = inf->rv,
+                              .label_selector = inf->lsel,
+                              .field_selector = inf->fsel,
+                              .timeout_ms =
+                                  timeout_s > 0 ? (uint64_t)timeout_s * 1000 : 0,
+                              .allow_bookmarks = true};
   uint64_t t0 = kcr_time_mono_ms();
   kcr_watch *w;
   kcr_err rc;
 
-  rc = kcr_watch_new(inf->o.client, &wo, on_event, inf, &w);
+  rc = kcr_watch_new(&wo, &w, &ei);
   if(rc)
     return fail_and_wait(inf, "watch", rc, &ei) ? ST_WATCHING : ST_STOPPED;
   pthread_mutex_lock(&inf->mu);

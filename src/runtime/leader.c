@@ -271,14 +271,14 @@ static kcr_err lease_do(kcr_leader *le, const char *method, bool collection,
   rc = kcr_path(&path, &ref);
   if(rc)
     goto out;
-  if(body && !(text = kcr_json_print(body))) {
+  if(body && !(text = kcr_json_to_text(body))) {
     rc = KCR_ENOMEM;
     goto out;
   }
   req.path = path.ptr;
   req.body = text;
   req.body_len = text ? strlen(text) : 0;
-  req.timeout_ms = (long)(deadline - now);
+  req.timeout_ms = deadline - now;
   rc = kcr_client_do(le->o.client, &req, &resp, ei);
   if(!rc)
     rc = kcr_json_parse(kcr_buf_str(&resp.body), resp.body.len, out, ei);
@@ -333,7 +333,7 @@ static cJSON *make_spec(const char *holder, int64_t secs, const char *acquire,
 static kcr_err observe(kcr_leader *le, cJSON *lease)
 {
   const cJSON *spec = kcr_json_at(lease, "spec");
-  char *raw = spec ? kcr_json_print(spec) : strdup("");
+  char *raw = spec ? kcr_json_to_text(spec) : strdup("");
 
   if(!raw) {
     cJSON_Delete(lease);

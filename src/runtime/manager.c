@@ -112,15 +112,15 @@ kcr_err kcr_manager_new(const struct kcr_manager_opts *o, kcr_manager **out,
     pthread_sigmask(SIG_BLOCK, &set, NULL);
   }
   m->name = strdup(o->name ? o->name : "kcr");
-  m->metrics = kcr_metrics_new();
+  rc = kcr_metrics_new(NULL, &m->metrics, ei);
   sem_init(&m->wake, 0, 0);
   atomic_init(&m->stop, false);
   atomic_init(&m->lost, false);
   atomic_init(&m->leader_ready, false);
-  if(!m->name || !m->metrics) {
+  if(rc || !m->name) {
     kcr_config_free(o->config);
     kcr_manager_free(m);
-    return KCR_ENOMEM;
+    return rc ? rc : KCR_ENOMEM;
   }
   {
     const char *ns =
@@ -140,9 +140,11 @@ kcr_err kcr_manager_new(const struct kcr_manager_opts *o, kcr_manager **out,
                                       (const char *[]){"verb", NULL}, latency,
                                       sizeof(latency) / sizeof(latency[0]));
   co = o->client;
+  co.config = o->config;
   co.observe = observe;
   co.observe_ud = m;
-  rc = kcr_client_new(o->config, &co, &m->client, ei);
+  rc = kcr_client_new(&co, &m->client, ei);
+  kcr_config_free(o->config); /* taken over: the client holds its own reference */
   if(rc || !m->lease_ns || !m->lease_name) {
     kcr_manager_free(m);
     return rc ? rc : KCR_ENOMEM;

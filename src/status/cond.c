@@ -450,10 +450,10 @@ static cJSON *time_json(time_t t)
   return cJSON_CreateString(buf);
 }
 
-cJSON *kcr_cond_to_json(const struct kcr_cond *c, time_t ltt)
+cJSON *kcr_cond_to_json(const struct kcr_cond *c)
 {
   cJSON *o;
-  time_t t = ltt ? ltt : c->last_transition_time;
+  time_t t = c ? c->last_transition_time : 0;
 
   if(!t || !(o = cJSON_CreateObject()))
     return NULL;
@@ -523,7 +523,10 @@ kcr_err kcr_cond_set(cJSON *conds, const struct kcr_cond *c, time_t now, bool *c
     return rc;
   old = kcr_cond_find(conds, c->type);
   if(!old) {
-    cJSON *item = kcr_cond_to_json(c, c->last_transition_time ? 0 : now);
+    struct kcr_cond at = *c;
+    if(!at.last_transition_time)
+      at.last_transition_time = now;
+    cJSON *item = kcr_cond_to_json(&at);
     if(!item || !cJSON_AddItemToArray(conds, item)) {
       cJSON_Delete(item);
       rc = KCR_ENOMEM;

@@ -39,14 +39,20 @@ struct kcr_status_writer {
 static char *dup0(const char *s) { return s ? strdup(s) : NULL; }
 
 kcr_err kcr_status_writer_new(const struct kcr_status_writer_opts *o,
-                              kcr_status_writer **out)
+                              kcr_status_writer **out, struct kcr_errinfo *ei)
 {
   kcr_status_writer *w;
 
   *out = NULL;
-  if(!o || !o->client || !o->gvr || !o->field_manager || !*o->field_manager ||
-     (o->mode == KCR_STATUS_APPLY && (!o->api_version || !o->kind)))
-    return KCR_EINVAL;
+  if(!o || !o->client || !o->gvr || !o->field_manager || !*o->field_manager)
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "status writer: client, gvr and field_manager are required");
+  if((unsigned)o->mode > KCR_STATUS_UPDATE_RETRY)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "status writer: unknown mode %d",
+                           (int)o->mode);
+  if(o->mode == KCR_STATUS_APPLY && (!o->api_version || !o->kind))
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "status writer: server-side apply needs api_version and kind");
   w = calloc(1, sizeof(*w));
   if(!w)
     return KCR_ENOMEM;
@@ -109,6 +115,9 @@ kcr_err kcr_status_merge(const cJSON *obj, const struct kcr_status_desired *d, t
 
   *conds = NULL;
   *changed = false;
+  if(!d || (d->n && !d->conds) || !now)
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "status merge: needs the desired status and a nonzero now");
   for(size_t i = 0; i < d->n; i++) /* all-or-nothing: validate first */
     if(kcr_cond_validate(&d->conds[i], ei))
       return KCR_EINVALID;
@@ -125,7 +134,7 @@ kcr_err kcr_status_merge(const cJSON *obj, const struct kcr_status_desired *d, t
     }
     *changed |= ch;
   }
-  if(d->set_observed_generation &&
+  if(d->observed_generation &&
      kcr_json_int(status, "observedGeneration", -1) != d->observed_generation)
     *changed = true;
   cJSON_ArrayForEach(x, d->extra)
@@ -142,7 +151,7 @@ kcr_err kcr_status_merge(const cJSON *obj, const struct kcr_status_desired *d, t
 static kcr_err add_owned_fields(cJSON *st, const struct kcr_status_desired *d)
 {
   const cJSON *x;
-  if(d->set_observed_generation) {
+  if(d->observed_generation) {
     cJSON_DeleteItemFromObjectCaseSensitive(st, "observedGeneration");
     if(!kcr_json_add_int(st, "observedGeneration", d->observed_generation))
       return KCR_ENOMEM;
@@ -183,7 +192,10 @@ static kcr_err write_apply(kcr_status_writer *w, const struct kcr_ref *ref,
       goto out;
     }
   }
-  rc = kcr_apply(w->o.client, ref, body, w->field_manager, true, NULL, ei);
+  rc = kcr_apply(
+      w->o.client, ref, body,
+      &(struct kcr_apply_opts){.field_manager = w->field_manager, .force = true}, NULL,
+      ei);
 out:
   cJSON_Delete(body);
   return rc;
@@ -201,11 +213,12 @@ static kcr_err write_merge(kcr_status_writer *w, const struct kcr_ref *ref,
      add_owned_fields(st, d) || !cJSON_AddItemToObject(st, "conditions", list))
     goto out;
   list = NULL;
-  if(!(text = kcr_json_print(body)))
+  if(!(text = kcr_json_to_text(body)))
     goto out;
   rc = kcr_patch(w->o.client, ref,
-                 &(struct kcr_patch_opts){KCR_PATCH_MERGE, w->field_manager}, text,
-                 strlen(text), NULL, ei);
+                 &(struct kcr_patch_opts){.type = KCR_PATCH_MERGE,
+                                          .field_manager = w->field_manager},
+                 text, strlen(text), NULL, ei);
 out:
   free(text);
   cJSON_Delete(list);
@@ -263,19 +276,25 @@ static void sleep_retry(const struct kcr_retry *r, int attempt, unsigned *seed)
 }
 
 kcr_err kcr_update_retry(kcr_client *c, const struct kcr_ref *ref,
-                         const struct kcr_retry *retry, kcr_mutate_fn mutate, void *ud,
-                         enum kcr_write_result *res, int *conflicts,
+                         const struct kcr_update_retry_opts *opts, kcr_mutate_fn mutate,
+                         void *ud, enum kcr_write_result *res, int *conflicts,
                          struct kcr_errinfo *ei)
 {
   struct kcr_retry r =
-      retry && retry->steps ? *retry : (struct kcr_retry)KCR_RETRY_DEFAULT;
-  struct kcr_ref main_ref = *ref;
+      opts && opts->retry.steps ? opts->retry : (struct kcr_retry)KCR_RETRY_DEFAULT;
+  struct kcr_write_opts wo = {.field_manager = opts ? opts->field_manager : NULL};
+  struct kcr_ref main_ref;
   unsigned seed = (unsigned)kcr_time_mono_ns();
   kcr_err rc = KCR_ECONFLICT;
 
   *res = KCR_WRITE_FAILED;
   if(conflicts)
     *conflicts = 0;
+  if(!ref || !ref->name || !mutate)
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "kcr_update_retry: needs a ref naming an object and a mutate "
+                           "function");
+  main_ref = *ref;
   main_ref.sub = NULL; /* GET the whole object; PUT to ref (maybe /status) */
   for(int attempt = 0; attempt < r.steps; attempt++) {
     cJSON *fresh = NULL;
@@ -291,7 +310,7 @@ kcr_err kcr_update_retry(kcr_client *c, const struct kcr_ref *ref,
       return KCR_OK;
     }
     if(!rc)
-      rc = kcr_update(c, ref, fresh, NULL, NULL, ei);
+      rc = kcr_update(c, ref, fresh, &wo, NULL, ei);
     cJSON_Delete(fresh);
     if(rc == KCR_OK) {
       *res = KCR_WRITE_WRITTEN;
@@ -318,8 +337,9 @@ kcr_err kcr_status_write(kcr_status_writer *w, const cJSON *obj,
   kcr_err rc;
 
   *res = KCR_WRITE_FAILED;
-  if(!name)
-    return kcr_errinfo_set(ei, KCR_EINVAL, "status write: the object has no name");
+  if(!name || !d)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "status write: %s",
+                           d ? "the object has no name" : "no desired status");
   rc = kcr_status_merge(obj, d, kcr_time_now(), &merged, &changed, ei);
   if(rc)
     goto out;
@@ -333,8 +353,10 @@ kcr_err kcr_status_write(kcr_status_writer *w, const cJSON *obj,
   case KCR_STATUS_MERGE_PATCH: rc = write_merge(w, &ref, merged, d, ei); break;
   case KCR_STATUS_UPDATE_RETRY: {
     struct remerge r = {d, ei};
-    rc = kcr_update_retry(w->o.client, &ref, &w->o.retry, remerge_fresh, &r, res,
-                          &conflicts, ei);
+    rc = kcr_update_retry(w->o.client, &ref,
+                          &(struct kcr_update_retry_opts){
+                              .retry = w->o.retry, .field_manager = w->field_manager},
+                          remerge_fresh, &r, res, &conflicts, ei);
     if(conflicts)
       count(w, "conflict_retried", conflicts);
     if(!rc && *res == KCR_WRITE_SKIPPED) { /* someone already wrote it */
@@ -439,7 +461,7 @@ static kcr_err finalizer_patch(const cJSON *obj, const char *f, bool add, char *
     if(!add_op(ops, "remove", path))
       goto out;
   }
-  if((*text = kcr_json_print(ops)))
+  if((*text = kcr_json_to_text(ops)))
     rc = KCR_OK;
 out:
   cJSON_Delete(ops);

@@ -79,7 +79,8 @@ kcr_config *twire_config(void)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   kcr_config *cfg = NULL;
-  if(kcr_config_from_yaml(kubeconfig, sizeof(kubeconfig) - 1, "twire", NULL, &cfg, &ei))
+  if(kcr_config_from_yaml(kubeconfig, sizeof(kubeconfig) - 1,
+                          &(struct kcr_config_opts){.kubeconfig = "twire"}, &cfg, &ei))
     fail_msg("twire: cannot make a config: %s", ei.message ? ei.message : "?");
   return cfg;
 }
@@ -87,13 +88,14 @@ kcr_config *twire_config(void)
 kcr_client *twire_client_opts(twire_fn fn, void *ud, const struct kcr_client_opts *o)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
-  kcr_config *cfg = NULL;
+  struct kcr_client_opts co = o ? *o : (struct kcr_client_opts){0};
   kcr_client *c = NULL;
   struct wire *w = wire_new(fn, ud);
 
-  if(kcr_config_from_yaml(kubeconfig, sizeof(kubeconfig) - 1, "twire", NULL, &cfg, &ei) ||
-     kcr_client_new(cfg, o, &c, &ei))
+  co.config = twire_config();
+  if(kcr_client_new(&co, &c, &ei))
     fail_msg("twire: cannot make a client: %s", ei.message ? ei.message : "?");
+  kcr_config_free(co.config); /* the client holds its own reference */
   kcr__client_set_wire(c, trampoline, w);
   return c;
 }

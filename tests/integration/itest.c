@@ -49,12 +49,17 @@ kcr_client *itest_client(void)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   struct kcr_config_opts o = {.kubeconfig = itest_env("KUBECONFIG")};
-  kcr_config *cfg;
+  kcr_config *cfg = NULL;
   kcr_client *c;
+  kcr_err rc;
 
   if(getenv("KCR_TEST_DEBUG"))
     kcr_log_set_level(KCR_LOG_DEBUG);
-  if(kcr_config_load(&o, &cfg, &ei) || kcr_client_new(cfg, NULL, &c, &ei)) {
+  rc = kcr_config_load(&o, &cfg, &ei);
+  if(!rc)
+    rc = kcr_client_new(&(struct kcr_client_opts){.config = cfg}, &c, &ei);
+  kcr_config_free(cfg); /* the client holds its own reference */
+  if(rc) {
     fprintf(stderr, "FATAL: cannot make a client: %s\n", ei.message);
     exit(1);
   }
@@ -144,7 +149,8 @@ void itest_install_widget_crd(kcr_client *c)
 
   assert_non_null(crd);
   rc = kcr_apply(c, &(struct kcr_ref){&itest_crds, NULL, "widgets.test.kcr.io"}, crd,
-                 "kcr-itest", true, NULL, &ei);
+                 &(struct kcr_apply_opts){.field_manager = "kcr-itest", .force = true},
+                 NULL, &ei);
   itest_expect(KCR_OK, rc, &ei);
   cJSON_Delete(crd);
   /* Established, then served: a LIST answers 200. */

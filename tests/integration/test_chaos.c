@@ -153,9 +153,14 @@ static kcr_client *client_via(int port)
   kcr_buf_append(&out, text.ptr, (size_t)(at - text.ptr));
   kcr_buf_puts(&out, proxy_url);
   kcr_buf_puts(&out, at + strlen(url));
-  itest_expect(KCR_OK, kcr_config_from_yaml(out.ptr, out.len, path, NULL, &cfg, &ei),
+  itest_expect(KCR_OK,
+               kcr_config_from_yaml(out.ptr, out.len,
+                                    &(struct kcr_config_opts){.kubeconfig = path}, &cfg,
+                                    &ei),
                &ei);
-  itest_expect(KCR_OK, kcr_client_new(cfg, NULL, &c, &ei), &ei);
+  itest_expect(KCR_OK, kcr_client_new(&(struct kcr_client_opts){.config = cfg}, &c, &ei),
+               &ei);
+  kcr_config_free(cfg); /* the client holds its own reference */
   kcr_buf_cleanup(&text);
   kcr_buf_cleanup(&out);
   return c;
@@ -232,7 +237,9 @@ static void informer_recovers_from_cut_streams(void **state)
     else
       itest_expect(KCR_OK,
                    kcr_apply(cl, &(struct kcr_ref){&itest_configmaps, ns, name}, obj,
-                             "chaos-test", true, NULL, &ei),
+                             &(struct kcr_apply_opts){.field_manager = "chaos-test",
+                                                      .force = true},
+                             NULL, &ei),
                    &ei);
     cJSON_Delete(obj);
     if(i % 3 == 0)

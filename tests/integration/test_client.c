@@ -185,8 +185,18 @@ static void custom_resource_status_subresource(void **state)
       "\"status\":\"False\",\"reason\":\"Probing\",\"message\":\"\","
       "\"lastTransitionTime\":\"2026-11-29T10:00:01Z\"}]}}",
       ns);
-  itest_expect(KCR_OK, kcr_apply(cl, &st, a, "mgr-a", true, NULL, &ei), &ei);
-  itest_expect(KCR_OK, kcr_apply(cl, &st, b, "mgr-b", true, &out, &ei), &ei);
+  itest_expect(
+      KCR_OK,
+      kcr_apply(cl, &st, a,
+                &(struct kcr_apply_opts){.field_manager = "mgr-a", .force = true}, NULL,
+                &ei),
+      &ei);
+  itest_expect(
+      KCR_OK,
+      kcr_apply(cl, &st, b,
+                &(struct kcr_apply_opts){.field_manager = "mgr-b", .force = true}, &out,
+                &ei),
+      &ei);
   assert_string_equal("True", kcr_json_str(condition(out, "Ready"), "status"));
   assert_string_equal("Probing", kcr_json_str(condition(out, "Healthy"), "reason"));
   assert_string_equal("Running", kcr_json_str(out, "status.phase"));
@@ -194,7 +204,9 @@ static void custom_resource_status_subresource(void **state)
   cJSON_Delete(out);
 
   /* Apply without a fieldManager is refused before anything is sent. */
-  itest_expect(KCR_EINVAL, kcr_apply(cl, &st, a, NULL, true, NULL, &ei), &ei);
+  itest_expect(KCR_EINVAL,
+               kcr_apply(cl, &st, a, &(struct kcr_apply_opts){.force = true}, NULL, &ei),
+               &ei);
   /* Strategic merge patch is not for custom resources: 415. */
   itest_expect(KCR_EUNSUPPORTED,
                kcr_patch(cl, &st, &(struct kcr_patch_opts){KCR_PATCH_STRATEGIC}, "{}", 2,
@@ -378,10 +390,15 @@ static kcr_client *client_with_server_name(const char *name)
   at += strlen("  cluster:\n");
   assert_true(asprintf(&yaml, "%.*s    tls-server-name: %s\n%s", (int)(at - text), text,
                        name, at) > 0);
-  itest_expect(KCR_OK, kcr_config_from_yaml(yaml, strlen(yaml), path, NULL, &cfg, &ei),
+  itest_expect(KCR_OK,
+               kcr_config_from_yaml(yaml, strlen(yaml),
+                                    &(struct kcr_config_opts){.kubeconfig = path}, &cfg,
+                                    &ei),
                &ei);
   assert_string_equal(name, kcr_config_tls_server_name(cfg));
-  itest_expect(KCR_OK, kcr_client_new(cfg, NULL, &c, &ei), &ei);
+  itest_expect(KCR_OK, kcr_client_new(&(struct kcr_client_opts){.config = cfg}, &c, &ei),
+               &ei);
+  kcr_config_free(cfg); /* the client holds its own reference */
   free(text);
   free(yaml);
   kcr_errinfo_cleanup(&ei);
@@ -403,12 +420,15 @@ static kcr_err watch_one(kcr_client *c, struct kcr_errinfo *ei)
   kcr_watch *w;
   kcr_err rc;
 
-  assert_int_equal(KCR_OK, kcr_watch_new(c,
-                                         &(struct kcr_watch_opts){.ref = &coll,
-                                                                  .field_selector =
-                                                                      "metadata.name=tls",
-                                                                  .timeout_seconds = 30},
-                                         stop_at_first_event, &got, &w));
+  assert_int_equal(
+      KCR_OK,
+      kcr_watch_new(&(struct kcr_watch_opts){.client = c,
+                                             .ref = &coll,
+                                             .on_event = stop_at_first_event,
+                                             .ud = &got,
+                                             .field_selector = "metadata.name=tls",
+                                             .timeout_ms = 30000},
+                    &w, ei));
   rc = kcr_watch_run(w, ei);
   kcr_watch_free(w);
   if(rc == KCR_ETERMINAL)

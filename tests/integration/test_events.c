@@ -254,7 +254,8 @@ static void spam_limit_sends_the_burst_and_counts_the_rest(void **state)
   struct kcr_recorder_stats st;
   struct kcr_event_ref ref;
   cJSON *cm = configmap("cm-spam", &ref), *evs;
-  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metrics *reg = NULL;
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
   kcr_metric *total;
   kcr_recorder *r = recorder((struct kcr_recorder_opts){.spam_burst = 3, .metrics = reg});
 

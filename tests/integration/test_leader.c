@@ -265,7 +265,8 @@ static void new_checks_options(void **state)
 static void acquires_fresh_lease_and_renews(void **state)
 {
   char *ns = itest_namespace(cl, "leader");
-  kcr_metrics *m = kcr_metrics_new();
+  kcr_metrics *m = NULL;
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &m, NULL));
   struct cbs c = {0};
   kcr_leader *le = elector(ns, "one", "alpha", LEASE_MS, RENEW_MS, RETRY_MS, &c, m);
   cJSON *l1, *l2, *l3;
@@ -403,7 +404,8 @@ static void stop_releases_to_successor_at_once(void **state)
 static void overwritten_leader_loses_within_renew_deadline(void **state)
 {
   char *ns = itest_namespace(cl, "leader");
-  kcr_metrics *m = kcr_metrics_new();
+  kcr_metrics *m = NULL;
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &m, NULL));
   struct cbs c = {0};
   kcr_leader *le = elector(ns, "four", "victim", LEASE_MS, RENEW_MS, RETRY_MS, &c, m);
   char now[KCR_RFC3339_MICRO_LEN];

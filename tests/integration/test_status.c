@@ -59,9 +59,14 @@ static kcr_status_writer *writer(enum kcr_status_mode mode, const char *fm,
                                  kcr_metrics *m)
 {
   kcr_status_writer *w;
-  struct kcr_status_writer_opts o = {cl, &itest_widgets, "test.kcr.io/v1", "Widget",
-                                     fm, mode,           .metrics = m};
-  assert_int_equal(KCR_OK, kcr_status_writer_new(&o, &w));
+  struct kcr_status_writer_opts o = {.client = cl,
+                                     .gvr = &itest_widgets,
+                                     .api_version = "test.kcr.io/v1",
+                                     .kind = "Widget",
+                                     .field_manager = fm,
+                                     .mode = mode,
+                                     .metrics = m};
+  assert_int_equal(KCR_OK, kcr_status_writer_new(&o, &w, NULL));
   return w;
 }
 
@@ -74,8 +79,12 @@ static kcr_err write1(kcr_status_writer *w, const cJSON *obj, const char *type,
                       const char *status, const char *reason, const char *msg,
                       int64_t gen, enum kcr_write_result *res, struct kcr_errinfo *ei)
 {
-  struct kcr_cond c = {type, status, reason, msg, gen, 0};
-  struct kcr_status_desired d = {&c, 1, gen > 0, gen, NULL};
+  struct kcr_cond c = {.type = type,
+                       .status = status,
+                       .reason = reason,
+                       .message = msg,
+                       .observed_generation = gen};
+  struct kcr_status_desired d = {.conds = &c, .n = 1, .observed_generation = gen};
   return kcr_status_write(w, obj, &d, res, ei);
 }
 
@@ -257,7 +266,8 @@ static cJSON *list_widgets(const char *selector)
 static void steady_state_makes_zero_writes(void **state)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
-  kcr_metrics *m = kcr_metrics_new();
+  kcr_metrics *m = NULL;
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &m, NULL));
   kcr_status_writer *w = writer(KCR_STATUS_APPLY, "kcr-test", m);
   enum kcr_write_result res;
   kcr_metric *writes;
@@ -336,11 +346,15 @@ static void *spec_writer(void *p)
 static void *other_controller(void *p)
 {
   struct storm *s = p;
-  struct kcr_status_writer_opts wo = {cl,       &itest_widgets,     "test.kcr.io/v1",
-                                      "Widget", "other-controller", KCR_STATUS_APPLY};
+  struct kcr_status_writer_opts wo = {.client = cl,
+                                      .gvr = &itest_widgets,
+                                      .api_version = "test.kcr.io/v1",
+                                      .kind = "Widget",
+                                      .field_manager = "other-controller",
+                                      .mode = KCR_STATUS_APPLY};
   kcr_status_writer *w = NULL;
   enum kcr_write_result res;
-  if(!TCHECK(kcr_status_writer_new(&wo, &w) == KCR_OK))
+  if(!TCHECK(kcr_status_writer_new(&wo, &w, NULL) == KCR_OK))
     return NULL;
   for(int i = 0; !atomic_load(&s->stop); i++) {
     const char *st = i % 2 ? "True" : "False";
@@ -363,7 +377,8 @@ static void *other_controller(void *p)
 static void storm(enum kcr_status_mode mode, const char *name)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
-  kcr_metrics *m = kcr_metrics_new();
+  kcr_metrics *m = NULL;
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &m, NULL));
   kcr_status_writer *w = writer(mode, "kcr-test", m);
   struct storm s = {.name = name};
   enum kcr_write_result res;

@@ -91,9 +91,15 @@ static void events_arrive_in_order_and_cancel_is_prompt(void **state)
   char rvs[3][24];
 
   itest_expect(KCR_OK, kcr_list(cl, &coll, NULL, &list, &ei), &ei);
-  struct kcr_watch_opts wo = {&coll, kcr_json_str(list, "metadata.resourceVersion"),
-                              .allow_bookmarks = true, .timeout_seconds = 300};
-  assert_int_equal(KCR_OK, kcr_watch_new(cl, &wo, record, &e, &r.w));
+  struct kcr_watch_opts wo = {.client = cl,
+                              .ref = &coll,
+                              .on_event = record,
+                              .ud = &e,
+                              .resource_version =
+                                  kcr_json_str(list, "metadata.resourceVersion"),
+                              .allow_bookmarks = true,
+                              .timeout_ms = 300000};
+  assert_int_equal(KCR_OK, kcr_watch_new(&wo, &r.w, NULL));
   cJSON_Delete(list);
   pthread_create(&r.th, NULL, run_watch, &r);
 
@@ -144,8 +150,9 @@ static void server_timeout_ends_the_stream_cleanly(void **state)
   kcr_watch *w;
   /* No resourceVersion: the current state first (empty namespace), then the
    * server closes after timeoutSeconds. */
-  struct kcr_watch_opts wo = {&coll, NULL, .timeout_seconds = 1};
-  assert_int_equal(KCR_OK, kcr_watch_new(cl, &wo, record, &e, &w));
+  struct kcr_watch_opts wo = {
+      .client = cl, .ref = &coll, .on_event = record, .ud = &e, .timeout_ms = 1000};
+  assert_int_equal(KCR_OK, kcr_watch_new(&wo, &w, NULL));
   uint64_t t0 = kcr_time_mono_ms();
   itest_expect(KCR_OK, kcr_watch_run(w, &ei), &ei);
   assert_true(kcr_time_mono_ms() - t0 < 10000);
@@ -181,9 +188,14 @@ static void watch_from_compacted_rv_is_gone(void **state)
   itest_etcd_compact();
   itest_controlplane("");
 
-  struct kcr_watch_opts wo = {&coll, old_rv, .allow_bookmarks = true,
-                              .timeout_seconds = 30};
-  assert_int_equal(KCR_OK, kcr_watch_new(cl, &wo, record, &e, &w));
+  struct kcr_watch_opts wo = {.client = cl,
+                              .ref = &coll,
+                              .on_event = record,
+                              .ud = &e,
+                              .resource_version = old_rv,
+                              .allow_bookmarks = true,
+                              .timeout_ms = 30000};
+  assert_int_equal(KCR_OK, kcr_watch_new(&wo, &w, NULL));
   kcr_err rc = KCR_OK;
   for(int i = 0; i < 50; i++) { /* the apiserver may still be warming up */
     rc = kcr_watch_run(w, &ei);

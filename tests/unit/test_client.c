@@ -227,10 +227,12 @@ static void a_failed_event_is_not_skipped(void **state)
   kcr_watch *w;
 
   assert_int_equal(
-      KCR_OK, kcr_watch_new(c,
-                            &(struct kcr_watch_opts){.ref = &(struct kcr_ref){&cms, "ns"},
+      KCR_OK, kcr_watch_new(&(struct kcr_watch_opts){.client = c,
+                                                     .on_event = fail_second,
+                                                     .ud = &seen,
+                                                     .ref = &(struct kcr_ref){&cms, "ns"},
                                                      .resource_version = "100"},
-                            fail_second, &seen, &w));
+                            &w, NULL));
   assert_int_equal(KCR_ENOMEM, kcr_watch_run(w, &ei));
   assert_int_equal(2, seen);
   /* The next watch starts after the last delivered event, so the failed one
@@ -262,12 +264,203 @@ static void an_oversized_watch_event_is_refused(void **state)
   kcr_watch *w;
   assert_int_equal(
       KCR_OK,
-      kcr_watch_new(c, &(struct kcr_watch_opts){.ref = &(struct kcr_ref){&cms, "ns"}},
-                    ignore, NULL, &w));
+      kcr_watch_new(&(struct kcr_watch_opts){.client = c,
+                                             .on_event = ignore,
+                                             .ref = &(struct kcr_ref){&cms, "ns"}},
+                    &w, NULL));
   assert_int_equal(KCR_ETOOLARGE, kcr_watch_run(w, &ei));
   assert_non_null(strstr(ei.message, "max_response_bytes = 1024"));
   kcr_watch_free(w);
   kcr_errinfo_cleanup(&ei);
+  kcr_client_free(c);
+}
+
+/* ---- arguments and options ---- */
+
+/* Records the last request's path and body; answers 200 with an object (a
+ * watch: an empty stream the server ends). */
+struct last {
+  char path[512], body[512];
+  char timeout[32]; /* timeoutSeconds, "" when absent */
+  int n;
+};
+
+static kcr_err record_last(struct twire_call *call, void *ud)
+{
+  struct last *l = ud;
+  l->n++;
+  snprintf(l->path, sizeof(l->path), "%s", call->req->path);
+  snprintf(l->body, sizeof(l->body), "%.*s", (int)call->req->body_len,
+           call->req->body ? call->req->body : "");
+  if(!twire_query(call, "timeoutSeconds", l->timeout, sizeof(l->timeout)))
+    l->timeout[0] = '\0';
+  if(call->req->watch) {
+    twire_stream(call, 200);
+    return KCR_OK;
+  }
+  return twire_reply(call, 200, "{\"metadata\":{\"name\":\"a\"}}");
+}
+
+/* The watch's timeout is in milliseconds like every other; the server gets
+ * whole seconds, rounded up so the stream never ends early. */
+static void watch_timeouts_are_ms_rounded_up_to_seconds(void **state)
+{
+  static const struct {
+    uint64_t ms;
+    const char *want; /* timeoutSeconds, "" for none */
+  } cases[] = {{0, ""},
+               {1, "1"},
+               {1000, "1"},
+               {1500, "2"},
+               {300000, "300"},
+               {KCR_FOREVER, ""},
+               {KCR_FOREVER - 1, "2147483647"}};
+  struct last l = {0};
+  kcr_client *c = twire_client(record_last, &l);
+
+  for(size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    kcr_watch *w;
+    assert_int_equal(
+        KCR_OK,
+        kcr_watch_new(&(struct kcr_watch_opts){.client = c,
+                                               .ref = &(struct kcr_ref){&cms, "ns"},
+                                               .on_event = ignore,
+                                               .timeout_ms = cases[i].ms},
+                      &w, NULL));
+    assert_int_equal(KCR_OK, kcr_watch_run(w, NULL));
+    kcr_watch_free(w);
+    assert_string_equal(cases[i].want, l.timeout);
+  }
+  kcr_client_free(c);
+}
+
+/* A watch holds a reference to its client: the caller may drop its own. */
+static void a_watch_keeps_its_client(void **state)
+{
+  struct last l = {0};
+  kcr_client *c = twire_client(record_last, &l);
+  kcr_watch *w;
+
+  assert_int_equal(
+      KCR_OK, kcr_watch_new(&(struct kcr_watch_opts){.client = c,
+                                                     .ref = &(struct kcr_ref){&cms, "ns"},
+                                                     .on_event = ignore},
+                            &w, NULL));
+  kcr_client_free(c);
+  assert_int_equal(KCR_OK, kcr_watch_run(w, NULL));
+  assert_int_equal(1, l.n);
+  kcr_watch_free(w);
+}
+
+static void invalid_arguments_are_einval_with_a_message(void **state)
+{
+  struct last l = {0};
+  kcr_client *c = twire_client(record_last, &l);
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_ref one = {&cms, "ns", "a"}, coll = {&cms, "ns"};
+  struct kcr_http_response resp = {0, KCR_BUF_INIT};
+  cJSON *obj = cJSON_CreateObject(), *out = (cJSON *)1;
+  kcr_client *nc = (kcr_client *)1;
+  kcr_watch *w = (kcr_watch *)1;
+
+  assert_int_equal(KCR_EINVAL, kcr_client_new(&(struct kcr_client_opts){0}, &nc, &ei));
+  assert_null(nc);
+  assert_int_equal(KCR_EINVAL, kcr_client_new(NULL, &nc, &ei));
+  assert_int_equal(KCR_EINVAL, kcr_apply(c, &one, obj, NULL, &out, &ei));
+  assert_null(out);
+  assert_non_null(strstr(ei.message, "fieldManager"));
+  assert_int_equal(KCR_EINVAL,
+                   kcr_apply(c, &one, NULL,
+                             &(struct kcr_apply_opts){.field_manager = "m"}, NULL, &ei));
+  assert_int_equal(KCR_EINVAL,
+                   kcr_apply(c, &coll, obj,
+                             &(struct kcr_apply_opts){.field_manager = "m"}, NULL, &ei));
+  assert_non_null(strstr(ei.message, "names no object"));
+  assert_int_equal(KCR_EINVAL, kcr_update(c, &coll, obj, NULL, NULL, &ei));
+  assert_int_equal(KCR_EINVAL, kcr_create(c, &one, obj, NULL, NULL, &ei));
+  assert_int_equal(KCR_EINVAL, kcr_create(c, &coll, NULL, NULL, NULL, &ei));
+  assert_int_equal(KCR_EINVAL,
+                   kcr_get(c, &(struct kcr_ref){&cms, "ns", "a/b"}, NULL, &ei));
+  assert_non_null(strstr(ei.message, "invalid ref"));
+  /* out is optional also when the call fails (it was dereferenced). */
+  assert_int_equal(KCR_EINVAL, kcr_list(c, &one, NULL, NULL, &ei));
+  assert_int_equal(KCR_EINVAL, kcr_list_each(c, &coll, NULL, NULL, NULL, NULL, &ei));
+  assert_int_equal(
+      KCR_EINVAL,
+      kcr_delete(c, &one, &(struct kcr_delete_opts){.propagation = 9}, NULL, &ei));
+  assert_int_equal(
+      KCR_EINVAL,
+      kcr_client_do(c, &(struct kcr_http_request){.method = "GET"}, &resp, &ei));
+  assert_int_equal(KCR_EINVAL, kcr_watch_new(&(struct kcr_watch_opts){.client = c,
+                                                                      .ref = &one,
+                                                                      .on_event = ignore},
+                                             &w, &ei));
+  assert_null(w);
+  assert_int_equal(
+      KCR_EINVAL,
+      kcr_watch_new(&(struct kcr_watch_opts){.client = c,
+                                             .ref = &(struct kcr_ref){&cms, "NS"},
+                                             .on_event = ignore},
+                    &w, &ei));
+  assert_int_equal(
+      KCR_EINVAL,
+      kcr_watch_new(&(struct kcr_watch_opts){.client = c, .ref = &coll}, &w, &ei));
+  assert_int_equal(0, l.n); /* nothing was sent */
+  kcr_buf_cleanup(&resp.body);
+  cJSON_Delete(obj);
+  kcr_errinfo_cleanup(&ei);
+  kcr_client_free(c);
+}
+
+/* gracePeriodSeconds mirrors the API's *int64: absent unless given, and 0
+ * (delete at once) is a value like any other. */
+static void delete_sends_grace_period_only_when_given(void **state)
+{
+  struct last l = {0};
+  kcr_client *c = twire_client(record_last, &l);
+  struct kcr_ref one = {&cms, "ns", "a"};
+
+  assert_int_equal(KCR_OK, kcr_delete(c, &one,
+                                      &(struct kcr_delete_opts){
+                                          .propagation = KCR_PROPAGATE_BACKGROUND},
+                                      NULL, NULL));
+  assert_null(strstr(l.body, "gracePeriodSeconds"));
+  assert_non_null(strstr(l.body, "\"propagationPolicy\":\"Background\""));
+  assert_int_equal(
+      KCR_OK, kcr_delete(c, &one,
+                         &(struct kcr_delete_opts){.grace_period_seconds = &(int64_t){0}},
+                         NULL, NULL));
+  assert_non_null(strstr(l.body, "\"gracePeriodSeconds\":0"));
+  assert_int_equal(KCR_OK,
+                   kcr_delete(c, &one,
+                              &(struct kcr_delete_opts){.grace_period_seconds =
+                                                            &(int64_t){1000000000000000}},
+                              NULL, NULL));
+  assert_non_null(strstr(l.body, "\"gracePeriodSeconds\":1000000000000000"));
+  assert_int_equal(KCR_OK, kcr_delete(c, &one, NULL, NULL, NULL));
+  assert_string_equal("", l.body);
+  kcr_client_free(c);
+}
+
+/* kcr_apply's options: field manager, force and dry run in the query. */
+static void apply_options_reach_the_query(void **state)
+{
+  struct last l = {0};
+  kcr_client *c = twire_client(record_last, &l);
+  cJSON *obj = cJSON_CreateObject();
+
+  assert_int_equal(KCR_OK,
+                   kcr_apply(c, &(struct kcr_ref){&cms, "ns", "a"}, obj,
+                             &(struct kcr_apply_opts){.field_manager = "m"}, NULL, NULL));
+  assert_string_equal("/api/v1/namespaces/ns/configmaps/a?fieldManager=m", l.path);
+  assert_int_equal(KCR_OK,
+                   kcr_apply(c, &(struct kcr_ref){&cms, "ns", "a"}, obj,
+                             &(struct kcr_apply_opts){
+                                 .field_manager = "m", .force = true, .dry_run = true},
+                             NULL, NULL));
+  assert_string_equal(
+      "/api/v1/namespaces/ns/configmaps/a?fieldManager=m&force=true&dryRun=All", l.path);
+  cJSON_Delete(obj);
   kcr_client_free(c);
 }
 
@@ -281,6 +474,11 @@ int main(void)
       cmocka_unit_test(the_write_gate_stops_mutating_requests_only),
       cmocka_unit_test(a_failed_event_is_not_skipped),
       cmocka_unit_test(an_oversized_watch_event_is_refused),
+      cmocka_unit_test(watch_timeouts_are_ms_rounded_up_to_seconds),
+      cmocka_unit_test(a_watch_keeps_its_client),
+      cmocka_unit_test(invalid_arguments_are_einval_with_a_message),
+      cmocka_unit_test(delete_sends_grace_period_only_when_given),
+      cmocka_unit_test(apply_options_reach_the_query),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -120,7 +120,7 @@ static int teardown(void **state)
 /* Loads a fixture by explicit path; expects success. */
 static kcr_config *load_ok(const char *path, const char *context)
 {
-  struct kcr_config_opts o = {path, context, false, NULL};
+  struct kcr_config_opts o = {.kubeconfig = path, .context = context};
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   kcr_config *cfg = NULL;
   kcr_err rc = kcr_config_load(&o, &cfg, &ei);
@@ -164,7 +164,7 @@ static char *file_text(const char *path)
 static void creds_ok(kcr_config *cfg, struct kcr_credentials *c)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
-  kcr_err rc = kcr_config_credentials(cfg, c, &ei);
+  kcr_err rc = kcr_config_dup_credentials(cfg, c, &ei);
   if(rc)
     print_error("unexpected error: %s\n", ei.message ? ei.message : "(none)");
   assert_int_equal(KCR_OK, rc);
@@ -369,19 +369,68 @@ static void kubeconfig_from_yaml_text(void **state)
   kcr_config *cfg;
   size_t len;
 
-  assert_int_equal(KCR_OK, kcr_config_from_yaml(y, strlen(y), NULL, NULL, &cfg, &ei));
+  assert_int_equal(KCR_OK, kcr_config_from_yaml(y, strlen(y), NULL, &cfg, &ei));
   assert_string_equal("<kubeconfig>", kcr_config_origin(cfg));
   assert_memory_equal("hello", kcr_config_ca(cfg, &len), 5);
   assert_int_equal(5, len);
   assert_token(cfg, "t0");
   kcr_config_free(cfg);
-  assert_int_equal(KCR_ECONFIG, kcr_config_from_yaml("", 0, "empty", NULL, &cfg, &ei));
+  assert_int_equal(KCR_ECONFIG,
+                   kcr_config_from_yaml("", 0,
+                                        &(struct kcr_config_opts){.kubeconfig = "empty"},
+                                        &cfg, &ei));
   assert_string_equal("empty: current-context is not set and no context was given",
                       ei.message);
   assert_int_equal(KCR_ECONFIG,
-                   kcr_config_from_yaml("- a\n", 4, "list", NULL, &cfg, &ei));
+                   kcr_config_from_yaml("- a\n", 4,
+                                        &(struct kcr_config_opts){.kubeconfig = "list"},
+                                        &cfg, &ei));
   assert_string_equal("list: not a kubeconfig (expected a mapping)", ei.message);
+  /* The options select the context; in_cluster_only reads no text at all. */
+  static const char two[] =
+      "current-context: x\n"
+      "contexts: [{name: x, context: {cluster: c, user: u}},\n"
+      "  {name: y, context: {cluster: c, user: u, namespace: ny}}]\n"
+      "clusters: [{name: c, cluster: {server: https://h}}]\n"
+      "users: [{name: u, user: {token: t0}}]\n";
+  assert_int_equal(KCR_OK, kcr_config_from_yaml(two, strlen(two),
+                                                &(struct kcr_config_opts){.context = "y"},
+                                                &cfg, &ei));
+  assert_string_equal("ny", kcr_config_namespace(cfg));
+  kcr_config_free(cfg);
+  cfg = (kcr_config *)1;
+  assert_int_equal(
+      KCR_EINVAL, kcr_config_from_yaml(two, strlen(two),
+                                       &(struct kcr_config_opts){.in_cluster_only = true},
+                                       &cfg, &ei));
+  assert_null(cfg);
+  assert_non_null(strstr(ei.message, "in_cluster_only"));
   kcr_errinfo_cleanup(&ei);
+}
+
+/* A config is reference counted: a client holds its own reference, so the
+ * caller may free its config at once, and the last reference frees it. */
+static void a_config_lives_as_long_as_its_last_reference(void **state)
+{
+  static const char y[] = "current-context: x\n"
+                          "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
+                          "clusters: [{name: c, cluster: {server: https://h}}]\n"
+                          "users: [{name: u, user: {token: t0}}]\n";
+  kcr_config *cfg, *again;
+  kcr_client *c;
+
+  assert_int_equal(KCR_OK, kcr_config_from_yaml(y, strlen(y), NULL, &cfg, NULL));
+  again = kcr_config_ref(cfg);
+  assert_ptr_equal(cfg, again);
+  assert_null(kcr_config_ref(NULL));
+  kcr_config_free(again);
+  assert_int_equal(KCR_OK,
+                   kcr_client_new(&(struct kcr_client_opts){.config = cfg}, &c, NULL));
+  kcr_config_free(cfg);
+  /* The client's reference keeps it (ASan would report a use after free). */
+  assert_string_equal("https://h", kcr_config_server(kcr_client_config(c)));
+  assert_token(kcr_client_config(c), "t0");
+  kcr_client_free(c);
 }
 
 /* --- sources and load order -------------------------------------------- */
@@ -541,16 +590,22 @@ static void malformed_wrong_types(void **state)
   kcr_config *cfg;
 
   assert_int_equal(KCR_ECONFIG,
-                   kcr_config_from_yaml(y1, strlen(y1), "/k", NULL, &cfg, &ei));
+                   kcr_config_from_yaml(y1, strlen(y1),
+                                        &(struct kcr_config_opts){.kubeconfig = "/k"},
+                                        &cfg, &ei));
   assert_string_equal("/k: contexts: expected a list", ei.message);
   assert_int_equal(KCR_ECONFIG,
-                   kcr_config_from_yaml(y2, strlen(y2), "/k", NULL, &cfg, &ei));
+                   kcr_config_from_yaml(y2, strlen(y2),
+                                        &(struct kcr_config_opts){.kubeconfig = "/k"},
+                                        &cfg, &ei));
   assert_string_equal(
       "/k: clusters[0].cluster.insecure-skip-tls-verify: expected true or "
       "false",
       ei.message);
   assert_int_equal(KCR_ECONFIG,
-                   kcr_config_from_yaml(y3, strlen(y3), "/k", NULL, &cfg, &ei));
+                   kcr_config_from_yaml(y3, strlen(y3),
+                                        &(struct kcr_config_opts){.kubeconfig = "/k"},
+                                        &cfg, &ei));
   assert_string_equal("/k: contexts[0].context.user \"nobody\" not found in users",
                       ei.message);
   kcr_errinfo_cleanup(&ei);
@@ -578,16 +633,19 @@ static void malformed_insecure_with_a_ca(void **state)
              "insecure-skip-tls-verify: true (a CA is ignored when verification is off; "
              "remove one of them)");
   /* The combination is named before the CA file is even looked for. */
-  assert_int_equal(KCR_ECONFIG, kcr_config_from_yaml(with_file, strlen(with_file), "/k",
-                                                     NULL, &cfg, &ei));
+  assert_int_equal(KCR_ECONFIG,
+                   kcr_config_from_yaml(with_file, strlen(with_file),
+                                        &(struct kcr_config_opts){.kubeconfig = "/k"},
+                                        &cfg, &ei));
   assert_string_equal(
       "/k: clusters[0].cluster.certificate-authority: cannot be used with "
       "insecure-skip-tls-verify: true (a CA is ignored when verification "
       "is off; remove one of them)",
       ei.message);
   /* A CA with verification on is the normal case. */
-  assert_int_equal(KCR_OK,
-                   kcr_config_from_yaml(ca_only, strlen(ca_only), "/k", NULL, &cfg, &ei));
+  assert_int_equal(KCR_OK, kcr_config_from_yaml(
+                               ca_only, strlen(ca_only),
+                               &(struct kcr_config_opts){.kubeconfig = "/k"}, &cfg, &ei));
   assert_false(kcr_config_insecure(cfg));
   kcr_config_free(cfg);
   kcr_errinfo_cleanup(&ei);
@@ -610,7 +668,10 @@ static void malformed_tls_server_name(void **state)
 
   for(size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
     snprintf(y, sizeof(y), fmt, good[i]);
-    assert_int_equal(KCR_OK, kcr_config_from_yaml(y, strlen(y), "/k", NULL, &cfg, &ei));
+    assert_int_equal(KCR_OK,
+                     kcr_config_from_yaml(y, strlen(y),
+                                          &(struct kcr_config_opts){.kubeconfig = "/k"},
+                                          &cfg, &ei));
     assert_string_equal(good[i], kcr_config_tls_server_name(cfg));
     kcr_config_free(cfg);
   }
@@ -621,7 +682,9 @@ static void malformed_tls_server_name(void **state)
              "address",
              bad[i]);
     assert_int_equal(KCR_ECONFIG,
-                     kcr_config_from_yaml(y, strlen(y), "/k", NULL, &cfg, &ei));
+                     kcr_config_from_yaml(y, strlen(y),
+                                          &(struct kcr_config_opts){.kubeconfig = "/k"},
+                                          &cfg, &ei));
     assert_string_equal(want, ei.message);
   }
   kcr_errinfo_cleanup(&ei);
@@ -643,7 +706,9 @@ static void token_file_is_reread_after_rotation(void **state)
 
   write_file(tmp_path("tok"), "first-token\n", 0600);
   assert_int_equal(KCR_OK, kcr_config_from_yaml(token_file_yaml, strlen(token_file_yaml),
-                                                tmp_path("config"), NULL, &cfg, &ei));
+                                                &(struct kcr_config_opts){
+                                                    .kubeconfig = tmp_path("config")},
+                                                &cfg, &ei));
   assert_token(cfg, "first-token");
   /* After a 401 the client invalidates: the new token is read at once. */
   write_file(tmp_path("tok"), "second-token\n", 0600);
@@ -669,7 +734,9 @@ static void token_file_is_checked_at_most_once_per_interval(void **state)
 
   write_file(tmp_path("tok"), "first-token\n", 0600);
   assert_int_equal(KCR_OK, kcr_config_from_yaml(token_file_yaml, strlen(token_file_yaml),
-                                                tmp_path("config"), NULL, &cfg, &ei));
+                                                &(struct kcr_config_opts){
+                                                    .kubeconfig = tmp_path("config")},
+                                                &cfg, &ei));
   kcr__config_set_token_recheck_ms(cfg, 3600 * 1000);
   kcr_config_invalidate(cfg); /* restart the interval with the long setting */
   assert_token(cfg, "first-token");
@@ -690,14 +757,18 @@ static void token_file_missing_at_load_is_an_error(void **state)
   snprintf(want, sizeof(want),
            "%s: users[0].user.tokenFile %s: No such file or directory",
            tmp_path("config"), tmp_path("tok"));
-  assert_int_equal(KCR_ECONFIG,
-                   kcr_config_from_yaml(token_file_yaml, strlen(token_file_yaml),
-                                        tmp_path("config"), NULL, &cfg, &ei));
+  assert_int_equal(
+      KCR_ECONFIG,
+      kcr_config_from_yaml(token_file_yaml, strlen(token_file_yaml),
+                           &(struct kcr_config_opts){.kubeconfig = tmp_path("config")},
+                           &cfg, &ei));
   assert_string_equal(want, ei.message);
   write_file(tmp_path("tok"), " \n", 0600);
-  assert_int_equal(KCR_ECONFIG,
-                   kcr_config_from_yaml(token_file_yaml, strlen(token_file_yaml),
-                                        tmp_path("config"), NULL, &cfg, &ei));
+  assert_int_equal(
+      KCR_ECONFIG,
+      kcr_config_from_yaml(token_file_yaml, strlen(token_file_yaml),
+                           &(struct kcr_config_opts){.kubeconfig = tmp_path("config")},
+                           &cfg, &ei));
   assert_non_null(strstr(ei.message, "tokenFile"));
   assert_non_null(strstr(ei.message, ": file is empty"));
   kcr_errinfo_cleanup(&ei);
@@ -758,8 +829,10 @@ static kcr_config *exec_config(const char *name, const char *script, const char 
 
   write_file(tmp_path(name), script, 0755);
   snprintf(yaml, sizeof(yaml), exec_yaml_fmt, api, name);
-  assert_int_equal(KCR_OK, kcr_config_from_yaml(yaml, strlen(yaml), tmp_path("config"),
-                                                NULL, &cfg, &ei));
+  assert_int_equal(KCR_OK, kcr_config_from_yaml(yaml, strlen(yaml),
+                                                &(struct kcr_config_opts){
+                                                    .kubeconfig = tmp_path("config")},
+                                                &cfg, &ei));
   kcr__config_set_exec_timeout_ms(cfg, 5000);
   return cfg;
 }
@@ -771,7 +844,7 @@ static char *creds_fail(kcr_config *cfg, kcr_err want)
   struct kcr_credentials c;
   char *msg;
 
-  assert_int_equal(want, kcr_config_credentials(cfg, &c, &ei));
+  assert_int_equal(want, kcr_config_dup_credentials(cfg, &c, &ei));
   assert_null(c.token);
   assert_non_null(ei.message);
   msg = strdup(ei.message);
@@ -1051,7 +1124,7 @@ static void *race_thread(void *arg)
 {
   struct race *r = arg;
   struct kcr_credentials c;
-  if(!kcr_config_credentials(r->cfg, &c, NULL) && c.token)
+  if(!kcr_config_dup_credentials(r->cfg, &c, NULL) && c.token)
     snprintf(r->token, sizeof(r->token), "%s", c.token);
   kcr_credentials_cleanup(&c);
   return NULL;
@@ -1135,7 +1208,7 @@ static void gate_close(struct gate *g)
   close(g->release);
 }
 
-/* kcr_config_credentials on a thread of its own. */
+/* kcr_config_dup_credentials on a thread of its own. */
 struct caller {
   kcr_config *cfg;
   pthread_t t;
@@ -1152,7 +1225,7 @@ static void *caller_main(void *arg)
   struct caller *c = arg;
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   struct kcr_credentials cr;
-  kcr_err rc = kcr_config_credentials(c->cfg, &cr, &ei);
+  kcr_err rc = kcr_config_dup_credentials(c->cfg, &cr, &ei);
 
   pthread_mutex_lock(&callers_mu);
   c->rc = rc;
@@ -1406,12 +1479,16 @@ static void load_use_free(const char *yaml)
   struct curl_slist *hdrs;
   cJSON *got = NULL;
 
-  assert_int_equal(KCR_OK, kcr_config_from_yaml(yaml, strlen(yaml), tmp_path("config"),
-                                                NULL, &cfg, &ei));
+  assert_int_equal(KCR_OK, kcr_config_from_yaml(yaml, strlen(yaml),
+                                                &(struct kcr_config_opts){
+                                                    .kubeconfig = tmp_path("config")},
+                                                &cfg, &ei));
   kcr__config_set_exec_timeout_ms(cfg, 5000);
   creds_ok(cfg, &cr);
   kcr_credentials_cleanup(&cr);
-  assert_int_equal(KCR_OK, kcr_client_new(cfg, NULL, &c, &ei));
+  assert_int_equal(KCR_OK,
+                   kcr_client_new(&(struct kcr_client_opts){.config = cfg}, &c, &ei));
+  kcr_config_free(cfg); /* the client holds its own reference */
   kcr__client_set_wire(c, answer_ok, NULL);
   assert_int_equal(KCR_OK,
                    kcr_get(c, &(struct kcr_ref){&cms, "default", "x"}, &got, &ei));
@@ -1426,7 +1503,7 @@ static void load_use_free(const char *yaml)
   curl_easy_setopt(conn->h, CURLOPT_HTTPHEADER, NULL);
   kcr__headers_free(hdrs);
   kcr__conn_put(c, conn, false);
-  kcr_client_free(c); /* frees cfg */
+  kcr_client_free(c); /* frees the config */
   kcr_errinfo_cleanup(&ei);
 }
 
@@ -1585,6 +1662,7 @@ int main(void)
       T(kubeconfig_current_context_vs_explicit_context),
       T(kubeconfig_explicit_context_not_found),
       T(kubeconfig_from_yaml_text),
+      T(a_config_lives_as_long_as_its_last_reference),
       T(load_uses_first_existing_kubeconfig_in_env),
       T(load_falls_back_to_home_kube_config),
       T(load_explicit_path_errors_are_final),

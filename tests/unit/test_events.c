@@ -369,7 +369,8 @@ static void invalid_events_are_refused_and_nothing_is_sent(void **state)
 static void one_event_is_one_create_with_the_exact_fields(void **state)
 {
   struct fake f;
-  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metrics *reg = NULL;
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
   kcr_metric *total;
   kcr_recorder *r;
   const cJSON *b;
@@ -428,7 +429,8 @@ static void repeats_become_one_series_patch(void **state)
 {
   struct fake f;
   struct kcr_recorder_stats st;
-  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metrics *reg = NULL;
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
   kcr_metric *total;
   kcr_recorder *r;
   const cJSON *p;
@@ -603,7 +605,8 @@ static void spam_limit_drops_beyond_the_burst_and_logs_once(void **state)
 {
   struct fake f;
   struct kcr_recorder_stats st;
-  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metrics *reg = NULL;
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
   kcr_metric *total;
   kcr_recorder *r;
   FILE *log = tmpfile();
@@ -893,7 +896,8 @@ static void server_errors_are_retried_then_dropped(void **state)
 {
   struct fake f;
   struct kcr_recorder_stats st;
-  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metrics *reg = NULL;
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
   kcr_metric *total;
   kcr_recorder *r;
 
@@ -1076,7 +1080,8 @@ static void *open_gate_later(void *arg)
 static void free_counts_what_it_could_not_send(void **state)
 {
   struct fake f;
-  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metrics *reg = NULL;
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
   kcr_metric *total;
   kcr_recorder *r;
   pthread_t t;

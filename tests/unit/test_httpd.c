@@ -119,7 +119,8 @@ static bool check_flag(void *ud, char *reason, size_t n)
 
 static void serves_metrics_and_probes(void **state)
 {
-  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metrics *reg = NULL;
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
   kcr_metric *c = kcr_metric_counter(reg, "reconcile_total", "Reconciliations",
                                      (const char *const[]){"controller", NULL});
   struct kcr_buf want = KCR_BUF_INIT;
@@ -205,7 +206,8 @@ static void healthz_checks_and_names(void **state)
 
 static void unknown_paths_and_methods(void **state)
 {
-  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metrics *reg = NULL;
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
   kcr_httpd *h = start("127.0.0.1:0", reg);
   int port = kcr_httpd_port(h);
   struct reply r;
@@ -364,7 +366,8 @@ static void *scraper(void *arg)
 
 static void concurrent_scrapes(void **state)
 {
-  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metrics *reg = NULL;
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
   struct scrape s = {0, kcr_metric_counter(reg, "scrapes_total", "Scrapes", NULL)};
   struct flag ready = {true, NULL};
   kcr_httpd *h = start("127.0.0.1:0", reg);

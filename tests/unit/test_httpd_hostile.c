@@ -173,7 +173,8 @@ static void *trickler(void *arg)
 
 static void probes_answer_while_slow_clients_hold_connections(void **state)
 {
-  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metrics *reg = NULL;
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
   struct kcr_httpd_opts o = {"127.0.0.1:0", reg};
   struct kcr_buf body = KCR_BUF_INIT;
   struct trickle t = {.rounds = 0};

@@ -25,7 +25,7 @@ static cJSON *parse(const char *text)
 
 static void assert_prints(const char *want, const cJSON *o)
 {
-  char *text = kcr_json_print(o);
+  char *text = kcr_json_to_text(o);
   assert_non_null(text);
   assert_string_equal(want, text);
   free(text);
@@ -249,7 +249,7 @@ static bool parse_all_or_nothing(void *ud)
   /* Out of memory is said as such: EPARSE would make the caller drop
    * well-formed data as garbage. */
   bool ok = rc ? rc == KCR_ENOMEM && o == NULL
-               : (back = kcr_json_print(o)) == NULL || !strcmp(back, text);
+               : (back = kcr_json_to_text(o)) == NULL || !strcmp(back, text);
   free(back);
   cJSON_Delete(o);
   kcr_errinfo_cleanup(&ei);
@@ -302,7 +302,7 @@ static bool set_str_all_or_nothing(void *ud)
   tfail_exempt(false);
   rc = kcr_json_set_str(o, path, "new");
   tfail_exempt(true);
-  after = kcr_json_print(o);
+  after = kcr_json_to_text(o);
   v = kcr_json_str(o, path);
   ok = rc == KCR_OK ? v && !strcmp(v, "new")
                     : rc == KCR_ENOMEM && after && !strcmp(after, set_base);
@@ -331,7 +331,7 @@ static bool obj_all_or_nothing(void *ud)
   tfail_exempt(false);
   got = kcr_json_obj(o, "spec.template.metadata");
   tfail_exempt(true);
-  after = kcr_json_print(o);
+  after = kcr_json_to_text(o);
   ok = got ? cJSON_IsObject(got) && kcr_json_at(o, "spec.template.metadata") == got
            : after && !strcmp(after, set_base);
   free(after);
@@ -349,6 +349,20 @@ static void set_str_refuses_a_path_through_a_non_object(void **state)
 {
   cJSON *o = parse("{\"metadata\":\"x\"}");
   assert_int_equal(KCR_EINVAL, kcr_json_set_str(o, "metadata.name", "n"));
+  cJSON_Delete(o);
+}
+
+/* A missing argument is the caller's mistake (KCR_EINVAL), not memory
+ * running out (a NULL value was reported as KCR_ENOMEM). */
+static void missing_arguments_are_einval(void **state)
+{
+  cJSON *o = parse("{}"), *out = (cJSON *)1;
+  assert_int_equal(KCR_EINVAL, kcr_json_set_str(o, "metadata.name", NULL));
+  assert_int_equal(KCR_EINVAL, kcr_json_set_str(o, NULL, "v"));
+  assert_int_equal(KCR_EINVAL, kcr_json_set_str(NULL, "a", "v"));
+  assert_int_equal(KCR_EINVAL, kcr_json_parse(NULL, 0, &out, NULL));
+  assert_null(out);
+  assert_null(kcr_json_to_text(NULL));
   cJSON_Delete(o);
 }
 
@@ -371,6 +385,7 @@ int main(void)
       cmocka_unit_test(set_str_replaces_all_or_nothing),
       cmocka_unit_test(obj_creates_the_whole_path_or_nothing),
       cmocka_unit_test(set_str_refuses_a_path_through_a_non_object),
+      cmocka_unit_test(missing_arguments_are_einval),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,7 +24,8 @@ static void assert_render(kcr_metrics *reg, const char *want)
 
 static void counter_with_labels_renders_exactly(void **state)
 {
-  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metrics *reg = NULL;
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
   kcr_metric *c = kcr_metric_counter(reg, "workqueue_adds_total",
                                      "Total number of adds handled by workqueue",
                                      L("name", "controller"));
@@ -45,7 +46,8 @@ static void counter_with_labels_renders_exactly(void **state)
 
 static void gauge_renders_exactly(void **state)
 {
-  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metrics *reg = NULL;
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
   kcr_metric *g =
       kcr_metric_gauge(reg, "workqueue_depth", "Current depth of workqueue", L("name"));
   kcr_metric *up = kcr_metric_gauge(reg, "up", "", NULL);
@@ -82,7 +84,8 @@ static void gauge_renders_exactly(void **state)
 static void histogram_renders_cumulative_buckets(void **state)
 {
   static const double bounds[] = {0.01, 0.1, 1, 10};
-  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metrics *reg = NULL;
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
   kcr_metric *h = kcr_metric_histogram(reg, "reconcile_time_seconds",
                                        "Length of time per reconciliation",
                                        L("controller"), bounds, 4);
@@ -114,7 +117,8 @@ static void histogram_renders_cumulative_buckets(void **state)
 
 static void histogram_without_labels_and_workqueue_buckets(void **state)
 {
-  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metrics *reg = NULL;
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
   kcr_metric *h = kcr_metric_histogram(reg, "wait_seconds", "Wait", NULL,
                                        kcr_buckets_workqueue, kcr_buckets_workqueue_n);
   kcr_metric_observe(h, NULL, 2e-8);
@@ -151,7 +155,8 @@ static void bucket_sets_match_upstream(void **state)
 
 static void label_values_and_help_are_escaped(void **state)
 {
-  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metrics *reg = NULL;
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
   kcr_metric *c =
       kcr_metric_counter(reg, "escapes_total", "a \\ and a\nnewline \"kept\"", L("v"));
   kcr_metric_inc(c, L("back\\slash \"quoted\"\nnext line"), 1);
@@ -184,7 +189,8 @@ static void *hammer(void *arg)
 static void concurrent_increments_sum_exactly(void **state)
 {
   static const double bounds[] = {1};
-  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metrics *reg = NULL;
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
   struct race r[4];
   pthread_t t[4];
   struct kcr_buf out = KCR_BUF_INIT;
@@ -232,7 +238,8 @@ static void *grow_hammer(void *arg)
 
 static void series_made_while_others_update_are_all_kept(void **state)
 {
-  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metrics *reg = NULL;
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
   struct race r[4];
   pthread_t t[4];
   struct kcr_buf out = KCR_BUF_INIT;
@@ -263,7 +270,8 @@ static void registering_twice_returns_the_same_family(void **state)
 {
   static const double b1[] = {1, 2}, b2[] = {1, 3};
   static const double inf_tail[] = {1, 2, INFINITY}, unsorted[] = {2, 1};
-  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metrics *reg = NULL;
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
   kcr_metric *c = kcr_metric_counter(reg, "x_total", "X", L("a"));
   kcr_metric *h = kcr_metric_histogram(reg, "h_seconds", "H", NULL, b1, 2);
 
@@ -316,7 +324,8 @@ static void collect_once(void *ud)
 
 static void collect_callbacks_run_on_render(void **state)
 {
-  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metrics *reg = NULL;
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
   struct collect_state cs = {
       reg, kcr_metric_gauge(reg, "workqueue_depth", "Depth", L("name")), 0, 4};
   struct collect_state once = {reg, NULL, 0, 0};
@@ -354,7 +363,8 @@ static void collect_callbacks_run_on_render(void **state)
 
 static void null_metric_and_bad_label_values_are_no_ops(void **state)
 {
-  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metrics *reg = NULL;
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
   kcr_metric *c = kcr_metric_counter(reg, "c_total", "C", L("a", "b"));
   kcr_metric *g = kcr_metric_gauge(reg, "g", "G", NULL);
   struct kcr_buf out = KCR_BUF_INIT;
@@ -383,7 +393,8 @@ static void null_metric_and_bad_label_values_are_no_ops(void **state)
 
 static void render_appends_to_existing_text(void **state)
 {
-  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metrics *reg = NULL;
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
   struct kcr_buf out = KCR_BUF_INIT;
 
   kcr_metric_inc(kcr_metric_counter(reg, "n_total", "", NULL), NULL, 3);
@@ -396,7 +407,8 @@ static void render_appends_to_existing_text(void **state)
 
 static void many_series_stay_distinct(void **state)
 {
-  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metrics *reg = NULL;
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
   kcr_metric *c = kcr_metric_counter(reg, "k_total", "", L("a", "b"));
   char a[16], b[16];
 
@@ -418,6 +430,78 @@ static void many_series_stay_distinct(void **state)
   kcr_metrics_free(reg);
 }
 
+/* A family keeps at most max_series series: label values chosen in the
+ * cluster cannot grow the registry without end. Updates of existing series
+ * go on; new ones are dropped and counted per family. */
+static void a_family_keeps_at_most_max_series(void **state)
+{
+  kcr_metrics *reg = NULL;
+  assert_int_equal(
+      KCR_OK, kcr_metrics_new(&(struct kcr_metrics_opts){.max_series = 2}, &reg, NULL));
+  kcr_metric *c = kcr_metric_counter(reg, "objects_total", "", L("name"));
+  kcr_metric *h = kcr_metric_histogram(reg, "seconds", "", L("name"), (double[]){1}, 1);
+  kcr_metric *one = kcr_metric_gauge(reg, "one", "", NULL);
+
+  kcr_metric_inc(c, L("a"), 1);
+  kcr_metric_inc(c, L("b"), 1);
+  kcr_metric_inc(c, L("c"), 1); /* a third series: dropped */
+  kcr_metric_inc(c, L("d"), 1); /* and a fourth */
+  kcr_metric_inc(c, L("a"), 1); /* existing series still count */
+  kcr_metric_observe(h, L("x"), 0.5);
+  kcr_metric_observe(h, L("y"), 0.5);
+  kcr_metric_observe(h, L("z"), 0.5);
+  kcr_metric_set(one, NULL, 7);
+  assert_true(2 == kcr_metric_value(c, L("a")));
+  assert_true(0 == kcr_metric_value(c, L("c")));
+  assert_int_equal(0, kcr_metric_count(h, L("z")));
+  assert_render(reg, "# HELP kcr_metrics_series_dropped_total Metric updates dropped "
+                     "because their family had reached its series limit\n"
+                     "# TYPE kcr_metrics_series_dropped_total counter\n"
+                     "kcr_metrics_series_dropped_total{metric=\"objects_total\"} 2\n"
+                     "kcr_metrics_series_dropped_total{metric=\"seconds\"} 1\n"
+                     "# TYPE objects_total counter\n"
+                     "objects_total{name=\"a\"} 2\n"
+                     "objects_total{name=\"b\"} 1\n"
+                     "# TYPE seconds histogram\n"
+                     "seconds_bucket{name=\"x\",le=\"1\"} 1\n"
+                     "seconds_bucket{name=\"x\",le=\"+Inf\"} 1\n"
+                     "seconds_sum{name=\"x\"} 0.5\n"
+                     "seconds_count{name=\"x\"} 1\n"
+                     "seconds_bucket{name=\"y\",le=\"1\"} 1\n"
+                     "seconds_bucket{name=\"y\",le=\"+Inf\"} 1\n"
+                     "seconds_sum{name=\"y\"} 0.5\n"
+                     "seconds_count{name=\"y\"} 1\n"
+                     "# TYPE one gauge\n"
+                     "one 7\n");
+  kcr_metrics_free(reg);
+}
+
+/* The default limit is KCR_METRICS_MAX_SERIES; SIZE_MAX lifts it. */
+static void the_series_limit_defaults_and_can_be_lifted(void **state)
+{
+  kcr_metrics *def = NULL, *none = NULL;
+  char v[16];
+
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &def, NULL));
+  assert_int_equal(
+      KCR_OK,
+      kcr_metrics_new(&(struct kcr_metrics_opts){.max_series = SIZE_MAX}, &none, NULL));
+  kcr_metric *d = kcr_metric_counter(def, "d_total", "", L("k"));
+  kcr_metric *n = kcr_metric_counter(none, "n_total", "", L("k"));
+  for(int i = 0; i <= KCR_METRICS_MAX_SERIES; i++) {
+    snprintf(v, sizeof(v), "%d", i);
+    kcr_metric_inc(d, L(v), 1);
+    kcr_metric_inc(n, L(v), 1);
+  }
+  snprintf(v, sizeof(v), "%d", KCR_METRICS_MAX_SERIES - 1);
+  assert_true(1 == kcr_metric_value(d, L(v)));
+  snprintf(v, sizeof(v), "%d", KCR_METRICS_MAX_SERIES);
+  assert_true(0 == kcr_metric_value(d, L(v)));
+  assert_true(1 == kcr_metric_value(n, L(v)));
+  kcr_metrics_free(def);
+  kcr_metrics_free(none);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -434,6 +518,8 @@ int main(void)
       cmocka_unit_test(null_metric_and_bad_label_values_are_no_ops),
       cmocka_unit_test(render_appends_to_existing_text),
       cmocka_unit_test(many_series_stay_distinct),
+      cmocka_unit_test(a_family_keeps_at_most_max_series),
+      cmocka_unit_test(the_series_limit_defaults_and_can_be_lifted),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

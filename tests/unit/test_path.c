@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "kcr/path.h"
@@ -188,6 +189,7 @@ static void appends_to_a_failed_buffer_are_no_ops(void **state)
 
 int main(void)
 {
+  tfail_init();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(core_namespaced_paths),
       cmocka_unit_test(core_cluster_scoped_paths),

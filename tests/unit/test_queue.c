@@ -581,7 +581,8 @@ static double gauge(kcr_metrics *reg, const char *name)
 
 static void metrics_count_adds_depth_and_retries(void **state)
 {
-  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metrics *reg = NULL;
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
   kcr_queue *q = kcr_queue_new(&(struct kcr_queue_opts){.name = "q", .metrics = reg});
   char *k;
 
@@ -618,7 +619,8 @@ static void metrics_count_adds_depth_and_retries(void **state)
 
 static void metrics_render_in_flight_work_and_help_texts(void **state)
 {
-  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metrics *reg = NULL;
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
   kcr_queue *q = kcr_queue_new(&(struct kcr_queue_opts){.name = "q", .metrics = reg});
   struct kcr_buf out = KCR_BUF_INIT;
   char *k1, *k2;
@@ -669,7 +671,8 @@ static void metrics_render_in_flight_work_and_help_texts(void **state)
 
 static void an_unnamed_queue_has_no_metrics(void **state)
 {
-  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metrics *reg = NULL;
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
   kcr_queue *q = kcr_queue_new(&(struct kcr_queue_opts){.metrics = reg});
   struct kcr_buf out = KCR_BUF_INIT;
 

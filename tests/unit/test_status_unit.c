@@ -146,9 +146,13 @@ static struct kcr_cond ready_cond(void)
 static kcr_status_writer *writer_for(kcr_client *c, enum kcr_status_mode mode)
 {
   kcr_status_writer *w = NULL;
-  struct kcr_status_writer_opts o = {c,        &widgets,   "test.kcr.io/v1",
-                                     "Widget", "kcr-test", mode};
-  assert_int_equal(KCR_OK, kcr_status_writer_new(&o, &w));
+  struct kcr_status_writer_opts o = {.client = c,
+                                     .gvr = &widgets,
+                                     .api_version = "test.kcr.io/v1",
+                                     .kind = "Widget",
+                                     .field_manager = "kcr-test",
+                                     .mode = mode};
+  assert_int_equal(KCR_OK, kcr_status_writer_new(&o, &w, NULL));
   return w;
 }
 
@@ -161,7 +165,8 @@ static void writers_send_int64_fields_exactly(void **state)
     kcr_client *c = twire_client(one_object, &a);
     kcr_status_writer *w = writer_for(c, modes[i]);
     struct kcr_cond cond = ready_cond();
-    struct kcr_status_desired d = {&cond, 1, true, 9007199254740993LL, NULL};
+    struct kcr_status_desired d = {
+        .conds = &cond, .n = 1, .observed_generation = 9007199254740993LL};
     struct kcr_errinfo ei = KCR_ERRINFO_INIT;
     enum kcr_write_result res;
     cJSON *obj = json(widget);
@@ -191,7 +196,7 @@ static void writers_send_int64_fields_exactly(void **state)
 static void merge_compares_generations_exactly(void **state)
 {
   cJSON *obj = json("{\"status\":{\"observedGeneration\":" BIG "}}"), *conds = NULL;
-  struct kcr_status_desired d = {NULL, 0, true, 9007199254740993LL, NULL};
+  struct kcr_status_desired d = {.observed_generation = 9007199254740993LL};
   bool changed = true;
 
   assert_int_equal(KCR_OK, kcr_status_merge(obj, &d, 1, &conds, &changed, NULL));
@@ -207,7 +212,7 @@ static void merge_compares_generations_exactly(void **state)
   obj = json("{\"status\":{\"replicas\":" E15 "}}");
   cJSON *extra = cJSON_CreateObject();
   assert_non_null(kcr_json_add_int(extra, "replicas", 1000000000000000LL));
-  d = (struct kcr_status_desired){NULL, 0, false, 0, extra};
+  d = (struct kcr_status_desired){.extra = extra};
   assert_int_equal(KCR_OK, kcr_status_merge(obj, &d, 1, &conds, &changed, NULL));
   assert_false(changed);
   cJSON_Delete(conds);
@@ -230,7 +235,8 @@ static bool write_all_or_nothing(void *ud)
 {
   struct write_case *t = ud;
   struct kcr_cond cond = ready_cond();
-  struct kcr_status_desired d = {&cond, 1, true, 9007199254740993LL, NULL};
+  struct kcr_status_desired d = {
+      .conds = &cond, .n = 1, .observed_generation = 9007199254740993LL};
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   enum kcr_write_result res = KCR_WRITE_SKIPPED;
   cJSON *obj;
@@ -278,7 +284,8 @@ static bool merge_all_or_nothing(void *ud)
 {
   const char *want = ud;
   struct kcr_cond cond = ready_cond();
-  struct kcr_status_desired d = {&cond, 1, true, 9007199254740993LL, NULL};
+  struct kcr_status_desired d = {
+      .conds = &cond, .n = 1, .observed_generation = 9007199254740993LL};
   cJSON *obj, *conds = (cJSON *)1;
   bool changed = true, ok;
   char *text = NULL;
@@ -290,7 +297,7 @@ static bool merge_all_or_nothing(void *ud)
   rc = kcr_status_merge(obj, &d, 1795946400, &conds, &changed, NULL);
   tfail_exempt(true);
   ok = rc ? conds == NULL && !changed
-          : changed && (text = kcr_json_print(conds)) && same_json(want, text);
+          : changed && (text = kcr_json_to_text(conds)) && same_json(want, text);
   free(text);
   cJSON_Delete(conds);
   cJSON_Delete(obj);
@@ -424,7 +431,7 @@ static bool owner_all_or_nothing(void *ud)
   rc = kcr_owner_set_controller(child, owner, &ei);
   tfail_exempt(true);
   ok = rc ? rc == KCR_ENOMEM && cJSON_Compare(child, before, 1) /* untouched */
-          : (text = kcr_json_print(child)) && same_json(oc->want, text);
+          : (text = kcr_json_to_text(child)) && same_json(oc->want, text);
   if(!ok)
     print_error("rc %s child %s\n", kcr_err_name(rc), text ? text : "-");
   free(text);
@@ -494,12 +501,43 @@ static void retry_timing_survives_nonsense_policies(void **state)
     struct kcr_ref ref = {&widgets, "ns", "w"};
     enum kcr_write_result res;
     int conflicts = 0;
-    assert_int_equal(KCR_OK, kcr_update_retry(c, &ref, &policies[i], touch, NULL, &res,
-                                              &conflicts, NULL));
+    assert_int_equal(
+        KCR_OK,
+        kcr_update_retry(c, &ref, &(struct kcr_update_retry_opts){.retry = policies[i]},
+                         touch, NULL, &res, &conflicts, NULL));
     assert_int_equal(KCR_WRITE_WRITTEN, res);
     assert_int_equal(1, conflicts);
     kcr_client_free(c);
   }
+}
+
+static void writer_and_retry_arguments_are_checked(void **state)
+{
+  int puts = 0;
+  kcr_client *c = twire_client(conflict_once, &puts);
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_status_writer_opts o = {
+      .client = c, .gvr = &widgets, .field_manager = "m", .mode = KCR_STATUS_APPLY};
+  kcr_status_writer *w = (kcr_status_writer *)1;
+  enum kcr_write_result res = KCR_WRITE_WRITTEN;
+
+  assert_int_equal(KCR_EINVAL, kcr_status_writer_new(&o, &w, &ei)); /* apply: no kind */
+  assert_null(w);
+  assert_non_null(strstr(ei.message, "api_version and kind"));
+  o.mode = (enum kcr_status_mode)7;
+  assert_int_equal(KCR_EINVAL, kcr_status_writer_new(&o, &w, &ei));
+  assert_non_null(strstr(ei.message, "unknown mode"));
+  o.mode = KCR_STATUS_MERGE_PATCH;
+  o.field_manager = "";
+  assert_int_equal(KCR_EINVAL, kcr_status_writer_new(&o, &w, &ei));
+  assert_int_equal(KCR_EINVAL, kcr_update_retry(c, &(struct kcr_ref){&widgets, "ns", "w"},
+                                                NULL, NULL, NULL, &res, NULL, &ei));
+  assert_int_equal(KCR_WRITE_FAILED, res);
+  assert_int_equal(KCR_EINVAL, kcr_update_retry(c, &(struct kcr_ref){&widgets, "ns"},
+                                                NULL, touch, NULL, &res, NULL, &ei));
+  assert_int_equal(0, puts); /* nothing was written */
+  kcr_errinfo_cleanup(&ei);
+  kcr_client_free(c);
 }
 
 int main(void)
@@ -514,6 +552,7 @@ int main(void)
       cmocka_unit_test(finalizer_without_a_guard_is_not_sent),
       cmocka_unit_test(owner_set_controller_is_all_or_nothing),
       cmocka_unit_test(retry_timing_survives_nonsense_policies),
+      cmocka_unit_test(writer_and_retry_arguments_are_checked),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -190,7 +190,7 @@ static bool json_parse_print(void *ud)
   ok = cJSON_Compare(t, want, true);
   if(!ok)
     goto out;
-  text = kcr_json_print(t);
+  text = kcr_json_to_text(t);
   ok = !text || !strcmp(text, obj_json);
 out:
   free(text);

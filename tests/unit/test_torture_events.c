@@ -123,8 +123,8 @@ static bool recorder_life(void *ud)
   uint64_t accepted = 0;
   bool ok, bad_rc = false;
 
-  tfail_exempt(true); /* set-up: see recorder_new_fails_cleanly */
-  reg = kcr_metrics_new();
+  tfail_exempt(true);                      /* set-up: see recorder_new_fails_cleanly */
+  (void)kcr_metrics_new(NULL, &reg, NULL); /* NULL when out of memory */
   assert_int_equal(KCR_OK, kcr_recorder_new(
                                &(struct kcr_recorder_opts){
                                    .reporting_controller = "ebdman.example.com/ebdman",
@@ -195,7 +195,8 @@ static bool recorder_new(void *ud)
 {
   struct sink s = {0};
   kcr_recorder *r = (kcr_recorder *)1;
-  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metrics *reg = NULL;
+  (void)kcr_metrics_new(NULL, &reg, NULL); /* NULL when out of memory */
   kcr_err rc =
       reg ? kcr_recorder_new(&(struct kcr_recorder_opts){.reporting_controller =
                                                              "ebdman.example.com/ebdman",
@@ -331,8 +332,8 @@ static bool elector_life(void *ud)
   ec->ls->lease = NULL;
   ec->ls->bad = ec->ls->released = false;
   pthread_mutex_unlock(&ec->ls->mu);
-  tfail_exempt(true); /* set-up: see leader_new_fails_cleanly */
-  reg = kcr_metrics_new();
+  tfail_exempt(true);                      /* set-up: see leader_new_fails_cleanly */
+  (void)kcr_metrics_new(NULL, &reg, NULL); /* NULL when out of memory */
   o.client = ec->c;
   o.metrics = reg;
   o.ud = &l;
@@ -380,7 +381,8 @@ static void elector_leads_and_releases_with_whole_writes(void **state)
 static bool leader_new(void *ud)
 {
   struct kcr_leader_opts o = elector_opts;
-  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metrics *reg = NULL;
+  (void)kcr_metrics_new(NULL, &reg, NULL); /* NULL when out of memory */
   kcr_leader *le = (kcr_leader *)1;
   kcr_err rc;
   bool ok;

@@ -92,7 +92,7 @@ static bool informer_life(void *ud)
   /* Set-up is tortured on its own (informer_new_fails_cleanly): here the
    * informer's life from start to free. */
   tfail_exempt(true);
-  reg = kcr_metrics_new();
+  (void)kcr_metrics_new(NULL, &reg, NULL); /* NULL when out of memory */
   assert_int_equal(
       KCR_OK,
       kcr_informer_new(
@@ -133,7 +133,8 @@ static bool informer_new(void *ud)
   kcr_client *c = ud;
   struct counts n = {0};
   kcr_informer *inf = (kcr_informer *)1;
-  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metrics *reg = NULL;
+  (void)kcr_metrics_new(NULL, &reg, NULL); /* NULL when out of memory */
   kcr_err rc =
       reg ? kcr_informer_new(&(struct kcr_informer_opts){.client = c,
                                                          .gvr = &cms,

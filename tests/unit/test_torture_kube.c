@@ -103,8 +103,9 @@ static bool load_inline(void *ud)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   kcr_config *cfg = (kcr_config *)1;
-  kcr_err rc = kcr_config_from_yaml(kubeconfig_inline, sizeof(kubeconfig_inline) - 1,
-                                    "/home/u/.kube/config", NULL, &cfg, &ei);
+  kcr_err rc = kcr_config_from_yaml(
+      kubeconfig_inline, sizeof(kubeconfig_inline) - 1,
+      &(struct kcr_config_opts){.kubeconfig = "/home/u/.kube/config"}, &cfg, &ei);
   bool ok;
 
   if(rc) {
@@ -131,8 +132,9 @@ static bool load_exec(void *ud)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   kcr_config *cfg = (kcr_config *)1;
-  kcr_err rc = kcr_config_from_yaml(kubeconfig_exec, sizeof(kubeconfig_exec) - 1,
-                                    "/home/u/.kube/config", NULL, &cfg, &ei);
+  kcr_err rc = kcr_config_from_yaml(
+      kubeconfig_exec, sizeof(kubeconfig_exec) - 1,
+      &(struct kcr_config_opts){.kubeconfig = "/home/u/.kube/config"}, &cfg, &ei);
   bool ok = rc ? rc == KCR_ENOMEM && !cfg
                : str_eq(kcr_config_server(cfg), "https://kube.example:6443") &&
                      kcr_config_insecure(cfg) && !kcr_config_namespace(cfg);
@@ -160,14 +162,16 @@ static bool load_token_file(void *ud)
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   struct kcr_credentials cr;
   kcr_config *cfg = NULL;
-  kcr_err rc = kcr_config_from_yaml(yaml, sizeof(yaml) - 1, t->origin, NULL, &cfg, &ei);
+  kcr_err rc =
+      kcr_config_from_yaml(yaml, sizeof(yaml) - 1,
+                           &(struct kcr_config_opts){.kubeconfig = t->origin}, &cfg, &ei);
   bool ok;
 
   if(rc) {
     ok = rc == KCR_ENOMEM && !cfg;
     goto out;
   }
-  rc = kcr_config_credentials(cfg, &cr, &ei);
+  rc = kcr_config_dup_credentials(cfg, &cr, &ei);
   ok = rc ? rc == KCR_ENOMEM && !cr.token : str_eq(cr.token, "file-token");
   kcr_credentials_cleanup(&cr);
 out:
@@ -188,8 +192,9 @@ static void config_with_a_token_file_loads_and_reads_it_or_enomem(void **state)
   assert_non_null(f = fopen(path, "w"));
   fputs("file-token\n", f);
   fclose(f);
-  bool ok = tfail_torture_try("kcr_config_from_yaml + kcr_config_credentials (tokenFile)",
-                              load_token_file, &t, 0);
+  bool ok =
+      tfail_torture_try("kcr_config_from_yaml + kcr_config_dup_credentials (tokenFile)",
+                        load_token_file, &t, 0);
   unlink(path);
   rmdir(t.dir);
   assert_true(ok);
@@ -204,7 +209,7 @@ static bool credentials(void *ud)
   bool ok;
 
   memset(&cr, 0xa5, sizeof(cr)); /* garbage: the call must set every field */
-  rc = kcr_config_credentials(cfg, &cr, &ei);
+  rc = kcr_config_dup_credentials(cfg, &cr, &ei);
   if(rc)
     ok = rc == KCR_ENOMEM && !cr.token && !cr.cert && !cr.key && !cr.cert_len &&
          !cr.key_len;
@@ -219,11 +224,11 @@ static bool credentials(void *ud)
 static void config_credentials_are_a_whole_snapshot_or_nothing(void **state)
 {
   kcr_config *cfg = NULL;
-  assert_int_equal(KCR_OK,
-                   kcr_config_from_yaml(kubeconfig_inline, sizeof(kubeconfig_inline) - 1,
-                                        "t", NULL, &cfg, NULL));
-  bool ok =
-      tfail_torture_try("kcr_config_credentials (token, cert, key)", credentials, cfg, 0);
+  assert_int_equal(KCR_OK, kcr_config_from_yaml(
+                               kubeconfig_inline, sizeof(kubeconfig_inline) - 1,
+                               &(struct kcr_config_opts){.kubeconfig = "t"}, &cfg, NULL));
+  bool ok = tfail_torture_try("kcr_config_dup_credentials (token, cert, key)",
+                              credentials, cfg, 0);
   kcr_config_free(cfg);
   assert_true(ok);
 }
@@ -240,7 +245,7 @@ static bool exec_credentials(void *ud)
   bool ok;
 
   kcr_config_invalidate(cfg);
-  rc = kcr_config_credentials(cfg, &cr, &ei);
+  rc = kcr_config_dup_credentials(cfg, &cr, &ei);
   ok = rc ? rc == KCR_ENOMEM && !cr.token : str_eq(cr.token, "exec-t0ken");
   if(!ok)
     print_error("exec credentials: %s (%s)\n", kcr_err_name(rc),
@@ -281,12 +286,14 @@ static void config_credentials_from_an_exec_plugin_are_whole_or_enomem(void **st
   fputs(plugin, f);
   fclose(f);
   assert_int_equal(0, chmod(path, 0700));
-  assert_int_equal(KCR_OK, kcr_config_from_yaml(yaml_fmt, sizeof(yaml_fmt) - 1, origin,
-                                                NULL, &cfg, NULL));
+  assert_int_equal(KCR_OK,
+                   kcr_config_from_yaml(yaml_fmt, sizeof(yaml_fmt) - 1,
+                                        &(struct kcr_config_opts){.kubeconfig = origin},
+                                        &cfg, NULL));
   /* Warm: the first run fills the config's credential cache, which lives
    * as long as the config. */
-  ok = tfail_torture_warm("kcr_config_credentials (exec plugin)", exec_credentials, cfg,
-                          0);
+  ok = tfail_torture_warm("kcr_config_dup_credentials (exec plugin)", exec_credentials,
+                          cfg, 0);
   kcr_config_free(cfg);
   unlink(path);
   rmdir(dir);
@@ -309,7 +316,9 @@ static bool load_and_connect(void *ud)
     ok = rc == KCR_ENOMEM && (!cfg || cfg == (kcr_config *)1); /* no config */
     goto out;
   }
-  rc = kcr_client_new(cfg, &(struct kcr_client_opts){.user_agent = "torture/1"}, &c, &ei);
+  rc = kcr_client_new(&(struct kcr_client_opts){.config = cfg, .user_agent = "torture/1"},
+                      &c, &ei);
+  kcr_config_free(cfg); /* the client holds its own reference */
   ok = rc ? rc == KCR_ENOMEM && !c
           : str_eq(kcr_config_server(kcr_client_config(c)), "https://kube.example:6443");
   kcr_client_free(rc ? NULL : c);
@@ -453,14 +462,17 @@ static bool verb(void *ud)
                    sizeof(patch) - 1, &out, &ei);
     break;
   }
-  case V_APPLY: rc = kcr_apply(vc->c, &one, vc->obj, "mgr", true, &out, &ei); break;
+  case V_APPLY:
+    rc = kcr_apply(vc->c, &one, vc->obj,
+                   &(struct kcr_apply_opts){.field_manager = "mgr", .force = true}, &out,
+                   &ei);
+    break;
   case V_DELETE:
     rc = kcr_delete(vc->c, &one,
                     &(struct kcr_delete_opts){.propagation = KCR_PROPAGATE_FOREGROUND,
                                               .precondition_uid = "u1",
                                               .precondition_rv = "7",
-                                              .grace_period_seconds = 0,
-                                              .has_grace = true,
+                                              .grace_period_seconds = &(int64_t){0},
                                               .dry_run = true},
                     &out, &ei);
     break;
@@ -697,13 +709,15 @@ static bool watch(void *ud)
   struct seen s = {0};
   kcr_watch *w = (kcr_watch *)1;
   kcr_err rc =
-      kcr_watch_new(wc->c,
-                    &(struct kcr_watch_opts){.ref = &(struct kcr_ref){&cms, "ns"},
+      kcr_watch_new(&(struct kcr_watch_opts){.client = wc->c,
+                                             .on_event = on_event,
+                                             .ud = &s,
+                                             .ref = &(struct kcr_ref){&cms, "ns"},
                                              .resource_version = "10",
                                              .label_selector = "app=x",
-                                             .timeout_seconds = 30,
+                                             .timeout_ms = 30000,
                                              .allow_bookmarks = true},
-                    on_event, &s, &w);
+                    &w, NULL);
   bool ok;
 
   if(rc)

@@ -24,7 +24,8 @@ static bool str_eq(const char *a, const char *b) { return a && b && !strcmp(a, b
 
 static bool queue_ops(void *ud)
 {
-  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metrics *reg = NULL;
+  (void)kcr_metrics_new(NULL, &reg, NULL); /* NULL when out of memory */
   kcr_queue *q = reg ? kcr_queue_new(&(struct kcr_queue_opts){
                            .name = "torture", .metrics = reg, .qps = 10, .burst = 100})
                      : NULL;
@@ -111,7 +112,8 @@ struct metrics_case {
 static bool metrics_build(void *ud)
 {
   struct metrics_case *mc = ud;
-  kcr_metrics *reg = kcr_metrics_new();
+  kcr_metrics *reg = NULL;
+  (void)kcr_metrics_new(NULL, &reg, NULL); /* NULL when out of memory */
   kcr_metric *c, *g, *h, *cg;
   bool ok = true;
 
