@@ -37,7 +37,7 @@ static bool is_ready(kcr_obj *o)
   struct kcr_cond c;
   bool r;
 
-  if(!o || !(t = kcr_obj_parse(o)))
+  if(!o || kcr_obj_parse(o, &t))
     return false;
   r = !kcr_cond_get(kcr_json_at(t, "status.conditions"), "Ready", &c) &&
       !strcmp(c.status, "True");

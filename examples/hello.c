@@ -28,7 +28,7 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
 {
   struct hello *h = ud;
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
-  kcr_obj *o = kcr_store_get(kcr_informer_store(h->cms), req->ns, req->name);
+  kcr_obj *o = kcr_store_ref(kcr_informer_store(h->cms), req->ns, req->name);
   char *want;
   cJSON *cur, *patch;
   kcr_err rc = KCR_OK;
@@ -36,7 +36,7 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
   if(!o) /* deleted: nothing to do */
     return KCR_OK;
   want = kcr_arena_printf(kcr_ctx_arena(cx), "Hello, %s!", req->name);
-  cur = kcr_obj_parse(o);
+  kcr_obj_parse(o, &cur); /* NULL: out of memory */
   kcr_obj_unref(o);
   if(!cur || !want) {
     cJSON_Delete(cur);

@@ -102,7 +102,7 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
                          struct kcr_result *res, void *ud)
 {
   struct sim *s = ud;
-  kcr_obj *o = kcr_store_get(kcr_informer_store(s->vfms), req->ns, req->name);
+  kcr_obj *o = kcr_store_ref(kcr_informer_store(s->vfms), req->ns, req->name);
   cJSON *vfm;
   const char *fail, *delay_s;
   uint64_t delay = s->default_delay_ms, wait;
@@ -111,7 +111,7 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
 
   if(!o)
     return KCR_OK;
-  vfm = kcr_obj_parse(o);
+  kcr_obj_parse(o, &vfm); /* NULL: out of memory */
   gen = kcr_obj_generation(o);
   kcr_obj_unref(o);
   if(!vfm)

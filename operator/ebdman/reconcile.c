@@ -85,14 +85,14 @@ static bool child_up_to_date(kcr_informer *inf, const cJSON *want, const char *f
 {
   const char *ns = kcr_json_str(want, "metadata.namespace");
   const char *name = kcr_json_str(want, "metadata.name");
-  kcr_obj *o = kcr_store_get(kcr_informer_store(inf), ns, name);
+  kcr_obj *o = kcr_store_ref(kcr_informer_store(inf), ns, name);
   cJSON *have;
   const cJSON *a, *want_refs;
   bool ok;
 
   if(!o)
     return false;
-  have = kcr_obj_parse(o);
+  kcr_obj_parse(o, &have); /* NULL when out of memory: not the same */
   want_refs = cJSON_GetArrayItem(kcr_json_at(want, "metadata.ownerReferences"), 0);
   ok = have && same_map(kcr_json_at(want, field), kcr_json_at(have, field)) &&
        kcr_obj_controller(o)->uid &&
@@ -125,11 +125,13 @@ static bool child_up_to_date(kcr_informer *inf, const cJSON *want, const char *f
 /* Is the cached VFM's spec already the desired one? */
 static bool vfm_spec_cached(kcr_informer *vfms, const cJSON *want)
 {
-  kcr_obj *o = want ? kcr_store_get(kcr_informer_store(vfms),
+  kcr_obj *o = want ? kcr_store_ref(kcr_informer_store(vfms),
                                     kcr_json_str(want, "metadata.namespace"),
                                     kcr_json_str(want, "metadata.name"))
                     : NULL;
-  cJSON *have = o ? kcr_obj_parse(o) : NULL;
+  cJSON *have = NULL;
+  if(o)
+    kcr_obj_parse(o, &have); /* NULL when out of memory: not the same */
   bool same = have && same_map(kcr_json_at(want, "spec"), kcr_json_at(have, "spec"));
   cJSON_Delete(have);
   kcr_obj_unref(o);
@@ -278,7 +280,7 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
   struct ebdman_observed ob = {0};
   struct kcr_cond conds[EBDMAN_NCOND];
   enum kcr_write_result wr;
-  kcr_obj *o = kcr_store_get(kcr_informer_store(e->ebds), req->ns, req->name), *vo;
+  kcr_obj *o = kcr_store_ref(kcr_informer_store(e->ebds), req->ns, req->name), *vo;
   cJSON *ebd = NULL, *cm = NULL, *vfm = NULL, *vfm_seen = NULL;
   bool applied_cm = false;
   kcr_err rc = KCR_OK;
@@ -287,10 +289,8 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
     return KCR_OK; /* deleted: children go with it (ownerReferences) */
   if(kcr_obj_deleting(o))
     goto out;
-  if(!(ebd = kcr_obj_parse(o))) {
-    rc = KCR_ENOMEM;
+  if((rc = kcr_obj_parse(o, &ebd)))
     goto out;
-  }
   ob.generation = kcr_obj_generation(o);
   cm = ebdman_configmap_for(ebd);
   vfm = ebdman_vfm_for(ebd);
@@ -305,8 +305,8 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
   }
   if(rc)
     goto out; /* transient: retried with backoff */
-  vo = kcr_store_get(kcr_informer_store(e->vfms), req->ns, req->name);
-  if(vo && !(vfm_seen = kcr_obj_parse(vo)))
+  vo = kcr_store_ref(kcr_informer_store(e->vfms), req->ns, req->name);
+  if(vo && kcr_obj_parse(vo, &vfm_seen))
     ob.vfm_read_error = "reading the vfm custom resource from the cache failed";
   kcr_obj_unref(vo);
   ob.vfm = vfm_seen;

@@ -267,13 +267,13 @@ static void requeue_everything(kcr_controller *c)
   for(size_t i = 0; i < c->nsrc; i++) {
     kcr_obj **objs;
     size_t n;
-    if(kcr_store_list(kcr_informer_store(c->src[i].inf), NULL, NULL, &objs, &n)) {
+    if(kcr_store_ref_all(kcr_informer_store(c->src[i].inf), &objs, &n)) {
       atomic_store(&c->requeue_all, true);
       return;
     }
     for(size_t j = 0; j < n; j++)
       route(&c->src[i], objs[j], objs[j], 1);
-    kcr_objs_free(objs, n);
+    kcr_objs_unref(objs, n);
   }
   KCR_LOG(KCR_LOG_INFO, "controller: queued every cached object again after a lost key",
           KCR_S("controller", c->name));

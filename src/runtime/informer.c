@@ -88,7 +88,7 @@ kcr_err kcr_informer_new(const struct kcr_informer_opts *o, kcr_informer **out)
   if(inf->group && (inf->name = malloc(n)))
     snprintf(inf->name, n, "%s%s%s", o->gvr->resource, *inf->group ? "." : "",
              inf->group);
-  inf->store = kcr_store_new();
+  kcr_store_new(NULL, &inf->store, NULL);
   inf->gvr =
       (struct kcr_gvr){inf->group, inf->version, inf->resource, o->gvr->namespaced};
   inf->o.gvr = &inf->gvr;
@@ -232,7 +232,8 @@ static kcr_err collect_item(const cJSON *item, void *ud)
     c->objs = n;
     c->cap = ncap;
   }
-  rc = kcr_obj_new(item, c->inf->o.keep_managed_fields, &o);
+  rc = kcr_obj_from_json(
+      item, c->inf->o.keep_managed_fields ? KCR_OBJ_KEEP_MANAGED_FIELDS : 0, &o, NULL);
   if(rc == KCR_EINVAL) {
     KCR_LOG(KCR_LOG_WARN, "informer: skipping listed item without a name",
             KCR_S("informer", c->inf->name));
@@ -262,7 +263,7 @@ static enum state do_list(kcr_informer *inf)
   if(!rc && c.n && !(prev = calloc(c.n, sizeof(*prev))))
     rc = kcr_errinfo_set(&ei, KCR_ENOMEM, "out of memory handling the list");
   for(size_t i = 0; !rc && i < c.n; i++) {
-    prev[i] = kcr_store_get_key(inf->store, kcr_obj_key(c.objs[i]));
+    prev[i] = kcr_store_ref_key(inf->store, kcr_obj_key(c.objs[i]));
     kcr_obj_ref(c.objs[i]); /* one for the store, one for the events below */
   }
   if(!rc && (rc = kcr_store_replace(inf->store, c.objs, c.n, &gone, &ngone))) {
@@ -271,8 +272,8 @@ static enum state do_list(kcr_informer *inf)
       kcr_obj_unref(c.objs[i]); /* the store did not take them */
   }
   if(rc) { /* store, rv and synced stay as they were: list again later */
-    kcr_objs_free(c.objs, c.n);
-    kcr_objs_free(prev, prev ? c.n : 0);
+    kcr_objs_unref(c.objs, c.n);
+    kcr_objs_unref(prev, prev ? c.n : 0);
     free(rv);
     next = fail_and_wait(inf, "list", rc, &ei) ? ST_LISTING : ST_STOPPED;
     kcr_errinfo_cleanup(&ei);
@@ -291,14 +292,14 @@ static enum state do_list(kcr_informer *inf)
   }
   for(size_t i = 0; i < ngone; i++)
     emit_delete(inf, gone[i]);
-  kcr_objs_free(gone, ngone);
-  kcr_objs_free(prev, c.n);
+  kcr_objs_unref(gone, ngone);
+  kcr_objs_unref(prev, c.n);
   /* Synced means the store holds the list and every handler has seen it. */
   pthread_mutex_lock(&inf->mu);
   inf->synced = true;
   pthread_cond_broadcast(&inf->cv);
   pthread_mutex_unlock(&inf->mu);
-  kcr_objs_free(c.objs, c.n);
+  kcr_objs_unref(c.objs, c.n);
   inf->last_err = KCR_OK;
   return ST_WATCHING;
 }
@@ -314,7 +315,8 @@ static kcr_err on_event(struct kcr_watch_event *ev, void *ud)
   if(ev->type == KCR_WATCH_BOOKMARK)
     return KCR_OK;
   count(inf, &inf->stats.events);
-  rc = kcr_obj_new(ev->object, inf->o.keep_managed_fields, &o);
+  rc = kcr_obj_from_json(
+      ev->object, inf->o.keep_managed_fields ? KCR_OBJ_KEEP_MANAGED_FIELDS : 0, &o, NULL);
   if(rc == KCR_EINVAL) {
     KCR_LOG(KCR_LOG_WARN, "informer: skipping event for an object without a name",
             KCR_S("informer", inf->name), KCR_S("type", kcr_watch_type_name(ev->type)));
@@ -424,11 +426,11 @@ static void *run_resync(void *p)
   while(sleep_unless_stopped(inf, inf->o.resync_ms)) {
     kcr_obj **objs;
     size_t n;
-    if(!kcr_informer_has_synced(inf) || kcr_store_list(inf->store, NULL, NULL, &objs, &n))
+    if(!kcr_informer_has_synced(inf) || kcr_store_ref_all(inf->store, &objs, &n))
       continue;
     for(size_t i = 0; i < n && !stopping(inf); i++)
       emit_update(inf, objs[i], objs[i]);
-    kcr_objs_free(objs, n);
+    kcr_objs_unref(objs, n);
   }
   return NULL;
 }

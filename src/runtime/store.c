@@ -1,7 +1,7 @@
 /* DESIGN: the informer cache.
  *
  * Objects: one malloc block each: the header struct, then the strings it
- * points to, then the compact JSON text. Immutable after kcr_obj_new; an
+ * points to, then the compact JSON text. Immutable after kcr_obj_from_json; an
  * atomic refcount lets readers keep one past its removal from the store.
  *
  * Store: a chained hash table key -> entry (key "ns/name"); the entry holds
@@ -77,7 +77,8 @@ static const cJSON *controller_ref(const cJSON *tree)
   return NULL;
 }
 
-kcr_err kcr_obj_new(const cJSON *tree, bool keep_managed_fields, kcr_obj **out)
+kcr_err kcr_obj_from_json(const cJSON *tree, unsigned flags, kcr_obj **out,
+                          struct kcr_errinfo *ei)
 {
   const char *ns = kcr_json_str(tree, "metadata.namespace");
   const char *name = kcr_json_str(tree, "metadata.name");
@@ -89,11 +90,18 @@ kcr_err kcr_obj_new(const cJSON *tree, bool keep_managed_fields, kcr_obj **out)
   size_t tlen, need;
   kcr_obj *o;
 
+  if(!out)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_obj_from_json: no out");
   *out = NULL;
+  if(!tree)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_obj_from_json: no tree");
+  if(flags & ~KCR_OBJ_KEEP_MANAGED_FIELDS)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_obj_from_json: unknown flags 0x%x",
+                           flags & ~KCR_OBJ_KEEP_MANAGED_FIELDS);
   if(!name || !*name)
-    return KCR_EINVAL;
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_obj_from_json: no metadata.name");
   /* Print without managedFields: detach, print, put back (tree unchanged). */
-  if(!keep_managed_fields && meta)
+  if(!(flags & KCR_OBJ_KEEP_MANAGED_FIELDS) && meta)
     mf = cJSON_DetachItemFromObjectCaseSensitive(meta, "managedFields");
   text = cJSON_PrintUnformatted(tree);
   if(mf) /* it kept its key: re-linking it cannot fail (AddItemToObject copies
@@ -176,10 +184,13 @@ const char *kcr_obj_json(const kcr_obj *o, size_t *len)
   return o->json;
 }
 
-cJSON *kcr_obj_parse(const kcr_obj *o)
+kcr_err kcr_obj_parse(const kcr_obj *o, cJSON **out)
 {
-  cJSON *t = NULL; /* kcr_json_parse: integers of 10^15 and up stay exact */
-  return kcr_json_parse(o->json, o->json_len, &t, NULL) ? NULL : t;
+  /* kcr_json_parse: integers of 10^15 and up stay exact. The text was
+   * printed by cJSON, so the only failure is memory. */
+  kcr_err rc = kcr_json_parse(o->json, o->json_len, out, NULL);
+  KCR_ASSERT(rc == KCR_OK || rc == KCR_ENOMEM);
+  return rc ? KCR_ENOMEM : KCR_OK;
 }
 
 /* ---- a chained hash table of string -> pointer ---- */
@@ -209,14 +220,27 @@ static struct entry *tfind(const struct table *t, const char *key, uint64_t h)
   return NULL;
 }
 
-/* Doubles the bucket array; on failure the table stays as it was (still
- * correct, just with longer chains). */
-static void tgrow(struct table *t)
+/* The bucket count (a power of two, at least 64) that holds n entries
+ * without growing (tlink grows past 3/4 full); 0 if none can. */
+static size_t buckets_for(size_t n)
 {
-  size_t nb = t->nb ? t->nb * 2 : 64;
+  size_t nb = 64;
+  while(nb / 4 * 3 < n) {
+    if(nb > SIZE_MAX / 2 / sizeof(struct entry *))
+      return 0;
+    nb *= 2;
+  }
+  return nb;
+}
+
+/* Moves the entries to a bucket array of nb (a power of two, more than
+ * t->nb); on failure the table stays as it was (still correct, just with
+ * longer chains) and false is returned. */
+static bool tresize(struct table *t, size_t nb)
+{
   struct entry **b = calloc(nb, sizeof(*b));
   if(!b)
-    return;
+    return false;
   for(size_t i = 0; i < t->nb; i++) {
     struct entry *e = t->b[i], *next;
     for(; e; e = next) {
@@ -228,6 +252,17 @@ static void tgrow(struct table *t)
   free(t->b);
   t->b = b;
   t->nb = nb;
+  return true;
+}
+
+/* Doubles the bucket array (see tresize). */
+static void tgrow(struct table *t) { tresize(t, t->nb ? t->nb * 2 : 64); }
+
+/* Makes room for n entries at once; false when that table cannot be had. */
+static bool tpresize(struct table *t, size_t n)
+{
+  size_t nb = buckets_for(n);
+  return nb && (nb <= t->nb || tresize(t, nb));
 }
 
 /* Links e (key absent). Fails only when the table has no buckets at all and
@@ -365,14 +400,30 @@ static bool rdlock(kcr_store *s)
   return err == 0;
 }
 
-kcr_store *kcr_store_new(void)
+kcr_err kcr_store_new(const struct kcr_store_opts *opts, kcr_store **out,
+                      struct kcr_errinfo *ei)
 {
-  kcr_store *s = calloc(1, sizeof(*s));
-  if(s && pthread_rwlock_init(&s->lock, NULL)) {
+  kcr_store *s;
+
+  if(!out)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_store_new: no out");
+  *out = NULL;
+  s = calloc(1, sizeof(*s));
+  if(!s)
+    return KCR_ENOMEM;
+  if(opts && opts->size_hint && !tpresize(&s->objs, opts->size_hint)) {
     free(s);
-    s = NULL;
+    return kcr_errinfo_set(
+        ei, KCR_ENOMEM, "kcr_store_new: no memory for a table of size_hint %zu objects",
+        opts->size_hint);
   }
-  return s;
+  if(pthread_rwlock_init(&s->lock, NULL)) {
+    free(s->objs.b);
+    free(s);
+    return KCR_ENOMEM;
+  }
+  *out = s;
+  return KCR_OK;
 }
 
 static void obj_unref_void(void *o) { kcr_obj_unref(o); }
@@ -391,7 +442,7 @@ void kcr_store_free(kcr_store *s)
   free(s);
 }
 
-static void index_controller(const kcr_obj *o, kcr_index_emit emit, void *ctx)
+void kcr_index_controller(const kcr_obj *o, kcr_index_emit emit, void *ctx)
 {
   if(o->owner.uid && *o->owner.uid)
     emit(o->owner.uid, ctx);
@@ -400,13 +451,11 @@ static void index_controller(const kcr_obj *o, kcr_index_emit emit, void *ctx)
 kcr_err kcr_store_add_index(kcr_store *s, const char *name, kcr_index_fn fn)
 {
   struct index *n;
-  if(s->written || !name)
+  if(s->written || !name || !fn)
     return KCR_EINVAL;
   for(size_t i = 0; i < s->nidx; i++)
     if(!strcmp(s->idx[i].name, name))
       return KCR_EEXIST;
-  if(!fn && strcmp(name, KCR_INDEX_CONTROLLER))
-    return KCR_EINVAL;
   n = realloc(s->idx, (s->nidx + 1) * sizeof(*n));
   if(!n)
     return KCR_ENOMEM;
@@ -414,7 +463,7 @@ kcr_err kcr_store_add_index(kcr_store *s, const char *name, kcr_index_fn fn)
   memset(&n[s->nidx], 0, sizeof(*n));
   if(!(n[s->nidx].name = strdup(name)))
     return KCR_ENOMEM;
-  n[s->nidx].fn = fn ? fn : index_controller;
+  n[s->nidx].fn = fn;
   s->nidx++;
   return KCR_OK;
 }
@@ -559,7 +608,7 @@ static kcr_err ix_move(kcr_store *s, const char *key, const struct ixvals *was,
   return KCR_OK;
 }
 
-kcr_obj *kcr_store_get_key(kcr_store *s, const char *key)
+kcr_obj *kcr_store_ref_key(kcr_store *s, const char *key)
 {
   struct entry *e;
   kcr_obj *o = NULL;
@@ -597,10 +646,10 @@ static void key_free(char buf[512], char *key)
     free(key);
 }
 
-kcr_obj *kcr_store_get(kcr_store *s, const char *ns, const char *name)
+kcr_obj *kcr_store_ref(kcr_store *s, const char *ns, const char *name)
 {
   char buf[512], *key = key_make(buf, ns, name);
-  kcr_obj *o = key ? kcr_store_get_key(s, key) : NULL;
+  kcr_obj *o = key ? kcr_store_ref_key(s, key) : NULL;
   key_free(buf, key);
   return o;
 }
@@ -618,8 +667,9 @@ static kcr_err grow_refs(kcr_obj ***arr, size_t *cap, size_t need)
   return KCR_OK;
 }
 
-kcr_err kcr_store_list(kcr_store *s, const char *index, const char *value,
-                       kcr_obj ***objs, size_t *n)
+/* References to every object (index NULL) or to those under index/value. */
+static kcr_err ref_list(kcr_store *s, const char *index, const char *value,
+                        kcr_obj ***objs, size_t *n)
 {
   kcr_obj **arr = NULL;
   size_t cnt = 0, cap = 0;
@@ -628,13 +678,13 @@ kcr_err kcr_store_list(kcr_store *s, const char *index, const char *value,
   *objs = NULL;
   *n = 0;
   if(!rdlock(s))
-    return KCR_EINVAL;
+    return KCR_ENOMEM; /* the reader limit: a resource ran out */
   if(index) {
     struct index *ix = NULL;
     for(size_t i = 0; i < s->nidx; i++)
       if(!strcmp(s->idx[i].name, index))
         ix = &s->idx[i];
-    struct entry *e = ix && value ? tfind(&ix->values, value, hash_str(value)) : NULL;
+    struct entry *e = ix ? tfind(&ix->values, value, hash_str(value)) : NULL;
     struct keyset *ks = e ? e->val : NULL;
     if(!ix) {
       rc = KCR_EINVAL;
@@ -653,7 +703,7 @@ kcr_err kcr_store_list(kcr_store *s, const char *index, const char *value,
   }
   pthread_rwlock_unlock(&s->lock);
   if(rc) {
-    kcr_objs_free(arr, cnt);
+    kcr_objs_unref(arr, cnt);
     return rc;
   }
   *objs = arr;
@@ -661,8 +711,26 @@ kcr_err kcr_store_list(kcr_store *s, const char *index, const char *value,
   return KCR_OK;
 }
 
-void kcr_objs_free(kcr_obj **objs, size_t n)
+kcr_err kcr_store_ref_all(kcr_store *s, kcr_obj ***objs, size_t *n)
 {
+  return ref_list(s, NULL, NULL, objs, n);
+}
+
+kcr_err kcr_store_ref_by_index(kcr_store *s, const char *index, const char *value,
+                               kcr_obj ***objs, size_t *n)
+{
+  if(!index || !value) {
+    *objs = NULL;
+    *n = 0;
+    return KCR_EINVAL;
+  }
+  return ref_list(s, index, value, objs, n);
+}
+
+void kcr_objs_unref(kcr_obj **objs, size_t n)
+{
+  if(!objs)
+    return;
   for(size_t i = 0; i < n; i++)
     kcr_obj_unref(objs[i]);
   free(objs);
@@ -682,6 +750,16 @@ size_t kcr__store_max_chain(kcr_store *s)
   }
   pthread_rwlock_unlock(&s->lock);
   return max;
+}
+
+size_t kcr__store_buckets(kcr_store *s)
+{
+  size_t n = 0;
+  if(rdlock(s)) {
+    n = s->objs.nb;
+    pthread_rwlock_unlock(&s->lock);
+  }
+  return n;
 }
 
 size_t kcr_store_len(kcr_store *s)
@@ -815,6 +893,8 @@ kcr_err kcr_store_replace(kcr_store *s, kcr_obj **objs, size_t n, kcr_obj ***gon
     rc = KCR_ENOMEM;
   if(!rc && n && !(dups = calloc(n, sizeof(*dups))))
     rc = KCR_ENOMEM;
+  if(!rc && n)
+    tpresize(&fresh.objs, n); /* failing that, the table grows as it fills */
   for(size_t i = 0; i < n && !rc; i++) {
     uint64_t h = hash_str(objs[i]->key);
     struct entry *e = tfind(&fresh.objs, objs[i]->key, h);

@@ -185,7 +185,7 @@ static bool converged(kcr_informer *inf, const char *ns)
   if(kcr_list_each(cl, &(struct kcr_ref){&itest_configmaps, ns}, NULL, count_item, &n,
                    NULL, NULL))
     return false;
-  if(kcr_store_list(kcr_informer_store(inf), NULL, NULL, &objs, &m))
+  if(kcr_store_ref_all(kcr_informer_store(inf), &objs, &m))
     return false;
   eq = (size_t)n == m;
   for(size_t i = 0; i < m && eq; i++) { /* every cached version is the current one */
@@ -197,7 +197,7 @@ static bool converged(kcr_informer *inf, const char *ns)
       eq = !strcmp(kcr_json_str(cur, "metadata.resourceVersion"), kcr_obj_rv(objs[i]));
     cJSON_Delete(cur);
   }
-  kcr_objs_free(objs, m);
+  kcr_objs_unref(objs, m);
   return eq;
 }
 

@@ -1111,7 +1111,7 @@ static void ref_from_obj_borrows_the_header(void **state)
   kcr_obj *o = NULL;
   struct kcr_event_ref ref;
 
-  assert_int_equal(KCR_OK, kcr_obj_new(t, false, &o));
+  assert_int_equal(KCR_OK, kcr_obj_from_json(t, 0, &o, NULL));
   ref = kcr_event_ref_from_obj(o, "v1", "ConfigMap");
   assert_string_equal("v1", ref.api_version);
   assert_string_equal("ConfigMap", ref.kind);

@@ -328,7 +328,7 @@ static void handlers_see_a_paged_list_and_the_watch_exactly_once_in_order(void *
   kcr_informer_stop(f.inf);
   evlog_expect(&log, want, 6);
   assert_int_equal(3, kcr_store_len(kcr_informer_store(f.inf)));
-  assert_non_null(a = kcr_store_get(kcr_informer_store(f.inf), "ns", "a"));
+  assert_non_null(a = kcr_store_ref(kcr_informer_store(f.inf), "ns", "a"));
   assert_string_equal("12", kcr_obj_rv(a));
   kcr_obj_unref(a);
   kcr_informer_get_stats(f.inf, &st);

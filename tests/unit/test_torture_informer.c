@@ -74,7 +74,7 @@ static bool has(kcr_store *s, const char *name)
 {
   kcr_obj *o;
   tfail_exempt(true);
-  o = kcr_store_get(s, "ns", name);
+  o = kcr_store_ref(s, "ns", name);
   tfail_exempt(false);
   kcr_obj_unref(o);
   return o != NULL;
