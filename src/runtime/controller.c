@@ -112,6 +112,7 @@ kcr_err kcr_controller_new(const struct kcr_controller_opts *o, kcr_controller *
 {
   kcr_controller *c;
   const char *const ctl[] = {"controller", NULL};
+  kcr_err rc;
 
   *out = NULL;
   if(!o || !o->name || !*o->name || !o->reconcile || !o->client)
@@ -135,12 +136,17 @@ kcr_err kcr_controller_new(const struct kcr_controller_opts *o, kcr_controller *
     pthread_cond_init(&c->done_cv, &ca);
     pthread_condattr_destroy(&ca);
   }
-  c->q = kcr_queue_new(&(struct kcr_queue_opts){c->name, o->metrics, o->base_delay_ms,
-                                                o->max_delay_ms, o->qps, o->burst});
+  rc = kcr_queue_new(&(struct kcr_queue_opts){.name = c->name,
+                                              .metrics = o->metrics,
+                                              .base_delay_ms = o->base_delay_ms,
+                                              .max_delay_ms = o->max_delay_ms,
+                                              .qps = o->qps,
+                                              .burst = o->burst},
+                     &c->q, NULL);
   c->w = calloc((size_t)c->o.workers, sizeof(*c->w));
-  if(!c->name || !c->q || !c->w) {
+  if(rc || !c->name || !c->w) {
     kcr_controller_free(c);
-    return KCR_ENOMEM;
+    return rc ? rc : KCR_ENOMEM;
   }
   if(o->metrics) {
     kcr_metrics *m = o->metrics;
@@ -419,7 +425,7 @@ static void *worker_main(void *p)
 
   cx.seed = (unsigned)(kcr_time_mono_ns() ^ (uintptr_t)w);
   for(;;) {
-    kcr_err rc = kcr_queue_get_timed(c->q, REQUEUE_CHECK_MS, &key);
+    kcr_err rc = kcr_queue_take(c->q, REQUEUE_CHECK_MS, &key);
     if(atomic_load(&c->requeue_all) && !atomic_load(&c->stopping))
       requeue_everything(c);
     if(rc == KCR_ETIMEDOUT || rc == KCR_ENOMEM)

@@ -85,7 +85,8 @@ static void chosen_names_do_not_flood_the_cache(void **state)
 static void chosen_names_do_not_flood_the_queue(void **state)
 {
   char(*keys)[32] = colliding_keys();
-  kcr_queue *q = kcr_queue_new(NULL);
+  kcr_queue *q;
+  assert_int_equal(KCR_OK, kcr_queue_new(NULL, &q, NULL));
   for(int i = 0; i < N; i++)
     assert_int_equal(KCR_OK, kcr_queue_add(q, keys[i]));
   assert_int_equal(N, kcr_queue_len(q));
