@@ -259,7 +259,8 @@ static int measure(const char *ns, long n)
   }
   cJSON_Delete(tmp);
   if(kcr_informer_new(
-         &(struct kcr_informer_opts){.client = c, .gvr = &configmaps, .ns = ns}, &inf)) {
+         &(struct kcr_informer_opts){.client = c, .gvr = &configmaps, .ns = ns}, &inf,
+         NULL)) {
     fprintf(stderr, "informer_mem: informer_new failed\n");
     return 2;
   }

@@ -22,6 +22,7 @@
  * condvar, so stop is prompt. Lock order: inf->mu only; it is never held
  * while calling handlers or doing I/O. `stats` is written and read under mu
  * (readers on other threads: kcr_informer_stats). */
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -65,14 +66,55 @@ struct kcr_informer {
 
 static char *dup0(const char *s) { return s ? strdup(s) : NULL; }
 
-kcr_err kcr_informer_new(const struct kcr_informer_opts *o, kcr_informer **out)
+/* The options with defaults filled in, or KCR_EINVAL naming the field. */
+static kcr_err check_opts(const struct kcr_informer_opts *in, struct kcr_informer_opts *o,
+                          struct kcr_errinfo *ei)
 {
+  static const char *const fn = "kcr_informer_new";
+  if(!in)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: no options", fn);
+  *o = *in;
+  if(!o->client)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: client is required", fn);
+  if(!o->gvr)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: gvr is required", fn);
+  if(!o->gvr->version || !*o->gvr->version)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: gvr->version is required", fn);
+  if(!o->gvr->resource || !*o->gvr->resource)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: gvr->resource is required", fn);
+  if(o->page_size < 0)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: page_size must not be negative, not %ld",
+                           fn, o->page_size);
+  if(!o->page_size)
+    o->page_size = 500;
+  if(!o->watch_timeout_min_ms)
+    o->watch_timeout_min_ms = 300000;
+  if(!o->watch_timeout_max_ms)
+    o->watch_timeout_max_ms = o->watch_timeout_min_ms > UINT64_MAX / 2
+                                  ? UINT64_MAX
+                                  : o->watch_timeout_min_ms * 2;
+  if(o->watch_timeout_max_ms < o->watch_timeout_min_ms)
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "%s: watch_timeout_max_ms (%llu) is below "
+                           "watch_timeout_min_ms (%llu)",
+                           fn, (unsigned long long)o->watch_timeout_max_ms,
+                           (unsigned long long)o->watch_timeout_min_ms);
+  return KCR_OK;
+}
+
+kcr_err kcr_informer_new(const struct kcr_informer_opts *opts, kcr_informer **out,
+                         struct kcr_errinfo *ei)
+{
+  struct kcr_informer_opts o0, *o = &o0;
   kcr_informer *inf;
+  kcr_err rc;
   size_t n;
 
+  if(!out)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_informer_new: no out");
   *out = NULL;
-  if(!o || !o->client || !o->gvr || !o->gvr->resource || !o->gvr->version)
-    return KCR_EINVAL;
+  if((rc = check_opts(opts, o, ei)))
+    return rc;
   inf = calloc(1, sizeof(*inf));
   if(!inf)
     return KCR_ENOMEM;
@@ -88,16 +130,12 @@ kcr_err kcr_informer_new(const struct kcr_informer_opts *o, kcr_informer **out)
   if(inf->group && (inf->name = malloc(n)))
     snprintf(inf->name, n, "%s%s%s", o->gvr->resource, *inf->group ? "." : "",
              inf->group);
-  kcr_store_new(NULL, &inf->store, NULL);
-  inf->gvr =
-      (struct kcr_gvr){inf->group, inf->version, inf->resource, o->gvr->namespaced};
+  kcr_store_new(NULL, &inf->store, NULL); /* NULL when out of memory */
+  inf->gvr = (struct kcr_gvr){.group = inf->group,
+                              .version = inf->version,
+                              .resource = inf->resource,
+                              .namespaced = o->gvr->namespaced};
   inf->o.gvr = &inf->gvr;
-  if(!inf->o.page_size)
-    inf->o.page_size = 500;
-  if(inf->o.watch_timeout_min_s <= 0)
-    inf->o.watch_timeout_min_s = 300;
-  if(inf->o.watch_timeout_max_s < inf->o.watch_timeout_min_s)
-    inf->o.watch_timeout_max_s = inf->o.watch_timeout_min_s * 2;
   inf->backoff = (struct kcr_backoff)KCR_BACKOFF_REFLECTOR;
   inf->seed = (unsigned)kcr_time_mono_ns();
   pthread_mutex_init(&inf->mu, NULL);
@@ -247,9 +285,11 @@ static kcr_err collect_item(const cJSON *item, void *ud)
 static enum state do_list(kcr_informer *inf)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
-  struct collect c = {inf};
-  struct kcr_ref ref = {&inf->gvr, inf->ns};
-  struct kcr_list_opts lo = {inf->lsel, inf->fsel, inf->o.page_size};
+  struct collect c = {.inf = inf};
+  struct kcr_ref ref = {.gvr = &inf->gvr, .ns = inf->ns};
+  struct kcr_list_opts lo = {.label_selector = inf->lsel,
+                             .field_selector = inf->fsel,
+                             .limit = inf->o.page_size};
   kcr_obj **prev = NULL, **gone = NULL;
   size_t ngone = 0;
   char *rv = NULL;
@@ -352,18 +392,31 @@ static kcr_err on_event(struct kcr_watch_event *ev, void *ud)
   return rc;
 }
 
+/* A random watch timeout in [min, max] ms, as the whole seconds the API
+ * takes (rounded up, so at least 1). */
+static long watch_timeout_s(kcr_informer *inf)
+{
+  uint64_t ms = inf->o.watch_timeout_min_ms;
+  uint64_t span = inf->o.watch_timeout_max_ms - ms, s;
+
+  if(span) {
+    uint64_t r = (uint64_t)rand_r(&inf->seed) << 31 ^ (uint64_t)rand_r(&inf->seed);
+    ms += span == UINT64_MAX ? r : r % (span + 1);
+  }
+  s = ms / 1000 + (ms % 1000 != 0);
+  return s > LONG_MAX ? LONG_MAX : (long)s;
+}
+
 static enum state do_watch(kcr_informer *inf)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
-  struct kcr_ref ref = {&inf->gvr, inf->ns};
-  long span = inf->o.watch_timeout_max_s - inf->o.watch_timeout_min_s;
-  struct kcr_watch_opts wo = {&ref,
-                              inf->rv,
-                              inf->lsel,
-                              inf->fsel,
-                              inf->o.watch_timeout_min_s +
-                                  (span > 0 ? rand_r(&inf->seed) % (span + 1) : 0),
-                              true};
+  struct kcr_ref ref = {.gvr = &inf->gvr, .ns = inf->ns};
+  struct kcr_watch_opts wo = {.ref = &ref,
+                              .resource_version = inf->rv,
+                              .label_selector = inf->lsel,
+                              .field_selector = inf->fsel,
+                              .timeout_seconds = watch_timeout_s(inf),
+                              .allow_bookmarks = true};
   uint64_t t0 = kcr_time_mono_ms();
   kcr_watch *w;
   kcr_err rc;

@@ -194,7 +194,7 @@ kcr_err kcr_manager_informer(kcr_manager *m, const struct kcr_informer_opts *io,
   }
   o.client = m->client;
   o.metrics = m->metrics;
-  rc = kcr_informer_new(&o, &m->inf[m->ninf].inf);
+  rc = kcr_informer_new(&o, &m->inf[m->ninf].inf, NULL);
   if(rc) {
     free(key);
     return rc;

@@ -213,7 +213,7 @@ static void informer_recovers_from_cut_streams(void **state)
   kcr_client *via = client_via(p.port);
   struct kcr_informer_opts o = {
       .client = via, .gvr = &itest_configmaps, .ns = ns, .page_size = 20};
-  assert_int_equal(KCR_OK, kcr_informer_new(&o, &inf));
+  assert_int_equal(KCR_OK, kcr_informer_new(&o, &inf, NULL));
   assert_int_equal(KCR_OK, kcr_informer_start(inf));
   assert_true(kcr_informer_wait_synced(inf, 60000));
 

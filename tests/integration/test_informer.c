@@ -63,7 +63,7 @@ static kcr_informer *start_informer(const char *ns, struct counts *c, uint64_t r
                                 .resync_ms = resync,
                                 .page_size = 250};
   struct kcr_informer_handlers h = {on_add, on_update, on_delete, c};
-  assert_int_equal(KCR_OK, kcr_informer_new(&o, &inf));
+  assert_int_equal(KCR_OK, kcr_informer_new(&o, &inf, NULL));
   assert_int_equal(KCR_OK, kcr_informer_add_handlers(inf, &h));
   assert_int_equal(KCR_OK, kcr_informer_start(inf));
   assert_true(kcr_informer_wait_synced(inf, 60000));

@@ -161,7 +161,7 @@ static bool controller_set_up(void *ud)
   assert_int_equal(
       KCR_OK,
       kcr_informer_new(&(struct kcr_informer_opts){.client = c, .gvr = &cms, .ns = "ns"},
-                       &inf));
+                       &inf, NULL));
   tfail_exempt(false);
   rc = new_controller(c, reg, &r, &ctl);
   if(rc) {
@@ -209,7 +209,7 @@ static bool controller_life(void *ud)
   assert_int_equal(KCR_OK, kcr_informer_new(
                                &(struct kcr_informer_opts){
                                    .client = c, .gvr = &cms, .ns = "ns", .metrics = reg},
-                               &inf));
+                               &inf, NULL));
   assert_int_equal(KCR_OK, new_controller(c, reg, &r, &ctl));
   assert_int_equal(KCR_OK, kcr_controller_for(ctl, inf, NULL, 0));
   assert_int_equal(KCR_OK, kcr_controller_owns(ctl, inf, "ebdman.example.com", "EBD"));
