@@ -136,7 +136,7 @@ int main(int argc, char **argv)
   int workers = 2, opt, lvl;
   char *end, idbuf[128];
   kcr_manager *m;
-  kcr_controller *ctl;
+  kcr_controller *ctl = NULL;
 
   while((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch(opt) {
@@ -198,9 +198,12 @@ int main(int argc, char **argv)
                                                       .ud = &h,
                                                       .client = kcr_manager_client(m),
                                                       .metrics = kcr_manager_metrics(m)},
-                        &ctl) ||
-     kcr_controller_for(ctl, h.cms, NULL, 0) || kcr_manager_add(m, ctl)) {
-    fprintf(stderr, "hello: setting up the controller failed\n");
+                        &ctl, &ei) ||
+     kcr_controller_for(ctl, h.cms, NULL) || kcr_manager_add(m, ctl)) {
+    fprintf(stderr, "hello: setting up the controller failed%s%s\n",
+            ei.message ? ": " : "", ei.message ? ei.message : "");
+    kcr_errinfo_cleanup(&ei);
+    kcr_controller_free(ctl); /* not the manager's: adding it failed or never came */
     kcr_manager_free(m);
     return 1;
   }

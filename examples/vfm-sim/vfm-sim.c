@@ -197,12 +197,12 @@ int main(int argc, char **argv)
     kcr_errinfo_cleanup(&ei);
     return 2;
   }
-  struct kcr_status_writer_opts so = {kcr_manager_client(m),
-                                      &vfms,
-                                      "ebdman.example.com/v1alpha1",
-                                      "VFM",
-                                      "vfm-sim",
-                                      KCR_STATUS_APPLY,
+  struct kcr_status_writer_opts so = {.client = kcr_manager_client(m),
+                                      .gvr = &vfms,
+                                      .api_version = "ebdman.example.com/v1alpha1",
+                                      .kind = "VFM",
+                                      .field_manager = "vfm-sim",
+                                      .mode = KCR_STATUS_APPLY,
                                       .metrics = kcr_manager_metrics(m)};
   if(kcr_manager_informer(m, &(struct kcr_informer_opts){.gvr = &vfms, .ns = ns},
                           &s.vfms) ||
@@ -213,9 +213,13 @@ int main(int argc, char **argv)
                                                       .ud = &s,
                                                       .client = kcr_manager_client(m),
                                                       .metrics = kcr_manager_metrics(m)},
-                        &ctl) ||
-     kcr_controller_for(ctl, s.vfms, NULL, 0) || kcr_manager_add(m, ctl)) {
-    fprintf(stderr, "vfm-sim: setting up failed\n");
+                        &ctl, &ei) ||
+     kcr_controller_for(ctl, s.vfms, NULL) || kcr_manager_add(m, ctl)) {
+    fprintf(stderr, "vfm-sim: setting up failed%s%s\n", ei.message ? ": " : "",
+            ei.message ? ei.message : "");
+    kcr_errinfo_cleanup(&ei);
+    kcr_controller_free(ctl); /* not the manager's: adding it failed or never came */
+    kcr_status_writer_free(s.status);
     kcr_manager_free(m);
     return 1;
   }

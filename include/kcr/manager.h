@@ -6,8 +6,8 @@
  *                   .leader_elect = true, .lease_namespace = "ebdman-system"}, &m, &ei);
  *   kcr_manager_informer(m, &(struct kcr_informer_opts){.gvr = &ebds}, &inf);
  *   kcr_controller_new(&(struct kcr_controller_opts){.client = kcr_manager_client(m),
- *                      .metrics = kcr_manager_metrics(m), ...}, &ctl);
- *   kcr_controller_for(ctl, inf, NULL, 0);
+ *                      .metrics = kcr_manager_metrics(m), ...}, &ctl, &ei);
+ *   kcr_controller_for(ctl, inf, NULL);
  *   kcr_manager_add(m, ctl);
  *   return kcr_manager_run(m);
  *

@@ -311,7 +311,10 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
   kcr_obj_unref(vo);
   ob.vfm = vfm_seen;
   ebdman_conditions(&ob, conds);
-  struct kcr_status_desired d = {conds, EBDMAN_NCOND, true, ob.generation, NULL};
+  struct kcr_status_desired d = {.conds = conds,
+                                 .n = EBDMAN_NCOND,
+                                 .set_observed_generation = true,
+                                 .observed_generation = ob.generation};
   rc = kcr_status_write(e->status, ebd, &d, &wr, &ei);
   if(rc) {
     KCR_CLOG(cx, KCR_LOG_ERROR, "status write failed", KCR_S("err", kcr_err_name(rc)),
@@ -375,12 +378,12 @@ int ebdman_run(const struct ebdman_run_opts *ro)
                                   .ns = ro->ns,
                                   .label_selector =
                                       "app.kubernetes.io/managed-by=ebdman"};
-  struct kcr_status_writer_opts so = {kcr_manager_client(m),
-                                      &ebdman_ebds,
-                                      EBDMAN_API_VERSION,
-                                      "EBD",
-                                      EBDMAN_FIELD_MANAGER,
-                                      KCR_STATUS_APPLY,
+  struct kcr_status_writer_opts so = {.client = kcr_manager_client(m),
+                                      .gvr = &ebdman_ebds,
+                                      .api_version = EBDMAN_API_VERSION,
+                                      .kind = "EBD",
+                                      .field_manager = EBDMAN_FIELD_MANAGER,
+                                      .mode = KCR_STATUS_APPLY,
                                       .metrics = kcr_manager_metrics(m)};
   struct kcr_recorder_opts eo = {.client = kcr_manager_client(m),
                                  .reporting_controller = "ebdman.example.com/ebdman",
@@ -394,14 +397,15 @@ int ebdman_run(const struct ebdman_run_opts *ro)
                                                       .ud = &e,
                                                       .client = kcr_manager_client(m),
                                                       .metrics = kcr_manager_metrics(m)},
-                        &ctl) ||
-     kcr_controller_for(ctl, e.ebds, NULL, 0) ||
+                        &ctl, &ei) ||
+     kcr_controller_for(ctl, e.ebds, NULL) ||
      kcr_informer_add_handlers(
          e.ebds,
          &(struct kcr_informer_handlers){.on_delete = on_ebd_deleted, .ud = &e}) ||
      kcr_controller_owns(ctl, e.vfms, EBDMAN_GROUP, "EBD") ||
      kcr_controller_owns(ctl, e.cms, EBDMAN_GROUP, "EBD") || kcr_manager_add(m, ctl)) {
-    fprintf(stderr, "ebdman: setting up the controller failed\n");
+    fprintf(stderr, "ebdman: setting up the controller failed%s%s\n",
+            ei.message ? ": " : "", ei.message ? ei.message : "");
     kcr_controller_free(ctl);
     goto out;
   }

@@ -253,8 +253,8 @@ static kcr_controller *controller(kcr_manager *m, kcr_reconcile_fn fn, void *ud)
       kcr_controller_new(
           &(struct kcr_controller_opts){
               .name = "ctl", .reconcile = fn, .ud = ud, .client = kcr_manager_client(m)},
-          &c));
-  assert_int_equal(KCR_OK, kcr_controller_for(c, inf, NULL, 0));
+          &c, NULL));
+  assert_int_equal(KCR_OK, kcr_controller_for(c, inf, NULL));
   assert_int_equal(KCR_OK, kcr_manager_add(m, c));
   return c;
 }
