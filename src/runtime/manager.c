@@ -352,10 +352,14 @@ static bool become_leader(kcr_manager *m)
                                .metrics = m->metrics,
                                .on_stopped_leading = on_lost,
                                .ud = m};
-  if(kcr_leader_new(&lo, &m->leader)) {
-    KCR_LOG(KCR_LOG_ERROR, "manager: cannot start leader election");
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_err rc = kcr_leader_new(&lo, &m->leader, &ei);
+  if(rc)
+    KCR_LOG(KCR_LOG_ERROR, "manager: cannot start leader election",
+            KCR_S("err", kcr_err_name(rc)), KCR_S("detail", ei.message));
+  kcr_errinfo_cleanup(&ei);
+  if(rc)
     return false;
-  }
   atomic_store(&m->leader_ready, true);
   if(kcr_leader_start(m->leader)) {
     KCR_LOG(KCR_LOG_ERROR, "manager: cannot start leader election");

@@ -336,7 +336,7 @@ static bool elector_life(void *ud)
   o.client = ec->c;
   o.metrics = reg;
   o.ud = &l;
-  assert_int_equal(KCR_OK, kcr_leader_new(&o, &le));
+  assert_int_equal(KCR_OK, kcr_leader_new(&o, &le, NULL));
   tfail_exempt(false);
   rc = kcr_leader_start(le);
   if(rc) {
@@ -388,7 +388,7 @@ static bool leader_new(void *ud)
   o.client = ud;
   o.metrics = reg;
   o.identity = NULL; /* the default: hostname_random */
-  rc = kcr_leader_new(&o, &le);
+  rc = kcr_leader_new(&o, &le, NULL);
   ok = rc ? rc == KCR_ENOMEM && !le : strchr(kcr_leader_identity(le), '_') != NULL;
   kcr_leader_free(rc ? NULL : le);
   kcr_metrics_free(reg);
