@@ -138,7 +138,7 @@ static bool recorder_life(void *ud)
                                    .client = rcase->c,
                                    .sink = rcase->c ? NULL : sink,
                                    .sink_ud = sp},
-                               &r));
+                               &r, NULL));
   tfail_exempt(false);
   atomic_store(&sp->creates, 0);
   atomic_store(&sp->patches, 0);
@@ -202,9 +202,9 @@ static bool recorder_new(void *ud)
                                                          .metrics = reg,
                                                          .sink = sink,
                                                          .sink_ud = &s},
-                             &r)
+                             &r, NULL)
           : KCR_ENOMEM;
-  bool ok = rc ? (rc == KCR_ENOMEM || rc == KCR_EIO) && (!reg || !r) : r != NULL;
+  bool ok = rc ? rc == KCR_ENOMEM && (!reg || !r) : r != NULL;
   kcr_recorder_free(rc ? NULL : r);
   kcr_metrics_free(reg);
   return ok;
