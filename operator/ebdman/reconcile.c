@@ -438,5 +438,6 @@ out:
       n = a->next;
       free(a);
     }
+  kcr_errinfo_cleanup(&ei);
   return status;
 }
