@@ -260,7 +260,8 @@ static kcr_err open_servers(kcr_manager *m, struct kcr_errinfo *ei)
       continue;
     if(i == 1 && m->srv[0] && addrs[0] && !strcmp(a, addrs[0]))
       break; /* one server for both */
-    rc = kcr_httpd_new(&(struct kcr_httpd_opts){a, m->metrics}, &m->srv[i], ei);
+    rc = kcr_httpd_new(&(struct kcr_httpd_opts){.addr = a, .metrics = m->metrics},
+                       &m->srv[i], ei);
     if(!rc)
       rc = kcr_httpd_add_healthz(m->srv[i], "ping", ping, m);
     if(!rc)
