@@ -191,7 +191,7 @@ int main(int argc, char **argv)
   }
   struct kcr_informer_opts io = {
       .gvr = &configmaps, .ns = ns, .label_selector = "hello.kcr.io/greet=true"};
-  if(kcr_manager_informer(m, &io, &h.cms) ||
+  if(kcr_manager_informer(m, &io, &h.cms, &ei) ||
      kcr_controller_new(&(struct kcr_controller_opts){.name = "hello",
                                                       .workers = workers,
                                                       .reconcile = reconcile,

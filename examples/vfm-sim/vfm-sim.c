@@ -204,8 +204,8 @@ int main(int argc, char **argv)
                                       .field_manager = "vfm-sim",
                                       .mode = KCR_STATUS_APPLY,
                                       .metrics = kcr_manager_metrics(m)};
-  if(kcr_manager_informer(m, &(struct kcr_informer_opts){.gvr = &vfms, .ns = ns},
-                          &s.vfms) ||
+  if(kcr_manager_informer(m, &(struct kcr_informer_opts){.gvr = &vfms, .ns = ns}, &s.vfms,
+                          &ei) ||
      kcr_status_writer_new(&so, &s.status) ||
      kcr_controller_new(&(struct kcr_controller_opts){.name = "vfm-sim",
                                                       .workers = workers,

@@ -388,9 +388,10 @@ int ebdman_run(const struct ebdman_run_opts *ro)
   struct kcr_recorder_opts eo = {.client = kcr_manager_client(m),
                                  .reporting_controller = "ebdman.example.com/ebdman",
                                  .metrics = kcr_manager_metrics(m)};
-  if(kcr_manager_informer(m, &ebds, &e.ebds) || kcr_manager_informer(m, &vfms, &e.vfms) ||
-     kcr_manager_informer(m, &cms, &e.cms) || kcr_status_writer_new(&so, &e.status) ||
-     kcr_recorder_new(&eo, &e.events, &ei) ||
+  if(kcr_manager_informer(m, &ebds, &e.ebds, &ei) ||
+     kcr_manager_informer(m, &vfms, &e.vfms, &ei) ||
+     kcr_manager_informer(m, &cms, &e.cms, &ei) ||
+     kcr_status_writer_new(&so, &e.status) || kcr_recorder_new(&eo, &e.events, &ei) ||
      kcr_controller_new(&(struct kcr_controller_opts){.name = "ebd",
                                                       .workers = ro->workers,
                                                       .reconcile = reconcile,

@@ -167,15 +167,21 @@ kcr_metrics *kcr_manager_metrics(kcr_manager *m) { return m->metrics; }
 int kcr_manager_health_port(kcr_manager *m) { return m->health_port; }
 
 kcr_err kcr_manager_informer(kcr_manager *m, const struct kcr_informer_opts *io,
-                             kcr_informer **out)
+                             kcr_informer **out, struct kcr_errinfo *ei)
 {
-  struct kcr_informer_opts o = *io;
+  struct kcr_informer_opts o;
   char *key = NULL;
   kcr_err rc;
 
+  if(!out)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_manager_informer: no out");
   *out = NULL;
-  if(!io->gvr)
-    return KCR_EINVAL;
+  if(!io || !io->gvr || !io->gvr->version || !io->gvr->resource)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_manager_informer: %s is required",
+                           !io        ? "opts"
+                           : !io->gvr ? "gvr"
+                                      : "gvr->version/resource");
+  o = *io;
   if(asprintf(&key, "%s/%s/%s|%s|%s|%s", io->gvr->group ? io->gvr->group : "",
               io->gvr->version, io->gvr->resource, io->ns ? io->ns : "",
               io->label_selector ? io->label_selector : "",
@@ -190,11 +196,12 @@ kcr_err kcr_manager_informer(kcr_manager *m, const struct kcr_informer_opts *io,
   }
   if(m->ninf == MAX_INFORMERS) {
     free(key);
-    return KCR_EINVAL;
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_manager_informer: more than %d informers",
+                           MAX_INFORMERS);
   }
   o.client = m->client;
   o.metrics = m->metrics;
-  rc = kcr_informer_new(&o, &m->inf[m->ninf].inf, NULL);
+  rc = kcr_informer_new(&o, &m->inf[m->ninf].inf, ei);
   if(rc) {
     free(key);
     return rc;
@@ -206,7 +213,7 @@ kcr_err kcr_manager_informer(kcr_manager *m, const struct kcr_informer_opts *io,
 
 kcr_err kcr_manager_add(kcr_manager *m, kcr_controller *c)
 {
-  if(m->nctl == MAX_CONTROLLERS)
+  if(!c || m->nctl == MAX_CONTROLLERS)
     return KCR_EINVAL;
   m->ctl[m->nctl++] = c;
   return KCR_OK;
@@ -320,7 +327,7 @@ static void *signal_thread(void *p)
 /* Waits until all informers synced; names the first that did not. */
 static bool wait_synced(kcr_manager *m)
 {
-  uint64_t deadline = kcr_time_mono_ms() + m->o.sync_timeout_ms;
+  uint64_t deadline = kcr_time_deadline_ms(m->o.sync_timeout_ms); /* FOREVER: never */
   for(size_t i = 0; i < m->ninf; i++) {
     while(!kcr_informer_has_synced(m->inf[i].inf)) {
       uint64_t now = kcr_time_mono_ms();
