@@ -73,7 +73,7 @@ KCR_API struct kcr_arena *kcr_ctx_arena(kcr_ctx *cx);
 /* A random id naming this reconcile in every log line. */
 KCR_API const char *kcr_ctx_id(kcr_ctx *cx);
 /* The controller's name. */
-KCR_API const char *kcr_ctx_controller(kcr_ctx *cx);
+KCR_API const char *kcr_ctx_controller_name(kcr_ctx *cx);
 /* Logs with controller, reconcileID, namespace and name added (kv is
  * borrowed for the call). */
 KCR_API void kcr_ctx_log_kv(kcr_ctx *cx, enum kcr_log_level lvl, const char *msg,

@@ -89,7 +89,7 @@ struct kcr_controller {
 kcr_client *kcr_ctx_client(kcr_ctx *cx) { return cx->c->o.client; }
 struct kcr_arena *kcr_ctx_arena(kcr_ctx *cx) { return &cx->arena; }
 const char *kcr_ctx_id(kcr_ctx *cx) { return cx->id; }
-const char *kcr_ctx_controller(kcr_ctx *cx) { return cx->c->name; }
+const char *kcr_ctx_controller_name(kcr_ctx *cx) { return cx->c->name; }
 
 void kcr_ctx_log_kv(kcr_ctx *cx, enum kcr_log_level lvl, const char *msg,
                     const struct kcr_kv *kv, size_t n)

@@ -62,7 +62,7 @@ static kcr_err outlive_stop(kcr_ctx *cx, const struct kcr_request *req,
   do {
     char *key = kcr_arena_printf(kcr_ctx_arena(cx), "%s/%s", req->ns, req->name);
     TCHECK(key && !strcmp(key, "ns/a"));
-    TCHECK(!strcmp(kcr_ctx_controller(cx), "outlive"));
+    TCHECK(!strcmp(kcr_ctx_controller_name(cx), "outlive"));
     TCHECK(strlen(kcr_ctx_id(cx)) == 16);
     TCHECK(kcr_get(kcr_ctx_client(cx), &one, NULL, NULL) == KCR_OK);
     KCR_CLOG(cx, KCR_LOG_DEBUG, "still reconciling after stop");
