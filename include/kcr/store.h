@@ -104,8 +104,9 @@ struct kcr_store_opts {
 };
 
 /* Makes an empty store; opts may be NULL (defaults). Release with
- * kcr_store_free(). Errors: KCR_ENOMEM (also when the table for size_hint
- * cannot be had). On error *out is NULL. Thread safety: any thread. */
+ * kcr_store_free(). Errors: KCR_EINVAL (no out), KCR_ENOMEM (also when the
+ * table for size_hint cannot be had; ei says so). On error *out is NULL.
+ * Thread safety: any thread. */
 KCR_API kcr_err kcr_store_new(const struct kcr_store_opts *opts, kcr_store **out,
                               struct kcr_errinfo *ei);
 /* Frees the store and drops its references (readers keep theirs). NULL is
