@@ -262,7 +262,8 @@ static int measure(const char *ns, long n)
   }
   cJSON_Delete(tmp);
   if(kcr_informer_new(
-         &(struct kcr_informer_opts){.client = c, .gvr = &configmaps, .ns = ns}, &inf)) {
+         &(struct kcr_informer_opts){.client = c, .gvr = &configmaps, .ns = ns}, &inf,
+         NULL)) {
     fprintf(stderr, "informer_mem: informer_new failed\n");
     return 2;
   }
@@ -287,7 +288,7 @@ static int measure(const char *ns, long n)
   /* (c) cJSON trees of the cached (stripped) text. */
   kcr_obj **objs;
   size_t nobjs, text = 0;
-  kcr_store_list(st, NULL, NULL, &objs, &nobjs);
+  kcr_store_ref_all(st, &objs, &nobjs);
   cJSON **trees = malloc(nobjs * sizeof(*trees));
   size_t heap2 = heap_bytes();
   for(size_t i = 0; i < nobjs; i++) {
@@ -300,7 +301,7 @@ static int measure(const char *ns, long n)
   for(size_t i = 0; i < nobjs; i++)
     cJSON_Delete(trees[i]);
   free(trees);
-  kcr_objs_free(objs, nobjs);
+  kcr_objs_unref(objs, nobjs);
 
   /* cJSON trees of the full objects (managedFields kept). */
   struct full_acc fa = {0};
@@ -321,7 +322,7 @@ static int measure(const char *ns, long n)
   }
 
   if(getenv("INFORMER_MEM_SHOW") && fa.n && nobjs) {
-    kcr_obj *o = kcr_store_get(st, ns, "bench-cm-000000");
+    kcr_obj *o = kcr_store_ref(st, ns, "bench-cm-000000");
     char *full = kcr_json_to_text(fa.trees[0]);
     if(o)
       fprintf(stderr, "cached: %s\n", kcr_obj_json(o, NULL));

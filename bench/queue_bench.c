@@ -70,7 +70,7 @@ static void *consumer(void *p)
   char *k;
   long n = 0;
 
-  while(kcr_queue_get(a->r->q, &k) == KCR_OK) {
+  while(kcr_queue_take(a->r->q, KCR_FOREVER, &k) == KCR_OK) {
     kcr_queue_done(a->r->q, k);
     free(k);
     n++;
@@ -89,7 +89,7 @@ static long single_thread(struct run *r)
   for(long i = 0; i < r->adds_per_producer; i += batch) {
     for(long j = i; j < i + batch && j < r->adds_per_producer; j++)
       kcr_queue_add(r->q, r->keys[j % KEYS_PER_PRODUCER]);
-    while(kcr_queue_get_timed(r->q, 0, &k) == KCR_OK) {
+    while(kcr_queue_take(r->q, 0, &k) == KCR_OK) {
       kcr_queue_done(r->q, k);
       free(k);
       gets++;
@@ -111,7 +111,11 @@ static double run_once(const struct scenario *sc, char **keys, long adds, long *
     fprintf(stderr, "queue_bench: out of memory\n");
     exit(1);
   }
-  r.q = kcr_queue_new(&(struct kcr_queue_opts){.name = "bench", .metrics = reg});
+  if(kcr_queue_new(&(struct kcr_queue_opts){.name = "bench", .metrics = reg}, &r.q,
+                   NULL)) {
+    fprintf(stderr, "queue_bench: cannot make the queue\n");
+    exit(1);
+  }
   r.sc = sc;
   r.keys = keys;
   r.adds_per_producer = adds / np;

@@ -37,7 +37,7 @@ static bool is_ready(kcr_obj *o)
   struct kcr_cond c;
   bool r;
 
-  if(!o || !(t = kcr_obj_parse(o)))
+  if(!o || kcr_obj_parse(o, &t))
     return false;
   r = !kcr_cond_get(kcr_json_at(t, "status.conditions"), "Ready", &c) &&
       !strcmp(c.status, "True");
@@ -97,9 +97,12 @@ int main(int argc, char **argv)
     return 2;
   }
   if(kcr_informer_new(
-         &(struct kcr_informer_opts){.client = c, .gvr = &ebds, .ns = argv[1]}, &inf) ||
-     kcr_informer_add_handlers(
-         inf, &(struct kcr_informer_handlers){on_add, on_update, on_delete, NULL}) ||
+         &(struct kcr_informer_opts){.client = c, .gvr = &ebds, .ns = argv[1]}, &inf,
+         NULL) ||
+     kcr_informer_add_handlers(inf,
+                               &(struct kcr_informer_handlers){.on_add = on_add,
+                                                               .on_update = on_update,
+                                                               .on_delete = on_delete}) ||
      kcr_informer_start(inf)) {
     fprintf(stderr, "ready_count: informer failed\n");
     return 2;

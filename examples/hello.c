@@ -30,7 +30,7 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
 {
   struct hello *h = ud;
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
-  kcr_obj *o = kcr_store_get(kcr_informer_store(h->cms), req->ns, req->name);
+  kcr_obj *o = kcr_store_ref(kcr_informer_store(h->cms), req->ns, req->name);
   char *want;
   cJSON *cur, *patch;
   kcr_err rc = KCR_OK;
@@ -38,7 +38,7 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
   if(!o) /* deleted: nothing to do */
     return KCR_OK;
   want = kcr_arena_printf(kcr_ctx_arena(cx), "Hello, %s!", req->name);
-  cur = kcr_obj_parse(o);
+  kcr_obj_parse(o, &cur); /* NULL: out of memory */
   kcr_obj_unref(o);
   if(!cur || !want) {
     cJSON_Delete(cur);
@@ -80,7 +80,7 @@ int main(int argc, char **argv)
   int workers = 2;
   char idbuf[128];
   kcr_manager *m;
-  kcr_controller *ctl;
+  kcr_controller *ctl = NULL;
   const struct kcr_flag flags[] = {
       {"namespace", KCR_FLAG_STRING, &ns, "watch one namespace (default: all)",
        .arg = "NS"},
@@ -114,16 +114,19 @@ int main(int argc, char **argv)
   }
   struct kcr_informer_opts io = {
       .gvr = &configmaps, .ns = ns, .label_selector = "hello.kcr.io/greet=true"};
-  if(kcr_manager_informer(m, &io, &h.cms) ||
+  if(kcr_manager_informer(m, &io, &h.cms, &ei) ||
      kcr_controller_new(&(struct kcr_controller_opts){.name = "hello",
                                                       .workers = workers,
                                                       .reconcile = reconcile,
                                                       .ud = &h,
                                                       .client = kcr_manager_client(m),
                                                       .metrics = kcr_manager_metrics(m)},
-                        &ctl) ||
-     kcr_controller_for(ctl, h.cms, NULL, 0) || kcr_manager_add(m, ctl)) {
-    fprintf(stderr, "hello: setting up the controller failed\n");
+                        &ctl, &ei) ||
+     kcr_controller_for(ctl, h.cms, NULL) || kcr_manager_add(m, ctl)) {
+    fprintf(stderr, "hello: setting up the controller failed%s%s\n",
+            ei.message ? ": " : "", ei.message ? ei.message : "");
+    kcr_errinfo_cleanup(&ei);
+    kcr_controller_free(ctl); /* not the manager's: adding it failed or never came */
     kcr_manager_free(m);
     return 1;
   }

@@ -114,7 +114,7 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
                          struct kcr_result *res, void *ud)
 {
   struct sim *s = ud;
-  kcr_obj *o = kcr_store_get(kcr_informer_store(s->vfms), req->ns, req->name);
+  kcr_obj *o = kcr_store_ref(kcr_informer_store(s->vfms), req->ns, req->name);
   cJSON *vfm;
   const char *fail, *delay_s;
   uint64_t delay = s->default_delay_ms, wait;
@@ -123,7 +123,7 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
 
   if(!o)
     return KCR_OK;
-  vfm = kcr_obj_parse(o);
+  kcr_obj_parse(o, &vfm); /* NULL: out of memory */
   gen = kcr_obj_generation(o);
   kcr_obj_unref(o);
   if(!vfm)
@@ -195,8 +195,8 @@ int main(int argc, char **argv)
                                       .field_manager = "vfm-sim",
                                       .mode = KCR_STATUS_APPLY,
                                       .metrics = kcr_manager_metrics(m)};
-  if(kcr_manager_informer(m, &(struct kcr_informer_opts){.gvr = &vfms, .ns = ns},
-                          &s.vfms) ||
+  if(kcr_manager_informer(m, &(struct kcr_informer_opts){.gvr = &vfms, .ns = ns}, &s.vfms,
+                          &ei) ||
      kcr_status_writer_new(&so, &s.status, &ei) ||
      kcr_controller_new(&(struct kcr_controller_opts){.name = "vfm-sim",
                                                       .workers = workers,
@@ -204,9 +204,13 @@ int main(int argc, char **argv)
                                                       .ud = &s,
                                                       .client = kcr_manager_client(m),
                                                       .metrics = kcr_manager_metrics(m)},
-                        &ctl) ||
-     kcr_controller_for(ctl, s.vfms, NULL, 0) || kcr_manager_add(m, ctl)) {
-    fprintf(stderr, "vfm-sim: setting up failed\n");
+                        &ctl, &ei) ||
+     kcr_controller_for(ctl, s.vfms, NULL) || kcr_manager_add(m, ctl)) {
+    fprintf(stderr, "vfm-sim: setting up failed%s%s\n", ei.message ? ": " : "",
+            ei.message ? ei.message : "");
+    kcr_errinfo_cleanup(&ei);
+    kcr_controller_free(ctl); /* not the manager's: adding it failed or never came */
+    kcr_status_writer_free(s.status);
     kcr_manager_free(m);
     return 1;
   }

@@ -23,9 +23,11 @@
  * controller_runtime_reconcile_time_seconds, controller_runtime_active_workers,
  * controller_runtime_max_concurrent_reconciles, and the workqueue_* family.
  *
- * Thread safety: set up (for/owns/watches) before start; start/stop from one
- * thread; the reconcile function runs on worker threads concurrently for
- * different keys. */
+ * Thread safety: set up (for/owns/watches) from one thread before start;
+ * start and stop from one thread; kcr_controller_enqueue, _busy, _name and
+ * _queue from any thread. The reconcile function runs on worker threads,
+ * concurrently for different keys, with no library lock held; predicates
+ * and map functions run on the informers' threads. */
 #ifndef KCR_CONTROLLER_H
 #define KCR_CONTROLLER_H
 
@@ -46,6 +48,7 @@ extern "C" {
 typedef struct kcr_controller kcr_controller;
 typedef struct kcr_ctx kcr_ctx;
 
+/* What to reconcile; the strings are borrowed for the reconcile call. */
 struct kcr_request {
   const char *ns; /* "" for cluster-scoped */
   const char *name;
@@ -57,17 +60,22 @@ struct kcr_result {
                                 a delay (KCR_FOREVER: never by itself) */
 };
 
+/* See the reconcile contract above. res starts zeroed. */
 typedef kcr_err (*kcr_reconcile_fn)(kcr_ctx *cx, const struct kcr_request *req,
                                     struct kcr_result *res, void *ud);
 
-/* Per-reconcile context, valid during one call. */
+/* The per-reconcile context. It and everything these accessors return are
+ * borrowed: valid until the reconcile call returns, on its worker thread.
+ * The controller's client (take kcr_client_ref to keep it longer). */
 KCR_API kcr_client *kcr_ctx_client(kcr_ctx *cx);
-/* Scratch memory released after the reconcile returns. */
+/* Scratch memory, reset when the reconcile returns. */
 KCR_API struct kcr_arena *kcr_ctx_arena(kcr_ctx *cx);
 /* A random id naming this reconcile in every log line. */
 KCR_API const char *kcr_ctx_id(kcr_ctx *cx);
-KCR_API const char *kcr_ctx_controller(kcr_ctx *cx);
-/* Logs with controller, reconcileID, namespace and name added. */
+/* The controller's name. */
+KCR_API const char *kcr_ctx_controller_name(kcr_ctx *cx);
+/* Logs with controller, reconcileID, namespace and name added (kv is
+ * borrowed for the call). */
 KCR_API void kcr_ctx_log_kv(kcr_ctx *cx, enum kcr_log_level lvl, const char *msg,
                             const struct kcr_kv *kv, size_t n);
 #define KCR_CLOG(cx, lvl, msg, ...)                                                      \
@@ -79,7 +87,8 @@ KCR_API void kcr_ctx_log_kv(kcr_ctx *cx, enum kcr_log_level lvl, const char *msg
     }                                                                                    \
   } while(0)
 
-/* Predicates: return true to let the event through. NULL members pass. */
+/* Predicates: return true to let the event through. NULL members pass.
+ * Called on the informer's thread with borrowed objects. */
 struct kcr_predicate {
   bool (*create)(kcr_obj *obj, void *ud);
   bool (*update)(kcr_obj *old, kcr_obj *cur, void *ud);
@@ -90,32 +99,56 @@ struct kcr_predicate {
  * resyncs. */
 KCR_API extern const struct kcr_predicate kcr_pred_generation_changed;
 
-/* Maps an object to keys: call emit(ns, name, ctx) for each. */
+/* Maps an object to keys: call emit(ns, name, ctx) for each (the strings
+ * are copied). Called on the informer's thread with a borrowed object. */
 typedef void (*kcr_map_emit)(const char *ns, const char *name, void *ctx);
 typedef void (*kcr_map_fn)(kcr_obj *obj, kcr_map_emit emit, void *ctx, void *ud);
 
+/* Options for kcr_controller_new(); zero means the default shown. */
 struct kcr_controller_opts {
-  const char *name; /* metrics label and log field; required */
-  int workers;      /* default 1 */
-  kcr_reconcile_fn reconcile;
-  void *ud;
-  kcr_client *client;
-  kcr_metrics *metrics;   /* optional */
-  uint64_t base_delay_ms; /* per-key backoff; default 5 ms */
-  uint64_t max_delay_ms;  /* default 1000 s */
-  double qps;             /* overall requeue token bucket; 0 = off */
-  int burst;
+  const char *name;           /* required: metrics label and log field (copied) */
+  int workers;                /* 0: 1 */
+  kcr_reconcile_fn reconcile; /* required */
+  void *ud;                   /* passed to reconcile */
+  kcr_client *client;         /* required; the controller takes a reference */
+  kcr_metrics *metrics;       /* optional; borrowed, must outlive the controller */
+  uint64_t base_delay_ms;     /* per-key backoff base; 0: 5 ms */
+  uint64_t max_delay_ms;      /* per-key backoff cap, >= the base; 0: 1000 s */
+  double qps;                 /* overall requeue token bucket; 0: none */
+  int burst;                  /* its size when qps > 0; 0: 1 */
 };
 
-KCR_API kcr_err kcr_controller_new(const struct kcr_controller_opts *o,
-                                   kcr_controller **out);
-/* Reconcile objects of inf themselves. preds: n predicates, all must pass. */
+/* Makes a controller (not started) with its work queue. Release with
+ * kcr_controller_free(). Errors: KCR_EINVAL (no opts, no name, reconcile
+ * or client, negative workers, and the queue's option errors - see
+ * kcr_queue_new; ei names the field), KCR_ENOMEM. On error *out is NULL.
+ * Thread safety: any thread. */
+KCR_API kcr_err kcr_controller_new(const struct kcr_controller_opts *opts,
+                                   kcr_controller **out, struct kcr_errinfo *ei);
+
+/* Options for kcr_controller_for(); NULL: every event passes. */
+struct kcr_for_opts {
+  const struct kcr_predicate *preds; /* npreds predicates (copied); an event */
+  size_t npreds;                     /* is queued when all pass; at most 4 */
+};
+
+/* Event sources (up to 16 per controller), before start. Each registers
+ * handlers on inf (kcr_informer_add_handlers, so inf must not be started
+ * yet) that queue keys. Errors: KCR_EINVAL (started, 16 sources already,
+ * no inf, the informer refuses handlers, and as noted), KCR_ENOMEM.
+ * Thread safety: the setup thread.
+ *
+ * for: reconcile the objects of inf themselves. KCR_EINVAL also for more
+ * than 4 predicates. */
 KCR_API kcr_err kcr_controller_for(kcr_controller *c, kcr_informer *inf,
-                                   const struct kcr_predicate *preds, size_t n);
-/* Reconcile the controller owner (kind `owner_kind`, group `owner_group`) of
- * objects of inf. */
+                                   const struct kcr_for_opts *opts);
+/* owns: reconcile the controller owner (kind owner_kind, required; group
+ * owner_group, "" or NULL for the core group) of the objects of inf, in
+ * their namespace. Both strings are copied. */
 KCR_API kcr_err kcr_controller_owns(kcr_controller *c, kcr_informer *inf,
                                     const char *owner_group, const char *owner_kind);
+/* watches: reconcile the keys fn emits for each object of inf (fn
+ * required; ud passed to it). */
 KCR_API kcr_err kcr_controller_watches(kcr_controller *c, kcr_informer *inf,
                                        kcr_map_fn fn, void *ud);
 /* Starts the workers. All or nothing: if a thread cannot be made, the ones
@@ -123,13 +156,17 @@ KCR_API kcr_err kcr_controller_watches(kcr_controller *c, kcr_informer *inf,
  * is then stopped for good). KCR_EINVAL if started or stopped before. */
 KCR_API kcr_err kcr_controller_start(kcr_controller *c);
 /* Stops taking new keys (the queue shuts down; keys still queued are not
- * reconciled) and waits up to grace_ms (KCR_FOREVER: as long as it takes)
- * for in-flight reconciles. Returns the number still running when the grace
- * period ran out; they keep running to their end and stay joinable: they
+ * reconciled) and gives in-flight reconciles timeout_ms to return - the
+ * grace period (0: do not wait; KCR_FOREVER: as long as it takes; the
+ * manager passes kcr_manager_opts.grace_ms). Returns how many reconciles
+ * are still running when it ran out (0: all returned and their workers
+ * were joined); those keep running to their end and stay joinable: they
  * are never detached. Stop before freeing the informers that feed the
  * controller's sources. Idempotent; one thread. */
-KCR_API int kcr_controller_stop(kcr_controller *c, uint64_t grace_ms);
-/* Reconciles still running (after a stop whose grace ran out). Any thread. */
+KCR_API int kcr_controller_stop(kcr_controller *c, uint64_t timeout_ms);
+/* The number of reconciles running now on worker threads that a stop did
+ * not join (0 before stop, and once they returned). Thread safety: any
+ * thread. */
 KCR_API int kcr_controller_busy(kcr_controller *c);
 /* Stops if needed and frees. Blocks until every in-flight reconcile has
  * returned - nothing a reconcile can touch (context, arena, queue, name) is
@@ -138,9 +175,14 @@ KCR_API int kcr_controller_busy(kcr_controller *c);
  * in docs/library-guide.md). The informers its sources use must be stopped
  * first (their threads call into the controller's queue). NULL: no-op. */
 KCR_API void kcr_controller_free(kcr_controller *c);
+/* The name (borrowed, valid until kcr_controller_free). Any thread. */
 KCR_API const char *kcr_controller_name(const kcr_controller *c);
+/* The work queue (borrowed, valid until kcr_controller_free; do not free
+ * or shut it down yourself). Any thread. */
 KCR_API kcr_queue *kcr_controller_queue(kcr_controller *c);
-/* Adds a key by hand (e.g. from a timer). */
+/* Queues the key ns/name by hand (e.g. from a timer); ns "" or NULL for a
+ * cluster-scoped object. Errors: KCR_EINVAL (no name, or a key over 511
+ * bytes), KCR_ECANCELED (stopped), KCR_ENOMEM. Thread safety: any thread. */
 KCR_API kcr_err kcr_controller_enqueue(kcr_controller *c, const char *ns,
                                        const char *name);
 

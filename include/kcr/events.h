@@ -5,7 +5,7 @@
  *   struct kcr_recorder_opts o = {.client = c,
  *                                 .reporting_controller = "ebdman.example.com/ebdman"};
  *   kcr_recorder *rec;
- *   kcr_recorder_new(&o, &rec);
+ *   kcr_recorder_new(&o, &rec, &ei);
  *   struct kcr_event_ref ref =
  *       kcr_event_ref_from_obj(obj, "ebdman.example.com/v1", "EBD");
  *   kcr_recorder_eventf(rec, &ref, KCR_EVENT_WARNING, "ProvisionFailed",
@@ -41,9 +41,11 @@
  * "dropped" (spam limit, full queue, or shutdown) or "failed" (the server
  * or the network refused it to the end).
  *
- * Thread safety: kcr_recorder_eventf/event/flush/stats may be called from
- * any thread concurrently; kcr_recorder_free by one thread once no other
- * call is running. The pure helpers below are thread-safe. */
+ * Thread safety: kcr_recorder_eventf/veventf/event/flush/get_stats may be
+ * called from any thread concurrently; kcr_recorder_free by one thread once
+ * no other call is running. The sink and clock callbacks run on the
+ * recorder's thread (the clock also on callers' threads), with no recorder
+ * lock held by the sink. The pure helpers below are thread-safe. */
 #ifndef KCR_EVENTS_H
 #define KCR_EVENTS_H
 
@@ -113,7 +115,7 @@ typedef kcr_err (*kcr_event_sink_fn)(void *ud, enum kcr_event_op op, const char 
                                      const char *name, const cJSON *body,
                                      struct kcr_errinfo *ei);
 
-/* Options; zero means the default shown. */
+/* Options for kcr_recorder_new(); zero means the default shown. */
 struct kcr_recorder_opts {
   kcr_client *client;               /* the recorder takes a reference
                                        (kcr_client_ref) and drops it in
@@ -123,8 +125,9 @@ struct kcr_recorder_opts {
                                        "ebdman.example.com/ebdman" */
   const char *reporting_instance;   /* default: the host name (<= 128 bytes) */
   kcr_metrics *metrics;             /* optional: kcr_events_total */
-  int spam_burst;                   /* 25 events per object+reason; < 0: no limit */
+  int spam_burst;                   /* 25 events per object+reason */
   uint64_t spam_refill_ms;          /* 300000: one token per 5 minutes */
+  bool no_spam_limit;               /* true: no spam limit at all */
   size_t queue_capacity;            /* 1000 new events waiting to be sent */
   uint64_t series_flush_ms;         /* 30000: at most one series write per Event
                                        per interval (a flush writes at once) */
@@ -142,14 +145,16 @@ struct kcr_recorder_opts {
   void *clock_ud;
 };
 
-/* Creates a recorder and starts its sending thread. opts is borrowed (the
- * strings are copied, the client is referenced, metrics is borrowed and
- * must outlive the recorder). KCR_EINVAL (with a log line saying why)
- * without a client or sink, without a valid reporting_controller, or with
- * a reporting_instance over 128 bytes; KCR_ENOMEM; KCR_EIO if the thread
- * cannot be started. *out is NULL on error. Thread safety: any thread. */
-KCR_API kcr_err kcr_recorder_new(const struct kcr_recorder_opts *opts,
-                                 kcr_recorder **out);
+/* Creates a recorder and starts its sending thread. opts is read during
+ * the call (the strings are copied, the client is referenced; metrics is
+ * borrowed and must outlive the recorder). Release with kcr_recorder_free().
+ * Errors: KCR_EINVAL (no opts; no client or sink; no valid
+ * reporting_controller; a reporting_instance empty or over 128 bytes; a
+ * negative spam_burst or max_attempts - ei names the field), KCR_ENOMEM
+ * (also when the thread cannot be started). On error *out is NULL.
+ * Thread safety: any thread. */
+KCR_API kcr_err kcr_recorder_new(const struct kcr_recorder_opts *opts, kcr_recorder **out,
+                                 struct kcr_errinfo *ei);
 
 /* Flushes for at most opts.shutdown_flush_ms, stops the thread (waiting for
  * a request in flight, bounded by the client's timeout) and frees. Events
@@ -165,7 +170,8 @@ KCR_API void kcr_recorder_free(kcr_recorder *r);
  * logged: recording an event is best effort and must not fail the caller's
  * work) - KCR_EINVAL if regarding lacks kind or name, the type is not
  * Normal/Warning, the reason or action is empty or over 128 bytes (nothing
- * is recorded then), KCR_ENOMEM. Thread safety: any thread. */
+ * is recorded then, also when the note cannot be formatted), KCR_ENOMEM.
+ * Every argument is borrowed for the call. Thread safety: any thread. */
 KCR_API kcr_err kcr_recorder_eventf(kcr_recorder *r,
                                     const struct kcr_event_ref *regarding,
                                     const char *type, const char *reason,
@@ -176,15 +182,17 @@ KCR_API kcr_err kcr_recorder_veventf(kcr_recorder *r,
                                      const char *type, const char *reason,
                                      const char *action, const char *fmt, va_list ap)
     __attribute__((format(printf, 6, 0)));
-/* As eventf with the note as it is (no formatting). */
+/* As eventf with ev->note as it is (no formatting); ev is borrowed for the
+ * call. */
 KCR_API kcr_err kcr_recorder_event(kcr_recorder *r, const struct kcr_event *ev);
 
 /* Waits until no new event is queued or being sent and every series count
  * has been written (series writes are not held back by series_flush_ms
- * while someone flushes), or timeout_ms passed: KCR_OK or KCR_ETIMEDOUT.
- * Writes being retried keep their backoff. A negative timeout is 0. KCR_EINVAL
- * if r is NULL. Thread safety: any thread. */
-KCR_API kcr_err kcr_recorder_flush(kcr_recorder *r, long timeout_ms);
+ * while someone flushes), or timeout_ms passed (0: do not wait, only say
+ * whether that is so now; KCR_FOREVER: no limit): KCR_OK, or KCR_ETIMEDOUT.
+ * Writes being retried keep their backoff. KCR_EINVAL if r is NULL.
+ * Thread safety: any thread. */
+KCR_API kcr_err kcr_recorder_flush(kcr_recorder *r, uint64_t timeout_ms);
 
 /* Counters since creation (the same outcomes as kcr_events_total), read
  * together under the recorder's lock. Thread safety: any thread. */

@@ -73,6 +73,7 @@ typedef struct kcr_httpd kcr_httpd;
  * Called on a server thread, possibly concurrently with itself. */
 typedef bool (*kcr_check_fn)(void *ud, char *reason, size_t n);
 
+/* Options for kcr_httpd_new(); zero means the default shown. */
 struct kcr_httpd_opts {
   /* "host:port", "[v6addr]:port", or ":port" for all interfaces (IPv6 and
    * IPv4 when the host has IPv6). Port 0 picks a free port: see
@@ -83,9 +84,10 @@ struct kcr_httpd_opts {
 };
 
 /* Creates a stopped server after checking the address's syntax; nothing is
- * bound yet. Errors: KCR_EINVAL (no opts/out), KCR_ECONFIG (bad address;
- * ei->message names it and says what is wrong), KCR_ENOMEM. *out is NULL on
- * error. Thread safety: any thread. */
+ * bound yet. opts may be NULL (every default). Release with
+ * kcr_httpd_free(). Errors: KCR_EINVAL (no out), KCR_ECONFIG (bad address;
+ * ei->message names it and says what is wrong), KCR_ENOMEM. *out is NULL
+ * on error. Thread safety: any thread. */
 KCR_API kcr_err kcr_httpd_new(const struct kcr_httpd_opts *opts, kcr_httpd **out,
                               struct kcr_errinfo *ei);
 
@@ -122,8 +124,9 @@ KCR_API kcr_err kcr_httpd_listen(kcr_httpd *h, struct kcr_errinfo *ei);
  * listen and stop). */
 KCR_API kcr_err kcr_httpd_start(kcr_httpd *h, struct kcr_errinfo *ei);
 
-/* The port bound by kcr_httpd_listen() or kcr_httpd_start(), or 0 when
- * stopped (NULL: 0). Thread safety: any thread. */
+/* The TCP port number (1..65535) bound by kcr_httpd_listen() or
+ * kcr_httpd_start() - the one the kernel chose for port 0 - or 0 when
+ * nothing is bound (stopped, or h NULL). Thread safety: any thread. */
 KCR_API int kcr_httpd_port(const kcr_httpd *h);
 
 /* Stops serving: closes the listening socket (also one bound by

@@ -17,8 +17,9 @@
  * queue). The store is updated before handlers are called, so a reconciler
  * woken by a handler reads at least that state.
  *
- * Thread safety: configure (add handlers/indexes) before start; afterwards
- * any function from any thread. */
+ * Thread safety: configure (add handlers, add indexes to the store) from
+ * one thread before kcr_informer_start; from then on every function but
+ * kcr_informer_free may be called from any thread. */
 #ifndef KCR_INFORMER_H
 #define KCR_INFORMER_H
 
@@ -36,61 +37,84 @@ extern "C" {
 
 typedef struct kcr_informer kcr_informer;
 
+/* Event handlers, called on the informer's threads (see above) with no
+ * library lock held. The objects are borrowed for the call: take a
+ * reference (kcr_obj_ref) to keep one. Any member may be NULL. */
 struct kcr_informer_handlers {
-  /* A new object (from a LIST or an ADDED event). Borrowed reference. */
+  /* A new object (from a LIST or an ADDED event). */
   void (*on_add)(kcr_obj *obj, void *ud);
-  /* A change, or a resync (old == cur). Borrowed references. */
+  /* A change, or a resync (old == cur). */
   void (*on_update)(kcr_obj *old, kcr_obj *cur, void *ud);
   /* The object is gone; obj is its last known state. */
   void (*on_delete)(kcr_obj *obj, void *ud);
   void *ud;
 };
 
+/* Options for kcr_informer_new(); zero means the default shown. */
 struct kcr_informer_opts {
-  kcr_client *client;
-  const struct kcr_gvr *gvr; /* copied */
+  kcr_client *client;        /* required; the informer takes a reference */
+  const struct kcr_gvr *gvr; /* required (version and resource); copied */
   const char *ns;            /* NULL: all namespaces (or cluster-scoped) */
   const char *label_selector;
   const char *field_selector;
-  uint64_t resync_ms;       /* 0: no periodic resync */
-  long page_size;           /* LIST page size; default 500 */
-  bool keep_managed_fields; /* default: strip them */
-  long watch_timeout_min_s; /* default 300 */
-  long watch_timeout_max_s; /* default 600 */
-  kcr_metrics *metrics;     /* optional: kcr_informer_* gauges */
+  uint64_t resync_ms;            /* 0: no periodic resync */
+  long page_size;                /* LIST page size; 0: 500 */
+  bool keep_managed_fields;      /* false: strip metadata.managedFields */
+  uint64_t watch_timeout_min_ms; /* each watch asks the server to end it after */
+  uint64_t watch_timeout_max_ms; /* a random time in [min, max], in whole
+                                    seconds rounded up; 0: 300000 and twice
+                                    the min (5-10 minutes, as client-go) */
+  kcr_metrics *metrics;          /* optional: kcr_informer_* gauges; borrowed,
+                                    must outlive the informer */
 };
 
-KCR_API kcr_err kcr_informer_new(const struct kcr_informer_opts *o, kcr_informer **out);
-/* Adds handlers (up to 16); before start. */
+/* Makes an informer (not started) with an empty store. The strings and the
+ * gvr of opts are copied. Release with kcr_informer_free(). Errors:
+ * KCR_EINVAL (no opts, client or gvr, no gvr->version or gvr->resource, a
+ * negative page_size, watch_timeout_max_ms below watch_timeout_min_ms; ei
+ * names the field), KCR_ENOMEM. On error *out is NULL.
+ * Thread safety: any thread. */
+KCR_API kcr_err kcr_informer_new(const struct kcr_informer_opts *opts, kcr_informer **out,
+                                 struct kcr_errinfo *ei);
+/* Adds handlers (h is copied; up to 16 sets per informer) before start.
+ * Errors: KCR_EINVAL (started, or 16 sets already). Thread safety: the
+ * setup thread, before start. */
 KCR_API kcr_err kcr_informer_add_handlers(kcr_informer *inf,
                                           const struct kcr_informer_handlers *h);
-/* The informer's store (borrowed; lives as long as the informer). Add
- * indexes to it before start. */
+/* The informer's store: borrowed, valid until kcr_informer_free(). Add
+ * indexes to it before start; read it from any thread. */
 KCR_API kcr_store *kcr_informer_store(kcr_informer *inf);
-/* "resource.group" (or "resource" for core), e.g. "ebds.ebdman.example.com". */
+/* "resource.group" (or "resource" for core), e.g. "ebds.ebdman.example.com".
+ * Borrowed, valid until kcr_informer_free(). Thread safety: any thread. */
 KCR_API const char *kcr_informer_name(const kcr_informer *inf);
 /* Starts the threads. All or nothing: KCR_ENOMEM if a thread cannot be made
  * (then nothing runs and nothing was listed; start may be tried again),
- * KCR_EINVAL if started. */
+ * KCR_EINVAL if already started. Thread safety: the setup thread. */
 KCR_API kcr_err kcr_informer_start(kcr_informer *inf);
 /* True once the first LIST has been applied to the store and every handler
  * has been called for its objects. A LIST whose objects the store cannot
- * take (out of memory) leaves it false and is retried after backoff. */
+ * take (out of memory) leaves it false and is retried after backoff.
+ * Thread safety: any thread. */
 KCR_API bool kcr_informer_has_synced(kcr_informer *inf);
-/* Waits until synced, stopped, or timeout_ms passed (KCR_FOREVER: no
- * limit); true if synced. Any thread. */
+/* Waits until synced, stopped, or timeout_ms passed (0: do not wait;
+ * KCR_FOREVER: no limit); true if synced. Thread safety: any thread. */
 KCR_API bool kcr_informer_wait_synced(kcr_informer *inf, uint64_t timeout_ms);
 /* Stops the threads (cancels the watch; a LIST in flight is waited for, up
- * to the client's request timeout) and joins them. Idempotent. */
+ * to the client's request timeout) and joins them; handlers are not called
+ * after it returns. Idempotent. Thread safety: any thread but the
+ * informer's own (not from a handler). */
 KCR_API void kcr_informer_stop(kcr_informer *inf);
-/* Stops if needed and frees (the store too). */
+/* Stops if needed and frees, the store too (objects others hold references
+ * to stay valid). NULL is a no-op. No other call on inf may be running or
+ * follow. */
 KCR_API void kcr_informer_free(kcr_informer *inf);
 
-/* Counters for tests and diagnostics. Any thread (read under the
- * informer's lock). */
+/* Counters for tests and diagnostics. */
 struct kcr_informer_stats {
   uint64_t lists, watches, relists_gone, errors, events;
 };
+/* Copies the counters into *st (read together under the informer's lock).
+ * Thread safety: any thread. */
 KCR_API void kcr_informer_get_stats(kcr_informer *inf, struct kcr_informer_stats *st);
 
 #ifdef __cplusplus

@@ -6,7 +6,7 @@
  *                               .name = "ebdman", .metrics = reg,
  *                               .on_started_leading = start_workers,
  *                               .on_stopped_leading = stop_workers, .ud = app};
- *   if(kcr_leader_new(&o, &le) || kcr_leader_start(le)) ...
+ *   if(kcr_leader_new(&o, &le, &ei) || kcr_leader_start(le)) ...
  *   kcr_leader_wait(le, KCR_FOREVER);     -- leader, or lost/stopped
  *   ...
  *   kcr_leader_stop(le);                  -- releases the lease if leading
@@ -77,6 +77,7 @@ typedef struct kcr_leader kcr_leader;
  * wait), never kcr_leader_free. */
 typedef void (*kcr_leader_fn)(void *ud);
 
+/* Options for kcr_leader_new(); zero means the default shown. */
 struct kcr_leader_opts {
   kcr_client *client;               /* required; the elector holds a reference */
   const char *ns;                   /* required: the Lease's namespace (copied) */
@@ -91,16 +92,18 @@ struct kcr_leader_opts {
   kcr_leader_fn on_started_leading; /* optional */
   kcr_leader_fn on_stopped_leading; /* optional */
   void *ud;                         /* passed to both callbacks */
-  int release_on_cancel;            /* 0: default, release; > 0 release; < 0 keep
-                                       the lease on stop (it then expires) */
+  bool keep_lease_on_stop;          /* false: kcr_leader_stop releases the lease
+                                       so a successor takes it at once; true:
+                                       it is left to expire */
 };
 
-/* Makes an elector (not started). Copies what it needs from o.
- * Errors: KCR_EINVAL (no client/ns/name; durations out of the rules above:
- * lease (whole seconds) > renew_deadline > 1.2 * retry > 0, lease >= 1000 ms),
- * KCR_ENOMEM.
- * On error *out is NULL. Thread safety: any thread. */
-KCR_API kcr_err kcr_leader_new(const struct kcr_leader_opts *o, kcr_leader **out);
+/* Makes an elector (not started). Copies what it needs from opts; release
+ * it with kcr_leader_free(). Errors: KCR_EINVAL (no opts, client, ns or
+ * name; durations out of the rules above: lease (whole seconds) >
+ * renew_deadline > 1.2 * retry > 0, lease >= 1000 ms; ei names the field),
+ * KCR_ENOMEM. On error *out is NULL. Thread safety: any thread. */
+KCR_API kcr_err kcr_leader_new(const struct kcr_leader_opts *opts, kcr_leader **out,
+                               struct kcr_errinfo *ei);
 
 /* Starts the elector's thread: acquire loop, then renew loop while leading.
  * Errors: KCR_EINVAL if already started or stopped, KCR_ENOMEM if no thread
@@ -138,11 +141,11 @@ KCR_API const char *kcr_leader_identity(const kcr_leader *le);
 /* Stops the elector and waits for its thread to end: a retry wait is cut
  * short at once; an HTTP request in flight is waited for (it is bounded by
  * renew_deadline_ms; the client's own 429/503 retries can add to that). If
- * leading, on_stopped_leading is called and then, unless release_on_cancel
- * < 0, the lease is released (holderIdentity "", leaseDurationSeconds 1) so
- * that a successor takes it at once. Idempotent; a no-op before start (the
- * elector can then no longer be started). From a callback it only asks the
- * thread to stop and returns. Thread safety: any thread. */
+ * leading, on_stopped_leading is called and then, unless
+ * keep_lease_on_stop, the lease is released (holderIdentity "", leaseDurationSeconds 1)
+ * so that a successor takes it at once. Idempotent; a no-op before start (the elector can
+ * then no longer be started). From a callback it only asks the thread to stop and
+ * returns. Thread safety: any thread. */
 KCR_API void kcr_leader_stop(kcr_leader *le);
 
 /* Stops (see kcr_leader_stop) and frees. NULL: no-op. Must be the last call

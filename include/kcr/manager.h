@@ -4,10 +4,10 @@
  *   kcr_manager_new(&(struct kcr_manager_opts){.config = cfg, .name = "ebdman",
  *                   .metrics_addr = ":8080", .health_addr = ":8081",
  *                   .leader_elect = true, .lease_namespace = "ebdman-system"}, &m, &ei);
- *   kcr_manager_informer(m, &(struct kcr_informer_opts){.gvr = &ebds}, &inf);
+ *   kcr_manager_informer(m, &(struct kcr_informer_opts){.gvr = &ebds}, &inf, &ei);
  *   kcr_controller_new(&(struct kcr_controller_opts){.client = kcr_manager_client(m),
- *                      .metrics = kcr_manager_metrics(m), ...}, &ctl);
- *   kcr_controller_for(ctl, inf, NULL, 0);
+ *                      .metrics = kcr_manager_metrics(m), ...}, &ctl, &ei);
+ *   kcr_controller_for(ctl, inf, NULL);
  *   kcr_manager_add(m, ctl);
  *   return kcr_manager_run(m);
  *
@@ -34,8 +34,10 @@
  * synced). Leadership is the separate gauge leader_election_master_status,
  * so a standby replica is ready without leading.
  *
- * Thread safety: set up from one thread before run; kcr_manager_stop from any
- * thread (or a signal). */
+ * Thread safety: set up (new, informer, add) from one thread before run;
+ * run from one thread; kcr_manager_stop from any thread (or a signal
+ * handler); kcr_manager_busy, _leading, _client, _metrics and
+ * _health_port from any thread. */
 #ifndef KCR_MANAGER_H
 #define KCR_MANAGER_H
 
@@ -54,56 +56,83 @@ extern "C" {
 
 typedef struct kcr_manager kcr_manager;
 
+/* Options for kcr_manager_new(); zero means the default shown. */
 struct kcr_manager_opts {
-  kcr_config *config;       /* taken over (freed with the manager) */
-  const char *name;         /* logs; default lease name "<name>-leader" */
-  const char *metrics_addr; /* e.g. ":8080"; NULL or "0": no server */
-  const char *health_addr;  /* e.g. ":8081"; may equal metrics_addr */
-  bool leader_elect;
-  const char *lease_namespace; /* default: the config's namespace or "default" */
-  const char *lease_name;
-  const char *identity;          /* default: hostname_random */
+  kcr_config *config;            /* required; taken over (freed with the manager,
+                                    also when kcr_manager_new fails) */
+  const char *name;              /* "kcr": logs; default lease name "<name>-leader" */
+  const char *metrics_addr;      /* e.g. ":8080"; NULL, "" or "0": no server */
+  const char *health_addr;       /* e.g. ":8081"; may equal metrics_addr */
+  bool leader_elect;             /* false: no election, this instance always leads */
+  const char *lease_namespace;   /* the config's namespace, else "default" */
+  const char *lease_name;        /* "<name>-leader" */
+  const char *identity;          /* "<hostname>_<random hex>" */
   uint64_t lease_duration_ms;    /* 15000 */
   uint64_t renew_deadline_ms;    /* 10000 */
   uint64_t retry_period_ms;      /* 2000 */
-  uint64_t sync_timeout_ms;      /* 120000 */
-  uint64_t grace_ms;             /* 30000 */
-  bool no_signals;               /* do not handle SIGTERM/SIGINT; otherwise
-                                    kcr_manager_new blocks them in the calling
-                                    thread (create the manager before other
-                                    threads) and run() waits for them */
+  uint64_t sync_timeout_ms;      /* 120000; KCR_FOREVER: wait as long as it takes */
+  uint64_t grace_ms;             /* 30000: how long run gives in-flight reconciles
+                                    on shutdown (kcr_controller_stop's timeout);
+                                    KCR_FOREVER: as long as they take */
+  bool no_signals;               /* false: kcr_manager_new blocks SIGTERM/SIGINT
+                                    in the calling thread (create the manager
+                                    before other threads) and run() stops on
+                                    them; true: leave signals alone */
   struct kcr_client_opts client; /* timeouts etc.; observe is set by the manager */
 };
 
 /* Makes the manager and its client, and binds the metrics and health
  * addresses (served from kcr_manager_run), so a bad or busy address is an
- * error here, before anything starts. Takes over o->config (freed also on
- * failure). Errors: KCR_EINVAL (no config), KCR_ECONFIG (an address that
- * does not parse or resolve), KCR_EIO (cannot bind: in use, permission),
- * KCR_ENOMEM, and the client's errors; ei names what was wrong. */
-KCR_API kcr_err kcr_manager_new(const struct kcr_manager_opts *o, kcr_manager **out,
+ * error here, before anything starts. opts is read during the call (the
+ * strings are copied); opts->config is taken over. Release with
+ * kcr_manager_free(). Errors: KCR_EINVAL (no opts or config), KCR_ECONFIG
+ * (an address that does not parse or resolve), KCR_EIO (cannot bind: in
+ * use, permission), KCR_ENOMEM, and the client's errors (kcr_client_new);
+ * ei names what was wrong. On error *out is NULL. Thread safety: the
+ * process's first thread, before it makes others (see no_signals). */
+KCR_API kcr_err kcr_manager_new(const struct kcr_manager_opts *opts, kcr_manager **out,
                                 struct kcr_errinfo *ei);
+/* The manager's client: borrowed, valid until kcr_manager_free (take a
+ * reference with kcr_client_ref to keep it longer). Any thread. */
 KCR_API kcr_client *kcr_manager_client(kcr_manager *m);
+/* The manager's metrics registry: borrowed, valid until kcr_manager_free.
+ * Any thread. */
 KCR_API kcr_metrics *kcr_manager_metrics(kcr_manager *m);
-/* The shared informer for (gvr, ns, selectors), made on first request. The
- * manager fills client and metrics in io. Borrowed; lives with the manager. */
-KCR_API kcr_err kcr_manager_informer(kcr_manager *m, const struct kcr_informer_opts *io,
-                                     kcr_informer **out);
-/* Adds a controller; the manager takes ownership. */
+/* The shared informer for (gvr, ns, selectors) in *out, made on the first
+ * request with these options and returned again for the same ones (the
+ * other fields of the later requests are then ignored). The manager fills
+ * in client and metrics. *out is borrowed: it lives until kcr_manager_free
+ * and is started and stopped by run. Errors: KCR_EINVAL (no opts or gvr,
+ * 32 informers already, or kcr_informer_new's; ei names the field),
+ * KCR_ENOMEM. On error *out is NULL. Thread safety: the setup thread,
+ * before run. */
+KCR_API kcr_err kcr_manager_informer(kcr_manager *m, const struct kcr_informer_opts *opts,
+                                     kcr_informer **out, struct kcr_errinfo *ei);
+/* Adds a controller, which the manager then owns (starts, stops and frees
+ * it). Errors: KCR_EINVAL (c NULL, or 16 controllers already): the caller
+ * still owns c. Thread safety: the setup thread, before run. */
 KCR_API kcr_err kcr_manager_add(kcr_manager *m, kcr_controller *c);
-/* Runs until stopped; see above for the exit code. */
+/* Runs until stopped (see above) and returns the process exit code it
+ * suggests: 0 after a stop request (SIGTERM, SIGINT, kcr_manager_stop), 1
+ * when a start step failed or the lease was lost, 2 when the metrics/health
+ * server cannot start. Call it once, from one thread. */
 KCR_API int kcr_manager_run(kcr_manager *m);
-/* Asks a running manager to stop (async-signal-safe). */
+/* Asks a running (or about to run) manager to stop; returns at once.
+ * Thread safety: any thread; async-signal-safe. */
 KCR_API void kcr_manager_stop(kcr_manager *m);
-/* Reconciles still running (after run returned past its grace period or on
- * lease loss). kcr_manager_free waits for them; a process that wants to exit
- * promptly calls _exit() (not exit(): library atexit handlers, OpenSSL's,
- * free state the running reconciles still use). Any thread. */
+/* The number of reconciles still running, summed over the controllers (0
+ * unless run returned past its grace period or on lease loss).
+ * kcr_manager_free waits for them; a process that wants to exit promptly
+ * calls _exit() (not exit(): library atexit handlers, OpenSSL's, free state
+ * the running reconciles still use). Thread safety: any thread. */
 KCR_API int kcr_manager_busy(kcr_manager *m);
 /* True while this instance leads (always true without election). Any
  * thread. Writes are fenced more strictly: see kcr_leader_may_write. */
 KCR_API bool kcr_manager_leading(kcr_manager *m);
-/* The health server's bound port (after kcr_manager_new; 0 if none). */
+/* The TCP port the health server is bound to (the kernel's choice for port
+ * 0), valid from kcr_manager_new on; 0 when there is no server. When the
+ * health and metrics addresses are the same, that one server's; without a
+ * health address, the metrics server's. Thread safety: any thread. */
 KCR_API int kcr_manager_health_port(kcr_manager *m);
 /* Frees the controllers first - each waits for its in-flight reconciles, so
  * nothing they use is freed under them (see kcr_controller_free) - then the

@@ -1,12 +1,13 @@
 /* kcr/queue.h - the work queue of a controller: client-go's rate-limiting,
  * delaying work queue (k8s.io/client-go/util/workqueue) with its contract.
  *
- *   kcr_queue *q = kcr_queue_new(&(struct kcr_queue_opts){
- *       .name = "ebd", .metrics = reg});
+ *   kcr_queue *q;
+ *   kcr_queue_new(&(struct kcr_queue_opts){.name = "ebd", .metrics = reg},
+ *                 &q, &ei);
  *   kcr_queue_add(q, "ns/name");                 -- from event handlers
  *
  *   char *key;                                   -- in each worker thread
- *   while(kcr_queue_get(q, &key) == KCR_OK) {
+ *   while(kcr_queue_take(q, KCR_FOREVER, &key) == KCR_OK) {
  *     kcr_err rc = reconcile(key);
  *     if(rc == KCR_OK || rc == KCR_ETERMINAL)
  *       kcr_queue_forget(q, key);                -- reset the backoff
@@ -18,7 +19,7 @@
  *
  * Keys are strings (usually "namespace/name"); the queue copies them.
  * The contract, exactly client-go's:
- *  - A key is never handed to two workers at once: between kcr_queue_get()
+ *  - A key is never handed to two workers at once: between kcr_queue_take()
  *    and kcr_queue_done() it is "processing".
  *  - Adding a key that is already queued is a no-op (its place is kept).
  *    Adding a key that is processing marks it dirty: it is not queued now,
@@ -33,7 +34,7 @@
  *    1000 s by default), or the max of that and an overall token bucket when
  *    one is configured. kcr_queue_forget() resets the key's failures.
  *  - After kcr_queue_shutdown() adds are refused and parked keys dropped;
- *    kcr_queue_get() keeps handing out keys already queued, then returns
+ *    kcr_queue_take() keeps handing out keys already queued, then returns
  *    KCR_ECANCELED.
  *
  * Metrics (when opts.metrics and opts.name are both set), with the label
@@ -70,27 +71,32 @@ typedef struct kcr_queue kcr_queue;
 #define KCR_QUEUE_CONTROLLER_QPS   10.0
 #define KCR_QUEUE_CONTROLLER_BURST 100
 
-/* Options for kcr_queue_new(). Zero-initialise; zero fields take defaults. */
+/* Options for kcr_queue_new(); zero means the default shown. */
 struct kcr_queue_opts {
-  const char *name;       /* metrics label "name"; NULL or "" -> no metrics */
-  kcr_metrics *metrics;   /* registry for the workqueue_* metrics, or NULL */
-  uint64_t base_delay_ms; /* per-key backoff base; 0 -> 5 ms */
-  uint64_t max_delay_ms;  /* per-key backoff cap; 0 -> 1000 s */
-  double qps;             /* > 0 enables the overall token bucket (10 in client-go) */
-  int burst;              /* bucket size when qps > 0; < 1 means 1 (100 in client-go) */
+  const char *name;       /* metrics label "name" (copied); NULL or "": no metrics */
+  kcr_metrics *metrics;   /* registry for the workqueue_* metrics, or NULL;
+                             borrowed: it must outlive the queue */
+  uint64_t base_delay_ms; /* per-key backoff base; 0: 5 ms */
+  uint64_t max_delay_ms;  /* per-key backoff cap, >= the base; 0: 1000 s */
+  double qps;             /* 0: no overall token bucket; > 0 enables one
+                             (10 in client-go's controller default) */
+  int burst;              /* the bucket's size when qps > 0; 0: 1 (100 in
+                             client-go's controller default) */
 };
 
-/* Creates a queue. o may be NULL (all defaults). The name is copied.
- * Returns NULL when out of memory (or when the metrics registry refuses a
- * collect hook). Release with kcr_queue_free().
- * Thread safety: any thread. */
-KCR_API kcr_queue *kcr_queue_new(const struct kcr_queue_opts *o);
+/* Creates a queue; opts may be NULL (all defaults). Release with
+ * kcr_queue_free(). Errors: KCR_EINVAL (no out, max_delay_ms below
+ * base_delay_ms, qps negative or not finite, burst negative; ei names the
+ * field), KCR_ENOMEM (also when the metrics registry cannot take the
+ * queue's collect hook). On error *out is NULL. Thread safety: any thread. */
+KCR_API kcr_err kcr_queue_new(const struct kcr_queue_opts *opts, kcr_queue **out,
+                              struct kcr_errinfo *ei);
 
 /* Releases the queue with every key it holds (queued, parked or being
- * processed) and unhooks it from the metrics registry. NULL is a no-op. No other thread
- * may be using the queue, or use it afterwards: stop the workers first
- * (kcr_queue_shutdown(), then join them). Keys returned by kcr_queue_get() stay owned by
- * their callers. */
+ * processed) and unhooks it from the metrics registry. NULL is a no-op. No
+ * other thread may be using the queue, or use it afterwards: stop the
+ * workers first (kcr_queue_shutdown(), then join them). Keys taken with
+ * kcr_queue_take() stay owned by their callers. */
 KCR_API void kcr_queue_free(kcr_queue *q);
 
 /* Marks key as needing processing (see the contract above). The key is
@@ -104,40 +110,42 @@ KCR_API kcr_err kcr_queue_add(kcr_queue *q, const char *key);
  * deadline past the end of the monotonic clock (KCR_FOREVER) parks the key
  * until shutdown. If key is already parked, the earlier of the two
  * deadlines is kept. Counts one workqueue_retries_total (as client-go's
- * AddAfter does). Errors as for kcr_queue_add(). Thread safety: any thread. */
+ * AddAfter does). Errors as for kcr_queue_add(): KCR_ECANCELED, KCR_ENOMEM,
+ * KCR_EINVAL. Thread safety: any thread. */
 KCR_API kcr_err kcr_queue_add_after(kcr_queue *q, const char *key, uint64_t delay_ms);
 
 /* kcr_queue_add_after() with the rate limiter's next delay for key, and
  * counts one more failure for it: base * 2^n capped at max (n = failures so
  * far), max'ed with the token bucket's delay when configured. Errors as for
- * kcr_queue_add(). Thread safety: any thread. */
+ * kcr_queue_add(): KCR_ECANCELED, KCR_ENOMEM, KCR_EINVAL. Thread safety: any
+ * thread. */
 KCR_API kcr_err kcr_queue_add_rate_limited(kcr_queue *q, const char *key);
 
 /* Stops tracking key's failures: its next rate-limited delay is the base
- * delay again. Does not dequeue or finish the key. Thread safety: any thread. */
+ * delay again. Does not dequeue or finish the key. key is borrowed; NULL
+ * is a no-op. Thread safety: any thread. */
 KCR_API void kcr_queue_forget(kcr_queue *q, const char *key);
 
-/* How many times key was rate-limited since the last kcr_queue_forget().
- * Thread safety: any thread. */
+/* How many times key was rate-limited since the last kcr_queue_forget()
+ * (0 for an unknown key; capped at INT32_MAX). Thread safety: any thread. */
 KCR_API int kcr_queue_num_requeues(kcr_queue *q, const char *key);
 
-/* Blocks until a key is available and hands it to the caller, who owns the
- * copy (*key, free() it) and must call kcr_queue_done() with it when the
- * work is finished. Returns KCR_OK, or KCR_ECANCELED once the queue is shut
- * down and no queued key is left (*key = NULL); KCR_ENOMEM (the key stays
- * queued); KCR_EINVAL for NULL arguments. Thread safety: any thread. */
-KCR_API kcr_err kcr_queue_get(kcr_queue *q, char **key);
-
-/* kcr_queue_get() that gives up after timeout_ms: KCR_ETIMEDOUT (*key =
- * NULL). timeout_ms == 0 never blocks; KCR_FOREVER waits as long as it takes
- * (kcr_queue_get). Thread safety: any thread. */
-KCR_API kcr_err kcr_queue_get_timed(kcr_queue *q, uint64_t timeout_ms, char **key);
+/* Takes the next ready key out of the queue, waiting up to timeout_ms for
+ * one (0: do not wait; KCR_FOREVER: as long as it takes). The key moves to
+ * the caller: *key is the caller's copy (free() it), and the key is
+ * "processing" until the caller passes it to kcr_queue_done().
+ * Returns KCR_OK; KCR_ETIMEDOUT when no key came within timeout_ms;
+ * KCR_ECANCELED once the queue is shut down and no queued key is left;
+ * KCR_ENOMEM (the key stays queued); KCR_EINVAL for NULL arguments. On
+ * any error *key is NULL. Thread safety: any thread. */
+KCR_API kcr_err kcr_queue_take(kcr_queue *q, uint64_t timeout_ms, char **key);
 
 /* Marks the processing of key finished. If key was added while it was
  * processing, it is queued again now (even when shutting down: the add came
  * before the shutdown). Returns KCR_OK, or KCR_EINVAL if key is not being
  * processed (client-go would corrupt its queue; here nothing changes).
- * key is borrowed. Thread safety: any thread. */
+ * key is borrowed (the caller still frees the copy kcr_queue_take() gave
+ * it). Thread safety: any thread. */
 KCR_API kcr_err kcr_queue_done(kcr_queue *q, const char *key);
 
 /* Number of keys queued and ready: not processing, not parked. For
@@ -145,14 +153,15 @@ KCR_API kcr_err kcr_queue_done(kcr_queue *q, const char *key);
  * Thread safety: any thread. */
 KCR_API size_t kcr_queue_len(kcr_queue *q);
 
-/* Refuses further adds, drops parked keys and wakes every blocked getter;
- * getters still receive the keys already queued, then KCR_ECANCELED.
+/* Refuses further adds, drops parked keys and wakes every waiting
+ * kcr_queue_take(); takers still receive the keys already queued, then
+ * KCR_ECANCELED.
  * Does not wait. Also makes a pending kcr_queue_shutdown_drain() return.
  * Idempotent. Thread safety: any thread. */
 KCR_API void kcr_queue_shutdown(kcr_queue *q);
 
 /* kcr_queue_shutdown(), then waits until no key is processing (every
- * kcr_queue_get() matched by its kcr_queue_done()) - client-go's
+ * kcr_queue_take() matched by its kcr_queue_done()) - client-go's
  * ShutDownWithDrain. Keys still queued are not waited for; workers get
  * them before KCR_ECANCELED. Never call it from a worker holding a key.
  * Thread safety: any thread. */

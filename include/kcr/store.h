@@ -42,29 +42,44 @@ struct kcr_owner {
   const char *api_version, *kind, *name, *uid;
 };
 
-/* Makes an object from a tree (borrowed, not modified). managedFields are
- * dropped unless keep_managed_fields. KCR_EINVAL if it has no
- * metadata.name. *out holds one reference. */
-KCR_API kcr_err kcr_obj_new(const cJSON *tree, bool keep_managed_fields, kcr_obj **out);
-/* A new reference to o (o may be NULL). Any thread. */
+/* Flags of kcr_obj_from_json(). */
+#define KCR_OBJ_KEEP_MANAGED_FIELDS 0x1u /* keep metadata.managedFields */
+
+/* Makes an object from a Kubernetes object tree (borrowed for the call,
+ * not modified). metadata.managedFields is dropped unless flags has
+ * KCR_OBJ_KEEP_MANAGED_FIELDS. On KCR_OK *out holds one reference (release
+ * with kcr_obj_unref). Errors: KCR_EINVAL (no tree or out, no
+ * metadata.name, unknown flags; ei says which), KCR_ENOMEM. On error *out
+ * is NULL. Thread safety: any thread. */
+KCR_API kcr_err kcr_obj_from_json(const cJSON *tree, unsigned flags, kcr_obj **out,
+                                  struct kcr_errinfo *ei);
+/* A new reference to o (o may be NULL; returns o). Thread safety: any
+ * thread. */
 KCR_API kcr_obj *kcr_obj_ref(kcr_obj *o);
-/* Drops a reference; the last one frees. NULL is a no-op. Any thread. */
+/* Drops a reference; the last one frees. NULL is a no-op. Thread safety:
+ * any thread. */
 KCR_API void kcr_obj_unref(kcr_obj *o);
 
-/* Header fields: borrowed, valid while the reference is held. */
+/* Header accessors. The strings and the owner are borrowed from o: valid
+ * while the caller holds its reference to o. Never NULL; o must not be
+ * NULL. Thread safety: any thread, no lock (objects never change). */
 KCR_API const char *kcr_obj_ns(const kcr_obj *o); /* "" for cluster-scoped */
 KCR_API const char *kcr_obj_name(const kcr_obj *o);
 KCR_API const char *kcr_obj_uid(const kcr_obj *o);    /* "" if none */
 KCR_API const char *kcr_obj_rv(const kcr_obj *o);     /* "" if none */
 KCR_API int64_t kcr_obj_generation(const kcr_obj *o); /* 0 if none */
 KCR_API bool kcr_obj_deleting(const kcr_obj *o);      /* deletionTimestamp set */
+/* The controller owner; its members are NULL when there is none. */
 KCR_API const struct kcr_owner *kcr_obj_controller(const kcr_obj *o);
-/* "ns/name" or "name" for cluster-scoped. */
+/* "ns/name", or "name" for cluster-scoped objects. */
 KCR_API const char *kcr_obj_key(const kcr_obj *o);
-/* The compact JSON text, borrowed. */
+/* The compact JSON text (NUL-terminated; its length in *len when len is not
+ * NULL). */
 KCR_API const char *kcr_obj_json(const kcr_obj *o, size_t *len);
-/* A new tree parsed from the text; caller frees. NULL if out of memory. */
-KCR_API cJSON *kcr_obj_parse(const kcr_obj *o);
+/* Parses the text into a new tree, *out, owned by the caller (cJSON_Delete).
+ * Integers of 10^15 and up stay exact (kcr_json_parse). Errors: KCR_ENOMEM
+ * (*out NULL). Thread safety: any thread. */
+KCR_API kcr_err kcr_obj_parse(const kcr_obj *o, cJSON **out);
 /* Bytes this object costs (header + text), for the store's accounting. */
 KCR_API size_t kcr_obj_size(const kcr_obj *o);
 
@@ -75,29 +90,55 @@ KCR_API size_t kcr_obj_size(const kcr_obj *o);
 typedef void (*kcr_index_emit)(const char *value, void *ctx);
 typedef void (*kcr_index_fn)(const kcr_obj *o, kcr_index_emit emit, void *ctx);
 
-/* The built-in index by controller owner UID. */
+/* The built-in index by controller owner UID: its name and its function,
+ *   kcr_store_add_index(s, KCR_INDEX_CONTROLLER, kcr_index_controller). */
 #define KCR_INDEX_CONTROLLER "controller-uid"
+KCR_API void kcr_index_controller(const kcr_obj *o, kcr_index_emit emit, void *ctx);
 
-KCR_API kcr_store *kcr_store_new(void);
-/* Frees the store and drops its references (readers keep theirs). */
+/* Options for kcr_store_new(); zero means the default shown. */
+struct kcr_store_opts {
+  size_t size_hint; /* 0: start small. The number of objects expected: the
+                       table is made big enough for them at once, so filling
+                       it does not rehash (kcr_store_replace sizes its new
+                       table for its input by itself) */
+};
+
+/* Makes an empty store; opts may be NULL (defaults). Release with
+ * kcr_store_free(). Errors: KCR_EINVAL (no out), KCR_ENOMEM (also when the
+ * table for size_hint cannot be had; ei says so). On error *out is NULL.
+ * Thread safety: any thread. */
+KCR_API kcr_err kcr_store_new(const struct kcr_store_opts *opts, kcr_store **out,
+                              struct kcr_errinfo *ei);
+/* Frees the store and drops its references (readers keep theirs). NULL is
+ * a no-op. No other call on s may be running or follow. */
 KCR_API void kcr_store_free(kcr_store *s);
-/* Adds an index; only before the first write. fn NULL is allowed for the
- * built-in KCR_INDEX_CONTROLLER. Errors: KCR_EEXIST (name taken), KCR_EINVAL
- * (after the first write, no name, NULL fn for another name), KCR_ENOMEM. */
+/* Adds an index named name (copied) computed by fn; only before the first
+ * write. Errors: KCR_EEXIST (name taken), KCR_EINVAL (after the first
+ * write, no name, no fn), KCR_ENOMEM. Thread safety: the writer's thread,
+ * before anything else uses the store. */
 KCR_API kcr_err kcr_store_add_index(kcr_store *s, const char *name, kcr_index_fn fn);
 
-/* A new reference to the object at ns/name (ns NULL or "" for cluster
- * scope), or NULL. Any thread. */
-KCR_API kcr_obj *kcr_store_get(kcr_store *s, const char *ns, const char *name);
-KCR_API kcr_obj *kcr_store_get_key(kcr_store *s, const char *key);
-/* References to every object (or to those whose index `index` holds
- * `value` when index != NULL), in no particular order. *objs is an owned
- * array; release with kcr_objs_free(). Any thread. */
-KCR_API kcr_err kcr_store_list(kcr_store *s, const char *index, const char *value,
-                               kcr_obj ***objs, size_t *n);
-KCR_API void kcr_objs_free(kcr_obj **objs, size_t n);
+/* Reader side: any thread, concurrently with each other and the writer.
+ *
+ * ref: a new reference to the object at ns/name (ns NULL or "" for cluster
+ * scope), or NULL if there is none. Release it with kcr_obj_unref. */
+KCR_API kcr_obj *kcr_store_ref(kcr_store *s, const char *ns, const char *name);
+/* The same by key ("ns/name", or "name" for cluster-scoped objects). */
+KCR_API kcr_obj *kcr_store_ref_key(kcr_store *s, const char *key);
+/* New references to every object, in no particular order: *objs is an
+ * owned array of *n references; release both with kcr_objs_unref(). Errors:
+ * KCR_ENOMEM. On error *objs is NULL and *n 0. */
+KCR_API kcr_err kcr_store_ref_all(kcr_store *s, kcr_obj ***objs, size_t *n);
+/* The same for the objects whose index `index` holds `value` (none: KCR_OK
+ * with *n 0). Errors: KCR_EINVAL (no index of that name, or no value),
+ * KCR_ENOMEM. */
+KCR_API kcr_err kcr_store_ref_by_index(kcr_store *s, const char *index, const char *value,
+                                       kcr_obj ***objs, size_t *n);
+/* Drops the n references in objs and frees the array (as the reader calls
+ * and kcr_store_replace return them). NULL is a no-op. */
+KCR_API void kcr_objs_unref(kcr_obj **objs, size_t n);
+/* The number of objects / bytes held by them (kcr_obj_size) now. */
 KCR_API size_t kcr_store_len(kcr_store *s);
-/* Bytes held by the objects in the store. */
 KCR_API size_t kcr_store_bytes(kcr_store *s);
 
 /* Writer side (one writer thread at a time).
@@ -111,16 +152,17 @@ KCR_API kcr_err kcr_store_put(kcr_store *s, kcr_obj *o, kcr_obj **old);
  * it (the caller drops it), or NULL if it was absent. Never fails. */
 KCR_API void kcr_store_delete_key(kcr_store *s, const char *key, kcr_obj **old);
 /* The same by namespace and name. KCR_ENOMEM only for a key longer than
- * 511 bytes (longer than any valid Kubernetes name) when its copy fails. */
+ * 511 bytes (longer than any valid Kubernetes name) when its copy fails;
+ * KCR_OK otherwise, also when nothing was there (*old NULL). */
 KCR_API kcr_err kcr_store_delete(kcr_store *s, const char *ns, const char *name,
                                  kcr_obj **old);
 /* Replaces the whole contents with objs in one step readers never see
  * half-done. On KCR_OK the store takes over one reference of each object
  * (of duplicate keys the later wins and the earlier's reference is dropped)
  * and *gone receives references to objects that were present before and
- * are not in objs (for delete events; free with kcr_objs_free). On error
- * (KCR_ENOMEM) the store is unchanged, the caller still owns every
- * reference, *gone is NULL and *ngone 0. */
+ * are not in objs (for delete events; release with kcr_objs_unref). On
+ * error (KCR_ENOMEM) the store is unchanged, the caller still owns every
+ * reference, *gone is NULL and *ngone 0. objs itself stays the caller's. */
 KCR_API kcr_err kcr_store_replace(kcr_store *s, kcr_obj **objs, size_t n, kcr_obj ***gone,
                                   size_t *ngone);
 

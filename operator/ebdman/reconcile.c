@@ -93,14 +93,14 @@ static bool child_up_to_date(kcr_informer *inf, const cJSON *want, const char *f
 {
   const char *ns = kcr_json_str(want, "metadata.namespace");
   const char *name = kcr_json_str(want, "metadata.name");
-  kcr_obj *o = kcr_store_get(kcr_informer_store(inf), ns, name);
+  kcr_obj *o = kcr_store_ref(kcr_informer_store(inf), ns, name);
   cJSON *have;
   const cJSON *a, *want_refs;
   bool ok;
 
   if(!o)
     return false;
-  have = kcr_obj_parse(o);
+  kcr_obj_parse(o, &have); /* NULL when out of memory: not the same */
   want_refs = cJSON_GetArrayItem(kcr_json_at(want, "metadata.ownerReferences"), 0);
   ok = have && same_map(kcr_json_at(want, field), kcr_json_at(have, field)) &&
        kcr_obj_controller(o)->uid &&
@@ -133,11 +133,13 @@ static bool child_up_to_date(kcr_informer *inf, const cJSON *want, const char *f
 /* Is the cached VFM's spec already the desired one? */
 static bool vfm_spec_cached(kcr_informer *vfms, const cJSON *want)
 {
-  kcr_obj *o = want ? kcr_store_get(kcr_informer_store(vfms),
+  kcr_obj *o = want ? kcr_store_ref(kcr_informer_store(vfms),
                                     kcr_json_str(want, "metadata.namespace"),
                                     kcr_json_str(want, "metadata.name"))
                     : NULL;
-  cJSON *have = o ? kcr_obj_parse(o) : NULL;
+  cJSON *have = NULL;
+  if(o)
+    kcr_obj_parse(o, &have); /* NULL when out of memory: not the same */
   bool same = have && same_map(kcr_json_at(want, "spec"), kcr_json_at(have, "spec"));
   cJSON_Delete(have);
   kcr_obj_unref(o);
@@ -288,7 +290,7 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
   struct ebdman_observed ob = {0};
   struct kcr_cond conds[EBDMAN_NCOND];
   enum kcr_write_result wr;
-  kcr_obj *o = kcr_store_get(kcr_informer_store(e->ebds), req->ns, req->name), *vo;
+  kcr_obj *o = kcr_store_ref(kcr_informer_store(e->ebds), req->ns, req->name), *vo;
   cJSON *ebd = NULL, *cm = NULL, *vfm = NULL, *vfm_seen = NULL;
   bool applied_cm = false;
   kcr_err rc = KCR_OK;
@@ -297,10 +299,8 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
     return KCR_OK; /* deleted: children go with it (ownerReferences) */
   if(kcr_obj_deleting(o))
     goto out;
-  if(!(ebd = kcr_obj_parse(o))) {
-    rc = KCR_ENOMEM;
+  if((rc = kcr_obj_parse(o, &ebd)))
     goto out;
-  }
   ob.generation = kcr_obj_generation(o);
   cm = ebdman_configmap_for(ebd);
   vfm = ebdman_vfm_for(ebd);
@@ -315,8 +315,8 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
   }
   if(rc)
     goto out; /* transient: retried with backoff */
-  vo = kcr_store_get(kcr_informer_store(e->vfms), req->ns, req->name);
-  if(vo && !(vfm_seen = kcr_obj_parse(vo)))
+  vo = kcr_store_ref(kcr_informer_store(e->vfms), req->ns, req->name);
+  if(vo && kcr_obj_parse(vo, &vfm_seen))
     ob.vfm_read_error = "reading the vfm custom resource from the cache failed";
   kcr_obj_unref(vo);
   ob.vfm = vfm_seen;
@@ -392,23 +392,26 @@ int ebdman_run(const struct ebdman_run_opts *ro)
   struct kcr_recorder_opts eo = {.client = kcr_manager_client(m),
                                  .reporting_controller = "ebdman.example.com/ebdman",
                                  .metrics = kcr_manager_metrics(m)};
-  if(kcr_manager_informer(m, &ebds, &e.ebds) || kcr_manager_informer(m, &vfms, &e.vfms) ||
-     kcr_manager_informer(m, &cms, &e.cms) ||
-     kcr_status_writer_new(&so, &e.status, &ei) || kcr_recorder_new(&eo, &e.events) ||
+  if(kcr_manager_informer(m, &ebds, &e.ebds, &ei) ||
+     kcr_manager_informer(m, &vfms, &e.vfms, &ei) ||
+     kcr_manager_informer(m, &cms, &e.cms, &ei) ||
+     kcr_status_writer_new(&so, &e.status, &ei) ||
+     kcr_recorder_new(&eo, &e.events, &ei) ||
      kcr_controller_new(&(struct kcr_controller_opts){.name = "ebd",
                                                       .workers = ro->workers,
                                                       .reconcile = reconcile,
                                                       .ud = &e,
                                                       .client = kcr_manager_client(m),
                                                       .metrics = kcr_manager_metrics(m)},
-                        &ctl) ||
-     kcr_controller_for(ctl, e.ebds, NULL, 0) ||
+                        &ctl, &ei) ||
+     kcr_controller_for(ctl, e.ebds, NULL) ||
      kcr_informer_add_handlers(
          e.ebds,
          &(struct kcr_informer_handlers){.on_delete = on_ebd_deleted, .ud = &e}) ||
      kcr_controller_owns(ctl, e.vfms, EBDMAN_GROUP, "EBD") ||
      kcr_controller_owns(ctl, e.cms, EBDMAN_GROUP, "EBD") || kcr_manager_add(m, ctl)) {
-    fprintf(stderr, "ebdman: setting up the controller failed\n");
+    fprintf(stderr, "ebdman: setting up the controller failed%s%s\n",
+            ei.message ? ": " : "", ei.message ? ei.message : "");
     kcr_controller_free(ctl);
     goto out;
   }
@@ -440,5 +443,6 @@ out:
   while((n = kcr_htab_iter_next(&it)))
     free(KCR_HTAB_ENTRY(n, struct announced, hn));
   kcr_htab_cleanup(&e.announced);
+  kcr_errinfo_cleanup(&ei);
   return status;
 }

@@ -14,7 +14,8 @@
  *
  * Stopping: `stopping` is set, the queue is shut down (getters wake up);
  * a worker that gets a key after that hands it back unprocessed. In-flight
- * reconciles get grace_ms to finish: stop waits on `done_cv` until every
+ * reconciles get stop's timeout (the grace period) to finish: stop waits on
+ * `done_cv` until every
  * worker has returned or the grace ran out, joins the ones that returned
  * and reports how many are still running. Those stay joinable: a worker is
  * never detached, and kcr_controller_free joins every worker before it
@@ -88,7 +89,7 @@ struct kcr_controller {
 kcr_client *kcr_ctx_client(kcr_ctx *cx) { return cx->c->o.client; }
 struct kcr_arena *kcr_ctx_arena(kcr_ctx *cx) { return &cx->arena; }
 const char *kcr_ctx_id(kcr_ctx *cx) { return cx->id; }
-const char *kcr_ctx_controller(kcr_ctx *cx) { return cx->c->name; }
+const char *kcr_ctx_controller_name(kcr_ctx *cx) { return cx->c->name; }
 
 void kcr_ctx_log_kv(kcr_ctx *cx, enum kcr_log_level lvl, const char *msg,
                     const struct kcr_kv *kv, size_t n)
@@ -108,14 +109,36 @@ void kcr_ctx_log_kv(kcr_ctx *cx, enum kcr_log_level lvl, const char *msg,
 
 /* ---- construction ---- */
 
-kcr_err kcr_controller_new(const struct kcr_controller_opts *o, kcr_controller **out)
+/* KCR_EINVAL naming the option that is wrong, or KCR_OK. */
+static kcr_err check_opts(const struct kcr_controller_opts *o, struct kcr_errinfo *ei)
+{
+  static const char *const fn = "kcr_controller_new";
+  if(!o)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: no options", fn);
+  if(!o->name || !*o->name)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: name is required", fn);
+  if(!o->reconcile)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: reconcile is required", fn);
+  if(!o->client)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: client is required", fn);
+  if(o->workers < 0)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: workers must not be negative, not %d", fn,
+                           o->workers);
+  return KCR_OK;
+}
+
+kcr_err kcr_controller_new(const struct kcr_controller_opts *o, kcr_controller **out,
+                           struct kcr_errinfo *ei)
 {
   kcr_controller *c;
   const char *const ctl[] = {"controller", NULL};
+  kcr_err rc;
 
+  if(!out)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_controller_new: no out");
   *out = NULL;
-  if(!o || !o->name || !*o->name || !o->reconcile || !o->client)
-    return KCR_EINVAL;
+  if((rc = check_opts(o, ei)))
+    return rc;
   c = calloc(1, sizeof(*c));
   if(!c)
     return KCR_ENOMEM;
@@ -135,12 +158,17 @@ kcr_err kcr_controller_new(const struct kcr_controller_opts *o, kcr_controller *
     pthread_cond_init(&c->done_cv, &ca);
     pthread_condattr_destroy(&ca);
   }
-  c->q = kcr_queue_new(&(struct kcr_queue_opts){c->name, o->metrics, o->base_delay_ms,
-                                                o->max_delay_ms, o->qps, o->burst});
+  rc = kcr_queue_new(&(struct kcr_queue_opts){.name = c->name,
+                                              .metrics = o->metrics,
+                                              .base_delay_ms = o->base_delay_ms,
+                                              .max_delay_ms = o->max_delay_ms,
+                                              .qps = o->qps,
+                                              .burst = o->burst},
+                     &c->q, ei);
   c->w = calloc((size_t)c->o.workers, sizeof(*c->w));
-  if(!c->name || !c->q || !c->w) {
+  if(rc || !c->name || !c->w) {
     kcr_controller_free(c);
-    return KCR_ENOMEM;
+    return rc ? rc : KCR_ENOMEM;
   }
   if(o->metrics) {
     kcr_metrics *m = o->metrics;
@@ -181,8 +209,12 @@ kcr_queue *kcr_controller_queue(kcr_controller *c) { return c->q; }
 kcr_err kcr_controller_enqueue(kcr_controller *c, const char *ns, const char *name)
 {
   char buf[512];
-  int n = ns && *ns ? snprintf(buf, sizeof(buf), "%s/%s", ns, name)
-                    : snprintf(buf, sizeof(buf), "%s", name);
+  int n;
+
+  if(!name)
+    return KCR_EINVAL;
+  n = ns && *ns ? snprintf(buf, sizeof(buf), "%s/%s", ns, name)
+                : snprintf(buf, sizeof(buf), "%s", name);
   if(n < 0 || (size_t)n >= sizeof(buf))
     return KCR_EINVAL;
   return kcr_queue_add(c->q, buf);
@@ -267,13 +299,13 @@ static void requeue_everything(kcr_controller *c)
   for(size_t i = 0; i < c->nsrc; i++) {
     kcr_obj **objs;
     size_t n;
-    if(kcr_store_list(kcr_informer_store(c->src[i].inf), NULL, NULL, &objs, &n)) {
+    if(kcr_store_ref_all(kcr_informer_store(c->src[i].inf), &objs, &n)) {
       atomic_store(&c->requeue_all, true);
       return;
     }
     for(size_t j = 0; j < n; j++)
       route(&c->src[i], objs[j], objs[j], 1);
-    kcr_objs_free(objs, n);
+    kcr_objs_unref(objs, n);
   }
   KCR_LOG(KCR_LOG_INFO, "controller: queued every cached object again after a lost key",
           KCR_S("controller", c->name));
@@ -292,7 +324,8 @@ static kcr_err add_source(kcr_controller *c, kcr_informer *inf, struct source *t
   *s = *tmpl;
   s->c = c;
   s->inf = inf;
-  struct kcr_informer_handlers h = {h_add, h_update, h_delete, s};
+  struct kcr_informer_handlers h = {
+      .on_add = h_add, .on_update = h_update, .on_delete = h_delete, .ud = s};
   kcr_err rc = kcr_informer_add_handlers(inf, &h);
   if(!rc)
     c->nsrc++;
@@ -300,13 +333,14 @@ static kcr_err add_source(kcr_controller *c, kcr_informer *inf, struct source *t
 }
 
 kcr_err kcr_controller_for(kcr_controller *c, kcr_informer *inf,
-                           const struct kcr_predicate *preds, size_t n)
+                           const struct kcr_for_opts *opts)
 {
   struct source s = {.kind = SRC_FOR};
-  if(n > sizeof(s.preds) / sizeof(s.preds[0]))
+  size_t n = opts ? opts->npreds : 0;
+  if(n > sizeof(s.preds) / sizeof(s.preds[0]) || (n && !opts->preds))
     return KCR_EINVAL;
   for(size_t i = 0; i < n; i++)
-    s.preds[i] = preds[i];
+    s.preds[i] = opts->preds[i];
   s.npreds = n;
   return add_source(c, inf, &s);
 }
@@ -345,7 +379,7 @@ static bool gen_changed(kcr_obj *old, kcr_obj *cur, void *ud)
   return kcr_obj_generation(old) != kcr_obj_generation(cur);
 }
 
-const struct kcr_predicate kcr_pred_generation_changed = {NULL, gen_changed, NULL, NULL};
+const struct kcr_predicate kcr_pred_generation_changed = {.update = gen_changed};
 
 /* ---- workers ---- */
 
@@ -373,7 +407,8 @@ static void process(kcr_controller *c, kcr_ctx *cx, const char *key)
     kcr_metric_inc(c->m_total, (const char *[]){c->name, "error", NULL}, 1);
     return;
   }
-  req = (struct kcr_request){ns ? ns : "", slash ? slash + 1 : key, key};
+  req = (struct kcr_request){
+      .ns = ns ? ns : "", .name = slash ? slash + 1 : key, .key = key};
   snprintf(cx->id, sizeof(cx->id), "%08x%08x", (unsigned)rand_r(&cx->seed),
            (unsigned)rand_r(&cx->seed));
   cx->req = &req;
@@ -419,7 +454,7 @@ static void *worker_main(void *p)
 
   cx.seed = (unsigned)(kcr_time_mono_ns() ^ (uintptr_t)w);
   for(;;) {
-    kcr_err rc = kcr_queue_get_timed(c->q, REQUEUE_CHECK_MS, &key);
+    kcr_err rc = kcr_queue_take(c->q, REQUEUE_CHECK_MS, &key);
     if(atomic_load(&c->requeue_all) && !atomic_load(&c->stopping))
       requeue_everything(c);
     if(rc == KCR_ETIMEDOUT || rc == KCR_ENOMEM)
@@ -486,9 +521,9 @@ static int reap(kcr_controller *c)
   return left;
 }
 
-int kcr_controller_stop(kcr_controller *c, uint64_t grace_ms)
+int kcr_controller_stop(kcr_controller *c, uint64_t timeout_ms)
 {
-  uint64_t deadline = kcr_time_deadline_ms(grace_ms);
+  uint64_t deadline = kcr_time_deadline_ms(timeout_ms); /* the grace period */
   bool was_started = c->started;
   int left;
 

@@ -117,7 +117,8 @@
 #define NKEY_FIELDS   8
 #define SERIES_MAX    2147483647ull /* EventSeries.count is an int32 */
 
-static const struct kcr_gvr events_gvr = {"events.k8s.io", "v1", "events", true};
+static const struct kcr_gvr events_gvr = {
+    .group = "events.k8s.io", .version = "v1", .resource = "events", .namespaced = true};
 
 static uint64_t sat_add(uint64_t a, uint64_t b)
 {
@@ -321,7 +322,7 @@ bool kcr_event_bucket_take(struct kcr_event_bucket *b, int burst, uint64_t refil
 struct kcr_event_ref kcr_event_ref_from_obj(const kcr_obj *o, const char *api_version,
                                             const char *kind)
 {
-  struct kcr_event_ref r = {api_version, kind, NULL, NULL, NULL, NULL};
+  struct kcr_event_ref r = {.api_version = api_version, .kind = kind};
   if(o) {
     r.ns = kcr_obj_ns(o);
     r.name = kcr_obj_name(o);
@@ -871,7 +872,11 @@ kcr_err kcr_recorder_veventf(kcr_recorder *r, const struct kcr_event_ref *regard
                              const char *fmt, va_list ap)
 {
   char note[KCR_EVENT_NOTE_MAX + 2]; /* one byte past the limit shows a split */
-  struct kcr_event ev = {regarding, type, reason, action, note};
+  struct kcr_event ev = {.regarding = regarding,
+                         .type = type,
+                         .reason = reason,
+                         .action = action,
+                         .note = note};
 
   note[0] = '\0';
   if(fmt && vsnprintf(note, sizeof(note), fmt, ap) < 0)
@@ -1088,13 +1093,13 @@ static kcr_err api_sink(void *ud, enum kcr_event_op op, const char *ns, const ch
   kcr_err rc;
 
   if(op == KCR_EVENT_CREATE)
-    return kcr_create(c, &(struct kcr_ref){&events_gvr, ns, NULL, NULL}, body, NULL, NULL,
-                      ei);
+    return kcr_create(c, &(struct kcr_ref){.gvr = &events_gvr, .ns = ns}, body, NULL,
+                      NULL, ei);
   text = kcr_json_to_text(body);
   if(!text)
     return KCR_ENOMEM;
-  rc = kcr_patch(c, &(struct kcr_ref){&events_gvr, ns, name, NULL}, &po, text,
-                 strlen(text), NULL, ei);
+  rc = kcr_patch(c, &(struct kcr_ref){.gvr = &events_gvr, .ns = ns, .name = name}, &po,
+                 text, strlen(text), NULL, ei);
   free(text);
   return rc;
 }
@@ -1234,22 +1239,23 @@ static void *worker(void *arg)
 
 /* ---- lifecycle ---- */
 
-kcr_err kcr_recorder_flush(kcr_recorder *r, long timeout_ms)
+kcr_err kcr_recorder_flush(kcr_recorder *r, uint64_t timeout_ms)
 {
+  bool forever = timeout_ms == KCR_FOREVER;
   struct timespec until;
   kcr_err rc = KCR_OK;
 
   if(!r)
     return KCR_EINVAL;
-  if(timeout_ms < 0)
-    timeout_ms = 0;
-  until = kcr_time_mono_after((uint64_t)timeout_ms);
+  until = kcr_time_mono_after(forever ? 0 : timeout_ms);
   pthread_mutex_lock(&r->mu);
   if(r->nflush++ == 0)
     timers_rekey(r); /* dirty series are due now */
   pthread_cond_signal(&r->wake);
   while(!quiescent(r)) { /* the worker broadcasts idle when it gets there */
-    if(pthread_cond_timedwait(&r->idle, &r->mu, &until)) {
+    if(forever) {
+      pthread_cond_wait(&r->idle, &r->mu);
+    } else if(pthread_cond_timedwait(&r->idle, &r->mu, &until)) {
       rc = quiescent(r) ? KCR_OK : KCR_ETIMEDOUT;
       break;
     }
@@ -1310,7 +1316,7 @@ void kcr_recorder_free(kcr_recorder *r)
 
   if(!r)
     return;
-  if(kcr_recorder_flush(r, (long)r->shutdown_ms))
+  if(kcr_recorder_flush(r, r->shutdown_ms))
     KCR_LOG(KCR_LOG_WARN, "event recorder: flush at shutdown timed out",
             KCR_I("timeoutMs", r->shutdown_ms));
   pthread_mutex_lock(&r->mu);
@@ -1343,21 +1349,44 @@ static char *default_instance(void)
   return strdup(host);
 }
 
-static kcr_err bad_opts(const char *why, const char *value)
+/* KCR_EINVAL naming the option that is wrong, or KCR_OK. */
+static kcr_err check_opts(const struct kcr_recorder_opts *o, struct kcr_errinfo *ei)
 {
-  KCR_LOG(KCR_LOG_ERROR, "kcr_recorder_new: invalid options", KCR_S("problem", why),
-          KCR_S("value", nz(value)));
-  return KCR_EINVAL;
+  static const char *const fn = "kcr_recorder_new";
+  if(!o)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: no options", fn);
+  if(!o->client && !o->sink)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: client (or sink) is required", fn);
+  if(!qualified_name(o->reporting_controller))
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "%s: reporting_controller must be a qualified name like "
+                           "\"example.com/my-controller\", not \"%s\"",
+                           fn, nz(o->reporting_controller));
+  if(o->reporting_instance &&
+     (!*o->reporting_instance || strlen(o->reporting_instance) > KCR_EVENT_INSTANCE_MAX))
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: reporting_instance must be 1..%d bytes",
+                           fn, KCR_EVENT_INSTANCE_MAX);
+  if(o->spam_burst < 0)
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "%s: spam_burst must not be negative, not %d (no_spam_limit "
+                           "turns the limit off)",
+                           fn, o->spam_burst);
+  if(o->max_attempts < 0)
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "%s: max_attempts must not be negative, not %d", fn,
+                           o->max_attempts);
+  return KCR_OK;
 }
 
 static void set_defaults(kcr_recorder *r, const struct kcr_recorder_opts *o)
 {
-  r->burst = o->spam_burst ? o->spam_burst : 25;
+  /* burst < 0 is "no limit" inside the recorder */
+  r->burst = o->no_spam_limit ? -1 : o->spam_burst ? o->spam_burst : 25;
   r->refill_ms = o->spam_refill_ms ? o->spam_refill_ms : 300000;
   r->capacity = o->queue_capacity ? o->queue_capacity : 1000;
   r->flush_ms = o->series_flush_ms ? o->series_flush_ms : 30000;
   r->window_ms = o->aggregate_window_ms ? o->aggregate_window_ms : 360000;
-  r->max_attempts = o->max_attempts > 0 ? o->max_attempts : 5;
+  r->max_attempts = o->max_attempts ? o->max_attempts : 5;
   r->retry_initial_ms = o->retry_initial_ms ? o->retry_initial_ms : 1000;
   r->retry_max_ms = o->retry_max_ms ? o->retry_max_ms : 30000;
   r->shutdown_ms = o->shutdown_flush_ms ? o->shutdown_flush_ms : 5000;
@@ -1369,22 +1398,19 @@ static void set_defaults(kcr_recorder *r, const struct kcr_recorder_opts *o)
   r->seed = (unsigned)time(NULL) ^ (unsigned)(uintptr_t)r;
 }
 
-kcr_err kcr_recorder_new(const struct kcr_recorder_opts *o, kcr_recorder **out)
+kcr_err kcr_recorder_new(const struct kcr_recorder_opts *o, kcr_recorder **out,
+                         struct kcr_errinfo *ei)
 {
   pthread_condattr_t ca;
   kcr_recorder *r;
-  kcr_err rc = KCR_ENOMEM;
+  kcr_err rc;
 
+  if(!out)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_recorder_new: no out");
   *out = NULL;
-  if(!o || (!o->client && !o->sink))
-    return bad_opts("a client (or a sink) is required", NULL);
-  if(!qualified_name(o->reporting_controller))
-    return bad_opts("reporting_controller must be a qualified name like "
-                    "\"example.com/my-controller\"",
-                    o->reporting_controller);
-  if(o->reporting_instance &&
-     (!*o->reporting_instance || strlen(o->reporting_instance) > KCR_EVENT_INSTANCE_MAX))
-    return bad_opts("reporting_instance must be 1..128 bytes", o->reporting_instance);
+  if((rc = check_opts(o, ei)))
+    return rc;
+  rc = KCR_ENOMEM;
   r = calloc(1, sizeof(*r));
   if(!r)
     return KCR_ENOMEM;
@@ -1410,9 +1436,10 @@ kcr_err kcr_recorder_new(const struct kcr_recorder_opts *o, kcr_recorder **out)
       KCR_LOG(KCR_LOG_WARN, "kcr_events_total is registered with other labels; "
                             "events are not counted");
   }
-  rc = KCR_EIO;
-  if(pthread_create(&r->thread, NULL, worker, r))
+  if(pthread_create(&r->thread, NULL, worker, r)) {
+    rc = kcr_errinfo_set(ei, KCR_ENOMEM, "kcr_recorder_new: cannot start its thread");
     goto out;
+  }
   *out = r;
   return KCR_OK;
 out:

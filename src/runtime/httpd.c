@@ -816,14 +816,15 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 kcr_err kcr_httpd_new(const struct kcr_httpd_opts *opts, kcr_httpd **out,
                       struct kcr_errinfo *ei)
 {
+  static const struct kcr_httpd_opts defaults = {0};
   kcr_httpd *h;
   kcr_err rc;
 
   if(!out)
-    return KCR_EINVAL;
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_httpd_new: no out");
   *out = NULL;
   if(!opts)
-    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_httpd_new: no options");
+    opts = &defaults;
   if(!(h = calloc(1, sizeof(*h))))
     return KCR_ENOMEM;
   pthread_mutex_init(&h->life_mu, NULL);

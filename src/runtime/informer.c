@@ -22,6 +22,7 @@
  * condvar, so stop is prompt. Lock order: inf->mu only; it is never held
  * while calling handlers or doing I/O. `stats` is written and read under mu
  * (readers on other threads: kcr_informer_stats). */
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -65,14 +66,55 @@ struct kcr_informer {
 
 static char *dup0(const char *s) { return s ? strdup(s) : NULL; }
 
-kcr_err kcr_informer_new(const struct kcr_informer_opts *o, kcr_informer **out)
+/* The options with defaults filled in, or KCR_EINVAL naming the field. */
+static kcr_err check_opts(const struct kcr_informer_opts *in, struct kcr_informer_opts *o,
+                          struct kcr_errinfo *ei)
 {
+  static const char *const fn = "kcr_informer_new";
+  if(!in)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: no options", fn);
+  *o = *in;
+  if(!o->client)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: client is required", fn);
+  if(!o->gvr)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: gvr is required", fn);
+  if(!o->gvr->version || !*o->gvr->version)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: gvr->version is required", fn);
+  if(!o->gvr->resource || !*o->gvr->resource)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: gvr->resource is required", fn);
+  if(o->page_size < 0)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: page_size must not be negative, not %ld",
+                           fn, o->page_size);
+  if(!o->page_size)
+    o->page_size = 500;
+  if(!o->watch_timeout_min_ms)
+    o->watch_timeout_min_ms = 300000;
+  if(!o->watch_timeout_max_ms)
+    o->watch_timeout_max_ms = o->watch_timeout_min_ms > UINT64_MAX / 2
+                                  ? UINT64_MAX
+                                  : o->watch_timeout_min_ms * 2;
+  if(o->watch_timeout_max_ms < o->watch_timeout_min_ms)
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "%s: watch_timeout_max_ms (%llu) is below "
+                           "watch_timeout_min_ms (%llu)",
+                           fn, (unsigned long long)o->watch_timeout_max_ms,
+                           (unsigned long long)o->watch_timeout_min_ms);
+  return KCR_OK;
+}
+
+kcr_err kcr_informer_new(const struct kcr_informer_opts *opts, kcr_informer **out,
+                         struct kcr_errinfo *ei)
+{
+  struct kcr_informer_opts o0, *o = &o0;
   kcr_informer *inf;
+  kcr_err rc;
   size_t n;
 
+  if(!out)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_informer_new: no out");
   *out = NULL;
-  if(!o || !o->client || !o->gvr || !o->gvr->resource || !o->gvr->version)
-    return KCR_EINVAL;
+  if((rc = check_opts(opts, o, ei)))
+    return rc;
   inf = calloc(1, sizeof(*inf));
   if(!inf)
     return KCR_ENOMEM;
@@ -88,16 +130,12 @@ kcr_err kcr_informer_new(const struct kcr_informer_opts *o, kcr_informer **out)
   if(inf->group && (inf->name = malloc(n)))
     snprintf(inf->name, n, "%s%s%s", o->gvr->resource, *inf->group ? "." : "",
              inf->group);
-  inf->store = kcr_store_new();
-  inf->gvr =
-      (struct kcr_gvr){inf->group, inf->version, inf->resource, o->gvr->namespaced};
+  kcr_store_new(NULL, &inf->store, NULL); /* NULL when out of memory */
+  inf->gvr = (struct kcr_gvr){.group = inf->group,
+                              .version = inf->version,
+                              .resource = inf->resource,
+                              .namespaced = o->gvr->namespaced};
   inf->o.gvr = &inf->gvr;
-  if(!inf->o.page_size)
-    inf->o.page_size = 500;
-  if(inf->o.watch_timeout_min_s <= 0)
-    inf->o.watch_timeout_min_s = 300;
-  if(inf->o.watch_timeout_max_s < inf->o.watch_timeout_min_s)
-    inf->o.watch_timeout_max_s = inf->o.watch_timeout_min_s * 2;
   inf->backoff = (struct kcr_backoff)KCR_BACKOFF_REFLECTOR;
   inf->seed = (unsigned)kcr_time_mono_ns();
   pthread_mutex_init(&inf->mu, NULL);
@@ -232,7 +270,8 @@ static kcr_err collect_item(const cJSON *item, void *ud)
     c->objs = n;
     c->cap = ncap;
   }
-  rc = kcr_obj_new(item, c->inf->o.keep_managed_fields, &o);
+  rc = kcr_obj_from_json(
+      item, c->inf->o.keep_managed_fields ? KCR_OBJ_KEEP_MANAGED_FIELDS : 0, &o, NULL);
   if(rc == KCR_EINVAL) {
     KCR_LOG(KCR_LOG_WARN, "informer: skipping listed item without a name",
             KCR_S("informer", c->inf->name));
@@ -246,8 +285,8 @@ static kcr_err collect_item(const cJSON *item, void *ud)
 static enum state do_list(kcr_informer *inf)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
-  struct collect c = {inf};
-  struct kcr_ref ref = {&inf->gvr, inf->ns};
+  struct collect c = {.inf = inf};
+  struct kcr_ref ref = {.gvr = &inf->gvr, .ns = inf->ns};
   struct kcr_list_opts lo = {.label_selector = inf->lsel,
                              .field_selector = inf->fsel,
                              .limit = inf->o.page_size};
@@ -264,7 +303,7 @@ static enum state do_list(kcr_informer *inf)
   if(!rc && c.n && !(prev = calloc(c.n, sizeof(*prev))))
     rc = kcr_errinfo_set(&ei, KCR_ENOMEM, "out of memory handling the list");
   for(size_t i = 0; !rc && i < c.n; i++) {
-    prev[i] = kcr_store_get_key(inf->store, kcr_obj_key(c.objs[i]));
+    prev[i] = kcr_store_ref_key(inf->store, kcr_obj_key(c.objs[i]));
     kcr_obj_ref(c.objs[i]); /* one for the store, one for the events below */
   }
   if(!rc && (rc = kcr_store_replace(inf->store, c.objs, c.n, &gone, &ngone))) {
@@ -273,8 +312,8 @@ static enum state do_list(kcr_informer *inf)
       kcr_obj_unref(c.objs[i]); /* the store did not take them */
   }
   if(rc) { /* store, rv and synced stay as they were: list again later */
-    kcr_objs_free(c.objs, c.n);
-    kcr_objs_free(prev, prev ? c.n : 0);
+    kcr_objs_unref(c.objs, c.n);
+    kcr_objs_unref(prev, prev ? c.n : 0);
     free(rv);
     next = fail_and_wait(inf, "list", rc, &ei) ? ST_LISTING : ST_STOPPED;
     kcr_errinfo_cleanup(&ei);
@@ -293,14 +332,14 @@ static enum state do_list(kcr_informer *inf)
   }
   for(size_t i = 0; i < ngone; i++)
     emit_delete(inf, gone[i]);
-  kcr_objs_free(gone, ngone);
-  kcr_objs_free(prev, c.n);
+  kcr_objs_unref(gone, ngone);
+  kcr_objs_unref(prev, c.n);
   /* Synced means the store holds the list and every handler has seen it. */
   pthread_mutex_lock(&inf->mu);
   inf->synced = true;
   pthread_cond_broadcast(&inf->cv);
   pthread_mutex_unlock(&inf->mu);
-  kcr_objs_free(c.objs, c.n);
+  kcr_objs_unref(c.objs, c.n);
   inf->last_err = KCR_OK;
   return ST_WATCHING;
 }
@@ -316,7 +355,8 @@ static kcr_err on_event(struct kcr_watch_event *ev, void *ud)
   if(ev->type == KCR_WATCH_BOOKMARK)
     return KCR_OK;
   count(inf, &inf->stats.events);
-  rc = kcr_obj_new(ev->object, inf->o.keep_managed_fields, &o);
+  rc = kcr_obj_from_json(
+      ev->object, inf->o.keep_managed_fields ? KCR_OBJ_KEEP_MANAGED_FIELDS : 0, &o, NULL);
   if(rc == KCR_EINVAL) {
     KCR_LOG(KCR_LOG_WARN, "informer: skipping event for an object without a name",
             KCR_S("informer", inf->name), KCR_S("type", kcr_watch_type_name(ev->type)));
@@ -352,13 +392,24 @@ static kcr_err on_event(struct kcr_watch_event *ev, void *ud)
   return rc;
 }
 
+/* A random watch timeout in [min, max] ms, as the whole seconds the API
+ * takes (rounded up, so at least 1). */
+static uint64_t watch_timeout_ms(kcr_informer *inf)
+{
+  uint64_t ms = inf->o.watch_timeout_min_ms;
+  uint64_t span = inf->o.watch_timeout_max_ms - ms;
+
+  if(span) {
+    uint64_t r = (uint64_t)rand_r(&inf->seed) << 31 ^ (uint64_t)rand_r(&inf->seed);
+    ms += span == UINT64_MAX ? r : r % (span + 1);
+  }
+  return ms; /* the watch sends it as whole seconds, rounded up */
+}
+
 static enum state do_watch(kcr_informer *inf)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
-  struct kcr_ref ref = {&inf->gvr, inf->ns};
-  long span = inf->o.watch_timeout_max_s - inf->o.watch_timeout_min_s;
-  long timeout_s =
-      inf->o.watch_timeout_min_s + (span > 0 ? rand_r(&inf->seed) % (span + 1) : 0);
+  struct kcr_ref ref = {.gvr = &inf->gvr, .ns = inf->ns};
   struct kcr_watch_opts wo = {.client = inf->o.client,
                               .ref = &ref,
                               .on_event = on_event,
@@ -366,8 +417,7 @@ static enum state do_watch(kcr_informer *inf)
                               .resource_version = inf->rv,
                               .label_selector = inf->lsel,
                               .field_selector = inf->fsel,
-                              .timeout_ms =
-                                  timeout_s > 0 ? (uint64_t)timeout_s * 1000 : 0,
+                              .timeout_ms = watch_timeout_ms(inf),
                               .allow_bookmarks = true};
   uint64_t t0 = kcr_time_mono_ms();
   kcr_watch *w;
@@ -431,11 +481,11 @@ static void *run_resync(void *p)
   while(sleep_unless_stopped(inf, inf->o.resync_ms)) {
     kcr_obj **objs;
     size_t n;
-    if(!kcr_informer_has_synced(inf) || kcr_store_list(inf->store, NULL, NULL, &objs, &n))
+    if(!kcr_informer_has_synced(inf) || kcr_store_ref_all(inf->store, &objs, &n))
       continue;
     for(size_t i = 0; i < n && !stopping(inf); i++)
       emit_update(inf, objs[i], objs[i]);
-    kcr_objs_free(objs, n);
+    kcr_objs_unref(objs, n);
   }
   return NULL;
 }

@@ -65,7 +65,10 @@
 #define JITTER_FACTOR    1.2
 #define RELEASE_ATTEMPTS 5
 
-static const struct kcr_gvr lease_gvr = {"coordination.k8s.io", "v1", "leases", true};
+static const struct kcr_gvr lease_gvr = {.group = "coordination.k8s.io",
+                                         .version = "v1",
+                                         .resource = "leases",
+                                         .namespaced = true};
 
 enum try_result {
   TRY_OK,   /* the lease names us, freshly written */
@@ -130,10 +133,17 @@ static char *default_identity(unsigned *seed)
   return id;
 }
 
-static kcr_err check_opts(struct kcr_leader_opts *o)
+/* Fills in the defaults; KCR_EINVAL naming the option that is wrong. */
+static kcr_err check_opts(struct kcr_leader_opts *o, struct kcr_errinfo *ei)
 {
-  if(!o->client || !o->ns || !*o->ns || !o->name || !*o->name)
-    return KCR_EINVAL;
+  static const char *const fn = "kcr_leader_new";
+  if(!o->client)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: client is required", fn);
+  if(!o->ns || !*o->ns)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: ns (the Lease's namespace) is required",
+                           fn);
+  if(!o->name || !*o->name)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: name (the Lease's name) is required", fn);
   if(!o->lease_duration_ms)
     o->lease_duration_ms = 15000;
   if(!o->renew_deadline_ms)
@@ -143,27 +153,43 @@ static kcr_err check_opts(struct kcr_leader_opts *o)
   /* client-go's rules, on the whole seconds others will read from
    * leaseDurationSeconds (> 0): a renew deadline reaching past them would let
    * a successor start while we still think we lead. */
-  if(o->lease_duration_ms < 1000 || o->lease_duration_ms / 1000 > INT32_MAX ||
-     o->lease_duration_ms / 1000 * 1000 <= o->renew_deadline_ms ||
-     (double)o->renew_deadline_ms <= JITTER_FACTOR * (double)o->retry_period_ms)
-    return KCR_EINVAL;
+  if(o->lease_duration_ms < 1000 || o->lease_duration_ms / 1000 > INT32_MAX)
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "%s: lease_duration_ms must be 1000 .. %llu, not %llu", fn,
+                           (unsigned long long)INT32_MAX * 1000 + 999,
+                           (unsigned long long)o->lease_duration_ms);
+  if(o->lease_duration_ms / 1000 * 1000 <= o->renew_deadline_ms)
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "%s: renew_deadline_ms (%llu) must be below lease_duration_ms "
+                           "in whole seconds (%llu ms)",
+                           fn, (unsigned long long)o->renew_deadline_ms,
+                           (unsigned long long)(o->lease_duration_ms / 1000 * 1000));
+  if((double)o->renew_deadline_ms <= JITTER_FACTOR * (double)o->retry_period_ms)
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "%s: renew_deadline_ms (%llu) must be more than %.1f * "
+                           "retry_period_ms (%llu)",
+                           fn, (unsigned long long)o->renew_deadline_ms, JITTER_FACTOR,
+                           (unsigned long long)o->retry_period_ms);
   return KCR_OK;
 }
 
-kcr_err kcr_leader_new(const struct kcr_leader_opts *o, kcr_leader **out)
+kcr_err kcr_leader_new(const struct kcr_leader_opts *o, kcr_leader **out,
+                       struct kcr_errinfo *ei)
 {
   kcr_leader *le;
   pthread_condattr_t ca;
   kcr_err rc;
 
+  if(!out)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_leader_new: no out");
   *out = NULL;
   if(!o)
-    return KCR_EINVAL;
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_leader_new: no options");
   le = calloc(1, sizeof(*le));
   if(!le)
     return KCR_ENOMEM;
   le->o = *o;
-  rc = check_opts(&le->o);
+  rc = check_opts(&le->o, ei);
   if(rc) {
     free(le);
     return rc;
@@ -254,7 +280,8 @@ static kcr_err lease_do(kcr_leader *le, const char *method, bool collection,
                         const cJSON *body, uint64_t deadline, cJSON **out,
                         struct kcr_errinfo *ei)
 {
-  struct kcr_ref ref = {&lease_gvr, le->ns, collection ? NULL : le->name, NULL};
+  struct kcr_ref ref = {
+      .gvr = &lease_gvr, .ns = le->ns, .name = collection ? NULL : le->name};
   struct kcr_buf path = KCR_BUF_INIT;
   struct kcr_http_response resp = {0, KCR_BUF_INIT};
   struct kcr_http_request req = {.method = method, .ungated = true};
@@ -653,7 +680,7 @@ static void *run(void *p)
       le->o.on_stopped_leading(le->o.ud);
     if(why)
       set_flag(le, &le->lost, true);
-    else if(le->o.release_on_cancel >= 0)
+    else if(!le->o.keep_lease_on_stop)
       release(le);
   }
   pthread_mutex_lock(&le->mu);

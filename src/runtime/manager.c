@@ -169,15 +169,21 @@ kcr_metrics *kcr_manager_metrics(kcr_manager *m) { return m->metrics; }
 int kcr_manager_health_port(kcr_manager *m) { return m->health_port; }
 
 kcr_err kcr_manager_informer(kcr_manager *m, const struct kcr_informer_opts *io,
-                             kcr_informer **out)
+                             kcr_informer **out, struct kcr_errinfo *ei)
 {
-  struct kcr_informer_opts o = *io;
+  struct kcr_informer_opts o;
   char *key = NULL;
   kcr_err rc;
 
+  if(!out)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_manager_informer: no out");
   *out = NULL;
-  if(!io->gvr)
-    return KCR_EINVAL;
+  if(!io || !io->gvr || !io->gvr->version || !io->gvr->resource)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_manager_informer: %s is required",
+                           !io        ? "opts"
+                           : !io->gvr ? "gvr"
+                                      : "gvr->version/resource");
+  o = *io;
   if(asprintf(&key, "%s/%s/%s|%s|%s|%s", io->gvr->group ? io->gvr->group : "",
               io->gvr->version, io->gvr->resource, io->ns ? io->ns : "",
               io->label_selector ? io->label_selector : "",
@@ -192,11 +198,12 @@ kcr_err kcr_manager_informer(kcr_manager *m, const struct kcr_informer_opts *io,
   }
   if(m->ninf == MAX_INFORMERS) {
     free(key);
-    return KCR_EINVAL;
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_manager_informer: more than %d informers",
+                           MAX_INFORMERS);
   }
   o.client = m->client;
   o.metrics = m->metrics;
-  rc = kcr_informer_new(&o, &m->inf[m->ninf].inf);
+  rc = kcr_informer_new(&o, &m->inf[m->ninf].inf, ei);
   if(rc) {
     free(key);
     return rc;
@@ -208,7 +215,7 @@ kcr_err kcr_manager_informer(kcr_manager *m, const struct kcr_informer_opts *io,
 
 kcr_err kcr_manager_add(kcr_manager *m, kcr_controller *c)
 {
-  if(m->nctl == MAX_CONTROLLERS)
+  if(!c || m->nctl == MAX_CONTROLLERS)
     return KCR_EINVAL;
   m->ctl[m->nctl++] = c;
   return KCR_OK;
@@ -262,7 +269,8 @@ static kcr_err open_servers(kcr_manager *m, struct kcr_errinfo *ei)
       continue;
     if(i == 1 && m->srv[0] && addrs[0] && !strcmp(a, addrs[0]))
       break; /* one server for both */
-    rc = kcr_httpd_new(&(struct kcr_httpd_opts){a, m->metrics}, &m->srv[i], ei);
+    rc = kcr_httpd_new(&(struct kcr_httpd_opts){.addr = a, .metrics = m->metrics},
+                       &m->srv[i], ei);
     if(!rc)
       rc = kcr_httpd_add_healthz(m->srv[i], "ping", ping, m);
     if(!rc)
@@ -321,7 +329,7 @@ static void *signal_thread(void *p)
 /* Waits until all informers synced; names the first that did not. */
 static bool wait_synced(kcr_manager *m)
 {
-  uint64_t deadline = kcr_time_mono_ms() + m->o.sync_timeout_ms;
+  uint64_t deadline = kcr_time_deadline_ms(m->o.sync_timeout_ms); /* FOREVER: never */
   for(size_t i = 0; i < m->ninf; i++) {
     while(!kcr_informer_has_synced(m->inf[i].inf)) {
       uint64_t now = kcr_time_mono_ms();
@@ -354,10 +362,14 @@ static bool become_leader(kcr_manager *m)
                                .metrics = m->metrics,
                                .on_stopped_leading = on_lost,
                                .ud = m};
-  if(kcr_leader_new(&lo, &m->leader)) {
-    KCR_LOG(KCR_LOG_ERROR, "manager: cannot start leader election");
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_err rc = kcr_leader_new(&lo, &m->leader, &ei);
+  if(rc)
+    KCR_LOG(KCR_LOG_ERROR, "manager: cannot start leader election",
+            KCR_S("err", kcr_err_name(rc)), KCR_S("detail", ei.message));
+  kcr_errinfo_cleanup(&ei);
+  if(rc)
     return false;
-  }
   atomic_store(&m->leader_ready, true);
   if(kcr_leader_start(m->leader)) {
     KCR_LOG(KCR_LOG_ERROR, "manager: cannot start leader election");

@@ -11,13 +11,13 @@
  *
  * No timer thread. client-go runs a goroutine that moves parked items into
  * the queue when their deadline passes. Here the move is lazy: every call
- * that reads or changes the ready FIFO (add*, get, done, len, and the
+ * that reads or changes the ready FIFO (add*, take, done, len, and the
  * metrics collect hook) first promotes the parked keys whose deadline has
  * passed, in deadline order (promote_due). Nobody can observe the
  * difference - any observer sees what the waiting loop would have produced
  * by then - and a queue costs no thread. What makes time pass when nobody
  * calls is an idle getter: one waiting getter, "the timer", sleeps on
- * timer_cv until the earliest deadline (or its own get timeout); the others
+ * timer_cv until the earliest deadline (or its own take timeout); the others
  * sleep on ready_cv without a timeout. add_after wakes the timer when it
  * parks a new earliest key. A getter leaving the timer role while keys are
  * parked hands it on by waking a ready_cv waiter.
@@ -25,7 +25,7 @@
  * Deadlines are CLOCK_MONOTONIC nanoseconds (kcr_time_mono_ns); both
  * getter condvars wait on that clock, so wall-clock jumps do not matter.
  *
- * Memory: one malloc per live key (the record, key inline) and one per get
+ * Memory: one malloc per live key (the record, key inline) and one per take
  * (the caller's copy). The bucket array, FIFO ring and heap only grow; they
  * hold pointers, so a burst of N keys leaves ~4 pointers per key behind.
  *
@@ -64,6 +64,7 @@
  * shutdown return KCR_ECANCELED instead of returning nothing, and
  * add_rate_limited then does not count a failure; the histograms' series
  * appear on their first observation rather than at queue creation. */
+#include <float.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -616,33 +617,65 @@ static kcr_err init_sync(kcr_queue *q)
   return bad ? KCR_ENOMEM : KCR_OK;
 }
 
-kcr_queue *kcr_queue_new(const struct kcr_queue_opts *o)
+/* The options with their defaults filled in, or KCR_EINVAL naming the
+ * field that is wrong. */
+static kcr_err check_opts(const struct kcr_queue_opts *in, struct kcr_queue_opts *o,
+                          struct kcr_errinfo *ei)
 {
-  static const struct kcr_queue_opts defaults = {0};
-  kcr_queue *q;
+  *o = in ? *in : (struct kcr_queue_opts){0};
+  if(!o->base_delay_ms)
+    o->base_delay_ms = KCR_QUEUE_BASE_DELAY_MS;
+  if(!o->max_delay_ms)
+    o->max_delay_ms = KCR_QUEUE_MAX_DELAY_MS;
+  if(o->max_delay_ms < o->base_delay_ms)
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "kcr_queue_new: max_delay_ms (%llu) is below base_delay_ms "
+                           "(%llu)",
+                           (unsigned long long)o->max_delay_ms,
+                           (unsigned long long)o->base_delay_ms);
+  if(!(o->qps >= 0 && o->qps <= DBL_MAX)) /* NaN fails both */
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "kcr_queue_new: qps must be a finite number >= 0, not %g",
+                           o->qps);
+  if(o->burst < 0)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_queue_new: burst must be >= 0, not %d",
+                           o->burst);
+  return KCR_OK;
+}
 
-  if(!o)
-    o = &defaults;
+kcr_err kcr_queue_new(const struct kcr_queue_opts *opts, kcr_queue **out,
+                      struct kcr_errinfo *ei)
+{
+  struct kcr_queue_opts o;
+  kcr_queue *q;
+  kcr_err rc;
+
+  if(!out)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_queue_new: no out");
+  *out = NULL;
+  if((rc = check_opts(opts, &o, ei)))
+    return rc;
   q = calloc(1, sizeof(*q)); /* items: an empty table */
   if(!q)
-    return NULL;
+    return KCR_ENOMEM;
   if(init_sync(q)) {
     free(q);
-    return NULL;
+    return KCR_ENOMEM;
   }
-  q->base_ns = ms_to_ns(o->base_delay_ms ? o->base_delay_ms : KCR_QUEUE_BASE_DELAY_MS);
-  q->max_ns = ms_to_ns(o->max_delay_ms ? o->max_delay_ms : KCR_QUEUE_MAX_DELAY_MS);
-  if(o->qps > 0) {
-    q->qps = o->qps;
-    q->burst = o->burst < 1 ? 1 : o->burst;
+  q->base_ns = ms_to_ns(o.base_delay_ms);
+  q->max_ns = ms_to_ns(o.max_delay_ms);
+  if(o.qps > 0) {
+    q->qps = o.qps;
+    q->burst = o.burst < 1 ? 1 : o.burst;
     q->tokens = q->burst; /* a new bucket starts full */
     q->last_ns = kcr_time_mono_ns();
   }
-  if(o->metrics && o->name && *o->name && metrics_init(q, o->metrics, o->name)) {
+  if(o.metrics && o.name && *o.name && metrics_init(q, o.metrics, o.name)) {
     kcr_queue_free(q);
-    return NULL;
+    return KCR_ENOMEM;
   }
-  return q;
+  *out = q;
+  return KCR_OK;
 }
 
 void kcr_queue_free(kcr_queue *q)
@@ -752,15 +785,16 @@ int kcr_queue_num_requeues(kcr_queue *q, const char *key)
   return n;
 }
 
-kcr_err kcr_queue_get_timed(kcr_queue *q, uint64_t timeout_ms, char **key)
+kcr_err kcr_queue_take(kcr_queue *q, uint64_t timeout_ms, char **key)
 {
   struct mdelta md = {0};
   uint64_t now, until = 0;
   kcr_err rc;
 
+  if(key)
+    *key = NULL;
   if(!q || !key)
     return KCR_EINVAL;
-  *key = NULL;
   pthread_mutex_lock(&q->mu);
   now = kcr_time_mono_ns();
   if(timeout_ms != KCR_FOREVER) { /* saturating: now + timeout */
@@ -789,11 +823,6 @@ kcr_err kcr_queue_get_timed(kcr_queue *q, uint64_t timeout_ms, char **key)
   pthread_mutex_unlock(&q->mu);
   apply(q, &md);
   return rc;
-}
-
-kcr_err kcr_queue_get(kcr_queue *q, char **key)
-{
-  return kcr_queue_get_timed(q, KCR_FOREVER, key);
 }
 
 kcr_err kcr_queue_done(kcr_queue *q, const char *key)

@@ -10,5 +10,7 @@
 /* The length of the longest hash chain of the object table (the cost of the
  * worst lookup). Takes the read lock. */
 size_t kcr__store_max_chain(kcr_store *s);
+/* The number of buckets of the object table. Takes the read lock. */
+size_t kcr__store_buckets(kcr_store *s);
 
 #endif

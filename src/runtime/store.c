@@ -1,7 +1,7 @@
 /* DESIGN: the informer cache.
  *
  * Objects: one malloc block each: the header struct, then the strings it
- * points to, then the compact JSON text. Immutable after kcr_obj_new; an
+ * points to, then the compact JSON text. Immutable after kcr_obj_from_json; an
  * atomic refcount lets readers keep one past its removal from the store.
  *
  * Store: a hash table (kcr/htab.h) key -> entry (key "ns/name"); the entry
@@ -80,7 +80,8 @@ static const cJSON *controller_ref(const cJSON *tree)
   return NULL;
 }
 
-kcr_err kcr_obj_new(const cJSON *tree, bool keep_managed_fields, kcr_obj **out)
+kcr_err kcr_obj_from_json(const cJSON *tree, unsigned flags, kcr_obj **out,
+                          struct kcr_errinfo *ei)
 {
   const char *ns = kcr_json_str(tree, "metadata.namespace");
   const char *name = kcr_json_str(tree, "metadata.name");
@@ -92,11 +93,18 @@ kcr_err kcr_obj_new(const cJSON *tree, bool keep_managed_fields, kcr_obj **out)
   size_t tlen, need;
   kcr_obj *o;
 
+  if(!out)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_obj_from_json: no out");
   *out = NULL;
+  if(!tree)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_obj_from_json: no tree");
+  if(flags & ~KCR_OBJ_KEEP_MANAGED_FIELDS)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_obj_from_json: unknown flags 0x%x",
+                           flags & ~KCR_OBJ_KEEP_MANAGED_FIELDS);
   if(!name || !*name)
-    return KCR_EINVAL;
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_obj_from_json: no metadata.name");
   /* Print without managedFields: detach, print, put back (tree unchanged). */
-  if(!keep_managed_fields && meta)
+  if(!(flags & KCR_OBJ_KEEP_MANAGED_FIELDS) && meta)
     mf = cJSON_DetachItemFromObjectCaseSensitive(meta, "managedFields");
   text = cJSON_PrintUnformatted(tree);
   if(mf) /* it kept its key: re-linking it cannot fail (AddItemToObject copies
@@ -179,10 +187,13 @@ const char *kcr_obj_json(const kcr_obj *o, size_t *len)
   return o->json;
 }
 
-cJSON *kcr_obj_parse(const kcr_obj *o)
+kcr_err kcr_obj_parse(const kcr_obj *o, cJSON **out)
 {
-  cJSON *t = NULL; /* kcr_json_parse: integers of 10^15 and up stay exact */
-  return kcr_json_parse(o->json, o->json_len, &t, NULL) ? NULL : t;
+  /* kcr_json_parse: integers of 10^15 and up stay exact. The text was
+   * printed by cJSON, so the only failure is memory. */
+  kcr_err rc = kcr_json_parse(o->json, o->json_len, out, NULL);
+  KCR_ASSERT(rc == KCR_OK || rc == KCR_ENOMEM);
+  return rc ? KCR_ENOMEM : KCR_OK;
 }
 
 /* ---- hash tables of string -> pointer (kcr/htab.h) ---- */
@@ -322,14 +333,30 @@ static bool rdlock(kcr_store *s)
   return err == 0;
 }
 
-kcr_store *kcr_store_new(void)
+kcr_err kcr_store_new(const struct kcr_store_opts *opts, kcr_store **out,
+                      struct kcr_errinfo *ei)
 {
-  kcr_store *s = calloc(1, sizeof(*s));
-  if(s && pthread_rwlock_init(&s->lock, NULL)) {
+  kcr_store *s;
+
+  if(!out)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_store_new: no out");
+  *out = NULL;
+  s = calloc(1, sizeof(*s));
+  if(!s)
+    return KCR_ENOMEM;
+  if(opts && opts->size_hint && kcr_htab_reserve(&s->objs, opts->size_hint)) {
     free(s);
-    s = NULL;
+    return kcr_errinfo_set(
+        ei, KCR_ENOMEM, "kcr_store_new: no memory for a table of size_hint %zu objects",
+        opts->size_hint);
   }
-  return s;
+  if(pthread_rwlock_init(&s->lock, NULL)) {
+    kcr_htab_cleanup(&s->objs);
+    free(s);
+    return KCR_ENOMEM;
+  }
+  *out = s;
+  return KCR_OK;
 }
 
 static void obj_unref_void(void *o) { kcr_obj_unref(o); }
@@ -348,7 +375,7 @@ void kcr_store_free(kcr_store *s)
   free(s);
 }
 
-static void index_controller(const kcr_obj *o, kcr_index_emit emit, void *ctx)
+void kcr_index_controller(const kcr_obj *o, kcr_index_emit emit, void *ctx)
 {
   if(o->owner.uid && *o->owner.uid)
     emit(o->owner.uid, ctx);
@@ -357,13 +384,11 @@ static void index_controller(const kcr_obj *o, kcr_index_emit emit, void *ctx)
 kcr_err kcr_store_add_index(kcr_store *s, const char *name, kcr_index_fn fn)
 {
   struct index *n;
-  if(s->written || !name)
+  if(s->written || !name || !fn)
     return KCR_EINVAL;
   for(size_t i = 0; i < s->nidx; i++)
     if(!strcmp(s->idx[i].name, name))
       return KCR_EEXIST;
-  if(!fn && strcmp(name, KCR_INDEX_CONTROLLER))
-    return KCR_EINVAL;
   n = realloc(s->idx, (s->nidx + 1) * sizeof(*n));
   if(!n)
     return KCR_ENOMEM;
@@ -371,7 +396,7 @@ kcr_err kcr_store_add_index(kcr_store *s, const char *name, kcr_index_fn fn)
   memset(&n[s->nidx], 0, sizeof(*n));
   if(!(n[s->nidx].name = strdup(name)))
     return KCR_ENOMEM;
-  n[s->nidx].fn = fn ? fn : index_controller;
+  n[s->nidx].fn = fn;
   s->nidx++;
   return KCR_OK;
 }
@@ -516,7 +541,7 @@ static kcr_err ix_move(kcr_store *s, const char *key, const struct ixvals *was,
   return KCR_OK;
 }
 
-kcr_obj *kcr_store_get_key(kcr_store *s, const char *key)
+kcr_obj *kcr_store_ref_key(kcr_store *s, const char *key)
 {
   struct entry *e;
   kcr_obj *o = NULL;
@@ -554,10 +579,10 @@ static void key_free(char buf[512], char *key)
     free(key);
 }
 
-kcr_obj *kcr_store_get(kcr_store *s, const char *ns, const char *name)
+kcr_obj *kcr_store_ref(kcr_store *s, const char *ns, const char *name)
 {
   char buf[512], *key = key_make(buf, ns, name);
-  kcr_obj *o = key ? kcr_store_get_key(s, key) : NULL;
+  kcr_obj *o = key ? kcr_store_ref_key(s, key) : NULL;
   key_free(buf, key);
   return o;
 }
@@ -575,8 +600,9 @@ static kcr_err grow_refs(kcr_obj ***arr, size_t *cap, size_t need)
   return KCR_OK;
 }
 
-kcr_err kcr_store_list(kcr_store *s, const char *index, const char *value,
-                       kcr_obj ***objs, size_t *n)
+/* References to every object (index NULL) or to those under index/value. */
+static kcr_err ref_list(kcr_store *s, const char *index, const char *value,
+                        kcr_obj ***objs, size_t *n)
 {
   kcr_obj **arr = NULL;
   size_t cnt = 0, cap = 0;
@@ -585,13 +611,13 @@ kcr_err kcr_store_list(kcr_store *s, const char *index, const char *value,
   *objs = NULL;
   *n = 0;
   if(!rdlock(s))
-    return KCR_EINVAL;
+    return KCR_ENOMEM; /* the reader limit: a resource ran out */
   if(index) {
     struct index *ix = NULL;
     for(size_t i = 0; i < s->nidx; i++)
       if(!strcmp(s->idx[i].name, index))
         ix = &s->idx[i];
-    struct entry *e = ix && value ? tfind(&ix->values, value, hash_str(value)) : NULL;
+    struct entry *e = ix ? tfind(&ix->values, value, hash_str(value)) : NULL;
     struct keyset *ks = e ? e->val : NULL;
     if(!ix) {
       rc = KCR_EINVAL;
@@ -612,7 +638,7 @@ kcr_err kcr_store_list(kcr_store *s, const char *index, const char *value,
   }
   pthread_rwlock_unlock(&s->lock);
   if(rc) {
-    kcr_objs_free(arr, cnt);
+    kcr_objs_unref(arr, cnt);
     return rc;
   }
   *objs = arr;
@@ -620,8 +646,26 @@ kcr_err kcr_store_list(kcr_store *s, const char *index, const char *value,
   return KCR_OK;
 }
 
-void kcr_objs_free(kcr_obj **objs, size_t n)
+kcr_err kcr_store_ref_all(kcr_store *s, kcr_obj ***objs, size_t *n)
 {
+  return ref_list(s, NULL, NULL, objs, n);
+}
+
+kcr_err kcr_store_ref_by_index(kcr_store *s, const char *index, const char *value,
+                               kcr_obj ***objs, size_t *n)
+{
+  if(!index || !value) {
+    *objs = NULL;
+    *n = 0;
+    return KCR_EINVAL;
+  }
+  return ref_list(s, index, value, objs, n);
+}
+
+void kcr_objs_unref(kcr_obj **objs, size_t n)
+{
+  if(!objs)
+    return;
   for(size_t i = 0; i < n; i++)
     kcr_obj_unref(objs[i]);
   free(objs);
@@ -635,6 +679,16 @@ size_t kcr__store_max_chain(kcr_store *s)
   max = kcr__htab_longest_chain(&s->objs);
   pthread_rwlock_unlock(&s->lock);
   return max;
+}
+
+size_t kcr__store_buckets(kcr_store *s)
+{
+  size_t n = 0;
+  if(rdlock(s)) {
+    n = s->objs.nb;
+    pthread_rwlock_unlock(&s->lock);
+  }
+  return n;
 }
 
 size_t kcr_store_len(kcr_store *s)
@@ -770,6 +824,8 @@ kcr_err kcr_store_replace(kcr_store *s, kcr_obj **objs, size_t n, kcr_obj ***gon
     rc = KCR_ENOMEM;
   if(!rc && n && !(dups = calloc(n, sizeof(*dups))))
     rc = KCR_ENOMEM;
+  if(!rc && n)
+    rc = kcr_htab_reserve(&fresh.objs, n); /* then inserts cannot fail */
   for(size_t i = 0; i < n && !rc; i++) {
     uint64_t h = hash_str(objs[i]->key);
     struct entry *e = tfind(&fresh.objs, objs[i]->key, h);

@@ -190,7 +190,7 @@ static bool converged(kcr_informer *inf, const char *ns)
   if(kcr_list_each(cl, &(struct kcr_ref){&itest_configmaps, ns}, NULL, count_item, &n,
                    NULL, NULL))
     return false;
-  if(kcr_store_list(kcr_informer_store(inf), NULL, NULL, &objs, &m))
+  if(kcr_store_ref_all(kcr_informer_store(inf), &objs, &m))
     return false;
   eq = (size_t)n == m;
   for(size_t i = 0; i < m && eq; i++) { /* every cached version is the current one */
@@ -202,7 +202,7 @@ static bool converged(kcr_informer *inf, const char *ns)
       eq = !strcmp(kcr_json_str(cur, "metadata.resourceVersion"), kcr_obj_rv(objs[i]));
     cJSON_Delete(cur);
   }
-  kcr_objs_free(objs, m);
+  kcr_objs_unref(objs, m);
   return eq;
 }
 
@@ -218,7 +218,7 @@ static void informer_recovers_from_cut_streams(void **state)
   kcr_client *via = client_via(p.port);
   struct kcr_informer_opts o = {
       .client = via, .gvr = &itest_configmaps, .ns = ns, .page_size = 20};
-  assert_int_equal(KCR_OK, kcr_informer_new(&o, &inf));
+  assert_int_equal(KCR_OK, kcr_informer_new(&o, &inf, NULL));
   assert_int_equal(KCR_OK, kcr_informer_start(inf));
   assert_true(kcr_informer_wait_synced(inf, 60000));
 

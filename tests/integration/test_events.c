@@ -63,7 +63,7 @@ static kcr_recorder *recorder(struct kcr_recorder_opts o)
   o.reporting_controller = controller;
   if(!o.reporting_instance)
     o.reporting_instance = "itest-instance";
-  assert_int_equal(KCR_OK, kcr_recorder_new(&o, &r));
+  assert_int_equal(KCR_OK, kcr_recorder_new(&o, &r, NULL));
   return r;
 }
 

@@ -63,7 +63,7 @@ static kcr_informer *start_informer(const char *ns, struct counts *c, uint64_t r
                                 .resync_ms = resync,
                                 .page_size = 250};
   struct kcr_informer_handlers h = {on_add, on_update, on_delete, c};
-  assert_int_equal(KCR_OK, kcr_informer_new(&o, &inf));
+  assert_int_equal(KCR_OK, kcr_informer_new(&o, &inf, NULL));
   assert_int_equal(KCR_OK, kcr_informer_add_handlers(inf, &h));
   assert_int_equal(KCR_OK, kcr_informer_start(inf));
   assert_true(kcr_informer_wait_synced(inf, 60000));
@@ -113,8 +113,7 @@ static bool store_equals_list(kcr_informer *inf, const char *ns, size_t *nlist)
                kcr_list_each(cl, &(struct kcr_ref){&itest_configmaps, ns}, NULL, add_pair,
                              &l, NULL, &ei),
                &ei);
-  assert_int_equal(KCR_OK,
-                   kcr_store_list(kcr_informer_store(inf), NULL, NULL, &objs, &n));
+  assert_int_equal(KCR_OK, kcr_store_ref_all(kcr_informer_store(inf), &objs, &n));
   *nlist = l.n;
   if(n != l.n) {
     eq = false;
@@ -130,7 +129,7 @@ static bool store_equals_list(kcr_informer *inf, const char *ns, size_t *nlist)
       eq = !strcmp(s[i].name, l.p[i].name) && !strcmp(s[i].rv, l.p[i].rv);
     free(s);
   }
-  kcr_objs_free(objs, n);
+  kcr_objs_unref(objs, n);
   free(l.p);
   kcr_errinfo_cleanup(&ei);
   return eq;
@@ -221,10 +220,11 @@ static void converges_on_2000_objects_under_churn(void **state)
   assert_true(kcr_store_bytes(kcr_informer_store(inf)) > 2000 * 200);
 
   /* The cache holds compact text without managedFields. */
-  kcr_obj *o = kcr_store_get(kcr_informer_store(inf), ns, "cm-00001");
+  kcr_obj *o = kcr_store_ref(kcr_informer_store(inf), ns, "cm-00001");
   assert_non_null(o);
   assert_null(strstr(kcr_obj_json(o, NULL), "managedFields"));
-  cJSON *t = kcr_obj_parse(o);
+  cJSON *t;
+  assert_int_equal(KCR_OK, kcr_obj_parse(o, &t));
   assert_string_equal("changed", kcr_json_str(t, "data.v"));
   cJSON_Delete(t);
   kcr_obj_unref(o);

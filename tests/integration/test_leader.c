@@ -92,7 +92,7 @@ static kcr_leader *elector(const char *ns, const char *name, const char *id,
                               .on_started_leading = on_started,
                               .on_stopped_leading = on_stopped,
                               .ud = c};
-  assert_int_equal(KCR_OK, kcr_leader_new(&o, &le));
+  assert_int_equal(KCR_OK, kcr_leader_new(&o, &le, NULL));
   c->le = le;
   return le;
 }
@@ -211,7 +211,7 @@ static void new_checks_options(void **state)
   kcr_leader *le;
   struct kcr_leader_opts o = {.client = cl, .ns = "default", .name = "x"};
 
-  assert_int_equal(KCR_OK, kcr_leader_new(&o, &le)); /* defaults 15/10/2 s */
+  assert_int_equal(KCR_OK, kcr_leader_new(&o, &le, NULL)); /* defaults 15/10/2 s */
   /* Default identity: "<hostname>_<16 hex>". */
   const char *id = kcr_leader_identity(le);
   char host[256] = "";
@@ -257,7 +257,7 @@ static void new_checks_options(void **state)
   };
   for(size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     le = (kcr_leader *)&o; /* must be reset */
-    assert_int_equal(KCR_EINVAL, kcr_leader_new(&bad[i], &le));
+    assert_int_equal(KCR_EINVAL, kcr_leader_new(&bad[i], &le, NULL));
     assert_null(le);
   }
 }
@@ -659,7 +659,7 @@ static void stop_is_prompt_during_retry_wait(void **state)
   free(ns);
 }
 
-/* release_on_cancel < 0: stop leaves the lease to expire. */
+/* keep_lease_on_stop: stop leaves the lease to expire. */
 static void keep_on_stop_leaves_lease_to_expire(void **state)
 {
   char *ns = itest_namespace(cl, "leader");
@@ -674,10 +674,10 @@ static void keep_on_stop_leaves_lease_to_expire(void **state)
                               .retry_period_ms = RETRY_MS,
                               .on_stopped_leading = on_stopped,
                               .ud = &c,
-                              .release_on_cancel = -1};
+                              .keep_lease_on_stop = true};
   cJSON *l;
 
-  assert_int_equal(KCR_OK, kcr_leader_new(&o, &le));
+  assert_int_equal(KCR_OK, kcr_leader_new(&o, &le, NULL));
   c.le = le;
   assert_int_equal(KCR_OK, kcr_leader_start(le));
   assert_true(kcr_leader_wait(le, 10000));
@@ -716,7 +716,7 @@ static void stop_from_a_callback(void **state)
   kcr_leader *le;
   cJSON *l;
 
-  assert_int_equal(KCR_OK, kcr_leader_new(&o, &le));
+  assert_int_equal(KCR_OK, kcr_leader_new(&o, &le, NULL));
   c.le = le;
   assert_int_equal(KCR_OK, kcr_leader_start(le));
   for(int i = 0; i < 500 && atomic_load(&c.stopped) == 0; i++)

@@ -62,7 +62,7 @@ static kcr_err outlive_stop(kcr_ctx *cx, const struct kcr_request *req,
   do {
     char *key = kcr_arena_printf(kcr_ctx_arena(cx), "%s/%s", req->ns, req->name);
     TCHECK(key && !strcmp(key, "ns/a"));
-    TCHECK(!strcmp(kcr_ctx_controller(cx), "outlive"));
+    TCHECK(!strcmp(kcr_ctx_controller_name(cx), "outlive"));
     TCHECK(strlen(kcr_ctx_id(cx)) == 16);
     TCHECK(kcr_get(kcr_ctx_client(cx), &one, NULL, NULL) == KCR_OK);
     KCR_CLOG(cx, KCR_LOG_DEBUG, "still reconciling after stop");
@@ -99,7 +99,7 @@ static void a_reconcile_running_past_stop_keeps_its_context_until_it_returns(voi
                                                                .reconcile = outlive_stop,
                                                                .ud = &lt,
                                                                .client = cl},
-                                 &lt.c));
+                                 &lt.c, NULL));
   /* The controller holds its own client reference. */
   kcr_client_free(cl);
   assert_int_equal(KCR_OK, kcr_controller_start(lt.c));
@@ -172,7 +172,7 @@ static void busy_can_be_read_from_any_thread_while_stop_reaps(void **state)
                    kcr_controller_new(
                        &(struct kcr_controller_opts){
                            .name = "busy", .reconcile = block, .ud = &b, .client = cl},
-                       &b.c));
+                       &b.c, NULL));
   assert_int_equal(KCR_OK, kcr_controller_start(b.c));
   assert_int_equal(KCR_OK, kcr_controller_enqueue(b.c, "ns", "a"));
   assert_true(tsig_wait(&b.entered, 1, 30000));
@@ -225,7 +225,7 @@ static int calls_with_requeue(uint64_t after, int enough, uint64_t wait_ms)
                                                                .reconcile = requeue_after,
                                                                .ud = &r,
                                                                .client = cl},
-                                 &c));
+                                 &c, NULL));
   assert_int_equal(KCR_OK, kcr_controller_start(c));
   assert_int_equal(KCR_OK, kcr_controller_enqueue(c, "ns", "a"));
   assert_true(tsig_wait(&r.calls, 1, 30000));
@@ -278,7 +278,7 @@ static void a_worker_thread_that_cannot_start_fails_start_and_leaves_none(void *
                                                                .workers = 4,
                                                                .reconcile = count_calls,
                                                                .client = cl},
-                                 &c));
+                                 &c, NULL));
   tfail_threads_arm(3);
   assert_int_equal(KCR_ENOMEM, kcr_controller_start(c));
   tfail_threads_arm(0);
@@ -291,6 +291,155 @@ static void a_worker_thread_that_cannot_start_fails_start_and_leaves_none(void *
   kcr_client_free(cl);
 }
 
+/* ---- options and predicates (issue 9) ---- */
+
+static kcr_err no_op(kcr_ctx *cx, const struct kcr_request *req, struct kcr_result *res,
+                     void *ud)
+{
+  return KCR_OK;
+}
+
+static void new_refuses_invalid_options_naming_them(void **state)
+{
+  atomic_int requests = 0;
+  kcr_client *cl = twire_client(api, &requests);
+  const struct {
+    struct kcr_controller_opts o;
+    const char *field;
+  } bad[] = {
+      {{.reconcile = no_op, .client = cl}, "name"},
+      {{.name = "c", .client = cl}, "reconcile"},
+      {{.name = "c", .reconcile = no_op}, "client"},
+      {{.name = "c", .reconcile = no_op, .client = cl, .workers = -1}, "workers"},
+      {{.name = "c",
+        .reconcile = no_op,
+        .client = cl,
+        .base_delay_ms = 10,
+        .max_delay_ms = 1},
+       "max_delay_ms"}, /* from the queue */
+  };
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_controller *c;
+
+  for(size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    c = (kcr_controller *)1;
+    assert_int_equal(KCR_EINVAL, kcr_controller_new(&bad[i].o, &c, &ei));
+    assert_null(c);
+    if(!strstr(ei.message, bad[i].field))
+      fail_msg("case %zu: \"%s\" does not name %s", i, ei.message, bad[i].field);
+  }
+  kcr_errinfo_cleanup(&ei);
+  kcr_client_free(cl);
+}
+
+/* The informer side of the predicate test: a LIST of a and b (generation
+ * 1); once the test says go, a watch with a metadata-only change of a, a
+ * spec change of b (generation 2) and a new object c. */
+struct preds {
+  atomic_bool go;
+  pthread_mutex_t mu;
+  int calls[26]; /* reconciles per key "ns/a".."ns/z" */
+  struct tsig total;
+};
+
+#define CMG(name, rv, gen, label)                                                        \
+  "{\"metadata\":{\"name\":\"" name "\",\"namespace\":\"ns\",\"resourceVersion\":\"" rv  \
+  "\",\"generation\":" gen ",\"labels\":{\"l\":\"" label "\"}}}"
+
+static kcr_err api_preds(struct twire_call *call, void *ud)
+{
+  struct preds *p = ud;
+  if(call->req->watch) {
+    twire_stream(call, 200);
+    if(TCHECK(tflag_wait(&p->go, 30000)) &&
+       twire_send(call, "{\"type\":\"MODIFIED\",\"object\":%s}",
+                  CMG("a", "3", "1", "y")) &&
+       twire_send(call, "{\"type\":\"MODIFIED\",\"object\":%s}",
+                  CMG("b", "4", "2", "x")) &&
+       twire_send(call, "{\"type\":\"ADDED\",\"object\":%s}", CMG("c", "5", "1", "x")))
+      twire_wait_cancel(call, 60000);
+    return KCR_OK;
+  }
+  if(twire_is(call, "GET", "/api/v1/namespaces/ns/configmaps"))
+    return twire_reply(call, 200,
+                       "{\"metadata\":{\"resourceVersion\":\"2\"},\"items\":[%s,%s]}",
+                       CMG("a", "1", "1", "x"), CMG("b", "2", "1", "x"));
+  return twire_reply(call, 404, "%s", twire_status_json(404, "NotFound"));
+}
+
+static int calls_of(struct preds *p, char k)
+{
+  pthread_mutex_lock(&p->mu);
+  int n = p->calls[k - 'a'];
+  pthread_mutex_unlock(&p->mu);
+  return n;
+}
+
+static kcr_err count_per_key(kcr_ctx *cx, const struct kcr_request *req,
+                             struct kcr_result *res, void *ud)
+{
+  struct preds *p = ud;
+  if(TCHECK(strlen(req->name) == 1 && req->name[0] >= 'a' && req->name[0] <= 'z')) {
+    pthread_mutex_lock(&p->mu);
+    p->calls[req->name[0] - 'a']++;
+    pthread_mutex_unlock(&p->mu);
+  }
+  tsig_add(&p->total, 1);
+  return KCR_OK;
+}
+
+static void for_predicates_filter_events(void **state)
+{
+  struct preds p = {.mu = PTHREAD_MUTEX_INITIALIZER};
+  kcr_client *cl = twire_client(api_preds, &p);
+  kcr_informer *inf;
+  kcr_controller *c;
+
+  atomic_init(&p.go, false);
+  tsig_init(&p.total);
+  assert_int_equal(
+      KCR_OK,
+      kcr_informer_new(&(struct kcr_informer_opts){.client = cl, .gvr = &cms, .ns = "ns"},
+                       &inf, NULL));
+  assert_int_equal(
+      KCR_OK, kcr_controller_new(&(struct kcr_controller_opts){.name = "preds",
+                                                               .reconcile = count_per_key,
+                                                               .ud = &p,
+                                                               .client = cl},
+                                 &c, NULL));
+  /* More than four predicates, or a count without an array: refused. */
+  assert_int_equal(KCR_EINVAL,
+                   kcr_controller_for(c, inf, &(struct kcr_for_opts){.npreds = 1}));
+  assert_int_equal(
+      KCR_EINVAL,
+      kcr_controller_for(
+          c, inf,
+          &(struct kcr_for_opts){.preds = &kcr_pred_generation_changed, .npreds = 5}));
+  assert_int_equal(KCR_OK, kcr_controller_for(
+                               c, inf,
+                               &(struct kcr_for_opts){
+                                   .preds = &kcr_pred_generation_changed, .npreds = 1}));
+  assert_int_equal(KCR_OK, kcr_controller_start(c));
+  assert_int_equal(KCR_OK, kcr_informer_start(inf));
+  assert_true(tsig_wait(&p.total, 2, 30000)); /* a and b from the list */
+  atomic_store(&p.go, true);
+  assert_true(tsig_wait(&p.total, 4, 30000)); /* b's spec change and c */
+  /* Everything queued before z has been reconciled once z has. */
+  assert_int_equal(KCR_OK, kcr_controller_enqueue(c, "ns", "z"));
+  assert_true(tsig_wait(&p.total, 5, 30000));
+  while(calls_of(&p, 'z') == 0)
+    assert_true(tsig_wait(&p.total, tsig_get(&p.total) + 1, 30000));
+  assert_int_equal(1, calls_of(&p, 'a')); /* metadata only: filtered */
+  assert_int_equal(2, calls_of(&p, 'b'));
+  assert_int_equal(1, calls_of(&p, 'c'));
+  kcr_informer_stop(inf);
+  kcr_controller_free(c);
+  kcr_informer_free(inf);
+  kcr_client_free(cl);
+  tsig_cleanup(&p.total);
+  tcheck_report();
+}
+
 int main(void)
 {
   tfail_init();
@@ -300,6 +449,8 @@ int main(void)
       cmocka_unit_test(a_requeue_delay_past_int64_max_is_never_a_hot_loop),
       cmocka_unit_test(a_small_requeue_delay_reconciles_again),
       cmocka_unit_test(a_worker_thread_that_cannot_start_fails_start_and_leaves_none),
+      cmocka_unit_test(new_refuses_invalid_options_naming_them),
+      cmocka_unit_test(for_predicates_filter_events),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -134,7 +134,7 @@ static kcr_recorder *recorder(struct fake *f, struct kcr_recorder_opts o)
     o.reporting_controller = "ebdman.example.com/ebdman";
   if(!o.reporting_instance)
     o.reporting_instance = "test-host";
-  assert_int_equal(KCR_OK, kcr_recorder_new(&o, &r));
+  assert_int_equal(KCR_OK, kcr_recorder_new(&o, &r, NULL));
   assert_non_null(r);
   return r;
 }
@@ -305,6 +305,7 @@ static void bucket_never_holds_more_than_burst(void **state)
 
 static void new_refuses_bad_options(void **state)
 {
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   struct fake f;
   kcr_recorder *r = (kcr_recorder *)1;
   char longname[200];
@@ -315,23 +316,36 @@ static void new_refuses_bad_options(void **state)
   assert_int_equal(
       KCR_EINVAL,
       kcr_recorder_new(
-          &(struct kcr_recorder_opts){.reporting_controller = "example.com/c"}, &r));
+          &(struct kcr_recorder_opts){.reporting_controller = "example.com/c"}, &r, &ei));
   assert_null(r);
+  assert_non_null(strstr(ei.message, "client"));
   const char *bad[] = {NULL, "",   "Example.com/c", "example.com/", "a/b/c",
                        "-c", "c-", "example..com/c"};
   for(size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     struct kcr_recorder_opts o = {
         .reporting_controller = bad[i], .sink = fake_sink, .sink_ud = &f};
-    assert_int_equal(KCR_EINVAL, kcr_recorder_new(&o, &r));
+    assert_int_equal(KCR_EINVAL, kcr_recorder_new(&o, &r, &ei));
+    assert_non_null(strstr(ei.message, "reporting_controller"));
   }
   struct kcr_recorder_opts o = {.reporting_controller = "c",
                                 .reporting_instance = longname,
                                 .sink = fake_sink,
                                 .sink_ud = &f};
-  assert_int_equal(KCR_EINVAL, kcr_recorder_new(&o, &r));
+  assert_int_equal(KCR_EINVAL, kcr_recorder_new(&o, &r, &ei));
+  assert_non_null(strstr(ei.message, "reporting_instance"));
+  o.reporting_instance = "i";
+  o.spam_burst = -1; /* it used to mean "no limit" */
+  assert_int_equal(KCR_EINVAL, kcr_recorder_new(&o, &r, &ei));
+  assert_non_null(strstr(ei.message, "spam_burst"));
+  o.spam_burst = 0;
+  o.max_attempts = -1;
+  assert_int_equal(KCR_EINVAL, kcr_recorder_new(&o, &r, &ei));
+  assert_non_null(strstr(ei.message, "max_attempts"));
+  o.max_attempts = 0;
+  kcr_errinfo_cleanup(&ei);
   /* A bare name is a qualified name too; the instance defaults to the host. */
   o.reporting_instance = NULL;
-  assert_int_equal(KCR_OK, kcr_recorder_new(&o, &r));
+  assert_int_equal(KCR_OK, kcr_recorder_new(&o, &r, NULL));
   kcr_recorder_free(r);
   kcr_recorder_free(NULL);
   fake_cleanup(&f);
@@ -599,6 +613,27 @@ static int count_lines_with(int fd, const char *needle)
   for(char *p = buf; (p = strstr(p, needle)); p++)
     count++;
   return count;
+}
+
+static void no_spam_limit_sends_every_new_event(void **state)
+{
+  struct fake f;
+  struct kcr_recorder_stats st;
+  kcr_recorder *r;
+
+  fake_init(&f);
+  r = recorder(&f, (struct kcr_recorder_opts){.no_spam_limit = true});
+  for(int i = 0; i < 40; i++) /* distinct notes: each is a new Event */
+    assert_int_equal(
+        KCR_OK, kcr_recorder_eventf(r, &cm, "Warning", "Flapping", "Sync", "try %d", i));
+  assert_int_equal(KCR_OK, kcr_recorder_flush(r, KCR_FOREVER));
+  assert_int_equal(40, ncalls(&f));
+  kcr_recorder_get_stats(r, &st);
+  assert_int_equal(40, st.sent);
+  assert_int_equal(0, st.dropped);
+  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 0)); /* nothing left: OK at once */
+  kcr_recorder_free(r);
+  fake_cleanup(&f);
 }
 
 static void spam_limit_drops_beyond_the_burst_and_logs_once(void **state)
@@ -1116,7 +1151,7 @@ static void ref_from_obj_borrows_the_header(void **state)
   kcr_obj *o = NULL;
   struct kcr_event_ref ref;
 
-  assert_int_equal(KCR_OK, kcr_obj_new(t, false, &o));
+  assert_int_equal(KCR_OK, kcr_obj_from_json(t, 0, &o, NULL));
   ref = kcr_event_ref_from_obj(o, "v1", "ConfigMap");
   assert_string_equal("v1", ref.api_version);
   assert_string_equal("ConfigMap", ref.kind);
@@ -1150,6 +1185,7 @@ int main(void)
       cmocka_unit_test(a_series_waits_its_interval_again_after_a_flush_ends),
       cmocka_unit_test(a_repeat_after_the_window_is_a_new_event),
       cmocka_unit_test(spam_limit_drops_beyond_the_burst_and_logs_once),
+      cmocka_unit_test(no_spam_limit_sends_every_new_event),
       cmocka_unit_test(spam_tokens_refill_with_time),
       cmocka_unit_test(repeats_spend_no_spam_tokens),
       cmocka_unit_test(spam_eviction_forgets_the_least_recently_used_bucket),

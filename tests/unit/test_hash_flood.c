@@ -68,14 +68,15 @@ static char (*colliding_keys(void))[32]
 static void chosen_names_do_not_flood_the_cache(void **state)
 {
   char(*keys)[32] = colliding_keys();
-  kcr_store *s = kcr_store_new();
+  kcr_store *s;
+  assert_int_equal(KCR_OK, kcr_store_new(NULL, &s, NULL));
   for(int i = 0; i < N; i++) {
     char text[128];
     kcr_obj *o, *old;
     snprintf(text, sizeof(text), "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"%s\"}}",
              keys[i] + 3);
     cJSON *t = cJSON_Parse(text);
-    assert_int_equal(KCR_OK, kcr_obj_new(t, false, &o));
+    assert_int_equal(KCR_OK, kcr_obj_from_json(t, 0, &o, NULL));
     cJSON_Delete(t);
     assert_int_equal(KCR_OK, kcr_store_put(s, o, &old));
   }
@@ -88,7 +89,8 @@ static void chosen_names_do_not_flood_the_cache(void **state)
 static void chosen_names_do_not_flood_the_queue(void **state)
 {
   char(*keys)[32] = colliding_keys();
-  kcr_queue *q = kcr_queue_new(NULL);
+  kcr_queue *q;
+  assert_int_equal(KCR_OK, kcr_queue_new(NULL, &q, NULL));
   for(int i = 0; i < N; i++)
     assert_int_equal(KCR_OK, kcr_queue_add(q, keys[i]));
   assert_int_equal(N, kcr_queue_len(q));

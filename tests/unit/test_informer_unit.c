@@ -234,7 +234,7 @@ static kcr_informer *informer(kcr_client *cl, struct evlog *log, long page_size)
                    kcr_informer_new(
                        &(struct kcr_informer_opts){
                            .client = cl, .gvr = &cms, .ns = "ns", .page_size = page_size},
-                       &inf));
+                       &inf, NULL));
   assert_int_equal(
       KCR_OK, kcr_informer_add_handlers(inf, &(struct kcr_informer_handlers){
                                                  on_add, on_update, on_delete, log}));
@@ -328,7 +328,7 @@ static void handlers_see_a_paged_list_and_the_watch_exactly_once_in_order(void *
   kcr_informer_stop(f.inf);
   evlog_expect(&log, want, 6);
   assert_int_equal(3, kcr_store_len(kcr_informer_store(f.inf)));
-  assert_non_null(a = kcr_store_get(kcr_informer_store(f.inf), "ns", "a"));
+  assert_non_null(a = kcr_store_ref(kcr_informer_store(f.inf), "ns", "a"));
   assert_string_equal("12", kcr_obj_rv(a));
   kcr_obj_unref(a);
   kcr_informer_get_stats(f.inf, &st);
@@ -677,7 +677,7 @@ static void a_resync_thread_that_cannot_start_fails_start(void **state)
                    kcr_informer_new(
                        &(struct kcr_informer_opts){
                            .client = cl, .gvr = &cms, .ns = "ns", .resync_ms = 60000},
-                       &inf));
+                       &inf, NULL));
   tfail_threads_arm(2); /* the resync thread starts, the list/watch thread not */
   assert_int_equal(KCR_ENOMEM, kcr_informer_start(inf));
   tfail_threads_arm(1); /* now the first one */
@@ -692,6 +692,99 @@ static void a_resync_thread_that_cannot_start_fails_start(void **state)
   tcheck_report();
 }
 
+/* ---- options (issue 9) ---- */
+
+static void new_refuses_invalid_options_naming_them(void **state)
+{
+  kcr_client *cl = twire_client(api_plain, NULL);
+  const struct kcr_gvr no_version = {.resource = "configmaps"};
+  const struct {
+    struct kcr_informer_opts o;
+    const char *field;
+  } bad[] = {
+      {{.gvr = &cms}, "client"},
+      {{.client = cl}, "gvr"},
+      {{.client = cl, .gvr = &no_version}, "gvr->version"},
+      {{.client = cl, .gvr = &cms, .page_size = -1}, "page_size"},
+      {{.client = cl,
+        .gvr = &cms,
+        .watch_timeout_min_ms = 2000,
+        .watch_timeout_max_ms = 1000},
+       "watch_timeout_max_ms"},
+  };
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_informer *inf;
+
+  for(size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    inf = (kcr_informer *)1;
+    assert_int_equal(KCR_EINVAL, kcr_informer_new(&bad[i].o, &inf, &ei));
+    assert_null(inf);
+    if(!strstr(ei.message, bad[i].field))
+      fail_msg("case %zu: \"%s\" does not name %s", i, ei.message, bad[i].field);
+  }
+  assert_int_equal(KCR_EINVAL, kcr_informer_new(NULL, &inf, &ei));
+  kcr_errinfo_cleanup(&ei);
+  kcr_client_free(cl);
+}
+
+/* The watch timeout is given in milliseconds and sent as the whole seconds
+ * the API takes, rounded up. */
+struct timeout_seen {
+  atomic_bool watched;
+  char seconds[32];
+};
+
+static kcr_err api_timeout(struct twire_call *call, void *ud)
+{
+  struct timeout_seen *ts = ud;
+  if(call->req->watch) {
+    TCHECK(twire_query(call, "timeoutSeconds", ts->seconds, sizeof(ts->seconds)) != NULL);
+    atomic_store(&ts->watched, true);
+    twire_stream(call, 200);
+    twire_wait_cancel(call, 60000);
+    return KCR_OK;
+  }
+  if(!twire_is(call, "GET", PATH))
+    return not_found(call);
+  return list_reply(call, "10", NULL, "");
+}
+
+static void watch_timeouts_are_milliseconds_sent_as_whole_seconds(void **state)
+{
+  static const struct {
+    uint64_t min_ms, max_ms;
+    const char *want;
+  } cases[] = {{1500, 1500, "2"}, {1, 1000, "1"}, {7000, 0, NULL /* 7..14 */}};
+
+  for(size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    struct timeout_seen ts = {.seconds = ""};
+    kcr_client *cl = twire_client(api_timeout, &ts);
+    kcr_informer *inf;
+    long s;
+
+    atomic_init(&ts.watched, false);
+    assert_int_equal(
+        KCR_OK, kcr_informer_new(
+                    &(struct kcr_informer_opts){.client = cl,
+                                                .gvr = &cms,
+                                                .ns = "ns",
+                                                .watch_timeout_min_ms = cases[i].min_ms,
+                                                .watch_timeout_max_ms = cases[i].max_ms},
+                    &inf, NULL));
+    assert_int_equal(KCR_OK, kcr_informer_start(inf));
+    assert_true(tflag_wait(&ts.watched, 30000));
+    kcr_informer_free(inf);
+    kcr_client_free(cl);
+    if(cases[i].want) {
+      assert_string_equal(cases[i].want, ts.seconds);
+    } else {
+      s = strtol(ts.seconds, NULL, 10);
+      assert_true(s >= 7 && s <= 14);
+    }
+  }
+  tcheck_report();
+}
+
 int main(void)
 {
   tfail_init();
@@ -703,6 +796,8 @@ int main(void)
       cmocka_unit_test(a_relist_the_store_cannot_take_emits_no_deletes),
       cmocka_unit_test(an_event_the_store_cannot_take_is_delivered_again),
       cmocka_unit_test(a_resync_thread_that_cannot_start_fails_start),
+      cmocka_unit_test(new_refuses_invalid_options_naming_them),
+      cmocka_unit_test(watch_timeouts_are_milliseconds_sent_as_whole_seconds),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -272,7 +272,7 @@ static kcr_leader *elector(kcr_client *cl, struct stopped *s)
                                                        .retry_period_ms = 300,
                                                        .on_stopped_leading = on_stopped,
                                                        .ud = s},
-                             &le));
+                             &le, NULL));
   s->le = le;
   kcr_client_set_write_gate(cl, fence, le);
   return le;
@@ -380,12 +380,84 @@ static void the_lease_requests_pass_the_gate_the_fence_closes(void **state)
   api_cleanup(&api);
 }
 
+/* ---- options (issue 9) ---- */
+
+static void keep_lease_on_stop_leaves_the_lease_held(void **state)
+{
+  struct lease_api api;
+  kcr_client *cl;
+  kcr_leader *le;
+
+  api_init(&api);
+  cl = twire_client(lease_api, &api);
+  assert_int_equal(KCR_OK,
+                   kcr_leader_new(&(struct kcr_leader_opts){.client = cl,
+                                                            .ns = "default",
+                                                            .name = "lock",
+                                                            .identity = "me",
+                                                            .keep_lease_on_stop = true},
+                                  &le, NULL));
+  assert_int_equal(KCR_OK, kcr_leader_start(le));
+  assert_true(kcr_leader_wait(le, 30000));
+  kcr_leader_stop(le);
+  assert_int_equal(0, api_get(&api, &api.releases));
+  pthread_mutex_lock(&api.mu);
+  assert_string_equal("me", holder_of(api.lease));
+  pthread_mutex_unlock(&api.mu);
+  kcr_leader_free(le);
+  kcr_client_free(cl);
+  tcheck_report();
+  api_cleanup(&api);
+}
+
+static void new_refuses_invalid_options_naming_them(void **state)
+{
+  kcr_client *cl = twire_client(lease_api, NULL);
+  const struct {
+    struct kcr_leader_opts o;
+    const char *field;
+  } bad[] = {
+      {{.ns = "d", .name = "n"}, "client"},
+      {{.client = cl, .name = "n"}, "ns"},
+      {{.client = cl, .ns = "d", .name = ""}, "name"},
+      {{.client = cl, .ns = "d", .name = "n", .lease_duration_ms = 999},
+       "lease_duration_ms"},
+      {{.client = cl,
+        .ns = "d",
+        .name = "n",
+        .lease_duration_ms = 2500,
+        .renew_deadline_ms = 2200},
+       "renew_deadline_ms"},
+      {{.client = cl,
+        .ns = "d",
+        .name = "n",
+        .renew_deadline_ms = 2000,
+        .retry_period_ms = 2000},
+       "retry_period_ms"},
+  };
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_leader *le;
+
+  for(size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    le = (kcr_leader *)1;
+    assert_int_equal(KCR_EINVAL, kcr_leader_new(&bad[i].o, &le, &ei));
+    assert_null(le);
+    if(!strstr(ei.message, bad[i].field))
+      fail_msg("case %zu: \"%s\" does not name %s", i, ei.message, bad[i].field);
+  }
+  assert_int_equal(KCR_EINVAL, kcr_leader_new(NULL, &le, &ei));
+  kcr_errinfo_cleanup(&ei);
+  kcr_client_free(cl);
+}
+
 int main(void)
 {
   tfail_init();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(the_fence_closes_at_the_renew_deadline_while_the_elector_is_stuck),
       cmocka_unit_test(the_lease_requests_pass_the_gate_the_fence_closes),
+      cmocka_unit_test(keep_lease_on_stop_leaves_the_lease_held),
+      cmocka_unit_test(new_refuses_invalid_options_naming_them),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -246,15 +246,16 @@ static kcr_controller *controller(kcr_manager *m, kcr_reconcile_fn fn, void *ud)
   kcr_informer *inf;
   kcr_controller *c;
   assert_int_equal(
-      KCR_OK, kcr_manager_informer(
-                  m, &(struct kcr_informer_opts){.gvr = &cms, .ns = "default"}, &inf));
+      KCR_OK,
+      kcr_manager_informer(m, &(struct kcr_informer_opts){.gvr = &cms, .ns = "default"},
+                           &inf, NULL));
   assert_int_equal(
       KCR_OK,
       kcr_controller_new(
           &(struct kcr_controller_opts){
               .name = "ctl", .reconcile = fn, .ud = ud, .client = kcr_manager_client(m)},
-          &c));
-  assert_int_equal(KCR_OK, kcr_controller_for(c, inf, NULL, 0));
+          &c, NULL));
+  assert_int_equal(KCR_OK, kcr_controller_for(c, inf, NULL));
   assert_int_equal(KCR_OK, kcr_manager_add(m, c));
   return c;
 }
@@ -470,6 +471,53 @@ static void caches_that_never_sync_fail_run_after_the_sync_timeout(void **state)
   api_cleanup(&a);
 }
 
+/* sync_timeout_ms = KCR_FOREVER waits for the caches as long as it takes
+ * (the deadline used to overflow: run gave up at once and returned 1). */
+static void a_sync_timeout_of_forever_waits_until_stopped(void **state)
+{
+  struct api a;
+  struct run r;
+  kcr_manager *m;
+
+  api_init(&a);
+  a.list_code = 500; /* never syncs */
+  m = manager(&a, &(struct mopts){.sync_timeout_ms = KCR_FOREVER});
+  controller(m, never_reconciled, NULL);
+  run_start(&r, m);
+  assert_false(tsig_wait(&r.done, 1, 500)); /* still waiting */
+  assert_true(api_get(&a, &a.lists) >= 1);
+  kcr_manager_stop(m);
+  assert_int_equal(0, run_join(&r));
+  kcr_manager_free(m);
+  tcheck_report();
+  api_cleanup(&a);
+}
+
+static void informer_and_add_refuse_bad_arguments(void **state)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct api a;
+  kcr_manager *m;
+  kcr_informer *inf = (kcr_informer *)1;
+
+  api_init(&a);
+  m = manager(&a, &(struct mopts){0});
+  assert_int_equal(KCR_EINVAL, kcr_manager_informer(
+                                   m, &(struct kcr_informer_opts){.ns = "x"}, &inf, &ei));
+  assert_null(inf);
+  assert_non_null(strstr(ei.message, "gvr"));
+  /* The informer's own checks come through with their message. */
+  assert_int_equal(
+      KCR_EINVAL,
+      kcr_manager_informer(m, &(struct kcr_informer_opts){.gvr = &cms, .page_size = -1},
+                           &inf, &ei));
+  assert_non_null(strstr(ei.message, "page_size"));
+  assert_int_equal(KCR_EINVAL, kcr_manager_add(m, NULL));
+  kcr_errinfo_cleanup(&ei);
+  kcr_manager_free(m);
+  api_cleanup(&a);
+}
+
 /* A thread that cannot be made fails run with 1 and starts nothing after it
  * (issue 8, item 9: the informer's and the controllers' start results were
  * ignored: a manager ran without its controllers, or without a cache). */
@@ -502,6 +550,8 @@ int main(void)
       cmocka_unit_test(a_bad_or_busy_server_address_fails_kcr_manager_new),
       cmocka_unit_test(caches_that_never_sync_fail_run_after_the_sync_timeout),
       cmocka_unit_test(a_thread_that_cannot_start_fails_run),
+      cmocka_unit_test(a_sync_timeout_of_forever_waits_until_stopped),
+      cmocka_unit_test(informer_and_add_refuse_bad_arguments),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

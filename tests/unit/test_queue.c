@@ -27,6 +27,13 @@
 
 static double now_ms(void) { return (double)kcr_time_mono_ns() / 1e6; }
 
+static kcr_queue *new_queue(const struct kcr_queue_opts *o)
+{
+  kcr_queue *q = NULL;
+  assert_int_equal(KCR_OK, kcr_queue_new(o, &q, NULL));
+  return q;
+}
+
 static void sleep_ms(unsigned ms)
 {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -35,26 +42,26 @@ static void sleep_ms(unsigned ms)
 }
 
 /* Gets a key (waiting at most 5 s), checks it is `want`, and returns it. */
-static char *get_expect(kcr_queue *q, const char *want)
+static char *take_expect(kcr_queue *q, const char *want)
 {
   char *k = NULL;
-  assert_int_equal(KCR_OK, kcr_queue_get_timed(q, 5000, &k));
+  assert_int_equal(KCR_OK, kcr_queue_take(q, 5000, &k));
   assert_non_null(k);
   assert_string_equal(want, k);
   return k;
 }
 
-static void get_done(kcr_queue *q, const char *want)
+static void take_done(kcr_queue *q, const char *want)
 {
-  char *k = get_expect(q, want);
+  char *k = take_expect(q, want);
   assert_int_equal(KCR_OK, kcr_queue_done(q, k));
   free(k);
 }
 
 /* How long until the next key comes out, in ms; checks it is `want`. */
-static double ms_until_get(kcr_queue *q, double t0, const char *want)
+static double ms_until_take(kcr_queue *q, double t0, const char *want)
 {
-  char *k = get_expect(q, want);
+  char *k = take_expect(q, want);
   double dt = now_ms() - t0;
   kcr_queue_done(q, k);
   free(k);
@@ -64,7 +71,7 @@ static double ms_until_get(kcr_queue *q, double t0, const char *want)
 static void assert_empty(kcr_queue *q)
 {
   char *k = NULL;
-  assert_int_equal(KCR_ETIMEDOUT, kcr_queue_get_timed(q, 0, &k));
+  assert_int_equal(KCR_ETIMEDOUT, kcr_queue_take(q, 0, &k));
   assert_null(k);
 }
 
@@ -72,89 +79,91 @@ static void assert_empty(kcr_queue *q)
 
 static void adding_a_queued_key_again_is_a_no_op(void **state)
 {
-  kcr_queue *q = kcr_queue_new(NULL);
+  kcr_queue *q = new_queue(NULL);
   assert_int_equal(KCR_OK, kcr_queue_add(q, "ns/a"));
   assert_int_equal(KCR_OK, kcr_queue_add(q, "ns/a"));
   assert_int_equal(1, kcr_queue_len(q));
-  get_done(q, "ns/a");
+  take_done(q, "ns/a");
   assert_empty(q);
   kcr_queue_free(q);
 }
 
 static void keys_come_out_in_fifo_order(void **state)
 {
-  kcr_queue *q = kcr_queue_new(NULL);
+  kcr_queue *q = new_queue(NULL);
   kcr_queue_add(q, "ns/c");
   kcr_queue_add(q, "ns/a");
   kcr_queue_add(q, "ns/b");
   kcr_queue_add(q, "ns/a"); /* keeps its place */
-  get_done(q, "ns/c");
-  get_done(q, "ns/a");
-  get_done(q, "ns/b");
+  take_done(q, "ns/c");
+  take_done(q, "ns/a");
+  take_done(q, "ns/b");
   assert_empty(q);
   kcr_queue_free(q);
 }
 
 static void a_key_added_while_processing_waits_for_done(void **state)
 {
-  kcr_queue *q = kcr_queue_new(NULL);
+  kcr_queue *q = new_queue(NULL);
   char *k;
 
   kcr_queue_add(q, "ns/a");
   kcr_queue_add(q, "ns/b");
-  k = get_expect(q, "ns/a");
+  k = take_expect(q, "ns/a");
   kcr_queue_add(q, "ns/a"); /* dirty: not handed to a second worker */
   assert_int_equal(1, kcr_queue_len(q));
-  get_done(q, "ns/b");
+  take_done(q, "ns/b");
   assert_empty(q); /* ns/a is still being processed */
   kcr_queue_add(q, "ns/a");
   assert_int_equal(KCR_OK, kcr_queue_done(q, k));
   free(k);
   assert_int_equal(1, kcr_queue_len(q)); /* re-queued once, at the back */
-  get_done(q, "ns/a");
+  take_done(q, "ns/a");
   assert_empty(q);
   kcr_queue_free(q);
 }
 
 static void done_requeues_at_the_back(void **state)
 {
-  kcr_queue *q = kcr_queue_new(NULL);
+  kcr_queue *q = new_queue(NULL);
   char *k;
 
   kcr_queue_add(q, "ns/a");
-  k = get_expect(q, "ns/a");
+  k = take_expect(q, "ns/a");
   kcr_queue_add(q, "ns/a");
   kcr_queue_add(q, "ns/b");
   kcr_queue_done(q, k);
   free(k);
-  get_done(q, "ns/b");
-  get_done(q, "ns/a");
+  take_done(q, "ns/b");
+  take_done(q, "ns/a");
   kcr_queue_free(q);
 }
 
 static void done_of_a_key_not_processing_is_refused(void **state)
 {
-  kcr_queue *q = kcr_queue_new(NULL);
+  kcr_queue *q = new_queue(NULL);
   assert_int_equal(KCR_EINVAL, kcr_queue_done(q, "ns/never"));
   kcr_queue_add(q, "ns/a");
   assert_int_equal(KCR_EINVAL, kcr_queue_done(q, "ns/a")); /* queued, not taken */
   assert_int_equal(1, kcr_queue_len(q));
-  get_done(q, "ns/a");
+  take_done(q, "ns/a");
   assert_int_equal(KCR_EINVAL, kcr_queue_done(q, "ns/a")); /* twice */
   assert_empty(q);
   kcr_queue_free(q);
 }
 
-static void get_hands_out_an_owned_copy(void **state)
+static void take_moves_an_owned_copy_out(void **state)
 {
-  kcr_queue *q = kcr_queue_new(NULL);
-  char key[] = "ns/a", *k;
+  kcr_queue *q = new_queue(NULL);
+  char key[] = "ns/a", *k = (char *)"sentinel";
 
   assert_int_equal(KCR_EINVAL, kcr_queue_add(q, NULL));
-  assert_int_equal(KCR_EINVAL, kcr_queue_get(q, NULL));
+  assert_int_equal(KCR_EINVAL, kcr_queue_take(q, KCR_FOREVER, NULL));
+  assert_int_equal(KCR_EINVAL, kcr_queue_take(NULL, 0, &k));
+  assert_null(k); /* a failed call leaves its out-parameter NULL */
   kcr_queue_add(q, key);
   key[3] = 'z'; /* the queue copied it */
-  assert_int_equal(KCR_OK, kcr_queue_get(q, &k));
+  assert_int_equal(KCR_OK, kcr_queue_take(q, KCR_FOREVER, &k));
   assert_string_equal("ns/a", k);
   assert_ptr_not_equal(key, k);
   kcr_queue_done(q, k);
@@ -164,7 +173,7 @@ static void get_hands_out_an_owned_copy(void **state)
 
 static void len_counts_only_ready_keys(void **state)
 {
-  kcr_queue *q = kcr_queue_new(NULL);
+  kcr_queue *q = new_queue(NULL);
   char *k;
 
   assert_int_equal(0, kcr_queue_len(q));
@@ -172,24 +181,54 @@ static void len_counts_only_ready_keys(void **state)
   kcr_queue_add(q, "ns/b");
   kcr_queue_add_after(q, "ns/parked", 60000);
   assert_int_equal(2, kcr_queue_len(q));
-  k = get_expect(q, "ns/a");
+  k = take_expect(q, "ns/a");
   assert_int_equal(1, kcr_queue_len(q)); /* processing is not queued */
   kcr_queue_done(q, k);
   free(k);
   kcr_queue_free(q); /* frees the parked key too */
 }
 
-static void get_timed_gives_up(void **state)
+static void take_gives_up_after_its_timeout(void **state)
 {
-  kcr_queue *q = kcr_queue_new(NULL);
+  kcr_queue *q = new_queue(NULL);
   char *k = (char *)"sentinel";
   double t0 = now_ms();
 
-  assert_int_equal(KCR_ETIMEDOUT, kcr_queue_get_timed(q, 0, &k));
+  assert_int_equal(KCR_ETIMEDOUT, kcr_queue_take(q, 0, &k));
   assert_null(k);
-  assert_int_equal(KCR_ETIMEDOUT, kcr_queue_get_timed(q, 50, &k));
+  assert_int_equal(KCR_ETIMEDOUT, kcr_queue_take(q, 50, &k));
   assert_true(now_ms() - t0 >= 50);
   assert_null(k);
+  kcr_queue_free(q);
+}
+
+/* ---- options ---- */
+
+static void new_refuses_invalid_options_naming_them(void **state)
+{
+  static const struct {
+    struct kcr_queue_opts o;
+    const char *field;
+  } bad[] = {
+      {{.base_delay_ms = 100, .max_delay_ms = 10}, "max_delay_ms"},
+      {{.base_delay_ms = 2000000}, "max_delay_ms"}, /* above the default cap */
+      {{.qps = -1}, "qps"},
+      {{.qps = 1.0 / 0.0}, "qps"},
+      {{.qps = 10, .burst = -1}, "burst"},
+  };
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_queue *q;
+
+  for(size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    q = (kcr_queue *)1;
+    assert_int_equal(KCR_EINVAL, kcr_queue_new(&bad[i].o, &q, &ei));
+    assert_null(q);
+    assert_non_null(strstr(ei.message, bad[i].field));
+  }
+  kcr_errinfo_cleanup(&ei);
+  /* Equal base and cap, and a zero burst (one token), are fine. */
+  q = new_queue(
+      &(struct kcr_queue_opts){.base_delay_ms = 7, .max_delay_ms = 7, .qps = 1});
   kcr_queue_free(q);
 }
 
@@ -197,13 +236,13 @@ static void get_timed_gives_up(void **state)
 
 static void add_after_waits_for_the_deadline(void **state)
 {
-  kcr_queue *q = kcr_queue_new(NULL);
+  kcr_queue *q = new_queue(NULL);
   double t0 = now_ms(), dt;
 
   assert_int_equal(KCR_OK, kcr_queue_add_after(q, "ns/a", 100));
   assert_int_equal(0, kcr_queue_len(q));
   assert_empty(q);
-  dt = ms_until_get(q, t0, "ns/a");
+  dt = ms_until_take(q, t0, "ns/a");
   assert_true(dt >= 100);
   assert_true(dt < 2000);
   kcr_queue_free(q);
@@ -211,26 +250,26 @@ static void add_after_waits_for_the_deadline(void **state)
 
 static void add_after_without_delay_adds_now(void **state)
 {
-  kcr_queue *q = kcr_queue_new(NULL);
+  kcr_queue *q = new_queue(NULL);
   kcr_queue_add_after(q, "ns/a", 0);
   kcr_queue_add_after(q, "ns/b", 0);
   assert_int_equal(2, kcr_queue_len(q));
-  get_done(q, "ns/a");
-  get_done(q, "ns/b");
+  take_done(q, "ns/a");
+  take_done(q, "ns/b");
   kcr_queue_free(q);
 }
 
 static void parked_keys_come_out_in_deadline_order(void **state)
 {
-  kcr_queue *q = kcr_queue_new(NULL);
+  kcr_queue *q = new_queue(NULL);
   kcr_queue_add_after(q, "ns/c", 90);
   kcr_queue_add_after(q, "ns/a", 30);
   kcr_queue_add_after(q, "ns/d", 120);
   kcr_queue_add_after(q, "ns/b", 60);
-  get_done(q, "ns/a");
-  get_done(q, "ns/b");
-  get_done(q, "ns/c");
-  get_done(q, "ns/d");
+  take_done(q, "ns/a");
+  take_done(q, "ns/b");
+  take_done(q, "ns/c");
+  take_done(q, "ns/d");
   assert_empty(q);
   kcr_queue_free(q);
 }
@@ -241,23 +280,23 @@ static void parked_keys_come_out_in_deadline_order(void **state)
  * order). */
 static void the_earliest_deadline_wins(void **state)
 {
-  kcr_queue *q = kcr_queue_new(NULL);
+  kcr_queue *q = new_queue(NULL);
   char *k;
 
   kcr_queue_add_after(q, "ns/a", 500);
   kcr_queue_add_after(q, "ns/a", 50); /* sooner: replaces */
   kcr_queue_add_after(q, "ns/marker", 300);
-  get_done(q, "ns/a");
-  get_done(q, "ns/marker");
+  take_done(q, "ns/a");
+  take_done(q, "ns/marker");
   /* The 500 ms deadline was merged, not kept as a second entry. */
-  assert_int_equal(KCR_ETIMEDOUT, kcr_queue_get_timed(q, 700, &k));
+  assert_int_equal(KCR_ETIMEDOUT, kcr_queue_take(q, 700, &k));
 
   kcr_queue_add_after(q, "ns/a", 10);
   kcr_queue_add_after(q, "ns/a", 500); /* later: ignored */
   kcr_queue_add_after(q, "ns/marker", 300);
-  get_done(q, "ns/a");
-  get_done(q, "ns/marker");
-  assert_int_equal(KCR_ETIMEDOUT, kcr_queue_get_timed(q, 700, &k));
+  take_done(q, "ns/a");
+  take_done(q, "ns/marker");
+  assert_int_equal(KCR_ETIMEDOUT, kcr_queue_take(q, 700, &k));
   kcr_queue_free(q);
 }
 
@@ -266,33 +305,33 @@ static void the_earliest_deadline_wins(void **state)
  * later" into a hot loop. Any delay parks the key. */
 static void a_huge_delay_parks_the_key(void **state)
 {
-  kcr_queue *q = kcr_queue_new(NULL);
+  kcr_queue *q = new_queue(NULL);
   char *k;
   assert_int_equal(KCR_OK, kcr_queue_add_after(q, "ns/a", KCR_FOREVER));
   assert_int_equal(KCR_OK, kcr_queue_add_after(q, "ns/b", (uint64_t)INT64_MAX + 1));
   assert_int_equal(KCR_OK, kcr_queue_add_after(q, "ns/c", UINT64_MAX / 1000 + 1));
   assert_int_equal(0, kcr_queue_len(q));
-  assert_int_equal(KCR_ETIMEDOUT, kcr_queue_get_timed(q, 100, &k));
+  assert_int_equal(KCR_ETIMEDOUT, kcr_queue_take(q, 100, &k));
   assert_null(k);
   kcr_queue_free(q);
 }
 
 static void a_due_key_is_added_as_by_add(void **state)
 {
-  kcr_queue *q = kcr_queue_new(NULL);
+  kcr_queue *q = new_queue(NULL);
   char *k;
 
   kcr_queue_add(q, "ns/a");
   kcr_queue_add_after(q, "ns/a", 20);
   sleep_ms(40);
   assert_int_equal(1, kcr_queue_len(q)); /* already queued: no duplicate */
-  k = get_expect(q, "ns/a");
+  k = take_expect(q, "ns/a");
   kcr_queue_add_after(q, "ns/a", 20);
   sleep_ms(40);
   assert_int_equal(0, kcr_queue_len(q)); /* processing: only marked dirty */
   kcr_queue_done(q, k);
   free(k);
-  get_done(q, "ns/a");
+  take_done(q, "ns/a");
   assert_empty(q);
   kcr_queue_free(q);
 }
@@ -307,14 +346,14 @@ struct getter {
 static void *getter_main(void *arg)
 {
   struct getter *g = arg;
-  g->rc = kcr_queue_get(g->q, &g->key);
+  g->rc = kcr_queue_take(g->q, KCR_FOREVER, &g->key);
   g->at_ms = now_ms();
   return NULL;
 }
 
 static void a_blocked_getter_wakes_for_a_sooner_deadline(void **state)
 {
-  kcr_queue *q = kcr_queue_new(NULL);
+  kcr_queue *q = new_queue(NULL);
   struct getter g = {q};
   pthread_t th;
   double t0;
@@ -345,7 +384,7 @@ struct waiter {
 static void *waiter_main(void *arg)
 {
   struct waiter *w = arg;
-  w->rc = kcr_queue_get_timed(w->q, w->timeout_ms, &w->key);
+  w->rc = kcr_queue_take(w->q, w->timeout_ms, &w->key);
   atomic_store(&w->returned, 1);
   return NULL;
 }
@@ -355,7 +394,7 @@ static void a_getter_that_gives_up_hands_the_timing_on(void **state)
   /* One sleeping getter times the earliest deadline (w1, first in). When it
    * gives up, the other must take over, or ns/a would never fire: the main
    * thread makes no queue call meanwhile. */
-  kcr_queue *q = kcr_queue_new(NULL);
+  kcr_queue *q = new_queue(NULL);
   struct waiter w1 = {q, 100}, w2 = {q, KCR_FOREVER};
   pthread_t t1, t2;
 
@@ -380,7 +419,7 @@ static void a_getter_that_gives_up_hands_the_timing_on(void **state)
 
 static void rate_limited_delays_double_up_to_the_cap(void **state)
 {
-  kcr_queue *q = kcr_queue_new(&(struct kcr_queue_opts){.max_delay_ms = 40});
+  kcr_queue *q = new_queue(&(struct kcr_queue_opts){.max_delay_ms = 40});
   static const double want[] = {5, 10, 20, 40, 40, 40, 40, 40};
 
   for(int i = 0; i < 8; i++) {
@@ -390,9 +429,9 @@ static void rate_limited_delays_double_up_to_the_cap(void **state)
     /* Uncapped, the 7th and 8th would be 320 and 640 ms: capped at 40 they
      * come out before a marker parked at 200 ms (order, not a time bound). */
     kcr_queue_add_after(q, "ns/marker", 200);
-    dt = ms_until_get(q, t0, "ns/a");
+    dt = ms_until_take(q, t0, "ns/a");
     assert_true(dt >= want[i]);
-    get_done(q, "ns/marker");
+    take_done(q, "ns/marker");
   }
   assert_int_equal(8, kcr_queue_num_requeues(q, "ns/a"));
   kcr_queue_free(q);
@@ -400,21 +439,21 @@ static void rate_limited_delays_double_up_to_the_cap(void **state)
 
 static void forget_resets_the_backoff(void **state)
 {
-  kcr_queue *q = kcr_queue_new(NULL); /* 5 ms .. 1000 s */
+  kcr_queue *q = new_queue(NULL); /* 5 ms .. 1000 s */
   double t0, dt;
 
   for(int i = 0; i < 8; i++) /* next delay would be 5 ms * 2^8 = 1.28 s */
     kcr_queue_add_rate_limited(q, "ns/a");
   assert_int_equal(8, kcr_queue_num_requeues(q, "ns/a"));
-  get_done(q, "ns/a"); /* parked at 5 ms: earliest deadline wins */
+  take_done(q, "ns/a"); /* parked at 5 ms: earliest deadline wins */
   kcr_queue_forget(q, "ns/a");
   assert_int_equal(0, kcr_queue_num_requeues(q, "ns/a"));
   t0 = now_ms();
   kcr_queue_add_rate_limited(q, "ns/a");
   kcr_queue_add_after(q, "ns/marker", 640); /* not reset: a at 1.28 s */
-  dt = ms_until_get(q, t0, "ns/a");
+  dt = ms_until_take(q, t0, "ns/a");
   assert_true(dt >= 5);
-  get_done(q, "ns/marker");
+  take_done(q, "ns/marker");
   assert_int_equal(1, kcr_queue_num_requeues(q, "ns/a"));
   assert_int_equal(0, kcr_queue_num_requeues(q, "ns/other"));
   kcr_queue_free(q);
@@ -424,15 +463,15 @@ static void the_token_bucket_limits_overall_retries(void **state)
 {
   /* 10 qps, burst 2: two retries pass at the per-key delay, the third pays
    * for a token: ~100 ms. */
-  kcr_queue *q = kcr_queue_new(&(struct kcr_queue_opts){.qps = 10, .burst = 2});
+  kcr_queue *q = new_queue(&(struct kcr_queue_opts){.qps = 10, .burst = 2});
   double t0 = now_ms(), dt;
 
   kcr_queue_add_rate_limited(q, "ns/a");
   kcr_queue_add_rate_limited(q, "ns/b");
   kcr_queue_add_rate_limited(q, "ns/c");
-  get_done(q, "ns/a");
-  get_done(q, "ns/b");
-  dt = ms_until_get(q, t0, "ns/c");
+  take_done(q, "ns/a");
+  take_done(q, "ns/b");
+  dt = ms_until_take(q, t0, "ns/c");
   assert_true(dt >= 80); /* 100 ms minus what refilled meanwhile */
   assert_true(dt < 2000);
   kcr_queue_free(q);
@@ -442,7 +481,7 @@ static void the_token_bucket_limits_overall_retries(void **state)
 
 static void shutdown_wakes_blocked_getters(void **state)
 {
-  kcr_queue *q = kcr_queue_new(NULL);
+  kcr_queue *q = new_queue(NULL);
   struct getter g[3] = {{q}, {q}, {q}};
   pthread_t th[3];
 
@@ -461,9 +500,9 @@ static void shutdown_wakes_blocked_getters(void **state)
   kcr_queue_free(q);
 }
 
-static void get_drains_queued_keys_before_reporting_shutdown(void **state)
+static void take_drains_queued_keys_before_reporting_shutdown(void **state)
 {
-  kcr_queue *q = kcr_queue_new(NULL);
+  kcr_queue *q = new_queue(NULL);
   char *k = NULL;
 
   kcr_queue_add(q, "ns/a");
@@ -473,29 +512,29 @@ static void get_drains_queued_keys_before_reporting_shutdown(void **state)
   assert_int_equal(KCR_ECANCELED, kcr_queue_add(q, "ns/c"));
   assert_int_equal(KCR_ECANCELED, kcr_queue_add_after(q, "ns/c", 1));
   assert_int_equal(KCR_ECANCELED, kcr_queue_add_rate_limited(q, "ns/c"));
-  get_done(q, "ns/a");
-  get_done(q, "ns/b");
+  take_done(q, "ns/a");
+  take_done(q, "ns/b");
   sleep_ms(30);
-  assert_int_equal(KCR_ECANCELED, kcr_queue_get(q, &k));
+  assert_int_equal(KCR_ECANCELED, kcr_queue_take(q, KCR_FOREVER, &k));
   assert_null(k);
-  assert_int_equal(KCR_ECANCELED, kcr_queue_get(q, &k)); /* and stays so */
-  kcr_queue_shutdown(q);                                 /* idempotent */
+  assert_int_equal(KCR_ECANCELED, kcr_queue_take(q, KCR_FOREVER, &k)); /* and stays so */
+  kcr_queue_shutdown(q);                                               /* idempotent */
   kcr_queue_free(q);
 }
 
 static void a_key_dirty_before_shutdown_is_still_processed(void **state)
 {
-  kcr_queue *q = kcr_queue_new(NULL);
+  kcr_queue *q = new_queue(NULL);
   char *k, *k2 = NULL;
 
   kcr_queue_add(q, "ns/a");
-  k = get_expect(q, "ns/a");
+  k = take_expect(q, "ns/a");
   kcr_queue_add(q, "ns/a"); /* dirty */
   kcr_queue_shutdown(q);
   kcr_queue_done(q, k);
   free(k);
-  get_done(q, "ns/a");
-  assert_int_equal(KCR_ECANCELED, kcr_queue_get(q, &k2));
+  take_done(q, "ns/a");
+  assert_int_equal(KCR_ECANCELED, kcr_queue_take(q, KCR_FOREVER, &k2));
   kcr_queue_free(q);
 }
 
@@ -508,7 +547,7 @@ static void *slow_worker_main(void *arg)
 {
   struct slow_worker *w = arg;
   char *k;
-  while(kcr_queue_get(w->q, &k) == KCR_OK) {
+  while(kcr_queue_take(w->q, KCR_FOREVER, &k) == KCR_OK) {
     sleep_ms(100);
     atomic_fetch_add(&w->finished, 1);
     kcr_queue_done(w->q, k);
@@ -519,7 +558,7 @@ static void *slow_worker_main(void *arg)
 
 static void shutdown_drain_waits_for_in_flight_work(void **state)
 {
-  struct slow_worker w = {kcr_queue_new(NULL), 0};
+  struct slow_worker w = {new_queue(NULL), 0};
   pthread_t th;
 
   kcr_queue_add(w.q, "ns/a");
@@ -547,12 +586,12 @@ static void *drainer_main(void *arg)
 
 static void shutdown_stops_a_waiting_drain(void **state)
 {
-  struct drainer d = {kcr_queue_new(NULL), 0};
+  struct drainer d = {new_queue(NULL), 0};
   pthread_t th;
   char *k;
 
   kcr_queue_add(d.q, "ns/stuck");
-  k = get_expect(d.q, "ns/stuck");
+  k = take_expect(d.q, "ns/stuck");
   assert_int_equal(0, pthread_create(&th, NULL, drainer_main, &d));
   sleep_ms(50);
   assert_int_equal(0, atomic_load(&d.returned)); /* ns/stuck is in flight */
@@ -583,7 +622,7 @@ static void metrics_count_adds_depth_and_retries(void **state)
 {
   kcr_metrics *reg = NULL;
   assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
-  kcr_queue *q = kcr_queue_new(&(struct kcr_queue_opts){.name = "q", .metrics = reg});
+  kcr_queue *q = new_queue(&(struct kcr_queue_opts){.name = "q", .metrics = reg});
   char *k;
 
   assert_non_null(q);
@@ -593,15 +632,15 @@ static void metrics_count_adds_depth_and_retries(void **state)
   kcr_queue_add(q, "ns/b");
   assert_true(counter(reg, "workqueue_adds_total") == 2);
   assert_true(gauge(reg, "workqueue_depth") == 2);
-  k = get_expect(q, "ns/a");
+  k = take_expect(q, "ns/a");
   assert_true(gauge(reg, "workqueue_depth") == 1);
   kcr_queue_add(q, "ns/a"); /* dirty while processing: counted, as client-go */
   assert_true(counter(reg, "workqueue_adds_total") == 3);
   assert_true(gauge(reg, "workqueue_depth") == 2);
   kcr_queue_done(q, k);
   free(k);
-  get_done(q, "ns/b");
-  get_done(q, "ns/a");
+  take_done(q, "ns/b");
+  take_done(q, "ns/a");
   assert_true(gauge(reg, "workqueue_depth") == 0);
 
   assert_true(counter(reg, "workqueue_retries_total") == 0);
@@ -609,8 +648,8 @@ static void metrics_count_adds_depth_and_retries(void **state)
   kcr_queue_add_after(q, "ns/d", 0); /* every add_after is a retry in client-go */
   assert_true(counter(reg, "workqueue_retries_total") == 2);
   assert_true(counter(reg, "workqueue_adds_total") == 4); /* ns/d; ns/c is parked */
-  get_done(q, "ns/d");
-  get_done(q, "ns/c");
+  take_done(q, "ns/d");
+  take_done(q, "ns/c");
   assert_true(counter(reg, "workqueue_adds_total") == 5);
   assert_true(gauge(reg, "workqueue_depth") == 0);
   kcr_queue_free(q);
@@ -621,7 +660,7 @@ static void metrics_render_in_flight_work_and_help_texts(void **state)
 {
   kcr_metrics *reg = NULL;
   assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
-  kcr_queue *q = kcr_queue_new(&(struct kcr_queue_opts){.name = "q", .metrics = reg});
+  kcr_queue *q = new_queue(&(struct kcr_queue_opts){.name = "q", .metrics = reg});
   struct kcr_buf out = KCR_BUF_INIT;
   char *k1, *k2;
   static const char *const help[] = {
@@ -642,9 +681,9 @@ static void metrics_render_in_flight_work_and_help_texts(void **state)
 
   kcr_queue_add(q, "ns/a");
   kcr_queue_add(q, "ns/b");
-  k1 = get_expect(q, "ns/a");
+  k1 = take_expect(q, "ns/a");
   sleep_ms(40);
-  k2 = get_expect(q, "ns/b");
+  k2 = take_expect(q, "ns/b");
   sleep_ms(20);
   assert_int_equal(KCR_OK, kcr_metrics_render(reg, &out));
   /* ns/a has run >= 60 ms, ns/b >= 20 ms */
@@ -673,11 +712,11 @@ static void an_unnamed_queue_has_no_metrics(void **state)
 {
   kcr_metrics *reg = NULL;
   assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
-  kcr_queue *q = kcr_queue_new(&(struct kcr_queue_opts){.metrics = reg});
+  kcr_queue *q = new_queue(&(struct kcr_queue_opts){.metrics = reg});
   struct kcr_buf out = KCR_BUF_INIT;
 
   kcr_queue_add(q, "ns/a");
-  get_done(q, "ns/a");
+  take_done(q, "ns/a");
   assert_int_equal(KCR_OK, kcr_metrics_render(reg, &out));
   assert_null(strstr(kcr_buf_str(&out), "workqueue_adds_total{"));
   kcr_buf_cleanup(&out);
@@ -739,7 +778,7 @@ static void *worker_main(void *arg)
   struct stress *s = arg;
   char *key;
 
-  while(kcr_queue_get(s->q, &key) == KCR_OK) {
+  while(kcr_queue_take(s->q, KCR_FOREVER, &key) == KCR_OK) {
     unsigned k = key_index(key);
     if(atomic_exchange(&s->in_flight[k], 1))
       atomic_fetch_add(&s->overlaps, 1);
@@ -769,7 +808,7 @@ static void run_stress(bool delayed)
   long adds = 0;
 
   assert_non_null(s);
-  s->q = kcr_queue_new(NULL);
+  s->q = new_queue(NULL);
   s->delayed = delayed;
   for(int i = 0; i < NWORKERS; i++)
     assert_int_equal(0, pthread_create(&work[i], NULL, worker_main, s));
@@ -808,14 +847,15 @@ static void stress_parked_keys_always_fire(void **state) { run_stress(true); }
 int main(void)
 {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(new_refuses_invalid_options_naming_them),
       cmocka_unit_test(adding_a_queued_key_again_is_a_no_op),
       cmocka_unit_test(keys_come_out_in_fifo_order),
       cmocka_unit_test(a_key_added_while_processing_waits_for_done),
       cmocka_unit_test(done_requeues_at_the_back),
       cmocka_unit_test(done_of_a_key_not_processing_is_refused),
-      cmocka_unit_test(get_hands_out_an_owned_copy),
+      cmocka_unit_test(take_moves_an_owned_copy_out),
       cmocka_unit_test(len_counts_only_ready_keys),
-      cmocka_unit_test(get_timed_gives_up),
+      cmocka_unit_test(take_gives_up_after_its_timeout),
       cmocka_unit_test(add_after_waits_for_the_deadline),
       cmocka_unit_test(add_after_without_delay_adds_now),
       cmocka_unit_test(parked_keys_come_out_in_deadline_order),
@@ -828,7 +868,7 @@ int main(void)
       cmocka_unit_test(forget_resets_the_backoff),
       cmocka_unit_test(the_token_bucket_limits_overall_retries),
       cmocka_unit_test(shutdown_wakes_blocked_getters),
-      cmocka_unit_test(get_drains_queued_keys_before_reporting_shutdown),
+      cmocka_unit_test(take_drains_queued_keys_before_reporting_shutdown),
       cmocka_unit_test(a_key_dirty_before_shutdown_is_still_processed),
       cmocka_unit_test(shutdown_drain_waits_for_in_flight_work),
       cmocka_unit_test(shutdown_stops_a_waiting_drain),

@@ -15,8 +15,16 @@
 
 #include "kcr/json.h"
 #include "kcr/store.h"
+#include "runtime/store-int.h"
 #include "tcheck.h"
 #include "tfail.h"
+
+static kcr_store *new_store(void)
+{
+  kcr_store *s = NULL;
+  assert_int_equal(KCR_OK, kcr_store_new(NULL, &s, NULL));
+  return s;
+}
 
 static kcr_obj *obj(const char *ns, const char *name, const char *rv, const char *owner)
 {
@@ -36,7 +44,7 @@ static kcr_obj *obj(const char *ns, const char *name, const char *rv, const char
       owner ? owner : "", owner ? "\"}]" : "");
   cJSON *t = cJSON_Parse(buf);
   assert_non_null(t);
-  assert_int_equal(KCR_OK, kcr_obj_new(t, false, &o));
+  assert_int_equal(KCR_OK, kcr_obj_from_json(t, 0, &o, NULL));
   cJSON_Delete(t);
   return o;
 }
@@ -54,36 +62,94 @@ static void objects_carry_a_header_and_compact_text(void **state)
   assert_string_equal("owner-uid", kcr_obj_controller(o)->uid);
   assert_string_equal("EBD", kcr_obj_controller(o)->kind);
   assert_null(strstr(kcr_obj_json(o, NULL), "managedFields"));
-  cJSON *t = kcr_obj_parse(o);
+  cJSON *t;
+  assert_int_equal(KCR_OK, kcr_obj_parse(o, &t));
   assert_string_equal("v", kcr_json_str(t, "data.k"));
   cJSON_Delete(t);
   kcr_obj_unref(o);
   /* No name: refused. */
   cJSON *bad = cJSON_Parse("{\"metadata\":{}}");
-  assert_int_equal(KCR_EINVAL, kcr_obj_new(bad, false, &o));
+  assert_int_equal(KCR_EINVAL, kcr_obj_from_json(bad, 0, &o, NULL));
   assert_null(o);
   cJSON_Delete(bad);
 }
 
+static void from_json_keeps_managed_fields_on_request_only(void **state)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  cJSON *t = cJSON_Parse("{\"metadata\":{\"name\":\"a\",\"managedFields\":[{}]}}");
+  kcr_obj *o = (kcr_obj *)1;
+
+  assert_int_equal(KCR_OK, kcr_obj_from_json(t, KCR_OBJ_KEEP_MANAGED_FIELDS, &o, NULL));
+  assert_non_null(strstr(kcr_obj_json(o, NULL), "managedFields"));
+  kcr_obj_unref(o);
+  /* A flag this version does not know is refused, not ignored. */
+  assert_int_equal(KCR_EINVAL, kcr_obj_from_json(t, 0x80, &o, &ei));
+  assert_null(o);
+  assert_non_null(strstr(ei.message, "flags"));
+  assert_int_equal(KCR_EINVAL, kcr_obj_from_json(NULL, 0, &o, &ei));
+  assert_non_null(strstr(ei.message, "tree"));
+  cJSON_Delete(t);
+  t = cJSON_Parse("{\"metadata\":{}}");
+  assert_int_equal(KCR_EINVAL, kcr_obj_from_json(t, 0, &o, &ei));
+  assert_non_null(strstr(ei.message, "metadata.name"));
+  cJSON_Delete(t);
+  kcr_errinfo_cleanup(&ei);
+}
+
+/* size_hint makes the table big enough at once: filling it to the hint
+ * never rehashes. */
+static void size_hint_presizes_the_table(void **state)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_store *s = NULL;
+  kcr_obj *old;
+  char name[32];
+  size_t nb;
+
+  assert_int_equal(KCR_OK,
+                   kcr_store_new(&(struct kcr_store_opts){.size_hint = 1000}, &s, NULL));
+  nb = kcr__store_buckets(s);
+  assert_true(nb >= 1000); /* kcr_htab: at most one object per bucket */
+  for(int i = 0; i < 1000; i++) {
+    snprintf(name, sizeof(name), "o%04d", i);
+    assert_int_equal(KCR_OK, kcr_store_put(s, obj("ns", name, "1", NULL), &old));
+  }
+  assert_int_equal(nb, kcr__store_buckets(s));
+  kcr_store_free(s);
+  /* Without a hint the table starts small. */
+  s = new_store();
+  assert_true(kcr__store_buckets(s) < nb);
+  kcr_store_free(s);
+  /* A hint no memory can hold: KCR_ENOMEM naming the field. */
+  s = (kcr_store *)1;
+  assert_int_equal(
+      KCR_ENOMEM,
+      kcr_store_new(&(struct kcr_store_opts){.size_hint = SIZE_MAX}, &s, &ei));
+  assert_null(s);
+  assert_non_null(strstr(ei.message, "size_hint"));
+  kcr_errinfo_cleanup(&ei);
+}
+
 static void references_outlive_removal(void **state)
 {
-  kcr_store *s = kcr_store_new();
+  kcr_store *s = new_store();
   kcr_obj *old = NULL, *held;
   assert_int_equal(KCR_OK, kcr_store_put(s, obj("ns", "a", "1", NULL), &old));
   assert_null(old);
-  held = kcr_store_get(s, "ns", "a");
+  held = kcr_store_ref(s, "ns", "a");
   assert_non_null(held);
   assert_int_equal(KCR_OK, kcr_store_put(s, obj("ns", "a", "2", NULL), &old));
   assert_ptr_equal(held, old); /* the previous version comes back */
   kcr_obj_unref(old);
   assert_string_equal("1", kcr_obj_rv(held)); /* still readable: immutable */
   kcr_obj_unref(held);
-  held = kcr_store_get_key(s, "ns/a");
+  held = kcr_store_ref_key(s, "ns/a");
   assert_string_equal("2", kcr_obj_rv(held));
   kcr_store_delete(s, "ns", "a", &old);
   assert_ptr_equal(held, old);
   kcr_obj_unref(old);
-  assert_null(kcr_store_get(s, "ns", "a"));
+  assert_null(kcr_store_ref(s, "ns", "a"));
   assert_int_equal(0, kcr_store_len(s));
   assert_int_equal(0, kcr_store_bytes(s));
   kcr_store_free(s);
@@ -93,38 +159,50 @@ static void references_outlive_removal(void **state)
 
 static void controller_index_finds_children(void **state)
 {
-  kcr_store *s = kcr_store_new();
+  kcr_store *s = new_store();
   kcr_obj *old, **objs;
   size_t n;
-  assert_int_equal(KCR_OK, kcr_store_add_index(s, KCR_INDEX_CONTROLLER, NULL));
-  assert_int_equal(KCR_EEXIST, kcr_store_add_index(s, KCR_INDEX_CONTROLLER, NULL));
+  assert_int_equal(KCR_OK,
+                   kcr_store_add_index(s, KCR_INDEX_CONTROLLER, kcr_index_controller));
+  assert_int_equal(KCR_EEXIST,
+                   kcr_store_add_index(s, KCR_INDEX_CONTROLLER, kcr_index_controller));
+  assert_int_equal(KCR_EINVAL, kcr_store_add_index(s, "no-function", NULL));
   kcr_store_put(s, obj("ns", "c1", "1", "p1"), &old);
   kcr_store_put(s, obj("ns", "c2", "1", "p1"), &old);
   kcr_store_put(s, obj("ns", "c3", "1", "p2"), &old);
   kcr_store_put(s, obj("ns", "free", "1", NULL), &old);
-  assert_int_equal(KCR_OK, kcr_store_list(s, KCR_INDEX_CONTROLLER, "p1", &objs, &n));
+  assert_int_equal(KCR_OK,
+                   kcr_store_ref_by_index(s, KCR_INDEX_CONTROLLER, "p1", &objs, &n));
   assert_int_equal(2, n);
-  kcr_objs_free(objs, n);
+  kcr_objs_unref(objs, n);
   /* Re-owning c2 moves it between index values. */
   kcr_store_put(s, obj("ns", "c2", "2", "p2"), &old);
   kcr_obj_unref(old);
-  kcr_store_list(s, KCR_INDEX_CONTROLLER, "p1", &objs, &n);
+  kcr_store_ref_by_index(s, KCR_INDEX_CONTROLLER, "p1", &objs, &n);
   assert_int_equal(1, n);
   assert_string_equal("c1", kcr_obj_name(objs[0]));
-  kcr_objs_free(objs, n);
-  kcr_store_list(s, KCR_INDEX_CONTROLLER, "p2", &objs, &n);
+  kcr_objs_unref(objs, n);
+  kcr_store_ref_by_index(s, KCR_INDEX_CONTROLLER, "p2", &objs, &n);
   assert_int_equal(2, n);
-  kcr_objs_free(objs, n);
-  assert_int_equal(KCR_EINVAL, kcr_store_list(s, "no-such-index", "x", &objs, &n));
+  kcr_objs_unref(objs, n);
+  assert_int_equal(KCR_EINVAL,
+                   kcr_store_ref_by_index(s, "no-such-index", "x", &objs, &n));
+  assert_null(objs);
+  assert_int_equal(KCR_EINVAL,
+                   kcr_store_ref_by_index(s, KCR_INDEX_CONTROLLER, NULL, &objs, &n));
+  assert_int_equal(KCR_OK,
+                   kcr_store_ref_by_index(s, KCR_INDEX_CONTROLLER, "none", &objs, &n));
+  assert_int_equal(0, n);
+  kcr_objs_unref(objs, n);
   kcr_store_free(s);
 }
 
 static void replace_swaps_and_reports_vanished(void **state)
 {
-  kcr_store *s = kcr_store_new();
+  kcr_store *s = new_store();
   kcr_obj *old, **gone, *fresh[3];
   size_t ngone, bytes = 0;
-  kcr_store_add_index(s, KCR_INDEX_CONTROLLER, NULL);
+  kcr_store_add_index(s, KCR_INDEX_CONTROLLER, kcr_index_controller);
   kcr_store_put(s, obj("ns", "keep", "1", "p"), &old);
   kcr_store_put(s, obj("ns", "drop1", "1", "p"), &old);
   kcr_store_put(s, obj("ns", "drop2", "1", NULL), &old);
@@ -139,23 +217,23 @@ static void replace_swaps_and_reports_vanished(void **state)
                !strcmp(kcr_obj_name(gone[1]), "drop2")) ||
               (!strcmp(kcr_obj_name(gone[0]), "drop2") &&
                !strcmp(kcr_obj_name(gone[1]), "drop1")));
-  kcr_objs_free(gone, ngone);
+  kcr_objs_unref(gone, ngone);
   assert_int_equal(3, kcr_store_len(s));
   assert_int_equal(bytes, kcr_store_bytes(s));
-  kcr_obj *k = kcr_store_get(s, "ns", "keep");
+  kcr_obj *k = kcr_store_ref(s, "ns", "keep");
   assert_string_equal("5", kcr_obj_rv(k));
   kcr_obj_unref(k);
   kcr_obj **objs;
   size_t n;
-  kcr_store_list(s, KCR_INDEX_CONTROLLER, "p", &objs, &n); /* index rebuilt */
+  kcr_store_ref_by_index(s, KCR_INDEX_CONTROLLER, "p", &objs, &n); /* index rebuilt */
   assert_int_equal(1, n);
-  kcr_objs_free(objs, n);
+  kcr_objs_unref(objs, n);
   kcr_store_free(s);
 }
 
 static void many_objects_grow_the_table(void **state)
 {
-  kcr_store *s = kcr_store_new();
+  kcr_store *s = new_store();
   kcr_obj *old, **objs;
   size_t n;
   char name[32];
@@ -166,13 +244,13 @@ static void many_objects_grow_the_table(void **state)
   assert_int_equal(5000, kcr_store_len(s));
   for(int i = 0; i < 5000; i += 7) {
     snprintf(name, sizeof(name), "o%05d", i);
-    kcr_obj *o = kcr_store_get(s, "ns", name);
+    kcr_obj *o = kcr_store_ref(s, "ns", name);
     assert_non_null(o);
     kcr_obj_unref(o);
   }
-  assert_int_equal(KCR_OK, kcr_store_list(s, NULL, NULL, &objs, &n));
+  assert_int_equal(KCR_OK, kcr_store_ref_all(s, &objs, &n));
   assert_int_equal(5000, n);
-  kcr_objs_free(objs, n);
+  kcr_objs_unref(objs, n);
   kcr_store_free(s);
 }
 
@@ -194,10 +272,10 @@ static void index_reading_the_store(const kcr_obj *o, kcr_index_emit emit, void 
   size_t n;
   atomic_fetch_add(&ri.calls, 1);
   ri.len_seen = kcr_store_len(ri.s);
-  kcr_obj *self = kcr_store_get_key(ri.s, kcr_obj_key(o));
+  kcr_obj *self = kcr_store_ref_key(ri.s, kcr_obj_key(o));
   kcr_obj_unref(self);
-  if(!kcr_store_list(ri.s, NULL, NULL, &all, &n))
-    kcr_objs_free(all, n);
+  if(!kcr_store_ref_all(ri.s, &all, &n))
+    kcr_objs_unref(all, n);
   emit(kcr_obj_ns(o), ctx);
 }
 
@@ -207,10 +285,10 @@ static void *reader(void *p)
   for(int i = 0; i < 2000; i++) {
     kcr_obj **objs;
     size_t n;
-    if(!kcr_store_list(s, "by-ns", "ns", &objs, &n)) {
+    if(!kcr_store_ref_by_index(s, "by-ns", "ns", &objs, &n)) {
       for(size_t j = 0; j < n; j++)
         TCHECK(!strcmp(kcr_obj_ns(objs[j]), "ns"));
-      kcr_objs_free(objs, n);
+      kcr_objs_unref(objs, n);
     }
   }
   return NULL;
@@ -218,7 +296,7 @@ static void *reader(void *p)
 
 static void an_index_function_may_read_the_store(void **state)
 {
-  kcr_store *s = kcr_store_new();
+  kcr_store *s = new_store();
   kcr_obj *old, **gone, *fresh[2];
   size_t ngone, n;
   kcr_obj **objs;
@@ -236,21 +314,21 @@ static void an_index_function_may_read_the_store(void **state)
   fresh[0] = obj("ns", "a", "2", NULL);
   fresh[1] = obj("other", "b", "2", NULL);
   assert_int_equal(KCR_OK, kcr_store_replace(s, fresh, 2, &gone, &ngone));
-  kcr_objs_free(gone, ngone);
+  kcr_objs_unref(gone, ngone);
   pthread_join(th, NULL);
   tcheck_report();
   /* Replace ran the function before swapping, not again under the lock. */
-  assert_int_equal(KCR_OK, kcr_store_list(s, "by-ns", "other", &objs, &n));
+  assert_int_equal(KCR_OK, kcr_store_ref_by_index(s, "by-ns", "other", &objs, &n));
   assert_int_equal(1, n);
-  kcr_objs_free(objs, n);
+  kcr_objs_unref(objs, n);
   /* Removal uses the values kept with the object: no further calls. */
   int calls = atomic_load(&ri.calls);
   kcr_store_delete_key(s, "other/b", &old);
   kcr_obj_unref(old);
   assert_int_equal(calls, atomic_load(&ri.calls));
-  assert_int_equal(KCR_OK, kcr_store_list(s, "by-ns", "other", &objs, &n));
+  assert_int_equal(KCR_OK, kcr_store_ref_by_index(s, "by-ns", "other", &objs, &n));
   assert_int_equal(0, n);
-  kcr_objs_free(objs, n);
+  kcr_objs_unref(objs, n);
   kcr_store_free(s);
 }
 
@@ -267,10 +345,10 @@ static size_t index_count(kcr_store *s, const char *value)
   kcr_obj **objs;
   size_t n = 0;
   tfail_exempt(true);
-  if(kcr_store_list(s, KCR_INDEX_CONTROLLER, value, &objs, &n))
+  if(kcr_store_ref_by_index(s, KCR_INDEX_CONTROLLER, value, &objs, &n))
     n = (size_t)-1;
   else
-    kcr_objs_free(objs, n);
+    kcr_objs_unref(objs, n);
   tfail_exempt(false);
   return n;
 }
@@ -280,14 +358,14 @@ static size_t index_count(kcr_store *s, const char *value)
 static bool put_all_or_nothing(void *ud)
 {
   struct fixture *f = ud;
-  kcr_store *s = kcr_store_new();
+  kcr_store *s = (kcr_store *)1;
   kcr_obj *old = NULL, *o;
-  kcr_err rc;
-  bool ok = s != NULL;
+  kcr_err rc = kcr_store_new(NULL, &s, NULL);
+  bool ok = true;
 
-  if(!s)
-    return true; /* an allocation failed before anything existed */
-  if(kcr_store_add_index(s, KCR_INDEX_CONTROLLER, NULL)) {
+  if(rc)
+    return rc == KCR_ENOMEM && !s; /* failed before anything existed */
+  if(kcr_store_add_index(s, KCR_INDEX_CONTROLLER, kcr_index_controller)) {
     kcr_store_free(s);
     return true; /* set-up failed: nothing to check */
   }
@@ -303,7 +381,7 @@ static bool put_all_or_nothing(void *ud)
     ok = ok && !old && kcr_store_len(s) == 1 && index_count(s, "p1") == 1 &&
          index_count(s, "p2") == 0;
     tfail_exempt(true);
-    kcr_obj *cur = kcr_store_get(s, "ns", "a");
+    kcr_obj *cur = kcr_store_ref(s, "ns", "a");
     tfail_exempt(false);
     ok = ok && cur == f->add[0];
     kcr_obj_unref(cur);
@@ -339,15 +417,15 @@ static void put_applies_completely_or_not_at_all(void **state)
 static bool replace_all_or_nothing(void *ud)
 {
   struct fixture *f = ud;
-  kcr_store *s = kcr_store_new();
+  kcr_store *s = (kcr_store *)1;
   kcr_obj *old = NULL, **gone = (kcr_obj **)1, *in[3];
   size_t ngone = 99;
-  kcr_err rc;
+  kcr_err rc = kcr_store_new(NULL, &s, NULL);
   bool ok;
 
-  if(!s)
-    return true;
-  if(kcr_store_add_index(s, KCR_INDEX_CONTROLLER, NULL)) {
+  if(rc)
+    return rc == KCR_ENOMEM && !s;
+  if(kcr_store_add_index(s, KCR_INDEX_CONTROLLER, kcr_index_controller)) {
     kcr_store_free(s);
     return true; /* set-up failed: nothing to check */
   }
@@ -368,7 +446,7 @@ static bool replace_all_or_nothing(void *ud)
   } else {
     ok = ngone == 0 && kcr_store_len(s) == 2 && index_count(s, "p1") == 1 &&
          index_count(s, "p2") == 1;
-    kcr_objs_free(gone, ngone);
+    kcr_objs_unref(gone, ngone);
   }
   kcr_store_free(s);
   return ok;
@@ -389,6 +467,8 @@ int main(void)
   tfail_init();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(objects_carry_a_header_and_compact_text),
+      cmocka_unit_test(from_json_keeps_managed_fields_on_request_only),
+      cmocka_unit_test(size_hint_presizes_the_table),
       cmocka_unit_test(references_outlive_removal),
       cmocka_unit_test(controller_index_finds_children),
       cmocka_unit_test(replace_swaps_and_reports_vanished),

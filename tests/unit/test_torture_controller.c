@@ -136,7 +136,7 @@ static kcr_err new_controller(kcr_client *c, kcr_metrics *reg, struct rec *r,
                                                           .metrics = reg,
                                                           .base_delay_ms = 1,
                                                           .max_delay_ms = 10},
-                            out);
+                            out, NULL);
 }
 
 static void to_owner(kcr_obj *obj, kcr_map_emit emit, void *ctx, void *ud)
@@ -161,14 +161,14 @@ static bool controller_set_up(void *ud)
   assert_int_equal(
       KCR_OK,
       kcr_informer_new(&(struct kcr_informer_opts){.client = c, .gvr = &cms, .ns = "ns"},
-                       &inf));
+                       &inf, NULL));
   tfail_exempt(false);
   rc = new_controller(c, reg, &r, &ctl);
   if(rc) {
     ok = rc == KCR_ENOMEM && !ctl;
     goto out;
   }
-  rc = kcr_controller_for(ctl, inf, NULL, 0);
+  rc = kcr_controller_for(ctl, inf, NULL);
   if(!rc)
     rc = kcr_controller_owns(ctl, inf, "ebdman.example.com", "EBD");
   if(!rc)
@@ -209,9 +209,9 @@ static bool controller_life(void *ud)
   assert_int_equal(KCR_OK, kcr_informer_new(
                                &(struct kcr_informer_opts){
                                    .client = c, .gvr = &cms, .ns = "ns", .metrics = reg},
-                               &inf));
+                               &inf, NULL));
   assert_int_equal(KCR_OK, new_controller(c, reg, &r, &ctl));
-  assert_int_equal(KCR_OK, kcr_controller_for(ctl, inf, NULL, 0));
+  assert_int_equal(KCR_OK, kcr_controller_for(ctl, inf, NULL));
   assert_int_equal(KCR_OK, kcr_controller_owns(ctl, inf, "ebdman.example.com", "EBD"));
   tfail_exempt(false);
   /* The informer lists (and its handlers queue the keys) before the

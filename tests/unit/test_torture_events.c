@@ -138,7 +138,7 @@ static bool recorder_life(void *ud)
                                    .client = rcase->c,
                                    .sink = rcase->c ? NULL : sink,
                                    .sink_ud = sp},
-                               &r));
+                               &r, NULL));
   tfail_exempt(false);
   atomic_store(&sp->creates, 0);
   atomic_store(&sp->patches, 0);
@@ -203,9 +203,9 @@ static bool recorder_new(void *ud)
                                                          .metrics = reg,
                                                          .sink = sink,
                                                          .sink_ud = &s},
-                             &r)
+                             &r, NULL)
           : KCR_ENOMEM;
-  bool ok = rc ? (rc == KCR_ENOMEM || rc == KCR_EIO) && (!reg || !r) : r != NULL;
+  bool ok = rc ? rc == KCR_ENOMEM && (!reg || !r) : r != NULL;
   kcr_recorder_free(rc ? NULL : r);
   kcr_metrics_free(reg);
   return ok;
@@ -337,7 +337,7 @@ static bool elector_life(void *ud)
   o.client = ec->c;
   o.metrics = reg;
   o.ud = &l;
-  assert_int_equal(KCR_OK, kcr_leader_new(&o, &le));
+  assert_int_equal(KCR_OK, kcr_leader_new(&o, &le, NULL));
   tfail_exempt(false);
   rc = kcr_leader_start(le);
   if(rc) {
@@ -390,7 +390,7 @@ static bool leader_new(void *ud)
   o.client = ud;
   o.metrics = reg;
   o.identity = NULL; /* the default: hostname_random */
-  rc = kcr_leader_new(&o, &le);
+  rc = kcr_leader_new(&o, &le, NULL);
   ok = rc ? rc == KCR_ENOMEM && !le : strchr(kcr_leader_identity(le), '_') != NULL;
   kcr_leader_free(rc ? NULL : le);
   kcr_metrics_free(reg);

@@ -74,7 +74,7 @@ static bool has(kcr_store *s, const char *name)
 {
   kcr_obj *o;
   tfail_exempt(true);
-  o = kcr_store_get(s, "ns", name);
+  o = kcr_store_ref(s, "ns", name);
   tfail_exempt(false);
   kcr_obj_unref(o);
   return o != NULL;
@@ -98,7 +98,7 @@ static bool informer_life(void *ud)
       kcr_informer_new(
           &(struct kcr_informer_opts){
               .client = c, .gvr = &cms, .ns = "ns", .page_size = 2, .metrics = reg},
-          &inf));
+          &inf, NULL));
   assert_int_equal(KCR_OK,
                    kcr_informer_add_handlers(inf, &(struct kcr_informer_handlers){
                                                       on_add, on_update, on_delete, &n}));
@@ -142,7 +142,7 @@ static bool informer_new(void *ud)
                                                          .label_selector = "app=x",
                                                          .field_selector = "a=b",
                                                          .metrics = reg},
-                             &inf)
+                             &inf, NULL)
           : KCR_ENOMEM;
   bool ok;
 

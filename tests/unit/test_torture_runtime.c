@@ -25,16 +25,21 @@ static bool str_eq(const char *a, const char *b) { return a && b && !strcmp(a, b
 static bool queue_ops(void *ud)
 {
   kcr_metrics *reg = NULL;
-  (void)kcr_metrics_new(NULL, &reg, NULL); /* NULL when out of memory */
-  kcr_queue *q = reg ? kcr_queue_new(&(struct kcr_queue_opts){
-                           .name = "torture", .metrics = reg, .qps = 10, .burst = 100})
-                     : NULL;
+  kcr_queue *q = NULL;
   char *key = NULL;
   bool ok = true;
   kcr_err rc;
 
-  if(!q) /* NULL: out of memory, as documented */
+  if(kcr_metrics_new(NULL, &reg, NULL))
+    goto out; /* out of memory */
+  rc = kcr_queue_new(
+      &(struct kcr_queue_opts){
+          .name = "torture", .metrics = reg, .qps = 10, .burst = 100},
+      &q, NULL);
+  if(rc) { /* out of memory, as documented */
+    ok = rc == KCR_ENOMEM && !q;
     goto out;
+  }
   /* Each add is applied or refused with ENOMEM, leaving the queue as it
    * was; count what got in. */
   {
@@ -52,7 +57,7 @@ static bool queue_ops(void *ud)
     ok = in == 3;
   }
   /* get: a key (FIFO), or ENOMEM with the key left queued. */
-  rc = kcr_queue_get_timed(q, 0, &key);
+  rc = kcr_queue_take(q, 0, &key);
   if(rc) {
     ok = ok && rc == KCR_ENOMEM && !key && kcr_queue_len(q) == 3;
     goto drain;
@@ -77,7 +82,7 @@ drain:
   kcr_queue_shutdown(q);
   /* Everything queued comes out, then ECANCELED (ENOMEM: try again). */
   for(int i = 0; i < 100; i++) {
-    rc = kcr_queue_get_timed(q, 0, &key);
+    rc = kcr_queue_take(q, 0, &key);
     if(rc == KCR_ECANCELED || rc == KCR_ETIMEDOUT)
       break;
     if(!rc) {
@@ -94,7 +99,7 @@ out:
 
 static void queue_operations_apply_or_fail_without_losing_keys(void **state)
 {
-  tfail_torture("kcr_queue_* (new, add, get, done, add_after, rate_limited, forget)",
+  tfail_torture("kcr_queue_* (new, add, take, done, add_after, rate_limited, forget)",
                 queue_ops, NULL);
 }
 
