@@ -154,7 +154,7 @@ static void *create_loop(void *p)
     struct kcr_errinfo ei = KCR_ERRINFO_INIT;
     cJSON *o = make_cm(cr->ns, i);
     kcr_err rc =
-        kcr_create(cr->c, &ref, o, &(struct kcr_write_opts){FIELD_MANAGER}, NULL, &ei);
+        kcr_create(cr->c, &ref, o, &(struct kcr_write_opts){.field_manager = FIELD_MANAGER}, NULL, &ei);
     if(rc && rc != KCR_EEXIST) {
       if(atomic_fetch_add(&cr->failed, 1) < 5)
         fprintf(stderr, "informer_mem: create %ld: %s\n", i,

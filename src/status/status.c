@@ -504,7 +504,7 @@ static kcr_err finalizer_edit(kcr_client *c, const struct kcr_ref *ref, const ch
                              f, ref->ns ? ref->ns : "", ref->name);
     if(rc)
       return kcr_errinfo_set(ei, rc, "finalizer %s: out of memory", f);
-    rc = kcr_patch(c, &main_ref, &(struct kcr_patch_opts){KCR_PATCH_JSON}, patch,
+    rc = kcr_patch(c, &main_ref, &(struct kcr_patch_opts){.type = KCR_PATCH_JSON}, patch,
                    strlen(patch), NULL, ei);
     free(patch);
     if(!rc) {
