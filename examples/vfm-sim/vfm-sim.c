@@ -183,8 +183,12 @@ int main(int argc, char **argv)
                         .manager = &mo,
                         .log = true},
       argc, argv);
-  if(kcr_config_load(&co, &mo.config, &ei) || kcr_manager_new(&mo, &m, &ei)) {
-    fprintf(stderr, "vfm-sim: %s\n", ei.message ? ei.message : "cannot start");
+  kcr_err rc = kcr_config_load(&co, &mo.config, &ei);
+  if(!rc)
+    rc = kcr_manager_new(&mo, &m, &ei);
+  kcr_config_free(mo.config); /* the manager's client holds its own reference */
+  if(rc) {
+    fprintf(stderr, "vfm-sim: %s\n", ei.message ? ei.message : kcr_strerror(rc));
     kcr_errinfo_cleanup(&ei);
     return 2;
   }

@@ -58,8 +58,8 @@ typedef struct kcr_manager kcr_manager;
 
 /* Options for kcr_manager_new(); zero means the default shown. */
 struct kcr_manager_opts {
-  kcr_config *config;            /* required; taken over (freed with the manager,
-                                    also when kcr_manager_new fails) */
+  kcr_config *config;            /* required; the manager's client takes its own
+                                    reference: free yours when you like */
   const char *name;              /* "kcr": logs; default lease name "<name>-leader" */
   const char *metrics_addr;      /* e.g. ":8080"; NULL, "" or "0": no server */
   const char *health_addr;       /* e.g. ":8081"; may equal metrics_addr */
@@ -84,7 +84,8 @@ struct kcr_manager_opts {
 /* Makes the manager and its client, and binds the metrics and health
  * addresses (served from kcr_manager_run), so a bad or busy address is an
  * error here, before anything starts. opts is read during the call (the
- * strings are copied); opts->config is taken over. Release with
+ * strings are copied; the client takes its own reference to opts->config,
+ * which the caller still frees). Release with
  * kcr_manager_free(). Errors: KCR_EINVAL (no opts or config), KCR_ECONFIG
  * (an address that does not parse or resolve), KCR_EIO (cannot bind: in
  * use, permission), KCR_ENOMEM, and the client's errors (kcr_client_new);

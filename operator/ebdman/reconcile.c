@@ -370,6 +370,7 @@ int ebdman_run(const struct ebdman_run_opts *ro)
   rc = kcr_config_load(&ro->config, &mo.config, &ei);
   if(!rc)
     rc = kcr_manager_new(&mo, &m, &ei);
+  kcr_config_free(mo.config); /* the manager's client holds its own reference */
   if(rc) {
     fprintf(stderr, "ebdman: %s\n", ei.message ? ei.message : kcr_strerror(rc));
     kcr_errinfo_cleanup(&ei);

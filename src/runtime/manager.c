@@ -96,10 +96,8 @@ kcr_err kcr_manager_new(const struct kcr_manager_opts *o, kcr_manager **out,
   if(!o || !o->config)
     return kcr_errinfo_set(ei, KCR_EINVAL, "manager: no config");
   m = calloc(1, sizeof(*m));
-  if(!m) {
-    kcr_config_free(o->config);
+  if(!m)
     return KCR_ENOMEM;
-  }
   m->o = *o;
   if(!o->no_signals) {
     /* Block SIGTERM/SIGINT now, in the thread that makes the manager, so that
@@ -118,7 +116,6 @@ kcr_err kcr_manager_new(const struct kcr_manager_opts *o, kcr_manager **out,
   atomic_init(&m->lost, false);
   atomic_init(&m->leader_ready, false);
   if(rc || !m->name) {
-    kcr_config_free(o->config);
     kcr_manager_free(m);
     return rc ? rc : KCR_ENOMEM;
   }
@@ -143,8 +140,7 @@ kcr_err kcr_manager_new(const struct kcr_manager_opts *o, kcr_manager **out,
   co.config = o->config;
   co.observe = observe;
   co.observe_ud = m;
-  rc = kcr_client_new(&co, &m->client, ei);
-  kcr_config_free(o->config); /* taken over: the client holds its own reference */
+  rc = kcr_client_new(&co, &m->client, ei); /* it holds its own config reference */
   if(rc || !m->lease_ns || !m->lease_name) {
     kcr_manager_free(m);
     return rc ? rc : KCR_ENOMEM;

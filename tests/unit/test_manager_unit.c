@@ -232,6 +232,7 @@ static kcr_manager *manager(struct api *a, const struct mopts *mo)
           .no_signals = true,
       },
       &m, &ei);
+  kcr_config_free(cfg); /* the manager's client holds its own reference */
   if(rc)
     print_error("manager: %s\n", ei.message ? ei.message : kcr_err_name(rc));
   kcr_errinfo_cleanup(&ei);
@@ -420,12 +421,14 @@ static kcr_err new_manager(const char *metrics, const char *health, kcr_manager 
                            struct kcr_errinfo *ei)
 {
   kcr_config *cfg = twire_config();
-  return kcr_manager_new(&(struct kcr_manager_opts){.config = cfg,
-                                                    .name = "t",
-                                                    .metrics_addr = metrics,
-                                                    .health_addr = health,
-                                                    .no_signals = true},
-                         m, ei);
+  kcr_err rc = kcr_manager_new(&(struct kcr_manager_opts){.config = cfg,
+                                                          .name = "t",
+                                                          .metrics_addr = metrics,
+                                                          .health_addr = health,
+                                                          .no_signals = true},
+                               m, ei);
+  kcr_config_free(cfg); /* the manager's client holds its own reference */
+  return rc;
 }
 
 static void a_bad_or_busy_server_address_fails_kcr_manager_new(void **state)
