@@ -54,7 +54,8 @@ void ebdman_conditions(const struct ebdman_observed *ob,
   struct kcr_cond *inst = &out[EBDMAN_COND_INSTALLED], *vfm = &out[EBDMAN_COND_VFM];
 
   if(ob->install_failed)
-    set(inst, "Installed", "False", "InstallFailed",
+    set(inst, "Installed", "False",
+        ob->install_reason ? ob->install_reason : "InstallFailed",
         ob->install_error ? ob->install_error : "installing the children failed",
         ob->generation);
   else

@@ -27,8 +27,10 @@ extern const struct kcr_gvr ebdman_ebds, ebdman_vfms, ebdman_configmaps;
  * into static text or into the arena / inputs; valid for one reconcile. */
 struct ebdman_observed {
   int64_t generation;         /* the EBD's metadata.generation */
-  bool install_failed;        /* the apply of a child failed */
-  const char *install_error;  /* the server's message when it failed */
+  bool install_failed;        /* a child could not be installed */
+  const char *install_reason; /* why, as a reason: NULL is InstallFailed (the
+                                 server refused the apply); ChildConflict */
+  const char *install_error;  /* the message: the server's, or the conflict */
   bool applied_new_spec;      /* this reconcile changed the VFM's spec */
   const cJSON *vfm;           /* the VFM from the cache, or NULL */
   const char *vfm_read_error; /* reading the VFM failed: why */
@@ -46,6 +48,45 @@ void ebdman_conditions(const struct ebdman_observed *ob,
  * string) carries no annotation to copy. */
 cJSON *ebdman_configmap_for(const cJSON *ebd);
 cJSON *ebdman_vfm_for(const cJSON *ebd);
+
+/* ---- children (children.c): whose a child is and what to send, pure ---- */
+
+/* What reconcile does about one child, decided from a stored copy. */
+enum ebdman_child_plan {
+  EBDMAN_CHILD_KEEP,     /* ours and as wanted: no request */
+  EBDMAN_CHILD_CREATE,   /* absent: a create-only apply */
+  EBDMAN_CHILD_UPDATE,   /* ours and out of date: an apply pinned to its uid */
+  EBDMAN_CHILD_CONFLICT, /* someone else's: no request, ChildConflict */
+};
+/* The resourceVersion of a create-only apply: no stored object has it, so
+ * the apply creates the object or, when one exists, fails with 409 and
+ * changes nothing (children.c says why). */
+#define EBDMAN_CREATE_ONLY_RV "1"
+/* The reason of Installed=False for a child that is someone else's. */
+#define EBDMAN_REASON_CHILD_CONFLICT "ChildConflict"
+
+/* Decides from `have`, the stored child (from the cache or a GET; NULL when
+ * absent), and `want` (ebdman_configmap_for / ebdman_vfm_for, whose
+ * controller ownerReference names the EBD): ours when have's controller
+ * ownerReference has want's uid, then KEEP when `field` ("data", "spec")
+ * and the propagated annotations are as wanted. Pure. */
+enum ebdman_child_plan ebdman_child_plan(const cJSON *have, const cJSON *want,
+                                         const char *field);
+/* Whether have (NULL: no) already holds want's `field` (absent and {} are
+ * the same). Pure. */
+bool ebdman_child_same_content(const cJSON *have, const cJSON *want, const char *field);
+/* Sets want's precondition for an apply of `plan`: CREATE puts
+ * metadata.resourceVersion EBDMAN_CREATE_ONLY_RV, UPDATE have's
+ * metadata.uid; either removes the other. Errors: KCR_EINVAL (plan is
+ * neither, want has no metadata, UPDATE and have has no uid), KCR_ENOMEM;
+ * want may then have lost its old precondition. Pure. */
+kcr_err ebdman_child_precondition(cJSON *want, enum ebdman_child_plan plan,
+                                  const cJSON *have);
+/* Writes to out[n] (always terminated when n > 0, cut when too long) the
+ * Installed message for a child that is someone else's: want's kind,
+ * namespace/name, have's controller or owners, the field managers that
+ * wrote it (when have carries managedFields), and what to do. Pure. */
+void ebdman_child_conflict_msg(char *out, size_t n, const cJSON *want, const cJSON *have);
 
 /* What `ebdman run` was told (kcr/cli.h's standard sets fill config and
  * manager; ebdman_run sets the manager's config and user agent). */

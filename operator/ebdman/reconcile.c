@@ -6,7 +6,10 @@
  *   2. install without waiting: for each child (ConfigMap <name>-config, VFM
  *      <name>) compare the cached child with the desired one and server-side
  *      apply it only if it differs (deterministic names, idempotent, no
- *      request at steady state);
+ *      request at steady state) - and never to an object that is not this
+ *      EBD's: each apply carries a precondition (create-only, or pinned to
+ *      the uid of our child) and an object someone else made is reported as
+ *      Installed=False/ChildConflict (children.c);
  *   3. observe the VFM in the cache, compute Installed / VFMHealthy / Ready
  *      (conditions.c) and write them with the SSA status writer, which sends
  *      nothing when nothing changed;
@@ -16,8 +19,10 @@
  *
  * Errors: a child the server refuses (422 schema, 403 RBAC, 404 missing
  * CRD) is reported as Installed=False/InstallFailed and not retried until
- * something changes; transient errors (5xx, timeouts) return the error so
- * the key is retried with backoff. */
+ * something changes; a conflict waits for the other object to go (its
+ * deletion wakes the EBD, or a re-check every 30 s when no informer of ours
+ * shows it); transient errors (5xx, timeouts) return the error so the key
+ * is retried with backoff. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -77,74 +82,25 @@ static struct announced *announced_for(struct ebdman *e, const char *uid)
   return a;
 }
 
-/* Absent and {} are the same for maps the server may drop when empty. */
-static bool same_map(const cJSON *a, const cJSON *b)
+/* The child as the informer's cache holds it, or NULL (absent, or out of
+ * memory: then the create-only apply finds out whether it exists). */
+static cJSON *cached(kcr_informer *inf, const cJSON *want)
 {
-  bool ea = !a || (cJSON_IsObject(a) && !a->child),
-       eb = !b || (cJSON_IsObject(b) && !b->child);
-  if(ea || eb)
-    return ea && eb;
-  return cJSON_Compare(a, b, 1);
-}
-
-/* Does the cached child already look like `want` (content, annotations we
- * propagate, controller owner)? */
-static bool child_up_to_date(kcr_informer *inf, const cJSON *want, const char *field)
-{
-  const char *ns = kcr_json_str(want, "metadata.namespace");
-  const char *name = kcr_json_str(want, "metadata.name");
-  kcr_obj *o = kcr_store_ref(kcr_informer_store(inf), ns, name);
-  cJSON *have;
-  const cJSON *a, *want_refs;
-  bool ok;
-
-  if(!o)
-    return false;
-  kcr_obj_parse(o, &have); /* NULL when out of memory: not the same */
-  want_refs = cJSON_GetArrayItem(kcr_json_at(want, "metadata.ownerReferences"), 0);
-  ok = have && same_map(kcr_json_at(want, field), kcr_json_at(have, field)) &&
-       kcr_obj_controller(o)->uid &&
-       !strcmp(kcr_obj_controller(o)->uid, kcr_json_str(want_refs, "uid"));
-  /* Propagated annotations: same set with the same values. Annotations are
-   * a map of strings; anything else (an array has members without names)
-   * is no match. */
-  const cJSON *wann = kcr_json_at(want, "metadata.annotations"),
-              *hann = kcr_json_at(have, "metadata.annotations");
-  if((wann && !cJSON_IsObject(wann)) || (hann && !cJSON_IsObject(hann))) {
-    ok = false;
-    wann = hann = NULL;
-  }
-  cJSON_ArrayForEach(a, wann)
-  {
-    const char *v = a->string ? kcr_json_member_str(hann, a->string) : NULL;
-    ok = ok && v && cJSON_IsString(a) && !strcmp(v, a->valuestring);
-  }
-  cJSON_ArrayForEach(a, hann)
-  {
-    if(a->string && !strncmp(a->string, EBDMAN_VFM_ANNOTATION_PREFIX,
-                             strlen(EBDMAN_VFM_ANNOTATION_PREFIX)))
-      ok = ok && cJSON_GetObjectItemCaseSensitive(wann, a->string);
-  }
-  cJSON_Delete(have);
-  kcr_obj_unref(o);
-  return ok;
-}
-
-/* Is the cached VFM's spec already the desired one? */
-static bool vfm_spec_cached(kcr_informer *vfms, const cJSON *want)
-{
-  kcr_obj *o = want ? kcr_store_ref(kcr_informer_store(vfms),
-                                    kcr_json_str(want, "metadata.namespace"),
-                                    kcr_json_str(want, "metadata.name"))
-                    : NULL;
+  kcr_obj *o =
+      kcr_store_ref(kcr_informer_store(inf), kcr_json_str(want, "metadata.namespace"),
+                    kcr_json_str(want, "metadata.name"));
   cJSON *have = NULL;
+
   if(o)
-    kcr_obj_parse(o, &have); /* NULL when out of memory: not the same */
-  bool same = have && same_map(kcr_json_at(want, "spec"), kcr_json_at(have, "spec"));
-  cJSON_Delete(have);
+    kcr_obj_parse(o, &have);
   kcr_obj_unref(o);
-  return same;
+  return have;
 }
+
+/* How often an EBD whose child name is taken by an object no informer of
+ * ours shows (a ConfigMap without the managed-by label) looks again: two
+ * requests each time, and the conflict ends only when a user acts. */
+#define EBDMAN_CONFLICT_RECHECK_MS 30000
 
 static bool permanent(kcr_err rc)
 {
@@ -152,48 +108,135 @@ static bool permanent(kcr_err rc)
          rc == KCR_ENOTFOUND || rc == KCR_EUNAUTHORIZED || rc == KCR_EINVAL;
 }
 
-/* Applies one child if needed. Returns a transient error to retry, or OK
- * with failed and msg set for a permanent refusal. */
+/* Did the apiserver refuse an apply's precondition (children.c): 409 for a
+ * create-only apply of an existing object or a uid-pinned one of a missing
+ * object, 422 on metadata.uid for a uid-pinned one of another object? Then
+ * the copy the plan was made from was wrong. (With force, an apply has no
+ * other 409.) */
+static bool precondition_failed(kcr_err rc, const struct kcr_errinfo *ei)
+{
+  const cJSON *c;
+
+  if(rc == KCR_ECONFLICT || rc == KCR_EEXIST)
+    return true;
+  if(rc != KCR_EINVALID)
+    return false;
+  cJSON_ArrayForEach(c, kcr_json_at(ei->details, "causes"))
+  {
+    const char *f = kcr_json_member_str(c, "field");
+    if(f && !strcmp(f, "metadata.uid"))
+      return true;
+  }
+  return false;
+}
+
+/* What installing one child came to. */
+struct install {
+  bool applied;       /* an apply was sent and succeeded */
+  bool new_content;   /* it changed the child's data/spec */
+  bool failed;        /* not installed; reason (NULL: InstallFailed), msg */
+  const char *reason; /* say why */
+  const char *msg;
+  bool recheck; /* someone else's child our cache does not show: its
+                   removal wakes nobody, so look again later */
+};
+
+static void conflict(kcr_ctx *cx, const cJSON *want, const cJSON *have, bool in_cache,
+                     struct install *r)
+{
+  char msg[1024];
+
+  ebdman_child_conflict_msg(msg, sizeof(msg), want, have);
+  r->failed = true;
+  r->reason = EBDMAN_REASON_CHILD_CONFLICT;
+  r->msg = kcr_arena_strdup(kcr_ctx_arena(cx), msg); /* NULL: the default text */
+  r->recheck = !in_cache;
+  KCR_CLOG(cx, KCR_LOG_WARN,
+           "a child's name is taken by someone else's object; not touching it",
+           KCR_S("kind", kcr_json_str(want, "kind")),
+           KCR_S("child", kcr_json_str(want, "metadata.name")), KCR_S("detail", msg));
+}
+
+/* Installs one child: plans from the cached copy (ebdman_child_plan) and
+ * applies with the plan's precondition, so that the apply does only what
+ * was decided. When the plan is a conflict, or the apiserver refuses the
+ * precondition (the cache was wrong), reads the child with a GET and plans
+ * once more from that; a second refusal is retried with backoff. At most
+ * three requests. Returns a transient error to retry, or OK with r->failed
+ * set for a permanent refusal or a conflict. */
 static kcr_err install(kcr_ctx *cx, kcr_informer *inf, const struct kcr_gvr *gvr,
-                       cJSON *want, const char *field, bool *applied, bool *failed,
-                       const char **msg)
+                       cJSON *want, const char *field, struct install *r)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
-  kcr_err rc;
+  const char *kind = kcr_json_str(want, "kind"),
+             *name = kcr_json_str(want, "metadata.name");
+  struct kcr_ref ref = {gvr, kcr_json_str(want, "metadata.namespace"), name};
+  enum ebdman_child_plan plan;
+  cJSON *have;
+  bool fresh = false, in_cache;
+  kcr_err rc = KCR_OK;
 
   if(!want) {
-    *failed = true;
-    *msg = "out of memory building the children";
+    r->failed = true;
+    r->msg = "out of memory building the children";
     return KCR_OK;
   }
-  if(child_up_to_date(inf, want, field))
-    return KCR_OK;
-  rc = kcr_apply(
-      kcr_ctx_client(cx),
-      &(struct kcr_ref){gvr, kcr_json_str(want, "metadata.namespace"),
-                        kcr_json_str(want, "metadata.name")},
-      want,
-      &(struct kcr_apply_opts){.field_manager = EBDMAN_FIELD_MANAGER, .force = true},
-      NULL, &ei);
-  if(!rc) {
-    *applied = true;
-    KCR_CLOG(cx, KCR_LOG_DEBUG, "applied child",
-             KCR_S("kind", kcr_json_str(want, "kind")),
-             KCR_S("child", kcr_json_str(want, "metadata.name")));
-  } else if(permanent(rc)) {
-    *failed = true;
-    *msg = kcr_arena_printf(kcr_ctx_arena(cx), "%s %s: %s", kcr_json_str(want, "kind"),
-                            kcr_json_str(want, "metadata.name"),
-                            ei.message ? ei.message : kcr_strerror(rc));
-    KCR_CLOG(cx, KCR_LOG_WARN, "child refused by the server",
-             KCR_S("kind", kcr_json_str(want, "kind")), KCR_S("err", kcr_err_name(rc)),
-             KCR_S("detail", ei.message));
+  have = cached(inf, want);
+  in_cache = have != NULL;
+  for(;;) {
+    plan = ebdman_child_plan(have, want, field);
+    if(plan == EBDMAN_CHILD_KEEP)
+      break;
+    if(plan == EBDMAN_CHILD_CONFLICT && fresh) {
+      conflict(cx, want, have, in_cache, r);
+      break;
+    }
+    if(plan != EBDMAN_CHILD_CONFLICT) {
+      r->new_content = !ebdman_child_same_content(have, want, field);
+      rc = ebdman_child_precondition(want, plan, have);
+      if(!rc)
+        rc = kcr_apply(kcr_ctx_client(cx), &ref, want,
+                       &(struct kcr_apply_opts){.field_manager = EBDMAN_FIELD_MANAGER,
+                                                .force = true},
+                       NULL, &ei);
+      if(!rc) {
+        r->applied = true;
+        KCR_CLOG(
+            cx, KCR_LOG_DEBUG, "applied child", KCR_S("kind", kind), KCR_S("child", name),
+            KCR_S("precondition", plan == EBDMAN_CHILD_CREATE ? "create-only" : "uid"));
+        break;
+      }
+      if(!precondition_failed(rc, &ei))
+        break;
+      KCR_CLOG(cx, KCR_LOG_DEBUG, "child not as the cache said; reading it",
+               KCR_S("kind", kind), KCR_S("child", name), KCR_S("detail", ei.message));
+      if(fresh) {
+        rc = KCR_ECONFLICT; /* it changed again since the GET: retry later */
+        break;
+      }
+    }
+    /* The full story (the cache drops managedFields and may be behind). */
+    cJSON_Delete(have);
+    kcr_errinfo_cleanup(&ei);
+    rc = kcr_get(kcr_ctx_client(cx), &ref, &have, &ei);
+    fresh = true;
+    if(rc == KCR_ENOTFOUND)
+      rc = KCR_OK; /* have is NULL: absent */
+    else if(rc)
+      break;
+  }
+  if(rc && permanent(rc)) {
+    r->failed = true;
+    r->msg = kcr_arena_printf(kcr_ctx_arena(cx), "%s %s: %s", kind, name,
+                              ei.message ? ei.message : kcr_strerror(rc));
+    KCR_CLOG(cx, KCR_LOG_WARN, "child refused by the server", KCR_S("kind", kind),
+             KCR_S("err", kcr_err_name(rc)), KCR_S("detail", ei.message));
     rc = KCR_OK;
-  } else {
-    KCR_CLOG(cx, KCR_LOG_WARN, "applying child failed; will retry",
-             KCR_S("kind", kcr_json_str(want, "kind")), KCR_S("err", kcr_err_name(rc)),
-             KCR_S("detail", ei.message));
+  } else if(rc) {
+    KCR_CLOG(cx, KCR_LOG_WARN, "installing child failed; will retry", KCR_S("kind", kind),
+             KCR_S("err", kcr_err_name(rc)), KCR_S("detail", ei.message));
   }
+  cJSON_Delete(have);
   kcr_errinfo_cleanup(&ei);
   return rc;
 }
@@ -255,7 +298,7 @@ static void transitions(struct ebdman *e, kcr_ctx *cx, const cJSON *ebd,
     record(e, ebd, "Normal", "Installed", "Install",
            "configmap and vfm custom resource applied");
   if(!installed && (was_installed != 0 || msg_changed))
-    record(e, ebd, "Warning", "InstallFailed", "Install", ni->message);
+    record(e, ebd, "Warning", ni->reason, "Install", ni->message);
   if(ready && was_ready != 1) {
     record(e, ebd, "Normal", "BecameReady", "Reconcile", "ebd is ready");
     KCR_CLOG(cx, KCR_LOG_INFO, "became ready");
@@ -282,6 +325,28 @@ static void forget(struct ebdman *e, const char *uid)
 
 static void on_ebd_deleted(kcr_obj *o, void *ud) { forget(ud, kcr_obj_uid(o)); }
 
+/* A child-named object that its EBD does not control (someone else's,
+ * reported as ChildConflict) wakes the EBD whose child name it has: its
+ * removal is what that EBD waits for. Ours wake their EBD through
+ * kcr_controller_owns. ud: what the child's name adds to the EBD's. */
+static void map_by_name(kcr_obj *o, kcr_map_emit emit, void *ctx, void *ud)
+{
+  const char *suffix = ud, *name = kcr_obj_name(o);
+  const struct kcr_owner *c = kcr_obj_controller(o);
+  size_t n = strlen(name), sn = strlen(suffix), gn = strlen(EBDMAN_GROUP);
+  char ebd[256];
+
+  if(n <= sn || n - sn >= sizeof(ebd) || strcmp(name + n - sn, suffix))
+    return;
+  memcpy(ebd, name, n - sn);
+  ebd[n - sn] = '\0';
+  if(c->kind && !strcmp(c->kind, "EBD") && c->name && !strcmp(c->name, ebd) &&
+     c->api_version && !strncmp(c->api_version, EBDMAN_GROUP, gn) &&
+     c->api_version[gn] == '/')
+    return;
+  emit(kcr_obj_ns(o), ebd, ctx);
+}
+
 static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
                          struct kcr_result *res, void *ud)
 {
@@ -292,7 +357,7 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
   enum kcr_write_result wr;
   kcr_obj *o = kcr_store_ref(kcr_informer_store(e->ebds), req->ns, req->name), *vo;
   cJSON *ebd = NULL, *cm = NULL, *vfm = NULL, *vfm_seen = NULL;
-  bool applied_cm = false;
+  struct install icm = {0}, ivfm = {0};
   kcr_err rc = KCR_OK;
 
   if(!o)
@@ -304,19 +369,27 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
   ob.generation = kcr_obj_generation(o);
   cm = ebdman_configmap_for(ebd);
   vfm = ebdman_vfm_for(ebd);
-  rc = install(cx, e->cms, &ebdman_configmaps, cm, "data", &applied_cm,
-               &ob.install_failed, &ob.install_error);
-  if(!rc && !ob.install_failed) {
-    bool applied_vfm = false, same_spec = vfm_spec_cached(e->vfms, vfm);
-    rc = install(cx, e->vfms, &ebdman_vfms, vfm, "spec", &applied_vfm, &ob.install_failed,
-                 &ob.install_error);
-    /* The cached VFM describes an older spec: its Ready says nothing yet. */
-    ob.applied_new_spec = applied_vfm && !same_spec;
-  }
+  rc = install(cx, e->cms, &ebdman_configmaps, cm, "data", &icm);
+  if(!rc && !icm.failed)
+    rc = install(cx, e->vfms, &ebdman_vfms, vfm, "spec", &ivfm);
   if(rc)
     goto out; /* transient: retried with backoff */
+  if(icm.failed || ivfm.failed) {
+    const struct install *f = icm.failed ? &icm : &ivfm;
+    ob.install_failed = true;
+    ob.install_reason = f->reason;
+    ob.install_error = f->msg;
+  }
+  /* The cached VFM describes an older spec: its Ready says nothing yet. */
+  ob.applied_new_spec = ivfm.applied && ivfm.new_content;
+  /* Someone else's child whose removal no watch of ours will show. */
+  if(icm.recheck || ivfm.recheck)
+    res->requeue_after_ms = EBDMAN_CONFLICT_RECHECK_MS;
+  /* Only our VFM's health is the EBD's: not that of someone else's VFM
+   * holding its name. */
   vo = kcr_store_ref(kcr_informer_store(e->vfms), req->ns, req->name);
-  if(vo && kcr_obj_parse(vo, &vfm_seen))
+  if(vo && kcr_obj_controller(vo)->uid &&
+     !strcmp(kcr_obj_controller(vo)->uid, kcr_obj_uid(o)) && kcr_obj_parse(vo, &vfm_seen))
     ob.vfm_read_error = "reading the vfm custom resource from the cache failed";
   kcr_obj_unref(vo);
   ob.vfm = vfm_seen;
@@ -337,7 +410,6 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
   }
   transitions(e, cx, ebd, conds);
 out:
-  (void)res;
   cJSON_Delete(vfm_seen);
   cJSON_Delete(cm);
   cJSON_Delete(vfm);
@@ -410,7 +482,10 @@ int ebdman_run(const struct ebdman_run_opts *ro)
          e.ebds,
          &(struct kcr_informer_handlers){.on_delete = on_ebd_deleted, .ud = &e}) ||
      kcr_controller_owns(ctl, e.vfms, EBDMAN_GROUP, "EBD") ||
-     kcr_controller_owns(ctl, e.cms, EBDMAN_GROUP, "EBD") || kcr_manager_add(m, ctl)) {
+     kcr_controller_owns(ctl, e.cms, EBDMAN_GROUP, "EBD") ||
+     kcr_controller_watches(ctl, e.vfms, map_by_name, "") ||
+     kcr_controller_watches(ctl, e.cms, map_by_name, "-config") ||
+     kcr_manager_add(m, ctl)) {
     fprintf(stderr, "ebdman: setting up the controller failed%s%s\n",
             ei.message ? ": " : "", ei.message ? ei.message : "");
     kcr_controller_free(ctl);

@@ -1,0 +1,294 @@
+/* ebdman's children (children.c): a child is ours only when its controller
+ * ownerReference names our EBD's uid; anything else holding the name is
+ * someone else's and is never applied to; every apply carries the
+ * precondition that keeps it from doing more than was decided; a conflict
+ * is reported as Installed=False/ChildConflict naming the object and who
+ * owns it. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ebdman.h"
+#include "tfail.h"
+
+#define EBD_JSON                                                                         \
+  "{\"apiVersion\":\"ebdman.example.com/v1alpha1\",\"kind\":\"EBD\",\"metadata\":{"      \
+  "\"name\":\"web\",\"namespace\":\"team\",\"uid\":\"ebd-uid\",\"annotations\":{"        \
+  "\"vfm-sim.ebdman.example.com/delay\":\"1s\"}},\"spec\":{\"vfm\":{"                    \
+  "\"image\":\"img\",\"replicas\":2,\"config\":{\"k\":\"v\"}}}}"
+
+/* The EBD's wanted ConfigMap and VFM. */
+struct fix {
+  cJSON *ebd, *cm, *vfm;
+};
+
+static int setup(void **state)
+{
+  static struct fix f;
+  f.ebd = cJSON_Parse(EBD_JSON);
+  f.cm = ebdman_configmap_for(f.ebd);
+  f.vfm = ebdman_vfm_for(f.ebd);
+  assert_non_null(f.cm);
+  assert_non_null(f.vfm);
+  *state = &f;
+  return 0;
+}
+
+static int teardown(void **state)
+{
+  struct fix *f = *state;
+  cJSON_Delete(f->ebd);
+  cJSON_Delete(f->cm);
+  cJSON_Delete(f->vfm);
+  return 0;
+}
+
+/* A stored copy of want: what the server holds after our apply (plus the
+ * fields the server adds). */
+static cJSON *stored(const cJSON *want)
+{
+  cJSON *h = cJSON_Duplicate(want, 1);
+  assert_int_equal(KCR_OK, kcr_json_set_str(h, "metadata.uid", "child-uid"));
+  assert_int_equal(KCR_OK, kcr_json_set_str(h, "metadata.resourceVersion", "4242"));
+  return h;
+}
+
+/* Replaces have's ownerReferences with refs (JSON text; NULL: none). */
+static void set_owners(cJSON *have, const char *refs)
+{
+  cJSON *meta = cJSON_GetObjectItemCaseSensitive(have, "metadata");
+  cJSON_DeleteItemFromObjectCaseSensitive(meta, "ownerReferences");
+  if(refs)
+    cJSON_AddItemToObject(meta, "ownerReferences", cJSON_Parse(refs));
+}
+
+static void an_absent_child_is_created(void **state)
+{
+  struct fix *f = *state;
+  assert_int_equal(EBDMAN_CHILD_CREATE, ebdman_child_plan(NULL, f->cm, "data"));
+  assert_int_equal(EBDMAN_CHILD_CREATE, ebdman_child_plan(NULL, f->vfm, "spec"));
+}
+
+static void our_child_as_wanted_is_kept_and_otherwise_updated(void **state)
+{
+  struct fix *f = *state;
+  cJSON *h = stored(f->vfm);
+
+  assert_int_equal(EBDMAN_CHILD_KEEP, ebdman_child_plan(h, f->vfm, "spec"));
+  assert_true(ebdman_child_same_content(h, f->vfm, "spec"));
+  /* What others add (status, their labels and annotations) is no change. */
+  assert_int_equal(KCR_OK, kcr_json_set_str(h, "metadata.labels.team", "x"));
+  assert_int_equal(KCR_OK, kcr_json_set_str(h, "metadata.annotations.note", "x"));
+  assert_int_equal(KCR_OK, kcr_json_set_str(h, "status.phase", "x"));
+  assert_int_equal(EBDMAN_CHILD_KEEP, ebdman_child_plan(h, f->vfm, "spec"));
+  /* A propagated annotation that changed, went or came: update, content
+   * the same. */
+  cJSON *ann = kcr_json_at(h, "metadata.annotations");
+  cJSON_ReplaceItemInObjectCaseSensitive(ann, "vfm-sim.ebdman.example.com/delay",
+                                         cJSON_CreateString("2s"));
+  assert_int_equal(EBDMAN_CHILD_UPDATE, ebdman_child_plan(h, f->vfm, "spec"));
+  cJSON_AddStringToObject(ann, "vfm-sim.ebdman.example.com/fail", "x");
+  cJSON_DeleteItemFromObjectCaseSensitive(ann, "vfm-sim.ebdman.example.com/delay");
+  assert_int_equal(EBDMAN_CHILD_UPDATE, ebdman_child_plan(h, f->vfm, "spec"));
+  cJSON_DeleteItemFromObjectCaseSensitive(kcr_json_at(h, "metadata"), "annotations");
+  assert_int_equal(EBDMAN_CHILD_UPDATE, ebdman_child_plan(h, f->vfm, "spec"));
+  assert_true(ebdman_child_same_content(h, f->vfm, "spec"));
+  /* Another spec: update, content new. */
+  assert_int_equal(KCR_OK, kcr_json_set_str(h, "spec.image", "other"));
+  assert_int_equal(EBDMAN_CHILD_UPDATE, ebdman_child_plan(h, f->vfm, "spec"));
+  assert_false(ebdman_child_same_content(h, f->vfm, "spec"));
+  assert_false(ebdman_child_same_content(NULL, f->vfm, "spec"));
+  cJSON_Delete(h);
+}
+
+/* Each way a child-named object can be someone else's: never applied to. */
+static void someone_elses_object_is_a_conflict(void **state)
+{
+  struct fix *f = *state;
+  static const char *const owners[] = {
+      NULL, /* made with kubectl: no owner at all */
+      "[]",
+      /* another controller */
+      "[{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"name\":\"web\","
+      "\"uid\":\"dep-uid\",\"controller\":true}]",
+      /* our EBD, but not as controller (someone added it by hand) */
+      "[{\"apiVersion\":\"ebdman.example.com/"
+      "v1alpha1\",\"kind\":\"EBD\",\"name\":\"web\","
+      "\"uid\":\"ebd-uid\"}]",
+      "[{\"apiVersion\":\"ebdman.example.com/"
+      "v1alpha1\",\"kind\":\"EBD\",\"name\":\"web\","
+      "\"uid\":\"ebd-uid\",\"controller\":false}]",
+      /* an EBD of the same name that was deleted: another uid */
+      "[{\"apiVersion\":\"ebdman.example.com/"
+      "v1alpha1\",\"kind\":\"EBD\",\"name\":\"web\","
+      "\"uid\":\"old-uid\",\"controller\":true}]",
+      /* our EBD as a plain owner, another controller */
+      "[{\"apiVersion\":\"ebdman.example.com/"
+      "v1alpha1\",\"kind\":\"EBD\",\"name\":\"web\","
+      "\"uid\":\"ebd-uid\"},{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"name\":\"p\","
+      "\"uid\":\"pod-uid\",\"controller\":true}]",
+      /* not an array */
+      "{\"uid\":\"ebd-uid\",\"controller\":true}",
+  };
+  for(size_t i = 0; i < sizeof(owners) / sizeof(owners[0]); i++) {
+    cJSON *cm = stored(f->cm), *v = stored(f->vfm);
+    set_owners(cm, owners[i]);
+    set_owners(v, owners[i]);
+    if(ebdman_child_plan(cm, f->cm, "data") != EBDMAN_CHILD_CONFLICT ||
+       ebdman_child_plan(v, f->vfm, "spec") != EBDMAN_CHILD_CONFLICT)
+      fail_msg("owners %s: not a conflict", owners[i] ? owners[i] : "(none)");
+    /* Even when it holds exactly what we want. */
+    cJSON_Delete(cm);
+    cJSON_Delete(v);
+  }
+  /* A want without our controller reference (never made so) owns nothing. */
+  cJSON *w = cJSON_Duplicate(f->cm, 1), *h = stored(f->cm);
+  set_owners(w, NULL);
+  assert_int_equal(EBDMAN_CHILD_CONFLICT, ebdman_child_plan(h, w, "data"));
+  cJSON_Delete(w);
+  cJSON_Delete(h);
+}
+
+static void a_create_is_create_only_and_an_update_is_pinned_to_the_uid(void **state)
+{
+  struct fix *f = *state;
+  cJSON *w = cJSON_Duplicate(f->vfm, 1), *h = stored(f->vfm);
+
+  assert_int_equal(KCR_OK, ebdman_child_precondition(w, EBDMAN_CHILD_CREATE, NULL));
+  assert_string_equal(EBDMAN_CREATE_ONLY_RV, kcr_json_str(w, "metadata.resourceVersion"));
+  assert_null(kcr_json_at(w, "metadata.uid"));
+  /* After a refused create, the update replaces the precondition. */
+  assert_int_equal(KCR_OK, ebdman_child_precondition(w, EBDMAN_CHILD_UPDATE, h));
+  assert_string_equal("child-uid", kcr_json_str(w, "metadata.uid"));
+  assert_null(kcr_json_at(w, "metadata.resourceVersion"));
+  /* And back. */
+  assert_int_equal(KCR_OK, ebdman_child_precondition(w, EBDMAN_CHILD_CREATE, h));
+  assert_null(kcr_json_at(w, "metadata.uid"));
+  assert_string_equal(EBDMAN_CREATE_ONLY_RV, kcr_json_str(w, "metadata.resourceVersion"));
+  /* The rest of the body is the wanted child. */
+  cJSON_DeleteItemFromObjectCaseSensitive(kcr_json_at(w, "metadata"), "resourceVersion");
+  assert_true(cJSON_Compare(w, f->vfm, 1));
+  /* No request without a precondition. */
+  assert_int_equal(KCR_EINVAL, ebdman_child_precondition(w, EBDMAN_CHILD_KEEP, h));
+  assert_int_equal(KCR_EINVAL, ebdman_child_precondition(w, EBDMAN_CHILD_CONFLICT, h));
+  assert_int_equal(KCR_EINVAL, ebdman_child_precondition(w, EBDMAN_CHILD_UPDATE, NULL));
+  cJSON_DeleteItemFromObjectCaseSensitive(kcr_json_at(h, "metadata"), "uid");
+  assert_int_equal(KCR_EINVAL, ebdman_child_precondition(w, EBDMAN_CHILD_UPDATE, h));
+  cJSON_Delete(w);
+  cJSON_Delete(h);
+}
+
+static void the_conflict_message_names_the_object_and_its_owners(void **state)
+{
+  struct fix *f = *state;
+  char msg[1024];
+  cJSON *h = stored(f->cm);
+
+  set_owners(h, NULL);
+  cJSON_AddItemToObject(
+      kcr_json_at(h, "metadata"), "managedFields",
+      cJSON_Parse("[{\"manager\":\"kubectl-create\",\"operation\":\"Update\"},"
+                  "{\"manager\":\"vfm-sim\",\"operation\":\"Apply\","
+                  "\"subresource\":\"status\"},"
+                  "{\"manager\":\"kubectl-edit\",\"operation\":\"Update\"},"
+                  "{\"manager\":\"kubectl-create\",\"operation\":\"Apply\"}]"));
+  ebdman_child_conflict_msg(msg, sizeof(msg), f->cm, h);
+  assert_string_equal(
+      "ConfigMap team/web-config exists and is not this EBD's (it has no owner; written "
+      "by "
+      "kubectl-create, kubectl-edit): ebdman does not take over an object it did not "
+      "create; delete or rename that ConfigMap, or use another EBD name",
+      msg);
+
+  set_owners(h, "[{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"name\":\"web\","
+                "\"uid\":\"dep-uid\",\"controller\":true}]");
+  cJSON_DeleteItemFromObjectCaseSensitive(kcr_json_at(h, "metadata"), "managedFields");
+  ebdman_child_conflict_msg(msg, sizeof(msg), f->vfm, h);
+  assert_string_equal(
+      "VFM team/web exists and is not this EBD's (its controller is "
+      "Deployment web (uid dep-uid)): ebdman does not take over an object "
+      "it did not create; delete or rename that VFM, or use another EBD name",
+      msg);
+
+  set_owners(h,
+             "[{\"kind\":\"EBD\",\"name\":\"web\",\"uid\":\"ebd-uid\"},{\"kind\":\"Pod\","
+             "\"name\":\"p\",\"uid\":\"pod-uid\"}]");
+  ebdman_child_conflict_msg(msg, sizeof(msg), f->vfm, h);
+  assert_non_null(strstr(msg,
+                         "(it has no controller; its owners are EBD web (uid ebd-uid), "
+                         "Pod p (uid pod-uid)):"));
+
+  /* Cut, never overrun, always terminated. */
+  char small[24];
+  memset(small, 'x', sizeof(small));
+  ebdman_child_conflict_msg(small, 20, f->vfm, h);
+  assert_string_equal("VFM team/web exists", small);
+  assert_int_equal('x', small[20]);
+  cJSON_Delete(h);
+}
+
+static void a_conflict_is_installed_false_child_conflict(void **state)
+{
+  struct ebdman_observed ob = {.generation = 3,
+                               .install_failed = true,
+                               .install_reason = EBDMAN_REASON_CHILD_CONFLICT,
+                               .install_error =
+                                   "VFM team/web exists and is not this EBD's"};
+  struct kcr_cond c[EBDMAN_NCOND];
+
+  ebdman_conditions(&ob, c);
+  assert_string_equal("False", c[EBDMAN_COND_INSTALLED].status);
+  assert_string_equal("ChildConflict", c[EBDMAN_COND_INSTALLED].reason);
+  assert_string_equal(ob.install_error, c[EBDMAN_COND_INSTALLED].message);
+  assert_string_equal("ChildConflict", c[EBDMAN_COND_READY].reason);
+  assert_string_equal(ob.install_error, c[EBDMAN_COND_READY].message);
+  assert_int_equal(KCR_OK, kcr_cond_validate(&c[EBDMAN_COND_INSTALLED], NULL));
+  /* Without a reason, a refusal stays InstallFailed. */
+  ob.install_reason = NULL;
+  ebdman_conditions(&ob, c);
+  assert_string_equal("InstallFailed", c[EBDMAN_COND_INSTALLED].reason);
+}
+
+static bool precondition_under_failure(void *ud)
+{
+  struct fix *f = ud;
+  cJSON *w, *h;
+  bool ok;
+  kcr_err rc;
+
+  tfail_exempt(true);
+  w = cJSON_Duplicate(f->vfm, 1);
+  h = stored(f->vfm);
+  tfail_exempt(false);
+  rc = ebdman_child_precondition(w, EBDMAN_CHILD_UPDATE, h);
+  ok = rc == KCR_ENOMEM ||
+       (rc == KCR_OK && !strcmp(kcr_json_str(w, "metadata.uid"), "child-uid"));
+  cJSON_Delete(w);
+  cJSON_Delete(h);
+  return ok;
+}
+
+static void the_precondition_is_set_or_enomem_when_memory_runs_out(void **state)
+{
+  tfail_torture("ebdman_child_precondition", precondition_under_failure, *state);
+}
+
+int main(void)
+{
+  tfail_init();
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(an_absent_child_is_created),
+      cmocka_unit_test(our_child_as_wanted_is_kept_and_otherwise_updated),
+      cmocka_unit_test(someone_elses_object_is_a_conflict),
+      cmocka_unit_test(a_create_is_create_only_and_an_update_is_pinned_to_the_uid),
+      cmocka_unit_test(the_conflict_message_names_the_object_and_its_owners),
+      cmocka_unit_test(a_conflict_is_installed_false_child_conflict),
+      cmocka_unit_test(the_precondition_is_set_or_enomem_when_memory_runs_out),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
