@@ -11,6 +11,7 @@
 #define KCR_ERR_H
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "api.h"
@@ -104,6 +105,14 @@ KCR_API kcr_err kcr_errinfo_from_http(struct kcr_errinfo *ei, long code, const c
  * type of Status.code) counts as no code (ei->code 0). ei may be NULL;
  * status is borrowed (copied into ei). Pure. */
 KCR_API kcr_err kcr_errinfo_from_status(struct kcr_errinfo *ei, const cJSON *status);
+
+/* Whether the server's Status in ei lists a cause (details.causes[]) of
+ * this type (StatusCause.reason, e.g. "NamespaceTerminating",
+ * "FieldValueInvalid") on this field (e.g. "metadata.uid"); a NULL type or
+ * field matches any. client-go's apierrors.HasStatusCause, plus the field.
+ * ei NULL: false. Thread safety: pure. */
+KCR_API bool kcr_errinfo_has_cause(const struct kcr_errinfo *ei, const char *type,
+                                   const char *field);
 
 #ifdef __cplusplus
 }

@@ -29,9 +29,11 @@
  * per spam_refill_ms; the recorder remembers the buckets of the 4,096
  * object+reason pairs used most recently, as client-go does, and a pair it
  * has forgotten starts again with a full bucket), new events while
- * queue_capacity new events already wait to be sent, and events whose
+ * queue_capacity new events already wait to be sent, events whose
  * writes keep failing (403, 5xx, transport: retried max_attempts times
- * with backoff). Each is counted and logged (once per object+reason when
+ * with backoff), and events into a namespace being deleted (a 403 with
+ * cause NamespaceTerminating: dropped at once, logged at debug level, as
+ * client-go does). Each is counted and logged (once per object+reason when
  * the spam limit starts dropping). Repeats that join a series do not spend
  * spam tokens and do not take queue slots.
  *

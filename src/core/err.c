@@ -171,6 +171,24 @@ kcr_err kcr_errinfo_from_http(struct kcr_errinfo *ei, long code, const char *bod
   return rc;
 }
 
+bool kcr_errinfo_has_cause(const struct kcr_errinfo *ei, const char *type,
+                           const char *field)
+{
+  const cJSON *causes =
+                  ei ? cJSON_GetObjectItemCaseSensitive(ei->details, "causes") : NULL,
+              *c;
+
+  cJSON_ArrayForEach(c, causes)
+  {
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(c, "reason"),
+                *f = cJSON_GetObjectItemCaseSensitive(c, "field");
+    if((!type || (cJSON_IsString(r) && !strcmp(r->valuestring, type))) &&
+       (!field || (cJSON_IsString(f) && !strcmp(f->valuestring, field))))
+      return true;
+  }
+  return false;
+}
+
 _Noreturn void kcr__assert_fail(const char *cond, const char *file, int line,
                                 const char *func)
 {

@@ -1072,11 +1072,21 @@ static uint64_t backoff_ms(kcr_recorder *r, int attempts)
  *             abandoned until the next repeat */
 enum verdict { V_DONE, V_RETRY, V_RECREATE, V_REPATCH, V_GIVE_UP };
 
-static enum verdict judge(const kcr_recorder *r, const struct job *j, kcr_err rc)
+/* A 403 because the Event's namespace is being deleted: no retry can
+ * succeed, and it says nothing about RBAC (client-go drops it quietly too). */
+static bool ns_terminating(kcr_err rc, const struct kcr_errinfo *ei)
+{
+  return rc == KCR_EFORBIDDEN && kcr_errinfo_has_cause(ei, "NamespaceTerminating", NULL);
+}
+
+static enum verdict judge(const kcr_recorder *r, const struct job *j, kcr_err rc,
+                          const struct kcr_errinfo *ei)
 {
   bool more = j->e->attempts + 1 < r->max_attempts;
   if(!rc)
     return V_DONE;
+  if(ns_terminating(rc, ei))
+    return V_GIVE_UP;
   if(j->op == KCR_EVENT_PATCH && rc == KCR_ENOTFOUND) /* expired on the server */
     return V_RECREATE;
   if(j->op == KCR_EVENT_CREATE && rc == KCR_EEXIST && j->e->recreate)
@@ -1126,6 +1136,13 @@ static void log_verdict(const kcr_recorder *r, const struct job *j, enum verdict
     msg = j->op == KCR_EVENT_PATCH ? "event series update dropped"
           : e->recreate            ? "event re-creation dropped"
                                    : "event dropped: the server refused it";
+    if(ns_terminating(rc, ei)) { /* the 403's text would read as RBAC's */
+      KCR_LOG(KCR_LOG_DEBUG, "event dropped: its namespace is being deleted",
+              KCR_S("namespace", e->ns), KCR_S("event", e->name),
+              KCR_S("kind", e->r_kind), KCR_S("name", e->r_name),
+              KCR_S("reason", e->reason));
+      return;
+    }
   }
   KCR_LOG(lvl, msg, KCR_S("namespace", e->ns), KCR_S("event", e->name),
           KCR_S("kind", e->r_kind), KCR_S("name", e->r_name), KCR_S("reason", e->reason),
@@ -1204,7 +1221,7 @@ static void run(kcr_recorder *r, struct job *j)
                : KCR_ENOMEM;
   cJSON_Delete(j->body);
   j->body = NULL;
-  v = judge(r, j, rc);
+  v = judge(r, j, rc, &ei);
   log_verdict(r, j, v, rc, &ei);
   if(j->op == KCR_EVENT_CREATE && !j->e->recreate && (v == V_DONE || v == V_GIVE_UP))
     count_metric(r, j->e->type, j->e->reason, v == V_DONE ? "sent" : "failed");

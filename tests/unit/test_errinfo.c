@@ -147,6 +147,33 @@ static void out_of_memory_never_changes_the_answer(void **state)
                 "exists\",\"details\":{\"name\":\"a\"},\"code\":409}");
 }
 
+static void causes_are_found_by_type_and_field(void **state)
+{
+  const char *b =
+      "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"Invalid\",\"details\":{"
+      "\"causes\":[{\"reason\":\"FieldValueInvalid\",\"message\":\"x\",\"field\":"
+      "\"spec.image\"},{\"reason\":\"FieldValueInvalid\",\"field\":\"metadata.uid\"},"
+      "{\"reason\":7},{\"field\":null},\"junk\"]},\"code\":422}";
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+
+  assert_int_equal(KCR_EINVALID, kcr_errinfo_from_http(&ei, 422, b, strlen(b)));
+  assert_true(kcr_errinfo_has_cause(&ei, "FieldValueInvalid", NULL));
+  assert_true(kcr_errinfo_has_cause(&ei, NULL, "metadata.uid"));
+  assert_true(kcr_errinfo_has_cause(&ei, "FieldValueInvalid", "metadata.uid"));
+  assert_true(kcr_errinfo_has_cause(&ei, NULL, NULL));
+  assert_false(kcr_errinfo_has_cause(&ei, "NamespaceTerminating", NULL));
+  assert_false(kcr_errinfo_has_cause(&ei, "FieldValueRequired", "metadata.uid"));
+  assert_false(kcr_errinfo_has_cause(&ei, NULL, "metadata.name"));
+  kcr_errinfo_cleanup(&ei);
+  /* No Status, no details, no causes, causes not an array: none. */
+  assert_false(kcr_errinfo_has_cause(NULL, NULL, NULL));
+  assert_false(kcr_errinfo_has_cause(&ei, NULL, NULL));
+  b = "{\"kind\":\"Status\",\"details\":{\"causes\":{\"reason\":\"X\"}},\"code\":422}";
+  kcr_errinfo_from_http(&ei, 422, b, strlen(b));
+  assert_false(kcr_errinfo_has_cause(&ei, "X", NULL));
+  kcr_errinfo_cleanup(&ei);
+}
+
 static void strerror_and_names_cover_the_table(void **state)
 {
   assert_string_equal("ECONFLICT", kcr_err_name(KCR_ECONFLICT));
@@ -167,6 +194,7 @@ int main(void)
       cmocka_unit_test(watch_error_expired_is_gone),
       cmocka_unit_test(a_status_code_that_is_not_an_int32_counts_as_absent),
       cmocka_unit_test(out_of_memory_never_changes_the_answer),
+      cmocka_unit_test(causes_are_found_by_type_and_field),
       cmocka_unit_test(strerror_and_names_cover_the_table),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -45,6 +45,7 @@ struct fake {
   struct call calls[MAXCALLS];
   int n;
   kcr_err script[64]; /* answer to call i; KCR_OK beyond */
+  const char *status; /* with it, the Status body of every error answer */
   bool gate_closed;   /* the sink waits while closed */
   bool in_sink;
 };
@@ -85,7 +86,9 @@ static kcr_err fake_sink(void *ud, enum kcr_event_op op, const char *ns, const c
   f->n++;
   f->in_sink = false;
   pthread_mutex_unlock(&f->mu);
-  if(rc)
+  if(rc && f->status)
+    kcr_errinfo_from_http(ei, 403, f->status, strlen(f->status));
+  else if(rc)
     kcr_errinfo_set(ei, rc, "fake sink answers %s", kcr_err_name(rc));
   return rc;
 }
@@ -956,6 +959,37 @@ static void server_errors_are_retried_then_dropped(void **state)
   fake_cleanup(&f);
 }
 
+/* A namespace being deleted refuses every new Event with 403 and cause
+ * NamespaceTerminating: retrying cannot help (and soon meets 404), so the
+ * event is dropped after one try. */
+static void events_into_a_namespace_being_deleted_are_not_retried(void **state)
+{
+  struct fake f;
+  struct kcr_recorder_stats st;
+  kcr_recorder *r;
+
+  fake_init(&f);
+  for(int i = 0; i < 64; i++)
+    f.script[i] = KCR_EFORBIDDEN;
+  f.status = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
+             "\"message\":\"events.events.k8s.io \\\"cm.1\\\" is forbidden: unable to "
+             "create new content in namespace ns because it is being terminated\","
+             "\"reason\":\"Forbidden\",\"details\":{\"name\":\"cm.1\",\"group\":"
+             "\"events.k8s.io\",\"kind\":\"events\",\"causes\":[{\"reason\":"
+             "\"NamespaceTerminating\",\"message\":\"namespace ns is being terminated\","
+             "\"field\":\"metadata.namespace\"}]},\"code\":403}";
+  r = recorder(&f, (struct kcr_recorder_opts){.max_attempts = 3, .retry_initial_ms = 1});
+  kcr_recorder_eventf(r, &cm, "Warning", "R", "A", NULL);
+  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  assert_int_equal(1, ncalls(&f));
+  kcr_recorder_get_stats(r, &st);
+  assert_int_equal(0, st.sent);
+  assert_int_equal(1, st.failed);
+  assert_int_equal(0, st.tracked);
+  kcr_recorder_free(r);
+  fake_cleanup(&f);
+}
+
 static void transient_errors_recover(void **state)
 {
   struct fake f;
@@ -1194,6 +1228,7 @@ int main(void)
       cmocka_unit_test(hash_tables_resist_colliding_names),
       cmocka_unit_test(a_full_queue_drops_new_events_without_blocking),
       cmocka_unit_test(server_errors_are_retried_then_dropped),
+      cmocka_unit_test(events_into_a_namespace_being_deleted_are_not_retried),
       cmocka_unit_test(transient_errors_recover),
       cmocka_unit_test(rejected_events_are_not_retried),
       cmocka_unit_test(an_event_gone_from_the_server_is_created_again),
