@@ -128,11 +128,12 @@ audit_writes() {
 }
 refused=0
 for o in configmaps/a-config vfms/b configmaps/c-config vfms/d; do
-  codes=$(audit_writes "${o%/*}" "${o#*/}" | sort | uniq -c | tr -s ' ' | tr '\n' ',')
-  if audit_writes "${o%/*}" "${o#*/}" | grep -q '^2'; then
+  all=$(audit_writes "${o%/*}" "${o#*/}")
+  codes=$(sort <<<"$all" | uniq -c | tr -s ' ' | tr '\n' ',')
+  if [[ $'\n'$all == *$'\n'2* ]]; then
     fail "no write by ebdman to their $o succeeded (audit log)" "only refusals" "'$codes'"
   fi
-  refused=$((refused + $(audit_writes "${o%/*}" "${o#*/}" | grep -c . || true)))
+  refused=$((refused + $(grep -c . <<<"$all" || true)))
   log "audit: ebdman's writes to $o (count code): ${codes:-none}"
 done
 pass "the audit log shows no successful write by ebdman to their objects ($refused refused create-only applies)"
