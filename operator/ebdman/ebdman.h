@@ -29,7 +29,8 @@ struct ebdman_observed {
   int64_t generation;         /* the EBD's metadata.generation */
   bool install_failed;        /* a child could not be installed */
   const char *install_reason; /* why, as a reason: NULL is InstallFailed (the
-                                 server refused the apply); ChildConflict */
+                                 server refused the apply); ChildConflict,
+                                 NamespaceTerminating */
   const char *install_error;  /* the message: the server's, or the conflict */
   bool applied_new_spec;      /* this reconcile changed the VFM's spec */
   const cJSON *vfm;           /* the VFM from the cache, or NULL */
@@ -64,6 +65,9 @@ enum ebdman_child_plan {
 #define EBDMAN_CREATE_ONLY_RV "1"
 /* The reason of Installed=False for a child that is someone else's. */
 #define EBDMAN_REASON_CHILD_CONFLICT "ChildConflict"
+/* ... and for a child that cannot be made because its namespace is being
+ * deleted (403 with cause NamespaceTerminating). */
+#define EBDMAN_REASON_NAMESPACE_TERMINATING "NamespaceTerminating"
 
 /* Decides from `have`, the stored child (from the cache or a GET; NULL when
  * absent), and `want` (ebdman_configmap_for / ebdman_vfm_for, whose

@@ -115,19 +115,8 @@ static bool permanent(kcr_err rc)
  * other 409.) */
 static bool precondition_failed(kcr_err rc, const struct kcr_errinfo *ei)
 {
-  const cJSON *c;
-
-  if(rc == KCR_ECONFLICT || rc == KCR_EEXIST)
-    return true;
-  if(rc != KCR_EINVALID)
-    return false;
-  cJSON_ArrayForEach(c, kcr_json_at(ei->details, "causes"))
-  {
-    const char *f = kcr_json_member_str(c, "field");
-    if(f && !strcmp(f, "metadata.uid"))
-      return true;
-  }
-  return false;
+  return rc == KCR_ECONFLICT || rc == KCR_EEXIST ||
+         (rc == KCR_EINVALID && kcr_errinfo_has_cause(ei, NULL, "metadata.uid"));
 }
 
 /* What installing one child came to. */
@@ -225,7 +214,19 @@ static kcr_err install(kcr_ctx *cx, kcr_informer *inf, const struct kcr_gvr *gvr
     else if(rc)
       break;
   }
-  if(rc && permanent(rc)) {
+  if(rc == KCR_EFORBIDDEN && kcr_errinfo_has_cause(&ei, "NamespaceTerminating", NULL)) {
+    /* Nothing can be made in it any more (the namespace controller deletes
+     * the children, maybe before the EBD). Not a refusal of ebdman's: said
+     * as such, and not logged as a 403. */
+    r->failed = true;
+    r->reason = EBDMAN_REASON_NAMESPACE_TERMINATING;
+    r->msg = kcr_arena_printf(kcr_ctx_arena(cx),
+                              "%s %s cannot be created: namespace %s is being deleted",
+                              kind, name, ref.ns);
+    KCR_CLOG(cx, KCR_LOG_DEBUG, "the namespace is being deleted; not installing",
+             KCR_S("kind", kind), KCR_S("child", name));
+    rc = KCR_OK;
+  } else if(rc && permanent(rc)) {
     r->failed = true;
     r->msg = kcr_arena_printf(kcr_ctx_arena(cx), "%s %s: %s", kind, name,
                               ei.message ? ei.message : kcr_strerror(rc));
