@@ -152,6 +152,48 @@ static void many_retries_and_huge_retry_after_stay_bounded(void **state)
   kcr_client_free(c);
 }
 
+/* The first call answers 429, the rest 200. */
+static kcr_err busy_once(struct twire_call *call, void *ud)
+{
+  if(!(*(int *)ud)++) {
+    twire_retry_after(call, 0);
+    return twire_reply(call, 429, "%s", twire_status_json(429, "TooManyRequests"));
+  }
+  return twire_reply(call, 200, "{\"metadata\":{\"name\":\"a\"}}");
+}
+
+/* A call that succeeds after a retry says nothing in ei: what the retried
+ * attempt got was neither reported nor left behind to leak (the informer's
+ * LIST, which releases ei only on failure, leaked every such 429 Status). */
+static void a_success_after_a_retry_leaves_ei_alone(void **state)
+{
+  int calls = 0;
+  kcr_client *c = twire_client(busy_once, &calls);
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  cJSON *out = NULL;
+
+  assert_int_equal(KCR_OK, kcr_get(c, &(struct kcr_ref){&cms, "ns", "a"}, &out, &ei));
+  assert_int_equal(2, calls);
+  assert_int_equal(0, ei.code);
+  assert_null(ei.reason);
+  assert_null(ei.message);
+  assert_null(ei.details);
+  cJSON_Delete(out);
+  /* A failure after retries reports the last attempt. */
+  kcr_client_free(c);
+  calls = 0;
+  c = twire_client_opts(
+      unavailable, &calls,
+      &(struct kcr_client_opts){.max_retries = 1, .max_retry_after_ms = 1});
+  assert_int_equal(KCR_EUNAVAILABLE,
+                   kcr_get(c, &(struct kcr_ref){&cms, "ns", "a"}, &out, &ei));
+  assert_int_equal(2, calls);
+  assert_int_equal(503, ei.code);
+  assert_string_equal("ServiceUnavailable", ei.reason);
+  kcr_errinfo_cleanup(&ei);
+  kcr_client_free(c);
+}
+
 /* ---- the write gate ---- */
 
 static kcr_err ok_echo(struct twire_call *call, void *ud)
@@ -471,6 +513,7 @@ int main(void)
       cmocka_unit_test(list_each_never_returns_a_truncated_list),
       cmocka_unit_test(oversized_answers_are_refused_with_a_clear_error),
       cmocka_unit_test(many_retries_and_huge_retry_after_stay_bounded),
+      cmocka_unit_test(a_success_after_a_retry_leaves_ei_alone),
       cmocka_unit_test(the_write_gate_stops_mutating_requests_only),
       cmocka_unit_test(a_failed_event_is_not_skipped),
       cmocka_unit_test(an_oversized_watch_event_is_refused),
