@@ -48,6 +48,7 @@
 #include <time.h>
 
 #include "client-int.h"
+#include "config-int.h"
 #include "core/secret-int.h"
 #include "kcr/json.h"
 #include "kcr/log.h"
@@ -726,7 +727,9 @@ kcr_err kcr_client_do(kcr_client *c, const struct kcr_http_request *req,
     uint64_t wait_ms, cap = c->opts.max_retry_after_ms;
     kcr_errinfo_cleanup(&att);
     rc = do_once(c, req, resp, &retry_after, ei ? &att : NULL);
-    if(rc == KCR_EUNAUTHORIZED && !reauthed) {
+    /* A 401 is worth one more try only if re-reading the credentials can
+     * change them; a static token or certificate would be refused again. */
+    if(rc == KCR_EUNAUTHORIZED && !reauthed && kcr__config_refreshable(c->cfg)) {
       reauthed = true;
       kcr_config_invalidate(c->cfg);
       continue;
