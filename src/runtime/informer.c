@@ -242,7 +242,18 @@ static bool fail_and_wait(kcr_informer *inf, const char *what, kcr_err rc,
 {
   uint64_t delay = kcr_backoff_next(&inf->backoff);
   count(inf, &inf->stats.errors);
-  if(rc != inf->last_err)
+  if(rc != inf->last_err && rc == KCR_EUNAUTHORIZED)
+    /* The apiserver says no more than "Unauthorized": say whose
+     * credentials, and what makes them fail. */
+    KCR_LOG(KCR_LOG_WARN, "informer: request failed; retrying with backoff",
+            KCR_S("informer", inf->name), KCR_S("op", what),
+            KCR_S("err", kcr_err_name(rc)), KCR_S("detail", ei->message),
+            KCR_S("kubeconfig", kcr_config_origin(kcr_client_config(inf->o.client))),
+            KCR_S("hint", "the apiserver refused the user's credentials: an expired "
+                          "client certificate, or a token that expired or whose "
+                          "ServiceAccount was deleted"),
+            KCR_I("retryInMs", delay));
+  else if(rc != inf->last_err)
     KCR_LOG(KCR_LOG_WARN, "informer: request failed; retrying with backoff",
             KCR_S("informer", inf->name), KCR_S("op", what),
             KCR_S("err", kcr_err_name(rc)), KCR_S("detail", ei->message),

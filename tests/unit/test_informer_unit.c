@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -470,6 +471,48 @@ static void a_watch_cut_after_events_does_not_grow_the_backoff(void **state)
   evlog_cleanup(&log);
 }
 
+/* ---- refused credentials ---- */
+
+static kcr_err api_unauthorized(struct twire_call *call, void *ud)
+{
+  first_page(ud);
+  return twire_reply(call, 401, "%s", twire_status_json(401, "Unauthorized"));
+}
+
+/* The apiserver answers a refused certificate or token with a bare
+ * "Unauthorized": the warning names the kubeconfig and what to check. */
+static void refused_credentials_are_logged_with_what_to_check(void **state)
+{
+  char path[] = "/tmp/test_informer_logXXXXXX", text[4096] = "";
+  struct evlog log;
+  struct fake f;
+  kcr_client *cl;
+  int fd = mkstemp(path);
+  ssize_t n;
+
+  assert_true(fd >= 0);
+  evlog_init(&log);
+  fake_init(&f, &log);
+  cl = twire_client(api_unauthorized, &f);
+  f.inf = informer(cl, &log, 0);
+  kcr_log_set_fd(fd);
+  assert_int_equal(KCR_OK, kcr_informer_start(f.inf));
+  for(int i = 0; i < 200 && atomic_load(&f.lists) < 1; i++)
+    nanosleep(&(struct timespec){0, 10000000L}, NULL);
+  kcr_informer_free(f.inf);
+  kcr_log_set_fd(2);
+  n = pread(fd, text, sizeof(text) - 1, 0);
+  close(fd);
+  unlink(path);
+  assert_true(n > 0);
+  if(!strstr(text, "err=EUNAUTHORIZED") || !strstr(text, "kubeconfig=twire") ||
+     !strstr(text, "an expired client certificate, or a token that expired"))
+    fail_msg("the warning does not say what to check: %s", text);
+  kcr_client_free(cl);
+  tcheck_report();
+  evlog_cleanup(&log);
+}
+
 /* ---- 410: relist, deletes only for what vanished ---- */
 
 static kcr_err api_gone(struct twire_call *call, void *ud)
@@ -859,6 +902,7 @@ int main(void)
       cmocka_unit_test(handlers_see_a_paged_list_and_the_watch_exactly_once_in_order),
       cmocka_unit_test(stats_can_be_read_from_another_thread_while_events_flow),
       cmocka_unit_test(a_watch_cut_after_events_does_not_grow_the_backoff),
+      cmocka_unit_test(refused_credentials_are_logged_with_what_to_check),
       cmocka_unit_test(a_410_relists_and_deletes_only_what_vanished),
       cmocka_unit_test(a_list_the_store_cannot_take_is_not_applied_and_is_listed_again),
       cmocka_unit_test(a_relist_the_store_cannot_take_emits_no_deletes),
