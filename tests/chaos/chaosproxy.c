@@ -51,7 +51,7 @@
  * are Prometheus metrics on --metrics-bind-address (kcr_httpd):
  *   chaosproxy_requests_total{agent,verb}     requests read from clients
  *   chaosproxy_forwarded_total{agent,verb}    requests sent to the apiserver
- *   chaosproxy_injected_total{agent,fault}    faults (delay, reset,
+ *   chaosproxy_injected_total{agent,verb,fault} faults (delay, reset,
  *                                             status_<code>, truncate,
  *                                             garble, drip, cut)
  *   chaosproxy_responses_total{agent,code}    response heads written to
@@ -85,6 +85,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -503,7 +504,8 @@ static void count_injected(struct conn *c, const struct chaos_req *rq,
 {
   char name[16];
   chaos_fault_name(a, name);
-  kcr_metric_inc(c->p->m_inj, (const char *[]){rq->agent, name}, 1);
+  kcr_metric_inc(c->p->m_inj,
+                 (const char *[]){rq->agent, chaos_verb_name(rq->verb), name}, 1);
   atomic_fetch_add(&c->p->n_inj, 1);
   KCR_LOG(KCR_LOG_DEBUG, "chaosproxy: fault injected", KCR_S("fault", name),
           KCR_I("rule", a->line), KCR_S("agent", rq->agent),
@@ -1125,6 +1127,10 @@ static void *conn_main(void *arg)
 out:
   peer_close(c, &c->up, false);
   peer_close(c, &c->cl, false);
+  /* The thread's OpenSSL state (its random generators) now, not in a
+   * thread-exit handler that may run after main() returned: stop_all
+   * waits for nconns, not for the threads' end. */
+  OPENSSL_thread_stop();
   pthread_mutex_lock(&p->mu);
   if(c->prev)
     c->prev->next = c->next;
@@ -1382,7 +1388,7 @@ static int listen_on(const char *host, const char *port, int *bound)
 static void metrics_setup(struct proxy *p)
 {
   static const char *const av[] = {"agent", "verb", NULL},
-                           *const af[] = {"agent", "fault", NULL},
+                           *const af[] = {"agent", "verb", "fault", NULL},
                            *const ac[] = {"agent", "code", NULL},
                            *const a[] = {"agent", NULL}, *const res[] = {"result", NULL};
   kcr_metrics *r = p->reg;
@@ -1494,7 +1500,8 @@ int main(int argc, char **argv)
   if(kcr_httpd_new(&(struct kcr_httpd_opts){.addr = metrics_addr, .metrics = p.reg},
                    &httpd, &ei) ||
      kcr_httpd_start(httpd, &ei)) {
-    fprintf(stderr, "chaosproxy: --metrics-bind-address: %s\n", ei.message);
+    fprintf(stderr, "chaosproxy: cannot start the metrics/health server: %s\n",
+            ei.message);
     goto out;
   }
   if((lfd = listen_on(lhost, lport, &port)) < 0 ||
