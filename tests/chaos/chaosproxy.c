@@ -178,12 +178,19 @@ static uint64_t deadline_in(int ms)
   return ms < 0 ? UINT64_MAX : kcr_time_mono_ms() + ms;
 }
 
+/* The text for errno value err (a per-thread buffer). */
+static const char *errstr(int err)
+{
+  static _Thread_local char b[128];
+  return strerror_r(err, b, sizeof(b));
+}
+
 static const char *ossl_err(void)
 {
   static _Thread_local char b[256];
   unsigned long e = ERR_get_error();
   if(!e)
-    return errno ? strerror_r(errno, b, sizeof(b)) : "connection closed";
+    return errno ? errstr(errno) : "connection closed";
   ERR_error_string_n(e, b, sizeof(b));
   return b;
 }
@@ -387,7 +394,7 @@ static int read_head(struct peer *pe, bool request, struct head *h, int timeout_
   } else {
     if(strncmp(line.ptr, "HTTP/1.", 7) || line.len < 12)
       goto out;
-    h->code = atoi(line.ptr + 9);
+    h->code = (int)strtol(line.ptr + 9, NULL, 10);
     h->close = !strncmp(line.ptr, "HTTP/1.0", 8);
   }
   kcr_buf_printf(&h->raw, "%s\r\n", line.ptr);
@@ -646,7 +653,7 @@ static int up_open(struct conn *c)
   if(fd < 0) {
     KCR_LOG(KCR_LOG_WARN, "chaosproxy: cannot connect to the apiserver",
             KCR_S("host", p->up_host), KCR_S("port", p->up_port),
-            KCR_S("error", strerror(errno)));
+            KCR_S("error", errstr(errno)));
     return -1;
   }
   set_fd(c, &c->up.fd, fd);
@@ -1227,7 +1234,7 @@ static int load_rules(struct proxy *p)
     rc = chaos_rules_parse("", &rs, &ei) ? -1 : 0;
   } else if(!(f = fopen(p->rules_path, "r"))) {
     KCR_LOG(KCR_LOG_ERROR, "chaosproxy: cannot read the rules file",
-            KCR_S("path", p->rules_path), KCR_S("error", strerror(errno)));
+            KCR_S("path", p->rules_path), KCR_S("error", errstr(errno)));
   } else {
     while((n = fread(chunk, 1, sizeof(chunk), f)) > 0 && text.len < (1 << 20))
       kcr_buf_append(&text, chunk, n);
@@ -1506,12 +1513,11 @@ int main(int argc, char **argv)
   }
   if((lfd = listen_on(lhost, lport, &port)) < 0 ||
      (sfd = signalfd(-1, &set, SFD_CLOEXEC)) < 0) {
-    fprintf(stderr, "chaosproxy: cannot listen on %s: %s\n", listen_addr,
-            strerror(errno));
+    fprintf(stderr, "chaosproxy: cannot listen on %s: %s\n", listen_addr, errstr(errno));
     goto out;
   }
   if(ready && write_ready(ready, port, kcr_httpd_port(httpd))) {
-    fprintf(stderr, "chaosproxy: --ready-file %s: %s\n", ready, strerror(errno));
+    fprintf(stderr, "chaosproxy: --ready-file %s: %s\n", ready, errstr(errno));
     goto out;
   }
   KCR_LOG(KCR_LOG_INFO, "chaosproxy: serving", KCR_S("listen", lhost),

@@ -71,6 +71,7 @@ static long metric(const char *name, const char *labels)
   curl_easy_setopt(h, CURLOPT_WRITEDATA, &out);
   assert_int_equal(CURLE_OK, curl_easy_perform(h));
   curl_easy_cleanup(h);
+  assert_non_null(out.ptr);
   for(char *line = strtok_r(out.ptr, "\n", &save); line;
       line = strtok_r(NULL, "\n", &save)) {
     size_t n = strlen(name);
