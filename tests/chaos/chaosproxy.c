@@ -1078,12 +1078,21 @@ static int serve_one(struct conn *c)
   char msg[96];
   int rc = -1;
 
-  if(read_head(&c->cl, true, &rq, -1) != 1)
+  uint64_t rx = c->cl.rx;
+  int r = read_head(&c->cl, true, &rq, -1);
+  if(r != 1) {
+    if(r < 0 || c->cl.rx != rx)
+      KCR_LOG(KCR_LOG_DEBUG, "chaosproxy: unreadable request head", KCR_I("read", r),
+              KCR_S("error", ossl_err()));
     return -1;
+  }
   if(rq.expect100 && peer_send(&c->cl, "HTTP/1.1 100 Continue\r\n\r\n", 25))
     goto out;
-  if(read_body(&c->cl, &rq, &body))
+  if(read_body(&c->cl, &rq, &body)) {
+    KCR_LOG(KCR_LOG_DEBUG, "chaosproxy: unreadable request body",
+            KCR_S("method", rq.method), KCR_S("target", rq.target));
     goto out;
+  }
   chaos_classify(rq.method, rq.target, rq.ua, &cr);
   kcr_metric_inc(p->m_req, (const char *[]){cr.agent, chaos_verb_name(cr.verb)}, 1);
   atomic_fetch_add(&p->n_req, 1);

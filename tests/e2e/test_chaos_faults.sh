@@ -33,7 +33,7 @@ e2e_init
 if [[ ${KCR_CHAOS_LONG:-0} == 1 ]]; then n=500 converge_s=900; else n=100 converge_s=240; fi
 new_ns
 ns=$E2E_NS
-start_chaosproxy proxy --seed 10
+start_chaosproxy proxy --seed 10 --zap-log-level debug
 # The rules: the first that hits wins, so a watch request can also fail;
 # the ones that get through are cut after 3 s (delays and drips, which
 # would spare a watch its cut, are for the other verbs). Failing ones add up to
@@ -99,7 +99,7 @@ pass "ebdman's failed reconciles ($rec_errors) <= faults on its reconcile reques
 m() { metric "$@"; }
 inj() { m proxy chaosproxy_injected_total "agent=\"$1\"" ${2:+"fault=\"$2\""}; }
 log "numbers: EBDs=$n converge_s=$converge"
-log "numbers: proxy requests from ebdman=$(m proxy chaosproxy_requests_total 'agent="ebdman"') forwarded=$(m proxy chaosproxy_forwarded_total 'agent="ebdman"') injected=$(inj ebdman); from vfm-sim (agent kcr)=$(m proxy chaosproxy_requests_total 'agent="kcr"') injected=$(inj kcr)"
+log "numbers: proxy requests from ebdman=$(m proxy chaosproxy_requests_total 'agent="ebdman"') forwarded=$(m proxy chaosproxy_forwarded_total 'agent="ebdman"') injected=$(inj ebdman); from vfm-sim (agent kcr)=$(m proxy chaosproxy_requests_total 'agent="kcr"') injected=$(inj kcr); connections ok=$(m proxy chaosproxy_connections_total 'result="ok"') tls_failed=$(m proxy chaosproxy_connections_total 'result="tls_failed"')"
 for f in status_429 status_503 status_500 status_504 reset truncate garble delay drip cut; do
   log "numbers: injected $f: ebdman=$(inj ebdman "$f") vfm-sim=$(inj kcr "$f")"
 done
