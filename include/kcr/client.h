@@ -139,7 +139,9 @@ struct kcr_http_response {
 };
 /* Sends one request (with the retries described above). resp is the
  * caller's: its body is replaced, and kept for error answers too (up to
- * 64 KiB); clean it up in every case.
+ * 64 KiB); clean it up in every case. ei is written only when the call
+ * fails, with what the last attempt got: a call that succeeds after
+ * retries leaves ei as it was (the same holds for every call below).
  * Errors: KCR_EINVAL (req or its method missing, a path not starting with
  * '/'), the request errors (see above). */
 KCR_API kcr_err kcr_client_do(kcr_client *c, const struct kcr_http_request *req,

@@ -48,6 +48,7 @@
 #include <time.h>
 
 #include "client-int.h"
+#include "config-int.h"
 #include "core/secret-int.h"
 #include "kcr/json.h"
 #include "kcr/log.h"
@@ -710,6 +711,10 @@ out:
 kcr_err kcr_client_do(kcr_client *c, const struct kcr_http_request *req,
                       struct kcr_http_response *resp, struct kcr_errinfo *ei)
 {
+  /* Each attempt reports into its own errinfo: only the last one's, and
+   * only if the call fails, reaches ei (a 429 before a success is no news
+   * for the caller, nor something to free). */
+  struct kcr_errinfo att = KCR_ERRINFO_INIT;
   bool reauthed = false;
   kcr_err rc;
 
@@ -720,14 +725,17 @@ kcr_err kcr_client_do(kcr_client *c, const struct kcr_http_request *req,
   for(int attempt = 0;; attempt++) {
     long retry_after = -1;
     uint64_t wait_ms, cap = c->opts.max_retry_after_ms;
-    rc = do_once(c, req, resp, &retry_after, ei);
-    if(rc == KCR_EUNAUTHORIZED && !reauthed) {
+    kcr_errinfo_cleanup(&att);
+    rc = do_once(c, req, resp, &retry_after, ei ? &att : NULL);
+    /* A 401 is worth one more try only if re-reading the credentials can
+     * change them; a static token or certificate would be refused again. */
+    if(rc == KCR_EUNAUTHORIZED && !reauthed && kcr__config_refreshable(c->cfg)) {
       reauthed = true;
       kcr_config_invalidate(c->cfg);
       continue;
     }
     if((rc != KCR_ETOOMANY && rc != KCR_EUNAVAILABLE) || attempt >= c->opts.max_retries)
-      return rc;
+      break;
     /* Retry-After in seconds; without one, back off 1 s, 2 s, 4 s ... (the
      * shift stops at 2^20 s, far above any cap, so it cannot overflow). */
     if(retry_after >= 0)
@@ -742,6 +750,13 @@ kcr_err kcr_client_do(kcr_client *c, const struct kcr_http_request *req,
             KCR_I("attempt", attempt + 1));
     sleep_ms(wait_ms);
   }
+  if(rc && ei) {
+    kcr_errinfo_cleanup(ei);
+    *ei = att;
+  } else {
+    kcr_errinfo_cleanup(&att);
+  }
+  return rc;
 }
 
 /* Performs a request whose answer is one JSON object. */

@@ -65,6 +65,11 @@ kcr_err kcr__exec_run(const struct kcr__exec_spec *spec, uint64_t timeout_ms,
 void kcr__exec_result_cleanup(struct kcr__exec_result *r);
 void kcr__exec_spec_free(struct kcr__exec_spec *spec);
 
+/* Whether the credentials can change on a re-read (an exec plugin or a
+ * token file): only then is a request refused with 401 worth retrying
+ * after kcr_config_invalidate(). Any thread (reads what loading set). */
+bool kcr__config_refreshable(const kcr_config *cfg);
+
 /* Test hooks: shorten the exec plugin timeout (default KCR__EXEC_TIMEOUT_MS),
  * the token-file re-check interval (default 1000 ms) and change how long
  * before its expiry an exec answer is refreshed in the background (default

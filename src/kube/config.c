@@ -1427,6 +1427,11 @@ kcr_err kcr_config_dup_credentials(kcr_config *cfg, struct kcr_credentials *out,
   return rc;
 }
 
+bool kcr__config_refreshable(const kcr_config *cfg)
+{
+  return cfg->exec || cfg->token_file;
+}
+
 void kcr_config_invalidate(kcr_config *cfg)
 {
   pthread_mutex_lock(&cfg->mu);

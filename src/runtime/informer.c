@@ -7,7 +7,10 @@
  *   WATCHING: one watch from `rv` with a random timeout; ADDED/MODIFIED put
  *     into the store, DELETED removes; the watch tracks rv (bookmarks too).
  *     Server timeout -> watch again from rv. 410 -> LISTING. Errors ->
- *     backoff, then watch again from rv (a too-old rv then gives 410).
+ *     backoff, then watch again from rv (a too-old rv then gives 410); the
+ *     backoff starts over after a watch that worked (an event, or a second
+ *     of streaming) before it broke, and grows only while watches fail at
+ *     once.
  *
  * A second thread runs the periodic resync when asked for.
  *
@@ -239,7 +242,18 @@ static bool fail_and_wait(kcr_informer *inf, const char *what, kcr_err rc,
 {
   uint64_t delay = kcr_backoff_next(&inf->backoff);
   count(inf, &inf->stats.errors);
-  if(rc != inf->last_err)
+  if(rc != inf->last_err && rc == KCR_EUNAUTHORIZED)
+    /* The apiserver says no more than "Unauthorized": say whose
+     * credentials, and what makes them fail. */
+    KCR_LOG(KCR_LOG_WARN, "informer: request failed; retrying with backoff",
+            KCR_S("informer", inf->name), KCR_S("op", what),
+            KCR_S("err", kcr_err_name(rc)), KCR_S("detail", ei->message),
+            KCR_S("kubeconfig", kcr_config_origin(kcr_client_config(inf->o.client))),
+            KCR_S("hint", "the apiserver refused the user's credentials: an expired "
+                          "client certificate, or a token that expired or whose "
+                          "ServiceAccount was deleted"),
+            KCR_I("retryInMs", delay));
+  else if(rc != inf->last_err)
     KCR_LOG(KCR_LOG_WARN, "informer: request failed; retrying with backoff",
             KCR_S("informer", inf->name), KCR_S("op", what),
             KCR_S("err", kcr_err_name(rc)), KCR_S("detail", ei->message),
@@ -419,10 +433,13 @@ static enum state do_watch(kcr_informer *inf)
                               .field_selector = inf->fsel,
                               .timeout_ms = watch_timeout_ms(inf),
                               .allow_bookmarks = true};
-  uint64_t t0 = kcr_time_mono_ms();
+  uint64_t t0 = kcr_time_mono_ms(), events0;
   kcr_watch *w;
   kcr_err rc;
 
+  pthread_mutex_lock(&inf->mu);
+  events0 = inf->stats.events;
+  pthread_mutex_unlock(&inf->mu);
   rc = kcr_watch_new(&wo, &w, &ei);
   if(rc)
     return fail_and_wait(inf, "watch", rc, &ei) ? ST_WATCHING : ST_STOPPED;
@@ -457,9 +474,15 @@ static enum state do_watch(kcr_informer *inf)
     next = ST_LISTING;
     break;
   default:
-    /* A watch that streamed for a while and broke: not a reason to wait long. */
-    if(kcr_time_mono_ms() - t0 > 60000)
+    /* A watch that worked - delivered an event, or streamed for a second -
+     * and then broke (a connection cut mid-stream): not a reason to wait
+     * longer each time, or a cut every few seconds would leave the cache
+     * stale for up to the backoff's 30 s. Only watches that fail at once
+     * back off further (client-go's "very short watch" rule). */
+    pthread_mutex_lock(&inf->mu);
+    if(inf->stats.events > events0 || kcr_time_mono_ms() - t0 >= 1000)
       kcr_backoff_reset(&inf->backoff);
+    pthread_mutex_unlock(&inf->mu);
     next = fail_and_wait(inf, "watch", rc, &ei) ? ST_WATCHING : ST_STOPPED;
   }
   kcr_errinfo_cleanup(&ei);

@@ -387,6 +387,62 @@ stop_proc() {
   E2E_PID[$label]=
 }
 
+# ---- the fault-injecting proxy (tests/chaos/chaosproxy.c) -----------------
+
+declare -A E2E_PROXY_PORT=() E2E_PROXY_RULES=()
+
+# start_chaosproxy LABEL [chaosproxy ARGS...]: chaosproxy in front of the
+# apiserver on free ports, with the rules file $E2E_TMP/LABEL.rules (empty
+# at first; see proxy_rules). Sets E2E_PROXY_PORT[LABEL] and
+# E2E_METRICS[LABEL], so `metric LABEL NAME ...` reads its counts. Needs
+# KCR_CHAOSPROXY_BIN (tests/CMakeLists.txt sets it).
+start_chaosproxy() {
+  local label=$1 rc pki=$KCR_CONTROLPLANE_DIR/pki
+  shift
+  [[ -x ${KCR_CHAOSPROXY_BIN:-} ]] || fail "KCR_CHAOSPROXY_BIN=${KCR_CHAOSPROXY_BIN:-} is not an executable"
+  E2E_PROXY_RULES[$label]=$E2E_TMP/$label.rules
+  : >"${E2E_PROXY_RULES[$label]}"
+  for _ in 1 2 3; do
+    free_port; E2E_PROXY_PORT[$label]=$E2E_PORT
+    free_port; E2E_METRICS[$label]=$E2E_PORT
+    E2E_HEALTH[$label]=$E2E_PORT
+    rc=0
+    _start_proc chaosproxy "$label" "$KCR_CHAOSPROXY_BIN" "$E2E_PORT" \
+      --upstream "$KCR_APISERVER_URL" --ca-cert "$pki/ca.crt" --ca-key "$pki/ca.key" \
+      --listen "127.0.0.1:${E2E_PROXY_PORT[$label]}" \
+      --metrics-bind-address "127.0.0.1:${E2E_METRICS[$label]}" \
+      --rules "${E2E_PROXY_RULES[$label]}" "$@" || rc=$?
+    ((rc == 3)) || return 0
+  done
+  fail "chaosproxy $label could not bind its ports (log: ${E2E_LOG[$label]})"
+}
+
+# proxy_rules LABEL < RULES: puts the rules (tests/chaos/rules.h) read from
+# stdin in effect in proxy LABEL: writes its file, sends SIGHUP and waits
+# until it has re-read them (a bad file fails the test).
+proxy_rules() {
+  local label=$1 ok bad i
+  ok=$(metric "$label" chaosproxy_rules_loads_total 'result="ok"') || fail "$ok"
+  bad=$(metric "$label" chaosproxy_rules_loads_total 'result="error"') || fail "$bad"
+  cat >"${E2E_PROXY_RULES[$label]}"
+  kill -HUP "${E2E_PID[$label]}"
+  for ((i = 0; i < 100; i++)); do
+    (($(metric "$label" chaosproxy_rules_loads_total 'result="ok"') > ok)) && return 0
+    (($(metric "$label" chaosproxy_rules_loads_total 'result="error"') > bad)) &&
+      fail "chaosproxy $label refused its rules (log: ${E2E_LOG[$label]})"
+    sleep 0.1
+  done
+  fail "chaosproxy $label did not re-read its rules within 10 s"
+}
+
+# via_proxy KUBECONFIG LABEL: writes a copy of KUBECONFIG whose server is
+# proxy LABEL (same credentials and CA) and prints its path.
+via_proxy() {
+  local out=${1%.kubeconfig}-via-$2.kubeconfig
+  sed -E "s#^( *server: ).*#\\1https://127.0.0.1:${E2E_PROXY_PORT[$2]}#" "$1" >"$out"
+  echo "$out"
+}
+
 # ---- metrics -----------------------------------------------------------------
 
 # scrape LABEL: the process's /metrics text.

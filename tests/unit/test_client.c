@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -150,6 +151,96 @@ static void many_retries_and_huge_retry_after_stay_bounded(void **state)
                    kcr_get(c, &(struct kcr_ref){&cms, "ns", "a"}, NULL, NULL));
   assert_int_equal(3, calls);
   kcr_client_free(c);
+}
+
+/* The first call answers 429, the rest 200. */
+static kcr_err busy_once(struct twire_call *call, void *ud)
+{
+  if(!(*(int *)ud)++) {
+    twire_retry_after(call, 0);
+    return twire_reply(call, 429, "%s", twire_status_json(429, "TooManyRequests"));
+  }
+  return twire_reply(call, 200, "{\"metadata\":{\"name\":\"a\"}}");
+}
+
+/* A call that succeeds after a retry says nothing in ei: what the retried
+ * attempt got was neither reported nor left behind to leak (the informer's
+ * LIST, which releases ei only on failure, leaked every such 429 Status). */
+static void a_success_after_a_retry_leaves_ei_alone(void **state)
+{
+  int calls = 0;
+  kcr_client *c = twire_client(busy_once, &calls);
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  cJSON *out = NULL;
+
+  assert_int_equal(KCR_OK, kcr_get(c, &(struct kcr_ref){&cms, "ns", "a"}, &out, &ei));
+  assert_int_equal(2, calls);
+  assert_int_equal(0, ei.code);
+  assert_null(ei.reason);
+  assert_null(ei.message);
+  assert_null(ei.details);
+  cJSON_Delete(out);
+  /* A failure after retries reports the last attempt. */
+  kcr_client_free(c);
+  calls = 0;
+  c = twire_client_opts(
+      unavailable, &calls,
+      &(struct kcr_client_opts){.max_retries = 1, .max_retry_after_ms = 1});
+  assert_int_equal(KCR_EUNAVAILABLE,
+                   kcr_get(c, &(struct kcr_ref){&cms, "ns", "a"}, &out, &ei));
+  assert_int_equal(2, calls);
+  assert_int_equal(503, ei.code);
+  assert_string_equal("ServiceUnavailable", ei.reason);
+  kcr_errinfo_cleanup(&ei);
+  kcr_client_free(c);
+}
+
+static kcr_err unauthorized(struct twire_call *call, void *ud)
+{
+  (*(int *)ud)++;
+  return twire_reply(call, 401, "%s", twire_status_json(401, "Unauthorized"));
+}
+
+/* A 401 is retried once, after a re-read, only with credentials a re-read
+ * can change (a token file; an exec plugin): a static token or certificate
+ * would be refused again, and each refusal cost two requests (an expired
+ * client certificate doubled the load ebdman put on the apiserver). */
+static void a_401_is_retried_only_with_credentials_that_can_change(void **state)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  char path[] = "/tmp/kcr-test-token-XXXXXX", yaml[512];
+  kcr_config *cfg = NULL;
+  int calls = 0, fd;
+  kcr_client *c = twire_client(unauthorized, &calls); /* a static token */
+
+  assert_int_equal(KCR_EUNAUTHORIZED,
+                   kcr_get(c, &(struct kcr_ref){&cms, "ns", "a"}, NULL, &ei));
+  assert_int_equal(1, calls);
+  assert_int_equal(401, ei.code);
+  kcr_client_free(c);
+
+  fd = mkstemp(path);
+  assert_true(fd >= 0);
+  assert_int_equal(5, write(fd, "t0ken", 5));
+  close(fd);
+  snprintf(yaml, sizeof(yaml),
+           "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
+           "    server: https://twire.invalid\nusers:\n- name: u\n  user:\n"
+           "    tokenFile: %s\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+           "current-context: x\n",
+           path);
+  assert_int_equal(KCR_OK, kcr_config_from_yaml(yaml, strlen(yaml), NULL, &cfg, &ei));
+  assert_int_equal(KCR_OK,
+                   kcr_client_new(&(struct kcr_client_opts){.config = cfg}, &c, &ei));
+  kcr_config_free(cfg);
+  twire_attach(c, unauthorized, &calls);
+  calls = 0;
+  assert_int_equal(KCR_EUNAUTHORIZED,
+                   kcr_get(c, &(struct kcr_ref){&cms, "ns", "a"}, NULL, &ei));
+  assert_int_equal(2, calls);
+  kcr_client_free(c);
+  unlink(path);
+  kcr_errinfo_cleanup(&ei);
 }
 
 /* ---- the write gate ---- */
@@ -471,6 +562,8 @@ int main(void)
       cmocka_unit_test(list_each_never_returns_a_truncated_list),
       cmocka_unit_test(oversized_answers_are_refused_with_a_clear_error),
       cmocka_unit_test(many_retries_and_huge_retry_after_stay_bounded),
+      cmocka_unit_test(a_success_after_a_retry_leaves_ei_alone),
+      cmocka_unit_test(a_401_is_retried_only_with_credentials_that_can_change),
       cmocka_unit_test(the_write_gate_stops_mutating_requests_only),
       cmocka_unit_test(a_failed_event_is_not_skipped),
       cmocka_unit_test(an_oversized_watch_event_is_refused),

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -177,6 +178,7 @@ struct fake {
   atomic_bool held;          /* handler -> test: holding a page */
   atomic_bool reader;        /* a stats reader is running */
   uint64_t t_list[4];        /* when the first LISTs came (informer thread) */
+  uint64_t t_watch[8];       /* when the first WATCHes came (informer thread) */
 };
 
 static void fake_init(struct fake *f, struct evlog *log)
@@ -398,6 +400,114 @@ static void stats_can_be_read_from_another_thread_while_events_flow(void **state
   assert_true(evlog_wait(&log, STREAMED, 60000));
   pthread_join(th, NULL);
   kcr_informer_free(f.inf);
+  kcr_client_free(cl);
+  tcheck_report();
+  evlog_cleanup(&log);
+}
+
+/* ---- watches cut mid-stream ---- */
+
+#define CUTS 4
+
+/* Watches 1..CUTS deliver one event and are cut mid-document; later ones
+ * fail at once (500). Notes when each watch came. */
+static kcr_err api_cut(struct twire_call *call, void *ud)
+{
+  struct fake *f = ud;
+  if(call->req->watch) {
+    int n = atomic_fetch_add(&f->watches, 1) + 1;
+    if(n <= 8)
+      f->t_watch[n - 1] = kcr_time_mono_ms();
+    if(n > CUTS)
+      return twire_reply(call, 500, "%s", twire_status_json(500, "InternalError"));
+    twire_stream(call, 200);
+    twire_send(call,
+               "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"ConfigMap\",\"apiVersion\":"
+               "\"v1\",\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\","
+               "\"resourceVersion\":\"%d\"}}}",
+               10 + n);
+    twire_write(call, "{\"type\":\"MODIFIED\",\"obj", 22);
+    return KCR_OK;
+  }
+  if(!twire_is(call, "GET", PATH))
+    return not_found(call);
+  first_page(f);
+  return list_reply(call, "10", NULL, CM("a", "1"));
+}
+
+/* A watch cut after it delivered events is watched again after the
+ * initial backoff (0.8-1.6 s) every time, not after 1.6, 3.2, 6.4 ... s: a
+ * proxy that cuts every watch after a few seconds must not leave the cache
+ * up to 30 s behind. Watches that fail at once still back off further. */
+static void a_watch_cut_after_events_does_not_grow_the_backoff(void **state)
+{
+  struct evlog log;
+  struct fake f;
+  kcr_client *cl;
+  uint64_t t0;
+
+  evlog_init(&log);
+  fake_init(&f, &log);
+  cl = twire_client(api_cut, &f);
+  f.inf = informer(cl, &log, 0);
+  t0 = kcr_time_mono_ms();
+  assert_int_equal(KCR_OK, kcr_informer_start(f.inf));
+  while(atomic_load(&f.watches) < CUTS + 3 && kcr_time_mono_ms() - t0 < 30000)
+    nanosleep(&(struct timespec){0, 50000000L}, NULL);
+  kcr_informer_free(f.inf);
+  assert_true(atomic_load(&f.watches) >= CUTS + 3);
+  /* (2.5 s: room for a loaded machine, below the 3.2 s the third wait
+   * would be at least if the backoff grew.) */
+  for(int i = 1; i < CUTS; i++) {
+    uint64_t gap = f.t_watch[i] - f.t_watch[i - 1];
+    if(gap < 750 || gap > 2500)
+      fail_msg("watch %d came %llu ms after the cut of watch %d, want 0.8-1.6 s", i + 1,
+               (unsigned long long)gap, i);
+  }
+  /* 500s at once: 0.8-1.6 s, then 1.6-3.2 s. */
+  assert_true(f.t_watch[CUTS + 2] - f.t_watch[CUTS + 1] >= 1550);
+  kcr_client_free(cl);
+  tcheck_report();
+  evlog_cleanup(&log);
+}
+
+/* ---- refused credentials ---- */
+
+static kcr_err api_unauthorized(struct twire_call *call, void *ud)
+{
+  first_page(ud);
+  return twire_reply(call, 401, "%s", twire_status_json(401, "Unauthorized"));
+}
+
+/* The apiserver answers a refused certificate or token with a bare
+ * "Unauthorized": the warning names the kubeconfig and what to check. */
+static void refused_credentials_are_logged_with_what_to_check(void **state)
+{
+  char path[] = "/tmp/test_informer_logXXXXXX", text[4096] = "";
+  struct evlog log;
+  struct fake f;
+  kcr_client *cl;
+  int fd = mkstemp(path);
+  ssize_t n;
+
+  assert_true(fd >= 0);
+  evlog_init(&log);
+  fake_init(&f, &log);
+  cl = twire_client(api_unauthorized, &f);
+  f.inf = informer(cl, &log, 0);
+  kcr_log_set_fd(fd);
+  assert_int_equal(KCR_OK, kcr_informer_start(f.inf));
+  for(int i = 0; i < 200 && atomic_load(&f.lists) < 1; i++)
+    nanosleep(&(struct timespec){0, 10000000L}, NULL);
+  kcr_informer_free(f.inf);
+  kcr_log_set_fd(2);
+  n = pread(fd, text, sizeof(text) - 1, 0);
+  close(fd);
+  unlink(path);
+  assert_true(n > 0);
+  if(!strstr(text, "err=EUNAUTHORIZED") || !strstr(text, "kubeconfig=twire") ||
+     !strstr(text, "an expired client certificate, or a token that expired"))
+    fail_msg("the warning does not say what to check: %s", text);
   kcr_client_free(cl);
   tcheck_report();
   evlog_cleanup(&log);
@@ -791,6 +901,8 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(handlers_see_a_paged_list_and_the_watch_exactly_once_in_order),
       cmocka_unit_test(stats_can_be_read_from_another_thread_while_events_flow),
+      cmocka_unit_test(a_watch_cut_after_events_does_not_grow_the_backoff),
+      cmocka_unit_test(refused_credentials_are_logged_with_what_to_check),
       cmocka_unit_test(a_410_relists_and_deletes_only_what_vanished),
       cmocka_unit_test(a_list_the_store_cannot_take_is_not_applied_and_is_listed_again),
       cmocka_unit_test(a_relist_the_store_cannot_take_emits_no_deletes),
