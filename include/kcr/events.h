@@ -23,6 +23,8 @@
  * PATCH of {series: {count, lastObservedTime}} at most once per
  * series_flush_ms per Event (count 2 on the first repeat). An Event that
  * has disappeared from the server (TTL) is created again, with its series.
+ * A retried POST answered 409 AlreadyExists found the Event an earlier
+ * attempt created (its answer lost with the connection): that is "sent".
  *
  * What never reaches the server. Occurrences beyond the spam limit (a token
  * bucket per regarding object and reason: spam_burst events, refilled one

@@ -1068,9 +1068,14 @@ static uint64_t backoff_ms(kcr_recorder *r, int attempts)
  *   RECREATE  a PATCH found no Event (its TTL ran out): POST it again, series
  *             included, under the same name
  *   REPATCH   that POST found the Event there after all: PATCH it again
+ *   FOUND     a retried POST found the Event: an earlier attempt created it
+ *             and its answer was lost (the connection broke after the server
+ *             took it). The name is this entry's own, so the Event is ours:
+ *             it is created, with at least its first occurrence; repeats go
+ *             into a series PATCH as for any created Event
  *   GIVE_UP   drop it: a new event is forgotten (failed), a series write is
  *             abandoned until the next repeat */
-enum verdict { V_DONE, V_RETRY, V_RECREATE, V_REPATCH, V_GIVE_UP };
+enum verdict { V_DONE, V_RETRY, V_RECREATE, V_REPATCH, V_FOUND, V_GIVE_UP };
 
 /* A 403 because the Event's namespace is being deleted: no retry can
  * succeed, and it says nothing about RBAC (client-go drops it quietly too). */
@@ -1091,6 +1096,8 @@ static enum verdict judge(const kcr_recorder *r, const struct job *j, kcr_err rc
     return V_RECREATE;
   if(j->op == KCR_EVENT_CREATE && rc == KCR_EEXIST && j->e->recreate)
     return more ? V_REPATCH : V_GIVE_UP;
+  if(j->op == KCR_EVENT_CREATE && rc == KCR_EEXIST && j->e->attempts > 0)
+    return V_FOUND;
   return retryable(rc) && more ? V_RETRY : V_GIVE_UP;
 }
 
@@ -1130,6 +1137,10 @@ static void log_verdict(const kcr_recorder *r, const struct job *j, enum verdict
   case V_RETRY:
   case V_REPATCH:
     msg = "event write failed; will retry";
+    lvl = KCR_LOG_DEBUG;
+    break;
+  case V_FOUND:
+    msg = "event already created by an earlier attempt whose answer was lost";
     lvl = KCR_LOG_DEBUG;
     break;
   default:
@@ -1183,6 +1194,14 @@ static void finish(kcr_recorder *r, const struct job *j, enum verdict v, uint64_
     e->state = E_CREATED;
     e->recreate = false;
     break;
+  case V_FOUND: /* E_QUEUED -> E_CREATED, as V_DONE but with one occurrence known */
+    r->st.sent++;
+    e->state = E_CREATED;
+    e->written = 1;
+    e->last_write_ms = now;
+    e->attempts = 0;
+    e->not_before_ms = 0;
+    break;
   case V_RECREATE:
     e->recreate = true;
     e->state = E_QUEUED;
@@ -1223,8 +1242,9 @@ static void run(kcr_recorder *r, struct job *j)
   j->body = NULL;
   v = judge(r, j, rc, &ei);
   log_verdict(r, j, v, rc, &ei);
-  if(j->op == KCR_EVENT_CREATE && !j->e->recreate && (v == V_DONE || v == V_GIVE_UP))
-    count_metric(r, j->e->type, j->e->reason, v == V_DONE ? "sent" : "failed");
+  if(j->op == KCR_EVENT_CREATE && !j->e->recreate &&
+     (v == V_DONE || v == V_FOUND || v == V_GIVE_UP))
+    count_metric(r, j->e->type, j->e->reason, v == V_GIVE_UP ? "failed" : "sent");
   kcr_errinfo_cleanup(&ei);
   pthread_mutex_lock(&r->mu);
   finish(r, j, v, now_ms(r));

@@ -254,6 +254,211 @@ check_children() {
     "$(count "$ns" configmaps app.kubernetes.io/managed-by=ebdman)"
 }
 
+# _current_report NS: one line per EBD of NS that is not current (see
+# conditions_current), "NAME: what (want X, got Y)"; the last line is
+# "N EBDs, M not current". Leaves "NAME UID GENERATION" lines for every EBD
+# in $E2E_TMP/ebds.txt (what check_children reads).
+_current_report() {
+  local ns=$1 fields t f
+  fields="{.kind}{\"\\t\"}{.metadata.name}{\"\\t\"}{.metadata.uid}{\"\\t\"}{.metadata.generation}"
+  fields+="{\"\\t\"}{.status.observedGeneration}{\"\\t\"}{.spec.vfm}{\"\\t\"}{.spec}"
+  fields+="{\"\\t\"}{.metadata.annotations.vfm-sim\\.ebdman\\.example\\.com/fail}"
+  fields+="{\"\\t\"}{.metadata.annotations.vfm-sim\\.ebdman\\.example\\.com/delay}"
+  for t in Ready Installed VFMHealthy; do
+    for f in status reason message observedGeneration; do
+      fields+="{\"\\t\"}{.status.conditions[?(@.type==\"$t\")].$f}"
+    done
+  done
+  {
+    k -n "$ns" get configmaps -l app.kubernetes.io/managed-by=ebdman \
+      -o jsonpath='{range .items[*]}CM{"\t"}{.metadata.name}{"\t"}{.data}{"\n"}{end}' || echo "ERROR"
+    k -n "$ns" get ebds,vfms -o jsonpath="{range .items[*]}$fields{\"\\n\"}{end}" || echo "ERROR"
+  } | awk -F'\t' -v list="$E2E_TMP/ebds.txt" '
+    function norm(m) { return m == "{}" ? "" : m }
+    $1 == "ERROR" { err = 1; next }
+    $1 == "CM" { cm[$2] = norm($3); hascm[$2] = 1; next }
+    $1 == "VFM" {
+      vfm[$2] = 1; vgen[$2] = $4; vspec[$2] = $7; vfail[$2] = $8; vdelay[$2] = $9
+      vrs[$2] = $10; vrr[$2] = $11; vrm[$2] = $12; vrg[$2] = $13; next
+    }
+    $1 == "EBD" {
+      n++; name[n] = $2; uid[n] = $3; gen[n] = $4; og[n] = $5; spec[n] = $6
+      fail[n] = $8; delay[n] = $9
+      r[n] = $10 "/" $11 "/" $13; rmsg[n] = $12
+      i_[n] = $14 "/" $15 "/" $17
+      h[n] = $18 "/" $19 "/" $21; hmsg[n] = $20
+    }
+    function bad(i, what, want, got) {
+      if (!(i in reported)) { nbad++; reported[i] = 1 }
+      printf "%s: %s (want %s, got %s)\n", name[i], what, want, got
+    }
+    END {
+      if (err) { print "kubectl get failed"; exit 1 }
+      printf "" >list
+      for (i = 1; i <= n; i++) {
+        e = name[i]; g = gen[i]
+        printf "%s %s %s\n", e, uid[i], g >list
+        if (og[i] != g) bad(i, "status.observedGeneration", g, "\"" og[i] "\"")
+        if (i_[i] != "True/Installed/" g) bad(i, "Installed", "True/Installed/" g, i_[i])
+        if (!(e in vfm)) { bad(i, "its VFM", "present", "none"); continue }
+        if (vspec[e] != spec[i]) bad(i, "VFM spec", spec[i], vspec[e])
+        if (vfail[e] != fail[i]) bad(i, "VFM fail annotation", "\"" fail[i] "\"", "\"" vfail[e] "\"")
+        if (vdelay[e] != delay[i]) bad(i, "VFM delay annotation", "\"" delay[i] "\"", "\"" vdelay[e] "\"")
+        # The VFM owner has reported on the current VFM generation, and settled.
+        if (vrg[e] != vgen[e] || vrs[e] == "" || vrr[e] == "Progressing")
+          bad(i, "VFM Ready (status/reason/observedGeneration; VFM generation " vgen[e] ")",
+              "a settled report for generation " vgen[e], vrs[e] "/" vrr[e] "/" vrg[e])
+        # What ebdman must say about that VFM (operator/ebdman/conditions.c).
+        if (vrs[e] == "True") { hw = "True/Ready/" g; hm = "vfm custom resource is ready" }
+        else if (vrs[e] == "False" && vrr[e] == "Failed") {
+          hw = "False/Error/" g; hm = vrm[e] != "" ? vrm[e] : "vfm custom resource failed"
+        } else { hw = "False/Progressing/" g; hm = "vfm custom resource is not ready" }
+        if (h[i] != hw) bad(i, "VFMHealthy", hw, h[i])
+        if (hmsg[i] != hm) bad(i, "VFMHealthy message", "\"" hm "\"", "\"" hmsg[i] "\"")
+        split(hw, hp, "/")
+        rw = hp[1] == "True" ? "True/Ready/" g : "False/" hp[2] "/" g
+        rm = hp[1] == "True" ? "ebd is ready" : hm
+        if (r[i] != rw) bad(i, "Ready", rw, r[i])
+        if (rmsg[i] != rm) bad(i, "Ready message", "\"" rm "\"", "\"" rmsg[i] "\"")
+        c = e "-config"
+        if (!(c in hascm)) bad(i, "its ConfigMap " c, "present", "none")
+        else {
+          want = spec[i]
+          if (match(want, /"config":\{[^{}]*\}/)) want = substr(want, RSTART + 9, RLENGTH - 9)
+          else want = ""
+          if (cm[c] != norm(want)) bad(i, "ConfigMap data", want, cm[c])
+        }
+      }
+      printf "%d EBDs, %d not current\n", n, nbad
+    }'
+}
+
+# conditions_current NS N: succeeds when NS holds exactly N EBDs and every
+# one is current whatever its generation: status.observedGeneration and the
+# observedGeneration of Ready, Installed and VFMHealthy equal
+# metadata.generation; Installed is True; its VFM carries the EBD's spec.vfm
+# and vfm-sim annotations, and vfm-sim has settled on it (Ready reported for
+# the VFM's current generation, not Progressing); VFMHealthy and Ready say
+# what that report says (True -> True/Ready; False/Failed -> False/Error with
+# its message; ebdman's conditions.c) and its ConfigMap holds spec.vfm.config.
+# Prints "N EBDs, M not current" and the first mismatches (for wait_for).
+conditions_current() {
+  local out
+  out=$(_current_report "$1") || { echo "$out"; return 1; }
+  tail -n 1 <<<"$out"
+  sed '$d' <<<"$out" | sed -n '1,5p' # (sed reads to the end: no SIGPIPE)
+  [[ $(tail -n 1 <<<"$out") == "$2 EBDs, 0 not current" ]]
+}
+
+# check_conditions_current NS N: asserts conditions_current NS N (the
+# generalisation of check_all_ready to EBDs whose generation moved and whose
+# VFM may have failed), printing the mismatches. Leaves "NAME UID GENERATION"
+# lines in $E2E_TMP/ebds.txt for check_children.
+check_conditions_current() {
+  local ns=$1 n=$2 out last
+  out=$(_current_report "$ns") || fail "reading the EBDs, VFMs and ConfigMaps of $ns: $out"
+  last=$(tail -n 1 <<<"$out")
+  if [[ $last != "$n EBDs, 0 not current" ]]; then
+    sed '$d' <<<"$out" | sed -n '1,10s/^/  /p'
+    fail "EBDs in $ns current (observedGeneration = generation; conditions = what the VFM says)" \
+      "'$n EBDs, 0 not current'" "'$last' (mismatches above)"
+  fi
+  pass "all $n EBDs current: observedGeneration = generation everywhere, conditions = what the VFM says, children hold the spec"
+}
+
+# request_codes LABEL: the process's API requests by HTTP status, from
+# rest_client_requests_total, as "CODE=COUNT ..." (<error>: no answer).
+request_codes() {
+  scrape "$1" | awk '/^rest_client_requests_total\{/ {
+      if (match($0, /code="[^"]*"/)) c[substr($0, RSTART + 6, RLENGTH - 7)] += $NF
+    }
+    END { for (k in c) printf "%s=%d ", k, c[k]; printf "\n" }' | tr ' ' '\n' | sort | tr '\n' ' '
+}
+
+# relists LABEL [INFORMER]: how many times the informers of LABEL (or the one
+# named INFORMER, e.g. ebds.ebdman.example.com) listed again after their
+# watch was answered 410 Gone (the informer's info log line).
+relists() {
+  local pat='resourceVersion too old; listing again'
+  if [[ -n ${2:-} ]]; then
+    grep -F "$pat" "${E2E_LOG[$1]}" | grep -cF "informer=$2 " || true
+  else
+    grep -cF "$pat" "${E2E_LOG[$1]}" || true
+  fi
+}
+
+# ---- apiserver faults ---------------------------------------------------------
+
+E2E_WARMUP=() # "FROM TO" (UTC, as in the process logs) per apiserver (re)start
+
+# utc_now: the time as the process logs print it (ts=...), which sorts as text.
+utc_now() { date -u +%Y-%m-%dT%H:%M:%S.%6NZ; }
+
+# apiserver_pid: the pid of the control plane's current kube-apiserver.
+apiserver_pid() { cat "$KCR_CONTROLPLANE_DIR/apiserver.pid"; }
+
+# kill_apiserver: SIGKILLs the current kube-apiserver (no graceful shutdown:
+# every connection is cut) and waits until it is gone (a zombie counts as
+# gone: the control plane's script reaps it). Start it again with
+# restart_apiserver --start-only.
+kill_apiserver() {
+  local pid st i
+  pid=$(apiserver_pid)
+  kill -KILL "$pid" || fail "kill -KILL kube-apiserver (pid $pid)"
+  for ((i = 0; i < 100; i++)); do
+    st=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || return 0
+    [[ $st == Z || $st == X ]] && return 0
+    sleep 0.1
+  done
+  fail "kube-apiserver (pid $pid) still running 10 s after SIGKILL"
+}
+
+# restart_apiserver [ARGS...]: tools/controlplane/restart-apiserver ARGS
+# (stop with SIGTERM, SIGKILL after 5 s; start; wait for /readyz), its output
+# appended to $E2E_TMP/restart-apiserver.log. Records the warm-up window, from
+# the call until 5 s after /readyz: a starting apiserver serves requests
+# before its caches are filled, and refuses some in that time (403 until the
+# RBAC authorizer has its roles, 429 while a watch cache initialises).
+restart_apiserver() {
+  local from rc=0
+  from=$(utc_now)
+  "$KCR_SOURCE_DIR/tools/controlplane/restart-apiserver" "$@" \
+    2>>"$E2E_TMP/restart-apiserver.log" || rc=$?
+  E2E_WARMUP+=("$from $(date -u -d '+5 seconds' +%Y-%m-%dT%H:%M:%S.%6NZ)")
+  if ((rc != 0)); then
+    tail -n 20 "$E2E_TMP/restart-apiserver.log" | sed 's/^/  /'
+    fail "tools/controlplane/restart-apiserver $* (exit status $rc)"
+  fi
+}
+
+# check_no_forbidden_but_warmup LABEL...: check_no_forbidden, except for the
+# refusals logged while a restarted apiserver warmed up (the windows of
+# restart_apiserver), which are counted: E2E_WARMUP_403 holds the number.
+check_no_forbidden_but_warmup() {
+  local label out
+  E2E_WARMUP_403=0
+  for label in "$@"; do
+    out=$({ grep -i 'forbidden' "${E2E_LOG[$label]}" || true; } |
+      awk -v windows="${E2E_WARMUP[*]}" '
+        BEGIN { n = split(windows, w, " ") }
+        {
+          ts = ""
+          if (match($0, /^ts=[^ ]*/)) ts = substr($0, 4, RLENGTH - 3)
+          for (i = 1; i < n; i += 2) if (ts != "" && ts >= w[i] && ts <= w[i + 1]) { warm++; next }
+          if (bad < 5) print
+          bad++
+        }
+        END { printf "%d\n", warm }')
+    E2E_WARMUP_403=$((E2E_WARMUP_403 + $(tail -n 1 <<<"$out")))
+    if [[ $(wc -l <<<"$out") -gt 1 ]]; then
+      sed '$d' <<<"$out" | sed "s/^/  [$label] /"
+      fail "${E2E_KIND[$label]} $label: a request was refused by RBAC outside an apiserver's warm-up" \
+        "no 403/forbidden in the log but while a restarted apiserver warmed up" "the lines above"
+    fi
+  done
+  pass "no request refused by RBAC in the logs of $* but during apiserver warm-ups ($E2E_WARMUP_403 lines then)"
+}
+
 # ---- namespaces ------------------------------------------------------------
 
 # new_ns: creates a fresh namespace for this test, sets E2E_NS to its name and

@@ -1030,6 +1030,62 @@ static void rejected_events_are_not_retried(void **state)
   fake_cleanup(&f);
 }
 
+/* The connection breaks after the server took the create: the retry is
+ * answered 409 AlreadyExists. That Event is ours (the name is the entry's
+ * own): it counts as sent, and a repeat patches its series instead of
+ * creating a second Event. (Found by the apiserver-restart e2e scenario:
+ * before, the event was counted failed, logged "event dropped" at error
+ * level and forgotten, so its next repeat made a duplicate.) An
+ * AlreadyExists at the first attempt is still a refusal. */
+static void a_retried_create_that_finds_its_event_has_sent_it(void **state)
+{
+  struct fake f;
+  struct kcr_recorder_stats st;
+  kcr_metrics *reg = NULL;
+  kcr_metric *total;
+  kcr_recorder *r;
+
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
+  fake_init(&f);
+  f.script[0] = KCR_ETRANSPORT; /* created, but the answer was lost */
+  f.script[1] = KCR_EEXIST;
+  r = recorder(&f, (struct kcr_recorder_opts){.retry_initial_ms = 1, .metrics = reg});
+  kcr_recorder_eventf(r, &cm, "Normal", "R", "A", NULL);
+  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  assert_int_equal(2, ncalls(&f));
+  assert_string_equal(f.calls[0].name, f.calls[1].name);
+  kcr_recorder_get_stats(r, &st);
+  assert_int_equal(1, st.sent);
+  assert_int_equal(0, st.failed);
+  assert_int_equal(1, st.tracked);
+  total = kcr_metric_counter(reg, "kcr_events_total", "",
+                             (const char *[]){"type", "reason", "result", NULL});
+  assert_true(kcr_metric_value(total, (const char *[]){"Normal", "R", "sent"}) == 1.0);
+  assert_true(kcr_metric_value(total, (const char *[]){"Normal", "R", "failed"}) == 0.0);
+  kcr_recorder_eventf(r, &cm, "Normal", "R", "A", NULL); /* a repeat */
+  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  assert_int_equal(3, ncalls(&f));
+  assert_int_equal(KCR_EVENT_PATCH, f.calls[2].op);
+  assert_string_equal(f.calls[0].name, f.calls[2].name);
+  assert_int_equal(2, kcr_json_int(f.calls[2].body, "series.count", 0));
+  kcr_recorder_free(r);
+  fake_cleanup(&f);
+
+  fake_init(&f);
+  f.script[0] = KCR_EEXIST; /* not ours: someone else's Event by that name */
+  r = recorder(&f, (struct kcr_recorder_opts){.retry_initial_ms = 1});
+  kcr_recorder_eventf(r, &cm, "Normal", "R", "A", NULL);
+  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  assert_int_equal(1, ncalls(&f));
+  kcr_recorder_get_stats(r, &st);
+  assert_int_equal(0, st.sent);
+  assert_int_equal(1, st.failed);
+  assert_int_equal(0, st.tracked);
+  kcr_recorder_free(r);
+  fake_cleanup(&f);
+  kcr_metrics_free(reg);
+}
+
 static void an_event_gone_from_the_server_is_created_again(void **state)
 {
   struct fake f;
@@ -1231,6 +1287,7 @@ int main(void)
       cmocka_unit_test(events_into_a_namespace_being_deleted_are_not_retried),
       cmocka_unit_test(transient_errors_recover),
       cmocka_unit_test(rejected_events_are_not_retried),
+      cmocka_unit_test(a_retried_create_that_finds_its_event_has_sent_it),
       cmocka_unit_test(an_event_gone_from_the_server_is_created_again),
       cmocka_unit_test(names_and_namespaces_follow_the_regarding_object),
       cmocka_unit_test(long_notes_are_cut_on_a_character_boundary),
