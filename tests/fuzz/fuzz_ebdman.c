@@ -91,6 +91,7 @@ static void children(const cJSON *ebd)
 static void conditions(const cJSON *ebd)
 {
   struct kcr_cond installed, out[EBDMAN_NCOND];
+  struct kcr_arena arena = KCR_ARENA_INIT;
   struct ebdman_observed ob = {.generation = kcr_json_int(ebd, "metadata.generation", 0)};
   bool had_installed = kcr_cond_get(kcr_json_at(ebd, "status.conditions"), "Installed",
                                     &installed) == KCR_OK;
@@ -103,6 +104,7 @@ static void conditions(const cJSON *ebd)
     ob.applied_new_spec = variant == 2;
     ob.vfm = variant == 3 ? NULL : ebd;
     ob.vfm_read_error = variant == 3 && had_installed ? installed.message : NULL;
+    ob.arena = variant & 1 ? &arena : NULL; /* where long messages are cut */
     ebdman_conditions(&ob, out);
     for(int i = 0; i < EBDMAN_NCOND; i++) {
       struct kcr_errinfo ei = KCR_ERRINFO_INIT;
@@ -113,6 +115,7 @@ static void conditions(const cJSON *ebd)
       kcr_errinfo_cleanup(&ei);
     }
   }
+  kcr_arena_cleanup(&arena);
 }
 
 static void table(const cJSON *list)
