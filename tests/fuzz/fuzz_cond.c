@@ -40,9 +40,11 @@ static void check_set(const cJSON *conds, const struct kcr_cond *c)
     goto out;
   }
   /* A set keeps the item's other members, also a lastTransitionTime that
-   * does not parse when the status stays (the API server never serves one):
-   * then the item still does not read back. */
-  if(kcr_cond_get(conds, c->type, &got) == KCR_EPARSE)
+   * does not parse when the status stays, and acts on the first of members
+   * with the same key (the API server serves neither): then the item need
+   * not read back as set. */
+  if(kcr_cond_get(conds, c->type, &got) == KCR_EPARSE ||
+     fuzz_has_duplicate_keys(kcr_cond_find(conds, c->type)))
     goto out;
   FUZZ_CHECK(kcr_cond_get(copy, c->type, &got) == KCR_OK);
   FUZZ_CHECK(kcr_cond_equal_ignoring_time(&got, c));
