@@ -16,6 +16,25 @@ static void set(struct kcr_cond *c, const char *type, const char *status,
   *c = (struct kcr_cond){type, status, reason, msg ? msg : "", gen, 0};
 }
 
+/* msg when a condition can hold it, else its first KCR_COND_MESSAGE_MAX - 3
+ * bytes (whole UTF-8 characters) and "..." in the arena: a longer message
+ * fails validation, and the status would never be written. */
+static const char *fit(const struct ebdman_observed *ob, const char *msg)
+{
+  size_t len = msg ? strlen(msg) : 0, keep;
+  char *cut;
+
+  if(len <= KCR_COND_MESSAGE_MAX)
+    return msg;
+  keep = kcr_event_note_cut(msg, len, KCR_COND_MESSAGE_MAX - 3);
+  cut = ob->arena ? kcr_arena_alloc(ob->arena, keep + 4) : NULL;
+  if(!cut)
+    return "the message is longer than a condition can hold";
+  memcpy(cut, msg, keep);
+  memcpy(cut + keep, "...", 4);
+  return cut;
+}
+
 /* VFMHealthy from the VFM's own Ready condition, as its owner reports it. */
 static void vfm_health(const struct ebdman_observed *ob, struct kcr_cond *c)
 {
@@ -23,7 +42,7 @@ static void vfm_health(const struct ebdman_observed *ob, struct kcr_cond *c)
   int64_t vgen;
 
   if(ob->vfm_read_error) {
-    set(c, "VFMHealthy", "False", "Error", ob->vfm_read_error, ob->generation);
+    set(c, "VFMHealthy", "False", "Error", fit(ob, ob->vfm_read_error), ob->generation);
     return;
   }
   if(!ob->vfm || ob->applied_new_spec ||
@@ -41,7 +60,8 @@ static void vfm_health(const struct ebdman_observed *ob, struct kcr_cond *c)
     set(c, "VFMHealthy", "True", "Ready", "vfm custom resource is ready", ob->generation);
   } else if(!strcmp(ready.status, "False") && !strcmp(ready.reason, "Failed")) {
     set(c, "VFMHealthy", "False", "Error",
-        *ready.message ? ready.message : "vfm custom resource failed", ob->generation);
+        *ready.message ? fit(ob, ready.message) : "vfm custom resource failed",
+        ob->generation);
   } else {
     set(c, "VFMHealthy", "False", "Progressing", "vfm custom resource is not ready",
         ob->generation);
@@ -56,7 +76,7 @@ void ebdman_conditions(const struct ebdman_observed *ob,
   if(ob->install_failed)
     set(inst, "Installed", "False",
         ob->install_reason ? ob->install_reason : "InstallFailed",
-        ob->install_error ? ob->install_error : "installing the children failed",
+        ob->install_error ? fit(ob, ob->install_error) : "installing the children failed",
         ob->generation);
   else
     set(inst, "Installed", "True", "Installed",

@@ -35,11 +35,17 @@ struct ebdman_observed {
   bool applied_new_spec;      /* this reconcile changed the VFM's spec */
   const cJSON *vfm;           /* the VFM from the cache, or NULL */
   const char *vfm_read_error; /* reading the VFM failed: why */
+  /* Where a message longer than a condition may hold is cut
+   * (the reconcile's arena); NULL: a fixed text replaces it. */
+  struct kcr_arena *arena;
 };
 
 enum { EBDMAN_COND_INSTALLED, EBDMAN_COND_VFM, EBDMAN_COND_READY, EBDMAN_NCOND };
 
-/* Computes Installed, VFMHealthy, Ready from the observation (pure). */
+/* Computes Installed, VFMHealthy, Ready from the observation (pure). Every
+ * condition passes kcr_cond_validate: a message (the server's, the VFM's)
+ * over KCR_COND_MESSAGE_MAX bytes is cut on a UTF-8 boundary and ends with
+ * "...". */
 void ebdman_conditions(const struct ebdman_observed *ob,
                        struct kcr_cond out[EBDMAN_NCOND]);
 

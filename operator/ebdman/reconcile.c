@@ -368,6 +368,7 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
   if((rc = kcr_obj_parse(o, &ebd)))
     goto out;
   ob.generation = kcr_obj_generation(o);
+  ob.arena = kcr_ctx_arena(cx);
   cm = ebdman_configmap_for(ebd);
   vfm = ebdman_vfm_for(ebd);
   rc = install(cx, e->cms, &ebdman_configmaps, cm, "data", &icm);

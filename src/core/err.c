@@ -148,12 +148,15 @@ kcr_err kcr_errinfo_from_http(struct kcr_errinfo *ei, long code, const char *bod
   }
   kind = cJSON_GetObjectItemCaseSensitive(st, "kind");
   if(cJSON_IsString(kind) && !strcmp(kind->valuestring, "Status")) {
+    const cJSON *reason = cJSON_GetObjectItemCaseSensitive(st, "reason");
     rc = kcr_errinfo_from_status(ei, st);
     /* The HTTP code wins when the Status carries none. */
     if(ei && !ei->code)
       ei->code = (int)code;
+    /* The reason is read from the body, never from ei: the answer must not
+     * depend on whether ei was given or its copy of the reason failed. */
     if(rc == KCR_OK || rc == KCR_EHTTP)
-      rc = code_to_err(code, ei ? ei->reason : NULL);
+      rc = code_to_err(code, cJSON_IsString(reason) ? reason->valuestring : NULL);
     cJSON_Delete(st);
     return rc;
   }

@@ -62,6 +62,12 @@ struct kcr__exec_result {
 kcr_err kcr__exec_run(const struct kcr__exec_spec *spec, uint64_t timeout_ms,
                       const atomic_bool *cancel, struct kcr__exec_result *out,
                       struct kcr_errinfo *ei);
+/* Parses a plugin's stdout text[0..len) (an ExecCredential of
+ * spec->api_version) into *out, as kcr__exec_run does once the plugin exited
+ * with status 0. Errors: KCR_EPARSE (message as kcr__exec_run's, never
+ * quoting the text), KCR_ENOMEM; on error *out is empty. Pure. */
+kcr_err kcr__exec_parse(const struct kcr__exec_spec *spec, const unsigned char *text,
+                        size_t len, struct kcr__exec_result *out, struct kcr_errinfo *ei);
 void kcr__exec_result_cleanup(struct kcr__exec_result *r);
 void kcr__exec_spec_free(struct kcr__exec_spec *spec);
 

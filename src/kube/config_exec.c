@@ -513,8 +513,8 @@ static kcr_err parse_status(const struct kcr__exec_spec *spec, const cJSON *stat
 
 /* Never quotes the text itself: it may hold a token. */
 static kcr_err parse_credential(const struct kcr__exec_spec *spec,
-                                const struct kcr__blob *text, struct kcr__exec_result *r,
-                                struct kcr_errinfo *ei)
+                                const unsigned char *text, size_t len,
+                                struct kcr__exec_result *r, struct kcr_errinfo *ei)
 {
   const char *who = spec->where, *cmd = spec->command;
   struct kcr_errinfo jei = KCR_ERRINFO_INIT;
@@ -523,14 +523,14 @@ static kcr_err parse_credential(const struct kcr__exec_spec *spec,
   cJSON *root;
   kcr_err rc;
 
-  if(!text->len)
+  if(!len)
     return kcr_errinfo_set(ei, KCR_EPARSE,
                            "%s: exec plugin '%s' exited successfully but printed nothing "
                            "on stdout (expected an ExecCredential)",
                            who, cmd);
   /* kcr_json_parse tells running out of memory from malformed text; its
    * message gives a position, never the text. */
-  rc = kcr_json_parse((const char *)text->ptr, text->len, &root, &jei);
+  rc = kcr_json_parse((const char *)text, len, &root, &jei);
   if(rc == KCR_EPARSE)
     rc = kcr_errinfo_set(ei, KCR_EPARSE,
                          "%s: exec plugin '%s' printed something that is not an "
@@ -578,6 +578,18 @@ static kcr_err parse_credential(const struct kcr__exec_spec *spec,
   return rc;
 }
 
+kcr_err kcr__exec_parse(const struct kcr__exec_spec *spec, const unsigned char *text,
+                        size_t len, struct kcr__exec_result *out, struct kcr_errinfo *ei)
+{
+  kcr_err rc;
+
+  memset(out, 0, sizeof(*out));
+  rc = parse_credential(spec, text, len, out, ei);
+  if(rc)
+    kcr__exec_result_cleanup(out);
+  return rc;
+}
+
 kcr_err kcr__exec_run(const struct kcr__exec_spec *spec, uint64_t timeout_ms,
                       const atomic_bool *cancel, struct kcr__exec_result *out,
                       struct kcr_errinfo *ei)
@@ -595,7 +607,7 @@ kcr_err kcr__exec_run(const struct kcr__exec_spec *spec, uint64_t timeout_ms,
     rc = outcome_error(spec, timeout_ms, &o, ei);
     goto out;
   }
-  rc = parse_credential(spec, &o.out, out, ei);
+  rc = kcr__exec_parse(spec, o.out.ptr, o.out.len, out, ei);
 out:
   if(rc)
     kcr__exec_result_cleanup(out);

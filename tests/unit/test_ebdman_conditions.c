@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -115,6 +116,54 @@ static void failed_vfm_is_an_error_with_its_message(void **state)
   expect(&c[EBDMAN_COND_VFM], "VFMHealthy", "False", "Error", "cache read failed", 1);
 }
 
+/* Found with tests/fuzz (fuzz_ebdman's check that every condition computed
+ * passes kcr_cond_validate; corpus ebd-long-messages.json): a message over
+ * KCR_COND_MESSAGE_MAX bytes - the server's refusal, or a VFM's Ready message
+ * of 20000 two-byte characters, which the VFM CRD's maxLength (characters)
+ * accepts - made every condition write of the EBD fail validation, so it
+ * never showed why. Such messages are cut on a UTF-8 boundary and end with
+ * "..." (in the arena; without one a fixed text says what happened). */
+static void overlong_messages_are_cut_to_the_condition_limit(void **state)
+{
+  size_t n = 20000;
+  char *long_msg = malloc(2 * n + 1);
+  struct kcr_arena arena = KCR_ARENA_INIT;
+  struct kcr_cond c[EBDMAN_NCOND];
+  cJSON *v;
+
+  assert_non_null(long_msg);
+  for(size_t i = 0; i < n; i++)
+    memcpy(long_msg + 2 * i, "\xc3\xa9", 2); /* e acute */
+  long_msg[2 * n] = '\0';
+  v = vfm(1, "False", "Failed", "x", 1);
+  assert_true(cJSON_ReplaceItemInObject(
+      cJSON_GetArrayItem(kcr_json_at(v, "status.conditions"), 0), "message",
+      cJSON_CreateString(long_msg)));
+  for(int with_arena = 0; with_arena < 2; with_arena++) {
+    struct ebdman_observed ob = {.generation = 1, .vfm = v};
+    ob.arena = with_arena ? &arena : NULL;
+    ebdman_conditions(&ob, c); /* the VFM's message */
+    for(int i = 0; i < EBDMAN_NCOND; i++)
+      assert_int_equal(KCR_OK, kcr_cond_validate(&c[i], NULL));
+    ob.install_failed = true; /* the server's message */
+    ob.install_error = long_msg;
+    ebdman_conditions(&ob, c);
+    for(int i = 0; i < EBDMAN_NCOND; i++)
+      assert_int_equal(KCR_OK, kcr_cond_validate(&c[i], NULL));
+    if(with_arena) {
+      const char *m = c[EBDMAN_COND_INSTALLED].message;
+      size_t len = strlen(m);
+      assert_true(len <= KCR_COND_MESSAGE_MAX && len > KCR_COND_MESSAGE_MAX - 8);
+      assert_memory_equal(long_msg, m, len - 3);
+      assert_string_equal("...", m + len - 3);
+      assert_int_equal(0, (len - 3) % 2); /* whole characters */
+    }
+  }
+  kcr_arena_cleanup(&arena);
+  cJSON_Delete(v);
+  free(long_msg);
+}
+
 static void install_failure_wins_the_summary(void **state)
 {
   cJSON *v = vfm(1, "True", "Ready", "ok", 1);
@@ -161,8 +210,8 @@ static void children_are_owned_and_named(void **state)
 static void children_ignore_annotations_that_are_not_a_map(void **state)
 {
   static const char *const shapes[] = {
-      "[\"vfm-sim.ebdman.example.com/delay\", "
-      "{\"vfm-sim.ebdman.example.com/fail\":\"x\"}]",
+      ("[\"vfm-sim.ebdman.example.com/delay\", "
+       "{\"vfm-sim.ebdman.example.com/fail\":\"x\"}]"),
       "[]",
       "\"vfm-sim.ebdman.example.com/delay\"",
       "42",
@@ -248,6 +297,7 @@ int main(void)
       cmocka_unit_test(missing_or_unreported_vfm_is_progressing),
       cmocka_unit_test(stale_ready_is_still_progressing),
       cmocka_unit_test(failed_vfm_is_an_error_with_its_message),
+      cmocka_unit_test(overlong_messages_are_cut_to_the_condition_limit),
       cmocka_unit_test(install_failure_wins_the_summary),
       cmocka_unit_test(children_are_owned_and_named),
       cmocka_unit_test(children_ignore_annotations_that_are_not_a_map),

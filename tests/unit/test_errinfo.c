@@ -47,6 +47,22 @@ static void already_exists_is_not_a_conflict(void **state)
   kcr_errinfo_cleanup(&ei);
 }
 
+/* Found by tests/fuzz (fuzz_status, corpus 409-code-as-string.bin): a Status
+ * without a numeric code is classified by the HTTP code and its reason, and
+ * that reason must come from the body, not from ei: without ei (or with an
+ * ei whose copy of the reason failed) a 409 AlreadyExists came back as a
+ * conflict. */
+static void answer_without_status_code_does_not_depend_on_ei(void **state)
+{
+  const char *b = "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":"
+                  "\"AlreadyExists\",\"code\":\"409\"}";
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  assert_int_equal(KCR_EEXIST, kcr_errinfo_from_http(&ei, 409, b, strlen(b)));
+  assert_int_equal(409, ei.code);
+  kcr_errinfo_cleanup(&ei);
+  assert_int_equal(KCR_EEXIST, kcr_errinfo_from_http(NULL, 409, b, strlen(b)));
+}
+
 static void codes_map_to_errors(void **state)
 {
   static const struct {
@@ -190,6 +206,7 @@ int main(void)
       cmocka_unit_test(conflict_status_is_kept_verbatim),
       cmocka_unit_test(already_exists_is_not_a_conflict),
       cmocka_unit_test(codes_map_to_errors),
+      cmocka_unit_test(answer_without_status_code_does_not_depend_on_ei),
       cmocka_unit_test(non_status_body_is_kept),
       cmocka_unit_test(watch_error_expired_is_gone),
       cmocka_unit_test(a_status_code_that_is_not_an_int32_counts_as_absent),

@@ -1,0 +1,214 @@
+/* The informer cache: kcr_obj_from_json on any served object (the header:
+ * namespace, name, uid, resourceVersion, generation, deletion, controller
+ * owner; the compact text without managedFields) and the store's writes -
+ * kcr_store_put, kcr_store_replace, kcr_store_delete(_key) - with the
+ * controller-uid index, checked against a plain model of the contents.
+ * Input: JSON, an array of objects (or one object), at most MAX_OBJS used.
+ * Checked: the header agrees with the tree; the text parses back
+ * (kcr_obj_parse) to a tree with the same name; after every write, lookups
+ * by key and by namespace/name, the index, kcr_store_len and
+ * kcr_store_bytes agree with the model; a put or a delete hands back the
+ * object the model had under that key. */
+#include "fuzz.h"
+
+#define MAX_OBJS 64
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+  fuzz_quiet();
+  return 0;
+}
+
+/* The number of members of o named key. */
+static int members(const cJSON *o, const char *key)
+{
+  const cJSON *it, *obj = cJSON_IsObject(o) ? o : NULL;
+  int n = 0;
+  cJSON_ArrayForEach(it, obj) { n += it->string && !strcmp(it->string, key); }
+  return n;
+}
+
+static void check_header(const cJSON *tree, kcr_obj *o)
+{
+  const char *ns = kcr_json_str(tree, "metadata.namespace");
+  const char *name = kcr_json_str(tree, "metadata.name");
+  const char *uid = kcr_json_str(tree, "metadata.uid");
+  const char *rv = kcr_json_str(tree, "metadata.resourceVersion");
+  const struct kcr_owner *ow = kcr_obj_controller(o);
+  char key[4096];
+  size_t len = 0;
+  cJSON *back = NULL;
+
+  FUZZ_CHECK(!strcmp(kcr_obj_name(o), name));
+  FUZZ_CHECK(!strcmp(kcr_obj_ns(o), ns ? ns : ""));
+  FUZZ_CHECK(!strcmp(kcr_obj_uid(o), uid ? uid : ""));
+  FUZZ_CHECK(!strcmp(kcr_obj_rv(o), rv ? rv : ""));
+  FUZZ_CHECK(kcr_obj_generation(o) == kcr_json_int(tree, "metadata.generation", 0));
+  FUZZ_CHECK(kcr_obj_deleting(o) ==
+             (kcr_json_str(tree, "metadata.deletionTimestamp") != NULL));
+  if(ns && *ns)
+    snprintf(key, sizeof(key), "%s/%s", ns, name);
+  else
+    snprintf(key, sizeof(key), "%s", name);
+  if(strlen(key) < sizeof(key) - 1)
+    FUZZ_CHECK(!strcmp(kcr_obj_key(o), key));
+  FUZZ_CHECK(!ow->uid == !ow->name && !ow->uid == !ow->kind &&
+             !ow->uid == !ow->api_version);
+  FUZZ_CHECK(strlen(kcr_obj_json(o, &len)) == len);
+  FUZZ_CHECK(kcr_obj_size(o) > len);
+  FUZZ_CHECK(kcr_obj_parse(o, &back) == KCR_OK);
+  FUZZ_CHECK(!strcmp(kcr_json_str(back, "metadata.name"), name));
+  /* Dropped; of a duplicate key (never served) only the first. */
+  if(members(kcr_json_at(tree, "metadata"), "managedFields") <= 1)
+    FUZZ_CHECK(kcr_json_at(back, "metadata.managedFields") == NULL);
+  cJSON_Delete(back);
+}
+
+/* The model: the object under each key, in put order (latest wins). */
+struct model {
+  kcr_obj *v[MAX_OBJS];
+  size_t n;
+};
+
+static size_t model_find(const struct model *m, const char *key)
+{
+  for(size_t i = 0; i < m->n; i++)
+    if(!strcmp(kcr_obj_key(m->v[i]), key))
+      return i;
+  return m->n;
+}
+
+/* Puts o in the model; returns what it replaced (or NULL). */
+static kcr_obj *model_put(struct model *m, kcr_obj *o)
+{
+  size_t i = model_find(m, kcr_obj_key(o));
+  kcr_obj *old = i < m->n ? m->v[i] : NULL;
+  m->v[i] = o;
+  if(i == m->n)
+    m->n++;
+  return old;
+}
+
+static bool in(kcr_obj **v, size_t n, const kcr_obj *o)
+{
+  for(size_t i = 0; i < n; i++)
+    if(v[i] == o)
+      return true;
+  return false;
+}
+
+static void check_store(kcr_store *s, const struct model *m)
+{
+  size_t bytes = 0;
+
+  FUZZ_CHECK(kcr_store_len(s) == m->n);
+  for(size_t i = 0; i < m->n; i++) {
+    kcr_obj *o = m->v[i], *got = kcr_store_ref_key(s, kcr_obj_key(o)), **idx = NULL;
+    const char *uid = kcr_obj_controller(o)->uid;
+    size_t nidx = 0;
+    bytes += kcr_obj_size(o);
+    FUZZ_CHECK(got == o);
+    kcr_obj_unref(got);
+    if(!strchr(kcr_obj_ns(o), '/') && !strchr(kcr_obj_name(o), '/')) {
+      got = kcr_store_ref(s, kcr_obj_ns(o), kcr_obj_name(o));
+      FUZZ_CHECK(got == o);
+      kcr_obj_unref(got);
+    }
+    if(uid && *uid) {
+      FUZZ_CHECK(kcr_store_ref_by_index(s, KCR_INDEX_CONTROLLER, uid, &idx, &nidx) ==
+                 KCR_OK);
+      FUZZ_CHECK(in(idx, nidx, o));
+      for(size_t j = 0; j < nidx; j++)
+        FUZZ_CHECK(!strcmp(kcr_obj_controller(idx[j])->uid, uid));
+      kcr_objs_unref(idx, nidx);
+    }
+  }
+  FUZZ_CHECK(kcr_store_bytes(s) == bytes);
+}
+
+static void exercise(kcr_obj **objs, size_t n)
+{
+  struct model m = {0}, half = {0};
+  kcr_obj **refs, **gone = NULL, *old;
+  size_t ngone = 0;
+  kcr_store *s = NULL;
+
+  FUZZ_CHECK(kcr_store_new(NULL, &s, NULL) == KCR_OK);
+  FUZZ_CHECK(kcr_store_add_index(s, KCR_INDEX_CONTROLLER, kcr_index_controller) ==
+             KCR_OK);
+  for(size_t i = 0; i < n; i++) { /* put, one by one */
+    FUZZ_CHECK(kcr_store_put(s, kcr_obj_ref(objs[i]), &old) == KCR_OK);
+    FUZZ_CHECK(old == model_put(&m, objs[i]));
+    kcr_obj_unref(old);
+    check_store(s, &m);
+  }
+  /* replace with the same objects: nothing is gone */
+  refs = malloc((n ? n : 1) * sizeof(*refs));
+  FUZZ_CHECK(refs);
+  for(size_t i = 0; i < n; i++)
+    refs[i] = kcr_obj_ref(objs[i]);
+  FUZZ_CHECK(kcr_store_replace(s, refs, n, &gone, &ngone) == KCR_OK);
+  FUZZ_CHECK(ngone == 0);
+  kcr_objs_unref(gone, ngone);
+  check_store(s, &m);
+  /* replace with the first half: the rest of the keys are gone */
+  for(size_t i = 0; i < n / 2; i++) {
+    refs[i] = kcr_obj_ref(objs[i]);
+    model_put(&half, objs[i]);
+  }
+  FUZZ_CHECK(kcr_store_replace(s, refs, n / 2, &gone, &ngone) == KCR_OK);
+  FUZZ_CHECK(ngone == m.n - half.n);
+  for(size_t i = 0; i < ngone; i++) {
+    FUZZ_CHECK(in(m.v, m.n, gone[i]));
+    FUZZ_CHECK(model_find(&half, kcr_obj_key(gone[i])) == half.n);
+  }
+  kcr_objs_unref(gone, ngone);
+  free(refs);
+  check_store(s, &half);
+  /* delete everything */
+  for(size_t i = 0; i < half.n; i++) {
+    kcr_store_delete_key(s, kcr_obj_key(half.v[i]), &old);
+    FUZZ_CHECK(old == half.v[i]);
+    kcr_obj_unref(old);
+  }
+  FUZZ_CHECK(kcr_store_len(s) == 0 && kcr_store_bytes(s) == 0);
+  kcr_store_free(s);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+  kcr_obj *objs[MAX_OBJS];
+  cJSON *doc = NULL, *list, *it;
+  size_t n = 0;
+
+  if(kcr_json_parse((const char *)data, size, &doc, NULL))
+    return 0;
+  list = cJSON_IsArray(doc) ? doc : NULL;
+  cJSON_ArrayForEach(it, list)
+  {
+    const char *name = kcr_json_str(it, "metadata.name");
+    struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+    kcr_err rc;
+    if(n == MAX_OBJS)
+      break;
+    rc = kcr_obj_from_json(it, n & 1 ? KCR_OBJ_KEEP_MANAGED_FIELDS : 0, &objs[n], &ei);
+    if(!name || !*name) {
+      FUZZ_CHECK(rc == KCR_EINVAL && objs[n] == NULL && ei.message);
+    } else {
+      FUZZ_CHECK(rc == KCR_OK);
+      if(!(n & 1))
+        check_header(it, objs[n]);
+      n++;
+    }
+    kcr_errinfo_cleanup(&ei);
+  }
+  if(cJSON_IsObject(doc) && kcr_obj_from_json(doc, 0, &objs[n], NULL) == KCR_OK) {
+    check_header(doc, objs[n]);
+    n++;
+  }
+  exercise(objs, n);
+  for(size_t i = 0; i < n; i++)
+    kcr_obj_unref(objs[i]);
+  cJSON_Delete(doc);
+  return 0;
+}
