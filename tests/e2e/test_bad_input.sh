@@ -43,6 +43,18 @@ start_ebdman op --namespace "$ns"
 # requests LABEL: API requests the process has sent (all methods and codes).
 requests() { metric "$1" rest_client_requests_total; }
 errors() { metric "$1" controller_runtime_reconcile_errors_total 'controller="ebd"'; }
+# requests_quiet LABEL: no request for 3 s. The events recorder sends from
+# its own thread after the reconciles that recorded them are done (ebd_idle
+# does not see it), so its last Event writes can trail an idle queue; a
+# retry loop never goes quiet, or shows up in the 10 s window after it.
+requests_quiet() {
+  local a b
+  a=$(requests "$1") || return 1
+  sleep 3
+  b=$(requests "$1") || return 1
+  echo "requests $a -> $b in 3 s"
+  ((a == b))
+}
 
 # --- 1. admission
 # refused WHAT SPEC-VFM-YAML EXPECTED-TEXT: kubectl create of an EBD "bad"
@@ -107,6 +119,7 @@ has_install_failed_event() {
 }
 wait_for 30 "big: InstallFailed event with the server's message" has_install_failed_event
 wait_for 30 "ebdman idle" ebd_idle op 1
+wait_for 30 "ebdman sends nothing more" requests_quiet op
 r0=$(reconciles op) q0=$(requests op)
 sleep 10
 r1=$(reconciles op) q1=$(requests op)
@@ -131,6 +144,7 @@ children() { echo "$(count "$ns" vfms)+$(count "$ns" configmaps app.kubernetes.i
 wait_eq 60 "the deleted EBDs are gone" 2 count "$ns" ebds
 wait_eq 60 "no VFM or ConfigMap left of them (garbage collector)" "2+2" children
 wait_for 30 "ebdman idle" ebd_idle op 1
+wait_for 30 "ebdman sends nothing more" requests_quiet op
 e1=$(errors op) q0=$(requests op)
 sleep 10
 e2=$(errors op) q1=$(requests op)
