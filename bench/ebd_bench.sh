@@ -1,27 +1,42 @@
 #!/usr/bin/env bash
-# ebd_bench - the operator at scale: N EBDs (default 5000) created at once on
+# ebd_bench - an operator at scale: N EBDs (default 5000) created at once on
 # a local control plane, until every one is Ready=True.
 #
 #   bench/ebd_bench.sh [--n N] [--quick] [--repeat R] [--parallel P]
-#                      [--workers W] [--operator ebdman|controller-runtime]
+#                      [--workers W] [--operator NAME] [--gomemlimit V]
 #                      [--zap-log-level L] [--out DIR] [--operator-bin PATH]
-#                      [--poll kubectl|watch]
+#                      [--config NAME] [--poll watch|kubectl] [--settle S]
+#                      [--results DIR|none] [--no-build] [--build-only]
 #   bench/ebd_bench.sh --summary DIR     (the table of an earlier --out DIR)
 #
-# Self-contained: builds ebdman and vfm-sim (Release, build/bench), for
-# --operator controller-runtime also the Go peer (bench/peers/controller-runtime,
-# into build/bench/peers), then for each repetition starts a fresh control
-# plane (tools/controlplane/start --with-controller-manager), installs the
-# CRDs, runs the operator (--workers W, default 4) and vfm-sim (--delay 0),
-# both with the admin kubeconfig and --zap-log-level warn, creates N EBDs with P
-# parallel `kubectl create -f` processes (default 8) on split files of one
-# generated multi-document YAML, and measures:
-#   - wall time from the first create until `kubectl get ebd -o jsonpath`
-#     (polled every second) counts N Ready=True; also when the creates ended;
-#     --poll watch: instead, bench/ready_count (an informer counting Ready
-#     transitions) gives the time of the event that made them N (no
-#     repeated LIST of every EBD loading the apiserver; a final kubectl
-#     count confirms);
+# Operators: --operator ebdman (default) or the name of a peer, a directory
+# bench/peers/NAME whose executable `build OUT_BINARY` builds it
+# (controller-runtime, controller-runtime-typed, kube-rs). --gomemlimit V
+# runs a Go peer (one with a go.mod) with GOMEMLIMIT=V; the configuration is
+# then named NAME+GOMEMLIMIT=V. Every operator runs with GOGC and GOMEMLIMIT
+# removed from its environment unless --gomemlimit sets the latter.
+#
+# Self-contained: builds ebdman, vfm-sim and ready_count (Release,
+# build/bench) and the peer (into build/bench/peers/NAME) - not with
+# --no-build, which expects them there (bench/campaign builds once, then runs
+# with --no-build); --build-only builds and exits. Then for each repetition
+# it starts a fresh control plane (tools/controlplane/start
+# --with-controller-manager), installs the CRDs, runs the operator (--workers
+# W, default 4) and vfm-sim (--delay 0), both with the admin kubeconfig and
+# --zap-log-level warn, waits for the operator's /readyz and S seconds more
+# (--settle, default 5), creates N EBDs with P parallel `kubectl create -f`
+# processes (default 8) on split files of one generated multi-document YAML,
+# and measures:
+#   - time to all Ready, from the first create: --poll watch (default):
+#     bench/ready_count (an informer counting Ready transitions) gives the
+#     time of the event that made them N (a final kubectl count confirms);
+#     --poll kubectl: `kubectl get ebd -o jsonpath` polled every second (each
+#     poll LISTs every EBD, which loads the apiserver: not for timing);
+#   - per-EBD time to Ready: Ready's lastTransitionTime - creationTimestamp
+#     of each EBD, from one `kubectl get ebd` after the run (both have 1 s
+#     resolution); if ready_count can write per-EBD times (a PER_EBD file
+#     argument, or --per-key FILE), also its millisecond times: when its
+#     watch first saw each EBD and saw it Ready (ready-per-key.csv);
 #   - API writes, from the apiserver's own apiserver_request_total (verbs
 #     POST, PUT, PATCH, APPLY, DELETE by resource/subresource), snapshot S0
 #     before the first create and S1 10 s after all were Ready:
@@ -31,16 +46,34 @@
 #       benchmark: ebds POST (the creates), namespaces;
 #       other (controller-manager leases etc.): shown, not attributed;
 #     cross-checked with the operator's own rest_client_requests_total;
+#     events dropped: the operator's kcr_events_total{result="dropped"} (0
+#     for an operator without that metric); events delivered = events POSTs
+#     / 2 per EBD (Installed, BecameReady);
 #   - the operator's CPU seconds (utime+stime of /proc/PID/stat / CLK_TCK)
-#     when all were Ready and at the end, and its peak RSS (VmHWM);
+#     from S0 to all Ready and to the end (S2); its peak RSS (VmHWM); its
+#     VmRSS, RssAnon and RssFile every second (rss.csv); idle RSS (anon and
+#     file) after /readyz + --settle with 0 objects, and after the steady
+#     window with all N settled;
+#   - kube-apiserver's and etcd's CPU seconds from S0 to all Ready and to S2;
 #   - steady state: snapshot S1 (Ready + 10 s), wait 20 s, S2: the operator's
 #     writes in S1..S2 must be 0.
 # Every process it starts is stopped on exit; the control plane's state is
-# removed. Results (key=value per run, logs, metrics snapshots) go to --out
-# (default build/bench/ebd-bench-<date>), and a summary table is printed.
-# --quick: N=200, one repetition (a smoke run).
+# removed. Raw results (key=value per run in result.txt, logs, metrics
+# snapshots, rss.csv) go to --out (default build/bench/ebd-bench-<date>), and
+# a summary table is printed. Each run's figures also go, as one small JSON
+# file (bench/ebd_result.py), to --results DIR/<UTC date>/CONFIG-nN-SEQ.json
+# (default bench/results, the committed ones; --quick: build/bench/results-
+# smoke; none: no JSON). bench/report makes README tables of them.
+# --quick: N=200, one repetition (a smoke run). --config NAME: the
+# configuration's name in the results (default OPERATOR[+GOMEMLIMIT=V]); give
+# a build run with --operator-bin a name of its own.
+# --campaign ID --pair K --vs CONFIG --order AB|BA: recorded in the JSON
+# (bench/campaign passes them; bench/report pairs runs by them).
+# Exit status: 0 if every run finished with all N Ready, 1 otherwise.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+py=/usr/bin/python3 # Debian's, whatever else is on PATH
+die() { echo "ebd_bench: $*" >&2; exit 2; }
 
 # summary DIR: the table of DIR/run*/result.txt (one column per run, then
 # min and median of the numeric rows), also saved as DIR/summary.txt.
@@ -52,10 +85,11 @@ summary() {
     FNR == 1 { r++ }
     { split($0, kv, "="); val[r, kv[1]] = kv[2]; if (!(kv[1] in seen)) { seen[kv[1]] = 1; keys[++nk] = kv[1] } }
     END {
-      split("operator commit n poll ready_count load_start load_end create_s ready_s last_create_to_ready_s poll_s_avg " \
+      split("config operator commit n workers poll ok ready_count load_start load_end create_s ready_s last_create_to_ready_s poll_s_avg " \
             "op_writes_per_ebd op_writes op_ebds_status op_vfms op_configmaps op_events " \
             "op_events_dropped sim_vfms_status bench_ebds_post other_writes op_client_writes " \
-            "op_cpu_ready_s op_cpu_end_s op_cpu_per_ebd_ms op_vmhwm_kb " \
+            "op_cpu_idle0_s op_cpu_ready_s op_cpu_end_s op_cpu_total_s op_cpu_per_ebd_ms op_vmhwm_kb " \
+            "idle0_rss_kb idle0_anon_kb idle0_file_kb settled_rss_kb settled_anon_kb settled_file_kb " \
             "steady_op_writes steady_all_writes", order, " ")
       printf "%-24s", "metric"; for (i = 1; i <= r; i++) printf " %12s", "run" i
       if (r > 1) printf " %12s %12s", "min", "median"
@@ -79,60 +113,118 @@ summary() {
 # while a (long) benchmark runs cannot change what the running one does.
 main() {
 
-n=5000 repeat=1 parallel=8 workers=4 operator=ebdman loglevel=warn out="" opbin_override="" poll=kubectl
+n=5000 repeat=1 parallel=8 workers=4 operator=ebdman loglevel=warn out="" opbin_override="" poll=watch
+gomemlimit="" config="" settle=5 results="" nobuild=0 buildonly=0 quick=0
+campaign="" pair="" vs="" order=""
 while (($#)); do
   case $1 in
     --n) n=$2; shift ;;
-    --quick) n=200 repeat=1 ;;
+    --quick) n=200 repeat=1 quick=1 ;;
     --repeat) repeat=$2; shift ;;
     --parallel) parallel=$2; shift ;;
     --workers) workers=$2; shift ;;
     --operator) operator=$2; shift ;;
+    --gomemlimit) gomemlimit=$2; shift ;;
+    --config) config=$2; shift ;;
     --zap-log-level) loglevel=$2; shift ;;
     --out) out=$2; shift ;;
     --operator-bin) opbin_override=$2; shift ;;
     --poll) poll=$2; shift ;;
+    --settle) settle=$2; shift ;;
+    --results) results=$2; shift ;;
+    --no-build) nobuild=1 ;;
+    --build-only) buildonly=1 ;;
+    --campaign) campaign=$2; shift ;;
+    --pair) pair=$2; shift ;;
+    --vs) vs=$2; shift ;;
+    --order) order=$2; shift ;;
     --summary) summary "$2"; exit 0 ;;
-    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d'  | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "ebd_bench: unknown option $1 (try --help)" >&2; exit 2 ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown option $1 (try --help)" ;;
   esac
   shift
 done
-[[ $n =~ ^[0-9]+$ && $n -gt 0 ]] || { echo "ebd_bench: --n wants a positive number" >&2; exit 2; }
+[[ $n =~ ^[0-9]+$ && $n -gt 0 ]] || die "--n wants a positive number"
+[[ $workers =~ ^[0-9]+$ && $workers -gt 0 ]] || die "--workers wants a positive number"
+[[ $settle =~ ^[0-9]+$ ]] || die "--settle wants whole seconds"
+[[ $poll == kubectl || $poll == watch ]] || die "--poll wants watch or kubectl"
+[[ $operator =~ ^[a-z0-9][a-z0-9._-]*$ ]] || die "--operator: bad name '$operator'"
+[[ -z $gomemlimit || $gomemlimit =~ ^[0-9]+(B|KiB|MiB|GiB|TiB)?$ || $gomemlimit == off ]] ||
+  die "--gomemlimit wants a Go memory limit such as 64MiB (see the runtime package's GOMEMLIMIT)"
+[[ -x $py ]] || die "needs Debian's python3 at $py (apt-get install python3)"
 
 # ---------------------------------------------------------------- outer part
 if [[ ${EBD_BENCH_INNER:-} != 1 ]]; then
   build=$root/build/bench
-  echo "ebd_bench: building ebdman and vfm-sim (Release, $build)" >&2
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$build" --target ebdman vfm-sim ready_count >/dev/null
+  if ((!nobuild)); then
+    echo "ebd_bench: building ebdman, vfm-sim and ready_count (Release, $build)" >&2
+    cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+    cmake --build "$build" --target ebdman vfm-sim ready_count >/dev/null
+  fi
   case $operator in
-    ebdman) opbin=$build/operator/ebdman/ebdman ;;
-    controller-runtime)
-      opbin=$build/peers/ebdman-cr
-      echo "ebd_bench: building the controller-runtime peer ($opbin)" >&2
-      (cd "$root/bench/peers/controller-runtime" && go build -trimpath -o "$opbin" .)
+    ebdman)
+      opbin=$build/operator/ebdman/ebdman
+      [[ -z $gomemlimit ]] || die "--gomemlimit is for a Go peer, not ebdman"
       ;;
-    *) echo "ebd_bench: --operator wants ebdman or controller-runtime" >&2; exit 2 ;;
+    *)
+      pdir=$root/bench/peers/$operator
+      [[ -d $pdir ]] || die "no operator '$operator': bench/peers/$operator does not exist (peers here: $(cd "$root/bench/peers" && echo */ | tr -d /))"
+      [[ -x $pdir/build ]] || die "bench/peers/$operator/build is missing or not executable"
+      [[ -z $gomemlimit || -f $pdir/go.mod ]] || die "--gomemlimit is for a Go peer; bench/peers/$operator has no go.mod"
+      opbin=$build/peers/$operator
+      if ((!nobuild)); then
+        echo "ebd_bench: building the $operator peer ($opbin)" >&2
+        mkdir -p "$build/peers"
+        "$pdir/build" "$opbin" || die "bench/peers/$operator/build failed"
+      fi
+      ;;
   esac
+  for f in "$opbin" "$build/examples/vfm-sim" "$build/bench/ready_count"; do
+    [[ -x $f ]] || die "$f is missing (build it: run without --no-build)"
+  done
+  ((buildonly)) && exit 0
   if [[ -n $opbin_override ]]; then # e.g. a debug or sanitizer build of ebdman
     opbin=$(realpath "$opbin_override")
   fi
-  out=${out:-$build/ebd-bench-$(date +%Y%m%d-%H%M%S)-$operator-n$n}
+  config=${config:-$operator${gomemlimit:++GOMEMLIMIT=$gomemlimit}}
+  if [[ -z $results ]]; then
+    results=$root/bench/results
+    ((quick)) && results=$build/results-smoke
+  fi
+  out=${out:-$build/ebd-bench-$(date +%Y%m%d-%H%M%S)-$config-n$n}
   mkdir -p "$out"
-  [[ $poll == kubectl || $poll == watch ]] || { echo "ebd_bench: --poll wants kubectl or watch" >&2; exit 2; }
   export EBD_BENCH_INNER=1 EBD_BENCH_OPBIN=$opbin EBD_BENCH_VFMSIM=$build/examples/vfm-sim
-  export EBD_BENCH_READY_COUNT=$build/bench/ready_count
+  export EBD_BENCH_READY_COUNT=$build/bench/ready_count EBD_BENCH_GOMEMLIMIT=$gomemlimit
+  failed=0
   for ((r = 1; r <= repeat; r++)); do
-    echo "ebd_bench: run $r/$repeat ($operator, N=$n) -> $out/run$r" >&2
+    echo "ebd_bench: run $r/$repeat ($config, N=$n) -> $out/run$r" >&2
     mkdir -p "$out/run$r"
+    {
+      echo "config=$config"
+      echo "operator=$operator"
+      echo "operator_bin=$opbin"
+      echo "gomemlimit=$gomemlimit"
+      echo "workers=$workers"
+      echo "parallel=$parallel"
+      echo "settle_s=$settle"
+      echo "campaign=$campaign"
+      echo "pair=$pair"
+      echo "vs=$vs"
+      echo "order=$order"
+    } >"$out/run$r/meta.txt"
     "$root/tools/controlplane/start" --with-controller-manager -- \
       "$0" --n "$n" --parallel "$parallel" --workers "$workers" --operator "$operator" \
-      --zap-log-level "$loglevel" --poll "$poll" --out "$out/run$r" || echo "ebd_bench: run $r failed" >&2
+      --zap-log-level "$loglevel" --poll "$poll" --settle "$settle" --out "$out/run$r" ||
+      { echo "ebd_bench: run $r failed" >&2; failed=1; }
+    grep -qx 'ok=1' "$out/run$r/result.txt" 2>/dev/null || failed=1
+    if [[ $results != none && -s $out/run$r/result.txt ]]; then
+      "$py" "$root/bench/ebd_result.py" --run "$out/run$r" --results "$results" ||
+        { echo "ebd_bench: no JSON result for run $r" >&2; failed=1; }
+    fi
   done
   summary "$out"
   echo "ebd_bench: results in $out" >&2
-  exit 0
+  exit "$failed"
 fi
 
 # ---------------------------------------------------------------- inner part
@@ -145,9 +237,10 @@ ns=ebd-bench
 res=$out/result.txt
 : >"$res"
 put() { echo "$1=$2" >>"$res"; }
-now() { date +%s.%N; }
+now() { echo "$EPOCHREALTIME"; }
 load() { cut -d' ' -f1 /proc/loadavg; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+free_port() { "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+tck=$(getconf CLK_TCK)
 pids=()
 cleanup() {
   local p
@@ -182,16 +275,30 @@ ready_count() {
   kubectl get ebd -n "$ns" -o 'jsonpath={range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>/dev/null |
     grep -c '^True$' || true
 }
-op_cpu() { # utime+stime in seconds
-  awk -v tck="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / tck }' "/proc/$1/stat"
+cpu_of() { # utime+stime of PID in seconds; empty if PID is unknown or gone
+  [[ -n $1 ]] || return 0
+  awk -v tck="$tck" '{ sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / tck }' "/proc/$1/stat" 2>/dev/null || true
 }
 op_hwm() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
+# "VmRSS RssAnon RssFile" of PID, kB.
+mem_of() { awk '$1 == "VmRSS:" { r = $2 } $1 == "RssAnon:" { a = $2 } $1 == "RssFile:" { f = $2 } END { print r, a, f }' "/proc/$1/status"; }
 op_metrics() { curl -s "http://127.0.0.1:$mport/metrics"; }
+# The control plane's processes (the apiserver's pid file is current even
+# after a restart-apiserver).
+api_pid=${KCR_APISERVER_PID:-}
+[[ -f ${KCR_CONTROLPLANE_DIR:-}/apiserver.pid ]] && api_pid=$(<"$KCR_CONTROLPLANE_DIR/apiserver.pid")
+etcd_pid=${KCR_ETCD_PID:-}
+# cp_cpu TAG: the apiserver's and etcd's CPU seconds now, as api_cpu_TAG, etcd_cpu_TAG.
+cp_cpu() { put "api_cpu_$1" "$(cpu_of "$api_pid")"; put "etcd_cpu_$1" "$(cpu_of "$etcd_pid")"; }
 
+put config "$(sed -n 's/^config=//p' "$out/meta.txt" 2>/dev/null)"
 put operator "$(basename "$opbin")"
-put commit "$(git -C "$root" rev-parse --short HEAD 2>/dev/null)$(git -C "$root" status --porcelain -- src include operator examples 2>/dev/null | grep -q . && echo -dirty)"
+put commit "$(git -C "$root" rev-parse --short HEAD 2>/dev/null)$(git -C "$root" status --porcelain -- src include operator examples bench/peers 2>/dev/null | grep -q . && echo -dirty)"
 put n "$n"
+put workers "$workers"
 put poll "$poll"
+put nproc "$(nproc)"
+put started_utc "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 put load_start "$(load)"
 
 echo "ebd_bench: installing the CRDs" >&2
@@ -200,12 +307,26 @@ kubectl wait --for=condition=Established crd/ebds.ebdman.example.com crd/vfms.eb
 kubectl create namespace "$ns" >/dev/null
 
 mport=$(free_port) hport=$(free_port)
-# In $out with core dumps on, so a crash leaves its core there.
-(cd "$out" && ulimit -c unlimited && exec "$opbin" run --workers "$workers" --zap-log-level "$loglevel" \
+# In $out with core dumps on, so a crash leaves its core there; Go's memory
+# knobs only as --gomemlimit says.
+goenv=(-u GOGC -u GOMEMLIMIT)
+[[ -n ${EBD_BENCH_GOMEMLIMIT:-} ]] && goenv+=("GOMEMLIMIT=$EBD_BENCH_GOMEMLIMIT")
+(cd "$out" && ulimit -c unlimited && exec env "${goenv[@]}" "$opbin" run --workers "$workers" --zap-log-level "$loglevel" \
   --metrics-bind-address "127.0.0.1:$mport" --health-probe-bind-address "127.0.0.1:$hport") \
   >"$out/operator.log" 2>&1 &
 oppid=$!
 pids+=("$oppid")
+# The operator's memory and CPU every second: epoch,VmRSS,RssAnon,RssFile (kB),cpu_s.
+(
+  while [[ -r /proc/$oppid/status ]]; do
+    awk -v t="$EPOCHREALTIME" -v tck="$tck" '
+      FILENAME ~ /status$/ { if ($1 == "VmRSS:") r = $2; else if ($1 == "RssAnon:") a = $2; else if ($1 == "RssFile:") f = $2; next }
+      { sub(/^.*\) /, ""); c = ($12 + $13) / tck }
+      END { if (r != "") printf "%.2f,%d,%d,%d,%.2f\n", t, r, a, f, c }' "/proc/$oppid/status" "/proc/$oppid/stat" 2>/dev/null || true
+    sleep 1
+  done
+) >"$out/rss.csv" &
+pids+=($!)
 "$vfmsim" --delay 0 --zap-log-level "$loglevel" >"$out/vfm-sim.log" 2>&1 &
 simpid=$!
 pids+=("$simpid")
@@ -214,7 +335,14 @@ for ((i = 0; i < 300; i++)); do # until the operator's informers are synced
   kill -0 "$oppid" 2>/dev/null || { echo "ebd_bench: the operator died:" >&2; tail "$out/operator.log" >&2; exit 1; }
   sleep 0.2
 done
-sleep 1 # vfm-sim has no health endpoint: give it a moment to sync (empty lists)
+# vfm-sim has no health endpoint: give it a moment to sync (empty lists);
+# the operator settles (idle, 0 objects) meanwhile.
+sleep 1
+sleep "$settle"
+read -r r a f < <(mem_of "$oppid")
+put idle0_rss_kb "$r"
+put idle0_anon_kb "$a"
+put idle0_file_kb "$f"
 
 echo "ebd_bench: generating $n EBDs in $parallel files" >&2
 mkdir -p "$out/yaml"
@@ -225,10 +353,23 @@ awk -v n="$n" -v p="$parallel" -v ns="$ns" -v dir="$out/yaml" 'BEGIN {
   }
 }'
 
+# ready_count with per-EBD timestamps, if this build of it has them (its
+# usage line, printed for a wrong argument count, says how).
+rc_pre=() rc_post=()
+rc_usage=$(timeout 5 "$EBD_BENCH_READY_COUNT" 2>&1 || true)
+if [[ $rc_usage == *PER_EBD* ]]; then
+  rc_post=("$out/ready-per-key.csv")
+elif [[ $rc_usage == *--per-key* ]]; then
+  rc_pre=(--per-key "$out/ready-per-key.csv")
+fi
+
 snapshot s0
-cpu0=$(op_cpu "$oppid")
+cpu0=$(cpu_of "$oppid")
+put op_cpu_idle0_s "$cpu0"
+cp_cpu s0
 echo "ebd_bench: creating $n EBDs with $parallel kubectl processes" >&2
 t0=$(now)
+put t0_epoch "$t0"
 (
   cpids=()
   for f in "$out"/yaml/ebds-*.yaml; do
@@ -241,11 +382,10 @@ t0=$(now)
 waiter=$!
 
 if [[ $poll == watch ]]; then
-  "$EBD_BENCH_READY_COUNT" "$ns" "$n" "$t0" "$out/ready.csv" >"$out/ready_count.out" &
+  "$EBD_BENCH_READY_COUNT" "${rc_pre[@]}" "$ns" "$n" "$t0" "$out/ready.csv" "${rc_post[@]}" >"$out/ready_count.out" &
   rcpid=$!
   pids+=("$rcpid")
 fi
-
 
 if [[ $poll == watch ]]; then
   deadline=$(awk -v t="$t0" -v n="$n" 'BEGIN { printf "%d", t + 600 + n / 5 }')
@@ -298,7 +438,8 @@ while :; do
 done
 tr=$pe # the poll that saw them all ended here
 fi
-cpu_ready=$(op_cpu "$oppid")
+cpu_ready=$(cpu_of "$oppid")
+cp_cpu ready
 wait "$waiter" || true
 tc=$(cat "$out/creates_done" 2>/dev/null || echo "$t0")
 snapshot sready
@@ -315,9 +456,18 @@ op_metrics >"$out/operator-s1.prom" || true
 sleep 20
 snapshot s2
 op_metrics >"$out/operator-s2.prom" || true
-cpu_end=$(op_cpu "$oppid")
+cpu_end=$(cpu_of "$oppid")
+cp_cpu end
 hwm=$(op_hwm "$oppid")
+read -r r a f < <(mem_of "$oppid")
+put settled_rss_kb "$r"
+put settled_anon_kb "$a"
+put settled_file_kb "$f"
 put load_end "$(load)"
+# Per-EBD creation and Ready times (one GET of every EBD, after the
+# measurements: it loads the apiserver). "name created ready-transition".
+kubectl get ebd -n "$ns" -o 'jsonpath={range .items[*]}{.metadata.name}{" "}{.metadata.creationTimestamp}{" "}{.status.conditions[?(@.type=="Ready")].lastTransitionTime}{"\n"}{end}' \
+  >"$out/ebd-times.txt" 2>/dev/null || true
 
 delta s0 s1 >"$out/writes.txt"
 delta s0 sready >"$out/writes-at-ready.txt"
@@ -344,7 +494,8 @@ put other_writes "$((all - op - sim - bench_posts))"
 put op_client_writes "$(awk '/^rest_client_requests_total\{/ && /method="(POST|PUT|PATCH|DELETE)"/ { s += $NF } END { print s + 0 }' "$out/operator-s1.prom")"
 put op_events_dropped "$(awk '/^kcr_events_total\{/ && /result="dropped"/ { s += $NF } END { print s + 0 }' "$out/operator-s1.prom")"
 put op_cpu_ready_s "$(awk -v a="$cpu_ready" -v b="$cpu0" 'BEGIN { printf "%.2f", a - b }')"
-put op_cpu_end_s "$cpu_end"
+put op_cpu_end_s "$(awk -v a="$cpu_end" -v b="$cpu0" 'BEGIN { printf "%.2f", a - b }')"
+put op_cpu_total_s "$cpu_end"
 put op_cpu_per_ebd_ms "$(awk -v a="$cpu_ready" -v b="$cpu0" -v n="$n" 'BEGIN { printf "%.3f", (a - b) * 1000 / n }')"
 put op_vmhwm_kb "$hwm"
 s=$out/writes-steady.txt
@@ -358,6 +509,7 @@ put steady_all_writes "$(awk '{ s += $4 } END { print s + 0 }' "$s")"
   sed 's/^/  /' "$s"
 } >&2
 kubectl get ebd -n "$ns" --no-headers 2>/dev/null | awk '{ print $2, $3 }' | sort | uniq -c >"$out/final-conditions.txt" || true
+((ready >= n)) && put ok 1 || put ok 0
 exit 0
 }
 main "$@"
