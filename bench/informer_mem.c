@@ -3,6 +3,7 @@
  * trees.
  *
  *   informer_mem [--n N] [--threads T] [--repeat R] [--keys K] [--keep]
+ *                [--project PATHS]
  *
  * 1. Creates a fresh namespace kcr-bench-mem-<pid> and N ConfigMaps in it
  *    (default 10,000) of about 2 KB each: two data keys (a ~1.7 KB
@@ -34,7 +35,12 @@
  *    every run and the median.
  * 3. Deletes the ConfigMaps and the namespace (unless --keep).
  *
- * --measure NS N runs only step 2's measurement on an existing namespace. */
+ * --project PATHS (comma-separated, e.g. "data,metadata.labels"): the
+ * informer of step 2 has that keep-list (kcr_informer_opts.keep), so (a)
+ * and (b) are what a projected cache costs.
+ *
+ * --measure NS N [PATHS] runs only step 2's measurement on an existing
+ * namespace. */
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -154,7 +160,8 @@ static void *create_loop(void *p)
     struct kcr_errinfo ei = KCR_ERRINFO_INIT;
     cJSON *o = make_cm(cr->ns, i);
     kcr_err rc =
-        kcr_create(cr->c, &ref, o, &(struct kcr_write_opts){.field_manager = FIELD_MANAGER}, NULL, &ei);
+        kcr_create(cr->c, &ref, o,
+                   &(struct kcr_write_opts){.field_manager = FIELD_MANAGER}, NULL, &ei);
     if(rc && rc != KCR_EEXIST) {
       if(atomic_fetch_add(&cr->failed, 1) < 5)
         fprintf(stderr, "informer_mem: create %ld: %s\n", i,
@@ -247,12 +254,29 @@ static kcr_err keep_full(const cJSON *item, void *ud)
   return KCR_OK;
 }
 
-static int measure(const char *ns, long n)
+/* "a,b,c" -> {"a", "b", "c", NULL} in keep[max] (cut in place); NULL for
+ * NULL. */
+static const char *const *split_keep(char *paths, const char **keep, size_t max)
+{
+  size_t k = 0;
+  char *save = NULL;
+
+  if(!paths)
+    return NULL;
+  for(char *p = strtok_r(paths, ",", &save); p && k + 1 < max;
+      p = strtok_r(NULL, ",", &save))
+    keep[k++] = p;
+  keep[k] = NULL;
+  return keep;
+}
+
+static int measure(const char *ns, long n, char *project)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   kcr_client *c = make_client();
   kcr_informer *inf;
   cJSON *tmp = NULL;
+  const char *keep[32];
 
   /* Connect (TLS handshake, curl handle) before the baseline. */
   if(kcr_get(c, &(struct kcr_ref){&namespaces, NULL, ns, NULL}, &tmp, &ei)) {
@@ -261,10 +285,13 @@ static int measure(const char *ns, long n)
     return 2;
   }
   cJSON_Delete(tmp);
-  if(kcr_informer_new(
-         &(struct kcr_informer_opts){.client = c, .gvr = &configmaps, .ns = ns}, &inf,
-         NULL)) {
-    fprintf(stderr, "informer_mem: informer_new failed\n");
+  if(kcr_informer_new(&(struct kcr_informer_opts){.client = c,
+                                                  .gvr = &configmaps,
+                                                  .ns = ns,
+                                                  .keep = split_keep(project, keep, 32)},
+                      &inf, &ei)) {
+    fprintf(stderr, "informer_mem: informer_new failed: %s\n",
+            ei.message ? ei.message : "?");
     return 2;
   }
   malloc_trim(0);
@@ -366,6 +393,8 @@ static int parse_result(const char *line, struct result *r)
              : -1;
 }
 
+static const char *project; /* --project */
+
 static int run_child(const char *ns, long n, struct result *r)
 {
   char nbuf[32], line[1024];
@@ -380,7 +409,7 @@ static int run_child(const char *ns, long n, struct result *r)
     dup2(fd[1], 1);
     close(fd[0]);
     close(fd[1]);
-    execl("/proc/self/exe", "informer_mem", "--measure", ns, nbuf, (char *)NULL);
+    execl("/proc/self/exe", "informer_mem", "--measure", ns, nbuf, project, (char *)NULL);
     _exit(127);
   }
   close(fd[1]);
@@ -413,8 +442,8 @@ int main(int argc, char **argv)
   char ns[64];
 
   kcr_log_set_level(KCR_LOG_WARN);
-  if(argc == 4 && !strcmp(argv[1], "--measure"))
-    return measure(argv[2], strtol(argv[3], NULL, 10));
+  if((argc == 4 || argc == 5) && !strcmp(argv[1], "--measure"))
+    return measure(argv[2], strtol(argv[3], NULL, 10), argc == 5 ? argv[4] : NULL);
   for(int i = 1; i < argc; i++) {
     if(!strcmp(argv[i], "--n") && i + 1 < argc)
       n = strtol(argv[++i], NULL, 10);
@@ -426,11 +455,14 @@ int main(int argc, char **argv)
       data_keys = atoi(argv[++i]);
     else if(!strcmp(argv[i], "--keep"))
       keep = true;
+    else if(!strcmp(argv[i], "--project") && i + 1 < argc)
+      project = argv[++i];
     else {
       fprintf(
           stderr,
           "usage: informer_mem [--n N] [--threads T] [--repeat R] [--keys K] [--keep]\n"
-          "       informer_mem --measure NAMESPACE N\n"
+          "                    [--project PATHS]\n"
+          "       informer_mem --measure NAMESPACE N [PATHS]\n"
           "Needs KUBECONFIG pointing at a cluster it may create namespaces in.\n");
       return 2;
     }
@@ -461,8 +493,9 @@ int main(int argc, char **argv)
   double load[3] = {0};
   getloadavg(load, 3);
   printf("informer_mem: N=%ld ConfigMaps, %d fresh-process runs (load average %.2f %.2f "
-         "%.2f)\n\n",
-         n, ok, load[0], load[1], load[2]);
+         "%.2f)%s%s\n\n",
+         n, ok, load[0], load[1], load[2], project ? ", cache projected to " : "",
+         project ? project : "");
   printf("%-52s", "per object, bytes");
   for(int i = 0; i < ok; i++)
     printf(" %8s%-2d", "run ", i + 1);

@@ -60,6 +60,10 @@ struct kcr_informer_opts {
   uint64_t resync_ms;            /* 0: no periodic resync */
   long page_size;                /* LIST page size; 0: 500 */
   bool keep_managed_fields;      /* false: strip metadata.managedFields */
+  const char *const *keep;       /* NULL: store whole objects. Otherwise a
+                                    projection (see below): the paths of the
+                                    members to store, NULL-terminated;
+                                    copied */
   uint64_t watch_timeout_min_ms; /* each watch asks the server to end it after */
   uint64_t watch_timeout_max_ms; /* a random time in [min, max], in whole
                                     seconds rounded up; 0: 300000 and twice
@@ -68,11 +72,39 @@ struct kcr_informer_opts {
                                     must outlive the informer */
 };
 
+/* Cache projection (opts.keep): the store holds only the members of each
+ * object that the controller reads, so a cached object costs the bytes of
+ * those instead of the whole object's. A path is member names joined by
+ * dots, as kcr_json_at takes them ("spec", "status.conditions", "data",
+ * "metadata.labels"); the member it names is kept whole, with everything
+ * below it - arrays too: a path does not index into an array, and one that
+ * meets an array or a scalar before its end keeps nothing. Paths may repeat
+ * or overlap. A member no path names is dropped; an object a path runs
+ * through keeps only the members kept below it, and is dropped when none
+ * is there. Members keep the order the server sent them in.
+ *
+ * Always kept, listed or not: apiVersion, kind, and metadata.name,
+ * .namespace, .uid, .resourceVersion, .generation, .deletionTimestamp and
+ * .ownerReferences - what the store's header (kcr_obj_ns ...
+ * kcr_obj_controller), kcr_controller_owns and kcr_owner_set_controller
+ * read - plus metadata.managedFields when keep_managed_fields is set.
+ * Everything else - labels, annotations, finalizers, creationTimestamp -
+ * only when listed ("metadata.labels"); `keep = (const char *[]){NULL}`
+ * keeps just the metadata above.
+ *
+ * kcr_obj_json and kcr_obj_parse then give the projected object, and
+ * handlers see it. It is a view for reading: never send it back whole (an
+ * update/PUT of it would wipe every member it lacks); apply or patch the
+ * fields you own, or read the object with kcr_get first. Give
+ * kcr_status_write a projected object only when it keeps "status". */
+
 /* Makes an informer (not started) with an empty store. The strings and the
  * gvr of opts are copied. Release with kcr_informer_free(). Errors:
  * KCR_EINVAL (no opts, client or gvr, no gvr->version or gvr->resource, a
- * negative page_size, watch_timeout_max_ms below watch_timeout_min_ms; ei
- * names the field), KCR_ENOMEM. On error *out is NULL.
+ * negative page_size, watch_timeout_max_ms below watch_timeout_min_ms, a
+ * keep path that is empty, has an empty member name (".spec", "a..b",
+ * "spec.") or an index or wildcard ('[', ']', '*'); ei names the field, for
+ * a path its index and text), KCR_ENOMEM. On error *out is NULL.
  * Thread safety: any thread. */
 KCR_API kcr_err kcr_informer_new(const struct kcr_informer_opts *opts, kcr_informer **out,
                                  struct kcr_errinfo *ei);

@@ -99,9 +99,10 @@ KCR_API kcr_client *kcr_manager_client(kcr_manager *m);
 /* The manager's metrics registry: borrowed, valid until kcr_manager_free.
  * Any thread. */
 KCR_API kcr_metrics *kcr_manager_metrics(kcr_manager *m);
-/* The shared informer for (gvr, ns, selectors) in *out, made on the first
- * request with these options and returned again for the same ones (the
- * other fields of the later requests are then ignored). The manager fills
+/* The shared informer for (gvr, ns, selectors, keep) in *out, made on the
+ * first request with these options and returned again for the same ones
+ * (the other fields of the later requests are then ignored; a different
+ * keep-list, or none, makes another informer). The manager fills
  * in client and metrics. *out is borrowed: it lives until kcr_manager_free
  * and is started and stopped by run. Errors: KCR_EINVAL (no opts or gvr,
  * 32 informers already, or kcr_informer_new's; ei names the field),

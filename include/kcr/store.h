@@ -2,10 +2,11 @@
  * namespace/name, with indexes.
  *
  * An object is held as its compact JSON text (metadata.managedFields
- * stripped unless asked to keep it) plus a small parsed header: namespace,
- * name, uid, resourceVersion, generation, deletion flag and controller
- * owner. Readers parse the text on demand (kcr_obj_parse, ~4 us for a 1.7 KB
- * object) instead of the cache holding a cJSON tree: measured in
+ * stripped unless asked to keep it; only the members a keep-list names,
+ * when its informer has one - kcr/informer.h) plus a small parsed header:
+ * namespace, name, uid, resourceVersion, generation, deletion flag and
+ * controller owner. Readers parse the text on demand (kcr_obj_parse, ~4 us
+ * for a 1.7 KB object) instead of the cache holding a cJSON tree: measured in
  * bench/informer_mem on 10,000 ConfigMaps of ~2.3 KB, the store costs 1.1x
  * the text, a tree of the same text 1.8x-3.2x, a tree of the full object
  * (with managedFields) 3x-5.2x.
@@ -76,7 +77,9 @@ KCR_API const char *kcr_obj_key(const kcr_obj *o);
 /* The compact JSON text (NUL-terminated; its length in *len when len is not
  * NULL). */
 KCR_API const char *kcr_obj_json(const kcr_obj *o, size_t *len);
-/* Parses the text into a new tree, *out, owned by the caller (cJSON_Delete).
+/* Parses the text into a new tree, *out, owned by the caller (cJSON_Delete):
+ * the object as stored, so from an informer with a keep-list the projected
+ * object, not the whole one.
  * Integers of 10^15 and up stay exact (kcr_json_parse). Errors: KCR_ENOMEM
  * (*out NULL). Thread safety: any thread. */
 KCR_API kcr_err kcr_obj_parse(const kcr_obj *o, cJSON **out);

@@ -39,6 +39,10 @@
 
 #include "ebdman.h"
 
+const char *const ebdman_vfm_keep[] = {"spec", "metadata.annotations",
+                                       "status.conditions", NULL};
+const char *const ebdman_configmap_keep[] = {"data", "metadata.annotations", NULL};
+
 /* The uid of obj's controller ownerReference, or NULL. */
 static const char *controller_uid(const cJSON *obj)
 {

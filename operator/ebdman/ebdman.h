@@ -75,6 +75,15 @@ enum ebdman_child_plan {
  * deleted (403 with cause NamespaceTerminating). */
 #define EBDMAN_REASON_NAMESPACE_TERMINATING "NamespaceTerminating"
 
+/* What the caches of the children keep (kcr_informer_opts.keep), besides
+ * the metadata every cache keeps (name, uid, generation, ownerReferences
+ * ...): the content and the propagated annotations ebdman_child_plan
+ * compares, and for the VFM the conditions VFMHealthy is computed from.
+ * Nothing sends a cached child back: a plan that needs more of a child
+ * (a conflict's message) reads it with a GET. */
+extern const char *const ebdman_vfm_keep[];
+extern const char *const ebdman_configmap_keep[];
+
 /* Decides from `have`, the stored child (from the cache or a GET; NULL when
  * absent), and `want` (ebdman_configmap_for / ebdman_vfm_for, whose
  * controller ownerReference names the EBD): ours when have's controller

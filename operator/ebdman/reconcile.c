@@ -82,7 +82,8 @@ static struct announced *announced_for(struct ebdman *e, const char *uid)
   return a;
 }
 
-/* The child as the informer's cache holds it, or NULL (absent, or out of
+/* The child as the informer's cache holds it - projected: the fields
+ * ebdman_child_plan reads and the metadata - or NULL (absent, or out of
  * memory: then the create-only apply finds out whether it exists). */
 static cJSON *cached(kcr_informer *inf, const cJSON *want)
 {
@@ -452,11 +453,13 @@ int ebdman_run(const struct ebdman_run_opts *ro)
   }
   struct kcr_informer_opts ebds = {
       .gvr = &ebdman_ebds, .ns = ro->ns, .resync_ms = ro->resync_ms};
-  struct kcr_informer_opts vfms = {.gvr = &ebdman_vfms, .ns = ro->ns};
+  /* The children's caches hold only what ebdman reads of them (children.c). */
+  struct kcr_informer_opts vfms = {
+      .gvr = &ebdman_vfms, .ns = ro->ns, .keep = ebdman_vfm_keep};
   struct kcr_informer_opts cms = {.gvr = &ebdman_configmaps,
                                   .ns = ro->ns,
-                                  .label_selector =
-                                      "app.kubernetes.io/managed-by=ebdman"};
+                                  .label_selector = "app.kubernetes.io/managed-by=ebdman",
+                                  .keep = ebdman_configmap_keep};
   struct kcr_status_writer_opts so = {.client = kcr_manager_client(m),
                                       .gvr = &ebdman_ebds,
                                       .api_version = EBDMAN_API_VERSION,

@@ -14,6 +14,10 @@
  *
  * A second thread runs the periodic resync when asked for.
  *
+ * Listed items and watched objects become store objects in one step
+ * (kcr__obj_from_json): with a keep-list, through its compiled projection
+ * (projection.c), which prints only the kept members of the parsed tree.
+ *
  * Nothing is lost on errors: a list whose objects cannot all be stored
  * leaves the store, rv and `synced` as they were and is retried after
  * backoff; an event the store cannot take fails the watch callback, so the
@@ -39,6 +43,8 @@
 #include "kcr/log.h"
 #include "kcr/time.h"
 #include "kcr/watch.h"
+#include "runtime/projection-int.h"
+#include "runtime/store-int.h"
 
 #define MAX_HANDLERS 16
 
@@ -49,6 +55,8 @@ struct kcr_informer {
   struct kcr_gvr gvr;
   char *group, *version, *resource, *ns, *lsel, *fsel, *name;
   kcr_store *store;
+  struct kcr__proj *proj; /* opts.keep compiled; NULL: keep everything */
+  unsigned obj_flags;     /* for kcr__obj_from_json */
   struct kcr_informer_handlers h[MAX_HANDLERS];
   size_t nh;
 
@@ -88,6 +96,12 @@ static kcr_err check_opts(const struct kcr_informer_opts *in, struct kcr_informe
   if(o->page_size < 0)
     return kcr_errinfo_set(ei, KCR_EINVAL, "%s: page_size must not be negative, not %ld",
                            fn, o->page_size);
+  for(size_t i = 0; o->keep && o->keep[i]; i++) {
+    const char *why = kcr__proj_bad_path(o->keep[i]);
+    if(why)
+      return kcr_errinfo_set(ei, KCR_EINVAL, "%s: keep[%zu] \"%s\" %s", fn, i, o->keep[i],
+                             why);
+  }
   if(!o->page_size)
     o->page_size = 500;
   if(!o->watch_timeout_min_ms)
@@ -122,7 +136,11 @@ kcr_err kcr_informer_new(const struct kcr_informer_opts *opts, kcr_informer **ou
   if(!inf)
     return KCR_ENOMEM;
   inf->o = *o;
+  inf->o.keep = NULL; /* the caller's: compiled into proj */
   inf->o.client = kcr_client_ref(o->client);
+  inf->obj_flags = o->keep_managed_fields ? KCR_OBJ_KEEP_MANAGED_FIELDS : 0;
+  if(o->keep) /* the paths were checked: NULL only when out of memory */
+    kcr__proj_new(o->keep, inf->obj_flags, &inf->proj);
   inf->group = strdup(o->gvr->group ? o->gvr->group : "");
   inf->version = dup0(o->gvr->version);
   inf->resource = dup0(o->gvr->resource);
@@ -151,7 +169,7 @@ kcr_err kcr_informer_new(const struct kcr_informer_opts *opts, kcr_informer **ou
   }
   if(!inf->group || !inf->version || !inf->resource || !inf->name || !inf->store ||
      (o->ns && !inf->ns) || (o->label_selector && !inf->lsel) ||
-     (o->field_selector && !inf->fsel)) {
+     (o->field_selector && !inf->fsel) || (o->keep && !inf->proj)) {
     kcr_informer_free(inf);
     return KCR_ENOMEM;
   }
@@ -284,8 +302,7 @@ static kcr_err collect_item(const cJSON *item, void *ud)
     c->objs = n;
     c->cap = ncap;
   }
-  rc = kcr_obj_from_json(
-      item, c->inf->o.keep_managed_fields ? KCR_OBJ_KEEP_MANAGED_FIELDS : 0, &o, NULL);
+  rc = kcr__obj_from_json(item, c->inf->obj_flags, c->inf->proj, &o, NULL);
   if(rc == KCR_EINVAL) {
     KCR_LOG(KCR_LOG_WARN, "informer: skipping listed item without a name",
             KCR_S("informer", c->inf->name));
@@ -369,8 +386,7 @@ static kcr_err on_event(struct kcr_watch_event *ev, void *ud)
   if(ev->type == KCR_WATCH_BOOKMARK)
     return KCR_OK;
   count(inf, &inf->stats.events);
-  rc = kcr_obj_from_json(
-      ev->object, inf->o.keep_managed_fields ? KCR_OBJ_KEEP_MANAGED_FIELDS : 0, &o, NULL);
+  rc = kcr__obj_from_json(ev->object, inf->obj_flags, inf->proj, &o, NULL);
   if(rc == KCR_EINVAL) {
     KCR_LOG(KCR_LOG_WARN, "informer: skipping event for an object without a name",
             KCR_S("informer", inf->name), KCR_S("type", kcr_watch_type_name(ev->type)));
@@ -589,6 +605,7 @@ void kcr_informer_free(kcr_informer *inf)
     return;
   kcr_informer_stop(inf);
   kcr_store_free(inf->store);
+  kcr__proj_free(inf->proj);
   pthread_mutex_destroy(&inf->mu);
   pthread_cond_destroy(&inf->cv);
   free(inf->group);

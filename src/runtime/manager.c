@@ -30,6 +30,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kcr/buf.h"
 #include "kcr/httpd.h"
 #include "kcr/leader.h"
 #include "kcr/manager.h"
@@ -168,6 +169,7 @@ kcr_err kcr_manager_informer(kcr_manager *m, const struct kcr_informer_opts *io,
                              kcr_informer **out, struct kcr_errinfo *ei)
 {
   struct kcr_informer_opts o;
+  struct kcr_buf k = KCR_BUF_INIT;
   char *key = NULL;
   kcr_err rc;
 
@@ -180,10 +182,17 @@ kcr_err kcr_manager_informer(kcr_manager *m, const struct kcr_informer_opts *io,
                            : !io->gvr ? "gvr"
                                       : "gvr->version/resource");
   o = *io;
-  if(asprintf(&key, "%s/%s/%s|%s|%s|%s", io->gvr->group ? io->gvr->group : "",
-              io->gvr->version, io->gvr->resource, io->ns ? io->ns : "",
-              io->label_selector ? io->label_selector : "",
-              io->field_selector ? io->field_selector : "") < 0)
+  /* A projected informer is shared only with the same keep-list: another
+   * requester could need a member it drops. */
+  kcr_buf_printf(&k, "%s/%s/%s|%s|%s|%s", io->gvr->group ? io->gvr->group : "",
+                 io->gvr->version, io->gvr->resource, io->ns ? io->ns : "",
+                 io->label_selector ? io->label_selector : "",
+                 io->field_selector ? io->field_selector : "");
+  if(io->keep)
+    kcr_buf_puts(&k, "|keep");
+  for(size_t i = 0; io->keep && io->keep[i]; i++)
+    kcr_buf_printf(&k, "%c%s", i ? ',' : '=', io->keep[i]);
+  if(!(key = kcr_buf_take(&k))) /* an append failed (errors stick): out of memory */
     return KCR_ENOMEM;
   for(size_t i = 0; i < m->ninf; i++) {
     if(!strcmp(m->inf[i].key, key)) {

@@ -42,6 +42,7 @@
 #include "kcr/htab.h"
 #include "kcr/json.h"
 #include "kcr/store.h"
+#include "runtime/projection-int.h"
 #include "runtime/store-int.h"
 
 struct kcr_obj {
@@ -83,6 +84,13 @@ static const cJSON *controller_ref(const cJSON *tree)
 kcr_err kcr_obj_from_json(const cJSON *tree, unsigned flags, kcr_obj **out,
                           struct kcr_errinfo *ei)
 {
+  return kcr__obj_from_json(tree, flags, NULL, out, ei);
+}
+
+kcr_err kcr__obj_from_json(const cJSON *tree, unsigned flags,
+                           const struct kcr__proj *proj, kcr_obj **out,
+                           struct kcr_errinfo *ei)
+{
   const char *ns = kcr_json_str(tree, "metadata.namespace");
   const char *name = kcr_json_str(tree, "metadata.name");
   const char *uid = kcr_json_str(tree, "metadata.uid");
@@ -103,10 +111,11 @@ kcr_err kcr_obj_from_json(const cJSON *tree, unsigned flags, kcr_obj **out,
                            flags & ~KCR_OBJ_KEEP_MANAGED_FIELDS);
   if(!name || !*name)
     return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_obj_from_json: no metadata.name");
-  /* Print without managedFields: detach, print, put back (tree unchanged). */
+  /* Print without managedFields: detach, print, put back (tree unchanged).
+   * The header comes from the whole tree: a projection keeps what it reads. */
   if(!(flags & KCR_OBJ_KEEP_MANAGED_FIELDS) && meta)
     mf = cJSON_DetachItemFromObjectCaseSensitive(meta, "managedFields");
-  text = cJSON_PrintUnformatted(tree);
+  text = proj ? kcr__proj_print(proj, tree) : cJSON_PrintUnformatted(tree);
   if(mf) /* it kept its key: re-linking it cannot fail (AddItemToObject copies
             the key and could) */
     cJSON_AddItemToArray(meta, mf);

@@ -1,6 +1,7 @@
 /* The informer cache: kcr_obj_from_json on any served object (the header:
  * namespace, name, uid, resourceVersion, generation, deletion, controller
- * owner; the compact text without managedFields) and the store's writes -
+ * owner; the compact text without managedFields), the same through a
+ * keep-list (cache projection), and the store's writes -
  * kcr_store_put, kcr_store_replace, kcr_store_delete(_key) - with the
  * controller-uid index, checked against a plain model of the contents.
  * Input: JSON, an array of objects (or one object), at most MAX_OBJS used.
@@ -10,6 +11,8 @@
  * kcr_store_bytes agree with the model; a put or a delete hands back the
  * object the model had under that key. */
 #include "fuzz.h"
+#include "runtime/projection-int.h"
+#include "runtime/store-int.h"
 
 #define MAX_OBJS 64
 
@@ -62,6 +65,52 @@ static void check_header(const cJSON *tree, kcr_obj *o)
   if(members(kcr_json_at(tree, "metadata"), "managedFields") <= 1)
     FUZZ_CHECK(kcr_json_at(back, "metadata.managedFields") == NULL);
   cJSON_Delete(back);
+}
+
+static bool same_str(const char *a, const char *b)
+{
+  return a == b || (a && b && !strcmp(a, b));
+}
+
+/* The same object made through a keep-list (kcr_informer_opts.keep): the
+ * same header, a text no longer than whole's, and of what it parses back to
+ * only kept members: the metadata, spec, and status.conditions. */
+static void check_projection(const cJSON *tree, const kcr_obj *whole)
+{
+  static struct kcr__proj *p; /* for the process */
+  const struct kcr_owner *a, *b;
+  kcr_obj *o = NULL;
+  cJSON *back = NULL, *m;
+  size_t len, wlen;
+
+  if(!p && kcr__proj_new((const char *[]){"spec", "status.conditions", NULL}, 0, &p))
+    abort();
+  FUZZ_CHECK(kcr__obj_from_json(tree, 0, p, &o, NULL) == KCR_OK);
+  a = kcr_obj_controller(o);
+  b = kcr_obj_controller(whole);
+  FUZZ_CHECK(!strcmp(kcr_obj_key(o), kcr_obj_key(whole)));
+  FUZZ_CHECK(!strcmp(kcr_obj_uid(o), kcr_obj_uid(whole)));
+  FUZZ_CHECK(!strcmp(kcr_obj_rv(o), kcr_obj_rv(whole)));
+  FUZZ_CHECK(kcr_obj_generation(o) == kcr_obj_generation(whole));
+  FUZZ_CHECK(kcr_obj_deleting(o) == kcr_obj_deleting(whole));
+  FUZZ_CHECK(same_str(a->uid, b->uid) && same_str(a->name, b->name));
+  kcr_obj_json(o, &len);
+  kcr_obj_json(whole, &wlen);
+  FUZZ_CHECK(len <= wlen);
+  FUZZ_CHECK(kcr_obj_parse(o, &back) == KCR_OK);
+  FUZZ_CHECK(!strcmp(kcr_json_str(back, "metadata.name"), kcr_obj_name(o)));
+  cJSON_ArrayForEach(m, back)
+  {
+    FUZZ_CHECK(!strcmp(m->string, "apiVersion") || !strcmp(m->string, "kind") ||
+               !strcmp(m->string, "metadata") || !strcmp(m->string, "spec") ||
+               !strcmp(m->string, "status"));
+  }
+  cJSON_ArrayForEach(m, kcr_json_at(back, "status"))
+  {
+    FUZZ_CHECK(!strcmp(m->string, "conditions"));
+  }
+  cJSON_Delete(back);
+  kcr_obj_unref(o);
 }
 
 /* The model: the object under each key, in put order (latest wins). */
@@ -196,8 +245,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
       FUZZ_CHECK(rc == KCR_EINVAL && objs[n] == NULL && ei.message);
     } else {
       FUZZ_CHECK(rc == KCR_OK);
-      if(!(n & 1))
+      if(!(n & 1)) {
         check_header(it, objs[n]);
+        check_projection(it, objs[n]);
+      }
       n++;
     }
     kcr_errinfo_cleanup(&ei);

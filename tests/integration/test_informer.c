@@ -316,12 +316,130 @@ static void resync_replays_every_object(void **state)
   itest_namespace_drop(cl, ns);
 }
 
+/* The object at ns/name in inf's store, parsed, once its resourceVersion
+ * is rv (NULL: any); fails the test after 30 s. */
+static cJSON *cached_at(kcr_informer *inf, const char *ns, const char *name,
+                        const char *rv)
+{
+  cJSON *t = NULL;
+  for(int i = 0; i < 300 && !t; i++) {
+    kcr_obj *o = kcr_store_ref(kcr_informer_store(inf), ns, name);
+    if(o && (!rv || !strcmp(rv, kcr_obj_rv(o))))
+      assert_int_equal(KCR_OK, kcr_obj_parse(o, &t));
+    kcr_obj_unref(o);
+    if(!t)
+      itest_sleep_ms(100);
+  }
+  assert_non_null(t);
+  return t;
+}
+
+/* An informer with a keep-list stores, for listed and watched objects
+ * alike, only the members listed and the metadata the runtime needs - and
+ * costs less than one that stores whole objects. */
+static void a_keep_list_stores_only_those_fields(void **state)
+{
+  char *ns = itest_namespace(cl, "keep");
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_ref coll = {&itest_configmaps, ns}, a = {&itest_configmaps, ns, "a"};
+  cJSON *owner = NULL, *made = NULL, *t;
+  kcr_informer *proj, *whole;
+  char rv[32];
+  static const char patch[] =
+      "{\"metadata\":{\"annotations\":{\"n\":\"2\"}},\"data\":{\"k\":\"w\"}}";
+
+  cJSON *cm = itest_json("{\"metadata\":{\"name\":\"owner\"}}");
+  itest_expect(KCR_OK, kcr_create(cl, &coll, cm, NULL, &owner, &ei), &ei);
+  cJSON_Delete(cm);
+  cm = itest_json(
+      "{\"metadata\":{\"name\":\"a\",\"labels\":{\"l\":\"1\"},"
+      "\"annotations\":{\"n\":\"1\"},\"finalizers\":[\"test.kcr.io/keep\"],"
+      "\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
+      "\"name\":\"owner\",\"uid\":\"%s\",\"controller\":true}]},"
+      "\"data\":{\"k\":\"v\",\"big\":\"%0500d\"},\"binaryData\":{\"b\":\"AAAA\"}}",
+      kcr_json_str(owner, "metadata.uid"), 0);
+  itest_expect(KCR_OK, kcr_create(cl, &coll, cm, NULL, &made, &ei), &ei);
+  cJSON_Delete(cm);
+  assert_int_equal(KCR_OK,
+                   kcr_informer_new(
+                       &(struct kcr_informer_opts){
+                           .client = cl,
+                           .gvr = &itest_configmaps,
+                           .ns = ns,
+                           .keep = (const char *[]){"data", "metadata.labels", NULL}},
+                       &proj, NULL));
+  assert_int_equal(KCR_OK, kcr_informer_new(
+                               &(struct kcr_informer_opts){
+                                   .client = cl, .gvr = &itest_configmaps, .ns = ns},
+                               &whole, NULL));
+  assert_int_equal(KCR_OK, kcr_informer_start(proj));
+  assert_int_equal(KCR_OK, kcr_informer_start(whole));
+  assert_true(kcr_informer_wait_synced(proj, 60000));
+  assert_true(kcr_informer_wait_synced(whole, 60000));
+
+  /* listed */
+  t = cached_at(proj, ns, "a", kcr_json_str(made, "metadata.resourceVersion"));
+  assert_string_equal("v", kcr_json_str(t, "data.k"));
+  assert_string_equal("1", kcr_json_str(t, "metadata.labels.l"));
+  assert_string_equal(kcr_json_str(made, "metadata.uid"),
+                      kcr_json_str(t, "metadata.uid"));
+  assert_non_null(kcr_json_at(t, "metadata.ownerReferences"));
+  assert_null(kcr_json_at(t, "metadata.annotations"));
+  assert_null(kcr_json_at(t, "metadata.finalizers"));
+  assert_null(kcr_json_at(t, "metadata.creationTimestamp"));
+  assert_null(kcr_json_at(t, "metadata.managedFields"));
+  assert_null(kcr_json_at(t, "binaryData"));
+  cJSON_Delete(t);
+  kcr_obj *o = kcr_store_ref(kcr_informer_store(proj), ns, "a");
+  assert_string_equal(kcr_json_str(owner, "metadata.uid"), kcr_obj_controller(o)->uid);
+  kcr_obj_unref(o);
+  /* The owner (no labels) too, and the whole objects cost more. */
+  t = cached_at(proj, ns, "owner", NULL);
+  assert_null(kcr_json_at(t, "metadata.labels"));
+  cJSON_Delete(t);
+  assert_int_equal(2, kcr_store_len(kcr_informer_store(proj)));
+  assert_true(kcr_store_bytes(kcr_informer_store(proj)) <
+              kcr_store_bytes(kcr_informer_store(whole)));
+
+  /* watched */
+  cJSON_Delete(made);
+  made = NULL;
+  itest_expect(KCR_OK,
+               kcr_patch(cl, &a, &(struct kcr_patch_opts){KCR_PATCH_MERGE}, patch,
+                         strlen(patch), &made, &ei),
+               &ei);
+  snprintf(rv, sizeof(rv), "%s", kcr_json_str(made, "metadata.resourceVersion"));
+  t = cached_at(proj, ns, "a", rv);
+  assert_string_equal("w", kcr_json_str(t, "data.k"));
+  assert_null(kcr_json_at(t, "metadata.annotations"));
+  assert_null(kcr_json_at(t, "binaryData"));
+  cJSON_Delete(t);
+  t = cached_at(whole, ns, "a", rv); /* what the other one has */
+  assert_string_equal("2", kcr_json_str(t, "metadata.annotations.n"));
+  assert_non_null(kcr_json_at(t, "binaryData"));
+  cJSON_Delete(t);
+
+  /* let it go: drop the finalizer */
+  static const char unfin[] = "{\"metadata\":{\"finalizers\":null}}";
+  itest_expect(KCR_OK,
+               kcr_patch(cl, &a, &(struct kcr_patch_opts){KCR_PATCH_MERGE}, unfin,
+                         strlen(unfin), NULL, &ei),
+               &ei);
+  kcr_informer_free(proj);
+  kcr_informer_free(whole);
+  cJSON_Delete(made);
+  cJSON_Delete(owner);
+  kcr_errinfo_cleanup(&ei);
+  itest_namespace_drop(cl, ns);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(converges_on_2000_objects_under_churn),
       cmocka_unit_test(deletes_missed_while_down_are_found_by_relist),
       cmocka_unit_test(resync_replays_every_object),
+      cmocka_unit_test(a_keep_list_stores_only_those_fields),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -9,11 +9,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "ebdman.h"
+#include "runtime/projection-int.h"
 #include "tfail.h"
 
 #define EBD_JSON                                                                         \
@@ -104,6 +106,72 @@ static void our_child_as_wanted_is_kept_and_otherwise_updated(void **state)
   assert_false(ebdman_child_same_content(h, f->vfm, "spec"));
   assert_false(ebdman_child_same_content(NULL, f->vfm, "spec"));
   cJSON_Delete(h);
+}
+
+/* The child as the server returns it - with what the apiserver, other
+ * writers and vfm-sim add - then cut down by the cache's keep-list. */
+static cJSON *cached_copy(const cJSON *want, const char *const *keep)
+{
+  cJSON *h = stored(want), *out = NULL;
+  struct kcr__proj *p = NULL;
+  char *text;
+
+  assert_int_equal(KCR_OK, kcr_json_set_str(h, "metadata.labels.team", "x"));
+  assert_int_equal(KCR_OK, kcr_json_set_str(h, "metadata.annotations.note", "x"));
+  assert_int_equal(
+      KCR_OK, kcr_json_set_str(h, "metadata.creationTimestamp", "2024-01-01T00:00:00Z"));
+  assert_non_null(kcr_json_add_int(kcr_json_at(h, "metadata"), "generation", 3));
+  assert_int_equal(KCR_OK, kcr_json_set_str(h, "status.phase", "Running"));
+  cJSON_AddItemToObject(kcr_json_at(h, "status"), "conditions",
+                        cJSON_Parse("[{\"type\":\"Ready\",\"status\":\"True\","
+                                    "\"observedGeneration\":3,\"reason\":\"Ready\","
+                                    "\"message\":\"\",\"lastTransitionTime\":"
+                                    "\"2024-01-01T00:00:00Z\"}]"));
+  assert_int_equal(KCR_OK, kcr__proj_new(keep, 0, &p));
+  assert_non_null(text = kcr__proj_print(p, h));
+  assert_int_equal(KCR_OK, kcr_json_parse(text, strlen(text), &out, NULL));
+  free(text);
+  kcr__proj_free(p);
+  cJSON_Delete(h);
+  return out;
+}
+
+/* The caches keep what ebdman reads of its children: a projected child as
+ * wanted is kept, one that differs in what ebdman sets is updated, one
+ * that is someone else's is a conflict, and the projected VFM's Ready is
+ * the EBD's VFMHealthy - as for the whole objects. */
+static void projected_children_are_judged_as_whole_ones(void **state)
+{
+  struct fix *f = *state;
+  cJSON *cm = cached_copy(f->cm, ebdman_configmap_keep),
+        *vfm = cached_copy(f->vfm, ebdman_vfm_keep);
+  struct ebdman_observed ob = {.generation = 1, .vfm = vfm};
+  struct kcr_cond conds[EBDMAN_NCOND];
+
+  assert_null(kcr_json_at(vfm, "metadata.labels")); /* it is projected */
+  assert_null(kcr_json_at(vfm, "status.phase"));
+  assert_int_equal(EBDMAN_CHILD_KEEP, ebdman_child_plan(cm, f->cm, "data"));
+  assert_int_equal(EBDMAN_CHILD_KEEP, ebdman_child_plan(vfm, f->vfm, "spec"));
+  ebdman_conditions(&ob, conds);
+  assert_string_equal("True", conds[EBDMAN_COND_VFM].status);
+  /* the uid the update is pinned to is there */
+  cJSON *w = cJSON_Duplicate(f->vfm, 1);
+  assert_int_equal(KCR_OK, ebdman_child_precondition(w, EBDMAN_CHILD_UPDATE, vfm));
+  assert_string_equal("child-uid", kcr_json_str(w, "metadata.uid"));
+  cJSON_Delete(w);
+  /* a propagated annotation and the content are compared */
+  cJSON_ReplaceItemInObjectCaseSensitive(kcr_json_at(vfm, "metadata.annotations"),
+                                         "vfm-sim.ebdman.example.com/delay",
+                                         cJSON_CreateString("2s"));
+  assert_int_equal(EBDMAN_CHILD_UPDATE, ebdman_child_plan(vfm, f->vfm, "spec"));
+  assert_int_equal(KCR_OK, kcr_json_set_str(cm, "data.k", "other"));
+  assert_int_equal(EBDMAN_CHILD_UPDATE, ebdman_child_plan(cm, f->cm, "data"));
+  /* whose it is */
+  set_owners(cm, "[{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"name\":\"p\","
+                 "\"uid\":\"pod-uid\",\"controller\":true}]");
+  assert_int_equal(EBDMAN_CHILD_CONFLICT, ebdman_child_plan(cm, f->cm, "data"));
+  cJSON_Delete(cm);
+  cJSON_Delete(vfm);
 }
 
 /* Each way a child-named object can be someone else's: never applied to. */
@@ -284,6 +352,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(an_absent_child_is_created),
       cmocka_unit_test(our_child_as_wanted_is_kept_and_otherwise_updated),
+      cmocka_unit_test(projected_children_are_judged_as_whole_ones),
       cmocka_unit_test(someone_elses_object_is_a_conflict),
       cmocka_unit_test(a_create_is_create_only_and_an_update_is_pinned_to_the_uid),
       cmocka_unit_test(the_conflict_message_names_the_object_and_its_owners),

@@ -802,6 +802,84 @@ static void a_resync_thread_that_cannot_start_fails_start(void **state)
   tcheck_report();
 }
 
+/* ---- cache projection (issue 11) ---- */
+
+/* A ConfigMap with labels, annotations and managedFields, data k=v. */
+#define FULL_CM(rv, v)                                                                   \
+  "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"a\","          \
+  "\"namespace\":\"ns\",\"uid\":\"u\",\"resourceVersion\":\"" rv "\","                   \
+  "\"labels\":{\"l\":\"1\"},\"annotations\":{\"n\":\"1\"},"                              \
+  "\"managedFields\":[{\"manager\":\"m\"}]},\"data\":{\"k\":\"" v "\"},"                 \
+  "\"binaryData\":{\"b\":\"AAAA\"}}"
+#define PROJECTED_CM(rv, v)                                                              \
+  "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"a\","          \
+  "\"namespace\":\"ns\",\"uid\":\"u\",\"resourceVersion\":\"" rv "\","                   \
+  "\"annotations\":{\"n\":\"1\"}},\"data\":{\"k\":\"" v "\"}}"
+
+static kcr_err api_full(struct twire_call *call, void *ud)
+{
+  if(call->req->watch) {
+    twire_stream(call, 200);
+    if(send_event(call, "MODIFIED", FULL_CM("2", "w")))
+      twire_wait_cancel(call, 60000);
+    return KCR_OK;
+  }
+  if(!twire_is(call, "GET", PATH))
+    return not_found(call);
+  return list_reply(call, "1", NULL, FULL_CM("1", "v"));
+}
+
+/* What the handlers were given, and what the store held for them. */
+static void on_update_text(kcr_obj *old, kcr_obj *cur, void *ud)
+{
+  evlog_put(ud, "update %s", kcr_obj_rv(cur));
+  TCHECK(!strcmp(kcr_obj_json(old, NULL), PROJECTED_CM("1", "v")));
+  TCHECK(!strcmp(kcr_obj_json(cur, NULL), PROJECTED_CM("2", "w")));
+}
+
+static void on_add_text(kcr_obj *o, void *ud)
+{
+  evlog_put(ud, "add %s", kcr_obj_rv(o));
+  TCHECK(!strcmp(kcr_obj_json(o, NULL), PROJECTED_CM("1", "v")));
+}
+
+/* Listed and watched objects alike are stored (and handed to handlers)
+ * with only the listed members and the metadata the runtime needs. */
+static void a_keep_list_projects_listed_and_watched_objects(void **state)
+{
+  static const char *const want[] = {"add 1", "update 2"};
+  struct evlog log;
+  kcr_client *cl = twire_client(api_full, NULL);
+  kcr_informer *inf;
+  kcr_obj *a;
+
+  evlog_init(&log);
+  assert_int_equal(
+      KCR_OK, kcr_informer_new(
+                  &(struct kcr_informer_opts){
+                      .client = cl,
+                      .gvr = &cms,
+                      .ns = "ns",
+                      .keep = (const char *[]){"data", "metadata.annotations", NULL}},
+                  &inf, NULL));
+  assert_int_equal(KCR_OK, kcr_informer_add_handlers(inf, &(struct kcr_informer_handlers){
+                                                              .on_add = on_add_text,
+                                                              .on_update = on_update_text,
+                                                              .ud = &log}));
+  assert_int_equal(KCR_OK, kcr_informer_start(inf));
+  assert_true(evlog_wait(&log, 2, 30000));
+  kcr_informer_stop(inf);
+  evlog_expect(&log, want, 2);
+  assert_non_null(a = kcr_store_ref(kcr_informer_store(inf), "ns", "a"));
+  assert_string_equal(PROJECTED_CM("2", "w"), kcr_obj_json(a, NULL));
+  assert_int_equal(kcr_obj_size(a), kcr_store_bytes(kcr_informer_store(inf)));
+  kcr_obj_unref(a);
+  kcr_informer_free(inf);
+  kcr_client_free(cl);
+  evlog_cleanup(&log);
+  tcheck_report();
+}
+
 /* ---- options (issue 9) ---- */
 
 static void new_refuses_invalid_options_naming_them(void **state)
@@ -821,6 +899,11 @@ static void new_refuses_invalid_options_naming_them(void **state)
         .watch_timeout_min_ms = 2000,
         .watch_timeout_max_ms = 1000},
        "watch_timeout_max_ms"},
+      {{.client = cl, .gvr = &cms, .keep = (const char *[]){"data", "a..b", NULL}},
+       "keep[1] \"a..b\""},
+      {{.client = cl, .gvr = &cms, .keep = (const char *[]){"", NULL}}, "keep[0] \"\""},
+      {{.client = cl, .gvr = &cms, .keep = (const char *[]){"spec.containers[0]", NULL}},
+       "keep[0] \"spec.containers[0]\""},
   };
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   kcr_informer *inf;
@@ -908,6 +991,7 @@ int main(void)
       cmocka_unit_test(a_relist_the_store_cannot_take_emits_no_deletes),
       cmocka_unit_test(an_event_the_store_cannot_take_is_delivered_again),
       cmocka_unit_test(a_resync_thread_that_cannot_start_fails_start),
+      cmocka_unit_test(a_keep_list_projects_listed_and_watched_objects),
       cmocka_unit_test(new_refuses_invalid_options_naming_them),
       cmocka_unit_test(watch_timeouts_are_milliseconds_sent_as_whole_seconds),
   };

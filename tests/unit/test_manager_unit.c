@@ -521,6 +521,40 @@ static void informer_and_add_refuse_bad_arguments(void **state)
   api_cleanup(&a);
 }
 
+/* Informers are shared by (gvr, ns, selectors) and keep-list: one that
+ * drops members is never handed to a requester that may need them. */
+static void only_the_same_keep_list_shares_an_informer(void **state)
+{
+  struct api a;
+  kcr_manager *m;
+  kcr_informer *whole, *proj, *again, *other;
+  const char *const keep[] = {"data", NULL};
+
+  api_init(&a);
+  m = manager(&a, &(struct mopts){0});
+  assert_int_equal(
+      KCR_OK,
+      kcr_manager_informer(m, &(struct kcr_informer_opts){.gvr = &cms}, &whole, NULL));
+  assert_int_equal(KCR_OK, kcr_manager_informer(
+                               m, &(struct kcr_informer_opts){.gvr = &cms, .keep = keep},
+                               &proj, NULL));
+  assert_int_equal(KCR_OK, kcr_manager_informer(
+                               m,
+                               &(struct kcr_informer_opts){
+                                   .gvr = &cms, .keep = (const char *[]){"data", NULL}},
+                               &again, NULL));
+  assert_int_equal(
+      KCR_OK,
+      kcr_manager_informer(m, &(struct kcr_informer_opts){.gvr = &cms, .keep = keep + 1},
+                           &other, NULL));
+  assert_ptr_not_equal(whole, proj);
+  assert_ptr_equal(proj, again);
+  assert_ptr_not_equal(other, proj); /* an empty list is a list */
+  assert_ptr_not_equal(other, whole);
+  kcr_manager_free(m);
+  api_cleanup(&a);
+}
+
 /* A thread that cannot be made fails run with 1 and starts nothing after it
  * (issue 8, item 9: the informer's and the controllers' start results were
  * ignored: a manager ran without its controllers, or without a cache). */
@@ -555,6 +589,7 @@ int main(void)
       cmocka_unit_test(a_thread_that_cannot_start_fails_run),
       cmocka_unit_test(a_sync_timeout_of_forever_waits_until_stopped),
       cmocka_unit_test(informer_and_add_refuse_bad_arguments),
+      cmocka_unit_test(only_the_same_keep_list_shares_an_informer),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -136,13 +136,15 @@ static bool informer_new(void *ud)
   kcr_metrics *reg = NULL;
   (void)kcr_metrics_new(NULL, &reg, NULL); /* NULL when out of memory */
   kcr_err rc =
-      reg ? kcr_informer_new(&(struct kcr_informer_opts){.client = c,
-                                                         .gvr = &cms,
-                                                         .ns = "ns",
-                                                         .label_selector = "app=x",
-                                                         .field_selector = "a=b",
-                                                         .metrics = reg},
-                             &inf, NULL)
+      reg ? kcr_informer_new(
+                &(struct kcr_informer_opts){.client = c,
+                                            .gvr = &cms,
+                                            .ns = "ns",
+                                            .label_selector = "app=x",
+                                            .field_selector = "a=b",
+                                            .keep = (const char *[]){"data", NULL},
+                                            .metrics = reg},
+                &inf, NULL)
           : KCR_ENOMEM;
   bool ok;
 

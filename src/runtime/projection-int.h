@@ -1,0 +1,42 @@
+/* runtime/projection-int.h - cache projection: the members of an object an
+ * informer's store keeps (kcr_informer_opts.keep). Internal to libkcr. */
+#ifndef KCR_RUNTIME_PROJECTION_INT_H
+#define KCR_RUNTIME_PROJECTION_INT_H
+
+#include <cjson/cJSON.h>
+
+#include "kcr/err.h"
+
+/* A compiled keep-list: immutable once made, so any number of threads may
+ * print with it at once. */
+struct kcr__proj;
+
+/* Why path cannot be a keep path ("is empty", "has an empty member name",
+ * ...), or NULL when it is a valid one: dot-separated member names, each
+ * non-empty, no indexes or wildcards. Pure. */
+const char *kcr__proj_bad_path(const char *path);
+
+/* Compiles keep (NULL-terminated, copied) plus the metadata every
+ * projection keeps (listed in kcr/informer.h: apiVersion, kind and
+ * metadata name, namespace, uid, resourceVersion, generation,
+ * deletionTimestamp, ownerReferences), and metadata.managedFields when flags
+ * has KCR_OBJ_KEEP_MANAGED_FIELDS. Paths may repeat or overlap ("spec" and
+ * "spec.x" keep all of spec). Errors: KCR_EINVAL (no keep or out, unknown
+ * flags, a path kcr__proj_bad_path refuses), KCR_ENOMEM; *out NULL then. */
+kcr_err kcr__proj_new(const char *const *keep, unsigned flags, struct kcr__proj **out);
+/* NULL is a no-op. */
+void kcr__proj_free(struct kcr__proj *p);
+
+/* The compact JSON text of the part of tree (an object; borrowed, not
+ * modified) that p keeps: each member a path names, whole (arrays and
+ * objects below it included), in tree's order; an object a path runs
+ * through holds only the members kept below it and is left out when none
+ * is there; a path that meets a non-object before its end keeps nothing
+ * (paths do not index arrays). Of members with the same name, the first.
+ * Allocates the text only (and, for keep-lists of more than 64 member
+ * names in all, one scratch array). Returns text to free(), or NULL when
+ * out of memory or tree is not an object. Thread safety: any thread (tree
+ * as cJSON allows). */
+char *kcr__proj_print(const struct kcr__proj *p, const cJSON *tree);
+
+#endif

@@ -1,0 +1,229 @@
+/* DESIGN: cache projection - print only the members of an object that an
+ * informer was told to keep, in one pass, without copying the tree.
+ *
+ * The keep-list is compiled once (kcr_informer_new) into a trie of member
+ * names: node 0 is the object, each node a member; a "whole" node keeps its
+ * member with everything below it, an inner node only what its children
+ * keep. Paths are checked first (kcr__proj_bad_path), so the trie is built
+ * from valid paths only.
+ *
+ * Printing walks the source tree and the trie together and links a
+ * skeleton: for each kept member a shallow copy of its cJSON node (same
+ * type, key, value and, for a whole member, the same child list - the
+ * subtree is shared, not copied), for each inner member a copy whose child
+ * list is its own skeleton. cJSON prints the skeleton root as it would any
+ * tree; the skeleton is never passed to cJSON_Delete, since it owns nothing.
+ * Each trie node matches at most one member (the first of its name), so the
+ * skeleton needs at most one node per trie node: an array indexed like the
+ * trie, on the stack for small lists. The source tree is only read.
+ *
+ * Invariants: node[0] is the object itself and never whole (every path
+ * has a member name); a node's children have distinct names; children and
+ * siblings are indexes into node[], -1 for none; names point into `text`. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kcr/store.h"
+#include "runtime/projection-int.h"
+
+/* The metadata the runtime needs (the store's header: kcr_obj_ns ...
+ * kcr_obj_controller) and what names the object (kcr_owner_set_controller
+ * on an owner read from a cache). Keep in step with kcr/informer.h. */
+static const char *const always[] = {"apiVersion",
+                                     "kind",
+                                     "metadata.name",
+                                     "metadata.namespace",
+                                     "metadata.uid",
+                                     "metadata.resourceVersion",
+                                     "metadata.generation",
+                                     "metadata.deletionTimestamp",
+                                     "metadata.ownerReferences"};
+
+#define NALWAYS     (sizeof(always) / sizeof(always[0]))
+#define STACK_NODES 64
+
+struct pnode {
+  const char *name; /* the member's name, in text */
+  size_t len;
+  bool whole;      /* keep the member and everything below it */
+  int child, next; /* first child, next sibling; -1: none */
+};
+
+struct kcr__proj {
+  char *text; /* the paths, NUL-terminated one after another */
+  int n;      /* nodes used */
+  struct pnode node[];
+};
+
+const char *kcr__proj_bad_path(const char *path)
+{
+  size_t n = path ? strlen(path) : 0;
+
+  if(!n)
+    return "is empty";
+  if(path[0] == '.' || path[n - 1] == '.' || strstr(path, ".."))
+    return "has an empty member name (paths are member names joined by dots, "
+           "such as \"status.conditions\")";
+  if(strpbrk(path, "[]*"))
+    return "has an index or a wildcard (a path names members, and keeps an array "
+           "whole)";
+  return NULL;
+}
+
+static size_t segments(const char *path)
+{
+  size_t n = 1;
+  for(; *path; path++)
+    n += *path == '.';
+  return n;
+}
+
+/* The child of node t named name[len], or -1. */
+static int find_child(const struct kcr__proj *p, int t, const char *name, size_t len)
+{
+  for(int c = p->node[t].child; c >= 0; c = p->node[c].next)
+    if(p->node[c].len == len && !memcmp(p->node[c].name, name, len))
+      return c;
+  return -1;
+}
+
+/* Adds path (in p->text) to the trie; room for its nodes was counted. */
+static void add_path(struct kcr__proj *p, const char *path)
+{
+  int t = 0;
+
+  while(!p->node[t].whole) {
+    const char *dot = strchr(path, '.');
+    size_t len = dot ? (size_t)(dot - path) : strlen(path);
+    int c = find_child(p, t, path, len);
+    if(c < 0) { /* append, so siblings stay in the order given */
+      int *link = &p->node[t].child;
+      while(*link >= 0)
+        link = &p->node[*link].next;
+      c = *link = p->n++;
+      p->node[c] = (struct pnode){path, len, false, -1, -1};
+    }
+    t = c;
+    if(!dot) {
+      p->node[t].whole = true; /* what was kept below it is now moot */
+      return;
+    }
+    path = dot + 1;
+  }
+}
+
+/* Copies path to *cur and adds it to the trie. */
+static void put_path(struct kcr__proj *p, char **cur, const char *path)
+{
+  size_t len = strlen(path) + 1;
+  memcpy(*cur, path, len);
+  add_path(p, *cur);
+  *cur += len;
+}
+
+kcr_err kcr__proj_new(const char *const *keep, unsigned flags, struct kcr__proj **out)
+{
+  static const char mf[] = "metadata.managedFields";
+  bool with_mf = flags & KCR_OBJ_KEEP_MANAGED_FIELDS;
+  size_t textlen = with_mf ? sizeof(mf) : 0,
+         nodes = 1 + (with_mf ? (size_t)segments(mf) : 0);
+  struct kcr__proj *p;
+  char *cur;
+
+  if(!out)
+    return KCR_EINVAL;
+  *out = NULL;
+  if(!keep || (flags & ~KCR_OBJ_KEEP_MANAGED_FIELDS))
+    return KCR_EINVAL;
+  for(size_t i = 0; i < NALWAYS; i++) {
+    textlen += strlen(always[i]) + 1;
+    nodes += (size_t)segments(always[i]);
+  }
+  for(size_t i = 0; keep[i]; i++) {
+    if(kcr__proj_bad_path(keep[i]))
+      return KCR_EINVAL;
+    textlen += strlen(keep[i]) + 1;
+    nodes += (size_t)segments(keep[i]);
+  }
+  if(nodes > INT_MAX) /* trie indexes are ints */
+    return KCR_ENOMEM;
+  p = malloc(sizeof(*p) + (size_t)nodes * sizeof(p->node[0]));
+  if(!p || !(p->text = malloc(textlen))) {
+    free(p);
+    return KCR_ENOMEM;
+  }
+  p->node[0] = (struct pnode){"", 0, false, -1, -1};
+  p->n = 1;
+  cur = p->text;
+  for(size_t i = 0; i < NALWAYS; i++)
+    put_path(p, &cur, always[i]);
+  if(with_mf)
+    put_path(p, &cur, mf);
+  for(size_t i = 0; keep[i]; i++)
+    put_path(p, &cur, keep[i]);
+  *out = p;
+  return KCR_OK;
+}
+
+void kcr__proj_free(struct kcr__proj *p)
+{
+  if(!p)
+    return;
+  free(p->text);
+  free(p);
+}
+
+/* Links into sk (indexed like the trie) the members of object src that trie
+ * node t keeps, in src's order; returns the first, or NULL when none. */
+static cJSON *view(const struct kcr__proj *p, int t, const cJSON *src, cJSON *sk)
+{
+  cJSON *first = NULL, *last = NULL;
+  const cJSON *m;
+
+  cJSON_ArrayForEach(m, src)
+  {
+    int c = m->string ? find_child(p, t, m->string, strlen(m->string)) : -1;
+    cJSON *v;
+    if(c < 0 || sk[c].string) /* not kept, or a second member of that name */
+      continue;
+    v = &sk[c];
+    *v = *m; /* type, key and value; the child list too when whole */
+    v->next = v->prev = NULL;
+    if(!p->node[c].whole && (!cJSON_IsObject(m) || !(v->child = view(p, c, m, sk)))) {
+      v->string = NULL; /* nothing kept below it: leave it out */
+      continue;
+    }
+    if(last) {
+      last->next = v;
+      v->prev = last;
+    } else {
+      first = v;
+    }
+    last = v;
+  }
+  if(first)
+    first->prev = last; /* as cJSON keeps a list */
+  return first;
+}
+
+char *kcr__proj_print(const struct kcr__proj *p, const cJSON *tree)
+{
+  cJSON stack[STACK_NODES], *sk = stack, root;
+  char *text;
+
+  if(!cJSON_IsObject(tree))
+    return NULL;
+  if(p->n > STACK_NODES && !(sk = calloc((size_t)p->n, sizeof(*sk))))
+    return NULL;
+  if(sk == stack)
+    memset(stack, 0, sizeof(stack[0]) * (size_t)p->n);
+  root = *tree;
+  root.next = root.prev = NULL;
+  root.string = NULL;
+  root.child = view(p, 0, tree, sk);
+  text = cJSON_PrintUnformatted(&root);
+  if(sk != stack)
+    free(sk);
+  return text;
+}
