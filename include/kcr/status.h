@@ -20,8 +20,8 @@
  * version (the cache caught up, or someone wrote since) is compared as it
  * is, and the record goes; so do records whose versions cannot be compared
  * (then the behaviour is as without them), records older than 30 s, and the
- * oldest beyond 4,096 per writer. Objects without metadata.uid get no
- * record.
+ * oldest beyond 4,096 per writer. An object passed without metadata.uid
+ * is compared as it is.
  *
  * Writers (choose per controller; the first is the default):
  *   KCR_STATUS_APPLY        server-side apply on /status with the field

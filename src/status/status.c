@@ -37,10 +37,12 @@
 #include <time.h>
 
 #include "core/assert-int.h"
+#include "core/json-int.h"
 #include "kcr/json.h"
 #include "kcr/log.h"
 #include "kcr/status.h"
 #include "kcr/time.h"
+#include "kube/client-int.h"
 #include "written-int.h"
 
 /* Records of a writer's own writes (see DESIGN above): a record is needed
@@ -201,12 +203,14 @@ static kcr_err add_owned_fields(cJSON *st, const struct kcr_status_desired *d)
 
 /* ---- writers ---- */
 
-/* The writers: *answer gets the server's answer to the write (the object). */
+/* The writers: *answer gets the text of the server's answer to the write
+ * (the object), for remember(). */
 static kcr_err write_apply(kcr_status_writer *w, const struct kcr_ref *ref,
                            const cJSON *merged, const struct kcr_status_desired *d,
-                           cJSON **answer, struct kcr_errinfo *ei)
+                           struct kcr_buf *answer, struct kcr_errinfo *ei)
 {
   cJSON *body = cJSON_CreateObject(), *st, *mine;
+  char *text = NULL;
   kcr_err rc = KCR_ENOMEM;
 
   if(!body || !cJSON_AddStringToObject(body, "apiVersion", w->api_version) ||
@@ -224,18 +228,22 @@ static kcr_err write_apply(kcr_status_writer *w, const struct kcr_ref *ref,
       goto out;
     }
   }
-  rc = kcr_apply(
-      w->o.client, ref, body,
-      &(struct kcr_apply_opts){.field_manager = w->field_manager, .force = true}, answer,
-      ei);
+  if(!(text = kcr_json_to_text(body)))
+    goto out;
+  rc = kcr__patch_text(w->o.client, ref,
+                       &(struct kcr_patch_opts){.type = KCR_PATCH_APPLY,
+                                                .field_manager = w->field_manager,
+                                                .force = true},
+                       text, strlen(text), answer, ei);
 out:
+  free(text);
   cJSON_Delete(body);
   return rc;
 }
 
 static kcr_err write_merge(kcr_status_writer *w, const struct kcr_ref *ref,
                            const cJSON *merged, const struct kcr_status_desired *d,
-                           cJSON **answer, struct kcr_errinfo *ei)
+                           struct kcr_buf *answer, struct kcr_errinfo *ei)
 {
   cJSON *body = cJSON_CreateObject(), *st, *list = cJSON_Duplicate(merged, 1);
   char *text = NULL;
@@ -247,10 +255,10 @@ static kcr_err write_merge(kcr_status_writer *w, const struct kcr_ref *ref,
   list = NULL;
   if(!(text = kcr_json_to_text(body)))
     goto out;
-  rc = kcr_patch(w->o.client, ref,
-                 &(struct kcr_patch_opts){.type = KCR_PATCH_MERGE,
-                                          .field_manager = w->field_manager},
-                 text, strlen(text), answer, ei);
+  rc = kcr__patch_text(w->o.client, ref,
+                       &(struct kcr_patch_opts){.type = KCR_PATCH_MERGE,
+                                                .field_manager = w->field_manager},
+                       text, strlen(text), answer, ei);
 out:
   free(text);
   cJSON_Delete(list);
@@ -307,12 +315,13 @@ static void sleep_retry(const struct kcr_retry *r, int attempt, unsigned *seed)
   nanosleep(&ts, NULL);
 }
 
-/* kcr_update_retry; *answer (optional) gets the answer to the PUT that
- * succeeded. */
+/* kcr_update_retry; *answer (optional) gets the text of the answer to the
+ * PUT that succeeded. */
 static kcr_err update_retry(kcr_client *c, const struct kcr_ref *ref,
                             const struct kcr_update_retry_opts *opts,
                             kcr_mutate_fn mutate, void *ud, enum kcr_write_result *res,
-                            int *conflicts, cJSON **answer, struct kcr_errinfo *ei)
+                            int *conflicts, struct kcr_buf *answer,
+                            struct kcr_errinfo *ei)
 {
   struct kcr_retry r =
       opts && opts->retry.steps ? opts->retry : (struct kcr_retry)KCR_RETRY_DEFAULT;
@@ -344,7 +353,8 @@ static kcr_err update_retry(kcr_client *c, const struct kcr_ref *ref,
       return KCR_OK;
     }
     if(!rc)
-      rc = kcr_update(c, ref, fresh, &wo, answer, ei);
+      rc = answer ? kcr__update_text(c, ref, fresh, &wo, answer, ei)
+                  : kcr_update(c, ref, fresh, &wo, NULL, ei);
     cJSON_Delete(fresh);
     if(rc == KCR_OK) {
       *res = KCR_WRITE_WRITTEN;
@@ -366,12 +376,35 @@ kcr_err kcr_update_retry(kcr_client *c, const struct kcr_ref *ref,
   return update_retry(c, ref, opts, mutate, ud, res, conflicts, NULL, ei);
 }
 
-/* Keeps what the write answered (see DESIGN: read your own writes). */
-static void remember(kcr_status_writer *w, const cJSON *answer)
+/* The string w found, without quotes, into out[size]: false when not
+ * found, not a string, escaped (never so in a uid or a version) or too
+ * long. */
+static bool plain_str(const struct kcr__json_want *w, char *out, size_t size)
 {
-  kcr__written_put(&w->written, kcr_json_str(answer, "metadata.uid"),
-                   kcr_json_str(answer, "metadata.resourceVersion"),
-                   kcr_json_at(answer, "status"), kcr_time_mono_ms());
+  if(!w->at || w->n < 2 || *w->at != '"' || w->n - 2 >= size || memchr(w->at, '\\', w->n))
+    return false;
+  memcpy(out, w->at + 1, w->n - 2);
+  out[w->n - 2] = '\0';
+  return true;
+}
+
+/* Keeps what a write answered (see DESIGN: read your own writes): the
+ * object's uid, resourceVersion and status, found in one scan of the
+ * answer's text (a whole object, managed fields included: parsing it into a
+ * tree costs several times as much). */
+static void remember(kcr_status_writer *w, const struct kcr_buf *answer)
+{
+  struct kcr__json_want want[] = {{"metadata.uid", NULL, 0},
+                                  {"metadata.resourceVersion", NULL, 0},
+                                  {"status", NULL, 0}};
+  char uid[64], rv[64];
+
+  kcr__json_spans(kcr_buf_str(answer), answer->len, want, 3);
+  if(!plain_str(&want[0], uid, sizeof(uid)) || !plain_str(&want[1], rv, sizeof(rv)))
+    return;
+  if(want[2].at && *want[2].at != '{')
+    want[2].at = NULL, want[2].n = 0; /* no status object: none yet */
+  kcr__written_put(&w->written, uid, rv, want[2].at, want[2].n, kcr_time_mono_ms());
 }
 
 kcr_err kcr_status_write(kcr_status_writer *w, const cJSON *obj,
@@ -382,7 +415,8 @@ kcr_err kcr_status_write(kcr_status_writer *w, const cJSON *obj,
   const char *name = kcr_json_str(obj, "metadata.name");
   const char *rv = kcr_json_str(obj, "metadata.resourceVersion");
   struct kcr_ref ref = {&w->gvr, ns, name, "status"};
-  cJSON *merged = NULL, *mine = NULL, *answer = NULL;
+  cJSON *merged = NULL, *mine = NULL;
+  struct kcr_buf answer = KCR_BUF_INIT;
   bool changed = false;
   int conflicts = 0;
   kcr_err rc;
@@ -433,10 +467,10 @@ kcr_err kcr_status_write(kcr_status_writer *w, const cJSON *obj,
   } else {
     *res = KCR_WRITE_WRITTEN;
     count(w, "written", 1);
-    remember(w, answer);
+    remember(w, &answer);
   }
 out:
-  cJSON_Delete(answer);
+  kcr_buf_cleanup(&answer);
   cJSON_Delete(mine);
   cJSON_Delete(merged);
   return rc;

@@ -3,8 +3,8 @@
  * yet ("read your own writes").
  *
  * A record holds, under the object's uid, the resourceVersion the server
- * gave the write and the status it answered with (compact JSON text: parsed
- * again only in the rare case it is needed). kcr__written_newer() is asked
+ * gave the write and the status it answered with (its JSON text: parsed
+ * only in the rare case it is needed). kcr__written_newer() is asked
  * with the object as the caller sees it: older than the record -> the
  * recorded status, to compare with instead; at or past it, or not
  * comparable (kcr_rv_compare) -> NULL, and the record goes, since the cache
@@ -41,12 +41,13 @@ void kcr__written_init(struct kcr__written *t, size_t max, uint64_t ttl_ms);
 /* Frees every record and the table's own memory. */
 void kcr__written_cleanup(struct kcr__written *t);
 /* Remembers that a write to the object uid, made at now_ms
- * (kcr_time_mono_ms), was answered with resourceVersion rv and status
- * (borrowed; NULL: an empty status). Replaces the record of uid unless that
- * one is newer (a write answered later by a concurrent caller). Does
- * nothing when uid or rv is missing, or memory runs out. */
+ * (kcr_time_mono_ms), was answered with resourceVersion rv and the status
+ * whose JSON text is status[0..len) (copied; NULL: an empty status; parsed
+ * only when it is asked for). Replaces the record of uid unless that one is
+ * newer (a write answered later by a concurrent caller). Does nothing when
+ * uid or rv is missing, or memory runs out. */
 void kcr__written_put(struct kcr__written *t, const char *uid, const char *rv,
-                      const cJSON *status, uint64_t now_ms);
+                      const char *status, size_t len, uint64_t now_ms);
 /* The status last written to uid (a new tree, caller frees) when rv, the
  * version the caller sees, is older than that write's; else NULL, and a
  * record of uid is dropped. NULL also when memory runs out (the record is

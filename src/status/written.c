@@ -6,11 +6,11 @@
  * the first record is always the oldest. Each call first drops the expired
  * ones, so a table nobody writes to any more empties as it is read.
  *
- * A record stores the status as compact JSON text, about a third of a
- * parsed tree's memory, and is parsed only when a caller's copy is older
- * than it - while the cache lags, which is rare and short. Integers go
- * through kcr_json_to_text / kcr_json_parse, so int64 fields come back
- * exactly. */
+ * A record stores the status as the JSON text the server answered with
+ * (copied from the answer: neither parsed nor printed; about a third of a
+ * tree's memory), parsed only when a caller's copy is older than it -
+ * while the cache lags, which is rare and short - with kcr_json_parse, so
+ * int64 fields come back exactly. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,9 +23,10 @@ struct kcr__wrec {
   struct kcr_hnode hn;           /* in by_uid */
   struct kcr__wrec *prev, *next; /* oldest first */
   uint64_t at_ms;
-  char *status; /* JSON text */
-  char *rv;     /* in key[] after the uid */
-  char key[];   /* uid NUL rv NUL */
+  char *status; /* JSON text, len bytes */
+  size_t len;
+  char *rv;   /* in key[] after the uid */
+  char key[]; /* uid NUL rv NUL */
 };
 
 void kcr__written_init(struct kcr__written *t, size_t max, uint64_t ttl_ms)
@@ -50,10 +51,12 @@ static void drop(struct kcr__written *t, struct kcr__wrec *r)
   free(r);
 }
 
-/* Drops the records written ttl_ms or more before now_ms; with t->mu. */
+/* Drops the records written ttl_ms or more before now_ms; with t->mu. A
+ * caller's now_ms may be a little older than a record another thread has
+ * just put: that record is not expired. */
 static void expire(struct kcr__written *t, uint64_t now_ms)
 {
-  while(t->oldest && now_ms - t->oldest->at_ms >= t->ttl_ms)
+  while(t->oldest && now_ms >= t->oldest->at_ms && now_ms - t->oldest->at_ms >= t->ttl_ms)
     drop(t, t->oldest);
 }
 
@@ -77,7 +80,7 @@ void kcr__written_cleanup(struct kcr__written *t)
 }
 
 void kcr__written_put(struct kcr__written *t, const char *uid, const char *rv,
-                      const cJSON *status, uint64_t now_ms)
+                      const char *status, size_t len, uint64_t now_ms)
 {
   size_t nu, nr;
   struct kcr__wrec *r, *old;
@@ -95,11 +98,15 @@ void kcr__written_put(struct kcr__written *t, const char *uid, const char *rv,
   r->rv = r->key + nu;
   memcpy(r->rv, rv, nr);
   r->at_ms = now_ms;
-  r->status = status ? kcr_json_to_text(status) : strdup("{}");
-  if(!r->status) {
+  if(!status)
+    status = "{}", len = 2;
+  if(!(r->status = malloc(len + 1))) {
     free(r);
     return;
   }
+  memcpy(r->status, status, len);
+  r->status[len] = '\0';
+  r->len = len;
   h = kcr_hash_str(uid);
   pthread_mutex_lock(&t->mu);
   expire(t, now_ms);
@@ -139,7 +146,7 @@ cJSON *kcr__written_newer(struct kcr__written *t, const char *uid, const char *r
   expire(t, now_ms);
   r = t->by_uid.n ? find(t, uid, kcr_hash_str(uid)) : NULL;
   if(r && !kcr_rv_compare(rv, r->rv, &cmp) && cmp < 0) {
-    if(kcr_json_parse(r->status, strlen(r->status), &status, NULL))
+    if(kcr_json_parse(r->status, r->len, &status, NULL))
       status = NULL; /* out of memory: compare with what the caller has */
   } else if(r) {
     drop(t, r); /* caught up, overtaken, or not comparable */

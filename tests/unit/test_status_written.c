@@ -58,9 +58,7 @@ static void expect_newer(struct kcr__written *t, const char *uid, const char *rv
 static void put(struct kcr__written *t, const char *uid, const char *rv, const char *st,
                 uint64_t now)
 {
-  cJSON *s = st ? json(st) : NULL;
-  kcr__written_put(t, uid, rv, s, now);
-  cJSON_Delete(s);
+  kcr__written_put(t, uid, rv, st, st ? strlen(st) : 0, now);
 }
 
 static void used_only_while_the_object_is_older(void **state)
@@ -147,6 +145,10 @@ static void records_expire_and_the_oldest_go_first(void **state)
   put(&t, "u5", "10", "{}", 5000); /* a put expires too */
   assert_int_equal(1, kcr__written_len(&t, 5000));
   expect_newer(&t, "u4", "1", 5000, "");
+  /* A caller whose now is a little older than a record another thread
+   * has just put does not expire it. */
+  assert_int_equal(1, kcr__written_len(&t, 4999));
+  assert_int_equal(1, kcr__written_len(&t, 0));
   kcr__written_cleanup(&t);
 
   /* A cap of 0 is 1; a cleanup frees what is left (ASan: no leak). */
@@ -172,9 +174,9 @@ static bool put_and_read_whole_or_not(void *ud)
   st = json(status_text);
   tfail_exempt(false);
   kcr__written_init(&t, 2, 1000);
-  kcr__written_put(&t, "u1", "10", st, 0);
-  kcr__written_put(&t, "u2", "10", st, 0);
-  kcr__written_put(&t, "u3", "10", st, 0); /* evicts u1, if it was kept */
+  put(&t, "u1", "10", status_text, 0);
+  put(&t, "u2", "10", status_text, 0);
+  put(&t, "u3", "10", status_text, 0); /* evicts u1, if it was kept */
   got = kcr__written_newer(&t, "u3", "9", 1);
   ok = !got || cJSON_Compare(got, st, 1);
   cJSON_Delete(got);
