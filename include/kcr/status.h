@@ -148,10 +148,10 @@ KCR_API kcr_err kcr_status_merge(const cJSON *obj, const struct kcr_status_desir
  * writer's last write to it: then what that write answered is; see "Read
  * your own writes" above).
  * *res says what happened: SKIPPED (nothing to write, no request), WRITTEN,
- * or FAILED on any error (also when the server's answer to a write that
- * was made cannot be read for want of memory). A request, when made,
- * carries everything d owns or is not made: never a part (also when memory
- * runs out).
+ * or FAILED on any error. A request, when made, carries everything d owns
+ * or is not made: never a part (also when memory runs out; a write whose
+ * answer cannot be recorded for want of memory is WRITTEN, only without a
+ * record).
  * Errors: KCR_EINVAL (obj has no metadata.name, d NULL), KCR_EINVALID (an
  * invalid condition, before anything is sent), KCR_ENOMEM, KCR_ECONFLICT
  * (UPDATE_RETRY out of retries), and the request errors of client.h from
