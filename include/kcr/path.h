@@ -6,6 +6,8 @@
  *   named group:           /apis/{group}/{version}/... (same shapes)
  *   all namespaces:        ns == NULL on a namespaced resource -> no namespaces/ part
  *
+ * kcr_rv_compare() orders two resourceVersions of one resource.
+ *
  * Thread safety: pure. */
 #ifndef KCR_PATH_H
 #define KCR_PATH_H
@@ -58,6 +60,19 @@ KCR_API kcr_err kcr_path(struct kcr_buf *out, const struct kcr_ref *ref);
  * earlier append, which makes this a no-op). */
 KCR_API kcr_err kcr_query_add(struct kcr_buf *out, const char *key, const char *value);
 KCR_API kcr_err kcr_query_add_int(struct kcr_buf *out, const char *key, long long value);
+
+/* Orders two resourceVersions of the same resource: *cmp is -1 (a is
+ * older), 0 (the same version) or 1 (a is newer). Kubernetes made them
+ * comparable in 1.35 (KEP-5504), with apimachinery's
+ * resourceversion.CompareResourceVersion as the rule, mirrored here: each
+ * must be a decimal integer without sign or leading zero ("0" is not a
+ * version), of any length; the shorter is older, equal lengths compare
+ * digit by digit. Versions of different resources, or of an apiserver that
+ * does not use etcd revisions, say nothing about each other.
+ * Errors: KCR_EINVAL when a or b is NULL or not such an integer: the two
+ * are not comparable (*cmp is 0); treat it as "unknown", never as "older".
+ * Thread safety: pure. */
+KCR_API kcr_err kcr_rv_compare(const char *a, const char *b, int *cmp);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,20 @@
  *   - nothing changed      -> no request at all (KCR_WRITE_SKIPPED)
  *   - something changed    -> one write with the chosen writer (WRITTEN)
  *
+ * Read your own writes: a cache shows a write only when its watch event
+ * arrives, so a reconcile woken in between passes an object older than the
+ * writer's own last write to it. The writer keeps, per object uid, the
+ * resourceVersion and status its last write was answered with; when the
+ * object passed is older (kcr_rv_compare), the desired status is compared
+ * with - and merged onto - that written status instead, so the same status
+ * is not sent again, and a condition that already flipped keeps the
+ * lastTransitionTime written with the flip. An object at or past that
+ * version (the cache caught up, or someone wrote since) is compared as it
+ * is, and the record goes; so do records whose versions cannot be compared
+ * (then the behaviour is as without them), records older than 30 s, and the
+ * oldest beyond 4,096 per writer. An object passed without metadata.uid
+ * is compared as it is.
+ *
  * Writers (choose per controller; the first is the default):
  *   KCR_STATUS_APPLY        server-side apply on /status with the field
  *                           manager and force, sending only the conditions
@@ -37,7 +51,8 @@
  * Ownership: every input (objects, desired status, options) is borrowed for
  * the call; writers copy what they keep.
  *
- * Thread safety: a writer may be used from any number of threads; the other
+ * Thread safety: a writer may be used from any number of threads (its
+ * records are under a mutex of its own); the other
  * functions may be called from any thread on trees no other thread
  * modifies. Callbacks (kcr_mutate_fn) run on the calling thread with no
  * library lock held. */
@@ -128,10 +143,15 @@ KCR_API kcr_err kcr_status_merge(const cJSON *obj, const struct kcr_status_desir
                                  struct kcr_errinfo *ei);
 
 /* Writes d for the object `obj` (borrowed; its namespace and name are
- * used; for APPLY/MERGE its status is the base for the comparison).
+ * used; its status is the base for the comparison - for UPDATE_RETRY, for
+ * deciding whether to write at all - unless obj is older than this
+ * writer's last write to it: then what that write answered is; see "Read
+ * your own writes" above).
  * *res says what happened: SKIPPED (nothing to write, no request), WRITTEN,
  * or FAILED on any error. A request, when made, carries everything d owns
- * or is not made: never a part (also when memory runs out).
+ * or is not made: never a part (also when memory runs out; a write whose
+ * answer cannot be recorded for want of memory is WRITTEN, only without a
+ * record).
  * Errors: KCR_EINVAL (obj has no metadata.name, d NULL), KCR_EINVALID (an
  * invalid condition, before anything is sent), KCR_ENOMEM, KCR_ECONFLICT
  * (UPDATE_RETRY out of retries), and the request errors of client.h from

@@ -759,10 +759,11 @@ kcr_err kcr_client_do(kcr_client *c, const struct kcr_http_request *req,
   return rc;
 }
 
-/* Performs a request whose answer is one JSON object. */
-static kcr_err do_json(kcr_client *c, const char *method, const struct kcr_buf *path,
-                       const char *ctype, const char *body, size_t len, cJSON **out,
-                       struct kcr_errinfo *ei)
+/* Performs a request whose answer is one JSON object: parsed into *out,
+ * or, with text set, its text moved to *text (out NULL). */
+static kcr_err do_json_text(kcr_client *c, const char *method, const struct kcr_buf *path,
+                            const char *ctype, const char *body, size_t len, cJSON **out,
+                            struct kcr_buf *text, struct kcr_errinfo *ei)
 {
   struct kcr_http_request req = {.method = method,
                                  .path = path->ptr,
@@ -777,8 +778,20 @@ static kcr_err do_json(kcr_client *c, const char *method, const struct kcr_buf *
   rc = kcr_client_do(c, &req, &resp, ei);
   if(!rc && out)
     rc = kcr_json_parse(kcr_buf_str(&resp.body), resp.body.len, out, ei);
-  kcr_buf_cleanup(&resp.body);
+  if(text) {
+    kcr_buf_cleanup(text);
+    *text = resp.body;
+  } else {
+    kcr_buf_cleanup(&resp.body);
+  }
   return rc;
+}
+
+static kcr_err do_json(kcr_client *c, const char *method, const struct kcr_buf *path,
+                       const char *ctype, const char *body, size_t len, cJSON **out,
+                       struct kcr_errinfo *ei)
+{
+  return do_json_text(c, method, path, ctype, body, len, out, NULL, ei);
 }
 
 /* kcr_path for the client's calls, with a message saying what was wrong. */
@@ -916,7 +929,7 @@ kcr_err kcr_list_each(kcr_client *c, const struct kcr_ref *ref,
 
 static kcr_err send_obj(kcr_client *c, const char *method, const struct kcr_ref *ref,
                         const cJSON *obj, const struct kcr_write_opts *wo, cJSON **out,
-                        struct kcr_errinfo *ei)
+                        struct kcr_buf *text, struct kcr_errinfo *ei)
 {
   struct kcr_buf p = KCR_BUF_INIT;
   char *body = NULL;
@@ -931,7 +944,8 @@ static kcr_err send_obj(kcr_client *c, const char *method, const struct kcr_ref 
   if(!rc && !(body = kcr_json_to_text(obj)))
     rc = KCR_ENOMEM;
   if(!rc)
-    rc = do_json(c, method, &p, "application/json", body, strlen(body), out, ei);
+    rc = do_json_text(c, method, &p, "application/json", body, strlen(body), out, text,
+                      ei);
   free(body);
   kcr_buf_cleanup(&p);
   return rc;
@@ -940,13 +954,20 @@ static kcr_err send_obj(kcr_client *c, const char *method, const struct kcr_ref 
 kcr_err kcr_create(kcr_client *c, const struct kcr_ref *ref, const cJSON *obj,
                    const struct kcr_write_opts *wo, cJSON **out, struct kcr_errinfo *ei)
 {
-  return send_obj(c, "POST", ref, obj, wo, out, ei);
+  return send_obj(c, "POST", ref, obj, wo, out, NULL, ei);
 }
 
 kcr_err kcr_update(kcr_client *c, const struct kcr_ref *ref, const cJSON *obj,
                    const struct kcr_write_opts *wo, cJSON **out, struct kcr_errinfo *ei)
 {
-  return send_obj(c, "PUT", ref, obj, wo, out, ei);
+  return send_obj(c, "PUT", ref, obj, wo, out, NULL, ei);
+}
+
+kcr_err kcr__update_text(kcr_client *c, const struct kcr_ref *ref, const cJSON *obj,
+                         const struct kcr_write_opts *wo, struct kcr_buf *text,
+                         struct kcr_errinfo *ei)
+{
+  return send_obj(c, "PUT", ref, obj, wo, NULL, text, ei);
 }
 
 static const char *const patch_ctype[] = {
@@ -956,9 +977,9 @@ static const char *const patch_ctype[] = {
     [KCR_PATCH_STRATEGIC] = "application/strategic-merge-patch+json",
 };
 
-kcr_err kcr_patch(kcr_client *c, const struct kcr_ref *ref,
-                  const struct kcr_patch_opts *po, const char *body, size_t len,
-                  cJSON **out, struct kcr_errinfo *ei)
+static kcr_err patch(kcr_client *c, const struct kcr_ref *ref,
+                     const struct kcr_patch_opts *po, const char *body, size_t len,
+                     cJSON **out, struct kcr_buf *text, struct kcr_errinfo *ei)
 {
   struct kcr_buf p = KCR_BUF_INIT;
   kcr_err rc;
@@ -979,10 +1000,24 @@ kcr_err kcr_patch(kcr_client *c, const struct kcr_ref *ref,
     kcr_query_add(&p, "dryRun", "All");
   rc = kcr_buf_err(&p);
   if(!rc)
-    rc = do_json(c, "PATCH", &p, patch_ctype[po->type], body, len, out, ei);
+    rc = do_json_text(c, "PATCH", &p, patch_ctype[po->type], body, len, out, text, ei);
 out:
   kcr_buf_cleanup(&p);
   return rc;
+}
+
+kcr_err kcr_patch(kcr_client *c, const struct kcr_ref *ref,
+                  const struct kcr_patch_opts *po, const char *body, size_t len,
+                  cJSON **out, struct kcr_errinfo *ei)
+{
+  return patch(c, ref, po, body, len, out, NULL, ei);
+}
+
+kcr_err kcr__patch_text(kcr_client *c, const struct kcr_ref *ref,
+                        const struct kcr_patch_opts *po, const char *body, size_t len,
+                        struct kcr_buf *text, struct kcr_errinfo *ei)
+{
+  return patch(c, ref, po, body, len, NULL, text, ei);
 }
 
 kcr_err kcr_apply(kcr_client *c, const struct kcr_ref *ref, const cJSON *obj,

@@ -13,7 +13,11 @@
  *    and only RFC 3986 pchar characters that stand for themselves (letters,
  *    digits and -._~!$&'()*+,;=:@). DNS subdomain names (most kinds) and the
  *    ':' of RBAC names like "system:controller:x" pass; the odd name some
- *    kinds would accept with a space or non-ASCII text is refused. */
+ *    kinds would accept with a space or non-ASCII text is refused.
+ *
+ * kcr_rv_compare is apimachinery's resourceversion.CompareResourceVersion
+ * (Kubernetes 1.35, KEP-5504): pure too, on strings only, so versions
+ * longer than any integer type compare. */
 #include <stdio.h>
 #include <string.h>
 
@@ -118,4 +122,30 @@ kcr_err kcr_query_add_int(struct kcr_buf *out, const char *key, long long value)
   char num[24];
   snprintf(num, sizeof(num), "%lld", value);
   return kcr_query_add(out, key, num);
+}
+
+/* apimachinery resourceversion.isWellFormed: digits, no leading zero. */
+static bool rv_well_formed(const char *s)
+{
+  if(!s || *s < '1' || *s > '9')
+    return false;
+  for(; *s; s++)
+    if(*s < '0' || *s > '9')
+      return false;
+  return true;
+}
+
+kcr_err kcr_rv_compare(const char *a, const char *b, int *cmp)
+{
+  size_t la, lb;
+  int c;
+
+  *cmp = 0;
+  if(!rv_well_formed(a) || !rv_well_formed(b))
+    return KCR_EINVAL;
+  la = strlen(a);
+  lb = strlen(b);
+  c = la != lb ? (la < lb ? -1 : 1) : strcmp(a, b);
+  *cmp = (c > 0) - (c < 0);
+  return KCR_OK;
 }

@@ -14,8 +14,21 @@
  * fields (observedGeneration) are written with kcr_json_add_int, as Go
  * writes them, and compared exactly (kcr_json_int).
  *
- * Writers hold no mutable state after creation, so they are shared freely
- * between worker threads. */
+ * Read your own writes: a cache lags behind the writes made through it, so
+ * the object a reconciler passes may not show this writer's last write yet
+ * (a reconcile woken by something else between the write and its watch
+ * event). Compared with that older status, the desired one differs, and
+ * the write would be made again - a request that changes nothing, or, for
+ * a condition that flipped, one that moves its lastTransitionTime to a new
+ * "now". So each write's answer (its resourceVersion and status) is kept
+ * per uid (written.c), and an object older than it (kcr_rv_compare) is
+ * compared with, and merged onto, that status instead. A record goes when
+ * an object at or past it is passed (the cache caught up), when versions
+ * are not comparable, after WRITTEN_TTL_MS, or the oldest first beyond
+ * WRITTEN_MAX; without one the comparison is with the object as given.
+ *
+ * The record table is the only mutable state of a writer, under its own
+ * mutex, so writers are shared freely between worker threads. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,16 +37,27 @@
 #include <time.h>
 
 #include "core/assert-int.h"
+#include "core/json-int.h"
 #include "kcr/json.h"
 #include "kcr/log.h"
 #include "kcr/status.h"
 #include "kcr/time.h"
+#include "kube/client-int.h"
+#include "written-int.h"
+
+/* Records of a writer's own writes (see DESIGN above): a record is needed
+ * only until the watch delivers the write it describes, normally within
+ * milliseconds; the limits bound the memory of records nobody asks for
+ * again (objects deleted, or reconciled no more). */
+#define WRITTEN_TTL_MS 30000
+#define WRITTEN_MAX    4096
 
 struct kcr_status_writer {
   struct kcr_status_writer_opts o;
   struct kcr_gvr gvr;
   char *group, *version, *resource, *api_version, *kind, *field_manager;
   kcr_metric *m_writes;
+  struct kcr__written written; /* what its writes answered, per uid */
 };
 
 static char *dup0(const char *s) { return s ? strdup(s) : NULL; }
@@ -56,6 +80,7 @@ kcr_err kcr_status_writer_new(const struct kcr_status_writer_opts *o,
   w = calloc(1, sizeof(*w));
   if(!w)
     return KCR_ENOMEM;
+  kcr__written_init(&w->written, WRITTEN_MAX, WRITTEN_TTL_MS);
   w->o = *o;
   w->o.client = kcr_client_ref(o->client);
   w->group = strdup(o->gvr->group ? o->gvr->group : "");
@@ -94,6 +119,7 @@ void kcr_status_writer_free(kcr_status_writer *w)
   free(w->api_version);
   free(w->kind);
   free(w->field_manager);
+  kcr__written_cleanup(&w->written);
   kcr_client_free(w->o.client);
   free(w);
 }
@@ -105,10 +131,11 @@ static void count(kcr_status_writer *w, const char *result, double n)
 
 /* ---- the merge ---- */
 
-kcr_err kcr_status_merge(const cJSON *obj, const struct kcr_status_desired *d, time_t now,
-                         cJSON **conds, bool *changed, struct kcr_errinfo *ei)
+/* kcr_status_merge on a status object (NULL: none yet). */
+static kcr_err merge_status(const cJSON *status, const struct kcr_status_desired *d,
+                            time_t now, cJSON **conds, bool *changed,
+                            struct kcr_errinfo *ei)
 {
-  const cJSON *status = kcr_json_at(obj, "status");
   const cJSON *cur = kcr_json_at(status, "conditions");
   cJSON *list;
   const cJSON *x;
@@ -147,6 +174,12 @@ kcr_err kcr_status_merge(const cJSON *obj, const struct kcr_status_desired *d, t
   return KCR_OK;
 }
 
+kcr_err kcr_status_merge(const cJSON *obj, const struct kcr_status_desired *d, time_t now,
+                         cJSON **conds, bool *changed, struct kcr_errinfo *ei)
+{
+  return merge_status(kcr_json_at(obj, "status"), d, now, conds, changed, ei);
+}
+
 /* Adds observedGeneration and the extra fields to a status object. */
 static kcr_err add_owned_fields(cJSON *st, const struct kcr_status_desired *d)
 {
@@ -170,11 +203,14 @@ static kcr_err add_owned_fields(cJSON *st, const struct kcr_status_desired *d)
 
 /* ---- writers ---- */
 
+/* The writers: *answer gets the text of the server's answer to the write
+ * (the object), for remember(). */
 static kcr_err write_apply(kcr_status_writer *w, const struct kcr_ref *ref,
                            const cJSON *merged, const struct kcr_status_desired *d,
-                           struct kcr_errinfo *ei)
+                           struct kcr_buf *answer, struct kcr_errinfo *ei)
 {
   cJSON *body = cJSON_CreateObject(), *st, *mine;
+  char *text = NULL;
   kcr_err rc = KCR_ENOMEM;
 
   if(!body || !cJSON_AddStringToObject(body, "apiVersion", w->api_version) ||
@@ -192,18 +228,22 @@ static kcr_err write_apply(kcr_status_writer *w, const struct kcr_ref *ref,
       goto out;
     }
   }
-  rc = kcr_apply(
-      w->o.client, ref, body,
-      &(struct kcr_apply_opts){.field_manager = w->field_manager, .force = true}, NULL,
-      ei);
+  if(!(text = kcr_json_to_text(body)))
+    goto out;
+  rc = kcr__patch_text(w->o.client, ref,
+                       &(struct kcr_patch_opts){.type = KCR_PATCH_APPLY,
+                                                .field_manager = w->field_manager,
+                                                .force = true},
+                       text, strlen(text), answer, ei);
 out:
+  free(text);
   cJSON_Delete(body);
   return rc;
 }
 
 static kcr_err write_merge(kcr_status_writer *w, const struct kcr_ref *ref,
                            const cJSON *merged, const struct kcr_status_desired *d,
-                           struct kcr_errinfo *ei)
+                           struct kcr_buf *answer, struct kcr_errinfo *ei)
 {
   cJSON *body = cJSON_CreateObject(), *st, *list = cJSON_Duplicate(merged, 1);
   char *text = NULL;
@@ -215,10 +255,10 @@ static kcr_err write_merge(kcr_status_writer *w, const struct kcr_ref *ref,
   list = NULL;
   if(!(text = kcr_json_to_text(body)))
     goto out;
-  rc = kcr_patch(w->o.client, ref,
-                 &(struct kcr_patch_opts){.type = KCR_PATCH_MERGE,
-                                          .field_manager = w->field_manager},
-                 text, strlen(text), NULL, ei);
+  rc = kcr__patch_text(w->o.client, ref,
+                       &(struct kcr_patch_opts){.type = KCR_PATCH_MERGE,
+                                                .field_manager = w->field_manager},
+                       text, strlen(text), answer, ei);
 out:
   free(text);
   cJSON_Delete(list);
@@ -275,10 +315,13 @@ static void sleep_retry(const struct kcr_retry *r, int attempt, unsigned *seed)
   nanosleep(&ts, NULL);
 }
 
-kcr_err kcr_update_retry(kcr_client *c, const struct kcr_ref *ref,
-                         const struct kcr_update_retry_opts *opts, kcr_mutate_fn mutate,
-                         void *ud, enum kcr_write_result *res, int *conflicts,
-                         struct kcr_errinfo *ei)
+/* kcr_update_retry; *answer (optional) gets the text of the answer to the
+ * PUT that succeeded. */
+static kcr_err update_retry(kcr_client *c, const struct kcr_ref *ref,
+                            const struct kcr_update_retry_opts *opts,
+                            kcr_mutate_fn mutate, void *ud, enum kcr_write_result *res,
+                            int *conflicts, struct kcr_buf *answer,
+                            struct kcr_errinfo *ei)
 {
   struct kcr_retry r =
       opts && opts->retry.steps ? opts->retry : (struct kcr_retry)KCR_RETRY_DEFAULT;
@@ -310,7 +353,8 @@ kcr_err kcr_update_retry(kcr_client *c, const struct kcr_ref *ref,
       return KCR_OK;
     }
     if(!rc)
-      rc = kcr_update(c, ref, fresh, &wo, NULL, ei);
+      rc = answer ? kcr__update_text(c, ref, fresh, &wo, answer, ei)
+                  : kcr_update(c, ref, fresh, &wo, NULL, ei);
     cJSON_Delete(fresh);
     if(rc == KCR_OK) {
       *res = KCR_WRITE_WRITTEN;
@@ -324,14 +368,55 @@ kcr_err kcr_update_retry(kcr_client *c, const struct kcr_ref *ref,
   return rc; /* KCR_ECONFLICT: out of retries; ei holds the last 409 */
 }
 
+kcr_err kcr_update_retry(kcr_client *c, const struct kcr_ref *ref,
+                         const struct kcr_update_retry_opts *opts, kcr_mutate_fn mutate,
+                         void *ud, enum kcr_write_result *res, int *conflicts,
+                         struct kcr_errinfo *ei)
+{
+  return update_retry(c, ref, opts, mutate, ud, res, conflicts, NULL, ei);
+}
+
+/* The string w found, without quotes, into out[size]: false when not
+ * found, not a string, escaped (never so in a uid or a version) or too
+ * long. */
+static bool plain_str(const struct kcr__json_want *w, char *out, size_t size)
+{
+  if(!w->at || w->n < 2 || *w->at != '"' || w->n - 2 >= size || memchr(w->at, '\\', w->n))
+    return false;
+  memcpy(out, w->at + 1, w->n - 2);
+  out[w->n - 2] = '\0';
+  return true;
+}
+
+/* Keeps what a write answered (see DESIGN: read your own writes): the
+ * object's uid, resourceVersion and status, found in one scan of the
+ * answer's text (a whole object, managed fields included: parsing it into a
+ * tree costs several times as much). */
+static void remember(kcr_status_writer *w, const struct kcr_buf *answer)
+{
+  struct kcr__json_want want[] = {{"metadata.uid", NULL, 0},
+                                  {"metadata.resourceVersion", NULL, 0},
+                                  {"status", NULL, 0}};
+  char uid[64], rv[64];
+
+  kcr__json_spans(kcr_buf_str(answer), answer->len, want, 3);
+  if(!plain_str(&want[0], uid, sizeof(uid)) || !plain_str(&want[1], rv, sizeof(rv)))
+    return;
+  if(want[2].at && *want[2].at != '{')
+    want[2].at = NULL, want[2].n = 0; /* no status object: none yet */
+  kcr__written_put(&w->written, uid, rv, want[2].at, want[2].n, kcr_time_mono_ms());
+}
+
 kcr_err kcr_status_write(kcr_status_writer *w, const cJSON *obj,
                          const struct kcr_status_desired *d, enum kcr_write_result *res,
                          struct kcr_errinfo *ei)
 {
   const char *ns = kcr_json_str(obj, "metadata.namespace");
   const char *name = kcr_json_str(obj, "metadata.name");
+  const char *rv = kcr_json_str(obj, "metadata.resourceVersion");
   struct kcr_ref ref = {&w->gvr, ns, name, "status"};
-  cJSON *merged = NULL;
+  cJSON *merged = NULL, *mine = NULL;
+  struct kcr_buf answer = KCR_BUF_INIT;
   bool changed = false;
   int conflicts = 0;
   kcr_err rc;
@@ -340,23 +425,33 @@ kcr_err kcr_status_write(kcr_status_writer *w, const cJSON *obj,
   if(!name || !d)
     return kcr_errinfo_set(ei, KCR_EINVAL, "status write: %s",
                            d ? "the object has no name" : "no desired status");
-  rc = kcr_status_merge(obj, d, kcr_time_now(), &merged, &changed, ei);
+  /* obj older than our last write to it: that write's status is the base. */
+  mine = kcr__written_newer(&w->written, kcr_json_str(obj, "metadata.uid"), rv,
+                            kcr_time_mono_ms());
+  rc = merge_status(mine ? mine : kcr_json_at(obj, "status"), d, kcr_time_now(), &merged,
+                    &changed, ei);
   if(rc)
     goto out;
+  if(mine)
+    KCR_LOG(KCR_LOG_DEBUG,
+            "status compared with this writer's last write: the object "
+            "passed is older",
+            KCR_S("namespace", ns), KCR_S("name", name), KCR_S("resourceVersion", rv),
+            KCR_B("changed", changed));
   if(!changed) {
     *res = KCR_WRITE_SKIPPED;
     count(w, "skipped", 1);
     goto out;
   }
   switch(w->o.mode) {
-  case KCR_STATUS_APPLY: rc = write_apply(w, &ref, merged, d, ei); break;
-  case KCR_STATUS_MERGE_PATCH: rc = write_merge(w, &ref, merged, d, ei); break;
+  case KCR_STATUS_APPLY: rc = write_apply(w, &ref, merged, d, &answer, ei); break;
+  case KCR_STATUS_MERGE_PATCH: rc = write_merge(w, &ref, merged, d, &answer, ei); break;
   case KCR_STATUS_UPDATE_RETRY: {
     struct remerge r = {d, ei};
-    rc = kcr_update_retry(w->o.client, &ref,
-                          &(struct kcr_update_retry_opts){
-                              .retry = w->o.retry, .field_manager = w->field_manager},
-                          remerge_fresh, &r, res, &conflicts, ei);
+    rc = update_retry(w->o.client, &ref,
+                      &(struct kcr_update_retry_opts){.retry = w->o.retry,
+                                                      .field_manager = w->field_manager},
+                      remerge_fresh, &r, res, &conflicts, &answer, ei);
     if(conflicts)
       count(w, "conflict_retried", conflicts);
     if(!rc && *res == KCR_WRITE_SKIPPED) { /* someone already wrote it */
@@ -372,8 +467,11 @@ kcr_err kcr_status_write(kcr_status_writer *w, const cJSON *obj,
   } else {
     *res = KCR_WRITE_WRITTEN;
     count(w, "written", 1);
+    remember(w, &answer);
   }
 out:
+  kcr_buf_cleanup(&answer);
+  cJSON_Delete(mine);
   cJSON_Delete(merged);
   return rc;
 }

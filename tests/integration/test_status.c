@@ -1,8 +1,9 @@
 /* Conditions and status writes against the real kube-apiserver: the
  * lastTransitionTime and observedGeneration rules, zero writes at steady
- * state, a writer storm under which no writer returns a conflict to its
- * reconciler or loses a change, the seed's retry-on-conflict anti-pattern
- * losing a change where kcr_update_retry does not, finalizers and owner
+ * state, no write again when the object passed lags behind the writer's own
+ * last write (a cache that has not seen it yet), a writer storm under which no writer
+ * returns a conflict to its reconciler or loses a change, the seed's retry-on-conflict
+ * anti-pattern losing a change where kcr_update_retry does not, finalizers and owner
  * references. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -171,6 +172,136 @@ static void transition_time_moves_only_on_flips(void **state)
   cJSON_Delete(o2);
   kcr_status_writer_free(w);
   kcr_errinfo_cleanup(&ei);
+}
+
+/* ---- read your own writes ---- */
+
+static atomic_int requests;
+
+static void count_request(const char *method, long code, double seconds, void *ud)
+{
+  atomic_fetch_add(&requests, 1);
+}
+
+/* A writer on a client of its own whose requests are counted. */
+static kcr_status_writer *counted_writer(enum kcr_status_mode mode, kcr_client **c)
+{
+  kcr_status_writer *w;
+  struct kcr_status_writer_opts o = {.gvr = &itest_widgets,
+                                     .api_version = "test.kcr.io/v1",
+                                     .kind = "Widget",
+                                     .field_manager = "kcr-ryow",
+                                     .mode = mode};
+  *c = itest_client();
+  kcr_client_set_observer(*c, count_request, NULL);
+  o.client = *c;
+  assert_int_equal(KCR_OK, kcr_status_writer_new(&o, &w, NULL));
+  return w;
+}
+
+/* write1 expecting want, and exactly `reqs` requests for it. */
+static void write_expect(kcr_status_writer *w, const cJSON *obj, const char *status,
+                         const char *reason, const char *msg, enum kcr_write_result want,
+                         int reqs, int line)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  enum kcr_write_result res;
+  int before = atomic_load(&requests);
+
+  itest_expect(KCR_OK, write1(w, obj, "Ready", status, reason, msg, 1, &res, &ei), &ei);
+  if(res != want || atomic_load(&requests) - before != reqs)
+    fail_msg("line %d: result %d with %d requests, want %d with %d", line, (int)res,
+             atomic_load(&requests) - before, (int)want, reqs);
+  kcr_errinfo_cleanup(&ei);
+}
+
+/* The object's resourceVersion, as a number (the test's own apiserver uses
+ * etcd revisions). */
+static long long rv_of(const cJSON *o)
+{
+  return strtoll(kcr_json_str(o, "metadata.resourceVersion"), NULL, 10);
+}
+
+/* A cache that has not yet seen the writer's own last write hands it the
+ * older object: same desired status -> no request; a changed one -> merged
+ * onto what was written, so a condition that already flipped keeps the
+ * lastTransitionTime written with the flip. An object someone else changed
+ * since (resourceVersion past the write) is compared as it is. For each
+ * writer; the UPDATE writer used to make a GET for each stale object, the
+ * others a write (moving lastTransitionTime on a flip). */
+static void stale_object_after_own_write(enum kcr_status_mode mode, const char *name)
+{
+  kcr_client *c;
+  kcr_status_writer *w = counted_writer(mode, &c);
+  int upd = mode == KCR_STATUS_UPDATE_RETRY; /* its writes GET first */
+  cJSON *o0 = make_widget(name), *o1, *o2, *o3;
+  char t_flip[32];
+
+  /* o0: no status yet. Write Ready=False; the "cache" still holds o0. */
+  write_expect(w, o0, "False", "Progressing", "starting", KCR_WRITE_WRITTEN, 1 + upd,
+               __LINE__);
+  o1 = get_widget(name);
+  assert_true(rv_of(o1) > rv_of(o0));
+  write_expect(w, o0, "False", "Progressing", "starting", KCR_WRITE_SKIPPED, 0, __LINE__);
+  cJSON_Delete(get_widget(name)); /* (the server is unchanged: below) */
+
+  /* A flip, decided from the stale o0; then the same again from o0 and from
+   * o1, a second later: nothing to write, the flip's time stays. */
+  itest_sleep_ms(1100); /* times have second precision */
+  write_expect(w, o0, "True", "Ready", "ok", KCR_WRITE_WRITTEN, 1 + upd, __LINE__);
+  o2 = get_widget(name);
+  snprintf(t_flip, sizeof(t_flip), "%s", cond_field(o2, "Ready", "lastTransitionTime"));
+  assert_string_not_equal(t_flip, cond_field(o1, "Ready", "lastTransitionTime"));
+  itest_sleep_ms(1100);
+  write_expect(w, o0, "True", "Ready", "ok", KCR_WRITE_SKIPPED, 0, __LINE__);
+  write_expect(w, o1, "True", "Ready", "ok", KCR_WRITE_SKIPPED, 0, __LINE__);
+  /* A new message from the stale o1: written, but not as a flip. */
+  write_expect(w, o1, "True", "Ready", "still ok", KCR_WRITE_WRITTEN, 1 + upd, __LINE__);
+  o3 = get_widget(name);
+  assert_string_equal("still ok", cond_field(o3, "Ready", "message"));
+  assert_string_equal(t_flip, cond_field(o3, "Ready", "lastTransitionTime"));
+  assert_true(rv_of(o3) > rv_of(o2));
+  cJSON_Delete(o3);
+
+  /* Someone else flips it back after our write: their newer object is
+   * compared as it is, and ours is written again. */
+  const char *theirs = "{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":"
+                       "\"False\",\"reason\":\"Broken\",\"message\":\"theirs\","
+                       "\"lastTransitionTime\":\"2020-01-01T00:00:00Z\"}]}}";
+  itest_expect(KCR_OK,
+               kcr_patch(cl, &(struct kcr_ref){&itest_widgets, ns, name, "status"},
+                         &(struct kcr_patch_opts){KCR_PATCH_MERGE}, theirs,
+                         strlen(theirs), NULL, NULL),
+               NULL);
+  o3 = get_widget(name);
+  assert_string_equal("Broken", cond_field(o3, "Ready", "reason"));
+  write_expect(w, o3, "True", "Ready", "still ok", KCR_WRITE_WRITTEN, 1 + upd, __LINE__);
+  cJSON_Delete(o3);
+  o3 = get_widget(name);
+  assert_string_equal("True", cond_field(o3, "Ready", "status"));
+  assert_string_not_equal(t_flip, cond_field(o3, "Ready", "lastTransitionTime"));
+  /* And the current object, once the "cache" has it: nothing to write. */
+  write_expect(w, o3, "True", "Ready", "still ok", KCR_WRITE_SKIPPED, 0, __LINE__);
+
+  cJSON_Delete(o0);
+  cJSON_Delete(o1);
+  cJSON_Delete(o2);
+  cJSON_Delete(o3);
+  kcr_status_writer_free(w);
+  kcr_client_free(c);
+}
+
+static void stale_object_apply(void **state)
+{
+  stale_object_after_own_write(KCR_STATUS_APPLY, "ryow-apply");
+}
+static void stale_object_merge(void **state)
+{
+  stale_object_after_own_write(KCR_STATUS_MERGE_PATCH, "ryow-merge");
+}
+static void stale_object_update(void **state)
+{
+  stale_object_after_own_write(KCR_STATUS_UPDATE_RETRY, "ryow-update");
 }
 
 /* The object's JSON exactly as the apiserver sends it. */
@@ -598,6 +729,9 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(transition_time_moves_only_on_flips),
+      cmocka_unit_test(stale_object_apply),
+      cmocka_unit_test(stale_object_merge),
+      cmocka_unit_test(stale_object_update),
       cmocka_unit_test(int64_fields_travel_exactly),
       cmocka_unit_test(steady_state_makes_zero_writes),
       cmocka_unit_test(storm_apply),

@@ -1,7 +1,9 @@
 /* Kubernetes integers (int64: generation, observedGeneration,
  * gracePeriodSeconds ...) read and written exactly: a parsed tree prints
  * every integer as it was sent, a written one as Go's encoder would, and
- * nothing that does not fit an int64 is ever turned into one. */
+ * nothing that does not fit an int64 is ever turned into one. Values found
+ * in text without a tree (kcr__json_spans): exact spans, the first member
+ * of a name, never a read past the text, nothing in malformed text. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "core/json-int.h"
 #include "kcr/json.h"
 #include "tfail.h"
 
@@ -352,6 +355,167 @@ static void set_str_refuses_a_path_through_a_non_object(void **state)
   cJSON_Delete(o);
 }
 
+/* ---- spans ---- */
+
+/* The span of each path in text, as "path=value" lines ("path=<none>"),
+ * read from a copy of exactly len bytes with no terminator (ASan: no read
+ * past it). */
+static char *spans(const char *text, size_t len, const char *const *paths)
+{
+  struct kcr__json_want w[KCR__JSON_WANT_MAX + 2];
+  char *copy = malloc(len ? len : 1), *out = NULL;
+  size_t nw = 0, found, have = 0;
+
+  memcpy(copy, text, len);
+  for(; paths[nw]; nw++)
+    w[nw] = (struct kcr__json_want){paths[nw], (const char *)1, 42};
+  found = kcr__json_spans(copy, len, w, nw);
+  for(size_t i = 0; i < nw; i++) {
+    char *line = NULL, *prev = out;
+    if(w[i].at) {
+      assert_true(w[i].at >= copy && w[i].at + w[i].n <= copy + len);
+      have++;
+      assert_int_not_equal(-1, asprintf(&line, "%s%s=%.*s\n", prev ? prev : "",
+                                        w[i].path ? w[i].path : "NULL", (int)w[i].n,
+                                        w[i].at));
+    } else {
+      assert_int_equal(0, w[i].n);
+      assert_int_not_equal(-1, asprintf(&line, "%s%s=<none>\n", prev ? prev : "",
+                                        w[i].path ? w[i].path : "NULL"));
+    }
+    free(prev);
+    out = line;
+  }
+  assert_int_equal(have, found);
+  free(copy);
+  return out ? out : strdup("");
+}
+
+#define PATHS(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+static void expect_spans(const char *text, const char *const *paths, const char *want)
+{
+  char *got = spans(text, strlen(text), paths);
+  if(strcmp(got, want))
+    fail_msg("spans in %s:\n%s\nwant\n%s", text, got, want);
+  free(got);
+}
+
+/* One path: its value or "<none>". */
+static void expect_span(const char *text, const char *path, const char *want)
+{
+  char *w = NULL;
+  assert_int_not_equal(-1, asprintf(&w, "%s=%s\n", path, want));
+  expect_spans(text, PATHS(path), w);
+  free(w);
+}
+
+static const char answer[] =
+    "{\"apiVersion\":\"v1\",\"kind\":\"EBD\",\"metadata\":{\"annotations\":"
+    "{\"resourceVersion\":\"666\",\"x\":\"\\\"uid\\\":\\\"no\\\"\"},\"managedFields\":"
+    "[{\"fieldsV1\":{\"f:status\":{\"k:{\\\"type\\\":\\\"Ready\\\"}\":{}}},\"manager\":"
+    "\"m\"}],\"name\":\"w\",\"resourceVersion\":\"1234\",\"uid\":\"u-1\"},\"spec\":"
+    "{\"status\":\"not this\"},\"status\" : { \"observedGeneration\" : 9007199254740993 ,"
+    "\"conditions\":[ ] } } trailing text";
+
+static void spans_are_found_in_one_pass(void **state)
+{
+  expect_spans(
+      answer,
+      PATHS("metadata.uid", "metadata.resourceVersion", "status", "kind",
+            "metadata.annotations.resourceVersion", "status.observedGeneration",
+            "status.conditions", "spec.status", "metadata.generation"),
+      "metadata.uid=\"u-1\"\n"
+      "metadata.resourceVersion=\"1234\"\n"
+      "status={ \"observedGeneration\" : 9007199254740993 ,\"conditions\":[ ] }\n"
+      "kind=\"EBD\"\n"
+      "metadata.annotations.resourceVersion=\"666\"\n"
+      "status.observedGeneration=9007199254740993\n"
+      "status.conditions=[ ]\n"
+      "spec.status=\"not this\"\n"
+      "metadata.generation=<none>\n");
+  /* Not there, or not through objects; empty and NULL paths. */
+  expect_span(answer, "meta", "<none>");
+  expect_span(answer, "metadata.uid.x", "<none>");
+  expect_span(answer, "metadata.managedFields.manager", "<none>");
+  expect_spans(answer, PATHS("", "kind"), "=<none>\nkind=\"EBD\"\n");
+  struct kcr__json_want nul = {NULL, NULL, 0};
+  assert_int_equal(0, kcr__json_spans(answer, strlen(answer), &nul, 1));
+  assert_int_equal(0, kcr__json_spans(NULL, 0, &nul, 1));
+  assert_int_equal(0, kcr__json_spans(answer, strlen(answer), NULL, 0));
+  /* The first member of a name counts, as in kcr_json_at. */
+  expect_span("{\"a\":1,\"a\":2}", "a", "1");
+  expect_spans("{\"a\":{\"b\":1},\"a\":{\"c\":2}}", PATHS("a.b", "a.c"),
+               "a.b=1\na.c=<none>\n");
+  /* Names match as written: escapes are not decoded. */
+  expect_span("{\"\\u0061\":1,\"a\":2}", "a", "2");
+  expect_span("{\"ab\":1,\"a\":2}", "a", "2");
+  expect_span("{\"a\":1}", "ab", "<none>");
+  /* A value wanted whole and inside at once. */
+  expect_spans("{\"a\":{\"b\":[1,{\"c\":2}]}}", PATHS("a", "a.b"),
+               "a={\"b\":[1,{\"c\":2}]}\na.b=[1,{\"c\":2}]\n");
+  /* The whole object must be well-formed; what follows it is not read. */
+  static const char *const bad[] = {"{\"a\":1,\"b\":",
+                                    "{\"a\":1,\"x\":tru}",
+                                    "{\"a\":1,\"x\":01}",
+                                    "{\"x\":\"\\q\",\"a\":1}",
+                                    "{\"x\":[1,],\"a\":1}",
+                                    "{\"x\":{\"y\":1],\"a\":1}",
+                                    "{\"x\" 1,\"a\":1}",
+                                    "{\"a\":1,}",
+                                    "{\"a\":\"open",
+                                    "[{\"a\":1}]",
+                                    "\"a\"",
+                                    "",
+                                    "{\"a\":1",
+                                    "{\"a\":\"\x01\"}",
+                                    "{\"a\":1 \"b\":2}"};
+  for(size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+    expect_span(bad[i], "a", "<none>");
+  expect_span("{\"a\":1} {", "a", "1");
+  expect_span(" \n{ \"a\" :\t1 }", "a", "1");
+  expect_span("{}", "a", "<none>");
+
+  /* Every proper prefix of an answer is malformed: nothing found. */
+  size_t len = strlen(answer) - strlen(" trailing text");
+  for(size_t i = 0; i <= len; i++) {
+    char *got = spans(answer, i, PATHS("kind"));
+    assert_string_equal(i == len ? "kind=\"EBD\"\n" : "kind=<none>\n", got);
+    free(got);
+  }
+  /* More wants than it takes: the rest find nothing. */
+  const char *many[KCR__JSON_WANT_MAX + 2];
+  for(size_t i = 0; i <= KCR__JSON_WANT_MAX; i++)
+    many[i] = "kind";
+  many[KCR__JSON_WANT_MAX + 1] = NULL;
+  char *got = spans(answer, strlen(answer), many);
+  assert_non_null(strstr(got, "kind=<none>"));
+  assert_int_equal(KCR__JSON_WANT_MAX, (int)(strstr(got, "kind=<none>") - got) /
+                                           (int)strlen("kind=\"EBD\"\n"));
+  free(got);
+}
+
+/* Nesting: values as deep as cJSON parses them; deeper is malformed (the
+ * validator's limit, the outer object counted), never a stack overflow. */
+static void spans_skip_deep_values_within_the_limit(void **state)
+{
+  size_t depth[] = {100, CJSON_NESTING_LIMIT - 2, CJSON_NESTING_LIMIT - 1, 100000};
+  for(size_t k = 0; k < sizeof(depth) / sizeof(depth[0]); k++) {
+    size_t d = depth[k], at = 0;
+    char *t = malloc(2 * d + 32), *got;
+    at += (size_t)sprintf(t, "{\"x\":");
+    memset(t + at, '[', d);
+    at += d;
+    memset(t + at, ']', d);
+    at += d;
+    at += (size_t)sprintf(t + at, ",\"a\":7}");
+    got = spans(t, at, PATHS("a"));
+    free(t);
+    assert_string_equal(d < CJSON_NESTING_LIMIT - 1 ? "a=7\n" : "a=<none>\n", got);
+    free(got);
+  }
+}
+
 /* A missing argument is the caller's mistake (KCR_EINVAL), not memory
  * running out (a NULL value was reported as KCR_ENOMEM). */
 static void missing_arguments_are_einval(void **state)
@@ -386,6 +550,8 @@ int main(void)
       cmocka_unit_test(obj_creates_the_whole_path_or_nothing),
       cmocka_unit_test(set_str_refuses_a_path_through_a_non_object),
       cmocka_unit_test(missing_arguments_are_einval),
+      cmocka_unit_test(spans_are_found_in_one_pass),
+      cmocka_unit_test(spans_skip_deep_values_within_the_limit),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 /* Request paths: core vs named groups, namespaced vs cluster-scoped,
- * subresources, invalid segments, query encoding. */
+ * subresources, invalid segments, query encoding; resourceVersion order. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -187,6 +187,51 @@ static void appends_to_a_failed_buffer_are_no_ops(void **state)
   kcr_buf_cleanup(&b);
 }
 
+/* apimachinery's resourceversion_test.go cases, and what lies between. */
+static void resource_versions_compare_as_apimachinery_does(void **state)
+{
+  static const struct {
+    const char *a, *b;
+    int want; /* -1, 0, 1; 2: not comparable */
+  } cases[] = {
+      {"100", "200", -1},
+      {"200", "100", 1},
+      {"1", "1", 0},
+      {"100", "100", 0},
+      {"99", "100", -1}, /* by length first, */
+      {"100", "99", 1},
+      {"19", "2", 1}, /* never as text alone */
+      {"99999999999999999999999999999999999999999999999999",
+       "100000000000000000000000000000000000000000000000000", -1}, /* any length */
+      {"18446744073709551616", "18446744073709551615", 1},         /* past uint64 */
+      {"0", "1", 2}, /* zero is no version */
+      {"1", "0", 2},
+      {"0", "0", 2},
+      {"0100", "100", 2}, /* leading zero */
+      {"100", "0100", 2},
+      {"", "100", 2},
+      {"100", "", 2},
+      {"100a", "100", 2},
+      {"100", "100a", 2},
+      {"-1", "1", 2},
+      {"+1", "1", 2},
+      {" 1", "1", 2},
+      {"1 ", "1", 2},
+      {NULL, "1", 2},
+      {"1", NULL, 2},
+      {NULL, NULL, 2},
+  };
+  for(size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    int cmp = 42;
+    kcr_err rc = kcr_rv_compare(cases[i].a, cases[i].b, &cmp);
+    if(cases[i].want == 2 ? rc != KCR_EINVAL || cmp != 0
+                          : rc != KCR_OK || cmp != cases[i].want)
+      fail_msg("kcr_rv_compare(%s, %s): rc %d cmp %d, want %d",
+               cases[i].a ? cases[i].a : "NULL", cases[i].b ? cases[i].b : "NULL",
+               (int)rc, cmp, cases[i].want);
+  }
+}
+
 int main(void)
 {
   tfail_init();
@@ -200,6 +245,7 @@ int main(void)
       cmocka_unit_test(names_with_path_safe_punctuation_are_accepted),
       cmocka_unit_test(query_is_encoded_and_joined),
       cmocka_unit_test(appends_to_a_failed_buffer_are_no_ops),
+      cmocka_unit_test(resource_versions_compare_as_apimachinery_does),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
