@@ -297,8 +297,8 @@ static kcr_err level_reserve(kcr_queue *q)
 
 /* Takes a reference on prio's level, creating it if needed: only add*
  * create levels, after level_reserve (the other callers hold a reference
- * on it already). */
-static void level_ref(kcr_queue *q, int prio)
+ * on it already). Returns the level (valid as level_of's). */
+static struct level *level_ref(kcr_queue *q, int prio)
 {
   size_t i = level_pos(q, prio);
 
@@ -309,12 +309,12 @@ static void level_ref(kcr_queue *q, int prio)
     q->nlv++;
   }
   q->lv[i].refs++;
+  return &q->lv[i];
 }
 
-/* Drops a reference on prio's level, and the level with the last one. */
-static void level_unref(kcr_queue *q, int prio)
+/* Drops a reference on level l, and the level with the last one. */
+static void level_drop(kcr_queue *q, struct level *l)
 {
-  struct level *l = level_of(q, prio);
   size_t i = (size_t)(l - q->lv);
 
   if(--l->refs)
@@ -324,11 +324,14 @@ static void level_unref(kcr_queue *q, int prio)
   memmove(q->lv + i, q->lv + i + 1, (q->nlv - i) * sizeof(*q->lv));
 }
 
-/* Appends it to the FIFO of its priority. */
-static void fifo_push(kcr_queue *q, struct item *it)
-{
-  struct level *l = level_of(q, it->prio);
+static void level_unref(kcr_queue *q, int prio) { level_drop(q, level_of(q, prio)); }
 
+/* Appends it to the FIFO of its priority, l (NULL: look it up). */
+static void fifo_push(kcr_queue *q, struct level *l, struct item *it)
+{
+  if(!l)
+    l = level_of(q, it->prio);
+  KCR_ASSERT(l->prio == it->prio);
   KCR_ASSERT(it->dirty && !it->processing); /* I1 */
   it->next = NULL;
   it->prev = l->tail;
@@ -340,10 +343,11 @@ static void fifo_push(kcr_queue *q, struct item *it)
   q->nready++;
 }
 
-static void fifo_unlink(kcr_queue *q, struct item *it)
+/* Takes it out of the FIFO of its priority, l (NULL: look it up). */
+static void fifo_unlink(kcr_queue *q, struct level *l, struct item *it)
 {
-  struct level *l = level_of(q, it->prio);
-
+  if(!l)
+    l = level_of(q, it->prio);
   if(it->prev)
     it->prev->next = it->next;
   else
@@ -356,12 +360,12 @@ static void fifo_unlink(kcr_queue *q, struct item *it)
   q->nready--;
 }
 
-/* The next key to hand out: the head of the highest non-empty FIFO. */
-static struct item *fifo_first(const kcr_queue *q)
+/* The level of the next key to hand out: the highest non-empty FIFO. */
+static struct level *fifo_first(kcr_queue *q)
 {
   for(size_t i = 0; i < q->nlv; i++)
     if(q->lv[i].head)
-      return q->lv[i].head;
+      return &q->lv[i];
   return NULL;
 }
 
@@ -433,16 +437,18 @@ static void wake_getter(kcr_queue *q)
 static void add_locked(kcr_queue *q, struct item *it, uint64_t now, int prio,
                        struct mdelta *md)
 {
+  struct level *l;
+
   if(it->dirty) { /* queued already, or re-queued by done() */
     if(prio <= it->prio)
       return; /* never lowered */
     level_ref(q, prio);
     if(!it->processing)
-      fifo_unlink(q, it);
+      fifo_unlink(q, NULL, it);
     level_unref(q, it->prio);
     it->prio = prio;
     if(!it->processing)
-      fifo_push(q, it); /* as many ready keys as before: nobody to wake */
+      fifo_push(q, NULL, it); /* as many ready keys as before: nobody to wake */
     return;
   }
   it->dirty = true;
@@ -450,11 +456,11 @@ static void add_locked(kcr_queue *q, struct item *it, uint64_t now, int prio,
   md->adds++;
   md->depth++;
   it->added_ns = now;
-  level_ref(q, prio);
+  l = level_ref(q, prio);
   it->prio = prio;
   if(it->processing) /* dirty: done() queues it */
     return;
-  fifo_push(q, it);
+  fifo_push(q, l, it);
   wake_getter(q);
 }
 
@@ -554,16 +560,17 @@ static uint64_t limiter_when(kcr_queue *q, struct item *it, uint64_t now)
  * the key, and its priority. */
 static kcr_err take(kcr_queue *q, uint64_t now, char **key, int *prio, struct mdelta *md)
 {
-  struct item *it = fifo_first(q);
+  struct level *l = fifo_first(q);
+  struct item *it = l->head;
   char *dup = malloc(it->klen + 1);
 
   KCR_ASSERT(it->dirty && !it->processing); /* I1: only such keys are queued */
   if(!dup)
     return KCR_ENOMEM; /* stays queued */
   memcpy(dup, it->key, it->klen + 1);
-  fifo_unlink(q, it);
-  level_unref(q, it->prio);
+  fifo_unlink(q, l, it);
   *prio = it->prio;
+  level_drop(q, l);
   it->dirty = false;
   it->processing = true;
   q->ndirty--;
@@ -1019,7 +1026,7 @@ kcr_err kcr_queue_done(kcr_queue *q, const char *key)
   md.has_work = true;
   md.work = (double)(now - it->started_ns) / NS_PER_S;
   if(it->dirty) {
-    fifo_push(q, it); /* at the priority it was added with meanwhile */
+    fifo_push(q, NULL, it); /* at the priority it was added with meanwhile */
     wake_getter(q);
   } else {
     release_if_idle(q, it);
