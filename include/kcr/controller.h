@@ -10,23 +10,27 @@
  * always passed through, so a wiped status is healed on the next resync.
  *
  * Priorities. The queue hands out higher priorities first (kcr/queue.h).
- * Each source queues its keys with one of two priorities, as
- * controller-runtime's handlers (handler.WithLowPriorityWhenUnchanged) do
- * on its priority queue, plus a lane for children:
- *   unchanged: an add from the informer's initial list (before it has
- *     synced), or an update that changes nothing (a resync, or a relist
- *     bringing back the same resourceVersion)   KCR_QUEUE_PRIORITY_LOW (-100)
- *   any other event (create, update, delete):
- *     of kcr_controller_for                     KCR_QUEUE_PRIORITY_DEFAULT (0)
- *     of kcr_controller_owns / _watches         KCR_QUEUE_PRIORITY_HIGH (100)
- * kcr_controller_enqueue queues with 0; a key requeued after an error or
- * for requeue_after keeps the priority it was taken with. Effect: an
- * object waiting on its children (a second pass once a child reports
- * ready) is reconciled as soon as the child's event comes, ahead of the
- * first passes of objects created after it, instead of behind all of them;
- * and the initial list after a restart does not hold up live events. Each
- * source can set both (kcr_source_opts.priority, .unchanged_priority).
- * The lanes are strict: while higher keys are queued, lower ones wait.
+ * Each source queues the keys of an event with one of three priorities:
+ *                                    for        owns, watches
+ *   unchanged: an add from the       LOW        LOW      (-100)
+ *     informer's initial list (before it has synced), or an update that
+ *     changes nothing (a resync, a relist bringing back the same
+ *     resourceVersion)
+ *   create                           DEFAULT    DEFAULT  (0)
+ *   update, delete                   DEFAULT    HIGH     (100)
+ * (KCR_QUEUE_PRIORITY_*). The first row is controller-runtime's
+ * handler.WithLowPriorityWhenUnchanged: the initial list after a restart
+ * does not hold up live events. The last is a lane for children: an
+ * object waiting on a child (a second pass once the child reports ready)
+ * is reconciled when the child changes, ahead of the first passes of the
+ * objects created after it, instead of behind all of them. A child's
+ * create stays at DEFAULT: it is normally the owner's own write coming
+ * back, which is news to nobody, and reconciling the owner again at once
+ * would race its own status write to the cache. kcr_controller_enqueue
+ * queues with DEFAULT; a key requeued after an error or for
+ * requeue_after keeps the priority it was taken with. Each source can set
+ * all three (kcr_source_opts). The lanes are strict: while keys of a
+ * higher priority are queued, no lower one is reconciled.
  *
  * The reconcile contract (controller-runtime's):
  *   KCR_OK, res->requeue_after_ms == 0  -> forget the key's backoff
@@ -151,10 +155,12 @@ KCR_API kcr_err kcr_controller_new(const struct kcr_controller_opts *opts,
 struct kcr_source_opts {
   const struct kcr_predicate *preds; /* npreds predicates (copied); an event */
   size_t npreds;                     /* is queued when all pass; at most 4 */
-  const int *priority;               /* the priority of its keys (kcr/queue.h);
+  const int *priority;               /* for updates and deletes (kcr/queue.h);
                                         NULL: KCR_QUEUE_PRIORITY_DEFAULT for
                                         for, KCR_QUEUE_PRIORITY_HIGH for owns
                                         and watches */
+  const int *create_priority;        /* for creates; NULL:
+                                        KCR_QUEUE_PRIORITY_DEFAULT */
   const int *unchanged_priority;     /* for an add from the initial list or an
                                         update that changes nothing; NULL:
                                         KCR_QUEUE_PRIORITY_LOW */

@@ -90,7 +90,8 @@ typedef struct kcr_queue kcr_queue;
 /* Priorities (higher is taken first; any int is valid). LOW is
  * controller-runtime's handler.LowPriority: what the informer's initial
  * list and unchanged resyncs add. DEFAULT is kcr_queue_add()'s. HIGH is the
- * controller's default for keys from owned children and mapped watches. */
+ * controller's default for updates and deletes of owned children and
+ * watched objects. */
 #define KCR_QUEUE_PRIORITY_LOW     (-100)
 #define KCR_QUEUE_PRIORITY_DEFAULT 0
 #define KCR_QUEUE_PRIORITY_HIGH    100

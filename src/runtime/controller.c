@@ -6,13 +6,13 @@
  * apply the result contract (see controller.h). The queue guarantees a key
  * is never processed by two workers at once.
  *
- * Priorities (the policy is in controller.h): route() picks the source's
- * priority or its unchanged_priority per event - an add before the
- * informer has synced is from its initial list (client-go's
- * isInInitialList), an update with old == cur or the same non-empty
- * resourceVersion changes nothing - and every key of that event is added
- * with it. A worker takes the key's priority with the key and requeues
- * with it, as controller-runtime's reconcileHandler does.
+ * Priorities (the policy is in controller.h): route() picks one of the
+ * source's three priorities per event - unchanged_prio for an add before
+ * the informer has synced (its initial list: client-go's isInInitialList)
+ * and an update with old == cur or the same non-empty resourceVersion,
+ * else create_prio for an add, prio for an update or delete - and every
+ * key of that event is added with it. A worker takes the key's priority with the key and
+ * requeues with it, as controller-runtime's reconcileHandler does.
  *
  * No key is lost: an event source whose kcr_queue_add fails (out of memory)
  * sets `requeue_all`; workers wake at least every REQUEUE_CHECK_MS and then
@@ -56,7 +56,7 @@ struct source {
   enum source_kind kind;
   struct kcr_predicate preds[4];
   size_t npreds;
-  int prio, unchanged_prio;
+  int prio, create_prio, unchanged_prio;
   char *owner_group, *owner_kind;
   kcr_map_fn map;
   void *map_ud;
@@ -285,18 +285,15 @@ static void emit_key(const char *ns, const char *name, void *ctx)
   add_key(e->c, enqueue(e->c, ns, name, e->prio));
 }
 
-/* The event's priority: the source's unchanged_prio for an add from the
- * informer's initial list and for an update that changes nothing (ev: 0
- * add, 1 update, 2 delete). */
+/* The event's priority (ev: 0 add, 1 update, 2 delete). */
 static int event_prio(const struct source *s, kcr_obj *old, kcr_obj *cur, int ev)
 {
-  bool unchanged = false;
-  if(ev == 0)
-    unchanged = !kcr_informer_has_synced(s->inf);
-  else if(ev == 1)
-    unchanged =
-        old == cur || (*kcr_obj_rv(cur) && !strcmp(kcr_obj_rv(old), kcr_obj_rv(cur)));
-  return unchanged ? s->unchanged_prio : s->prio;
+  if(ev == 0) /* from the initial list, or new */
+    return kcr_informer_has_synced(s->inf) ? s->create_prio : s->unchanged_prio;
+  if(ev == 1 &&
+     (old == cur || (*kcr_obj_rv(cur) && !strcmp(kcr_obj_rv(old), kcr_obj_rv(cur)))))
+    return s->unchanged_prio; /* a resync, or a relist bringing back the same */
+  return s->prio;
 }
 
 static void route(struct source *s, kcr_obj *old, kcr_obj *cur, int ev)
@@ -356,7 +353,7 @@ static void h_update(kcr_obj *old, kcr_obj *cur, void *ud) { route(ud, old, cur,
 static void h_delete(kcr_obj *o, void *ud) { route(ud, NULL, o, 2); }
 
 /* Registers the source tmpl with the options of opts (NULL: defaults;
- * default_prio for its events that change something). */
+ * default_prio for its updates and deletes). */
 static kcr_err add_source(kcr_controller *c, kcr_informer *inf, struct source *tmpl,
                           const struct kcr_source_opts *opts, int default_prio)
 {
@@ -370,6 +367,8 @@ static kcr_err add_source(kcr_controller *c, kcr_informer *inf, struct source *t
     tmpl->preds[i] = opts->preds[i];
   tmpl->npreds = n;
   tmpl->prio = opts && opts->priority ? *opts->priority : default_prio;
+  tmpl->create_prio =
+      opts && opts->create_priority ? *opts->create_priority : KCR_QUEUE_PRIORITY_DEFAULT;
   tmpl->unchanged_prio = opts && opts->unchanged_priority ? *opts->unchanged_priority
                                                           : KCR_QUEUE_PRIORITY_LOW;
   s = &c->src[c->nsrc];

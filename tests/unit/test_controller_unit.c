@@ -454,6 +454,7 @@ struct pev {
 
 struct prio_api {
   struct tsig step;
+  uint64_t base_delay_ms;              /* the controller's (0: its default) */
   const char *cm_items, *secret_items; /* the LISTs' items, "" for none */
   const struct pev *cm_events, *secret_events;
 };
@@ -492,9 +493,21 @@ static kcr_err api_prio(struct twire_call *call, void *ud)
                      cm ? p->cm_items : p->secret_items);
 }
 
+/* Waits (polling, at most 30 s) until q holds n ready keys. */
+static bool queue_len_reaches(kcr_queue *q, size_t n)
+{
+  for(int i = 0; i < 30000; i++) {
+    if(kcr_queue_len(q) == n)
+      return true;
+    nanosleep(&(struct timespec){0, 1000000}, NULL);
+  }
+  return false;
+}
+
 /* The reconciler: records the order of the keys; the first reconcile
  * waits for the test's release, so that the others pile up in the queue.
- * fail_once fails its first reconcile (a retry); slow takes 100 ms. */
+ * fail_once fails its first reconcile (a retry); slow waits until the
+ * queue holds 3 ready keys (kcr_queue_len promotes the due ones). */
 struct order {
   pthread_mutex_t mu;
   char seen[32][16];
@@ -502,6 +515,7 @@ struct order {
   struct tsig entered, release, calls;
   const char *fail_once, *slow;
   bool failed;
+  kcr_queue *q;
 };
 
 static kcr_err record_order(kcr_ctx *cx, const struct kcr_request *req,
@@ -520,20 +534,9 @@ static kcr_err record_order(kcr_ctx *cx, const struct kcr_request *req,
   tsig_add(&o->entered, 1);
   TCHECK(tsig_wait(&o->release, 1, 30000));
   if(o->slow && !strcmp(req->name, o->slow))
-    nanosleep(&(struct timespec){0, 100000000}, NULL);
+    TCHECK(queue_len_reaches(o->q, 3));
   tsig_add(&o->calls, 1);
   return rc;
-}
-
-/* Waits (polling, at most 30 s) until q holds n ready keys. */
-static bool queue_len_reaches(kcr_queue *q, size_t n)
-{
-  for(int i = 0; i < 30000; i++) {
-    if(kcr_queue_len(q) == n)
-      return true;
-    nanosleep(&(struct timespec){0, 1000000}, NULL);
-  }
-  return false;
 }
 
 /* Runs a controller (1 worker) with For(ConfigMaps, for_opts) and
@@ -570,10 +573,14 @@ static void run_prio_order(struct prio_api *p, const struct kcr_source_opts *for
                   &(struct kcr_informer_opts){.client = cl, .gvr = &secrets, .ns = "ns"},
                   &sec_inf, NULL));
   assert_int_equal(
-      KCR_OK, kcr_controller_new(
-                  &(struct kcr_controller_opts){
-                      .name = "prio", .reconcile = record_order, .ud = &o, .client = cl},
-                  &c, NULL));
+      KCR_OK,
+      kcr_controller_new(&(struct kcr_controller_opts){.name = "prio",
+                                                       .reconcile = record_order,
+                                                       .ud = &o,
+                                                       .client = cl,
+                                                       .base_delay_ms = p->base_delay_ms},
+                         &c, NULL));
+  o.q = kcr_controller_queue(c);
   assert_int_equal(KCR_OK, kcr_controller_for(c, cm_inf, for_opts));
   assert_int_equal(KCR_OK, kcr_controller_owns(c, sec_inf, "", "ConfigMap", owns_opts));
   assert_int_equal(KCR_OK, kcr_controller_start(c));
@@ -614,11 +621,13 @@ static void run_prio(struct prio_api *p, const struct kcr_source_opts *for_opts,
   run_prio_order(p, for_opts, owns_opts, lens, nsteps, want, NULL, NULL);
 }
 
-/* While p0's first pass runs, p1..p5 are created; then the children of
- * p4 and p5 change (as a VFM reporting Ready wakes its EBD for a second
- * pass) and a child of m appears (its owner's first key). Before the
- * priorities the children's owners waited behind every queued create
- * (p1 p2 p3 p4 p5 m); now they overtake them. */
+/* While p0's first pass runs, p1..p5 are created; the children of p2,
+ * p4, p5 and m are created (as the owners' own applies come back: no
+ * hurry, but m is its owner's first key); then the children of p4, p5 and
+ * m change (as a VFM reporting Ready wakes its EBD for a second pass) and
+ * one of y is deleted. Before the priorities the children's owners waited
+ * behind every queued create (p1 p2 p3 p4 p5 m y); now the changed ones
+ * overtake them, and p2, whose child was only created, keeps its place. */
 static const struct pev children_cms[] = {
     {1, "{\"type\":\"ADDED\",\"object\":" PCM("p0", "11") "}"},
     {2, "{\"type\":\"ADDED\",\"object\":" PCM("p1", "12") "}"},
@@ -629,38 +638,48 @@ static const struct pev children_cms[] = {
     {0, NULL},
 };
 static const struct pev children_secrets[] = {
-    {3, "{\"type\":\"ADDED\",\"object\":" PSEC("s4", "17", "p4") "}"},
-    {3, "{\"type\":\"ADDED\",\"object\":" PSEC("s5", "18", "p5") "}"},
-    {3, "{\"type\":\"ADDED\",\"object\":" PSEC("sm", "19", "m") "}"},
+    {3, "{\"type\":\"ADDED\",\"object\":" PSEC("s2", "17", "p2") "}"},
+    {3, "{\"type\":\"ADDED\",\"object\":" PSEC("s4", "18", "p4") "}"},
+    {3, "{\"type\":\"ADDED\",\"object\":" PSEC("s5", "19", "p5") "}"},
+    {3, "{\"type\":\"ADDED\",\"object\":" PSEC("sm", "20", "m") "}"},
+    {4, "{\"type\":\"MODIFIED\",\"object\":" PSEC("s4", "21", "p4") "}"},
+    {4, "{\"type\":\"MODIFIED\",\"object\":" PSEC("s5", "22", "p5") "}"},
+    {4, "{\"type\":\"MODIFIED\",\"object\":" PSEC("sm", "23", "m") "}"},
+    {4, "{\"type\":\"DELETED\",\"object\":" PSEC("sy", "24", "y") "}"},
     {0, NULL},
 };
+/* p0 taken; p1..p5 queued; m added; y added (the changes routed before) */
+static const size_t children_lens[] = {0, 5, 6, 7};
 
-static void owned_children_overtake_queued_creates(void **state)
+static void changed_children_overtake_queued_creates(void **state)
 {
   struct prio_api p = {.cm_items = "",
                        .secret_items = "",
                        .cm_events = children_cms,
                        .secret_events = children_secrets};
-  /* p0 taken; p1..p5 queued; p4, p5 raised and m added */
-  static const size_t lens[] = {0, 5, 6};
   tsig_init(&p.step);
-  run_prio(&p, NULL, NULL, lens, 3, "p0 p4 p5 m p1 p2 p3");
+  run_prio(&p, NULL, NULL, children_lens, 4, "p0 p4 p5 m y p1 p2 p3");
   tsig_cleanup(&p.step);
 }
 
-/* The lane is the source's option: at DEFAULT, the children's owners keep
- * their places among the creates, and m queues behind them. */
-static void a_source_sets_its_priority(void **state)
+/* The lanes are the source's options: with the children's changes at
+ * DEFAULT, first come first served; with their creates at HIGH too, p2
+ * is raised by its child's create. */
+static void a_source_sets_its_priorities(void **state)
 {
   struct prio_api p = {.cm_items = "",
                        .secret_items = "",
                        .cm_events = children_cms,
                        .secret_events = children_secrets};
-  static const size_t lens[] = {0, 5, 6};
   tsig_init(&p.step);
   run_prio(&p, NULL,
            &(struct kcr_source_opts){.priority = &(int){KCR_QUEUE_PRIORITY_DEFAULT}},
-           lens, 3, "p0 p1 p2 p3 p4 p5 m");
+           children_lens, 4, "p0 p1 p2 p3 p4 p5 m y");
+  tsig_cleanup(&p.step);
+  tsig_init(&p.step);
+  run_prio(&p, NULL,
+           &(struct kcr_source_opts){.create_priority = &(int){KCR_QUEUE_PRIORITY_HIGH}},
+           children_lens, 4, "p0 p2 p4 p5 m y p1 p3");
   tsig_cleanup(&p.step);
 }
 
@@ -692,11 +711,11 @@ static void the_initial_list_waits_behind_live_events(void **state)
   tsig_cleanup(&p.step);
 }
 
-/* A retry keeps the priority its key was taken with: x, woken by its child
- * at HIGH, fails; its retry (after 5 ms, while p1 takes 100 ms) comes
- * before p2 and p3 - at 0 it would come after them. */
+/* A retry keeps the priority its key was taken with: x, woken by its
+ * child's delete at HIGH, fails; its retry (after 500 ms, which p1 waits
+ * out) comes before p2 and p3 - at 0 it would come after them. */
 static const struct pev retry_secrets[] = {
-    {1, "{\"type\":\"ADDED\",\"object\":" PSEC("sx", "11", "x") "}"},
+    {1, "{\"type\":\"DELETED\",\"object\":" PSEC("sx", "11", "x") "}"},
     {0, NULL},
 };
 static const struct pev retry_cms[] = {
@@ -708,7 +727,8 @@ static const struct pev retry_cms[] = {
 
 static void a_retry_keeps_the_priority_of_its_key(void **state)
 {
-  struct prio_api p = {.cm_items = "",
+  struct prio_api p = {.base_delay_ms = 500,
+                       .cm_items = "",
                        .secret_items = "",
                        .cm_events = retry_cms,
                        .secret_events = retry_secrets};
@@ -729,8 +749,8 @@ int main(void)
       cmocka_unit_test(a_worker_thread_that_cannot_start_fails_start_and_leaves_none),
       cmocka_unit_test(new_refuses_invalid_options_naming_them),
       cmocka_unit_test(for_predicates_filter_events),
-      cmocka_unit_test(owned_children_overtake_queued_creates),
-      cmocka_unit_test(a_source_sets_its_priority),
+      cmocka_unit_test(changed_children_overtake_queued_creates),
+      cmocka_unit_test(a_source_sets_its_priorities),
       cmocka_unit_test(the_initial_list_waits_behind_live_events),
       cmocka_unit_test(a_retry_keeps_the_priority_of_its_key),
   };
