@@ -11,10 +11,11 @@
  * the informer has synced (its initial list: client-go's isInInitialList)
  * and an update with old == cur or the same non-empty resourceVersion,
  * else create_prio for an add, prio for an update or delete - and every
- * key of that event is added with it. A worker takes the key's priority with the key and
- * requeues with it, as controller-runtime's reconcileHandler does.
+ * key of that event is added with it. A worker takes the key's priority
+ * with the key and requeues with it, as controller-runtime's
+ * reconcileHandler does.
  *
- * No key is lost: an event source whose kcr_queue_add fails (out of memory)
+ * No key is lost: an event source whose add fails (out of memory)
  * sets `requeue_all`; workers wake at least every REQUEUE_CHECK_MS and then
  * route every cached object of every source again, as a resync would, until
  * one pass succeeds. A key that cannot be split into namespace and name
