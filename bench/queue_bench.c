@@ -3,7 +3,7 @@
  *
  *   queue_bench [adds]      (default 1000000 per scenario)
  *
- * Method. Every scenario pushes `adds` kcr_queue_add (or add_after) calls
+ * Method. Every scenario pushes `adds` kcr_queue_add (add_after, add_with) calls
  * through a fresh queue (no metrics, then with a metrics registry) and times
  * until every key is processed: producers share the adds equally, each over
  * its own 65536 keys in rotation (so a key is rarely still queued when it
@@ -33,6 +33,7 @@ struct scenario {
   int producers, consumers; /* consumers == 0: one thread does everything */
   int64_t delay_ms;         /* > 0: add_after instead of add */
   bool metrics;
+  int prios; /* > 1: add_with, priorities 0 .. prios-1 in rotation */
 };
 
 struct run {
@@ -58,6 +59,9 @@ static void *producer(void *p)
     const char *k = keys[i % KEYS_PER_PRODUCER];
     if(r->sc->delay_ms > 0)
       kcr_queue_add_after(r->q, k, r->sc->delay_ms);
+    else if(r->sc->prios > 1)
+      kcr_queue_add_with(
+          r->q, k, &(struct kcr_queue_add_opts){.priority = (int)(i % r->sc->prios)});
     else
       kcr_queue_add(r->q, k);
   }
@@ -161,6 +165,7 @@ int main(int argc, char **argv)
       {"4 producers + 4 consumers, with metrics", 4, 4, 0, true},
       {"8 producers + 8 consumers", 8, 8, 0, false},
       {"4 producers + 4 consumers, add_after 1 ms", 4, 4, 1, false},
+      {"4 producers + 4 consumers, 3 priorities", 4, 4, 0, false, 3},
   };
   long adds = argc > 1 ? strtol(argv[1], NULL, 10) : 1000000;
   size_t nkeys = (size_t)MAX_PRODUCERS * KEYS_PER_PRODUCER;

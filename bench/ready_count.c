@@ -2,14 +2,23 @@
  * bench/ebd_bench.sh --poll watch: a cheaper and finer clock than polling
  * `kubectl get ebd -o jsonpath` (which LISTs every EBD each time).
  *
- *   ready_count NAMESPACE N T0 CSV
+ *   ready_count NAMESPACE N T0 CSV [PER_EBD]
  *
  * T0 is the benchmark's start (seconds since the epoch, as `date +%s.%N`).
  * Every 0.5 s a line "seconds-since-T0,ready" is appended to CSV; when N
  * are Ready it prints "seconds-since-T0" of the event that made them N on
  * stdout and exits 0. Counting is by transition, from the informer's
  * handlers (one parse of the old and new object per event), so it costs
- * nothing while nothing changes. Uses KUBECONFIG. */
+ * nothing while nothing changes. Uses KUBECONFIG.
+ *
+ * PER_EBD (optional): then written at the end, one line per EBD seen,
+ * "name,seen_ms,ready_ms" after a header line, both in milliseconds since
+ * T0: seen_ms when the informer first saw the EBD (its LIST or ADDED
+ * event: within the watch's delay of the create), ready_ms when it first
+ * saw it with Ready=True (empty if never). ready_ms - seen_ms is the EBD's
+ * time to Ready; the ready_ms column sorted gives the readiness curve. The
+ * millisecond clock is the watch's, not the objects' timestamps (those
+ * have whole seconds). */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +32,16 @@ static const struct kcr_gvr ebds = {"ebdman.example.com", "v1alpha1", "ebds", tr
 static atomic_long ready;
 static atomic_llong reached_ns; /* realtime ns when ready first reached n */
 static long want;
+
+/* Per EBD, when PER_EBD is asked for: touched by the informer's thread
+ * only, read by main once the informer is freed (its threads joined). */
+struct seen {
+  struct kcr_hnode hn;
+  long long seen_ns, ready_ns; /* realtime; ready_ns 0: not yet */
+  char name[];
+};
+static bool per_ebd;
+static struct kcr_htab seen_tab = KCR_HTAB_INIT;
 
 static long long wall_ns(void)
 {
@@ -53,9 +72,41 @@ static void bump(long d)
     atomic_compare_exchange_strong(&reached_ns, &zero, wall_ns());
 }
 
+/* Notes that o was seen now, and Ready now if ready (first times only).
+ * Out of memory: the EBD is left out of PER_EBD. */
+static void note(kcr_obj *o, bool ready_now)
+{
+  const char *name = kcr_obj_name(o);
+  uint64_t h = kcr_hash_str(name);
+  struct seen *s = NULL;
+  long long t = wall_ns();
+
+  if(!per_ebd)
+    return;
+  for(struct kcr_hnode *n = kcr_htab_lookup(&seen_tab, h); n && !s;
+      n = kcr_htab_lookup_next(n))
+    if(!strcmp(KCR_HTAB_ENTRY(n, struct seen, hn)->name, name))
+      s = KCR_HTAB_ENTRY(n, struct seen, hn);
+  if(!s) {
+    size_t len = strlen(name) + 1;
+    if(!(s = calloc(1, sizeof(*s) + len)))
+      return;
+    memcpy(s->name, name, len);
+    s->seen_ns = t;
+    if(kcr_htab_insert(&seen_tab, &s->hn, h)) {
+      free(s);
+      return;
+    }
+  }
+  if(ready_now && !s->ready_ns)
+    s->ready_ns = t;
+}
+
 static void on_add(kcr_obj *o, void *ud)
 {
-  if(is_ready(o))
+  bool r = is_ready(o);
+  note(o, r);
+  if(r)
     bump(1);
 }
 
@@ -64,8 +115,37 @@ static void on_update(kcr_obj *old, kcr_obj *cur, void *ud)
   if(old == cur)
     return;
   bool a = is_ready(old), b = is_ready(cur);
+  note(cur, b);
   if(a != b)
     bump(b ? 1 : -1);
+}
+
+/* PER_EBD's lines; frees the records. */
+static int write_per_ebd(const char *path, double t0)
+{
+  FILE *f = fopen(path, "w");
+  struct kcr_htab_iter it;
+  struct kcr_hnode *n;
+
+  if(f)
+    fprintf(f, "name,seen_ms,ready_ms\n");
+  kcr_htab_iter_init(&it, &seen_tab);
+  while((n = kcr_htab_iter_next(&it))) {
+    struct seen *s = KCR_HTAB_ENTRY(n, struct seen, hn);
+    if(f) {
+      fprintf(f, "%s,%.0f,", s->name, ((double)s->seen_ns / 1e9 - t0) * 1e3);
+      if(s->ready_ns)
+        fprintf(f, "%.0f", ((double)s->ready_ns / 1e9 - t0) * 1e3);
+      fputc('\n', f);
+    }
+    free(s);
+  }
+  kcr_htab_cleanup(&seen_tab);
+  if(!f || fclose(f)) {
+    fprintf(stderr, "ready_count: cannot write %s\n", path);
+    return 1;
+  }
+  return 0;
 }
 
 static void on_delete(kcr_obj *o, void *ud)
@@ -81,10 +161,11 @@ int main(int argc, char **argv)
   kcr_client *c = NULL;
   kcr_informer *inf;
 
-  if(argc != 5) {
-    fprintf(stderr, "usage: ready_count NAMESPACE N T0 CSV\n");
+  if(argc != 5 && argc != 6) {
+    fprintf(stderr, "usage: ready_count NAMESPACE N T0 CSV [PER_EBD]\n");
     return 2;
   }
+  per_ebd = argc == 6;
   want = strtol(argv[2], NULL, 10);
   double t0 = strtod(argv[3], NULL);
   FILE *csv = fopen(argv[4], "a");
@@ -122,5 +203,5 @@ int main(int argc, char **argv)
   fclose(csv);
   kcr_informer_free(inf);
   kcr_client_free(c);
-  return 0;
+  return per_ebd ? write_per_ebd(argv[5], t0) : 0;
 }

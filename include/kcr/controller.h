@@ -9,6 +9,29 @@
  * each filtered by optional predicates. Resyncs (update with old == cur) are
  * always passed through, so a wiped status is healed on the next resync.
  *
+ * Priorities. The queue hands out higher priorities first (kcr/queue.h).
+ * Each source queues the keys of an event with one of three priorities:
+ *                                    for        owns, watches
+ *   unchanged: an add from the       LOW        LOW      (-100)
+ *     informer's initial list (before it has synced), or an update that
+ *     changes nothing (a resync, a relist bringing back the same
+ *     resourceVersion)
+ *   create                           DEFAULT    DEFAULT  (0)
+ *   update, delete                   DEFAULT    HIGH     (100)
+ * (KCR_QUEUE_PRIORITY_*). The first row is controller-runtime's
+ * handler.WithLowPriorityWhenUnchanged: the initial list after a restart
+ * does not hold up live events. The last is a lane for children: an
+ * object waiting on a child (a second pass once the child reports ready)
+ * is reconciled when the child changes, ahead of the first passes of the
+ * objects created after it, instead of behind all of them. A child's
+ * create stays at DEFAULT: it is normally the owner's own write coming
+ * back, which is news to nobody, and reconciling the owner again at once
+ * would race its own status write to the cache. kcr_controller_enqueue
+ * queues with DEFAULT; a key requeued after an error or for
+ * requeue_after keeps the priority it was taken with. Each source can set
+ * all three (kcr_source_opts). The lanes are strict: while keys of a
+ * higher priority are queued, no lower one is reconciled.
+ *
  * The reconcile contract (controller-runtime's):
  *   KCR_OK, res->requeue_after_ms == 0  -> forget the key's backoff
  *   KCR_OK, res->requeue_after_ms > 0   -> forget, then add after the delay
@@ -126,31 +149,44 @@ struct kcr_controller_opts {
 KCR_API kcr_err kcr_controller_new(const struct kcr_controller_opts *opts,
                                    kcr_controller **out, struct kcr_errinfo *ei);
 
-/* Options for kcr_controller_for(); NULL: every event passes. */
-struct kcr_for_opts {
+/* Options of an event source (kcr_controller_for, _owns, _watches); NULL:
+ * every event passes, with the priorities above. The pointers are read
+ * during the call only. */
+struct kcr_source_opts {
   const struct kcr_predicate *preds; /* npreds predicates (copied); an event */
   size_t npreds;                     /* is queued when all pass; at most 4 */
+  const int *priority;               /* for updates and deletes (kcr/queue.h);
+                                        NULL: KCR_QUEUE_PRIORITY_DEFAULT for
+                                        for, KCR_QUEUE_PRIORITY_HIGH for owns
+                                        and watches */
+  const int *create_priority;        /* for creates; NULL:
+                                        KCR_QUEUE_PRIORITY_DEFAULT */
+  const int *unchanged_priority;     /* for an add from the initial list or an
+                                        update that changes nothing; NULL:
+                                        KCR_QUEUE_PRIORITY_LOW */
 };
 
 /* Event sources (up to 16 per controller), before start. Each registers
  * handlers on inf (kcr_informer_add_handlers, so inf must not be started
- * yet) that queue keys. Errors: KCR_EINVAL (started, 16 sources already,
- * no inf, the informer refuses handlers, and as noted), KCR_ENOMEM.
- * Thread safety: the setup thread.
+ * yet) that queue keys, with the options of opts (NULL: the defaults).
+ * Errors: KCR_EINVAL (started, 16 sources already, no inf, more than 4
+ * predicates or npreds without preds, the informer refuses handlers, and
+ * as noted), KCR_ENOMEM. Thread safety: the setup thread.
  *
- * for: reconcile the objects of inf themselves. KCR_EINVAL also for more
- * than 4 predicates. */
+ * for: reconcile the objects of inf themselves. */
 KCR_API kcr_err kcr_controller_for(kcr_controller *c, kcr_informer *inf,
-                                   const struct kcr_for_opts *opts);
+                                   const struct kcr_source_opts *opts);
 /* owns: reconcile the controller owner (kind owner_kind, required; group
  * owner_group, "" or NULL for the core group) of the objects of inf, in
  * their namespace. Both strings are copied. */
 KCR_API kcr_err kcr_controller_owns(kcr_controller *c, kcr_informer *inf,
-                                    const char *owner_group, const char *owner_kind);
+                                    const char *owner_group, const char *owner_kind,
+                                    const struct kcr_source_opts *opts);
 /* watches: reconcile the keys fn emits for each object of inf (fn
  * required; ud passed to it). */
 KCR_API kcr_err kcr_controller_watches(kcr_controller *c, kcr_informer *inf,
-                                       kcr_map_fn fn, void *ud);
+                                       kcr_map_fn fn, void *ud,
+                                       const struct kcr_source_opts *opts);
 /* Starts the workers. All or nothing: if a thread cannot be made, the ones
  * started are stopped and joined and KCR_ENOMEM is returned (the controller
  * is then stopped for good). KCR_EINVAL if started or stopped before. */
@@ -180,9 +216,10 @@ KCR_API const char *kcr_controller_name(const kcr_controller *c);
 /* The work queue (borrowed, valid until kcr_controller_free; do not free
  * or shut it down yourself). Any thread. */
 KCR_API kcr_queue *kcr_controller_queue(kcr_controller *c);
-/* Queues the key ns/name by hand (e.g. from a timer); ns "" or NULL for a
- * cluster-scoped object. Errors: KCR_EINVAL (no name, or a key over 511
- * bytes), KCR_ECANCELED (stopped), KCR_ENOMEM. Thread safety: any thread. */
+/* Queues the key ns/name by hand (e.g. from a timer), with priority
+ * KCR_QUEUE_PRIORITY_DEFAULT; ns "" or NULL for a cluster-scoped object. Errors:
+ * KCR_EINVAL (no name, or a key over 511 bytes), KCR_ECANCELED (stopped), KCR_ENOMEM.
+ * Thread safety: any thread. */
 KCR_API kcr_err kcr_controller_enqueue(kcr_controller *c, const char *ns,
                                        const char *name);
 

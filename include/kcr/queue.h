@@ -1,5 +1,6 @@
 /* kcr/queue.h - the work queue of a controller: client-go's rate-limiting,
- * delaying work queue (k8s.io/client-go/util/workqueue) with its contract.
+ * delaying work queue (k8s.io/client-go/util/workqueue) with its contract,
+ * and controller-runtime's priorities (pkg/controller/priorityqueue).
  *
  *   kcr_queue *q;
  *   kcr_queue_new(&(struct kcr_queue_opts){.name = "ebd", .metrics = reg},
@@ -24,11 +25,21 @@
  *  - Adding a key that is already queued is a no-op (its place is kept).
  *    Adding a key that is processing marks it dirty: it is not queued now,
  *    but kcr_queue_done() puts it at the back of the queue.
- *  - Keys are handed out in FIFO order of their (first) add.
+ *  - Keys are handed out highest priority first, and in FIFO order of
+ *    their (first) add within a priority. kcr_queue_add() and its siblings
+ *    add with priority 0; kcr_queue_add_with() with any int.
+ *  - Adding a queued key with a higher priority raises it: it moves to the
+ *    back of its new priority's line. A lower or equal priority changes
+ *    nothing (a key is never lowered). A key added while processing is
+ *    queued by kcr_queue_done() with the highest priority it was added with
+ *    meanwhile. Once taken, a key's priority is forgotten: the next add
+ *    sets it afresh (kcr_queue_take_with_priority() tells the taker what
+ *    it was, to requeue with it).
  *  - kcr_queue_add_after() parks the key until its deadline; a key parked
- *    twice keeps the earliest deadline. Parking is independent of the
- *    queued/processing state: when the deadline passes the key is added as
- *    by kcr_queue_add().
+ *    twice keeps the earliest deadline and the highest priority. Parking is
+ *    independent of the queued/processing state: when the deadline passes
+ *    the key is added as by kcr_queue_add_with() with the priority it was
+ *    parked with (rate-limited keys keep their priority too).
  *  - kcr_queue_add_rate_limited() parks the key for the rate limiter's next
  *    delay: per key base_delay * 2^failures capped at max_delay (5 ms ..
  *    1000 s by default), or the max of that and an overall token bucket when
@@ -44,6 +55,11 @@
  * workqueue_unfinished_work_seconds, workqueue_longest_running_processor_seconds
  * (the last two are computed when the registry renders). The registry must
  * outlive the queue.
+ *
+ * Priorities are strict: while keys of a higher priority are queued, none
+ * of a lower one is handed out. Use few of them (each distinct priority in
+ * use is a line of its own; the queue scans them); the controller uses the
+ * three below (kcr/controller.h says when).
  *
  * Thread safety: every function may be called from any thread, concurrently,
  * except kcr_queue_free(), which must be the last call on the queue. */
@@ -70,6 +86,15 @@ typedef struct kcr_queue kcr_queue;
 #define KCR_QUEUE_MAX_DELAY_MS     1000000ull
 #define KCR_QUEUE_CONTROLLER_QPS   10.0
 #define KCR_QUEUE_CONTROLLER_BURST 100
+
+/* Priorities (higher is taken first; any int is valid). LOW is
+ * controller-runtime's handler.LowPriority: what the informer's initial
+ * list and unchanged resyncs add. DEFAULT is kcr_queue_add()'s. HIGH is the
+ * controller's default for updates and deletes of owned children and
+ * watched objects. */
+#define KCR_QUEUE_PRIORITY_LOW     (-100)
+#define KCR_QUEUE_PRIORITY_DEFAULT 0
+#define KCR_QUEUE_PRIORITY_HIGH    100
 
 /* Options for kcr_queue_new(); zero means the default shown. */
 struct kcr_queue_opts {
@@ -106,6 +131,26 @@ KCR_API void kcr_queue_free(kcr_queue *q);
  * Thread safety: any thread. */
 KCR_API kcr_err kcr_queue_add(kcr_queue *q, const char *key);
 
+/* How kcr_queue_add_with() adds; zero means the default shown - all zero
+ * is kcr_queue_add(). controller-runtime's priorityqueue.AddOpts. */
+struct kcr_queue_add_opts {
+  int priority;      /* higher is taken first; 0: KCR_QUEUE_PRIORITY_DEFAULT */
+  uint64_t after_ms; /* park the key this long first, as kcr_queue_add_after(); 0: now */
+  bool rate_limited; /* park it for the rate limiter's next delay, as
+                        kcr_queue_add_rate_limited() (counting a failure);
+                        with after_ms too, the shorter of the two delays */
+};
+
+/* Adds key with a priority, now or later (see the contract above): as
+ * kcr_queue_add() when opts is NULL or all zero; with after_ms or
+ * rate_limited set, as kcr_queue_add_after() (counts one
+ * workqueue_retries_total) - the key is parked with its priority and
+ * added with it when due. The key is copied. Errors as for
+ * kcr_queue_add(): KCR_ECANCELED (shutting down), KCR_ENOMEM (nothing
+ * changed), KCR_EINVAL (NULL key). Thread safety: any thread. */
+KCR_API kcr_err kcr_queue_add_with(kcr_queue *q, const char *key,
+                                   const struct kcr_queue_add_opts *opts);
+
 /* Adds key once delay_ms has passed; 0 adds it now. Any delay is valid: a
  * deadline past the end of the monotonic clock (KCR_FOREVER) parks the key
  * until shutdown. If key is already parked, the earlier of the two
@@ -139,6 +184,14 @@ KCR_API int kcr_queue_num_requeues(kcr_queue *q, const char *key);
  * KCR_ENOMEM (the key stays queued); KCR_EINVAL for NULL arguments. On
  * any error *key is NULL. Thread safety: any thread. */
 KCR_API kcr_err kcr_queue_take(kcr_queue *q, uint64_t timeout_ms, char **key);
+
+/* kcr_queue_take(), also telling the priority the key was queued with in
+ * *priority (0 on error), so that the taker can requeue it with the same
+ * (controller-runtime's GetWithPriority). Errors as for kcr_queue_take():
+ * KCR_ETIMEDOUT, KCR_ECANCELED, KCR_ENOMEM, KCR_EINVAL (also for a NULL
+ * priority). Thread safety: any thread. */
+KCR_API kcr_err kcr_queue_take_with_priority(kcr_queue *q, uint64_t timeout_ms,
+                                             char **key, int *priority);
 
 /* Marks the processing of key finished. If key was added while it was
  * processing, it is queued again now (even when shutting down: the add came

@@ -486,10 +486,10 @@ int ebdman_run(const struct ebdman_run_opts *ro)
      kcr_informer_add_handlers(
          e.ebds,
          &(struct kcr_informer_handlers){.on_delete = on_ebd_deleted, .ud = &e}) ||
-     kcr_controller_owns(ctl, e.vfms, EBDMAN_GROUP, "EBD") ||
-     kcr_controller_owns(ctl, e.cms, EBDMAN_GROUP, "EBD") ||
-     kcr_controller_watches(ctl, e.vfms, map_by_name, "") ||
-     kcr_controller_watches(ctl, e.cms, map_by_name, "-config") ||
+     kcr_controller_owns(ctl, e.vfms, EBDMAN_GROUP, "EBD", NULL) ||
+     kcr_controller_owns(ctl, e.cms, EBDMAN_GROUP, "EBD", NULL) ||
+     kcr_controller_watches(ctl, e.vfms, map_by_name, "", NULL) ||
+     kcr_controller_watches(ctl, e.cms, map_by_name, "-config", NULL) ||
      kcr_manager_add(m, ctl)) {
     fprintf(stderr, "ebdman: setting up the controller failed%s%s\n",
             ei.message ? ": " : "", ei.message ? ei.message : "");

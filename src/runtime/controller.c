@@ -6,7 +6,16 @@
  * apply the result contract (see controller.h). The queue guarantees a key
  * is never processed by two workers at once.
  *
- * No key is lost: an event source whose kcr_queue_add fails (out of memory)
+ * Priorities (the policy is in controller.h): route() picks one of the
+ * source's three priorities per event - unchanged_prio for an add before
+ * the informer has synced (its initial list: client-go's isInInitialList)
+ * and an update with old == cur or the same non-empty resourceVersion,
+ * else create_prio for an add, prio for an update or delete - and every
+ * key of that event is added with it. A worker takes the key's priority
+ * with the key and requeues with it, as controller-runtime's
+ * reconcileHandler does.
+ *
+ * No key is lost: an event source whose add fails (out of memory)
  * sets `requeue_all`; workers wake at least every REQUEUE_CHECK_MS and then
  * route every cached object of every source again, as a resync would, until
  * one pass succeeds. A key that cannot be split into namespace and name
@@ -48,6 +57,7 @@ struct source {
   enum source_kind kind;
   struct kcr_predicate preds[4];
   size_t npreds;
+  int prio, create_prio, unchanged_prio;
   char *owner_group, *owner_kind;
   kcr_map_fn map;
   void *map_ud;
@@ -206,7 +216,7 @@ kcr_err kcr_controller_new(const struct kcr_controller_opts *o, kcr_controller *
 const char *kcr_controller_name(const kcr_controller *c) { return c->name; }
 kcr_queue *kcr_controller_queue(kcr_controller *c) { return c->q; }
 
-kcr_err kcr_controller_enqueue(kcr_controller *c, const char *ns, const char *name)
+static kcr_err enqueue(kcr_controller *c, const char *ns, const char *name, int prio)
 {
   char buf[512];
   int n;
@@ -217,7 +227,12 @@ kcr_err kcr_controller_enqueue(kcr_controller *c, const char *ns, const char *na
                 : snprintf(buf, sizeof(buf), "%s", name);
   if(n < 0 || (size_t)n >= sizeof(buf))
     return KCR_EINVAL;
-  return kcr_queue_add(c->q, buf);
+  return kcr_queue_add_with(c->q, buf, &(struct kcr_queue_add_opts){.priority = prio});
+}
+
+kcr_err kcr_controller_enqueue(kcr_controller *c, const char *ns, const char *name)
+{
+  return enqueue(c, ns, name, KCR_QUEUE_PRIORITY_DEFAULT);
 }
 
 /* ---- event sources ---- */
@@ -260,32 +275,55 @@ static void add_key(kcr_controller *c, kcr_err rc)
             KCR_S("controller", c->name));
 }
 
+struct emit_ctx {
+  kcr_controller *c;
+  int prio;
+};
+
 static void emit_key(const char *ns, const char *name, void *ctx)
 {
-  add_key(ctx, kcr_controller_enqueue(ctx, ns, name));
+  struct emit_ctx *e = ctx;
+  add_key(e->c, enqueue(e->c, ns, name, e->prio));
+}
+
+/* The event's priority (ev: 0 add, 1 update, 2 delete). */
+static int event_prio(const struct source *s, kcr_obj *old, kcr_obj *cur, int ev)
+{
+  if(ev == 0) /* from the initial list, or new */
+    return kcr_informer_has_synced(s->inf) ? s->create_prio : s->unchanged_prio;
+  if(ev == 1 &&
+     (old == cur || (*kcr_obj_rv(cur) && !strcmp(kcr_obj_rv(old), kcr_obj_rv(cur)))))
+    return s->unchanged_prio; /* a resync, or a relist bringing back the same */
+  return s->prio;
 }
 
 static void route(struct source *s, kcr_obj *old, kcr_obj *cur, int ev)
 {
+  struct emit_ctx e = {.c = s->c};
+
   if(!pass(s, old, cur, ev))
     return;
+  e.prio = event_prio(s, old, cur, ev);
   switch(s->kind) {
-  case SRC_FOR: add_key(s->c, kcr_queue_add(s->c->q, kcr_obj_key(cur))); break;
+  case SRC_FOR:
+    add_key(s->c, kcr_queue_add_with(s->c->q, kcr_obj_key(cur),
+                                     &(struct kcr_queue_add_opts){.priority = e.prio}));
+    break;
   case SRC_OWNS: {
     const struct kcr_owner *ow = kcr_obj_controller(cur);
     if(ow->uid && ow->kind && !strcmp(ow->kind, s->owner_kind) &&
        group_is(ow->api_version, s->owner_group))
-      add_key(s->c, kcr_controller_enqueue(s->c, kcr_obj_ns(cur), ow->name));
+      emit_key(kcr_obj_ns(cur), ow->name, &e);
     /* An update that moved the child to another owner: the old one too. */
     if(old && old != cur) {
       const struct kcr_owner *oo = kcr_obj_controller(old);
       if(oo->uid && ow->uid && strcmp(oo->uid, ow->uid) &&
          !strcmp(oo->kind, s->owner_kind))
-        add_key(s->c, kcr_controller_enqueue(s->c, kcr_obj_ns(old), oo->name));
+        emit_key(kcr_obj_ns(old), oo->name, &e);
     }
     break;
   }
-  case SRC_WATCHES: s->map(cur, emit_key, s->c, s->map_ud); break;
+  case SRC_WATCHES: s->map(cur, emit_key, &e, s->map_ud); break;
   }
 }
 
@@ -315,11 +353,25 @@ static void h_add(kcr_obj *o, void *ud) { route(ud, NULL, o, 0); }
 static void h_update(kcr_obj *old, kcr_obj *cur, void *ud) { route(ud, old, cur, 1); }
 static void h_delete(kcr_obj *o, void *ud) { route(ud, NULL, o, 2); }
 
-static kcr_err add_source(kcr_controller *c, kcr_informer *inf, struct source *tmpl)
+/* Registers the source tmpl with the options of opts (NULL: defaults;
+ * default_prio for its updates and deletes). */
+static kcr_err add_source(kcr_controller *c, kcr_informer *inf, struct source *tmpl,
+                          const struct kcr_source_opts *opts, int default_prio)
 {
   struct source *s;
-  if(c->started || c->nsrc == MAX_SOURCES || !inf)
+  size_t n = opts ? opts->npreds : 0;
+
+  if(c->started || c->nsrc == MAX_SOURCES || !inf ||
+     n > sizeof(tmpl->preds) / sizeof(tmpl->preds[0]) || (n && !opts->preds))
     return KCR_EINVAL;
+  for(size_t i = 0; i < n; i++)
+    tmpl->preds[i] = opts->preds[i];
+  tmpl->npreds = n;
+  tmpl->prio = opts && opts->priority ? *opts->priority : default_prio;
+  tmpl->create_prio =
+      opts && opts->create_priority ? *opts->create_priority : KCR_QUEUE_PRIORITY_DEFAULT;
+  tmpl->unchanged_prio = opts && opts->unchanged_priority ? *opts->unchanged_priority
+                                                          : KCR_QUEUE_PRIORITY_LOW;
   s = &c->src[c->nsrc];
   *s = *tmpl;
   s->c = c;
@@ -333,20 +385,14 @@ static kcr_err add_source(kcr_controller *c, kcr_informer *inf, struct source *t
 }
 
 kcr_err kcr_controller_for(kcr_controller *c, kcr_informer *inf,
-                           const struct kcr_for_opts *opts)
+                           const struct kcr_source_opts *opts)
 {
   struct source s = {.kind = SRC_FOR};
-  size_t n = opts ? opts->npreds : 0;
-  if(n > sizeof(s.preds) / sizeof(s.preds[0]) || (n && !opts->preds))
-    return KCR_EINVAL;
-  for(size_t i = 0; i < n; i++)
-    s.preds[i] = opts->preds[i];
-  s.npreds = n;
-  return add_source(c, inf, &s);
+  return add_source(c, inf, &s, opts, KCR_QUEUE_PRIORITY_DEFAULT);
 }
 
 kcr_err kcr_controller_owns(kcr_controller *c, kcr_informer *inf, const char *owner_group,
-                            const char *owner_kind)
+                            const char *owner_kind, const struct kcr_source_opts *opts)
 {
   struct source s = {.kind = SRC_OWNS};
   kcr_err rc;
@@ -357,7 +403,7 @@ kcr_err kcr_controller_owns(kcr_controller *c, kcr_informer *inf, const char *ow
   if(!s.owner_group || !s.owner_kind)
     rc = KCR_ENOMEM;
   else
-    rc = add_source(c, inf, &s);
+    rc = add_source(c, inf, &s, opts, KCR_QUEUE_PRIORITY_HIGH);
   if(rc) {
     free(s.owner_group);
     free(s.owner_kind);
@@ -366,12 +412,12 @@ kcr_err kcr_controller_owns(kcr_controller *c, kcr_informer *inf, const char *ow
 }
 
 kcr_err kcr_controller_watches(kcr_controller *c, kcr_informer *inf, kcr_map_fn fn,
-                               void *ud)
+                               void *ud, const struct kcr_source_opts *opts)
 {
   struct source s = {.kind = SRC_WATCHES, .map = fn, .map_ud = ud};
   if(!fn)
     return KCR_EINVAL;
-  return add_source(c, inf, &s);
+  return add_source(c, inf, &s, opts, KCR_QUEUE_PRIORITY_HIGH);
 }
 
 static bool gen_changed(kcr_obj *old, kcr_obj *cur, void *ud)
@@ -383,7 +429,8 @@ const struct kcr_predicate kcr_pred_generation_changed = {.update = gen_changed}
 
 /* ---- workers ---- */
 
-static void process(kcr_controller *c, kcr_ctx *cx, const char *key)
+/* Reconciles key, taken with priority prio; requeues keep prio. */
+static void process(kcr_controller *c, kcr_ctx *cx, const char *key, int prio)
 {
   const char *slash = strchr(key, '/');
   char *ns = NULL;
@@ -402,7 +449,8 @@ static void process(kcr_controller *c, kcr_ctx *cx, const char *key)
   } else if(slash &&
             !(ns = kcr_arena_printf(&cx->arena, "%.*s", (int)(slash - key), key))) {
     /* Never reconcile a namespaced key as cluster-scoped: retry later. */
-    kcr_queue_add_rate_limited(c->q, key);
+    kcr_queue_add_with(
+        c->q, key, &(struct kcr_queue_add_opts){.priority = prio, .rate_limited = true});
     kcr_metric_inc(c->m_errors, lv, 1);
     kcr_metric_inc(c->m_total, (const char *[]){c->name, "error", NULL}, 1);
     return;
@@ -421,7 +469,9 @@ static void process(kcr_controller *c, kcr_ctx *cx, const char *key)
     kcr_queue_forget(c->q, key);
     if(res.requeue_after_ms) {
       /* Any value is a delay: the queue parks keys past the clock's end. */
-      kcr_queue_add_after(c->q, key, res.requeue_after_ms);
+      kcr_queue_add_with(c->q, key,
+                         &(struct kcr_queue_add_opts){.priority = prio,
+                                                      .after_ms = res.requeue_after_ms});
       result = "requeue_after";
     } else {
       result = "success";
@@ -434,7 +484,8 @@ static void process(kcr_controller *c, kcr_ctx *cx, const char *key)
              KCR_S("err", kcr_err_name(rc)));
     result = "terminal";
   } else {
-    kcr_queue_add_rate_limited(c->q, key);
+    kcr_queue_add_with(
+        c->q, key, &(struct kcr_queue_add_opts){.priority = prio, .rate_limited = true});
     kcr_metric_inc(c->m_errors, lv, 1);
     KCR_CLOG(cx, KCR_LOG_ERROR, "reconciler error; requeued with backoff",
              KCR_S("err", kcr_err_name(rc)), KCR_S("detail", kcr_strerror(rc)),
@@ -451,10 +502,11 @@ static void *worker_main(void *p)
   kcr_controller *c = w->c;
   kcr_ctx cx = {.c = c, .arena = KCR_ARENA_INIT};
   char *key;
+  int prio;
 
   cx.seed = (unsigned)(kcr_time_mono_ns() ^ (uintptr_t)w);
   for(;;) {
-    kcr_err rc = kcr_queue_take(c->q, REQUEUE_CHECK_MS, &key);
+    kcr_err rc = kcr_queue_take_with_priority(c->q, REQUEUE_CHECK_MS, &key, &prio);
     if(atomic_load(&c->requeue_all) && !atomic_load(&c->stopping))
       requeue_everything(c);
     if(rc == KCR_ETIMEDOUT || rc == KCR_ENOMEM)
@@ -462,7 +514,7 @@ static void *worker_main(void *p)
     if(rc)
       break; /* shut down */
     if(!atomic_load(&c->stopping))
-      process(c, &cx, key);
+      process(c, &cx, key, prio);
     kcr_queue_done(c->q, key);
     free(key);
   }

@@ -1,17 +1,35 @@
 /* DESIGN: the work queue - client-go's workqueue (queue.go, delaying_queue.go,
  * rate_limiting_queue.go, default_rate_limiters.go, metrics.go) as one object
- * under one mutex.
+ * under one mutex, with controller-runtime's priorities
+ * (pkg/controller/priorityqueue).
  *
  * State. One record per key (struct item) in a kcr/htab.h table carries
  * everything client-go spreads over six maps and sets: dirty, processing,
  * the parked deadline (index in the heap), the rate limiter's failure count
- * and the metric timestamps. Ready keys sit in a FIFO ring of record
- * pointers; parked keys (add_after) in a binary min-heap by deadline. The
- * overall token bucket is two numbers in the queue.
+ * and the metric timestamps, plus the priority it is queued with and the
+ * one it is parked with. Parked keys (add_after) sit in a binary min-heap by
+ * deadline. The overall token bucket is two numbers in the queue.
+ *
+ * Priorities. Ready keys sit in one FIFO per priority level, an intrusive
+ * doubly linked list through the records, so a key raised to a higher
+ * priority leaves its old line in O(1) and joins the back of the new one.
+ * The levels are a small array sorted by priority, highest first (struct
+ * level); take serves the head of the first non-empty one. A level exists
+ * while some record needs it (I8): every dirty record holds a reference on
+ * the level of its priority, every parked record one on the level of its
+ * parked priority. So done() and promotion, which must not fail, always find
+ * the level they push into; only add* create levels, and they reserve the
+ * slot before anything changes. Programs use a handful of priorities, so
+ * finding a level is a short scan; one priority costs what the single FIFO
+ * cost before. Why not a heap keyed by (priority, sequence), as
+ * controller-runtime's b-tree: O(log n) per take where a FIFO is O(1), and
+ * a raised key would keep its first add's place in line - here it goes to
+ * the back of its new line (a raise is news: it is served after the keys
+ * that were raised or added there before it).
  *
  * No timer thread. client-go runs a goroutine that moves parked items into
  * the queue when their deadline passes. Here the move is lazy: every call
- * that reads or changes the ready FIFO (add*, take, done, len, and the
+ * that reads or changes the ready FIFOs (add*, take, done, len, and the
  * metrics collect hook) first promotes the parked keys whose deadline has
  * passed, in deadline order (promote_due). Nobody can observe the
  * difference - any observer sees what the waiting loop would have produced
@@ -25,9 +43,10 @@
  * Deadlines are CLOCK_MONOTONIC nanoseconds (kcr_time_mono_ns); both
  * getter condvars wait on that clock, so wall-clock jumps do not matter.
  *
- * Memory: one malloc per live key (the record, key inline) and one per take
- * (the caller's copy). The bucket array, FIFO ring and heap only grow; they
- * hold pointers, so a burst of N keys leaves ~4 pointers per key behind.
+ * Memory: one malloc per live key (the record, key inline, two list links)
+ * and one per take (the caller's copy). The bucket array and heap only grow;
+ * they hold pointers, so a burst of N keys leaves ~3 pointers per key
+ * behind. The level array has one entry per priority in use.
  *
  * Wakeups. Each key pushed into the FIFO wakes one getter (a ready_cv
  * waiter if there is one, else the timer). A getter that takes a key and
@@ -36,20 +55,25 @@
  * Shutdown broadcasts everything.
  *
  * Invariants (all under q->mu):
- *  I1 a record is in the FIFO, exactly once, iff dirty && !processing.
+ *  I1 a record is in the FIFO of the level of its prio, exactly once, iff
+ *     dirty && !processing; nready counts them.
  *  I2 hidx != NOT_PARKED iff the record is heap[hidx]; the heap is ordered
  *     by ready_ns.
  *  I3 a record is in the table iff dirty || processing || parked ||
  *     failures > 0; it is freed as soon as all four are false
  *     (release_if_idle), so the table never grows with dead keys.
- *  I4 rcap >= items.n and hcap >= items.n: pushing into the FIFO or the
- *     heap never fails (capacity is reserved, with the table's, before a
- *     record is created), so done() and promotion cannot fail.
+ *  I4 hcap >= items.n: pushing into the heap never fails (capacity is
+ *     reserved, with the table's, before a record is created), and the
+ *     FIFOs are lists; so done() and promotion cannot fail.
  *  I5 ndirty and nprocessing count the flags; workqueue_depth = ndirty, as
  *     in client-go (dirty keys, including those waiting for done()).
  *  I6 once shutting_down, the heap is empty and no key becomes dirty.
  *  I7 timer_cv has at most one waiter, the getter that set timer_waiting;
  *     nwait counts the getters blocked on ready_cv.
+ *  I8 the levels are sorted by prio, highest first, with distinct prios; a
+ *     level exists iff refs > 0, where refs = dirty records with that prio
+ *     + parked records with that park_prio. An empty FIFO is a level whose
+ *     records are all processing or parked.
  *
  * Lock order: q->mu is a leaf. Nothing but malloc/free, the clock and the
  * condvars is called with it held; metric updates are accumulated in a
@@ -63,7 +87,11 @@
  * processing is refused (client-go would queue it twice); add* during
  * shutdown return KCR_ECANCELED instead of returning nothing, and
  * add_rate_limited then does not count a failure; the histograms' series
- * appear on their first observation rather than at queue creation. */
+ * appear on their first observation rather than at queue creation. From
+ * controller-runtime's priority queue: a raised key goes to the back of its
+ * new line (above); parking stays independent of being queued, as in
+ * client-go (there, add_after of a queued key raises the queued key's
+ * priority at once; here the parked priority applies when it is due). */
 #include <float.h>
 #include <limits.h>
 #include <pthread.h>
@@ -84,15 +112,25 @@
 #define NS_PER_S   1e9
 
 struct item {
-  struct kcr_hnode hn; /* in q->items, under kcr_hash(key) */
-  size_t hidx;         /* index in q->heap, NOT_PARKED when not parked */
-  uint64_t ready_ns;   /* deadline while parked */
-  uint64_t added_ns;   /* when it became dirty (queue_duration), 0 = unknown */
-  uint64_t started_ns; /* when processing started (work_duration) */
-  unsigned failures;   /* rate limiter: failures since forget */
+  struct kcr_hnode hn;      /* in q->items, under kcr_hash(key) */
+  struct item *prev, *next; /* in its level's FIFO (I1) */
+  size_t hidx;              /* index in q->heap, NOT_PARKED when not parked */
+  uint64_t ready_ns;        /* deadline while parked */
+  uint64_t added_ns;        /* when it became dirty (queue_duration), 0 = unknown */
+  uint64_t started_ns;      /* when processing started (work_duration) */
+  unsigned failures;        /* rate limiter: failures since forget */
+  int prio;                 /* while dirty: the priority it is queued with */
+  int park_prio;            /* while parked: the priority it will be added with */
   bool dirty, processing;
   size_t klen;
   char key[];
+};
+
+/* The FIFO of one priority (I8). */
+struct level {
+  int prio;
+  size_t refs;
+  struct item *head, *tail;
 };
 
 struct qmetrics {
@@ -109,8 +147,9 @@ struct kcr_queue {
   pthread_cond_t drain_cv; /* kcr_queue_shutdown_drain() */
 
   struct kcr_htab items; /* every record, by key */
-  struct item **ring;    /* ready FIFO */
-  size_t rhead, rlen, rcap;
+  struct level *lv;      /* the FIFOs, highest priority first (I8) */
+  size_t nlv, lvcap;
+  size_t nready;      /* keys in the FIFOs */
   struct item **heap; /* parked keys, min-heap by ready_ns */
   size_t hlen, hcap;
 
@@ -180,24 +219,9 @@ static kcr_err reserve(struct item ***arr, size_t *cap, size_t need)
   return KCR_OK;
 }
 
-/* Grows the ring keeping its order: the wrapped part moves after the rest. */
-static kcr_err ring_reserve(kcr_queue *q, size_t need)
-{
-  size_t old = q->rcap;
-  kcr_err rc = reserve(&q->ring, &q->rcap, need);
-  if(rc || old == q->rcap)
-    return rc;
-  if(q->rhead + q->rlen > old) { /* wrapped: move the head segment to the end */
-    size_t tail = old - q->rhead;
-    memmove(q->ring + q->rcap - tail, q->ring + q->rhead, tail * sizeof(*q->ring));
-    q->rhead = q->rcap - tail;
-  }
-  return KCR_OK;
-}
-
-/* The record for key, created (idle) if absent. Reserves the FIFO and heap
- * slots the new record may need (I4) and its place in the table, so nothing
- * fails once it is allocated. */
+/* The record for key, created (idle) if absent. Reserves the heap slot the
+ * new record may need (I4) and its place in the table, so nothing fails
+ * once it is allocated. */
 static kcr_err lookup_or_create(kcr_queue *q, const char *key, struct item **out)
 {
   size_t klen = strlen(key);
@@ -207,9 +231,7 @@ static kcr_err lookup_or_create(kcr_queue *q, const char *key, struct item **out
 
   if(it)
     goto out;
-  rc = ring_reserve(q, q->items.n + 1);
-  if(!rc)
-    rc = reserve(&q->heap, &q->hcap, q->items.n + 1);
+  rc = reserve(&q->heap, &q->hcap, q->items.n + 1);
   if(!rc)
     rc = kcr_htab_reserve(&q->items, q->items.n + 1);
   if(rc)
@@ -236,22 +258,115 @@ static void release_if_idle(kcr_queue *q, struct item *it)
   free(it);
 }
 
-/* ---- the ready FIFO ---- */
+/* ---- the priority levels and their FIFOs ---- */
 
-static void ring_push(kcr_queue *q, struct item *it)
+/* Where prio's level is, or would be inserted (I8: sorted, highest first). */
+static size_t level_pos(const kcr_queue *q, int prio)
 {
-  KCR_ASSERT(it->dirty && !it->processing); /* I1 */
-  KCR_ASSERT(q->rlen < q->rcap);            /* I4 */
-  q->ring[(q->rhead + q->rlen) & (q->rcap - 1)] = it;
-  q->rlen++;
+  size_t i = 0;
+  while(i < q->nlv && q->lv[i].prio > prio)
+    i++;
+  return i;
 }
 
-static struct item *ring_pop(kcr_queue *q)
+/* prio's level, which must exist (I8). The pointer is valid until a level
+ * is created or dropped. */
+static struct level *level_of(kcr_queue *q, int prio)
 {
-  struct item *it = q->ring[q->rhead];
-  q->rhead = (q->rhead + 1) & (q->rcap - 1);
-  q->rlen--;
-  return it;
+  size_t i = level_pos(q, prio);
+  KCR_ASSERT(i < q->nlv && q->lv[i].prio == prio); /* I8 */
+  return &q->lv[i];
+}
+
+/* Makes room for one more level, so that the next level_ref cannot fail. */
+static kcr_err level_reserve(kcr_queue *q)
+{
+  size_t n;
+  struct level *p;
+
+  if(q->nlv < q->lvcap)
+    return KCR_OK;
+  n = q->lvcap ? q->lvcap * 2 : 4;
+  p = realloc(q->lv, n * sizeof(*p));
+  if(!p)
+    return KCR_ENOMEM;
+  q->lv = p;
+  q->lvcap = n;
+  return KCR_OK;
+}
+
+/* Takes a reference on prio's level, creating it if needed: only add*
+ * create levels, after level_reserve (the other callers hold a reference
+ * on it already). Returns the level (valid as level_of's). */
+static struct level *level_ref(kcr_queue *q, int prio)
+{
+  size_t i = level_pos(q, prio);
+
+  if(i == q->nlv || q->lv[i].prio != prio) {
+    KCR_ASSERT(q->nlv < q->lvcap); /* level_reserve */
+    memmove(q->lv + i + 1, q->lv + i, (q->nlv - i) * sizeof(*q->lv));
+    q->lv[i] = (struct level){.prio = prio};
+    q->nlv++;
+  }
+  q->lv[i].refs++;
+  return &q->lv[i];
+}
+
+/* Drops a reference on level l, and the level with the last one. */
+static void level_drop(kcr_queue *q, struct level *l)
+{
+  size_t i = (size_t)(l - q->lv);
+
+  if(--l->refs)
+    return;
+  KCR_ASSERT(!l->head); /* a queued record holds a reference */
+  q->nlv--;
+  memmove(q->lv + i, q->lv + i + 1, (q->nlv - i) * sizeof(*q->lv));
+}
+
+static void level_unref(kcr_queue *q, int prio) { level_drop(q, level_of(q, prio)); }
+
+/* Appends it to the FIFO of its priority, l (NULL: look it up). */
+static void fifo_push(kcr_queue *q, struct level *l, struct item *it)
+{
+  if(!l)
+    l = level_of(q, it->prio);
+  KCR_ASSERT(l->prio == it->prio);
+  KCR_ASSERT(it->dirty && !it->processing); /* I1 */
+  it->next = NULL;
+  it->prev = l->tail;
+  if(l->tail)
+    l->tail->next = it;
+  else
+    l->head = it;
+  l->tail = it;
+  q->nready++;
+}
+
+/* Takes it out of the FIFO of its priority, l (NULL: look it up). */
+static void fifo_unlink(kcr_queue *q, struct level *l, struct item *it)
+{
+  if(!l)
+    l = level_of(q, it->prio);
+  if(it->prev)
+    it->prev->next = it->next;
+  else
+    l->head = it->next;
+  if(it->next)
+    it->next->prev = it->prev;
+  else
+    l->tail = it->prev;
+  it->prev = it->next = NULL;
+  q->nready--;
+}
+
+/* The level of the next key to hand out: the highest non-empty FIFO. */
+static struct level *fifo_first(kcr_queue *q)
+{
+  for(size_t i = 0; i < q->nlv; i++)
+    if(q->lv[i].head)
+      return &q->lv[i];
+  return NULL;
 }
 
 /* ---- the heap of parked keys ---- */
@@ -315,46 +430,76 @@ static void wake_getter(kcr_queue *q)
     pthread_cond_signal(&q->timer_cv);
 }
 
-/* client-go's Typed.Add, under the lock, the key not shutting down. */
-static void add_locked(kcr_queue *q, struct item *it, uint64_t now, struct mdelta *md)
+/* client-go's Typed.Add with controller-runtime's priority, under the
+ * lock, the key not shutting down. A queued key keeps its place unless
+ * prio raises it: then it moves to the back of prio's FIFO. prio's level
+ * must exist or be reserved (level_ref). */
+static void add_locked(kcr_queue *q, struct item *it, uint64_t now, int prio,
+                       struct mdelta *md)
 {
-  if(it->dirty) /* queued already, or re-queued by done() */
+  struct level *l;
+
+  if(it->dirty) { /* queued already, or re-queued by done() */
+    if(prio <= it->prio)
+      return; /* never lowered */
+    level_ref(q, prio);
+    if(!it->processing)
+      fifo_unlink(q, NULL, it);
+    level_unref(q, it->prio);
+    it->prio = prio;
+    if(!it->processing)
+      fifo_push(q, NULL, it); /* as many ready keys as before: nobody to wake */
     return;
+  }
   it->dirty = true;
   q->ndirty++;
   md->adds++;
   md->depth++;
   it->added_ns = now;
+  l = level_ref(q, prio);
+  it->prio = prio;
   if(it->processing) /* dirty: done() queues it */
     return;
-  ring_push(q, it);
+  fifo_push(q, l, it);
   wake_getter(q);
 }
 
-/* Moves the parked keys whose deadline has passed into the FIFO. */
+/* Moves the parked keys whose deadline has passed into the FIFOs, each
+ * with its parked priority. */
 static void promote_due(kcr_queue *q, uint64_t now, struct mdelta *md)
 {
   while(q->hlen && q->heap[0]->ready_ns <= now) {
     struct item *it = heap_pop(q);
-    /* Stamped with its deadline: that is when client-go would add it. */
-    add_locked(q, it, it->ready_ns, md); /* now dirty, so the record stays */
+    int prio = it->park_prio;
+    /* Stamped with its deadline: that is when client-go would add it. The
+     * park's reference keeps prio's level until the add holds its own. */
+    add_locked(q, it, it->ready_ns, prio, md); /* now dirty, so the record stays */
+    level_unref(q, prio);
   }
 }
 
-/* Parks it until now + delay_ns, keeping an earlier deadline. */
-static void park(kcr_queue *q, struct item *it, uint64_t now, uint64_t delay_ns)
+/* Parks it until now + delay_ns with prio, keeping an earlier deadline and
+ * a higher priority. */
+static void park(kcr_queue *q, struct item *it, uint64_t now, uint64_t delay_ns, int prio)
 {
   uint64_t ready = now + delay_ns < now ? UINT64_MAX : now + delay_ns;
 
   KCR_ASSERT(!q->shutting_down); /* I6 */
   if(it->hidx == NOT_PARKED) {
     KCR_ASSERT(q->hlen < q->hcap); /* I4 */
+    level_ref(q, prio);
+    it->park_prio = prio;
     it->ready_ns = ready;
     heap_set(q, q->hlen++, it);
-  } else if(ready < it->ready_ns) {
-    it->ready_ns = ready;
   } else {
-    return; /* the earlier deadline wins */
+    if(prio > it->park_prio) { /* the higher priority wins */
+      level_ref(q, prio);
+      level_unref(q, it->park_prio);
+      it->park_prio = prio;
+    }
+    if(ready >= it->ready_ns)
+      return; /* the earlier deadline wins */
+    it->ready_ns = ready;
   }
   heap_up(q, it->hidx);
   if(it->hidx == 0) { /* new earliest deadline: the timer must re-arm */
@@ -367,13 +512,13 @@ static void park(kcr_queue *q, struct item *it, uint64_t now, uint64_t delay_ns)
 
 /* client-go's delayingType.AddAfter, under the lock. */
 static void add_after_locked(kcr_queue *q, struct item *it, uint64_t now,
-                             uint64_t delay_ns, struct mdelta *md)
+                             uint64_t delay_ns, int prio, struct mdelta *md)
 {
   md->retries++;
   if(delay_ns == 0)
-    add_locked(q, it, now, md);
+    add_locked(q, it, now, prio, md);
   else
-    park(q, it, now, delay_ns);
+    park(q, it, now, delay_ns, prio);
 }
 
 /* Golang's rate.Limiter.Reserve().Delay(): take a token, possibly going
@@ -411,17 +556,21 @@ static uint64_t limiter_when(kcr_queue *q, struct item *it, uint64_t now)
   return d;
 }
 
-/* Hands out the head of the FIFO: the caller gets its own copy of the key. */
-static kcr_err take(kcr_queue *q, uint64_t now, char **key, struct mdelta *md)
+/* Hands out the head of the highest FIFO: the caller gets its own copy of
+ * the key, and its priority. */
+static kcr_err take(kcr_queue *q, uint64_t now, char **key, int *prio, struct mdelta *md)
 {
-  struct item *it = q->ring[q->rhead];
+  struct level *l = fifo_first(q);
+  struct item *it = l->head;
   char *dup = malloc(it->klen + 1);
 
   KCR_ASSERT(it->dirty && !it->processing); /* I1: only such keys are queued */
   if(!dup)
     return KCR_ENOMEM; /* stays queued */
   memcpy(dup, it->key, it->klen + 1);
-  ring_pop(q);
+  fifo_unlink(q, l, it);
+  *prio = it->prio;
+  level_drop(q, l);
   it->dirty = false;
   it->processing = true;
   q->ndirty--;
@@ -474,8 +623,11 @@ static void shutdown_locked(kcr_queue *q, bool drain)
 {
   q->shutting_down = true;
   q->drain = drain;
-  while(q->hlen)
-    release_if_idle(q, heap_pop(q));
+  while(q->hlen) {
+    struct item *it = heap_pop(q);
+    level_unref(q, it->park_prio);
+    release_if_idle(q, it);
+  }
   pthread_cond_broadcast(&q->ready_cv);
   pthread_cond_broadcast(&q->timer_cv);
   if(!drain)
@@ -691,7 +843,7 @@ void kcr_queue_free(kcr_queue *q)
   while((n = kcr_htab_iter_next(&hi)))
     free(item_of(n));
   kcr_htab_cleanup(&q->items);
-  free(q->ring);
+  free(q->lv);
   free(q->heap);
   free(q->m.name);
   pthread_cond_destroy(&q->drain_cv);
@@ -701,12 +853,16 @@ void kcr_queue_free(kcr_queue *q)
   free(q);
 }
 
-/* The three adds share one shape: lock, refuse when shutting down, promote,
- * find the record, transition, unlock, apply the metrics. */
-enum add_kind { ADD_NOW, ADD_AFTER, ADD_RATE_LIMITED };
+/* Every add has one shape: lock, refuse when shutting down, promote, find
+ * the record, transition, unlock, apply the metrics. retry: an add_after
+ * (counts workqueue_retries_total, parks unless the delay is 0). */
+struct add_req {
+  int prio;
+  uint64_t after_ms;
+  bool retry, rate_limited;
+};
 
-static kcr_err add_common(kcr_queue *q, const char *key, enum add_kind kind,
-                          uint64_t delay_ms)
+static kcr_err add_common(kcr_queue *q, const char *key, const struct add_req *r)
 {
   struct mdelta md = {0};
   struct item *it;
@@ -721,19 +877,23 @@ static kcr_err add_common(kcr_queue *q, const char *key, enum add_kind kind,
     goto out;
   now = kcr_time_mono_ns();
   promote_due(q, now, &md);
-  rc = lookup_or_create(q, key, &it);
+  /* The level first: if it cannot be made, nothing has changed. */
+  rc = level_reserve(q);
+  if(!rc)
+    rc = lookup_or_create(q, key, &it);
   if(rc)
     goto out;
-  switch(kind) {
-  case ADD_NOW: add_locked(q, it, now, &md); break;
-  case ADD_AFTER:
-    delay_ns = ms_to_ns(delay_ms);
-    add_after_locked(q, it, now, delay_ns, &md);
-    break;
-  case ADD_RATE_LIMITED:
-    add_after_locked(q, it, now, limiter_when(q, it, now), &md);
-    break;
+  if(!r->retry) {
+    add_locked(q, it, now, r->prio, &md);
+    goto out;
   }
+  delay_ns = ms_to_ns(r->after_ms);
+  if(r->rate_limited) { /* controller-runtime: the sooner of the two */
+    uint64_t rl = limiter_when(q, it, now);
+    if(!r->after_ms || rl < delay_ns)
+      delay_ns = rl;
+  }
+  add_after_locked(q, it, now, delay_ns, r->prio, &md);
 out:
   pthread_mutex_unlock(&q->mu);
   apply(q, &md);
@@ -742,17 +902,28 @@ out:
 
 kcr_err kcr_queue_add(kcr_queue *q, const char *key)
 {
-  return add_common(q, key, ADD_NOW, 0);
+  return add_common(q, key, &(struct add_req){.retry = false});
 }
 
 kcr_err kcr_queue_add_after(kcr_queue *q, const char *key, uint64_t delay_ms)
 {
-  return add_common(q, key, ADD_AFTER, delay_ms);
+  return add_common(q, key, &(struct add_req){.retry = true, .after_ms = delay_ms});
 }
 
 kcr_err kcr_queue_add_rate_limited(kcr_queue *q, const char *key)
 {
-  return add_common(q, key, ADD_RATE_LIMITED, 0);
+  return add_common(q, key, &(struct add_req){.retry = true, .rate_limited = true});
+}
+
+kcr_err kcr_queue_add_with(kcr_queue *q, const char *key,
+                           const struct kcr_queue_add_opts *opts)
+{
+  struct kcr_queue_add_opts o = opts ? *opts : (struct kcr_queue_add_opts){0};
+  return add_common(q, key,
+                    &(struct add_req){.prio = o.priority,
+                                      .after_ms = o.after_ms,
+                                      .retry = o.after_ms || o.rate_limited,
+                                      .rate_limited = o.rate_limited});
 }
 
 void kcr_queue_forget(kcr_queue *q, const char *key)
@@ -785,7 +956,8 @@ int kcr_queue_num_requeues(kcr_queue *q, const char *key)
   return n;
 }
 
-kcr_err kcr_queue_take(kcr_queue *q, uint64_t timeout_ms, char **key)
+kcr_err kcr_queue_take_with_priority(kcr_queue *q, uint64_t timeout_ms, char **key,
+                                     int *priority)
 {
   struct mdelta md = {0};
   uint64_t now, until = 0;
@@ -793,7 +965,9 @@ kcr_err kcr_queue_take(kcr_queue *q, uint64_t timeout_ms, char **key)
 
   if(key)
     *key = NULL;
-  if(!q || !key)
+  if(priority)
+    *priority = 0;
+  if(!q || !key || !priority)
     return KCR_EINVAL;
   pthread_mutex_lock(&q->mu);
   now = kcr_time_mono_ns();
@@ -803,8 +977,8 @@ kcr_err kcr_queue_take(kcr_queue *q, uint64_t timeout_ms, char **key)
   }
   for(;;) {
     promote_due(q, now, &md);
-    if(q->rlen) {
-      rc = take(q, now, key, &md);
+    if(q->nready) {
+      rc = take(q, now, key, priority, &md);
       break;
     }
     rc = KCR_ECANCELED;
@@ -816,13 +990,19 @@ kcr_err kcr_queue_take(kcr_queue *q, uint64_t timeout_ms, char **key)
     wait_for_work(q, until);
     now = kcr_time_mono_ns();
   }
-  if(q->rlen) /* chain: more keys wait, wake another getter */
+  if(q->nready) /* chain: more keys wait, wake another getter */
     wake_getter(q);
   if(q->hlen && !q->timer_waiting && q->nwait) /* hand the timer role on */
     pthread_cond_signal(&q->ready_cv);
   pthread_mutex_unlock(&q->mu);
   apply(q, &md);
   return rc;
+}
+
+kcr_err kcr_queue_take(kcr_queue *q, uint64_t timeout_ms, char **key)
+{
+  int priority;
+  return kcr_queue_take_with_priority(q, timeout_ms, key, &priority);
 }
 
 kcr_err kcr_queue_done(kcr_queue *q, const char *key)
@@ -846,7 +1026,7 @@ kcr_err kcr_queue_done(kcr_queue *q, const char *key)
   md.has_work = true;
   md.work = (double)(now - it->started_ns) / NS_PER_S;
   if(it->dirty) {
-    ring_push(q, it);
+    fifo_push(q, NULL, it); /* at the priority it was added with meanwhile */
     wake_getter(q);
   } else {
     release_if_idle(q, it);
@@ -870,7 +1050,7 @@ size_t kcr_queue_len(kcr_queue *q)
   pthread_mutex_lock(&q->mu);
   if(q->hlen && !q->shutting_down)
     promote_due(q, kcr_time_mono_ns(), &md);
-  n = q->rlen;
+  n = q->nready;
   pthread_mutex_unlock(&q->mu);
   apply(q, &md);
   return n;

@@ -1,7 +1,8 @@
 /* The controller at unit level, on the wire seam: the shutdown lifetime (a
  * reconcile still running after stop keeps a valid context until it
- * returns, and free waits for it), the running count, and requeue delays
- * past INT64_MAX (parked, not a hot loop). */
+ * returns, and free waits for it), the running count, requeue delays
+ * past INT64_MAX (parked, not a hot loop), predicates, and the priorities
+ * of event sources. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -409,15 +410,15 @@ static void for_predicates_filter_events(void **state)
                                  &c, NULL));
   /* More than four predicates, or a count without an array: refused. */
   assert_int_equal(KCR_EINVAL,
-                   kcr_controller_for(c, inf, &(struct kcr_for_opts){.npreds = 1}));
+                   kcr_controller_for(c, inf, &(struct kcr_source_opts){.npreds = 1}));
   assert_int_equal(
       KCR_EINVAL,
       kcr_controller_for(
           c, inf,
-          &(struct kcr_for_opts){.preds = &kcr_pred_generation_changed, .npreds = 5}));
+          &(struct kcr_source_opts){.preds = &kcr_pred_generation_changed, .npreds = 5}));
   assert_int_equal(KCR_OK, kcr_controller_for(
                                c, inf,
-                               &(struct kcr_for_opts){
+                               &(struct kcr_source_opts){
                                    .preds = &kcr_pred_generation_changed, .npreds = 1}));
   assert_int_equal(KCR_OK, kcr_controller_start(c));
   assert_int_equal(KCR_OK, kcr_informer_start(inf));
@@ -440,6 +441,303 @@ static void for_predicates_filter_events(void **state)
   tcheck_report();
 }
 
+/* ---- priorities of event sources (issue 11) ---- */
+
+/* The API of the priority tests: ConfigMaps (the primaries) and Secrets
+ * (children, owned by ConfigMaps) in namespace ns. Each LIST answers its
+ * items; each WATCH sends its scripted events, each once the test's step
+ * counter reached the event's step. */
+struct pev {
+  int step;
+  const char *json; /* a watch event line */
+};
+
+struct prio_api {
+  struct tsig step;
+  uint64_t base_delay_ms;              /* the controller's (0: its default) */
+  const char *cm_items, *secret_items; /* the LISTs' items, "" for none */
+  const struct pev *cm_events, *secret_events;
+};
+
+#define PCM(name, rv)                                                                    \
+  "{\"metadata\":{\"name\":\"" name "\",\"namespace\":\"ns\",\"resourceVersion\":\"" rv  \
+  "\"}}"
+/* A Secret controlled by ConfigMap owner. */
+#define PSEC(name, rv, owner)                                                            \
+  "{\"metadata\":{\"name\":\"" name "\",\"namespace\":\"ns\",\"resourceVersion\":\"" rv  \
+  "\",\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":"      \
+  "\"" owner "\",\"uid\":\"uid-" owner "\",\"controller\":true}]}}"
+
+static kcr_err prio_watch(struct twire_call *call, struct prio_api *p,
+                          const struct pev *ev)
+{
+  twire_stream(call, 200);
+  for(; ev && ev->json; ev++)
+    if(!TCHECK(tsig_wait(&p->step, ev->step, 30000)) || !twire_send(call, "%s", ev->json))
+      return KCR_OK;
+  twire_wait_cancel(call, 60000);
+  return KCR_OK;
+}
+
+static kcr_err api_prio(struct twire_call *call, void *ud)
+{
+  struct prio_api *p = ud;
+  bool cm = twire_is(call, "GET", "/api/v1/namespaces/ns/configmaps");
+  bool sec = twire_is(call, "GET", "/api/v1/namespaces/ns/secrets");
+  if(!cm && !sec)
+    return twire_reply(call, 404, "%s", twire_status_json(404, "NotFound"));
+  if(call->req->watch)
+    return prio_watch(call, p, cm ? p->cm_events : p->secret_events);
+  return twire_reply(call, 200,
+                     "{\"metadata\":{\"resourceVersion\":\"10\"},\"items\":[%s]}",
+                     cm ? p->cm_items : p->secret_items);
+}
+
+/* Waits (polling, at most 30 s) until q holds n ready keys. */
+static bool queue_len_reaches(kcr_queue *q, size_t n)
+{
+  for(int i = 0; i < 30000; i++) {
+    if(kcr_queue_len(q) == n)
+      return true;
+    nanosleep(&(struct timespec){0, 1000000}, NULL);
+  }
+  return false;
+}
+
+/* The reconciler: records the order of the keys; the first reconcile
+ * waits for the test's release, so that the others pile up in the queue.
+ * fail_once fails its first reconcile (a retry); slow waits until the
+ * queue holds 3 ready keys (kcr_queue_len promotes the due ones). */
+struct order {
+  pthread_mutex_t mu;
+  char seen[32][16];
+  int n;
+  struct tsig entered, release, calls;
+  const char *fail_once, *slow;
+  bool failed;
+  kcr_queue *q;
+};
+
+static kcr_err record_order(kcr_ctx *cx, const struct kcr_request *req,
+                            struct kcr_result *res, void *ud)
+{
+  struct order *o = ud;
+  kcr_err rc = KCR_OK;
+  pthread_mutex_lock(&o->mu);
+  if(o->n < 32)
+    snprintf(o->seen[o->n++], sizeof(o->seen[0]), "%s", req->name);
+  if(o->fail_once && !strcmp(req->name, o->fail_once) && !o->failed) {
+    o->failed = true;
+    rc = KCR_ETRANSPORT;
+  }
+  pthread_mutex_unlock(&o->mu);
+  tsig_add(&o->entered, 1);
+  TCHECK(tsig_wait(&o->release, 1, 30000));
+  if(o->slow && !strcmp(req->name, o->slow))
+    TCHECK(queue_len_reaches(o->q, 3));
+  tsig_add(&o->calls, 1);
+  return rc;
+}
+
+/* Runs a controller (1 worker) with For(ConfigMaps, for_opts) and
+ * Owns(Secrets, owns_opts) on api p. Step 1 of the scripts must make the
+ * first reconcile, which waits; then for each step i the test lets the
+ * step's events through and waits until the queue holds lens[i - 1] keys
+ * (so every event of the step has been routed). Then it releases the
+ * reconciles and checks they came in the order of want (space-separated). */
+static void run_prio_order(struct prio_api *p, const struct kcr_source_opts *for_opts,
+                           const struct kcr_source_opts *owns_opts, const size_t *lens,
+                           int nsteps, const char *want, const char *fail_once,
+                           const char *slow)
+{
+  static const struct kcr_gvr secrets = {"", "v1", "secrets", true};
+  kcr_client *cl = twire_client(api_prio, p);
+  kcr_informer *cm_inf, *sec_inf;
+  struct order o = {
+      .mu = PTHREAD_MUTEX_INITIALIZER, .fail_once = fail_once, .slow = slow};
+  kcr_controller *c;
+  char got[512] = "";
+  int nwant = 1;
+
+  for(const char *w = want; *w; w++)
+    nwant += *w == ' ';
+  tsig_init(&o.entered);
+  tsig_init(&o.release);
+  tsig_init(&o.calls);
+  assert_int_equal(
+      KCR_OK,
+      kcr_informer_new(&(struct kcr_informer_opts){.client = cl, .gvr = &cms, .ns = "ns"},
+                       &cm_inf, NULL));
+  assert_int_equal(
+      KCR_OK, kcr_informer_new(
+                  &(struct kcr_informer_opts){.client = cl, .gvr = &secrets, .ns = "ns"},
+                  &sec_inf, NULL));
+  assert_int_equal(
+      KCR_OK,
+      kcr_controller_new(&(struct kcr_controller_opts){.name = "prio",
+                                                       .reconcile = record_order,
+                                                       .ud = &o,
+                                                       .client = cl,
+                                                       .base_delay_ms = p->base_delay_ms},
+                         &c, NULL));
+  o.q = kcr_controller_queue(c);
+  assert_int_equal(KCR_OK, kcr_controller_for(c, cm_inf, for_opts));
+  assert_int_equal(KCR_OK, kcr_controller_owns(c, sec_inf, "", "ConfigMap", owns_opts));
+  assert_int_equal(KCR_OK, kcr_controller_start(c));
+  assert_int_equal(KCR_OK, kcr_informer_start(cm_inf));
+  assert_true(kcr_informer_wait_synced(cm_inf, 30000));
+  assert_int_equal(KCR_OK, kcr_informer_start(sec_inf));
+  assert_true(kcr_informer_wait_synced(sec_inf, 30000));
+  for(int i = 1; i <= nsteps; i++) {
+    tsig_add(&p->step, 1);
+    if(i == 1)
+      assert_true(tsig_wait(&o.entered, 1, 30000));
+    if(!queue_len_reaches(kcr_controller_queue(c), lens[i - 1]))
+      fail_msg("step %d: %zu keys queued, not %zu", i,
+               kcr_queue_len(kcr_controller_queue(c)), lens[i - 1]);
+  }
+  tsig_add(&o.release, 1);
+  assert_true(tsig_wait(&o.calls, nwant, 30000));
+  kcr_informer_stop(cm_inf);
+  kcr_informer_stop(sec_inf);
+  kcr_controller_free(c);
+  kcr_informer_free(cm_inf);
+  kcr_informer_free(sec_inf);
+  kcr_client_free(cl);
+  for(int i = 0; i < o.n; i++)
+    snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%s", i ? " " : "",
+             o.seen[i]);
+  assert_string_equal(want, got);
+  tsig_cleanup(&o.entered);
+  tsig_cleanup(&o.release);
+  tsig_cleanup(&o.calls);
+  tcheck_report();
+}
+
+static void run_prio(struct prio_api *p, const struct kcr_source_opts *for_opts,
+                     const struct kcr_source_opts *owns_opts, const size_t *lens,
+                     int nsteps, const char *want)
+{
+  run_prio_order(p, for_opts, owns_opts, lens, nsteps, want, NULL, NULL);
+}
+
+/* While p0's first pass runs, p1..p5 are created; the children of p2,
+ * p4, p5 and m are created (as the owners' own applies come back: no
+ * hurry, but m is its owner's first key); then the children of p4, p5 and
+ * m change (as a VFM reporting Ready wakes its EBD for a second pass) and
+ * one of y is deleted. Before the priorities the children's owners waited
+ * behind every queued create (p1 p2 p3 p4 p5 m y); now the changed ones
+ * overtake them, and p2, whose child was only created, keeps its place. */
+static const struct pev children_cms[] = {
+    {1, "{\"type\":\"ADDED\",\"object\":" PCM("p0", "11") "}"},
+    {2, "{\"type\":\"ADDED\",\"object\":" PCM("p1", "12") "}"},
+    {2, "{\"type\":\"ADDED\",\"object\":" PCM("p2", "13") "}"},
+    {2, "{\"type\":\"ADDED\",\"object\":" PCM("p3", "14") "}"},
+    {2, "{\"type\":\"ADDED\",\"object\":" PCM("p4", "15") "}"},
+    {2, "{\"type\":\"ADDED\",\"object\":" PCM("p5", "16") "}"},
+    {0, NULL},
+};
+static const struct pev children_secrets[] = {
+    {3, "{\"type\":\"ADDED\",\"object\":" PSEC("s2", "17", "p2") "}"},
+    {3, "{\"type\":\"ADDED\",\"object\":" PSEC("s4", "18", "p4") "}"},
+    {3, "{\"type\":\"ADDED\",\"object\":" PSEC("s5", "19", "p5") "}"},
+    {3, "{\"type\":\"ADDED\",\"object\":" PSEC("sm", "20", "m") "}"},
+    {4, "{\"type\":\"MODIFIED\",\"object\":" PSEC("s4", "21", "p4") "}"},
+    {4, "{\"type\":\"MODIFIED\",\"object\":" PSEC("s5", "22", "p5") "}"},
+    {4, "{\"type\":\"MODIFIED\",\"object\":" PSEC("sm", "23", "m") "}"},
+    {4, "{\"type\":\"DELETED\",\"object\":" PSEC("sy", "24", "y") "}"},
+    {0, NULL},
+};
+/* p0 taken; p1..p5 queued; m added; y added (the changes routed before) */
+static const size_t children_lens[] = {0, 5, 6, 7};
+
+static void changed_children_overtake_queued_creates(void **state)
+{
+  struct prio_api p = {.cm_items = "",
+                       .secret_items = "",
+                       .cm_events = children_cms,
+                       .secret_events = children_secrets};
+  tsig_init(&p.step);
+  run_prio(&p, NULL, NULL, children_lens, 4, "p0 p4 p5 m y p1 p2 p3");
+  tsig_cleanup(&p.step);
+}
+
+/* The lanes are the source's options: with the children's changes at
+ * DEFAULT, first come first served; with their creates at HIGH too, p2
+ * is raised by its child's create. */
+static void a_source_sets_its_priorities(void **state)
+{
+  struct prio_api p = {.cm_items = "",
+                       .secret_items = "",
+                       .cm_events = children_cms,
+                       .secret_events = children_secrets};
+  tsig_init(&p.step);
+  run_prio(&p, NULL,
+           &(struct kcr_source_opts){.priority = &(int){KCR_QUEUE_PRIORITY_DEFAULT}},
+           children_lens, 4, "p0 p1 p2 p3 p4 p5 m y");
+  tsig_cleanup(&p.step);
+  tsig_init(&p.step);
+  run_prio(&p, NULL,
+           &(struct kcr_source_opts){.create_priority = &(int){KCR_QUEUE_PRIORITY_HIGH}},
+           children_lens, 4, "p0 p2 p4 p5 m y p1 p3");
+  tsig_cleanup(&p.step);
+}
+
+/* The initial list (i1..i3) queues at LOW, so live events overtake it:
+ * a create (n1), a change of i3; an update that changes nothing (i2, same
+ * resourceVersion) leaves i2 at LOW. */
+static const struct pev initial_cms[] = {
+    {2, "{\"type\":\"ADDED\",\"object\":" PCM("n1", "11") "}"},
+    {2, "{\"type\":\"MODIFIED\",\"object\":" PCM("i2", "2") "}"},
+    {2, "{\"type\":\"MODIFIED\",\"object\":" PCM("i3", "12") "}"},
+    {2, "{\"type\":\"ADDED\",\"object\":" PCM("n2", "13") "}"},
+    {0, NULL},
+};
+
+static void the_initial_list_waits_behind_live_events(void **state)
+{
+  struct prio_api p = {.cm_items = PCM("i1", "1") "," PCM("i2", "2") "," PCM("i3", "3"),
+                       .secret_items = "",
+                       .cm_events = initial_cms};
+  /* i1 taken, i2 i3 queued; n1 n2 added (i3 raised) */
+  static const size_t lens[] = {2, 4};
+  tsig_init(&p.step);
+  run_prio(&p, NULL, NULL, lens, 2, "i1 n1 i3 n2 i2");
+  tsig_cleanup(&p.step);
+  /* unchanged_priority 0: first come, first served */
+  tsig_init(&p.step);
+  run_prio(&p, &(struct kcr_source_opts){.unchanged_priority = &(int){0}}, NULL, lens, 2,
+           "i1 i2 i3 n1 n2");
+  tsig_cleanup(&p.step);
+}
+
+/* A retry keeps the priority its key was taken with: x, woken by its
+ * child's delete at HIGH, fails; its retry (after 500 ms, which p1 waits
+ * out) comes before p2 and p3 - at 0 it would come after them. */
+static const struct pev retry_secrets[] = {
+    {1, "{\"type\":\"DELETED\",\"object\":" PSEC("sx", "11", "x") "}"},
+    {0, NULL},
+};
+static const struct pev retry_cms[] = {
+    {2, "{\"type\":\"ADDED\",\"object\":" PCM("p1", "12") "}"},
+    {2, "{\"type\":\"ADDED\",\"object\":" PCM("p2", "13") "}"},
+    {2, "{\"type\":\"ADDED\",\"object\":" PCM("p3", "14") "}"},
+    {0, NULL},
+};
+
+static void a_retry_keeps_the_priority_of_its_key(void **state)
+{
+  struct prio_api p = {.base_delay_ms = 500,
+                       .cm_items = "",
+                       .secret_items = "",
+                       .cm_events = retry_cms,
+                       .secret_events = retry_secrets};
+  static const size_t lens[] = {0, 3};
+  tsig_init(&p.step);
+  run_prio_order(&p, NULL, NULL, lens, 2, "x p1 x p2 p3", "x", "p1");
+  tsig_cleanup(&p.step);
+}
+
 int main(void)
 {
   tfail_init();
@@ -451,6 +749,10 @@ int main(void)
       cmocka_unit_test(a_worker_thread_that_cannot_start_fails_start_and_leaves_none),
       cmocka_unit_test(new_refuses_invalid_options_naming_them),
       cmocka_unit_test(for_predicates_filter_events),
+      cmocka_unit_test(changed_children_overtake_queued_creates),
+      cmocka_unit_test(a_source_sets_its_priorities),
+      cmocka_unit_test(the_initial_list_waits_behind_live_events),
+      cmocka_unit_test(a_retry_keeps_the_priority_of_its_key),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,6 +2,7 @@
  * Timing assertions are one-sided where they can be: a key parked for N ms
  * must never come out before N ms; the upper bounds are generous, since
  * this runs on loaded 2-core CI machines (and under TSan). */
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -66,6 +67,24 @@ static double ms_until_take(kcr_queue *q, double t0, const char *want)
   kcr_queue_done(q, k);
   free(k);
   return dt;
+}
+
+static kcr_err add_prio(kcr_queue *q, const char *key, int prio)
+{
+  return kcr_queue_add_with(q, key, &(struct kcr_queue_add_opts){.priority = prio});
+}
+
+/* Takes the next key (waiting at most 5 s), checks it is `want` with
+ * priority `prio`, and finishes it. */
+static void take_done_prio(kcr_queue *q, const char *want, int prio)
+{
+  char *k = NULL;
+  int p = -1;
+  assert_int_equal(KCR_OK, kcr_queue_take_with_priority(q, 5000, &k, &p));
+  assert_string_equal(want, k);
+  assert_int_equal(prio, p);
+  assert_int_equal(KCR_OK, kcr_queue_done(q, k));
+  free(k);
 }
 
 static void assert_empty(kcr_queue *q)
@@ -477,6 +496,264 @@ static void the_token_bucket_limits_overall_retries(void **state)
   kcr_queue_free(q);
 }
 
+/* ---- priorities ---- */
+
+static void higher_priorities_are_taken_first_fifo_within_each(void **state)
+{
+  kcr_queue *q = new_queue(NULL);
+  assert_int_equal(KCR_OK, add_prio(q, "ns/a", 0));
+  assert_int_equal(KCR_OK, add_prio(q, "ns/b", KCR_QUEUE_PRIORITY_LOW));
+  assert_int_equal(KCR_OK, add_prio(q, "ns/c", KCR_QUEUE_PRIORITY_HIGH));
+  assert_int_equal(KCR_OK, kcr_queue_add(q, "ns/d")); /* priority 0 */
+  assert_int_equal(KCR_OK, add_prio(q, "ns/e", KCR_QUEUE_PRIORITY_HIGH));
+  assert_int_equal(KCR_OK, add_prio(q, "ns/f", KCR_QUEUE_PRIORITY_LOW));
+  assert_int_equal(6, kcr_queue_len(q));
+  take_done_prio(q, "ns/c", 100);
+  take_done_prio(q, "ns/e", 100);
+  take_done_prio(q, "ns/a", 0);
+  take_done_prio(q, "ns/d", 0);
+  take_done_prio(q, "ns/b", -100);
+  take_done_prio(q, "ns/f", -100);
+  assert_empty(q);
+  kcr_queue_free(q);
+}
+
+/* Levels are made and dropped as priorities come and go: many distinct
+ * ones, added out of order, come out sorted, and the queue is reusable. */
+static void any_int_is_a_priority(void **state)
+{
+  kcr_queue *q = new_queue(NULL);
+  static const int prios[] = {3, INT_MIN, 7, -1, INT_MAX, 0, 5, 2, 6, -7, 4, 1};
+  static const int sorted[] = {INT_MAX, 7, 6, 5, 4, 3, 2, 1, 0, -1, -7, INT_MIN};
+  char key[32];
+
+  for(int round = 0; round < 2; round++) {
+    for(size_t i = 0; i < sizeof(prios) / sizeof(prios[0]); i++) {
+      snprintf(key, sizeof(key), "ns/%d", prios[i]);
+      assert_int_equal(KCR_OK, add_prio(q, key, prios[i]));
+    }
+    for(size_t i = 0; i < sizeof(sorted) / sizeof(sorted[0]); i++) {
+      snprintf(key, sizeof(key), "ns/%d", sorted[i]);
+      take_done_prio(q, key, sorted[i]);
+    }
+    assert_empty(q);
+  }
+  kcr_queue_free(q);
+}
+
+static void a_higher_priority_raises_a_queued_key_to_the_back_of_its_line(void **state)
+{
+  kcr_queue *q = new_queue(NULL);
+  add_prio(q, "ns/a", 0);
+  add_prio(q, "ns/b", 0);
+  add_prio(q, "ns/c", 10);
+  assert_int_equal(KCR_OK, add_prio(q, "ns/b", 10)); /* raised behind c */
+  assert_int_equal(3, kcr_queue_len(q));             /* not queued twice */
+  assert_int_equal(KCR_OK, add_prio(q, "ns/a", 5));
+  take_done_prio(q, "ns/c", 10);
+  take_done_prio(q, "ns/b", 10);
+  take_done_prio(q, "ns/a", 5);
+  assert_empty(q);
+  kcr_queue_free(q);
+}
+
+static void a_lower_or_equal_priority_changes_nothing(void **state)
+{
+  kcr_queue *q = new_queue(NULL);
+  add_prio(q, "ns/a", 10);
+  add_prio(q, "ns/b", 10);
+  add_prio(q, "ns/c", 0);
+  assert_int_equal(KCR_OK, add_prio(q, "ns/a", 10));  /* keeps its place */
+  assert_int_equal(KCR_OK, kcr_queue_add(q, "ns/a")); /* never lowered */
+  assert_int_equal(KCR_OK, add_prio(q, "ns/b", KCR_QUEUE_PRIORITY_LOW));
+  assert_int_equal(3, kcr_queue_len(q));
+  take_done_prio(q, "ns/a", 10);
+  take_done_prio(q, "ns/b", 10);
+  take_done_prio(q, "ns/c", 0);
+  assert_empty(q);
+  kcr_queue_free(q);
+}
+
+/* The dirty rule with priorities: a key added while processing is not
+ * handed out, and done() queues it with the highest priority it was
+ * added with meanwhile. Once taken, that priority is forgotten. */
+static void done_requeues_with_the_highest_priority_added_meanwhile(void **state)
+{
+  kcr_queue *q = new_queue(NULL);
+  char *k = NULL;
+  int p = -1;
+
+  add_prio(q, "ns/a", 10);
+  assert_int_equal(KCR_OK, kcr_queue_take_with_priority(q, 0, &k, &p));
+  assert_string_equal("ns/a", k);
+  assert_int_equal(10, p);
+  add_prio(q, "ns/a", 0);
+  add_prio(q, "ns/a", 20);
+  add_prio(q, "ns/a", 5); /* not lowered while it waits for done */
+  add_prio(q, "ns/b", 15);
+  assert_int_equal(1, kcr_queue_len(q));
+  take_done_prio(q, "ns/b", 15); /* a is processing: b, not a second a */
+  assert_empty(q);
+  add_prio(q, "ns/c", 15);
+  assert_int_equal(KCR_OK, kcr_queue_done(q, k));
+  free(k);
+  take_done_prio(q, "ns/a", 20);
+  take_done_prio(q, "ns/c", 15);
+  kcr_queue_add(q, "ns/a"); /* taken: 20 is forgotten */
+  add_prio(q, "ns/d", 1);
+  take_done_prio(q, "ns/d", 1);
+  take_done_prio(q, "ns/a", 0);
+  assert_empty(q);
+  kcr_queue_free(q);
+}
+
+static void add_with_zero_or_no_options_is_add(void **state)
+{
+  kcr_queue *q = new_queue(NULL);
+  assert_int_equal(KCR_OK, kcr_queue_add_with(q, "ns/a", NULL));
+  assert_int_equal(KCR_OK,
+                   kcr_queue_add_with(q, "ns/b", &(struct kcr_queue_add_opts){0}));
+  assert_int_equal(2, kcr_queue_len(q)); /* queued now, not parked */
+  assert_int_equal(0, kcr_queue_num_requeues(q, "ns/a"));
+  take_done_prio(q, "ns/a", 0);
+  take_done_prio(q, "ns/b", 0);
+  assert_int_equal(KCR_EINVAL, kcr_queue_add_with(q, NULL, NULL));
+  assert_int_equal(KCR_EINVAL, kcr_queue_add_with(NULL, "ns/a", NULL));
+  kcr_queue_free(q);
+}
+
+static void take_with_priority_refuses_null_arguments(void **state)
+{
+  kcr_queue *q = new_queue(NULL);
+  char *k = (char *)"x";
+  int p = 7;
+  kcr_queue_add(q, "ns/a");
+  assert_int_equal(KCR_EINVAL, kcr_queue_take_with_priority(q, 0, &k, NULL));
+  assert_null(k);
+  assert_int_equal(KCR_EINVAL, kcr_queue_take_with_priority(q, 0, NULL, &p));
+  assert_int_equal(0, p);
+  assert_int_equal(1, kcr_queue_len(q)); /* nothing was taken */
+  kcr_queue_shutdown(q);
+  take_done_prio(q, "ns/a", 0);
+  assert_int_equal(KCR_ECANCELED, kcr_queue_take_with_priority(q, 0, &k, &p));
+  assert_null(k);
+  assert_int_equal(0, p);
+  kcr_queue_free(q);
+}
+
+/* A parked key keeps its priority: when due it overtakes keys of lower
+ * priority queued before. */
+static void add_after_keeps_the_priority(void **state)
+{
+  kcr_queue *q = new_queue(NULL);
+  assert_int_equal(KCR_OK, kcr_queue_add_with(q, "ns/a",
+                                              &(struct kcr_queue_add_opts){
+                                                  .priority = 10, .after_ms = 30}));
+  assert_int_equal(0, kcr_queue_len(q)); /* parked */
+  kcr_queue_add(q, "ns/b");
+  kcr_queue_add(q, "ns/c");
+  sleep_ms(60);
+  assert_int_equal(3, kcr_queue_len(q));
+  take_done_prio(q, "ns/a", 10);
+  take_done_prio(q, "ns/b", 0);
+  take_done_prio(q, "ns/c", 0);
+  assert_empty(q);
+  kcr_queue_free(q);
+}
+
+static void rate_limited_keys_keep_the_priority(void **state)
+{
+  kcr_queue *q = new_queue(NULL); /* first delay: 5 ms */
+  assert_int_equal(KCR_OK, kcr_queue_add_with(q, "ns/a",
+                                              &(struct kcr_queue_add_opts){
+                                                  .priority = -5, .rate_limited = true}));
+  assert_int_equal(KCR_OK, kcr_queue_add_with(q, "ns/b",
+                                              &(struct kcr_queue_add_opts){
+                                                  .priority = 10, .rate_limited = true}));
+  kcr_queue_add(q, "ns/c");
+  assert_int_equal(1, kcr_queue_num_requeues(q, "ns/a"));
+  assert_int_equal(1, kcr_queue_num_requeues(q, "ns/b"));
+  sleep_ms(40);
+  take_done_prio(q, "ns/b", 10);
+  take_done_prio(q, "ns/c", 0);
+  take_done_prio(q, "ns/a", -5);
+  assert_empty(q);
+  kcr_queue_free(q);
+}
+
+/* controller-runtime's AddOpts: with both, the sooner delay; a key parked
+ * twice keeps the earliest deadline and the highest priority. */
+static void parking_keeps_the_earliest_deadline_and_highest_priority(void **state)
+{
+  kcr_queue *q = new_queue(NULL);
+  char *k;
+
+  /* rate limiter (5 ms) sooner than after_ms (60 s) */
+  kcr_queue_add_with(
+      q, "ns/a", &(struct kcr_queue_add_opts){.after_ms = 60000, .rate_limited = true});
+  take_done_prio(q, "ns/a", 0);
+  /* the later park has the higher priority, the earlier the deadline */
+  kcr_queue_add_with(q, "ns/a",
+                     &(struct kcr_queue_add_opts){.priority = 0, .after_ms = 20});
+  kcr_queue_add_with(q, "ns/a",
+                     &(struct kcr_queue_add_opts){.priority = 9, .after_ms = 5000});
+  kcr_queue_add_with(q, "ns/b",
+                     &(struct kcr_queue_add_opts){.priority = 9, .after_ms = 5000});
+  kcr_queue_add_with(q, "ns/b",
+                     &(struct kcr_queue_add_opts){.priority = 1, .after_ms = 20});
+  kcr_queue_add(q, "ns/c");
+  sleep_ms(60);
+  take_done_prio(q, "ns/a", 9);
+  take_done_prio(q, "ns/b", 9);
+  take_done_prio(q, "ns/c", 0);
+  /* merged, not parked twice */
+  assert_int_equal(KCR_ETIMEDOUT, kcr_queue_take(q, 200, &k));
+  kcr_queue_free(q);
+}
+
+/* A due key is added with its parked priority: that raises it when it is
+ * queued already, and a lower one leaves it where it is. */
+static void a_due_key_raises_a_queued_one(void **state)
+{
+  kcr_queue *q = new_queue(NULL);
+  kcr_queue_add(q, "ns/b");
+  kcr_queue_add(q, "ns/a");
+  kcr_queue_add(q, "ns/c");
+  add_prio(q, "ns/d", 3);
+  kcr_queue_add_with(q, "ns/a",
+                     &(struct kcr_queue_add_opts){.priority = 5, .after_ms = 10});
+  kcr_queue_add_with(q, "ns/d",
+                     &(struct kcr_queue_add_opts){.priority = -5, .after_ms = 10});
+  sleep_ms(40);
+  assert_int_equal(4, kcr_queue_len(q));
+  take_done_prio(q, "ns/a", 5);
+  take_done_prio(q, "ns/d", 3);
+  take_done_prio(q, "ns/b", 0);
+  take_done_prio(q, "ns/c", 0);
+  assert_empty(q);
+  kcr_queue_free(q);
+}
+
+/* Shutdown drops parked keys of every priority; what is queued still comes
+ * out by priority. */
+static void shutdown_drops_parked_keys_of_any_priority(void **state)
+{
+  kcr_queue *q = new_queue(NULL);
+  char *k;
+  kcr_queue_add_with(q, "ns/p",
+                     &(struct kcr_queue_add_opts){.priority = 4, .after_ms = 60000});
+  kcr_queue_add_with(q, "ns/q",
+                     &(struct kcr_queue_add_opts){.priority = 8, .after_ms = 60000});
+  add_prio(q, "ns/a", -1);
+  add_prio(q, "ns/b", 4);
+  kcr_queue_shutdown(q);
+  assert_int_equal(KCR_ECANCELED, add_prio(q, "ns/c", 99));
+  take_done_prio(q, "ns/b", 4);
+  take_done_prio(q, "ns/a", -1);
+  assert_int_equal(KCR_ECANCELED, kcr_queue_take(q, 0, &k));
+  kcr_queue_free(q);
+}
+
 /* ---- shutdown ---- */
 
 static void shutdown_wakes_blocked_getters(void **state)
@@ -738,7 +1015,7 @@ static void an_unnamed_queue_has_no_metrics(void **state)
  * at the end, seen == version for every key. */
 struct stress {
   kcr_queue *q;
-  bool delayed;
+  bool delayed, prios; /* add_after; random priorities (add_with) */
   atomic_uint version[NKEYS];
   atomic_uint seen[NKEYS];
   atomic_int in_flight[NKEYS];
@@ -764,8 +1041,12 @@ static void *producer_main(void *arg)
     unsigned k = (unsigned)rand_r(&seed) % NKEYS;
     key_name(key, sizeof(key), k);
     atomic_fetch_add(&s->version[k], 1);
-    if(s->delayed ? kcr_queue_add_after(s->q, key, rand_r(&seed) % 4)
-                  : kcr_queue_add(s->q, key))
+    if(s->prios     ? kcr_queue_add_with(s->q, key,
+                                         &(struct kcr_queue_add_opts){
+                                             .priority = (int)(rand_r(&seed) % 5) - 2,
+                                             .after_ms = s->delayed ? rand_r(&seed) % 4 : 0})
+       : s->delayed ? kcr_queue_add_after(s->q, key, rand_r(&seed) % 4)
+                    : kcr_queue_add(s->q, key))
       atomic_fetch_add(&s->errors, 1);
     if(i % 8 == 0)
       sched_yield(); /* spread the adds over the workers' gets and dones */
@@ -801,7 +1082,7 @@ static bool all_seen(struct stress *s)
   return true;
 }
 
-static void run_stress(bool delayed)
+static void run_stress(bool delayed, bool prios)
 {
   struct stress *s = calloc(1, sizeof(*s));
   pthread_t prod[NPRODUCERS], work[NWORKERS];
@@ -810,6 +1091,7 @@ static void run_stress(bool delayed)
   assert_non_null(s);
   s->q = new_queue(NULL);
   s->delayed = delayed;
+  s->prios = prios;
   for(int i = 0; i < NWORKERS; i++)
     assert_int_equal(0, pthread_create(&work[i], NULL, worker_main, s));
   for(int i = 0; i < NPRODUCERS; i++)
@@ -839,10 +1121,18 @@ static void run_stress(bool delayed)
 
 static void stress_no_key_runs_twice_at_once_and_no_add_is_lost(void **state)
 {
-  run_stress(false);
+  run_stress(false, false);
 }
 
-static void stress_parked_keys_always_fire(void **state) { run_stress(true); }
+static void stress_parked_keys_always_fire(void **state) { run_stress(true, false); }
+
+/* The same guarantees with keys raised, parked and requeued at random
+ * priorities. */
+static void stress_with_priorities(void **state)
+{
+  run_stress(false, true);
+  run_stress(true, true);
+}
 
 int main(void)
 {
@@ -867,6 +1157,18 @@ int main(void)
       cmocka_unit_test(rate_limited_delays_double_up_to_the_cap),
       cmocka_unit_test(forget_resets_the_backoff),
       cmocka_unit_test(the_token_bucket_limits_overall_retries),
+      cmocka_unit_test(higher_priorities_are_taken_first_fifo_within_each),
+      cmocka_unit_test(any_int_is_a_priority),
+      cmocka_unit_test(a_higher_priority_raises_a_queued_key_to_the_back_of_its_line),
+      cmocka_unit_test(a_lower_or_equal_priority_changes_nothing),
+      cmocka_unit_test(done_requeues_with_the_highest_priority_added_meanwhile),
+      cmocka_unit_test(add_with_zero_or_no_options_is_add),
+      cmocka_unit_test(take_with_priority_refuses_null_arguments),
+      cmocka_unit_test(add_after_keeps_the_priority),
+      cmocka_unit_test(rate_limited_keys_keep_the_priority),
+      cmocka_unit_test(parking_keeps_the_earliest_deadline_and_highest_priority),
+      cmocka_unit_test(a_due_key_raises_a_queued_one),
+      cmocka_unit_test(shutdown_drops_parked_keys_of_any_priority),
       cmocka_unit_test(shutdown_wakes_blocked_getters),
       cmocka_unit_test(take_drains_queued_keys_before_reporting_shutdown),
       cmocka_unit_test(a_key_dirty_before_shutdown_is_still_processed),
@@ -877,6 +1179,7 @@ int main(void)
       cmocka_unit_test(an_unnamed_queue_has_no_metrics),
       cmocka_unit_test(stress_no_key_runs_twice_at_once_and_no_add_is_lost),
       cmocka_unit_test(stress_parked_keys_always_fire),
+      cmocka_unit_test(stress_with_priorities),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -170,9 +170,9 @@ static bool controller_set_up(void *ud)
   }
   rc = kcr_controller_for(ctl, inf, NULL);
   if(!rc)
-    rc = kcr_controller_owns(ctl, inf, "ebdman.example.com", "EBD");
+    rc = kcr_controller_owns(ctl, inf, "ebdman.example.com", "EBD", NULL);
   if(!rc)
-    rc = kcr_controller_watches(ctl, inf, to_owner, NULL);
+    rc = kcr_controller_watches(ctl, inf, to_owner, NULL, NULL);
   if(!rc)
     rc = kcr_controller_enqueue(ctl, "ns", "a");
   ok = (!rc || rc == KCR_ENOMEM) && !strcmp(kcr_controller_name(ctl), "torture");
@@ -212,7 +212,8 @@ static bool controller_life(void *ud)
                                &inf, NULL));
   assert_int_equal(KCR_OK, new_controller(c, reg, &r, &ctl));
   assert_int_equal(KCR_OK, kcr_controller_for(ctl, inf, NULL));
-  assert_int_equal(KCR_OK, kcr_controller_owns(ctl, inf, "ebdman.example.com", "EBD"));
+  assert_int_equal(KCR_OK,
+                   kcr_controller_owns(ctl, inf, "ebdman.example.com", "EBD", NULL));
   tfail_exempt(false);
   /* The informer lists (and its handlers queue the keys) before the
    * workers start: that phase allocates on one thread, so its n are the

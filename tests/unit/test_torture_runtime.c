@@ -27,7 +27,7 @@ static bool queue_ops(void *ud)
   kcr_metrics *reg = NULL;
   kcr_queue *q = NULL;
   char *key = NULL;
-  bool ok = true;
+  bool ok = true, raised = false, first = true;
   kcr_err rc;
 
   if(kcr_metrics_new(NULL, &reg, NULL))
@@ -76,6 +76,17 @@ static bool queue_ops(void *ud)
   rc = kcr_queue_add_after(q, "ns/now", 0); /* now: queued at once */
   ok = ok && (rc ? rc == KCR_ENOMEM && kcr_queue_len(q) == 2 : kcr_queue_len(q) == 3);
   ok = ok && kcr_queue_done(q, key) == KCR_OK;
+  /* A new priority needs a level: raising a queued key, or parking one with
+   * it, applies or fails leaving the queue as it was. */
+  {
+    size_t len = kcr_queue_len(q);
+    rc = kcr_queue_add_with(q, "ns/c", &(struct kcr_queue_add_opts){.priority = 7});
+    ok = ok && (!rc || rc == KCR_ENOMEM) && kcr_queue_len(q) == len;
+    raised = !rc;
+    rc = kcr_queue_add_with(
+        q, "ns/soon", &(struct kcr_queue_add_opts){.priority = -3, .after_ms = 60000});
+    ok = ok && (!rc || rc == KCR_ENOMEM) && kcr_queue_len(q) == len;
+  }
 drain:
   free(key);
   key = NULL;
@@ -86,6 +97,9 @@ drain:
     if(rc == KCR_ECANCELED || rc == KCR_ETIMEDOUT)
       break;
     if(!rc) {
+      if(first && raised) /* the raised key comes out first */
+        ok = ok && str_eq(key, "ns/c");
+      first = false;
       kcr_queue_done(q, key);
       free(key);
       key = NULL;
@@ -99,7 +113,8 @@ out:
 
 static void queue_operations_apply_or_fail_without_losing_keys(void **state)
 {
-  tfail_torture("kcr_queue_* (new, add, take, done, add_after, rate_limited, forget)",
+  tfail_torture("kcr_queue_* (new, add, take, done, add_after, rate_limited, forget, "
+                "add_with)",
                 queue_ops, NULL);
 }
 
