@@ -23,9 +23,11 @@
 //! ```text
 //! ebdman-rs run [--workers N] [--metrics-bind-address ADDR]
 //!               [--health-probe-bind-address ADDR] [--zap-log-level L] [--kubeconfig P]
+//!               [--debounce-ms MS]   (kube-rs controller debounce, default 0)
 //! ```
 use std::{
     collections::BTreeMap,
+    io::IsTerminal,
     sync::{
         Arc,
         atomic::{AtomicBool, AtomicU64, Ordering},
@@ -33,7 +35,7 @@ use std::{
     time::Duration,
 };
 
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::{
     api::core::v1::ConfigMap,
     apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta, OwnerReference, Time},
@@ -521,9 +523,36 @@ fn error_policy(ebd: Arc<Ebd>, err: &Error, _ctx: Arc<Ctx>) -> Action {
 
 // ------------------------------------------------------------ http probes
 
+/// Which of the three reflectors (EBDs, VFMs, ConfigMaps) have seen the end
+/// of their initial list (watcher::Event::InitDone), i.e. whose store is
+/// ready. Not Store::wait_until_ready: its DelayedInit wakes one waiter only
+/// (a futures oneshot Receiver keeps one waker), and the Controller itself
+/// awaits the EBD store's, so a second task awaiting it can sleep forever,
+/// or take the wake-up from the Controller.
+#[derive(Default)]
+struct Synced([AtomicBool; 3]);
+
+impl Synced {
+    fn all(&self) -> bool {
+        self.0.iter().all(|f| f.load(Ordering::Acquire))
+    }
+}
+
+fn mark_synced<K>(synced: &Arc<Synced>, i: usize) -> impl FnMut(&watcher::Event<K>) + use<K> {
+    let synced = synced.clone();
+    move |ev| {
+        if matches!(ev, watcher::Event::InitDone)
+            && !synced.0[i].swap(true, Ordering::AcqRel)
+            && synced.all()
+        {
+            info!("caches synced");
+        }
+    }
+}
+
 /// A minimal HTTP/1.1 server: /readyz, /healthz and /metrics, one request per
 /// connection.
-async fn serve(addr: String, ready: Arc<AtomicBool>, metrics: Arc<Metrics>) {
+async fn serve(addr: String, ready: Arc<Synced>, metrics: Arc<Metrics>) {
     let listener = match tokio::net::TcpListener::bind(&addr).await {
         Ok(l) => l,
         Err(e) => {
@@ -559,9 +588,7 @@ async fn serve(addr: String, ready: Arc<AtomicBool>, metrics: Arc<Metrics>) {
             let path = path.split('?').next().unwrap_or(path);
             let (code, ctype, body) = match path {
                 "/healthz" => ("200 OK", "text/plain", "ok".to_string()),
-                "/readyz" if ready.load(Ordering::Acquire) => {
-                    ("200 OK", "text/plain", "ok".to_string())
-                }
+                "/readyz" if ready.all() => ("200 OK", "text/plain", "ok".to_string()),
                 "/readyz" => (
                     "503 Service Unavailable",
                     "text/plain",
@@ -598,12 +625,13 @@ struct Opts {
     probe_addr: String,
     log_level: tracing::Level,
     kubeconfig: Option<String>,
+    debounce: Duration,
 }
 
 fn usage() -> ! {
     eprintln!(
         "usage: ebdman-rs run [--workers N] [--metrics-bind-address ADDR] \
-         [--health-probe-bind-address ADDR] [--zap-log-level L] [--kubeconfig P]"
+         [--health-probe-bind-address ADDR] [--zap-log-level L] [--kubeconfig P] [--debounce-ms MS]"
     );
     std::process::exit(2);
 }
@@ -615,6 +643,7 @@ fn parse_args() -> Opts {
         probe_addr: ":8081".into(),
         log_level: tracing::Level::INFO,
         kubeconfig: None,
+        debounce: Duration::ZERO,
     };
     let mut args = std::env::args().skip(1).peekable();
     if args.peek().map(String::as_str) == Some("run") {
@@ -642,6 +671,9 @@ fn parse_args() -> Opts {
             "--metrics-bind-address" => o.metrics_addr = value,
             "--health-probe-bind-address" => o.probe_addr = value,
             "--kubeconfig" => o.kubeconfig = Some(value),
+            "--debounce-ms" => {
+                o.debounce = Duration::from_millis(value.parse().unwrap_or_else(|_| usage()))
+            }
             "--zap-log-level" => {
                 o.log_level = match value.as_str() {
                     "debug" => tracing::Level::DEBUG,
@@ -689,6 +721,7 @@ async fn main() {
     tracing_subscriber::fmt()
         .with_max_level(o.log_level)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     let metrics = Arc::new(Metrics::default());
     let client = match client(o.kubeconfig.as_deref(), metrics.clone()).await {
@@ -699,6 +732,7 @@ async fn main() {
         }
     };
 
+    let ready = Arc::new(Synced::default());
     let wc = watcher::Config::default();
     let (ebd_store, ebd_writer) = reflector::store::<Ebd>();
     let (vfm_store, vfm_writer) = reflector::store::<Vfm>();
@@ -707,11 +741,13 @@ async fn main() {
         .default_backoff()
         .modify(strip)
         .reflect(ebd_writer)
+        .inspect_ok(mark_synced(&ready, 0))
         .applied_objects();
     let vfms = watcher(Api::<Vfm>::all(client.clone()), wc.clone())
         .default_backoff()
         .modify(strip)
         .reflect(vfm_writer)
+        .inspect_ok(mark_synced(&ready, 1))
         .touched_objects();
     let cms = watcher(
         Api::<ConfigMap>::all(client.clone()),
@@ -720,25 +756,9 @@ async fn main() {
     .default_backoff()
     .modify(strip)
     .reflect(cm_writer)
+    .inspect_ok(mark_synced(&ready, 2))
     .touched_objects();
 
-    let ready = Arc::new(AtomicBool::new(false));
-    {
-        let (ready, stores) = (
-            ready.clone(),
-            (ebd_store.clone(), vfm_store.clone(), cm_store.clone()),
-        );
-        tokio::spawn(async move {
-            let (e, v, c) = stores;
-            if e.wait_until_ready().await.is_ok()
-                && v.wait_until_ready().await.is_ok()
-                && c.wait_until_ready().await.is_ok()
-            {
-                info!("caches synced");
-                ready.store(true, Ordering::Release);
-            }
-        });
-    }
     if let Some(addr) = bind_address(&o.probe_addr) {
         tokio::spawn(serve(addr, ready.clone(), metrics.clone()));
     }
@@ -757,7 +777,11 @@ async fn main() {
     Controller::for_stream(ebds, ebd_store)
         .owns_stream(vfms)
         .owns_stream(cms)
-        .with_config(controller::Config::default().concurrency(o.workers))
+        .with_config(
+            controller::Config::default()
+                .concurrency(o.workers)
+                .debounce(o.debounce),
+        )
         .shutdown_on_signal()
         .run(reconcile, error_policy, ctx)
         .for_each(|res| async move {
