@@ -796,3 +796,157 @@ async fn main() {
         .await;
     info!("ebdman-rs stopped");
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(secs: i64) -> Time {
+        Time(Timestamp::from_second(secs).unwrap())
+    }
+
+    fn with_time(mut c: Condition, t: Time) -> Condition {
+        c.last_transition_time = t;
+        c
+    }
+
+    #[test]
+    fn transition_time_moves_only_when_the_status_flips() {
+        let mut conds = vec![with_time(
+            cond("Ready", "False", "Progressing", "m", 1),
+            at(100),
+        )];
+        // Same status, other reason/message/generation: changed, time kept.
+        assert!(set_status_condition(
+            &mut conds,
+            with_time(cond("Ready", "False", "Error", "boom", 2), at(200))
+        ));
+        assert_eq!(conds[0].last_transition_time, at(100));
+        assert_eq!(
+            (conds[0].reason.as_str(), conds[0].message.as_str()),
+            ("Error", "boom")
+        );
+        assert_eq!(conds[0].observed_generation, Some(2));
+        // Nothing new: unchanged.
+        assert!(!set_status_condition(
+            &mut conds,
+            with_time(cond("Ready", "False", "Error", "boom", 2), at(300))
+        ));
+        assert_eq!(conds[0].last_transition_time, at(100));
+        // Status flips: the new time.
+        assert!(set_status_condition(
+            &mut conds,
+            with_time(cond("Ready", "True", "Ready", "ok", 2), at(400))
+        ));
+        assert_eq!(conds[0].last_transition_time, at(400));
+        // A new type is appended.
+        assert!(set_status_condition(
+            &mut conds,
+            cond("Installed", "True", "Installed", "", 2)
+        ));
+        assert_eq!(conds.len(), 2);
+    }
+
+    fn vfm(generation: i64, ready: Option<(&str, &str, &str, i64)>) -> Vfm {
+        let mut v = Vfm::new(
+            "a",
+            VfmSpec {
+                image: "i".into(),
+                replicas: None,
+                config: None,
+            },
+        );
+        v.metadata.generation = Some(generation);
+        v.status = ready.map(|(status, reason, message, og)| VfmStatus {
+            conditions: Some(vec![cond("Ready", status, reason, message, og)]),
+            observed_generation: None,
+        });
+        v
+    }
+
+    #[test]
+    fn vfm_health_follows_conditions_c() {
+        let h = |v: Option<&Vfm>, applied| {
+            let c = vfm_health(v, applied, 7);
+            assert_eq!(c.observed_generation, Some(7));
+            (c.status, c.reason, c.message)
+        };
+        let s = |a: &str, b: &str, c: &str| (a.to_string(), b.to_string(), c.to_string());
+        let progressing = s("False", "Progressing", "vfm custom resource is not ready");
+        assert_eq!(h(None, false), progressing);
+        let ready = vfm(2, Some(("True", "Ready", "", 2)));
+        assert_eq!(
+            h(Some(&ready), false),
+            s("True", "Ready", "vfm custom resource is ready")
+        );
+        assert_eq!(
+            h(Some(&ready), true),
+            progressing,
+            "a spec just applied is not ready yet"
+        );
+        assert_eq!(
+            h(Some(&vfm(3, Some(("True", "Ready", "", 2)))), false),
+            progressing,
+            "stale"
+        );
+        assert_eq!(
+            h(Some(&vfm(3, Some(("True", "Ready", "", 0)))), false).0,
+            "True"
+        );
+        assert_eq!(h(Some(&vfm(1, None)), false), progressing);
+        assert_eq!(
+            h(Some(&vfm(1, Some(("False", "Failed", "boom", 1)))), false),
+            s("False", "Error", "boom")
+        );
+        assert_eq!(
+            h(Some(&vfm(1, Some(("False", "Failed", "", 1)))), false),
+            s("False", "Error", "vfm custom resource failed")
+        );
+        assert_eq!(
+            h(Some(&vfm(1, Some(("False", "Other", "x", 1)))), false),
+            progressing
+        );
+    }
+
+    #[test]
+    fn children_compare_annotations_owner_and_empty_maps() {
+        let want = ObjectMeta {
+            annotations: Some(BTreeMap::from([(
+                format!("{ANN_PREFIX}delay"),
+                "1s".into(),
+            )])),
+            owner_references: Some(vec![OwnerReference {
+                uid: "u1".into(),
+                controller: Some(true),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        };
+        let mut have = want.clone();
+        assert!(meta_up_to_date(&want, &have));
+        have.annotations
+            .as_mut()
+            .unwrap()
+            .insert("other/x".into(), "y".into());
+        assert!(
+            meta_up_to_date(&want, &have),
+            "annotations of others are not ours"
+        );
+        have.annotations
+            .as_mut()
+            .unwrap()
+            .insert(format!("{ANN_PREFIX}fail"), "x".into());
+        assert!(
+            !meta_up_to_date(&want, &have),
+            "a propagated annotation the EBD dropped"
+        );
+        let mut have = want.clone();
+        have.owner_references.as_mut().unwrap()[0].uid = "u2".into();
+        assert!(!meta_up_to_date(&want, &have), "another owner");
+        assert!(same_map(&None, &Some(BTreeMap::new())));
+        assert!(!same_map(
+            &None,
+            &Some(BTreeMap::from([("k".into(), "v".into())]))
+        ));
+    }
+}
