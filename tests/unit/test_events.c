@@ -950,7 +950,7 @@ static void the_byte_budget_bounds_the_queue_and_counts_what_it_drops(void **sta
   char name[32], note[1001];
   struct kcr_event_ref ref = {"v1", "ConfigMap", "ns1", name, NULL, NULL};
   FILE *log = tmpfile();
-  size_t one, accepted;
+  size_t one = 0, accepted;
 
   assert_non_null(log);
   assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
