@@ -19,8 +19,10 @@
  * KCR_ETIMEDOUT, KCR_EPARSE). A 2xx answer that is not JSON where an object
  * is expected is KCR_EPARSE. Below, "the request errors" means this list.
  * 429 and 503 answers are retried after their Retry-After (bounded by
- * max_retries and max_retry_after_ms); a 401 with refreshable credentials
- * (exec plugin, token file) re-reads them once and retries.
+ * max_retries and max_retry_after_ms; a raw request may set its own
+ * max_retries); the Retry-After of the answer that failed the call is in
+ * ei->retry_after_ms. A 401 with refreshable credentials (exec plugin,
+ * token file) re-reads them once and retries.
  *
  * Ownership. Inputs are borrowed for the call. Objects are cJSON trees; an
  * *out tree is new and owned by the caller (cJSON_Delete); out may be NULL
@@ -132,6 +134,9 @@ struct kcr_http_request {
   size_t body_len;
   uint64_t timeout_ms; /* 0: the client's timeout_ms; KCR_FOREVER: no limit */
   bool ungated;        /* not subject to the write gate (leader election's own) */
+  int max_retries;     /* 429/503 retries: 0 the client's max_retries, -1 none
+                          (the caller backs off itself, e.g. the event
+                          recorder: see ei->retry_after_ms) */
 };
 struct kcr_http_response {
   long code;           /* HTTP status, 0 if none was received */

@@ -13,6 +13,7 @@
 #include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "api.h"
 
@@ -67,10 +68,13 @@ struct kcr_errinfo {
   char *message;  /* Status.message, or a local explanation; NULL if none */
   cJSON *details; /* Status.details, owned, or NULL */
   char *body;     /* raw body when it was not a Status (truncated to 4 KiB) */
+  /* The answer's Retry-After header (429, 503), in milliseconds; 0 when it
+   * had none. Set by the client (kcr/client.h), not by the parsers below. */
+  uint64_t retry_after_ms;
 };
 #define KCR_ERRINFO_INIT                                                                 \
   {                                                                                      \
-    0, NULL, NULL, NULL, NULL, NULL                                                      \
+    0, NULL, NULL, NULL, NULL, NULL, 0                                                   \
   }
 
 /* Frees ei's strings and details and zeroes it (reusable); NULL: no-op. */

@@ -1,6 +1,7 @@
 /* kcr/events.h - an events.k8s.io/v1 Event recorder, as client-go's
  * tools/events: aggregation of repeats into Event series, a spam limit per
- * object and reason, and a background thread that writes to the API server.
+ * object and reason, and background sender threads that write to the API
+ * server.
  *
  *   struct kcr_recorder_opts o = {.client = c,
  *                                 .reporting_controller = "ebdman.example.com/ebdman"};
@@ -26,30 +27,64 @@
  * A retried POST answered 409 AlreadyExists found the Event an earlier
  * attempt created (its answer lost with the connection): that is "sent".
  *
+ * Similar events coalesce while they wait. A new event with the same
+ * regarding object (kind/namespace/name/uid), reason and type as one that
+ * no sender has taken yet - a flapping object, its note changing each time
+ * - does not queue a second Event: it replaces the waiting one, as
+ * client-go's EventAggregator combines similar events. The one Event has
+ * the newest note and action, prefixed "(combined from similar events): "
+ * (cut to 1024 bytes), the first one's eventTime, and a series count of
+ * all of them; each replaced event counts as "aggregated". Once the Event
+ * is on its way, the next similar event is a new Event again.
+ *
+ * Sending. opts.senders threads write at once, through the client's
+ * connection pool, new events first in the order they came, then series.
+ * A 429 answer pauses every sender for its Retry-After (retry_initial_ms
+ * without one, at most retry_max_ms), after which the refused write is done
+ * again: it is flow control, not a failure, and uses none of the write's
+ * max_attempts (the client's own 429/503 retries are off for these
+ * requests, see kcr_http_request.max_retries).
+ *
+ * Memory. New events wait in a queue bounded in bytes, queue_bytes: a new
+ * event holds the size of the recorder's record of it - a fixed part of
+ * about 300 bytes plus its strings (regarding kind, namespace, name, uid,
+ * apiVersion and resourceVersion; reason, type, action, the note as cut;
+ * the Event's name and namespace): about 500 bytes for a short note, 1.5
+ * KiB with a 1 KiB note - from the call until its first create succeeds or
+ * is given up (also while it is being sent or waits for a retry).
+ * stats.queued_bytes is the total now. Events created and remembered for
+ * aggregation (up to aggregate_window_ms after their last occurrence) are
+ * not in it.
+ *
  * What never reaches the server. Occurrences beyond the spam limit (a token
  * bucket per regarding object and reason: spam_burst events, refilled one
  * per spam_refill_ms; the recorder remembers the buckets of the 4,096
  * object+reason pairs used most recently, as client-go does, and a pair it
- * has forgotten starts again with a full bucket), new events while
- * queue_capacity new events already wait to be sent, events whose
- * writes keep failing (403, 5xx, transport: retried max_attempts times
- * with backoff), and events into a namespace being deleted (a 403 with
- * cause NamespaceTerminating: dropped at once, logged at debug level, as
- * client-go does). Each is counted and logged (once per object+reason when
- * the spam limit starts dropping). Repeats that join a series do not spend
- * spam tokens and do not take queue slots.
+ * has forgotten starts again with a full bucket), new events that would
+ * take the queue past queue_bytes, events whose writes keep failing (403,
+ * 5xx, transport: retried max_attempts times with backoff), and events
+ * into a namespace being deleted (a 403 with cause NamespaceTerminating:
+ * dropped at once, logged at debug level, as client-go does). Each is
+ * counted and logged (once per object+reason when the spam limit starts
+ * dropping; once each time the queue fills up after it had drained to
+ * half). Repeats that join a series, and similar events that coalesce, do
+ * not spend spam tokens; repeats take no queue bytes.
  *
  * Metrics (when opts.metrics is set): counter kcr_events_total{type, reason,
  * result}; every accepted kcr_recorder_eventf() call ends in exactly one
- * result: "sent" (a new Event was created), "aggregated" (joined a series),
- * "dropped" (spam limit, full queue, or shutdown) or "failed" (the server
- * or the network refused it to the end).
+ * result: "sent" (a new Event was created), "aggregated" (joined a series,
+ * or coalesced into a similar event), "dropped" (spam limit, full queue,
+ * or shutdown) or "failed" (the server or the network refused it to the
+ * end). Gauge kcr_events_queued_bytes: stats.queued_bytes (summed over
+ * the recorders on the registry), read at each render.
  *
  * Thread safety: kcr_recorder_eventf/veventf/event/flush/get_stats may be
  * called from any thread concurrently; kcr_recorder_free by one thread once
- * no other call is running. The sink and clock callbacks run on the
- * recorder's thread (the clock also on callers' threads), with no recorder
- * lock held by the sink. The pure helpers below are thread-safe. */
+ * no other call is running. The sink runs on the recorder's sender threads,
+ * up to opts.senders calls at once (each about a different Event), with no
+ * recorder lock held; the clock runs on the senders and on callers'
+ * threads: both must be thread-safe. The pure helpers below are
+ * thread-safe. */
 #ifndef KCR_EVENTS_H
 #define KCR_EVENTS_H
 
@@ -79,6 +114,10 @@ extern "C" {
 #define KCR_EVENT_INSTANCE_MAX 128
 
 typedef struct kcr_recorder kcr_recorder;
+
+/* The default of kcr_recorder_opts.queue_bytes: 8 MiB, about 17,000 events
+ * with short notes, 5,500 with 1 KiB notes. */
+#define KCR_EVENT_QUEUE_BYTES ((size_t)8 << 20)
 
 /* The object an event is about (Event.regarding). All strings are borrowed
  * for the call and copied. kind and name are required; ns is NULL or
@@ -112,8 +151,11 @@ struct kcr_event {
  * op CREATE: POST body (a whole Event) to the events of namespace ns;
  * op PATCH: merge-patch Event ns/name with body. Returns what kcr_create /
  * kcr_patch would (KCR_ENOTFOUND, KCR_EEXIST, ... drive the recorder's
- * retries and re-creation) and may fill ei. body is borrowed for the call.
- * Called on the recorder's thread only, one call at a time. For tests. */
+ * retries and re-creation) and may fill ei (a KCR_ETOOMANY with
+ * ei->retry_after_ms pauses the senders that long). body is borrowed for
+ * the call. Called on the recorder's sender threads, up to opts.senders
+ * calls at once, never two at once for the same Event: it must be
+ * thread-safe. For tests. */
 enum kcr_event_op { KCR_EVENT_CREATE, KCR_EVENT_PATCH };
 typedef kcr_err (*kcr_event_sink_fn)(void *ud, enum kcr_event_op op, const char *ns,
                                      const char *name, const cJSON *body,
@@ -132,7 +174,13 @@ struct kcr_recorder_opts {
   int spam_burst;                   /* 25 events per object+reason */
   uint64_t spam_refill_ms;          /* 300000: one token per 5 minutes */
   bool no_spam_limit;               /* true: no spam limit at all */
-  size_t queue_capacity;            /* 1000 new events waiting to be sent */
+  size_t queue_bytes;               /* KCR_EVENT_QUEUE_BYTES: bytes held for
+                                       new events not yet created (see
+                                       "Memory" above) */
+  int senders;                      /* 4: writes in flight at once, one
+                                       thread each; a controller passes its
+                                       worker count, so that events keep up
+                                       with what its workers do */
   uint64_t series_flush_ms;         /* 30000: at most one series write per Event
                                        per interval (a flush writes at once) */
   uint64_t aggregate_window_ms;     /* 360000: a repeat later than this after
@@ -149,28 +197,28 @@ struct kcr_recorder_opts {
   void *clock_ud;
 };
 
-/* Creates a recorder and starts its sending thread. opts is read during
+/* Creates a recorder and starts its sender threads. opts is read during
  * the call (the strings are copied, the client is referenced; metrics is
  * borrowed and must outlive the recorder). Release with kcr_recorder_free().
  * Errors: KCR_EINVAL (no opts; no client or sink; no valid
  * reporting_controller; a reporting_instance empty or over 128 bytes; a
- * negative spam_burst or max_attempts - ei names the field), KCR_ENOMEM
- * (also when the thread cannot be started). On error *out is NULL.
+ * negative spam_burst, max_attempts or senders - ei names the field),
+ * KCR_ENOMEM (also when a thread cannot be started). On error *out is NULL.
  * Thread safety: any thread. */
 KCR_API kcr_err kcr_recorder_new(const struct kcr_recorder_opts *opts, kcr_recorder **out,
                                  struct kcr_errinfo *ei);
 
-/* Flushes for at most opts.shutdown_flush_ms, stops the thread (waiting for
- * a request in flight, bounded by the client's timeout) and frees. Events
- * still unsent are counted as dropped and logged. NULL is a no-op. Not
- * concurrently with any other call on r. */
+/* Flushes for at most opts.shutdown_flush_ms, stops the senders (waiting
+ * for the requests in flight, each bounded by the client's timeout) and
+ * frees. Events still unsent are counted as dropped and logged. NULL is a
+ * no-op. Not concurrently with any other call on r. */
 KCR_API void kcr_recorder_free(kcr_recorder *r);
 
 /* Records one occurrence; never blocks on the network: validates, applies
  * aggregation and the spam limit, queues, returns. The note is formatted
  * from fmt (NULL for none) and cut to 1024 bytes on a UTF-8 boundary.
  * Returns KCR_OK when the event was accepted - including when it joined a
- * series or was dropped by the spam limit or a full queue (both counted and
+ * series, coalesced, or was dropped by the spam limit or a full queue (both counted and
  * logged: recording an event is best effort and must not fail the caller's
  * work) - KCR_EINVAL if regarding lacks kind or name, the type is not
  * Normal/Warning, the reason or action is empty or over 128 bytes (nothing
@@ -198,12 +246,14 @@ KCR_API kcr_err kcr_recorder_event(kcr_recorder *r, const struct kcr_event *ev);
  * Thread safety: any thread. */
 KCR_API kcr_err kcr_recorder_flush(kcr_recorder *r, uint64_t timeout_ms);
 
-/* Counters since creation (the same outcomes as kcr_events_total), read
- * together under the recorder's lock. Thread safety: any thread. */
+/* Counters since creation (the same outcomes as kcr_events_total) and the
+ * queue now, read together under the recorder's lock. Thread safety: any
+ * thread. */
 struct kcr_recorder_stats {
   uint64_t sent, aggregated, dropped, failed;
   uint64_t series_writes; /* successful series PATCHes */
   size_t queued;          /* new events waiting now */
+  size_t queued_bytes;    /* what new events not yet created hold now */
   size_t tracked;         /* Events remembered for aggregation now */
 };
 KCR_API void kcr_recorder_get_stats(kcr_recorder *r, struct kcr_recorder_stats *out);

@@ -469,7 +469,8 @@ int ebdman_run(const struct ebdman_run_opts *ro)
                                       .metrics = kcr_manager_metrics(m)};
   struct kcr_recorder_opts eo = {.client = kcr_manager_client(m),
                                  .reporting_controller = "ebdman.example.com/ebdman",
-                                 .metrics = kcr_manager_metrics(m)};
+                                 .metrics = kcr_manager_metrics(m),
+                                 .senders = ro->workers}; /* keep up with them */
   if(kcr_manager_informer(m, &ebds, &e.ebds, &ei) ||
      kcr_manager_informer(m, &vfms, &e.vfms, &ei) ||
      kcr_manager_informer(m, &cms, &e.cms, &ei) ||

@@ -601,6 +601,17 @@ static const char *ctype_of(const struct kcr_http_request *req)
   return req->body ? (req->content_type ? req->content_type : "application/json") : NULL;
 }
 
+/* The code for an answer; ei gets its Status and its Retry-After. */
+static kcr_err answer_err(struct kcr_errinfo *ei, const struct kcr_http_response *resp,
+                          long retry_after_s)
+{
+  kcr_err rc = kcr_errinfo_from_http(ei, resp->code, resp->body.ptr, resp->body.len);
+  /* At most 15 digits are parsed: the product fits in 64 bits. */
+  if(rc && ei && retry_after_s >= 0)
+    ei->retry_after_ms = (uint64_t)retry_after_s * 1000;
+  return rc;
+}
+
 /* One exchange over the wire seam (tests). */
 static kcr_err wire_once(kcr_client *c, const struct kcr_http_request *req,
                          struct kcr_http_response *resp, long *retry_after_s,
@@ -639,7 +650,7 @@ static kcr_err wire_once(kcr_client *c, const struct kcr_http_request *req,
   if(rc)
     return rc;
   *retry_after_s = r.retry_after_s;
-  return kcr_errinfo_from_http(ei, resp->code, resp->body.ptr, resp->body.len);
+  return answer_err(ei, resp, r.retry_after_s);
 }
 
 /* One HTTP exchange, no retries. */
@@ -697,7 +708,7 @@ static kcr_err do_once(kcr_client *c, const struct kcr_http_request *req,
     goto out;
   }
   *retry_after_s = r.retry_after_s;
-  rc = kcr_errinfo_from_http(ei, resp->code, resp->body.ptr, resp->body.len);
+  rc = answer_err(ei, resp, r.retry_after_s);
 out:
   /* Drop references to request-scoped memory before pooling the handle. */
   curl_easy_setopt(conn->h, CURLOPT_HTTPHEADER, NULL);
@@ -716,12 +727,16 @@ kcr_err kcr_client_do(kcr_client *c, const struct kcr_http_request *req,
    * for the caller, nor something to free). */
   struct kcr_errinfo att = KCR_ERRINFO_INIT;
   bool reauthed = false;
+  int max_retries;
   kcr_err rc;
 
   if(!req || !req->method || !req->path || req->path[0] != '/')
     return kcr_errinfo_set(ei, KCR_EINVAL,
                            "kcr_client_do: a request needs a method and a path "
                            "starting with '/'");
+  max_retries = req->max_retries < 0    ? 0
+                : req->max_retries == 0 ? c->opts.max_retries
+                                        : req->max_retries;
   for(int attempt = 0;; attempt++) {
     long retry_after = -1;
     uint64_t wait_ms, cap = c->opts.max_retry_after_ms;
@@ -734,7 +749,7 @@ kcr_err kcr_client_do(kcr_client *c, const struct kcr_http_request *req,
       kcr_config_invalidate(c->cfg);
       continue;
     }
-    if((rc != KCR_ETOOMANY && rc != KCR_EUNAVAILABLE) || attempt >= c->opts.max_retries)
+    if((rc != KCR_ETOOMANY && rc != KCR_EUNAVAILABLE) || attempt >= max_retries)
       break;
     /* Retry-After in seconds; without one, back off 1 s, 2 s, 4 s ... (the
      * shift stops at 2^20 s, far above any cap, so it cannot overflow). */

@@ -5,7 +5,7 @@
  * The visit counters make the cost of the bookkeeping observable without
  * timing: every node the recorder looks at - a hash table candidate (a
  * node under the key's hash) compared, a bucket moved on or evicted from
- * the spam LRU list, a heap step of the worker's timers, an entry taken off
+ * the spam LRU list, a heap step of the senders' timers, an entry taken off
  * a ready queue, a node of the once-a-tick sweep - adds one. */
 #ifndef KCR_RUNTIME_EVENTS_INT_H
 #define KCR_RUNTIME_EVENTS_INT_H

@@ -1,20 +1,24 @@
 /* DESIGN: the events.k8s.io/v1 Event recorder - client-go's tools/events
  * (event_broadcaster.go, event_recorder.go) plus the spam filter of
- * tools/record (events_cache.go), as one object under one mutex with one
- * sending thread.
+ * tools/record (events_cache.go), as one object under one mutex with a
+ * pool of sender threads.
  *
  * State. Every Event the recorder has created, or is about to create, is an
- * entry in a hash table (kcr/htab.h) keyed by its isomorphic key (type,
- * reason, action, note, regarding kind/namespace/name/uid, NUL-separated:
- * the same fields kcr_event_isomorphic compares, from the same
- * key_fields()). An entry carries the Event as first sent (name, eventTime,
- * regarding) and the series: count = occurrences seen, written = count the
- * server has. Spam buckets are a second table keyed by object+reason. Both
- * tables hash with kcr_hash() (SipHash-2-4 under a per-process random key):
- * the keys are names and notes that whoever creates objects chooses, and an
+ * entry in a hash table (kcr/htab.h) keyed by its isomorphic key (regarding
+ * kind/namespace/name/uid, reason, type, action, note, NUL-separated: the
+ * same fields kcr_event_isomorphic compares, from the same key_fields()).
+ * The key's first five fields are the spam limit's key (object+reason), its
+ * first six the coalescing key (object+reason+type), so each is a prefix of
+ * the entry's key bytes. An entry carries the Event as first sent (name,
+ * eventTime, regarding) and the series: count = occurrences seen, written =
+ * count the server has. Spam buckets are a second table keyed by
+ * object+reason; the new events no sender has taken yet are a third, keyed
+ * by object+reason+type (an entry is linked there by a second node). All
+ * hash with kcr_hash() (SipHash-2-4 under a per-process random key): the
+ * keys are names and notes that whoever creates objects chooses, and an
  * unkeyed hash would let them put every key in one chain (hash flooding).
  *
- * The worker's schedule. An entry that needs a write is in exactly one of
+ * The senders' schedule. An entry that needs a write is in exactly one of
  *   createq  FIFO of entries whose POST is due (new events, re-creations,
  *            retries whose backoff has passed), in the order they became due;
  *   patchq   FIFO of entries whose series PATCH is due;
@@ -22,13 +26,40 @@
  *            time, keyed by due_at(): a retry's backoff (not_before_ms), and
  *            for a series also series_flush_ms after its last write (not
  *            while someone flushes).
- * so the worker never searches: it moves the timers that are due to the
- * FIFOs, takes the head of createq, else of patchq, and sleeps until the
- * top timer or the next tick. schedule() puts an entry where it belongs
- * whenever that may have changed (a new event, a repeat that makes a series
- * dirty, the outcome of a write), and says whether the worker must wake up
- * (something became due, or there is a new earliest timer): a repeat that
- * joins a series already waiting does not wake it.
+ * so a sender never searches: it moves the timers that are due to the
+ * FIFOs, takes the head of createq, else of patchq, and otherwise sleeps.
+ * schedule() puts an entry where it belongs whenever that may have changed
+ * (a new event, a repeat that makes a series dirty, the outcome of a
+ * write), and says whom to wake: one sender when something became due, all
+ * of them when there is a new earliest timer; a repeat that joins a series
+ * already waiting wakes nobody.
+ *
+ * Senders. opts.senders threads run the same loop: pick a job under the
+ * lock, write without it, apply the outcome under it. A sender that picks
+ * a job while more are due wakes the next one, so a burst runs on all of
+ * them at once (through the client's connection pool). Idle senders sleep
+ * on one condvar; one of them (the timekeeper) sleeps with a deadline - the
+ * first timer, the end of a pause or the next tick - the others until they
+ * are woken, so an idle recorder wakes once a tick, not once per sender.
+ *
+ * Throttling. A 429 is flow control, not a failure: the whole recorder
+ * pauses (paused_until) for the answer's Retry-After (retry_initial_ms
+ * without one, at most retry_max_ms); no sender takes a job until then,
+ * and the write is done again afterwards without spending one of its
+ * max_attempts. The client's own 429/503 retries are off for the
+ * recorder's requests (kcr_http_request.max_retries = -1), so it sees the
+ * first 429, not the last of several that one sender slept through alone.
+ *
+ * Memory. A new event costs its entry's size (the struct and its strings)
+ * against queue_bytes from the moment it is accepted until its first
+ * create is settled (created, found, or given up); a new event that would
+ * take the total past queue_bytes is dropped. A new event whose
+ * object+reason+type matches one still waiting for its first send
+ * (linked in the unsent table, so found in O(1)) takes its place instead
+ * of a second slot: coalescing, as client-go's EventAggregator combines
+ * similar events - the newest note and action win, the count covers both,
+ * the note says "(combined from similar events): ". A flapping object
+ * holds one slot per reason, whatever its notes.
  *
  * The spam buckets are also on a doubly linked LRU list, most recently used
  * first. At SPAM_MAX_KEYS buckets a new object+reason evicts the least
@@ -37,16 +68,17 @@
  * be evicted or forgotten at any time without changing what is dropped.
  *
  * eventf does all the bookkeeping under the lock and never waits for I/O:
- * a repeat increments count (aggregated); a new event takes a spam token,
- * gets its name ("<regarding>.<hex ns>") and joins createq; otherwise it is
- * dropped. Metrics and log lines are written after unlocking.
+ * a repeat increments count (aggregated); a new event coalesces with an
+ * unsent one, or takes a spam token, gets its name ("<regarding>.<hex ns>")
+ * and joins createq; otherwise it is dropped. Metrics and log lines are
+ * written after unlocking.
  *
- * The worker thread runs one job at a time: it builds the body under the
- * lock, marks the entry busy, unlocks, writes (POST, with series when
- * repeats came before it, or a merge PATCH of series), relocks and applies
- * the outcome (state machine in finish()). Once a tick (GC_TICK_MS) it
- * forgets entries idle for aggregate_window_ms and spam buckets that have
- * refilled.
+ * A sender runs one job at a time: it builds the body under the lock,
+ * marks the entry busy, unlocks, writes (POST, with series when repeats
+ * came before it, or a merge PATCH of series), relocks and applies the
+ * outcome (state machine in finish()). Once a tick (GC_TICK_MS) one of
+ * them forgets entries idle for aggregate_window_ms and spam buckets that
+ * have refilled.
  *
  * Invariants (under r->mu):
  *  I1 an entry is scheduled (where != W_NONE) iff !busy and it needs a
@@ -54,27 +86,35 @@
  *     createq holds E_QUEUED entries only, patchq dirty ones only; where
  *     names the one structure that holds it. nqueued counts the E_QUEUED
  *     entries that are not busy.
- *  I2 an entry is freed only when !busy and unscheduled (the worker may use
+ *  I2 an entry is freed only when !busy and unscheduled (a sender may use
  *     its immutable strings without the lock while busy): by gc(), by the
- *     expiry check in kcr_recorder_event(), by finish() on the worker
- *     itself, or by free(). Expired entries are clean, hence unscheduled.
- *  I3 inflight iff some entry is busy; at most one is (one worker).
+ *     expiry check in kcr_recorder_event(), by finish() on its sender, or
+ *     by free() - or, still unsent, by coalesce(), which puts its
+ *     successor in its place on createq. Expired entries are clean, hence
+ *     unscheduled.
+ *  I3 ninflight counts the busy entries, at most one per sender.
  *  I4 state == E_CREATED implies written >= 1 and written <= count.
  *  I5 ndirty counts the dirty entries (busy or not); quiescent (what flush
- *     waits for) == nqueued == 0 && !inflight && ndirty == 0.
+ *     waits for) == nqueued == 0 && ninflight == 0 && ndirty == 0.
  *  I6 timers is a min-heap on due (each entry's due_at() when pushed, or
  *     earlier: a key may only be early, after a flush ended - the entry is
  *     then rescheduled when it surfaces); timers.cap >= events.t.n,
- *     reserved (with the table's room) before an entry is added, so
+ *     reserved (with the tables' room) before an entry is added, so
  *     scheduling never allocates.
  *  I7 the LRU list holds exactly the buckets of the spam table;
  *     spam.t.n <= SPAM_MAX_KEYS.
+ *  I8 an entry is in the unsent table iff it is E_QUEUED and no sender has
+ *     taken it yet (!tried); it is then on createq. At most one per
+ *     object+reason+type.
+ *  I9 qbytes is the sum of size over the E_QUEUED entries that are not a
+ *     re-creation (new events whose first create is not settled);
+ *     qbytes <= budget.
  *
  * Cost, with n entries and s spam buckets. eventf: O(1) expected and
- * amortised - one SipHash of its key per table, a chain walk of expected
- * length <= 1 (tables double at 1 key per bucket), O(1) LRU and FIFO
- * steps, the heap's array doubling now and then - plus O(log n) heap steps
- * when a repeat makes a series wait for its flush interval. The worker,
+ * amortised - one SipHash of a key per table it looks in, a chain walk of
+ * expected length <= 1 (tables double at 1 key per bucket), O(1) LRU and
+ * FIFO steps, the heap's array doubling now and then - plus O(log n) heap
+ * steps when a repeat makes a series wait for its flush interval. A sender,
  * per write: O(1), plus O(log n) for a timer. Once a tick: one sweep of
  * both tables, O(n + s), whatever the event rate. A flush rekeys the heap:
  * O(timers). Nothing on the per-event path scans a table or a list;
@@ -83,7 +123,9 @@
  *
  * Lock order: r->mu is a leaf. With it held we call only malloc/free, cJSON
  * building, the clocks and the condvars; the sink, metrics and the log are
- * called without it.
+ * called without it (the queued-bytes gauge is read by a metrics collect
+ * callback, which takes r->mu under the registry's render: registry, then
+ * r->mu, never the other way).
  *
  * Deviations from client-go, deliberate: the isomorphic key includes the
  * note and leaves out the regarding apiVersion/resourceVersion (client-go:
@@ -91,7 +133,10 @@
  * (at most every series_flush_ms) instead of only the first repeat at once
  * and the rest every 30 minutes or when the series ends; a 403/5xx is
  * retried (client-go retries transport errors only); the spam limit is per
- * object+reason and only new Events spend tokens; the default
+ * object+reason and only new Events spend tokens; similar events are
+ * combined only while the first still waits to be sent (client-go's
+ * aggregator: from the 10th similar event within 10 minutes, whatever was
+ * sent); writes go out in parallel (client-go: one goroutine); the default
  * reportingInstance is the host name (client-go: "<controller>-<host>"). */
 #include <pthread.h>
 #include <stdio.h>
@@ -114,8 +159,12 @@
 
 #define GC_TICK_MS    1000
 #define SPAM_MAX_KEYS KCR__EVENTS_SPAM_MAX_KEYS
-#define NKEY_FIELDS   8
+#define NKEY_FIELDS   8             /* the isomorphic key, in this order: */
+#define SPAM_FIELDS   5             /* kind, namespace, name, uid, reason: the spam key */
+#define UNSENT_FIELDS 6             /* ... type: the coalescing key */
+#define NOTE_FIELD    7             /* ... action, note */
 #define SERIES_MAX    2147483647ull /* EventSeries.count is an int32 */
+#define COMBINED      "(combined from similar events): " /* client-go's */
 
 static const struct kcr_gvr events_gvr = {
     .group = "events.k8s.io", .version = "v1", .resource = "events", .namespaced = true};
@@ -156,16 +205,19 @@ static struct knode *table_find(struct table *t, uint64_t h, const char *key, si
 
 enum estate { E_QUEUED, E_CREATED };
 
-/* Where a scheduled entry waits for the worker (I1). */
+/* Where a scheduled entry waits for a sender (I1). */
 enum ewhere { W_NONE, W_CREATEQ, W_PATCHQ, W_TIMERS };
 
 struct entry {
-  struct knode h;      /* first: key = data[0..klen) */
-  struct entry *qnext; /* createq or patchq link */
+  struct knode h;              /* first: key = data[0..klen) */
+  struct knode u;              /* in the unsent table (I8): data[0..ulen) */
+  struct entry *qnext, *qprev; /* createq or patchq links */
   /* immutable after creation; point into data */
-  const char *type, *reason, *action, *note, *r_kind, *r_ns, *r_name, *r_uid;
+  const char *r_kind, *r_ns, *r_name, *r_uid, *reason, *type, *action, *note;
   const char *r_api, *r_rv, *ns, *name;
   char event_time[KCR_RFC3339_MICRO_LEN];
+  size_t size;   /* bytes allocated for it: its cost against queue_bytes */
+  bool combined; /* stands for similar events too (coalesce()) */
   /* under r->mu */
   uint64_t count, written;
   struct timespec last_observed;
@@ -174,13 +226,18 @@ struct entry {
   int attempts;
   enum estate state;
   enum ewhere where;
-  bool busy, recreate;
+  bool busy, recreate, tried;
   char data[];
 };
 
 static struct entry *entry_of(struct kcr_hnode *n)
 {
   return KCR_HTAB_ENTRY(n, struct entry, h.hn);
+}
+
+static struct entry *entry_of_unsent(struct knode *n)
+{
+  return n ? KCR_HTAB_ENTRY(n, struct entry, u) : NULL;
 }
 
 struct fifo {
@@ -203,30 +260,33 @@ struct spam {
 struct kcr_recorder {
   /* immutable after kcr_recorder_new */
   char *controller, *instance;
-  kcr_metric *m_total;
-  int burst, max_attempts;
+  kcr_metrics *metrics; /* borrowed; the gauge's collect callback is on it */
+  kcr_metric *m_total, *m_qbytes;
+  double reported; /* what collect() last added to m_qbytes */
+  int burst, max_attempts, nsenders;
   uint64_t refill_ms, flush_ms, window_ms, retry_initial_ms, retry_max_ms, shutdown_ms;
-  size_t capacity;
+  size_t budget;
   kcr_event_sink_fn sink;
   void *sink_ud;
   kcr_client *client; /* a reference, when the sink is the API */
   uint64_t (*clock)(void *);
   void *clock_ud;
-  pthread_t thread;
-  unsigned seed; /* worker only */
+  pthread_t *threads; /* nthreads of nsenders started */
+  int nthreads;
 
   pthread_mutex_t mu;
-  pthread_cond_t wake; /* the worker waits here */
+  pthread_cond_t wake; /* idle senders wait here */
   pthread_cond_t idle; /* flushers wait here */
-  struct table events, spam;
+  struct table events, unsent, spam;
   struct fifo createq, patchq;
   struct timers timers;
   struct spam *spam_newest, *spam_oldest; /* the LRU list's ends */
-  size_t nqueued, ndirty;
-  bool inflight, stop, full_logged;
-  int nflush;
+  size_t nqueued, ndirty, qbytes;
+  int ninflight, nflush;
+  bool stop, full_logged, timekeeper;
+  unsigned seed;
   int64_t last_name_ns;
-  uint64_t last_gc_ms;
+  uint64_t last_gc_ms, paused_until;
   struct kcr_recorder_stats st;
 };
 
@@ -265,14 +325,14 @@ size_t kcr_event_note_cut(const char *s, size_t len, size_t max)
 static void key_fields(const struct kcr_event *ev, const char *f[NKEY_FIELDS])
 {
   const struct kcr_event_ref *r = ev->regarding;
-  f[0] = nz(ev->type);
-  f[1] = nz(ev->reason);
-  f[2] = nz(ev->action);
-  f[3] = nz(ev->note);
-  f[4] = nz(r ? r->kind : NULL);
-  f[5] = nz(r ? r->ns : NULL);
-  f[6] = nz(r ? r->name : NULL);
-  f[7] = nz(r ? r->uid : NULL);
+  f[0] = nz(r ? r->kind : NULL);
+  f[1] = nz(r ? r->ns : NULL);
+  f[2] = nz(r ? r->name : NULL);
+  f[3] = nz(r ? r->uid : NULL);
+  f[4] = nz(ev->reason);
+  f[5] = nz(ev->type);
+  f[6] = nz(ev->action);
+  f[NOTE_FIELD] = nz(ev->note);
 }
 
 bool kcr_event_isomorphic(const struct kcr_event *a, const struct kcr_event *b)
@@ -282,7 +342,7 @@ bool kcr_event_isomorphic(const struct kcr_event *a, const struct kcr_event *b)
   key_fields(b, fb);
   for(int i = 0; i < NKEY_FIELDS; i++) {
     size_t la = strlen(fa[i]), lb = strlen(fb[i]);
-    if(i == 3) { /* notes compare as sent: cut to the limit */
+    if(i == NOTE_FIELD) { /* notes compare as sent: cut to the limit */
       la = kcr_event_note_cut(fa[i], la, KCR_EVENT_NOTE_MAX);
       lb = kcr_event_note_cut(fb[i], lb, KCR_EVENT_NOTE_MAX);
     }
@@ -427,7 +487,8 @@ static void event_name(kcr_recorder *r, const char *rname, const struct timespec
     uuid_name(out, ns);
 }
 
-/* Makes an entry for a new event: key bytes first, then the other strings. */
+/* Makes an entry for a new event: key bytes first, then the other strings.
+ * Not linked anywhere yet. */
 static struct entry *entry_new(kcr_recorder *r, const struct kcr_event *ev,
                                const struct kcr_buf *key, uint64_t h,
                                const struct timespec *wall, uint64_t now)
@@ -450,17 +511,20 @@ static struct entry *entry_new(kcr_recorder *r, const struct kcr_event *ev,
   e = calloc(1, sizeof(*e) + len);
   if(!e)
     return NULL;
+  e->size = sizeof(*e) + len;
   memcpy(e->data, key->ptr, key->len);
   e->h.hn.hash = h;
   e->h.key = e->data;
   e->h.klen = key->len;
-  kf[0] = &e->type, kf[1] = &e->reason, kf[2] = &e->action, kf[3] = &e->note;
-  kf[4] = &e->r_kind, kf[5] = &e->r_ns, kf[6] = &e->r_name, kf[7] = &e->r_uid;
+  kf[0] = &e->r_kind, kf[1] = &e->r_ns, kf[2] = &e->r_name, kf[3] = &e->r_uid;
+  kf[4] = &e->reason, kf[5] = &e->type, kf[6] = &e->action, kf[7] = &e->note;
   off = 0;
   for(int i = 0; i < NKEY_FIELDS; i++) {
     *kf[i] = e->data + off;
     off += strlen(e->data + off) + 1;
   }
+  e->u.key = e->data; /* object, reason, type: up to the action */
+  e->u.klen = (size_t)(e->action - e->data);
   e->r_api = e->data + off;
   e->r_rv = e->r_api + strlen(extra[0]) + 1;
   e->ns = e->r_rv + strlen(extra[1]) + 1;
@@ -510,11 +574,12 @@ static void entry_remove(kcr_recorder *r, struct entry *e)
   free(e);
 }
 
-/* ---- the worker's schedule: createq, patchq, timers ---- */
+/* ---- the senders' schedule: createq, patchq, timers ---- */
 
 static void fifo_push(struct fifo *q, struct entry *e)
 {
   e->qnext = NULL;
+  e->qprev = q->tail;
   if(q->tail)
     q->tail->qnext = e;
   else
@@ -527,11 +592,29 @@ static struct entry *fifo_pop(struct fifo *q)
   struct entry *e = q->head;
   if(e) {
     q->head = e->qnext;
-    if(!q->head)
+    if(q->head)
+      q->head->qprev = NULL;
+    else
       q->tail = NULL;
     e->qnext = NULL;
   }
   return e;
+}
+
+/* Puts e, linked nowhere, in old's place; old leaves the queue. */
+static void fifo_replace(struct fifo *q, struct entry *old, struct entry *e)
+{
+  e->qprev = old->qprev;
+  e->qnext = old->qnext;
+  if(e->qprev)
+    e->qprev->qnext = e;
+  else
+    q->head = e;
+  if(e->qnext)
+    e->qnext->qprev = e;
+  else
+    q->tail = e;
+  old->qnext = old->qprev = NULL;
 }
 
 /* When e's next write may go: a POST after its backoff; a series PATCH
@@ -633,18 +716,31 @@ static void timers_rekey(kcr_recorder *r)
     timers_down(r, i);
 }
 
-/* Puts e where the worker will find it when it needs a write (I1): on
+/* Whom schedule() says to wake. */
+enum wake { WAKE_NONE, WAKE_ONE, WAKE_ALL };
+
+static void wake_up(kcr_recorder *r, enum wake w)
+{
+  if(w == WAKE_ONE)
+    pthread_cond_signal(&r->wake);
+  else if(w == WAKE_ALL)
+    pthread_cond_broadcast(&r->wake);
+}
+
+/* Puts e where the senders will find it when it needs a write (I1): on
  * createq or patchq when the write is due at now, else on the timers.
- * Returns true if the worker must wake up to see it. */
-static bool schedule(kcr_recorder *r, struct entry *e, uint64_t now)
+ * Returns whom to wake: one sender for a write due now, all of them for a
+ * new earliest timer (the timekeeper among them sleeps until a later one),
+ * nobody otherwise. */
+static enum wake schedule(kcr_recorder *r, struct entry *e, uint64_t now)
 {
   uint64_t due;
 
   if(e->busy || e->where != W_NONE || (e->state != E_QUEUED && !entry_dirty(e)))
-    return false;
+    return WAKE_NONE;
   due = due_at(r, e);
   if(due > now)
-    return timers_push(r, e, due);
+    return timers_push(r, e, due) ? WAKE_ALL : WAKE_NONE;
   if(e->state == E_QUEUED) {
     fifo_push(&r->createq, e);
     e->where = W_CREATEQ;
@@ -652,7 +748,7 @@ static bool schedule(kcr_recorder *r, struct entry *e, uint64_t now)
     fifo_push(&r->patchq, e);
     e->where = W_PATCHQ;
   }
-  return true;
+  return WAKE_ONE;
 }
 
 /* Moves the timers due at now to createq and patchq; a key that turns out
@@ -707,30 +803,23 @@ static void spam_gc(kcr_recorder *r, uint64_t now)
   }
 }
 
-/* Takes a token for (object, reason). *log_start is set when this call
+/* Takes a token for (object, reason): key is klen bytes, the first
+ * SPAM_FIELDS fields of the event's key. *log_start is set when this call
  * starts a run of drops. Out of memory: the event passes. O(1) expected:
  * one lookup, LRU moves, at most one eviction (the least recently used
  * bucket, as client-go's LRU cache) when SPAM_MAX_KEYS are in use. */
-static bool spam_take(kcr_recorder *r, const struct kcr_event *ev, uint64_t now,
+static bool spam_take(kcr_recorder *r, const char *key, size_t klen, uint64_t now,
                       bool *log_start)
 {
-  const char *f[NKEY_FIELDS];
-  const char *kf[5];
-  struct kcr_buf key = KCR_BUF_INIT;
   struct spam *s;
   uint64_t h;
-  bool ok = true;
+  bool ok;
 
   *log_start = false;
   if(r->burst < 0)
     return true;
-  key_fields(ev, f);
-  kf[0] = f[4], kf[1] = f[5], kf[2] = f[6], kf[3] = f[7], kf[4] = f[1];
-  for(int i = 0; i < 5; i++)
-    if(kcr_buf_append(&key, kf[i], strlen(kf[i]) + 1))
-      goto out;
-  h = kcr_hash(key.ptr, key.len);
-  s = (struct spam *)table_find(&r->spam, h, key.ptr, key.len);
+  h = kcr_hash(key, klen);
+  s = (struct spam *)table_find(&r->spam, h, key, klen);
   if(s) {
     r->spam.visits++;
     lru_unlink(r, s);
@@ -738,15 +827,15 @@ static bool spam_take(kcr_recorder *r, const struct kcr_event *ev, uint64_t now,
     /* Room first (at the cap, an eviction makes it), so the insert cannot
      * fail once a bucket has been evicted. */
     size_t room = r->spam.t.n < SPAM_MAX_KEYS ? r->spam.t.n + 1 : SPAM_MAX_KEYS;
-    if(kcr_htab_reserve(&r->spam.t, room) || !(s = calloc(1, sizeof(*s) + key.len)))
-      goto out;
+    if(kcr_htab_reserve(&r->spam.t, room) || !(s = calloc(1, sizeof(*s) + klen)))
+      return true;
     if(r->spam.t.n >= SPAM_MAX_KEYS) {
       r->spam.visits++;
       spam_remove(r, r->spam_oldest);
     }
-    memcpy(s->data, key.ptr, key.len);
+    memcpy(s->data, key, klen);
     s->h.key = s->data;
-    s->h.klen = key.len;
+    s->h.klen = klen;
     kcr_event_bucket_init(&s->b, r->burst, now);
     kcr_htab_insert(&r->spam.t, &s->h.hn, h); /* reserved: cannot fail */
   }
@@ -756,8 +845,6 @@ static bool spam_take(kcr_recorder *r, const struct kcr_event *ev, uint64_t now,
   if(!ok && !s->dropping)
     *log_start = true;
   s->dropping = !ok;
-out:
-  kcr_buf_cleanup(&key);
   return ok;
 }
 
@@ -771,16 +858,90 @@ static void count_metric(kcr_recorder *r, const char *type, const char *reason,
   kcr_metric_inc(r->m_total, (const char *const[]){type, reason, result}, 1);
 }
 
-static kcr_err build_key(const struct kcr_event *ev, size_t note_len, struct kcr_buf *key)
+/* The isomorphic key (key_fields order, the note cut to note_len) and the
+ * lengths of its two prefixes: the spam key and the coalescing key. */
+static kcr_err build_key(const struct kcr_event *ev, size_t note_len, struct kcr_buf *key,
+                         size_t *spam_len, size_t *unsent_len)
 {
   const char *f[NKEY_FIELDS];
   key_fields(ev, f);
   for(int i = 0; i < NKEY_FIELDS; i++) {
-    size_t n = i == 3 ? note_len : strlen(f[i]);
+    size_t n = i == NOTE_FIELD ? note_len : strlen(f[i]);
+    if(i == SPAM_FIELDS)
+      *spam_len = key->len;
+    if(i == UNSENT_FIELDS)
+      *unsent_len = key->len;
     kcr_buf_append(key, f[i], n);
     kcr_buf_append(key, "", 1);
   }
   return kcr_buf_err(key);
+}
+
+/* Room for one more entry in the tables and on the heap, so that linking
+ * it cannot fail (I6). */
+static kcr_err reserve(kcr_recorder *r)
+{
+  if(timers_reserve(&r->timers, r->events.t.n + 1) ||
+     kcr_htab_reserve(&r->events.t, r->events.t.n + 1) ||
+     kcr_htab_reserve(&r->unsent.t, r->unsent.t.n + 1))
+    return KCR_ENOMEM;
+  return KCR_OK;
+}
+
+/* Links a new event's entry (room reserved): the events and unsent tables,
+ * createq. */
+static enum wake entry_add(kcr_recorder *r, struct entry *e, uint64_t now)
+{
+  kcr_htab_insert(&r->events.t, &e->h.hn, e->h.hn.hash);
+  kcr_htab_insert(&r->unsent.t, &e->u.hn, e->u.hn.hash);
+  r->nqueued++;
+  r->qbytes += e->size; /* I9 */
+  return schedule(r, e, now);
+}
+
+/* e, a new event's entry, takes the place of old, a new event no sender
+ * has taken yet with the same object, reason and type (I8): one Event for
+ * both, with e's note and action, old's eventTime, the occurrences of both
+ * in its count, and a note that says so. O(1); frees old. */
+static void coalesce(kcr_recorder *r, struct entry *old, struct entry *e)
+{
+  KCR_ASSERT(old->where == W_CREATEQ && !old->busy && !old->tried); /* I8 */
+  e->count = old->count < SERIES_MAX ? old->count + 1 : SERIES_MAX;
+  e->combined = true;
+  memcpy(e->event_time, old->event_time, sizeof(e->event_time));
+  fifo_replace(&r->createq, old, e);
+  e->where = W_CREATEQ;
+  kcr_htab_remove(&r->unsent.t, &old->u.hn);
+  kcr_htab_remove(&r->events.t, &old->h.hn);
+  r->qbytes = r->qbytes - old->size + e->size;
+  free(old);
+  kcr_htab_insert(&r->events.t, &e->h.hn, e->h.hn.hash); /* one out, one in */
+  kcr_htab_insert(&r->unsent.t, &e->u.hn, e->u.hn.hash);
+}
+
+/* A new event (no entry with its key): coalesced with an unsent one, queued,
+ * or dropped. Takes e (frees it unless it is kept). */
+static enum outcome add_new(kcr_recorder *r, struct entry *e, size_t spam_len,
+                            uint64_t now, enum wake *wake, bool *log_spam)
+{
+  struct entry *old =
+      entry_of_unsent(table_find(&r->unsent, e->u.hn.hash, e->h.key, e->u.klen));
+  size_t held = old ? old->size : 0;
+
+  if(r->qbytes - held + e->size > r->budget) {
+    free(e);
+    return O_DROP_FULL;
+  }
+  if(old) {
+    coalesce(r, old, e);
+    return O_AGGREGATED;
+  }
+  if(!spam_take(r, e->h.key, spam_len, now, log_spam)) {
+    free(e);
+    return O_DROP_SPAM;
+  }
+  *wake = entry_add(r, e, now);
+  return O_QUEUED;
 }
 
 kcr_err kcr_recorder_event(kcr_recorder *r, const struct kcr_event *ev)
@@ -790,7 +951,9 @@ kcr_err kcr_recorder_event(kcr_recorder *r, const struct kcr_event *ev)
   struct timespec wall;
   struct entry *e;
   enum outcome oc = O_QUEUED;
-  bool log_full = false, log_spam = false, wake = false;
+  enum wake wake = WAKE_NONE;
+  bool log_full = false, log_spam = false;
+  size_t spam_len = 0, unsent_len = 0, queued = 0;
   uint64_t h, now;
   kcr_err rc;
 
@@ -799,7 +962,7 @@ kcr_err kcr_recorder_event(kcr_recorder *r, const struct kcr_event *ev)
     return KCR_EINVAL;
   rc = build_key(
       ev, kcr_event_note_cut(nz(ev->note), strlen(nz(ev->note)), KCR_EVENT_NOTE_MAX),
-      &key);
+      &key, &spam_len, &unsent_len);
   if(rc)
     goto out;
   h = kcr_hash(key.ptr, key.len);
@@ -820,28 +983,23 @@ kcr_err kcr_recorder_event(kcr_recorder *r, const struct kcr_event *ev)
     e->last_seen_ms = now;
     dirty_update(r, e, was_dirty);
     wake = schedule(r, e, now); /* a series that just became dirty */
-    r->st.aggregated++;
     oc = O_AGGREGATED;
-  } else if(r->nqueued >= r->capacity) {
-    log_full = !r->full_logged;
-    r->full_logged = true;
-    r->st.dropped++;
-    oc = O_DROP_FULL;
-  } else if(timers_reserve(&r->timers, r->events.t.n + 1) ||
-            kcr_htab_reserve(&r->events.t, r->events.t.n + 1)) {
-    rc = KCR_ENOMEM;
-  } else if(!spam_take(r, ev, now, &log_spam)) {
-    r->st.dropped++;
-    oc = O_DROP_SPAM;
-  } else if(!(e = entry_new(r, ev, &key, h, &wall, now))) {
+  } else if(reserve(r) || !(e = entry_new(r, ev, &key, h, &wall, now))) {
     rc = KCR_ENOMEM;
   } else {
-    kcr_htab_insert(&r->events.t, &e->h.hn, h); /* reserved: cannot fail */
-    r->nqueued++;
-    wake = schedule(r, e, now);
+    e->u.hn.hash = kcr_hash(key.ptr, unsent_len);
+    oc = add_new(r, e, spam_len, now, &wake, &log_spam);
   }
-  if(wake)
-    pthread_cond_signal(&r->wake);
+  if(!rc && oc == O_AGGREGATED)
+    r->st.aggregated++;
+  if(!rc && (oc == O_DROP_FULL || oc == O_DROP_SPAM))
+    r->st.dropped++;
+  if(!rc && oc == O_DROP_FULL) {
+    log_full = !r->full_logged;
+    r->full_logged = true;
+    queued = r->qbytes;
+  }
+  wake_up(r, wake);
   pthread_mutex_unlock(&r->mu);
 
   if(rc)
@@ -852,9 +1010,9 @@ kcr_err kcr_recorder_event(kcr_recorder *r, const struct kcr_event *ev)
     count_metric(r, ev->type, ev->reason, "dropped");
   if(log_full)
     KCR_LOG(KCR_LOG_WARN, "event queue full: dropping new events until it drains",
-            KCR_I("capacity", r->capacity), KCR_S("kind", rg->kind),
-            KCR_S("namespace", nz(rg->ns)), KCR_S("name", rg->name),
-            KCR_S("reason", ev->reason));
+            KCR_I("queueBytes", r->budget), KCR_I("queuedBytes", queued),
+            KCR_S("kind", rg->kind), KCR_S("namespace", nz(rg->ns)),
+            KCR_S("name", rg->name), KCR_S("reason", ev->reason));
   if(log_spam)
     KCR_LOG(KCR_LOG_WARN,
             "event spam limit reached: dropping events for this object "
@@ -908,6 +1066,23 @@ static bool add_opt(cJSON *o, const char *k, const char *v)
   return !*v || add_str(o, k, v);
 }
 
+/* The note as sent: a combined Event's says so, cut to the limit. */
+static bool add_note(cJSON *o, const struct entry *e)
+{
+  char buf[sizeof(COMBINED) + KCR_EVENT_NOTE_MAX];
+  int n;
+
+  if(!e->combined)
+    return add_opt(o, "note", e->note);
+  n = snprintf(buf, sizeof(buf), "%s%s", COMBINED, e->note);
+  if(n < 0)
+    return false;
+  if((size_t)n >= sizeof(buf))
+    n = (int)sizeof(buf) - 1;
+  buf[kcr_event_note_cut(buf, (size_t)n, KCR_EVENT_NOTE_MAX)] = '\0';
+  return add_str(o, "note", buf);
+}
+
 static bool add_series(cJSON *o, const struct entry *e)
 {
   char t[KCR_RFC3339_MICRO_LEN];
@@ -927,8 +1102,8 @@ static cJSON *event_body(const kcr_recorder *r, const struct entry *e)
       add_str(md, "namespace", e->ns) && add_str(o, "eventTime", e->event_time) &&
       add_str(o, "reportingController", r->controller) &&
       add_str(o, "reportingInstance", r->instance) && add_str(o, "action", e->action) &&
-      add_str(o, "reason", e->reason) && add_opt(o, "note", e->note) &&
-      add_str(o, "type", e->type) && (rg = cJSON_AddObjectToObject(o, "regarding")) &&
+      add_str(o, "reason", e->reason) && add_note(o, e) && add_str(o, "type", e->type) &&
+      (rg = cJSON_AddObjectToObject(o, "regarding")) &&
       add_opt(rg, "apiVersion", e->r_api) && add_str(rg, "kind", e->r_kind) &&
       add_opt(rg, "namespace", e->r_ns) && add_str(rg, "name", e->r_name) &&
       add_opt(rg, "uid", e->r_uid) && add_opt(rg, "resourceVersion", e->r_rv) &&
@@ -950,7 +1125,7 @@ static cJSON *series_body(const struct entry *e)
   return o;
 }
 
-/* ---- the worker ---- */
+/* ---- the senders ---- */
 
 struct job {
   struct entry *e;
@@ -959,20 +1134,27 @@ struct job {
   uint64_t count; /* the count the body carries */
 };
 
-/* Picks the next write due at now, marks its entry busy; false if none.
- * New events first, in the order they became due, then series. */
+static bool paused(const kcr_recorder *r, uint64_t now) { return now < r->paused_until; }
+
+/* Picks the next write due at now, marks its entry busy; false if none
+ * (or while paused). New events first, in the order they became due, then
+ * series. */
 static bool pick(kcr_recorder *r, uint64_t now, struct job *j)
 {
   struct entry *e;
 
+  if(paused(r, now))
+    return false;
   timers_expire(r, now);
   if((e = fifo_pop(&r->createq))) {
     r->events.visits++;
     KCR_ASSERT(e->state == E_QUEUED && e->where == W_CREATEQ);
     e->where = W_NONE;
     r->nqueued--;
-    if(r->nqueued < r->capacity)
-      r->full_logged = false;
+    if(!e->tried) { /* no longer open to coalescing (I8) */
+      kcr_htab_remove(&r->unsent.t, &e->u.hn);
+      e->tried = true;
+    }
     j->op = KCR_EVENT_CREATE;
     j->body = event_body(r, e);
   } else {
@@ -990,25 +1172,27 @@ static bool pick(kcr_recorder *r, uint64_t now, struct job *j)
     j->body = series_body(e);
   }
   e->busy = true;
-  r->inflight = true;
+  r->ninflight++;
   j->e = e;
   j->count = e->count;
   return true;
 }
 
-/* When the worker has something to do next (monotonic ms), after pick()
- * found nothing due: the first timer or the next tick. */
-static uint64_t next_deadline(const kcr_recorder *r)
+/* When there is something to do next (monotonic ms), after pick() found
+ * nothing due: the end of a pause, else the first timer; the next tick at
+ * the latest. */
+static uint64_t next_deadline(const kcr_recorder *r, uint64_t now)
 {
   uint64_t next = r->last_gc_ms + GC_TICK_MS;
-  if(r->timers.n && r->timers.a[0]->due < next)
-    next = r->timers.a[0]->due;
-  return next;
+  uint64_t first = paused(r, now) ? r->paused_until
+                   : r->timers.n  ? r->timers.a[0]->due
+                                  : UINT64_MAX;
+  return first < next ? first : next;
 }
 
 static bool quiescent(const kcr_recorder *r)
 {
-  return !r->nqueued && !r->inflight && !r->ndirty; /* I5 */
+  return !r->nqueued && !r->ninflight && !r->ndirty; /* I5 */
 }
 
 /* Once a tick: forgets expired entries and refilled spam buckets. The one
@@ -1041,7 +1225,6 @@ static bool retryable(kcr_err rc)
   case KCR_ETIMEDOUT:
   case KCR_EUNAUTHORIZED:
   case KCR_EFORBIDDEN:
-  case KCR_ETOOMANY:
   case KCR_EUNAVAILABLE:
   case KCR_ESERVER:
   case KCR_EHTTP:
@@ -1073,9 +1256,11 @@ static uint64_t backoff_ms(kcr_recorder *r, int attempts)
  *             took it). The name is this entry's own, so the Event is ours:
  *             it is created, with at least its first occurrence; repeats go
  *             into a series PATCH as for any created Event
+ *   THROTTLED a 429: pause every sender, then the same write again; not an
+ *             attempt (the server said when to come back, not that it failed)
  *   GIVE_UP   drop it: a new event is forgotten (failed), a series write is
  *             abandoned until the next repeat */
-enum verdict { V_DONE, V_RETRY, V_RECREATE, V_REPATCH, V_FOUND, V_GIVE_UP };
+enum verdict { V_DONE, V_RETRY, V_RECREATE, V_REPATCH, V_FOUND, V_THROTTLED, V_GIVE_UP };
 
 /* A 403 because the Event's namespace is being deleted: no retry can
  * succeed, and it says nothing about RBAC (client-go drops it quietly too). */
@@ -1090,6 +1275,8 @@ static enum verdict judge(const kcr_recorder *r, const struct job *j, kcr_err rc
   bool more = j->e->attempts + 1 < r->max_attempts;
   if(!rc)
     return V_DONE;
+  if(rc == KCR_ETOOMANY)
+    return V_THROTTLED;
   if(ns_terminating(rc, ei))
     return V_GIVE_UP;
   if(j->op == KCR_EVENT_PATCH && rc == KCR_ENOTFOUND) /* expired on the server */
@@ -1101,22 +1288,33 @@ static enum verdict judge(const kcr_recorder *r, const struct job *j, kcr_err rc
   return retryable(rc) && more ? V_RETRY : V_GIVE_UP;
 }
 
+/* The default sink: the API server through the client's connection pool,
+ * called by every sender at once. The client's own 429/503 retries are off:
+ * the recorder pauses all its senders on a 429 (finish()) and retries a 503
+ * on its own schedule, and a sender sleeping through Retry-After inside the
+ * client would keep its job from everyone. */
 static kcr_err api_sink(void *ud, enum kcr_event_op op, const char *ns, const char *name,
                         const cJSON *body, struct kcr_errinfo *ei)
 {
-  kcr_client *c = ud;
-  struct kcr_patch_opts po = {.type = KCR_PATCH_MERGE};
-  char *text;
-  kcr_err rc;
+  bool create = op == KCR_EVENT_CREATE;
+  struct kcr_ref ref = {.gvr = &events_gvr, .ns = ns, .name = create ? NULL : name};
+  struct kcr_buf path = KCR_BUF_INIT;
+  struct kcr_http_response resp = {0, KCR_BUF_INIT};
+  char *text = kcr_json_to_text(body);
+  kcr_err rc = text ? kcr_path(&path, &ref) : KCR_ENOMEM;
 
-  if(op == KCR_EVENT_CREATE)
-    return kcr_create(c, &(struct kcr_ref){.gvr = &events_gvr, .ns = ns}, body, NULL,
-                      NULL, ei);
-  text = kcr_json_to_text(body);
-  if(!text)
-    return KCR_ENOMEM;
-  rc = kcr_patch(c, &(struct kcr_ref){.gvr = &events_gvr, .ns = ns, .name = name}, &po,
-                 text, strlen(text), NULL, ei);
+  if(!rc)
+    rc = kcr_client_do(ud,
+                       &(struct kcr_http_request){
+                           .method = create ? "POST" : "PATCH",
+                           .path = path.ptr,
+                           .content_type = create ? NULL : "application/merge-patch+json",
+                           .body = text,
+                           .body_len = strlen(text),
+                           .max_retries = -1},
+                       &resp, ei);
+  kcr_buf_cleanup(&resp.body);
+  kcr_buf_cleanup(&path);
   free(text);
   return rc;
 }
@@ -1137,6 +1335,10 @@ static void log_verdict(const kcr_recorder *r, const struct job *j, enum verdict
   case V_RETRY:
   case V_REPATCH:
     msg = "event write failed; will retry";
+    lvl = KCR_LOG_DEBUG;
+    break;
+  case V_THROTTLED:
+    msg = "event write throttled (429): every sender pauses";
     lvl = KCR_LOG_DEBUG;
     break;
   case V_FOUND:
@@ -1162,18 +1364,33 @@ static void log_verdict(const kcr_recorder *r, const struct job *j, enum verdict
           KCR_S("message", ei->message ? ei->message : ""));
 }
 
+/* How long a 429 pauses the senders: its Retry-After, else
+ * retry_initial_ms; at most retry_max_ms. */
+static uint64_t pause_ms(const kcr_recorder *r, const struct kcr_errinfo *ei)
+{
+  uint64_t ms = ei->retry_after_ms ? ei->retry_after_ms : r->retry_initial_ms;
+  return ms < r->retry_max_ms ? ms : r->retry_max_ms;
+}
+
 /* Applies the outcome of a write (under r->mu) and schedules what the
- * entry needs next. May free j->e. */
-static void finish(kcr_recorder *r, const struct job *j, enum verdict v, uint64_t now)
+ * entry needs next. May free j->e. pause: how long a V_THROTTLED pauses. */
+static void finish(kcr_recorder *r, const struct job *j, enum verdict v, uint64_t pause,
+                   uint64_t now)
 {
   struct entry *e = j->e;
   bool was_dirty = entry_dirty(e);
+  bool first = j->op == KCR_EVENT_CREATE && !e->recreate;
 
   e->busy = false;
-  r->inflight = false;
+  r->ninflight--;
+  if(first && (v == V_DONE || v == V_FOUND || v == V_GIVE_UP)) {
+    r->qbytes -= e->size; /* settled (I9) */
+    if(r->qbytes <= r->budget / 2)
+      r->full_logged = false; /* log again when it fills up again */
+  }
   switch(v) {
   case V_DONE:
-    if(j->op == KCR_EVENT_CREATE && !e->recreate)
+    if(first)
       r->st.sent++;
     if(j->op == KCR_EVENT_PATCH)
       r->st.series_writes++;
@@ -1187,6 +1404,10 @@ static void finish(kcr_recorder *r, const struct job *j, enum verdict v, uint64_
   case V_RETRY: /* a POST stays E_QUEUED, a PATCH dirty */
     e->attempts++;
     e->not_before_ms = sat_add(now, backoff_ms(r, e->attempts));
+    break;
+  case V_THROTTLED: /* the same, after the pause, for every sender */
+    if(sat_add(now, pause) > r->paused_until)
+      r->paused_until = sat_add(now, pause);
     break;
   case V_REPATCH:
     e->attempts++;
@@ -1215,7 +1436,7 @@ static void finish(kcr_recorder *r, const struct job *j, enum verdict v, uint64_
       e->not_before_ms = 0;
       break;
     }
-    if(!e->recreate)
+    if(first)
       r->st.failed++;
     entry_remove(r, e);
     return;
@@ -1223,7 +1444,7 @@ static void finish(kcr_recorder *r, const struct job *j, enum verdict v, uint64_
   dirty_update(r, e, was_dirty);
   if(e->state == E_QUEUED)
     r->nqueued++;
-  schedule(r, e, now);
+  wake_up(r, schedule(r, e, now));
 }
 
 /* Runs one job: called and returns with r->mu held. */
@@ -1231,44 +1452,64 @@ static void run(kcr_recorder *r, struct job *j)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   enum verdict v;
+  uint64_t pause;
   kcr_err rc;
 
   pthread_mutex_unlock(&r->mu);
   /* The entry's strings are immutable and it cannot go away while busy (I2);
-   * attempts and recreate are written by this thread only. */
+   * attempts and recreate are written only by the sender that holds it
+   * busy. */
   rc = j->body ? r->sink(r->sink_ud, j->op, j->e->ns, j->e->name, j->body, &ei)
                : KCR_ENOMEM;
   cJSON_Delete(j->body);
   j->body = NULL;
   v = judge(r, j, rc, &ei);
+  pause = pause_ms(r, &ei);
   log_verdict(r, j, v, rc, &ei);
   if(j->op == KCR_EVENT_CREATE && !j->e->recreate &&
      (v == V_DONE || v == V_FOUND || v == V_GIVE_UP))
     count_metric(r, j->e->type, j->e->reason, v == V_GIVE_UP ? "failed" : "sent");
   kcr_errinfo_cleanup(&ei);
   pthread_mutex_lock(&r->mu);
-  finish(r, j, v, now_ms(r));
+  finish(r, j, v, pause, now_ms(r));
 }
 
-static void *worker(void *arg)
+/* Sleeps until woken; the timekeeper (one idle sender at a time) also
+ * until the next deadline, at most a tick (a test clock may not move). */
+static void sender_wait(kcr_recorder *r, uint64_t now)
+{
+  uint64_t next = next_deadline(r, now);
+
+  if(r->timekeeper) {
+    pthread_cond_wait(&r->wake, &r->mu);
+    return;
+  }
+  if(next <= now)
+    return;
+  r->timekeeper = true;
+  cond_wait_ms(&r->wake, &r->mu, next - now < GC_TICK_MS ? next - now : GC_TICK_MS);
+  r->timekeeper = false;
+}
+
+static void *sender(void *arg)
 {
   kcr_recorder *r = arg;
 
   pthread_mutex_lock(&r->mu);
   while(!r->stop) {
-    uint64_t now = now_ms(r), next;
+    uint64_t now = now_ms(r);
     struct job j;
     if(now >= r->last_gc_ms + GC_TICK_MS)
       gc(r, now);
     if(pick(r, now, &j)) {
+      if(r->createq.head || r->patchq.head) /* more for the next sender */
+        pthread_cond_signal(&r->wake);
       run(r, &j);
       continue;
     }
     if(r->nflush > 0 && quiescent(r))
       pthread_cond_broadcast(&r->idle);
-    next = next_deadline(r);
-    if(next > now) /* a test clock may not move: re-check at least every tick */
-      cond_wait_ms(&r->wake, &r->mu, next - now < GC_TICK_MS ? next - now : GC_TICK_MS);
+    sender_wait(r, now);
   }
   pthread_mutex_unlock(&r->mu);
   return NULL;
@@ -1289,7 +1530,7 @@ kcr_err kcr_recorder_flush(kcr_recorder *r, uint64_t timeout_ms)
   if(r->nflush++ == 0)
     timers_rekey(r); /* dirty series are due now */
   pthread_cond_signal(&r->wake);
-  while(!quiescent(r)) { /* the worker broadcasts idle when it gets there */
+  while(!quiescent(r)) { /* a sender broadcasts idle when it gets there */
     if(forever) {
       pthread_cond_wait(&r->idle, &r->mu);
     } else if(pthread_cond_timedwait(&r->idle, &r->mu, &until)) {
@@ -1307,6 +1548,7 @@ void kcr_recorder_get_stats(kcr_recorder *r, struct kcr_recorder_stats *out)
   pthread_mutex_lock(&r->mu);
   *out = r->st;
   out->queued = r->nqueued;
+  out->queued_bytes = r->qbytes;
   out->tracked = r->events.t.n;
   pthread_mutex_unlock(&r->mu);
 }
@@ -1315,18 +1557,49 @@ void kcr__recorder_probe(kcr_recorder *r, struct kcr__recorder_probe *out)
 {
   pthread_mutex_lock(&r->mu);
   out->spam_visits = r->spam.visits;
-  out->event_visits = r->events.visits;
+  out->event_visits = r->events.visits + r->unsent.visits;
   out->spam_keys = r->spam.t.n;
   out->events_longest_chain = kcr__htab_longest_chain(&r->events.t);
   out->spam_longest_chain = kcr__htab_longest_chain(&r->spam.t);
   pthread_mutex_unlock(&r->mu);
 }
 
+/* The queued-bytes gauge, refreshed at each render: each recorder on the
+ * registry adds what changed since its last report, so the gauge is their
+ * sum. Renders run one at a time: reported needs no lock. */
+static void collect(void *ud)
+{
+  kcr_recorder *r = ud;
+  double now;
+  pthread_mutex_lock(&r->mu);
+  now = (double)r->qbytes;
+  pthread_mutex_unlock(&r->mu);
+  kcr_metric_inc(r->m_qbytes, NULL, now - r->reported);
+  r->reported = now;
+}
+
+/* Stops and joins the senders that were started. */
+static void stop_senders(kcr_recorder *r)
+{
+  pthread_mutex_lock(&r->mu);
+  r->stop = true;
+  pthread_cond_broadcast(&r->wake);
+  pthread_mutex_unlock(&r->mu);
+  for(int i = 0; i < r->nthreads; i++)
+    pthread_join(r->threads[i], NULL);
+  r->nthreads = 0;
+}
+
+/* Frees everything; no sender runs. */
 static void destroy(kcr_recorder *r)
 {
   struct kcr_htab_iter it;
   struct kcr_hnode *n;
 
+  if(r->m_qbytes) { /* no render runs collect() once this returns */
+    kcr_metrics_off_collect(r->metrics, collect, r);
+    kcr_metric_inc(r->m_qbytes, NULL, -r->reported);
+  }
   kcr_htab_iter_init(&it, &r->events.t);
   while((n = kcr_htab_iter_next(&it)))
     free(entry_of(n));
@@ -1334,8 +1607,10 @@ static void destroy(kcr_recorder *r)
   while((n = kcr_htab_iter_next(&it)))
     free(KCR_HTAB_ENTRY(n, struct spam, h.hn));
   kcr_htab_cleanup(&r->events.t);
+  kcr_htab_cleanup(&r->unsent.t);
   kcr_htab_cleanup(&r->spam.t);
   free(r->timers.a);
+  free(r->threads);
   pthread_cond_destroy(&r->wake);
   pthread_cond_destroy(&r->idle);
   pthread_mutex_destroy(&r->mu);
@@ -1356,12 +1631,8 @@ void kcr_recorder_free(kcr_recorder *r)
   if(kcr_recorder_flush(r, r->shutdown_ms))
     KCR_LOG(KCR_LOG_WARN, "event recorder: flush at shutdown timed out",
             KCR_I("timeoutMs", r->shutdown_ms));
-  pthread_mutex_lock(&r->mu);
-  r->stop = true;
-  pthread_cond_broadcast(&r->wake);
-  pthread_mutex_unlock(&r->mu);
-  pthread_join(r->thread, NULL);
-  /* The worker is gone: no entry is busy, and the lock is not needed. */
+  stop_senders(r); /* each finishes the write it is doing first */
+  /* No sender runs: no entry is busy, and the lock is not needed. */
   kcr_htab_iter_init(&it, &r->events.t);
   while((n = kcr_htab_iter_next(&it))) {
     const struct entry *e = entry_of(n);
@@ -1412,6 +1683,9 @@ static kcr_err check_opts(const struct kcr_recorder_opts *o, struct kcr_errinfo 
     return kcr_errinfo_set(ei, KCR_EINVAL,
                            "%s: max_attempts must not be negative, not %d", fn,
                            o->max_attempts);
+  if(o->senders < 0)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: senders must not be negative, not %d", fn,
+                           o->senders);
   return KCR_OK;
 }
 
@@ -1420,7 +1694,8 @@ static void set_defaults(kcr_recorder *r, const struct kcr_recorder_opts *o)
   /* burst < 0 is "no limit" inside the recorder */
   r->burst = o->no_spam_limit ? -1 : o->spam_burst ? o->spam_burst : 25;
   r->refill_ms = o->spam_refill_ms ? o->spam_refill_ms : 300000;
-  r->capacity = o->queue_capacity ? o->queue_capacity : 1000;
+  r->budget = o->queue_bytes ? o->queue_bytes : KCR_EVENT_QUEUE_BYTES;
+  r->nsenders = o->senders ? o->senders : 4;
   r->flush_ms = o->series_flush_ms ? o->series_flush_ms : 30000;
   r->window_ms = o->aggregate_window_ms ? o->aggregate_window_ms : 360000;
   r->max_attempts = o->max_attempts ? o->max_attempts : 5;
@@ -1461,10 +1736,12 @@ kcr_err kcr_recorder_new(const struct kcr_recorder_opts *o, kcr_recorder **out,
   r->controller = strdup(o->reporting_controller);
   r->instance =
       o->reporting_instance ? strdup(o->reporting_instance) : default_instance();
-  if(!r->controller || !r->instance)
+  r->threads = calloc((size_t)r->nsenders, sizeof(*r->threads));
+  if(!r->controller || !r->instance || !r->threads)
     goto out;
   r->last_gc_ms = now_ms(r);
   if(o->metrics) {
+    r->metrics = o->metrics;
     r->m_total = kcr_metric_counter(o->metrics, "kcr_events_total",
                                     "Events recorded, by type, reason and outcome "
                                     "(sent, aggregated, dropped, failed).",
@@ -1472,14 +1749,24 @@ kcr_err kcr_recorder_new(const struct kcr_recorder_opts *o, kcr_recorder **out,
     if(!r->m_total)
       KCR_LOG(KCR_LOG_WARN, "kcr_events_total is registered with other labels; "
                             "events are not counted");
+    r->m_qbytes = kcr_metric_gauge(o->metrics, "kcr_events_queued_bytes",
+                                   "Bytes held for new events not yet created "
+                                   "(bounded by the recorder's queue_bytes).",
+                                   NULL);
+    if(r->m_qbytes && kcr_metrics_on_collect(o->metrics, collect, r))
+      r->m_qbytes = NULL; /* out of memory: no gauge */
   }
-  if(pthread_create(&r->thread, NULL, worker, r)) {
-    rc = kcr_errinfo_set(ei, KCR_ENOMEM, "kcr_recorder_new: cannot start its thread");
-    goto out;
-  }
+  for(; r->nthreads < r->nsenders; r->nthreads++)
+    if(pthread_create(&r->threads[r->nthreads], NULL, sender, r)) {
+      rc = kcr_errinfo_set(ei, KCR_ENOMEM,
+                           "kcr_recorder_new: cannot start sender thread %d of %d",
+                           r->nthreads + 1, r->nsenders);
+      goto out;
+    }
   *out = r;
   return KCR_OK;
 out:
+  stop_senders(r);
   destroy(r);
   return rc;
 }

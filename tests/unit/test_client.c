@@ -195,6 +195,65 @@ static void a_success_after_a_retry_leaves_ei_alone(void **state)
   kcr_client_free(c);
 }
 
+static kcr_err busy_for_7s(struct twire_call *call, void *ud)
+{
+  (*(int *)ud)++;
+  twire_retry_after(call, 7);
+  return twire_reply(call, 429, "%s", twire_status_json(429, "TooManyRequests"));
+}
+
+/* The answer that fails a call leaves its Retry-After in ei, and a raw
+ * request can turn the client's own retries off: the event recorder backs
+ * off all its senders at once instead (events.h). */
+static void a_429_carries_retry_after_and_a_request_may_forgo_retries(void **state)
+{
+  int calls = 0;
+  kcr_client *c = twire_client(busy_for_7s, &calls);
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_http_response resp = {0, KCR_BUF_INIT};
+  struct kcr_http_request req = {.method = "POST",
+                                 .path = "/api/v1/namespaces/ns/configmaps",
+                                 .body = "{}",
+                                 .body_len = 2,
+                                 .max_retries = -1};
+
+  assert_int_equal(KCR_ETOOMANY, kcr_client_do(c, &req, &resp, &ei));
+  assert_int_equal(1, calls);
+  assert_int_equal(429, ei.code);
+  assert_int_equal(7000, ei.retry_after_ms);
+  kcr_buf_cleanup(&resp.body);
+  kcr_errinfo_cleanup(&ei);
+  assert_int_equal(0, ei.retry_after_ms);
+  kcr_client_free(c);
+  /* The client's retries (their waits capped at 1 ms): the last answer's. */
+  calls = 0;
+  c = twire_client_opts(
+      busy_for_7s, &calls,
+      &(struct kcr_client_opts){.max_retries = 2, .max_retry_after_ms = 1});
+  assert_int_equal(KCR_ETOOMANY,
+                   kcr_get(c, &(struct kcr_ref){&cms, "ns", "a"}, NULL, &ei));
+  assert_int_equal(3, calls);
+  assert_int_equal(7000, ei.retry_after_ms);
+  kcr_errinfo_cleanup(&ei);
+  req.max_retries = 1; /* a request's own count */
+  calls = 0;
+  assert_int_equal(KCR_ETOOMANY, kcr_client_do(c, &req, &resp, &ei));
+  assert_int_equal(2, calls);
+  kcr_buf_cleanup(&resp.body);
+  kcr_errinfo_cleanup(&ei);
+  kcr_client_free(c);
+  /* An answer without one: 0. */
+  calls = 0;
+  c = twire_client_opts(unavailable, &calls,
+                        &(struct kcr_client_opts){.max_retries = -1});
+  assert_int_equal(KCR_EUNAVAILABLE,
+                   kcr_get(c, &(struct kcr_ref){&cms, "ns", "a"}, NULL, &ei));
+  assert_int_equal(503, ei.code);
+  assert_int_equal(0, ei.retry_after_ms);
+  kcr_errinfo_cleanup(&ei);
+  kcr_client_free(c);
+}
+
 static kcr_err unauthorized(struct twire_call *call, void *ud)
 {
   (*(int *)ud)++;
@@ -562,6 +621,7 @@ int main(void)
       cmocka_unit_test(list_each_never_returns_a_truncated_list),
       cmocka_unit_test(oversized_answers_are_refused_with_a_clear_error),
       cmocka_unit_test(many_retries_and_huge_retry_after_stay_bounded),
+      cmocka_unit_test(a_429_carries_retry_after_and_a_request_may_forgo_retries),
       cmocka_unit_test(a_success_after_a_retry_leaves_ei_alone),
       cmocka_unit_test(a_401_is_retried_only_with_credentials_that_can_change),
       cmocka_unit_test(the_write_gate_stops_mutating_requests_only),
