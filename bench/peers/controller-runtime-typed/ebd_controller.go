@@ -53,6 +53,16 @@ func (r *EBDReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Complete(r)
 }
 
+// The RBAC config/rbac/role.yaml grants (the EBD's finalizers: for
+// blockOwnerDeletion on the children's controller references).
+//
+// +kubebuilder:rbac:groups=ebdman.example.com,resources=ebds,verbs=list;watch
+// +kubebuilder:rbac:groups=ebdman.example.com,resources=ebds/status,verbs=patch
+// +kubebuilder:rbac:groups=ebdman.example.com,resources=ebds/finalizers,verbs=update
+// +kubebuilder:rbac:groups=ebdman.example.com,resources=vfms,verbs=create;get;list;patch;watch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=create;get;list;patch;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
 // Reconcile applies the EBD's children when the cached ones differ, then
 // writes the conditions it owns when they changed.
 func (r *EBDReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -86,11 +96,13 @@ func (r *EBDReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		}
 	}
 
-	// The VFM <name>, spec = spec.vfm.
+	// The VFM <name>, spec = spec.vfm. Applying a new spec makes the cached
+	// VFM's Ready stale; applying only metadata (annotations) does not.
 	var vfm ebdv1alpha1.VFM
 	appliedSpec := false
-	if failMsg == "" && !(r.Get(ctx, req.NamespacedName, &vfm) == nil && ownedBy(&vfm, ebd.UID, anns) &&
-		equality.Semantic.DeepEqual(vfm.Spec, ebd.Spec.VFM)) {
+	haveVFM := r.Get(ctx, req.NamespacedName, &vfm) == nil
+	sameSpec := haveVFM && equality.Semantic.DeepEqual(vfm.Spec, ebd.Spec.VFM)
+	if failMsg == "" && !(haveVFM && ownedBy(&vfm, ebd.UID, anns) && sameSpec) {
 		want := ebd.Spec.VFM
 		spec := ebdac.VFMSpec().WithImage(want.Image).WithConfig(want.Config)
 		if want.Replicas != nil {
@@ -99,9 +111,11 @@ func (r *EBDReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		ac := ebdac.VFM(ebd.Name, ebd.Namespace).
 			WithLabels(labels).WithAnnotations(anns).WithOwnerReferences(owner).
 			WithSpec(spec)
-		if appliedSpec, failMsg, err = r.apply(ctx, ac, "VFM", ebd.Name); err != nil {
+		applied := false
+		if applied, failMsg, err = r.apply(ctx, ac, "VFM", ebd.Name); err != nil {
 			return ctrl.Result{}, err
 		}
+		appliedSpec = applied && !sameSpec
 	}
 
 	var seen *ebdv1alpha1.VFM
