@@ -108,33 +108,33 @@ func emptyMap(v any) bool {
 	return v == nil || (ok && len(m) == 0)
 }
 
-// upToDate: the cached child has the wanted field, propagated annotations and
-// controller owner.
-func (r *reconciler) upToDate(ctx context.Context, want *unstructured.Unstructured, field string) bool {
+// upToDate: (the cached child has the wanted field, propagated annotations
+// and controller owner; it has the wanted field).
+func (r *reconciler) upToDate(ctx context.Context, want *unstructured.Unstructured, field string) (bool, bool) {
 	have := newU(want.GroupVersionKind())
 	if err := r.c.Get(ctx, client.ObjectKeyFromObject(want), have); err != nil {
-		return false
+		return false, false
 	}
 	a, b := want.Object[field], have.Object[field]
 	if !(emptyMap(a) && emptyMap(b)) && !reflect.DeepEqual(a, b) {
-		return false
+		return false, false
 	}
 	owner := metav1.GetControllerOf(have)
 	if owner == nil || owner.UID != want.GetOwnerReferences()[0].UID {
-		return false
+		return false, true
 	}
 	wa, ha := want.GetAnnotations(), have.GetAnnotations()
 	for k, v := range wa {
 		if ha[k] != v {
-			return false
+			return false, true
 		}
 	}
 	for k := range ha {
 		if _, ok := wa[k]; strings.HasPrefix(k, annPrefix) && !ok {
-			return false
+			return false, true
 		}
 	}
-	return true
+	return true, true
 }
 
 func permanent(err error) bool {
@@ -142,15 +142,18 @@ func permanent(err error) bool {
 		apierrors.IsNotFound(err) || apierrors.IsUnauthorized(err)
 }
 
-// install applies one child if needed: (applied, failedMessage, transientErr).
+// install applies one child if needed: (applied a new field, failedMessage,
+// transientErr). An apply of metadata only (annotations, owner) leaves the
+// child's field, and so the cached child's status, as it was.
 func (r *reconciler) install(ctx context.Context, want *unstructured.Unstructured, field string) (bool, string, error) {
-	if r.upToDate(ctx, want, field) {
+	current, sameField := r.upToDate(ctx, want, field)
+	if current {
 		return false, "", nil
 	}
 	err := r.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(want),
 		client.FieldOwner(fieldManager), client.ForceOwnership)
 	if err == nil {
-		return true, "", nil
+		return !sameField, "", nil
 	}
 	if permanent(err) {
 		return false, fmt.Sprintf("%s %s: %v", want.GetKind(), want.GetName(), err), nil
