@@ -47,6 +47,8 @@
 #include <strings.h>
 #include <time.h>
 
+#include <openssl/ssl.h>
+
 #include "client-int.h"
 #include "config-int.h"
 #include "core/secret-int.h"
@@ -80,7 +82,15 @@ struct kcr_client {
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
+static bool tls_openssl; /* curl's TLS backend is OpenSSL; set once */
+
+static void curl_init_once(void)
+{
+  const curl_version_info_data *v;
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  v = curl_version_info(CURLVERSION_NOW);
+  tls_openssl = v && v->ssl_version && !strncmp(v->ssl_version, "OpenSSL/", 8);
+}
 
 /* Sets base_url, host_hdr and connect_to from the config (see DESIGN):
  * without tls-server-name the URL is the server's and the others are NULL. */
@@ -341,6 +351,14 @@ static long curl_ms(uint64_t ms, bool transfer)
   return (long)ms;
 }
 
+/* curl's SSL_CTX callback (OpenSSL backend only): a connection keeps its
+ * TLS buffers (see DESIGN). */
+static CURLcode keep_tls_buffers(CURL *h, void *ssl_ctx, void *ud)
+{
+  SSL_CTX_clear_mode((SSL_CTX *)ssl_ctx, SSL_MODE_RELEASE_BUFFERS);
+  return CURLE_OK;
+}
+
 /* Settings that never change for a handle. */
 static kcr_err conn_setup(kcr_client *c, struct kcr__conn *conn)
 {
@@ -360,6 +378,8 @@ static kcr_err conn_setup(kcr_client *c, struct kcr__conn *conn)
   curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, ""); /* gzip when offered */
   curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https,http");
   curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+  if(tls_openssl)
+    curl_easy_setopt(h, CURLOPT_SSL_CTX_FUNCTION, keep_tls_buffers);
   /* The config refuses a CA together with insecure-skip-tls-verify. */
   if(kcr_config_insecure(c->cfg)) {
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
