@@ -500,15 +500,17 @@ static size_t probe_body(char *p, size_t sz, size_t n, void *ud)
   return sz * n;
 }
 
-/* OpenSSL keeps a connection's buffers between records: curl's
- * SSL_MODE_RELEASE_BUFFERS, which frees and allocates 16 KiB twice per
- * request, is cleared on every connection the client opens. */
-static void connections_keep_their_tls_buffers(void **state)
+/* Every connection the client opens speaks HTTP/1.1 (each has one request
+ * at a time: HTTP/2 would only add work per request), and OpenSSL keeps its
+ * buffers between records: curl's SSL_MODE_RELEASE_BUFFERS, which frees and
+ * allocates 16 KiB twice per request, is cleared. */
+static void connections_are_http1_and_keep_their_tls_buffers(void **state)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   struct kcr__conn *conn = kcr__conn_get(cl);
   struct curl_slist *hdrs = NULL;
   struct probe pr = {0};
+  long version = 0;
 
   assert_non_null(conn);
   pr.h = conn->h;
@@ -522,6 +524,8 @@ static void connections_keep_their_tls_buffers(void **state)
   assert_true(pr.seen);
   assert_int_equal(CURLSSLBACKEND_OPENSSL, pr.backend);
   assert_int_equal(0, pr.ssl_mode & SSL_MODE_RELEASE_BUFFERS);
+  assert_int_equal(CURLE_OK, curl_easy_getinfo(conn->h, CURLINFO_HTTP_VERSION, &version));
+  assert_int_equal(CURL_HTTP_VERSION_1_1, version);
   curl_easy_setopt(conn->h, CURLOPT_HTTPHEADER, NULL);
   kcr__headers_free(hdrs);
   kcr__conn_put(cl, conn, true); /* not pooled with our callback in it */
@@ -537,7 +541,7 @@ int main(void)
       cmocka_unit_test(list_pages_over_a_thousand_objects),
       cmocka_unit_test(bad_requests_are_refused_locally),
       cmocka_unit_test(tls_server_name_is_what_the_certificate_is_checked_against),
-      cmocka_unit_test(connections_keep_their_tls_buffers),
+      cmocka_unit_test(connections_are_http1_and_keep_their_tls_buffers),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
