@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/json-int.h"
 #include "kcr/json.h"
 
 /* From this magnitude on, cJSON prints a double in exponent form. */
@@ -546,6 +547,187 @@ static bool well_formed(const char *text, size_t len)
   if(len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3)) /* cJSON skips a BOM */
     s.p += 3;
   return valid_value(&s);
+}
+
+/* ---- leaving members out before parsing ----
+ *
+ * The text is followed by its structure only - strings (a backslash escapes
+ * the next byte, as cJSON's parse_string reads them), brackets matched by
+ * kind, and on the path the names, colons and commas of each member - at a
+ * few instructions per byte, a third of what checking every token costs:
+ * the kept bytes are checked by cJSON when they are parsed, and the dropped
+ * ones are never read. So a text that is well formed parses as it would,
+ * minus the members, and one that is not still fails, unless all that was
+ * wrong lay inside a dropped member. */
+
+#define SKIP_DEPTH 128 /* deeper: not followed (the caller parses the text) */
+
+/* The end of the string whose opening quote is at p, or NULL if the text
+ * ends first. */
+static const char *skip_string(const char *p, const char *end)
+{
+  const char *start = ++p;
+
+  for(;;) {
+    const char *q = memchr(p, '"', (size_t)(end - p));
+    size_t bs = 0;
+    if(!q)
+      return NULL;
+    while(q - bs > start && q[-1 - (ptrdiff_t)bs] == '\\')
+      bs++;
+    if(!(bs & 1))
+      return q + 1;
+    p = q + 1;
+  }
+}
+
+/* A byte of a literal: true, false, null or a number. */
+static bool literal_byte(char c) { return (c >= 'a' && c <= 'z') || number_byte(c); }
+
+/* Moves s past the value at s->p (after white space), by its structure. */
+static bool skip_value(struct scan *s)
+{
+  char close[SKIP_DEPTH];
+  int depth = 0;
+  const char *p, *b;
+
+  skip_ws(s);
+  p = b = s->p;
+  if(p >= s->end)
+    return false;
+  if(*p == '"')
+    return (s->p = skip_string(p, s->end)) != NULL;
+  if(*p != '{' && *p != '[') { /* a literal */
+    while(p < s->end && literal_byte(*p))
+      p++;
+    s->p = p;
+    return p > b;
+  }
+  for(; p < s->end; p++) {
+    switch(*p) {
+    case '"':
+      if(!(p = skip_string(p, s->end)))
+        return false;
+      p--;
+      break;
+    case '{':
+    case '[':
+      if(depth == SKIP_DEPTH)
+        return false;
+      close[depth++] = *p == '{' ? '}' : ']';
+      break;
+    case '}':
+    case ']':
+      if(close[--depth] != *p)
+        return false;
+      if(!depth) {
+        s->p = p + 1;
+        return true;
+      }
+      break;
+    default: break;
+    }
+  }
+  return false;
+}
+
+/* Reads the member name at s->p and says whether its bytes between the
+ * quotes are name[0..n). */
+static bool key_is(struct scan *s, const char *name, size_t n, bool *match)
+{
+  const char *e;
+
+  skip_ws(s);
+  if(s->p >= s->end || *s->p != '"' || !(e = skip_string(s->p, s->end)))
+    return false;
+  *match = (size_t)(e - s->p - 2) == n && !memcmp(s->p + 1, name, n);
+  s->p = e;
+  return true;
+}
+
+/* Moves s from the object at s->p to the value of its first member named
+ * name[0..n); false when there is none or the structure breaks on the way. */
+static bool to_member(struct scan *s, const char *name, size_t n)
+{
+  skip_ws(s);
+  if(s->p >= s->end || *s->p != '{')
+    return false;
+  s->p++;
+  if(eat(s, '}'))
+    return false;
+  do {
+    bool match;
+    if(!key_is(s, name, n, &match) || !eat(s, ':'))
+      return false;
+    if(match) {
+      skip_ws(s);
+      return true;
+    }
+    if(!skip_value(s))
+      return false;
+  } while(eat(s, ','));
+  return false;
+}
+
+/* Appends the members of the object at s->p except those named
+ * name[0..n), comma-separated, up to and without its closing brace (which
+ * s has passed when it returns true). *dropped: some member was left out. */
+static bool copy_members(struct scan *s, const char *name, size_t n, struct kcr_buf *out,
+                         bool *dropped)
+{
+  bool first = true;
+
+  if(s->p >= s->end || *s->p != '{')
+    return false;
+  s->p++;
+  if(eat(s, '}'))
+    return true;
+  do {
+    const char *m;
+    bool match;
+    skip_ws(s);
+    m = s->p;
+    if(!key_is(s, name, n, &match) || !eat(s, ':') || !skip_value(s))
+      return false;
+    if(match) {
+      *dropped = true;
+      continue;
+    }
+    if(!first)
+      kcr_buf_append(out, ",", 1);
+    kcr_buf_append(out, m, (size_t)(s->p - m));
+    first = false;
+  } while(eat(s, ','));
+  return eat(s, '}');
+}
+
+kcr_err kcr__json_drop_members(const char *text, size_t len, const char *path,
+                               const char *name, struct kcr_buf *out)
+{
+  struct scan s = {text, text + len, 0};
+  const char *seg = path, *obj;
+  bool dropped = false;
+
+  kcr_buf_reset(out);
+  if(!text || (len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3)))
+    return KCR_ENOTFOUND; /* (cJSON skips a BOM: not worth following) */
+  for(;;) {
+    const char *dot = strchr(seg, '.');
+    size_t n = dot ? (size_t)(dot - seg) : strlen(seg);
+    if(!to_member(&s, seg, n))
+      return KCR_ENOTFOUND;
+    if(!dot)
+      break;
+    seg = dot + 1;
+  }
+  obj = s.p;
+  kcr_buf_append(out, text, (size_t)(obj - text) + 1); /* up to its '{' */
+  if(!copy_members(&s, name, strlen(name), out, &dropped) || !dropped) {
+    kcr_buf_reset(out);
+    return KCR_ENOTFOUND;
+  }
+  kcr_buf_append(out, s.p - 1, (size_t)(s.end - s.p) + 1); /* '}' and the rest */
+  return kcr_buf_err(out);
 }
 
 /* ---- parsing ---- */

@@ -1,7 +1,8 @@
 /* Watches against the real kube-apiserver: ADDED/MODIFIED/DELETED arrive in
  * order with their resourceVersions, cancellation from another thread is
- * prompt, the server's timeout ends the stream cleanly, and a watch from a
- * compacted resourceVersion ends with KCR_EGONE. */
+ * prompt, the server's timeout ends the stream cleanly, a watch from a
+ * compacted resourceVersion ends with KCR_EGONE, and drop_managed_fields
+ * delivers objects without their managedFields. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,12 +214,76 @@ static void watch_from_compacted_rv_is_gone(void **state)
   kcr_errinfo_cleanup(&ei);
 }
 
+/* What objects arrived with and without managedFields. */
+struct mf_seen {
+  int with, without;
+  char data[16];
+};
+
+static kcr_err note_managed_fields(struct kcr_watch_event *ev, void *ud)
+{
+  struct mf_seen *m = ud;
+  const char *v = kcr_json_str(ev->object, "data.k");
+  if(kcr_json_at(ev->object, "metadata.managedFields"))
+    m->with++;
+  else
+    m->without++;
+  snprintf(m->data, sizeof(m->data), "%s", v ? v : "");
+  return KCR_OK;
+}
+
+static struct mf_seen watch_current_state(bool drop)
+{
+  struct kcr_ref coll = {&itest_configmaps, ns};
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct mf_seen m = {0};
+  struct kcr_watch_opts wo = {.client = cl,
+                              .ref = &coll,
+                              .on_event = note_managed_fields,
+                              .ud = &m,
+                              .label_selector = "kcr-test=mf",
+                              .timeout_ms = 1000,
+                              .drop_managed_fields = drop};
+  kcr_watch *w;
+  assert_int_equal(KCR_OK, kcr_watch_new(&wo, &w, NULL));
+  itest_expect(KCR_OK, kcr_watch_run(w, &ei), &ei);
+  kcr_watch_free(w);
+  kcr_errinfo_cleanup(&ei);
+  return m;
+}
+
+/* The apiserver sends every object with its managedFields; with
+ * drop_managed_fields they are left out before parsing, the rest is the
+ * same. */
+static void drop_managed_fields_leaves_them_out(void **state)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_ref coll = {&itest_configmaps, ns};
+  cJSON *obj = itest_json("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+                          "{\"name\":\"mf\",\"labels\":{\"kcr-test\":\"mf\"}},"
+                          "\"data\":{\"k\":\"kept\"}}");
+  struct mf_seen full, dropped;
+
+  itest_expect(KCR_OK, kcr_create(cl, &coll, obj, NULL, NULL, &ei), &ei);
+  full = watch_current_state(false);
+  dropped = watch_current_state(true);
+  assert_int_equal(1, full.with);
+  assert_int_equal(0, full.without);
+  assert_int_equal(0, dropped.with);
+  assert_int_equal(1, dropped.without);
+  assert_string_equal("kept", full.data);
+  assert_string_equal("kept", dropped.data);
+  cJSON_Delete(obj);
+  kcr_errinfo_cleanup(&ei);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(events_arrive_in_order_and_cancel_is_prompt),
       cmocka_unit_test(server_timeout_ends_the_stream_cleanly),
       cmocka_unit_test(watch_from_compacted_rv_is_gone),
+      cmocka_unit_test(drop_managed_fields_leaves_them_out),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,31 @@
+/* core/json-int.h - JSON text surgery for libkcr's own parsers (the watch
+ * decoder); not installed. */
+#ifndef KCR_CORE_JSON_INT_H
+#define KCR_CORE_JSON_INT_H
+
+#include <stddef.h>
+
+#include "kcr/buf.h"
+
+/* Writes to out (emptied first) the JSON text text[0..len) without the
+ * members named `name` of the object at `path`, a dot path of member names
+ * from the top-level object ("object.metadata"). Meant for a member that is
+ * a large share of the text and of no use to the caller, to spare parsing
+ * it (an object's managedFields).
+ * The text is followed by its structure only (strings, brackets, the names,
+ * colons and commas of the objects on the path), not checked token by
+ * token: for a well-formed text, parsing out gives the tree parsing text
+ * gives minus those members; for a malformed one, parsing out fails too,
+ * unless all that was wrong lay inside a dropped member. Names are
+ * compared byte for byte as written (a name spelled with escapes is not
+ * matched); on each level of the path the first member of that name is
+ * taken, as kcr_json_at does; bytes after the object at path are copied
+ * unread.
+ * Returns KCR_OK when it left something out; KCR_ENOTFOUND, with out empty,
+ * when there was nothing to leave out or the structure could not be
+ * followed to the end of that object (then parse text itself: cJSON says
+ * what is wrong); KCR_ENOMEM (out holds part of the text). */
+kcr_err kcr__json_drop_members(const char *text, size_t len, const char *path,
+                               const char *name, struct kcr_buf *out);
+
+#endif
