@@ -361,6 +361,12 @@ static kcr_err watch_path(const kcr_watch *w, struct kcr_buf *p)
   return kcr_buf_err(p);
 }
 
+/* How long one wait for the stream may last. curl_multi_poll returns
+ * earlier for data, for curl's own timers (the transfer timeout) and for
+ * kcr_watch_cancel's curl_multi_wakeup, so an idle watch need not wake up
+ * to look: this only bounds the wait should a wakeup ever be lost. */
+#define IDLE_POLL_MS 60000
+
 /* Drives the transfer until it ends or is canceled; returns curl's result. */
 static CURLcode pump(kcr_watch *w, bool *canceled)
 {
@@ -376,7 +382,7 @@ static CURLcode pump(kcr_watch *w, bool *canceled)
     }
     if(curl_multi_perform(w->multi, &running) != CURLM_OK)
       return CURLE_RECV_ERROR;
-    if(running && curl_multi_poll(w->multi, NULL, 0, 1000, NULL) != CURLM_OK)
+    if(running && curl_multi_poll(w->multi, NULL, 0, IDLE_POLL_MS, NULL) != CURLM_OK)
       return CURLE_RECV_ERROR;
   }
   while((msg = curl_multi_info_read(w->multi, &left)))
