@@ -518,8 +518,8 @@ kcr_err kcr__conn_prepare(kcr_client *c, struct kcr__conn *conn, const char *met
   l = n;
   if(content_type) {
     struct kcr_buf ct = KCR_BUF_INIT;
-    if(kcr_buf_printf(&ct, "Content-Type: %s", content_type) ||
-       !(n = curl_slist_append(l, ct.ptr))) {
+    kcr_buf_puts(&ct, "Content-Type: ");
+    if(kcr_buf_puts(&ct, content_type) || !(n = curl_slist_append(l, ct.ptr))) {
       kcr_buf_cleanup(&ct);
       goto out;
     }
