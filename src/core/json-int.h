@@ -1,9 +1,12 @@
-/* core/json-int.h - JSON text surgery for libkcr's own parsers (the watch
- * decoder); not installed. */
+/* core/json-int.h - JSON text for libkcr's own hot paths: leaving a member
+ * out before parsing (the watch decoder), printing into a buffer of the
+ * caller's (the store); not installed. */
 #ifndef KCR_CORE_JSON_INT_H
 #define KCR_CORE_JSON_INT_H
 
 #include <stddef.h>
+
+#include <cjson/cJSON.h>
 
 #include "kcr/buf.h"
 
@@ -27,5 +30,12 @@
  * what is wrong); KCR_ENOMEM (out holds part of the text). */
 kcr_err kcr__json_drop_members(const char *text, size_t len, const char *path,
                                const char *name, struct kcr_buf *out);
+
+/* Appends the compact text of obj to out: the text cJSON_PrintUnformatted
+ * makes, faster (kcr_json_to_text is this into a new buffer). Returns
+ * KCR_OK; KCR_EINVAL for what cJSON cannot print either (no obj, a Raw
+ * node without text, a node of no type), out then holding part of the
+ * text; KCR_ENOMEM (out's error). */
+kcr_err kcr__json_print(const cJSON *obj, struct kcr_buf *out);
 
 #endif
