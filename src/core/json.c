@@ -59,7 +59,9 @@ static cJSON *member(const cJSON *obj, const char *name, size_t n)
     return NULL;
   cJSON_ArrayForEach(it, obj)
   {
-    if(it->string && strlen(it->string) == n && !memcmp(it->string, name, n))
+    /* the first byte inline: most members differ there */
+    if(it->string && (!n || it->string[0] == name[0]) && !strncmp(it->string, name, n) &&
+       !it->string[n])
       return it;
   }
   return NULL;
