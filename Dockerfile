@@ -8,7 +8,7 @@ FROM debian:12 AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build pkg-config \
-      libcurl4-openssl-dev libcjson-dev libyaml-dev libmicrohttpd-dev \
+      libcurl4-openssl-dev libssl-dev libcjson-dev libyaml-dev libmicrohttpd-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # .dockerignore keeps .cache (control-plane binaries), build trees and .git out.

@@ -2,8 +2,10 @@
  *
  * One client per process is enough: it is thread-safe and keeps a pool of
  * curl easy handles (each used by one thread at a time) so TCP/TLS
- * connections are reused; HTTP/2 is used when the server offers it. TLS
- * verification is on unless the config says insecure-skip-tls-verify.
+ * connections are reused. Each handle keeps a connection of its own and
+ * speaks HTTP/1.1 on it (HTTP/2's multiplexing would go unused and cost
+ * CPU on every request). TLS verification is on unless the config says
+ * insecure-skip-tls-verify.
  *
  * Errors. A non-2xx answer maps to a code and the server's Status is copied
  * into *ei (when ei is not NULL): 400 KCR_EBADREQUEST, 401

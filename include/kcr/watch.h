@@ -64,6 +64,11 @@ struct kcr_watch_opts {
    * 30-60 minutes). The transfer itself times out 30 s after it. */
   uint64_t timeout_ms;
   bool allow_bookmarks;
+  /* true: each object's metadata.managedFields is left out of the text
+   * before it is parsed, so ev->object has none. They are often half of an
+   * object's bytes and of no use to a cache that strips them anyway (the
+   * informer sets this unless keep_managed_fields). */
+  bool drop_managed_fields;
 };
 
 typedef struct kcr_watch kcr_watch;

@@ -1,9 +1,43 @@
-/* Private to libkcr (and the tests): reading a few values out of JSON text
- * without building a tree. */
-#ifndef KCR_JSON_INT_H
-#define KCR_JSON_INT_H
+/* core/json-int.h - JSON text for libkcr's own hot paths: leaving a member
+ * out before parsing (the watch decoder), printing into a buffer of the
+ * caller's (the store), reading a few values out of text without building
+ * a tree (the status writer); not installed. */
+#ifndef KCR_CORE_JSON_INT_H
+#define KCR_CORE_JSON_INT_H
 
 #include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "kcr/buf.h"
+
+/* Writes to out (emptied first) the JSON text text[0..len) without the
+ * members named `name` of the object at `path`, a dot path of member names
+ * from the top-level object ("object.metadata"). Meant for a member that is
+ * a large share of the text and of no use to the caller, to spare parsing
+ * it (an object's managedFields).
+ * The text is followed by its structure only (strings, brackets, the names,
+ * colons and commas of the objects on the path), not checked token by
+ * token: for a well-formed text, parsing out gives the tree parsing text
+ * gives minus those members; for a malformed one, parsing out fails too,
+ * unless all that was wrong lay inside a dropped member. Names are
+ * compared byte for byte as written (a name spelled with escapes is not
+ * matched); on each level of the path the first member of that name is
+ * taken, as kcr_json_at does; bytes after the object at path are copied
+ * unread.
+ * Returns KCR_OK when it left something out; KCR_ENOTFOUND, with out empty,
+ * when there was nothing to leave out or the structure could not be
+ * followed to the end of that object (then parse text itself: cJSON says
+ * what is wrong); KCR_ENOMEM (out holds part of the text). */
+kcr_err kcr__json_drop_members(const char *text, size_t len, const char *path,
+                               const char *name, struct kcr_buf *out);
+
+/* Appends the compact text of obj to out: the text cJSON_PrintUnformatted
+ * makes, faster (kcr_json_to_text is this into a new buffer). Returns
+ * KCR_OK; KCR_EINVAL for what cJSON cannot print either (no obj, a Raw
+ * node without text, a node of no type), out then holding part of the
+ * text; KCR_ENOMEM (out's error). */
+kcr_err kcr__json_print(const cJSON *obj, struct kcr_buf *out);
 
 /* One value wanted by kcr__json_spans. */
 struct kcr__json_want {

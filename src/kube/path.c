@@ -75,6 +75,14 @@ static bool object_name(const char *s)
   return true;
 }
 
+/* Appends sep and s (both checked already). */
+static struct kcr_buf *segment(struct kcr_buf *out, const char *sep, const char *s)
+{
+  kcr_buf_puts(out, sep);
+  kcr_buf_puts(out, s);
+  return out;
+}
+
 kcr_err kcr_path(struct kcr_buf *out, const struct kcr_ref *ref)
 {
   const struct kcr_gvr *g = ref ? ref->gvr : NULL;
@@ -89,20 +97,22 @@ kcr_err kcr_path(struct kcr_buf *out, const struct kcr_ref *ref)
     return KCR_EINVAL;
   if(g->namespaced && ref->name && !ref->ns)
     return KCR_EINVAL;
-  if(g->group && *g->group) {
-    if(!subdomain(g->group))
-      return KCR_EINVAL;
-    kcr_buf_printf(out, "/apis/%s/%s", g->group, g->version);
-  } else {
-    kcr_buf_printf(out, "/api/%s", g->version);
-  }
+  if(g->group && *g->group && !subdomain(g->group))
+    return KCR_EINVAL;
+  /* Appends, not kcr_buf_printf: a path is built for every request. Room
+   * for the usual path and query at once, not grown step by step. */
+  kcr_buf_reserve(out, 192);
+  if(g->group && *g->group)
+    segment(segment(out, "/apis/", g->group), "/", g->version);
+  else
+    segment(out, "/api/", g->version);
   if(ref->ns)
-    kcr_buf_printf(out, "/namespaces/%s", ref->ns);
-  kcr_buf_printf(out, "/%s", g->resource);
+    segment(out, "/namespaces/", ref->ns);
+  segment(out, "/", g->resource);
   if(ref->name)
-    kcr_buf_printf(out, "/%s", ref->name);
+    segment(out, "/", ref->name);
   if(ref->sub)
-    kcr_buf_printf(out, "/%s", ref->sub);
+    segment(out, "/", ref->sub);
   return kcr_buf_err(out);
 }
 

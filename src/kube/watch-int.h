@@ -24,8 +24,11 @@ void kcr__framer_cleanup(struct kcr__framer *f);
 
 /* Decodes one watch document. On success ev->object is a new tree (caller
  * frees) and ev->resource_version points into it. Unknown "type" ->
- * KCR_EPARSE with ei naming the type; kind of the error in ei->message. */
-kcr_err kcr__watch_decode(const char *line, size_t len, struct kcr_watch_event *ev,
-                          struct kcr_errinfo *ei);
+ * KCR_EPARSE with ei naming the type; kind of the error in ei->message.
+ * With scratch (a buffer of the caller's, reused between calls) the
+ * object's metadata.managedFields is left out before parsing
+ * (kcr_watch_opts.drop_managed_fields). */
+kcr_err kcr__watch_decode(const char *line, size_t len, struct kcr_buf *scratch,
+                          struct kcr_watch_event *ev, struct kcr_errinfo *ei);
 
 #endif

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "client-int.h"
+#include "core/json-int.h"
 #include "kcr/json.h"
 #include "kcr/log.h"
 #include "kcr/time.h"
@@ -75,8 +76,8 @@ const char *kcr_watch_type_name(enum kcr_watch_type t)
   return (unsigned)t <= KCR_WATCH_ERROR ? type_names[t] : "UNKNOWN";
 }
 
-kcr_err kcr__watch_decode(const char *line, size_t len, struct kcr_watch_event *ev,
-                          struct kcr_errinfo *ei)
+kcr_err kcr__watch_decode(const char *line, size_t len, struct kcr_buf *scratch,
+                          struct kcr_watch_event *ev, struct kcr_errinfo *ei)
 {
   cJSON *doc = NULL, *obj;
   const char *type;
@@ -84,6 +85,15 @@ kcr_err kcr__watch_decode(const char *line, size_t len, struct kcr_watch_event *
   size_t i;
 
   memset(ev, 0, sizeof(*ev));
+  rc = scratch ? kcr__json_drop_members(line, len, "object.metadata", "managedFields",
+                                        scratch)
+               : KCR_ENOTFOUND;
+  if(rc == KCR_OK) {
+    line = scratch->ptr;
+    len = scratch->len;
+  } else if(rc != KCR_ENOTFOUND) {
+    return kcr_errinfo_set(ei, rc, "out of memory reading a watch event");
+  }
   rc = kcr_json_parse(line, len, &doc, ei);
   if(rc)
     return rc;
@@ -119,7 +129,7 @@ struct kcr_watch {
   struct kcr_ref ref;
   char *group, *version, *resource, *ns, *label_selector, *field_selector;
   uint64_t timeout_s; /* 0: the server's default */
-  bool allow_bookmarks;
+  bool allow_bookmarks, drop_managed_fields;
   kcr_watch_fn fn;
   void *ud;
   char *rv;
@@ -128,6 +138,7 @@ struct kcr_watch {
   /* per run */
   struct kcr__framer fr;
   struct kcr_buf errbody;
+  struct kcr_buf scratch; /* a document without managedFields */
   struct kcr_errinfo *ei;
   kcr_err stop_rc;
   long code;
@@ -174,6 +185,7 @@ kcr_err kcr_watch_new(const struct kcr_watch_opts *o, kcr_watch **out,
   if(w->timeout_s > INT32_MAX)
     w->timeout_s = INT32_MAX;
   w->allow_bookmarks = o->allow_bookmarks;
+  w->drop_managed_fields = o->drop_managed_fields;
   w->gvr = (struct kcr_gvr){w->group, w->version, w->resource, o->ref->gvr->namespaced};
   w->ref = (struct kcr_ref){&w->gvr, w->ns, NULL, NULL};
   atomic_init(&w->canceled, false);
@@ -216,6 +228,7 @@ void kcr_watch_free(kcr_watch *w)
   free(w->rv);
   kcr__framer_cleanup(&w->fr);
   kcr_buf_cleanup(&w->errbody);
+  kcr_buf_cleanup(&w->scratch);
   kcr_client_free(w->c);
   free(w);
 }
@@ -251,7 +264,8 @@ static kcr_err on_line(const char *line, size_t len, void *ud)
     len--;
   if(!len)
     return KCR_OK;
-  rc = kcr__watch_decode(line, len, &ev, &local);
+  rc = kcr__watch_decode(line, len, w->drop_managed_fields ? &w->scratch : NULL, &ev,
+                         &local);
   if(rc == KCR_EUNSUPPORTED) {
     if(!w->warned_unknown)
       KCR_LOG(KCR_LOG_WARN, "skipping watch event of unknown type",
@@ -347,6 +361,12 @@ static kcr_err watch_path(const kcr_watch *w, struct kcr_buf *p)
   return kcr_buf_err(p);
 }
 
+/* How long one wait for the stream may last. curl_multi_poll returns
+ * earlier for data, for curl's own timers (the transfer timeout) and for
+ * kcr_watch_cancel's curl_multi_wakeup, so an idle watch need not wake up
+ * to look: this only bounds the wait should a wakeup ever be lost. */
+#define IDLE_POLL_MS 60000
+
 /* Drives the transfer until it ends or is canceled; returns curl's result. */
 static CURLcode pump(kcr_watch *w, bool *canceled)
 {
@@ -362,7 +382,7 @@ static CURLcode pump(kcr_watch *w, bool *canceled)
     }
     if(curl_multi_perform(w->multi, &running) != CURLM_OK)
       return CURLE_RECV_ERROR;
-    if(running && curl_multi_poll(w->multi, NULL, 0, 1000, NULL) != CURLM_OK)
+    if(running && curl_multi_poll(w->multi, NULL, 0, IDLE_POLL_MS, NULL) != CURLM_OK)
       return CURLE_RECV_ERROR;
   }
   while((msg = curl_multi_info_read(w->multi, &left)))

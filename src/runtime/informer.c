@@ -448,7 +448,8 @@ static enum state do_watch(kcr_informer *inf)
                               .label_selector = inf->lsel,
                               .field_selector = inf->fsel,
                               .timeout_ms = watch_timeout_ms(inf),
-                              .allow_bookmarks = true};
+                              .allow_bookmarks = true,
+                              .drop_managed_fields = !inf->o.keep_managed_fields};
   uint64_t t0 = kcr_time_mono_ms(), events0;
   kcr_watch *w;
   kcr_err rc;

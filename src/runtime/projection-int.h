@@ -5,6 +5,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "kcr/buf.h"
 #include "kcr/err.h"
 
 /* A compiled keep-list: immutable once made, so any number of threads may
@@ -34,9 +35,11 @@ void kcr__proj_free(struct kcr__proj *p);
  * is there; a path that meets a non-object before its end keeps nothing
  * (paths do not index arrays). Of members with the same name, the first.
  * Allocates the text only (and, for keep-lists of more than 64 member
- * names in all, one scratch array). Returns text to free(), or NULL when
- * out of memory or tree is not an object. Thread safety: any thread (tree
- * as cJSON allows). */
-char *kcr__proj_print(const struct kcr__proj *p, const cJSON *tree);
+ * names in all, one scratch array) and appends the text to out. Returns
+ * KCR_OK; KCR_EINVAL when tree is not an object; KCR_ENOMEM (out then
+ * holds part of the text). Thread safety: any thread (tree as cJSON
+ * allows). */
+kcr_err kcr__proj_print(const struct kcr__proj *p, const cJSON *tree,
+                        struct kcr_buf *out);
 
 #endif

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/json-int.h"
 #include "kcr/store.h"
 #include "runtime/projection-int.h"
 
@@ -207,23 +208,23 @@ static cJSON *view(const struct kcr__proj *p, int t, const cJSON *src, cJSON *sk
   return first;
 }
 
-char *kcr__proj_print(const struct kcr__proj *p, const cJSON *tree)
+kcr_err kcr__proj_print(const struct kcr__proj *p, const cJSON *tree, struct kcr_buf *out)
 {
   cJSON stack[STACK_NODES], *sk = stack, root;
-  char *text;
+  kcr_err rc;
 
   if(!cJSON_IsObject(tree))
-    return NULL;
+    return KCR_EINVAL;
   if(p->n > STACK_NODES && !(sk = calloc((size_t)p->n, sizeof(*sk))))
-    return NULL;
+    return KCR_ENOMEM;
   if(sk == stack)
     memset(stack, 0, sizeof(stack[0]) * (size_t)p->n);
   root = *tree;
   root.next = root.prev = NULL;
   root.string = NULL;
   root.child = view(p, 0, tree, sk);
-  text = cJSON_PrintUnformatted(&root);
+  rc = kcr__json_print(&root, out);
   if(sk != stack)
     free(sk);
-  return text;
+  return rc;
 }

@@ -38,6 +38,7 @@
 
 #include "core/assert-int.h"
 #include "core/htab-int.h"
+#include "core/json-int.h"
 #include "kcr/hash.h"
 #include "kcr/htab.h"
 #include "kcr/json.h"
@@ -97,8 +98,10 @@ kcr_err kcr__obj_from_json(const cJSON *tree, unsigned flags,
   const char *rv = kcr_json_str(tree, "metadata.resourceVersion");
   const cJSON *ctl = controller_ref(tree);
   cJSON *meta = kcr_json_at(tree, "metadata"), *mf = NULL;
-  char *text, *cur;
+  struct kcr_buf text = KCR_BUF_INIT;
   size_t tlen, need;
+  kcr_err rc;
+  char *cur;
   kcr_obj *o;
 
   if(!out)
@@ -115,13 +118,16 @@ kcr_err kcr__obj_from_json(const cJSON *tree, unsigned flags,
    * The header comes from the whole tree: a projection keeps what it reads. */
   if(!(flags & KCR_OBJ_KEEP_MANAGED_FIELDS) && meta)
     mf = cJSON_DetachItemFromObjectCaseSensitive(meta, "managedFields");
-  text = proj ? kcr__proj_print(proj, tree) : cJSON_PrintUnformatted(tree);
+  kcr_buf_reserve(&text, 2048); /* most objects at once, not step by step */
+  rc = proj ? kcr__proj_print(proj, tree, &text) : kcr__json_print(tree, &text);
   if(mf) /* it kept its key: re-linking it cannot fail (AddItemToObject copies
             the key and could) */
     cJSON_AddItemToArray(meta, mf);
-  if(!text)
+  if(rc) {
+    kcr_buf_cleanup(&text);
     return KCR_ENOMEM;
-  tlen = strlen(text);
+  }
+  tlen = text.len;
   need = sizeof(*o) + slen(ns) + slen(name) + slen(uid) + slen(rv) + slen(ns) +
          slen(name) + 1 + tlen + 1;
   if(ctl)
@@ -129,7 +135,7 @@ kcr_err kcr__obj_from_json(const cJSON *tree, unsigned flags,
             slen(kcr_json_str(ctl, "name")) + slen(kcr_json_str(ctl, "uid"));
   o = malloc(need);
   if(!o) {
-    free(text);
+    kcr_buf_cleanup(&text);
     return KCR_ENOMEM;
   }
   memset(o, 0, sizeof(*o));
@@ -155,13 +161,13 @@ kcr_err kcr__obj_from_json(const cJSON *tree, unsigned flags,
     o->owner.name = put_str(&cur, kcr_json_str(ctl, "name"));
     o->owner.uid = put_str(&cur, kcr_json_str(ctl, "uid"));
   }
-  memcpy(cur, text, tlen + 1);
+  memcpy(cur, text.ptr, tlen + 1);
   o->json = cur;
   o->json_len = tlen;
   o->generation = kcr_json_int(tree, "metadata.generation", 0);
   o->deleting = kcr_json_str(tree, "metadata.deletionTimestamp") != NULL;
   o->size = need;
-  free(text);
+  kcr_buf_cleanup(&text);
   *out = o;
   return KCR_OK;
 }

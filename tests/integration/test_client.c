@@ -1,12 +1,15 @@
 /* The REST client against the real kube-apiserver: CRUD of ConfigMaps and of
  * a custom resource with a status subresource, optimistic concurrency with
  * the server's exact message, merge patch and server-side apply on /status,
- * deletes with preconditions, list paging over 1,000 objects, and
- * tls-server-name (requests and watches). */
+ * deletes with preconditions, list paging over 1,000 objects,
+ * tls-server-name (requests and watches), and how pooled connections are
+ * set up. */
+#include <openssl/ssl.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "itest.h"
+#include "kube/client-int.h"
 
 static kcr_client *cl;
 static char *ns;
@@ -473,6 +476,62 @@ static void tls_server_name_is_what_the_certificate_is_checked_against(void **st
   kcr_errinfo_cleanup(&ei);
 }
 
+/* What a transfer on a pooled handle sees of its connection, asked from
+ * curl's write callback (curl answers CURLINFO_TLS_SSL_PTR only while the
+ * transfer has its connection). */
+struct probe {
+  CURL *h;
+  int backend;
+  long ssl_mode;
+  bool seen;
+};
+
+static size_t probe_body(char *p, size_t sz, size_t n, void *ud)
+{
+  struct probe *pr = ud;
+  struct curl_tlssessioninfo *ti = NULL;
+
+  if(!pr->seen && curl_easy_getinfo(pr->h, CURLINFO_TLS_SSL_PTR, &ti) == CURLE_OK && ti &&
+     ti->internals) {
+    pr->seen = true;
+    pr->backend = ti->backend;
+    pr->ssl_mode = (long)SSL_get_mode((SSL *)ti->internals);
+  }
+  return sz * n;
+}
+
+/* Every connection the client opens speaks HTTP/1.1 (each has one request
+ * at a time: HTTP/2 would only add work per request), and OpenSSL keeps its
+ * buffers between records: curl's SSL_MODE_RELEASE_BUFFERS, which frees and
+ * allocates 16 KiB twice per request, is cleared. */
+static void connections_are_http1_and_keep_their_tls_buffers(void **state)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr__conn *conn = kcr__conn_get(cl);
+  struct curl_slist *hdrs = NULL;
+  struct probe pr = {0};
+  long version = 0;
+
+  assert_non_null(conn);
+  pr.h = conn->h;
+  itest_expect(KCR_OK,
+               kcr__conn_prepare(cl, conn, "GET", "/api/v1/namespaces/default", NULL,
+                                 true, &hdrs, &ei),
+               &ei);
+  curl_easy_setopt(conn->h, CURLOPT_WRITEFUNCTION, probe_body);
+  curl_easy_setopt(conn->h, CURLOPT_WRITEDATA, &pr);
+  assert_int_equal(CURLE_OK, curl_easy_perform(conn->h));
+  assert_true(pr.seen);
+  assert_int_equal(CURLSSLBACKEND_OPENSSL, pr.backend);
+  assert_int_equal(0, pr.ssl_mode & SSL_MODE_RELEASE_BUFFERS);
+  assert_int_equal(CURLE_OK, curl_easy_getinfo(conn->h, CURLINFO_HTTP_VERSION, &version));
+  assert_int_equal(CURL_HTTP_VERSION_1_1, version);
+  curl_easy_setopt(conn->h, CURLOPT_HTTPHEADER, NULL);
+  kcr__headers_free(hdrs);
+  kcr__conn_put(cl, conn, true); /* not pooled with our callback in it */
+  kcr_errinfo_cleanup(&ei);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -482,6 +541,7 @@ int main(void)
       cmocka_unit_test(list_pages_over_a_thousand_objects),
       cmocka_unit_test(bad_requests_are_refused_locally),
       cmocka_unit_test(tls_server_name_is_what_the_certificate_is_checked_against),
+      cmocka_unit_test(connections_are_http1_and_keep_their_tls_buffers),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,10 +1,14 @@
 /* Watches against the real kube-apiserver: ADDED/MODIFIED/DELETED arrive in
  * order with their resourceVersions, cancellation from another thread is
- * prompt, the server's timeout ends the stream cleanly, and a watch from a
- * compacted resourceVersion ends with KCR_EGONE. */
+ * prompt, the server's timeout ends the stream cleanly, a watch from a
+ * compacted resourceVersion ends with KCR_EGONE, drop_managed_fields
+ * delivers objects without their managedFields, and an idle watch sleeps. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "itest.h"
 
@@ -213,12 +217,149 @@ static void watch_from_compacted_rv_is_gone(void **state)
   kcr_errinfo_cleanup(&ei);
 }
 
+/* What objects arrived with and without managedFields. */
+struct mf_seen {
+  int with, without;
+  char data[16];
+};
+
+static kcr_err note_managed_fields(struct kcr_watch_event *ev, void *ud)
+{
+  struct mf_seen *m = ud;
+  const char *v = kcr_json_str(ev->object, "data.k");
+  if(kcr_json_at(ev->object, "metadata.managedFields"))
+    m->with++;
+  else
+    m->without++;
+  snprintf(m->data, sizeof(m->data), "%s", v ? v : "");
+  return KCR_OK;
+}
+
+static struct mf_seen watch_current_state(bool drop)
+{
+  struct kcr_ref coll = {&itest_configmaps, ns};
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct mf_seen m = {0};
+  struct kcr_watch_opts wo = {.client = cl,
+                              .ref = &coll,
+                              .on_event = note_managed_fields,
+                              .ud = &m,
+                              .label_selector = "kcr-test=mf",
+                              .timeout_ms = 1000,
+                              .drop_managed_fields = drop};
+  kcr_watch *w;
+  assert_int_equal(KCR_OK, kcr_watch_new(&wo, &w, NULL));
+  itest_expect(KCR_OK, kcr_watch_run(w, &ei), &ei);
+  kcr_watch_free(w);
+  kcr_errinfo_cleanup(&ei);
+  return m;
+}
+
+/* The apiserver sends every object with its managedFields; with
+ * drop_managed_fields they are left out before parsing, the rest is the
+ * same. */
+static void drop_managed_fields_leaves_them_out(void **state)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_ref coll = {&itest_configmaps, ns};
+  cJSON *obj = itest_json("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+                          "{\"name\":\"mf\",\"labels\":{\"kcr-test\":\"mf\"}},"
+                          "\"data\":{\"k\":\"kept\"}}");
+  struct mf_seen full, dropped;
+
+  itest_expect(KCR_OK, kcr_create(cl, &coll, obj, NULL, NULL, &ei), &ei);
+  full = watch_current_state(false);
+  dropped = watch_current_state(true);
+  assert_int_equal(1, full.with);
+  assert_int_equal(0, full.without);
+  assert_int_equal(0, dropped.with);
+  assert_int_equal(1, dropped.without);
+  assert_string_equal("kept", full.data);
+  assert_string_equal("kept", dropped.data);
+  cJSON_Delete(obj);
+  kcr_errinfo_cleanup(&ei);
+}
+
+/* A watch run on its own thread, which says who it is. */
+struct idle_runner {
+  kcr_watch *w;
+  kcr_err rc;
+  pid_t tid;
+  pthread_mutex_t mu;
+};
+
+static void *run_idle(void *p)
+{
+  struct idle_runner *r = p;
+  pthread_mutex_lock(&r->mu);
+  r->tid = (pid_t)syscall(SYS_gettid);
+  pthread_mutex_unlock(&r->mu);
+  r->rc = kcr_watch_run(r->w, NULL);
+  return NULL;
+}
+
+/* The times a thread of this process went to sleep and was woken. */
+static long wakeups(pid_t tid)
+{
+  char path[64], line[128];
+  long n = -1;
+  FILE *f;
+  snprintf(path, sizeof(path), "/proc/self/task/%ld/status", (long)tid);
+  f = fopen(path, "r");
+  assert_non_null(f);
+  while(fgets(line, sizeof(line), f))
+    if(sscanf(line, "voluntary_ctxt_switches: %ld", &n) == 1)
+      break;
+  fclose(f);
+  assert_true(n >= 0);
+  return n;
+}
+
+/* A watch with nothing to deliver does not wake up to look (it used to,
+ * every second): data, curl's timers and kcr_watch_cancel wake it. */
+static void an_idle_watch_sleeps(void **state)
+{
+  struct kcr_ref coll = {&itest_configmaps, ns};
+  struct events e = {PTHREAD_MUTEX_INITIALIZER};
+  struct idle_runner r = {.mu = PTHREAD_MUTEX_INITIALIZER};
+  pthread_t th;
+  long before, after;
+  pid_t tid;
+  struct kcr_watch_opts wo = {.client = cl,
+                              .ref = &coll,
+                              .on_event = record,
+                              .ud = &e,
+                              .label_selector = "kcr-test=nothing-has-this",
+                              .timeout_ms = 300000};
+
+  assert_int_equal(KCR_OK, kcr_watch_new(&wo, &r.w, NULL));
+  pthread_create(&th, NULL, run_idle, &r);
+  itest_sleep_ms(1000); /* connected and waiting */
+  pthread_mutex_lock(&r.mu);
+  tid = r.tid;
+  pthread_mutex_unlock(&r.mu);
+  before = wakeups(tid);
+  itest_sleep_ms(3500);
+  after = wakeups(tid);
+  uint64_t t0 = kcr_time_mono_ms();
+  kcr_watch_cancel(r.w);
+  pthread_join(th, NULL);
+  assert_int_equal(KCR_ECANCELED, r.rc);
+  assert_true(kcr_time_mono_ms() - t0 < 1000);
+  if(after - before > 1)
+    fail_msg("an idle watch woke %ld times in 3.5 s", after - before);
+  assert_int_equal(0, count(&e));
+  kcr_watch_free(r.w);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(events_arrive_in_order_and_cancel_is_prompt),
       cmocka_unit_test(server_timeout_ends_the_stream_cleanly),
       cmocka_unit_test(watch_from_compacted_rv_is_gone),
+      cmocka_unit_test(drop_managed_fields_leaves_them_out),
+      cmocka_unit_test(an_idle_watch_sleeps),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

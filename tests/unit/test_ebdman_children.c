@@ -128,7 +128,9 @@ static cJSON *cached_copy(const cJSON *want, const char *const *keep)
                                     "\"message\":\"\",\"lastTransitionTime\":"
                                     "\"2024-01-01T00:00:00Z\"}]"));
   assert_int_equal(KCR_OK, kcr__proj_new(keep, 0, &p));
-  assert_non_null(text = kcr__proj_print(p, h));
+  struct kcr_buf b = KCR_BUF_INIT;
+  assert_int_equal(KCR_OK, kcr__proj_print(p, h, &b));
+  assert_non_null(text = kcr_buf_take(&b));
   assert_int_equal(KCR_OK, kcr_json_parse(text, strlen(text), &out, NULL));
   free(text);
   kcr__proj_free(p);

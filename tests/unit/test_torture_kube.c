@@ -799,7 +799,7 @@ static bool decode(void *ud)
   const cJSON *want = ud;
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   struct kcr_watch_event ev;
-  kcr_err rc = kcr__watch_decode(events[0], strlen(events[0]), &ev, &ei);
+  kcr_err rc = kcr__watch_decode(events[0], strlen(events[0]), NULL, &ev, &ei);
   bool ok = rc ? oom_error(rc) && !ev.object
                : ev.type == KCR_WATCH_ADDED && str_eq(ev.resource_version, "11") &&
                      tfail_equal(ev.object, want);
@@ -813,6 +813,40 @@ static void decoder_returns_a_whole_event_or_an_error(void **state)
   cJSON *doc = tfail_parse(events[0]);
   bool ok = tfail_torture_try("kcr__watch_decode", decode,
                               cJSON_GetObjectItem(doc, "object"), 0);
+  cJSON_Delete(doc);
+  assert_true(ok);
+}
+
+/* The same with managedFields left out first (the informer's way). */
+static const char with_mf[] =
+    "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"managedFields\":[{\"manager\":"
+    "\"m\",\"fieldsV1\":{\"f:data\":{}}}],\"name\":\"a\",\"resourceVersion\":\"11\"},"
+    "\"data\":{\"k\":\"v\"}}}";
+
+static bool decode_dropping(void *ud)
+{
+  const cJSON *want = ud;
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_buf scratch = KCR_BUF_INIT;
+  struct kcr_watch_event ev;
+  kcr_err rc = kcr__watch_decode(with_mf, strlen(with_mf), &scratch, &ev, &ei);
+  bool ok = rc ? oom_error(rc) && !ev.object
+               : ev.type == KCR_WATCH_ADDED && str_eq(ev.resource_version, "11") &&
+                     tfail_equal(ev.object, want);
+  cJSON_Delete(ev.object);
+  kcr_buf_cleanup(&scratch);
+  kcr_errinfo_cleanup(&ei);
+  return ok;
+}
+
+static void
+decoder_leaving_out_managed_fields_returns_a_whole_event_or_an_error(void **state)
+{
+  cJSON *doc = tfail_parse(with_mf), *obj = cJSON_GetObjectItem(doc, "object");
+  bool ok;
+  cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItem(obj, "metadata"),
+                                          "managedFields");
+  ok = tfail_torture_try("kcr__watch_decode (scratch)", decode_dropping, obj, 0);
   cJSON_Delete(doc);
   assert_true(ok);
 }
@@ -842,6 +876,8 @@ int main(void)
       cmocka_unit_test(watch_delivers_a_prefix_in_order_and_fails_or_all_of_it),
       cmocka_unit_test(framer_hands_out_whole_lines_or_fails),
       cmocka_unit_test(decoder_returns_a_whole_event_or_an_error),
+      cmocka_unit_test(
+          decoder_leaving_out_managed_fields_returns_a_whole_event_or_an_error),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,322 @@
+/* kcr__json_drop_members: a watch document's metadata.managedFields left
+ * out of the text before parsing. Parsing what it writes gives the tree
+ * parsing the original gives minus those members, and fails where parsing
+ * the original fails, unless all that was wrong lay inside a dropped
+ * member; whatever it cannot follow, it leaves alone. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/json-int.h"
+#include "kcr/json.h"
+
+#define PATH "object.metadata"
+#define MF   "managedFields"
+
+static void assert_dropped(const char *in, const char *want)
+{
+  struct kcr_buf out = KCR_BUF_INIT;
+
+  assert_int_equal(KCR_OK, kcr__json_drop_members(in, strlen(in), PATH, MF, &out));
+  assert_string_equal(want, kcr_buf_str(&out));
+  kcr_buf_cleanup(&out);
+}
+
+static void assert_left_alone(const char *in)
+{
+  struct kcr_buf out = KCR_BUF_INIT;
+
+  assert_int_equal(KCR_ENOTFOUND, kcr__json_drop_members(in, strlen(in), PATH, MF, &out));
+  assert_int_equal(0, out.len);
+  kcr_buf_cleanup(&out);
+}
+
+static void the_member_goes_wherever_it_stands(void **state)
+{
+  /* first, middle, last, only */
+  assert_dropped(
+      "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"managedFields\":[{\"a\":1}],"
+      "\"name\":\"n\"},\"data\":{}}}",
+      "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"n\"},\"data\":{}}}");
+  assert_dropped("{\"object\":{\"metadata\":{\"a\":1,\"managedFields\":[],\"b\":2}}}",
+                 "{\"object\":{\"metadata\":{\"a\":1,\"b\":2}}}");
+  assert_dropped("{\"object\":{\"metadata\":{\"a\":1,\"managedFields\":{}}}}",
+                 "{\"object\":{\"metadata\":{\"a\":1}}}");
+  assert_dropped("{\"object\":{\"metadata\":{\"managedFields\":null}}}",
+                 "{\"object\":{\"metadata\":{}}}");
+  /* every one of duplicates; white space between members goes too */
+  assert_dropped("{ \"object\" : { \"metadata\" : { \"managedFields\" : [ 1 ] ,\n"
+                 " \"a\" : \"x\" , \"managedFields\" : 2 } } , \"z\" : 0 }",
+                 "{ \"object\" : { \"metadata\" : {\"a\" : \"x\"} } , \"z\" : 0 }");
+  /* what strings hold is not structure */
+  assert_dropped("{\"object\":{\"metadata\":{\"managedFields\":[\"}],\\\"{\"],"
+                 "\"note\":\"\\\"managedFields\\\":1\"}}}",
+                 "{\"object\":{\"metadata\":{\"note\":\"\\\"managedFields\\\":1\"}}}");
+  /* only object.metadata's: the others stay */
+  assert_dropped("{\"managedFields\":1,\"object\":{\"managedFields\":2,\"metadata\":{"
+                 "\"x\":{\"managedFields\":3},\"managedFields\":4}}}",
+                 "{\"managedFields\":1,\"object\":{\"managedFields\":2,\"metadata\":{"
+                 "\"x\":{\"managedFields\":3}}}}");
+  /* the first "object", as kcr_json_at finds it; text after the value is
+   * copied unread (cJSON ignores it) */
+  assert_dropped("{\"object\":{\"metadata\":{\"managedFields\":1}},\"object\":{}} tail",
+                 "{\"object\":{\"metadata\":{}},\"object\":{}} tail");
+}
+
+static void what_it_cannot_follow_is_left_alone(void **state)
+{
+  assert_left_alone("");
+  assert_left_alone("[]");
+  assert_left_alone("{\"object\":[]}");
+  assert_left_alone("{\"object\":{\"metadata\":\"x\"}}");
+  assert_left_alone("{\"object\":{\"metadata\":{\"name\":\"n\"}}}"); /* nothing to drop */
+  assert_left_alone("{\"object\":{\"metadata\":{}}}");
+  assert_left_alone("{\"object\":{}}");
+  /* a key spelled with an escape is not compared */
+  assert_left_alone("{\"object\":{\"metadata\":{\"managed\\u0046ields\":1}}}");
+  /* malformed on the way, in the member or after it within metadata */
+  assert_left_alone("{\"object\":{\"metadata\":{\"managedFields\":[1,}}}}");
+  assert_left_alone("{\"object\":{\"metadata\":{\"managedFields\":\"abc}}}");
+  assert_left_alone("{\"object\":{\"metadata\":{\"managedFields\":1\"},\"a\":\"\"}}}");
+  assert_left_alone("{\"object\":{\"metadata\":{\"managedFields\":{]}}}");
+  assert_left_alone("{\"object\":{\"metadata\":{\"managedFields\":1,\"a\":}}}");
+  assert_left_alone("{\"object\":{\"metadata\":{\"managedFields\":1,}}}");
+  assert_left_alone("{\"object\":{\"metadata\":{\"managedFields\":1");
+  assert_left_alone("\xEF\xBB\xBF{\"object\":{\"metadata\":{\"managedFields\":1}}}");
+}
+
+/* Tokens outside the dropped members are not checked here, but they are
+ * kept, so the result is as malformed as the text. */
+static void kept_garbage_stays_garbage(void **state)
+{
+  static const char *const bad[] = {
+      "{\"type\":tru,\"object\":{\"metadata\":{\"managedFields\":1}}}",
+      "{\"object\":{\"metadata\":{\"a\":nul,\"managedFields\":1}}}",
+      "{\"object\":{\"metadata\":{\"managedFields\":1,\"a\":\"\\q\"}}}",
+      "{\"object\":{\"metadata\":{\"managedFields\":1}},\"x\":}",
+  };
+  for(size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    struct kcr_buf out = KCR_BUF_INIT;
+    cJSON *tree = NULL;
+    assert_int_equal(KCR_OK,
+                     kcr__json_drop_members(bad[i], strlen(bad[i]), PATH, MF, &out));
+    assert_int_equal(KCR_EPARSE, kcr_json_parse(out.ptr, out.len, &tree, NULL));
+    kcr_buf_cleanup(&out);
+  }
+}
+
+/* Nesting cJSON refuses inside the member is not dropped into acceptance. */
+static void nesting_beyond_cjsons_limit_is_left_alone(void **state)
+{
+  struct kcr_buf in = KCR_BUF_INIT, out = KCR_BUF_INIT;
+  cJSON *tree = NULL;
+
+  kcr_buf_puts(&in, "{\"object\":{\"metadata\":{\"managedFields\":");
+  for(int i = 0; i < CJSON_NESTING_LIMIT; i++)
+    kcr_buf_puts(&in, "[");
+  for(int i = 0; i < CJSON_NESTING_LIMIT; i++)
+    kcr_buf_puts(&in, "]");
+  kcr_buf_puts(&in, "}}}");
+  assert_int_equal(KCR_OK, kcr_buf_err(&in));
+  assert_int_equal(KCR_EPARSE, kcr_json_parse(in.ptr, in.len, &tree, NULL));
+  assert_int_equal(KCR_ENOTFOUND, kcr__json_drop_members(in.ptr, in.len, PATH, MF, &out));
+  kcr_buf_cleanup(&in);
+  kcr_buf_cleanup(&out);
+}
+
+/* ---- differential: random documents and their mutations ---- */
+
+static unsigned rnd(unsigned *s)
+{
+  *s = *s * 1103515245u + 12345u;
+  return *s >> 16 & 0x7fff;
+}
+
+static void ws(struct kcr_buf *b, unsigned *s)
+{
+  static const char *const w[] = {"", "", "", " ", "\n", "\t ", "\r\n"};
+  kcr_buf_puts(b, w[rnd(s) % 7]);
+}
+
+static void str(struct kcr_buf *b, unsigned *s)
+{
+  static const char *const parts[] = {
+      "a",       "managedFields",  "}", "{", "]", "[", ",", ":", "\\\"", "\\\\", "\\n",
+      "\\u00e9", "\\ud83d\\ude00", " "};
+  int n = (int)(rnd(s) % 5);
+  kcr_buf_puts(b, "\"");
+  for(int i = 0; i < n; i++)
+    kcr_buf_puts(b, parts[rnd(s) % 14]);
+  kcr_buf_puts(b, "\"");
+}
+
+static void value(struct kcr_buf *b, unsigned *s, int depth)
+{
+  static const char *const scalars[] = {
+      "0", "-1.5e3", "12345678901234567", "true", "false", "null", "1E+2"};
+  unsigned k = rnd(s) % (depth > 3 ? 3 : 5);
+  ws(b, s);
+  if(k == 0) {
+    kcr_buf_puts(b, scalars[rnd(s) % 7]);
+  } else if(k == 1 || k == 2) {
+    str(b, s);
+  } else {
+    bool obj = k == 3;
+    int n = (int)(rnd(s) % 4);
+    kcr_buf_puts(b, obj ? "{" : "[");
+    for(int i = 0; i < n; i++) {
+      if(i)
+        kcr_buf_puts(b, ",");
+      if(obj) {
+        ws(b, s);
+        str(b, s);
+        ws(b, s);
+        kcr_buf_puts(b, ":");
+      }
+      value(b, s, depth + 1);
+    }
+    ws(b, s);
+    kcr_buf_puts(b, obj ? "}" : "]");
+  }
+  ws(b, s);
+}
+
+/* {"type":..,"object":{..,"metadata":{.. managedFields 0-2 times ..},..}} */
+static void document(struct kcr_buf *b, unsigned *s)
+{
+  int n = (int)(rnd(s) % 6);
+  kcr_buf_puts(b, "{\"type\":\"ADDED\",");
+  ws(b, s);
+  kcr_buf_puts(b, "\"object\":{\"kind\":\"X\",\"metadata\":{");
+  for(int i = 0; i < n; i++) {
+    if(i)
+      kcr_buf_puts(b, ",");
+    ws(b, s);
+    if(rnd(s) % 3 == 0)
+      kcr_buf_puts(b, "\"" MF "\"");
+    else
+      str(b, s);
+    ws(b, s);
+    kcr_buf_puts(b, ":");
+    value(b, s, 0);
+  }
+  kcr_buf_puts(b, "}");
+  if(rnd(s) % 2) {
+    kcr_buf_puts(b, ",\"data\":");
+    value(b, s, 0);
+  }
+  kcr_buf_puts(b, "}}");
+}
+
+/* The tree minus every member named MF of object.metadata. */
+static void strip(cJSON *doc)
+{
+  cJSON *meta = kcr_json_at(doc, PATH);
+  if(cJSON_IsObject(kcr_json_at(doc, "object")) && cJSON_IsObject(meta))
+    while(cJSON_GetObjectItemCaseSensitive(meta, MF))
+      cJSON_DeleteItemFromObjectCaseSensitive(meta, MF);
+}
+
+static void check(const char *text, size_t len, bool must_drop, bool must_be_same)
+{
+  struct kcr_buf out = KCR_BUF_INIT;
+  cJSON *a = NULL, *b = NULL;
+  kcr_err rc = kcr__json_drop_members(text, len, PATH, MF, &out);
+  kcr_err ra, rb;
+
+  assert_true(rc == KCR_OK || rc == KCR_ENOTFOUND);
+  if(rc == KCR_ENOTFOUND) {
+    assert_false(must_drop);
+    assert_int_equal(0, out.len);
+    kcr_buf_cleanup(&out);
+    return;
+  }
+  ra = kcr_json_parse(text, len, &a, NULL);
+  rb = kcr_json_parse(out.ptr, out.len, &b, NULL);
+  /* A malformed text may become well formed only when what was wrong was
+   * inside a dropped member: never for the generated (well-formed) ones,
+   * and the other way round never. */
+  if(ra != rb && !(!must_be_same && ra == KCR_EPARSE && rb == KCR_OK))
+    fail_msg("parse %s, dropped parse %s:\n%.*s\n%s", kcr_err_name(ra), kcr_err_name(rb),
+             (int)len, text, out.ptr);
+  if(!ra && !rb) {
+    /* compared as printed: cJSON_Compare mismatches duplicate keys */
+    char *ta, *tb;
+    strip(a);
+    if(must_be_same)
+      assert_null(cJSON_GetObjectItemCaseSensitive(kcr_json_at(b, PATH), MF));
+    /* Both stripped by name as cJSON reads names: a name spelled with an
+     * escape (or one cJSON cuts at a \u0000) is not dropped from the text. */
+    strip(b);
+    ta = kcr_json_to_text(a);
+    tb = kcr_json_to_text(b);
+    assert_non_null(ta);
+    assert_non_null(tb);
+    if(strcmp(ta, tb))
+      fail_msg("trees differ:\n%.*s\n%s", (int)len, text, out.ptr);
+    free(ta);
+    free(tb);
+  }
+  cJSON_Delete(a);
+  cJSON_Delete(b);
+  kcr_buf_cleanup(&out);
+}
+
+static void parsing_the_result_is_parsing_the_text_then_deleting(void **state)
+{
+  unsigned s = 20261201;
+  size_t dropped = 0;
+
+  for(int i = 0; i < 20000; i++) {
+    struct kcr_buf b = KCR_BUF_INIT;
+    cJSON *tree = NULL;
+    bool has;
+    document(&b, &s);
+    assert_int_equal(KCR_OK, kcr_buf_err(&b));
+    assert_int_equal(KCR_OK, kcr_json_parse(b.ptr, b.len, &tree, NULL));
+    has = cJSON_GetObjectItemCaseSensitive(kcr_json_at(tree, PATH), MF) != NULL;
+    cJSON_Delete(tree);
+    check(b.ptr, b.len, has, true); /* well formed: dropped whenever present */
+    dropped += has;
+    /* mutations: a byte changed, a byte removed, cut short */
+    for(int m = 0; m < 8; m++) {
+      size_t at = rnd(&s) % b.len;
+      static const char bytes[] = "{}[],:\"\\ a0-e.tn";
+      char *t = malloc(b.len + 1);
+      assert_non_null(t);
+      memcpy(t, b.ptr, b.len + 1);
+      switch(m % 3) {
+      case 0:
+        t[at] = bytes[rnd(&s) % (sizeof(bytes) - 1)];
+        check(t, b.len, false, false);
+        break;
+      case 1:
+        memmove(t + at, t + at + 1, b.len - at);
+        check(t, b.len - 1, false, false);
+        break;
+      default: check(t, at, false, false); break;
+      }
+      free(t);
+    }
+    kcr_buf_cleanup(&b);
+  }
+  assert_true(dropped > 5000); /* the generator does exercise dropping */
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(the_member_goes_wherever_it_stands),
+      cmocka_unit_test(what_it_cannot_follow_is_left_alone),
+      cmocka_unit_test(kept_garbage_stays_garbage),
+      cmocka_unit_test(nesting_beyond_cjsons_limit_is_left_alone),
+      cmocka_unit_test(parsing_the_result_is_parsing_the_text_then_deleting),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
