@@ -252,6 +252,10 @@ static void set_rv(kcr_watch *w, char **rv)
   *rv = NULL;
 }
 
+/* The scratch buffer (an event without managedFields) is kept between
+ * events up to this size. */
+#define SCRATCH_KEEP ((size_t)64 << 10)
+
 static kcr_err on_line(const char *line, size_t len, void *ud)
 {
   kcr_watch *w = ud;
@@ -266,6 +270,8 @@ static kcr_err on_line(const char *line, size_t len, void *ud)
     return KCR_OK;
   rc = kcr__watch_decode(line, len, w->drop_managed_fields ? &w->scratch : NULL, &ev,
                          &local);
+  if(w->scratch.cap > SCRATCH_KEEP) /* kept for the next event, unless large */
+    kcr_buf_cleanup(&w->scratch);
   if(rc == KCR_EUNSUPPORTED) {
     if(!w->warned_unknown)
       KCR_LOG(KCR_LOG_WARN, "skipping watch event of unknown type",
@@ -497,6 +503,7 @@ out:
     kcr__conn_put(w->c, conn, !clean);
   kcr_buf_cleanup(&path);
   kcr__framer_cleanup(&w->fr);
+  kcr_buf_cleanup(&w->scratch);
   w->ei = NULL;
   w->h = NULL;
   return rc;
