@@ -184,7 +184,9 @@ static cJSON *rand_tree(unsigned *s, int depth)
     n = cJSON_CreateString(t);
     free(t);
     return n;
-  case 5: return kcr_json_create_int((int64_t)rnd(s) * rnd(s) * rnd(s) * rnd(s) * 1000);
+  case 5: /* up to 2^53 * 1000: past a double's exact integers, inside int64 */
+    return kcr_json_create_int((int64_t)((((uint64_t)rnd(s) << 32) ^ rnd(s)) >> 11) *
+                               1000);
   default: break;
   }
   n = k == 6 ? cJSON_CreateArray() : cJSON_CreateObject();
