@@ -655,11 +655,13 @@ static void *run(void *p)
   KCR_LOG(KCR_LOG_INFO, "leader: attempting to acquire the lease",
           KCR_S("lease", le->desc), KCR_S("identity", le->identity));
   if(acquire(le)) {
-    set_leading(le, true);
+    /* Logged before it is published: whoever sees is_leader() finds the
+     * record (test_leader acquired_is_logged_before_is_leader). */
     KCR_LOG(KCR_LOG_INFO, "leader: acquired the lease", KCR_S("lease", le->desc),
             KCR_S("identity", le->identity),
             KCR_I("leaseTransitions",
                   spec_int(kcr_json_at(le->lease, "spec"), "leaseTransitions", 0, 0)));
+    set_leading(le, true);
     free(le->logged_holder);
     le->logged_holder = NULL;
     le->logged_what = LOGGED_NONE;

@@ -11,6 +11,7 @@
  * expiry". Lower bounds are strict, upper bounds generous (loaded CI). */
 #include <fcntl.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -523,6 +524,87 @@ static void refused_renewals_lose_after_renew_deadline(void **state)
   free(ns);
 }
 
+/* Whoever sees kcr_leader_is_leader() true also finds "acquired the lease"
+ * already logged: the record is written before the flag is published. The
+ * log goes to a pipe that the test fills after the first record, so the
+ * record about the acquisition blocks in write(2); meanwhile the elector
+ * must not report itself leader. */
+static void acquired_is_logged_before_is_leader(void **state)
+{
+  char *ns = itest_namespace(cl, "leader");
+  struct cbs c = {0};
+  kcr_leader *le = elector(ns, "six", "scribe", LEASE_MS, RENEW_MS, RETRY_MS, &c, NULL);
+  char buf[65536], fill[4096], path[64];
+  size_t have = 0, tildes = 0;
+  bool logged_first = true, led;
+  int p[2], w2;
+  uint64_t t;
+  ssize_t r;
+
+  assert_int_equal(0, pipe(p));
+  assert_int_equal(0, fcntl(p[0], F_SETFL, O_NONBLOCK));
+  kcr_log_set_fd(p[1]);
+  assert_int_equal(KCR_OK, kcr_leader_start(le));
+  /* Wait for the first record, then fill the pipe through a second,
+   * non-blocking description of it: the logger's next write blocks. */
+  for(t = kcr_time_mono_ms();
+      !memchr(buf, '\n', have) && kcr_time_mono_ms() - t < 10000;) {
+    r = read(p[0], buf + have, sizeof(buf) - 1 - have);
+    if(r > 0)
+      have += (size_t)r;
+    else
+      itest_sleep_ms(1);
+  }
+  buf[have] = '\0';
+  assert_non_null(strstr(buf, "leader: attempting to acquire the lease"));
+  snprintf(path, sizeof(path), "/proc/self/fd/%d", p[1]);
+  w2 = open(path, O_WRONLY | O_NONBLOCK);
+  assert_true(w2 >= 0);
+  memset(fill, '~', sizeof(fill));
+  while((r = write(w2, fill, sizeof(fill))) > 0) /* big chunks, then the rest */
+    tildes += (size_t)r;
+  while(write(w2, "~", 1) == 1)
+    tildes++;
+  close(w2);
+  /* Records written before is_leader() turned true lie ahead of the last
+   * filler byte (a record may land between fill chunks); one blocked
+   * behind the filler comes after it. */
+  for(t = kcr_time_mono_ms(); kcr_time_mono_ms() - t < 1000; itest_sleep_ms(5)) {
+    if(!kcr_leader_is_leader(le))
+      continue;
+    for(t = kcr_time_mono_ms();
+        tildes > 0 && have < sizeof(buf) - 1 && kcr_time_mono_ms() - t < 10000;) {
+      if(read(p[0], buf + have, 1) != 1)
+        itest_sleep_ms(1);
+      else if(buf[have] == '~')
+        tildes--;
+      else
+        have++;
+    }
+    buf[have] = '\0';
+    logged_first = strstr(buf, "leader: acquired the lease") != NULL;
+    break;
+  }
+  /* Drain: the logger goes on and the elector leads. */
+  kcr_log_set_fd(2);
+  for(t = kcr_time_mono_ms();
+      !kcr_leader_is_leader(le) && kcr_time_mono_ms() - t < 10000;) {
+    while(read(p[0], buf, sizeof(buf)) > 0)
+      ;
+    itest_sleep_ms(5);
+  }
+  led = kcr_leader_is_leader(le);
+  kcr_leader_stop(le);
+  while(read(p[0], buf, sizeof(buf)) > 0)
+    ;
+  assert_true(logged_first);
+  assert_true(led);
+  kcr_leader_free(le);
+  close(p[0]);
+  close(p[1]);
+  free(ns);
+}
+
 /* The foreign holder writes renewTimes from 2001: only their change counts. */
 static void live_foreign_holder_is_never_taken(void **state)
 {
@@ -743,6 +825,7 @@ int main(void)
       cmocka_unit_test(overwritten_leader_loses_within_renew_deadline),
       cmocka_unit_test(refused_renewals_lose_after_renew_deadline),
       cmocka_unit_test(live_foreign_holder_is_never_taken),
+      cmocka_unit_test(acquired_is_logged_before_is_leader),
       cmocka_unit_test(incomplete_record_expires_after_own_lease_duration),
       cmocka_unit_test(api_errors_are_logged_once_and_retried),
       cmocka_unit_test(stop_is_prompt_during_retry_wait),
