@@ -16,9 +16,11 @@
  * reconcileHandler does.
  *
  * No key is lost: an event source whose add fails (out of memory)
- * sets `requeue_all`; workers wake at least every REQUEUE_CHECK_MS and then
- * route every cached object of every source again, as a resync would, until
- * one pass succeeds. A key that cannot be split into namespace and name
+ * sets `requeue_all`; any worker that takes a key checks it, and the first
+ * worker also wakes every REQUEUE_CHECK_MS to check it (the others wait for
+ * keys only: an idle controller wakes once a check, not once per worker),
+ * then routes every cached object of every source again, as a resync
+ * would, until one pass succeeds. A key that cannot be split into namespace and name
  * without memory is retried with backoff, never reconciled half-named.
  *
  * Stopping: `stopping` is set, the queue is shut down (getters wake up);
@@ -501,12 +503,13 @@ static void *worker_main(void *p)
   struct worker *w = p;
   kcr_controller *c = w->c;
   kcr_ctx cx = {.c = c, .arena = KCR_ARENA_INIT};
+  uint64_t timeout = w == c->w ? REQUEUE_CHECK_MS : KCR_FOREVER; /* one checks */
   char *key;
   int prio;
 
   cx.seed = (unsigned)(kcr_time_mono_ns() ^ (uintptr_t)w);
   for(;;) {
-    kcr_err rc = kcr_queue_take_with_priority(c->q, REQUEUE_CHECK_MS, &key, &prio);
+    kcr_err rc = kcr_queue_take_with_priority(c->q, timeout, &key, &prio);
     if(atomic_load(&c->requeue_all) && !atomic_load(&c->stopping))
       requeue_everything(c);
     if(rc == KCR_ETIMEDOUT || rc == KCR_ENOMEM)

@@ -23,6 +23,7 @@
 struct kcr__recorder_probe {
   uint64_t spam_visits;        /* spam buckets looked at, since creation */
   uint64_t event_visits;       /* entries looked at (table, queues, timers) */
+  uint64_t gc_runs;            /* once-a-tick expiry passes run, since creation */
   size_t spam_keys;            /* spam buckets now */
   size_t events_longest_chain; /* the longest hash chain of each table now */
   size_t spam_longest_chain;

@@ -76,9 +76,13 @@
  * A sender runs one job at a time: it builds the body under the lock,
  * marks the entry busy, unlocks, writes (POST, with series when repeats
  * came before it, or a merge PATCH of series), relocks and applies the
- * outcome (state machine in finish()). Once a tick (GC_TICK_MS) one of
- * them forgets entries idle for aggregate_window_ms and spam buckets that
- * have refilled.
+ * outcome (state machine in finish()). At most once a tick (GC_TICK_MS),
+ * when something has expired, one of them forgets entries idle for
+ * aggregate_window_ms and spam buckets that have surely refilled. Both are
+ * kept in expiry order - entries on an age list in the order they were
+ * last seen (one window for all: the order of last use is the order of
+ * expiry), buckets on their LRU list - so gc() walks only what expired;
+ * with nothing remembered nobody ticks.
  *
  * Invariants (under r->mu):
  *  I1 an entry is scheduled (where != W_NONE) iff !busy and it needs a
@@ -109,15 +113,22 @@
  *  I9 qbytes is the sum of size over the E_QUEUED entries that are not a
  *     re-creation (new events whose first create is not settled);
  *     qbytes <= budget.
+ * I10 the age list holds every entry (aged) except those gc() took off:
+ *     their window had passed but they were not clean, so a write is
+ *     pending or under way and finish() puts them back at the oldest end.
+ *     From the oldest end: those put back (expired by last_gc_ms), then
+ *     the rest by last_seen_ms (the clock is monotonic), all of those
+ *     expiring after last_gc_ms.
  *
  * Cost, with n entries and s spam buckets. eventf: O(1) expected and
  * amortised - one SipHash of a key per table it looks in, a chain walk of
  * expected length <= 1 (tables double at 1 key per bucket), O(1) LRU and
  * FIFO steps, the heap's array doubling now and then - plus O(log n) heap
  * steps when a repeat makes a series wait for its flush interval. A sender,
- * per write: O(1), plus O(log n) for a timer. Once a tick: one sweep of
- * both tables, O(n + s), whatever the event rate. A flush rekeys the heap:
- * O(timers). Nothing on the per-event path scans a table or a list;
+ * per write: O(1), plus O(log n) for a timer. gc(): O(1) per entry or
+ * bucket it forgets (or takes off the age list), plus one per list; it
+ * runs at most once a tick and only when something has expired. A flush
+ * rekeys the heap: O(timers). Nothing scans a table or a list;
  * tests/unit/test_events.c checks this through the visit counters of
  * events-int.h.
  *
@@ -209,9 +220,10 @@ enum estate { E_QUEUED, E_CREATED };
 enum ewhere { W_NONE, W_CREATEQ, W_PATCHQ, W_TIMERS };
 
 struct entry {
-  struct knode h;              /* first: key = data[0..klen) */
-  struct knode u;              /* in the unsent table (I8): data[0..ulen) */
-  struct entry *qnext, *qprev; /* createq or patchq links */
+  struct knode h;                /* first: key = data[0..klen) */
+  struct knode u;                /* in the unsent table (I8): data[0..ulen) */
+  struct entry *qnext, *qprev;   /* createq or patchq links */
+  struct entry *anewer, *aolder; /* the age list, while aged (I10) */
   /* immutable after creation; point into data */
   const char *r_kind, *r_ns, *r_name, *r_uid, *reason, *type, *action, *note;
   const char *r_api, *r_rv, *ns, *name;
@@ -226,7 +238,7 @@ struct entry {
   int attempts;
   enum estate state;
   enum ewhere where;
-  bool busy, recreate, tried;
+  bool busy, recreate, tried, aged;
   char data[];
 };
 
@@ -265,6 +277,7 @@ struct kcr_recorder {
   double reported; /* what collect() last added to m_qbytes */
   int burst, max_attempts, nsenders;
   uint64_t refill_ms, flush_ms, window_ms, retry_initial_ms, retry_max_ms, shutdown_ms;
+  uint64_t spam_ttl_ms; /* burst * refill_ms: any bucket is full that long after use */
   size_t budget;
   kcr_event_sink_fn sink;
   void *sink_ud;
@@ -281,12 +294,13 @@ struct kcr_recorder {
   struct fifo createq, patchq;
   struct timers timers;
   struct spam *spam_newest, *spam_oldest; /* the LRU list's ends */
+  struct entry *age_newest, *age_oldest;  /* the age list's ends (I10) */
   size_t nqueued, ndirty, qbytes;
   int ninflight, nflush;
   bool stop, full_logged, timekeeper;
   unsigned seed;
   int64_t last_name_ns;
-  uint64_t last_gc_ms, paused_until;
+  uint64_t last_gc_ms, paused_until, gc_runs;
   struct kcr_recorder_stats st;
 };
 
@@ -567,9 +581,56 @@ static void dirty_update(kcr_recorder *r, const struct entry *e, bool was)
   }
 }
 
+/* ---- the age list (I10) ---- */
+
+static void age_unlink(kcr_recorder *r, struct entry *e)
+{
+  if(!e->aged)
+    return;
+  if(e->anewer)
+    e->anewer->aolder = e->aolder;
+  else
+    r->age_newest = e->aolder;
+  if(e->aolder)
+    e->aolder->anewer = e->anewer;
+  else
+    r->age_oldest = e->anewer;
+  e->anewer = e->aolder = NULL;
+  e->aged = false;
+}
+
+/* e was just seen (last_seen_ms = now): it expires last. */
+static void age_touch(kcr_recorder *r, struct entry *e)
+{
+  age_unlink(r, e);
+  e->aolder = r->age_newest;
+  if(r->age_newest)
+    r->age_newest->anewer = e;
+  else
+    r->age_oldest = e;
+  r->age_newest = e;
+  e->aged = true;
+}
+
+/* e, off the list since gc() found its window passed, may expire now: it
+ * goes first, where the next gc() looks. */
+static void age_relink_oldest(kcr_recorder *r, struct entry *e)
+{
+  if(e->aged)
+    return;
+  e->anewer = r->age_oldest;
+  if(r->age_oldest)
+    r->age_oldest->aolder = e;
+  else
+    r->age_newest = e;
+  r->age_oldest = e;
+  e->aged = true;
+}
+
 static void entry_remove(kcr_recorder *r, struct entry *e)
 {
   KCR_ASSERT(!e->busy && e->where == W_NONE && !entry_dirty(e)); /* I2 */
+  age_unlink(r, e);
   kcr_htab_remove(&r->events.t, &e->h.hn);
   free(e);
 }
@@ -792,15 +853,28 @@ static void spam_remove(kcr_recorder *r, struct spam *s)
   free(s);
 }
 
-/* Once a tick: forgets the buckets that have refilled (as good as new). */
+/* When the least recently used bucket is surely full again (spam_ttl_ms
+ * after its last use, whatever tokens it had left); UINT64_MAX if none. */
+static uint64_t spam_expiry(const kcr_recorder *r)
+{
+  return r->spam_oldest ? sat_add(r->spam_oldest->b.last_ms, r->spam_ttl_ms) : UINT64_MAX;
+}
+
+/* Once a tick: forgets the buckets that are surely full again (as good as
+ * new), from the least recently used: the LRU order is the order of last
+ * use (the clock is monotonic), so it stops at the first that is not, and
+ * every bucket it looks at but one is forgotten. A bucket that refilled
+ * sooner (it was not drained) stays until then: forgetting it later
+ * changes nothing that is dropped, and SPAM_MAX_KEYS bounds them. */
 static void spam_gc(kcr_recorder *r, uint64_t now)
 {
-  for(struct spam *s = r->spam_oldest, *next; s; s = next) {
-    next = s->newer;
+  while(r->spam_oldest && spam_expiry(r) <= now) {
     r->spam.visits++;
-    if(bucket_level(&s->b, r->burst, r->refill_ms, now) >= r->burst)
-      spam_remove(r, s);
+    KCR_ASSERT(bucket_level(&r->spam_oldest->b, r->burst, r->refill_ms, now) >= r->burst);
+    spam_remove(r, r->spam_oldest);
   }
+  if(r->spam_oldest)
+    r->spam.visits++; /* the one that stopped it */
 }
 
 /* Takes a token for (object, reason): key is klen bytes, the first
@@ -894,6 +968,7 @@ static enum wake entry_add(kcr_recorder *r, struct entry *e, uint64_t now)
 {
   kcr_htab_insert(&r->events.t, &e->h.hn, e->h.hn.hash);
   kcr_htab_insert(&r->unsent.t, &e->u.hn, e->u.hn.hash);
+  age_touch(r, e);
   r->nqueued++;
   r->qbytes += e->size; /* I9 */
   return schedule(r, e, now);
@@ -913,6 +988,8 @@ static void coalesce(kcr_recorder *r, struct entry *old, struct entry *e)
   e->where = W_CREATEQ;
   kcr_htab_remove(&r->unsent.t, &old->u.hn);
   kcr_htab_remove(&r->events.t, &old->h.hn);
+  age_unlink(r, old);
+  age_touch(r, e);
   r->qbytes = r->qbytes - old->size + e->size;
   free(old);
   kcr_htab_insert(&r->events.t, &e->h.hn, e->h.hn.hash); /* one out, one in */
@@ -981,6 +1058,7 @@ kcr_err kcr_recorder_event(kcr_recorder *r, const struct kcr_event *ev)
       e->count++;
     e->last_observed = wall;
     e->last_seen_ms = now;
+    age_touch(r, e);
     dirty_update(r, e, was_dirty);
     wake = schedule(r, e, now); /* a series that just became dirty */
     oc = O_AGGREGATED;
@@ -1178,12 +1256,58 @@ static bool pick(kcr_recorder *r, uint64_t now, struct job *j)
   return true;
 }
 
+/* When the oldest entry on the age list has been idle for the window;
+ * UINT64_MAX if none. */
+static uint64_t age_expiry(const kcr_recorder *r)
+{
+  return r->age_oldest ? sat_add(r->age_oldest->last_seen_ms, r->window_ms) : UINT64_MAX;
+}
+
+/* When gc() has something to do: the first expiry, but not before a tick
+ * since the last pass; UINT64_MAX when nothing is remembered - an idle
+ * recorder does not tick. */
+static uint64_t gc_due(const kcr_recorder *r)
+{
+  uint64_t first = age_expiry(r), spam = spam_expiry(r);
+  if(spam < first)
+    first = spam;
+  if(first == UINT64_MAX)
+    return UINT64_MAX;
+  return first > r->last_gc_ms + GC_TICK_MS ? first : r->last_gc_ms + GC_TICK_MS;
+}
+
+/* At most once a tick: forgets expired entries and refilled spam buckets.
+ * Both lists are in expiry order (I10, I7), so it walks only what has
+ * expired, plus one: O(1) when nothing has. An entry whose window has
+ * passed but that is not clean (a write pending or under way) leaves the
+ * list; finish() puts it back first, to be looked at again. */
+static void gc(kcr_recorder *r, uint64_t now)
+{
+  struct entry *e;
+
+  while((e = r->age_oldest) && age_expiry(r) <= now) {
+    r->events.visits++;
+    if(entry_expired(r, e, now)) {
+      KCR_ASSERT(e->where == W_NONE); /* I2 */
+      entry_remove(r, e);
+    } else {
+      age_unlink(r, e);
+    }
+  }
+  if(r->age_oldest)
+    r->events.visits++; /* the one that stopped it */
+  if(r->burst >= 0)
+    spam_gc(r, now);
+  r->last_gc_ms = now;
+  r->gc_runs++;
+}
+
 /* When there is something to do next (monotonic ms), after pick() found
- * nothing due: the end of a pause, else the first timer; the next tick at
- * the latest. */
+ * nothing due: the end of a pause, else the first timer, or gc() if
+ * sooner; UINT64_MAX for nothing. */
 static uint64_t next_deadline(const kcr_recorder *r, uint64_t now)
 {
-  uint64_t next = r->last_gc_ms + GC_TICK_MS;
+  uint64_t next = gc_due(r);
   uint64_t first = paused(r, now) ? r->paused_until
                    : r->timers.n  ? r->timers.a[0]->due
                                   : UINT64_MAX;
@@ -1193,28 +1317,6 @@ static uint64_t next_deadline(const kcr_recorder *r, uint64_t now)
 static bool quiescent(const kcr_recorder *r)
 {
   return !r->nqueued && !r->ninflight && !r->ndirty; /* I5 */
-}
-
-/* Once a tick: forgets expired entries and refilled spam buckets. The one
- * place that sweeps the tables, O(entries + buckets) per tick. */
-static void gc(kcr_recorder *r, uint64_t now)
-{
-  struct kcr_htab_iter it;
-  struct kcr_hnode *n;
-
-  kcr_htab_iter_init(&it, &r->events.t);
-  while((n = kcr_htab_iter_next(&it))) {
-    struct entry *e = entry_of(n);
-    r->events.visits++;
-    if(entry_expired(r, e, now)) {
-      KCR_ASSERT(e->where == W_NONE); /* I2 */
-      kcr_htab_remove(&r->events.t, n);
-      free(e);
-    }
-  }
-  if(r->burst >= 0)
-    spam_gc(r, now);
-  r->last_gc_ms = now;
 }
 
 static bool retryable(kcr_err rc)
@@ -1444,6 +1546,7 @@ static void finish(kcr_recorder *r, const struct job *j, enum verdict v, uint64_
   dirty_update(r, e, was_dirty);
   if(e->state == E_QUEUED)
     r->nqueued++;
+  age_relink_oldest(r, e); /* if gc() took it off while it was not clean */
   wake_up(r, schedule(r, e, now));
 }
 
@@ -1475,19 +1578,25 @@ static void run(kcr_recorder *r, struct job *j)
 }
 
 /* Sleeps until woken; the timekeeper (one idle sender at a time) also
- * until the next deadline, at most a tick (a test clock may not move). */
+ * until the next deadline - at most a tick with a test clock, which may
+ * not move while it sleeps. With no deadline nobody keeps time: whatever
+ * makes one (a new event) queues a write, and the sender that runs it
+ * becomes the timekeeper when it is done. */
 static void sender_wait(kcr_recorder *r, uint64_t now)
 {
-  uint64_t next = next_deadline(r, now);
+  uint64_t next = next_deadline(r, now), ms;
 
-  if(r->timekeeper) {
+  if(r->timekeeper || next == UINT64_MAX) {
     pthread_cond_wait(&r->wake, &r->mu);
     return;
   }
   if(next <= now)
     return;
+  ms = next - now;
+  if(r->clock != default_clock && ms > GC_TICK_MS)
+    ms = GC_TICK_MS;
   r->timekeeper = true;
-  cond_wait_ms(&r->wake, &r->mu, next - now < GC_TICK_MS ? next - now : GC_TICK_MS);
+  cond_wait_ms(&r->wake, &r->mu, ms);
   r->timekeeper = false;
 }
 
@@ -1499,7 +1608,7 @@ static void *sender(void *arg)
   while(!r->stop) {
     uint64_t now = now_ms(r);
     struct job j;
-    if(now >= r->last_gc_ms + GC_TICK_MS)
+    if(now >= gc_due(r))
       gc(r, now);
     if(pick(r, now, &j)) {
       if(r->createq.head || r->patchq.head) /* more for the next sender */
@@ -1558,6 +1667,7 @@ void kcr__recorder_probe(kcr_recorder *r, struct kcr__recorder_probe *out)
   pthread_mutex_lock(&r->mu);
   out->spam_visits = r->spam.visits;
   out->event_visits = r->events.visits + r->unsent.visits;
+  out->gc_runs = r->gc_runs;
   out->spam_keys = r->spam.t.n;
   out->events_longest_chain = kcr__htab_longest_chain(&r->events.t);
   out->spam_longest_chain = kcr__htab_longest_chain(&r->spam.t);
@@ -1694,6 +1804,10 @@ static void set_defaults(kcr_recorder *r, const struct kcr_recorder_opts *o)
   /* burst < 0 is "no limit" inside the recorder */
   r->burst = o->no_spam_limit ? -1 : o->spam_burst ? o->spam_burst : 25;
   r->refill_ms = o->spam_refill_ms ? o->spam_refill_ms : 300000;
+  r->spam_ttl_ms = r->burst <= 0 ? 0
+                   : r->refill_ms > UINT64_MAX / (uint64_t)r->burst
+                       ? UINT64_MAX
+                       : (uint64_t)r->burst * r->refill_ms;
   r->budget = o->queue_bytes ? o->queue_bytes : KCR_EVENT_QUEUE_BYTES;
   r->nsenders = o->senders ? o->senders : 4;
   r->flush_ms = o->series_flush_ms ? o->series_flush_ms : 30000;

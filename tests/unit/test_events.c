@@ -867,6 +867,91 @@ static void worker_bookkeeping_costs_o1_per_event(void **state)
   assert_int_equal(2 * N, calls);
 }
 
+/* Waits (10 s at most) for the recorder's expiry pass to run after the
+ * probe p was read; true if it did. */
+static bool wait_gc(kcr_recorder *r, const struct kcr__recorder_probe *p)
+{
+  struct kcr__recorder_probe q;
+  for(int i = 0; i < 1000; i++) {
+    kcr__recorder_probe(r, &q);
+    if(q.gc_runs > p->gc_runs)
+      return true;
+    sleep_ms(10);
+  }
+  return false;
+}
+
+/* The expiry pass looks only at what has expired: with 10,000 Events
+ * remembered and 4,096 spam buckets, a pass that forgets one Event visits
+ * O(1) of them, not all (issue 11: the sweep was the top source of cache
+ * misses per EBD as N grew). Expiry itself is unchanged: once the
+ * aggregation window has passed, a pass forgets every Event, each visited
+ * once. */
+static void gc_visits_only_what_expires(void **state)
+{
+  enum { N = 10000, WINDOW = 60000 };
+  struct fake f;
+  struct kcr__recorder_probe p0, p1, p2, p3;
+  struct kcr_recorder_stats st1, st3;
+  kcr_recorder *r;
+  char name[32];
+  struct kcr_event_ref ref = {"v1", "ConfigMap", "ns1", name, NULL, NULL};
+  kcr_err rc = KCR_OK;
+  bool ran1, ran3;
+
+  fake_init(&f);
+  r = recorder(&f, (struct kcr_recorder_opts){.aggregate_window_ms = WINDOW,
+                                              .queue_bytes = 64 << 20,
+                                              .clock_ms = test_clock});
+  snprintf(name, sizeof(name), "first");
+  rc |= kcr_recorder_eventf(r, &ref, "Normal", "Synced", "Sync", NULL);
+  atomic_fetch_add(&fake_now, 2000);
+  for(int i = 0; i < N; i++) {
+    snprintf(name, sizeof(name), "obj-%d", i);
+    rc |= kcr_recorder_eventf(r, &ref, "Normal", "Synced", "Sync", NULL);
+  }
+  rc |= kcr_recorder_flush(r, 30000);
+  kcr__recorder_probe(r, &p0);
+  atomic_fetch_add(&fake_now, WINDOW - 1000); /* "first" expires, no other */
+  ran1 = wait_gc(r, &p0);
+  kcr__recorder_probe(r, &p1);
+  kcr_recorder_get_stats(r, &st1);
+  kcr__recorder_probe(r, &p2);
+  atomic_fetch_add(&fake_now, 2000); /* the others expire */
+  ran3 = wait_gc(r, &p2);
+  kcr__recorder_probe(r, &p3);
+  kcr_recorder_get_stats(r, &st3);
+  kcr_recorder_free(r);
+  fake_cleanup(&f);
+  assert_int_equal(KCR_OK, rc);
+  assert_true(ran1);
+  assert_int_equal(N, st1.tracked);
+  assert_in_range(p1.event_visits - p0.event_visits, 1, 10); /* a sweep: > N */
+  assert_in_range(p1.spam_visits - p0.spam_visits, 0, 10);   /* a sweep: 4,096 */
+  assert_true(ran3);
+  assert_int_equal(0, st3.tracked);
+  assert_in_range(p3.event_visits - p2.event_visits, N, N + 10);
+}
+
+/* A recorder that remembers nothing does not tick: its clock moves, its
+ * senders sleep until something is recorded. */
+static void an_idle_recorder_does_not_tick(void **state)
+{
+  struct fake f;
+  struct kcr__recorder_probe p0, p1;
+  kcr_recorder *r;
+
+  fake_init(&f);
+  r = recorder(&f, (struct kcr_recorder_opts){.clock_ms = test_clock});
+  kcr__recorder_probe(r, &p0);
+  atomic_fetch_add(&fake_now, 10000); /* ten ticks */
+  sleep_ms(1500);                     /* a timekeeper would have looked */
+  kcr__recorder_probe(r, &p1);
+  kcr_recorder_free(r);
+  fake_cleanup(&f);
+  assert_int_equal(p0.gc_runs, p1.gc_runs);
+}
+
 static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
 {
   const unsigned char *s = p;
@@ -1612,6 +1697,8 @@ int main(void)
       cmocka_unit_test(spam_eviction_forgets_the_least_recently_used_bucket),
       cmocka_unit_test(spam_bookkeeping_costs_o1_per_new_object),
       cmocka_unit_test(worker_bookkeeping_costs_o1_per_event),
+      cmocka_unit_test(gc_visits_only_what_expires),
+      cmocka_unit_test(an_idle_recorder_does_not_tick),
       cmocka_unit_test(hash_tables_resist_colliding_names),
       cmocka_unit_test(the_byte_budget_bounds_the_queue_and_counts_what_it_drops),
       cmocka_unit_test(similar_events_waiting_to_be_sent_coalesce),
