@@ -1,5 +1,5 @@
 /* core/json-int.h - JSON text for libkcr's own hot paths: leaving a member
- * out before parsing (the watch decoder), printing into a buffer of the
+ * out before parsing (watch events, List pages), printing into a buffer of the
  * caller's (the store), reading a few values out of text without building
  * a tree (the status writer); not installed. */
 #ifndef KCR_CORE_JSON_INT_H
@@ -10,27 +10,39 @@
 #include <cjson/cJSON.h>
 
 #include "kcr/buf.h"
+#include "kcr/err.h"
 
 /* Writes to out (emptied first) the JSON text text[0..len) without the
- * members named `name` of the object at `path`, a dot path of member names
- * from the top-level object ("object.metadata"). Meant for a member that is
- * a large share of the text and of no use to the caller, to spare parsing
- * it (an object's managedFields).
+ * members named `name` of the objects at `path`, a dot path of member names
+ * from the top-level object ("object.metadata": a watch event's object);
+ * a name followed by "[]" stands for every element of that member's array
+ * ("items[].metadata": each item of a List). Meant for a member that is a
+ * large share of the text and of no use to the caller, to spare parsing it
+ * (an object's managedFields).
  * The text is followed by its structure only (strings, brackets, the names,
  * colons and commas of the objects on the path), not checked token by
  * token: for a well-formed text, parsing out gives the tree parsing text
  * gives minus those members; for a malformed one, parsing out fails too,
  * unless all that was wrong lay inside a dropped member. Names are
  * compared byte for byte as written (a name spelled with escapes is not
- * matched); on each level of the path the first member of that name is
- * taken, as kcr_json_at does; bytes after the object at path are copied
- * unread.
+ * matched); in each object on the path the first member of that name is
+ * taken, as kcr_json_at does; an element or value that is not of the kind
+ * the path needs is kept as it is. Bytes after the value the path leads to
+ * (after its array's end, with "[]") are copied unread.
  * Returns KCR_OK when it left something out; KCR_ENOTFOUND, with out empty,
  * when there was nothing to leave out or the structure could not be
- * followed to the end of that object (then parse text itself: cJSON says
- * what is wrong); KCR_ENOMEM (out holds part of the text). */
+ * followed to the end of what the path leads to (then parse text itself:
+ * cJSON says what is wrong); KCR_ENOMEM (out holds part of the text). */
 kcr_err kcr__json_drop_members(const char *text, size_t len, const char *path,
                                const char *name, struct kcr_buf *out);
+
+/* Parses text[0..len) into *out as kcr_json_parse does; with scratch (a
+ * buffer of the caller's, which it may reuse between calls) the members
+ * kcr__json_drop_members(path, name) finds are left out first, so the tree
+ * has none of them. Errors: those of kcr_json_parse, and KCR_ENOMEM. */
+kcr_err kcr__json_parse_dropping(const char *text, size_t len, const char *path,
+                                 const char *name, struct kcr_buf *scratch, cJSON **out,
+                                 struct kcr_errinfo *ei);
 
 /* Appends the compact text of obj to out: the text cJSON_PrintUnformatted
  * makes, faster (kcr_json_to_text is this into a new buffer). Returns

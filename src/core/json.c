@@ -733,28 +733,37 @@ static bool key_is(struct scan *s, const char *name, size_t n, bool *match)
   return true;
 }
 
-/* Moves s from the object at s->p to the value of its first member named
- * name[0..n); false when there is none or the structure breaks on the way. */
-static bool to_member(struct scan *s, const char *name, size_t n)
+/* Moves s from the object at s->p (its '{') to the value of its first
+ * member named name[0..n): 1; 0 when it has none (s past the object); -1
+ * when the structure breaks on the way. */
+static int to_member(struct scan *s, const char *name, size_t n)
 {
-  skip_ws(s);
-  if(s->p >= s->end || *s->p != '{')
-    return false;
   s->p++;
   if(eat(s, '}'))
-    return false;
+    return 0;
   do {
     bool match;
     if(!key_is(s, name, n, &match) || !eat(s, ':'))
-      return false;
+      return -1;
     if(match) {
       skip_ws(s);
-      return true;
+      return 1;
     }
     if(!skip_value(s))
-      return false;
+      return -1;
   } while(eat(s, ','));
-  return false;
+  return eat(s, '}') ? 0 : -1;
+}
+
+/* Moves s from the end of a member's value past the end of its object. */
+static bool past_object(struct scan *s)
+{
+  while(eat(s, ',')) {
+    bool match;
+    if(!key_is(s, "", 0, &match) || !eat(s, ':') || !skip_value(s))
+      return false;
+  }
+  return eat(s, '}');
 }
 
 /* Appends the members of the object at s->p except those named
@@ -789,33 +798,117 @@ static bool copy_members(struct scan *s, const char *name, size_t n, struct kcr_
   return eat(s, '}');
 }
 
+/* A walk of the text along the path: out holds text[0..mark) as it is to
+ * be (members left out), the text from mark on is still to copy. */
+struct drop {
+  struct scan s;
+  const char *mark, *name;
+  size_t n;
+  struct kcr_buf *out;
+  int arrays; /* "[]" segments being walked: every element must be seen */
+  bool dropped;
+};
+
+enum walk {
+  W_BROKEN, /* the structure could not be followed */
+  W_PASSED, /* s is past the value */
+  W_DONE    /* nothing further needs reading: the rest is copied unread */
+};
+
+static enum walk walk(struct drop *d, const char *seg);
+
+/* The value at s->p is the object whose members are left out. */
+static enum walk drop_here(struct drop *d)
+{
+  struct scan *s = &d->s;
+
+  if(*s->p != '{')
+    return skip_value(s) ? W_PASSED : W_BROKEN;
+  kcr_buf_append(d->out, d->mark, (size_t)(s->p - d->mark) + 1); /* up to its '{' */
+  if(!copy_members(s, d->name, d->n, d->out, &d->dropped))
+    return W_BROKEN;
+  d->mark = s->p - 1; /* its '}' */
+  return W_PASSED;
+}
+
+/* The value at s->p is an array: the path's rest applies to each element. */
+static enum walk walk_each(struct drop *d, const char *rest)
+{
+  struct scan *s = &d->s;
+  enum walk w = W_PASSED;
+
+  if(*s->p != '[')
+    return skip_value(s) ? W_PASSED : W_BROKEN;
+  s->p++;
+  if(eat(s, ']'))
+    return W_PASSED;
+  d->arrays++;
+  do
+    w = walk(d, rest);
+  while(w == W_PASSED && eat(s, ','));
+  d->arrays--;
+  return w == W_PASSED && !eat(s, ']') ? W_BROKEN : w;
+}
+
+/* Applies the path from seg on to the value at s->p (after white space). */
+static enum walk walk(struct drop *d, const char *seg)
+{
+  struct scan *s = &d->s;
+  size_t n = strcspn(seg, ".");
+  bool each = n >= 2 && !memcmp(seg + n - 2, "[]", 2);
+  const char *rest = seg[n] ? seg + n + 1 : seg + n;
+  enum walk w;
+  int at;
+
+  skip_ws(s);
+  if(s->p >= s->end)
+    return W_BROKEN;
+  if(!*seg)
+    return drop_here(d);
+  if(*s->p != '{')
+    return skip_value(s) ? W_PASSED : W_BROKEN;
+  at = to_member(s, seg, n - (each ? 2 : 0));
+  if(at <= 0)
+    return at < 0 ? W_BROKEN : d->arrays ? W_PASSED : W_DONE;
+  w = each ? walk_each(d, rest) : walk(d, rest);
+  if(w != W_PASSED)
+    return w;
+  if(!d->arrays) /* the first member of that name was the one */
+    return W_DONE;
+  return past_object(s) ? W_PASSED : W_BROKEN; /* on to the next element */
+}
+
 kcr_err kcr__json_drop_members(const char *text, size_t len, const char *path,
                                const char *name, struct kcr_buf *out)
 {
-  struct scan s = {text, text + len, 0};
-  const char *seg = path, *obj;
-  bool dropped = false;
+  struct drop d = {{text, text + len, 0}, text, name, strlen(name), out, 0, false};
 
   kcr_buf_reset(out);
   if(!text || (len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3)))
     return KCR_ENOTFOUND; /* (cJSON skips a BOM: not worth following) */
-  for(;;) {
-    const char *dot = strchr(seg, '.');
-    size_t n = dot ? (size_t)(dot - seg) : strlen(seg);
-    if(!to_member(&s, seg, n))
-      return KCR_ENOTFOUND;
-    if(!dot)
-      break;
-    seg = dot + 1;
-  }
-  obj = s.p;
-  kcr_buf_append(out, text, (size_t)(obj - text) + 1); /* up to its '{' */
-  if(!copy_members(&s, name, strlen(name), out, &dropped) || !dropped) {
+  if(walk(&d, path) == W_BROKEN || !d.dropped) {
     kcr_buf_reset(out);
     return KCR_ENOTFOUND;
   }
-  kcr_buf_append(out, s.p - 1, (size_t)(s.end - s.p) + 1); /* '}' and the rest */
+  kcr_buf_append(out, d.mark, (size_t)(text + len - d.mark)); /* the rest, unread */
   return kcr_buf_err(out);
+}
+
+kcr_err kcr__json_parse_dropping(const char *text, size_t len, const char *path,
+                                 const char *name, struct kcr_buf *scratch, cJSON **out,
+                                 struct kcr_errinfo *ei)
+{
+  kcr_err rc =
+      scratch ? kcr__json_drop_members(text, len, path, name, scratch) : KCR_ENOTFOUND;
+
+  *out = NULL;
+  if(rc == KCR_OK) {
+    text = scratch->ptr;
+    len = scratch->len;
+  } else if(rc != KCR_ENOTFOUND) {
+    return kcr_errinfo_set(ei, rc, "out of memory leaving %s out of a document", name);
+  }
+  return kcr_json_parse(text, len, out, ei);
 }
 
 /* ---- parsing ---- */

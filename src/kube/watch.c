@@ -85,16 +85,8 @@ kcr_err kcr__watch_decode(const char *line, size_t len, struct kcr_buf *scratch,
   size_t i;
 
   memset(ev, 0, sizeof(*ev));
-  rc = scratch ? kcr__json_drop_members(line, len, "object.metadata", "managedFields",
-                                        scratch)
-               : KCR_ENOTFOUND;
-  if(rc == KCR_OK) {
-    line = scratch->ptr;
-    len = scratch->len;
-  } else if(rc != KCR_ENOTFOUND) {
-    return kcr_errinfo_set(ei, rc, "out of memory reading a watch event");
-  }
-  rc = kcr_json_parse(line, len, &doc, ei);
+  rc = kcr__json_parse_dropping(line, len, "object.metadata", "managedFields", scratch,
+                                &doc, ei);
   if(rc)
     return rc;
   type = kcr_json_str(doc, "type");

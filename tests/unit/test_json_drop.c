@@ -1,5 +1,6 @@
-/* kcr__json_drop_members: a watch document's metadata.managedFields left
- * out of the text before parsing. Parsing what it writes gives the tree
+/* kcr__json_drop_members: a watch document's object.metadata.managedFields,
+ * and every item's metadata.managedFields of a List page, left out of the
+ * text before parsing. Parsing what it writes gives the tree
  * parsing the original gives minus those members, and fails where parsing
  * the original fails, unless all that was wrong lay inside a dropped
  * member; whatever it cannot follow, it leaves alone. */
@@ -17,25 +18,33 @@
 #include "kcr/json.h"
 
 #define PATH "object.metadata"
+#define LIST "items[].metadata"
 #define MF   "managedFields"
 
-static void assert_dropped(const char *in, const char *want)
+static void assert_dropped_at(const char *path, const char *in, const char *want)
 {
   struct kcr_buf out = KCR_BUF_INIT;
 
-  assert_int_equal(KCR_OK, kcr__json_drop_members(in, strlen(in), PATH, MF, &out));
+  assert_int_equal(KCR_OK, kcr__json_drop_members(in, strlen(in), path, MF, &out));
   assert_string_equal(want, kcr_buf_str(&out));
   kcr_buf_cleanup(&out);
 }
 
-static void assert_left_alone(const char *in)
+static void assert_left_alone_at(const char *path, const char *in)
 {
   struct kcr_buf out = KCR_BUF_INIT;
 
-  assert_int_equal(KCR_ENOTFOUND, kcr__json_drop_members(in, strlen(in), PATH, MF, &out));
+  assert_int_equal(KCR_ENOTFOUND, kcr__json_drop_members(in, strlen(in), path, MF, &out));
   assert_int_equal(0, out.len);
   kcr_buf_cleanup(&out);
 }
+
+static void assert_dropped(const char *in, const char *want)
+{
+  assert_dropped_at(PATH, in, want);
+}
+
+static void assert_left_alone(const char *in) { assert_left_alone_at(PATH, in); }
 
 static void the_member_goes_wherever_it_stands(void **state)
 {
@@ -89,6 +98,112 @@ static void what_it_cannot_follow_is_left_alone(void **state)
   assert_left_alone("{\"object\":{\"metadata\":{\"managedFields\":1,}}}");
   assert_left_alone("{\"object\":{\"metadata\":{\"managedFields\":1");
   assert_left_alone("\xEF\xBB\xBF{\"object\":{\"metadata\":{\"managedFields\":1}}}");
+}
+
+/* A List page: every item's metadata loses the member, whatever the other
+ * members of the item or the list hold. */
+static void every_item_of_a_list_loses_it(void **state)
+{
+  assert_dropped_at(
+      LIST,
+      "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{"
+      "\"resourceVersion\":\"7\",\"managedFields\":0},\"items\":["
+      "{\"metadata\":{\"name\":\"a\",\"managedFields\":[{\"manager\":\"m\","
+      "\"fieldsV1\":{\"f:data\":{\"f:managedFields\":{}}}}]},"
+      "\"data\":{\"managedFields\":\"\\\"managedFields\\\":[\"}},"
+      "{\"data\":{\"x\":\"]}\"},\"metadata\":{\"managedFields\":[],\"name\":\"b\"}},"
+      "{\"metadata\":{\"name\":\"c\\\"managedFields\\\"\"}},"
+      "{\"metadata\":{\"name\":\"d\",\"managedFields\":{\"managedFields\":1}}}"
+      "]}",
+      "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{"
+      "\"resourceVersion\":\"7\",\"managedFields\":0},\"items\":["
+      "{\"metadata\":{\"name\":\"a\"},"
+      "\"data\":{\"managedFields\":\"\\\"managedFields\\\":[\"}},"
+      "{\"data\":{\"x\":\"]}\"},\"metadata\":{\"name\":\"b\"}},"
+      "{\"metadata\":{\"name\":\"c\\\"managedFields\\\"\"}},"
+      "{\"metadata\":{\"name\":\"d\"}}"
+      "]}");
+  /* items that are not objects, or have no metadata, stay as they are;
+   * white space between elements too; the text after items is unread */
+  assert_dropped_at(LIST,
+                    "{\"items\": [ null , {} , \"s\" , [1] , {\"metadata\":7} ,\n"
+                    "{\"metadata\":{\"managedFields\":1}} ] ,\"rest\":tail",
+                    "{\"items\": [ null , {} , \"s\" , [1] , {\"metadata\":7} ,\n"
+                    "{\"metadata\":{}} ] ,\"rest\":tail");
+  /* only the first "items", as kcr_json_at finds it */
+  assert_dropped_at(LIST,
+                    "{\"items\":[{\"metadata\":{\"managedFields\":1}}],"
+                    "\"items\":[{\"metadata\":{\"managedFields\":2}}]}",
+                    "{\"items\":[{\"metadata\":{}}],"
+                    "\"items\":[{\"metadata\":{\"managedFields\":2}}]}");
+  /* nothing to drop, or the structure broken anywhere up to the end of
+   * items (a later item too): left alone */
+  assert_left_alone_at(LIST, "{\"kind\":\"List\",\"items\":[]}");
+  assert_left_alone_at(LIST, "{\"items\":null}");
+  assert_left_alone_at(LIST, "{\"items\":[{\"metadata\":{\"name\":\"a\"}}]}");
+  assert_left_alone_at(LIST, "{\"metadata\":{\"managedFields\":1},\"items\":[]}");
+  assert_left_alone_at(LIST, "{\"items\":[{\"metadata\":{\"managedFields\":1}},"
+                             "{\"metadata\":{\"name\":\"b}}]}");
+  assert_left_alone_at(LIST, "{\"items\":[{\"metadata\":{\"managedFields\":1}},"
+                             "{\"data\":{]}}]}");
+  assert_left_alone_at(LIST, "{\"items\":[{\"metadata\":{\"managedFields\":1}}");
+  assert_left_alone_at(LIST, "{\"items\":[{\"metadata\":{\"managedFields\":1}} {}]}");
+  assert_left_alone_at(LIST, "{\"items\":[{\"metadata\":{\"managedFields\":1}},]}");
+}
+
+/* Pages one after the other through one buffer (as kcr_list_each reads
+ * them): each result is that page's alone. */
+static void pages_in_turn_through_one_buffer(void **state)
+{
+  static const char *const pages[][2] = {
+      {"{\"metadata\":{\"continue\":\"t1\"},\"items\":[{\"metadata\":{\"name\":\"a\","
+       "\"managedFields\":[{\"manager\":\"x\"}]}}]}",
+       "{\"metadata\":{\"continue\":\"t1\"},\"items\":[{\"metadata\":{\"name\":\"a\"}}]"
+       "}"},
+      {"{\"metadata\":{},\"items\":[{\"metadata\":{\"name\":\"b\"}}]}", NULL},
+      {"{\"items\":[{\"metadata\":{\"managedFields\":[],\"name\":\"c\"}}]}",
+       "{\"items\":[{\"metadata\":{\"name\":\"c\"}}]}"},
+  };
+  struct kcr_buf out = KCR_BUF_INIT;
+
+  for(size_t i = 0; i < sizeof(pages) / sizeof(pages[0]); i++) {
+    const char *in = pages[i][0], *want = pages[i][1];
+    cJSON *tree = NULL;
+    char *text;
+    assert_int_equal(want ? KCR_OK : KCR_ENOTFOUND,
+                     kcr__json_drop_members(in, strlen(in), LIST, MF, &out));
+    assert_string_equal(want ? want : "", kcr_buf_str(&out));
+    /* and parsing through the same buffer gives the tree without them */
+    assert_int_equal(
+        KCR_OK, kcr__json_parse_dropping(in, strlen(in), LIST, MF, &out, &tree, NULL));
+    text = kcr_json_to_text(tree);
+    assert_non_null(text);
+    assert_string_equal(want ? want : in, text);
+    free(text);
+    cJSON_Delete(tree);
+  }
+  kcr_buf_cleanup(&out);
+}
+
+/* Without a buffer, or with nothing to drop, it is kcr_json_parse. */
+static void parse_dropping_parses_what_it_cannot_drop(void **state)
+{
+  static const char in[] = "{\"items\":[{\"metadata\":{\"managedFields\":1}}]}";
+  struct kcr_buf scratch = KCR_BUF_INIT;
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  cJSON *tree = NULL;
+
+  assert_int_equal(KCR_OK,
+                   kcr__json_parse_dropping(in, strlen(in), LIST, MF, NULL, &tree, NULL));
+  assert_non_null(kcr_json_at(cJSON_GetArrayItem(kcr_json_at(tree, "items"), 0),
+                              "metadata.managedFields"));
+  cJSON_Delete(tree);
+  assert_int_equal(KCR_EPARSE, kcr__json_parse_dropping("{\"items\":[", 10, LIST, MF,
+                                                        &scratch, &tree, &ei));
+  assert_null(tree);
+  assert_non_null(strstr(ei.message, "malformed JSON"));
+  kcr_errinfo_cleanup(&ei);
+  kcr_buf_cleanup(&scratch);
 }
 
 /* Tokens outside the dropped members are not checked here, but they are
@@ -187,13 +302,11 @@ static void value(struct kcr_buf *b, unsigned *s, int depth)
   ws(b, s);
 }
 
-/* {"type":..,"object":{..,"metadata":{.. managedFields 0-2 times ..},..}} */
-static void document(struct kcr_buf *b, unsigned *s)
+/* {"kind":"X","metadata":{.. managedFields 0-2 times ..},"data":..} */
+static void object(struct kcr_buf *b, unsigned *s)
 {
   int n = (int)(rnd(s) % 6);
-  kcr_buf_puts(b, "{\"type\":\"ADDED\",");
-  ws(b, s);
-  kcr_buf_puts(b, "\"object\":{\"kind\":\"X\",\"metadata\":{");
+  kcr_buf_puts(b, "{\"kind\":\"X\",\"metadata\":{");
   for(int i = 0; i < n; i++) {
     if(i)
       kcr_buf_puts(b, ",");
@@ -211,23 +324,72 @@ static void document(struct kcr_buf *b, unsigned *s)
     kcr_buf_puts(b, ",\"data\":");
     value(b, s, 0);
   }
-  kcr_buf_puts(b, "}}");
+  kcr_buf_puts(b, "}");
 }
 
-/* The tree minus every member named MF of object.metadata. */
-static void strip(cJSON *doc)
+/* {"type":"ADDED","object":<object>} */
+static void document(struct kcr_buf *b, unsigned *s)
 {
-  cJSON *meta = kcr_json_at(doc, PATH);
-  if(cJSON_IsObject(kcr_json_at(doc, "object")) && cJSON_IsObject(meta))
-    while(cJSON_GetObjectItemCaseSensitive(meta, MF))
-      cJSON_DeleteItemFromObjectCaseSensitive(meta, MF);
+  kcr_buf_puts(b, "{\"type\":\"ADDED\",");
+  ws(b, s);
+  kcr_buf_puts(b, "\"object\":");
+  object(b, s);
+  kcr_buf_puts(b, "}");
 }
 
-static void check(const char *text, size_t len, bool must_drop, bool must_be_same)
+/* {"kind":"XList","metadata":..,"items":[<object> or another value, 0-4]} */
+static void list_page(struct kcr_buf *b, unsigned *s)
+{
+  int n = (int)(rnd(s) % 5);
+  kcr_buf_puts(b, "{\"kind\":\"XList\",\"metadata\":");
+  value(b, s, 2);
+  kcr_buf_puts(b, ",\"items\":[");
+  for(int i = 0; i < n; i++) {
+    if(i)
+      kcr_buf_puts(b, ",");
+    ws(b, s);
+    if(rnd(s) % 8 == 0)
+      value(b, s, 2);
+    else
+      object(b, s);
+    ws(b, s);
+  }
+  kcr_buf_puts(b, "]}");
+}
+
+static int strip_meta(cJSON *meta)
+{
+  int n = 0;
+  if(cJSON_IsObject(meta))
+    for(; cJSON_GetObjectItemCaseSensitive(meta, MF); n++)
+      cJSON_DeleteItemFromObjectCaseSensitive(meta, MF);
+  return n;
+}
+
+/* The tree minus every member named MF of object.metadata, or of each
+ * item's metadata; returns how many it deleted. */
+static int strip(cJSON *doc, const char *path)
+{
+  cJSON *it;
+  int n = 0;
+
+  if(strcmp(path, LIST))
+    return cJSON_IsObject(kcr_json_at(doc, "object")) ? strip_meta(kcr_json_at(doc, PATH))
+                                                      : 0;
+  cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(doc, "items"))
+  {
+    if(cJSON_IsObject(it))
+      n += strip_meta(cJSON_GetObjectItemCaseSensitive(it, "metadata"));
+  }
+  return n;
+}
+
+static void check(const char *path, const char *text, size_t len, bool must_drop,
+                  bool must_be_same)
 {
   struct kcr_buf out = KCR_BUF_INIT;
   cJSON *a = NULL, *b = NULL;
-  kcr_err rc = kcr__json_drop_members(text, len, PATH, MF, &out);
+  kcr_err rc = kcr__json_drop_members(text, len, path, MF, &out);
   kcr_err ra, rb;
 
   assert_true(rc == KCR_OK || rc == KCR_ENOTFOUND);
@@ -248,12 +410,13 @@ static void check(const char *text, size_t len, bool must_drop, bool must_be_sam
   if(!ra && !rb) {
     /* compared as printed: cJSON_Compare mismatches duplicate keys */
     char *ta, *tb;
-    strip(a);
-    if(must_be_same)
-      assert_null(cJSON_GetObjectItemCaseSensitive(kcr_json_at(b, PATH), MF));
+    strip(a, path);
     /* Both stripped by name as cJSON reads names: a name spelled with an
      * escape (or one cJSON cuts at a \u0000) is not dropped from the text. */
-    strip(b);
+    if(must_be_same)
+      assert_int_equal(0, strip(b, path));
+    else
+      strip(b, path);
     ta = kcr_json_to_text(a);
     tb = kcr_json_to_text(b);
     assert_non_null(ta);
@@ -268,23 +431,25 @@ static void check(const char *text, size_t len, bool must_drop, bool must_be_sam
   kcr_buf_cleanup(&out);
 }
 
-static void parsing_the_result_is_parsing_the_text_then_deleting(void **state)
+/* Random documents of one shape, each checked, then mutated: a byte
+ * changed, a byte removed, cut short. */
+static void differential(const char *path, void (*gen)(struct kcr_buf *, unsigned *),
+                         unsigned seed)
 {
-  unsigned s = 20261201;
+  unsigned s = seed;
   size_t dropped = 0;
 
   for(int i = 0; i < 20000; i++) {
     struct kcr_buf b = KCR_BUF_INIT;
     cJSON *tree = NULL;
     bool has;
-    document(&b, &s);
+    gen(&b, &s);
     assert_int_equal(KCR_OK, kcr_buf_err(&b));
     assert_int_equal(KCR_OK, kcr_json_parse(b.ptr, b.len, &tree, NULL));
-    has = cJSON_GetObjectItemCaseSensitive(kcr_json_at(tree, PATH), MF) != NULL;
+    has = strip(tree, path) > 0;
     cJSON_Delete(tree);
-    check(b.ptr, b.len, has, true); /* well formed: dropped whenever present */
+    check(path, b.ptr, b.len, has, true); /* well formed: dropped whenever present */
     dropped += has;
-    /* mutations: a byte changed, a byte removed, cut short */
     for(int m = 0; m < 8; m++) {
       size_t at = rnd(&s) % b.len;
       static const char bytes[] = "{}[],:\"\\ a0-e.tn";
@@ -294,13 +459,13 @@ static void parsing_the_result_is_parsing_the_text_then_deleting(void **state)
       switch(m % 3) {
       case 0:
         t[at] = bytes[rnd(&s) % (sizeof(bytes) - 1)];
-        check(t, b.len, false, false);
+        check(path, t, b.len, false, false);
         break;
       case 1:
         memmove(t + at, t + at + 1, b.len - at);
-        check(t, b.len - 1, false, false);
+        check(path, t, b.len - 1, false, false);
         break;
-      default: check(t, at, false, false); break;
+      default: check(path, t, at, false, false); break;
       }
       free(t);
     }
@@ -309,14 +474,28 @@ static void parsing_the_result_is_parsing_the_text_then_deleting(void **state)
   assert_true(dropped > 5000); /* the generator does exercise dropping */
 }
 
+static void parsing_the_result_is_parsing_the_text_then_deleting(void **state)
+{
+  differential(PATH, document, 20261201);
+}
+
+static void parsing_a_list_page_is_parsing_it_then_deleting(void **state)
+{
+  differential(LIST, list_page, 20261202);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(the_member_goes_wherever_it_stands),
       cmocka_unit_test(what_it_cannot_follow_is_left_alone),
+      cmocka_unit_test(every_item_of_a_list_loses_it),
+      cmocka_unit_test(pages_in_turn_through_one_buffer),
+      cmocka_unit_test(parse_dropping_parses_what_it_cannot_drop),
       cmocka_unit_test(kept_garbage_stays_garbage),
       cmocka_unit_test(nesting_beyond_cjsons_limit_is_left_alone),
       cmocka_unit_test(parsing_the_result_is_parsing_the_text_then_deleting),
+      cmocka_unit_test(parsing_a_list_page_is_parsing_it_then_deleting),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
