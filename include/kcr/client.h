@@ -167,6 +167,11 @@ struct kcr_list_opts {
   const char *continue_token;
   const char *resource_version;
   const char *resource_version_match; /* "NotOlderThan", "Exact" */
+  /* true: each item's metadata.managedFields is left out of the page's text
+   * before it is parsed, so the items have none (as
+   * kcr_watch_opts.drop_managed_fields does for watch events; the informer
+   * sets both unless keep_managed_fields). */
+  bool drop_managed_fields;
 };
 /* GET one page of a collection (ref->name NULL); opts may be NULL. The
  * List's metadata.continue says whether more pages follow.

@@ -59,7 +59,9 @@ struct kcr_informer_opts {
   const char *field_selector;
   uint64_t resync_ms;            /* 0: no periodic resync */
   long page_size;                /* LIST page size; 0: 500 */
-  bool keep_managed_fields;      /* false: strip metadata.managedFields */
+  bool keep_managed_fields;      /* false: strip metadata.managedFields (left
+                                    out of list pages and watch events
+                                    before they are parsed) */
   const char *const *keep;       /* NULL: store whole objects. Otherwise a
                                     projection (see below): the paths of the
                                     members to store, NULL-terminated;

@@ -67,6 +67,7 @@
 
 #include "client-int.h"
 #include "config-int.h"
+#include "core/json-int.h"
 #include "core/secret-int.h"
 #include "kcr/json.h"
 #include "kcr/log.h"
@@ -912,12 +913,24 @@ kcr_err kcr_list(kcr_client *c, const struct kcr_ref *ref,
 {
   struct kcr_buf p = KCR_BUF_INIT;
   kcr_err rc = ref_path(&p, "list", ref, false, ei);
+  struct kcr_buf body = KCR_BUF_INIT, scratch = KCR_BUF_INIT;
+
+  if(out)
+    *out = NULL;
   if(!rc)
     rc = list_query(&p, opts);
+  if(rc || !out || !opts || !opts->drop_managed_fields) {
+    if(!rc)
+      rc = do_json(c, "GET", &p, NULL, NULL, 0, out, ei);
+    goto out;
+  }
+  rc = do_json_text(c, "GET", &p, NULL, NULL, 0, NULL, &body, ei);
   if(!rc)
-    rc = do_json(c, "GET", &p, NULL, NULL, 0, out, ei);
-  else if(out)
-    *out = NULL;
+    rc = kcr__json_parse_dropping(kcr_buf_str(&body), body.len, "items[].metadata",
+                                  "managedFields", &scratch, out, ei);
+out:
+  kcr_buf_cleanup(&scratch);
+  kcr_buf_cleanup(&body);
   kcr_buf_cleanup(&p);
   return rc;
 }

@@ -320,7 +320,8 @@ static enum state do_list(kcr_informer *inf)
   struct kcr_ref ref = {.gvr = &inf->gvr, .ns = inf->ns};
   struct kcr_list_opts lo = {.label_selector = inf->lsel,
                              .field_selector = inf->fsel,
-                             .limit = inf->o.page_size};
+                             .limit = inf->o.page_size,
+                             .drop_managed_fields = !inf->o.keep_managed_fields};
   kcr_obj **prev = NULL, **gone = NULL;
   size_t ngone = 0;
   char *rv = NULL;

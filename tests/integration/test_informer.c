@@ -2,7 +2,8 @@
  * objects and stays equal to a fresh LIST under concurrent creates, updates
  * and deletes; objects deleted while it could not watch (apiserver down,
  * history compacted) are noticed through 410 -> relist with delete events;
- * an apiserver restart is recovered from without help. */
+ * an apiserver restart is recovered from without help; listed objects come
+ * without managedFields unless asked for. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -433,6 +434,87 @@ static void a_keep_list_stores_only_those_fields(void **state)
   itest_namespace_drop(cl, ns);
 }
 
+static kcr_err note_mf(const cJSON *item, void *ud)
+{
+  *(int *)ud += kcr_json_at(item, "metadata.managedFields") != NULL;
+  return KCR_OK;
+}
+
+/* Server-side-applied objects come with managedFields. A LIST with
+ * drop_managed_fields leaves them out of every item, and so does the
+ * informer's (which keeps none in its store); without the option, and in
+ * an informer with keep_managed_fields, they are there. */
+static void listed_objects_come_without_managed_fields(void **state)
+{
+  char *ns = itest_namespace(cl, "listmf");
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_ref coll = {&itest_configmaps, ns};
+  kcr_informer *dropping, *keeping;
+  int with = 0, without = 0;
+  cJSON *t;
+
+  for(int i = 0; i < 3; i++) {
+    char name[8];
+    snprintf(name, sizeof(name), "ssa-%d", i);
+    struct kcr_ref one = {&itest_configmaps, ns, name};
+    cJSON *cm = itest_json("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+                           "{\"name\":\"%s\",\"labels\":{\"l\":\"%d\"}},"
+                           "\"data\":{\"k\":\"v%d\"}}",
+                           name, i, i);
+    itest_expect(KCR_OK,
+                 kcr_apply(cl, &one, cm,
+                           &(struct kcr_apply_opts){.field_manager = "kcr-test-listmf"},
+                           NULL, &ei),
+                 &ei);
+    cJSON_Delete(cm);
+  }
+  /* kcr_list_each, two pages and a bit */
+  itest_expect(KCR_OK,
+               kcr_list_each(cl, &coll, &(struct kcr_list_opts){.limit = 1}, note_mf,
+                             &with, NULL, &ei),
+               &ei);
+  itest_expect(
+      KCR_OK,
+      kcr_list_each(cl, &coll,
+                    &(struct kcr_list_opts){.limit = 2, .drop_managed_fields = true},
+                    note_mf, &without, NULL, &ei),
+      &ei);
+  assert_int_equal(3, with);
+  assert_int_equal(0, without);
+  /* the informers' lists */
+  assert_int_equal(KCR_OK, kcr_informer_new(
+                               &(struct kcr_informer_opts){
+                                   .client = cl, .gvr = &itest_configmaps, .ns = ns},
+                               &dropping, NULL));
+  assert_int_equal(
+      KCR_OK, kcr_informer_new(&(struct kcr_informer_opts){.client = cl,
+                                                           .gvr = &itest_configmaps,
+                                                           .ns = ns,
+                                                           .keep_managed_fields = true},
+                               &keeping, NULL));
+  assert_int_equal(KCR_OK, kcr_informer_start(dropping));
+  assert_int_equal(KCR_OK, kcr_informer_start(keeping));
+  assert_true(kcr_informer_wait_synced(dropping, 60000));
+  assert_true(kcr_informer_wait_synced(keeping, 60000));
+  assert_int_equal(3, kcr_store_len(kcr_informer_store(dropping)));
+  t = cached_at(dropping, ns, "ssa-1", NULL);
+  assert_null(kcr_json_at(t, "metadata.managedFields"));
+  assert_string_equal("v1", kcr_json_str(t, "data.k"));
+  assert_string_equal("1", kcr_json_str(t, "metadata.labels.l"));
+  cJSON_Delete(t);
+  t = cached_at(keeping, ns, "ssa-1", NULL);
+  assert_string_equal(
+      "kcr-test-listmf",
+      kcr_json_str(cJSON_GetArrayItem(kcr_json_at(t, "metadata.managedFields"), 0),
+                   "manager"));
+  assert_string_equal("v1", kcr_json_str(t, "data.k"));
+  cJSON_Delete(t);
+  kcr_informer_free(dropping);
+  kcr_informer_free(keeping);
+  kcr_errinfo_cleanup(&ei);
+  itest_namespace_drop(cl, ns);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -440,6 +522,7 @@ int main(void)
       cmocka_unit_test(deletes_missed_while_down_are_found_by_relist),
       cmocka_unit_test(resync_replays_every_object),
       cmocka_unit_test(a_keep_list_stores_only_those_fields),
+      cmocka_unit_test(listed_objects_come_without_managed_fields),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -2,7 +2,8 @@
  * arrives without its managedFields and otherwise whole, whatever their
  * size - small, then over 1 MiB (the buffer that cut them is let go, not
  * kept at that size), then small again - and without the option they
- * arrive as sent. */
+ * arrive as sent. The same for kcr_list_each's items, page after page,
+ * and for the informer's LIST. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -111,11 +112,147 @@ static void without_the_option_they_arrive_as_sent(void **state)
   assert_int_equal(NEV, s.with_mf);
 }
 
+/* ---- LIST ---- */
+
+#define LPATH "/api/v1/namespaces/ns/configmaps"
+
+/* A ConfigMap item whose managedFields hold mf (a JSON array's text). */
+#define ITEM(name, mf)                                                                   \
+  "{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"" name "\",\"namespace\":\"ns\","    \
+  "\"resourceVersion\":\"3\",\"managedFields\":" mf "},\"data\":{\"k\":\"" name "\"}}"
+#define MF1 "[{\"manager\":\"m\",\"operation\":\"Apply\",\"fieldsV1\":{\"f:data\":{}}}]"
+
+/* Three pages of two items; page 2 names "managedFields" in a string. */
+static kcr_err api_list(struct twire_call *call, void *ud)
+{
+  char buf[16];
+  const char *cont = twire_query(call, "continue", buf, sizeof(buf));
+
+  (void)ud;
+  if(!twire_is(call, "GET", LPATH) || call->req->watch)
+    return twire_reply(call, 404, "%s", twire_status_json(404, "NotFound"));
+  if(!cont)
+    return twire_reply(
+        call, 200,
+        "{\"kind\":\"ConfigMapList\",\"metadata\":{\"continue\":\"p2\","
+        "\"resourceVersion\":\"9\"},\"items\":[" ITEM("a", MF1) "," ITEM("b", MF1) "]}");
+  if(!strcmp(cont, "p2"))
+    return twire_reply(
+        call, 200,
+        "{\"kind\":\"ConfigMapList\",\"metadata\":{\"continue\":\"p3\"},"
+        "\"items\":[" ITEM("c\\\"managedFields\\\":[", "[]") "," ITEM("d", MF1) "]}");
+  return twire_reply(call, 200,
+                     "{\"kind\":\"ConfigMapList\",\"metadata\":{},\"items\":[" ITEM(
+                         "e", MF1) "," ITEM("f", MF1) "]}");
+}
+
+struct items {
+  int n, with_mf;
+  char names[6][24];
+};
+
+static kcr_err on_item(const cJSON *item, void *ud)
+{
+  struct items *it = ud;
+  const char *n = kcr_json_str(item, "metadata.name"), *d = kcr_json_str(item, "data.k");
+  if(it->n < 6)
+    snprintf(it->names[it->n], sizeof(it->names[0]), "%s",
+             n && d && !strcmp(n, d) ? n : "-");
+  it->with_mf += kcr_json_at(item, "metadata.managedFields") != NULL;
+  it->n++;
+  return KCR_OK;
+}
+
+static struct items list(bool drop)
+{
+  kcr_client *c = twire_client(api_list, NULL);
+  struct kcr_gvr gvr = {"", "v1", "configmaps", true};
+  struct items it = {0};
+  char *rv = NULL;
+
+  assert_int_equal(KCR_OK, kcr_list_each(c, &(struct kcr_ref){&gvr, "ns"},
+                                         &(struct kcr_list_opts){
+                                             .limit = 2, .drop_managed_fields = drop},
+                                         on_item, &it, &rv, NULL));
+  assert_string_equal("9", rv);
+  free(rv);
+  kcr_client_free(c);
+  return it;
+}
+
+static void listed_items_arrive_whole_without_managed_fields_on_every_page(void **state)
+{
+  static const char *const want[] = {"a", "b", "c\"managedFields\":[", "d", "e", "f"};
+  struct items it = list(true);
+  assert_int_equal(6, it.n);
+  assert_int_equal(0, it.with_mf);
+  for(int i = 0; i < 6; i++)
+    assert_string_equal(want[i], it.names[i]);
+}
+
+static void listed_without_the_option_they_arrive_as_sent(void **state)
+{
+  struct items it = list(false);
+  assert_int_equal(6, it.n);
+  assert_int_equal(6, it.with_mf);
+}
+
+/* A LIST whose only flaw lies inside an item's managedFields (a token cJSON
+ * refuses): an informer that leaves them out before parsing never reads
+ * it and syncs; one that keeps them cannot parse the page. */
+static kcr_err api_informer(struct twire_call *call, void *ud)
+{
+  (void)ud;
+  if(!twire_is(call, "GET", LPATH))
+    return twire_reply(call, 404, "%s", twire_status_json(404, "NotFound"));
+  if(call->req->watch) {
+    twire_stream(call, 200);
+    twire_wait_cancel(call, 60000);
+    return KCR_OK;
+  }
+  return twire_reply(call, 200,
+                     "{\"kind\":\"ConfigMapList\",\"metadata\":{\"resourceVersion\":"
+                     "\"9\"},\"items\":[" ITEM("a", "[tru]") "]}");
+}
+
+static bool informer_syncs(bool keep)
+{
+  kcr_client *c = twire_client(api_informer, NULL);
+  struct kcr_gvr gvr = {"", "v1", "configmaps", true};
+  kcr_informer *inf;
+  bool synced;
+
+  assert_int_equal(
+      KCR_OK, kcr_informer_new(
+                  &(struct kcr_informer_opts){
+                      .client = c, .gvr = &gvr, .ns = "ns", .keep_managed_fields = keep},
+                  &inf, NULL));
+  assert_int_equal(KCR_OK, kcr_informer_start(inf));
+  synced = kcr_informer_wait_synced(inf, keep ? 500 : 30000);
+  if(synced) {
+    kcr_obj *o = kcr_store_ref(kcr_informer_store(inf), "ns", "a");
+    assert_non_null(o);
+    kcr_obj_unref(o);
+  }
+  kcr_informer_free(inf);
+  kcr_client_free(c);
+  return synced;
+}
+
+static void the_informers_list_leaves_them_out_before_parsing(void **state)
+{
+  assert_true(informer_syncs(false));
+  assert_false(informer_syncs(true));
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(objects_arrive_whole_without_managed_fields_at_any_size),
       cmocka_unit_test(without_the_option_they_arrive_as_sent),
+      cmocka_unit_test(listed_items_arrive_whole_without_managed_fields_on_every_page),
+      cmocka_unit_test(listed_without_the_option_they_arrive_as_sent),
+      cmocka_unit_test(the_informers_list_leaves_them_out_before_parsing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
