@@ -51,12 +51,7 @@ struct evlog {
 
 static void evlog_init(struct evlog *l)
 {
-  pthread_condattr_t ca;
-  pthread_mutex_init(&l->mu, NULL);
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&l->cv, &ca);
-  pthread_condattr_destroy(&ca);
+  tlock_init(&l->mu, &l->cv);
   l->n = 0;
 }
 
