@@ -182,6 +182,14 @@ static void expect_outcome(kcr_recorder *r, uint64_t sent, uint64_t failed,
   assert_int_equal(tracked, st.tracked);
 }
 
+/* A new metrics registry (the caller frees it). */
+static kcr_metrics *registry(void)
+{
+  kcr_metrics *reg = NULL;
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
+  return reg;
+}
+
 /* The counter kcr_events_total{type,reason,result} of reg. */
 static kcr_metric *events_total(kcr_metrics *reg)
 {
@@ -428,8 +436,7 @@ static void invalid_events_are_refused_and_nothing_is_sent(void **state)
 static void one_event_is_one_create_with_the_exact_fields(void **state)
 {
   struct fake f;
-  kcr_metrics *reg = NULL;
-  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
+  kcr_metrics *reg = registry();
   kcr_metric *total;
   kcr_recorder *r;
   const cJSON *b;
@@ -487,8 +494,7 @@ static void repeats_become_one_series_patch(void **state)
 {
   struct fake f;
   struct kcr_recorder_stats st;
-  kcr_metrics *reg = NULL;
-  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
+  kcr_metrics *reg = registry();
   kcr_metric *total;
   kcr_recorder *r;
   const cJSON *p;
@@ -684,8 +690,7 @@ static void spam_limit_drops_beyond_the_burst_and_logs_once(void **state)
 {
   struct fake f;
   struct kcr_recorder_stats st;
-  kcr_metrics *reg = NULL;
-  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
+  kcr_metrics *reg = registry();
   kcr_metric *total;
   kcr_recorder *r;
   FILE *log = tmpfile();
@@ -1055,7 +1060,7 @@ static void the_byte_budget_bounds_the_queue_and_counts_what_it_drops(void **sta
   size_t one = 0, accepted;
 
   assert_non_null(log);
-  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
+  reg = registry();
   fake_init(&f);
   r = recorder(&f, (struct kcr_recorder_opts){
                        .queue_bytes = BUDGET, .senders = 1, .metrics = reg});
@@ -1127,7 +1132,7 @@ static void similar_events_waiting_to_be_sent_coalesce(void **state)
   size_t q0, one;
   int flapping = -1;
 
-  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
+  reg = registry();
   fake_init(&f);
   r = recorder(&f, (struct kcr_recorder_opts){
                        .no_spam_limit = true, .senders = 1, .metrics = reg});
@@ -1243,7 +1248,7 @@ static void a_burst_of_5000_events_is_sent_whole_by_every_sender_at_once(void **
   struct kcr_event_ref ref = {"ebdman.example.com/v1", "EBD", "ns1", name, NULL, NULL};
   kcr_err rc = KCR_OK;
 
-  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
+  reg = registry();
   assert_int_equal(KCR_OK, kcr_recorder_new(
                                &(struct kcr_recorder_opts){
                                    .sink = slow_sink,
@@ -1340,7 +1345,7 @@ static void free_waits_for_every_sender_in_flight(void **state)
   pthread_t t;
   bool four;
 
-  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
+  reg = registry();
   fake_init(&f);
   r = recorder(&f, (struct kcr_recorder_opts){
                        .senders = 4, .shutdown_flush_ms = 100, .metrics = reg});
@@ -1364,8 +1369,7 @@ static void free_waits_for_every_sender_in_flight(void **state)
 static void server_errors_are_retried_then_dropped(void **state)
 {
   struct fake f;
-  kcr_metrics *reg = NULL;
-  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
+  kcr_metrics *reg = registry();
   kcr_metric *total;
   kcr_recorder *r;
 
@@ -1462,7 +1466,7 @@ static void a_retried_create_that_finds_its_event_has_sent_it(void **state)
   kcr_metric *total;
   kcr_recorder *r;
 
-  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
+  reg = registry();
   fake_init(&f);
   f.script[0] = KCR_ETRANSPORT; /* created, but the answer was lost */
   f.script[1] = KCR_EEXIST;
@@ -1612,8 +1616,7 @@ static void *open_gate_after_300ms(void *arg)
 static void free_counts_what_it_could_not_send(void **state)
 {
   struct fake f;
-  kcr_metrics *reg = NULL;
-  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
+  kcr_metrics *reg = registry();
   kcr_metric *total;
   kcr_recorder *r;
   pthread_t t;
