@@ -1,17 +1,23 @@
 /* See twait.h. */
+#include <stdlib.h>
 #include <time.h>
 
 #include "kcr/time.h"
 #include "twait.h"
 
-void tsig_init(struct tsig *s)
+void tlock_init(pthread_mutex_t *mu, pthread_cond_t *cv)
 {
   pthread_condattr_t ca;
-  pthread_mutex_init(&s->mu, NULL);
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&s->cv, &ca);
+  if(pthread_mutex_init(mu, NULL) || pthread_condattr_init(&ca))
+    abort();
+  if(pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) || pthread_cond_init(cv, &ca))
+    abort();
   pthread_condattr_destroy(&ca);
+}
+
+void tsig_init(struct tsig *s)
+{
+  tlock_init(&s->mu, &s->cv);
   s->v = 0;
 }
 

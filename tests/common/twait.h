@@ -8,6 +8,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* Inits a mutex and a condvar that waits on the monotonic clock (as
+ * kcr_time_mono_after deadlines need). Aborts the test if either fails. */
+void tlock_init(pthread_mutex_t *mu, pthread_cond_t *cv);
+
 /* A counter threads wait on (condvar on the monotonic clock). */
 struct tsig {
   pthread_mutex_t mu;

@@ -109,6 +109,15 @@ wait_for() {
   done
 }
 
+# at_least N CMD...: CMD prints a number >= N (for wait_for; prints it).
+at_least() {
+  local want=$1 got
+  shift
+  got=$("$@") || return 1
+  echo "$got"
+  ((got >= want))
+}
+
 # wait_eq TIMEOUT_S WHAT EXPECTED CMD...: polls until CMD prints EXPECTED.
 wait_eq() {
   local timeout=$1 what=$2 want=$3 got="" start=$SECONDS
@@ -571,6 +580,13 @@ start_vfm_sim() {
   fail "vfm-sim $label could not bind its metrics port (log: ${E2E_LOG[$label]})"
 }
 
+# start_sim_and_op NS DELAY [ARGS...]: vfm-sim "sim" answering after DELAY
+# and one ebdman "op" (with ARGS), both on namespace NS.
+start_sim_and_op() {
+  start_vfm_sim sim --namespace "$1" --delay "$2"
+  start_ebdman op --namespace "$1" "${@:3}"
+}
+
 # stop_proc LABEL [SIGNAL]: sends SIGNAL (default TERM), waits for the exit
 # (SIGKILL after 15 s) and sets E2E_EXIT to the exit status.
 stop_proc() {
@@ -674,6 +690,53 @@ metric() {
 
 # reconciles LABEL: reconciles the ebd controller of LABEL has finished.
 reconciles() { metric "$1" controller_runtime_reconcile_total 'controller="ebd"'; }
+
+# ---- leader election: two replicas -----------------------------------------
+
+# require_audit_log: fails unless $KCR_AUDIT_LOG names the control plane's
+# audit log (the leader tests prove who wrote what from it).
+require_audit_log() {
+  [[ -n ${KCR_AUDIT_LOG:-} && -f $KCR_AUDIT_LOG ]] ||
+    fail "the control plane's audit log" "\$KCR_AUDIT_LOG naming a file" "'${KCR_AUDIT_LOG:-}'"
+}
+
+# lease_holder: the holderIdentity of the Lease the replicas elect with.
+lease_holder() { k -n "$E2E_SYSTEM_NS" get lease "$E2E_LEASE" -o jsonpath='{.spec.holderIdentity}'; }
+
+# leading LABEL: the replica's leader_election_master_status gauge.
+leading() { metric "$1" leader_election_master_status "name=\"$E2E_LEASE\""; }
+
+# leaders LABELS...: the labels of the running replicas whose gauge says
+# they lead.
+leaders() {
+  local l out=""
+  for l in "$@"; do
+    [[ -n ${E2E_PID[$l]:-} ]] || continue
+    [[ $(leading "$l") == 1 ]] && out+="$l "
+  done
+  echo "${out% }"
+}
+
+# one_leader LABELS...: exactly one of them leads (prints who leads).
+one_leader() {
+  local got
+  got=$(leaders "$@")
+  echo "leaders: '$got'"
+  [[ -n $got && $got != *" "* ]]
+}
+
+# start_replicas NS: ebdman replicas a and b on namespace NS with
+# --leader-elect (the Lease in $E2E_SYSTEM_NS); waits (one check) until
+# exactly one leads - a Lease an earlier test left expires after 15 s - and
+# sets E2E_LEADER and E2E_STANDBY to their labels.
+start_replicas() {
+  local le=(--namespace "$1" --leader-elect --leader-election-namespace "$E2E_SYSTEM_NS")
+  start_ebdman a "${le[@]}"
+  start_ebdman b "${le[@]}"
+  wait_for 60 "exactly one replica leads" one_leader a b
+  E2E_LEADER=$(leaders a b)
+  if [[ $E2E_LEADER == a ]]; then E2E_STANDBY=b; else E2E_STANDBY=a; fi
+}
 
 # ebd_idle LABEL MIN: the ebd controller of LABEL has finished at least MIN
 # reconciles in all and has nothing queued or running (for wait_for).

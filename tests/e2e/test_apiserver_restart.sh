@@ -27,18 +27,10 @@ fail_ann=vfm-sim.ebdman.example.com/fail
 
 new_ns
 ns=$E2E_NS
-start_vfm_sim sim --namespace "$ns" --delay 1s
-start_ebdman op --namespace "$ns"
+start_sim_and_op "$ns" 1s
 op_pid=${E2E_PID[op]}
 sim_pid=${E2E_PID[sim]}
 
-at_least() { # at_least N CMD...: CMD prints a number >= N
-  local want=$1 got
-  shift
-  got=$("$@") || return 1
-  echo "$got"
-  ((got >= want))
-}
 # manifest FILE CHANGED: the N EBDs; with CHANGED=1 every third one has
 # replicas 2 and every tenth one carries the fail annotation.
 manifest() {

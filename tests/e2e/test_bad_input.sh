@@ -37,8 +37,7 @@ nstorm=60
 
 new_ns
 ns=$E2E_NS
-start_vfm_sim sim --namespace "$ns" --delay 200ms
-start_ebdman op --namespace "$ns"
+start_sim_and_op "$ns" 200ms
 
 # requests LABEL: API requests the process has sent (all methods and codes).
 requests() { metric "$1" rest_client_requests_total; }

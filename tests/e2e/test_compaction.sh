@@ -98,8 +98,7 @@ same_processes() {
 
 new_ns
 ns=$E2E_NS
-start_vfm_sim sim --namespace "$ns" --delay 500ms
-start_ebdman op --namespace "$ns"
+start_sim_and_op "$ns" 500ms
 op_pid=${E2E_PID[op]}
 sim_pid=${E2E_PID[sim]}
 for i in $(seq -w 1 "$n"); do want_r[e-$i]=1 want_fail[e-$i]=""; done

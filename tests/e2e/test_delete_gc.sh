@@ -14,8 +14,7 @@ e2e_init
 
 new_ns
 ns=$E2E_NS
-start_vfm_sim sim --namespace "$ns" --delay 200ms
-start_ebdman op --namespace "$ns"
+start_sim_and_op "$ns" 200ms
 
 for name in doomed foreground keeper; do
   ebd_yaml "$name" registry.example.com/vfm:1.0 1 | k -n "$ns" apply -f - >/dev/null

@@ -13,8 +13,7 @@ e2e_init
 new_ns
 ns=$E2E_NS
 fail_ann=vfm-sim.ebdman.example.com/fail
-start_vfm_sim sim --namespace "$ns" --delay 200ms
-start_ebdman op --namespace "$ns"
+start_sim_and_op "$ns" 200ms
 
 ebd_yaml burning registry.example.com/vfm:1.0 1 "$fail_ann" "disk on fire" |
   k -n "$ns" apply -f - >/dev/null

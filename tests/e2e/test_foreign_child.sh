@@ -29,8 +29,7 @@ set -euo pipefail
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 e2e_init
-[[ -n ${KCR_AUDIT_LOG:-} && -f $KCR_AUDIT_LOG ]] ||
-  fail "the control plane's audit log" "\$KCR_AUDIT_LOG naming a file" "'${KCR_AUDIT_LOG:-}'"
+require_audit_log
 
 new_ns
 ns=$E2E_NS
@@ -88,8 +87,7 @@ done >"$E2E_TMP/extra.yaml"
 ((nextra == 0)) || k -n "$ns" create -f "$E2E_TMP/extra.yaml" >/dev/null
 pass "their objects made: ConfigMaps a-config (no label, no owner), c-config (controlled by ConfigMap c-owner), VFMs b and d (no owner), and $nextra more"
 
-start_vfm_sim sim --namespace "$ns" --delay 200ms
-start_ebdman op --namespace "$ns"
+start_sim_and_op "$ns" 200ms
 start=$SECONDS
 { for n in a b c d e "${extra[@]}"; do ebd_yaml "$n" registry.example.com/vfm:1.0 1; done; } |
   k -n "$ns" apply -f - >/dev/null

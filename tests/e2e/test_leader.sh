@@ -11,34 +11,11 @@ e2e_init
 
 new_ns
 ns=$E2E_NS
-lease_holder() { k -n "$E2E_SYSTEM_NS" get lease "$E2E_LEASE" -o jsonpath='{.spec.holderIdentity}'; }
-leading() { metric "$1" leader_election_master_status "name=\"$E2E_LEASE\""; }
-# leaders: the labels of the replicas whose gauge says they lead.
-leaders() {
-  local l out=""
-  for l in "$@"; do
-    [[ -n ${E2E_PID[$l]:-} ]] || continue
-    [[ $(leading "$l") == 1 ]] && out+="$l "
-  done
-  echo "${out% }"
-}
-one_leader() { # one_leader LABELS...: exactly one of them leads
-  local got
-  got=$(leaders "$@")
-  echo "leaders: '$got'"
-  [[ -n $got && $got != *" "* ]]
-}
 ok_reconciles() { metric "$1" controller_runtime_reconcile_total 'controller="ebd"' 'result="success"'; }
 
 start_vfm_sim sim --namespace "$ns" --delay 200ms
-le=(--namespace "$ns" --leader-elect --leader-election-namespace "$E2E_SYSTEM_NS")
-start_ebdman a "${le[@]}"
-start_ebdman b "${le[@]}"
-
-# A Lease left by an earlier run that was not released expires after 15 s.
-wait_for 60 "exactly one replica leads" one_leader a b
-leader=$(leaders a b)
-if [[ $leader == a ]]; then standby=b; else standby=a; fi
+start_replicas "$ns"
+leader=$E2E_LEADER standby=$E2E_STANDBY
 log "leader: $leader, standby: $standby"
 expect_eq "standby $standby: leader_election_master_status" "0" "$(leading "$standby")"
 holder=$(lease_holder)

@@ -13,26 +13,10 @@ set -euo pipefail
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 e2e_init
-[[ -n ${KCR_AUDIT_LOG:-} && -f $KCR_AUDIT_LOG ]] ||
-  fail "the control plane's audit log" "\$KCR_AUDIT_LOG naming a file" "'${KCR_AUDIT_LOG:-}'"
+require_audit_log
 
 new_ns
 ns=$E2E_NS
-leading() { metric "$1" leader_election_master_status "name=\"$E2E_LEASE\""; }
-leaders() {
-  local l out=""
-  for l in "$@"; do
-    [[ -n ${E2E_PID[$l]:-} ]] || continue
-    [[ $(leading "$l") == 1 ]] && out+="$l "
-  done
-  echo "${out% }"
-}
-one_leader() {
-  local got
-  got=$(leaders "$@")
-  [[ -n $got && $got != *" "* ]]
-}
-lease_holder() { k -n "$E2E_SYSTEM_NS" get lease "$E2E_LEASE" -o jsonpath='{.spec.holderIdentity}'; }
 # writes_by PID [SINCE]: audit events (writes) whose user agent names the
 # ebdman process PID, received at or after the epoch time SINCE (seconds,
 # fractional; default 0). The user agent is "ebdman/V (HOST; pid PID) ...".
@@ -50,13 +34,8 @@ generations_observed() { # EBDs whose observedGeneration equals $1 and are Ready
 }
 
 start_vfm_sim sim --namespace "$ns" --delay 100ms
-le=(--namespace "$ns" --leader-elect --leader-election-namespace "$E2E_SYSTEM_NS")
-start_ebdman a "${le[@]}"
-start_ebdman b "${le[@]}"
-# A Lease left by an earlier test expires after 15 s.
-wait_for 60 "exactly one replica leads" one_leader a b
-leader=$(leaders a b)
-if [[ $leader == a ]]; then standby=b; else standby=a; fi
+start_replicas "$ns"
+leader=$E2E_LEADER standby=$E2E_STANDBY
 old_pid=${E2E_PID[$leader]}
 log "leader: $leader (pid $old_pid), standby: $standby"
 

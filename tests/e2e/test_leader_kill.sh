@@ -21,28 +21,12 @@ set -euo pipefail
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 e2e_init
-[[ -n ${KCR_AUDIT_LOG:-} && -f $KCR_AUDIT_LOG ]] ||
-  fail "the control plane's audit log" "\$KCR_AUDIT_LOG naming a file" "'${KCR_AUDIT_LOG:-}'"
+require_audit_log
 if [[ ${KCR_CHAOS_LONG:-0} == 1 ]]; then n=300; else n=60; fi
 lease_s=15 retry_s=2 # ebdman's defaults (kcr/cli.h), which the test keeps
 
 new_ns
 ns=$E2E_NS
-leading() { metric "$1" leader_election_master_status "name=\"$E2E_LEASE\""; }
-leaders() {
-  local l out=""
-  for l in "$@"; do
-    [[ -n ${E2E_PID[$l]:-} ]] || continue
-    [[ $(leading "$l") == 1 ]] && out+="$l "
-  done
-  echo "${out% }"
-}
-one_leader() {
-  local got
-  got=$(leaders "$@")
-  echo "leaders: '$got'"
-  [[ -n $got && $got != *" "* ]]
-}
 # audit_writes PID: the writes the apiserver audited from the ebdman process
 # PID, one per line, in time order: "RECEIVED CODE VERB RESOURCE/NAME[/SUB]".
 # Only this test's time and objects: its namespace and the Lease.
@@ -67,13 +51,8 @@ minus() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a - b }'; }
 
 t_start=$(utc_now)
 start_vfm_sim sim --namespace "$ns" --delay 200ms
-le=(--namespace "$ns" --leader-elect --leader-election-namespace "$E2E_SYSTEM_NS")
-start_ebdman a "${le[@]}"
-start_ebdman b "${le[@]}"
-# A Lease left by an earlier test expires after 15 s.
-wait_for 60 "exactly one replica leads" one_leader a b
-leader=$(leaders a b)
-if [[ $leader == a ]]; then standby=b; else standby=a; fi
+start_replicas "$ns"
+leader=$E2E_LEADER standby=$E2E_STANDBY
 old_pid=${E2E_PID[$leader]}
 new_pid=${E2E_PID[$standby]}
 log "leader: $leader (pid $old_pid), standby: $standby (pid $new_pid)"
@@ -103,13 +82,6 @@ storm $((third + 1)) $((2 * third)) &
 s2=$!
 storm $((2 * third + 1)) "$n" &
 s3=$!
-at_least() { # at_least N CMD...: CMD prints a number >= N
-  local want=$1 got
-  shift
-  got=$("$@") || return 1
-  echo "$got"
-  ((got >= want))
-}
 wait_for 60 "the leader busy with the storm (30 more reconciles)" \
   at_least $(($(reconciles "$leader") + 30)) reconciles "$leader"
 

@@ -17,8 +17,7 @@ e2e_init
 
 new_ns
 ns=$E2E_NS
-start_vfm_sim sim --namespace "$ns" --delay 200ms
-start_ebdman op --namespace "$ns"
+start_sim_and_op "$ns" 200ms
 
 # --- names
 # name N: a valid EBD name of exactly N characters.

@@ -19,8 +19,7 @@ set -euo pipefail
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 e2e_init
-[[ -n ${KCR_AUDIT_LOG:-} && -f $KCR_AUDIT_LOG ]] ||
-  fail "the control plane's audit log" "\$KCR_AUDIT_LOG naming a file" "'${KCR_AUDIT_LOG:-}'"
+require_audit_log
 
 n=${E2E_OWN_WRITES_COUNT:-300}
 new_ns

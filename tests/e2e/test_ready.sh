@@ -12,8 +12,7 @@ e2e_init
 n=${E2E_READY_COUNT:-200}
 new_ns
 ns=$E2E_NS
-start_vfm_sim sim --namespace "$ns" --delay 200ms
-start_ebdman op --namespace "$ns"
+start_sim_and_op "$ns" 200ms
 
 manifest=$E2E_TMP/ebds.yaml
 for i in $(seq -w 1 "$n"); do

@@ -11,8 +11,7 @@ e2e_init
 n=50
 new_ns
 ns=$E2E_NS
-start_vfm_sim sim --namespace "$ns" --delay 2s
-start_ebdman op --namespace "$ns"
+start_sim_and_op "$ns" 2s
 
 manifest=$E2E_TMP/ebds.yaml
 for i in $(seq -w 1 "$n"); do
@@ -22,13 +21,6 @@ log "creating $n EBDs with one kubectl apply (in the background)"
 k -n "$ns" apply --server-side -f "$manifest" >"$E2E_TMP/apply.out" 2>&1 &
 apply_pid=$!
 
-at_least() { # at_least N CMD...: CMD prints a number >= N
-  local want=$1 got
-  shift
-  got=$("$@") || return 1
-  echo "$got"
-  ((got >= want))
-}
 wait_for 60 "ebdman installed at least 5 VFMs" at_least 5 count "$ns" vfms
 stop_proc op KILL
 expect_eq "ebdman exit status after SIGKILL" "137" "$E2E_EXIT"

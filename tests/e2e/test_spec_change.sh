@@ -12,8 +12,7 @@ e2e_init
 
 new_ns
 ns=$E2E_NS
-start_vfm_sim sim --namespace "$ns" --delay 500ms
-start_ebdman op --namespace "$ns"
+start_sim_and_op "$ns" 500ms
 
 cat <<'EOF' | k -n "$ns" apply -f - >/dev/null
 apiVersion: ebdman.example.com/v1alpha1

@@ -14,8 +14,7 @@ e2e_init
 n=20
 new_ns
 ns=$E2E_NS
-start_vfm_sim sim --namespace "$ns" --delay 200ms
-start_ebdman op --namespace "$ns" --resync 2s
+start_sim_and_op "$ns" 200ms --resync 2s
 
 for i in $(seq -w 1 "$n"); do
   ebd_yaml "ebd-$i" registry.example.com/vfm:1.0 2
@@ -39,13 +38,6 @@ api_writes() {
 }
 writes() { metric op kcr_status_writes_total 'result="written"'; }
 skips() { metric op kcr_status_writes_total 'result="skipped"'; }
-at_least() { # at_least N CMD...: CMD prints a number >= N
-  local want=$1 got
-  shift
-  got=$("$@") || return 1
-  echo "$got"
-  ((got >= want))
-}
 
 rvs >"$E2E_TMP/rv-before.txt"
 expect_eq "objects recorded (EBDs + VFMs + ConfigMaps)" "$((3 * n))" \

@@ -35,8 +35,7 @@ writers=(label note replicas config fail vfmstatus)
 
 new_ns
 ns=$E2E_NS
-start_vfm_sim sim --namespace "$ns" --delay 300ms
-start_ebdman op --namespace "$ns"
+start_sim_and_op "$ns" 300ms
 op_pid=${E2E_PID[op]}
 sim_pid=${E2E_PID[sim]}
 for i in $(seq -w 1 "$n"); do ebd_yaml "e-$i" registry.example.com/vfm:1.0 1; done |

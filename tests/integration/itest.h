@@ -32,6 +32,40 @@ void itest_install_widget_crd(kcr_client *c);
 void itest_namespace_drop(kcr_client *c, char *ns);
 /* The usual group teardown: drop the namespace, free the client. */
 void itest_done(kcr_client *c, char *ns);
+/* The group fixture of a test file, for cmocka_run_group_tests(tests, setup,
+ * teardown): `static kcr_client *cl`, the client for $KUBECONFIG, made by
+ * setup and freed by teardown. */
+#define ITEST_CLIENT_FIXTURE                                                             \
+  static kcr_client *cl;                                                                 \
+  static int setup(void **state)                                                         \
+  {                                                                                      \
+    cl = itest_client();                                                                 \
+    return 0;                                                                            \
+  }                                                                                      \
+  static int teardown(void **state)                                                      \
+  {                                                                                      \
+    kcr_client_free(cl);                                                                 \
+    return 0;                                                                            \
+  }
+/* The same with `static char *ns`, a fresh namespace made by setup with
+ * itest_namespace(cl, prefix) and dropped by teardown; with crd true setup
+ * also installs the widgets CRD. */
+#define ITEST_NAMESPACE_FIXTURE(prefix, crd)                                             \
+  static kcr_client *cl;                                                                 \
+  static char *ns;                                                                       \
+  static int setup(void **state)                                                         \
+  {                                                                                      \
+    cl = itest_client();                                                                 \
+    ns = itest_namespace(cl, prefix);                                                    \
+    if(crd)                                                                              \
+      itest_install_widget_crd(cl);                                                      \
+    return 0;                                                                            \
+  }                                                                                      \
+  static int teardown(void **state)                                                      \
+  {                                                                                      \
+    itest_done(cl, ns);                                                                  \
+    return 0;                                                                            \
+  }
 /* Parses JSON text (printf format) into a tree; fails the test if malformed. */
 cJSON *itest_json(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Asserts rc == want, printing the error info when not. */

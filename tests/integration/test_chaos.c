@@ -16,19 +16,7 @@
 #include "itest.h"
 #include "kcr/informer.h"
 
-static kcr_client *cl;
-
-static int setup(void **state)
-{
-  cl = itest_client();
-  return 0;
-}
-
-static int teardown(void **state)
-{
-  kcr_client_free(cl);
-  return 0;
-}
+ITEST_CLIENT_FIXTURE
 
 /* ---- the proxy ---- */
 

@@ -11,22 +11,7 @@
 #include "itest.h"
 #include "kube/client-int.h"
 
-static kcr_client *cl;
-static char *ns;
-
-static int setup(void **state)
-{
-  cl = itest_client();
-  ns = itest_namespace(cl, "client");
-  itest_install_widget_crd(cl);
-  return 0;
-}
-
-static int teardown(void **state)
-{
-  itest_done(cl, ns);
-  return 0;
-}
+ITEST_NAMESPACE_FIXTURE("client", true)
 
 static cJSON *configmap(const char *name, const char *value)
 {

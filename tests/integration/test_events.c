@@ -14,21 +14,7 @@
 static const struct kcr_gvr events_gvr = {"events.k8s.io", "v1", "events", true};
 static const char controller[] = "ebdman.example.com/ebdman";
 
-static kcr_client *cl;
-static char *ns;
-
-static int setup(void **state)
-{
-  cl = itest_client();
-  ns = itest_namespace(cl, "events");
-  return 0;
-}
-
-static int teardown(void **state)
-{
-  itest_done(cl, ns);
-  return 0;
-}
+ITEST_NAMESPACE_FIXTURE("events", false)
 
 /* The regarding object: a fresh ConfigMap. Returns its tree (caller frees);
  * *ref borrows from it. */

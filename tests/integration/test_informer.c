@@ -13,19 +13,7 @@
 #include "kcr/informer.h"
 #include "tcheck.h"
 
-static kcr_client *cl;
-
-static int setup(void **state)
-{
-  cl = itest_client();
-  return 0;
-}
-
-static int teardown(void **state)
-{
-  kcr_client_free(cl);
-  return 0;
-}
+ITEST_CLIENT_FIXTURE
 
 struct counts {
   atomic_int adds, updates, deletes, resyncs;

@@ -30,19 +30,7 @@ static const struct kcr_gvr vapbs = {"admissionregistration.k8s.io", "v1",
 #define RENEW_MS 1500
 #define RETRY_MS 200
 
-static kcr_client *cl;
-
-static int setup(void **state)
-{
-  cl = itest_client();
-  return 0;
-}
-
-static int teardown(void **state)
-{
-  kcr_client_free(cl);
-  return 0;
-}
+ITEST_CLIENT_FIXTURE
 
 /* ---- helpers ----------------------------------------------------------- */
 

@@ -15,19 +15,7 @@
 
 #include "itest.h"
 
-static kcr_client *cl;
-
-static int setup(void **state)
-{
-  cl = itest_client();
-  return 0;
-}
-
-static int teardown(void **state)
-{
-  kcr_client_free(cl);
-  return 0;
-}
+ITEST_CLIENT_FIXTURE
 
 struct proc {
   pid_t pid;

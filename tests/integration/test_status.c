@@ -14,22 +14,7 @@
 #include "kcr/status.h"
 #include "tcheck.h"
 
-static kcr_client *cl;
-static char *ns;
-
-static int setup(void **state)
-{
-  cl = itest_client();
-  ns = itest_namespace(cl, "status");
-  itest_install_widget_crd(cl);
-  return 0;
-}
-
-static int teardown(void **state)
-{
-  itest_done(cl, ns);
-  return 0;
-}
+ITEST_NAMESPACE_FIXTURE("status", true)
 
 static cJSON *make_widget(const char *name)
 {

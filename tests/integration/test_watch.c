@@ -12,21 +12,7 @@
 
 #include "itest.h"
 
-static kcr_client *cl;
-static char *ns;
-
-static int setup(void **state)
-{
-  cl = itest_client();
-  ns = itest_namespace(cl, "watch");
-  return 0;
-}
-
-static int teardown(void **state)
-{
-  itest_done(cl, ns);
-  return 0;
-}
+ITEST_NAMESPACE_FIXTURE("watch", false)
 
 #define MAXEV 64
 struct events {

@@ -150,6 +150,38 @@ static void load_fails(const char *name, kcr_err want_rc, const char *want)
   kcr_errinfo_cleanup(&ei);
 }
 
+/* Parses y as the kubeconfig read from origin; expects success. */
+static kcr_config *yaml_ok(const char *y, const char *origin)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_config *cfg = NULL;
+  kcr_err rc = kcr_config_from_yaml(
+      y, strlen(y), &(struct kcr_config_opts){.kubeconfig = origin}, &cfg, &ei);
+
+  if(rc)
+    print_error("unexpected error: %s\n", ei.message ? ei.message : "(none)");
+  assert_int_equal(KCR_OK, rc);
+  kcr_errinfo_cleanup(&ei);
+  return cfg;
+}
+
+/* Parses y as the kubeconfig read from origin; expects KCR_ECONFIG and
+ * returns the message (in a buffer the next call overwrites). */
+static const char *yaml_error(const char *y, const char *origin)
+{
+  static char msg[8192];
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_config *cfg;
+
+  assert_int_equal(KCR_ECONFIG,
+                   kcr_config_from_yaml(y, strlen(y),
+                                        &(struct kcr_config_opts){.kubeconfig = origin},
+                                        &cfg, &ei));
+  snprintf(msg, sizeof(msg), "%s", ei.message ? ei.message : "(none)");
+  kcr_errinfo_cleanup(&ei);
+  return msg;
+}
+
 static char *file_text(const char *path)
 {
   FILE *f = fopen(path, "rb");
@@ -375,17 +407,10 @@ static void kubeconfig_from_yaml_text(void **state)
   assert_int_equal(5, len);
   assert_token(cfg, "t0");
   kcr_config_free(cfg);
-  assert_int_equal(KCR_ECONFIG,
-                   kcr_config_from_yaml("", 0,
-                                        &(struct kcr_config_opts){.kubeconfig = "empty"},
-                                        &cfg, &ei));
   assert_string_equal("empty: current-context is not set and no context was given",
-                      ei.message);
-  assert_int_equal(KCR_ECONFIG,
-                   kcr_config_from_yaml("- a\n", 4,
-                                        &(struct kcr_config_opts){.kubeconfig = "list"},
-                                        &cfg, &ei));
-  assert_string_equal("list: not a kubeconfig (expected a mapping)", ei.message);
+                      yaml_error("", "empty"));
+  assert_string_equal("list: not a kubeconfig (expected a mapping)",
+                      yaml_error("- a\n", "list"));
   /* The options select the context; in_cluster_only reads no text at all. */
   static const char two[] =
       "current-context: x\n"
@@ -586,29 +611,14 @@ static void malformed_wrong_types(void **state)
   static const char y3[] = "current-context: x\n"
                            "contexts: [{name: x, context: {cluster: c, user: nobody}}]\n"
                            "clusters: [{name: c, cluster: {server: https://h}}]\n";
-  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
-  kcr_config *cfg;
 
-  assert_int_equal(KCR_ECONFIG,
-                   kcr_config_from_yaml(y1, strlen(y1),
-                                        &(struct kcr_config_opts){.kubeconfig = "/k"},
-                                        &cfg, &ei));
-  assert_string_equal("/k: contexts: expected a list", ei.message);
-  assert_int_equal(KCR_ECONFIG,
-                   kcr_config_from_yaml(y2, strlen(y2),
-                                        &(struct kcr_config_opts){.kubeconfig = "/k"},
-                                        &cfg, &ei));
+  assert_string_equal("/k: contexts: expected a list", yaml_error(y1, "/k"));
   assert_string_equal(
       "/k: clusters[0].cluster.insecure-skip-tls-verify: expected true or "
       "false",
-      ei.message);
-  assert_int_equal(KCR_ECONFIG,
-                   kcr_config_from_yaml(y3, strlen(y3),
-                                        &(struct kcr_config_opts){.kubeconfig = "/k"},
-                                        &cfg, &ei));
+      yaml_error(y2, "/k"));
   assert_string_equal("/k: contexts[0].context.user \"nobody\" not found in users",
-                      ei.message);
-  kcr_errinfo_cleanup(&ei);
+                      yaml_error(y3, "/k"));
 }
 
 static void malformed_insecure_with_a_ca(void **state)
@@ -624,7 +634,6 @@ static void malformed_insecure_with_a_ca(void **state)
                                 "clusters: [{name: c, cluster: {server: https://h, "
                                 "insecure-skip-tls-verify: false, "
                                 "certificate-authority-data: aGVsbG8=}}]\n";
-  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   kcr_config *cfg;
 
   /* kubectl refuses the combination: the CA would be silently ignored. */
@@ -633,22 +642,15 @@ static void malformed_insecure_with_a_ca(void **state)
              "insecure-skip-tls-verify: true (a CA is ignored when verification is off; "
              "remove one of them)");
   /* The combination is named before the CA file is even looked for. */
-  assert_int_equal(KCR_ECONFIG,
-                   kcr_config_from_yaml(with_file, strlen(with_file),
-                                        &(struct kcr_config_opts){.kubeconfig = "/k"},
-                                        &cfg, &ei));
   assert_string_equal(
       "/k: clusters[0].cluster.certificate-authority: cannot be used with "
       "insecure-skip-tls-verify: true (a CA is ignored when verification "
       "is off; remove one of them)",
-      ei.message);
+      yaml_error(with_file, "/k"));
   /* A CA with verification on is the normal case. */
-  assert_int_equal(KCR_OK, kcr_config_from_yaml(
-                               ca_only, strlen(ca_only),
-                               &(struct kcr_config_opts){.kubeconfig = "/k"}, &cfg, &ei));
+  cfg = yaml_ok(ca_only, "/k");
   assert_false(kcr_config_insecure(cfg));
   kcr_config_free(cfg);
-  kcr_errinfo_cleanup(&ei);
 }
 
 static void malformed_tls_server_name(void **state)
@@ -662,16 +664,12 @@ static void malformed_tls_server_name(void **state)
   static const char *const good[] = {"kubernetes.default.svc", "localhost", "10.0.0.1",
                                      "::1", "api_server.example"};
   static const char *const bad[] = {"h:443", "a b", "-x", "https://h", "h/x", ".h"};
-  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   char y[512], want[256];
   kcr_config *cfg;
 
   for(size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
     snprintf(y, sizeof(y), fmt, good[i]);
-    assert_int_equal(KCR_OK,
-                     kcr_config_from_yaml(y, strlen(y),
-                                          &(struct kcr_config_opts){.kubeconfig = "/k"},
-                                          &cfg, &ei));
+    cfg = yaml_ok(y, "/k");
     assert_string_equal(good[i], kcr_config_tls_server_name(cfg));
     kcr_config_free(cfg);
   }
@@ -681,13 +679,8 @@ static void malformed_tls_server_name(void **state)
              "/k: clusters[0].cluster.tls-server-name \"%s\": not a host name or IP "
              "address",
              bad[i]);
-    assert_int_equal(KCR_ECONFIG,
-                     kcr_config_from_yaml(y, strlen(y),
-                                          &(struct kcr_config_opts){.kubeconfig = "/k"},
-                                          &cfg, &ei));
-    assert_string_equal(want, ei.message);
+    assert_string_equal(want, yaml_error(y, "/k"));
   }
-  kcr_errinfo_cleanup(&ei);
 }
 
 /* --- token file -------------------------------------------------------- */
@@ -701,14 +694,10 @@ static const char token_file_yaml[] =
 static void token_file_is_reread_after_rotation(void **state)
 {
   (void)state;
-  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   kcr_config *cfg;
 
   write_file(tmp_path("tok"), "first-token\n", 0600);
-  assert_int_equal(KCR_OK, kcr_config_from_yaml(token_file_yaml, strlen(token_file_yaml),
-                                                &(struct kcr_config_opts){
-                                                    .kubeconfig = tmp_path("config")},
-                                                &cfg, &ei));
+  cfg = yaml_ok(token_file_yaml, tmp_path("config"));
   assert_token(cfg, "first-token");
   /* After a 401 the client invalidates: the new token is read at once. */
   write_file(tmp_path("tok"), "second-token\n", 0600);
@@ -729,14 +718,10 @@ static void token_file_is_reread_after_rotation(void **state)
 static void token_file_is_checked_at_most_once_per_interval(void **state)
 {
   (void)state;
-  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   kcr_config *cfg;
 
   write_file(tmp_path("tok"), "first-token\n", 0600);
-  assert_int_equal(KCR_OK, kcr_config_from_yaml(token_file_yaml, strlen(token_file_yaml),
-                                                &(struct kcr_config_opts){
-                                                    .kubeconfig = tmp_path("config")},
-                                                &cfg, &ei));
+  cfg = yaml_ok(token_file_yaml, tmp_path("config"));
   kcr__config_set_token_recheck_ms(cfg, 3600 * 1000);
   kcr_config_invalidate(cfg); /* restart the interval with the long setting */
   assert_token(cfg, "first-token");
@@ -750,28 +735,17 @@ static void token_file_is_checked_at_most_once_per_interval(void **state)
 static void token_file_missing_at_load_is_an_error(void **state)
 {
   (void)state;
-  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   char want[256];
-  kcr_config *cfg;
+  const char *msg;
 
   snprintf(want, sizeof(want),
            "%s: users[0].user.tokenFile %s: No such file or directory",
            tmp_path("config"), tmp_path("tok"));
-  assert_int_equal(
-      KCR_ECONFIG,
-      kcr_config_from_yaml(token_file_yaml, strlen(token_file_yaml),
-                           &(struct kcr_config_opts){.kubeconfig = tmp_path("config")},
-                           &cfg, &ei));
-  assert_string_equal(want, ei.message);
+  assert_string_equal(want, yaml_error(token_file_yaml, tmp_path("config")));
   write_file(tmp_path("tok"), " \n", 0600);
-  assert_int_equal(
-      KCR_ECONFIG,
-      kcr_config_from_yaml(token_file_yaml, strlen(token_file_yaml),
-                           &(struct kcr_config_opts){.kubeconfig = tmp_path("config")},
-                           &cfg, &ei));
-  assert_non_null(strstr(ei.message, "tokenFile"));
-  assert_non_null(strstr(ei.message, ": file is empty"));
-  kcr_errinfo_cleanup(&ei);
+  msg = yaml_error(token_file_yaml, tmp_path("config"));
+  assert_non_null(strstr(msg, "tokenFile"));
+  assert_non_null(strstr(msg, ": file is empty"));
 }
 
 /* --- exec plugins ------------------------------------------------------ */
@@ -823,16 +797,12 @@ static const char exec_yaml_fmt[] =
  * whose user runs it. */
 static kcr_config *exec_config(const char *name, const char *script, const char *api)
 {
-  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   char yaml[2048];
   kcr_config *cfg = NULL;
 
   write_file(tmp_path(name), script, 0755);
   snprintf(yaml, sizeof(yaml), exec_yaml_fmt, api, name);
-  assert_int_equal(KCR_OK, kcr_config_from_yaml(yaml, strlen(yaml),
-                                                &(struct kcr_config_opts){
-                                                    .kubeconfig = tmp_path("config")},
-                                                &cfg, &ei));
+  cfg = yaml_ok(yaml, tmp_path("config"));
   kcr__config_set_exec_timeout_ms(cfg, 5000);
   return cfg;
 }
@@ -1479,10 +1449,7 @@ static void load_use_free(const char *yaml)
   struct curl_slist *hdrs;
   cJSON *got = NULL;
 
-  assert_int_equal(KCR_OK, kcr_config_from_yaml(yaml, strlen(yaml),
-                                                &(struct kcr_config_opts){
-                                                    .kubeconfig = tmp_path("config")},
-                                                &cfg, &ei));
+  cfg = yaml_ok(yaml, tmp_path("config"));
   kcr__config_set_exec_timeout_ms(cfg, 5000);
   creds_ok(cfg, &cr);
   kcr_credentials_cleanup(&cr);

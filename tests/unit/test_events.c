@@ -163,6 +163,40 @@ static const char *str(const cJSON *o, const char *path)
   return s ? s : "(absent)";
 }
 
+/* Records one event of type about cm (reason R, action A) and waits until
+ * it is written or given up. */
+static void record_and_flush(kcr_recorder *r, const char *type)
+{
+  kcr_recorder_eventf(r, &cm, type, "R", "A", NULL);
+  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+}
+
+/* The recorder counted sent and failed events and tracks that many. */
+static void expect_outcome(kcr_recorder *r, uint64_t sent, uint64_t failed,
+                           uint64_t tracked)
+{
+  struct kcr_recorder_stats st;
+  kcr_recorder_get_stats(r, &st);
+  assert_int_equal(sent, st.sent);
+  assert_int_equal(failed, st.failed);
+  assert_int_equal(tracked, st.tracked);
+}
+
+/* A new metrics registry (the caller frees it). */
+static kcr_metrics *registry(void)
+{
+  kcr_metrics *reg = NULL;
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
+  return reg;
+}
+
+/* The counter kcr_events_total{type,reason,result} of reg. */
+static kcr_metric *events_total(kcr_metrics *reg)
+{
+  return kcr_metric_counter(reg, "kcr_events_total", "",
+                            (const char *[]){"type", "reason", "result", NULL});
+}
+
 /* ---- validation ---- */
 
 static void validate_accepts_only_normal_and_warning(void **state)
@@ -402,8 +436,7 @@ static void invalid_events_are_refused_and_nothing_is_sent(void **state)
 static void one_event_is_one_create_with_the_exact_fields(void **state)
 {
   struct fake f;
-  kcr_metrics *reg = NULL;
-  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
+  kcr_metrics *reg = registry();
   kcr_metric *total;
   kcr_recorder *r;
   const cJSON *b;
@@ -448,8 +481,7 @@ static void one_event_is_one_create_with_the_exact_fields(void **state)
   assert_string_equal("42", str(b, "regarding.resourceVersion"));
   assert_null(kcr_json_at(b, "series"));
 
-  total = kcr_metric_counter(reg, "kcr_events_total", "",
-                             (const char *[]){"type", "reason", "result", NULL});
+  total = events_total(reg);
   assert_non_null(total);
   assert_true(
       kcr_metric_value(total, (const char *[]){"Normal", "Provisioned", "sent"}) == 1.0);
@@ -462,8 +494,7 @@ static void repeats_become_one_series_patch(void **state)
 {
   struct fake f;
   struct kcr_recorder_stats st;
-  kcr_metrics *reg = NULL;
-  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
+  kcr_metrics *reg = registry();
   kcr_metric *total;
   kcr_recorder *r;
   const cJSON *p;
@@ -493,8 +524,7 @@ static void repeats_become_one_series_patch(void **state)
   assert_int_equal(4, st.aggregated);
   assert_int_equal(1, st.series_writes);
   assert_int_equal(1, st.tracked);
-  total = kcr_metric_counter(reg, "kcr_events_total", "",
-                             (const char *[]){"type", "reason", "result", NULL});
+  total = events_total(reg);
   assert_true(kcr_metric_value(
                   total, (const char *[]){"Warning", "Failed", "aggregated"}) == 4.0);
   /* Nothing more to write: flushing again sends nothing. */
@@ -660,8 +690,7 @@ static void spam_limit_drops_beyond_the_burst_and_logs_once(void **state)
 {
   struct fake f;
   struct kcr_recorder_stats st;
-  kcr_metrics *reg = NULL;
-  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
+  kcr_metrics *reg = registry();
   kcr_metric *total;
   kcr_recorder *r;
   FILE *log = tmpfile();
@@ -688,8 +717,7 @@ static void spam_limit_drops_beyond_the_burst_and_logs_once(void **state)
   kcr_recorder_get_stats(r, &st);
   assert_int_equal(4, st.sent);
   assert_int_equal(7, st.dropped);
-  total = kcr_metric_counter(reg, "kcr_events_total", "",
-                             (const char *[]){"type", "reason", "result", NULL});
+  total = events_total(reg);
   assert_true(
       kcr_metric_value(total, (const char *[]){"Warning", "Flapping", "dropped"}) == 7.0);
   assert_int_equal(1, count_lines_with(fileno(log), "spam limit"));
@@ -1008,12 +1036,6 @@ static void hash_tables_resist_colliding_names(void **state)
   assert_in_range(p.spam_longest_chain, 1, 20);
 }
 
-static kcr_metric *events_total(kcr_metrics *reg)
-{
-  return kcr_metric_counter(reg, "kcr_events_total", "",
-                            (const char *[]){"type", "reason", "result", NULL});
-}
-
 static double count_of(kcr_metrics *reg, const char *type, const char *reason,
                        const char *result)
 {
@@ -1038,7 +1060,7 @@ static void the_byte_budget_bounds_the_queue_and_counts_what_it_drops(void **sta
   size_t one = 0, accepted;
 
   assert_non_null(log);
-  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
+  reg = registry();
   fake_init(&f);
   r = recorder(&f, (struct kcr_recorder_opts){
                        .queue_bytes = BUDGET, .senders = 1, .metrics = reg});
@@ -1110,7 +1132,7 @@ static void similar_events_waiting_to_be_sent_coalesce(void **state)
   size_t q0, one;
   int flapping = -1;
 
-  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
+  reg = registry();
   fake_init(&f);
   r = recorder(&f, (struct kcr_recorder_opts){
                        .no_spam_limit = true, .senders = 1, .metrics = reg});
@@ -1226,7 +1248,7 @@ static void a_burst_of_5000_events_is_sent_whole_by_every_sender_at_once(void **
   struct kcr_event_ref ref = {"ebdman.example.com/v1", "EBD", "ns1", name, NULL, NULL};
   kcr_err rc = KCR_OK;
 
-  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
+  reg = registry();
   assert_int_equal(KCR_OK, kcr_recorder_new(
                                &(struct kcr_recorder_opts){
                                    .sink = slow_sink,
@@ -1323,7 +1345,7 @@ static void free_waits_for_every_sender_in_flight(void **state)
   pthread_t t;
   bool four;
 
-  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
+  reg = registry();
   fake_init(&f);
   r = recorder(&f, (struct kcr_recorder_opts){
                        .senders = 4, .shutdown_flush_ms = 100, .metrics = reg});
@@ -1347,9 +1369,7 @@ static void free_waits_for_every_sender_in_flight(void **state)
 static void server_errors_are_retried_then_dropped(void **state)
 {
   struct fake f;
-  struct kcr_recorder_stats st;
-  kcr_metrics *reg = NULL;
-  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
+  kcr_metrics *reg = registry();
   kcr_metric *total;
   kcr_recorder *r;
 
@@ -1358,15 +1378,10 @@ static void server_errors_are_retried_then_dropped(void **state)
     f.script[i] = KCR_EFORBIDDEN;
   r = recorder(&f, (struct kcr_recorder_opts){
                        .max_attempts = 3, .retry_initial_ms = 1, .metrics = reg});
-  kcr_recorder_eventf(r, &cm, "Warning", "R", "A", NULL);
-  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  record_and_flush(r, "Warning");
   assert_int_equal(3, ncalls(&f));
-  kcr_recorder_get_stats(r, &st);
-  assert_int_equal(0, st.sent);
-  assert_int_equal(1, st.failed);
-  assert_int_equal(0, st.tracked);
-  total = kcr_metric_counter(reg, "kcr_events_total", "",
-                             (const char *[]){"type", "reason", "result", NULL});
+  expect_outcome(r, 0, 1, 0);
+  total = events_total(reg);
   assert_true(kcr_metric_value(total, (const char *[]){"Warning", "R", "failed"}) == 1.0);
   kcr_recorder_free(r);
   kcr_metrics_free(reg);
@@ -1379,7 +1394,6 @@ static void server_errors_are_retried_then_dropped(void **state)
 static void events_into_a_namespace_being_deleted_are_not_retried(void **state)
 {
   struct fake f;
-  struct kcr_recorder_stats st;
   kcr_recorder *r;
 
   fake_init(&f);
@@ -1393,13 +1407,9 @@ static void events_into_a_namespace_being_deleted_are_not_retried(void **state)
              "\"NamespaceTerminating\",\"message\":\"namespace ns is being terminated\","
              "\"field\":\"metadata.namespace\"}]},\"code\":403}";
   r = recorder(&f, (struct kcr_recorder_opts){.max_attempts = 3, .retry_initial_ms = 1});
-  kcr_recorder_eventf(r, &cm, "Warning", "R", "A", NULL);
-  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  record_and_flush(r, "Warning");
   assert_int_equal(1, ncalls(&f));
-  kcr_recorder_get_stats(r, &st);
-  assert_int_equal(0, st.sent);
-  assert_int_equal(1, st.failed);
-  assert_int_equal(0, st.tracked);
+  expect_outcome(r, 0, 1, 0);
   kcr_recorder_free(r);
   fake_cleanup(&f);
 }
@@ -1415,8 +1425,7 @@ static void transient_errors_recover(void **state)
   f.script[1] = KCR_ETRANSPORT;
   f.script[2] = KCR_ESERVER;
   r = recorder(&f, (struct kcr_recorder_opts){.retry_initial_ms = 1});
-  kcr_recorder_eventf(r, &cm, "Normal", "R", "A", NULL);
-  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  record_and_flush(r, "Normal");
   assert_int_equal(4, ncalls(&f));
   assert_string_equal(f.calls[0].name, f.calls[3].name);
   kcr_recorder_get_stats(r, &st);
@@ -1435,8 +1444,7 @@ static void rejected_events_are_not_retried(void **state)
   fake_init(&f);
   f.script[0] = KCR_EINVALID;
   r = recorder(&f, (struct kcr_recorder_opts){.retry_initial_ms = 1});
-  kcr_recorder_eventf(r, &cm, "Normal", "R", "A", NULL);
-  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  record_and_flush(r, "Normal");
   assert_int_equal(1, ncalls(&f));
   kcr_recorder_get_stats(r, &st);
   assert_int_equal(1, st.failed);
@@ -1454,30 +1462,23 @@ static void rejected_events_are_not_retried(void **state)
 static void a_retried_create_that_finds_its_event_has_sent_it(void **state)
 {
   struct fake f;
-  struct kcr_recorder_stats st;
   kcr_metrics *reg = NULL;
   kcr_metric *total;
   kcr_recorder *r;
 
-  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
+  reg = registry();
   fake_init(&f);
   f.script[0] = KCR_ETRANSPORT; /* created, but the answer was lost */
   f.script[1] = KCR_EEXIST;
   r = recorder(&f, (struct kcr_recorder_opts){.retry_initial_ms = 1, .metrics = reg});
-  kcr_recorder_eventf(r, &cm, "Normal", "R", "A", NULL);
-  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  record_and_flush(r, "Normal");
   assert_int_equal(2, ncalls(&f));
   assert_string_equal(f.calls[0].name, f.calls[1].name);
-  kcr_recorder_get_stats(r, &st);
-  assert_int_equal(1, st.sent);
-  assert_int_equal(0, st.failed);
-  assert_int_equal(1, st.tracked);
-  total = kcr_metric_counter(reg, "kcr_events_total", "",
-                             (const char *[]){"type", "reason", "result", NULL});
+  expect_outcome(r, 1, 0, 1);
+  total = events_total(reg);
   assert_true(kcr_metric_value(total, (const char *[]){"Normal", "R", "sent"}) == 1.0);
   assert_true(kcr_metric_value(total, (const char *[]){"Normal", "R", "failed"}) == 0.0);
-  kcr_recorder_eventf(r, &cm, "Normal", "R", "A", NULL); /* a repeat */
-  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  record_and_flush(r, "Normal"); /* a repeat */
   assert_int_equal(3, ncalls(&f));
   assert_int_equal(KCR_EVENT_PATCH, f.calls[2].op);
   assert_string_equal(f.calls[0].name, f.calls[2].name);
@@ -1488,13 +1489,9 @@ static void a_retried_create_that_finds_its_event_has_sent_it(void **state)
   fake_init(&f);
   f.script[0] = KCR_EEXIST; /* not ours: someone else's Event by that name */
   r = recorder(&f, (struct kcr_recorder_opts){.retry_initial_ms = 1});
-  kcr_recorder_eventf(r, &cm, "Normal", "R", "A", NULL);
-  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  record_and_flush(r, "Normal");
   assert_int_equal(1, ncalls(&f));
-  kcr_recorder_get_stats(r, &st);
-  assert_int_equal(0, st.sent);
-  assert_int_equal(1, st.failed);
-  assert_int_equal(0, st.tracked);
+  expect_outcome(r, 0, 1, 0);
   kcr_recorder_free(r);
   fake_cleanup(&f);
   kcr_metrics_free(reg);
@@ -1509,11 +1506,9 @@ static void an_event_gone_from_the_server_is_created_again(void **state)
   fake_init(&f);
   f.script[1] = KCR_ENOTFOUND; /* the series PATCH: the Event's TTL ran out */
   r = recorder(&f, (struct kcr_recorder_opts){0});
+  record_and_flush(r, "Normal");
   kcr_recorder_eventf(r, &cm, "Normal", "R", "A", NULL);
-  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
-  kcr_recorder_eventf(r, &cm, "Normal", "R", "A", NULL);
-  kcr_recorder_eventf(r, &cm, "Normal", "R", "A", NULL);
-  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  record_and_flush(r, "Normal");
   assert_int_equal(3, ncalls(&f));
   assert_int_equal(KCR_EVENT_PATCH, f.calls[1].op);
   assert_int_equal(KCR_EVENT_CREATE, f.calls[2].op);
@@ -1621,8 +1616,7 @@ static void *open_gate_after_300ms(void *arg)
 static void free_counts_what_it_could_not_send(void **state)
 {
   struct fake f;
-  kcr_metrics *reg = NULL;
-  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
+  kcr_metrics *reg = registry();
   kcr_metric *total;
   kcr_recorder *r;
   pthread_t t;
@@ -1641,8 +1635,7 @@ static void free_counts_what_it_could_not_send(void **state)
   assert_int_equal(0, pthread_create(&t, NULL, open_gate_after_300ms, &f));
   kcr_recorder_free(r);
   pthread_join(t, NULL);
-  total = kcr_metric_counter(reg, "kcr_events_total", "",
-                             (const char *[]){"type", "reason", "result", NULL});
+  total = events_total(reg);
   assert_true(kcr_metric_value(total, (const char *[]){"Normal", "Late", "dropped"}) ==
               1.0);
   assert_true(kcr_metric_value(total, (const char *[]){"Normal", "Late", "sent"}) == 1.0);

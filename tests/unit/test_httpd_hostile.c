@@ -27,6 +27,7 @@
 #include "kcr/log.h"
 #include "kcr/metrics.h"
 #include "kcr/time.h"
+#include "twait.h"
 
 /* A blocking TCP connection to 127.0.0.1:port from the local address src
  * (NULL: any), reads timing out after 10 s; -1 on failure. */
@@ -179,7 +180,6 @@ static void probes_answer_while_slow_clients_hold_connections(void **state)
   struct kcr_buf body = KCR_BUF_INIT;
   struct trickle t = {.rounds = 0};
   enum kcr_log_level lvl = kcr_log_get_level();
-  pthread_condattr_t ca;
   pthread_t th;
   kcr_httpd *h = NULL;
   long code[3];
@@ -192,11 +192,7 @@ static void probes_answer_while_slow_clients_hold_connections(void **state)
   port = kcr_httpd_port(h);
   for(int k = 0; k < SLOW_CONNS; k++)
     assert_true((t.fd[k] = dial(port)) >= 0);
-  pthread_mutex_init(&t.mu, NULL);
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&t.cv, &ca);
-  pthread_condattr_destroy(&ca);
+  tlock_init(&t.mu, &t.cv);
   assert_int_equal(0, pthread_create(&th, NULL, trickler, &t));
 
   /* Every slow client has sent a few bytes of its request. */

@@ -51,12 +51,7 @@ struct evlog {
 
 static void evlog_init(struct evlog *l)
 {
-  pthread_condattr_t ca;
-  pthread_mutex_init(&l->mu, NULL);
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&l->cv, &ca);
-  pthread_condattr_destroy(&ca);
+  tlock_init(&l->mu, &l->cv);
   l->n = 0;
 }
 
@@ -172,7 +167,9 @@ static void index_by_name(const kcr_obj *o, kcr_index_emit emit, void *ctx)
 
 struct fake {
   kcr_informer *inf;
+  kcr_client *cl;
   struct evlog *log;
+  struct evlog ev;
   atomic_int lists, watches; /* LIST requests (first pages), WATCH requests */
   atomic_bool go;            /* test -> handler: go on */
   atomic_bool held;          /* handler -> test: holding a page */
@@ -180,17 +177,6 @@ struct fake {
   uint64_t t_list[4];        /* when the first LISTs came (informer thread) */
   uint64_t t_watch[8];       /* when the first WATCHes came (informer thread) */
 };
-
-static void fake_init(struct fake *f, struct evlog *log)
-{
-  memset(f, 0, sizeof(*f));
-  f->log = log;
-  atomic_init(&f->lists, 0);
-  atomic_init(&f->watches, 0);
-  atomic_init(&f->go, false);
-  atomic_init(&f->held, false);
-  atomic_init(&f->reader, false);
-}
 
 static bool query_is(const struct twire_call *call, const char *key, const char *want)
 {
@@ -243,6 +229,41 @@ static kcr_informer *informer(kcr_client *cl, struct evlog *log, long page_size)
   assert_int_equal(KCR_OK,
                    kcr_store_add_index(kcr_informer_store(inf), "name", index_by_name));
   return inf;
+}
+
+/* Sets up f: its own event log, a fake API server answering with api and
+ * an informer on it (not started). */
+static void fake_start(struct fake *f, twire_fn api, long page_size)
+{
+  memset(f, 0, sizeof(*f));
+  evlog_init(&f->ev);
+  f->log = &f->ev;
+  atomic_init(&f->lists, 0);
+  atomic_init(&f->watches, 0);
+  atomic_init(&f->go, false);
+  atomic_init(&f->held, false);
+  atomic_init(&f->reader, false);
+  f->cl = twire_client(api, f);
+  f->inf = informer(f->cl, f->log, page_size);
+}
+
+/* Frees what fake_start made (the informer unless the test did and set
+ * f->inf to NULL), then reports what the handlers found wrong. */
+static void fake_finish(struct fake *f)
+{
+  kcr_informer_free(f->inf);
+  kcr_client_free(f->cl);
+  tcheck_report();
+  evlog_cleanup(&f->ev);
+}
+
+/* Stops the informer; the handlers saw exactly want[0..n), in order, and the
+ * store holds len objects. */
+static void stop_and_expect(struct fake *f, const char *const *want, int n, size_t len)
+{
+  kcr_informer_stop(f->inf);
+  evlog_expect(f->log, want, n);
+  assert_int_equal(len, kcr_store_len(kcr_informer_store(f->inf)));
 }
 
 /* ---- a paged LIST, then a watch ---- */
@@ -298,18 +319,14 @@ static void handlers_see_a_paged_list_and_the_watch_exactly_once_in_order(void *
 {
   static const char *const want[] = {"add a 1",  "add b 2",       "add c 3",
                                      "add d 11", "update a 1>12", "delete b 14"};
-  struct evlog log;
   struct fake f;
   struct waiter w = {0};
   struct kcr_informer_stats st;
-  kcr_client *cl;
   kcr_obj *a;
   pthread_t th;
 
-  evlog_init(&log);
-  fake_init(&f, &log);
-  cl = twire_client(api_paged, &f);
-  f.inf = w.inf = informer(cl, &log, 2);
+  fake_start(&f, api_paged, 2);
+  w.inf = f.inf;
   atomic_init(&w.returned, false);
   assert_int_equal(KCR_OK, kcr_informer_start(f.inf));
   assert_int_equal(0, pthread_create(&th, NULL, wait_forever, &w));
@@ -323,13 +340,11 @@ static void handlers_see_a_paged_list_and_the_watch_exactly_once_in_order(void *
   pthread_join(th, NULL);
   assert_true(w.synced);
   /* Synced: the store holds the list and the handlers have seen it. */
-  assert_true(evlog_count(&log, "add ") >= 3);
+  assert_true(evlog_count(f.log, "add ") >= 3);
   assert_true(kcr_informer_wait_synced(f.inf, KCR_FOREVER));
 
-  assert_true(evlog_wait(&log, 6, 30000));
-  kcr_informer_stop(f.inf);
-  evlog_expect(&log, want, 6);
-  assert_int_equal(3, kcr_store_len(kcr_informer_store(f.inf)));
+  assert_true(evlog_wait(f.log, 6, 30000));
+  stop_and_expect(&f, want, 6, 3);
   assert_non_null(a = kcr_store_ref(kcr_informer_store(f.inf), "ns", "a"));
   assert_string_equal("12", kcr_obj_rv(a));
   kcr_obj_unref(a);
@@ -338,10 +353,7 @@ static void handlers_see_a_paged_list_and_the_watch_exactly_once_in_order(void *
   assert_int_equal(1, st.watches);
   assert_int_equal(3, st.events); /* bookmarks are not events */
   assert_int_equal(0, st.errors);
-  kcr_informer_free(f.inf);
-  kcr_client_free(cl);
-  tcheck_report();
-  evlog_cleanup(&log);
+  fake_finish(&f);
 }
 
 /* ---- counters read while events flow ---- */
@@ -386,23 +398,15 @@ static void *read_stats(void *p)
 
 static void stats_can_be_read_from_another_thread_while_events_flow(void **state)
 {
-  struct evlog log;
   struct fake f;
-  kcr_client *cl;
   pthread_t th;
 
-  evlog_init(&log);
-  fake_init(&f, &log);
-  cl = twire_client(api_stream, &f);
-  f.inf = informer(cl, &log, 0);
+  fake_start(&f, api_stream, 0);
   assert_int_equal(KCR_OK, kcr_informer_start(f.inf));
   assert_int_equal(0, pthread_create(&th, NULL, read_stats, &f));
-  assert_true(evlog_wait(&log, STREAMED, 60000));
+  assert_true(evlog_wait(f.log, STREAMED, 60000));
   pthread_join(th, NULL);
-  kcr_informer_free(f.inf);
-  kcr_client_free(cl);
-  tcheck_report();
-  evlog_cleanup(&log);
+  fake_finish(&f);
 }
 
 /* ---- watches cut mid-stream ---- */
@@ -441,20 +445,16 @@ static kcr_err api_cut(struct twire_call *call, void *ud)
  * up to 30 s behind. Watches that fail at once still back off further. */
 static void a_watch_cut_after_events_does_not_grow_the_backoff(void **state)
 {
-  struct evlog log;
   struct fake f;
-  kcr_client *cl;
   uint64_t t0;
 
-  evlog_init(&log);
-  fake_init(&f, &log);
-  cl = twire_client(api_cut, &f);
-  f.inf = informer(cl, &log, 0);
+  fake_start(&f, api_cut, 0);
   t0 = kcr_time_mono_ms();
   assert_int_equal(KCR_OK, kcr_informer_start(f.inf));
   while(atomic_load(&f.watches) < CUTS + 3 && kcr_time_mono_ms() - t0 < 30000)
     nanosleep(&(struct timespec){0, 50000000L}, NULL);
   kcr_informer_free(f.inf);
+  f.inf = NULL;
   assert_true(atomic_load(&f.watches) >= CUTS + 3);
   /* (2.5 s: room for a loaded machine, below the 3.2 s the third wait
    * would be at least if the backoff grew.) */
@@ -466,9 +466,7 @@ static void a_watch_cut_after_events_does_not_grow_the_backoff(void **state)
   }
   /* 500s at once: 0.8-1.6 s, then 1.6-3.2 s. */
   assert_true(f.t_watch[CUTS + 2] - f.t_watch[CUTS + 1] >= 1550);
-  kcr_client_free(cl);
-  tcheck_report();
-  evlog_cleanup(&log);
+  fake_finish(&f);
 }
 
 /* ---- refused credentials ---- */
@@ -484,22 +482,18 @@ static kcr_err api_unauthorized(struct twire_call *call, void *ud)
 static void refused_credentials_are_logged_with_what_to_check(void **state)
 {
   char path[] = "/tmp/test_informer_logXXXXXX", text[4096] = "";
-  struct evlog log;
   struct fake f;
-  kcr_client *cl;
   int fd = mkstemp(path);
   ssize_t n;
 
   assert_true(fd >= 0);
-  evlog_init(&log);
-  fake_init(&f, &log);
-  cl = twire_client(api_unauthorized, &f);
-  f.inf = informer(cl, &log, 0);
+  fake_start(&f, api_unauthorized, 0);
   kcr_log_set_fd(fd);
   assert_int_equal(KCR_OK, kcr_informer_start(f.inf));
   for(int i = 0; i < 200 && atomic_load(&f.lists) < 1; i++)
     nanosleep(&(struct timespec){0, 10000000L}, NULL);
   kcr_informer_free(f.inf);
+  f.inf = NULL;
   kcr_log_set_fd(2);
   n = pread(fd, text, sizeof(text) - 1, 0);
   close(fd);
@@ -508,9 +502,7 @@ static void refused_credentials_are_logged_with_what_to_check(void **state)
   if(!strstr(text, "err=EUNAUTHORIZED") || !strstr(text, "kubeconfig=twire") ||
      !strstr(text, "an expired client certificate, or a token that expired"))
     fail_msg("the warning does not say what to check: %s", text);
-  kcr_client_free(cl);
-  tcheck_report();
-  evlog_cleanup(&log);
+  fake_finish(&f);
 }
 
 /* ---- 410: relist, deletes only for what vanished ---- */
@@ -545,29 +537,19 @@ static void a_410_relists_and_deletes_only_what_vanished(void **state)
   static const char *const want[] = {"add a 1",       "add b 2",        "add c 3",
                                      "update a 1>11", "update a 11>12", "update c 3>3",
                                      "add d 13",      "delete b 2"};
-  struct evlog log;
   struct fake f;
   struct kcr_informer_stats st;
-  kcr_client *cl;
 
-  evlog_init(&log);
-  fake_init(&f, &log);
-  cl = twire_client(api_gone, &f);
-  f.inf = informer(cl, &log, 0);
+  fake_start(&f, api_gone, 0);
   assert_int_equal(KCR_OK, kcr_informer_start(f.inf));
-  assert_true(evlog_wait(&log, 8, 30000));
+  assert_true(evlog_wait(f.log, 8, 30000));
   /* the second watch is running: nothing more comes */
-  kcr_informer_stop(f.inf);
-  evlog_expect(&log, want, 8);
-  assert_int_equal(3, kcr_store_len(kcr_informer_store(f.inf)));
+  stop_and_expect(&f, want, 8, 3);
   kcr_informer_get_stats(f.inf, &st);
   assert_int_equal(2, st.lists);
   assert_int_equal(1, st.relists_gone);
   assert_int_equal(0, st.errors);
-  kcr_informer_free(f.inf);
-  kcr_client_free(cl);
-  tcheck_report();
-  evlog_cleanup(&log);
+  fake_finish(&f);
 }
 
 /* ---- failure atomicity: a LIST the store cannot take ---- */
@@ -607,31 +589,21 @@ static kcr_err api_first_list_fails(struct twire_call *call, void *ud)
 static void a_list_the_store_cannot_take_is_not_applied_and_is_listed_again(void **state)
 {
   static const char *const want[] = {"add a 1", "add b 2", "add c 3"};
-  struct evlog log;
   struct fake f;
   struct kcr_informer_stats st;
-  kcr_client *cl;
 
-  evlog_init(&log);
-  fake_init(&f, &log);
-  cl = twire_client(api_first_list_fails, &f);
-  f.inf = informer(cl, &log, 2);
+  fake_start(&f, api_first_list_fails, 2);
   arm_store_failure(NULL); /* the first kcr_store_replace fails */
   assert_int_equal(KCR_OK, kcr_informer_start(f.inf));
   assert_true(kcr_informer_wait_synced(f.inf, 30000));
   tfail_reset();
   assert_false(atomic_load(&fail_armed));
   assert_int_equal(2, atomic_load(&f.lists));
-  kcr_informer_stop(f.inf);
-  evlog_expect(&log, want, 3);
-  assert_int_equal(3, kcr_store_len(kcr_informer_store(f.inf)));
+  stop_and_expect(&f, want, 3, 3);
   kcr_informer_get_stats(f.inf, &st);
   assert_int_equal(2, st.lists);
   assert_int_equal(1, st.errors);
-  kcr_informer_free(f.inf);
-  kcr_client_free(cl);
-  tcheck_report();
-  evlog_cleanup(&log);
+  fake_finish(&f);
 }
 
 /* A relist after 410 that the store cannot take emits no deletes; the next
@@ -673,29 +645,19 @@ static void a_relist_the_store_cannot_take_emits_no_deletes(void **state)
 {
   static const char *const want[] = {"add a 1",      "add b 2",      "add c 3",
                                      "update a 1>1", "update c 3>3", "delete b 2"};
-  struct evlog log;
   struct fake f;
   struct kcr_informer_stats st;
-  kcr_client *cl;
 
-  evlog_init(&log);
-  fake_init(&f, &log);
-  cl = twire_client(api_relist_fails, &f);
-  f.inf = informer(cl, &log, 0);
+  fake_start(&f, api_relist_fails, 0);
   assert_int_equal(KCR_OK, kcr_informer_start(f.inf));
-  assert_true(evlog_wait(&log, 6, 30000));
+  assert_true(evlog_wait(f.log, 6, 30000));
   tfail_reset();
-  kcr_informer_stop(f.inf);
-  evlog_expect(&log, want, 6);
-  assert_int_equal(2, kcr_store_len(kcr_informer_store(f.inf)));
+  stop_and_expect(&f, want, 6, 2);
   kcr_informer_get_stats(f.inf, &st);
   assert_int_equal(3, st.lists);
   assert_int_equal(1, st.relists_gone);
   assert_int_equal(1, st.errors);
-  kcr_informer_free(f.inf);
-  kcr_client_free(cl);
-  tcheck_report();
-  evlog_cleanup(&log);
+  fake_finish(&f);
 }
 
 /* ---- failure atomicity: an event the store cannot take ---- */
@@ -733,29 +695,19 @@ static kcr_err api_event_fails(struct twire_call *call, void *ud)
 static void an_event_the_store_cannot_take_is_delivered_again(void **state)
 {
   static const char *const want[] = {"add a 10", "add b 11", "add c 12", "add d 13"};
-  struct evlog log;
   struct fake f;
   struct kcr_informer_stats st;
-  kcr_client *cl;
 
-  evlog_init(&log);
-  fake_init(&f, &log);
-  cl = twire_client(api_event_fails, &f);
-  f.inf = informer(cl, &log, 0);
+  fake_start(&f, api_event_fails, 0);
   assert_int_equal(KCR_OK, kcr_informer_start(f.inf));
-  assert_true(evlog_wait(&log, 4, 30000));
+  assert_true(evlog_wait(f.log, 4, 30000));
   tfail_reset();
-  kcr_informer_stop(f.inf);
-  evlog_expect(&log, want, 4);
-  assert_int_equal(4, kcr_store_len(kcr_informer_store(f.inf)));
+  stop_and_expect(&f, want, 4, 4);
   assert_int_equal(2, atomic_load(&f.watches));
   kcr_informer_get_stats(f.inf, &st);
   assert_int_equal(1, st.lists);
   assert_int_equal(1, st.errors);
-  kcr_informer_free(f.inf);
-  kcr_client_free(cl);
-  tcheck_report();
-  evlog_cleanup(&log);
+  fake_finish(&f);
 }
 
 /* ---- start is all or nothing (issue 8, item 9) ---- */

@@ -20,11 +20,11 @@
 #include "kcr.h"
 #include "tcheck.h"
 #include "tfail.h"
+#include "tlease.h"
+#include "twait.h"
 #include "twire.h"
 
-#define LEASES "/apis/coordination.k8s.io/v1/namespaces/default/leases"
-#define LEASE  LEASES "/lock"
-#define CMS    "/api/v1/namespaces/default/configmaps"
+#define CMS "/api/v1/namespaces/default/configmaps"
 
 static const struct kcr_gvr cms = {"", "v1", "configmaps", true};
 
@@ -35,8 +35,7 @@ enum put_mode { PUT_OK, PUT_BLOCK, PUT_FAIL };
 struct lease_api {
   pthread_mutex_t mu;
   pthread_cond_t cv; /* any change below */
-  cJSON *lease;      /* the stored Lease, or NULL */
-  long rv;
+  struct tlease l;
   int gets, posts, puts, puts_ok, releases, conflicts, patches;
   enum put_mode mode;
   bool blocked;          /* a PUT is being held */
@@ -47,18 +46,13 @@ struct lease_api {
 
 static void api_init(struct lease_api *a)
 {
-  pthread_condattr_t ca;
   memset(a, 0, sizeof(*a));
-  pthread_mutex_init(&a->mu, NULL);
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&a->cv, &ca);
-  pthread_condattr_destroy(&ca);
+  tlock_init(&a->mu, &a->cv);
 }
 
 static void api_cleanup(struct lease_api *a)
 {
-  cJSON_Delete(a->lease);
+  tlease_cleanup(&a->l);
   pthread_cond_destroy(&a->cv);
   pthread_mutex_destroy(&a->mu);
 }
@@ -106,50 +100,15 @@ static int api_get(struct lease_api *a, const int *field)
   return v;
 }
 
-/* Stores body as the Lease with the next resourceVersion; answers code. */
-static kcr_err store_lease(struct lease_api *a, struct twire_call *call, cJSON *obj,
-                           long code)
-{
-  cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-  char rv[24], *text;
-  kcr_err rc;
-
-  snprintf(rv, sizeof(rv), "%ld", ++a->rv);
-  cJSON_DeleteItemFromObjectCaseSensitive(meta, "resourceVersion");
-  cJSON_AddStringToObject(meta, "resourceVersion", rv);
-  cJSON_Delete(a->lease);
-  a->lease = obj;
-  a->t_last_write = a->t_in;
-  text = cJSON_PrintUnformatted(obj);
-  rc = twire_reply(call, code, "%s", text);
-  free(text);
-  pthread_cond_broadcast(&a->cv);
-  return rc;
-}
-
-static const char *holder_of(const cJSON *lease)
-{
-  const char *h = kcr_json_str(lease, "spec.holderIdentity");
-  return h ? h : "";
-}
-
-static const char *rv_of(const cJSON *obj)
-{
-  const char *v = kcr_json_str(obj, "metadata.resourceVersion");
-  return v ? v : "";
-}
-
-static kcr_err put_lease(struct lease_api *a, struct twire_call *call)
+/* A PUT of the Lease, as the mode says: it fails, is held until the mode
+ * changes (a frozen elector: its request does not return), or goes on. */
+static bool put_goes_on(struct lease_api *a)
 {
   struct timespec ts = kcr_time_mono_after(60000);
   uint64_t t_in = a->t_in;
-  cJSON *obj;
-  char cur[24];
 
   a->puts++;
-  if(a->mode == PUT_FAIL)
-    return twire_reply(call, 500, "%s", twire_status_json(500, "InternalError"));
-  if(a->mode == PUT_BLOCK) { /* a frozen elector: its request does not return */
+  if(a->mode == PUT_BLOCK) {
     a->blocked = true;
     a->unblock = false;
     pthread_cond_broadcast(&a->cv);
@@ -159,62 +118,57 @@ static kcr_err put_lease(struct lease_api *a, struct twire_call *call)
     a->blocked = false;
     a->t_in = t_in; /* other requests came in meanwhile */
     pthread_cond_broadcast(&a->cv);
-    if(a->mode == PUT_FAIL)
-      return twire_reply(call, 500, "%s", twire_status_json(500, "InternalError"));
   }
-  if(!a->lease)
-    return twire_reply(call, 404, "%s", twire_status_json(404, "NotFound"));
-  obj = cJSON_ParseWithLength(call->req->body, call->req->body_len);
-  if(!TCHECK(obj != NULL))
-    return twire_reply(call, 400, "%s", twire_status_json(400, "BadRequest"));
-  snprintf(cur, sizeof(cur), "%ld", a->rv);
-  if(strcmp(rv_of(obj), cur)) {
-    a->conflicts++;
-    cJSON_Delete(obj);
-    return twire_reply(call, 409, "%s", twire_status_json(409, "Conflict"));
+  return a->mode != PUT_FAIL;
+}
+
+/* What a request the Lease store answered did to the counters. */
+static void count_lease_request(struct lease_api *a, bool put, enum tlease_done done)
+{
+  a->conflicts += done == TLEASE_CONFLICT;
+  if(done != TLEASE_STORED)
+    return;
+  a->t_last_write = a->t_in;
+  if(put) {
+    a->puts_ok++;
+    a->releases += !*tlease_holder(a->l.obj);
+  } else {
+    TCHECK(!strcmp(tlease_holder(a->l.obj), "me"));
   }
-  a->puts_ok++;
-  if(!*holder_of(obj))
-    a->releases++;
-  return store_lease(a, call, obj, 200);
+}
+
+/* A request that is not the Lease's: the PATCH of a ConfigMap. */
+static kcr_err other_request(struct lease_api *a, struct twire_call *call)
+{
+  if(twire_is(call, "PATCH", CMS)) {
+    a->patches++;
+    return twire_reply(call, 200,
+                       "{\"metadata\":{\"name\":\"a\",\"namespace\":\"default\"}}");
+  }
+  TCHECK_FAIL("unexpected request %s %s", call->req->method, call->req->path);
+  return twire_reply(call, 404, "%s", twire_status_json(404, "NotFound"));
 }
 
 static kcr_err lease_api(struct twire_call *call, void *ud)
 {
   struct lease_api *a = ud;
   uint64_t t_in = kcr_time_mono_ms();
+  bool put = twire_is(call, "PUT", TLEASE);
+  enum tlease_done done;
   kcr_err rc;
 
   pthread_mutex_lock(&a->mu);
   a->t_in = t_in;
-  if(twire_is(call, "GET", LEASE)) {
-    a->gets++;
-    if(!a->lease) {
-      rc = twire_reply(call, 404, "%s", twire_status_json(404, "NotFound"));
-    } else {
-      char *text = cJSON_PrintUnformatted(a->lease);
-      rc = twire_reply(call, 200, "%s", text);
-      free(text);
-    }
-  } else if(twire_is(call, "POST", LEASES)) {
-    a->posts++;
-    if(a->lease) {
-      rc = twire_reply(call, 409, "%s", twire_status_json(409, "AlreadyExists"));
-    } else {
-      cJSON *obj = cJSON_ParseWithLength(call->req->body, call->req->body_len);
-      TCHECK(obj && !strcmp(holder_of(obj), "me"));
-      rc = obj ? store_lease(a, call, obj, 201)
-               : twire_reply(call, 400, "%s", twire_status_json(400, "BadRequest"));
-    }
-  } else if(twire_is(call, "PUT", LEASE)) {
-    rc = put_lease(a, call);
-  } else if(twire_is(call, "PATCH", CMS)) {
-    a->patches++;
-    rc = twire_reply(call, 200,
-                     "{\"metadata\":{\"name\":\"a\",\"namespace\":\"default\"}}");
+  a->gets += twire_is(call, "GET", TLEASE);
+  a->posts += twire_is(call, "POST", TLEASES);
+  if(put && !put_goes_on(a)) {
+    rc = twire_reply(call, 500, "%s", twire_status_json(500, "InternalError"));
   } else {
-    TCHECK_FAIL("unexpected request %s %s", call->req->method, call->req->path);
-    rc = twire_reply(call, 404, "%s", twire_status_json(404, "NotFound"));
+    rc = tlease_serve(&a->l, call, &done);
+    if(done != TLEASE_OTHER)
+      count_lease_request(a, put, done);
+    else
+      rc = other_request(a, call);
   }
   pthread_cond_broadcast(&a->cv);
   pthread_mutex_unlock(&a->mu);
@@ -369,7 +323,7 @@ static void the_lease_requests_pass_the_gate_the_fence_closes(void **state)
   assert_false(kcr_leader_may_write(le));
   assert_int_equal(1, api_get(&api, &api.releases));
   pthread_mutex_lock(&api.mu);
-  assert_string_equal("", holder_of(api.lease));
+  assert_string_equal("", tlease_holder(api.l.obj));
   pthread_mutex_unlock(&api.mu);
   assert_int_equal(KCR_ECANCELED, patch(cl));
   assert_int_equal(0, api_get(&api, &api.patches));
@@ -402,7 +356,7 @@ static void keep_lease_on_stop_leaves_the_lease_held(void **state)
   kcr_leader_stop(le);
   assert_int_equal(0, api_get(&api, &api.releases));
   pthread_mutex_lock(&api.mu);
-  assert_string_equal("me", holder_of(api.lease));
+  assert_string_equal("me", tlease_holder(api.l.obj));
   pthread_mutex_unlock(&api.mu);
   kcr_leader_free(le);
   kcr_client_free(cl);

@@ -22,11 +22,10 @@
 #include "tcheck.h"
 #include "twait.h"
 #include "tfail.h"
+#include "tlease.h"
 #include "twire.h"
 
-#define LEASES "/apis/coordination.k8s.io/v1/namespaces/default/leases"
-#define LEASE  LEASES "/lock"
-#define CMS    "/api/v1/namespaces/default/configmaps"
+#define CMS "/api/v1/namespaces/default/configmaps"
 
 static const struct kcr_gvr cms = {"", "v1", "configmaps", true};
 
@@ -37,8 +36,7 @@ enum put_mode { PUT_OK, PUT_FAIL };
 struct api {
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  cJSON *lease; /* the stored Lease, or NULL */
-  long rv;
+  struct tlease l;
   enum put_mode mode;
   int lease_writes, releases, lists, watches, patches;
   bool hold_list;    /* LISTs wait for release_list, then answer list_code */
@@ -49,19 +47,14 @@ struct api {
 
 static void api_init(struct api *a)
 {
-  pthread_condattr_t ca;
   memset(a, 0, sizeof(*a));
-  pthread_mutex_init(&a->mu, NULL);
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&a->cv, &ca);
-  pthread_condattr_destroy(&ca);
+  tlock_init(&a->mu, &a->cv);
   a->list_code = 200;
 }
 
 static void api_cleanup(struct api *a)
 {
-  cJSON_Delete(a->lease);
+  tlease_cleanup(&a->l);
   pthread_cond_destroy(&a->cv);
   pthread_mutex_destroy(&a->mu);
 }
@@ -74,75 +67,23 @@ static int api_get(struct api *a, const int *field)
   return v;
 }
 
-static const char *rv_of(const cJSON *obj)
+/* Answers a request of the Lease (*rc: the answer's); false if it is not
+ * one. */
+static bool lease_request(struct api *a, struct twire_call *call, kcr_err *rc)
 {
-  const char *v = kcr_json_str(obj, "metadata.resourceVersion");
-  return v ? v : "";
-}
+  enum tlease_done done;
 
-static const char *holder_of(const cJSON *lease)
-{
-  const char *h = kcr_json_str(lease, "spec.holderIdentity");
-  return h ? h : "";
-}
-
-static kcr_err store_lease(struct api *a, struct twire_call *call, cJSON *obj, long code)
-{
-  cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-  char rv[24], *text;
-  kcr_err rc;
-
-  snprintf(rv, sizeof(rv), "%ld", ++a->rv);
-  cJSON_DeleteItemFromObjectCaseSensitive(meta, "resourceVersion");
-  cJSON_AddStringToObject(meta, "resourceVersion", rv);
-  cJSON_Delete(a->lease);
-  a->lease = obj;
-  a->lease_writes++;
-  if(!*holder_of(obj))
-    a->releases++;
-  text = cJSON_PrintUnformatted(obj);
-  rc = twire_reply(call, code, "%s", text);
-  free(text);
-  return rc;
-}
-
-static kcr_err lease_request(struct api *a, struct twire_call *call)
-{
-  cJSON *obj = NULL;
-  char cur[24];
-
-  if(twire_is(call, "GET", LEASE)) {
-    char *text;
-    kcr_err rc;
-    if(!a->lease)
-      return twire_reply(call, 404, "%s", twire_status_json(404, "NotFound"));
-    text = cJSON_PrintUnformatted(a->lease);
-    rc = twire_reply(call, 200, "%s", text);
-    free(text);
-    return rc;
+  if(twire_is(call, "PUT", TLEASE) && a->mode == PUT_FAIL) {
+    *rc = twire_reply(call, 500, "%s", twire_status_json(500, "InternalError"));
+    return true;
   }
-  if(twire_is(call, "POST", LEASES)) {
-    if(a->lease)
-      return twire_reply(call, 409, "%s", twire_status_json(409, "AlreadyExists"));
-    obj = cJSON_ParseWithLength(call->req->body, call->req->body_len);
-    if(!TCHECK(obj != NULL))
-      return twire_reply(call, 400, "%s", twire_status_json(400, "BadRequest"));
-    return store_lease(a, call, obj, 201);
+  *rc = tlease_serve(&a->l, call, &done);
+  if(done == TLEASE_STORED) {
+    a->lease_writes++;
+    if(!*tlease_holder(a->l.obj))
+      a->releases++;
   }
-  /* PUT */
-  if(a->mode == PUT_FAIL)
-    return twire_reply(call, 500, "%s", twire_status_json(500, "InternalError"));
-  if(!a->lease)
-    return twire_reply(call, 404, "%s", twire_status_json(404, "NotFound"));
-  obj = cJSON_ParseWithLength(call->req->body, call->req->body_len);
-  if(!TCHECK(obj != NULL))
-    return twire_reply(call, 400, "%s", twire_status_json(400, "BadRequest"));
-  snprintf(cur, sizeof(cur), "%ld", a->rv);
-  if(strcmp(rv_of(obj), cur)) {
-    cJSON_Delete(obj);
-    return twire_reply(call, 409, "%s", twire_status_json(409, "Conflict"));
-  }
-  return store_lease(a, call, obj, 200);
+  return done != TLEASE_OTHER;
 }
 
 static kcr_err list_request(struct api *a, struct twire_call *call)
@@ -181,9 +122,8 @@ static kcr_err api(struct twire_call *call, void *ud)
     return KCR_OK;
   }
   pthread_mutex_lock(&a->mu);
-  if(twire_is(call, "GET", LEASE) || twire_is(call, "POST", LEASES) ||
-     twire_is(call, "PUT", LEASE)) {
-    rc = lease_request(a, call);
+  if(lease_request(a, call, &rc)) {
+    /* rc: its answer */
   } else if(twire_is(call, "GET", CMS)) {
     rc = list_request(a, call);
   } else if(twire_is(call, "PATCH", CMS)) {

@@ -353,27 +353,56 @@ static size_t index_count(kcr_store *s, const char *value)
   return n;
 }
 
+/* The set-up of the verdicts below: a store with the controller index that
+ * holds f->add[0]. NULL when a failed allocation stopped it, with *ok the
+ * verdict on that (a failed kcr_store_new must leave its result NULL; a
+ * later failure has nothing to check). */
+static kcr_store *store_holding_a(struct fixture *f, bool *ok)
+{
+  kcr_store *s = (kcr_store *)1;
+  kcr_obj *old = NULL;
+  kcr_err rc = kcr_store_new(NULL, &s, NULL);
+
+  if(rc) {
+    *ok = rc == KCR_ENOMEM && !s; /* failed before anything existed */
+    return NULL;
+  }
+  if(kcr_store_add_index(s, KCR_INDEX_CONTROLLER, kcr_index_controller)) {
+    kcr_store_free(s);
+    return NULL;
+  }
+  if(kcr_store_put(s, kcr_obj_ref(f->add[0]), &old)) {
+    kcr_obj_unref(f->add[0]);
+    kcr_store_free(s);
+    return NULL;
+  }
+  return s;
+}
+
+/* Tortures fn on a fixture of ns/a (owner p1), ns/a again (owner p2) and
+ * ns/b (owner p1). */
+static void torture_on_fixture(const char *what, bool (*fn)(void *))
+{
+  struct fixture f = {
+      NULL,
+      {obj("ns", "a", "1", "p1"), obj("ns", "a", "2", "p2"), obj("ns", "b", "1", "p1")}};
+  tfail_torture(what, fn, &f);
+  for(int i = 0; i < 3; i++)
+    kcr_obj_unref(f.add[i]);
+}
+
 /* put of a new key and of a replacement that moves between index values:
  * either applied completely or not at all, the caller's reference intact. */
 static bool put_all_or_nothing(void *ud)
 {
   struct fixture *f = ud;
-  kcr_store *s = (kcr_store *)1;
   kcr_obj *old = NULL, *o;
-  kcr_err rc = kcr_store_new(NULL, &s, NULL);
+  kcr_err rc;
   bool ok = true;
+  kcr_store *s = store_holding_a(f, &ok);
 
-  if(rc)
-    return rc == KCR_ENOMEM && !s; /* failed before anything existed */
-  if(kcr_store_add_index(s, KCR_INDEX_CONTROLLER, kcr_index_controller)) {
-    kcr_store_free(s);
-    return true; /* set-up failed: nothing to check */
-  }
-  if(kcr_store_put(s, kcr_obj_ref(f->add[0]), &old)) {
-    kcr_obj_unref(f->add[0]);
-    kcr_store_free(s);
-    return true;
-  }
+  if(!s)
+    return ok;
   /* A replacement of ns/a moving from owner p1 to p2. */
   o = kcr_obj_ref(f->add[1]);
   rc = kcr_store_put(s, o, &old);
@@ -406,34 +435,20 @@ static bool put_all_or_nothing(void *ud)
 
 static void put_applies_completely_or_not_at_all(void **state)
 {
-  struct fixture f = {
-      NULL,
-      {obj("ns", "a", "1", "p1"), obj("ns", "a", "2", "p2"), obj("ns", "b", "1", "p1")}};
-  tfail_torture("kcr_store_put", put_all_or_nothing, &f);
-  for(int i = 0; i < 3; i++)
-    kcr_obj_unref(f.add[i]);
+  torture_on_fixture("kcr_store_put", put_all_or_nothing);
 }
 
 static bool replace_all_or_nothing(void *ud)
 {
   struct fixture *f = ud;
-  kcr_store *s = (kcr_store *)1;
-  kcr_obj *old = NULL, **gone = (kcr_obj **)1, *in[3];
+  kcr_obj **gone = (kcr_obj **)1, *in[3];
   size_t ngone = 99;
-  kcr_err rc = kcr_store_new(NULL, &s, NULL);
-  bool ok;
+  kcr_err rc;
+  bool ok = true;
+  kcr_store *s = store_holding_a(f, &ok);
 
-  if(rc)
-    return rc == KCR_ENOMEM && !s;
-  if(kcr_store_add_index(s, KCR_INDEX_CONTROLLER, kcr_index_controller)) {
-    kcr_store_free(s);
-    return true; /* set-up failed: nothing to check */
-  }
-  if(kcr_store_put(s, kcr_obj_ref(f->add[0]), &old)) {
-    kcr_obj_unref(f->add[0]);
-    kcr_store_free(s);
-    return true;
-  }
+  if(!s)
+    return ok;
   /* ns/a replaced by its p2 version, ns/b new, plus a duplicate of ns/b. */
   in[0] = kcr_obj_ref(f->add[1]);
   in[1] = kcr_obj_ref(f->add[2]);
@@ -454,12 +469,7 @@ static bool replace_all_or_nothing(void *ud)
 
 static void replace_applies_completely_or_not_at_all(void **state)
 {
-  struct fixture f = {
-      NULL,
-      {obj("ns", "a", "1", "p1"), obj("ns", "a", "2", "p2"), obj("ns", "b", "1", "p1")}};
-  tfail_torture("kcr_store_replace", replace_all_or_nothing, &f);
-  for(int i = 0; i < 3; i++)
-    kcr_obj_unref(f.add[i]);
+  torture_on_fixture("kcr_store_replace", replace_all_or_nothing);
 }
 
 int main(void)
