@@ -1,6 +1,19 @@
 /* DESIGN: the availability logic of ebdman as a pure function from what a
- * reconcile observed to the three conditions it owns, so it is unit-tested
- * without a cluster. Level-based: computed from scratch every time. */
+ * reconcile observed to the conditions it owns, so it is unit-tested
+ * without a cluster. Level-based: computed from scratch every time.
+ *
+ * Installed, VFMHealthy and Ready are always there (Ready for `kubectl
+ * wait`). For kstatus - what Flux, kpt and cli-utils judge health by - one
+ * abnormal-true condition joins them while Ready is False, as Flux's own
+ * controllers do (fluxcd/pkg apis/meta): Stalled=True when waiting will not
+ * help (a child refused or someone else's, the VFM reports Failed: kstatus
+ * says Failed), else Reconciling=True (kstatus: InProgress). Either carries
+ * Ready's reason and message. With Ready True neither is present: the
+ * convention says they MUST only be present when True (a False one is read
+ * the same by kstatus, but would be one more condition to keep in step),
+ * and the server-side apply of the status writer removes the one ebdman
+ * stops sending. Invariants (Flux's own status checks): Ready is False
+ * whenever one of them is True, and never both are present. */
 #include <stdio.h>
 #include <string.h>
 
@@ -35,21 +48,22 @@ static const char *fit(const struct ebdman_observed *ob, const char *msg)
   return cut;
 }
 
-/* VFMHealthy from the VFM's own Ready condition, as its owner reports it. */
-static void vfm_health(const struct ebdman_observed *ob, struct kcr_cond *c)
+/* VFMHealthy from the VFM's own Ready condition, as its owner reports it.
+ * Returns whether the VFM reports that it failed (its owner gave up). */
+static bool vfm_health(const struct ebdman_observed *ob, struct kcr_cond *c)
 {
   struct kcr_cond ready;
   int64_t vgen;
 
   if(ob->vfm_read_error) {
     set(c, "VFMHealthy", "False", "Error", fit(ob, ob->vfm_read_error), ob->generation);
-    return;
+    return false;
   }
   if(!ob->vfm || ob->applied_new_spec ||
      kcr_cond_get(kcr_json_at(ob->vfm, "status.conditions"), "Ready", &ready)) {
     set(c, "VFMHealthy", "False", "Progressing", "vfm custom resource is not ready",
         ob->generation);
-    return;
+    return false;
   }
   vgen = kcr_json_int(ob->vfm, "metadata.generation", 0);
   if(ready.observed_generation && ready.observed_generation < vgen) {
@@ -62,16 +76,20 @@ static void vfm_health(const struct ebdman_observed *ob, struct kcr_cond *c)
     set(c, "VFMHealthy", "False", "Error",
         *ready.message ? fit(ob, ready.message) : "vfm custom resource failed",
         ob->generation);
+    return true;
   } else {
     set(c, "VFMHealthy", "False", "Progressing", "vfm custom resource is not ready",
         ob->generation);
   }
+  return false;
 }
 
-void ebdman_conditions(const struct ebdman_observed *ob,
-                       struct kcr_cond out[EBDMAN_NCOND])
+size_t ebdman_conditions(const struct ebdman_observed *ob,
+                         struct kcr_cond out[EBDMAN_NCOND])
 {
-  struct kcr_cond *inst = &out[EBDMAN_COND_INSTALLED], *vfm = &out[EBDMAN_COND_VFM];
+  struct kcr_cond *inst = &out[EBDMAN_COND_INSTALLED], *vfm = &out[EBDMAN_COND_VFM],
+                  *ready = &out[EBDMAN_COND_READY];
+  bool vfm_failed;
 
   if(ob->install_failed)
     set(inst, "Installed", "False",
@@ -81,16 +99,20 @@ void ebdman_conditions(const struct ebdman_observed *ob,
   else
     set(inst, "Installed", "True", "Installed",
         "configmap and vfm custom resource applied", ob->generation);
-  vfm_health(ob, vfm);
+  vfm_failed = vfm_health(ob, vfm);
   /* Ready summarises: True when both are, else the first that is not. */
-  if(!strcmp(inst->status, "True") && !strcmp(vfm->status, "True"))
-    set(&out[EBDMAN_COND_READY], "Ready", "True", "Ready", "ebd is ready",
-        ob->generation);
-  else {
-    const struct kcr_cond *first = strcmp(inst->status, "True") ? inst : vfm;
-    set(&out[EBDMAN_COND_READY], "Ready", "False", first->reason, first->message,
-        ob->generation);
+  if(!strcmp(inst->status, "True") && !strcmp(vfm->status, "True")) {
+    set(ready, "Ready", "True", "Ready", "ebd is ready", ob->generation);
+    return EBDMAN_NCOND - 1;
   }
+  const struct kcr_cond *first = strcmp(inst->status, "True") ? inst : vfm;
+  set(ready, "Ready", "False", first->reason, first->message, ob->generation);
+  /* Stalled when waiting will not help: not installed (a refusal, someone
+   * else's child, a namespace being deleted) or the VFM's owner gave up. */
+  set(&out[EBDMAN_COND_ABNORMAL],
+      first == inst || vfm_failed ? EBDMAN_COND_STALLED : EBDMAN_COND_RECONCILING, "True",
+      ready->reason, ready->message, ob->generation);
+  return EBDMAN_NCOND;
 }
 
 /* A child of the EBD named `name`: apiVersion, kind, the EBD's namespace,

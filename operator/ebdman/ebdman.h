@@ -1,7 +1,8 @@
 /* ebdman - the operator of the mission: for each EBD it installs a ConfigMap
  * and a VFM without waiting, watches the VFM, and reports Installed,
- * VFMHealthy and Ready conditions (with observedGeneration) using
- * conflict-free server-side apply, writing only when something changed. */
+ * VFMHealthy and Ready conditions - and, while not Ready, Reconciling or
+ * Stalled for kstatus - (with observedGeneration) using conflict-free
+ * server-side apply, writing only when something changed. */
 #ifndef EBDMAN_H
 #define EBDMAN_H
 
@@ -40,14 +41,28 @@ struct ebdman_observed {
   struct kcr_arena *arena;
 };
 
-enum { EBDMAN_COND_INSTALLED, EBDMAN_COND_VFM, EBDMAN_COND_READY, EBDMAN_NCOND };
+enum {
+  EBDMAN_COND_INSTALLED,
+  EBDMAN_COND_VFM,
+  EBDMAN_COND_READY,
+  EBDMAN_COND_ABNORMAL, /* Reconciling or Stalled, only while not Ready */
+  EBDMAN_NCOND
+};
+/* kstatus's abnormal-true conditions (sigs.k8s.io/cli-utils pkg/kstatus). */
+#define EBDMAN_COND_RECONCILING "Reconciling"
+#define EBDMAN_COND_STALLED     "Stalled"
 
-/* Computes Installed, VFMHealthy, Ready from the observation (pure). Every
- * condition passes kcr_cond_validate: a message (the server's, the VFM's)
- * over KCR_COND_MESSAGE_MAX bytes is cut on a UTF-8 boundary and ends with
- * "...". */
-void ebdman_conditions(const struct ebdman_observed *ob,
-                       struct kcr_cond out[EBDMAN_NCOND]);
+/* Computes the conditions from the observation (pure) into out[0..n), and
+ * returns n: Installed, VFMHealthy, Ready; and, when Ready is False, a 4th
+ * with Ready's reason and message: Stalled=True when Installed is False or
+ * the VFM reports Failed (kstatus: Failed), else Reconciling=True (kstatus:
+ * InProgress). When Ready is True n is 3: the absent abnormal conditions are
+ * removed by the status writer's server-side apply (conditions.c says why).
+ * Every condition passes kcr_cond_validate: a message (the server's, the
+ * VFM's) over KCR_COND_MESSAGE_MAX bytes is cut on a UTF-8 boundary and ends
+ * with "...". */
+size_t ebdman_conditions(const struct ebdman_observed *ob,
+                         struct kcr_cond out[EBDMAN_NCOND]);
 
 /* Builds the children for an EBD tree (new trees, caller frees). */
 /* Each is complete or NULL: NULL when out of memory or the EBD has no

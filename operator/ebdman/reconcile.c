@@ -11,7 +11,8 @@
  *      the uid of our child) and an object someone else made is reported as
  *      Installed=False/ChildConflict (children.c);
  *   3. observe the VFM in the cache, compute Installed / VFMHealthy / Ready
- *      (conditions.c) and write them with the SSA status writer, which sends
+ *      and, while not Ready, Reconciling or Stalled (conditions.c) and
+ *      write them with the SSA status writer, which sends
  *      nothing when nothing changed;
  *   4. record events for transitions (Installed, InstallFailed, BecameReady,
  *      BecameUnready).
@@ -356,6 +357,7 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   struct ebdman_observed ob = {0};
   struct kcr_cond conds[EBDMAN_NCOND];
+  size_t nconds;
   enum kcr_write_result wr;
   kcr_obj *o = kcr_store_ref(kcr_informer_store(e->ebds), req->ns, req->name), *vo;
   cJSON *ebd = NULL, *cm = NULL, *vfm = NULL, *vfm_seen = NULL;
@@ -396,9 +398,9 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
     ob.vfm_read_error = "reading the vfm custom resource from the cache failed";
   kcr_obj_unref(vo);
   ob.vfm = vfm_seen;
-  ebdman_conditions(&ob, conds);
+  nconds = ebdman_conditions(&ob, conds);
   struct kcr_status_desired d = {
-      .conds = conds, .n = EBDMAN_NCOND, .observed_generation = ob.generation};
+      .conds = conds, .n = nconds, .observed_generation = ob.generation};
   rc = kcr_status_write(e->status, ebd, &d, &wr, &ei);
   if(rc) {
     KCR_CLOG(cx, KCR_LOG_ERROR, "status write failed", KCR_S("err", kcr_err_name(rc)),

@@ -273,7 +273,7 @@ _current_report() {
   fields+="{\"\\t\"}{.status.observedGeneration}{\"\\t\"}{.spec.vfm}{\"\\t\"}{.spec}"
   fields+="{\"\\t\"}{.metadata.annotations.vfm-sim\\.ebdman\\.example\\.com/fail}"
   fields+="{\"\\t\"}{.metadata.annotations.vfm-sim\\.ebdman\\.example\\.com/delay}"
-  for t in Ready Installed VFMHealthy; do
+  for t in Ready Installed VFMHealthy Stalled Reconciling; do
     for f in status reason message observedGeneration; do
       fields+="{\"\\t\"}{.status.conditions[?(@.type==\"$t\")].$f}"
     done
@@ -296,6 +296,7 @@ _current_report() {
       r[n] = $10 "/" $11 "/" $13; rmsg[n] = $12
       i_[n] = $14 "/" $15 "/" $17
       h[n] = $18 "/" $19 "/" $21; hmsg[n] = $20
+      st[n] = $22 "/" $23 "/" $25; stmsg[n] = $24; rec[n] = $26 "/" $27 "/" $29
     }
     function bad(i, what, want, got) {
       if (!(i in reported)) { nbad++; reported[i] = 1 }
@@ -329,6 +330,14 @@ _current_report() {
         rm = hp[1] == "True" ? "ebd is ready" : hm
         if (r[i] != rw) bad(i, "Ready", rw, r[i])
         if (rmsg[i] != rm) bad(i, "Ready message", "\"" rm "\"", "\"" rmsg[i] "\"")
+        # kstatus: a failed VFM is Stalled, one not ready for another
+        # reason Reconciling, with the reason and message of Ready; neither when
+        # ready ("//": absent).
+        sw = hp[2] == "Error" ? "True/Error/" g : "//"
+        cw = hp[2] == "Progressing" ? "True/Progressing/" g : "//"
+        if (st[i] != sw) bad(i, "Stalled", sw, st[i])
+        if (sw != "//" && stmsg[i] != rm) bad(i, "Stalled message", "\"" rm "\"", "\"" stmsg[i] "\"")
+        if (rec[i] != cw) bad(i, "Reconciling", cw, rec[i])
         c = e "-config"
         if (!(c in hascm)) bad(i, "its ConfigMap " c, "present", "none")
         else {
@@ -349,7 +358,9 @@ _current_report() {
 # and vfm-sim annotations, and vfm-sim has settled on it (Ready reported for
 # the VFM's current generation, not Progressing); VFMHealthy and Ready say
 # what that report says (True -> True/Ready; False/Failed -> False/Error with
-# its message; ebdman's conditions.c) and its ConfigMap holds spec.vfm.config.
+# its message; ebdman's conditions.c), so do Stalled (True for Failed) and
+# Reconciling (True when not ready for another reason; neither when ready),
+# and its ConfigMap holds spec.vfm.config.
 # Prints "N EBDs, M not current" and the first mismatches (for wait_for).
 conditions_current() {
   local out

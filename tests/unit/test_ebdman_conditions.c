@@ -1,5 +1,6 @@
-/* ebdman's availability logic: what Installed, VFMHealthy and Ready say for
- * each thing a reconcile can observe. */
+/* ebdman's availability logic: what Installed, VFMHealthy, Ready and the
+ * kstatus conditions (Reconciling, Stalled) say for each thing a reconcile
+ * can observe. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -142,13 +143,15 @@ static void overlong_messages_are_cut_to_the_condition_limit(void **state)
   for(int with_arena = 0; with_arena < 2; with_arena++) {
     struct ebdman_observed ob = {.generation = 1, .vfm = v};
     ob.arena = with_arena ? &arena : NULL;
-    ebdman_conditions(&ob, c); /* the VFM's message */
-    for(int i = 0; i < EBDMAN_NCOND; i++)
+    size_t nc = ebdman_conditions(&ob, c); /* the VFM's message */
+    assert_int_equal(EBDMAN_NCOND, nc);
+    for(size_t i = 0; i < nc; i++)
       assert_int_equal(KCR_OK, kcr_cond_validate(&c[i], NULL));
     ob.install_failed = true; /* the server's message */
     ob.install_error = long_msg;
-    ebdman_conditions(&ob, c);
-    for(int i = 0; i < EBDMAN_NCOND; i++)
+    nc = ebdman_conditions(&ob, c);
+    assert_int_equal(EBDMAN_NCOND, nc);
+    for(size_t i = 0; i < nc; i++)
       assert_int_equal(KCR_OK, kcr_cond_validate(&c[i], NULL));
     if(with_arena) {
       const char *m = c[EBDMAN_COND_INSTALLED].message;
@@ -177,6 +180,150 @@ static void install_failure_wins_the_summary(void **state)
          "VFM x: spec.image: Invalid value", 4);
   expect(&c[EBDMAN_COND_READY], "Ready", "False", "InstallFailed",
          "VFM x: spec.image: Invalid value", 4);
+  cJSON_Delete(v);
+}
+
+/* ---- kstatus (sigs.k8s.io/cli-utils pkg/kstatus/status) ----
+ *
+ * What kstatus makes of an EBD at status.observedGeneration == generation
+ * and not being deleted (those two it decides before any condition:
+ * InProgress, Terminating): checkGenericProperties's loop - the first
+ * Reconciling=True gives InProgress, the first Stalled=True Failed with its
+ * message - then checkReadyCondition: Ready True is Current, False or
+ * Unknown InProgress. tests/e2e/test_kstatus.sh runs the library itself. */
+static const char *kstatus(const struct kcr_cond *c, size_t n, const char **msg)
+{
+  for(size_t i = 0; i < n; i++) {
+    if(!strcmp(c[i].type, "Reconciling") && !strcmp(c[i].status, "True"))
+      return *msg = c[i].message, "InProgress";
+    if(!strcmp(c[i].type, "Stalled") && !strcmp(c[i].status, "True"))
+      return *msg = c[i].message, "Failed";
+  }
+  for(size_t i = 0; i < n; i++)
+    if(!strcmp(c[i].type, "Ready"))
+      return *msg = c[i].message, !strcmp(c[i].status, "True") ? "Current" : "InProgress";
+  return *msg = "", "Current";
+}
+
+/* Flux's status checks (fluxcd/pkg runtime/conditions/check, fail.go) for
+ * a finished reconcile: Ready always there (FAIL0002); an abnormal-true
+ * condition only when True (apis/meta: "MUST only be present on the
+ * resource if the Condition is True"), never with Ready True (FAIL0001),
+ * and Ready False with it (FAIL0003, FAIL0004); never Reconciling and
+ * Stalled together (FAIL0005); every condition at the EBD's generation
+ * (FAIL0008, FAIL0009). */
+static void expect_flux_conventions(const struct kcr_cond *c, size_t n, int64_t gen)
+{
+  const struct kcr_cond *ready = NULL;
+  int abnormal = 0;
+
+  assert_true(n == EBDMAN_NCOND - 1 || n == EBDMAN_NCOND);
+  for(size_t i = 0; i < n; i++) {
+    assert_int_equal(KCR_OK, kcr_cond_validate(&c[i], NULL));
+    assert_int_equal(gen, c[i].observed_generation);
+    if(!strcmp(c[i].type, "Ready"))
+      ready = &c[i];
+    if(!strcmp(c[i].type, "Reconciling") || !strcmp(c[i].type, "Stalled")) {
+      assert_string_equal("True", c[i].status);
+      abnormal++;
+    }
+  }
+  assert_non_null(ready);
+  assert_true(abnormal <= 1);
+  assert_int_equal(!strcmp(ready->status, "True") ? 0 : 1, abnormal);
+}
+
+/* Installed and ready: no abnormal condition at all, kstatus Current. */
+static void ready_is_current_without_abnormal_conditions(void **state)
+{
+  cJSON *v = vfm(2, "True", "Ready", "ok", 2);
+  struct ebdman_observed ob = {.generation = 5, .vfm = v};
+  struct kcr_cond c[EBDMAN_NCOND];
+  const char *msg;
+  size_t n = ebdman_conditions(&ob, c);
+  assert_int_equal(3, n);
+  expect_flux_conventions(c, n, 5);
+  assert_string_equal("Current", kstatus(c, n, &msg));
+  cJSON_Delete(v);
+}
+
+/* Everything that waiting resolves - the VFM not made, not reported, not
+ * at its spec yet, just given a new spec, not ready for any reason but
+ * Failed, or not readable from the cache - is Reconciling=True with Ready's
+ * reason and message: kstatus InProgress. */
+static void progressing_is_reconciling(void **state)
+{
+  cJSON *vs[] = {NULL,
+                 vfm(1, NULL, NULL, NULL, 0),
+                 vfm(1, "Unknown", "Starting", "", 1),
+                 vfm(2, "True", "Ready", "ok", 1),
+                 vfm(1, "True", "Ready", "ok", 1),
+                 vfm(1, "False", "Progressing", "pulling", 1),
+                 NULL};
+  size_t nv = sizeof(vs) / sizeof(vs[0]);
+  struct kcr_cond c[EBDMAN_NCOND];
+  const char *msg;
+
+  for(size_t i = 0; i < nv; i++) {
+    struct ebdman_observed ob = {.generation = 7, .vfm = vs[i]};
+    ob.applied_new_spec = i == 4;
+    ob.vfm_read_error = i == nv - 1 ? "cache read failed" : NULL;
+    size_t n = ebdman_conditions(&ob, c);
+    assert_int_equal(4, n);
+    expect_flux_conventions(c, n, 7);
+    expect(&c[EBDMAN_COND_ABNORMAL], "Reconciling", "True", c[EBDMAN_COND_READY].reason,
+           c[EBDMAN_COND_READY].message, 7);
+    assert_string_equal(i == nv - 1 ? "Error" : "Progressing",
+                        c[EBDMAN_COND_ABNORMAL].reason);
+    assert_string_equal("InProgress", kstatus(c, n, &msg));
+    assert_string_equal(c[EBDMAN_COND_READY].message, msg);
+    cJSON_Delete(vs[i]);
+  }
+}
+
+/* A VFM that failed is Stalled=True with its message: kstatus Failed, so
+ * a GitOps tool stops waiting at once instead of at its timeout. */
+static void failed_vfm_is_stalled_with_its_message(void **state)
+{
+  cJSON *v = vfm(1, "False", "Failed", "disk on fire", 1);
+  struct ebdman_observed ob = {.generation = 2, .vfm = v};
+  struct kcr_cond c[EBDMAN_NCOND];
+  const char *msg;
+  size_t n = ebdman_conditions(&ob, c);
+  assert_int_equal(4, n);
+  expect_flux_conventions(c, n, 2);
+  expect(&c[EBDMAN_COND_ABNORMAL], "Stalled", "True", "Error", "disk on fire", 2);
+  assert_string_equal("Failed", kstatus(c, n, &msg));
+  assert_string_equal("disk on fire", msg);
+  cJSON_Delete(v);
+}
+
+/* A child the server refused, one someone else holds, one a terminating
+ * namespace cannot take: Stalled=True with Installed's reason and message,
+ * whatever the VFM says. */
+static void refused_install_is_stalled_with_the_reason(void **state)
+{
+  static const char *const reasons[] = {NULL, EBDMAN_REASON_CHILD_CONFLICT,
+                                        EBDMAN_REASON_NAMESPACE_TERMINATING};
+  cJSON *v = vfm(1, "True", "Ready", "ok", 1);
+  struct kcr_cond c[EBDMAN_NCOND];
+  const char *msg;
+
+  for(size_t i = 0; i < 3; i++) {
+    struct ebdman_observed ob = {.generation = 3,
+                                 .vfm = i ? v : NULL,
+                                 .install_failed = true,
+                                 .install_reason = reasons[i],
+                                 .install_error = "VFM x: spec.image: Invalid value"};
+    size_t n = ebdman_conditions(&ob, c);
+    assert_int_equal(4, n);
+    expect_flux_conventions(c, n, 3);
+    expect(&c[EBDMAN_COND_ABNORMAL], "Stalled", "True",
+           reasons[i] ? reasons[i] : "InstallFailed", "VFM x: spec.image: Invalid value",
+           3);
+    assert_string_equal("Failed", kstatus(c, n, &msg));
+    assert_string_equal("VFM x: spec.image: Invalid value", msg);
+  }
   cJSON_Delete(v);
 }
 
@@ -299,6 +446,10 @@ int main(void)
       cmocka_unit_test(failed_vfm_is_an_error_with_its_message),
       cmocka_unit_test(overlong_messages_are_cut_to_the_condition_limit),
       cmocka_unit_test(install_failure_wins_the_summary),
+      cmocka_unit_test(ready_is_current_without_abnormal_conditions),
+      cmocka_unit_test(progressing_is_reconciling),
+      cmocka_unit_test(failed_vfm_is_stalled_with_its_message),
+      cmocka_unit_test(refused_install_is_stalled_with_the_reason),
       cmocka_unit_test(children_are_owned_and_named),
       cmocka_unit_test(children_ignore_annotations_that_are_not_a_map),
       cmocka_unit_test(an_ebd_without_a_name_has_no_children),
