@@ -83,22 +83,6 @@ static struct announced *announced_for(struct ebdman *e, const char *uid)
   return a;
 }
 
-/* The child as the informer's cache holds it - projected: the fields
- * ebdman_child_plan reads and the metadata - or NULL (absent, or out of
- * memory: then the create-only apply finds out whether it exists). */
-static cJSON *cached(kcr_informer *inf, const cJSON *want)
-{
-  kcr_obj *o =
-      kcr_store_ref(kcr_informer_store(inf), kcr_json_str(want, "metadata.namespace"),
-                    kcr_json_str(want, "metadata.name"));
-  cJSON *have = NULL;
-
-  if(o)
-    kcr_obj_parse(o, &have);
-  kcr_obj_unref(o);
-  return have;
-}
-
 /* How often an EBD whose child name is taken by an object no informer of
  * ours shows (a ConfigMap without the managed-by label) looks again: two
  * requests each time, and the conflict ends only when a user acts. */
@@ -130,7 +114,22 @@ struct install {
   const char *msg;
   bool recheck; /* someone else's child our cache does not show: its
                    removal wakes nobody, so look again later */
+  /* The child as the informer's cache held it when the plan was made, and
+   * that copy parsed (projected: the fields ebdman_child_plan reads and the
+   * metadata); NULL when absent, the tree also when out of memory (then the
+   * create-only apply finds out whether it exists). Kept for the caller,
+   * which reads the VFM's health from the same tree when the cache still
+   * holds that object: each cached child is parsed once per reconcile.
+   * Released by install_cleanup. */
+  kcr_obj *seen;
+  cJSON *seen_tree;
 };
+
+static void install_cleanup(struct install *r)
+{
+  kcr_obj_unref(r->seen);
+  cJSON_Delete(r->seen_tree);
+}
 
 static void conflict(kcr_ctx *cx, const cJSON *want, const cJSON *have, bool in_cache,
                      struct install *r)
@@ -148,13 +147,14 @@ static void conflict(kcr_ctx *cx, const cJSON *want, const cJSON *have, bool in_
            KCR_S("child", kcr_json_str(want, "metadata.name")), KCR_S("detail", msg));
 }
 
-/* Installs one child: plans from the cached copy (ebdman_child_plan) and
- * applies with the plan's precondition, so that the apply does only what
- * was decided. When the plan is a conflict, or the apiserver refuses the
- * precondition (the cache was wrong), reads the child with a GET and plans
- * once more from that; a second refusal is retried with backoff. At most
- * three requests. Returns a transient error to retry, or OK with r->failed
- * set for a permanent refusal or a conflict. */
+/* Installs one child: plans from the cached copy (ebdman_child_plan; kept
+ * in r->seen and r->seen_tree) and applies with the plan's precondition, so
+ * that the apply does only what was decided. When the plan is a conflict,
+ * or the apiserver refuses the precondition (the cache was wrong), reads
+ * the child with a GET and plans once more from that; a second refusal is
+ * retried with backoff. At most three requests. Returns a transient error
+ * to retry, or OK with r->failed set for a permanent refusal or a conflict;
+ * in every case the caller releases r with install_cleanup. */
 static kcr_err install(kcr_ctx *cx, kcr_informer *inf, const struct kcr_gvr *gvr,
                        cJSON *want, const char *field, struct install *r)
 {
@@ -163,7 +163,8 @@ static kcr_err install(kcr_ctx *cx, kcr_informer *inf, const struct kcr_gvr *gvr
              *name = kcr_json_str(want, "metadata.name");
   struct kcr_ref ref = {gvr, kcr_json_str(want, "metadata.namespace"), name};
   enum ebdman_child_plan plan;
-  cJSON *have;
+  const cJSON *have;
+  cJSON *got = NULL; /* read with a GET */
   bool fresh = false, in_cache;
   kcr_err rc = KCR_OK;
 
@@ -172,7 +173,10 @@ static kcr_err install(kcr_ctx *cx, kcr_informer *inf, const struct kcr_gvr *gvr
     r->msg = "out of memory building the children";
     return KCR_OK;
   }
-  have = cached(inf, want);
+  r->seen = kcr_store_ref(kcr_informer_store(inf), ref.ns, name);
+  if(r->seen)
+    kcr_obj_parse(r->seen, &r->seen_tree);
+  have = r->seen_tree;
   in_cache = have != NULL;
   for(;;) {
     plan = ebdman_child_plan(have, want, field);
@@ -207,9 +211,10 @@ static kcr_err install(kcr_ctx *cx, kcr_informer *inf, const struct kcr_gvr *gvr
       }
     }
     /* The full story (the cache drops managedFields and may be behind). */
-    cJSON_Delete(have);
+    cJSON_Delete(got);
     kcr_errinfo_cleanup(&ei);
-    rc = kcr_get(kcr_ctx_client(cx), &ref, &have, &ei);
+    rc = kcr_get(kcr_ctx_client(cx), &ref, &got, &ei);
+    have = got;
     fresh = true;
     if(rc == KCR_ENOTFOUND)
       rc = KCR_OK; /* have is NULL: absent */
@@ -239,7 +244,7 @@ static kcr_err install(kcr_ctx *cx, kcr_informer *inf, const struct kcr_gvr *gvr
     KCR_CLOG(cx, KCR_LOG_WARN, "installing child failed; will retry", KCR_S("kind", kind),
              KCR_S("err", kcr_err_name(rc)), KCR_S("detail", ei.message));
   }
-  cJSON_Delete(have);
+  cJSON_Delete(got);
   kcr_errinfo_cleanup(&ei);
   return rc;
 }
@@ -394,10 +399,15 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
    * holding its name. */
   vo = kcr_store_ref(kcr_informer_store(e->vfms), req->ns, req->name);
   if(vo && kcr_obj_controller(vo)->uid &&
-     !strcmp(kcr_obj_controller(vo)->uid, kcr_obj_uid(o)) && kcr_obj_parse(vo, &vfm_seen))
-    ob.vfm_read_error = "reading the vfm custom resource from the cache failed";
+     !strcmp(kcr_obj_controller(vo)->uid, kcr_obj_uid(o))) {
+    if(vo == ivfm.seen && ivfm.seen_tree) /* the copy install planned from */
+      ob.vfm = ivfm.seen_tree;
+    else if(kcr_obj_parse(vo, &vfm_seen))
+      ob.vfm_read_error = "reading the vfm custom resource from the cache failed";
+    else
+      ob.vfm = vfm_seen;
+  }
   kcr_obj_unref(vo);
-  ob.vfm = vfm_seen;
   nconds = ebdman_conditions(&ob, conds);
   struct kcr_status_desired d = {
       .conds = conds, .n = nconds, .observed_generation = ob.generation};
@@ -415,6 +425,8 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
   }
   transitions(e, cx, ebd, conds);
 out:
+  install_cleanup(&icm);
+  install_cleanup(&ivfm);
   cJSON_Delete(vfm_seen);
   cJSON_Delete(cm);
   cJSON_Delete(vfm);
