@@ -61,6 +61,8 @@
 
 #include <cjson/cJSON.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "api.h"
@@ -209,6 +211,62 @@ KCR_API kcr_err kcr_finalizer_add(kcr_client *c, const struct kcr_ref *ref,
 KCR_API kcr_err kcr_finalizer_remove(kcr_client *c, const struct kcr_ref *ref,
                                      const char *finalizer, bool *changed,
                                      struct kcr_errinfo *ei);
+
+/* ---- read your own writes, for any write ----
+ *
+ * The status writer's record of its own writes (above), as a table of its
+ * own for the caller's other writes - the children a controller creates
+ * and applies: a reconcile woken before the cache shows the child an
+ * earlier one wrote would otherwise create it again (409 AlreadyExists) or
+ * apply what it already holds.
+ *
+ * After each successful write the caller puts, under a key naming the
+ * object, the resourceVersion the server answered and a text saying what
+ * was written (a digest of the body sent, say); before writing, it asks
+ * kcr_written_pending with the resourceVersion of the cache's copy (NULL:
+ * the cache has none) and, when the write is still pending and wrote what
+ * is wanted now, sends nothing. A cache at or past the write, or changed
+ * by someone since (a newer version), drops the record: the caller decides
+ * from the cache as without one. Records go when forgotten - call
+ * kcr_written_forget when the object, or the owner that makes it, is
+ * deleted (from an informer's on_delete handler added before the handlers
+ * that wake reconciles, so no reconcile sees the deletion and the record
+ * together) -, after ttl_ms, and the oldest first beyond max: memory stays
+ * bounded, and a record that is gone only means a write may be sent again.
+ *
+ * Thread safety: any thread (one mutex per table), but kcr_written_free
+ * with no other call on the table running. */
+typedef struct kcr_written kcr_written;
+
+/* A new, empty table in *out (NULL on error) holding at most max records
+ * (0: 4096), each for at most ttl_ms (0: 30000). Free it with
+ * kcr_written_free. Errors: KCR_ENOMEM. */
+KCR_API kcr_err kcr_written_new(size_t max, uint64_t ttl_ms, kcr_written **out);
+/* Frees w and its records (NULL: no-op). */
+KCR_API void kcr_written_free(kcr_written *w);
+/* Remembers that a write to the object named key (any text that names one
+ * object for the caller: its uid, or "resource/namespace/name" for one not
+ * made yet) was answered with resourceVersion rv, and the text
+ * text[0..len) (copied; NULL: empty) saying what it wrote. Replaces key's
+ * record unless that one holds a newer version (a concurrent write answered
+ * later). Nothing is recorded when key or rv is NULL or empty, or memory
+ * runs out. */
+KCR_API void kcr_written_put(kcr_written *w, const char *key, const char *rv,
+                             const char *text, size_t len);
+/* Whether the last write recorded under key is still pending in the
+ * caller's cache: true when cached_rv, the resourceVersion of the cache's
+ * copy, is older than the write's (kcr_rv_compare), or NULL (the cache has
+ * no copy: older than any write); text (optional) then holds the recorded
+ * text (replaced). false when there is no record, or cached_rv is at or
+ * past the write's (the cache caught up, or someone wrote since) or not
+ * comparable - then key's record is dropped -, and when text cannot take
+ * the text (its kcr_buf_err is set; the record is kept). */
+KCR_API bool kcr_written_pending(kcr_written *w, const char *key, const char *cached_rv,
+                                 struct kcr_buf *text);
+/* Drops key's record, if any: the object was deleted. */
+KCR_API void kcr_written_forget(kcr_written *w, const char *key);
+/* Records held, after dropping those older than ttl_ms. */
+KCR_API size_t kcr_written_len(kcr_written *w);
 
 /* Makes `owner` the controller of `child` (a tree being built for
  * create/apply): ownerReferences gets {apiVersion, kind, name, uid,

@@ -9,7 +9,13 @@
  *      request at steady state) - and never to an object that is not this
  *      EBD's: each apply carries a precondition (create-only, or pinned to
  *      the uid of our child) and an object someone else made is reported as
- *      Installed=False/ChildConflict (children.c);
+ *      Installed=False/ChildConflict (children.c). Read your own writes:
+ *      each apply's answer (resourceVersion, and a digest of the child as
+ *      wanted) is kept per child (kcr_written), and while the cache shows
+ *      the child older than that, or not at all, a child wanted as it was
+ *      written is not sent again (a second reconcile soon after the first
+ *      would create it again - 409 - or re-apply it); records go when the
+ *      cache catches up, and when the child or the EBD is deleted;
  *   3. observe the VFM in the cache, compute Installed / VFMHealthy / Ready
  *      and, while not Ready, Reconciling or Stalled (conditions.c) and
  *      write them with the SSA status writer, which sends
@@ -49,6 +55,7 @@ struct ebdman {
   kcr_manager *m; /* set only when exiting without freeing */
   kcr_informer *ebds, *vfms, *cms;
   kcr_status_writer *status;
+  kcr_written *wrote; /* the children's last applies, by child_key */
   kcr_recorder *events;
   pthread_mutex_t mu;        /* guards announced */
   struct kcr_htab announced; /* struct announced by uid */
@@ -81,6 +88,46 @@ static struct announced *announced_for(struct ebdman *e, const char *uid)
     return NULL;
   }
   return a;
+}
+
+/* The key of a child's record in ebdman.wrote: "resource/namespace/name"
+ * (name + suffix) in out[n] (384 bytes hold any: a namespace has at most
+ * 63, a name 253). */
+static void child_key(char *out, size_t n, const char *resource, const char *ns,
+                      const char *name, const char *suffix)
+{
+  snprintf(out, n, "%s/%s/%s%s", resource, ns ? ns : "", name ? name : "", suffix);
+}
+
+/* A digest of the child as wanted (before its precondition), in out[17];
+ * "" when out of memory. */
+static void digest(const cJSON *want, char out[17])
+{
+  char *text = kcr_json_to_text(want);
+
+  *out = '\0';
+  if(text)
+    snprintf(out, 17, "%016llx", (unsigned long long)kcr_hash_str(text));
+  free(text);
+}
+
+/* Whether an earlier apply of this very child (digest sum, computed here
+ * when empty) is still on its way to the cache, whose copy `have` (NULL:
+ * none) is older (kcr_written_pending): then it needs no request. */
+static bool written_pending(kcr_written *w, const char *key, const cJSON *have,
+                            const cJSON *want, char sum[17])
+{
+  struct kcr_buf text = KCR_BUF_INIT;
+  const char *rv = have ? kcr_json_str(have, "metadata.resourceVersion") : NULL;
+  bool same = false;
+
+  if(kcr_written_pending(w, key, have && !rv ? "" : rv, &text)) {
+    if(!*sum)
+      digest(want, sum);
+    same = *sum && !strcmp(kcr_buf_str(&text), sum);
+  }
+  kcr_buf_cleanup(&text);
+  return same;
 }
 
 /* How often an EBD whose child name is taken by an object no informer of
@@ -152,11 +199,14 @@ static void conflict(kcr_ctx *cx, const cJSON *want, const cJSON *have, bool in_
  * that the apply does only what was decided. When the plan is a conflict,
  * or the apiserver refuses the precondition (the cache was wrong), reads
  * the child with a GET and plans once more from that; a second refusal is
- * retried with backoff. At most three requests. Returns a transient error
- * to retry, or OK with r->failed set for a permanent refusal or a conflict;
- * in every case the caller releases r with install_cleanup. */
-static kcr_err install(kcr_ctx *cx, kcr_informer *inf, const struct kcr_gvr *gvr,
-                       cJSON *want, const char *field, struct install *r)
+ * retried with backoff. At most three requests. No request when an earlier
+ * apply of the same child is still on its way to the cache (wrote). Returns
+ * a transient error to retry, or OK with r->failed set for a permanent
+ * refusal or a conflict; in every case the caller releases r with
+ * install_cleanup. */
+static kcr_err install(kcr_ctx *cx, kcr_written *wrote, kcr_informer *inf,
+                       const struct kcr_gvr *gvr, cJSON *want, const char *field,
+                       struct install *r)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   const char *kind = kcr_json_str(want, "kind"),
@@ -164,8 +214,9 @@ static kcr_err install(kcr_ctx *cx, kcr_informer *inf, const struct kcr_gvr *gvr
   struct kcr_ref ref = {gvr, kcr_json_str(want, "metadata.namespace"), name};
   enum ebdman_child_plan plan;
   const cJSON *have;
-  cJSON *got = NULL; /* read with a GET */
+  cJSON *got = NULL, *answer = NULL; /* read with a GET; the apply's answer */
   bool fresh = false, in_cache;
+  char key[384], sum[17] = "";
   kcr_err rc = KCR_OK;
 
   if(!want) {
@@ -178,6 +229,15 @@ static kcr_err install(kcr_ctx *cx, kcr_informer *inf, const struct kcr_gvr *gvr
     kcr_obj_parse(r->seen, &r->seen_tree);
   have = r->seen_tree;
   in_cache = have != NULL;
+  child_key(key, sizeof(key), gvr->resource, ref.ns, name, "");
+  if(written_pending(wrote, key, have, want, sum)) {
+    /* As the apply left it: its spec is new if the cache's is not it. */
+    r->applied = true;
+    r->new_content = !ebdman_child_same_content(have, want, field);
+    KCR_CLOG(cx, KCR_LOG_DEBUG, "child as an earlier apply wrote it; the cache is behind",
+             KCR_S("kind", kind), KCR_S("child", name));
+    goto out;
+  }
   for(;;) {
     plan = ebdman_child_plan(have, want, field);
     if(plan == EBDMAN_CHILD_KEEP)
@@ -188,14 +248,18 @@ static kcr_err install(kcr_ctx *cx, kcr_informer *inf, const struct kcr_gvr *gvr
     }
     if(plan != EBDMAN_CHILD_CONFLICT) {
       r->new_content = !ebdman_child_same_content(have, want, field);
+      if(!*sum)
+        digest(want, sum); /* before the precondition: what is wanted */
       rc = ebdman_child_precondition(want, plan, have);
       if(!rc)
         rc = kcr_apply(kcr_ctx_client(cx), &ref, want,
                        &(struct kcr_apply_opts){.field_manager = EBDMAN_FIELD_MANAGER,
                                                 .force = true},
-                       NULL, &ei);
+                       &answer, &ei);
       if(!rc) {
         r->applied = true;
+        kcr_written_put(wrote, key, kcr_json_str(answer, "metadata.resourceVersion"), sum,
+                        strlen(sum));
         KCR_CLOG(
             cx, KCR_LOG_DEBUG, "applied child", KCR_S("kind", kind), KCR_S("child", name),
             KCR_S("precondition", plan == EBDMAN_CHILD_CREATE ? "create-only" : "uid"));
@@ -244,6 +308,8 @@ static kcr_err install(kcr_ctx *cx, kcr_informer *inf, const struct kcr_gvr *gvr
     KCR_CLOG(cx, KCR_LOG_WARN, "installing child failed; will retry", KCR_S("kind", kind),
              KCR_S("err", kcr_err_name(rc)), KCR_S("detail", ei.message));
   }
+out:
+  cJSON_Delete(answer);
   cJSON_Delete(got);
   kcr_errinfo_cleanup(&ei);
   return rc;
@@ -331,7 +397,36 @@ static void forget(struct ebdman *e, const char *uid)
   free(dead);
 }
 
-static void on_ebd_deleted(kcr_obj *o, void *ud) { forget(ud, kcr_obj_uid(o)); }
+/* Forgets the record of a child's last apply (ebdman.wrote). */
+static void forget_child(struct ebdman *e, const char *resource, const char *ns,
+                         const char *name, const char *suffix)
+{
+  char key[384];
+
+  child_key(key, sizeof(key), resource, ns, name, suffix);
+  kcr_written_forget(e->wrote, key);
+}
+
+static void on_ebd_deleted(kcr_obj *o, void *ud)
+{
+  forget(ud, kcr_obj_uid(o));
+  forget_child(ud, ebdman_vfms.resource, kcr_obj_ns(o), kcr_obj_name(o), "");
+  forget_child(ud, ebdman_configmaps.resource, kcr_obj_ns(o), kcr_obj_name(o), "-config");
+}
+
+/* A deleted child is absent from the cache, as one not seen yet would be:
+ * its record must go before a reconcile can see it missing (these
+ * handlers come before kcr_controller_owns's), or the child would not be
+ * made again. */
+static void on_vfm_deleted(kcr_obj *o, void *ud)
+{
+  forget_child(ud, ebdman_vfms.resource, kcr_obj_ns(o), kcr_obj_name(o), "");
+}
+
+static void on_cm_deleted(kcr_obj *o, void *ud)
+{
+  forget_child(ud, ebdman_configmaps.resource, kcr_obj_ns(o), kcr_obj_name(o), "");
+}
 
 /* A child-named object that its EBD does not control (someone else's,
  * reported as ChildConflict) wakes the EBD whose child name it has: its
@@ -379,9 +474,9 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
   ob.arena = kcr_ctx_arena(cx);
   cm = ebdman_configmap_for(ebd);
   vfm = ebdman_vfm_for(ebd);
-  rc = install(cx, e->cms, &ebdman_configmaps, cm, "data", &icm);
+  rc = install(cx, e->wrote, e->cms, &ebdman_configmaps, cm, "data", &icm);
   if(!rc && !icm.failed)
-    rc = install(cx, e->vfms, &ebdman_vfms, vfm, "spec", &ivfm);
+    rc = install(cx, e->wrote, e->vfms, &ebdman_vfms, vfm, "spec", &ivfm);
   if(rc)
     goto out; /* transient: retried with backoff */
   if(icm.failed || ivfm.failed) {
@@ -488,7 +583,7 @@ int ebdman_run(const struct ebdman_run_opts *ro)
   if(kcr_manager_informer(m, &ebds, &e.ebds, &ei) ||
      kcr_manager_informer(m, &vfms, &e.vfms, &ei) ||
      kcr_manager_informer(m, &cms, &e.cms, &ei) ||
-     kcr_status_writer_new(&so, &e.status, &ei) ||
+     kcr_status_writer_new(&so, &e.status, &ei) || kcr_written_new(0, 0, &e.wrote) ||
      kcr_recorder_new(&eo, &e.events, &ei) ||
      kcr_controller_new(&(struct kcr_controller_opts){.name = "ebd",
                                                       .workers = ro->workers,
@@ -501,6 +596,12 @@ int ebdman_run(const struct ebdman_run_opts *ro)
      kcr_informer_add_handlers(
          e.ebds,
          &(struct kcr_informer_handlers){.on_delete = on_ebd_deleted, .ud = &e}) ||
+     /* Before kcr_controller_owns: see on_vfm_deleted. */
+     kcr_informer_add_handlers(
+         e.vfms,
+         &(struct kcr_informer_handlers){.on_delete = on_vfm_deleted, .ud = &e}) ||
+     kcr_informer_add_handlers(
+         e.cms, &(struct kcr_informer_handlers){.on_delete = on_cm_deleted, .ud = &e}) ||
      kcr_controller_owns(ctl, e.vfms, EBDMAN_GROUP, "EBD", NULL) ||
      kcr_controller_owns(ctl, e.cms, EBDMAN_GROUP, "EBD", NULL) ||
      kcr_controller_watches(ctl, e.vfms, map_by_name, "", NULL) ||
@@ -534,6 +635,7 @@ out:
    * registry they count into. */
   kcr_recorder_free(e.events);
   kcr_status_writer_free(e.status);
+  kcr_written_free(e.wrote);
   kcr_manager_free(m);
   kcr_htab_iter_init(&it, &e.announced);
   while((n = kcr_htab_iter_next(&it)))

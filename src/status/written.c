@@ -1,32 +1,38 @@
-/* DESIGN: the status writer's record of its own writes (written-int.h).
+/* DESIGN: a writer's record of its own writes (written-int.h): the status
+ * writer's, and kcr_written's (kcr/status.h) for any other write.
  *
- * One record per uid in a hash table, and every record also on a list in
- * the order of the writes (a new write of a uid moves it to the end), so
+ * One record per key in a hash table, and every record also on a list in
+ * the order of the writes (a new write of a key moves it to the end), so
  * expiry and eviction take from the front: the TTL is the same for all, so
  * the first record is always the oldest. Each call first drops the expired
  * ones, so a table nobody writes to any more empties as it is read.
  *
- * A record stores the status as the JSON text the server answered with
- * (copied from the answer: neither parsed nor printed; about a third of a
- * tree's memory), parsed only when a caller's copy is older than it -
- * while the cache lags, which is rare and short - with kcr_json_parse, so
- * int64 fields come back exactly. */
+ * The status writer's record stores the status as the JSON text the
+ * server answered with (copied from the answer: neither parsed nor
+ * printed; about a third of a tree's memory), parsed only when a caller's
+ * copy is older than it - while the cache lags, which is rare and short -
+ * with kcr_json_parse, so int64 fields come back exactly. kcr_written's
+ * caller chooses its keys and texts; a missing copy counts as older for
+ * it (kcr__written_pending with absent), since a child not yet in the
+ * cache has no version to compare. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "kcr/hash.h"
 #include "kcr/json.h"
 #include "kcr/path.h"
+#include "kcr/status.h"
+#include "kcr/time.h"
 #include "written-int.h"
 
 struct kcr__wrec {
-  struct kcr_hnode hn;           /* in by_uid */
+  struct kcr_hnode hn;           /* in by_key */
   struct kcr__wrec *prev, *next; /* oldest first */
   uint64_t at_ms;
-  char *status; /* JSON text, len bytes */
+  char *text; /* len bytes, NUL-terminated */
   size_t len;
-  char *rv;   /* in key[] after the uid */
-  char key[]; /* uid NUL rv NUL */
+  char *rv;   /* in key[] after the key */
+  char key[]; /* key NUL rv NUL */
 };
 
 void kcr__written_init(struct kcr__written *t, size_t max, uint64_t ttl_ms)
@@ -39,7 +45,7 @@ void kcr__written_init(struct kcr__written *t, size_t max, uint64_t ttl_ms)
 
 static void unlink_rec(struct kcr__written *t, struct kcr__wrec *r)
 {
-  kcr_htab_remove(&t->by_uid, &r->hn);
+  kcr_htab_remove(&t->by_key, &r->hn);
   *(r->prev ? &r->prev->next : &t->oldest) = r->next;
   *(r->next ? &r->next->prev : &t->newest) = r->prev;
 }
@@ -47,7 +53,7 @@ static void unlink_rec(struct kcr__written *t, struct kcr__wrec *r)
 static void drop(struct kcr__written *t, struct kcr__wrec *r)
 {
   unlink_rec(t, r);
-  free(r->status);
+  free(r->text);
   free(r);
 }
 
@@ -60,12 +66,12 @@ static void expire(struct kcr__written *t, uint64_t now_ms)
     drop(t, t->oldest);
 }
 
-static struct kcr__wrec *find(struct kcr__written *t, const char *uid, uint64_t h)
+static struct kcr__wrec *find(struct kcr__written *t, const char *key, uint64_t h)
 {
-  for(struct kcr_hnode *n = kcr_htab_lookup(&t->by_uid, h); n;
+  for(struct kcr_hnode *n = kcr_htab_lookup(&t->by_key, h); n;
       n = kcr_htab_lookup_next(n)) {
     struct kcr__wrec *r = KCR_HTAB_ENTRY(n, struct kcr__wrec, hn);
-    if(!strcmp(r->key, uid))
+    if(!strcmp(r->key, key))
       return r;
   }
   return NULL;
@@ -75,55 +81,55 @@ void kcr__written_cleanup(struct kcr__written *t)
 {
   while(t->oldest)
     drop(t, t->oldest);
-  kcr_htab_cleanup(&t->by_uid);
+  kcr_htab_cleanup(&t->by_key);
   pthread_mutex_destroy(&t->mu);
 }
 
-void kcr__written_put(struct kcr__written *t, const char *uid, const char *rv,
-                      const char *status, size_t len, uint64_t now_ms)
+void kcr__written_put(struct kcr__written *t, const char *key, const char *rv,
+                      const char *text, size_t len, uint64_t now_ms)
 {
-  size_t nu, nr;
+  size_t nk, nr;
   struct kcr__wrec *r, *old;
   uint64_t h;
   int cmp;
 
-  if(!uid || !*uid || !rv || !*rv)
+  if(!key || !*key || !rv || !*rv)
     return;
-  nu = strlen(uid) + 1;
+  nk = strlen(key) + 1;
   nr = strlen(rv) + 1;
-  if(!(r = malloc(sizeof(*r) + nu + nr)))
+  if(!(r = malloc(sizeof(*r) + nk + nr)))
     return;
   memset(r, 0, sizeof(*r));
-  memcpy(r->key, uid, nu);
-  r->rv = r->key + nu;
+  memcpy(r->key, key, nk);
+  r->rv = r->key + nk;
   memcpy(r->rv, rv, nr);
   r->at_ms = now_ms;
-  if(!status)
-    status = "{}", len = 2;
-  if(!(r->status = malloc(len + 1))) {
+  if(!text)
+    text = "{}", len = 2;
+  if(!(r->text = malloc(len + 1))) {
     free(r);
     return;
   }
-  memcpy(r->status, status, len);
-  r->status[len] = '\0';
+  memcpy(r->text, text, len);
+  r->text[len] = '\0';
   r->len = len;
-  h = kcr_hash_str(uid);
+  h = kcr_hash_str(key);
   pthread_mutex_lock(&t->mu);
   expire(t, now_ms);
-  old = find(t, uid, h);
+  old = find(t, key, h);
   if(old && !kcr_rv_compare(old->rv, rv, &cmp) && cmp >= 0) {
     pthread_mutex_unlock(&t->mu); /* a later answer is already here */
-    free(r->status);
+    free(r->text);
     free(r);
     return;
   }
   if(old)
     drop(t, old);
-  else if(t->by_uid.n >= t->max)
+  else if(t->by_key.n >= t->max)
     drop(t, t->oldest);
-  if(kcr_htab_insert(&t->by_uid, &r->hn, h)) {
+  if(kcr_htab_insert(&t->by_key, &r->hn, h)) {
     pthread_mutex_unlock(&t->mu);
-    free(r->status);
+    free(r->text);
     free(r);
     return;
   }
@@ -133,26 +139,69 @@ void kcr__written_put(struct kcr__written *t, const char *uid, const char *rv,
   pthread_mutex_unlock(&t->mu);
 }
 
-cJSON *kcr__written_newer(struct kcr__written *t, const char *uid, const char *rv,
+/* The record of key when rv (or, with absent, a missing copy) is older
+ * than it; else NULL, and a record of key is dropped. With t->mu held. */
+static struct kcr__wrec *pending(struct kcr__written *t, const char *key, const char *rv,
+                                 bool absent, uint64_t now_ms)
+{
+  struct kcr__wrec *r;
+  int cmp;
+
+  expire(t, now_ms);
+  if(!t->by_key.n || !(r = find(t, key, kcr_hash_str(key))))
+    return NULL;
+  if(rv ? !kcr_rv_compare(rv, r->rv, &cmp) && cmp < 0 : absent)
+    return r;
+  drop(t, r); /* caught up, overtaken, or not comparable */
+  return NULL;
+}
+
+cJSON *kcr__written_newer(struct kcr__written *t, const char *key, const char *rv,
                           uint64_t now_ms)
 {
   struct kcr__wrec *r;
   cJSON *status = NULL;
-  int cmp;
 
-  if(!uid || !*uid)
+  if(!key || !*key)
     return NULL;
   pthread_mutex_lock(&t->mu);
-  expire(t, now_ms);
-  r = t->by_uid.n ? find(t, uid, kcr_hash_str(uid)) : NULL;
-  if(r && !kcr_rv_compare(rv, r->rv, &cmp) && cmp < 0) {
-    if(kcr_json_parse(r->status, r->len, &status, NULL))
-      status = NULL; /* out of memory: compare with what the caller has */
-  } else if(r) {
-    drop(t, r); /* caught up, overtaken, or not comparable */
-  }
+  r = pending(t, key, rv, false, now_ms);
+  if(r && kcr_json_parse(r->text, r->len, &status, NULL))
+    status = NULL; /* out of memory: compare with what the caller has */
   pthread_mutex_unlock(&t->mu);
   return status;
+}
+
+bool kcr__written_pending(struct kcr__written *t, const char *key, const char *rv,
+                          bool absent, struct kcr_buf *out, uint64_t now_ms)
+{
+  struct kcr__wrec *r;
+  bool yes = false;
+
+  if(!key || !*key)
+    return false;
+  pthread_mutex_lock(&t->mu);
+  r = pending(t, key, rv, absent, now_ms);
+  if(r && out) {
+    kcr_buf_reset(out);
+    yes = !kcr_buf_append(out, r->text, r->len);
+  } else {
+    yes = r != NULL;
+  }
+  pthread_mutex_unlock(&t->mu);
+  return yes;
+}
+
+void kcr__written_forget(struct kcr__written *t, const char *key)
+{
+  struct kcr__wrec *r;
+
+  if(!key || !*key)
+    return;
+  pthread_mutex_lock(&t->mu);
+  if(t->by_key.n && (r = find(t, key, kcr_hash_str(key))))
+    drop(t, r);
+  pthread_mutex_unlock(&t->mu);
 }
 
 size_t kcr__written_len(struct kcr__written *t, uint64_t now_ms)
@@ -160,7 +209,56 @@ size_t kcr__written_len(struct kcr__written *t, uint64_t now_ms)
   size_t n;
   pthread_mutex_lock(&t->mu);
   expire(t, now_ms);
-  n = t->by_uid.n;
+  n = t->by_key.n;
   pthread_mutex_unlock(&t->mu);
   return n;
+}
+
+/* ---- kcr_written: one table behind a handle (kcr/status.h) ---- */
+
+#define WRITTEN_DEFAULT_MAX    4096
+#define WRITTEN_DEFAULT_TTL_MS 30000
+
+struct kcr_written {
+  struct kcr__written t;
+};
+
+kcr_err kcr_written_new(size_t max, uint64_t ttl_ms, kcr_written **out)
+{
+  *out = calloc(1, sizeof(**out));
+  if(!*out)
+    return KCR_ENOMEM;
+  kcr__written_init(&(*out)->t, max ? max : WRITTEN_DEFAULT_MAX,
+                    ttl_ms ? ttl_ms : WRITTEN_DEFAULT_TTL_MS);
+  return KCR_OK;
+}
+
+void kcr_written_free(kcr_written *w)
+{
+  if(!w)
+    return;
+  kcr__written_cleanup(&w->t);
+  free(w);
+}
+
+void kcr_written_put(kcr_written *w, const char *key, const char *rv, const char *text,
+                     size_t len)
+{
+  kcr__written_put(&w->t, key, rv, text ? text : "", text ? len : 0, kcr_time_mono_ms());
+}
+
+bool kcr_written_pending(kcr_written *w, const char *key, const char *cached_rv,
+                         struct kcr_buf *text)
+{
+  return kcr__written_pending(&w->t, key, cached_rv, true, text, kcr_time_mono_ms());
+}
+
+void kcr_written_forget(kcr_written *w, const char *key)
+{
+  kcr__written_forget(&w->t, key);
+}
+
+size_t kcr_written_len(kcr_written *w)
+{
+  return kcr__written_len(&w->t, kcr_time_mono_ms());
 }

@@ -4,7 +4,11 @@
  * comparable, after its TTL and beyond its cap (oldest first), kept when an
  * older answer arrives late, int64 fields exact, all-or-nothing under
  * allocation failure - and the writer on the wire seam: a stale object is
- * not written again, one whose resourceVersion cannot be compared is. */
+ * not written again, one whose resourceVersion cannot be compared is. The
+ * same table for any write (kcr_written, kcr/status.h: the children a
+ * controller applies): a cache without the object is older than any write,
+ * a newer one (someone else's change) drops the record, and a forgotten
+ * (deleted) object's record is gone. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -189,9 +193,150 @@ static bool put_and_read_whole_or_not(void *ud)
   return ok;
 }
 
+/* ... and a pending record's text is given whole, or the answer is false
+ * with the record kept and the buffer's error set. */
+static bool pending_whole_or_not(void *ud)
+{
+  struct kcr__written t;
+  struct kcr_buf b = KCR_BUF_INIT;
+  bool ok, yes;
+  size_t held;
+
+  (void)ud;
+  kcr__written_init(&t, 2, 1000);
+  put(&t, "vfms/ns/a", "10", "digest", 0);
+  held = kcr__written_len(&t, 1);
+  yes = kcr__written_pending(&t, "vfms/ns/a", NULL, true, &b, 1);
+  ok = yes ? !strcmp(kcr_buf_str(&b), "digest")
+           : held == 0 || (kcr_buf_err(&b) && kcr__written_len(&t, 1) == 1);
+  kcr_buf_cleanup(&b);
+  kcr__written_cleanup(&t);
+  return ok;
+}
+
 static void records_are_whole_or_absent_under_allocation_failure(void **state)
 {
   tfail_torture("kcr__written", put_and_read_whole_or_not, NULL);
+  tfail_torture("kcr__written_pending", pending_whole_or_not, NULL);
+}
+
+/* The text recorded for key while rv (NULL: absent) is pending, or "". */
+static void expect_pending(struct kcr__written *t, const char *key, const char *rv,
+                           bool absent, uint64_t now, const char *want)
+{
+  struct kcr_buf b = KCR_BUF_INIT;
+  bool yes = kcr__written_pending(t, key, rv, absent, &b, now);
+  if(yes != (want != NULL) || (yes && strcmp(kcr_buf_str(&b), want)))
+    fail_msg("pending(%s, %s, %d): %d '%s', want %s", key ? key : "NULL",
+             rv ? rv : "NULL", absent, yes, kcr_buf_str(&b), want ? want : "false");
+  kcr_buf_cleanup(&b);
+}
+
+static void a_missing_copy_is_older_only_when_absent(void **state)
+{
+  struct kcr__written t;
+  kcr__written_init(&t, 10, 1000);
+
+  put(&t, "vfms/ns/a", "10", "d1", 0);
+  expect_pending(&t, "vfms/ns/a", NULL, true, 1, "d1"); /* not in the cache yet */
+  expect_pending(&t, "vfms/ns/a", "9", true, 1, "d1");  /* an older copy */
+  assert_true(kcr__written_pending(&t, "vfms/ns/a", "9", false, NULL, 1));
+  assert_int_equal(1, kcr__written_len(&t, 1));
+  /* The status writer's way: no version is not comparable, dropped. */
+  expect_pending(&t, "vfms/ns/a", NULL, false, 2, NULL);
+  assert_int_equal(0, kcr__written_len(&t, 2));
+  put(&t, "vfms/ns/a", "10", "d1", 3);
+  expect_newer(&t, "vfms/ns/a", NULL, 3, "");
+  assert_int_equal(0, kcr__written_len(&t, 3));
+  /* No key: nothing. */
+  expect_pending(&t, NULL, NULL, true, 4, NULL);
+  expect_pending(&t, "", NULL, true, 4, NULL);
+  kcr__written_cleanup(&t);
+}
+
+static void a_forgotten_record_is_gone(void **state)
+{
+  struct kcr__written t;
+  kcr__written_init(&t, 10, 1000);
+
+  put(&t, "configmaps/ns/a-config", "10", "d1", 0);
+  put(&t, "vfms/ns/a", "11", "d2", 0);
+  kcr__written_forget(&t, "configmaps/ns/a-config");
+  kcr__written_forget(&t, "configmaps/ns/other"); /* none: no-op */
+  kcr__written_forget(&t, NULL);
+  kcr__written_forget(&t, "");
+  assert_int_equal(1, kcr__written_len(&t, 1));
+  expect_pending(&t, "configmaps/ns/a-config", NULL, true, 1, NULL);
+  expect_pending(&t, "vfms/ns/a", NULL, true, 1, "d2");
+  kcr__written_forget(&t, "vfms/ns/a");
+  assert_int_equal(0, kcr__written_len(&t, 1));
+  put(&t, "vfms/ns/a", "12", "d3", 2); /* a write after the forget counts */
+  expect_pending(&t, "vfms/ns/a", "11", true, 2, "d3");
+  kcr__written_cleanup(&t);
+}
+
+/* kcr_written: the public handle over the same table. */
+static void a_child_write_is_pending_until_the_cache_shows_it(void **state)
+{
+  struct kcr_buf b = KCR_BUF_INIT;
+  kcr_written *w;
+
+  assert_int_equal(KCR_OK, kcr_written_new(0, 0, &w));
+  assert_int_equal(0, kcr_written_len(w));
+  assert_false(kcr_written_pending(w, "vfms/ns/a", NULL, &b)); /* no record */
+  /* Created at 10: pending while the cache has no copy or an older one. */
+  kcr_written_put(w, "vfms/ns/a", "10", "digest-1", 8);
+  assert_true(kcr_written_pending(w, "vfms/ns/a", NULL, &b));
+  assert_string_equal("digest-1", kcr_buf_str(&b));
+  assert_true(kcr_written_pending(w, "vfms/ns/a", "9", &b));
+  assert_string_equal("digest-1", kcr_buf_str(&b)); /* replaced, not appended */
+  assert_true(kcr_written_pending(w, "vfms/ns/a", "9", NULL));
+  /* The cache caught up: dropped, and a later absence is not pending. */
+  assert_false(kcr_written_pending(w, "vfms/ns/a", "10", &b));
+  assert_int_equal(0, kcr_written_len(w));
+  assert_false(kcr_written_pending(w, "vfms/ns/a", NULL, &b));
+  /* Changed by someone else since (a newer copy): dropped, so the caller
+   * decides from that copy and corrects it. */
+  kcr_written_put(w, "vfms/ns/a", "20", "digest-2", 8);
+  assert_false(kcr_written_pending(w, "vfms/ns/a", "21", &b));
+  assert_false(kcr_written_pending(w, "vfms/ns/a", "9", &b));
+  /* A copy whose version cannot be compared: dropped. */
+  kcr_written_put(w, "vfms/ns/a", "20", "digest-2", 8);
+  assert_false(kcr_written_pending(w, "vfms/ns/a", "", &b));
+  assert_int_equal(0, kcr_written_len(w));
+  /* Deleted (the child, or its owner): forgotten. */
+  kcr_written_put(w, "vfms/ns/a", "30", "digest-3", 8);
+  kcr_written_put(w, "configmaps/ns/a-config", "31", NULL, 0);
+  assert_int_equal(2, kcr_written_len(w));
+  kcr_written_forget(w, "vfms/ns/a");
+  assert_false(kcr_written_pending(w, "vfms/ns/a", NULL, &b));
+  assert_true(kcr_written_pending(w, "configmaps/ns/a-config", NULL, &b));
+  assert_string_equal("", kcr_buf_str(&b));
+  /* Nothing recorded without a key or a version. */
+  kcr_written_put(w, NULL, "40", "x", 1);
+  kcr_written_put(w, "k", NULL, "x", 1);
+  kcr_written_put(w, "k", "", "x", 1);
+  assert_int_equal(1, kcr_written_len(w));
+  kcr_buf_cleanup(&b);
+  kcr_written_free(w);
+  kcr_written_free(NULL);
+}
+
+static void child_records_are_bounded(void **state)
+{
+  kcr_written *w;
+  char key[32];
+
+  assert_int_equal(KCR_OK, kcr_written_new(3, 0, &w));
+  for(int i = 0; i < 5; i++) {
+    snprintf(key, sizeof(key), "vfms/ns/%d", i);
+    kcr_written_put(w, key, "10", "d", 1);
+  }
+  assert_int_equal(3, kcr_written_len(w));
+  assert_false(kcr_written_pending(w, "vfms/ns/0", NULL, NULL)); /* the oldest went */
+  assert_false(kcr_written_pending(w, "vfms/ns/1", NULL, NULL));
+  assert_true(kcr_written_pending(w, "vfms/ns/4", NULL, NULL));
+  kcr_written_free(w);
 }
 
 /* ---- the writer on the wire ---- */
@@ -350,6 +495,10 @@ int main(void)
       cmocka_unit_test(a_late_older_answer_does_not_replace_a_newer_one),
       cmocka_unit_test(records_expire_and_the_oldest_go_first),
       cmocka_unit_test(records_are_whole_or_absent_under_allocation_failure),
+      cmocka_unit_test(a_missing_copy_is_older_only_when_absent),
+      cmocka_unit_test(a_forgotten_record_is_gone),
+      cmocka_unit_test(a_child_write_is_pending_until_the_cache_shows_it),
+      cmocka_unit_test(child_records_are_bounded),
       cmocka_unit_test(a_stale_object_is_not_written_again),
       cmocka_unit_test(stale_writes_hold_under_allocation_failure),
   };
