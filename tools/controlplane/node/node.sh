@@ -20,6 +20,7 @@
 #   their veth pairs vanish with the mount namespace.
 
 node_holder_pid='' node_containerd_pid='' node_kubelet_pid='' node_sched_pid='' node_cg=''
+node_runtime_cg='' # $node_cg/runtime in the pids hierarchy: containerd, its shims, kubelet
 
 # The values kubelet (setupKernelTunables) and the ptp plugin want; each file is
 # bind-mounted over /proc/sys/PATH inside the node's mount namespace.
@@ -52,23 +53,46 @@ node_make_cgroups() {
       cat "$parent/cpuset.mems" >"$d/cpuset.mems"
     fi
   done
-  mkdir "$(node_cgroup_dirs | grep -m1 '/pids/')/runtime"
+  # Not `... | grep -m1`: under pipefail the writer's SIGPIPE fails the pipeline.
+  node_runtime_cg=$(awk '$9 == "cgroup" && $NF ~ /(^|,)pids(,|$)/ {print $5; exit}' /proc/self/mountinfo)
+  [[ -n $node_runtime_cg ]] || return 1
+  node_runtime_cg+=$node_cg/runtime
+  mkdir "$node_runtime_cg"
 }
 
+# node_start_time PID: the process's start time (clock ticks after boot), to
+# tell it from a later process that reuses the pid; empty once it is reaped.
+node_start_time() { awk '{print $22}' "/proc/$1/stat" 2>/dev/null; }
+
 # node_kill_cgroups: SIGKILL everything left under /kcr-node-ID (shims,
-# containers), then remove the directories, deepest first.
+# containers), wait until they are reaped (their parents died too, so init
+# reaps them, not always at once; a zombie still shows in ps), then remove
+# the directories, deepest first.
 node_kill_cgroups() {
   [[ -n $node_cg ]] || return 0
-  local i d pids
+  local i d p pids
+  local -A killed=()
   for ((i = 0; i < 50; i++)); do
     pids=$(node_cgroup_dirs | while read -r d; do
       [[ -d $d ]] && find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null
     done | sort -u)
     [[ -z $pids ]] && break
+    for p in $pids; do
+      [[ -n ${killed[$p]:-} ]] || killed[$p]=$(node_start_time "$p")
+    done
     # shellcheck disable=SC2086
     kill -KILL $pids 2>/dev/null || true
     sleep 0.1
   done
+  for ((i = 0; i < 100; i++)); do
+    local waiting=0
+    for p in "${!killed[@]}"; do
+      [[ -n ${killed[$p]} && $(node_start_time "$p") == "${killed[$p]}" ]] && waiting=1
+    done
+    ((waiting)) || break
+    sleep 0.1
+  done
+  ((i < 100)) || cp_log "some of the node's killed processes are not reaped after 10 s: ${!killed[*]}"
   for ((i = 0; i < 50; i++)); do
     local left=0
     for d in $(node_cgroup_dirs); do
@@ -97,10 +121,9 @@ node_teardown() {
 # runtime cgroup, in the background; sets $node_pid.
 node_exec() {
   local log=$2; shift 2
-  local procs; procs=$(node_cgroup_dirs | grep -m1 '/pids/')/runtime/cgroup.procs
   # shellcheck disable=SC2016
   bash -c 'echo $$ >"$0"; exec nsenter --mount=/proc/"$1"/ns/mnt -- "${@:2}"' \
-    "$procs" "$node_holder_pid" "$@" </dev/null >>"$log" 2>&1 &
+    "$node_runtime_cg/cgroup.procs" "$node_holder_pid" "$@" </dev/null >>"$log" 2>&1 &
   node_pid=$!
 }
 
