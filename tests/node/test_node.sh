@@ -67,7 +67,8 @@ YAML
   expect_eq "hello's exit code" 0 \
     "$(k get pod hello -o 'jsonpath={.status.containerStatuses[0].state.terminated.exitCode}')"
   expect_eq "hello's logs" "hello from kcr" "$(k logs hello)"
-  expect_match "hello's Pod IP" '^10\.244\.0\.[0-9]+$' "$(k get pod hello -o 'jsonpath={.status.podIP}')"
+  ip=$(k get pod hello -o 'jsonpath={.status.podIP}')
+  expect_eq "hello's Pod IP in $KCR_POD_CIDR" "${KCR_POD_CIDR%.0/24}" "${ip%.*}"
   expect_eq "hello's node" localhost "$(k get pod hello -o 'jsonpath={.spec.nodeName}')"
   k wait deployment/sleeper --for=condition=Available --timeout=60s >/dev/null ||
     fail "Deployment sleeper not Available in 60 s: $(k get pods -o wide 2>&1)"

@@ -20,6 +20,7 @@
 #   their veth pairs vanish with the mount namespace.
 
 node_holder_pid='' node_containerd_pid='' node_kubelet_pid='' node_sched_pid='' node_cg=''
+node_pod_cidr=''
 node_runtime_cg='' # $node_cg/runtime in the pids hierarchy: containerd, its shims, kubelet
 
 # The values kubelet (setupKernelTunables) and the ptp plugin want; each file is
@@ -208,7 +209,10 @@ node_start() {
 
   # ---- containerd ----
   local sock=$nd/containerd.sock
-  cat >"$nd/cni/10-kcr.conflist" <<'EOF2'
+  # ptp puts a host route per Pod IP: a random /24 keeps two nodes started side
+  # by side (each with its own private host-local state) apart, mostly.
+  node_pod_cidr=10.244.$((RANDOM % 256)).0/24
+  cat >"$nd/cni/10-kcr.conflist" <<EOF2
 {
   "cniVersion": "1.0.0",
   "name": "kcr",
@@ -216,7 +220,7 @@ node_start() {
     {
       "type": "ptp",
       "ipMasq": false,
-      "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.244.0.0/24"}]],
+      "ipam": {"type": "host-local", "ranges": [[{"subnet": "$node_pod_cidr"}]],
                "routes": [{"dst": "0.0.0.0/0"}]}
     }
   ]
