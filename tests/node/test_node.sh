@@ -74,6 +74,15 @@ YAML
     fail "Deployment sleeper not Available in 60 s: $(k get pods -o wide 2>&1)"
   pass "Deployment sleeper Available"
   expect_eq "sleeper's Pod phase" Running "$(k get pods -l app=sleeper -o 'jsonpath={.items[*].status.phase}')"
+  # The Service IP from inside the Pod: its network namespace, its environment.
+  cid=$(k get pods -l app=sleeper -o 'jsonpath={.items[0].status.containerStatuses[0].containerID}')
+  pid=$(ctr --address "$KCR_CONTAINERD_SOCKET" -n k8s.io tasks ls | awk -v id="${cid#containerd://}" '$1 == id {print $2}')
+  expect_match "sleeper's container pid" '^[0-9]+$' "$pid"
+  expect_contains "sleeper's environment" "KUBERNETES_SERVICE_HOST=10.0.0.1" "$(tr '\0' '\n' <"/proc/$pid/environ")"
+  expect_contains "the apiserver through https://10.0.0.1:443 from the Pod's network namespace" \
+    '"gitVersion": "v1.37.2"' \
+    "$(nsenter --net="/proc/$pid/ns/net" -- curl -sS --max-time 10 --cacert "$KCR_CONTROLPLANE_DIR/pki/ca.crt" \
+      https://10.0.0.1:443/version 2>&1)"
   "$host_state" >"$tmp/during"
   log "leaving the sleeper Pod running for teardown"
   echo "e2e $E2E_NAME (inside the control plane): $E2E_PASSED passed, $E2E_FAILED failed"
@@ -94,6 +103,7 @@ expect_match "host-state with the node up shows its cgroups" 'cgroup /sys/fs/cgr
 expect_match "host-state with the node up shows containerd" 'process containerd running' "$during"
 expect_match "host-state with the node up shows the running Pod" 'process pause running' "$during"
 expect_match "host-state with the node up shows the Pod's veth" 'link veth' "$during"
+expect_match "host-state with the node up shows the Service IP on lo" 'addr lo inet 10\.0\.0\.1/32' "$during"
 if ! diff -u "$tmp/before" "$tmp/after" >"$tmp/diff"; then
   fail "the host changed across start --with-node (kept $tmp):
 $(head -n 40 "$tmp/diff")"

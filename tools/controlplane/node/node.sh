@@ -18,9 +18,12 @@
 #   and removes the directories.
 # - Pod network namespaces are pinned under the private /run/netns, so they and
 #   their veth pairs vanish with the mount namespace.
+# - The kubernetes Service IP is on the host's lo only while the node runs (a
+#   forwarder from it to the apiserver stands in for kube-proxy).
 
 node_holder_pid='' node_containerd_pid='' node_kubelet_pid='' node_sched_pid='' node_cg=''
-node_pod_cidr=''
+node_pod_cidr='' node_fwd_pid='' node_svc_ip_added=0
+node_svc_ip=10.0.0.1 # the kubernetes Service's ClusterIP (first of --service-cluster-ip-range)
 node_runtime_cg='' # $node_cg/runtime in the pids hierarchy: containerd, its shims, kubelet
 
 # The values kubelet (setupKernelTunables) and the ptp plugin want; each file is
@@ -110,6 +113,8 @@ node_kill_cgroups() {
 }
 
 node_teardown() {
+  [[ -n $node_fwd_pid ]] && cp_stop "Service IP forwarder" "$node_fwd_pid"
+  ((node_svc_ip_added)) && { ip addr del "$node_svc_ip/32" dev lo || cp_log "could not remove $node_svc_ip from lo"; }
   [[ -n $node_sched_pid ]] && cp_stop kube-scheduler "$node_sched_pid"
   [[ -n $node_kubelet_pid ]] && cp_stop kubelet "$node_kubelet_pid"
   [[ -n $node_containerd_pid ]] && cp_stop containerd "$node_containerd_pid"
@@ -270,6 +275,26 @@ EOF2
   ctr --address "$sock" -n k8s.io images import "$nd/images/pause.tar" >/dev/null ||
     cp_die "importing the pause image failed"
   cp_log "containerd ready at $sock (pid $node_containerd_pid, $(elapsed) s)"
+
+  # ---- the kubernetes Service IP, without kube-proxy ----
+  # Pods dial KUBERNETES_SERVICE_HOST:443 = $node_svc_ip:443 (routed to the host
+  # by their default route): the address on the host's lo for the node's
+  # lifetime, and a forwarder from it to the apiserver. No iptables.
+  if [[ -n $(ip -4 -o addr show to "$node_svc_ip/32") ]]; then
+    cp_die "$node_svc_ip is already an address of this host (another start --with-node?); one node per host"
+  fi
+  ip addr add "$node_svc_ip/32" dev lo || cp_die "adding $node_svc_ip to lo failed"
+  node_svc_ip_added=1
+  "$here/node/tcp-forward" "$node_svc_ip" 443 127.0.0.1 "${api_url##*:}" \
+    </dev/null >>"$nd/forward.log" 2>&1 &
+  node_fwd_pid=$!
+  for ((i = 0; i < 100; i++)); do
+    curl -fsS --max-time 2 --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" \
+      "https://$node_svc_ip:443/readyz" >/dev/null 2>&1 && break
+    cp_alive "$node_fwd_pid" || { cp_tail_log "$nd/forward.log"; cp_die "the Service IP forwarder exited"; }
+    sleep 0.1
+  done
+  ((i < 100)) || cp_die "https://$node_svc_ip:443 does not reach the apiserver"
 
   # ---- kubelet ----
   # Serving certificate for localhost, so the apiserver (which dials the node
