@@ -6,7 +6,9 @@
 # exit code 0, a Pod IP from the CNI range, and its output in `kubectl logs`
 # (apiserver -> kubelet with verified certificates); a Deployment becomes
 # Available (scheduler, deployment and replicaset controllers) and is left
-# running. Teardown leaves the host exactly as found: the snapshot of
+# running, and from its network namespace the apiserver answers at the
+# kubernetes Service IP (https://10.0.0.1:443). Teardown leaves the host
+# exactly as found: the snapshot of
 # tools/controlplane/node/host-state (sysctls, mounts, links, routes, iptables,
 # kubelet/containerd/CNI paths, cgroups, processes) taken before equals the one
 # taken after, while the one taken with the node up shows the node (so the
