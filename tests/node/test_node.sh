@@ -94,6 +94,7 @@ fi
 # ---- around the control plane -----------------------------------------------
 [[ $(id -u) == 0 ]] || fail "needs root (start --with-node makes a mount namespace, cgroups, containers)"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kcr-e2e-node.XXXXXX")
+trap 'rc=$?; ((rc == 0)) || echo "e2e $E2E_NAME: failed; kept $tmp (host snapshots)"' EXIT
 "$host_state" >"$tmp/before"
 rc=0
 "$src/tools/controlplane/start" --with-node -- bash "$0" --inner "$tmp" || rc=$?
