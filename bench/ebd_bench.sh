@@ -307,12 +307,17 @@ kubectl wait --for=condition=Established crd/ebds.ebdman.example.com crd/vfms.eb
 kubectl create namespace "$ns" >/dev/null
 
 mport=$(free_port) hport=$(free_port)
+# Plain metrics (op_metrics reads them with curl, and TokenReviews would add
+# to the request counts): ebdman serves them over HTTPS with authentication
+# by default; peers without the flag serve plain anyway.
+secure=()
+"$opbin" run --help 2>/dev/null | grep -q -- '--metrics-secure' && secure=(--metrics-secure=false)
 # In $out with core dumps on, so a crash leaves its core there; Go's memory
 # knobs only as --gomemlimit says.
 goenv=(-u GOGC -u GOMEMLIMIT)
 [[ -n ${EBD_BENCH_GOMEMLIMIT:-} ]] && goenv+=("GOMEMLIMIT=$EBD_BENCH_GOMEMLIMIT")
 (cd "$out" && ulimit -c unlimited && exec env "${goenv[@]}" "$opbin" run --workers "$workers" --zap-log-level "$loglevel" \
-  --metrics-bind-address "127.0.0.1:$mport" --health-probe-bind-address "127.0.0.1:$hport") \
+  --metrics-bind-address "127.0.0.1:$mport" --health-probe-bind-address "127.0.0.1:$hport" "${secure[@]}") \
   >"$out/operator.log" 2>&1 &
 oppid=$!
 pids+=("$oppid")

@@ -35,6 +35,10 @@
  * The standard sets (one name per setting, no aliases):
  *   config   --kubeconfig PATH                     kcr_config_opts.kubeconfig
  *   manager  --metrics-bind-address ADDR           .metrics_addr ("0": none)
+ *            --metrics-secure                      .metrics_secure
+ *            --metrics-cert-path DIR               .metrics_cert_dir
+ *            --metrics-cert-name NAME              .metrics_cert_name
+ *            --metrics-cert-key NAME               .metrics_key_name
  *            --health-probe-bind-address ADDR      .health_addr
  *            --leader-elect                        .leader_elect
  *            --leader-election-id NAME             .lease_name

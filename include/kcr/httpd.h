@@ -15,7 +15,8 @@
  *
  * Endpoints (GET or HEAD; other methods get 405 with Allow: GET, HEAD):
  *   /metrics        the registry's text exposition (404 when opts.metrics is
- *                   NULL), Content-Type KCR_METRICS_CONTENT_TYPE.
+ *                   NULL), Content-Type KCR_METRICS_CONTENT_TYPE; with
+ *                   opts.auth_client, to authorised bearer tokens only.
  *   /healthz        200 "ok" when every healthz check passes; otherwise 500
  *   /readyz         and one line per check, as controller-runtime writes it:
  *                     [+]ping ok
@@ -26,7 +27,7 @@
  *                   "ping" that always passes.
  *   /healthz/NAME   one check alone: 200 "ok", or 500 "internal server
  *   /readyz/NAME    error: REASON"; 404 for an unknown name.
- *   anything else   404.
+ *   anything else   404 (with opts.auth_client: everything but /metrics).
  *
  * Hostile clients: a connection costs a file descriptor, not a thread, and a
  * client that holds connections open without finishing its request cannot
@@ -49,8 +50,9 @@
  * Thread safety: every function may be called from any thread, except that
  * kcr_httpd_stop()/kcr_httpd_free() must not be called from inside a check
  * (stop then logs an error and does nothing; free would be a use-after-free).
- * Ownership: opts strings are copied; opts.metrics and check user data are
- * borrowed and must outlive the server's running time. */
+ * Ownership: opts strings are copied (the TLS files are read); opts.metrics
+ * and check user data are borrowed and must outlive the server's running
+ * time; opts.auth_client is referenced. */
 #ifndef KCR_HTTPD_H
 #define KCR_HTTPD_H
 
@@ -58,6 +60,7 @@
 #include <stddef.h>
 
 #include "api.h"
+#include "client.h"
 #include "err.h"
 #include "metrics.h"
 
@@ -73,6 +76,18 @@ typedef struct kcr_httpd kcr_httpd;
  * Called on a server thread, possibly concurrently with itself. */
 typedef bool (*kcr_check_fn)(void *ud, char *reason, size_t n);
 
+/* HTTPS for kcr_httpd_opts. Zeroed: plain HTTP. */
+struct kcr_httpd_tls {
+  bool enabled; /* serve HTTPS (TLS 1.2 and 1.3) */
+  /* PEM files, read (and checked: parsed, key matching the certificate) by
+   * kcr_httpd_new; both or neither. Neither: a self-signed certificate for
+   * "localhost" (ECDSA P-256, one year) is made by kcr_httpd_new, as
+   * controller-runtime's metrics server makes one. The files are read
+   * once: a rotated certificate takes a restart. */
+  const char *cert_file;
+  const char *key_file;
+};
+
 /* Options for kcr_httpd_new(); zero means the default shown. */
 struct kcr_httpd_opts {
   /* "host:port", "[v6addr]:port", or ":port" for all interfaces (IPv6 and
@@ -81,13 +96,31 @@ struct kcr_httpd_opts {
   const char *addr;
   /* Rendered on /metrics; borrowed. NULL: no /metrics endpoint. */
   kcr_metrics *metrics;
+  struct kcr_httpd_tls tls;
+  /* Non-NULL: /metrics answers only requests whose bearer token (header
+   * "Authorization: Bearer TOKEN") a TokenReview authenticates and whose
+   * user a SubjectAccessReview allows `get` on the non-resource URL
+   * /metrics, both sent through this client (the server takes a reference
+   * of its own; give it one without a write gate: the reviews are POSTs).
+   * Otherwise 401 "Unauthorized" (no token, a malformed one, longer than
+   * 8 KiB, or not authenticated), 403 "Authorization denied for user U",
+   * 500 when a review fails. Answers are cached per token (a keyed hash,
+   * never the token) for a minute, a denial for 30 s, at most 1024 tokens,
+   * as controller-runtime's filters.WithAuthenticationAndAuthorization.
+   * Such a server serves /metrics alone (everything else is 404): probes
+   * belong on a plain server of their own. Use it with tls.enabled: a bearer
+   * token must not cross the network in clear. NULL: /metrics is open. */
+  kcr_client *auth_client;
 };
 
-/* Creates a stopped server after checking the address's syntax; nothing is
- * bound yet. opts may be NULL (every default). Release with
- * kcr_httpd_free(). Errors: KCR_EINVAL (no out), KCR_ECONFIG (bad address;
- * ei->message names it and says what is wrong), KCR_ENOMEM. *out is NULL
- * on error. Thread safety: any thread. */
+/* Creates a stopped server after checking the address's syntax and
+ * loading (or making) its TLS certificate; nothing is bound yet. opts may
+ * be NULL (every default). Release with kcr_httpd_free(). Errors:
+ * KCR_EINVAL (no out; a TLS file without tls.enabled, or one of the two
+ * files alone), KCR_ECONFIG (bad address; no TLS in libmicrohttpd; a TLS file not PEM, or
+ * a key that is not the certificate's; ei->message names it and says what is wrong),
+ * KCR_EIO (a TLS file cannot be read), KCR_ENOMEM (also: OpenSSL could not make the
+ * self-signed certificate). *out is NULL on error. Thread safety: any thread. */
 KCR_API kcr_err kcr_httpd_new(const struct kcr_httpd_opts *opts, kcr_httpd **out,
                               struct kcr_errinfo *ei);
 

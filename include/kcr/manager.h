@@ -58,11 +58,27 @@ typedef struct kcr_manager kcr_manager;
 
 /* Options for kcr_manager_new(); zero means the default shown. */
 struct kcr_manager_opts {
-  kcr_config *config;            /* required; the manager's client takes its own
-                                    reference: free yours when you like */
-  const char *name;              /* "kcr": logs; default lease name "<name>-leader" */
-  const char *metrics_addr;      /* e.g. ":8080"; NULL, "" or "0": no server */
-  const char *health_addr;       /* e.g. ":8081"; may equal metrics_addr */
+  kcr_config *config;       /* required; the manager's client takes its own
+                               reference: free yours when you like */
+  const char *name;         /* "kcr": logs; default lease name "<name>-leader" */
+  const char *metrics_addr; /* e.g. ":8080"; NULL, "" or "0": no server */
+  const char *health_addr;  /* e.g. ":8081"; may equal metrics_addr (one
+                               server) unless metrics_secure */
+  /* true: the metrics server serves HTTPS, /metrics only, to bearer tokens
+   * that a TokenReview authenticates and a SubjectAccessReview allows `get`
+   * on /metrics (kcr_httpd_opts.auth_client; the RBAC it needs is in
+   * docs/operations.md). The reviews go through a client of their own, made
+   * from config, without the leader-election write gate and with a 10 s
+   * timeout. The health server stays plain HTTP and never serves /metrics.
+   * false: plain HTTP, /metrics open to anyone who can connect.
+   * (controller-runtime's SecureServing plus its FilterProvider
+   * WithAuthenticationAndAuthorization, as kubebuilder's --metrics-secure.) */
+  bool metrics_secure;
+  const char *metrics_cert_dir;  /* with metrics_secure: the directory holding the
+                                    certificate and key; NULL: a self-signed
+                                    certificate made by kcr_manager_new */
+  const char *metrics_cert_name; /* "tls.crt", in metrics_cert_dir */
+  const char *metrics_key_name;  /* "tls.key", in metrics_cert_dir */
   bool leader_elect;             /* false: no election, this instance always leads */
   const char *lease_namespace;   /* the config's namespace, else "default" */
   const char *lease_name;        /* "<name>-leader" */
@@ -89,7 +105,9 @@ struct kcr_manager_opts {
  * kcr_manager_free(). Errors: KCR_EINVAL (no opts or config), KCR_ECONFIG
  * (an address that does not parse or resolve), KCR_EIO (cannot bind: in
  * use, permission), KCR_ENOMEM, and the client's errors (kcr_client_new);
- * ei names what was wrong. On error *out is NULL. Thread safety: the
+ * with metrics_secure also the TLS errors of kcr_httpd_new (KCR_EIO, KCR_ECONFIG: a
+ * certificate or key that cannot be read or does not fit); ei names what
+ * was wrong. On error *out is NULL. Thread safety: the
  * process's first thread, before it makes others (see no_signals). */
 KCR_API kcr_err kcr_manager_new(const struct kcr_manager_opts *opts, kcr_manager **out,
                                 struct kcr_errinfo *ei);
@@ -134,7 +152,8 @@ KCR_API bool kcr_manager_leading(kcr_manager *m);
 /* The TCP port the health server is bound to (the kernel's choice for port
  * 0), valid from kcr_manager_new on; 0 when there is no server. When the
  * health and metrics addresses are the same, that one server's; without a
- * health address, the metrics server's. Thread safety: any thread. */
+ * health address, the metrics server's (unless metrics_secure: that one
+ * serves no probes). Thread safety: any thread. */
 KCR_API int kcr_manager_health_port(kcr_manager *m);
 /* Frees the controllers first - each waits for its in-flight reconciles, so
  * nothing they use is freed under them (see kcr_controller_free) - then the

@@ -61,7 +61,11 @@ int main(int argc, char **argv)
 int cmd_run(int argc, char **argv)
 {
   struct ebdman_run_opts ro = {
-      .manager = {.name = "ebdman", .metrics_addr = ":8080", .health_addr = ":8081"},
+      /* Secure metrics by default, as kubebuilder's scaffold (port 8443). */
+      .manager = {.name = "ebdman",
+                  .metrics_addr = ":8443",
+                  .metrics_secure = true,
+                  .health_addr = ":8081"},
       .workers = 4,
       .resync_ms = 10ull * 3600 * 1000};
   const struct kcr_flag flags[] = {

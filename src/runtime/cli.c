@@ -37,7 +37,7 @@ static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL}
 static const char *const log_encoders[] = {"console", "json", NULL};
 
 struct table {
-  struct kcr_flag head[9]; /* config and manager sets */
+  struct kcr_flag head[13]; /* config and manager sets */
   size_t nhead;
   const struct kcr_flag *own; /* the program's */
   size_t nown;
@@ -80,6 +80,25 @@ static void table_init(struct table *t, const struct kcr_cli *cli)
     t->head[n++] = (struct kcr_flag){
         "metrics-bind-address", KCR_FLAG_STRING, &mo->metrics_addr,
         "the address the metrics endpoint binds to; 0 disables it", .arg = "ADDR"};
+    t->head[n++] = (struct kcr_flag){
+        "metrics-secure", KCR_FLAG_BOOL, &mo->metrics_secure,
+        "serve metrics over HTTPS to authorised bearer tokens only (TokenReview and "
+        "SubjectAccessReview); --metrics-secure=false serves plain HTTP to anyone"};
+    t->head[n++] = (struct kcr_flag){
+        "metrics-cert-path",
+        KCR_FLAG_STRING,
+        &mo->metrics_cert_dir,
+        "the directory that holds the metrics server's certificate and key",
+        .arg = "DIR",
+        .def = mo->metrics_cert_dir ? NULL : "none: a self-signed certificate"};
+    t->head[n++] = (struct kcr_flag){
+        "metrics-cert-name",    KCR_FLAG_STRING,
+        &mo->metrics_cert_name, "the certificate's file name in --metrics-cert-path",
+        .arg = "NAME",          .def = mo->metrics_cert_name ? NULL : "tls.crt"};
+    t->head[n++] = (struct kcr_flag){
+        "metrics-cert-key",    KCR_FLAG_STRING,
+        &mo->metrics_key_name, "the key's file name in --metrics-cert-path",
+        .arg = "NAME",         .def = mo->metrics_key_name ? NULL : "tls.key"};
     t->head[n++] = (struct kcr_flag){
         "health-probe-bind-address", KCR_FLAG_STRING, &mo->health_addr,
         "the address the /healthz and /readyz endpoint binds to; 0 disables it",

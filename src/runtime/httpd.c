@@ -102,10 +102,13 @@
 
 #include "core/assert-int.h"
 #include "core/err-int.h"
+#include "core/secret-int.h"
 #include "kcr/buf.h"
 #include "kcr/httpd.h"
 #include "kcr/log.h"
 #include "kcr/time.h"
+#include "runtime/metricsauth-int.h"
+#include "runtime/tlscert-int.h"
 
 #define REASON_MAX 512
 #define TEXT_PLAIN "text/plain; charset=utf-8"
@@ -117,6 +120,9 @@
 #define IDLE_TIMEOUT_S      10u             /* MHD closes a connection silent this long */
 #define REQUEST_DEADLINE_MS 10000           /* waiting longer for a request: closed */
 #define LOG_WINDOW_MS       60000           /* mhd_log: one message, then a summary */
+/* GnuTLS priorities: TLS 1.2 and 1.3 only, as Go's (controller-runtime's)
+ * default minimum. */
+#define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 
 struct check {
   char *name;
@@ -152,6 +158,8 @@ struct kcr_httpd {
   char *host; /* NULL: all interfaces */
   char port[6];
   kcr_metrics *metrics;
+  char *tls_cert, *tls_key;  /* PEM; both NULL: plain HTTP */
+  kcr__mauth *auth;          /* NULL: /metrics is open to all */
   pthread_mutex_t life_mu;   /* listen/start/stop */
   int listen_fd;             /* under life_mu; >= 0 while listening */
   struct MHD_Daemon *daemon; /* under life_mu; set while serving */
@@ -435,6 +443,18 @@ static enum MHD_Result serve_metrics(kcr_httpd *h, struct MHD_Connection *c)
 
   if(!h->metrics)
     return reply_static(c, MHD_HTTP_NOT_FOUND, "404 page not found\n", false);
+  if(h->auth) {
+    char msg[320];
+    const char *auth =
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    int code = kcr__mauth_check(h->auth, "/metrics", auth, msg, sizeof(msg) - 1);
+    if(code != MHD_HTTP_OK) {
+      strcat(msg, "\n");
+      if(kcr_buf_puts(&body, msg))
+        return MHD_NO;
+      return reply_buf(c, (unsigned int)code, TEXT_PLAIN, &body);
+    }
+  }
   rc = kcr_metrics_render(h->metrics, &body);
   if(rc) {
     kcr_buf_reset(&body);
@@ -533,6 +553,8 @@ static enum MHD_Result route(kcr_httpd *h, struct MHD_Connection *c, const char 
 
   if(!strcmp(url, "/metrics"))
     return serve_metrics(h, c);
+  if(h->auth) /* an authenticated metrics server serves nothing else */
+    return reply_static(c, MHD_HTTP_NOT_FOUND, "404 page not found\n", false);
   for(size_t i = 0; i < sizeof(eps) / sizeof(eps[0]); i++) {
     size_t plen = strlen(eps[i].prefix);
     const struct checklist *l = (const struct checklist *)((const char *)h + eps[i].list);
@@ -813,6 +835,27 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 
 /* ---- lifecycle ----------------------------------------------------------- */
 
+static kcr_err tls_setup(kcr_httpd *h, const struct kcr_httpd_tls *t,
+                         struct kcr_errinfo *ei)
+{
+  if(!t->enabled) {
+    if(t->cert_file || t->key_file)
+      return kcr_errinfo_set(ei, KCR_EINVAL,
+                             "httpd: a TLS certificate without tls.enabled");
+    return KCR_OK;
+  }
+  if(MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+    return kcr_errinfo_set(ei, KCR_ECONFIG,
+                           "httpd: HTTPS asked for, but libmicrohttpd was built "
+                           "without TLS (Debian's uses GnuTLS)");
+  if(!t->cert_file != !t->key_file)
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "httpd: tls.cert_file and tls.key_file go together");
+  if(t->cert_file)
+    return kcr__tlscert_load(t->cert_file, t->key_file, &h->tls_cert, &h->tls_key, ei);
+  return kcr__tlscert_self_signed(&h->tls_cert, &h->tls_key, ei);
+}
+
 kcr_err kcr_httpd_new(const struct kcr_httpd_opts *opts, kcr_httpd **out,
                       struct kcr_errinfo *ei)
 {
@@ -838,7 +881,9 @@ kcr_err kcr_httpd_new(const struct kcr_httpd_opts *opts, kcr_httpd **out,
     rc = KCR_ENOMEM;
     goto fail;
   }
-  if((rc = parse_addr(h, ei)))
+  if((rc = parse_addr(h, ei)) || (rc = tls_setup(h, &opts->tls, ei)))
+    goto fail;
+  if(opts->auth_client && (rc = kcr__mauth_new(opts->auth_client, &h->auth)))
     goto fail;
   *out = h;
   return KCR_OK;
@@ -892,7 +937,8 @@ static kcr_err serve(kcr_httpd *h, int fd, struct kcr_errinfo *ei)
     memset(&st, 0, sizeof(st));
   /* One option pair per line. */
   /* clang-format off */
-  d = MHD_start_daemon(MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG,
+  d = MHD_start_daemon(MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
+                       (h->tls_cert ? MHD_USE_TLS : 0),
                        0 /* port: the passed socket's */, NULL, NULL, on_request, h,
                        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, /* first, as MHD asks */
                        MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
@@ -901,6 +947,10 @@ static kcr_err serve(kcr_httpd *h, int fd, struct kcr_errinfo *ei)
                        MHD_OPTION_CONNECTION_TIMEOUT, IDLE_TIMEOUT_S,
                        MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
                        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+                       /* TLS last: without it, the list ends here */
+                       h->tls_cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, h->tls_cert,
+                       MHD_OPTION_HTTPS_MEM_KEY, h->tls_key,
+                       MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES,
                        MHD_OPTION_END);
   /* clang-format on */
   if(!d) {
@@ -936,7 +986,8 @@ kcr_err kcr_httpd_start(kcr_httpd *h, struct kcr_errinfo *ei)
   }
   atomic_store(&h->bound_port, port);
   KCR_LOG(KCR_LOG_INFO, "serving metrics and health probes", KCR_S("addr", h->addr),
-          KCR_I("port", port));
+          KCR_I("port", port), KCR_S("scheme", h->tls_cert ? "https" : "http"),
+          KCR_S("metricsAuth", h->auth ? "TokenReview+SubjectAccessReview" : "none"));
 out:
   pthread_mutex_unlock(&h->life_mu);
   return rc;
@@ -991,6 +1042,9 @@ void kcr_httpd_free(kcr_httpd *h)
   pthread_mutex_destroy(&h->conns_mu);
   pthread_mutex_destroy(&h->checks_mu);
   pthread_mutex_destroy(&h->life_mu);
+  kcr__mauth_free(h->auth);
+  free(h->tls_cert);
+  kcr__wipe_str(h->tls_key);
   free(h->addr);
   free(h->host);
   free(h);

@@ -266,27 +266,64 @@ static bool ping(void *ud, char *reason, size_t n) { return true; }
 static kcr_err open_servers(kcr_manager *m, struct kcr_errinfo *ei)
 {
   const char *addrs[2] = {m->o.metrics_addr, m->o.health_addr};
+  bool secure = m->o.metrics_secure;
+  struct kcr_buf cert = KCR_BUF_INIT, key = KCR_BUF_INIT;
+  kcr_client *auth = NULL;
   kcr_err rc = KCR_OK;
 
+  for(int i = 0; i < 2; i++)
+    if(!addrs[i] || !*addrs[i] || !strcmp(addrs[i], "0"))
+      addrs[i] = NULL;
+  if(secure && addrs[0]) {
+    /* The reviews are POSTs: a client without the manager's write gate
+     * (a standby replica must answer scrapes too) and with a short timeout,
+     * as controller-runtime's 10 s TokenAccessReviewTimeout. */
+    struct kcr_client_opts co = m->o.client;
+    co.config = m->o.config;
+    co.timeout_ms = 10000;
+    co.observe = observe;
+    co.observe_ud = m;
+    rc = kcr_client_new(&co, &auth, ei);
+    if(!rc && m->o.metrics_cert_dir) {
+      const char *d = m->o.metrics_cert_dir;
+      kcr_buf_printf(&cert, "%s/%s", d,
+                     m->o.metrics_cert_name ? m->o.metrics_cert_name : "tls.crt");
+      kcr_buf_printf(&key, "%s/%s", d,
+                     m->o.metrics_key_name ? m->o.metrics_key_name : "tls.key");
+      rc = kcr_buf_err(&cert) ? kcr_buf_err(&cert) : kcr_buf_err(&key);
+    }
+  }
   for(int i = 0; i < 2 && !rc; i++) {
     const char *a = addrs[i];
-    if(!a || !*a || !strcmp(a, "0"))
+    bool tls = i == 0 && secure;
+    if(!a)
       continue;
-    if(i == 1 && m->srv[0] && addrs[0] && !strcmp(a, addrs[0]))
-      break; /* one server for both */
-    rc = kcr_httpd_new(&(struct kcr_httpd_opts){.addr = a, .metrics = m->metrics},
-                       &m->srv[i], ei);
-    if(!rc)
+    if(i == 1 && !secure && m->srv[0] && !strcmp(a, addrs[0]))
+      break; /* one server for both (secure: never; the same port cannot bind) */
+    rc = kcr_httpd_new(
+        &(struct kcr_httpd_opts){
+            .addr = a,
+            /* secure: the plain health server must not serve /metrics */
+            .metrics = i == 1 && secure ? NULL : m->metrics,
+            .tls = {.enabled = tls,
+                    .cert_file = tls && cert.len ? cert.ptr : NULL,
+                    .key_file = tls && key.len ? key.ptr : NULL},
+            .auth_client = tls ? auth : NULL},
+        &m->srv[i], ei);
+    if(!rc && !tls) /* the probes: on a plain server only */
       rc = kcr_httpd_add_healthz(m->srv[i], "ping", ping, m);
-    if(!rc)
+    if(!rc && !tls)
       rc = kcr_httpd_add_readyz(m->srv[i], "informers", informers_synced, m);
     if(!rc)
       rc = kcr_httpd_listen(m->srv[i], ei);
   }
+  kcr_client_free(auth); /* the server holds its own reference */
+  kcr_buf_cleanup(&cert);
+  kcr_buf_cleanup(&key);
   if(!rc)
-    m->health_port = m->srv[1]   ? kcr_httpd_port(m->srv[1])
-                     : m->srv[0] ? kcr_httpd_port(m->srv[0])
-                                 : 0;
+    m->health_port = m->srv[1]                           ? kcr_httpd_port(m->srv[1])
+                     : m->srv[0] && !m->o.metrics_secure ? kcr_httpd_port(m->srv[0])
+                                                         : 0;
   return rc;
 }
 

@@ -553,7 +553,8 @@ _start_proc() {
 # ServiceAccount kubeconfig with free metrics and health ports, and waits until
 # /readyz answers (informers synced). Pass --namespace "$E2E_NS" for isolation
 # (and --leader-elect --leader-election-namespace ebdman-system for leaders).
-# Logs at debug level: a refused event write is retried and logged (with its
+# Metrics plain (scrape reads them; test_secure_metrics.sh passes
+# --metrics-secure=true). Logs at debug level: a refused event write is retried and logged (with its
 # 403) only at debug level at first, and check_no_forbidden must see it.
 # Sets E2E_METRICS[LABEL] / E2E_HEALTH[LABEL] to the ports.
 start_ebdman() {
@@ -566,7 +567,8 @@ start_ebdman() {
     _start_proc ebdman "$label" "$KCR_EBDMAN_BIN" "${E2E_HEALTH[$label]}" run \
       --kubeconfig "$E2E_SA_KUBECONFIG" \
       --metrics-bind-address "127.0.0.1:${E2E_METRICS[$label]}" \
-      --health-probe-bind-address "127.0.0.1:${E2E_HEALTH[$label]}" --zap-log-level debug "$@" ||
+      --health-probe-bind-address "127.0.0.1:${E2E_HEALTH[$label]}" --zap-log-level debug \
+      --metrics-secure=false "$@" ||
       rc=$?
     ((rc == 3)) || return 0
   done

@@ -162,7 +162,8 @@ start_unready() {
   T0[$label]=$(now_ms)
   "$KCR_EBDMAN_BIN" run --kubeconfig "$2" --namespace "$ns" \
     --metrics-bind-address "127.0.0.1:${E2E_METRICS[$label]}" \
-    --health-probe-bind-address "127.0.0.1:${E2E_HEALTH[$label]}" >>"${E2E_LOG[$label]}" 2>&1 &
+    --health-probe-bind-address "127.0.0.1:${E2E_HEALTH[$label]}" --metrics-secure=false \
+    >>"${E2E_LOG[$label]}" 2>&1 &
   E2E_PID[$label]=$!
   for ((i = 0; i < 100; i++)); do
     curl -sf -o /dev/null --max-time 2 "http://127.0.0.1:${E2E_HEALTH[$label]}/healthz" && return 0

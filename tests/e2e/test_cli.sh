@@ -58,7 +58,8 @@ done
 expect_ok help "usage: ebdman" -h
 expect_ok help "usage: ebdman run" run --help
 # The flags every manager program shares, with controller-runtime's names.
-manager_flags=(--kubeconfig --metrics-bind-address --health-probe-bind-address --leader-elect
+manager_flags=(--kubeconfig --metrics-bind-address --metrics-secure --metrics-cert-path
+  --metrics-cert-name --metrics-cert-key --health-probe-bind-address --leader-elect
   --leader-election-id --leader-election-namespace --leader-elect-lease-duration
   --leader-elect-renew-deadline --leader-elect-retry-period --zap-log-level --zap-encoder)
 for f in "${manager_flags[@]}" --namespace --workers --resync; do

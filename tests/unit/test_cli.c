@@ -365,6 +365,10 @@ static void usage_lists_every_flag_with_its_default(void **state)
   char *u = usage_of(&p.cli);
   static const char *const flags[] = {"--kubeconfig PATH",
                                       "--metrics-bind-address ADDR",
+                                      "--metrics-secure ",
+                                      "--metrics-cert-path DIR",
+                                      "--metrics-cert-name NAME",
+                                      "--metrics-cert-key NAME",
                                       "--health-probe-bind-address ADDR",
                                       "--leader-elect ",
                                       "--leader-election-id NAME",
@@ -400,6 +404,8 @@ static void usage_lists_every_flag_with_its_default(void **state)
   assert_non_null(strstr(u, "(default: 15s)"));
   assert_non_null(strstr(u, "(default: info)"));
   assert_non_null(strstr(u, "(default: console)"));
+  assert_non_null(strstr(u, "(default: tls.crt)"));
+  assert_non_null(strstr(u, "(default: tls.key)"));
   const char *w = line_of(u, "--watch ");
   assert_null(memmem(w, strcspn(w, "\n"), "(default:", 9));
   /* Every line fits in 80 columns. */
@@ -427,6 +433,15 @@ static void the_manager_set_fills_the_opts(void **state)
   assert_int_equal(4000, mo.lease_duration_ms);
   assert_int_equal(3000, mo.renew_deadline_ms);
   assert_int_equal(500, mo.retry_period_ms);
+  assert_false(mo.metrics_secure);
+  expect_ok(&cli, "--metrics-secure", "--metrics-cert-path", "/certs",
+            "--metrics-cert-name=c.pem", "--metrics-cert-key", "k.pem");
+  assert_true(mo.metrics_secure);
+  assert_string_equal("/certs", mo.metrics_cert_dir);
+  assert_string_equal("c.pem", mo.metrics_cert_name);
+  assert_string_equal("k.pem", mo.metrics_key_name);
+  expect_ok(&cli, "--metrics-secure=false");
+  assert_false(mo.metrics_secure);
   expect_error(&cli,
                "--leader-elect-lease-duration: \"0\" is not valid: want a duration of at "
                "least 1ms, such as 90s, 30m or 1h30m",

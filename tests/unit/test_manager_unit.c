@@ -397,6 +397,36 @@ static void a_bad_or_busy_server_address_fails_kcr_manager_new(void **state)
   kcr_manager_free(m1);
 }
 
+/* Secure metrics: a certificate directory without the files fails
+ * kcr_manager_new naming the file; without a directory a self-signed
+ * certificate is made; the metrics and health servers are separate even on
+ * the same address (port 0: two ports). */
+static void secure_metrics_certificate_errors_fail_kcr_manager_new(void **state)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_config *cfg = twire_config();
+  kcr_manager *m = NULL;
+  struct kcr_manager_opts o = {.config = cfg,
+                               .name = "t",
+                               .metrics_addr = "127.0.0.1:0",
+                               .health_addr = "127.0.0.1:0",
+                               .metrics_secure = true,
+                               .metrics_cert_dir = "/nonexistent",
+                               .metrics_cert_name = "my.crt",
+                               .no_signals = true};
+
+  assert_int_equal(KCR_EIO, kcr_manager_new(&o, &m, &ei));
+  assert_null(m);
+  assert_non_null(ei.message);
+  assert_non_null(strstr(ei.message, "/nonexistent/my.crt"));
+  kcr_errinfo_cleanup(&ei);
+  o.metrics_cert_dir = NULL;
+  assert_int_equal(KCR_OK, kcr_manager_new(&o, &m, &ei));
+  assert_true(kcr_manager_health_port(m) > 0);
+  kcr_manager_free(m);
+  kcr_config_free(cfg);
+}
+
 static void caches_that_never_sync_fail_run_after_the_sync_timeout(void **state)
 {
   struct api a;
@@ -525,6 +555,7 @@ int main(void)
       cmocka_unit_test(losing_the_lease_returns_at_once_and_fences_a_stuck_reconcile),
       cmocka_unit_test(stop_from_another_thread_while_informers_sync_returns_0),
       cmocka_unit_test(a_bad_or_busy_server_address_fails_kcr_manager_new),
+      cmocka_unit_test(secure_metrics_certificate_errors_fail_kcr_manager_new),
       cmocka_unit_test(caches_that_never_sync_fail_run_after_the_sync_timeout),
       cmocka_unit_test(a_thread_that_cannot_start_fails_run),
       cmocka_unit_test(a_sync_timeout_of_forever_waits_until_stopped),

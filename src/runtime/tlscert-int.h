@@ -1,0 +1,23 @@
+/* tlscert-int.h - the HTTP server's certificate and key as PEM text:
+ * read from files (and checked) or made self-signed (tlscert.c).
+ * Thread safety: any thread. */
+#ifndef KCR_RUNTIME_TLSCERT_INT_H
+#define KCR_RUNTIME_TLSCERT_INT_H
+
+#include "kcr/err.h"
+
+/* Reads the PEM certificate (chain) at cert_file and the PEM private key
+ * at key_file into *cert and *key (NUL-terminated, new: free *key with
+ * kcr__wipe_str), after checking that both parse and that the key is the
+ * certificate's. Errors (ei names the file and the reason): KCR_EIO
+ * (cannot read), KCR_ECONFIG (not PEM, or the key does not match),
+ * KCR_ENOMEM. On error both are NULL. */
+kcr_err kcr__tlscert_load(const char *cert_file, const char *key_file, char **cert,
+                          char **key, struct kcr_errinfo *ei);
+
+/* Makes a new ECDSA P-256 key and a self-signed certificate for it (CN and
+ * DNS name "localhost", IP 127.0.0.1, valid for one year), as PEM text,
+ * owned as above. Errors: KCR_ENOMEM (OpenSSL failed: ei says where). */
+kcr_err kcr__tlscert_self_signed(char **cert, char **key, struct kcr_errinfo *ei);
+
+#endif
