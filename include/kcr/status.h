@@ -131,6 +131,15 @@ KCR_API kcr_err kcr_status_writer_new(const struct kcr_status_writer_opts *o,
 /* Frees w (NULL: no-op) and drops its client reference. No call on w may
  * be running. */
 KCR_API void kcr_status_writer_free(kcr_status_writer *w);
+/* The caller's cache now holds the object with this uid at resourceVersion
+ * rv (call it from the informer's on_add and on_update handlers): the
+ * writer's record of its last status write to it (what lets
+ * kcr_status_write read its own writes) is dropped 5 seconds after the
+ * cache shows it, instead of 30 seconds after the write, so the records
+ * take memory only for as long as the cache lags. Calling it is optional.
+ * NULL uid or rv: nothing. Thread safety: any thread. */
+KCR_API void kcr_status_writer_seen(kcr_status_writer *w, const char *uid,
+                                    const char *rv);
 
 /* Merges d into a copy of obj's status: *conds gets the full merged
  * conditions list (new, caller frees), *changed whether anything differs
@@ -263,6 +272,14 @@ KCR_API void kcr_written_put(kcr_written *w, const char *key, const char *rv,
  * the text (its kcr_buf_err is set; the record is kept). */
 KCR_API bool kcr_written_pending(kcr_written *w, const char *key, const char *cached_rv,
                                  struct kcr_buf *text);
+/* The caller's cache now holds the object named key at resourceVersion
+ * cached_rv (call it from the informer's on_add and on_update handlers): a
+ * record cached_rv is at or past (or cannot be compared with) is dropped 5
+ * seconds later (or after ttl_ms, if shorter) instead of after ttl_ms, so
+ * records live about as long as the cache lags. Until then a reconcile that
+ * read the cache just before still finds it. Records cached_rv is older
+ * than, and NULL key or cached_rv, are left alone. */
+KCR_API void kcr_written_seen(kcr_written *w, const char *key, const char *cached_rv);
 /* Drops key's record, if any: the object was deleted. */
 KCR_API void kcr_written_forget(kcr_written *w, const char *key);
 /* Records held, after dropping those older than ttl_ms. */

@@ -414,6 +414,42 @@ static void on_ebd_deleted(kcr_obj *o, void *ud)
   forget_child(ud, ebdman_configmaps.resource, kcr_obj_ns(o), kcr_obj_name(o), "-config");
 }
 
+/* The informers show our writes: their records (kept for a reconcile that
+ * reads the cache before it shows them) can go soon, not after 30 s. */
+static void on_ebd_seen(kcr_obj *o, void *ud)
+{
+  struct ebdman *e = ud;
+
+  kcr_status_writer_seen(e->status, kcr_obj_uid(o), kcr_obj_rv(o));
+}
+
+static void on_ebd_changed(kcr_obj *old, kcr_obj *cur, void *ud) { on_ebd_seen(cur, ud); }
+
+static void child_seen(struct ebdman *e, const char *resource, kcr_obj *o)
+{
+  char key[384];
+
+  child_key(key, sizeof(key), resource, kcr_obj_ns(o), kcr_obj_name(o), "");
+  kcr_written_seen(e->wrote, key, kcr_obj_rv(o));
+}
+
+static void on_vfm_seen(kcr_obj *o, void *ud) { child_seen(ud, ebdman_vfms.resource, o); }
+
+static void on_vfm_changed(kcr_obj *old, kcr_obj *cur, void *ud)
+{
+  child_seen(ud, ebdman_vfms.resource, cur);
+}
+
+static void on_cm_seen(kcr_obj *o, void *ud)
+{
+  child_seen(ud, ebdman_configmaps.resource, o);
+}
+
+static void on_cm_changed(kcr_obj *old, kcr_obj *cur, void *ud)
+{
+  child_seen(ud, ebdman_configmaps.resource, cur);
+}
+
 /* A deleted child is absent from the cache, as one not seen yet would be:
  * its record must go before a reconcile can see it missing (these
  * handlers come before kcr_controller_owns's), or the child would not be
@@ -594,14 +630,21 @@ int ebdman_run(const struct ebdman_run_opts *ro)
                         &ctl, &ei) ||
      kcr_controller_for(ctl, e.ebds, NULL) ||
      kcr_informer_add_handlers(
-         e.ebds,
-         &(struct kcr_informer_handlers){.on_delete = on_ebd_deleted, .ud = &e}) ||
+         e.ebds, &(struct kcr_informer_handlers){.on_add = on_ebd_seen,
+                                                 .on_update = on_ebd_changed,
+                                                 .on_delete = on_ebd_deleted,
+                                                 .ud = &e}) ||
      /* Before kcr_controller_owns: see on_vfm_deleted. */
      kcr_informer_add_handlers(
-         e.vfms,
-         &(struct kcr_informer_handlers){.on_delete = on_vfm_deleted, .ud = &e}) ||
-     kcr_informer_add_handlers(
-         e.cms, &(struct kcr_informer_handlers){.on_delete = on_cm_deleted, .ud = &e}) ||
+         e.vfms, &(struct kcr_informer_handlers){.on_add = on_vfm_seen,
+                                                 .on_update = on_vfm_changed,
+                                                 .on_delete = on_vfm_deleted,
+                                                 .ud = &e}) ||
+     kcr_informer_add_handlers(e.cms,
+                               &(struct kcr_informer_handlers){.on_add = on_cm_seen,
+                                                               .on_update = on_cm_changed,
+                                                               .on_delete = on_cm_deleted,
+                                                               .ud = &e}) ||
      kcr_controller_owns(ctl, e.vfms, EBDMAN_GROUP, "EBD", NULL) ||
      kcr_controller_owns(ctl, e.cms, EBDMAN_GROUP, "EBD", NULL) ||
      kcr_controller_watches(ctl, e.vfms, map_by_name, "", NULL) ||

@@ -48,7 +48,8 @@
 /* Records of a writer's own writes (see DESIGN above): a record is needed
  * only until the watch delivers the write it describes, normally within
  * milliseconds; the limits bound the memory of records nobody asks for
- * again (objects deleted, or reconciled no more). */
+ * again (objects deleted, or reconciled no more); kcr_status_writer_seen
+ * lets the caller's informer end one soon after the watch delivered it. */
 #define WRITTEN_TTL_MS 30000
 #define WRITTEN_MAX    4096
 
@@ -122,6 +123,11 @@ void kcr_status_writer_free(kcr_status_writer *w)
   kcr__written_cleanup(&w->written);
   kcr_client_free(w->o.client);
   free(w);
+}
+
+void kcr_status_writer_seen(kcr_status_writer *w, const char *uid, const char *rv)
+{
+  kcr__written_seen(&w->written, uid, rv, kcr_time_mono_ms());
 }
 
 static void count(kcr_status_writer *w, const char *result, double n)

@@ -14,7 +14,9 @@
  * has caught up (or cannot be judged). Records also go when forgotten
  * (the object was deleted), after ttl_ms and, the oldest first, when max
  * are held: memory stays bounded, and a record that is gone only means the
- * comparison is made with what the caller has, as without records.
+ * comparison is made with what the caller has, as without records. A
+ * record the caller's informer shows caught up (kcr__written_seen) goes
+ * after a short grace instead of ttl_ms.
  *
  * Thread safety: every function may be called from any thread (one mutex
  * per table), except init and cleanup. */
@@ -35,10 +37,15 @@ struct kcr__wrec;
 struct kcr__written {
   pthread_mutex_t mu;
   struct kcr_htab by_key;            /* struct kcr__wrec by kcr_hash_str(key) */
-  struct kcr__wrec *oldest, *newest; /* by time of the write */
+  struct kcr__wrec *oldest, *newest; /* not seen caught up, by time of the write */
+  struct kcr__wrec *seen_oldest, *seen_newest; /* seen caught up, by when */
   size_t max;
-  uint64_t ttl_ms;
+  uint64_t ttl_ms, grace_ms;
 };
+
+/* How long a record the cache was seen to catch up with is kept
+ * (kcr__written_seen): for a reconcile that read the cache just before. */
+#define KCR__WRITTEN_GRACE_MS 5000
 
 /* An empty table keeping at most max records (at least 1), each at most
  * ttl_ms. */
@@ -67,6 +74,15 @@ cJSON *kcr__written_newer(struct kcr__written *t, const char *key, const char *r
  * record is kept). */
 bool kcr__written_pending(struct kcr__written *t, const char *key, const char *rv,
                           bool absent, struct kcr_buf *out, uint64_t now_ms);
+/* The caller's cache now holds the object key at resourceVersion rv (from
+ * an informer's add or update handler): a record rv is at or past (or
+ * cannot be compared with) is kept grace_ms more - min(ttl_ms,
+ * KCR__WRITTEN_GRACE_MS) - from now_ms, then dropped, so records live about
+ * as long as the cache lags rather than ttl_ms. In that grace a caller that
+ * read the cache before still finds it (kcr__written_pending/newer with an
+ * older rv). A record rv is older than stays as it was. */
+void kcr__written_seen(struct kcr__written *t, const char *key, const char *rv,
+                       uint64_t now_ms);
 /* Drops the record of key, if any (the object was deleted). */
 void kcr__written_forget(struct kcr__written *t, const char *key);
 /* Records held (after dropping those older than ttl_ms at now_ms). */

@@ -1,11 +1,14 @@
 /* DESIGN: a writer's record of its own writes (written-int.h): the status
  * writer's, and kcr_written's (kcr/status.h) for any other write.
  *
- * One record per key in a hash table, and every record also on a list in
- * the order of the writes (a new write of a key moves it to the end), so
- * expiry and eviction take from the front: the TTL is the same for all, so
- * the first record is always the oldest. Each call first drops the expired
- * ones, so a table nobody writes to any more empties as it is read.
+ * One record per key in a hash table, and every record also on one of two
+ * lists: those not yet seen caught up in the order of the writes (a new
+ * write of a key moves it to the end), and those an informer showed caught
+ * up (kcr__written_seen) in the order they were seen. Each list has one
+ * lifetime for all (ttl_ms, grace_ms), so expiry takes from the fronts;
+ * eviction takes the first seen record, else the oldest write. Each call
+ * first drops the expired ones, so a table nobody writes to any more
+ * empties as it is read.
  *
  * The status writer's record stores the status as the JSON text the
  * server answered with (copied from the answer: neither parsed nor
@@ -27,8 +30,9 @@
 
 struct kcr__wrec {
   struct kcr_hnode hn;           /* in by_key */
-  struct kcr__wrec *prev, *next; /* oldest first */
-  uint64_t at_ms;
+  struct kcr__wrec *prev, *next; /* oldest first, on one of the two lists */
+  uint64_t at_ms;                /* written, or (seen) seen caught up */
+  bool seen;
   char *text; /* len bytes, NUL-terminated */
   size_t len;
   char *rv;   /* in key[] after the key */
@@ -41,13 +45,36 @@ void kcr__written_init(struct kcr__written *t, size_t max, uint64_t ttl_ms)
   pthread_mutex_init(&t->mu, NULL);
   t->max = max ? max : 1;
   t->ttl_ms = ttl_ms;
+  t->grace_ms = ttl_ms < KCR__WRITTEN_GRACE_MS ? ttl_ms : KCR__WRITTEN_GRACE_MS;
+}
+
+/* Takes r off its list (not out of by_key). */
+static void unlist(struct kcr__written *t, struct kcr__wrec *r)
+{
+  struct kcr__wrec **first = r->seen ? &t->seen_oldest : &t->oldest,
+                   **last = r->seen ? &t->seen_newest : &t->newest;
+
+  *(r->prev ? &r->prev->next : first) = r->next;
+  *(r->next ? &r->next->prev : last) = r->prev;
+  r->prev = r->next = NULL;
+}
+
+/* Puts r at the end of its list (r->seen says which). */
+static void enlist(struct kcr__written *t, struct kcr__wrec *r)
+{
+  struct kcr__wrec **first = r->seen ? &t->seen_oldest : &t->oldest,
+                   **last = r->seen ? &t->seen_newest : &t->newest;
+
+  r->prev = *last;
+  r->next = NULL;
+  *(*last ? &(*last)->next : first) = r;
+  *last = r;
 }
 
 static void unlink_rec(struct kcr__written *t, struct kcr__wrec *r)
 {
   kcr_htab_remove(&t->by_key, &r->hn);
-  *(r->prev ? &r->prev->next : &t->oldest) = r->next;
-  *(r->next ? &r->next->prev : &t->newest) = r->prev;
+  unlist(t, r);
 }
 
 static void drop(struct kcr__written *t, struct kcr__wrec *r)
@@ -64,6 +91,9 @@ static void expire(struct kcr__written *t, uint64_t now_ms)
 {
   while(t->oldest && now_ms >= t->oldest->at_ms && now_ms - t->oldest->at_ms >= t->ttl_ms)
     drop(t, t->oldest);
+  while(t->seen_oldest && now_ms >= t->seen_oldest->at_ms &&
+        now_ms - t->seen_oldest->at_ms >= t->grace_ms)
+    drop(t, t->seen_oldest);
 }
 
 static struct kcr__wrec *find(struct kcr__written *t, const char *key, uint64_t h)
@@ -81,6 +111,8 @@ void kcr__written_cleanup(struct kcr__written *t)
 {
   while(t->oldest)
     drop(t, t->oldest);
+  while(t->seen_oldest)
+    drop(t, t->seen_oldest);
   kcr_htab_cleanup(&t->by_key);
   pthread_mutex_destroy(&t->mu);
 }
@@ -125,17 +157,35 @@ void kcr__written_put(struct kcr__written *t, const char *key, const char *rv,
   }
   if(old)
     drop(t, old);
-  else if(t->by_key.n >= t->max)
-    drop(t, t->oldest);
+  else if(t->by_key.n >= t->max) /* those seen caught up go first */
+    drop(t, t->seen_oldest ? t->seen_oldest : t->oldest);
   if(kcr_htab_insert(&t->by_key, &r->hn, h)) {
     pthread_mutex_unlock(&t->mu);
     free(r->text);
     free(r);
     return;
   }
-  r->prev = t->newest;
-  *(t->newest ? &t->newest->next : &t->oldest) = r;
-  t->newest = r;
+  enlist(t, r);
+  pthread_mutex_unlock(&t->mu);
+}
+
+void kcr__written_seen(struct kcr__written *t, const char *key, const char *rv,
+                       uint64_t now_ms)
+{
+  struct kcr__wrec *r;
+  int cmp;
+
+  if(!key || !*key || !rv)
+    return;
+  pthread_mutex_lock(&t->mu);
+  expire(t, now_ms);
+  if(t->by_key.n && (r = find(t, key, kcr_hash_str(key))) && !r->seen &&
+     (kcr_rv_compare(rv, r->rv, &cmp) || cmp >= 0)) {
+    unlist(t, r);
+    r->seen = true;
+    r->at_ms = now_ms;
+    enlist(t, r);
+  }
   pthread_mutex_unlock(&t->mu);
 }
 
@@ -251,6 +301,11 @@ bool kcr_written_pending(kcr_written *w, const char *key, const char *cached_rv,
                          struct kcr_buf *text)
 {
   return kcr__written_pending(&w->t, key, cached_rv, true, text, kcr_time_mono_ms());
+}
+
+void kcr_written_seen(kcr_written *w, const char *key, const char *cached_rv)
+{
+  kcr__written_seen(&w->t, key, cached_rv, kcr_time_mono_ms());
 }
 
 void kcr_written_forget(kcr_written *w, const char *key)

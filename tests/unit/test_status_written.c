@@ -339,6 +339,70 @@ static void child_records_are_bounded(void **state)
   kcr_written_free(w);
 }
 
+/* A record the informer shows caught up goes KCR__WRITTEN_GRACE_MS after
+ * that, not ttl_ms after the write; in the grace a reader of the older
+ * cache still finds it; an older version seen changes nothing; a new write
+ * makes it a pending record again; seen records are evicted first. */
+static void records_seen_caught_up_go_after_a_grace(void **state)
+{
+  struct kcr__written t;
+  const uint64_t g = KCR__WRITTEN_GRACE_MS, ttl = 10 * KCR__WRITTEN_GRACE_MS;
+  kcr__written_init(&t, 4, ttl);
+
+  put(&t, "u1", "10", "{\"a\":1}", 0);
+  put(&t, "u2", "10", "{}", 0);
+  put(&t, "u3", "20", "{}", 0);
+  kcr__written_seen(&t, "u1", "10", 100); /* caught up */
+  kcr__written_seen(&t, "u2", "11", 100); /* past it */
+  kcr__written_seen(&t, "u3", "19", 100); /* still older: stays pending */
+  kcr__written_seen(&t, "nobody", "1", 100);
+  kcr__written_seen(&t, "u3", NULL, 100);
+  assert_int_equal(3, kcr__written_len(&t, 100 + g - 1));
+  expect_newer(&t, "u1", "9", 100 + g - 1, "{\"a\":1}"); /* a reader of the old cache */
+  assert_int_equal(1, kcr__written_len(&t, 100 + g));    /* u1 and u2 gone */
+  expect_newer(&t, "u3", "19", 100 + g, "{}");
+
+  /* Seen, then written again: pending for ttl_ms again. */
+  put(&t, "u4", "30", "{}", 200);
+  kcr__written_seen(&t, "u4", "30", 300);
+  put(&t, "u4", "31", "{\"b\":2}", 400);
+  assert_int_equal(2, kcr__written_len(&t, 400 + 2 * g));
+  expect_newer(&t, "u4", "30", 400 + 2 * g, "{\"b\":2}");
+
+  /* Full: a seen record goes before the oldest pending one. */
+  put(&t, "u5", "10", "{}", 500);
+  put(&t, "u6", "10", "{}", 500);
+  kcr__written_seen(&t, "u6", "10", 600);
+  put(&t, "u7", "10", "{}", 700); /* 4 held (u3, u4, u5, u6): u6 goes */
+  expect_newer(&t, "u6", "9", 700, "");
+  expect_newer(&t, "u3", "19", 700, "{}");
+  expect_newer(&t, "u5", "9", 700, "{}");
+  kcr__written_cleanup(&t);
+
+  /* A ttl shorter than the grace bounds it. */
+  kcr__written_init(&t, 4, 10);
+  put(&t, "u1", "10", "{}", 0);
+  kcr__written_seen(&t, "u1", "10", 5);
+  assert_int_equal(0, kcr__written_len(&t, 15));
+  kcr__written_cleanup(&t);
+}
+
+/* The public handles: kcr_written_seen and kcr_status_writer_seen take
+ * NULLs, and a record seen caught up is still found inside the grace. */
+static void seen_through_the_public_handles(void **state)
+{
+  kcr_written *w;
+
+  assert_int_equal(KCR_OK, kcr_written_new(0, 0, &w));
+  kcr_written_put(w, "vfms/ns/a", "10", "d", 1);
+  kcr_written_seen(w, NULL, "10");
+  kcr_written_seen(w, "vfms/ns/a", NULL);
+  kcr_written_seen(w, "vfms/ns/a", "10");
+  assert_int_equal(1, kcr_written_len(w));
+  assert_true(kcr_written_pending(w, "vfms/ns/a", "9", NULL));
+  kcr_written_free(w);
+}
+
 /* ---- the writer on the wire ---- */
 
 struct api {
@@ -499,6 +563,8 @@ int main(void)
       cmocka_unit_test(a_forgotten_record_is_gone),
       cmocka_unit_test(a_child_write_is_pending_until_the_cache_shows_it),
       cmocka_unit_test(child_records_are_bounded),
+      cmocka_unit_test(records_seen_caught_up_go_after_a_grace),
+      cmocka_unit_test(seen_through_the_public_handles),
       cmocka_unit_test(a_stale_object_is_not_written_again),
       cmocka_unit_test(stale_writes_hold_under_allocation_failure),
   };
