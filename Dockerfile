@@ -9,6 +9,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build pkg-config \
       libcurl4-openssl-dev libssl-dev libcjson-dev libyaml-dev libmicrohttpd-dev \
+      ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # .dockerignore keeps .cache (control-plane binaries), build trees and .git out.
@@ -19,15 +20,15 @@ RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DKCR_BUILD_TESTS=OFF -DKCR_WERROR=ON \
  && cmake --build /build --target ebdman
 
-# Runtime stage: only the shared libraries ebdman links against, and the CA
-# bundle (the in-cluster config uses the service account's ca.crt; the bundle
-# is for out-of-cluster kubeconfigs and exec credential plugins).
-FROM debian:12-slim
-RUN apt-get update \
- && apt-get install -y --no-install-recommends \
-      libcurl4 libcjson1 libyaml-0-2 libmicrohttpd12 ca-certificates \
- && rm -rf /var/lib/apt/lists/*
-COPY --from=build /build/operator/ebdman/ebdman /ebdman
+# The image's files: ebdman, the shared libraries it loads, the loader and the
+# CA bundle - what scripts/image packs without Docker, made by the same script.
+RUN scripts/image --rootfs /rootfs --binary /build/operator/ebdman/ebdman
+
+# Runtime stage: those files only (no shell, no package manager). In a Pod the
+# in-cluster config uses the ServiceAccount's ca.crt; the bundle is for
+# out-of-cluster kubeconfigs and exec credential plugins.
+FROM scratch
+COPY --from=build /rootfs /
 # The nonroot uid/gid of distroless images; matches runAsUser in
 # config/manager/manager.yaml (the pod also sets runAsNonRoot).
 USER 65532:65532
