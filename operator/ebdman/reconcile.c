@@ -588,8 +588,13 @@ int ebdman_run(const struct ebdman_run_opts *ro)
            (long)getpid(), kcr_version());
   mo.client.user_agent = ua;
   rc = kcr_config_load(&ro->config, &mo.config, &ei);
-  if(!rc)
+  if(!rc) {
+    /* Which configuration: a kubeconfig file's path or "in-cluster". */
+    KCR_LOG(KCR_LOG_INFO, "client configuration loaded",
+            KCR_S("config", kcr_config_origin(mo.config)),
+            KCR_S("server", kcr_config_server(mo.config)));
     rc = kcr_manager_new(&mo, &m, &ei);
+  }
   kcr_config_free(mo.config); /* the manager's client holds its own reference */
   if(rc) {
     fprintf(stderr, "ebdman: %s\n", ei.message ? ei.message : kcr_strerror(rc));
