@@ -713,6 +713,35 @@ require_audit_log() {
     fail "the control plane's audit log" "\$KCR_AUDIT_LOG naming a file" "'${KCR_AUDIT_LOG:-}'"
 }
 
+# audit_ebdman SINCE: the writes (the control plane audits only writes) the
+# apiserver received from ebdman processes at or after SINCE (RFC 3339), in
+# time order, one per line: "RECEIVED HOST PID CODE VERB RESOURCE/NAME[/SUB] NS"
+# (HOST and PID from ebdman's user agent "ebdman/V (HOST; pid PID) ...";
+# NS "-" for cluster-scoped objects; CODE "?" when the log has none).
+audit_ebdman() {
+  grep -F '"userAgent":"ebdman/' "$KCR_AUDIT_LOG" | awk -v since="$1" '
+    function field(re, skip) { return match($0, re) ? substr($0, RSTART + skip, RLENGTH - skip - 1) : "" }
+    {
+      ts = field("\"requestReceivedTimestamp\":\"[^\"]*\"", 28)
+      if (ts < since) next
+      ua = field("\"userAgent\":\"[^\"]*\"", 13)
+      host = pid = "?"
+      if (match(ua, /\([^;]*; pid [0-9]+\)/)) {
+        split(substr(ua, RSTART + 1, RLENGTH - 2), hp, "; pid ")
+        host = hp[1]; pid = hp[2]
+      }
+      verb = field("\"verb\":\"[^\"]*\"", 8)
+      code = match($0, /"code":[0-9]+/) ? substr($0, RSTART + 7, RLENGTH - 7) : "?"
+      ref = field("\"objectRef\":\\{[^}]*\\}", 12)
+      res = name = sub_ = ""; ns = "-"
+      if (match(ref, /"resource":"[^"]*"/)) res = substr(ref, RSTART + 12, RLENGTH - 13)
+      if (match(ref, /"namespace":"[^"]*"/)) ns = substr(ref, RSTART + 13, RLENGTH - 14)
+      if (match(ref, /"name":"[^"]*"/)) name = substr(ref, RSTART + 8, RLENGTH - 9)
+      if (match(ref, /"subresource":"[^"]*"/)) sub_ = "/" substr(ref, RSTART + 15, RLENGTH - 16)
+      print ts, host, pid, code, verb, res "/" name sub_, ns
+    }' | sort
+}
+
 # lease_holder: the holderIdentity of the Lease the replicas elect with.
 lease_holder() { k -n "$E2E_SYSTEM_NS" get lease "$E2E_LEASE" -o jsonpath='{.spec.holderIdentity}'; }
 

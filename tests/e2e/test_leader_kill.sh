@@ -31,20 +31,8 @@ ns=$E2E_NS
 # PID, one per line, in time order: "RECEIVED CODE VERB RESOURCE/NAME[/SUB]".
 # Only this test's time and objects: its namespace and the Lease.
 audit_writes() {
-  grep -F "; pid $1) " "$KCR_AUDIT_LOG" |
-    grep -e "\"namespace\":\"$ns\"" -e "\"name\":\"$E2E_LEASE\"" | awk -v since="$t_start" '
-    function field(re, skip) { return match($0, re) ? substr($0, RSTART + skip, RLENGTH - skip - 1) : "" }
-    {
-      ts = field("\"requestReceivedTimestamp\":\"[^\"]*\"", 28)
-      verb = field("\"verb\":\"[^\"]*\"", 8)
-      code = match($0, /"code":[0-9]+/) ? substr($0, RSTART + 7, RLENGTH - 7) : "?"
-      ref = field("\"objectRef\":\\{[^}]*\\}", 12)
-      res = name = sub_ = ""
-      if (match(ref, /"resource":"[^"]*"/)) res = substr(ref, RSTART + 12, RLENGTH - 13)
-      if (match(ref, /"name":"[^"]*"/)) name = substr(ref, RSTART + 8, RLENGTH - 9)
-      if (match(ref, /"subresource":"[^"]*"/)) sub_ = "/" substr(ref, RSTART + 15, RLENGTH - 16)
-      if (ts >= since) print ts, code, verb, res "/" name sub_
-    }' | sort
+  audit_ebdman "$t_start" | awk -v pid="$1" -v ns="$ns" -v lease="leases/$E2E_LEASE" \
+    '$3 == pid && ($7 == ns || $6 == lease) {print $1, $4, $5, $6}'
 }
 secs() { date -u -d "$1" +%s.%N; } # RFC 3339 -> epoch seconds
 minus() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a - b }'; }

@@ -171,24 +171,7 @@ log "leader with $n EBDs: RSS $(rss_mib "$pid")"
 # audit_writes: the writes the apiserver audited from ebdman Pods (the user
 # agent names the Pod) since the test started, in time order:
 # "RECEIVED POD CODE VERB RESOURCE/NAME[/SUB]".
-audit_writes() {
-  grep -F '"userAgent":"ebdman/' "$KCR_AUDIT_LOG" | awk -v since="$t_start" '
-    function field(re, skip) { return match($0, re) ? substr($0, RSTART + skip, RLENGTH - skip - 1) : "" }
-    {
-      verb = field("\"verb\":\"[^\"]*\"", 8)
-      if (verb !~ /^(create|update|patch|delete|deletecollection)$/) next
-      ts = field("\"requestReceivedTimestamp\":\"[^\"]*\"", 28)
-      ua = field("\"userAgent\":\"[^\"]*\"", 13)
-      pod = (match(ua, /\([^;]*;/) ? substr(ua, RSTART + 1, RLENGTH - 2) : "?")
-      code = match($0, /"code":[0-9]+/) ? substr($0, RSTART + 7, RLENGTH - 7) : "?"
-      ref = field("\"objectRef\":\\{[^}]*\\}", 12)
-      res = name = sub_ = ""
-      if (match(ref, /"resource":"[^"]*"/)) res = substr(ref, RSTART + 12, RLENGTH - 13)
-      if (match(ref, /"name":"[^"]*"/)) name = substr(ref, RSTART + 8, RLENGTH - 9)
-      if (match(ref, /"subresource":"[^"]*"/)) sub_ = "/" substr(ref, RSTART + 15, RLENGTH - 16)
-      if (ts >= since) print ts, pod, code, verb, res "/" name sub_
-    }' | sort
-}
+audit_writes() { audit_ebdman "$t_start" | awk '{print $1, $2, $4, $5, $6}'; }
 secs() { date -u -d "$1" +%s.%N; }
 # check_one_writer_at_a_time WHAT: in the audited writes, each Pod's writes
 # form one unbroken run (no Pod writes again after another has written), and
