@@ -45,6 +45,28 @@ if [[ ${1:-} != --inner ]]; then
   "$src/scripts/image" "${bin_args[@]}" --name "$image" --out "$tmp/ebdman.tar" >/dev/null 2>"$tmp/image.log" ||
     fail "scripts/image failed: $(cat "$tmp/image.log")"
   log "$(tail -n 1 "$tmp/image.log"), $(gzip -c "$tmp/ebdman.tar" | wc -c | awk '{printf "%.1f MiB", $1 / 1048576}') gzipped"
+  # The Dockerfile's build stage makes the image's files with
+  # `scripts/image --rootfs`: the same files, byte for byte, as the archive's
+  # layer (the contract between the two ways of building the image).
+  "$src/scripts/image" "${bin_args[@]}" --rootfs "$tmp/rootfs" 2>>"$tmp/image.log" ||
+    fail "scripts/image --rootfs failed: $(cat "$tmp/image.log")"
+  (cd "$tmp/rootfs" && find . -type f -printf '%P %m\n' | sort | while read -r f m; do
+    echo "$f $m $(sha256sum <"$f" | cut -c1-64)"
+  done) >"$tmp/rootfs.txt"
+  python3 - "$tmp/ebdman.tar" >"$tmp/layer.txt" <<'PY'
+import hashlib, io, json, sys, tarfile
+oci = tarfile.open(sys.argv[1])
+blob = lambda d: oci.extractfile("blobs/sha256/" + d.split(":", 1)[1]).read()
+index = json.loads(oci.extractfile("index.json").read())
+manifest = json.loads(blob(index["manifests"][0]["digest"]))
+layer = tarfile.open(fileobj=io.BytesIO(blob(manifest["layers"][0]["digest"])))
+for m in sorted(layer.getmembers(), key=lambda m: m.name):
+    if m.isfile():
+        print(m.name, "%o" % m.mode, hashlib.sha256(layer.extractfile(m).read()).hexdigest())
+PY
+  d=$(diff "$tmp/rootfs.txt" "$tmp/layer.txt") ||
+    fail "files of scripts/image --rootfs and of the archive's layer (path mode sha256)" "the same" "$d"
+  pass "scripts/image --rootfs (the Dockerfile's way) and the archive hold the same $(wc -l <"$tmp/layer.txt") files, byte for byte"
   rc=0
   "$src/tools/controlplane/start" --with-node -- bash "$0" --inner "$tmp" || rc=$?
   rm -rf "$tmp"
