@@ -26,8 +26,11 @@ struct kcr_backoff {
     800, 30000, 120000, 2.0, 1.0, 0, 0, 0                                                \
   }
 
-/* The delay to wait now, in ms; grows the next one. If the previous failure
- * was longer than reset_after_ms ago, starts again from initial_ms. */
+/* The delay to wait now, in ms; grows the next one (by factor; 2 when
+ * factor is not above 1). If the previous failure was longer than
+ * reset_after_ms ago, starts again from initial_ms. Every delay is at most
+ * max_ms, whatever the factor and jitter (huge, infinite or NaN ones
+ * included). No errors. Thread safety: one thread at a time per b. */
 KCR_API uint64_t kcr_backoff_next(struct kcr_backoff *b);
 /* Forget past failures. */
 KCR_API void kcr_backoff_reset(struct kcr_backoff *b);

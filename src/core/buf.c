@@ -11,7 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/assert-int.h"
 #include "kcr/buf.h"
+
+/* The invariant above, after every change of the contents. */
+#define BUF_OK(b)                                                                        \
+  KCR_ASSERT((b)->ptr ? (b)->len < (b)->cap && !(b)->ptr[(b)->len]                       \
+                      : !(b)->len && !(b)->cap)
 
 /* Records rc as the buffer's error (the first one is kept by the callers,
  * which return early once err is set). */
@@ -31,6 +37,8 @@ kcr_err kcr_buf_reserve(struct kcr_buf *b, size_t extra)
   if(extra >= SIZE_MAX - b->len) /* len + extra + 1 would overflow */
     return fail(b, KCR_ENOMEM);
   need = b->len + extra + 1;
+  /* Not the NUL: a caller may be writing into the room it reserved. */
+  KCR_ASSERT(b->ptr ? b->len < b->cap : !b->len && !b->cap);
   if(need <= b->cap)
     return KCR_OK;
   ncap = b->cap ? b->cap : 64;
@@ -54,6 +62,7 @@ kcr_err kcr_buf_append(struct kcr_buf *b, const void *data, size_t len)
     memcpy(b->ptr + b->len, data, len);
   b->len += len;
   b->ptr[b->len] = '\0';
+  BUF_OK(b);
   return KCR_OK;
 }
 
@@ -82,6 +91,7 @@ kcr_err kcr_buf_printf(struct kcr_buf *b, const char *fmt, ...)
   vsnprintf(b->ptr + b->len, (size_t)n + 1, fmt, ap);
   va_end(ap);
   b->len += (size_t)n;
+  BUF_OK(b);
   return KCR_OK;
 }
 

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "core/assert-int.h"
 #include "core/htab-int.h"
 #include "kcr/htab.h"
 
@@ -24,6 +25,7 @@
 
 static struct kcr_hnode **head(const struct kcr_htab *t, uint64_t hash)
 {
+  KCR_ASSERT(t->b && t->nb && !(t->nb & (t->nb - 1))); /* nb == 0 iff b == NULL */
   return &t->b[hash & (t->nb - 1)];
 }
 
@@ -74,6 +76,7 @@ kcr_err kcr_htab_insert(struct kcr_htab *t, struct kcr_hnode *node, uint64_t has
   node->next = *h;
   *h = node;
   t->n++;
+  KCR_ASSERT(t->n <= t->nb); /* load factor at most 1 */
   return KCR_OK;
 }
 
@@ -83,6 +86,7 @@ bool kcr_htab_remove(struct kcr_htab *t, struct kcr_hnode *node)
     return false;
   for(struct kcr_hnode **pp = head(t, node->hash); *pp; pp = &(*pp)->next)
     if(*pp == node) {
+      KCR_ASSERT(t->n > 0); /* n counts the linked nodes */
       *pp = node->next;
       node->next = NULL;
       t->n--;

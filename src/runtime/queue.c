@@ -525,6 +525,8 @@ static void add_after_locked(kcr_queue *q, struct item *it, uint64_t now,
  * into debt; the delay is the time to pay the debt back. */
 static uint64_t bucket_delay(kcr_queue *q, uint64_t now)
 {
+  double debt_ns;
+
   if(now > q->last_ns) {
     q->tokens += (double)(now - q->last_ns) / NS_PER_S * q->qps;
     if(q->tokens > q->burst)
@@ -534,7 +536,8 @@ static uint64_t bucket_delay(kcr_queue *q, uint64_t now)
   q->tokens -= 1;
   if(q->tokens >= 0)
     return 0;
-  return (uint64_t)(-q->tokens / q->qps * NS_PER_S);
+  debt_ns = -q->tokens / q->qps * NS_PER_S; /* huge or inf for a tiny qps */
+  return debt_ns < 0x1p64 ? (uint64_t)debt_ns : UINT64_MAX; /* parks */
 }
 
 /* The rate limiter's When(): base * 2^failures capped at max, max'ed with

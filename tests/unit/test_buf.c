@@ -4,6 +4,7 @@
  * forced with tfail (the n-th allocation fails) or with a format vsnprintf
  * refuses (a wide string the C locale cannot encode: KCR_EINVAL). */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -11,12 +12,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <wchar.h>
 
 #include <cmocka.h>
 
 #include "core/secret-int.h"
 #include "kcr/buf.h"
+#include "kcr/htab.h"
 #include "tfail.h"
 
 /* Not encodable in the C locale the tests run in: vsnprintf fails. */
@@ -267,6 +271,46 @@ static void a_sequence_checked_once_is_whole_or_the_steps_before_the_failure(voi
   tfail_torture("kcr_buf sequence + kcr_buf_err", seq_once, &q);
 }
 
+/* Debug builds check the invariants the DESIGN comments state (KCR_ASSERT):
+ * a buffer or hash table whose fields contradict them aborts the next call
+ * instead of writing out of bounds. Each case runs in a child process. */
+static void broken(int which)
+{
+  struct kcr_buf b = KCR_BUF_INIT;
+  struct kcr_htab t = KCR_HTAB_INIT;
+  struct kcr_hnode n;
+
+  if(which == 0) { /* len must stay below cap */
+    kcr_buf_puts(&b, "x");
+    b.len = b.cap;
+    kcr_buf_puts(&b, "y");
+  } else { /* nb is a power of two */
+    kcr_htab_insert(&t, &n, 1);
+    t.nb = 3;
+    kcr_htab_lookup(&t, 1);
+  }
+  _exit(0); /* not reached in a debug build */
+}
+
+static void broken_invariants_abort_debug_builds(void **state)
+{
+#ifdef NDEBUG
+  skip(); /* release builds compile the checks out */
+#endif
+  for(int which = 0; which < 2; which++) {
+    int status;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if(pid == 0) {
+      fclose(stderr); /* the assertion's message is expected */
+      broken(which);
+    }
+    assert_int_equal(pid, waitpid(pid, &status, 0));
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(SIGABRT, WTERMSIG(status));
+  }
+}
+
 int main(void)
 {
   tfail_init();
@@ -282,6 +326,7 @@ int main(void)
       cmocka_unit_test(reserve_refuses_sizes_that_overflow),
       cmocka_unit_test(secret_append_refuses_sizes_that_overflow_and_keeps_the_error),
       cmocka_unit_test(a_sequence_checked_once_is_whole_or_the_steps_before_the_failure),
+      cmocka_unit_test(broken_invariants_abort_debug_builds),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

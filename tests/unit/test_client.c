@@ -425,6 +425,51 @@ static void an_oversized_watch_event_is_refused(void **state)
   kcr_client_free(c);
 }
 
+/* A watch line that does not parse is logged by its length, never by its
+ * content: a Secret's data can be in it (the old watch logged its first 120
+ * bytes at WARN). The caller's error does not quote it either. */
+static kcr_err broken_secret_event(struct twire_call *call, void *ud)
+{
+  twire_stream(call, 200);
+  twire_send(call, "{\"type\":\"ADDED\",\"object\":{\"kind\":\"Secret\",\"data\":"
+                   "{\"token\":\"kcr-secret-in-a-broken-event\"}");
+  return KCR_OK;
+}
+
+static void a_malformed_watch_line_is_logged_without_its_content(void **state)
+{
+  kcr_client *c = twire_client(broken_secret_event, NULL);
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  enum kcr_log_level lvl = kcr_log_get_level();
+  FILE *f = tmpfile();
+  char log[4096];
+  size_t n;
+  kcr_watch *w;
+
+  assert_non_null(f);
+  assert_int_equal(
+      KCR_OK,
+      kcr_watch_new(&(struct kcr_watch_opts){.client = c,
+                                             .on_event = ignore,
+                                             .ref = &(struct kcr_ref){&cms, "ns"}},
+                    &w, NULL));
+  kcr_log_set_fd(fileno(f));
+  kcr_log_set_level(KCR_LOG_DEBUG);
+  assert_int_equal(KCR_EPARSE, kcr_watch_run(w, &ei));
+  kcr_log_set_level(lvl);
+  kcr_log_set_fd(2);
+  rewind(f);
+  n = fread(log, 1, sizeof(log) - 1, f);
+  log[n] = '\0';
+  fclose(f);
+  assert_non_null(strstr(log, "malformed watch event"));
+  assert_null(strstr(log, "kcr-secret"));
+  assert_null(strstr(ei.message, "kcr-secret"));
+  kcr_watch_free(w);
+  kcr_errinfo_cleanup(&ei);
+  kcr_client_free(c);
+}
+
 /* ---- arguments and options ---- */
 
 /* Records the last request's path and body; answers 200 with an object (a
@@ -627,6 +672,7 @@ int main(void)
       cmocka_unit_test(the_write_gate_stops_mutating_requests_only),
       cmocka_unit_test(a_failed_event_is_not_skipped),
       cmocka_unit_test(an_oversized_watch_event_is_refused),
+      cmocka_unit_test(a_malformed_watch_line_is_logged_without_its_content),
       cmocka_unit_test(watch_timeouts_are_ms_rounded_up_to_seconds),
       cmocka_unit_test(a_watch_keeps_its_client),
       cmocka_unit_test(invalid_arguments_are_einval_with_a_message),

@@ -108,6 +108,30 @@ static void our_child_as_wanted_is_kept_and_otherwise_updated(void **state)
   cJSON_Delete(h);
 }
 
+/* A child's metadata.annotations as the cache holds it is not always a map
+ * (a list, a string, a number): no annotation matches then, so the child is
+ * updated - never a crash on members without names (item 20: the old
+ * reconcile.c compared a NULL key with strncmp). */
+static void a_child_whose_annotations_are_not_a_map_is_updated(void **state)
+{
+  struct fix *f = *state;
+  static const char *const shapes[] = {
+      "[\"x\"]", "[{\"vfm-sim.ebdman.example.com/delay\":\"1s\"}]", "\"x\"", "7", "null",
+  };
+
+  cJSON *bare = cJSON_Duplicate(f->vfm, 1); /* wants no annotation */
+
+  cJSON_DeleteItemFromObjectCaseSensitive(kcr_json_at(bare, "metadata"), "annotations");
+  for(size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+    cJSON *h = stored(f->vfm), *meta = kcr_json_at(h, "metadata");
+    cJSON_ReplaceItemInObjectCaseSensitive(meta, "annotations", cJSON_Parse(shapes[i]));
+    assert_int_equal(EBDMAN_CHILD_UPDATE, ebdman_child_plan(h, f->vfm, "spec"));
+    assert_int_equal(EBDMAN_CHILD_UPDATE, ebdman_child_plan(h, bare, "spec"));
+    cJSON_Delete(h);
+  }
+  cJSON_Delete(bare);
+}
+
 /* The child as the server returns it - with what the apiserver, other
  * writers and vfm-sim add - then cut down by the cache's keep-list. */
 static cJSON *cached_copy(const cJSON *want, const char *const *keep)
@@ -354,6 +378,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(an_absent_child_is_created),
       cmocka_unit_test(our_child_as_wanted_is_kept_and_otherwise_updated),
+      cmocka_unit_test(a_child_whose_annotations_are_not_a_map_is_updated),
       cmocka_unit_test(projected_children_are_judged_as_whole_ones),
       cmocka_unit_test(someone_elses_object_is_a_conflict),
       cmocka_unit_test(a_create_is_create_only_and_an_update_is_pinned_to_the_uid),

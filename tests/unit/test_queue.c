@@ -496,6 +496,25 @@ static void the_token_bucket_limits_overall_retries(void **state)
   kcr_queue_free(q);
 }
 
+/* A tiny qps makes the debt of one token longer than the clock's range (or
+ * infinite): the key parks; converting that double to uint64_t was
+ * undefined behaviour (UBSan float-cast-overflow in bucket_delay). */
+static void a_tiny_qps_parks_instead_of_overflowing(void **state)
+{
+  const double tiny[] = {1e-12, 1e-300, 4.9e-324};
+  char *k;
+
+  for(size_t i = 0; i < sizeof(tiny) / sizeof(tiny[0]); i++) {
+    kcr_queue *q = new_queue(&(struct kcr_queue_opts){.qps = tiny[i], .burst = 1});
+    kcr_queue_add_rate_limited(q, "ns/a"); /* takes the one token */
+    kcr_queue_add_rate_limited(q, "ns/b"); /* waits for the next one */
+    take_done(q, "ns/a");
+    assert_int_equal(KCR_ETIMEDOUT, kcr_queue_take(q, 50, &k));
+    assert_null(k);
+    kcr_queue_free(q);
+  }
+}
+
 /* ---- priorities ---- */
 
 static void higher_priorities_are_taken_first_fifo_within_each(void **state)
@@ -1157,6 +1176,7 @@ int main(void)
       cmocka_unit_test(rate_limited_delays_double_up_to_the_cap),
       cmocka_unit_test(forget_resets_the_backoff),
       cmocka_unit_test(the_token_bucket_limits_overall_retries),
+      cmocka_unit_test(a_tiny_qps_parks_instead_of_overflowing),
       cmocka_unit_test(higher_priorities_are_taken_first_fifo_within_each),
       cmocka_unit_test(any_int_is_a_priority),
       cmocka_unit_test(a_higher_priority_raises_a_queued_key_to_the_back_of_its_line),
