@@ -619,7 +619,7 @@ int ebdman_run(const struct ebdman_run_opts *ro)
   if(kcr_manager_informer(m, &ebds, &e.ebds, &ei) ||
      kcr_manager_informer(m, &vfms, &e.vfms, &ei) ||
      kcr_manager_informer(m, &cms, &e.cms, &ei) ||
-     kcr_status_writer_new(&so, &e.status, &ei) || kcr_written_new(0, 0, &e.wrote) ||
+     kcr_status_writer_new(&so, &e.status, &ei) || kcr_written_new(NULL, &e.wrote, &ei) ||
      kcr_recorder_new(&eo, &e.events, &ei) ||
      kcr_controller_new(&(struct kcr_controller_opts){.name = "ebd",
                                                       .workers = ro->workers,
