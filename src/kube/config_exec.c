@@ -476,7 +476,7 @@ static kcr_err parse_status(const struct kcr__exec_spec *spec, const cJSON *stat
 {
   const char *who = spec->where, *cmd = spec->command;
   const cJSON *exp = cJSON_GetObjectItemCaseSensitive(status, "expirationTimestamp");
-  struct kcr__blob tok = {NULL, 0};
+  struct kcr__blob tok = {0};
 
   if(dup_member(status, "token", &tok) ||
      dup_member(status, "clientCertificateData", &r->cert) ||

@@ -1401,7 +1401,7 @@ static kcr_err api_sink(void *ud, enum kcr_event_op op, const char *ns, const ch
   bool create = op == KCR_EVENT_CREATE;
   struct kcr_ref ref = {.gvr = &events_gvr, .ns = ns, .name = create ? NULL : name};
   struct kcr_buf path = KCR_BUF_INIT;
-  struct kcr_http_response resp = {0, KCR_BUF_INIT};
+  struct kcr_http_response resp = {.body = KCR_BUF_INIT};
   char *text = kcr_json_to_text(body);
   kcr_err rc = text ? kcr_path(&path, &ref) : KCR_ENOMEM;
 
