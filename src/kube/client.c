@@ -467,7 +467,7 @@ void kcr__headers_free(struct curl_slist *hdrs)
   static const char auth[] = "Authorization:";
   for(struct curl_slist *n = hdrs; n; n = n->next)
     if(n->data && !strncasecmp(n->data, auth, sizeof(auth) - 1))
-      explicit_bzero(n->data, strlen(n->data)); /* curl frees it */
+      kcr__wipe(n->data, strlen(n->data)); /* curl frees it */
   curl_slist_free_all(hdrs);
 }
 

@@ -328,7 +328,7 @@ static kcr_err drain(int *fd, struct kcr_buf *b, size_t cap, bool *over, size_t 
     if(rc)
       break;
   }
-  explicit_bzero(chunk, sizeof(chunk)); /* it held a token, or a plugin's secrets */
+  kcr__wipe(chunk, sizeof(chunk)); /* it held a token, or a plugin's secrets */
   return rc;
 }
 
@@ -571,7 +571,7 @@ static kcr_err parse_credential(const struct kcr__exec_spec *spec,
     for(size_t i = 0; i < 2; i++) {
       cJSON *v = cJSON_GetObjectItemCaseSensitive(status, secret[i]);
       if(cJSON_IsString(v) && v->valuestring)
-        explicit_bzero(v->valuestring, strlen(v->valuestring));
+        kcr__wipe(v->valuestring, strlen(v->valuestring));
     }
   }
   cJSON_Delete(root);

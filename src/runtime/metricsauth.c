@@ -184,7 +184,7 @@ out:
   if(req) { /* the token is in the tree: wipe it with the tree */
     cJSON *tk = kcr_json_at(req, "spec.token");
     if(tk && tk->valuestring)
-      memset(tk->valuestring, 0, strlen(tk->valuestring));
+      kcr__wipe(tk->valuestring, strlen(tk->valuestring));
   }
   cJSON_Delete(req);
   cJSON_Delete(res);
