@@ -121,12 +121,12 @@ struct kcr_status_writer_opts {
 
 typedef struct kcr_status_writer kcr_status_writer;
 
-/* A new writer in *out (NULL on error); it copies o's strings and holds a
- * reference on o->client. o->metrics, when set, must outlive the writer.
- * Errors: KCR_EINVAL (o, client, gvr or field_manager missing; api_version
- * or kind missing for KCR_STATUS_APPLY; an unknown mode; the message says
- * which), KCR_ENOMEM. */
-KCR_API kcr_err kcr_status_writer_new(const struct kcr_status_writer_opts *o,
+/* A new writer in *out (NULL on error); it copies opts' strings and holds a
+ * reference on opts->client. opts->metrics, when set, must outlive the
+ * writer. Errors: KCR_EINVAL (opts, client, gvr or field_manager missing;
+ * api_version or kind missing for KCR_STATUS_APPLY; an unknown mode; the
+ * message says which), KCR_ENOMEM. */
+KCR_API kcr_err kcr_status_writer_new(const struct kcr_status_writer_opts *opts,
                                       kcr_status_writer **out, struct kcr_errinfo *ei);
 /* Frees w (NULL: no-op) and drops its client reference. No call on w may
  * be running. */
