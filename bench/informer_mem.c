@@ -54,8 +54,10 @@
 
 #include "kcr.h"
 
-static const struct kcr_gvr configmaps = {"", "v1", "configmaps", true};
-static const struct kcr_gvr namespaces = {"", "v1", "namespaces", false};
+static const struct kcr_gvr configmaps = {
+    .group = "", .version = "v1", .resource = "configmaps", .namespaced = true};
+static const struct kcr_gvr namespaces = {
+    .group = "", .version = "v1", .resource = "namespaces", .namespaced = false};
 
 #define FIELD_MANAGER "informer-mem-bench"
 
@@ -153,7 +155,7 @@ static cJSON *make_cm(const char *ns, long i)
 static void *create_loop(void *p)
 {
   struct creator *cr = p;
-  struct kcr_ref ref = {&configmaps, cr->ns, NULL, NULL};
+  struct kcr_ref ref = {.gvr = &configmaps, .ns = cr->ns};
   long i;
 
   while((i = atomic_fetch_add(&cr->next, 1)) < cr->n) {
@@ -184,8 +186,7 @@ static int create_all(kcr_client *c, const char *ns, long n, int threads)
   cJSON_AddStringToObject(nso, "apiVersion", "v1");
   cJSON_AddStringToObject(nso, "kind", "Namespace");
   kcr_json_set_str(nso, "metadata.name", ns);
-  if(kcr_create(c, &(struct kcr_ref){&namespaces, NULL, NULL, NULL}, nso, NULL, NULL,
-                &ei)) {
+  if(kcr_create(c, &(struct kcr_ref){.gvr = &namespaces}, nso, NULL, NULL, &ei)) {
     fprintf(stderr, "informer_mem: creating namespace %s: %s\n", ns,
             ei.message ? ei.message : "failed");
     return -1;
@@ -214,7 +215,7 @@ static void cleanup_ns(kcr_client *c, const char *ns)
   struct kcr_http_response resp = {0};
 
   /* Empty it first so this works without the namespace controller too. */
-  kcr_path(&path, &(struct kcr_ref){&configmaps, ns, NULL, NULL});
+  kcr_path(&path, &(struct kcr_ref){.gvr = &configmaps, .ns = ns});
   kcr_client_do(c,
                 &(struct kcr_http_request){
                     .method = "DELETE", .path = kcr_buf_str(&path), .timeout_ms = 120000},
@@ -222,7 +223,7 @@ static void cleanup_ns(kcr_client *c, const char *ns)
   kcr_buf_cleanup(&resp.body);
   kcr_buf_cleanup(&path);
   kcr_errinfo_cleanup(&ei);
-  if(kcr_delete(c, &(struct kcr_ref){&namespaces, NULL, ns, NULL}, NULL, NULL, &ei))
+  if(kcr_delete(c, &(struct kcr_ref){.gvr = &namespaces, .name = ns}, NULL, NULL, &ei))
     fprintf(stderr, "informer_mem: deleting namespace %s: %s\n", ns,
             ei.message ? ei.message : "failed");
   else
@@ -279,7 +280,7 @@ static int measure(const char *ns, long n, char *project)
   const char *keep[32];
 
   /* Connect (TLS handshake, curl handle) before the baseline. */
-  if(kcr_get(c, &(struct kcr_ref){&namespaces, NULL, ns, NULL}, &tmp, &ei)) {
+  if(kcr_get(c, &(struct kcr_ref){.gvr = &namespaces, .name = ns}, &tmp, &ei)) {
     fprintf(stderr, "informer_mem: namespace %s: %s\n", ns,
             ei.message ? ei.message : "?");
     return 2;
@@ -339,7 +340,7 @@ static int measure(const char *ns, long n, char *project)
     /* Growth over the whole listing: the kept duplicates (the array is
      * allocated before; the pages and printed texts are freed by then). */
     size_t h0 = heap_bytes();
-    if(kcr_list_each(c, &(struct kcr_ref){&configmaps, ns, NULL, NULL},
+    if(kcr_list_each(c, &(struct kcr_ref){.gvr = &configmaps, .ns = ns},
                      &(struct kcr_list_opts){.limit = 500}, keep_full, &fa, NULL, &ei)) {
       fprintf(stderr, "informer_mem: list: %s\n", ei.message ? ei.message : "?");
       return 2;

@@ -28,8 +28,10 @@
 
 #include "kcr.h"
 
-static const struct kcr_gvr configmaps = {"", "v1", "configmaps", true};
-static const struct kcr_gvr namespaces = {"", "v1", "namespaces", false};
+static const struct kcr_gvr configmaps = {
+    .group = "", .version = "v1", .resource = "configmaps", .namespaced = true};
+static const struct kcr_gvr namespaces = {
+    .group = "", .version = "v1", .resource = "namespaces", .namespaced = false};
 
 static void die(const char *what, kcr_err rc, const struct kcr_errinfo *ei)
 {
@@ -62,8 +64,7 @@ static int create(kcr_client *c, const char *ns, int n)
 
   snprintf(text, sizeof(text), "{\"metadata\":{\"name\":\"%s\"}}", ns);
   if((rc = kcr_json_parse(text, strlen(text), &nso, &ei)) ||
-     (rc = kcr_create(c, &(struct kcr_ref){&namespaces, NULL, NULL, NULL}, nso, NULL,
-                      NULL, &ei)))
+     (rc = kcr_create(c, &(struct kcr_ref){.gvr = &namespaces}, nso, NULL, NULL, &ei)))
     die("namespace", rc, &ei);
   cJSON_Delete(nso);
   for(int i = 0; i < n; i++) {
@@ -82,9 +83,9 @@ static int create(kcr_client *c, const char *ns, int n)
     snprintf(text + k, sizeof(text) - (size_t)k, "}}");
     snprintf(name, sizeof(name), "cm-%05d", i);
     if((rc = kcr_json_parse(text, strlen(text), &o, &ei)) ||
-       (rc = kcr_apply(c, &(struct kcr_ref){&configmaps, ns, name, NULL}, o,
-                       &(struct kcr_apply_opts){.field_manager = "list-ir-bench"}, NULL,
-                       &ei)))
+       (rc = kcr_apply(c, &(struct kcr_ref){.gvr = &configmaps, .ns = ns, .name = name},
+                       o, &(struct kcr_apply_opts){.field_manager = "list-ir-bench"},
+                       NULL, &ei)))
       die("apply", rc, &ei);
     cJSON_Delete(o);
   }
@@ -122,7 +123,7 @@ static int bytes(kcr_client *c, const char *ns)
 
   do {
     struct kcr_buf path = KCR_BUF_INIT;
-    struct kcr_http_response resp = {0, KCR_BUF_INIT};
+    struct kcr_http_response resp = {.body = KCR_BUF_INIT};
     cJSON *page = NULL, *it;
     const char *next;
     kcr_err rc;
@@ -176,7 +177,7 @@ int main(int argc, char **argv)
   else if(!strcmp(argv[1], "bytes"))
     rc = bytes(c, argv[2]);
   else if(!strcmp(argv[1], "delete"))
-    rc = kcr_delete(c, &(struct kcr_ref){&namespaces, NULL, argv[2], NULL}, NULL, NULL,
+    rc = kcr_delete(c, &(struct kcr_ref){.gvr = &namespaces, .name = argv[2]}, NULL, NULL,
                     NULL)
              ? 1
              : 0;

@@ -27,7 +27,10 @@
 
 #include "kcr.h"
 
-static const struct kcr_gvr ebds = {"ebdman.example.com", "v1alpha1", "ebds", true};
+static const struct kcr_gvr ebds = {.group = "ebdman.example.com",
+                                    .version = "v1alpha1",
+                                    .resource = "ebds",
+                                    .namespaced = true};
 
 static atomic_long ready;
 static atomic_llong reached_ns; /* realtime ns when ready first reached n */

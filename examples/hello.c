@@ -18,7 +18,8 @@
 #include "kcr/controller.h"
 #include "kcr/manager.h"
 
-static const struct kcr_gvr configmaps = {"", "v1", "configmaps", true};
+static const struct kcr_gvr configmaps = {
+    .group = "", .version = "v1", .resource = "configmaps", .namespaced = true};
 
 struct hello {
   kcr_informer *cms;
@@ -55,7 +56,8 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
     kcr_json_set_str(patch, "data.greeting", want);
     kcr_json_set_str(patch, "data.greeter", h->identity);
     rc = kcr_apply(
-        kcr_ctx_client(cx), &(struct kcr_ref){&configmaps, req->ns, req->name}, patch,
+        kcr_ctx_client(cx),
+        &(struct kcr_ref){.gvr = &configmaps, .ns = req->ns, .name = req->name}, patch,
         &(struct kcr_apply_opts){.field_manager = "hello", .force = true}, NULL, &ei);
     cJSON_Delete(patch);
     if(rc)

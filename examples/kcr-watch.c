@@ -44,7 +44,8 @@ static kcr_err print_event(struct kcr_watch_event *ev, void *ud)
 int main(int argc, char **argv)
 {
   struct kcr_config_opts co = {0};
-  struct kcr_gvr gvr = {"", "v1", "configmaps", true};
+  struct kcr_gvr gvr = {
+      .group = "", .version = "v1", .resource = "configmaps", .namespaced = true};
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   const char *ns = NULL;
   bool cluster_scoped = false;
@@ -98,7 +99,7 @@ int main(int argc, char **argv)
   }
   setvbuf(stdout, NULL, _IOLBF, 0);
 
-  struct kcr_ref ref = {&gvr, ns};
+  struct kcr_ref ref = {.gvr = &gvr, .ns = ns};
   while(!stop) {
     kcr_watch *w;
     rc = kcr_list_each(c, &ref, NULL, print_item, NULL, &rv, &ei);

@@ -28,7 +28,10 @@
 #define ANN_DELAY "vfm-sim.ebdman.example.com/delay"
 #define ANN_FAIL  "vfm-sim.ebdman.example.com/fail"
 
-static const struct kcr_gvr vfms = {"ebdman.example.com", "v1alpha1", "vfms", true};
+static const struct kcr_gvr vfms = {.group = "ebdman.example.com",
+                                    .version = "v1alpha1",
+                                    .resource = "vfms",
+                                    .namespaced = true};
 
 /* When each VFM generation started progressing (in memory). */
 struct start {

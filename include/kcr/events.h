@@ -277,19 +277,6 @@ KCR_API size_t kcr_event_note_cut(const char *s, size_t len, size_t max);
  * pure. */
 KCR_API bool kcr_event_isomorphic(const struct kcr_event *a, const struct kcr_event *b);
 
-/* The spam limit's token bucket. Starts full (kcr_event_bucket_init);
- * take() first adds (now - last) / refill_ms tokens, capped at burst, then
- * spends one if at least one is there. Times are monotonic milliseconds.
- * Thread safety: a bucket is used by one thread at a time. */
-struct kcr_event_bucket {
-  double tokens;
-  uint64_t last_ms;
-};
-KCR_API void kcr_event_bucket_init(struct kcr_event_bucket *b, int burst,
-                                   uint64_t now_ms);
-KCR_API bool kcr_event_bucket_take(struct kcr_event_bucket *b, int burst,
-                                   uint64_t refill_ms, uint64_t now_ms);
-
 #ifdef __cplusplus
 }
 #endif

@@ -121,12 +121,12 @@ struct kcr_status_writer_opts {
 
 typedef struct kcr_status_writer kcr_status_writer;
 
-/* A new writer in *out (NULL on error); it copies o's strings and holds a
- * reference on o->client. o->metrics, when set, must outlive the writer.
- * Errors: KCR_EINVAL (o, client, gvr or field_manager missing; api_version
- * or kind missing for KCR_STATUS_APPLY; an unknown mode; the message says
- * which), KCR_ENOMEM. */
-KCR_API kcr_err kcr_status_writer_new(const struct kcr_status_writer_opts *o,
+/* A new writer in *out (NULL on error); it copies opts' strings and holds a
+ * reference on opts->client. opts->metrics, when set, must outlive the
+ * writer. Errors: KCR_EINVAL (opts, client, gvr or field_manager missing;
+ * api_version or kind missing for KCR_STATUS_APPLY; an unknown mode; the
+ * message says which), KCR_ENOMEM. */
+KCR_API kcr_err kcr_status_writer_new(const struct kcr_status_writer_opts *opts,
                                       kcr_status_writer **out, struct kcr_errinfo *ei);
 /* Frees w (NULL: no-op) and drops its client reference. No call on w may
  * be running. */
@@ -247,10 +247,17 @@ KCR_API kcr_err kcr_finalizer_remove(kcr_client *c, const struct kcr_ref *ref,
  * with no other call on the table running. */
 typedef struct kcr_written kcr_written;
 
-/* A new, empty table in *out (NULL on error) holding at most max records
- * (0: 4096), each for at most ttl_ms (0: 30000). Free it with
- * kcr_written_free. Errors: KCR_ENOMEM. */
-KCR_API kcr_err kcr_written_new(size_t max, uint64_t ttl_ms, kcr_written **out);
+/* Options for kcr_written_new(); zero means the default shown. */
+struct kcr_written_opts {
+  size_t max;      /* records held at most, the oldest dropped first; 0: 4096 */
+  uint64_t ttl_ms; /* how long a record is kept at most; 0: 30000 */
+};
+
+/* A new, empty table in *out (NULL on error); opts may be NULL (all
+ * defaults). Free it with kcr_written_free. Errors: KCR_EINVAL (no out),
+ * KCR_ENOMEM. Thread safety: any thread. */
+KCR_API kcr_err kcr_written_new(const struct kcr_written_opts *opts, kcr_written **out,
+                                struct kcr_errinfo *ei);
 /* Frees w and its records (NULL: no-op). */
 KCR_API void kcr_written_free(kcr_written *w);
 /* Remembers that a write to the object named key (any text that names one

@@ -416,7 +416,7 @@ int cmd_status(int argc, char **argv)
     return 2;
   }
   struct view v = {cJSON_CreateArray(), ns == NULL, isatty(1)};
-  struct kcr_ref ref = {&ebdman_ebds, ns};
+  struct kcr_ref ref = {.gvr = &ebdman_ebds, .ns = ns};
   rc = v.objs ? kcr_list_each(c, &ref, NULL, add_item, v.objs, &rv, &ei) : KCR_ENOMEM;
   if(rc) {
     report("listing EBDs", rc, &ei);

@@ -19,14 +19,21 @@
 
 #include "ebdman.h"
 
-const struct kcr_gvr ebdman_ebds = {EBDMAN_GROUP, "v1alpha1", "ebds", true};
-const struct kcr_gvr ebdman_vfms = {EBDMAN_GROUP, "v1alpha1", "vfms", true};
-const struct kcr_gvr ebdman_configmaps = {"", "v1", "configmaps", true};
+const struct kcr_gvr ebdman_ebds = {
+    .group = EBDMAN_GROUP, .version = "v1alpha1", .resource = "ebds", .namespaced = true};
+const struct kcr_gvr ebdman_vfms = {
+    .group = EBDMAN_GROUP, .version = "v1alpha1", .resource = "vfms", .namespaced = true};
+const struct kcr_gvr ebdman_configmaps = {
+    .group = "", .version = "v1", .resource = "configmaps", .namespaced = true};
 
 static void set(struct kcr_cond *c, const char *type, const char *status,
                 const char *reason, const char *msg, int64_t gen)
 {
-  *c = (struct kcr_cond){type, status, reason, msg ? msg : "", gen, 0};
+  *c = (struct kcr_cond){.type = type,
+                         .status = status,
+                         .reason = reason,
+                         .message = msg ? msg : "",
+                         .observed_generation = gen};
 }
 
 /* msg when a condition can hold it, else its first KCR_COND_MESSAGE_MAX - 3

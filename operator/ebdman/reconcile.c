@@ -211,7 +211,8 @@ static kcr_err install(kcr_ctx *cx, kcr_written *wrote, kcr_informer *inf,
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   const char *kind = kcr_json_str(want, "kind"),
              *name = kcr_json_str(want, "metadata.name");
-  struct kcr_ref ref = {gvr, kcr_json_str(want, "metadata.namespace"), name};
+  struct kcr_ref ref = {
+      .gvr = gvr, .ns = kcr_json_str(want, "metadata.namespace"), .name = name};
   enum ebdman_child_plan plan;
   const cJSON *have;
   cJSON *got = NULL, *answer = NULL; /* read with a GET; the apply's answer */
@@ -318,12 +319,13 @@ out:
 static void record(struct ebdman *e, const cJSON *ebd, const char *type,
                    const char *reason, const char *action, const char *note)
 {
-  struct kcr_event_ref ref = {EBDMAN_API_VERSION,
-                              "EBD",
-                              kcr_json_str(ebd, "metadata.namespace"),
-                              kcr_json_str(ebd, "metadata.name"),
-                              kcr_json_str(ebd, "metadata.uid"),
-                              kcr_json_str(ebd, "metadata.resourceVersion")};
+  struct kcr_event_ref ref = {.api_version = EBDMAN_API_VERSION,
+                              .kind = "EBD",
+                              .ns = kcr_json_str(ebd, "metadata.namespace"),
+                              .name = kcr_json_str(ebd, "metadata.name"),
+                              .uid = kcr_json_str(ebd, "metadata.uid"),
+                              .resource_version =
+                                  kcr_json_str(ebd, "metadata.resourceVersion")};
   if(e->events)
     kcr_recorder_eventf(e->events, &ref, type, reason, action, "%s", note);
 }
@@ -624,7 +626,7 @@ int ebdman_run(const struct ebdman_run_opts *ro)
   if(kcr_manager_informer(m, &ebds, &e.ebds, &ei) ||
      kcr_manager_informer(m, &vfms, &e.vfms, &ei) ||
      kcr_manager_informer(m, &cms, &e.cms, &ei) ||
-     kcr_status_writer_new(&so, &e.status, &ei) || kcr_written_new(0, 0, &e.wrote) ||
+     kcr_status_writer_new(&so, &e.status, &ei) || kcr_written_new(NULL, &e.wrote, &ei) ||
      kcr_recorder_new(&eo, &e.events, &ei) ||
      kcr_controller_new(&(struct kcr_controller_opts){.name = "ebd",
                                                       .workers = ro->workers,

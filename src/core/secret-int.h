@@ -8,6 +8,10 @@
 
 #include "kcr/buf.h"
 
+/* Overwrites n bytes at p (not optimised away, unlike a memset of memory
+ * about to be freed): for a secret in memory someone else frees (a cJSON
+ * string, a curl or libyaml buffer). p may be NULL when n is 0. */
+void kcr__wipe(void *p, size_t n);
 /* Overwrites n bytes at p (not optimised away), then frees p. p may be NULL. */
 void kcr__wipe_free(void *p, size_t n);
 /* Frees a NUL-terminated secret string after wiping it. NULL is a no-op. */

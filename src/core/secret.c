@@ -8,11 +8,17 @@
 
 #include "core/secret-int.h"
 
+void kcr__wipe(void *p, size_t n)
+{
+  if(n)
+    explicit_bzero(p, n);
+}
+
 void kcr__wipe_free(void *p, size_t n)
 {
   if(!p)
     return;
-  explicit_bzero(p, n);
+  kcr__wipe(p, n);
   free(p);
 }
 

@@ -467,7 +467,7 @@ void kcr__headers_free(struct curl_slist *hdrs)
   static const char auth[] = "Authorization:";
   for(struct curl_slist *n = hdrs; n; n = n->next)
     if(n->data && !strncasecmp(n->data, auth, sizeof(auth) - 1))
-      explicit_bzero(n->data, strlen(n->data)); /* curl frees it */
+      kcr__wipe(n->data, strlen(n->data)); /* curl frees it */
   curl_slist_free_all(hdrs);
 }
 
@@ -655,8 +655,11 @@ static kcr_err wire_once(kcr_client *c, const struct kcr_http_request *req,
                          struct kcr_errinfo *ei)
 {
   struct reply r = {&resp->body, -1, &resp->code, NULL, c->opts.max_response_bytes};
-  struct kcr__wire_request wr = {req->method,   req->path, ctype_of(req), req->body,
-                                 req->body_len, false,     NULL};
+  struct kcr__wire_request wr = {.method = req->method,
+                                 .path = req->path,
+                                 .content_type = ctype_of(req),
+                                 .body = req->body,
+                                 .body_len = req->body_len};
   struct kcr_credentials cr = {0};
   struct kcr_buf auth = KCR_BUF_INIT;
   uint64_t t0 = kcr_time_mono_ns();
@@ -822,7 +825,7 @@ static kcr_err do_json_text(kcr_client *c, const char *method, const struct kcr_
                                  .content_type = ctype,
                                  .body = body,
                                  .body_len = len};
-  struct kcr_http_response resp = {0, KCR_BUF_INIT};
+  struct kcr_http_response resp = {.body = KCR_BUF_INIT};
   kcr_err rc;
 
   if(out)

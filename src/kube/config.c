@@ -250,7 +250,7 @@ static int read_file(const char *path, size_t max, struct kcr__blob *out,
   out->len = b.len;
   b.ptr = NULL;
 out:
-  explicit_bzero(chunk, sizeof(chunk));
+  kcr__wipe(chunk, sizeof(chunk));
   if(b.ptr)
     kcr__wipe_free(b.ptr, b.cap);
   close(fd);
@@ -931,12 +931,11 @@ static void wipe_yaml(yaml_parser_t *p, yaml_document_t *doc)
 {
   for(yaml_node_t *n = doc ? doc->nodes.start : NULL; n && n < doc->nodes.top; n++)
     if(n->type == YAML_SCALAR_NODE && n->data.scalar.value)
-      explicit_bzero(n->data.scalar.value, n->data.scalar.length);
+      kcr__wipe(n->data.scalar.value, n->data.scalar.length);
   if(p->buffer.start)
-    explicit_bzero(p->buffer.start, (size_t)(p->buffer.end - p->buffer.start));
+    kcr__wipe(p->buffer.start, (size_t)(p->buffer.end - p->buffer.start));
   if(p->raw_buffer.start)
-    explicit_bzero(p->raw_buffer.start,
-                   (size_t)(p->raw_buffer.end - p->raw_buffer.start));
+    kcr__wipe(p->raw_buffer.start, (size_t)(p->raw_buffer.end - p->raw_buffer.start));
 }
 
 kcr_err kcr_config_from_yaml(const char *yaml, size_t len,

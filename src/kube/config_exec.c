@@ -328,7 +328,7 @@ static kcr_err drain(int *fd, struct kcr_buf *b, size_t cap, bool *over, size_t 
     if(rc)
       break;
   }
-  explicit_bzero(chunk, sizeof(chunk)); /* it held a token, or a plugin's secrets */
+  kcr__wipe(chunk, sizeof(chunk)); /* it held a token, or a plugin's secrets */
   return rc;
 }
 
@@ -476,7 +476,7 @@ static kcr_err parse_status(const struct kcr__exec_spec *spec, const cJSON *stat
 {
   const char *who = spec->where, *cmd = spec->command;
   const cJSON *exp = cJSON_GetObjectItemCaseSensitive(status, "expirationTimestamp");
-  struct kcr__blob tok = {NULL, 0};
+  struct kcr__blob tok = {0};
 
   if(dup_member(status, "token", &tok) ||
      dup_member(status, "clientCertificateData", &r->cert) ||
@@ -571,7 +571,7 @@ static kcr_err parse_credential(const struct kcr__exec_spec *spec,
     for(size_t i = 0; i < 2; i++) {
       cJSON *v = cJSON_GetObjectItemCaseSensitive(status, secret[i]);
       if(cJSON_IsString(v) && v->valuestring)
-        explicit_bzero(v->valuestring, strlen(v->valuestring));
+        kcr__wipe(v->valuestring, strlen(v->valuestring));
     }
   }
   cJSON_Delete(root);

@@ -178,8 +178,11 @@ kcr_err kcr_watch_new(const struct kcr_watch_opts *o, kcr_watch **out,
     w->timeout_s = INT32_MAX;
   w->allow_bookmarks = o->allow_bookmarks;
   w->drop_managed_fields = o->drop_managed_fields;
-  w->gvr = (struct kcr_gvr){w->group, w->version, w->resource, o->ref->gvr->namespaced};
-  w->ref = (struct kcr_ref){&w->gvr, w->ns, NULL, NULL};
+  w->gvr = (struct kcr_gvr){.group = w->group,
+                            .version = w->version,
+                            .resource = w->resource,
+                            .namespaced = o->ref->gvr->namespaced};
+  w->ref = (struct kcr_ref){.gvr = &w->gvr, .ns = w->ns};
   atomic_init(&w->canceled, false);
   w->multi = curl_multi_init();
   if(!w->group || !w->version || !w->resource || !w->multi || (o->ref->ns && !w->ns) ||
@@ -431,7 +434,8 @@ out:
 static kcr_err run_wire(kcr_watch *w, const char *path, kcr__wire_fn wire, void *wud,
                         CURLcode *cc, bool *canceled, struct kcr_errinfo *ei)
 {
-  struct kcr__wire_request req = {"GET", path, NULL, NULL, 0, true, &w->canceled};
+  struct kcr__wire_request req = {
+      .method = "GET", .path = path, .watch = true, .canceled = &w->canceled};
   long retry_after = -1;
   kcr_err rc = wire(wud, &req, &w->code, &retry_after, feed, w, ei);
   *canceled = atomic_load(&w->canceled);

@@ -10,6 +10,7 @@
 #ifndef KCR_RUNTIME_EVENTS_INT_H
 #define KCR_RUNTIME_EVENTS_INT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,6 +20,19 @@
  * a new key evicts the least recently used one. client-go's
  * maxLruCacheEntries. */
 #define KCR__EVENTS_SPAM_MAX_KEYS 4096
+
+/* The spam limit's token bucket. Starts full (kcr__event_bucket_init);
+ * kcr__event_bucket_spend first adds (now - last) / refill_ms tokens,
+ * capped at burst, then spends one if at least one is there (true).
+ * Times are monotonic milliseconds. Thread safety: a bucket is used by one
+ * thread at a time. */
+struct kcr__event_bucket {
+  double tokens;
+  uint64_t last_ms;
+};
+void kcr__event_bucket_init(struct kcr__event_bucket *b, int burst, uint64_t now_ms);
+bool kcr__event_bucket_spend(struct kcr__event_bucket *b, int burst, uint64_t refill_ms,
+                             uint64_t now_ms);
 
 struct kcr__recorder_probe {
   uint64_t spam_visits;        /* spam buckets looked at, since creation */

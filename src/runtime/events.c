@@ -264,7 +264,7 @@ struct timers {
 struct spam {
   struct knode h;             /* first: key = data[0..klen) */
   struct spam *newer, *older; /* the LRU list */
-  struct kcr_event_bucket b;
+  struct kcr__event_bucket b;
   bool dropping;
   char data[];
 };
@@ -366,13 +366,13 @@ bool kcr_event_isomorphic(const struct kcr_event *a, const struct kcr_event *b)
   return true;
 }
 
-void kcr_event_bucket_init(struct kcr_event_bucket *b, int burst, uint64_t now_ms)
+void kcr__event_bucket_init(struct kcr__event_bucket *b, int burst, uint64_t now_ms)
 {
   b->tokens = burst;
   b->last_ms = now_ms;
 }
 
-static double bucket_level(const struct kcr_event_bucket *b, int burst,
+static double bucket_level(const struct kcr__event_bucket *b, int burst,
                            uint64_t refill_ms, uint64_t now_ms)
 {
   double t = b->tokens;
@@ -381,8 +381,8 @@ static double bucket_level(const struct kcr_event_bucket *b, int burst,
   return t > burst ? burst : t;
 }
 
-bool kcr_event_bucket_take(struct kcr_event_bucket *b, int burst, uint64_t refill_ms,
-                           uint64_t now_ms)
+bool kcr__event_bucket_spend(struct kcr__event_bucket *b, int burst, uint64_t refill_ms,
+                             uint64_t now_ms)
 {
   b->tokens = bucket_level(b, burst, refill_ms, now_ms);
   if(now_ms > b->last_ms)
@@ -910,12 +910,12 @@ static bool spam_take(kcr_recorder *r, const char *key, size_t klen, uint64_t no
     memcpy(s->data, key, klen);
     s->h.key = s->data;
     s->h.klen = klen;
-    kcr_event_bucket_init(&s->b, r->burst, now);
+    kcr__event_bucket_init(&s->b, r->burst, now);
     kcr_htab_insert(&r->spam.t, &s->h.hn, h); /* reserved: cannot fail */
   }
   lru_push_newest(r, s);
   KCR_ASSERT(r->spam.t.n <= SPAM_MAX_KEYS); /* I7 */
-  ok = kcr_event_bucket_take(&s->b, r->burst, r->refill_ms, now);
+  ok = kcr__event_bucket_spend(&s->b, r->burst, r->refill_ms, now);
   if(!ok && !s->dropping)
     *log_start = true;
   s->dropping = !ok;
@@ -1401,7 +1401,7 @@ static kcr_err api_sink(void *ud, enum kcr_event_op op, const char *ns, const ch
   bool create = op == KCR_EVENT_CREATE;
   struct kcr_ref ref = {.gvr = &events_gvr, .ns = ns, .name = create ? NULL : name};
   struct kcr_buf path = KCR_BUF_INIT;
-  struct kcr_http_response resp = {0, KCR_BUF_INIT};
+  struct kcr_http_response resp = {.body = KCR_BUF_INIT};
   char *text = kcr_json_to_text(body);
   kcr_err rc = text ? kcr_path(&path, &ref) : KCR_ENOMEM;
 

@@ -283,7 +283,7 @@ static kcr_err lease_do(kcr_leader *le, const char *method, bool collection,
   struct kcr_ref ref = {
       .gvr = &lease_gvr, .ns = le->ns, .name = collection ? NULL : le->name};
   struct kcr_buf path = KCR_BUF_INIT;
-  struct kcr_http_response resp = {0, KCR_BUF_INIT};
+  struct kcr_http_response resp = {.body = KCR_BUF_INIT};
   struct kcr_http_request req = {.method = method, .ungated = true};
   uint64_t now = kcr_time_mono_ms();
   char *text = NULL;

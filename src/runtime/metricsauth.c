@@ -50,10 +50,14 @@ struct kcr__mauth {
   struct entry cache[KCR__MAUTH_CACHE_MAX];
 };
 
-static const struct kcr_gvr tokenreviews = {"authentication.k8s.io", "v1", "tokenreviews",
-                                            false};
-static const struct kcr_gvr sars = {"authorization.k8s.io", "v1", "subjectaccessreviews",
-                                    false};
+static const struct kcr_gvr tokenreviews = {.group = "authentication.k8s.io",
+                                            .version = "v1",
+                                            .resource = "tokenreviews",
+                                            .namespaced = false};
+static const struct kcr_gvr sars = {.group = "authorization.k8s.io",
+                                    .version = "v1",
+                                    .resource = "subjectaccessreviews",
+                                    .namespaced = false};
 
 kcr_err kcr__mauth_new(kcr_client *c, kcr__mauth **out)
 {
@@ -180,7 +184,7 @@ out:
   if(req) { /* the token is in the tree: wipe it with the tree */
     cJSON *tk = kcr_json_at(req, "spec.token");
     if(tk && tk->valuestring)
-      memset(tk->valuestring, 0, strlen(tk->valuestring));
+      kcr__wipe(tk->valuestring, strlen(tk->valuestring));
   }
   cJSON_Delete(req);
   cJSON_Delete(res);

@@ -90,7 +90,10 @@ kcr_err kcr_status_writer_new(const struct kcr_status_writer_opts *o,
   w->api_version = dup0(o->api_version);
   w->kind = dup0(o->kind);
   w->field_manager = strdup(o->field_manager);
-  w->gvr = (struct kcr_gvr){w->group, w->version, w->resource, o->gvr->namespaced};
+  w->gvr = (struct kcr_gvr){.group = w->group,
+                            .version = w->version,
+                            .resource = w->resource,
+                            .namespaced = o->gvr->namespaced};
   if(!w->o.retry.steps)
     w->o.retry = (struct kcr_retry)KCR_RETRY_DEFAULT;
   if(!w->group || !w->version || !w->resource || !w->field_manager ||
@@ -400,9 +403,8 @@ static bool plain_str(const struct kcr__json_want *w, char *out, size_t size)
  * tree costs several times as much). */
 static void remember(kcr_status_writer *w, const struct kcr_buf *answer)
 {
-  struct kcr__json_want want[] = {{"metadata.uid", NULL, 0},
-                                  {"metadata.resourceVersion", NULL, 0},
-                                  {"status", NULL, 0}};
+  struct kcr__json_want want[] = {
+      {.path = "metadata.uid"}, {.path = "metadata.resourceVersion"}, {.path = "status"}};
   char uid[64], rv[64];
 
   kcr__json_spans(kcr_buf_str(answer), answer->len, want, 3);
@@ -420,7 +422,7 @@ kcr_err kcr_status_write(kcr_status_writer *w, const cJSON *obj,
   const char *ns = kcr_json_str(obj, "metadata.namespace");
   const char *name = kcr_json_str(obj, "metadata.name");
   const char *rv = kcr_json_str(obj, "metadata.resourceVersion");
-  struct kcr_ref ref = {&w->gvr, ns, name, "status"};
+  struct kcr_ref ref = {.gvr = &w->gvr, .ns = ns, .name = name, .sub = "status"};
   cJSON *merged = NULL, *mine = NULL;
   struct kcr_buf answer = KCR_BUF_INIT;
   bool changed = false;

@@ -273,13 +273,18 @@ struct kcr_written {
   struct kcr__written t;
 };
 
-kcr_err kcr_written_new(size_t max, uint64_t ttl_ms, kcr_written **out)
+kcr_err kcr_written_new(const struct kcr_written_opts *opts, kcr_written **out,
+                        struct kcr_errinfo *ei)
 {
+  struct kcr_written_opts o = opts ? *opts : (struct kcr_written_opts){0};
+
+  if(!out)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_written_new: no out");
   *out = calloc(1, sizeof(**out));
   if(!*out)
     return KCR_ENOMEM;
-  kcr__written_init(&(*out)->t, max ? max : WRITTEN_DEFAULT_MAX,
-                    ttl_ms ? ttl_ms : WRITTEN_DEFAULT_TTL_MS);
+  kcr__written_init(&(*out)->t, o.max ? o.max : WRITTEN_DEFAULT_MAX,
+                    o.ttl_ms ? o.ttl_ms : WRITTEN_DEFAULT_TTL_MS);
   return KCR_OK;
 }
 

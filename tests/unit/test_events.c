@@ -322,32 +322,32 @@ static void isomorphic_notes_compare_as_sent(void **state)
 
 static void bucket_allows_burst_then_refills_one_per_interval(void **state)
 {
-  struct kcr_event_bucket b;
-  kcr_event_bucket_init(&b, 3, 1000);
+  struct kcr__event_bucket b;
+  kcr__event_bucket_init(&b, 3, 1000);
   for(int i = 0; i < 3; i++)
-    assert_true(kcr_event_bucket_take(&b, 3, 300000, 1000));
-  assert_false(kcr_event_bucket_take(&b, 3, 300000, 1000));
-  assert_false(kcr_event_bucket_take(&b, 3, 300000, 1000 + 299999));
-  assert_true(kcr_event_bucket_take(&b, 3, 300000, 1000 + 300000));
-  assert_false(kcr_event_bucket_take(&b, 3, 300000, 1000 + 300000));
+    assert_true(kcr__event_bucket_spend(&b, 3, 300000, 1000));
+  assert_false(kcr__event_bucket_spend(&b, 3, 300000, 1000));
+  assert_false(kcr__event_bucket_spend(&b, 3, 300000, 1000 + 299999));
+  assert_true(kcr__event_bucket_spend(&b, 3, 300000, 1000 + 300000));
+  assert_false(kcr__event_bucket_spend(&b, 3, 300000, 1000 + 300000));
   /* Half intervals add up. */
-  assert_false(kcr_event_bucket_take(&b, 3, 300000, 1000 + 450000));
-  assert_true(kcr_event_bucket_take(&b, 3, 300000, 1000 + 600000));
+  assert_false(kcr__event_bucket_spend(&b, 3, 300000, 1000 + 450000));
+  assert_true(kcr__event_bucket_spend(&b, 3, 300000, 1000 + 600000));
 }
 
 static void bucket_never_holds_more_than_burst(void **state)
 {
-  struct kcr_event_bucket b;
-  kcr_event_bucket_init(&b, 25, 0);
+  struct kcr__event_bucket b;
+  kcr__event_bucket_init(&b, 25, 0);
   for(int i = 0; i < 25; i++)
-    assert_true(kcr_event_bucket_take(&b, 25, 300000, 0));
-  assert_false(kcr_event_bucket_take(&b, 25, 300000, 0));
+    assert_true(kcr__event_bucket_spend(&b, 25, 300000, 0));
+  assert_false(kcr__event_bucket_spend(&b, 25, 300000, 0));
   /* Ten hours later: 120 intervals, but only 25 tokens. */
   for(int i = 0; i < 25; i++)
-    assert_true(kcr_event_bucket_take(&b, 25, 300000, 36000000));
-  assert_false(kcr_event_bucket_take(&b, 25, 300000, 36000000));
+    assert_true(kcr__event_bucket_spend(&b, 25, 300000, 36000000));
+  assert_false(kcr__event_bucket_spend(&b, 25, 300000, 36000000));
   /* A clock that goes back adds nothing. */
-  assert_false(kcr_event_bucket_take(&b, 25, 300000, 100));
+  assert_false(kcr__event_bucket_spend(&b, 25, 300000, 100));
 }
 
 /* ---- the recorder ---- */

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -281,7 +282,7 @@ static void a_child_write_is_pending_until_the_cache_shows_it(void **state)
   struct kcr_buf b = KCR_BUF_INIT;
   kcr_written *w;
 
-  assert_int_equal(KCR_OK, kcr_written_new(0, 0, &w));
+  assert_int_equal(KCR_OK, kcr_written_new(NULL, &w, NULL));
   assert_int_equal(0, kcr_written_len(w));
   assert_false(kcr_written_pending(w, "vfms/ns/a", NULL, &b)); /* no record */
   /* Created at 10: pending while the cache has no copy or an older one. */
@@ -327,7 +328,8 @@ static void child_records_are_bounded(void **state)
   kcr_written *w;
   char key[32];
 
-  assert_int_equal(KCR_OK, kcr_written_new(3, 0, &w));
+  assert_int_equal(KCR_OK,
+                   kcr_written_new(&(struct kcr_written_opts){.max = 3}, &w, NULL));
   for(int i = 0; i < 5; i++) {
     snprintf(key, sizeof(key), "vfms/ns/%d", i);
     kcr_written_put(w, key, "10", "d", 1);
@@ -336,6 +338,26 @@ static void child_records_are_bounded(void **state)
   assert_false(kcr_written_pending(w, "vfms/ns/0", NULL, NULL)); /* the oldest went */
   assert_false(kcr_written_pending(w, "vfms/ns/1", NULL, NULL));
   assert_true(kcr_written_pending(w, "vfms/ns/4", NULL, NULL));
+  kcr_written_free(w);
+}
+
+/* kcr_written_new takes the constructor's form: opts (ttl_ms honoured),
+ * out, errinfo; no out is KCR_EINVAL. */
+static void child_records_expire_after_ttl_ms(void **state)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_written *w;
+
+  assert_int_equal(KCR_EINVAL, kcr_written_new(NULL, NULL, &ei));
+  assert_non_null(strstr(ei.message, "no out"));
+  kcr_errinfo_cleanup(&ei);
+  assert_int_equal(KCR_OK,
+                   kcr_written_new(&(struct kcr_written_opts){.ttl_ms = 20}, &w, NULL));
+  kcr_written_put(w, "vfms/ns/a", "10", "d", 1);
+  assert_int_equal(1, kcr_written_len(w));
+  nanosleep(&(struct timespec){.tv_nsec = 40 * 1000000}, NULL); /* past ttl_ms */
+  assert_int_equal(0, kcr_written_len(w));
+  assert_false(kcr_written_pending(w, "vfms/ns/a", NULL, NULL));
   kcr_written_free(w);
 }
 
@@ -393,7 +415,7 @@ static void seen_through_the_public_handles(void **state)
 {
   kcr_written *w;
 
-  assert_int_equal(KCR_OK, kcr_written_new(0, 0, &w));
+  assert_int_equal(KCR_OK, kcr_written_new(NULL, &w, NULL));
   kcr_written_put(w, "vfms/ns/a", "10", "d", 1);
   kcr_written_seen(w, NULL, "10");
   kcr_written_seen(w, "vfms/ns/a", NULL);
@@ -563,6 +585,7 @@ int main(void)
       cmocka_unit_test(a_forgotten_record_is_gone),
       cmocka_unit_test(a_child_write_is_pending_until_the_cache_shows_it),
       cmocka_unit_test(child_records_are_bounded),
+      cmocka_unit_test(child_records_expire_after_ttl_ms),
       cmocka_unit_test(records_seen_caught_up_go_after_a_grace),
       cmocka_unit_test(seen_through_the_public_handles),
       cmocka_unit_test(a_stale_object_is_not_written_again),
