@@ -144,7 +144,9 @@ struct kcr_controller_opts {
 /* Makes a controller (not started) with its work queue. Release with
  * kcr_controller_free(). Errors: KCR_EINVAL (no opts, no name, reconcile
  * or client, negative workers, and the queue's option errors - see
- * kcr_queue_new; ei names the field), KCR_ENOMEM. On error *out is NULL.
+ * kcr_queue_new; ei names the field), KCR_EEXIST (opts.metrics has a
+ * controller_runtime_* or workqueue_* family of another type or with other
+ * labels; ei names it), KCR_ENOMEM. On error *out is NULL.
  * Thread safety: any thread. */
 KCR_API kcr_err kcr_controller_new(const struct kcr_controller_opts *opts,
                                    kcr_controller **out, struct kcr_errinfo *ei);

@@ -203,7 +203,9 @@ struct kcr_recorder_opts {
  * Errors: KCR_EINVAL (no opts; no client or sink; no valid
  * reporting_controller; a reporting_instance empty or over 128 bytes; a
  * negative spam_burst, max_attempts or senders - ei names the field),
- * KCR_ENOMEM (also when a thread cannot be started). On error *out is NULL.
+ * KCR_EEXIST (opts.metrics has a kcr_events_* family of another type or
+ * with other labels; ei names it), KCR_ENOMEM (also when a thread cannot
+ * be started). On error *out is NULL.
  * Thread safety: any thread. */
 KCR_API kcr_err kcr_recorder_new(const struct kcr_recorder_opts *opts, kcr_recorder **out,
                                  struct kcr_errinfo *ei);

@@ -106,7 +106,9 @@ struct kcr_informer_opts {
  * negative page_size, watch_timeout_max_ms below watch_timeout_min_ms, a
  * keep path that is empty, has an empty member name (".spec", "a..b",
  * "spec.") or an index or wildcard ('[', ']', '*'); ei names the field, for
- * a path its index and text), KCR_ENOMEM. On error *out is NULL.
+ * a path its index and text), KCR_EEXIST (opts.metrics has a
+ * kcr_informer_* family of another type or with other labels; ei names
+ * it), KCR_ENOMEM. On error *out is NULL.
  * Thread safety: any thread. */
 KCR_API kcr_err kcr_informer_new(const struct kcr_informer_opts *opts, kcr_informer **out,
                                  struct kcr_errinfo *ei);

@@ -101,7 +101,9 @@ struct kcr_leader_opts {
  * it with kcr_leader_free(). Errors: KCR_EINVAL (no opts, client, ns or
  * name; durations out of the rules above: lease (whole seconds) >
  * renew_deadline > 1.2 * retry > 0, lease >= 1000 ms; ei names the field),
- * KCR_ENOMEM. On error *out is NULL. Thread safety: any thread. */
+ * KCR_EEXIST (opts.metrics has a leader_election_master_status of another
+ * type or with other labels; ei says so), KCR_ENOMEM. On error *out is
+ * NULL. Thread safety: any thread. */
 KCR_API kcr_err kcr_leader_new(const struct kcr_leader_opts *opts, kcr_leader **out,
                                struct kcr_errinfo *ei);
 

@@ -1,10 +1,11 @@
 /* kcr/metrics.h - Prometheus metrics: counters, gauges, histograms with
  * labels, a registry, and the text exposition format (version 0.0.4).
  *
- *   static kcr_metric *adds;
- *   adds = kcr_metric_counter(reg, "workqueue_adds_total",
- *                             "Total number of adds handled by workqueue",
- *                             (const char *[]){"name", NULL});
+ *   kcr_metric *adds;
+ *   rc = kcr_metric_counter(reg, &(struct kcr_metric_opts){
+ *            .name = "workqueue_adds_total",
+ *            .help = "Total number of adds handled by workqueue",
+ *            .label_names = (const char *[]){"name", NULL}}, &adds, ei);
  *   kcr_metric_inc(adds, (const char *[]){"ebd", NULL}, 1);
  *
  * A metric is a family: one name, one help text, a fixed list of label
@@ -61,23 +62,40 @@ KCR_API kcr_err kcr_metrics_new(const struct kcr_metrics_opts *opts, kcr_metrics
  * reg or its families may be running or follow. */
 KCR_API void kcr_metrics_free(kcr_metrics *reg);
 
-/* Families. label_names is NULL-terminated (or NULL for none). Registering
- * an existing name returns the existing family if its type and labels match
- * (and, for a histogram, its bounds), NULL otherwise (or when out of memory,
- * or when a name is not a valid Prometheus metric/label name; "le" is
- * reserved in histograms). The first help text wins. A family without labels
- * has its one series from the start, so it renders as 0 before any update;
- * a family with labels renders nothing until its first series exists. */
-KCR_API kcr_metric *kcr_metric_counter(kcr_metrics *reg, const char *name,
-                                       const char *help, const char *const *label_names);
-KCR_API kcr_metric *kcr_metric_gauge(kcr_metrics *reg, const char *name, const char *help,
-                                     const char *const *label_names);
-/* bounds: ascending upper bounds, n of them (+Inf is implicit). They must be
- * strictly ascending and not NaN; a trailing +Inf is dropped; n may be 0.
- * The array is copied. */
-KCR_API kcr_metric *kcr_metric_histogram(kcr_metrics *reg, const char *name,
-                                         const char *help, const char *const *label_names,
-                                         const double *bounds, size_t n);
+/* A family: what kcr_metric_counter, _gauge and _histogram register. Read
+ * during the call only (strings and bounds are copied). */
+struct kcr_metric_opts {
+  const char *name; /* required: a Prometheus metric name, [a-zA-Z_:][a-zA-Z0-9_:]* */
+  const char *help; /* NULL: none */
+  /* NULL-terminated Prometheus label names ([a-zA-Z_][a-zA-Z0-9_]*, not
+   * starting with "__", no repeats, not "le" in a histogram); NULL: none */
+  const char *const *label_names;
+  /* Histograms only (a counter or gauge with bounds is KCR_EINVAL): nbounds
+   * upper bounds, strictly ascending and not NaN; +Inf is implicit and a
+   * trailing +Inf is dropped; nbounds 0: the +Inf bucket alone. */
+  const double *bounds;
+  size_t nbounds;
+};
+
+/* Registers the family opts names in reg and puts it in *out, borrowed: it
+ * belongs to reg and lives until kcr_metrics_free(). A name registered
+ * before gives the existing family if its type and label names (and, for a
+ * histogram, its bounds) are the same; the first help text wins. A family
+ * without labels has its one series from the start, so it renders as 0
+ * before any update; a family with labels renders nothing until its first
+ * series exists.
+ * Errors: KCR_EINVAL (no reg, opts or out; an invalid metric or label name
+ * or invalid bounds, see kcr_metric_opts; ei->message names the metric and
+ * what is wrong), KCR_EEXIST (the name is registered with another type,
+ * other label names or other bounds; ei->message says which), KCR_ENOMEM.
+ * On error *out is NULL (when out is set) and reg is unchanged.
+ * Thread safety: any thread. */
+KCR_API kcr_err kcr_metric_counter(kcr_metrics *reg, const struct kcr_metric_opts *opts,
+                                   kcr_metric **out, struct kcr_errinfo *ei);
+KCR_API kcr_err kcr_metric_gauge(kcr_metrics *reg, const struct kcr_metric_opts *opts,
+                                 kcr_metric **out, struct kcr_errinfo *ei);
+KCR_API kcr_err kcr_metric_histogram(kcr_metrics *reg, const struct kcr_metric_opts *opts,
+                                     kcr_metric **out, struct kcr_errinfo *ei);
 
 /* label_values: as many as the family's label names (NULL for none); exactly
  * that many are read, so a trailing NULL is allowed but not needed. A NULL

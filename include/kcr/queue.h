@@ -112,8 +112,10 @@ struct kcr_queue_opts {
 /* Creates a queue; opts may be NULL (all defaults). Release with
  * kcr_queue_free(). Errors: KCR_EINVAL (no out, max_delay_ms below
  * base_delay_ms, qps negative or not finite, burst negative; ei names the
- * field), KCR_ENOMEM (also when the metrics registry cannot take the
- * queue's collect hook). On error *out is NULL. Thread safety: any thread. */
+ * field), KCR_EEXIST (opts.metrics has a workqueue_* family of another
+ * type or with other labels; ei names it), KCR_ENOMEM (also when the
+ * metrics registry cannot take the queue's collect hook). On error *out is
+ * NULL. Thread safety: any thread. */
 KCR_API kcr_err kcr_queue_new(const struct kcr_queue_opts *opts, kcr_queue **out,
                               struct kcr_errinfo *ei);
 

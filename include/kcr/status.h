@@ -125,7 +125,9 @@ typedef struct kcr_status_writer kcr_status_writer;
  * reference on opts->client. opts->metrics, when set, must outlive the
  * writer. Errors: KCR_EINVAL (opts, client, gvr or field_manager missing;
  * api_version or kind missing for KCR_STATUS_APPLY; an unknown mode; the
- * message says which), KCR_ENOMEM. */
+ * message says which), KCR_EEXIST (opts->metrics has a
+ * kcr_status_writes_total of another type or with other labels; the
+ * message says so), KCR_ENOMEM. */
 KCR_API kcr_err kcr_status_writer_new(const struct kcr_status_writer_opts *opts,
                                       kcr_status_writer **out, struct kcr_errinfo *ei);
 /* Frees w (NULL: no-op) and drops its client reference. No call on w may

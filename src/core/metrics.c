@@ -16,6 +16,13 @@
  * Series creation: takes the family's lock exclusive, looks again, makes the
  * series completely and links it into the table and the list.
  *
+ * Registration (kcr_metric_counter/_gauge/_histogram, one signature and
+ * one struct kcr_metric_opts): names, labels and bounds are checked first
+ * (KCR_EINVAL with a message naming the metric), then under reg->mu the
+ * name is looked up: the same shape gives the existing family, another
+ * shape KCR_EEXIST (as a taken name is for healthz checks and store
+ * indexes), no family a new one, made whole before it is linked in.
+ *
  * Cardinality: a family creates at most max_series series (under its
  * mutex, like every creation); past that an update is dropped and counted
  * in the registry's own kcr_metrics_series_dropped_total{metric}, a family
@@ -155,34 +162,51 @@ static bool valid_name(const char *s, bool colon)
   return true;
 }
 
-static bool valid_labels(const char *const *names, enum kind kind, size_t *n)
+/* KCR_OK and their number in *n, or KCR_EINVAL naming the bad one. */
+static kcr_err check_labels(const char *metric, const char *const *names, enum kind kind,
+                            size_t *n, struct kcr_errinfo *ei)
 {
   size_t i, j;
 
   for(i = 0; names && names[i]; i++) {
-    if(!valid_name(names[i], false) || !strncmp(names[i], "__", 2))
-      return false;
-    if(kind == KIND_HISTOGRAM && !strcmp(names[i], "le"))
-      return false;
-    for(j = 0; j < i; j++)
+    const char *why = NULL;
+    if(!valid_name(names[i], false))
+      why = "is not a valid label name ([a-zA-Z_][a-zA-Z0-9_]*)";
+    else if(!strncmp(names[i], "__", 2))
+      why = "is reserved (it starts with \"__\")";
+    else if(kind == KIND_HISTOGRAM && !strcmp(names[i], "le"))
+      why = "is reserved in a histogram";
+    for(j = 0; !why && j < i; j++)
       if(!strcmp(names[i], names[j]))
-        return false;
+        why = "is repeated";
+    if(why)
+      return kcr_errinfo_set(ei, KCR_EINVAL, "metric %s: label name \"%s\" %s", metric,
+                             names[i], why);
   }
   *n = i;
-  return true;
+  return KCR_OK;
 }
 
-/* Copies bounds, dropping a trailing +Inf; false if not strictly ascending. */
-static bool valid_bounds(const double *b, size_t *n)
+/* KCR_OK with a trailing +Inf dropped from *n, or KCR_EINVAL saying why. */
+static kcr_err check_bounds(const char *metric, enum kind kind, const double *b,
+                            size_t *n, struct kcr_errinfo *ei)
 {
+  if(kind != KIND_HISTOGRAM)
+    return b || *n ? kcr_errinfo_set(ei, KCR_EINVAL,
+                                     "metric %s: a %s has no bounds (only histograms do)",
+                                     metric, kind_names[kind])
+                   : KCR_OK;
   if(*n && !b)
-    return false;
+    return kcr_errinfo_set(ei, KCR_EINVAL, "histogram %s: nbounds is %zu but no bounds",
+                           metric, *n);
   if(*n && isinf(b[*n - 1]) && b[*n - 1] > 0)
     (*n)--;
   for(size_t i = 0; i < *n; i++)
     if(isnan(b[i]) || (i && !(b[i] > b[i - 1])))
-      return false;
-  return true;
+      return kcr_errinfo_set(ei, KCR_EINVAL, "histogram %s: bound %zu (%g) is %s", metric,
+                             i, b[i],
+                             isnan(b[i]) ? "NaN" : "not above the one before it");
+  return KCR_OK;
 }
 
 /* ---- series -------------------------------------------------------------- */
@@ -369,67 +393,111 @@ fail:
   return NULL;
 }
 
-static bool family_matches(const kcr_metric *m, enum kind kind, const char *const *labels,
-                           size_t nlabels, const double *bounds, size_t nbounds)
+/* KCR_EEXIST saying that m has other label names, and which. */
+static kcr_err labels_differ(const kcr_metric *m, struct kcr_errinfo *ei)
 {
-  if(m->kind != kind || m->nlabels != nlabels)
-    return false;
-  for(size_t i = 0; i < nlabels; i++)
-    if(strcmp(m->labels[i], labels[i]))
-      return false;
-  if(kind != KIND_HISTOGRAM)
-    return true;
-  if(m->nbounds != nbounds)
-    return false;
-  for(size_t i = 0; i < nbounds; i++)
-    if(m->bounds[i] != bounds[i])
-      return false;
-  return true;
+  struct kcr_buf names = KCR_BUF_INIT;
+  kcr_err rc;
+
+  if(!ei)
+    return KCR_EEXIST;
+  for(size_t i = 0; i < m->nlabels; i++)
+    kcr_buf_printf(&names, "%s%s", i ? "," : "", m->labels[i]);
+  rc = kcr_errinfo_set(ei, KCR_EEXIST,
+                       "metric %s is already registered with other label names (%s)",
+                       m->name, m->nlabels ? kcr_buf_str(&names) : "none");
+  kcr_buf_cleanup(&names);
+  return rc;
 }
 
-static kcr_metric *family_register(kcr_metrics *reg, enum kind kind, const char *name,
-                                   const char *help, const char *const *labels,
-                                   const double *bounds, size_t nbounds)
+/* KCR_OK if m is the family kind, labels and bounds describe, KCR_EEXIST
+ * saying how it differs otherwise. */
+static kcr_err family_matches(const kcr_metric *m, enum kind kind,
+                              const char *const *labels, size_t nlabels,
+                              const double *bounds, size_t nbounds,
+                              struct kcr_errinfo *ei)
+{
+  bool same = m->nlabels == nlabels;
+
+  if(m->kind != kind)
+    return kcr_errinfo_set(ei, KCR_EEXIST,
+                           "metric %s is already registered as a %s, not a %s", m->name,
+                           kind_names[m->kind], kind_names[kind]);
+  for(size_t i = 0; same && i < nlabels; i++)
+    same = !strcmp(m->labels[i], labels[i]);
+  if(!same)
+    return labels_differ(m, ei);
+  same = m->nbounds == nbounds;
+  for(size_t i = 0; same && i < nbounds; i++)
+    same = m->bounds[i] == bounds[i];
+  if(!same)
+    return kcr_errinfo_set(
+        ei, KCR_EEXIST,
+        "histogram %s is already registered with other bounds (%zu of them)", m->name,
+        m->nbounds);
+  return KCR_OK;
+}
+
+static kcr_err family_register(kcr_metrics *reg, enum kind kind,
+                               const struct kcr_metric_opts *o, kcr_metric **out,
+                               struct kcr_errinfo *ei)
 {
   kcr_metric *m;
-  size_t nlabels;
+  size_t nlabels, nbounds;
+  kcr_err rc;
 
-  if(!reg || !valid_name(name, true) || !valid_labels(labels, kind, &nlabels))
-    return NULL;
-  if(kind == KIND_HISTOGRAM && !valid_bounds(bounds, &nbounds))
-    return NULL;
+  if(out)
+    *out = NULL;
+  if(!reg || !o || !out || !o->name)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_metric_%s: no %s", kind_names[kind],
+                           !reg   ? "registry"
+                           : !o   ? "opts"
+                           : !out ? "out"
+                                  : "name");
+  if(!valid_name(o->name, true))
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "metric name \"%s\" is not a valid Prometheus metric name "
+                           "([a-zA-Z_:][a-zA-Z0-9_:]*)",
+                           o->name);
+  nbounds = o->nbounds;
+  if((rc = check_labels(o->name, o->label_names, kind, &nlabels, ei)) ||
+     (rc = check_bounds(o->name, kind, o->bounds, &nbounds, ei)))
+    return rc;
   pthread_mutex_lock(&reg->mu);
   for(m = reg->first; m; m = m->next)
-    if(!strcmp(m->name, name))
+    if(!strcmp(m->name, o->name))
       break;
   if(m) {
-    if(!family_matches(m, kind, labels, nlabels, bounds, nbounds))
-      m = NULL;
-  } else if((m = family_new(reg, kind, name, help, labels, nlabels, bounds, nbounds))) {
+    rc = family_matches(m, kind, o->label_names, nlabels, o->bounds, nbounds, ei);
+  } else if((m = family_new(reg, kind, o->name, o->help, o->label_names, nlabels,
+                            o->bounds, nbounds))) {
     *reg->tail = m;
     reg->tail = &m->next;
+  } else {
+    rc = KCR_ENOMEM;
   }
   pthread_mutex_unlock(&reg->mu);
-  return m;
+  if(!rc)
+    *out = m;
+  return rc;
 }
 
-kcr_metric *kcr_metric_counter(kcr_metrics *reg, const char *name, const char *help,
-                               const char *const *label_names)
+kcr_err kcr_metric_counter(kcr_metrics *reg, const struct kcr_metric_opts *opts,
+                           kcr_metric **out, struct kcr_errinfo *ei)
 {
-  return family_register(reg, KIND_COUNTER, name, help, label_names, NULL, 0);
+  return family_register(reg, KIND_COUNTER, opts, out, ei);
 }
 
-kcr_metric *kcr_metric_gauge(kcr_metrics *reg, const char *name, const char *help,
-                             const char *const *label_names)
+kcr_err kcr_metric_gauge(kcr_metrics *reg, const struct kcr_metric_opts *opts,
+                         kcr_metric **out, struct kcr_errinfo *ei)
 {
-  return family_register(reg, KIND_GAUGE, name, help, label_names, NULL, 0);
+  return family_register(reg, KIND_GAUGE, opts, out, ei);
 }
 
-kcr_metric *kcr_metric_histogram(kcr_metrics *reg, const char *name, const char *help,
-                                 const char *const *label_names, const double *bounds,
-                                 size_t n)
+kcr_err kcr_metric_histogram(kcr_metrics *reg, const struct kcr_metric_opts *opts,
+                             kcr_metric **out, struct kcr_errinfo *ei)
 {
-  return family_register(reg, KIND_HISTOGRAM, name, help, label_names, bounds, n);
+  return family_register(reg, KIND_HISTOGRAM, opts, out, ei);
 }
 
 /* ---- updates ------------------------------------------------------------- */
@@ -518,11 +586,13 @@ kcr_err kcr_metrics_new(const struct kcr_metrics_opts *opts, kcr_metrics **out,
   pthread_mutex_init(&reg->mu, NULL);
   reg->tail = &reg->first;
   reg->max_series = opts && opts->max_series ? opts->max_series : KCR_METRICS_MAX_SERIES;
-  reg->dropped = kcr_metric_counter(reg, "kcr_metrics_series_dropped_total",
-                                    "Metric updates dropped because their family had "
+  if(kcr_metric_counter(reg,
+                        &(struct kcr_metric_opts){
+                            .name = "kcr_metrics_series_dropped_total",
+                            .help = "Metric updates dropped because their family had "
                                     "reached its series limit",
-                                    (const char *[]){"metric", NULL});
-  if(!reg->dropped) {
+                            .label_names = (const char *[]){"metric", NULL}},
+                        &reg->dropped, NULL)) {
     kcr_metrics_free(reg);
     return kcr_errinfo_set(ei, KCR_ENOMEM, "out of memory making a metrics registry");
   }

@@ -139,11 +139,70 @@ static kcr_err check_opts(const struct kcr_controller_opts *o, struct kcr_errinf
   return KCR_OK;
 }
 
+/* Registers controller-runtime's families and makes c's series, so they
+ * show from the start. Errors: those of kcr_metric_counter. */
+static kcr_err metrics_init(kcr_controller *c, kcr_metrics *reg, struct kcr_errinfo *ei)
+{
+  static const char *const ctl[] = {"controller", NULL};
+  const struct {
+    kcr_err (*add)(kcr_metrics *, const struct kcr_metric_opts *, kcr_metric **,
+                   struct kcr_errinfo *);
+    kcr_metric **out;
+    struct kcr_metric_opts o;
+  } fams[] = {
+      {kcr_metric_counter,
+       &c->m_total,
+       {.name = "controller_runtime_reconcile_total",
+        .help = "Total number of reconciliations per controller",
+        .label_names = (const char *[]){"controller", "result", NULL}}},
+      {kcr_metric_counter,
+       &c->m_errors,
+       {.name = "controller_runtime_reconcile_errors_total",
+        .help = "Total number of reconciliation errors per controller",
+        .label_names = ctl}},
+      {kcr_metric_counter,
+       &c->m_terminal,
+       {.name = "controller_runtime_terminal_reconcile_errors_total",
+        .help = "Total number of terminal reconciliation errors per controller",
+        .label_names = ctl}},
+      {kcr_metric_histogram,
+       &c->m_time,
+       {.name = "controller_runtime_reconcile_time_seconds",
+        .help = "Length of time per reconciliation per controller",
+        .label_names = ctl,
+        .bounds = kcr_buckets_seconds,
+        .nbounds = kcr_buckets_seconds_n}},
+      {kcr_metric_gauge,
+       &c->m_active,
+       {.name = "controller_runtime_active_workers",
+        .help = "Number of currently used workers per controller",
+        .label_names = ctl}},
+      {kcr_metric_gauge,
+       &c->m_max,
+       {.name = "controller_runtime_max_concurrent_reconciles",
+        .help = "Maximum number of concurrent reconciles per controller",
+        .label_names = ctl}},
+  };
+  kcr_err rc = KCR_OK;
+
+  for(size_t i = 0; !rc && i < sizeof(fams) / sizeof(fams[0]); i++)
+    rc = fams[i].add(reg, &fams[i].o, fams[i].out, ei);
+  if(rc)
+    return rc;
+  kcr_metric_set(c->m_max, (const char *[]){c->name, NULL}, c->o.workers);
+  kcr_metric_set(c->m_active, (const char *[]){c->name, NULL}, 0);
+  for(const char *const *r =
+          (const char *const[]){"success", "error", "requeue_after", "terminal", NULL};
+      *r; r++)
+    kcr_metric_inc(c->m_total, (const char *[]){c->name, *r, NULL}, 0);
+  kcr_metric_inc(c->m_errors, (const char *[]){c->name, NULL}, 0);
+  return KCR_OK;
+}
+
 kcr_err kcr_controller_new(const struct kcr_controller_opts *o, kcr_controller **out,
                            struct kcr_errinfo *ei)
 {
   kcr_controller *c;
-  const char *const ctl[] = {"controller", NULL};
   kcr_err rc;
 
   if(!out)
@@ -182,34 +241,9 @@ kcr_err kcr_controller_new(const struct kcr_controller_opts *o, kcr_controller *
     kcr_controller_free(c);
     return rc ? rc : KCR_ENOMEM;
   }
-  if(o->metrics) {
-    kcr_metrics *m = o->metrics;
-    c->m_total = kcr_metric_counter(m, "controller_runtime_reconcile_total",
-                                    "Total number of reconciliations per controller",
-                                    (const char *[]){"controller", "result", NULL});
-    c->m_errors = kcr_metric_counter(m, "controller_runtime_reconcile_errors_total",
-                                     "Total number of reconciliation errors per "
-                                     "controller",
-                                     ctl);
-    c->m_terminal = kcr_metric_counter(
-        m, "controller_runtime_terminal_reconcile_errors_total",
-        "Total number of terminal reconciliation errors per controller", ctl);
-    c->m_time = kcr_metric_histogram(m, "controller_runtime_reconcile_time_seconds",
-                                     "Length of time per reconciliation per controller",
-                                     ctl, kcr_buckets_seconds, kcr_buckets_seconds_n);
-    c->m_active =
-        kcr_metric_gauge(m, "controller_runtime_active_workers",
-                         "Number of currently used workers per controller", ctl);
-    c->m_max =
-        kcr_metric_gauge(m, "controller_runtime_max_concurrent_reconciles",
-                         "Maximum number of concurrent reconciles per controller", ctl);
-    kcr_metric_set(c->m_max, (const char *[]){c->name, NULL}, c->o.workers);
-    kcr_metric_set(c->m_active, (const char *[]){c->name, NULL}, 0);
-    for(const char *const *r =
-            (const char *const[]){"success", "error", "requeue_after", "terminal", NULL};
-        *r; r++)
-      kcr_metric_inc(c->m_total, (const char *[]){c->name, *r, NULL}, 0);
-    kcr_metric_inc(c->m_errors, (const char *[]){c->name, NULL}, 0);
+  if(o->metrics && (rc = metrics_init(c, o->metrics, ei))) {
+    kcr_controller_free(c);
+    return rc;
   }
   *out = c;
   return KCR_OK;

@@ -1856,19 +1856,25 @@ kcr_err kcr_recorder_new(const struct kcr_recorder_opts *o, kcr_recorder **out,
   r->last_gc_ms = now_ms(r);
   if(o->metrics) {
     r->metrics = o->metrics;
-    r->m_total = kcr_metric_counter(o->metrics, "kcr_events_total",
-                                    "Events recorded, by type, reason and outcome "
-                                    "(sent, aggregated, dropped, failed).",
-                                    (const char *[]){"type", "reason", "result", NULL});
-    if(!r->m_total)
-      KCR_LOG(KCR_LOG_WARN, "kcr_events_total is registered with other labels; "
-                            "events are not counted");
-    r->m_qbytes = kcr_metric_gauge(o->metrics, "kcr_events_queued_bytes",
-                                   "Bytes held for new events not yet created "
-                                   "(bounded by the recorder's queue_bytes).",
-                                   NULL);
-    if(r->m_qbytes && kcr_metrics_on_collect(o->metrics, collect, r))
-      r->m_qbytes = NULL; /* out of memory: no gauge */
+    rc = kcr_metric_counter(
+        o->metrics,
+        &(struct kcr_metric_opts){
+            .name = "kcr_events_total",
+            .help = "Events recorded, by type, reason and outcome (sent, aggregated, "
+                    "dropped, failed).",
+            .label_names = (const char *[]){"type", "reason", "result", NULL}},
+        &r->m_total, ei);
+    if(!rc)
+      rc = kcr_metric_gauge(
+          o->metrics,
+          &(struct kcr_metric_opts){.name = "kcr_events_queued_bytes",
+                                    .help = "Bytes held for new events not yet created "
+                                            "(bounded by the recorder's queue_bytes)."},
+          &r->m_qbytes, ei);
+    if(!rc)
+      rc = kcr_metrics_on_collect(o->metrics, collect, r);
+    if(rc)
+      goto out;
   }
   for(; r->nthreads < r->nsenders; r->nthreads++)
     if(pthread_create(&r->threads[r->nthreads], NULL, sender, r)) {

@@ -174,12 +174,25 @@ kcr_err kcr_informer_new(const struct kcr_informer_opts *opts, kcr_informer **ou
     return KCR_ENOMEM;
   }
   if(o->metrics) {
-    inf->m_objects = kcr_metric_gauge(o->metrics, "kcr_informer_objects",
-                                      "Objects held in the informer's cache",
-                                      (const char *[]){"informer", NULL});
-    inf->m_bytes = kcr_metric_gauge(o->metrics, "kcr_informer_store_bytes",
-                                    "Bytes held by the objects in the informer's cache",
-                                    (const char *[]){"informer", NULL});
+    static const char *const l[] = {"informer", NULL};
+    rc = kcr_metric_gauge(
+        o->metrics,
+        &(struct kcr_metric_opts){.name = "kcr_informer_objects",
+                                  .help = "Objects held in the informer's cache",
+                                  .label_names = l},
+        &inf->m_objects, ei);
+    if(!rc)
+      rc = kcr_metric_gauge(
+          o->metrics,
+          &(struct kcr_metric_opts){
+              .name = "kcr_informer_store_bytes",
+              .help = "Bytes held by the objects in the informer's cache",
+              .label_names = l},
+          &inf->m_bytes, ei);
+    if(rc) {
+      kcr_informer_free(inf);
+      return rc;
+    }
   }
   *out = inf;
   return KCR_OK;

@@ -216,12 +216,19 @@ kcr_err kcr_leader_new(const struct kcr_leader_opts *o, kcr_leader **out,
   le->o.name = le->name;
   le->o.identity = le->identity;
   if(o->metrics) {
-    le->m_status = kcr_metric_gauge(
-        o->metrics, "leader_election_master_status",
-        "Gauge of if the reporting system is master of the relevant lease, 0 "
-        "indicates backup, 1 indicates master. 'name' is the string used to "
-        "identify the lease. Please make sure to group by name.",
-        (const char *[]){"name", NULL});
+    rc = kcr_metric_gauge(
+        o->metrics,
+        &(struct kcr_metric_opts){
+            .name = "leader_election_master_status",
+            .help = "Gauge of if the reporting system is master of the relevant lease, 0 "
+                    "indicates backup, 1 indicates master. 'name' is the string used to "
+                    "identify the lease. Please make sure to group by name.",
+            .label_names = (const char *[]){"name", NULL}},
+        &le->m_status, ei);
+    if(rc) {
+      kcr_leader_free(le);
+      return rc;
+    }
     kcr_metric_set(le->m_status, (const char *[]){le->name}, 0);
   }
   *out = le;

@@ -129,14 +129,26 @@ kcr_err kcr_manager_new(const struct kcr_manager_opts *o, kcr_manager **out,
     else if(asprintf(&m->lease_name, "%s-leader", m->name) < 0)
       m->lease_name = NULL;
   }
-  m->m_requests = kcr_metric_counter(m->metrics, "rest_client_requests_total",
-                                     "Number of HTTP requests, partitioned by status "
-                                     "code and method",
-                                     (const char *[]){"code", "method", NULL});
-  m->m_latency = kcr_metric_histogram(m->metrics, "rest_client_request_duration_seconds",
-                                      "Request latency in seconds, by verb",
-                                      (const char *[]){"verb", NULL}, latency,
-                                      sizeof(latency) / sizeof(latency[0]));
+  rc = kcr_metric_counter(
+      m->metrics,
+      &(struct kcr_metric_opts){.name = "rest_client_requests_total",
+                                .help = "Number of HTTP requests, partitioned by status "
+                                        "code and method",
+                                .label_names = (const char *[]){"code", "method", NULL}},
+      &m->m_requests, ei);
+  if(!rc)
+    rc = kcr_metric_histogram(
+        m->metrics,
+        &(struct kcr_metric_opts){.name = "rest_client_request_duration_seconds",
+                                  .help = "Request latency in seconds, by verb",
+                                  .label_names = (const char *[]){"verb", NULL},
+                                  .bounds = latency,
+                                  .nbounds = sizeof(latency) / sizeof(latency[0])},
+        &m->m_latency, ei);
+  if(rc) {
+    kcr_manager_free(m);
+    return rc;
+  }
   co = o->client;
   co.config = o->config;
   co.observe = observe;

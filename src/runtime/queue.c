@@ -695,12 +695,66 @@ static void queue_collect(void *ud)
 }
 
 /* Registers the families (shared by every queue of the registry) and
- * creates this queue's series, so they show from the start. */
-static kcr_err metrics_init(kcr_queue *q, kcr_metrics *reg, const char *name)
+ * creates this queue's series, so they show from the start. Errors: those
+ * of kcr_metric_counter (KCR_EEXIST: a family of that name with other
+ * labels), KCR_ENOMEM. */
+static kcr_err metrics_init(kcr_queue *q, kcr_metrics *reg, const char *name,
+                            struct kcr_errinfo *ei)
 {
-  static const char *const label_names[] = {"name", NULL};
+  static const char *const nl[] = {"name", NULL}; /* every family's labels */
   struct qmetrics *m = &q->m;
+  const struct {
+    kcr_err (*add)(kcr_metrics *, const struct kcr_metric_opts *, kcr_metric **,
+                   struct kcr_errinfo *);
+    kcr_metric **out;
+    struct kcr_metric_opts o;
+  } fams[] = {
+      {kcr_metric_gauge,
+       &m->depth,
+       {.name = "workqueue_depth",
+        .help = "Current depth of workqueue",
+        .label_names = nl}},
+      {kcr_metric_counter,
+       &m->adds,
+       {.name = "workqueue_adds_total",
+        .help = "Total number of adds handled by workqueue",
+        .label_names = nl}},
+      {kcr_metric_histogram,
+       &m->latency,
+       {.name = "workqueue_queue_duration_seconds",
+        .help = "How long in seconds an item stays in workqueue before being requested",
+        .label_names = nl,
+        .bounds = kcr_buckets_workqueue,
+        .nbounds = kcr_buckets_workqueue_n}},
+      {kcr_metric_histogram,
+       &m->work,
+       {.name = "workqueue_work_duration_seconds",
+        .help = "How long in seconds processing an item from workqueue takes.",
+        .label_names = nl,
+        .bounds = kcr_buckets_workqueue,
+        .nbounds = kcr_buckets_workqueue_n}},
+      {kcr_metric_gauge,
+       &m->unfinished,
+       {.name = "workqueue_unfinished_work_seconds",
+        .help = "How many seconds of work has been done that is in progress and hasn't "
+                "been observed by work_duration. Large values indicate stuck threads. "
+                "One can deduce the number of stuck threads by observing the rate at "
+                "which this increases.",
+        .label_names = nl}},
+      {kcr_metric_gauge,
+       &m->longest,
+       {.name = "workqueue_longest_running_processor_seconds",
+        .help = "How many seconds has the longest running processor for workqueue been "
+                "running.",
+        .label_names = nl}},
+      {kcr_metric_counter,
+       &m->retries,
+       {.name = "workqueue_retries_total",
+        .help = "Total number of retries handled by workqueue",
+        .label_names = nl}},
+  };
   const char *const *l;
+  kcr_err rc = KCR_OK;
 
   m->name = strdup(name);
   if(!m->name)
@@ -708,32 +762,10 @@ static kcr_err metrics_init(kcr_queue *q, kcr_metrics *reg, const char *name)
   m->labels[0] = m->name;
   m->labels[1] = NULL;
   l = m->labels;
-  m->depth =
-      kcr_metric_gauge(reg, "workqueue_depth", "Current depth of workqueue", label_names);
-  m->adds = kcr_metric_counter(reg, "workqueue_adds_total",
-                               "Total number of adds handled by workqueue", label_names);
-  m->latency = kcr_metric_histogram(
-      reg, "workqueue_queue_duration_seconds",
-      "How long in seconds an item stays in workqueue before being requested",
-      label_names, kcr_buckets_workqueue, kcr_buckets_workqueue_n);
-  m->work =
-      kcr_metric_histogram(reg, "workqueue_work_duration_seconds",
-                           "How long in seconds processing an item from workqueue takes.",
-                           label_names, kcr_buckets_workqueue, kcr_buckets_workqueue_n);
-  m->unfinished = kcr_metric_gauge(
-      reg, "workqueue_unfinished_work_seconds",
-      "How many seconds of work has been done that is in progress and hasn't been "
-      "observed by work_duration. Large values indicate stuck threads. One can "
-      "deduce the number of stuck threads by observing the rate at which this "
-      "increases.",
-      label_names);
-  m->longest = kcr_metric_gauge(reg, "workqueue_longest_running_processor_seconds",
-                                "How many seconds has the longest running processor "
-                                "for workqueue been running.",
-                                label_names);
-  m->retries =
-      kcr_metric_counter(reg, "workqueue_retries_total",
-                         "Total number of retries handled by workqueue", label_names);
+  for(size_t i = 0; !rc && i < sizeof(fams) / sizeof(fams[0]); i++)
+    rc = fams[i].add(reg, &fams[i].o, fams[i].out, ei);
+  if(rc)
+    return rc;
   kcr_metric_inc(m->depth, l, 0);
   kcr_metric_inc(m->adds, l, 0);
   kcr_metric_inc(m->retries, l, 0);
@@ -825,9 +857,9 @@ kcr_err kcr_queue_new(const struct kcr_queue_opts *opts, kcr_queue **out,
     q->tokens = q->burst; /* a new bucket starts full */
     q->last_ns = kcr_time_mono_ns();
   }
-  if(o.metrics && o.name && *o.name && metrics_init(q, o.metrics, o.name)) {
+  if(o.metrics && o.name && *o.name && (rc = metrics_init(q, o.metrics, o.name, ei))) {
     kcr_queue_free(q);
-    return KCR_ENOMEM;
+    return rc;
   }
   *out = q;
   return KCR_OK;

@@ -67,6 +67,7 @@ kcr_err kcr_status_writer_new(const struct kcr_status_writer_opts *o,
                               kcr_status_writer **out, struct kcr_errinfo *ei)
 {
   kcr_status_writer *w;
+  kcr_err rc;
 
   *out = NULL;
   if(!o || !o->client || !o->gvr || !o->field_manager || !*o->field_manager)
@@ -101,10 +102,19 @@ kcr_err kcr_status_writer_new(const struct kcr_status_writer_opts *o,
     kcr_status_writer_free(w);
     return KCR_ENOMEM;
   }
-  w->m_writes = kcr_metric_counter(o->metrics, "kcr_status_writes_total",
-                                   "Status writes by outcome: written, skipped "
-                                   "(nothing changed), conflict_retried, failed",
-                                   (const char *[]){"result", NULL});
+  if(o->metrics) {
+    rc = kcr_metric_counter(
+        o->metrics,
+        &(struct kcr_metric_opts){.name = "kcr_status_writes_total",
+                                  .help = "Status writes by outcome: written, skipped "
+                                          "(nothing changed), conflict_retried, failed",
+                                  .label_names = (const char *[]){"result", NULL}},
+        &w->m_writes, ei);
+    if(rc) {
+      kcr_status_writer_free(w);
+      return rc;
+    }
+  }
   for(const char *const *r =
           (const char *const[]){"written", "skipped", "conflict_retried", "failed", NULL};
       *r; r++)

@@ -1401,28 +1401,55 @@ static int listen_on(const char *host, const char *port, int *bound)
   return fd;
 }
 
-static void metrics_setup(struct proxy *p)
+static kcr_err metrics_setup(struct proxy *p, struct kcr_errinfo *ei)
 {
   static const char *const av[] = {"agent", "verb", NULL},
                            *const af[] = {"agent", "verb", "fault", NULL},
                            *const ac[] = {"agent", "code", NULL},
                            *const a[] = {"agent", NULL}, *const res[] = {"result", NULL};
-  kcr_metrics *r = p->reg;
-  p->m_req = kcr_metric_counter(r, "chaosproxy_requests_total",
-                                "Requests read from clients", av);
-  p->m_fwd = kcr_metric_counter(r, "chaosproxy_forwarded_total",
-                                "Requests sent on to the apiserver", av);
-  p->m_inj = kcr_metric_counter(r, "chaosproxy_injected_total", "Faults injected", af);
-  p->m_resp =
-      kcr_metric_counter(r, "chaosproxy_responses_total",
-                         "Response heads written to clients (forwarded or injected)", ac);
-  p->m_conns = kcr_metric_counter(r, "chaosproxy_connections_total",
-                                  "Client connections by TLS handshake result", res);
-  p->m_uperr = kcr_metric_counter(r, "chaosproxy_upstream_errors_total",
-                                  "Requests the apiserver did not answer (502 sent)", a);
-  p->m_loads = kcr_metric_counter(r, "chaosproxy_rules_loads_total",
-                                  "Rules files read, by result", res);
-  p->m_rules = kcr_metric_gauge(r, "chaosproxy_rules", "Rules in effect", NULL);
+  const struct {
+    kcr_metric **out;
+    struct kcr_metric_opts o;
+  } counters[] = {
+      {&p->m_req,
+       {.name = "chaosproxy_requests_total",
+        .help = "Requests read from clients",
+        .label_names = av}},
+      {&p->m_fwd,
+       {.name = "chaosproxy_forwarded_total",
+        .help = "Requests sent on to the apiserver",
+        .label_names = av}},
+      {&p->m_inj,
+       {.name = "chaosproxy_injected_total",
+        .help = "Faults injected",
+        .label_names = af}},
+      {&p->m_resp,
+       {.name = "chaosproxy_responses_total",
+        .help = "Response heads written to clients (forwarded or injected)",
+        .label_names = ac}},
+      {&p->m_conns,
+       {.name = "chaosproxy_connections_total",
+        .help = "Client connections by TLS handshake result",
+        .label_names = res}},
+      {&p->m_uperr,
+       {.name = "chaosproxy_upstream_errors_total",
+        .help = "Requests the apiserver did not answer (502 sent)",
+        .label_names = a}},
+      {&p->m_loads,
+       {.name = "chaosproxy_rules_loads_total",
+        .help = "Rules files read, by result",
+        .label_names = res}},
+  };
+  kcr_err rc = KCR_OK;
+
+  for(size_t i = 0; !rc && i < sizeof(counters) / sizeof(counters[0]); i++)
+    rc = kcr_metric_counter(p->reg, &counters[i].o, counters[i].out, ei);
+  if(!rc)
+    rc = kcr_metric_gauge(
+        p->reg,
+        &(struct kcr_metric_opts){.name = "chaosproxy_rules", .help = "Rules in effect"},
+        &p->m_rules, ei);
+  return rc;
 }
 
 static int write_ready(const char *path, int port, int mport)
@@ -1506,9 +1533,13 @@ int main(int argc, char **argv)
   pthread_mutex_init(&p.mu, NULL);
   pthread_cond_init(&p.cv, NULL);
   p.rng = (uint64_t)seed;
-  if(tls_setup(&p, ca_cert, ca_key) || kcr_metrics_new(NULL, &p.reg, &ei))
+  if(tls_setup(&p, ca_cert, ca_key))
     goto out;
-  metrics_setup(&p);
+  if(kcr_metrics_new(NULL, &p.reg, &ei) || metrics_setup(&p, &ei)) {
+    fprintf(stderr, "chaosproxy: cannot make the metrics: %s\n",
+            ei.message ? ei.message : "out of memory");
+    goto out;
+  }
   if(load_rules(&p)) {
     fprintf(stderr, "chaosproxy: --rules %s: see the log line above\n", p.rules_path);
     goto out;

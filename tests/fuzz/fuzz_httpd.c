@@ -32,10 +32,14 @@ static bool check_failing(void *ud, char *reason, size_t n)
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_metric *requests;
 
   fuzz_quiet();
   if(kcr_metrics_new(NULL, &registry, &ei) ||
-     !kcr_metric_counter(registry, "fuzz_requests_total", "Requests sent.", NULL) ||
+     kcr_metric_counter(registry,
+                        &(struct kcr_metric_opts){.name = "fuzz_requests_total",
+                                                  .help = "Requests sent."},
+                        &requests, &ei) ||
      kcr_httpd_new(&(struct kcr_httpd_opts){.addr = "127.0.0.1:0", .metrics = registry},
                    &server, &ei) ||
      kcr_httpd_add_healthz(server, "ping-ok", check_ok, NULL) ||
@@ -79,8 +83,12 @@ static void exposition(const char *line)
   const char *values[] = {line};
 
   FUZZ_CHECK(kcr_metrics_new(NULL, &reg, NULL) == KCR_OK);
-  c = kcr_metric_counter(reg, "fuzz_total", line, (const char *const[]){"path", NULL});
-  FUZZ_CHECK(c);
+  FUZZ_CHECK(kcr_metric_counter(reg,
+                                &(struct kcr_metric_opts){
+                                    .name = "fuzz_total",
+                                    .help = line,
+                                    .label_names = (const char *const[]){"path", NULL}},
+                                &c, NULL) == KCR_OK);
   kcr_metric_inc(c, values, 1);
   FUZZ_CHECK(kcr_metric_value(c, values) == 1);
   FUZZ_CHECK(kcr_metrics_render(reg, &out) == KCR_OK);

@@ -256,8 +256,13 @@ static void spam_limit_sends_the_burst_and_counts_the_rest(void **state)
   kcr_recorder_get_stats(r, &st);
   assert_int_equal(3, st.sent);
   assert_int_equal(7, st.dropped);
-  total = kcr_metric_counter(reg, "kcr_events_total", "",
-                             (const char *[]){"type", "reason", "result", NULL});
+  assert_int_equal(
+      KCR_OK, kcr_metric_counter(
+                  reg,
+                  &(struct kcr_metric_opts){
+                      .name = "kcr_events_total",
+                      .label_names = (const char *[]){"type", "reason", "result", NULL}},
+                  &total, NULL));
   assert_true(kcr_metric_value(total, (const char *[]){"Warning", "Flapping", "sent"}) ==
               3);
   assert_true(

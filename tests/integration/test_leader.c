@@ -140,9 +140,13 @@ static void assert_micro_time(const char *s)
 
 static double gauge(kcr_metrics *m, const char *name)
 {
-  kcr_metric *g = kcr_metric_gauge(m, "leader_election_master_status", "x",
-                                   (const char *[]){"name", NULL});
-  assert_non_null(g);
+  kcr_metric *g = NULL;
+  assert_int_equal(KCR_OK,
+                   kcr_metric_gauge(m,
+                                    &(struct kcr_metric_opts){
+                                        .name = "leader_election_master_status",
+                                        .label_names = (const char *[]){"name", NULL}},
+                                    &g, NULL));
   return kcr_metric_value(g, (const char *[]){name});
 }
 

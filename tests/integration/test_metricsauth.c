@@ -194,7 +194,16 @@ static void only_authorised_service_accounts_read_metrics(void **state)
                               &rc_client, &ei),
                &ei);
   assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
-  assert_non_null(kcr_metric_counter(reg, "itest_scrapes_total", "Scrapes.", NULL));
+  {
+    kcr_metric *scrapes = NULL;
+    itest_expect(
+        KCR_OK,
+        kcr_metric_counter(
+            reg,
+            &(struct kcr_metric_opts){.name = "itest_scrapes_total", .help = "Scrapes."},
+            &scrapes, &ei),
+        &ei);
+  }
   itest_expect(KCR_OK,
                kcr_httpd_new(&(struct kcr_httpd_opts){.addr = "127.0.0.1:0",
                                                       .metrics = reg,

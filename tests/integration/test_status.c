@@ -421,8 +421,12 @@ static void steady_state_makes_zero_writes(void **state)
     assert_string_equal(
         kcr_json_str(cJSON_GetArrayItem(before, i), "metadata.resourceVersion"),
         kcr_json_str(cJSON_GetArrayItem(after, i), "metadata.resourceVersion"));
-  writes = kcr_metric_counter(m, "kcr_status_writes_total", NULL,
-                              (const char *[]){"result", NULL});
+  assert_int_equal(
+      KCR_OK, kcr_metric_counter(m,
+                                 &(struct kcr_metric_opts){
+                                     .name = "kcr_status_writes_total",
+                                     .label_names = (const char *[]){"result", NULL}},
+                                 &writes, NULL));
   assert_true(kcr_metric_value(writes, (const char *[]){"written", NULL}) == 100);
   assert_true(kcr_metric_value(writes, (const char *[]){"skipped", NULL}) == 1000);
   assert_true(kcr_metric_value(writes, (const char *[]){"conflict_retried", NULL}) == 0);
@@ -537,8 +541,13 @@ static void storm(enum kcr_status_mode mode, const char *name)
   assert_non_null(cond_field(o, "OtherReady", "status")); /* present in every mode */
   if(mode != KCR_STATUS_MERGE_PATCH) /* merge patch may revert it: the caveat */
     assert_string_equal(s.other_last, cond_field(o, "OtherReady", "status"));
-  kcr_metric *writes = kcr_metric_counter(m, "kcr_status_writes_total", NULL,
-                                          (const char *[]){"result", NULL});
+  kcr_metric *writes = NULL;
+  assert_int_equal(
+      KCR_OK, kcr_metric_counter(m,
+                                 &(struct kcr_metric_opts){
+                                     .name = "kcr_status_writes_total",
+                                     .label_names = (const char *[]){"result", NULL}},
+                                 &writes, NULL));
   double retried = kcr_metric_value(writes, (const char *[]){"conflict_retried", NULL});
   print_message("storm %-14s: 200 flips written, %d spec writes, %d other-controller "
                 "writes, %.0f conflicts retried, %d requeues\n",

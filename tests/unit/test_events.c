@@ -193,8 +193,15 @@ static kcr_metrics *registry(void)
 /* The counter kcr_events_total{type,reason,result} of reg. */
 static kcr_metric *events_total(kcr_metrics *reg)
 {
-  return kcr_metric_counter(reg, "kcr_events_total", "",
-                            (const char *[]){"type", "reason", "result", NULL});
+  kcr_metric *m = NULL;
+  assert_int_equal(
+      KCR_OK, kcr_metric_counter(
+                  reg,
+                  &(struct kcr_metric_opts){
+                      .name = "kcr_events_total",
+                      .label_names = (const char *[]){"type", "reason", "result", NULL}},
+                  &m, NULL));
+  return m;
 }
 
 /* ---- validation ---- */
@@ -401,6 +408,45 @@ static void new_refuses_bad_options(void **state)
   assert_int_equal(KCR_OK, kcr_recorder_new(&o, &r, NULL));
   kcr_recorder_free(r);
   kcr_recorder_free(NULL);
+  fake_cleanup(&f);
+}
+
+/* A registry whose kcr_events_total has other labels: the recorder is not
+ * made (it used to run uncounted, with a warning), KCR_EEXIST names the
+ * family and its labels, and no collect hook is left on the registry. */
+static void a_registry_with_a_conflicting_family_refuses_the_recorder(void **state)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_buf out = KCR_BUF_INIT;
+  struct fake f;
+  kcr_metrics *reg = NULL;
+  kcr_metric *mine = NULL;
+  kcr_recorder *r = (kcr_recorder *)1;
+
+  fake_init(&f);
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
+  assert_int_equal(KCR_OK,
+                   kcr_metric_counter(reg,
+                                      &(struct kcr_metric_opts){
+                                          .name = "kcr_events_total",
+                                          .label_names = (const char *[]){"type", NULL}},
+                                      &mine, NULL));
+  assert_int_equal(
+      KCR_EEXIST,
+      kcr_recorder_new(&(struct kcr_recorder_opts){.reporting_controller = "c",
+                                                   .sink = fake_sink,
+                                                   .sink_ud = &f,
+                                                   .metrics = reg},
+                       &r, &ei));
+  assert_null(r);
+  assert_non_null(ei.message);
+  assert_non_null(strstr(ei.message,
+                         "metric kcr_events_total is already registered with other label "
+                         "names (type)"));
+  assert_int_equal(KCR_OK, kcr_metrics_render(reg, &out)); /* runs no freed hook (ASan) */
+  kcr_buf_cleanup(&out);
+  kcr_errinfo_cleanup(&ei);
+  kcr_metrics_free(reg);
   fake_cleanup(&f);
 }
 
@@ -1086,8 +1132,14 @@ static void the_byte_budget_bounds_the_queue_and_counts_what_it_drops(void **sta
   fclose(log);
   /* The gauge shows the same bytes. */
   assert_int_equal(KCR_OK, kcr_metrics_render(reg, &text));
-  assert_true(kcr_metric_value(kcr_metric_gauge(reg, "kcr_events_queued_bytes", "", NULL),
-                               NULL) == (double)st.queued_bytes);
+  {
+    kcr_metric *qbytes = NULL;
+    assert_int_equal(
+        KCR_OK, kcr_metric_gauge(
+                    reg, &(struct kcr_metric_opts){.name = "kcr_events_queued_bytes"},
+                    &qbytes, NULL));
+    assert_true(kcr_metric_value(qbytes, NULL) == (double)st.queued_bytes);
+  }
   kcr_buf_cleanup(&text);
   gate(&f, false);
   assert_int_equal(KCR_OK, kcr_recorder_flush(r, 10000));
@@ -1676,6 +1728,7 @@ int main(void)
       cmocka_unit_test(bucket_allows_burst_then_refills_one_per_interval),
       cmocka_unit_test(bucket_never_holds_more_than_burst),
       cmocka_unit_test(new_refuses_bad_options),
+      cmocka_unit_test(a_registry_with_a_conflicting_family_refuses_the_recorder),
       cmocka_unit_test(invalid_events_are_refused_and_nothing_is_sent),
       cmocka_unit_test(one_event_is_one_create_with_the_exact_fields),
       cmocka_unit_test(repeats_become_one_series_patch),

@@ -115,8 +115,13 @@ static void chosen_label_values_do_not_flood_a_metric_family(void **state)
   static char vals[N][32];
   kcr_metrics *reg = NULL;
   assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
-  kcr_metric *c =
-      kcr_metric_counter(reg, "flood_total", "", (const char *const[]){"name", NULL});
+  kcr_metric *c = NULL;
+  assert_int_equal(
+      KCR_OK, kcr_metric_counter(reg,
+                                 &(struct kcr_metric_opts){
+                                     .name = "flood_total",
+                                     .label_names = (const char *const[]){"name", NULL}},
+                                 &c, NULL));
   uint64_t want = fnv1a_nul("v0") & 63; /* its 64 buckets */
   int n = 0;
 

@@ -121,8 +121,15 @@ static void serves_metrics_and_probes(void **state)
 {
   kcr_metrics *reg = NULL;
   assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
-  kcr_metric *c = kcr_metric_counter(reg, "reconcile_total", "Reconciliations",
-                                     (const char *const[]){"controller", NULL});
+  kcr_metric *c = NULL;
+  assert_int_equal(
+      KCR_OK,
+      kcr_metric_counter(reg,
+                         &(struct kcr_metric_opts){
+                             .name = "reconcile_total",
+                             .help = "Reconciliations",
+                             .label_names = (const char *const[]){"controller", NULL}},
+                         &c, NULL));
   struct kcr_buf want = KCR_BUF_INIT;
   struct reply r;
   kcr_httpd *h;
@@ -372,7 +379,12 @@ static void concurrent_scrapes(void **state)
 {
   kcr_metrics *reg = NULL;
   assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
-  struct scrape s = {0, kcr_metric_counter(reg, "scrapes_total", "Scrapes", NULL)};
+  struct scrape s = {0};
+  assert_int_equal(KCR_OK,
+                   kcr_metric_counter(reg,
+                                      &(struct kcr_metric_opts){.name = "scrapes_total",
+                                                                .help = "Scrapes"},
+                                      &s.c, NULL));
   struct flag ready = {true, NULL};
   kcr_httpd *h = start("127.0.0.1:0", reg);
   pthread_t t[4];

@@ -138,7 +138,14 @@ static struct fx *fx_new(const struct kcr_httpd_tls *tls)
   assert_non_null(f);
   f->client = twire_client(api, &f->api);
   assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &f->reg, NULL));
-  assert_non_null(kcr_metric_counter(f->reg, "things_total", "Things.", NULL));
+  {
+    kcr_metric *things = NULL;
+    assert_int_equal(KCR_OK,
+                     kcr_metric_counter(f->reg,
+                                        &(struct kcr_metric_opts){.name = "things_total",
+                                                                  .help = "Things."},
+                                        &things, NULL));
+  }
   rc = kcr_httpd_new(&(struct kcr_httpd_opts){.addr = "127.0.0.1:0",
                                               .metrics = f->reg,
                                               .tls = *tls,

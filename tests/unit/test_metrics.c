@@ -11,7 +11,21 @@
 
 #include "kcr/metrics.h"
 
-#define L(...) ((const char *const[]){__VA_ARGS__, NULL})
+#define L(...)    ((const char *const[]){__VA_ARGS__, NULL})
+#define OPTS(...) (&(struct kcr_metric_opts){__VA_ARGS__})
+
+/* kcr_metric_counter, _gauge and _histogram have this one signature. */
+typedef kcr_err family_fn(kcr_metrics *reg, const struct kcr_metric_opts *opts,
+                          kcr_metric **out, struct kcr_errinfo *ei);
+
+/* Registers a family that must be accepted, and returns it. */
+static kcr_metric *must(family_fn *add, kcr_metrics *reg, const struct kcr_metric_opts *o)
+{
+  kcr_metric *m = NULL;
+  assert_int_equal(KCR_OK, add(reg, o, &m, NULL));
+  assert_non_null(m);
+  return m;
+}
 
 /* Renders reg and compares the whole text. */
 static void assert_render(kcr_metrics *reg, const char *want)
@@ -26,10 +40,10 @@ static void counter_with_labels_renders_exactly(void **state)
 {
   kcr_metrics *reg = NULL;
   assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
-  kcr_metric *c = kcr_metric_counter(reg, "workqueue_adds_total",
-                                     "Total number of adds handled by workqueue",
-                                     L("name", "controller"));
-  assert_non_null(c);
+  kcr_metric *c = must(kcr_metric_counter, reg,
+                       OPTS(.name = "workqueue_adds_total",
+                            .help = "Total number of adds handled by workqueue",
+                            .label_names = L("name", "controller")));
   for(int i = 0; i < 17; i++)
     kcr_metric_inc(c, L("ebd", "ebd"), 1);
   kcr_metric_inc(c, L("vfm", "sim"), 2.5);
@@ -49,9 +63,13 @@ static void gauge_renders_exactly(void **state)
   kcr_metrics *reg = NULL;
   assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
   kcr_metric *g =
-      kcr_metric_gauge(reg, "workqueue_depth", "Current depth of workqueue", L("name"));
-  kcr_metric *up = kcr_metric_gauge(reg, "up", "", NULL);
-  kcr_metric *odd = kcr_metric_gauge(reg, "odd_values", "Values", L("k"));
+      must(kcr_metric_gauge, reg,
+           OPTS(.name = "workqueue_depth", .help = "Current depth of workqueue",
+                .label_names = L("name")));
+  kcr_metric *up = must(kcr_metric_gauge, reg, OPTS(.name = "up"));
+  kcr_metric *odd =
+      must(kcr_metric_gauge, reg,
+           OPTS(.name = "odd_values", .help = "Values", .label_names = L("k")));
 
   kcr_metric_set(g, L("ebd"), 3);
   kcr_metric_inc(g, L("ebd"), -1);
@@ -86,9 +104,10 @@ static void histogram_renders_cumulative_buckets(void **state)
   static const double bounds[] = {0.01, 0.1, 1, 10};
   kcr_metrics *reg = NULL;
   assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
-  kcr_metric *h = kcr_metric_histogram(reg, "reconcile_time_seconds",
-                                       "Length of time per reconciliation",
-                                       L("controller"), bounds, 4);
+  kcr_metric *h = must(
+      kcr_metric_histogram, reg,
+      OPTS(.name = "reconcile_time_seconds", .help = "Length of time per reconciliation",
+           .label_names = L("controller"), .bounds = bounds, .nbounds = 4));
   /* Exactly representable, so the sum is exact: 104.5078125. */
   static const double obs[] = {0.0078125, 0.25, 0.25, 4, 100};
   for(size_t i = 0; i < 5; i++)
@@ -119,8 +138,10 @@ static void histogram_without_labels_and_workqueue_buckets(void **state)
 {
   kcr_metrics *reg = NULL;
   assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
-  kcr_metric *h = kcr_metric_histogram(reg, "wait_seconds", "Wait", NULL,
-                                       kcr_buckets_workqueue, kcr_buckets_workqueue_n);
+  kcr_metric *h =
+      must(kcr_metric_histogram, reg,
+           OPTS(.name = "wait_seconds", .help = "Wait", .bounds = kcr_buckets_workqueue,
+                .nbounds = kcr_buckets_workqueue_n));
   kcr_metric_observe(h, NULL, 2e-8);
   assert_render(reg, "# HELP wait_seconds Wait\n"
                      "# TYPE wait_seconds histogram\n"
@@ -158,7 +179,9 @@ static void label_values_and_help_are_escaped(void **state)
   kcr_metrics *reg = NULL;
   assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
   kcr_metric *c =
-      kcr_metric_counter(reg, "escapes_total", "a \\ and a\nnewline \"kept\"", L("v"));
+      must(kcr_metric_counter, reg,
+           OPTS(.name = "escapes_total", .help = "a \\ and a\nnewline \"kept\"",
+                .label_names = L("v")));
   kcr_metric_inc(c, L("back\\slash \"quoted\"\nnext line"), 1);
   assert_render(reg, "# HELP escapes_total a \\\\ and a\\nnewline \"kept\"\n"
                      "# TYPE escapes_total counter\n"
@@ -196,8 +219,11 @@ static void concurrent_increments_sum_exactly(void **state)
   struct kcr_buf out = KCR_BUF_INIT;
 
   for(int i = 0; i < 4; i++) {
-    r[i].c = kcr_metric_counter(reg, "hits_total", "Hits", L("who"));
-    r[i].h = kcr_metric_histogram(reg, "lat_seconds", "Latency", L("who"), bounds, 1);
+    r[i].c = must(kcr_metric_counter, reg,
+                  OPTS(.name = "hits_total", .help = "Hits", .label_names = L("who")));
+    r[i].h = must(kcr_metric_histogram, reg,
+                  OPTS(.name = "lat_seconds", .help = "Latency", .label_names = L("who"),
+                       .bounds = bounds, .nbounds = 1));
     r[i].id = i;
     assert_int_equal(0, pthread_create(&t[i], NULL, hammer, &r[i]));
   }
@@ -246,7 +272,8 @@ static void series_made_while_others_update_are_all_kept(void **state)
   char own[32];
 
   for(int i = 0; i < 4; i++) {
-    r[i].c = kcr_metric_counter(reg, "grow_total", "", L("who"));
+    r[i].c = must(kcr_metric_counter, reg,
+                  OPTS(.name = "grow_total", .label_names = L("who")));
     r[i].id = i;
     assert_int_equal(0, pthread_create(&t[i], NULL, grow_hammer, &r[i]));
   }
@@ -268,34 +295,151 @@ static void series_made_while_others_update_are_all_kept(void **state)
 
 static void registering_twice_returns_the_same_family(void **state)
 {
-  static const double b1[] = {1, 2}, b2[] = {1, 3};
-  static const double inf_tail[] = {1, 2, INFINITY}, unsorted[] = {2, 1};
+  static const double b1[] = {1, 2}, inf_tail[] = {1, 2, INFINITY};
   kcr_metrics *reg = NULL;
   assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
-  kcr_metric *c = kcr_metric_counter(reg, "x_total", "X", L("a"));
-  kcr_metric *h = kcr_metric_histogram(reg, "h_seconds", "H", NULL, b1, 2);
+  kcr_metric *c = must(kcr_metric_counter, reg,
+                       OPTS(.name = "x_total", .help = "X", .label_names = L("a")));
+  kcr_metric *h =
+      must(kcr_metric_histogram, reg,
+           OPTS(.name = "h_seconds", .help = "H", .bounds = b1, .nbounds = 2));
 
-  assert_non_null(c);
-  assert_ptr_equal(c, kcr_metric_counter(reg, "x_total", "other help", L("a")));
-  assert_null(kcr_metric_gauge(reg, "x_total", "X", L("a")));   /* type */
-  assert_null(kcr_metric_counter(reg, "x_total", "X", L("b"))); /* labels */
-  assert_null(kcr_metric_counter(reg, "x_total", "X", NULL));
-  assert_ptr_equal(h, kcr_metric_histogram(reg, "h_seconds", "H", NULL, b1, 2));
-  assert_ptr_equal(h, kcr_metric_histogram(reg, "h_seconds", "H", NULL, inf_tail, 3));
-  assert_null(kcr_metric_histogram(reg, "h_seconds", "H", NULL, b2, 2));
-  /* Names and bounds Prometheus would refuse. */
-  assert_null(kcr_metric_counter(reg, "1abc", "", NULL));
-  assert_null(kcr_metric_counter(reg, "a-b", "", NULL));
-  assert_null(kcr_metric_counter(reg, "", "", NULL));
-  assert_null(kcr_metric_counter(reg, NULL, "", NULL));
-  assert_null(kcr_metric_counter(reg, "ok_total", "", L("__reserved")));
-  assert_null(kcr_metric_counter(reg, "ok_total", "", L("a:b")));
-  assert_null(kcr_metric_counter(reg, "ok_total", "", L("a", "a")));
-  assert_null(kcr_metric_histogram(reg, "ok_seconds", "", L("le"), b1, 2));
-  assert_null(kcr_metric_histogram(reg, "ok_seconds", "", NULL, unsorted, 2));
-  assert_null(kcr_metric_histogram(reg, "ok_seconds", "", NULL, NULL, 2));
-  assert_non_null(kcr_metric_gauge(reg, "ns:ok_metric", "", L("_a1")));
-  assert_null(kcr_metric_counter(NULL, "x_total", "X", NULL));
+  assert_ptr_equal(
+      c, must(kcr_metric_counter, reg,
+              OPTS(.name = "x_total", .help = "other help", .label_names = L("a"))));
+  assert_ptr_equal(h, must(kcr_metric_histogram, reg,
+                           OPTS(.name = "h_seconds", .bounds = b1, .nbounds = 2)));
+  /* A trailing +Inf is the implicit one: the same bounds. */
+  assert_ptr_equal(h, must(kcr_metric_histogram, reg,
+                           OPTS(.name = "h_seconds", .bounds = inf_tail, .nbounds = 3)));
+  assert_non_null(
+      must(kcr_metric_gauge, reg, OPTS(.name = "ns:ok_metric", .label_names = L("_a1"))));
+  assert_render(reg, "# HELP h_seconds H\n" /* the first help text wins */
+                     "# TYPE h_seconds histogram\n"
+                     "h_seconds_bucket{le=\"1\"} 0\n"
+                     "h_seconds_bucket{le=\"2\"} 0\n"
+                     "h_seconds_bucket{le=\"+Inf\"} 0\n"
+                     "h_seconds_sum 0\n"
+                     "h_seconds_count 0\n");
+  kcr_metrics_free(reg);
+}
+
+/* add(reg, o) fails with want, leaves *out NULL and says what in
+ * ei->message (which contains says). */
+static void refused(family_fn *add, kcr_metrics *reg, const struct kcr_metric_opts *o,
+                    kcr_err want, const char *says)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_metric *m = (kcr_metric *)&ei; /* not NULL: the call must clear it */
+
+  assert_int_equal(want, add(reg, o, &m, &ei));
+  assert_null(m);
+  assert_non_null(ei.message);
+  if(!strstr(ei.message, says))
+    fail_msg("message \"%s\" does not say \"%s\"", ei.message, says);
+  kcr_errinfo_cleanup(&ei);
+  /* And without an errinfo, the same code. */
+  m = (kcr_metric *)&ei;
+  assert_int_equal(want, add(reg, o, &m, NULL));
+  assert_null(m);
+}
+
+/* A name registered with another type, other label names or other bounds
+ * is KCR_EEXIST, naming the family as it is; the registry is unchanged. */
+static void a_name_taken_by_another_family_is_eexist(void **state)
+{
+  static const double b1[] = {1, 2}, b2[] = {1, 3};
+  static const char *const before = "# HELP x_total X\n"
+                                    "# TYPE x_total counter\n"
+                                    "x_total{a=\"v\",b=\"w\"} 1\n"
+                                    "# TYPE h_seconds histogram\n"
+                                    "h_seconds_bucket{le=\"1\"} 0\n"
+                                    "h_seconds_bucket{le=\"2\"} 0\n"
+                                    "h_seconds_bucket{le=\"+Inf\"} 0\n"
+                                    "h_seconds_sum 0\n"
+                                    "h_seconds_count 0\n";
+  kcr_metrics *reg = NULL;
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
+  kcr_metric_inc(must(kcr_metric_counter, reg,
+                      OPTS(.name = "x_total", .help = "X", .label_names = L("a", "b"))),
+                 L("v", "w"), 1);
+  must(kcr_metric_histogram, reg, OPTS(.name = "h_seconds", .bounds = b1, .nbounds = 2));
+
+  refused(kcr_metric_gauge, reg, OPTS(.name = "x_total", .label_names = L("a", "b")),
+          KCR_EEXIST, "metric x_total is already registered as a counter, not a gauge");
+  refused(kcr_metric_counter, reg, OPTS(.name = "x_total", .label_names = L("b", "a")),
+          KCR_EEXIST,
+          "metric x_total is already registered with other label names (a,b)");
+  refused(kcr_metric_counter, reg, OPTS(.name = "x_total", .label_names = L("a")),
+          KCR_EEXIST, "(a,b)");
+  refused(kcr_metric_counter, reg, OPTS(.name = "x_total"), KCR_EEXIST, "(a,b)");
+  refused(kcr_metric_histogram, reg,
+          OPTS(.name = "h_seconds", .label_names = L("a"), .bounds = b1, .nbounds = 2),
+          KCR_EEXIST,
+          "metric h_seconds is already registered with other label names (none)");
+  refused(kcr_metric_histogram, reg,
+          OPTS(.name = "h_seconds", .bounds = b2, .nbounds = 2), KCR_EEXIST,
+          "histogram h_seconds is already registered with other bounds");
+  refused(kcr_metric_histogram, reg, OPTS(.name = "h_seconds"), KCR_EEXIST,
+          "other bounds (2 of them)");
+  refused(kcr_metric_histogram, reg, OPTS(.name = "x_total", .label_names = L("a", "b")),
+          KCR_EEXIST, "as a counter, not a histogram");
+  assert_render(reg, before);
+  kcr_metrics_free(reg);
+}
+
+/* Names and bounds Prometheus would refuse are KCR_EINVAL, and the message
+ * names the metric and what is wrong with it; nothing is registered. */
+static void invalid_names_and_bounds_are_einval(void **state)
+{
+  static const double b1[] = {1, 2}, unsorted[] = {2, 1}, same[] = {1, 1};
+  static const double nan_bound[] = {1, NAN};
+  kcr_metrics *reg = NULL;
+  kcr_metric *m = NULL;
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
+
+  refused(kcr_metric_counter, reg, OPTS(.name = "1abc"), KCR_EINVAL,
+          "metric name \"1abc\" is not a valid Prometheus metric name");
+  refused(kcr_metric_counter, reg, OPTS(.name = "a-b"), KCR_EINVAL, "\"a-b\"");
+  refused(kcr_metric_counter, reg, OPTS(.name = ""), KCR_EINVAL, "metric name \"\"");
+  refused(kcr_metric_counter, reg, OPTS(.help = "no name"), KCR_EINVAL,
+          "kcr_metric_counter: no name");
+  refused(kcr_metric_counter, reg,
+          OPTS(.name = "ok_total", .label_names = L("__reserved")), KCR_EINVAL,
+          "metric ok_total: label name \"__reserved\" is reserved");
+  refused(kcr_metric_gauge, reg, OPTS(.name = "ok", .label_names = L("a:b")), KCR_EINVAL,
+          "metric ok: label name \"a:b\" is not a valid label name");
+  refused(kcr_metric_counter, reg, OPTS(.name = "ok_total", .label_names = L("a", "")),
+          KCR_EINVAL, "label name \"\" is not a valid label name");
+  refused(kcr_metric_counter, reg, OPTS(.name = "ok_total", .label_names = L("a", "a")),
+          KCR_EINVAL, "metric ok_total: label name \"a\" is repeated");
+  refused(kcr_metric_histogram, reg,
+          OPTS(.name = "ok_seconds", .label_names = L("le"), .bounds = b1, .nbounds = 2),
+          KCR_EINVAL, "metric ok_seconds: label name \"le\" is reserved in a histogram");
+  refused(kcr_metric_histogram, reg,
+          OPTS(.name = "ok_seconds", .bounds = unsorted, .nbounds = 2), KCR_EINVAL,
+          "histogram ok_seconds: bound 1 (1) is not above the one before it");
+  refused(kcr_metric_histogram, reg,
+          OPTS(.name = "ok_seconds", .bounds = same, .nbounds = 2), KCR_EINVAL,
+          "bound 1 (1) is not above");
+  refused(kcr_metric_histogram, reg,
+          OPTS(.name = "ok_seconds", .bounds = nan_bound, .nbounds = 2), KCR_EINVAL,
+          "histogram ok_seconds: bound 1 (nan) is NaN");
+  refused(kcr_metric_histogram, reg, OPTS(.name = "ok_seconds", .nbounds = 2), KCR_EINVAL,
+          "histogram ok_seconds: nbounds is 2 but no bounds");
+  refused(kcr_metric_counter, reg, OPTS(.name = "ok_total", .bounds = b1, .nbounds = 2),
+          KCR_EINVAL, "metric ok_total: a counter has no bounds (only histograms do)");
+  refused(kcr_metric_gauge, reg, OPTS(.name = "ok", .nbounds = 1), KCR_EINVAL,
+          "a gauge has no bounds");
+  refused(kcr_metric_counter, NULL, OPTS(.name = "x_total"), KCR_EINVAL,
+          "kcr_metric_counter: no registry");
+  refused(kcr_metric_gauge, reg, NULL, KCR_EINVAL, "kcr_metric_gauge: no opts");
+  assert_int_equal(KCR_EINVAL,
+                   kcr_metric_histogram(reg, OPTS(.name = "ok_seconds"), NULL, NULL));
+  /* None of them registered anything: the names are free. */
+  assert_render(reg, "");
+  assert_int_equal(KCR_OK, kcr_metric_gauge(reg, OPTS(.name = "ok_seconds"), &m, NULL));
+  assert_int_equal(KCR_OK, kcr_metric_counter(reg, OPTS(.name = "ok_total"), &m, NULL));
   kcr_metrics_free(reg);
 }
 
@@ -319,7 +463,8 @@ static void collect_once(void *ud)
   cs->calls++;
   kcr_metrics_off_collect(cs->reg, collect_once, ud); /* from inside: no wait */
   /* registering from a callback works too */
-  kcr_metric_set(kcr_metric_gauge(cs->reg, "late", "Late", NULL), NULL, 7);
+  kcr_metric_set(must(kcr_metric_gauge, cs->reg, OPTS(.name = "late", .help = "Late")),
+                 NULL, 7);
 }
 
 static void collect_callbacks_run_on_render(void **state)
@@ -327,7 +472,10 @@ static void collect_callbacks_run_on_render(void **state)
   kcr_metrics *reg = NULL;
   assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
   struct collect_state cs = {
-      reg, kcr_metric_gauge(reg, "workqueue_depth", "Depth", L("name")), 0, 4};
+      reg,
+      must(kcr_metric_gauge, reg,
+           OPTS(.name = "workqueue_depth", .help = "Depth", .label_names = L("name"))),
+      0, 4};
   struct collect_state once = {reg, NULL, 0, 0};
 
   assert_int_equal(KCR_OK, kcr_metrics_on_collect(reg, collect_depth, &cs));
@@ -365,8 +513,9 @@ static void null_metric_and_bad_label_values_are_no_ops(void **state)
 {
   kcr_metrics *reg = NULL;
   assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
-  kcr_metric *c = kcr_metric_counter(reg, "c_total", "C", L("a", "b"));
-  kcr_metric *g = kcr_metric_gauge(reg, "g", "G", NULL);
+  kcr_metric *c = must(kcr_metric_counter, reg,
+                       OPTS(.name = "c_total", .help = "C", .label_names = L("a", "b")));
+  kcr_metric *g = must(kcr_metric_gauge, reg, OPTS(.name = "g", .help = "G"));
   struct kcr_buf out = KCR_BUF_INIT;
 
   kcr_metric_inc(NULL, L("x"), 1);
@@ -397,7 +546,7 @@ static void render_appends_to_existing_text(void **state)
   assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
   struct kcr_buf out = KCR_BUF_INIT;
 
-  kcr_metric_inc(kcr_metric_counter(reg, "n_total", "", NULL), NULL, 3);
+  kcr_metric_inc(must(kcr_metric_counter, reg, OPTS(.name = "n_total")), NULL, 3);
   kcr_buf_puts(&out, "# head\n");
   assert_int_equal(KCR_OK, kcr_metrics_render(reg, &out));
   assert_string_equal("# head\n# TYPE n_total counter\nn_total 3\n", kcr_buf_str(&out));
@@ -409,7 +558,8 @@ static void many_series_stay_distinct(void **state)
 {
   kcr_metrics *reg = NULL;
   assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
-  kcr_metric *c = kcr_metric_counter(reg, "k_total", "", L("a", "b"));
+  kcr_metric *c =
+      must(kcr_metric_counter, reg, OPTS(.name = "k_total", .label_names = L("a", "b")));
   char a[16], b[16];
 
   for(int i = 0; i < 1000; i++) {
@@ -438,9 +588,12 @@ static void a_family_keeps_at_most_max_series(void **state)
   kcr_metrics *reg = NULL;
   assert_int_equal(
       KCR_OK, kcr_metrics_new(&(struct kcr_metrics_opts){.max_series = 2}, &reg, NULL));
-  kcr_metric *c = kcr_metric_counter(reg, "objects_total", "", L("name"));
-  kcr_metric *h = kcr_metric_histogram(reg, "seconds", "", L("name"), (double[]){1}, 1);
-  kcr_metric *one = kcr_metric_gauge(reg, "one", "", NULL);
+  kcr_metric *c = must(kcr_metric_counter, reg,
+                       OPTS(.name = "objects_total", .label_names = L("name")));
+  kcr_metric *h = must(kcr_metric_histogram, reg,
+                       OPTS(.name = "seconds", .label_names = L("name"),
+                            .bounds = (double[]){1}, .nbounds = 1));
+  kcr_metric *one = must(kcr_metric_gauge, reg, OPTS(.name = "one"));
 
   kcr_metric_inc(c, L("a"), 1);
   kcr_metric_inc(c, L("b"), 1);
@@ -486,8 +639,10 @@ static void the_series_limit_defaults_and_can_be_lifted(void **state)
   assert_int_equal(
       KCR_OK,
       kcr_metrics_new(&(struct kcr_metrics_opts){.max_series = SIZE_MAX}, &none, NULL));
-  kcr_metric *d = kcr_metric_counter(def, "d_total", "", L("k"));
-  kcr_metric *n = kcr_metric_counter(none, "n_total", "", L("k"));
+  kcr_metric *d =
+      must(kcr_metric_counter, def, OPTS(.name = "d_total", .label_names = L("k")));
+  kcr_metric *n =
+      must(kcr_metric_counter, none, OPTS(.name = "n_total", .label_names = L("k")));
   for(int i = 0; i <= KCR_METRICS_MAX_SERIES; i++) {
     snprintf(v, sizeof(v), "%d", i);
     kcr_metric_inc(d, L(v), 1);
@@ -514,6 +669,8 @@ int main(void)
       cmocka_unit_test(concurrent_increments_sum_exactly),
       cmocka_unit_test(series_made_while_others_update_are_all_kept),
       cmocka_unit_test(registering_twice_returns_the_same_family),
+      cmocka_unit_test(a_name_taken_by_another_family_is_eexist),
+      cmocka_unit_test(invalid_names_and_bounds_are_einval),
       cmocka_unit_test(collect_callbacks_run_on_render),
       cmocka_unit_test(null_metric_and_bad_label_values_are_no_ops),
       cmocka_unit_test(render_appends_to_existing_text),

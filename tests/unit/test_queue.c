@@ -906,12 +906,22 @@ static const char *const LABELS[] = {"name", NULL};
 
 static double counter(kcr_metrics *reg, const char *name)
 {
-  return kcr_metric_value(kcr_metric_counter(reg, name, "", LABELS), NAME_Q);
+  kcr_metric *m = NULL;
+  assert_int_equal(
+      KCR_OK,
+      kcr_metric_counter(
+          reg, &(struct kcr_metric_opts){.name = name, .label_names = LABELS}, &m, NULL));
+  return kcr_metric_value(m, NAME_Q);
 }
 
 static double gauge(kcr_metrics *reg, const char *name)
 {
-  return kcr_metric_value(kcr_metric_gauge(reg, name, "", LABELS), NAME_Q);
+  kcr_metric *m = NULL;
+  assert_int_equal(
+      KCR_OK,
+      kcr_metric_gauge(
+          reg, &(struct kcr_metric_opts){.name = name, .label_names = LABELS}, &m, NULL));
+  return kcr_metric_value(m, NAME_Q);
 }
 
 static void metrics_count_adds_depth_and_retries(void **state)
@@ -1017,6 +1027,36 @@ static void an_unnamed_queue_has_no_metrics(void **state)
   assert_null(strstr(kcr_buf_str(&out), "workqueue_adds_total{"));
   kcr_buf_cleanup(&out);
   kcr_queue_free(q);
+  kcr_metrics_free(reg);
+}
+
+/* A registry whose workqueue_depth is another family (a gauge there is
+ * the queue's; here a counter the caller made): the queue is not made,
+ * KCR_EEXIST names the family, and the registry gets no queue families nor
+ * a collect hook on a freed queue. */
+static void a_registry_with_a_conflicting_family_refuses_the_queue(void **state)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_buf out = KCR_BUF_INIT;
+  kcr_metrics *reg = NULL;
+  kcr_metric *mine = NULL;
+  kcr_queue *q = (kcr_queue *)&ei; /* not NULL: the call must clear it */
+
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
+  assert_int_equal(KCR_OK, kcr_metric_counter(
+                               reg, &(struct kcr_metric_opts){.name = "workqueue_depth"},
+                               &mine, NULL));
+  assert_int_equal(
+      KCR_EEXIST,
+      kcr_queue_new(&(struct kcr_queue_opts){.name = "q", .metrics = reg}, &q, &ei));
+  assert_null(q);
+  assert_non_null(ei.message);
+  assert_non_null(
+      strstr(ei.message, "metric workqueue_depth is already registered as a counter"));
+  assert_int_equal(KCR_OK, kcr_metrics_render(reg, &out)); /* runs no freed hook (ASan) */
+  assert_null(strstr(kcr_buf_str(&out), "workqueue_adds_total"));
+  kcr_buf_cleanup(&out);
+  kcr_errinfo_cleanup(&ei);
   kcr_metrics_free(reg);
 }
 
@@ -1197,6 +1237,7 @@ int main(void)
       cmocka_unit_test(metrics_count_adds_depth_and_retries),
       cmocka_unit_test(metrics_render_in_flight_work_and_help_texts),
       cmocka_unit_test(an_unnamed_queue_has_no_metrics),
+      cmocka_unit_test(a_registry_with_a_conflicting_family_refuses_the_queue),
       cmocka_unit_test(stress_no_key_runs_twice_at_once_and_no_add_is_lost),
       cmocka_unit_test(stress_parked_keys_always_fire),
       cmocka_unit_test(stress_with_priorities),

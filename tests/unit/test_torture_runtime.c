@@ -127,30 +127,80 @@ struct metrics_case {
   kcr_metric *c, *g, *h, *cg;
 };
 
-/* Families are made or NULL; a series that cannot be made drops the update
- * (documented), so each series holds its full value or does not exist. */
+/* Registers a family: KCR_OK with it, or KCR_ENOMEM with *m NULL and the
+ * registry as it was (a later try makes it); false on any other outcome. */
+static bool family(kcr_err (*add)(kcr_metrics *, const struct kcr_metric_opts *,
+                                  kcr_metric **, struct kcr_errinfo *),
+                   kcr_metrics *reg, const struct kcr_metric_opts *o, kcr_metric **m)
+{
+  kcr_err rc = add(reg, o, m, NULL);
+  return rc ? rc == KCR_ENOMEM && !*m : *m != NULL;
+}
+
+/* Families are made or refused with KCR_ENOMEM; a series that cannot be
+ * made drops the update (documented), so each series holds its full value
+ * or does not exist. */
 static bool metrics_build(void *ud)
 {
   struct metrics_case *mc = ud;
   kcr_metrics *reg = NULL;
   (void)kcr_metrics_new(NULL, &reg, NULL); /* NULL when out of memory */
-  kcr_metric *c, *g, *h, *cg;
+  kcr_metric *c = NULL, *g = NULL, *h = NULL, *cg = NULL, *again;
   bool ok = true;
 
   mc->reg = reg;
   if(!reg)
     return true;
-  c = kcr_metric_counter(reg, "reconcile_total", "Reconciles.\nBy result.",
-                         (const char *[]){"controller", "result", NULL});
-  g = kcr_metric_gauge(reg, "depth", "Queue depth.", NULL);
-  h = kcr_metric_histogram(reg, "reconcile_seconds", "Time \\ spent.",
-                           (const char *[]){"controller", NULL}, kcr_buckets_seconds,
-                           kcr_buckets_seconds_n);
-  cg = kcr_metric_gauge(reg, "collected", "Set by a collector.", NULL);
-  /* The same family again: the existing one (never a second). */
-  if(c && kcr_metric_counter(reg, "reconcile_total", "x",
-                             (const char *[]){"controller", "result", NULL}) != c)
-    ok = false;
+  ok = ok && family(kcr_metric_counter, reg,
+                    &(struct kcr_metric_opts){
+                        .name = "reconcile_total",
+                        .help = "Reconciles.\nBy result.",
+                        .label_names = (const char *[]){"controller", "result", NULL}},
+                    &c);
+  ok = ok &&
+       family(kcr_metric_gauge, reg,
+              &(struct kcr_metric_opts){.name = "depth", .help = "Queue depth."}, &g);
+  ok = ok && family(kcr_metric_histogram, reg,
+                    &(struct kcr_metric_opts){.name = "reconcile_seconds",
+                                              .help = "Time \\ spent.",
+                                              .label_names =
+                                                  (const char *[]){"controller", NULL},
+                                              .bounds = kcr_buckets_seconds,
+                                              .nbounds = kcr_buckets_seconds_n},
+                    &h);
+  ok = ok && family(kcr_metric_gauge, reg,
+                    &(struct kcr_metric_opts){.name = "collected",
+                                              .help = "Set by a collector."},
+                    &cg);
+  if(!ok)
+    return false;
+  /* The same family again: the existing one (never a second, and nothing
+   * to allocate); another type or other labels: KCR_EEXIST, saying so
+   * unless the message itself ran out of memory. */
+  if(c) {
+    struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+    kcr_err rc;
+    ok = family(kcr_metric_counter, reg,
+                &(struct kcr_metric_opts){
+                    .name = "reconcile_total",
+                    .help = "x",
+                    .label_names = (const char *[]){"controller", "result", NULL}},
+                &again) &&
+         again == c;
+    rc = kcr_metric_gauge(reg, &(struct kcr_metric_opts){.name = "reconcile_total"},
+                          &again, &ei);
+    ok = ok && rc == KCR_EEXIST && !again &&
+         (tfail_fired() ||
+          (ei.message && strstr(ei.message, "already registered as a counter")));
+    rc = kcr_metric_counter(
+        reg,
+        &(struct kcr_metric_opts){.name = "reconcile_total",
+                                  .label_names = (const char *[]){"controller", NULL}},
+        &again, &ei);
+    ok = ok && rc == KCR_EEXIST && !again &&
+         (tfail_fired() || (ei.message && strstr(ei.message, "(controller,result)")));
+    kcr_errinfo_cleanup(&ei);
+  }
   for(int i = 0; i < 3; i++) {
     kcr_metric_inc(c, (const char *[]){"ebd", "success"}, 1);
     kcr_metric_inc(c, (const char *[]){"ebd", i == 2 ? "error" : "success"}, 1);
