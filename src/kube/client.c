@@ -42,6 +42,16 @@
  * client-go's does. Set per handle in conn_setup and per request in
  * kcr__conn_prepare, so watches (watch.c uses both) behave the same.
  *
+ * URL: each request's URL is given to curl twice, as text (CURLOPT_URL,
+ * what curl reports) and parsed into the handle's CURLU (CURLOPT_CURLU),
+ * with the flags curl itself parses a CURLOPT_URL with. With both set,
+ * curl 7.88 takes the host, port, path and query from the CURLU and skips
+ * its own parse of the text and the rebuilding of the whole URL from the
+ * parts (curl_url_get(CURLUPART_URL), formatted a byte at a time):
+ * 12,000 of the 144,000 instructions of a request (callgrind, a
+ * server-side apply answered with text). Never followed (FOLLOWLOCATION
+ * is off), so a redirect cannot make the two disagree.
+ *
  * Secrets: credentials are fetched per request, as owned snapshots, and
  * wiped after it (kcr_credentials_cleanup, kcr__headers_free, the
  * "Authorization:" buffer). libcurl keeps copies out of our reach: the
@@ -216,6 +226,7 @@ static void conn_free(struct kcr__conn *conn)
   if(!conn)
     return;
   curl_easy_cleanup(conn->h);
+  curl_url_cleanup(conn->url); /* after the handle that uses it */
   free(conn);
 }
 
@@ -422,7 +433,8 @@ struct kcr__conn *kcr__conn_get(kcr_client *c)
   if(conn)
     return conn;
   conn = calloc(1, sizeof(*conn));
-  if(!conn || !(conn->h = curl_easy_init()) || conn_setup(c, conn)) {
+  if(!conn || !(conn->h = curl_easy_init()) || !(conn->url = curl_url()) ||
+     conn_setup(c, conn)) {
     conn_free(conn);
     return NULL;
   }
@@ -492,7 +504,14 @@ kcr_err kcr__conn_prepare(kcr_client *c, struct kcr__conn *conn, const char *met
     url.ptr[--url.len] = '\0';
   if(kcr_buf_puts(&url, path))
     goto out;
+  /* The URL parsed as curl would (see DESIGN: URL); one it refuses is
+   * left to curl, which reports it as before. */
   curl_easy_setopt(h, CURLOPT_URL, url.ptr);
+  if(curl_url_set(conn->url, CURLUPART_URL, url.ptr,
+                  CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME) == CURLUE_OK)
+    curl_easy_setopt(h, CURLOPT_CURLU, conn->url);
+  else
+    curl_easy_setopt(h, CURLOPT_CURLU, NULL);
   curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, NULL);
   curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
   if(strcmp(method, "GET"))

@@ -357,6 +357,41 @@ static void bad_requests_are_refused_locally(void **state)
   kcr_errinfo_cleanup(&ei);
 }
 
+/* Every request goes to its own URL on a handle that served others (the
+ * client hands curl each URL parsed: client.c, DESIGN: URL), and a URL
+ * curl refuses is refused as before - not sent to the handle's last URL. */
+static void each_request_goes_to_its_own_url(void **state)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_http_response resp = {0, KCR_BUF_INIT};
+  cJSON *o = configmap("url-a", "1"), *got = NULL;
+  char *bad = NULL;
+
+  itest_expect(
+      KCR_OK,
+      kcr_create(cl, &(struct kcr_ref){&itest_configmaps, ns}, o, NULL, NULL, &ei), &ei);
+  assert_true(asprintf(&bad, "/api/v1/namespaces/%s/configmaps/url a", ns) > 0);
+  for(int i = 0; i < 3; i++) {
+    itest_expect(
+        KCR_OK, kcr_get(cl, &(struct kcr_ref){&itest_configmaps, ns, "url-a"}, &got, &ei),
+        &ei);
+    assert_string_equal("url-a", kcr_json_str(got, "metadata.name"));
+    cJSON_Delete(got);
+    assert_int_equal(
+        KCR_ENOTFOUND,
+        kcr_get(cl, &(struct kcr_ref){&itest_configmaps, ns, "url-b"}, &got, &ei));
+    assert_non_null(strstr(ei.message, "url-b"));
+    assert_int_equal(
+        KCR_ETRANSPORT,
+        kcr_client_do(cl, &(struct kcr_http_request){.method = "GET", .path = bad}, &resp,
+                      &ei));
+    kcr_buf_cleanup(&resp.body);
+  }
+  free(bad);
+  cJSON_Delete(o);
+  kcr_errinfo_cleanup(&ei);
+}
+
 /* A client for $KUBECONFIG (server https://127.0.0.1:PORT) whose cluster
  * also says tls-server-name: name. */
 static kcr_client *client_with_server_name(const char *name)
@@ -525,6 +560,7 @@ int main(void)
       cmocka_unit_test(custom_resource_status_subresource),
       cmocka_unit_test(list_pages_over_a_thousand_objects),
       cmocka_unit_test(bad_requests_are_refused_locally),
+      cmocka_unit_test(each_request_goes_to_its_own_url),
       cmocka_unit_test(tls_server_name_is_what_the_certificate_is_checked_against),
       cmocka_unit_test(connections_are_http1_and_keep_their_tls_buffers),
   };
