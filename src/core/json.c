@@ -894,6 +894,40 @@ kcr_err kcr__json_drop_members(const char *text, size_t len, const char *path,
   return kcr_buf_err(out);
 }
 
+kcr_err kcr__json_find(const char *text, size_t len, const char *path, const char **at,
+                       size_t *n)
+{
+  struct scan s = {text, text + len, 0};
+
+  *at = NULL;
+  *n = 0;
+  if(!text || !path || !*path)
+    return KCR_ENOTFOUND;
+  for(;;) {
+    size_t sl = strcspn(path, ".");
+    const char *b;
+    int found;
+    skip_ws(&s);
+    if(s.p >= s.end)
+      return KCR_EPARSE;
+    if(*s.p != '{')
+      return KCR_ENOTFOUND;
+    found = to_member(&s, path, sl);
+    if(found <= 0)
+      return found < 0 ? KCR_EPARSE : KCR_ENOTFOUND;
+    if(path[sl]) {
+      path += sl + 1;
+      continue;
+    }
+    b = s.p;
+    if(!skip_value(&s))
+      return KCR_EPARSE;
+    *at = b;
+    *n = (size_t)(s.p - b);
+    return KCR_OK;
+  }
+}
+
 kcr_err kcr__json_parse_dropping(const char *text, size_t len, const char *path,
                                  const char *name, struct kcr_buf *scratch, cJSON **out,
                                  struct kcr_errinfo *ei)

@@ -1107,8 +1107,10 @@ kcr_err kcr__patch_text(kcr_client *c, const struct kcr_ref *ref,
   return patch(c, ref, po, body, len, NULL, text, ei);
 }
 
-kcr_err kcr_apply(kcr_client *c, const struct kcr_ref *ref, const cJSON *obj,
-                  const struct kcr_apply_opts *opts, cJSON **out, struct kcr_errinfo *ei)
+/* kcr_apply, the answer parsed into *out or its text moved to *text. */
+static kcr_err apply(kcr_client *c, const struct kcr_ref *ref, const cJSON *obj,
+                     const struct kcr_apply_opts *opts, cJSON **out, struct kcr_buf *text,
+                     struct kcr_errinfo *ei)
 {
   struct kcr_patch_opts po = {.type = KCR_PATCH_APPLY};
   char *body;
@@ -1125,8 +1127,44 @@ kcr_err kcr_apply(kcr_client *c, const struct kcr_ref *ref, const cJSON *obj,
   po.dry_run = opts->dry_run;
   if(!(body = kcr_json_to_text(obj)))
     return KCR_ENOMEM;
-  rc = kcr_patch(c, ref, &po, body, strlen(body), out, ei);
+  rc = patch(c, ref, &po, body, strlen(body), out, text, ei);
   free(body);
+  return rc;
+}
+
+kcr_err kcr_apply(kcr_client *c, const struct kcr_ref *ref, const cJSON *obj,
+                  const struct kcr_apply_opts *opts, cJSON **out, struct kcr_errinfo *ei)
+{
+  return apply(c, ref, obj, opts, out, NULL, ei);
+}
+
+kcr_err kcr_apply_rv(kcr_client *c, const struct kcr_ref *ref, const cJSON *obj,
+                     const struct kcr_apply_opts *opts, char **rv, struct kcr_errinfo *ei)
+{
+  struct kcr_buf text = KCR_BUF_INIT;
+  const char *at = NULL;
+  size_t n = 0;
+  kcr_err rc, found;
+
+  if(!rv)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_apply_rv: no rv");
+  *rv = NULL;
+  rc = apply(c, ref, obj, opts, NULL, &text, ei);
+  if(rc)
+    goto out;
+  found =
+      kcr__json_find(kcr_buf_str(&text), text.len, "metadata.resourceVersion", &at, &n);
+  if(found == KCR_EPARSE)
+    rc = kcr_errinfo_set(ei, KCR_EPARSE,
+                         "apply: the answer (%zu bytes) breaks off before its "
+                         "metadata.resourceVersion",
+                         text.len);
+  else if(found == KCR_OK && n >= 2 && *at == '"' && !memchr(at, '\\', n) &&
+          !(*rv = strndup(at + 1, n - 2)))
+    rc = KCR_ENOMEM;
+  /* else none, or not a plain string: no rv */
+out:
+  kcr_buf_cleanup(&text);
   return rc;
 }
 
