@@ -1012,9 +1012,28 @@ static void put_byte(struct kcr_buf *b, char c)
 static void put_string(struct kcr_buf *b, const char *s)
 {
   static const char hex[] = "0123456789abcdef";
-  size_t n = s ? strlen(s) : 0;
-  char *o = n < SIZE_MAX / 8 ? room(b, 6 * n + 2) : room(b, SIZE_MAX); /* at most */
+  const char *text = s ? s : "";
+  const unsigned char *run = (const unsigned char *)text;
+  size_t n;
+  char *o;
 
+  /* Nearly every string has nothing to escape: found in one pass (no
+   * strlen first), copied at once, with room for just it. */
+  while(*run >= 32 && *run != '"' && *run != '\\')
+    run++;
+  if(!*run) {
+    n = (size_t)((const char *)run - text);
+    if(!(o = room(b, n + 2)))
+      return;
+    *o++ = '"';
+    memcpy(o, text, n);
+    o += n;
+    *o++ = '"';
+    done(b, o);
+    return;
+  }
+  n = strlen(s);
+  o = n < SIZE_MAX / 8 ? room(b, 6 * n + 2) : room(b, SIZE_MAX); /* at most */
   if(!o)
     return;
   *o++ = '"';
