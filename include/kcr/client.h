@@ -257,6 +257,19 @@ KCR_API kcr_err kcr_apply(kcr_client *c, const struct kcr_ref *ref, const cJSON 
                           const struct kcr_apply_opts *opts, cJSON **out,
                           struct kcr_errinfo *ei);
 
+/* kcr_apply for a caller that needs nothing of the answer but the applied
+ * object's new metadata.resourceVersion (to know its own write when an
+ * informer shows it): the answer - a whole object, managed fields
+ * included - is not parsed into a tree; that one string is found in its
+ * text, reading it only up to there (a small fraction of the cost of a
+ * tree). *rv gets it, owned by the caller (free); NULL when the answer has
+ * no metadata.resourceVersion string (still KCR_OK: the apply was made).
+ * Errors: those of kcr_apply (*rv NULL; KCR_EINVAL also for rv NULL), and
+ * KCR_EPARSE when the answer's text breaks off before the value. */
+KCR_API kcr_err kcr_apply_rv(kcr_client *c, const struct kcr_ref *ref, const cJSON *obj,
+                             const struct kcr_apply_opts *opts, char **rv,
+                             struct kcr_errinfo *ei);
+
 enum kcr_propagation {
   KCR_PROPAGATE_DEFAULT = 0,
   KCR_PROPAGATE_BACKGROUND,

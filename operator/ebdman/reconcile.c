@@ -215,7 +215,8 @@ static kcr_err install(kcr_ctx *cx, kcr_written *wrote, kcr_informer *inf,
       .gvr = gvr, .ns = kcr_json_str(want, "metadata.namespace"), .name = name};
   enum ebdman_child_plan plan;
   const cJSON *have;
-  cJSON *got = NULL, *answer = NULL; /* read with a GET; the apply's answer */
+  cJSON *got = NULL; /* read with a GET */
+  char *rv = NULL;   /* the apply's answer: the child's new resourceVersion */
   bool fresh = false, in_cache;
   char key[384], sum[17] = "";
   kcr_err rc = KCR_OK;
@@ -253,14 +254,13 @@ static kcr_err install(kcr_ctx *cx, kcr_written *wrote, kcr_informer *inf,
         digest(want, sum); /* before the precondition: what is wanted */
       rc = ebdman_child_precondition(want, plan, have);
       if(!rc)
-        rc = kcr_apply(kcr_ctx_client(cx), &ref, want,
-                       &(struct kcr_apply_opts){.field_manager = EBDMAN_FIELD_MANAGER,
-                                                .force = true},
-                       &answer, &ei);
+        rc = kcr_apply_rv(kcr_ctx_client(cx), &ref, want,
+                          &(struct kcr_apply_opts){.field_manager = EBDMAN_FIELD_MANAGER,
+                                                   .force = true},
+                          &rv, &ei);
       if(!rc) {
         r->applied = true;
-        kcr_written_put(wrote, key, kcr_json_str(answer, "metadata.resourceVersion"), sum,
-                        strlen(sum));
+        kcr_written_put(wrote, key, rv, sum, strlen(sum));
         KCR_CLOG(
             cx, KCR_LOG_DEBUG, "applied child", KCR_S("kind", kind), KCR_S("child", name),
             KCR_S("precondition", plan == EBDMAN_CHILD_CREATE ? "create-only" : "uid"));
@@ -310,7 +310,7 @@ static kcr_err install(kcr_ctx *cx, kcr_written *wrote, kcr_informer *inf,
              KCR_S("err", kcr_err_name(rc)), KCR_S("detail", ei.message));
   }
 out:
-  cJSON_Delete(answer);
+  free(rv);
   cJSON_Delete(got);
   kcr_errinfo_cleanup(&ei);
   return rc;

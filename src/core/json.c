@@ -894,6 +894,40 @@ kcr_err kcr__json_drop_members(const char *text, size_t len, const char *path,
   return kcr_buf_err(out);
 }
 
+kcr_err kcr__json_find(const char *text, size_t len, const char *path, const char **at,
+                       size_t *n)
+{
+  struct scan s = {text, text + len, 0};
+
+  *at = NULL;
+  *n = 0;
+  if(!text || !path || !*path)
+    return KCR_ENOTFOUND;
+  for(;;) {
+    size_t sl = strcspn(path, ".");
+    const char *b;
+    int found;
+    skip_ws(&s);
+    if(s.p >= s.end)
+      return KCR_EPARSE;
+    if(*s.p != '{')
+      return KCR_ENOTFOUND;
+    found = to_member(&s, path, sl);
+    if(found <= 0)
+      return found < 0 ? KCR_EPARSE : KCR_ENOTFOUND;
+    if(path[sl]) {
+      path += sl + 1;
+      continue;
+    }
+    b = s.p;
+    if(!skip_value(&s))
+      return KCR_EPARSE;
+    *at = b;
+    *n = (size_t)(s.p - b);
+    return KCR_OK;
+  }
+}
+
 kcr_err kcr__json_parse_dropping(const char *text, size_t len, const char *path,
                                  const char *name, struct kcr_buf *scratch, cJSON **out,
                                  struct kcr_errinfo *ei)
@@ -978,9 +1012,28 @@ static void put_byte(struct kcr_buf *b, char c)
 static void put_string(struct kcr_buf *b, const char *s)
 {
   static const char hex[] = "0123456789abcdef";
-  size_t n = s ? strlen(s) : 0;
-  char *o = n < SIZE_MAX / 8 ? room(b, 6 * n + 2) : room(b, SIZE_MAX); /* at most */
+  const char *text = s ? s : "";
+  const unsigned char *run = (const unsigned char *)text;
+  size_t n;
+  char *o;
 
+  /* Nearly every string has nothing to escape: found in one pass (no
+   * strlen first), copied at once, with room for just it. */
+  while(*run >= 32 && *run != '"' && *run != '\\')
+    run++;
+  if(!*run) {
+    n = (size_t)((const char *)run - text);
+    if(!(o = room(b, n + 2)))
+      return;
+    *o++ = '"';
+    memcpy(o, text, n);
+    o += n;
+    *o++ = '"';
+    done(b, o);
+    return;
+  }
+  n = strlen(s);
+  o = n < SIZE_MAX / 8 ? room(b, 6 * n + 2) : room(b, SIZE_MAX); /* at most */
   if(!o)
     return;
   *o++ = '"';

@@ -13,6 +13,7 @@
  * client certificate was configured with. */
 struct kcr__conn {
   CURL *h;
+  CURLU *url; /* the request's URL, parsed here (see client.c: URL) */
   unsigned long cred_gen;
   bool cert_set;
   char errbuf[CURL_ERROR_SIZE];

@@ -7,6 +7,7 @@
 #include <openssl/ssl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "itest.h"
 #include "kube/client-int.h"
@@ -256,6 +257,22 @@ static int cmp(const void *a, const void *b)
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Header callback: the Content-Encoding's value into ud (char[32]). */
+static size_t note_encoding(char *p, size_t sz, size_t n, void *ud)
+{
+  static const char name[] = "content-encoding:";
+  size_t len = sz * n;
+
+  if(len > sizeof(name) - 1 && !strncasecmp(p, name, sizeof(name) - 1))
+    snprintf(ud, 32, "%.*s", (int)(len - (sizeof(name) - 1)), p + sizeof(name) - 1);
+  return len;
+}
+
+static size_t keep_body(char *p, size_t sz, size_t n, void *ud)
+{
+  return kcr_buf_append(ud, p, sz * n) ? 0 : sz * n;
+}
+
 static void list_pages_over_a_thousand_objects(void **state)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
@@ -329,6 +346,32 @@ static void list_pages_over_a_thousand_objects(void **state)
   assert_int_equal(1, s.n);
   assert_string_equal("cm-0042", s.v[0]);
   free(s.v[0]);
+  /* All at once, well over 128 KiB: the server gzips it (gzip is the one
+   * encoding it compresses with and the one the client asks for), and curl
+   * hands over the decoded text. */
+  struct kcr__conn *conn = kcr__conn_get(cl);
+  struct curl_slist *hdrs = NULL;
+  struct kcr_buf body = KCR_BUF_INIT, path = KCR_BUF_INIT;
+  char enc[32] = "";
+  cJSON *all = NULL;
+  assert_non_null(conn);
+  assert_int_equal(KCR_OK, kcr_path(&path, &coll));
+  itest_expect(KCR_OK,
+               kcr__conn_prepare(cl, conn, "GET", path.ptr, NULL, true, &hdrs, &ei), &ei);
+  curl_easy_setopt(conn->h, CURLOPT_WRITEFUNCTION, keep_body);
+  curl_easy_setopt(conn->h, CURLOPT_WRITEDATA, &body);
+  curl_easy_setopt(conn->h, CURLOPT_HEADERFUNCTION, note_encoding);
+  curl_easy_setopt(conn->h, CURLOPT_HEADERDATA, enc);
+  assert_int_equal(CURLE_OK, curl_easy_perform(conn->h));
+  assert_non_null(strstr(enc, "gzip"));
+  itest_expect(KCR_OK, kcr_json_parse(kcr_buf_str(&body), body.len, &all, &ei), &ei);
+  assert_int_equal(1000, cJSON_GetArraySize(kcr_json_at(all, "items")));
+  cJSON_Delete(all);
+  curl_easy_setopt(conn->h, CURLOPT_HTTPHEADER, NULL);
+  kcr__headers_free(hdrs);
+  kcr__conn_put(cl, conn, true); /* not pooled with our callbacks in it */
+  kcr_buf_cleanup(&body);
+  kcr_buf_cleanup(&path);
 
   free(s.v);
   free(rv);
@@ -353,6 +396,41 @@ static void bad_requests_are_refused_locally(void **state)
   itest_expect(KCR_EINVAL,
                kcr_delete(cl, &(struct kcr_ref){&itest_configmaps, ns}, NULL, NULL, &ei),
                &ei);
+  cJSON_Delete(o);
+  kcr_errinfo_cleanup(&ei);
+}
+
+/* Every request goes to its own URL on a handle that served others (the
+ * client hands curl each URL parsed: client.c, DESIGN: URL), and a URL
+ * curl refuses is refused as before - not sent to the handle's last URL. */
+static void each_request_goes_to_its_own_url(void **state)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_http_response resp = {0, KCR_BUF_INIT};
+  cJSON *o = configmap("url-a", "1"), *got = NULL;
+  char *bad = NULL;
+
+  itest_expect(
+      KCR_OK,
+      kcr_create(cl, &(struct kcr_ref){&itest_configmaps, ns}, o, NULL, NULL, &ei), &ei);
+  assert_true(asprintf(&bad, "/api/v1/namespaces/%s/configmaps/url a", ns) > 0);
+  for(int i = 0; i < 3; i++) {
+    itest_expect(
+        KCR_OK, kcr_get(cl, &(struct kcr_ref){&itest_configmaps, ns, "url-a"}, &got, &ei),
+        &ei);
+    assert_string_equal("url-a", kcr_json_str(got, "metadata.name"));
+    cJSON_Delete(got);
+    assert_int_equal(
+        KCR_ENOTFOUND,
+        kcr_get(cl, &(struct kcr_ref){&itest_configmaps, ns, "url-b"}, &got, &ei));
+    assert_non_null(strstr(ei.message, "url-b"));
+    assert_int_equal(
+        KCR_ETRANSPORT,
+        kcr_client_do(cl, &(struct kcr_http_request){.method = "GET", .path = bad}, &resp,
+                      &ei));
+    kcr_buf_cleanup(&resp.body);
+  }
+  free(bad);
   cJSON_Delete(o);
   kcr_errinfo_cleanup(&ei);
 }
@@ -525,6 +603,7 @@ int main(void)
       cmocka_unit_test(custom_resource_status_subresource),
       cmocka_unit_test(list_pages_over_a_thousand_objects),
       cmocka_unit_test(bad_requests_are_refused_locally),
+      cmocka_unit_test(each_request_goes_to_its_own_url),
       cmocka_unit_test(tls_server_name_is_what_the_certificate_is_checked_against),
       cmocka_unit_test(connections_are_http1_and_keep_their_tls_buffers),
   };

@@ -659,6 +659,60 @@ static void apply_options_reach_the_query(void **state)
   kcr_client_free(c);
 }
 
+/* kcr_apply_rv: the answer's metadata.resourceVersion, found in its text. */
+static const char *rv_answer;
+
+static kcr_err answer_rv(struct twire_call *call, void *ud)
+{
+  (*(int *)ud)++;
+  if(!strcmp(rv_answer, "409"))
+    return twire_reply(call, 409,
+                       "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":"
+                       "\"Conflict\",\"code\":409,\"message\":\"taken\"}");
+  return twire_reply(call, 200, rv_answer);
+}
+
+static void apply_rv_finds_the_resource_version_in_the_answer(void **state)
+{
+  int sent = 0;
+  kcr_client *c = twire_client(answer_rv, &sent);
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_ref one = {&cms, "ns", "a"};
+  struct kcr_apply_opts ao = {.field_manager = "m", .force = true};
+  cJSON *obj = cJSON_CreateObject();
+  char *rv = (char *)1;
+
+  rv_answer = "{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\",\"labels\":{\"r\""
+              ":\"}\"},\"resourceVersion\":\"1234\",\"managedFields\":[{\"manager\":"
+              "\"m\"}]},\"data\":{\"k\":\"v\"}}";
+  assert_int_equal(KCR_OK, kcr_apply_rv(c, &one, obj, &ao, &rv, &ei));
+  assert_string_equal("1234", rv);
+  free(rv);
+  /* none: KCR_OK (the apply was made), no rv */
+  rv_answer = "{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\"}}";
+  assert_int_equal(KCR_OK, kcr_apply_rv(c, &one, obj, &ao, &rv, &ei));
+  assert_null(rv);
+  /* an answer that breaks off: KCR_EPARSE, as kcr_apply's parse */
+  rv_answer = "{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\",\"resourceVers";
+  assert_int_equal(KCR_EPARSE, kcr_apply_rv(c, &one, obj, &ao, &rv, &ei));
+  assert_null(rv);
+  assert_non_null(strstr(ei.message, "metadata.resourceVersion"));
+  /* the server's refusal: its code and Status, no rv */
+  rv_answer = "409";
+  assert_int_equal(KCR_ECONFLICT, kcr_apply_rv(c, &one, obj, &ao, &rv, &ei));
+  assert_null(rv);
+  assert_string_equal("taken", ei.message);
+  /* invalid arguments: nothing sent */
+  assert_int_equal(4, sent);
+  assert_int_equal(KCR_EINVAL, kcr_apply_rv(c, &one, obj, &ao, NULL, &ei));
+  assert_int_equal(KCR_EINVAL, kcr_apply_rv(c, &one, obj, NULL, &rv, &ei));
+  assert_null(rv);
+  assert_int_equal(4, sent);
+  cJSON_Delete(obj);
+  kcr_errinfo_cleanup(&ei);
+  kcr_client_free(c);
+}
+
 int main(void)
 {
   tfail_init();
@@ -678,6 +732,7 @@ int main(void)
       cmocka_unit_test(invalid_arguments_are_einval_with_a_message),
       cmocka_unit_test(delete_sends_grace_period_only_when_given),
       cmocka_unit_test(apply_options_reach_the_query),
+      cmocka_unit_test(apply_rv_finds_the_resource_version_in_the_answer),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -484,10 +484,59 @@ static void parsing_a_list_page_is_parsing_it_then_deleting(void **state)
   differential(LIST, list_page, 20261202);
 }
 
+/* kcr__json_find: the value at a path, by the structure only, stopping
+ * there; the first member of a name counts; escaped quotes and brackets in
+ * strings are skipped as strings. */
+static void assert_found(const char *text, const char *path, const char *want)
+{
+  const char *at = NULL;
+  size_t n = 0;
+
+  assert_int_equal(KCR_OK, kcr__json_find(text, strlen(text), path, &at, &n));
+  assert_int_equal(strlen(want), n);
+  assert_memory_equal(want, at, n);
+}
+
+static void find_follows_the_path_and_stops_at_the_value(void **state)
+{
+  const char *at = (const char *)1;
+  size_t n = 1;
+  const char *obj =
+      "{\"kind\":\"X\",\"x\":{\"resourceVersion\":\"no\"},\"metadata\":{\"name\":"
+      "\"a\\\"}{[\",\"labels\":{\"k\":\"}\"},\"resourceVersion\":\"42\",\"managedFields\""
+      ":[{\"f\":{}}],\"resourceVersion\":\"7\"}}";
+
+  assert_found(obj, "metadata.resourceVersion", "\"42\"");
+  assert_found(obj, "metadata.labels", "{\"k\":\"}\"}");
+  assert_found(obj, "metadata.managedFields", "[{\"f\":{}}]");
+  assert_found(obj, "kind", "\"X\"");
+  assert_found(" { \"a\" : { \"b\" : 12 } } ", "a.b", "12");
+  assert_found("{\"a\":{\"b\":true}}", "a.b", "true");
+  /* absent, or a path through something that is not an object */
+  assert_int_equal(KCR_ENOTFOUND,
+                   kcr__json_find(obj, strlen(obj), "metadata.uid", &at, &n));
+  assert_null(at);
+  assert_int_equal(0, n);
+  assert_int_equal(KCR_ENOTFOUND, kcr__json_find(obj, strlen(obj), "kind.x", &at, &n));
+  assert_int_equal(KCR_ENOTFOUND, kcr__json_find("[1]", 3, "a", &at, &n));
+  assert_int_equal(KCR_ENOTFOUND, kcr__json_find(obj, strlen(obj), "", &at, &n));
+  assert_int_equal(KCR_ENOTFOUND, kcr__json_find(NULL, 0, "a", &at, &n));
+  /* cut off before the value ends, or the structure broken on the way */
+  assert_int_equal(KCR_EPARSE,
+                   kcr__json_find(obj, 40, "metadata.resourceVersion", &at, &n));
+  assert_int_equal(KCR_EPARSE, kcr__json_find("{\"a\":[}", 8, "b", &at, &n));
+  assert_int_equal(KCR_EPARSE, kcr__json_find("{\"a\":{\"b\":\"xy", 14, "a.b", &at, &n));
+  assert_int_equal(KCR_EPARSE, kcr__json_find("", 0, "a", &at, &n));
+  assert_null(at);
+  /* what follows the value is not read */
+  assert_found("{\"a\":1,\"b\":[}", "a", "1");
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(the_member_goes_wherever_it_stands),
+      cmocka_unit_test(find_follows_the_path_and_stops_at_the_value),
       cmocka_unit_test(what_it_cannot_follow_is_left_alone),
       cmocka_unit_test(every_item_of_a_list_loses_it),
       cmocka_unit_test(pages_in_turn_through_one_buffer),
