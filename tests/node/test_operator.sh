@@ -257,14 +257,18 @@ check_children "$ns"
 check_one_writer_at_a_time "rolling restart"
 
 # ---- 5. the leader's Pod deleted mid-reconcile --------------------------------
-# A batch of m new EBDs; the leader's Pod is deleted (as `kubectl delete pod`
-# does: SIGTERM, then the grace period) once it has begun on them and before
-# they are all Ready (each waits for its VFM, which vfm-sim readies after
-# 500 ms).
+# A batch of m new EBDs, created one after another; the leader's Pod is
+# deleted (as `kubectl delete pod` does: SIGTERM, then the grace period) once
+# it has begun on them, while they are still being created and before they
+# are all Ready (each waits for its VFM, which vfm-sim readies 3 s
+# after it was made: the annotation on these EBDs).
 m=$((n < 300 ? 300 : n))
 leader=$(leader_pod)
-for i in $(seq -w 1 "$m"); do ebd_yaml "f-$i" registry.example.com/vfm:1.0 1; done |
-  k -n "$ns" apply --server-side -f - >/dev/null
+for i in $(seq -w 1 "$m"); do
+  ebd_yaml "f-$i" registry.example.com/vfm:1.0 1 vfm-sim.ebdman.example.com/delay 3s
+done >"$E2E_TMP/batch.yaml"
+k -n "$ns" apply --server-side -f "$E2E_TMP/batch.yaml" >/dev/null & # one create after another
+applying=$!
 batch() { # "OBSERVED READY" of the new EBDs
   k -n "$ns" get ebds -o jsonpath='{range .items[*]}{.metadata.name} {.status.observedGeneration} {.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' |
     awk '$1 ~ /^f-/ && $2 != "" {o++} $1 ~ /^f-/ && $3 == "True" {r++} END {print o + 0, r + 0}'
@@ -274,6 +278,7 @@ wait_for 60 "the leader has begun on the new EBDs" at_least 1 observed_f
 k -n "$E2E_SYSTEM_NS" delete pod "$leader" --wait=false >/dev/null
 read -r obs rdy <<<"$(batch)"
 log "deleted the leader's Pod $leader with $obs of $m new EBDs observed, $rdy Ready"
+wait "$applying" || fail "kubectl apply of the $m new EBDs failed"
 expect_gt "new EBDs not yet Ready when the leader's Pod was deleted (mid-reconcile)" 0 $((m - rdy))
 wait_for 60 "another Pod leads" new_leader "$leader"
 wait_for $((60 + m / 5)) "$((n + m)) EBDs current after the leader's Pod was deleted" \
