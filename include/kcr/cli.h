@@ -131,8 +131,9 @@ KCR_API kcr_err kcr_cli_parse(const struct kcr_cli *cli, int argc, char *const *
 
 /* Writes the usage to f: "usage: PROG [flags] ARGS", about, then every flag
  * (the standard sets, the program's, the log set, -h/--help) with its
- * value's name, help and default, wrapped at 80 columns. Errors: KCR_EIO
- * (writing failed). */
+ * value's name, help and default, wrapped at 80 columns. The table must be
+ * one kcr_cli_parse accepts (debug builds of libkcr abort on a bad one).
+ * Errors: KCR_EIO (writing failed). */
 KCR_API kcr_err kcr_cli_usage(const struct kcr_cli *cli, FILE *f);
 
 /* kcr_cli_parse for main(), as Go's flag.Parse: after --help prints the

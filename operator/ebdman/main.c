@@ -75,6 +75,10 @@ int cmd_run(int argc, char **argv)
        .max = 256},
       {"resync", KCR_FLAG_DURATION, &ro.resync_ms,
        "safety re-check of every EBD; 0 disables it"},
+      {"graceful-shutdown-timeout", KCR_FLAG_DURATION, &ro.manager.grace_ms,
+       "how long reconciles under way get to finish after SIGTERM; ebdman exits "
+       "without waiting for those still running then",
+       .min = 1, .max = INT64_MAX, .def = "30s"},
   };
   kcr_cli_parse_or_exit(
       &(struct kcr_cli){.prog = "ebdman run",

@@ -672,7 +672,8 @@ int ebdman_run(const struct ebdman_run_opts *ro)
      * controller-runtime does - with _exit, not exit: atexit handlers of
      * the libraries below (OpenSSL's cleanup) free global state that the
      * running reconcile's requests still use. Log records are written with
-     * one write(2) each, so nothing is left in a buffer. */
+     * one write(2) each, so nothing is left in a buffer. (e2e
+     * test_shutdown_grace holds a reconcile past the grace period.) */
     e.m = m;
     KCR_LOG(KCR_LOG_WARN, "ebdman: exiting with reconciles still running",
             KCR_I("running", kcr_manager_busy(m)), KCR_I("exitCode", status));

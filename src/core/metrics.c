@@ -51,6 +51,7 @@
  *
  * Lock order: reg->collect_mu -> reg->mu -> family->lock. Updates take
  * family->lock alone (shared; creation exclusive). */
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -60,6 +61,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/assert-int.h"
 #include "core/hash-int.h"
 #include "core/htab-int.h"
 #include "core/metrics-int.h"
@@ -232,6 +234,8 @@ static bool values_ok(const kcr_metric *m, const char *const *lv)
 /* Caller holds m->lock. */
 static struct series *table_find(const kcr_metric *m, uint64_t h, const char *const *lv)
 {
+  /* Held (shared or exclusive): a write lock cannot be had. */
+  KCR_ASSERT(pthread_rwlock_trywrlock((pthread_rwlock_t *)&m->lock) == EBUSY);
   for(struct kcr_hnode *n = kcr_htab_lookup(&m->series, h); n;
       n = kcr_htab_lookup_next(n)) {
     struct series *s = KCR_HTAB_ENTRY(n, struct series, hn);
@@ -309,6 +313,7 @@ static struct series *series_get(kcr_metric *m, const char *const *lv, bool crea
       m->nseries++;
     }
   }
+  KCR_ASSERT(m->nseries <= m->max_series);
   pthread_rwlock_unlock(&m->lock);
   if(full) { /* no lock held: the counter is another family */
     if(warn)
@@ -549,7 +554,9 @@ void kcr_metric_observe(kcr_metric *m, const char *const *label_values, double v
     return;
   if(!(s = series_get(m, label_values, true)))
     return;
-  atomic_fetch_add_explicit(&s->counts[bucket_index(m, value)], 1, memory_order_relaxed);
+  size_t b = bucket_index(m, value);
+  KCR_ASSERT(b <= m->nbounds); /* nbounds + 1 buckets, the last +Inf */
+  atomic_fetch_add_explicit(&s->counts[b], 1, memory_order_relaxed);
   atomic_add_d(&s->val, value);
 }
 
@@ -606,6 +613,8 @@ void kcr_metrics_free(kcr_metrics *reg)
 
   if(!reg)
     return;
+  /* Not from its own collect callback: the render would go on in it. */
+  KCR_ASSERT(tl_collecting != reg);
   for(m = reg->first; m; m = next) {
     next = m->next;
     family_free(m);
@@ -633,6 +642,7 @@ kcr_err kcr_metrics_on_collect(kcr_metrics *reg, kcr_metrics_collect_fn fn, void
     reg->coll = c;
     reg->capcoll = cap;
   }
+  KCR_ASSERT(reg->ncoll < reg->capcoll);
   reg->coll[reg->ncoll++] = (struct collector){fn, ud};
 out:
   pthread_mutex_unlock(&reg->mu);
@@ -642,6 +652,7 @@ out:
 /* Index of (fn, ud) in reg->coll, or -1. Caller holds reg->mu. */
 static long collector_find(const kcr_metrics *reg, kcr_metrics_collect_fn fn, void *ud)
 {
+  KCR_ASSERT(pthread_mutex_trylock((pthread_mutex_t *)&reg->mu) == EBUSY);
   for(size_t i = 0; i < reg->ncoll; i++)
     if(reg->coll[i].fn == fn && reg->coll[i].ud == ud)
       return (long)i;

@@ -76,6 +76,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -87,6 +88,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "core/assert-int.h"
 #include "kcr/base64.h"
 #include "kcr/buf.h"
 #include "kcr/config.h"
@@ -148,6 +150,16 @@ struct kcr_config {
   } ex;
   unsigned long generation; /* guarded by mu */
 };
+
+/* Debug builds: whether mu is held, as the functions marked "under mu"
+ * require (by some thread - the caller, when the protocol is kept). When it
+ * is not, the check takes it, and the assertion it is used in fails. */
+#ifndef NDEBUG
+static bool mu_held(const kcr_config *cfg)
+{
+  return pthread_mutex_trylock((pthread_mutex_t *)&cfg->mu) == EBUSY;
+}
+#endif
 
 /* --- test hooks (config-int.h) ------------------------------------------ */
 
@@ -333,18 +345,29 @@ static kcr_config *config_new(const char *origin)
 
 kcr_config *kcr_config_ref(kcr_config *cfg)
 {
-  if(cfg)
-    atomic_fetch_add_explicit(&cfg->refs, 1, memory_order_relaxed);
+  if(cfg) {
+    unsigned prev = atomic_fetch_add_explicit(&cfg->refs, 1, memory_order_relaxed);
+    KCR_ASSERT(prev > 0 && prev < UINT_MAX); /* a reference held; no wrap */
+    (void)prev;
+  }
   return cfg;
 }
 
 void kcr_config_free(kcr_config *cfg)
 {
-  if(!cfg || atomic_fetch_sub_explicit(&cfg->refs, 1, memory_order_acq_rel) != 1)
+  unsigned prev;
+
+  if(!cfg)
+    return;
+  prev = atomic_fetch_sub_explicit(&cfg->refs, 1, memory_order_acq_rel);
+  KCR_ASSERT(prev > 0); /* not freed more often than referenced */
+  if(prev != 1)
     return;
   /* A background refresh may be under way: stop it and wait for it. */
   atomic_store(&cfg->ex.cancel, true);
   kcr__config_exec_quiesce(cfg);
+  /* Nobody waits for a run: a waiter holds a reference. */
+  KCR_ASSERT(!cfg->ex.running && cfg->ex.waiters == 0);
   if(cfg->ex.joinable)
     pthread_join(cfg->ex.thread, NULL);
   free(cfg->origin);
@@ -1171,6 +1194,7 @@ static void current_pair(const kcr_config *cfg, const struct kcr__blob **cert,
                          const struct kcr__blob **key)
 {
   bool ex = cfg->ex.r.cert.ptr != NULL;
+  KCR_ASSERT(mu_held(cfg));
   *cert = ex ? &cfg->ex.r.cert : &cfg->cert;
   *key = ex ? &cfg->ex.r.key : &cfg->key;
 }
@@ -1191,6 +1215,7 @@ static enum ex_state exec_state(const kcr_config *cfg, time_t now)
 {
   const struct kcr__exec_result *r = &cfg->ex.r;
 
+  KCR_ASSERT(mu_held(cfg));
   if(!cfg->ex.valid)
     return EX_NONE;
   if(!r->has_expiry)
@@ -1231,6 +1256,7 @@ static kcr_err exec_run(kcr_config *cfg, struct kcr_errinfo *ei)
   struct kcr_errinfo mine = KCR_ERRINFO_INIT;
   kcr_err rc;
 
+  KCR_ASSERT(mu_held(cfg) && cfg->ex.running); /* this thread's run */
   pthread_mutex_unlock(&cfg->mu);
   rc = kcr__exec_run(cfg->exec, cfg->exec_timeout_ms, &cfg->ex.cancel, &r, &mine);
   pthread_mutex_lock(&cfg->mu);
@@ -1280,6 +1306,7 @@ static void start_refresh(kcr_config *cfg)
 {
   sigset_t all, old;
 
+  KCR_ASSERT(mu_held(cfg) && !cfg->ex.running); /* single flight */
   if(cfg->ex.joinable) {
     pthread_join(cfg->ex.thread, NULL);
     cfg->ex.joinable = false;
@@ -1318,6 +1345,7 @@ static kcr_err exec_creds(kcr_config *cfg, struct kcr_errinfo *ei)
     cfg->ex.waiters++;
     while(cfg->ex.runs == seen)
       pthread_cond_wait(&cfg->ran, &cfg->mu);
+    KCR_ASSERT(cfg->ex.waiters > 0);
     cfg->ex.waiters--;
     if(cfg->ex.last_rc)
       return kcr_errinfo_set(ei, cfg->ex.last_rc, "%s",
@@ -1344,6 +1372,7 @@ static kcr_err refresh_token_file(kcr_config *cfg, struct kcr_errinfo *ei)
   char *tok, eb[128];
   int err;
 
+  KCR_ASSERT(mu_held(cfg));
   if(!cfg->tf.force && now < cfg->tf.next_check_ms)
     return KCR_OK;
   cfg->tf.next_check_ms = now + cfg->recheck_ms;

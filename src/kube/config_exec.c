@@ -50,6 +50,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/assert-int.h"
 #include "kcr/buf.h"
 #include "kcr/json.h"
 #include "kcr/time.h"
@@ -303,6 +304,7 @@ static kcr_err drain(int *fd, struct kcr_buf *b, size_t cap, bool *over, size_t 
   char chunk[4096];
   kcr_err rc = KCR_OK;
 
+  KCR_ASSERT(*fd >= 0 && (b ? over && b->len <= cap : count != NULL));
   for(;;) {
     ssize_t r = read(*fd, chunk, sizeof(chunk));
     if(r < 0 && errno == EINTR)
@@ -402,6 +404,9 @@ static kcr_err run(const struct kcr__exec_spec *spec, uint64_t timeout_ms,
   close_fd(&outfd);
   close_fd(&errfd);
   reap(pid, deadline, o);
+  /* Every fd opened here is closed; the child is reaped (or was by someone
+   * else: ECHILD). */
+  KCR_ASSERT(outfd < 0 && errfd < 0);
   o->out.len = out.len;
   o->out.ptr = (unsigned char *)out.ptr; /* moved, with its capacity wiped later */
   if(out.ptr && out.cap > out.len)
@@ -597,6 +602,9 @@ kcr_err kcr__exec_run(const struct kcr__exec_spec *spec, uint64_t timeout_ms,
   struct run_outcome o;
   kcr_err rc;
 
+  /* A spec as load_exec makes it: argv NULL-terminated, argv[0] the command. */
+  KCR_ASSERT(spec && spec->api_version && spec->command && spec->path && spec->where &&
+             spec->argv && spec->argv[0] && !strcmp(spec->argv[0], spec->command));
   memset(out, 0, sizeof(*out));
   memset(&o, 0, sizeof(o));
   rc = run(spec, timeout_ms, cancel, &o, ei);

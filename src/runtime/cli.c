@@ -28,6 +28,8 @@
 #include "kcr/log.h"
 #include "kcr/time.h"
 
+#include "core/assert-int.h"
+
 #define WRAP    80 /* usage columns */
 #define COL_MAX 36 /* help starts at most here; longer flags put it on the next line */
 
@@ -51,6 +53,7 @@ static size_t table_len(const struct table *t) { return t->nhead + t->nown + t->
 
 static const struct kcr_flag *table_at(const struct table *t, size_t i)
 {
+  KCR_ASSERT(i < table_len(t));
   if(i < t->nhead)
     return &t->head[i];
   i -= t->nhead;
@@ -146,6 +149,7 @@ static void table_init(struct table *t, const struct kcr_cli *cli)
                           .max = INT64_MAX,
                           .def = mo->retry_period_ms ? NULL : "2s"};
   }
+  KCR_ASSERT(n <= sizeof(t->head) / sizeof(t->head[0]));
   t->nhead = n;
   t->own = cli->flags;
   t->nown = cli->flags ? cli->nflags : 0;
@@ -168,14 +172,9 @@ static void table_init(struct table *t, const struct kcr_cli *cli)
   }
 }
 
-/* A mistake in the program's table, not in the command line. */
-static kcr_err check_table(const struct kcr_cli *cli, const struct table *t,
-                           struct kcr_errinfo *ei)
+/* A mistake in a flag of the table, not in the command line. */
+static kcr_err check_flags(const struct table *t, struct kcr_errinfo *ei)
 {
-  if(!cli->prog || !*cli->prog)
-    return kcr_errinfo_set(ei, KCR_EINVAL, "flag table: no program name");
-  if(cli->nflags && !cli->flags)
-    return kcr_errinfo_set(ei, KCR_EINVAL, "flag table: nflags without flags");
   for(size_t i = 0; i < table_len(t); i++) {
     const struct kcr_flag *f = table_at(t, i);
     if(!f->name || !*f->name || f->name[0] == '-' || strchr(f->name, '=') ||
@@ -194,6 +193,17 @@ static kcr_err check_table(const struct kcr_cli *cli, const struct table *t,
                                f->name);
   }
   return KCR_OK;
+}
+
+/* A mistake in the program's table, not in the command line. */
+static kcr_err check_table(const struct kcr_cli *cli, const struct table *t,
+                           struct kcr_errinfo *ei)
+{
+  if(!cli->prog || !*cli->prog)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "flag table: no program name");
+  if(cli->nflags && !cli->flags)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "flag table: nflags without flags");
+  return check_flags(t, ei);
 }
 
 /* ---- values ---- */
@@ -319,6 +329,7 @@ static bool store(const struct kcr_flag *f, const char *v)
     }
     return false;
   }
+  KCR_ASSERT(!"a kind check_table let through"); /* no value stored unchecked */
   return false;
 }
 
@@ -600,6 +611,8 @@ kcr_err kcr_cli_usage(const struct kcr_cli *cli, FILE *f)
   size_t col = sizeof("  -h, --help  ") - 1;
 
   table_init(&t, cli);
+  /* The usage walks a table kcr_cli_parse accepts (names, kinds, choices). */
+  KCR_ASSERT(check_flags(&t, NULL) == KCR_OK);
   for(size_t i = 0; i < table_len(&t); i++) {
     size_t w = 2 + flag_left(table_at(&t, i), left, sizeof(left)) + 2;
     if(w > col && w <= COL_MAX)

@@ -62,6 +62,8 @@
 #include "kcr/path.h"
 #include "kcr/time.h"
 
+#include "core/assert-int.h"
+
 #define JITTER_FACTOR    1.2
 #define RELEASE_ATTEMPTS 5
 
@@ -271,6 +273,12 @@ static void set_flag(kcr_leader *le, bool *flag, bool v)
 
 static void set_leading(kcr_leader *le, bool leading)
 {
+  /* ACQUIRING -> LEADING -> (LOST | STOPPED), once each: only this thread
+   * writes leading, so it reads it without mu. Leading starts from a
+   * successful write naming us, whose deadline expires before the lease. */
+  KCR_ASSERT(le->leading != leading);
+  KCR_ASSERT(!leading || (!le->announced && !le->lost && le->last_ok_ms &&
+                          le->o.renew_deadline_ms < le->o.lease_duration_ms));
   if(!leading) /* close the fence before anyone hears leadership ended */
     atomic_store(&le->fence_ms, 0);
   else
@@ -477,6 +485,7 @@ static enum try_result try_once(kcr_leader *le, bool leading, uint64_t deadline)
   const char *holder;
   kcr_err rc;
 
+  KCR_ASSERT(leading == le->leading); /* renew() while leading, acquire() before */
   /* 1. Fast path: renew on the resourceVersion we wrote last. */
   if(leading && le->lease) {
     rc = write_record(le, le->lease, false, our_spec(le, le->lease), deadline, &ei);
@@ -674,6 +683,7 @@ static void *run(void *p)
     le->logged_what = LOGGED_NONE;
     if(le->o.on_started_leading)
       le->o.on_started_leading(le->o.ud);
+    KCR_ASSERT(le->leading); /* announced only while leading */
     set_flag(le, &le->announced, true);
     why = renew(le);
     set_leading(le, false);
@@ -780,7 +790,11 @@ void kcr_leader_free(kcr_leader *le)
 {
   if(!le)
     return;
+  /* Not from the elector's own callbacks: its thread would run on in
+   * freed memory (stop cannot join the calling thread). */
+  KCR_ASSERT(tl_elector != le);
   kcr_leader_stop(le);
+  KCR_ASSERT(!le->started || le->joined); /* nothing left that touches le */
   pthread_cond_destroy(&le->cv);
   pthread_mutex_destroy(&le->mu);
   cJSON_Delete(le->lease);

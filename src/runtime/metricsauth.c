@@ -19,7 +19,8 @@
  * the TLS record it answers). Reviews run without the lock; two requests
  * with the same new token may both review it (the later answer is kept).
  *
- * Invariants: an entry with expires_ms == 0 is free; mu guards the array. */
+ * Invariants: an entry with expires_ms == 0 is free; a used one holds a
+ * final answer (200, 401 or 403; never 500); mu guards the array. */
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <pthread.h>
@@ -28,6 +29,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/assert-int.h"
 #include "core/secret-int.h"
 #include "kcr/json.h"
 #include "kcr/log.h"
@@ -115,6 +117,7 @@ static int cache_get(kcr__mauth *a, const unsigned char *key, uint64_t now, char
     struct entry *e = &a->cache[i];
     if(e->expires_ms > now && !memcmp(e->key, key, KEY_LEN)) {
       code = e->code;
+      KCR_ASSERT(code == 200 || code == 401 || code == 403);
       snprintf(user, n, "%s", e->user ? e->user : "");
     }
   }
@@ -129,6 +132,7 @@ static void cache_put(kcr__mauth *a, const unsigned char *key, uint64_t now, int
   char *dup = user ? strdup(user) : NULL;
   struct entry *slot = NULL;
 
+  KCR_ASSERT(code == 200 || code == 401 || code == 403); /* errors are not cached */
   pthread_mutex_lock(&a->mu);
   for(size_t i = 0; i < KCR__MAUTH_CACHE_MAX; i++) {
     struct entry *e = &a->cache[i];
@@ -139,6 +143,7 @@ static void cache_put(kcr__mauth *a, const unsigned char *key, uint64_t now, int
     if(!slot || (slot->expires_ms > now && e->expires_ms < slot->expires_ms))
       slot = e; /* free or expired (expires_ms <= now) beats any live one */
   }
+  KCR_ASSERT(slot && (slot->expires_ms || (!slot->user && !slot->code)));
   free(slot->user);
   memcpy(slot->key, key, KEY_LEN);
   slot->expires_ms = now + ttl;
@@ -246,6 +251,7 @@ int kcr__mauth_check(kcr__mauth *a, const char *path, const char *auth, char *ms
   uint64_t now;
   int code;
 
+  KCR_ASSERT(a && msg && n > 0); /* msg gets at least its NUL */
   msg[0] = '\0';
   user[0] = '\0';
   if(!(tok = bearer_token(auth, &len)) ||

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/assert-int.h"
 #include "core/json-int.h"
 #include "kcr/store.h"
 #include "runtime/projection-int.h"
@@ -54,6 +55,7 @@ struct pnode {
 struct kcr__proj {
   char *text; /* the paths, NUL-terminated one after another */
   int n;      /* nodes used */
+  int cap;    /* nodes allocated (counted from the paths) */
   struct pnode node[];
 };
 
@@ -83,9 +85,12 @@ static size_t segments(const char *path)
 /* The child of node t named name[len], or -1. */
 static int find_child(const struct kcr__proj *p, int t, const char *name, size_t len)
 {
-  for(int c = p->node[t].child; c >= 0; c = p->node[c].next)
+  KCR_ASSERT(t >= 0 && t < p->n);
+  for(int c = p->node[t].child; c >= 0; c = p->node[c].next) {
+    KCR_ASSERT(c > t && c < p->n); /* children are added after their parent */
     if(p->node[c].len == len && !memcmp(p->node[c].name, name, len))
       return c;
+  }
   return -1;
 }
 
@@ -98,10 +103,12 @@ static void add_path(struct kcr__proj *p, const char *path)
     const char *dot = strchr(path, '.');
     size_t len = dot ? (size_t)(dot - path) : strlen(path);
     int c = find_child(p, t, path, len);
-    if(c < 0) { /* append, so siblings stay in the order given */
+    KCR_ASSERT(len > 0); /* paths were checked first */
+    if(c < 0) {          /* append, so siblings stay in the order given */
       int *link = &p->node[t].child;
       while(*link >= 0)
         link = &p->node[*link].next;
+      KCR_ASSERT(p->n < p->cap); /* room was counted */
       c = *link = p->n++;
       p->node[c] = (struct pnode){path, len, false, -1, -1};
     }
@@ -156,6 +163,7 @@ kcr_err kcr__proj_new(const char *const *keep, unsigned flags, struct kcr__proj 
   }
   p->node[0] = (struct pnode){"", 0, false, -1, -1};
   p->n = 1;
+  p->cap = (int)nodes;
   cur = p->text;
   for(size_t i = 0; i < NALWAYS; i++)
     put_path(p, &cur, always[i]);
@@ -188,6 +196,7 @@ static cJSON *view(const struct kcr__proj *p, int t, const cJSON *src, cJSON *sk
     cJSON *v;
     if(c < 0 || sk[c].string) /* not kept, or a second member of that name */
       continue;
+    KCR_ASSERT(c > 0 && c < p->n); /* a member, never the object (node 0) */
     v = &sk[c];
     *v = *m; /* type, key and value; the child list too when whole */
     v->next = v->prev = NULL;
@@ -215,6 +224,7 @@ kcr_err kcr__proj_print(const struct kcr__proj *p, const cJSON *tree, struct kcr
 
   if(!cJSON_IsObject(tree))
     return KCR_EINVAL;
+  KCR_ASSERT(p->n >= 1 && p->n <= p->cap && !p->node[0].whole);
   if(p->n > STACK_NODES && !(sk = calloc((size_t)p->n, sizeof(*sk))))
     return KCR_ENOMEM;
   if(sk == stack)

@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/assert-int.h"
 #include "kcr/cond.h"
 #include "kcr/json.h"
 #include "kcr/time.h"
@@ -132,6 +133,7 @@ static const char *quote(char out[QUOTE_MAX * 4 + 8], const char *s)
     o += 3;
   }
   out[o++] = '"';
+  KCR_ASSERT(o < QUOTE_MAX * 4 + 8);
   out[o] = '\0';
   return out;
 }
@@ -427,6 +429,7 @@ static kcr_err put(cJSON *o, const char *key, cJSON *v)
 
   if(!v)
     return KCR_ENOMEM;
+  KCR_ASSERT(!v->string && !v->next && !v->prev); /* fresh, in no list */
   if(!old) {
     if(cJSON_AddItemToObject(o, key, v))
       return KCR_OK;
@@ -547,6 +550,8 @@ kcr_err kcr_cond_set(cJSON *conds, const struct kcr_cond *c, time_t now, bool *c
   tmp = old->child;
   old->child = upd->child;
   upd->child = tmp;
+  /* The item is still the one a lookup of its type finds. */
+  KCR_ASSERT(kcr_cond_find(conds, c->type) == old);
 out:
   cJSON_Delete(upd);
   if(rc == KCR_ENOMEM)

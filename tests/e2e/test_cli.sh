@@ -62,7 +62,7 @@ manager_flags=(--kubeconfig --metrics-bind-address --metrics-secure --metrics-ce
   --metrics-cert-name --metrics-cert-key --health-probe-bind-address --leader-elect
   --leader-election-id --leader-election-namespace --leader-elect-lease-duration
   --leader-elect-renew-deadline --leader-elect-retry-period --zap-log-level --zap-encoder)
-for f in "${manager_flags[@]}" --namespace --workers --resync; do
+for f in "${manager_flags[@]}" --namespace --workers --resync --graceful-shutdown-timeout; do
   expect_contains "ebdman run --help documents the flag" "  $f " "$CLI_OUT"
 done
 expect_ok help "usage: ebdman status" status --help

@@ -13,6 +13,7 @@
 
 #include "kcr/cli.h"
 #include "kcr/log.h"
+#include "tabort.h"
 #include "tfail.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -519,6 +520,23 @@ static void a_bad_table_is_refused(void **state)
     expect_error(&cases[i].cli, cases[i].want, "--n=1");
 }
 
+/* kcr_cli_usage walks a table kcr_cli_parse would accept: in debug builds a
+ * bad one aborts (KCR_ASSERT) instead of reading a choice list that is not
+ * there. */
+static void usage_of_a_flag_without_choices(void *ud)
+{
+  int n = 0;
+  struct kcr_flag nochoices[] = {{"n", KCR_FLAG_CHOICE, &n, "no choices"}};
+  FILE *f = fopen("/dev/null", "w");
+  kcr_cli_usage(&(struct kcr_cli){.prog = "p", .flags = nochoices, .nflags = 1}, f);
+}
+
+static void broken_invariants_abort_debug_builds(void **state)
+{
+  TABORT_SKIP_IN_RELEASE();
+  assert_true(tabort(usage_of_a_flag_without_choices, NULL));
+}
+
 static bool bad_parse(void *ud)
 {
   struct prog *p = ud;
@@ -555,6 +573,7 @@ int main(void)
       cmocka_unit_test(the_manager_set_fills_the_opts),
       cmocka_unit_test(the_log_set_applies_after_a_good_parse_only),
       cmocka_unit_test(a_bad_table_is_refused),
+      cmocka_unit_test(broken_invariants_abort_debug_builds),
       cmocka_unit_test(out_of_memory_still_fails_the_parse),
   };
   tfail_init();

@@ -32,6 +32,7 @@
 #include "kcr/time.h"
 #include "kube/client-int.h"
 #include "kube/config-int.h"
+#include "tabort.h"
 #include "tfail.h"
 
 /* --- helpers ----------------------------------------------------------- */
@@ -1615,6 +1616,28 @@ static void in_cluster_missing_token_or_port(void **state)
   kcr_errinfo_cleanup(&ei);
 }
 
+/* Debug builds check the exec spec kcr__exec_run gets (config_exec.c's
+ * DESIGN: argv NULL-terminated, argv[0] the command): one whose argv does
+ * not start with the command aborts (KCR_ASSERT) before anything runs. */
+static void exec_a_spec_whose_argv_is_not_the_command(void *ud)
+{
+  char *argv[] = {"sh", NULL};
+  struct kcr__exec_spec spec = {.api_version = KCR__EXEC_API_V1,
+                                .command = "true",
+                                .path = "true",
+                                .argv = argv,
+                                .where = "test"};
+  struct kcr__exec_result r;
+  kcr__exec_run(&spec, 10000, NULL, &r, NULL);
+}
+
+static void exec_broken_invariants_abort_debug_builds(void **state)
+{
+  (void)state;
+  TABORT_SKIP_IN_RELEASE();
+  assert_true(tabort(exec_a_spec_whose_argv_is_not_the_command, NULL));
+}
+
 int main(void)
 {
   tfail_init(); /* cJSON (the ExecCredential) allocates through the wrappers */
@@ -1664,6 +1687,7 @@ int main(void)
       T(exec_plugin_failed_run_fails_every_waiter),
       T(exec_plugin_background_run_is_stopped_by_free),
       T(exec_plugin_stderr_is_never_logged),
+      T(exec_broken_invariants_abort_debug_builds),
       T(secret_static_token_is_wiped_everywhere),
       T(secret_exec_env_and_token_are_wiped_everywhere),
       T(in_cluster_reads_service_account),

@@ -21,6 +21,7 @@
 #include "kcr/metrics.h"
 #include "runtime/metricsauth-int.h"
 #include "runtime/tlscert-int.h"
+#include "tabort.h"
 #include "tcheck.h"
 #include "tfail.h"
 #include "twire.h"
@@ -314,6 +315,26 @@ static void cache_is_bounded(void **state)
   kcr__mauth_free(m);
 }
 
+/* Debug builds check the checker's preconditions (KCR_ASSERT): a message
+ * buffer without room for its NUL aborts instead of being written past. */
+static void check_into_an_empty_buffer(void *ud)
+{
+  struct api a = {0};
+  kcr_client *c = twire_client(api, &a);
+  kcr__mauth *m;
+  char msg[1];
+
+  if(kcr__mauth_new(c, &m))
+    return;
+  kcr__mauth_check(m, "/metrics", NULL, msg, 0);
+}
+
+static void broken_invariants_abort_debug_builds(void **state)
+{
+  TABORT_SKIP_IN_RELEASE();
+  assert_true(tabort(check_into_an_empty_buffer, NULL));
+}
+
 static char *write_tmp(const char *text)
 {
   char *path = strdup("/tmp/kcr-test-tls-XXXXXX");
@@ -412,6 +433,7 @@ int main(void)
       cmocka_unit_test(only_metrics_and_only_over_tls),
       cmocka_unit_test(hostile_authorization_headers_are_401_unreviewed),
       cmocka_unit_test(cache_is_bounded),
+      cmocka_unit_test(broken_invariants_abort_debug_builds),
       cmocka_unit_test(serves_a_given_certificate),
       cmocka_unit_test(tls_setup_survives_allocation_failures),
   };

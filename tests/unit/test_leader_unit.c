@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "kcr.h"
+#include "tabort.h"
 #include "tcheck.h"
 #include "tfail.h"
 #include "tlease.h"
@@ -404,6 +405,49 @@ static void new_refuses_invalid_options_naming_them(void **state)
   kcr_client_free(cl);
 }
 
+/* ---- debug-build assertions ---- */
+
+struct self_free {
+  kcr_leader *le;
+  struct tsig freed;
+};
+
+static void free_me(void *ud)
+{
+  struct self_free *f = ud;
+  kcr_leader_free(f->le); /* aborts: the elector's own thread */
+  tsig_add(&f->freed, 1);
+}
+
+/* The elector freed from its on_started_leading callback: stop cannot join
+ * the calling thread, so free would pull the elector out from under it. */
+static void elector_freed_from_its_callback(void *ud)
+{
+  struct lease_api api;
+  struct self_free f;
+  kcr_client *cl;
+
+  api_init(&api);
+  tsig_init(&f.freed);
+  cl = twire_client(lease_api, &api);
+  if(kcr_leader_new(&(struct kcr_leader_opts){.client = cl,
+                                              .ns = "default",
+                                              .name = "lock",
+                                              .identity = "me",
+                                              .on_started_leading = free_me,
+                                              .ud = &f},
+                    &f.le, NULL) ||
+     kcr_leader_start(f.le))
+    return;
+  tsig_wait(&f.freed, 1, 30000); /* returns (fails the test) if free did */
+}
+
+static void broken_invariants_abort_debug_builds(void **state)
+{
+  TABORT_SKIP_IN_RELEASE();
+  assert_true(tabort(elector_freed_from_its_callback, NULL));
+}
+
 int main(void)
 {
   tfail_init();
@@ -412,6 +456,7 @@ int main(void)
       cmocka_unit_test(the_lease_requests_pass_the_gate_the_fence_closes),
       cmocka_unit_test(keep_lease_on_stop_leaves_the_lease_held),
       cmocka_unit_test(new_refuses_invalid_options_naming_them),
+      cmocka_unit_test(broken_invariants_abort_debug_builds),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

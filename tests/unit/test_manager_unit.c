@@ -144,6 +144,7 @@ static kcr_err api(struct twire_call *call, void *ud)
 struct mopts {
   bool elect;
   uint64_t sync_timeout_ms;
+  uint64_t grace_ms; /* 0: far longer than the test */
 };
 
 static kcr_manager *manager(struct api *a, const struct mopts *mo)
@@ -168,7 +169,7 @@ static kcr_manager *manager(struct api *a, const struct mopts *mo)
           .renew_deadline_ms = 1500,
           .retry_period_ms = 300,
           .sync_timeout_ms = mo->sync_timeout_ms,
-          .grace_ms = 60000, /* far longer than the test */
+          .grace_ms = mo->grace_ms ? mo->grace_ms : 60000,
           .no_signals = true,
       },
       &m, &ei);
@@ -304,6 +305,62 @@ static void losing_the_lease_returns_at_once_and_fences_a_stuck_reconcile(void *
   assert_int_equal(0, api_get(&a, &a.patches));
 
   /* Free waits for the reconcile, which returns once let go. */
+  tsig_add(&s.ret, 1);
+  kcr_manager_free(m);
+  assert_true(atomic_load(&s.returned));
+  tcheck_report();
+  tsig_cleanup(&s.entered);
+  tsig_cleanup(&s.write);
+  tsig_cleanup(&s.wrote);
+  tsig_cleanup(&s.ret);
+  api_cleanup(&a);
+}
+
+/* ---- a reconcile past the grace period ---- */
+
+/* SIGTERM (kcr_manager_stop) while a reconcile is stuck: run gives it the
+ * grace period (300 ms), then returns 0 without it and without freeing
+ * anything it uses - it still reconciles through the manager's client
+ * (unfenced: no election) - and kcr_manager_busy counts it, which is how a
+ * program decides to exit instead of freeing (ebdman: _exit). Free waits
+ * for it. Under ASan a freed client or controller would fail here. */
+static void
+a_reconcile_past_the_grace_period_is_left_running_and_counted_busy(void **state)
+{
+  struct api a;
+  struct stuck s = {0};
+  struct run r;
+  kcr_manager *m;
+  uint64_t t_stop, t_ret;
+
+  api_init(&a);
+  tsig_init(&s.entered);
+  tsig_init(&s.write);
+  tsig_init(&s.wrote);
+  tsig_init(&s.ret);
+  atomic_init(&s.returned, false);
+  m = manager(&a, &(struct mopts){.grace_ms = 300});
+  controller(m, stuck_reconcile, &s);
+  run_start(&r, m);
+  assert_true(tsig_wait(&s.entered, 1, 60000));
+
+  t_stop = kcr_time_mono_ms();
+  kcr_manager_stop(m);
+  assert_int_equal(0, run_join(&r)); /* a stop request: 0 */
+  t_ret = kcr_time_mono_ms();
+  assert_true(t_ret - t_stop >= 300);  /* the grace period was given */
+  assert_true(t_ret - t_stop < 30000); /* but not waited out for the reconcile */
+  assert_int_equal(1, kcr_manager_busy(m));
+  assert_false(atomic_load(&s.returned));
+
+  /* The reconcile goes on after run returned: its client still works. */
+  tsig_add(&s.write, 1);
+  assert_true(tsig_wait(&s.wrote, 1, 60000));
+  assert_int_equal(KCR_OK, s.write_rc);
+  assert_int_equal(1, api_get(&a, &a.patches));
+  assert_int_equal(1, kcr_manager_busy(m));
+
+  /* Free waits for it, which returns once let go. */
   tsig_add(&s.ret, 1);
   kcr_manager_free(m);
   assert_true(atomic_load(&s.returned));
@@ -553,6 +610,8 @@ int main(void)
   tfail_init();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(losing_the_lease_returns_at_once_and_fences_a_stuck_reconcile),
+      cmocka_unit_test(
+          a_reconcile_past_the_grace_period_is_left_running_and_counted_busy),
       cmocka_unit_test(stop_from_another_thread_while_informers_sync_returns_0),
       cmocka_unit_test(a_bad_or_busy_server_address_fails_kcr_manager_new),
       cmocka_unit_test(secure_metrics_certificate_errors_fail_kcr_manager_new),

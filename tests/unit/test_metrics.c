@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "kcr/metrics.h"
+#include "tabort.h"
 
 #define L(...)    ((const char *const[]){__VA_ARGS__, NULL})
 #define OPTS(...) (&(struct kcr_metric_opts){__VA_ARGS__})
@@ -657,6 +658,28 @@ static void the_series_limit_defaults_and_can_be_lifted(void **state)
   kcr_metrics_free(none);
 }
 
+/* Debug builds check the registry's lifetime rule (KCR_ASSERT): a registry
+ * freed from its own collect callback, which the render is still running,
+ * aborts instead of being used after it was freed. */
+static void free_from_collect(void *ud) { kcr_metrics_free(ud); }
+
+static void registry_freed_from_its_collect_callback(void *ud)
+{
+  struct kcr_buf out = KCR_BUF_INIT;
+  kcr_metrics *reg;
+
+  if(kcr_metrics_new(NULL, &reg, NULL) ||
+     kcr_metrics_on_collect(reg, free_from_collect, reg))
+    return;
+  kcr_metrics_render(reg, &out);
+}
+
+static void broken_invariants_abort_debug_builds(void **state)
+{
+  TABORT_SKIP_IN_RELEASE();
+  assert_true(tabort(registry_freed_from_its_collect_callback, NULL));
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -677,6 +700,7 @@ int main(void)
       cmocka_unit_test(many_series_stay_distinct),
       cmocka_unit_test(a_family_keeps_at_most_max_series),
       cmocka_unit_test(the_series_limit_defaults_and_can_be_lifted),
+      cmocka_unit_test(broken_invariants_abort_debug_builds),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
