@@ -552,7 +552,9 @@ static bool well_formed(const char *text, size_t len)
   struct scan s = {text, text + len, 0};
   if(!text)
     return false;
-  if(len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3)) /* cJSON skips a BOM */
+  /* cJSON skips a byte-order mark only before 2 bytes or more (its
+   * skip_utf8_bom wants index 4 readable) */
+  if(len > 4 && !memcmp(text, "\xEF\xBB\xBF", 3))
     s.p += 3;
   return valid_value(&s);
 }

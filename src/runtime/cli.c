@@ -30,8 +30,9 @@
 
 #include "core/assert-int.h"
 
-#define WRAP    80 /* usage columns */
-#define COL_MAX 36 /* help starts at most here; longer flags put it on the next line */
+#define WRAP      80  /* usage columns */
+#define COL_MAX   36  /* help starts at most here; longer flags put it on the next line */
+#define TYPED_MAX 512 /* what the user typed, escaped, in a message: cut beyond */
 
 /* Indexes are the log level and format values (enum kcr_log_level,
  * enum kcr_log_format: console is KCR_LOG_KV). */
@@ -271,6 +272,36 @@ static void want(const struct kcr_flag *f, char *out, size_t n)
   }
 }
 
+/* s[0..len) as the user typed it, for a message of one line: a backslash,
+ * a double quote and every control byte escaped as Go's %q writes them
+ * (\\, \", \n, \r, \t, else \xHH); other bytes as they are. Cut with
+ * "..." when it does not fit out[n] (n >= 8). Returns out. */
+static const char *typed(const char *s, size_t len, char *out, size_t n)
+{
+  size_t o = 0;
+
+  for(size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)s[i];
+    char e[5] = {(char)c, 0};
+    size_t k;
+    if(c == '\\' || c == '"')
+      e[0] = '\\', e[1] = (char)c, e[2] = 0;
+    else if(c == '\n' || c == '\r' || c == '\t')
+      e[0] = '\\', e[1] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't', e[2] = 0;
+    else if(c < 0x20 || c == 0x7f)
+      snprintf(e, sizeof(e), "\\x%02x", c);
+    k = strlen(e);
+    if(o + k + 4 > n) { /* room for "..." and the NUL */
+      memcpy(out + o, "...", 4);
+      return out;
+    }
+    memcpy(out + o, e, k);
+    o += k;
+  }
+  out[o] = '\0';
+  return out;
+}
+
 static bool parse_bool(const char *v, bool *out)
 {
   static const char *const yes[] = {"1", "t", "T", "true", "TRUE", "True"};
@@ -411,11 +442,14 @@ static kcr_err unknown(const struct kcr_cli *cli, const struct table *t, const c
 {
   size_t len = strcspn(arg, "="), dashes = arg[1] == '-' ? 2 : 1;
   const struct kcr_flag *s = suggest(t, arg + dashes, len - dashes);
+  char a[TYPED_MAX];
+
+  typed(arg, len, a, sizeof(a));
   if(s)
-    return kcr_errinfo_set(ei, KCR_EINVAL, "unknown flag %.*s (did you mean --%s?)",
-                           (int)len, arg, s->name);
-  return kcr_errinfo_set(ei, KCR_EINVAL, "unknown flag %.*s (see '%s --help')", (int)len,
-                         arg, cli->prog);
+    return kcr_errinfo_set(ei, KCR_EINVAL, "unknown flag %s (did you mean --%s?)", a,
+                           s->name);
+  return kcr_errinfo_set(ei, KCR_EINVAL, "unknown flag %s (see '%s --help')", a,
+                         cli->prog);
 }
 
 /* One flag argument argv[*i] ("--name" or "--name=value"); may take the
@@ -425,7 +459,7 @@ static kcr_err parse_flag(const struct kcr_cli *cli, const struct table *t, int 
 {
   const char *arg = argv[*i], *name = arg + 2, *eq = strchr(name, '='), *v;
   const struct kcr_flag *f = find(t, name, eq ? (size_t)(eq - name) : strlen(name));
-  char w[256];
+  char w[256], tv[TYPED_MAX];
 
   if(arg[1] != '-' || !f)
     return unknown(cli, t, arg, ei);
@@ -440,7 +474,7 @@ static kcr_err parse_flag(const struct kcr_cli *cli, const struct table *t, int 
     return kcr_errinfo_set(ei, KCR_EINVAL, "--%s: missing value: want %s", f->name, w);
   if(!store(f, v))
     return kcr_errinfo_set(ei, KCR_EINVAL, "--%s: \"%s\" is not valid: want %s", f->name,
-                           v, w);
+                           typed(v, strlen(v), tv, sizeof(tv)), w);
   return KCR_OK;
 }
 
@@ -463,9 +497,11 @@ kcr_err kcr_cli_parse(const struct kcr_cli *cli, int argc, char *const *argv, bo
     if(!flags_done && !strcmp(a, "--")) {
       flags_done = true;
     } else if(flags_done || a[0] != '-' || !a[1]) {
+      char ta[TYPED_MAX];
       if(!cli->argv_out || npos == cli->max_args)
-        return kcr_errinfo_set(
-            ei, KCR_EINVAL, "unexpected argument \"%s\" (see '%s --help')", a, cli->prog);
+        return kcr_errinfo_set(ei, KCR_EINVAL,
+                               "unexpected argument \"%s\" (see '%s --help')",
+                               typed(a, strlen(a), ta, sizeof(ta)), cli->prog);
       cli->argv_out[npos++] = a;
     } else if(!strcmp(a, "-h") || !strcmp(a, "--help")) {
       *help = true;

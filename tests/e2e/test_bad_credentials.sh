@@ -19,18 +19,28 @@
 #   proxy: requests or refused handshakes; for `absent`, ebdman's own
 #   rest_client_requests_total{code="<error>"}) are at most
 #   3 informers x A(W) x R, where A(W) is the most LIST attempts the
-#   reflector backoff allows in W - 1 + the largest k with
-#   800 ms x (2^k - 1) <= W (its waits are 0.8 s, 1.6 s, 3.2 s ... each
-#   stretched by a jitter of up to 2x, never shortened) - and R the
-#   requests per attempt (1); and at least 3 informers x 3 attempts, so the
-#   backoff is not a stall either.
+#   reflector backoff allows in W - 1 + the largest k whose first k waits
+#   fit in W, each wait at its least: min(0.8 s x 2^i, 30 s) (the waits
+#   are 0.8 s, 1.6 s, 3.2 s ... up to the 30 s cap, each stretched by a
+#   jitter of up to 2x, never shortened, never past the cap) - and R the
+#   requests per attempt (1); and at least 3 informers x a(W), a(W) the
+#   fewest: 1 + the largest k whose first k waits at their most, min(1.6 s
+#   x 2^i, 30 s), plus 2 s each for the request, fit in W - so the backoff
+#   is not a stall either, and stops growing at its cap.
+# Short form: W = 15 s (5 attempts at most, 3 at least, per informer).
 # Then SIGTERM: ebdman exits 0 (it was waiting for its caches, not failing).
+# KCR_CHAOS_LONG=1: W = 110 s, past the backoff's 30 s cap (8 attempts at
+# most, 7 at least); then, at the manager's 120 s cache-sync timeout (as
+# controller-runtime's), each ebdman exits 1 by itself with one error
+# saying which informer did not sync and what to check.
 set -euo pipefail
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 e2e_init
 
-window_ms=15000
+long=0
+[[ ${KCR_CHAOS_LONG:-0} == 1 ]] && long=1
+if ((long)); then window_ms=110000; else window_ms=15000; fi
 informers=3
 new_ns
 ns=$E2E_NS
@@ -178,12 +188,21 @@ for c in "${cases[@]}"; do
   start_unready "$c" "$E2E_TMP/$c.kubeconfig"
 done
 
-# max_attempts MS: the most LIST attempts one informer's backoff allows in MS.
-max_attempts() {
-  local k=0
-  while ((800 * ((1 << (k + 1)) - 1) <= $1)); do k=$((k + 1)); done
+# attempts MS FIRST SLACK: 1 + how many waits of the reflector backoff fit
+# in MS, the i-th (from 0) taken as min(FIRST x 2^i, 30000) + SLACK ms.
+attempts() {
+  local k=0 sum=0 d=$2
+  while :; do
+    ((d > 30000)) && d=30000
+    ((sum + d + $3 <= $1)) || break
+    sum=$((sum + d + $3)) k=$((k + 1)) d=$((d * 2))
+  done
   echo $((k + 1))
 }
+# The most LIST attempts one informer's backoff allows in MS (waits at their
+# least), and the fewest (waits at their most, and 2 s per request).
+max_attempts() { attempts "$1" 800 0; }
+min_attempts() { attempts "$1" 1600 2000; }
 
 for c in "${cases[@]}"; do
   # A fixed window: this is a measurement, not a wait for a condition.
@@ -191,7 +210,7 @@ for c in "${cases[@]}"; do
   n=$(($(requests "$c") - COUNT0[$c]))
   elapsed=$(($(now_ms) - T0[$c]))
   hi=$((informers * $(max_attempts "$elapsed")))
-  lo=$((informers * 3))
+  lo=$((informers * $(min_attempts "$elapsed")))
   log "numbers: $c: $n requests in $elapsed ms (bound $lo..$hi)"
   if ((n < lo || n > hi)); then
     fail "$c: requests in $elapsed ms" "between $lo and $hi (3 informers x the backoff's attempts)" "$n"
@@ -217,4 +236,21 @@ done
 # The wrong-CA client never got past TLS: no request reached the proxy.
 expect_eq "wrong_ca: requests read by its proxy" 0 \
   "$(metric px_wrong_ca chaosproxy_requests_total 'agent="ebdman"')"
+
+# Long form: the manager gives up at its cache-sync timeout, as
+# controller-runtime's does (then the kubelet restarts the pod, with its own
+# backoff): exit 1 and one error naming the informer.
+if ((long)); then
+  exited() { ! proc_alive "$1"; }
+  for c in "${cases[@]}"; do
+    wait_for 60 "ebdman $c exits at the cache-sync timeout" exited "$c"
+    rc=0
+    wait "${E2E_PID[$c]}" 2>/dev/null || rc=$?
+    E2E_PID[$c]=
+    log "numbers: $c: exited $(($(now_ms) - T0[$c])) ms after start"
+    expect_eq "ebdman $c: exit status at the cache-sync timeout" 1 "$rc"
+    nerr=$(grep -c 'level=error msg="manager: timed out waiting for caches to sync' "${E2E_LOG[$c]}" || true)
+    expect_eq "ebdman $c: errors saying the caches did not sync" 1 "$nerr"
+  done
+fi
 e2e_done

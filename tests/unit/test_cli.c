@@ -194,6 +194,25 @@ static void bad_values_name_the_flag_the_value_and_what_is_wanted(void **state)
   assert_null(p.ns);
 }
 
+/* What the user typed is quoted escaped, so the message stays one line
+ * and prints no control character (tests/fuzz/fuzz_cli found a newline in
+ * an argument giving a message of two lines). */
+static void messages_escape_what_was_typed(void **state)
+{
+  struct prog p;
+  (void)state;
+  prog_init(&p);
+  expect_error(&p.cli, "--workers: \"1\\n\" is not valid: want a number from 1 to 256",
+               "--workers", "1\n");
+  expect_error(&p.cli, "--namespace: \"\" is not valid: want a non-empty value",
+               "--namespace=");
+  expect_error(&p.cli, "--color: \"\\\"red\\\"\" is not valid: want red, green or blue",
+               "--color=\"red\"");
+  expect_error(&p.cli, "unexpected argument \"a\\x1b[2Jb\\\\\" (see 'prog --help')", "--",
+               "a\x1b[2Jb\\");
+  expect_error(&p.cli, "unknown flag --bo\\r\\tgus (see 'prog --help')", "--bo\r\tgus=1");
+}
+
 static void ranges_are_inclusive_and_open_ended_ranges_read_at_least(void **state)
 {
   int n = 0;
@@ -574,6 +593,7 @@ int main(void)
       cmocka_unit_test(the_log_set_applies_after_a_good_parse_only),
       cmocka_unit_test(a_bad_table_is_refused),
       cmocka_unit_test(broken_invariants_abort_debug_builds),
+      cmocka_unit_test(messages_escape_what_was_typed),
       cmocka_unit_test(out_of_memory_still_fails_the_parse),
   };
   tfail_init();

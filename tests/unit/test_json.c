@@ -124,6 +124,13 @@ static void what_cjson_refuses_is_malformed(void **state)
       "[.5]",
       "[1e]",
       "[+1]",
+      /* cJSON skips a byte-order mark only in a text of 5 bytes or more
+       * (tests/fuzz/fuzz_json found these taken for out of memory) */
+      "\xEF\xBB\xBF"
+      "2",
+      "\xEF\xBB\xBF"
+      "\"",
+      "\xEF\xBB\xBF",
   };
   for(size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     cJSON *o = NULL;
@@ -142,6 +149,12 @@ static void what_cjson_refuses_is_malformed(void **state)
   /* A surrogate pair is fine. */
   assert_int_equal(KCR_OK, kcr_json_parse("\"\\uD83D\\uDE00\"", 14, &o, NULL));
   assert_string_equal("\xF0\x9F\x98\x80", o->valuestring);
+  cJSON_Delete(o);
+  /* A byte-order mark before 2 bytes or more is skipped. */
+  assert_int_equal(KCR_OK, kcr_json_parse("\xEF\xBB\xBF"
+                                          "12",
+                                          5, &o, NULL));
+  assert_true(cJSON_IsNumber(o) && o->valueint == 12);
   cJSON_Delete(o);
 }
 
