@@ -448,7 +448,7 @@ static kcr_err family_register(kcr_metrics *reg, enum kind kind,
                                struct kcr_errinfo *ei)
 {
   kcr_metric *m;
-  size_t nlabels, nbounds;
+  size_t nlabels = 0, nbounds;
   kcr_err rc;
 
   if(out)
