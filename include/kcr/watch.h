@@ -43,8 +43,15 @@ enum kcr_watch_type {
 
 struct kcr_watch_event {
   enum kcr_watch_type type;
-  cJSON *object; /* owned by the watch; set to NULL in the callback to take it */
+  /* The object as a tree, owned by the watch; set to NULL in the callback
+   * to take it. NULL when object_text is set. */
+  cJSON *object;
   const char *resource_version; /* object's metadata.resourceVersion or NULL */
+  /* With kcr_watch_opts.object_text: the object's JSON text as the server
+   * sent it (object_len bytes, not NUL-terminated, managedFields included),
+   * part of the event's document: valid during the callback only. */
+  const char *object_text;
+  size_t object_len;
 };
 
 /* Called for each event, in order, on the thread in kcr_watch_run. A
@@ -69,6 +76,13 @@ struct kcr_watch_opts {
    * object's bytes and of no use to a cache that strips them anyway (the
    * informer sets this unless keep_managed_fields). */
   bool drop_managed_fields;
+  /* true: ADDED, MODIFIED, DELETED and BOOKMARK events carry the object's
+   * text (ev->object_text) instead of a tree, for a callback that reads the
+   * text itself at a fraction of a tree's cost (the informer does). The
+   * document is still checked whole, as a parse would. An event whose type
+   * or resourceVersion is written with escapes comes as a tree as before,
+   * and so do ERROR events (the watch reads their Status). */
+  bool object_text;
 };
 
 typedef struct kcr_watch kcr_watch;

@@ -5,6 +5,7 @@
 #ifndef KCR_CORE_JSON_INT_H
 #define KCR_CORE_JSON_INT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <cjson/cJSON.h>
@@ -81,5 +82,36 @@ struct kcr__json_want {
  * nothing is found. Wants past the first KCR__JSON_WANT_MAX, and empty or
  * NULL paths, find nothing. Pure. */
 size_t kcr__json_spans(const char *text, size_t len, struct kcr__json_want *w, size_t nw);
+
+/* kcr__json_spans, telling also where the object ends and how it is
+ * written: *objlen (when not NULL) gets the length of the object's text
+ * (from text's first byte to its closing brace), *compact (when not NULL)
+ * whether there is no white space around its tokens (none before it
+ * either), both 0/false when it is not well formed. With objlen, no wants
+ * are needed (nw 0: just the check). Pure. */
+size_t kcr__json_scan(const char *text, size_t len, struct kcr__json_want *w, size_t nw,
+                      size_t *objlen, bool *compact);
+
+/* Walks the members of an object's text, or the elements of an array's,
+ * by the structure only (as kcr__json_drop_members reads it): meant for
+ * text a validator has accepted (kcr__json_scan), whose parts it hands out
+ * without copying. */
+struct kcr__json_iter {
+  const char *p, *end;
+  char close; /* '}' or ']'; 0: not started or finished */
+  bool first;
+};
+
+/* Starts it at the object or array whose text begins at text[0] ('{' or
+ * '[') and lies within text[0..len). False (and every next -1) when
+ * text[0] is neither. Pure. */
+bool kcr__json_iter_init(struct kcr__json_iter *it, const char *text, size_t len);
+/* The next member: *key and *klen the bytes of its name between the quotes
+ * (escapes as written; NULL and 0 for an array's element), *at and *n the
+ * text of its value. Returns 1; 0 after the last (then -1 for any further
+ * call); -1 when the structure breaks (or nests deeper than 128 levels
+ * inside a value). Pure. */
+int kcr__json_iter_next(struct kcr__json_iter *it, const char **key, size_t *klen,
+                        const char **at, size_t *n);
 
 #endif

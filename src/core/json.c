@@ -392,13 +392,16 @@ static kcr_err convert(cJSON *it, struct rescan *r)
 struct scan {
   const char *p, *end;
   int depth;
+  bool spaced; /* white space was skipped */
 };
 
 static void skip_ws(struct scan *s)
 {
+  const char *b = s->p;
   while(s->p < s->end &&
         (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
     s->p++;
+  s->spaced |= s->p != b;
 }
 
 static bool eat(struct scan *s, char c)
@@ -617,26 +620,40 @@ static bool spans_in(struct scan *s, struct kcr__json_want *w, size_t *pos, unsi
   return eat(s, '}');
 }
 
-size_t kcr__json_spans(const char *text, size_t len, struct kcr__json_want *w, size_t nw)
+size_t kcr__json_scan(const char *text, size_t len, struct kcr__json_want *w, size_t nw,
+                      size_t *objlen, bool *compact)
 {
-  struct scan s = {text, text + len, 0};
+  struct scan s = {text, text + len, 0, false};
   size_t pos[KCR__JSON_WANT_MAX] = {0}, found = 0;
   unsigned mask = 0;
 
+  if(objlen)
+    *objlen = 0;
+  if(compact)
+    *compact = false;
   for(size_t i = 0; i < nw; i++) {
     w[i].at = NULL;
     w[i].n = 0;
     if(i < KCR__JSON_WANT_MAX && w[i].path && *w[i].path)
       mask |= 1u << i;
   }
-  if(!text || !mask || !spans_in(&s, w, pos, mask)) {
+  if(!text || (!mask && !objlen) || !spans_in(&s, w, pos, mask)) {
     for(size_t i = 0; i < nw; i++)
       w[i].at = NULL, w[i].n = 0;
     return 0;
   }
+  if(objlen)
+    *objlen = (size_t)(s.p - text);
+  if(compact)
+    *compact = !s.spaced;
   for(size_t i = 0; i < nw; i++)
     found += w[i].at != NULL;
   return found;
+}
+
+size_t kcr__json_spans(const char *text, size_t len, struct kcr__json_want *w, size_t nw)
+{
+  return kcr__json_scan(text, len, w, nw, NULL, NULL);
 }
 
 /* ---- leaving members out before parsing ----
@@ -928,6 +945,57 @@ kcr_err kcr__json_find(const char *text, size_t len, const char *path, const cha
     *n = (size_t)(s.p - b);
     return KCR_OK;
   }
+}
+
+bool kcr__json_iter_init(struct kcr__json_iter *it, const char *text, size_t len)
+{
+  it->p = text;
+  it->end = text ? text + len : NULL;
+  it->close = 0;
+  it->first = true;
+  if(!text || !len || (*text != '{' && *text != '['))
+    return false;
+  it->close = *text == '{' ? '}' : ']';
+  it->p++;
+  return true;
+}
+
+int kcr__json_iter_next(struct kcr__json_iter *it, const char **key, size_t *klen,
+                        const char **at, size_t *n)
+{
+  struct scan s = {it->p, it->end, 0, false};
+  const char *b;
+
+  *key = *at = NULL;
+  *klen = *n = 0;
+  if(!it->close)
+    return -1;
+  if(it->first ? eat(&s, it->close) : !eat(&s, ',')) {
+    if(!it->first && !eat(&s, it->close))
+      return -1;
+    it->p = s.p;
+    it->close = 0; /* done: further calls break */
+    return 0;
+  }
+  it->first = false;
+  if(it->close == '}') {
+    skip_ws(&s);
+    if(s.p >= s.end || *s.p != '"' || !(b = skip_string(s.p, s.end)))
+      return -1;
+    *key = s.p + 1;
+    *klen = (size_t)(b - s.p - 2);
+    s.p = b;
+    if(!eat(&s, ':'))
+      return -1;
+  }
+  skip_ws(&s);
+  b = s.p;
+  if(!skip_value(&s))
+    return -1;
+  *at = b;
+  *n = (size_t)(s.p - b);
+  it->p = s.p;
+  return 1;
 }
 
 kcr_err kcr__json_parse_dropping(const char *text, size_t len, const char *path,

@@ -113,6 +113,39 @@ out:
   return rc;
 }
 
+kcr_err kcr__watch_decode_text(const char *line, size_t len, struct kcr_buf *rvbuf,
+                               struct kcr_watch_event *ev)
+{
+  struct kcr__json_want w[3] = {
+      {.path = "type"}, {.path = "object"}, {.path = "object.metadata.resourceVersion"}};
+  const char *t;
+  size_t objlen, tn, i;
+
+  memset(ev, 0, sizeof(*ev));
+  kcr__json_scan(line, len, w, 3, &objlen, NULL);
+  if(!objlen || !w[0].at || *w[0].at != '"' || !w[1].at || *w[1].at != '{')
+    return KCR_ENOTFOUND;
+  t = w[0].at + 1;
+  tn = w[0].n - 2;
+  for(i = 0; i < KCR_WATCH_ERROR; i++)
+    if(strlen(type_names[i]) == tn && !memcmp(type_names[i], t, tn))
+      break;
+  if(i == KCR_WATCH_ERROR) /* ERROR, unknown, or escaped */
+    return KCR_ENOTFOUND;
+  if(w[2].at && *w[2].at == '"') {
+    if(memchr(w[2].at, '\\', w[2].n))
+      return KCR_ENOTFOUND;
+    kcr_buf_reset(rvbuf);
+    if(kcr_buf_append(rvbuf, w[2].at + 1, w[2].n - 2))
+      return KCR_ENOMEM;
+    ev->resource_version = kcr_buf_str(rvbuf);
+  }
+  ev->type = (enum kcr_watch_type)i;
+  ev->object_text = w[1].at;
+  ev->object_len = w[1].n;
+  return KCR_OK;
+}
+
 /* ---- the watch ---- */
 
 struct kcr_watch {
@@ -121,7 +154,7 @@ struct kcr_watch {
   struct kcr_ref ref;
   char *group, *version, *resource, *ns, *label_selector, *field_selector;
   uint64_t timeout_s; /* 0: the server's default */
-  bool allow_bookmarks, drop_managed_fields;
+  bool allow_bookmarks, drop_managed_fields, object_text;
   kcr_watch_fn fn;
   void *ud;
   char *rv;
@@ -131,6 +164,7 @@ struct kcr_watch {
   struct kcr__framer fr;
   struct kcr_buf errbody;
   struct kcr_buf scratch; /* a document without managedFields */
+  struct kcr_buf rvbuf;   /* object_text: the event's resourceVersion */
   struct kcr_errinfo *ei;
   kcr_err stop_rc;
   long code;
@@ -178,6 +212,7 @@ kcr_err kcr_watch_new(const struct kcr_watch_opts *o, kcr_watch **out,
     w->timeout_s = INT32_MAX;
   w->allow_bookmarks = o->allow_bookmarks;
   w->drop_managed_fields = o->drop_managed_fields;
+  w->object_text = o->object_text;
   w->gvr = (struct kcr_gvr){.group = w->group,
                             .version = w->version,
                             .resource = w->resource,
@@ -224,6 +259,7 @@ void kcr_watch_free(kcr_watch *w)
   kcr__framer_cleanup(&w->fr);
   kcr_buf_cleanup(&w->errbody);
   kcr_buf_cleanup(&w->scratch);
+  kcr_buf_cleanup(&w->rvbuf);
   kcr_client_free(w->c);
   free(w);
 }
@@ -263,8 +299,12 @@ static kcr_err on_line(const char *line, size_t len, void *ud)
     len--;
   if(!len)
     return KCR_OK;
-  rc = kcr__watch_decode(line, len, w->drop_managed_fields ? &w->scratch : NULL, &ev,
-                         &local);
+  rc = w->object_text ? kcr__watch_decode_text(line, len, &w->rvbuf, &ev) : KCR_ENOTFOUND;
+  if(rc == KCR_ENOMEM)
+    kcr_errinfo_set(&local, rc, "out of memory reading a watch event");
+  if(rc == KCR_ENOTFOUND)
+    rc = kcr__watch_decode(line, len, w->drop_managed_fields ? &w->scratch : NULL, &ev,
+                           &local);
   if(w->scratch.cap > SCRATCH_KEEP) /* kept for the next event, unless large */
     kcr_buf_cleanup(&w->scratch);
   if(rc == KCR_EUNSUPPORTED) {
@@ -500,6 +540,7 @@ out:
   kcr_buf_cleanup(&path);
   kcr__framer_cleanup(&w->fr);
   kcr_buf_cleanup(&w->scratch);
+  kcr_buf_cleanup(&w->rvbuf);
   w->ei = NULL;
   w->h = NULL;
   return rc;

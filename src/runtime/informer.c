@@ -14,9 +14,11 @@
  *
  * A second thread runs the periodic resync when asked for.
  *
- * Listed items and watched objects become store objects in one step
- * (kcr__obj_from_json): with a keep-list, through its compiled projection
- * (projection.c), which prints only the kept members of the parsed tree.
+ * Listed items and watched objects become store objects in one step: a
+ * listed item from its tree (kcr__obj_from_json), a watched object from its
+ * text (kcr_watch_opts.object_text, kcr__obj_from_text: no tree unless the
+ * text needs one); with a keep-list, through its compiled projection
+ * (projection.c), which keeps only the listed members of either.
  *
  * Nothing is lost on errors: a list whose objects cannot all be stored
  * leaves the store, rv and `synced` as they were and is retried after
@@ -400,7 +402,9 @@ static kcr_err on_event(struct kcr_watch_event *ev, void *ud)
   if(ev->type == KCR_WATCH_BOOKMARK)
     return KCR_OK;
   count(inf, &inf->stats.events);
-  rc = kcr__obj_from_json(ev->object, inf->obj_flags, inf->proj, &o, NULL);
+  rc = ev->object ? kcr__obj_from_json(ev->object, inf->obj_flags, inf->proj, &o, NULL)
+                  : kcr__obj_from_text(ev->object_text, ev->object_len, inf->obj_flags,
+                                       inf->proj, &o, NULL);
   if(rc == KCR_EINVAL) {
     KCR_LOG(KCR_LOG_WARN, "informer: skipping event for an object without a name",
             KCR_S("informer", inf->name), KCR_S("type", kcr_watch_type_name(ev->type)));
@@ -463,7 +467,8 @@ static enum state do_watch(kcr_informer *inf)
                               .field_selector = inf->fsel,
                               .timeout_ms = watch_timeout_ms(inf),
                               .allow_bookmarks = true,
-                              .drop_managed_fields = !inf->o.keep_managed_fields};
+                              .drop_managed_fields = !inf->o.keep_managed_fields,
+                              .object_text = true};
   uint64_t t0 = kcr_time_mono_ms(), events0;
   kcr_watch *w;
   kcr_err rc;

@@ -42,4 +42,16 @@ void kcr__proj_free(struct kcr__proj *p);
 kcr_err kcr__proj_print(const struct kcr__proj *p, const cJSON *tree,
                         struct kcr_buf *out);
 
+/* kcr__proj_print from the object's text instead of its tree: text[0..len)
+ * must be one compact, well-formed JSON object (kcr__json_scan said so);
+ * the kept members are copied as written, so the result parses to the tree
+ * kcr__proj_print prints. Returns KCR_OK; KCR_ENOTFOUND (out as it was)
+ * when a member name the keep-list looks at is written with escapes, which
+ * only the tree compares unescaped, or the structure nests deeper than the
+ * text walk follows: print from the tree then; KCR_EINVAL when text does
+ * not start an object; KCR_ENOMEM (out then holds part of the text).
+ * Thread safety: any thread. */
+kcr_err kcr__proj_print_text(const struct kcr__proj *p, const char *text, size_t len,
+                             struct kcr_buf *out);
+
 #endif

@@ -17,6 +17,12 @@
  * skeleton needs at most one node per trie node: an array indexed like the
  * trie, on the stack for small lists. The source tree is only read.
  *
+ * From text (a watch event's object, kcr__proj_print_text) the same walk
+ * runs over the members of the compact text, copying each kept member as
+ * written and opening an inner one's braces only to take them back when
+ * nothing below it was kept; seen[] (indexed like the trie) keeps the first
+ * member of a name, as the skeleton's keys do for the tree.
+ *
  * Invariants: node[0] is the object itself and never whole (every path
  * has a member name); a node's children have distinct names; children and
  * siblings are indexes into node[], -1 for none; names point into `text`. */
@@ -183,6 +189,9 @@ void kcr__proj_free(struct kcr__proj *p)
   free(p);
 }
 
+/* The key of a skeleton node that was looked at but not linked. */
+static char seen_only[] = "";
+
 /* Links into sk (indexed like the trie) the members of object src that trie
  * node t keeps, in src's order; returns the first, or NULL when none. */
 static cJSON *view(const struct kcr__proj *p, int t, const cJSON *src, cJSON *sk)
@@ -201,7 +210,8 @@ static cJSON *view(const struct kcr__proj *p, int t, const cJSON *src, cJSON *sk
     *v = *m; /* type, key and value; the child list too when whole */
     v->next = v->prev = NULL;
     if(!p->node[c].whole && (!cJSON_IsObject(m) || !(v->child = view(p, c, m, sk)))) {
-      v->string = NULL; /* nothing kept below it: leave it out */
+      v->string = seen_only; /* nothing kept below it: leave it out (and any
+                                later member of that name, as ever) */
       continue;
     }
     if(last) {
@@ -236,5 +246,91 @@ kcr_err kcr__proj_print(const struct kcr__proj *p, const cJSON *tree, struct kcr
   rc = kcr__json_print(&root, out);
   if(sk != stack)
     free(sk);
+  return rc;
+}
+
+/* Truncates b to len bytes (len <= b->len). */
+static void cut(struct kcr_buf *b, size_t len)
+{
+  if(b->ptr && len <= b->len) {
+    b->len = len;
+    b->ptr[len] = '\0';
+  }
+}
+
+/* Appends to out, comma-separated, the members of the compact object text
+ * obj[0..n) that trie node t keeps, as view() links them; *kept counts
+ * them. seen[] marks the trie nodes whose member was found. KCR_ENOTFOUND
+ * when a member name is written with escapes (the tree compares it
+ * unescaped) or the structure breaks. */
+static kcr_err view_text(const struct kcr__proj *p, int t, const char *obj, size_t n,
+                         bool *seen, struct kcr_buf *out, int *kept)
+{
+  struct kcr__json_iter it;
+  const char *key, *at;
+  size_t kl, vn;
+  int r;
+
+  *kept = 0;
+  if(!kcr__json_iter_init(&it, obj, n) || *obj != '{')
+    return KCR_ENOTFOUND;
+  while((r = kcr__json_iter_next(&it, &key, &kl, &at, &vn)) > 0) {
+    int c;
+    if(memchr(key, '\\', kl))
+      return KCR_ENOTFOUND;
+    c = find_child(p, t, key, kl);
+    if(c < 0 || seen[c])
+      continue;
+    KCR_ASSERT(c > 0 && c < p->n);
+    seen[c] = true;
+    if(p->node[c].whole) { /* "name":value, as written (compact) */
+      if(*kept)
+        kcr_buf_append(out, ",", 1);
+      kcr_buf_append(out, key - 1, (size_t)(at + vn - (key - 1)));
+      ++*kept;
+    } else if(*at == '{') {
+      size_t mark = out->len;
+      int sub;
+      kcr_err rc;
+      if(*kept)
+        kcr_buf_append(out, ",", 1);
+      kcr_buf_append(out, key - 1, (size_t)(at + 1 - (key - 1))); /* "name":{ */
+      if((rc = view_text(p, c, at, vn, seen, out, &sub)))
+        return rc;
+      if(sub) {
+        kcr_buf_append(out, "}", 1);
+        ++*kept;
+      } else {
+        cut(out, mark); /* nothing kept below it: leave it out */
+      }
+    }
+  }
+  return r < 0 ? KCR_ENOTFOUND : KCR_OK;
+}
+
+kcr_err kcr__proj_print_text(const struct kcr__proj *p, const char *text, size_t len,
+                             struct kcr_buf *out)
+{
+  bool stack[STACK_NODES], *seen = stack;
+  size_t mark = out->len;
+  int kept;
+  kcr_err rc;
+
+  if(!text || !len || *text != '{')
+    return KCR_EINVAL;
+  KCR_ASSERT(p->n >= 1 && p->n <= p->cap && !p->node[0].whole);
+  if(p->n > STACK_NODES && !(seen = calloc((size_t)p->n, sizeof(*seen))))
+    return KCR_ENOMEM;
+  if(seen == stack)
+    memset(stack, 0, sizeof(stack[0]) * (size_t)p->n);
+  kcr_buf_append(out, "{", 1);
+  rc = view_text(p, 0, text, len, seen, out, &kept);
+  kcr_buf_append(out, "}", 1);
+  if(seen != stack)
+    free(seen);
+  if(!rc)
+    rc = kcr_buf_err(out);
+  if(rc == KCR_ENOTFOUND)
+    cut(out, mark);
   return rc;
 }

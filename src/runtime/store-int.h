@@ -16,6 +16,18 @@ struct kcr__proj;
 kcr_err kcr__obj_from_json(const cJSON *tree, unsigned flags,
                            const struct kcr__proj *proj, kcr_obj **out,
                            struct kcr_errinfo *ei);
+/* kcr__obj_from_json from the object's JSON text text[0..len) (a watch
+ * event's object as the server wrote it), without a tree when the text
+ * allows: the same header and a text that parses to the same tree (the
+ * kept members as written, rather than as cJSON prints them). Text that is
+ * not compact, or that writes with escapes a member name or a string the
+ * header holds, goes through a tree (kcr_json_parse, then
+ * kcr__obj_from_json). Errors: those of kcr__obj_from_json; KCR_EPARSE
+ * (ei says where) for text that is not one JSON object. Thread safety: any
+ * thread. */
+kcr_err kcr__obj_from_text(const char *text, size_t len, unsigned flags,
+                           const struct kcr__proj *proj, kcr_obj **out,
+                           struct kcr_errinfo *ei);
 /* The length of the longest hash chain of the object table (the cost of the
  * worst lookup). Takes the read lock. */
 size_t kcr__store_max_chain(kcr_store *s);

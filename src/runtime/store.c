@@ -1,8 +1,10 @@
 /* DESIGN: the informer cache.
  *
  * Objects: one malloc block each: the header struct, then the strings it
- * points to, then the compact JSON text. Immutable after kcr_obj_from_json; an
- * atomic refcount lets readers keep one past its removal from the store.
+ * points to, then the compact JSON text. Made from a tree (kcr_obj_from_json)
+ * or from a watch event's text (kcr__obj_from_text, below), the same object
+ * either way; immutable after; an atomic refcount lets readers keep one
+ * past its removal from the store.
  *
  * Store: a hash table (kcr/htab.h) key -> entry (key "ns/name"); the entry
  * holds the object and the index values computed for it. Per index, a hash
@@ -59,16 +61,76 @@ struct kcr_obj {
 
 /* ---- objects ---- */
 
-static size_t slen(const char *s) { return s ? strlen(s) + 1 : 1; }
+/* A string of the header: its bytes, or none (p NULL: stored as ""). */
+struct hstr {
+  const char *p;
+  size_t n;
+};
 
-static const char *put_str(char **cur, const char *s)
+/* What an object's header is made of, read from a tree or from text. */
+struct header {
+  struct hstr ns, name, uid, rv;
+  bool has_ctl;
+  struct hstr ctl_api_version, ctl_kind, ctl_name, ctl_uid;
+  int64_t generation;
+  bool deleting;
+};
+
+static struct hstr hs(const char *s) { return (struct hstr){s, s ? strlen(s) : 0}; }
+
+static const char *put(char **cur, struct hstr s)
 {
   char *at = *cur;
-  size_t n = s ? strlen(s) : 0;
-  memcpy(at, s ? s : "", n);
-  at[n] = '\0';
-  *cur += n + 1;
+  if(s.n)
+    memcpy(at, s.p, s.n);
+  at[s.n] = '\0';
+  *cur += s.n + 1;
   return at;
+}
+
+/* The object: header h and its stored text json[0..jlen). */
+static kcr_err make_obj(const struct header *h, const char *json, size_t jlen,
+                        kcr_obj **out)
+{
+  size_t need = sizeof(kcr_obj) + h->ns.n + h->name.n + h->uid.n + h->rv.n + 4 + h->ns.n +
+                1 + h->name.n + 1 + jlen + 1;
+  char *cur;
+  kcr_obj *o;
+
+  if(h->has_ctl)
+    need += h->ctl_api_version.n + h->ctl_kind.n + h->ctl_name.n + h->ctl_uid.n + 4;
+  o = malloc(need);
+  if(!o)
+    return KCR_ENOMEM;
+  memset(o, 0, sizeof(*o));
+  atomic_init(&o->refs, 1);
+  cur = o->data;
+  o->ns = put(&cur, h->ns);
+  o->name = put(&cur, h->name);
+  o->uid = put(&cur, h->uid);
+  o->rv = put(&cur, h->rv);
+  o->key = cur;
+  if(h->ns.n) {
+    memcpy(cur, h->ns.p, h->ns.n);
+    cur[h->ns.n] = '/';
+    cur += h->ns.n + 1;
+  }
+  put(&cur, h->name);
+  if(h->has_ctl) {
+    o->owner.api_version = put(&cur, h->ctl_api_version);
+    o->owner.kind = put(&cur, h->ctl_kind);
+    o->owner.name = put(&cur, h->ctl_name);
+    o->owner.uid = put(&cur, h->ctl_uid);
+  }
+  memcpy(cur, json, jlen);
+  cur[jlen] = '\0';
+  o->json = cur;
+  o->json_len = jlen;
+  o->generation = h->generation;
+  o->deleting = h->deleting;
+  o->size = need;
+  *out = o;
+  return KCR_OK;
 }
 
 static const cJSON *controller_ref(const cJSON *tree)
@@ -88,32 +150,48 @@ kcr_err kcr_obj_from_json(const cJSON *tree, unsigned flags, kcr_obj **out,
   return kcr__obj_from_json(tree, flags, NULL, out, ei);
 }
 
-kcr_err kcr__obj_from_json(const cJSON *tree, unsigned flags,
-                           const struct kcr__proj *proj, kcr_obj **out,
-                           struct kcr_errinfo *ei)
+static kcr_err check_args(const void *in, unsigned flags, kcr_obj **out,
+                          struct kcr_errinfo *ei)
 {
-  const char *ns = kcr_json_str(tree, "metadata.namespace");
-  const char *name = kcr_json_str(tree, "metadata.name");
-  const char *uid = kcr_json_str(tree, "metadata.uid");
-  const char *rv = kcr_json_str(tree, "metadata.resourceVersion");
-  const cJSON *ctl = controller_ref(tree);
-  cJSON *meta = kcr_json_at(tree, "metadata"), *mf = NULL;
-  struct kcr_buf text = KCR_BUF_INIT;
-  size_t tlen, need;
-  kcr_err rc;
-  char *cur;
-  kcr_obj *o;
-
   if(!out)
     return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_obj_from_json: no out");
   *out = NULL;
-  if(!tree)
+  if(!in)
     return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_obj_from_json: no tree");
   if(flags & ~KCR_OBJ_KEEP_MANAGED_FIELDS)
     return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_obj_from_json: unknown flags 0x%x",
                            flags & ~KCR_OBJ_KEEP_MANAGED_FIELDS);
-  if(!name || !*name)
+  return KCR_OK;
+}
+
+kcr_err kcr__obj_from_json(const cJSON *tree, unsigned flags,
+                           const struct kcr__proj *proj, kcr_obj **out,
+                           struct kcr_errinfo *ei)
+{
+  const cJSON *ctl = controller_ref(tree);
+  cJSON *meta = kcr_json_at(tree, "metadata"), *mf = NULL;
+  struct kcr_buf text = KCR_BUF_INIT;
+  struct header h = {
+      .ns = hs(kcr_json_str(tree, "metadata.namespace")),
+      .name = hs(kcr_json_str(tree, "metadata.name")),
+      .uid = hs(kcr_json_str(tree, "metadata.uid")),
+      .rv = hs(kcr_json_str(tree, "metadata.resourceVersion")),
+      .has_ctl = ctl != NULL,
+      .generation = kcr_json_int(tree, "metadata.generation", 0),
+      .deleting = kcr_json_str(tree, "metadata.deletionTimestamp") != NULL,
+  };
+  kcr_err rc = check_args(tree, flags, out, ei);
+
+  if(rc)
+    return rc;
+  if(!h.name.n)
     return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_obj_from_json: no metadata.name");
+  if(ctl) {
+    h.ctl_api_version = hs(kcr_json_str(ctl, "apiVersion"));
+    h.ctl_kind = hs(kcr_json_str(ctl, "kind"));
+    h.ctl_name = hs(kcr_json_str(ctl, "name"));
+    h.ctl_uid = hs(kcr_json_str(ctl, "uid"));
+  }
   /* Print without managedFields: detach, print, put back (tree unchanged).
    * The header comes from the whole tree: a projection keeps what it reads. */
   if(!(flags & KCR_OBJ_KEEP_MANAGED_FIELDS) && meta)
@@ -123,53 +201,208 @@ kcr_err kcr__obj_from_json(const cJSON *tree, unsigned flags,
   if(mf) /* it kept its key: re-linking it cannot fail (AddItemToObject copies
             the key and could) */
     cJSON_AddItemToArray(meta, mf);
-  if(rc) {
-    kcr_buf_cleanup(&text);
-    return KCR_ENOMEM;
-  }
-  tlen = text.len;
-  need = sizeof(*o) + slen(ns) + slen(name) + slen(uid) + slen(rv) + slen(ns) +
-         slen(name) + 1 + tlen + 1;
-  if(ctl)
-    need += slen(kcr_json_str(ctl, "apiVersion")) + slen(kcr_json_str(ctl, "kind")) +
-            slen(kcr_json_str(ctl, "name")) + slen(kcr_json_str(ctl, "uid"));
-  o = malloc(need);
-  if(!o) {
-    kcr_buf_cleanup(&text);
-    return KCR_ENOMEM;
-  }
-  memset(o, 0, sizeof(*o));
-  atomic_init(&o->refs, 1);
-  cur = o->data;
-  o->ns = put_str(&cur, ns);
-  o->name = put_str(&cur, name);
-  o->uid = put_str(&cur, uid);
-  o->rv = put_str(&cur, rv);
-  o->key = cur;
-  if(ns && *ns) {
-    size_t a = strlen(ns), b = strlen(name);
-    memcpy(cur, ns, a);
-    cur[a] = '/';
-    memcpy(cur + a + 1, name, b + 1);
-    cur += a + b + 2;
-  } else {
-    put_str(&cur, name);
-  }
-  if(ctl) {
-    o->owner.api_version = put_str(&cur, kcr_json_str(ctl, "apiVersion"));
-    o->owner.kind = put_str(&cur, kcr_json_str(ctl, "kind"));
-    o->owner.name = put_str(&cur, kcr_json_str(ctl, "name"));
-    o->owner.uid = put_str(&cur, kcr_json_str(ctl, "uid"));
-  }
-  memcpy(cur, text.ptr, tlen + 1);
-  o->json = cur;
-  o->json_len = tlen;
-  o->generation = kcr_json_int(tree, "metadata.generation", 0);
-  o->deleting = kcr_json_str(tree, "metadata.deletionTimestamp") != NULL;
-  o->size = need;
+  if(!rc)
+    rc = make_obj(&h, text.ptr, text.len, out);
   kcr_buf_cleanup(&text);
-  *out = o;
-  return KCR_OK;
+  return rc ? KCR_ENOMEM : KCR_OK;
+}
+
+/* ---- objects from text ----
+ *
+ * A watch event's object as the server wrote it: one validating scan reads
+ * the header's values, one walk copies the members to keep as they are
+ * written. Whatever that cannot do exactly as the tree would - text that
+ * is not compact, a member name or a header string written with escapes
+ * (the tree compares and stores them unescaped), a generation that is not
+ * a plain integer, ownerReferences that are not an array, nesting past
+ * what the walk follows - goes through the tree instead, as does malformed
+ * text (for the parser's error). */
+
+enum { H_NAME, H_NS, H_UID, H_RV, H_GEN, H_DEL, H_OWNERS, H_N };
+static const char *const header_paths[H_N] = {
+    [H_NAME] = "metadata.name",
+    [H_NS] = "metadata.namespace",
+    [H_UID] = "metadata.uid",
+    [H_RV] = "metadata.resourceVersion",
+    [H_GEN] = "metadata.generation",
+    [H_DEL] = "metadata.deletionTimestamp",
+    [H_OWNERS] = "metadata.ownerReferences",
+};
+
+/* A string value's bytes (kcr_json_str: a value of another kind is none);
+ * false when it is written with escapes. */
+static bool text_str(const char *at, size_t n, struct hstr *out)
+{
+  *out = (struct hstr){NULL, 0};
+  if(!at || *at != '"')
+    return true;
+  if(memchr(at, '\\', n))
+    return false;
+  *out = (struct hstr){at + 1, n - 2};
+  return true;
+}
+
+static bool key_is(const char *key, size_t kl, const char *name)
+{
+  return strlen(name) == kl && !memcmp(key, name, kl);
+}
+
+/* The controller among ownerReferences' text (an array): the first element
+ * with "controller":true, as controller_ref finds it. */
+static bool text_controller(const char *at, size_t n, struct header *h)
+{
+  struct kcr__json_iter arr, it;
+  const char *key, *el, *v;
+  size_t kl, eln, vn;
+  int r;
+
+  if(!at)
+    return true;
+  if(*at != '[')
+    return *at != '{'; /* an object would be walked by the tree */
+  kcr__json_iter_init(&arr, at, n);
+  while((r = kcr__json_iter_next(&arr, &key, &kl, &el, &eln)) > 0) {
+    const char *f[5] = {NULL};
+    size_t fn[5] = {0};
+    static const char *const names[5] = {"controller", "apiVersion", "kind", "name",
+                                         "uid"};
+    int m;
+    if(*el != '{')
+      continue;
+    kcr__json_iter_init(&it, el, eln);
+    while((m = kcr__json_iter_next(&it, &key, &kl, &v, &vn)) > 0) {
+      if(memchr(key, '\\', kl))
+        return false;
+      for(int i = 0; i < 5; i++)
+        if(!f[i] && key_is(key, kl, names[i])) {
+          f[i] = v;
+          fn[i] = vn;
+        }
+    }
+    if(m < 0)
+      return false;
+    if(!f[0] || fn[0] != 4 || memcmp(f[0], "true", 4))
+      continue;
+    h->has_ctl = true;
+    return text_str(f[1], fn[1], &h->ctl_api_version) &&
+           text_str(f[2], fn[2], &h->ctl_kind) && text_str(f[3], fn[3], &h->ctl_name) &&
+           text_str(f[4], fn[4], &h->ctl_uid);
+  }
+  return r == 0;
+}
+
+/* metadata.generation: none or null is 0; a plain integer; anything else
+ * (false) is left to the tree. */
+static bool text_generation(const char *at, size_t n, int64_t *out)
+{
+  int64_t v = 0;
+
+  *out = 0;
+  if(!at || (n == 4 && !memcmp(at, "null", 4)))
+    return true;
+  if(n > 18 || (n > 1 && *at == '0'))
+    return false;
+  for(size_t i = 0; i < n; i++) {
+    if(at[i] < '0' || at[i] > '9')
+      return false;
+    v = v * 10 + (at[i] - '0');
+  }
+  *out = v;
+  return true;
+}
+
+/* Appends the members of the object text[0..len) (compact) to out, comma-
+ * separated, as they are written; with top, the first "metadata" member
+ * that is an object is copied the same way with top false, which leaves out
+ * its first managedFields member when drop_mf. KCR_ENOTFOUND for a member
+ * name written with escapes or a broken walk. */
+static kcr_err copy_members(const char *text, size_t len, bool top, bool drop_mf,
+                            struct kcr_buf *out)
+{
+  struct kcr__json_iter it;
+  const char *key, *at;
+  size_t kl, vn;
+  bool first = true, seen = false; /* the metadata / managedFields member */
+  int r;
+
+  kcr__json_iter_init(&it, text, len);
+  while((r = kcr__json_iter_next(&it, &key, &kl, &at, &vn)) > 0) {
+    bool special;
+    if(memchr(key, '\\', kl))
+      return KCR_ENOTFOUND;
+    special = !seen && key_is(key, kl, top ? "metadata" : "managedFields");
+    seen |= special;
+    if(special && !top && drop_mf)
+      continue;
+    if(!first)
+      kcr_buf_append(out, ",", 1);
+    first = false;
+    if(special && top && *at == '{') {
+      kcr_err rc;
+      kcr_buf_append(out, key - 1, (size_t)(at + 1 - (key - 1))); /* "metadata":{ */
+      if((rc = copy_members(at, vn, false, drop_mf, out)))
+        return rc;
+      kcr_buf_append(out, "}", 1);
+      continue;
+    }
+    kcr_buf_append(out, key - 1, (size_t)(at + vn - (key - 1)));
+  }
+  return r < 0 ? KCR_ENOTFOUND : KCR_OK;
+}
+
+/* The object from text, or KCR_ENOTFOUND when the tree must make it. */
+static kcr_err from_text(const char *text, size_t len, unsigned flags,
+                         const struct kcr__proj *proj, struct kcr_buf *buf, kcr_obj **out)
+{
+  struct kcr__json_want w[H_N];
+  struct header h = {0};
+  size_t objlen;
+  bool compact;
+  kcr_err rc;
+
+  for(int i = 0; i < H_N; i++)
+    w[i].path = header_paths[i];
+  kcr__json_scan(text, len, w, H_N, &objlen, &compact);
+  if(!objlen || !compact || !text_str(w[H_NAME].at, w[H_NAME].n, &h.name) || !h.name.n ||
+     !text_str(w[H_NS].at, w[H_NS].n, &h.ns) ||
+     !text_str(w[H_UID].at, w[H_UID].n, &h.uid) ||
+     !text_str(w[H_RV].at, w[H_RV].n, &h.rv) ||
+     !text_generation(w[H_GEN].at, w[H_GEN].n, &h.generation) ||
+     !text_controller(w[H_OWNERS].at, w[H_OWNERS].n, &h))
+    return KCR_ENOTFOUND;
+  h.deleting = w[H_DEL].at && *w[H_DEL].at == '"';
+  kcr_buf_reserve(buf, objlen + 1);
+  if(proj) {
+    rc = kcr__proj_print_text(proj, text, objlen, buf);
+  } else {
+    kcr_buf_append(buf, "{", 1);
+    rc = copy_members(text, objlen, true, !(flags & KCR_OBJ_KEEP_MANAGED_FIELDS), buf);
+    kcr_buf_append(buf, "}", 1);
+  }
+  if(!rc)
+    rc = kcr_buf_err(buf);
+  return rc ? rc : make_obj(&h, buf->ptr, buf->len, out);
+}
+
+kcr_err kcr__obj_from_text(const char *text, size_t len, unsigned flags,
+                           const struct kcr__proj *proj, kcr_obj **out,
+                           struct kcr_errinfo *ei)
+{
+  struct kcr_buf buf = KCR_BUF_INIT;
+  cJSON *tree;
+  kcr_err rc = check_args(text, flags, out, ei);
+
+  if(rc)
+    return rc;
+  rc = from_text(text, len, flags, proj, &buf, out);
+  kcr_buf_cleanup(&buf);
+  if(rc != KCR_ENOTFOUND)
+    return rc;
+  if((rc = kcr_json_parse(text, len, &tree, ei)))
+    return rc;
+  rc = kcr__obj_from_json(tree, flags, proj, out, ei);
+  cJSON_Delete(tree);
+  return rc;
 }
 
 kcr_obj *kcr_obj_ref(kcr_obj *o)

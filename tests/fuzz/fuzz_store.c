@@ -9,7 +9,10 @@
  * (kcr_obj_parse) to a tree with the same name; after every write, lookups
  * by key and by namespace/name, the index, kcr_store_len and
  * kcr_store_bytes agree with the model; a put or a delete hands back the
- * object the model had under that key. */
+ * object the model had under that key. The input's text itself (and each
+ * element's, for an array) also goes through kcr__obj_from_text, the
+ * watch's way, which must make what the tree's way makes. */
+#include "core/json-int.h"
 #include "fuzz.h"
 #include "runtime/projection-int.h"
 #include "runtime/store-int.h"
@@ -111,6 +114,55 @@ static void check_projection(const cJSON *tree, const kcr_obj *whole)
   }
   cJSON_Delete(back);
   kcr_obj_unref(o);
+}
+
+/* kcr__obj_from_text (a watch event's object as written) against the
+ * tree's way, kcr_json_parse + kcr__obj_from_json: the same return code,
+ * header and, parsed and printed again, text; for flags 0 and
+ * KCR_OBJ_KEEP_MANAGED_FIELDS, whole and projected. */
+static void check_text(const char *text, size_t len)
+{
+  static struct kcr__proj *p;
+  if(!p && kcr__proj_new((const char *[]){"spec.replicas", "status", NULL}, 0, &p))
+    abort();
+  for(int i = 0; i < 4; i++) {
+    unsigned flags = i & 1 ? KCR_OBJ_KEEP_MANAGED_FIELDS : 0;
+    const struct kcr__proj *pj = i & 2 ? p : NULL;
+    kcr_obj *a = NULL, *b = NULL;
+    cJSON *tree = NULL, *ta = NULL, *tb = NULL;
+    kcr_err ra = kcr__obj_from_text(text, len, flags, pj, &a, NULL), rb;
+    const struct kcr_owner *oa, *ob;
+    char *sa, *sb;
+    rb = kcr_json_parse(text, len, &tree, NULL);
+    if(!rb)
+      rb = kcr__obj_from_json(tree, flags, pj, &b, NULL);
+    cJSON_Delete(tree);
+    FUZZ_CHECK(ra == rb && !a == !!ra && !b == !!rb);
+    if(ra)
+      continue;
+    oa = kcr_obj_controller(a);
+    ob = kcr_obj_controller(b);
+    FUZZ_CHECK(!strcmp(kcr_obj_key(a), kcr_obj_key(b)));
+    FUZZ_CHECK(!strcmp(kcr_obj_ns(a), kcr_obj_ns(b)));
+    FUZZ_CHECK(!strcmp(kcr_obj_name(a), kcr_obj_name(b)));
+    FUZZ_CHECK(!strcmp(kcr_obj_uid(a), kcr_obj_uid(b)));
+    FUZZ_CHECK(!strcmp(kcr_obj_rv(a), kcr_obj_rv(b)));
+    FUZZ_CHECK(kcr_obj_generation(a) == kcr_obj_generation(b));
+    FUZZ_CHECK(kcr_obj_deleting(a) == kcr_obj_deleting(b));
+    FUZZ_CHECK(same_str(oa->api_version, ob->api_version) &&
+               same_str(oa->kind, ob->kind) && same_str(oa->name, ob->name) &&
+               same_str(oa->uid, ob->uid));
+    FUZZ_CHECK(kcr_obj_parse(a, &ta) == KCR_OK && kcr_obj_parse(b, &tb) == KCR_OK);
+    sa = kcr_json_to_text(ta);
+    sb = kcr_json_to_text(tb);
+    FUZZ_CHECK(sa && sb && !strcmp(sa, sb));
+    free(sa);
+    free(sb);
+    cJSON_Delete(ta);
+    cJSON_Delete(tb);
+    kcr_obj_unref(a);
+    kcr_obj_unref(b);
+  }
 }
 
 /* The model: the object under each key, in put order (latest wins). */
@@ -230,6 +282,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   cJSON *doc = NULL, *list, *it;
   size_t n = 0;
 
+  /* The input as written: the object, or each element of the array. */
+  check_text((const char *)data, size);
+  if(size && *data == '[') {
+    struct kcr__json_iter el;
+    const char *key, *at;
+    size_t kl, vn;
+    kcr__json_iter_init(&el, (const char *)data, size);
+    while(kcr__json_iter_next(&el, &key, &kl, &at, &vn) > 0)
+      check_text(at, vn);
+  }
   if(kcr_json_parse((const char *)data, size, &doc, NULL))
     return 0;
   list = cJSON_IsArray(doc) ? doc : NULL;
@@ -238,8 +300,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *name = kcr_json_str(it, "metadata.name");
     struct kcr_errinfo ei = KCR_ERRINFO_INIT;
     kcr_err rc;
+    char *compact;
     if(n == MAX_OBJS)
       break;
+    if((compact = kcr_json_to_text(it))) { /* as the server writes it */
+      check_text(compact, strlen(compact));
+      free(compact);
+    }
     rc = kcr_obj_from_json(it, n & 1 ? KCR_OBJ_KEEP_MANAGED_FIELDS : 0, &objs[n], &ei);
     if(!name || !*name) {
       FUZZ_CHECK(rc == KCR_EINVAL && objs[n] == NULL && ei.message);

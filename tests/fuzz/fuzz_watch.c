@@ -5,10 +5,11 @@
  * and a non-200 answer all run as in production.
  *
  * Input: byte 0 picks the answer (HTTP code, whether the connection fails
- * at the end, the client's event-size limit), byte 1 seeds the chunking
+ * at the end, the client's event-size limit) and whether events come as
+ * text (kcr_watch_opts.object_text), byte 1 seeds the chunking
  * of the body and which callback calls fail, the rest is the body.
- * Checked: events arrive with a type in range, an object, and the
- * resourceVersion of that object; kcr_watch_rv() ends as the last
+ * Checked: events arrive with a type in range, an object (or its text,
+ * which parses), and the resourceVersion of that object; kcr_watch_rv() ends as the last
  * resourceVersion whose event was delivered successfully; the return code
  * is one of those kcr/watch.h lists. */
 #include "fuzz.h"
@@ -41,6 +42,7 @@ struct run {
   const uint8_t *body;
   size_t len;
   unsigned events, fail_mask;
+  bool text;     /* kcr_watch_opts.object_text */
   char *last_rv; /* of the last event delivered with KCR_OK */
 };
 
@@ -94,9 +96,21 @@ static kcr_err on_event(struct kcr_watch_event *ev, void *ud)
   unsigned i = r->events++;
 
   FUZZ_CHECK(ev->type <= KCR_WATCH_BOOKMARK); /* ERROR events end the run */
-  FUZZ_CHECK(cJSON_IsObject(ev->object));
-  rv = kcr_json_str(ev->object, "metadata.resourceVersion");
-  FUZZ_CHECK(rv == ev->resource_version);
+  if(ev->object_text) { /* object_text: the object's text, checked whole */
+    cJSON *t = NULL;
+    const char *trv;
+    FUZZ_CHECK(r->text && !ev->object && ev->object_len && *ev->object_text == '{');
+    FUZZ_CHECK(kcr_json_parse(ev->object_text, ev->object_len, &t, NULL) == KCR_OK);
+    trv = kcr_json_str(t, "metadata.resourceVersion");
+    FUZZ_CHECK(trv ? ev->resource_version && !strcmp(trv, ev->resource_version)
+                   : !ev->resource_version);
+    cJSON_Delete(t);
+  } else {
+    FUZZ_CHECK(cJSON_IsObject(ev->object));
+    rv = kcr_json_str(ev->object, "metadata.resourceVersion");
+    FUZZ_CHECK(rv == ev->resource_version);
+  }
+  rv = ev->resource_version;
   if(i < 32 && r->fail_mask >> i & 1)
     return KCR_EIO; /* not delivered: rv must not move past it */
   if(rv && *rv) {
@@ -144,6 +158,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   c = clients[(data[0] >> 4) & 1];
   r.seed = data[1];
   r.fail_mask = (data[0] & 0x20) ? (unsigned)data[1] * 0x01010101u : 0;
+  r.text = data[0] & 0x40;
   r.body = data + 2;
   r.len = size - 2;
 
@@ -153,7 +168,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                .ref = &(struct kcr_ref){&configmaps, "default"},
                                .on_event = on_event,
                                .ud = &r,
-                               .allow_bookmarks = true},
+                               .allow_bookmarks = true,
+                               .object_text = r.text},
       &w, &ei);
   FUZZ_CHECK(rc == KCR_OK);
   rc = kcr_watch_run(w, &ei);

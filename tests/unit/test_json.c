@@ -543,6 +543,85 @@ static void missing_arguments_are_einval(void **state)
   cJSON_Delete(o);
 }
 
+/* kcr__json_scan: where the object ends and whether it is compact. */
+static void scan_tells_the_object_s_length_and_layout(void **state)
+{
+  static const struct {
+    const char *text;
+    size_t objlen;
+    bool compact;
+  } cases[] = {
+      {"{\"a\":1} trailing", 7, true},
+      {"{\"a\":\"x y\",\"b\":[1,{\"c\":null}]}", 30, true},
+      {"{ \"a\":1}", 8, false},
+      {"{\"a\":[1, 2]}", 12, false},
+      {"{\"a\":1}\n", 7, true}, /* after the object: not looked at */
+      {" {\"a\":1}", 8, false},
+      {"{\"a\":1", 0, false},
+      {"[1]", 0, false},
+      {"", 0, false},
+  };
+  for(size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    struct kcr__json_want w = {.path = "a"};
+    size_t objlen = 99;
+    bool compact = !cases[i].compact;
+    print_message("%zu: %s\n", i, cases[i].text);
+    kcr__json_scan(cases[i].text, strlen(cases[i].text), &w, 1, &objlen, &compact);
+    assert_int_equal(cases[i].objlen, objlen);
+    assert_int_equal(cases[i].compact, compact);
+    assert_int_equal(cases[i].objlen != 0, w.at != NULL);
+    objlen = 99;
+    kcr__json_scan(cases[i].text, strlen(cases[i].text), NULL, 0, &objlen, NULL);
+    assert_int_equal(cases[i].objlen, objlen); /* no wants: the check alone */
+  }
+}
+
+/* kcr__json_iter: members and elements as written, in order; 0 at the end
+ * and -1 after it; -1 where the structure breaks. */
+static void the_iterator_hands_out_members_and_elements(void **state)
+{
+  static const char obj[] = "{\"a\":1,\"b\\\"\":[1,\"]\"],\"c\":{\"d\":\"}\"}}";
+  static const char *const keys[] = {"a", "b\\\"", "c"};
+  static const char *const vals[] = {"1", "[1,\"]\"]", "{\"d\":\"}\"}"};
+  struct kcr__json_iter it;
+  const char *key, *at;
+  size_t kl, n;
+
+  assert_true(kcr__json_iter_init(&it, obj, strlen(obj)));
+  for(int i = 0; i < 3; i++) {
+    assert_int_equal(1, kcr__json_iter_next(&it, &key, &kl, &at, &n));
+    assert_int_equal(strlen(keys[i]), kl);
+    assert_memory_equal(keys[i], key, kl);
+    assert_int_equal(strlen(vals[i]), n);
+    assert_memory_equal(vals[i], at, n);
+  }
+  assert_int_equal(0, kcr__json_iter_next(&it, &key, &kl, &at, &n));
+  assert_int_equal(-1, kcr__json_iter_next(&it, &key, &kl, &at, &n));
+
+  assert_true(kcr__json_iter_init(&it, vals[1], strlen(vals[1])));
+  assert_int_equal(1, kcr__json_iter_next(&it, &key, &kl, &at, &n));
+  assert_null(key);
+  assert_int_equal(1, n);
+  assert_int_equal(1, kcr__json_iter_next(&it, &key, &kl, &at, &n));
+  assert_int_equal(3, n);
+  assert_int_equal(0, kcr__json_iter_next(&it, &key, &kl, &at, &n));
+
+  assert_true(kcr__json_iter_init(&it, "{}", 2));
+  assert_int_equal(0, kcr__json_iter_next(&it, &key, &kl, &at, &n));
+  assert_true(kcr__json_iter_init(&it, "[ ]", 3));
+  assert_int_equal(0, kcr__json_iter_next(&it, &key, &kl, &at, &n));
+  assert_true(kcr__json_iter_init(&it, "{\"a\":1,}", 8));
+  assert_int_equal(1, kcr__json_iter_next(&it, &key, &kl, &at, &n));
+  assert_int_equal(-1, kcr__json_iter_next(&it, &key, &kl, &at, &n));
+  assert_true(kcr__json_iter_init(&it, "{\"a\" 1}", 7));
+  assert_int_equal(-1, kcr__json_iter_next(&it, &key, &kl, &at, &n));
+  assert_true(kcr__json_iter_init(&it, "{\"a\":[}", 7));
+  assert_int_equal(-1, kcr__json_iter_next(&it, &key, &kl, &at, &n));
+  assert_false(kcr__json_iter_init(&it, "\"x\"", 3));
+  assert_int_equal(-1, kcr__json_iter_next(&it, &key, &kl, &at, &n));
+  assert_false(kcr__json_iter_init(&it, NULL, 0));
+}
+
 int main(void)
 {
   tfail_init();
@@ -565,6 +644,8 @@ int main(void)
       cmocka_unit_test(missing_arguments_are_einval),
       cmocka_unit_test(spans_are_found_in_one_pass),
       cmocka_unit_test(spans_skip_deep_values_within_the_limit),
+      cmocka_unit_test(scan_tells_the_object_s_length_and_layout),
+      cmocka_unit_test(the_iterator_hands_out_members_and_elements),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -59,9 +59,13 @@ static char *project(const char *text, const char *const *keep, unsigned flags)
   char *before = cJSON_PrintUnformatted(t), *out, *after;
 
   assert_int_equal(KCR_OK, kcr__proj_new(keep, flags, &p));
-  struct kcr_buf b = KCR_BUF_INIT;
+  struct kcr_buf b = KCR_BUF_INIT, bt = KCR_BUF_INIT;
   assert_int_equal(KCR_OK, kcr__proj_print(p, t, &b));
   assert_non_null(out = kcr_buf_take(&b));
+  /* From the text (compact here): the same bytes. */
+  assert_int_equal(KCR_OK, kcr__proj_print_text(p, text, strlen(text), &bt));
+  assert_string_equal(out, kcr_buf_str(&bt));
+  kcr_buf_cleanup(&bt);
   after = cJSON_PrintUnformatted(t);
   assert_string_equal(before, after); /* the tree is only read */
   free(before);
@@ -148,6 +152,16 @@ static void the_first_of_members_with_one_name_is_kept(void **state)
   expect("{\"metadata\":{\"name\":\"a\"},\"spec\":{\"x\":1},\"spec\":{\"x\":2}}",
          (const char *[]){"spec", NULL},
          "{\"metadata\":{\"name\":\"a\"},\"spec\":{\"x\":1}}");
+}
+
+/* The first member of a name counts even when it keeps nothing: a later
+ * one of that name is not taken instead (it used to be). */
+static void a_first_member_that_keeps_nothing_hides_later_ones(void **state)
+{
+  expect("{\"metadata\":{\"name\":\"a\"},\"spec\":5,\"spec\":{\"x\":1}}",
+         (const char *[]){"spec.x", NULL}, "{\"metadata\":{\"name\":\"a\"}}");
+  expect("{\"metadata\":{\"name\":\"a\"},\"spec\":{\"y\":1},\"spec\":{\"x\":1}}",
+         (const char *[]){"spec.x", NULL}, "{\"metadata\":{\"name\":\"a\"}}");
 }
 
 static void large_integers_stay_exact(void **state)
@@ -282,6 +296,7 @@ int main(void)
       cmocka_unit_test(the_object_s_order_is_kept_not_the_list_s),
       cmocka_unit_test(managed_fields_are_kept_only_when_asked),
       cmocka_unit_test(the_first_of_members_with_one_name_is_kept),
+      cmocka_unit_test(a_first_member_that_keeps_nothing_hides_later_ones),
       cmocka_unit_test(large_integers_stay_exact),
       cmocka_unit_test(long_lists_work),
       cmocka_unit_test(invalid_paths_are_refused),

@@ -58,18 +58,24 @@ struct seen {
 static kcr_err on_event(struct kcr_watch_event *ev, void *ud)
 {
   struct seen *s = ud;
-  const char *n = kcr_json_str(ev->object, "metadata.name"),
-             *d = kcr_json_str(ev->object, "data.i");
+  cJSON *t = NULL;
+  if(ev->object_text) /* object_text: parse it here */
+    assert_int_equal(KCR_OK, kcr_json_parse(ev->object_text, ev->object_len, &t, NULL));
+  else
+    t = ev->object;
+  const char *n = kcr_json_str(t, "metadata.name"), *d = kcr_json_str(t, "data.i");
   if(s->n < NEV) {
     snprintf(s->names[s->n], sizeof(s->names[0]), "%s", n ? n : "-");
     snprintf(s->data[s->n], sizeof(s->data[0]), "%s", d ? d : "-");
   }
-  s->with_mf += kcr_json_at(ev->object, "metadata.managedFields") != NULL;
+  s->with_mf += kcr_json_at(t, "metadata.managedFields") != NULL;
   s->n++;
+  if(t != ev->object)
+    cJSON_Delete(t);
   return KCR_OK;
 }
 
-static struct seen run(bool drop)
+static struct seen run(bool drop, bool text)
 {
   kcr_client *c = twire_client(api, NULL);
   struct kcr_gvr gvr = {"", "v1", "configmaps", true};
@@ -82,7 +88,8 @@ static struct seen run(bool drop)
                                                           .ref = &ref,
                                                           .on_event = on_event,
                                                           .ud = &s,
-                                                          .drop_managed_fields = drop},
+                                                          .drop_managed_fields = drop,
+                                                          .object_text = text},
                                  &w, NULL));
   assert_int_equal(KCR_OK, kcr_watch_run(w, NULL));
   assert_string_equal("14", kcr_watch_rv(w));
@@ -93,7 +100,7 @@ static struct seen run(bool drop)
 
 static void objects_arrive_whole_without_managed_fields_at_any_size(void **state)
 {
-  struct seen s = run(true);
+  struct seen s = run(true, false);
   assert_int_equal(NEV, s.n);
   assert_int_equal(0, s.with_mf);
   for(int i = 0; i < NEV; i++) {
@@ -107,9 +114,25 @@ static void objects_arrive_whole_without_managed_fields_at_any_size(void **state
 
 static void without_the_option_they_arrive_as_sent(void **state)
 {
-  struct seen s = run(false);
+  struct seen s = run(false, false);
   assert_int_equal(NEV, s.n);
   assert_int_equal(NEV, s.with_mf);
+}
+
+/* With object_text the objects come as the server's text, whole (their
+ * managedFields too: the reader leaves them out), at any size. */
+static void as_text_they_arrive_whole_at_any_size(void **state)
+{
+  struct seen s = run(true, true);
+  assert_int_equal(NEV, s.n);
+  assert_int_equal(NEV, s.with_mf);
+  for(int i = 0; i < NEV; i++) {
+    char want[8];
+    snprintf(want, sizeof(want), "cm%d", i);
+    assert_string_equal(want, s.names[i]);
+    snprintf(want, sizeof(want), "%d", i);
+    assert_string_equal(want, s.data[i]);
+  }
 }
 
 /* ---- LIST ---- */
@@ -250,6 +273,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(objects_arrive_whole_without_managed_fields_at_any_size),
       cmocka_unit_test(without_the_option_they_arrive_as_sent),
+      cmocka_unit_test(as_text_they_arrive_whole_at_any_size),
       cmocka_unit_test(listed_items_arrive_whole_without_managed_fields_on_every_page),
       cmocka_unit_test(listed_without_the_option_they_arrive_as_sent),
       cmocka_unit_test(the_informers_list_leaves_them_out_before_parsing),

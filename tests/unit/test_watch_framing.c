@@ -176,6 +176,65 @@ static void managed_fields_are_left_out_on_request(void **state)
   kcr_errinfo_cleanup(&ei);
 }
 
+/* kcr_watch_opts.object_text: each event of the stream decodes to its
+ * object's text (exactly the bytes of the object), type and
+ * resourceVersion, no tree; an ERROR event, and whatever the tree must
+ * read (an escaped type or resourceVersion, an unknown type, malformed or
+ * incomplete documents), is left to kcr__watch_decode. */
+static void events_decode_to_their_object_s_text(void **state)
+{
+  static const enum kcr_watch_type want[] = {KCR_WATCH_ADDED, KCR_WATCH_MODIFIED,
+                                             KCR_WATCH_BOOKMARK, KCR_WATCH_DELETED};
+  static const char *const rvs[] = {"10", "11", "15", "16"};
+  static const char *const tree_only[] = {
+      "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410}}",
+      "{\"type\":\"ADD\\u0045D\",\"object\":{\"metadata\":{\"name\":\"a\"}}}",
+      "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"resourceVersion\":\"1\\u0030\"}}}",
+      "{\"type\":\"RESYNC\",\"object\":{}}",
+      "{\"type\":\"ADDED\",\"object\":{",
+      "{\"type\":\"ADDED\",\"object\":{}",
+      "{\"type\":\"ADDED\",\"object\":[]}",
+      "{\"type\":\"ADDED\",\"object\":{},\"x\":[}",
+      "{\"type\":5,\"object\":{}}",
+      "{\"object\":{}}",
+      "",
+  };
+  struct kcr_buf rvbuf = KCR_BUF_INIT;
+  const char *line = stream;
+  int i = 0;
+
+  for(const char *nl; (nl = strchr(line, '\n')); line = nl + 1) {
+    struct kcr_watch_event ev;
+    const char *obj;
+    if(nl == line)
+      continue;
+    if(i == 4) { /* the ERROR event */
+      assert_int_equal(KCR_ENOTFOUND,
+                       kcr__watch_decode_text(line, (size_t)(nl - line), &rvbuf, &ev));
+      break;
+    }
+    assert_int_equal(KCR_OK,
+                     kcr__watch_decode_text(line, (size_t)(nl - line), &rvbuf, &ev));
+    assert_int_equal(want[i], ev.type);
+    assert_null(ev.object);
+    assert_string_equal(rvs[i], ev.resource_version);
+    obj = strstr(line, "\"object\":") + 9;
+    assert_ptr_equal(obj, ev.object_text);
+    assert_int_equal((size_t)(nl - 1 - obj), ev.object_len); /* up to the event's '}' */
+    i++;
+  }
+  assert_int_equal(4, i);
+  for(size_t k = 0; k < sizeof(tree_only) / sizeof(tree_only[0]); k++) {
+    struct kcr_watch_event ev;
+    print_message("%zu: %s\n", k, tree_only[k]);
+    assert_int_equal(KCR_ENOTFOUND, kcr__watch_decode_text(
+                                        tree_only[k], strlen(tree_only[k]), &rvbuf, &ev));
+    assert_null(ev.object);
+    assert_null(ev.object_text);
+  }
+  kcr_buf_cleanup(&rvbuf);
+}
+
 static kcr_err stop_at_second(const char *line, size_t len, void *ud)
 {
   int *n = ud;
@@ -202,6 +261,7 @@ int main(void)
       cmocka_unit_test(overlong_line_is_refused),
       cmocka_unit_test(bad_documents_are_refused),
       cmocka_unit_test(managed_fields_are_left_out_on_request),
+      cmocka_unit_test(events_decode_to_their_object_s_text),
       cmocka_unit_test(callback_error_stops_feeding),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

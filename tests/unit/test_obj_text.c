@@ -1,0 +1,290 @@
+/* Cached objects from a watch event's text (kcr__obj_from_text): the same
+ * object the tree makes (kcr__obj_from_json) - header and a text that
+ * parses to the same tree - for served objects, through a keep-list, with
+ * managedFields kept or not, and for every kind of text only the tree can
+ * read exactly (white space, escapes in names and header strings, odd
+ * generations and ownerReferences, duplicates, deep nesting, malformed
+ * text), which goes through the tree. The text of a served object is kept
+ * as written (numbers too), which shows no tree was made. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kcr/json.h"
+#include "kcr/store.h"
+#include "runtime/projection-int.h"
+#include "runtime/store-int.h"
+#include "tfail.h"
+
+/* A VFM as the apiserver writes it (compact, managedFields, an owner). */
+static const char served[] =
+    "{\"apiVersion\":\"ebdman.example.com/v1alpha1\",\"kind\":\"VFM\","
+    "\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"uid\":\"u1\","
+    "\"resourceVersion\":\"7\",\"generation\":2,"
+    "\"creationTimestamp\":\"2024-01-01T00:00:00Z\","
+    "\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"x\","
+    "\"uid\":\"c0\"},{\"apiVersion\":\"ebdman.example.com/v1alpha1\","
+    "\"kind\":\"EBD\",\"name\":\"a\",\"uid\":\"e1\",\"controller\":true,"
+    "\"blockOwnerDeletion\":true}],"
+    "\"managedFields\":[{\"manager\":\"ebdman\",\"operation\":\"Apply\"}]},"
+    "\"spec\":{\"replicas\":3,\"ratio\":1.50e1,\"big\":12345678901234567},"
+    "\"status\":{\"phase\":\"Running\","
+    "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}";
+
+static struct kcr__proj *proj(void)
+{
+  static struct kcr__proj *p;
+  if(!p)
+    assert_int_equal(
+        KCR_OK, kcr__proj_new(
+                    (const char *[]){"spec.replicas", "status.conditions", NULL}, 0, &p));
+  return p;
+}
+
+static bool same_str(const char *a, const char *b)
+{
+  return a == b || (a && b && !strcmp(a, b));
+}
+
+/* The canonical text of an object's stored text: parsed, printed. */
+static char *canon(const kcr_obj *o)
+{
+  cJSON *t = NULL;
+  char *s;
+  assert_int_equal(KCR_OK, kcr_obj_parse(o, &t));
+  s = kcr_json_to_text(t);
+  assert_non_null(s);
+  cJSON_Delete(t);
+  return s;
+}
+
+/* From text and from its tree, with flags and p: the same result. Returns
+ * the object from text (NULL when both failed), for more checks. */
+static kcr_obj *same_both_ways(const char *text, size_t len, unsigned flags,
+                               const struct kcr__proj *p)
+{
+  kcr_obj *a = NULL, *b = NULL;
+  cJSON *tree = NULL;
+  kcr_err ra = kcr__obj_from_text(text, len, flags, p, &a, NULL), rb;
+
+  rb = kcr_json_parse(text, len, &tree, NULL);
+  if(rb == KCR_OK)
+    rb = kcr__obj_from_json(tree, flags, p, &b, NULL);
+  cJSON_Delete(tree);
+  assert_int_equal(rb, ra);
+  if(ra) {
+    assert_null(a);
+    return NULL;
+  }
+  assert_string_equal(kcr_obj_key(a), kcr_obj_key(b));
+  assert_string_equal(kcr_obj_ns(a), kcr_obj_ns(b));
+  assert_string_equal(kcr_obj_name(a), kcr_obj_name(b));
+  assert_string_equal(kcr_obj_uid(a), kcr_obj_uid(b));
+  assert_string_equal(kcr_obj_rv(a), kcr_obj_rv(b));
+  assert_int_equal(kcr_obj_generation(a), kcr_obj_generation(b));
+  assert_int_equal(kcr_obj_deleting(a), kcr_obj_deleting(b));
+  assert_true(
+      same_str(kcr_obj_controller(a)->api_version, kcr_obj_controller(b)->api_version));
+  assert_true(same_str(kcr_obj_controller(a)->kind, kcr_obj_controller(b)->kind));
+  assert_true(same_str(kcr_obj_controller(a)->name, kcr_obj_controller(b)->name));
+  assert_true(same_str(kcr_obj_controller(a)->uid, kcr_obj_controller(b)->uid));
+  char *ca = canon(a), *cb = canon(b);
+  assert_string_equal(cb, ca);
+  free(ca);
+  free(cb);
+  kcr_obj_unref(b);
+  return a;
+}
+
+/* Every way: flags 0 and keep managedFields, whole and projected. */
+static void same_every_way(const char *text)
+{
+  for(int i = 0; i < 4; i++)
+    kcr_obj_unref(same_both_ways(text, strlen(text),
+                                 i & 1 ? KCR_OBJ_KEEP_MANAGED_FIELDS : 0,
+                                 i & 2 ? proj() : NULL));
+}
+
+static void a_served_object_is_kept_as_written(void **state)
+{
+  kcr_obj *o = same_both_ways(served, strlen(served), 0, NULL);
+  const char *mf = strstr(served, ",\"managedFields\"");
+  char want[sizeof(served)];
+  size_t len;
+
+  /* the text minus managedFields, byte for byte ("1.50e1" too: no tree) */
+  snprintf(want, sizeof(want), "%.*s}%s", (int)(mf - served), served,
+           strstr(mf, "]},\"spec\"") + 2);
+  assert_string_equal(want, kcr_obj_json(o, &len));
+  assert_int_equal(strlen(want), len);
+  assert_string_equal("ns/a", kcr_obj_key(o));
+  assert_string_equal("u1", kcr_obj_uid(o));
+  assert_string_equal("7", kcr_obj_rv(o));
+  assert_int_equal(2, kcr_obj_generation(o));
+  assert_false(kcr_obj_deleting(o));
+  assert_string_equal("e1", kcr_obj_controller(o)->uid);
+  assert_string_equal("EBD", kcr_obj_controller(o)->kind);
+  assert_string_equal("ebdman.example.com/v1alpha1", kcr_obj_controller(o)->api_version);
+  kcr_obj_unref(o);
+
+  o = same_both_ways(served, strlen(served), KCR_OBJ_KEEP_MANAGED_FIELDS, NULL);
+  assert_string_equal(served, kcr_obj_json(o, NULL));
+  kcr_obj_unref(o);
+}
+
+static void a_projection_copies_the_kept_members_as_written(void **state)
+{
+  kcr_obj *o = same_both_ways(served, strlen(served), 0, proj());
+
+  assert_string_equal(
+      "{\"apiVersion\":\"ebdman.example.com/v1alpha1\",\"kind\":\"VFM\","
+      "\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"uid\":\"u1\","
+      "\"resourceVersion\":\"7\",\"generation\":2,"
+      "\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"x\","
+      "\"uid\":\"c0\"},{\"apiVersion\":\"ebdman.example.com/v1alpha1\","
+      "\"kind\":\"EBD\",\"name\":\"a\",\"uid\":\"e1\",\"controller\":true,"
+      "\"blockOwnerDeletion\":true}]},"
+      "\"spec\":{\"replicas\":3},"
+      "\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
+      kcr_obj_json(o, NULL));
+  kcr_obj_unref(o);
+}
+
+/* Text only a tree reads exactly: the same object either way. */
+static void what_the_text_cannot_say_exactly_goes_through_the_tree(void **state)
+{
+  static const char *const texts[] = {
+      /* white space: the stored text is compact all the same */
+      " {\"metadata\": {\"name\":\"a\", \"managedFields\":[1]}, \"spec\":{ }}",
+      "{\"metadata\":{\"name\":\"a\"}\n}",
+      /* escapes in member names and header strings */
+      "{\"metad\\u0061ta\":{\"name\":\"x\"},\"metadata\":{\"name\":\"y\"}}",
+      "{\"metadata\":{\"n\\u0061me\":\"x\",\"name\":\"y\"}}",
+      "{\"metadata\":{\"name\":\"a\\u0062\",\"namespace\":\"n\\/s\",\"uid\":\"\\\"\"}}",
+      "{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"1\\u0032\"}}",
+      "{\"metadata\":{\"name\":\"a\",\"managedField\\u0073\":[1]}}",
+      "{\"spec\":{\"r\\u0065plicas\":1},\"metadata\":{\"name\":\"a\"}}",
+      /* duplicates: the first counts */
+      "{\"metadata\":{\"name\":\"a\",\"managedFields\":[1]},"
+      "\"metadata\":{\"name\":\"b\",\"managedFields\":[2]}}",
+      "{\"metadata\":{\"name\":\"a\",\"managedFields\":[1],\"managedFields\":[2]}}",
+      "{\"managedFields\":1,\"metadata\":{\"name\":\"a\"},\"managedFields\":2}",
+      "{\"metadata\":{\"name\":\"a\",\"name\":\"b\"}}",
+      "{\"metadata\":5,\"metadata\":{\"name\":\"a\"}}",
+      "{\"metadata\":{\"name\":\"a\"},\"spec\":5,\"spec\":{\"replicas\":1}}",
+      /* generations */
+      "{\"metadata\":{\"name\":\"a\",\"generation\":1.0}}",
+      "{\"metadata\":{\"name\":\"a\",\"generation\":-3}}",
+      "{\"metadata\":{\"name\":\"a\",\"generation\":0}}",
+      "{\"metadata\":{\"name\":\"a\",\"generation\":\"7\"}}",
+      "{\"metadata\":{\"name\":\"a\",\"generation\":null}}",
+      "{\"metadata\":{\"name\":\"a\",\"generation\":1e2}}",
+      "{\"metadata\":{\"name\":\"a\",\"generation\":9223372036854775807}}",
+      "{\"metadata\":{\"name\":\"a\",\"generation\":99999999999999999999}}",
+      "{\"metadata\":{\"name\":\"a\",\"generation\":123456789012345678}}",
+      /* deletion */
+      "{\"metadata\":{\"name\":\"a\",\"deletionTimestamp\":null}}",
+      "{\"metadata\":{\"name\":\"a\",\"deletionTimestamp\":5}}",
+      "{\"metadata\":{\"name\":\"a\",\"deletionTimestamp\":\"2024-01-01T00:00:00Z\"}}",
+      /* ownerReferences */
+      "{\"metadata\":{\"name\":\"a\",\"ownerReferences\":{\"o\":{\"controller\":true,"
+      "\"uid\":\"u\"}}}}",
+      "{\"metadata\":{\"name\":\"a\",\"ownerReferences\":[1,[true],null,"
+      "{\"controller\":false,\"uid\":\"f\"},{\"controller\":true,\"uid\":\"t\"},"
+      "{\"controller\":true,\"uid\":\"second\"}]}}",
+      "{\"metadata\":{\"name\":\"a\",\"ownerReferences\":[{\"controller\":\"true\"}]}}",
+      "{\"metadata\":{\"name\":\"a\",\"ownerReferences\":[{\"controller\":false,"
+      "\"controller\":true,\"uid\":\"u\"}]}}",
+      "{\"metadata\":{\"name\":\"a\",\"ownerReferences\":[{\"controller\":true,"
+      "\"kind\":5,\"uid\":\"u\\u0031\"}]}}",
+      "{\"metadata\":{\"name\":\"a\",\"ownerReferences\":[{\"contr\\u006fller\":true}]}}",
+      "{\"metadata\":{\"name\":\"a\",\"ownerReferences\":[{\"controller\":true}]}}",
+      "{\"metadata\":{\"name\":\"a\",\"ownerReferences\":\"x\"}}",
+      /* not an object's name, or not an object */
+      "{\"metadata\":{\"name\":\"\"}}",
+      "{\"metadata\":{\"name\":5}}",
+      "{\"metadata\":[{\"name\":\"a\"}]}",
+      "[{\"metadata\":{\"name\":\"a\"}}]",
+      "\"x\"",
+      /* malformed, and text after the object */
+      "{\"metadata\":{\"name\":\"a\"}",
+      "{\"metadata\":{\"name\":\"a\",}}",
+      "{\"metadata\":{\"name\":\"a\"}} trailing",
+      "\xEF\xBB\xBF{\"metadata\":{\"name\":\"a\"}}",
+      "",
+  };
+  for(size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+    print_message("%zu: %s\n", i, texts[i]);
+    same_every_way(texts[i]);
+  }
+}
+
+/* Nesting past what the text walk follows (128 levels) goes through the
+ * tree; past cJSON's limit it is malformed either way. */
+static void deep_nesting_goes_through_the_tree(void **state)
+{
+  for(int depth = 100; depth <= 1100; depth += 500) {
+    size_t cap = (size_t)depth * 8 + 100, at = 0;
+    char *t = malloc(cap);
+    assert_non_null(t);
+    at += (size_t)snprintf(t, cap, "{\"metadata\":{\"name\":\"a\"},\"spec\":");
+    for(int i = 0; i < depth; i++)
+      at += (size_t)snprintf(t + at, cap - at, "{\"x\":");
+    at += (size_t)snprintf(t + at, cap - at, "1");
+    for(int i = 0; i < depth; i++)
+      t[at++] = '}';
+    t[at++] = '}';
+    t[at] = '\0';
+    same_every_way(t);
+    free(t);
+  }
+}
+
+struct oom {
+  const char *text;
+  const struct kcr__proj *p;
+};
+
+static bool whole_or_enomem(void *ud)
+{
+  struct oom *t = ud;
+  kcr_obj *o = NULL;
+  kcr_err rc = kcr__obj_from_text(t->text, strlen(t->text), 0, t->p, &o, NULL);
+  bool ok;
+
+  if(rc)
+    return rc == KCR_ENOMEM && !o;
+  ok = !strcmp(kcr_obj_name(o), "a") && !strcmp(kcr_obj_uid(o), "u1");
+  kcr_obj_unref(o);
+  return ok;
+}
+
+/* Out of memory anywhere: KCR_ENOMEM and nothing, or the whole object;
+ * on the text's way and on the tree's (white space). */
+static void out_of_memory_fails_cleanly(void **state)
+{
+  static const char spaced[] = "{ \"metadata\":{\"name\":\"a\",\"uid\":\"u1\"}}";
+  struct oom t[] = {{served, NULL}, {served, proj()}, {spaced, NULL}, {spaced, proj()}};
+
+  for(size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+    tfail_torture("kcr__obj_from_text", whole_or_enomem, &t[i]);
+}
+
+int main(void)
+{
+  tfail_init();
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(a_served_object_is_kept_as_written),
+      cmocka_unit_test(a_projection_copies_the_kept_members_as_written),
+      cmocka_unit_test(what_the_text_cannot_say_exactly_goes_through_the_tree),
+      cmocka_unit_test(deep_nesting_goes_through_the_tree),
+      cmocka_unit_test(out_of_memory_fails_cleanly),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
