@@ -202,6 +202,24 @@ KCR_API kcr_err kcr_list_each(kcr_client *c, const struct kcr_ref *ref,
                               const struct kcr_list_opts *opts, kcr_list_item_fn fn,
                               void *ud, char **rv, struct kcr_errinfo *ei);
 
+/* Called once per item with its JSON text: compact and well formed, the
+ * item as the server wrote it (managedFields included), or as cJSON prints
+ * it when the page was not compact; len bytes, not NUL-terminated,
+ * borrowed for the call. A non-OK return stops the listing and is
+ * returned. */
+typedef kcr_err (*kcr_list_text_fn)(const char *text, size_t len, void *ud);
+/* kcr_list_each, handing fn each item's text instead of a tree: a page is
+ * checked whole in one scan and its items are not parsed (the informer
+ * makes its cached objects from the text; kcr_json_parse makes a tree of
+ * one when needed). opts->drop_managed_fields does not apply. Same paging,
+ * *rv and failure contract as kcr_list_each. Errors: KCR_EINVAL (no fn,
+ * ref names an object, an invalid segment), KCR_EGONE (the continue token
+ * expired), KCR_EPARSE (a page that is not JSON), the request errors,
+ * KCR_ENOMEM, and any code fn returns. */
+KCR_API kcr_err kcr_list_each_text(kcr_client *c, const struct kcr_ref *ref,
+                                   const struct kcr_list_opts *opts, kcr_list_text_fn fn,
+                                   void *ud, char **rv, struct kcr_errinfo *ei);
+
 struct kcr_write_opts {
   const char *field_manager; /* optional: recorded in managedFields */
   bool dry_run;              /* validate and answer, persist nothing */

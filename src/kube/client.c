@@ -961,9 +961,119 @@ out:
   return rc;
 }
 
-kcr_err kcr_list_each(kcr_client *c, const struct kcr_ref *ref,
-                      const struct kcr_list_opts *opts, kcr_list_item_fn fn, void *ud,
-                      char **rv, struct kcr_errinfo *ei)
+/* The resourceVersion and continue token of a page, copied (NULL: none). */
+struct page_marks {
+  char *rv, *next;
+};
+
+static kcr_err keep_marks(const char *rv, const char *next, struct page_marks *m)
+{
+  if((rv && !(m->rv = strdup(rv))) || (next && !(m->next = strdup(next))))
+    return KCR_ENOMEM;
+  return KCR_OK;
+}
+
+/* One page for kcr_list_each: its items as trees. */
+static kcr_err page_trees(kcr_client *c, const struct kcr_ref *ref,
+                          const struct kcr_list_opts *o, kcr_list_item_fn fn, void *ud,
+                          struct page_marks *m, struct kcr_errinfo *ei)
+{
+  cJSON *list = NULL, *item;
+  kcr_err rc = kcr_list(c, ref, o, &list, ei);
+
+  if(rc)
+    return rc;
+  cJSON_ArrayForEach(item, kcr_json_at(list, "items"))
+  {
+    if((rc = fn(item, ud)))
+      break;
+  }
+  if(!rc)
+    rc = keep_marks(kcr_json_str(list, "metadata.resourceVersion"),
+                    kcr_json_str(list, "metadata.continue"), m);
+  cJSON_Delete(list);
+  return rc;
+}
+
+/* A string value of a page as kcr_json_str reads it (a value of another
+ * kind: none), copied into *out; false when it is written with escapes. */
+static bool page_str(const struct kcr__json_want *w, char **out, kcr_err *rc)
+{
+  *out = NULL;
+  if(!w->at || *w->at != '"')
+    return true;
+  if(memchr(w->at, '\\', w->n))
+    return false;
+  if(!(*out = strndup(w->at + 1, w->n - 2)))
+    *rc = KCR_ENOMEM;
+  return true;
+}
+
+/* One page for kcr_list_each_text: each item's text as the server wrote it
+ * when the page is compact and well formed (one validating scan finds the
+ * marks and the items); otherwise, from the parsed page, each item printed
+ * compact (so fn always gets compact, well-formed text). */
+static kcr_err page_texts(kcr_client *c, const struct kcr_ref *ref,
+                          const struct kcr_list_opts *o, kcr_list_text_fn fn, void *ud,
+                          struct page_marks *m, struct kcr_errinfo *ei)
+{
+  struct kcr__json_want w[3] = {{.path = "metadata.resourceVersion"},
+                                {.path = "metadata.continue"},
+                                {.path = "items"}};
+  struct kcr_buf p = KCR_BUF_INIT, body = KCR_BUF_INIT, item = KCR_BUF_INIT;
+  kcr_err rc = ref_path(&p, "list", ref, false, ei);
+  struct kcr__json_iter it;
+  const char *key, *at;
+  size_t objlen = 0, kl, n;
+  bool compact = false;
+  cJSON *list = NULL, *items, *t;
+  int r;
+
+  if(!rc)
+    rc = list_query(&p, o);
+  if(!rc)
+    rc = do_json_text(c, "GET", &p, NULL, NULL, 0, NULL, &body, ei);
+  if(rc)
+    goto out;
+  kcr__json_scan(kcr_buf_str(&body), body.len, w, 3, &objlen, &compact);
+  if(objlen && compact && (!w[2].at || *w[2].at == '[') && page_str(&w[0], &m->rv, &rc) &&
+     page_str(&w[1], &m->next, &rc)) {
+    if(rc || !w[2].at)
+      goto out;
+    kcr__json_iter_init(&it, w[2].at, w[2].n);
+    while(!rc && (r = kcr__json_iter_next(&it, &key, &kl, &at, &n)) > 0)
+      rc = fn(at, n, ud);
+    if(!rc && r < 0) /* (it was validated: deeper than the walk follows) */
+      rc = kcr_errinfo_set(ei, KCR_EPARSE, "a list page nested too deeply to walk");
+    goto out;
+  }
+  free(m->rv);
+  free(m->next);
+  *m = (struct page_marks){NULL, NULL};
+  rc = kcr_json_parse(kcr_buf_str(&body), body.len, &list, ei);
+  items = rc ? NULL : kcr_json_at(list, "items");
+  cJSON_ArrayForEach(t, items)
+  {
+    kcr_buf_reset(&item);
+    if((rc = kcr__json_print(t, &item)) || (rc = fn(item.ptr, item.len, ud)))
+      break;
+  }
+  if(!rc)
+    rc = keep_marks(kcr_json_str(list, "metadata.resourceVersion"),
+                    kcr_json_str(list, "metadata.continue"), m);
+out:
+  cJSON_Delete(list);
+  kcr_buf_cleanup(&item);
+  kcr_buf_cleanup(&body);
+  kcr_buf_cleanup(&p);
+  return rc;
+}
+
+/* kcr_list_each and kcr_list_each_text: one of tfn and xfn. */
+static kcr_err list_pages(kcr_client *c, const struct kcr_ref *ref,
+                          const struct kcr_list_opts *opts, kcr_list_item_fn tfn,
+                          kcr_list_text_fn xfn, void *ud, char **rv,
+                          struct kcr_errinfo *ei)
 {
   struct kcr_list_opts o = {0};
   char *token = NULL;
@@ -971,37 +1081,29 @@ kcr_err kcr_list_each(kcr_client *c, const struct kcr_ref *ref,
 
   if(rv)
     *rv = NULL;
-  if(!fn)
+  if(!tfn && !xfn)
     return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_list_each: no item function");
   if(opts)
     o = *opts;
   if(o.limit <= 0)
     o.limit = 500;
   for(;;) {
-    cJSON *list = NULL, *item;
-    const char *next, *lrv;
-    rc = kcr_list(c, ref, &o, &list, ei);
-    if(rc)
-      break;
-    cJSON_ArrayForEach(item, kcr_json_at(list, "items"))
-    {
-      if((rc = fn(item, ud)))
-        break;
-    }
-    lrv = kcr_json_str(list, "metadata.resourceVersion");
-    if(!rc && rv && lrv) {
+    struct page_marks m = {NULL, NULL};
+    rc = tfn ? page_trees(c, ref, &o, tfn, ud, &m, ei)
+             : page_texts(c, ref, &o, xfn, ud, &m, ei);
+    if(!rc && rv && m.rv) {
       free(*rv);
-      if(!(*rv = strdup(lrv)))
-        rc = KCR_ENOMEM;
+      *rv = m.rv;
+      m.rv = NULL;
     }
-    next = kcr_json_str(list, "metadata.continue");
+    free(m.rv);
     free(token);
-    token = NULL;
     /* A page that says more follow must lead to them: a lost continue token
-     * would end the listing early and look like success. */
-    if(!rc && next && *next && !(token = strdup(next)))
-      rc = KCR_ENOMEM;
-    cJSON_Delete(list);
+     * would end the listing early and look like success (keep_marks fails
+     * then). */
+    token = m.next && *m.next ? m.next : NULL;
+    if(token != m.next)
+      free(m.next);
     if(rc || !token)
       break;
     /* Later pages continue the first page's snapshot. */
@@ -1015,6 +1117,26 @@ kcr_err kcr_list_each(kcr_client *c, const struct kcr_ref *ref,
     *rv = NULL;
   }
   return rc;
+}
+
+kcr_err kcr_list_each(kcr_client *c, const struct kcr_ref *ref,
+                      const struct kcr_list_opts *opts, kcr_list_item_fn fn, void *ud,
+                      char **rv, struct kcr_errinfo *ei)
+{
+  if(!fn)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_list_each: no item function");
+  return list_pages(c, ref, opts, fn, NULL, ud, rv, ei);
+}
+
+kcr_err kcr_list_each_text(kcr_client *c, const struct kcr_ref *ref,
+                           const struct kcr_list_opts *opts, kcr_list_text_fn fn,
+                           void *ud, char **rv, struct kcr_errinfo *ei)
+{
+  if(rv)
+    *rv = NULL;
+  if(!fn)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_list_each_text: no item function");
+  return list_pages(c, ref, opts, NULL, fn, ud, rv, ei);
 }
 
 static kcr_err send_obj(kcr_client *c, const char *method, const struct kcr_ref *ref,

@@ -1,6 +1,6 @@
 /* DESIGN: the informer, an explicit state machine on one thread.
  *
- *   EMPTY/LISTING: kcr_list_each collects every page into new objects, then
+ *   EMPTY/LISTING: kcr_list_each_text collects every page into new objects, then
  *     kcr_store_replace swaps them in; handlers get on_add for new keys,
  *     on_update(old, new) for keys already cached, on_delete for keys that
  *     vanished (missed deletes while we were not watching). -> WATCHING.
@@ -14,11 +14,11 @@
  *
  * A second thread runs the periodic resync when asked for.
  *
- * Listed items and watched objects become store objects in one step: a
- * listed item from its tree (kcr__obj_from_json), a watched object from its
- * text (kcr_watch_opts.object_text, kcr__obj_from_text: no tree unless the
+ * Listed items and watched objects become store objects in one step, from
+ * their text as the server wrote it (kcr_list_each_text,
+ * kcr_watch_opts.object_text, then kcr__obj_from_text: no tree unless the
  * text needs one); with a keep-list, through its compiled projection
- * (projection.c), which keeps only the listed members of either.
+ * (projection.c), which copies only the kept members.
  *
  * Nothing is lost on errors: a list whose objects cannot all be stored
  * leaves the store, rv and `synced` as they were and is retried after
@@ -304,7 +304,7 @@ struct collect {
   size_t n, cap;
 };
 
-static kcr_err collect_item(const cJSON *item, void *ud)
+static kcr_err collect_item(const char *text, size_t len, void *ud)
 {
   struct collect *c = ud;
   kcr_obj *o;
@@ -317,7 +317,7 @@ static kcr_err collect_item(const cJSON *item, void *ud)
     c->objs = n;
     c->cap = ncap;
   }
-  rc = kcr__obj_from_json(item, c->inf->obj_flags, c->inf->proj, &o, NULL);
+  rc = kcr__obj_from_text(text, len, c->inf->obj_flags, c->inf->proj, &o, NULL);
   if(rc == KCR_EINVAL) {
     KCR_LOG(KCR_LOG_WARN, "informer: skipping listed item without a name",
             KCR_S("informer", c->inf->name));
@@ -335,8 +335,7 @@ static enum state do_list(kcr_informer *inf)
   struct kcr_ref ref = {.gvr = &inf->gvr, .ns = inf->ns};
   struct kcr_list_opts lo = {.label_selector = inf->lsel,
                              .field_selector = inf->fsel,
-                             .limit = inf->o.page_size,
-                             .drop_managed_fields = !inf->o.keep_managed_fields};
+                             .limit = inf->o.page_size};
   kcr_obj **prev = NULL, **gone = NULL;
   size_t ngone = 0;
   char *rv = NULL;
@@ -345,7 +344,7 @@ static enum state do_list(kcr_informer *inf)
   enum state next;
 
   count(inf, &inf->stats.lists);
-  rc = kcr_list_each(inf->o.client, &ref, &lo, collect_item, &c, &rv, &ei);
+  rc = kcr_list_each_text(inf->o.client, &ref, &lo, collect_item, &c, &rv, &ei);
   /* Remember what was cached to tell adds from updates. */
   if(!rc && c.n && !(prev = calloc(c.n, sizeof(*prev))))
     rc = kcr_errinfo_set(&ei, KCR_ENOMEM, "out of memory handling the list");

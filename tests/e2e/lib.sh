@@ -713,6 +713,36 @@ require_audit_log() {
     fail "the control plane's audit log" "\$KCR_AUDIT_LOG naming a file" "'${KCR_AUDIT_LOG:-}'"
 }
 
+# Load for hand-over tests: three writers, each bumping spec.vfm.replicas
+# of a third of the EBDs e-1..e-N of namespace NS (names zero-padded to N's
+# width) over and over, until storm_stop (or the end of the test).
+storm_start() { # storm_start NS N
+  local third=$((($2 + 2) / 3))
+  touch "$E2E_TMP/storm"
+  STORM_PIDS=()
+  storm_writer "$1" "$2" 1 "$third" &
+  STORM_PIDS+=($!)
+  storm_writer "$1" "$2" $((third + 1)) $((2 * third)) &
+  STORM_PIDS+=($!)
+  storm_writer "$1" "$2" $((2 * third + 1)) "$2" &
+  STORM_PIDS+=($!)
+}
+storm_writer() { # storm_writer NS N FIRST LAST
+  local r=2 i
+  while [[ -f $E2E_TMP/storm ]] && kill -0 $$ 2>/dev/null; do
+    for ((i = $3; i <= $4 && i <= $2; i++)); do
+      k -n "$1" patch ebd "e-$(printf "%0${#2}d" "$i")" --type merge \
+        -p "{\"spec\":{\"vfm\":{\"replicas\":$r}}}" >/dev/null 2>&1 || true
+      [[ -f $E2E_TMP/storm ]] || break
+    done
+    r=$((r + 1))
+  done
+}
+storm_stop() {
+  rm -f "$E2E_TMP/storm"
+  wait "${STORM_PIDS[@]}"
+}
+
 # audit_ebdman SINCE: the writes (the control plane audits only writes) the
 # apiserver received from ebdman processes at or after SINCE (RFC 3339), in
 # time order, one per line: "RECEIVED HOST PID CODE VERB RESOURCE/NAME[/SUB] NS"

@@ -51,25 +51,7 @@ wait_for 120 "$n EBDs current under the leader" conditions_current "$ns" "$n"
 expect_eq "standby $standby: reconciles before the kill" "0" "$(reconciles "$standby")"
 
 # Load: three writers bump specs (each a third of the EBDs) until told to stop.
-storm() { # storm FIRST LAST (and stops when the test does)
-  local r=2 i
-  while [[ -f $E2E_TMP/storm ]] && kill -0 $$ 2>/dev/null; do
-    for ((i = $1; i <= $2 && i <= n; i++)); do
-      k -n "$ns" patch ebd "e-$(printf "%0${#n}d" "$i")" --type merge \
-        -p "{\"spec\":{\"vfm\":{\"replicas\":$r}}}" >/dev/null 2>&1 || true
-      [[ -f $E2E_TMP/storm ]] || break
-    done
-    r=$((r + 1))
-  done
-}
-touch "$E2E_TMP/storm"
-third=$(((n + 2) / 3))
-storm 1 "$third" &
-s1=$!
-storm $((third + 1)) $((2 * third)) &
-s2=$!
-storm $((2 * third + 1)) "$n" &
-s3=$!
+storm_start "$ns" "$n"
 wait_for 60 "the leader busy with the storm (30 more reconciles)" \
   at_least $(($(reconciles "$leader") + 30)) reconciles "$leader"
 
@@ -80,8 +62,7 @@ t_gone=$(utc_now) # reaped: it sends nothing more
 expect_eq "old leader $leader: exit status (SIGKILL)" "137" "$E2E_EXIT"
 log "SIGKILLed the leader $leader (pid $old_pid) at $t_kill, in the middle of the storm"
 wait_eq 60 "standby $standby: leader_election_master_status" "1" leading "$standby"
-rm -f "$E2E_TMP/storm"
-wait "$s1" "$s2" "$s3"
+storm_stop
 t_storm_end=$SECONDS
 wait_for 180 "all $n EBDs current at their latest generation under the new leader" \
   conditions_current "$ns" "$n"

@@ -225,32 +225,13 @@ k -n "$E2E_SYSTEM_NS" rollout status "$deploy" --timeout=120s >/dev/null ||
   fail "two replicas not rolled out in 120 s"
 pass "scaled to two replicas"
 old_leader=$(leader_pod)
-storm() { # storm FIRST LAST: bumps spec.vfm.replicas of e-FIRST..e-LAST until told to stop
-  local r=2 i
-  while [[ -f $E2E_TMP/storm ]] && kill -0 $$ 2>/dev/null; do
-    for ((i = $1; i <= $2 && i <= n; i++)); do
-      k -n "$ns" patch ebd "e-$(printf "%0${#n}d" "$i")" --type merge \
-        -p "{\"spec\":{\"vfm\":{\"replicas\":$r}}}" >/dev/null 2>&1 || true
-      [[ -f $E2E_TMP/storm ]] || break
-    done
-    r=$((r + 1))
-  done
-}
-touch "$E2E_TMP/storm"
-third=$(((n + 2) / 3))
-storm 1 "$third" &
-s1=$!
-storm $((third + 1)) $((2 * third)) &
-s2=$!
-storm $((2 * third + 1)) "$n" &
-s3=$!
+storm_start "$ns" "$n"
 k -n "$E2E_SYSTEM_NS" rollout restart "$deploy" >/dev/null
 k -n "$E2E_SYSTEM_NS" rollout status "$deploy" --timeout=180s >/dev/null ||
   fail "the rolling restart did not finish in 180 s"
 pass "kubectl rollout restart: two new replicas"
 wait_for 60 "a new Pod leads" new_leader "$old_leader"
-rm -f "$E2E_TMP/storm"
-wait "$s1" "$s2" "$s3"
+storm_stop
 wait_for $((60 + n / 5)) "$n EBDs current after the rolling restart" conditions_current "$ns" "$n"
 check_conditions_current "$ns" "$n"
 check_children "$ns"

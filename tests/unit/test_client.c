@@ -71,6 +71,102 @@ static void list_each_never_returns_a_truncated_list(void **state)
   kcr_client_free(l.c);
 }
 
+/* kcr_list_each_text: the same pages; each item's text as written, the
+ * same torture. */
+static kcr_err collect_text(const char *text, size_t len, void *ud)
+{
+  struct kcr_buf *b = ud;
+  kcr_buf_append(b, text, len);
+  kcr_buf_append(b, "|", 1);
+  return kcr_buf_err(b);
+}
+
+static bool list_text_all_or_nothing(void *ud)
+{
+  struct listing *l = ud;
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_ref ref = {&cms, "ns"};
+  struct kcr_buf b = KCR_BUF_INIT;
+  char *rv = NULL;
+  kcr_err rc = kcr_list_each_text(l->c, &ref, &(struct kcr_list_opts){.limit = 2},
+                                  collect_text, &b, &rv, &ei);
+  bool ok =
+      rc ? rv == NULL
+         : rv && !strcmp(rv, "10") &&
+               !strcmp(
+                   kcr_buf_str(&b),
+                   "{\"metadata\":{\"name\":\"a1\"}}|{\"metadata\":{\"name\":\"b1\"}}|"
+                   "{\"metadata\":{\"name\":\"a2\"}}|{\"metadata\":{\"name\":\"b2\"}}|"
+                   "{\"metadata\":{\"name\":\"a3\"}}|{\"metadata\":{\"name\":\"b3\"}}|");
+  free(rv);
+  kcr_buf_cleanup(&b);
+  kcr_errinfo_cleanup(&ei);
+  return ok;
+}
+
+static void list_each_text_never_returns_a_truncated_list(void **state)
+{
+  struct listing l = {twire_client(pages, NULL)};
+  tfail_torture("kcr_list_each_text", list_text_all_or_nothing, &l);
+  kcr_client_free(l.c);
+}
+
+/* One page, as the test gives it (ud). */
+static kcr_err one_page(struct twire_call *call, void *ud)
+{
+  return twire_reply(call, 200, "%s", (const char *)ud);
+}
+
+/* The items kcr_list_each_text hands out for page, '|'-terminated, and its
+ * return code and resourceVersion. */
+static kcr_err list_text(const char *page, struct kcr_buf *items, char **rv)
+{
+  kcr_client *c = twire_client(one_page, (void *)page);
+  kcr_err rc = kcr_list_each_text(c, &(struct kcr_ref){&cms, "ns"}, NULL, collect_text,
+                                  items, rv, NULL);
+  kcr_client_free(c);
+  return rc;
+}
+
+/* Items come as written from a compact page; from any other page (white
+ * space, marks written with escapes, items that are not an array) as cJSON
+ * prints them, which parse to the same; a malformed page is EPARSE. */
+static void listed_texts_are_compact_whatever_the_page(void **state)
+{
+  static const struct {
+    const char *page, *items, *rv;
+  } cases[] = {
+      {"{\"metadata\":{\"resourceVersion\":\"5\"},\"items\":[{\"a\":1.50e1},2,\"x\"]}",
+       "{\"a\":1.50e1}|2|\"x\"|", "5"},
+      {"{\"metadata\":{\"resourceVersion\":\"5\"},\"items\":[ {\"a\":1.50e1} ]}",
+       "{\"a\":15}|", "5"},
+      {"{\"metadata\":{\"resourceVersion\":\"\\u0035\"},\"items\":[{\"a\":1.50e1}]}",
+       "{\"a\":15}|", "5"},
+      {"{\"metadata\":{\"resourceVersion\":\"5\"},\"items\":{\"k\":{\"a\":1}}}",
+       "{\"a\":1}|", "5"},
+      {"{\"metadata\":{\"resourceVersion\":5},\"items\":[]}", "", NULL},
+      {"{\"metadata\":{\"resourceVersion\":\"5\"}}", "", "5"},
+  };
+  for(size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    struct kcr_buf items = KCR_BUF_INIT;
+    char *rv = NULL;
+    print_message("%zu: %s\n", i, cases[i].page);
+    assert_int_equal(KCR_OK, list_text(cases[i].page, &items, &rv));
+    assert_string_equal(cases[i].items, kcr_buf_str(&items));
+    if(cases[i].rv)
+      assert_string_equal(cases[i].rv, rv);
+    else
+      assert_null(rv);
+    free(rv);
+    kcr_buf_cleanup(&items);
+  }
+  struct kcr_buf items = KCR_BUF_INIT;
+  char *rv = NULL;
+  assert_int_equal(KCR_EPARSE, list_text("{\"items\":[{\"a\":1},}", &items, &rv));
+  assert_null(rv);
+  kcr_buf_cleanup(&items);
+}
+
 /* ---- limits ---- */
 
 static kcr_err big(struct twire_call *call, void *ud)
@@ -718,6 +814,8 @@ int main(void)
   tfail_init();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(list_each_never_returns_a_truncated_list),
+      cmocka_unit_test(list_each_text_never_returns_a_truncated_list),
+      cmocka_unit_test(listed_texts_are_compact_whatever_the_page),
       cmocka_unit_test(oversized_answers_are_refused_with_a_clear_error),
       cmocka_unit_test(many_retries_and_huge_retry_after_stay_bounded),
       cmocka_unit_test(a_429_carries_retry_after_and_a_request_may_forgo_retries),
