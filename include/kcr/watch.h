@@ -48,8 +48,9 @@ struct kcr_watch_event {
   cJSON *object;
   const char *resource_version; /* object's metadata.resourceVersion or NULL */
   /* With kcr_watch_opts.object_text: the object's JSON text as the server
-   * sent it (object_len bytes, not NUL-terminated, managedFields included),
-   * part of the event's document: valid during the callback only. */
+   * sent it (object_len bytes, not NUL-terminated, managedFields included):
+   * compact and well formed (checked with the whole document), part of the
+   * event's document: valid during the callback only. */
   const char *object_text;
   size_t object_len;
 };
@@ -79,9 +80,10 @@ struct kcr_watch_opts {
   /* true: ADDED, MODIFIED, DELETED and BOOKMARK events carry the object's
    * text (ev->object_text) instead of a tree, for a callback that reads the
    * text itself at a fraction of a tree's cost (the informer does). The
-   * document is still checked whole, as a parse would. An event whose type
-   * or resourceVersion is written with escapes comes as a tree as before,
-   * and so do ERROR events (the watch reads their Status). */
+   * document is still checked whole, as a parse would. A document that is
+   * not compact, or whose type or resourceVersion is written with escapes,
+   * comes as a tree as before, and so do ERROR events (the watch reads
+   * their Status). */
   bool object_text;
 };
 

@@ -41,6 +41,7 @@
 #include <locale.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -392,7 +393,9 @@ static kcr_err convert(cJSON *it, struct rescan *r)
 struct scan {
   const char *p, *end;
   int depth;
-  bool spaced; /* white space was skipped */
+  bool spaced;      /* white space was skipped */
+  bool trusted;     /* spans: the text was checked before; follow its structure */
+  unsigned pending; /* spans: the wants not settled yet (found, or not there) */
 };
 
 static void skip_ws(struct scan *s)
@@ -432,39 +435,73 @@ static int hex4(const char *p, const char *end)
   return v;
 }
 
+/* The bytes of a string that need a look - control bytes (below 0x20),
+ * quotes, backslashes - found 8 at a time: the high bit of each such byte
+ * of x is set in the mask (bytes from 0x80 up are plain). A byte above a
+ * flagged one may be flagged too (a borrow), never one below the first, so
+ * the lowest flag is exact. */
+static uint64_t special8(uint64_t x)
+{
+  const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
+  uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+  return ((x - ones * 0x20) | (q - ones) | (b - ones)) & ~x & high;
+}
+
+/* The index of the first flagged byte of a nonzero special8 mask. */
+static int first8(uint64_t m)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  return __builtin_clzll(m) >> 3;
+#else
+  return __builtin_ctzll(m) >> 3;
+#endif
+}
+
 static bool valid_string(struct scan *s)
 {
-  s->p++; /* the opening quote */
-  while(s->p < s->end && *s->p != '"') {
-    if((unsigned char)*s->p < 0x20)
+  const char *p = s->p + 1, *end = s->end; /* after the opening quote */
+
+  for(;;) {
+    uint64_t x, m = 0;
+    while(end - p >= 8) { /* plain bytes, 8 at a time, to the next special */
+      memcpy(&x, p, 8);
+      if((m = special8(x)))
+        break;
+      p += 8;
+    }
+    if(m)
+      p += first8(m);
+    else /* fewer than 8 left */
+      while(p < end && (unsigned char)*p >= 0x20 && *p != '"' && *p != '\\')
+        p++;
+    if(p >= end || (unsigned char)*p < 0x20)
       return false;
-    if(*s->p++ != '\\')
-      continue;
-    if(s->p >= s->end)
+    if(*p++ == '"')
+      break;
+    /* a backslash */
+    if(p >= end)
       return false;
-    if(strchr("\"\\/bfnrt", *s->p) && *s->p) {
-      s->p++;
+    if(strchr("\"\\/bfnrt", *p) && *p) {
+      p++;
       continue;
     }
-    if(*s->p != 'u')
+    if(*p != 'u')
       return false;
-    int u = hex4(s->p + 1, s->end);
-    s->p += 5;
+    int u = hex4(p + 1, end);
+    p += 5;
     if(u < 0 || (u >= 0xDC00 && u <= 0xDFFF))
       return false;
     if(u >= 0xD800 && u <= 0xDBFF) { /* must be followed by a low surrogate */
       int lo;
-      if(s->end - s->p < 6 || s->p[0] != '\\' || s->p[1] != 'u')
+      if(end - p < 6 || p[0] != '\\' || p[1] != 'u')
         return false;
-      lo = hex4(s->p + 2, s->end);
+      lo = hex4(p + 2, end);
       if(lo < 0xDC00 || lo > 0xDFFF)
         return false;
-      s->p += 6;
+      p += 6;
     }
   }
-  if(s->p >= s->end)
-    return false;
-  s->p++; /* the closing quote */
+  s->p = p;
   return true;
 }
 
@@ -564,6 +601,9 @@ static bool well_formed(const char *text, size_t len)
 
 /* ---- spans: values found in text, with the validator's scan ---- */
 
+static const char *skip_string(const char *p, const char *end);
+static bool skip_value(struct scan *s);
+
 /* Validates the object at s->p (after whitespace) and everything in it,
  * setting the span of each want in `mask` whose path continues at this
  * level (pos[i]: where its rest starts) with the name of one of the
@@ -587,13 +627,17 @@ static bool spans_in(struct scan *s, struct kcr__json_want *w, size_t *pos, unsi
     if(s->p >= s->end || *s->p != '"')
       return false;
     key = s->p + 1;
-    if(!valid_string(s))
+    if(s->trusted ? !(s->p = skip_string(s->p, s->end)) : !valid_string(s))
       return false;
     klen = (size_t)(s->p - 1 - key);
     for(unsigned i = 0, m = mask; m; i++, m >>= 1) {
-      const char *seg = w[i].path + pos[i];
-      size_t sl = strcspn(seg, ".");
-      if(!(m & 1) || sl != klen || memcmp(seg, key, klen))
+      const char *seg;
+      size_t sl;
+      if(!(m & 1))
+        continue;
+      seg = w[i].path + pos[i];
+      sl = strcspn(seg, ".");
+      if(sl != klen || memcmp(seg, key, klen))
         continue;
       if(seg[sl]) {
         sub |= 1u << i;
@@ -608,6 +652,7 @@ static bool spans_in(struct scan *s, struct kcr__json_want *w, size_t *pos, unsi
     skip_ws(s);
     b = s->p;
     if(!(sub && s->p < s->end && *s->p == '{' ? spans_in(s, w, pos, sub)
+         : s->trusted                         ? skip_value(s)
                                               : valid_value(s)))
       return false;
     for(unsigned i = 0; hit >> i; i++)
@@ -615,40 +660,62 @@ static bool spans_in(struct scan *s, struct kcr__json_want *w, size_t *pos, unsi
         w[i].at = b;
         w[i].n = (size_t)(s->p - b);
       }
+    s->pending &= ~(hit | sub); /* those went down settle there */
+    if(s->trusted && !s->pending)
+      return true; /* nothing left to find: the rest need not be read */
   } while(eat(s, ','));
   s->depth--;
   return eat(s, '}');
 }
 
-size_t kcr__json_scan(const char *text, size_t len, struct kcr__json_want *w, size_t nw,
-                      size_t *objlen, bool *compact)
+/* Runs spans_in over the object at s->p for the wants w[0..nw); true when
+ * it could (with no wants: only with any_ok, for the check alone). On
+ * failure every span is cleared. */
+static bool spans_all(struct scan *s, struct kcr__json_want *w, size_t nw, bool any_ok)
 {
-  struct scan s = {text, text + len, 0, false};
-  size_t pos[KCR__JSON_WANT_MAX] = {0}, found = 0;
+  size_t pos[KCR__JSON_WANT_MAX] = {0};
   unsigned mask = 0;
 
-  if(objlen)
-    *objlen = 0;
-  if(compact)
-    *compact = false;
   for(size_t i = 0; i < nw; i++) {
     w[i].at = NULL;
     w[i].n = 0;
     if(i < KCR__JSON_WANT_MAX && w[i].path && *w[i].path)
       mask |= 1u << i;
   }
-  if(!text || (!mask && !objlen) || !spans_in(&s, w, pos, mask)) {
-    for(size_t i = 0; i < nw; i++)
-      w[i].at = NULL, w[i].n = 0;
-    return 0;
-  }
-  if(objlen)
-    *objlen = (size_t)(s.p - text);
-  if(compact)
-    *compact = !s.spaced;
+  s->pending = mask;
+  if(s->p && (mask || any_ok) && spans_in(s, w, pos, mask))
+    return true;
   for(size_t i = 0; i < nw; i++)
-    found += w[i].at != NULL;
-  return found;
+    w[i].at = NULL, w[i].n = 0;
+  return false;
+}
+
+static size_t found(const struct kcr__json_want *w, size_t nw)
+{
+  size_t n = 0;
+  for(size_t i = 0; i < nw; i++)
+    n += w[i].at != NULL;
+  return n;
+}
+
+size_t kcr__json_scan(const char *text, size_t len, struct kcr__json_want *w, size_t nw,
+                      size_t *objlen, bool *compact)
+{
+  struct scan s = {text, text + len, 0, false, false};
+  bool ok = spans_all(&s, w, nw, objlen != NULL);
+
+  if(objlen)
+    *objlen = ok ? (size_t)(s.p - text) : 0;
+  if(compact)
+    *compact = ok && !s.spaced;
+  return ok ? found(w, nw) : 0;
+}
+
+size_t kcr__json_spans_trusted(const char *text, size_t len, struct kcr__json_want *w,
+                               size_t nw)
+{
+  struct scan s = {text, text + len, 0, false, true};
+  return spans_all(&s, w, nw, false) ? found(w, nw) : 0;
 }
 
 size_t kcr__json_spans(const char *text, size_t len, struct kcr__json_want *w, size_t nw)

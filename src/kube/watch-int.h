@@ -35,8 +35,9 @@ kcr_err kcr__watch_decode(const char *line, size_t len, struct kcr_buf *scratch,
  * NULL, ev->object_text its object's text within line, and
  * ev->resource_version a copy in rvbuf (a buffer of the caller's, reused
  * between calls). Returns KCR_OK; KCR_ENOTFOUND when the document must go
- * through kcr__watch_decode (malformed, an ERROR event, an unknown type, a
- * type or resourceVersion written with escapes); KCR_ENOMEM. */
+ * through kcr__watch_decode (malformed or not compact, an ERROR event, an
+ * unknown type, a type or resourceVersion written with escapes);
+ * KCR_ENOMEM. */
 kcr_err kcr__watch_decode_text(const char *line, size_t len, struct kcr_buf *rvbuf,
                                struct kcr_watch_event *ev);
 

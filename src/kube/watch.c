@@ -120,10 +120,11 @@ kcr_err kcr__watch_decode_text(const char *line, size_t len, struct kcr_buf *rvb
       {.path = "type"}, {.path = "object"}, {.path = "object.metadata.resourceVersion"}};
   const char *t;
   size_t objlen, tn, i;
+  bool compact;
 
   memset(ev, 0, sizeof(*ev));
-  kcr__json_scan(line, len, w, 3, &objlen, NULL);
-  if(!objlen || !w[0].at || *w[0].at != '"' || !w[1].at || *w[1].at != '{')
+  kcr__json_scan(line, len, w, 3, &objlen, &compact);
+  if(!objlen || !compact || !w[0].at || *w[0].at != '"' || !w[1].at || *w[1].at != '{')
     return KCR_ENOTFOUND;
   t = w[0].at + 1;
   tn = w[0].n - 2;

@@ -317,7 +317,8 @@ static kcr_err collect_item(const char *text, size_t len, void *ud)
     c->objs = n;
     c->cap = ncap;
   }
-  rc = kcr__obj_from_text(text, len, c->inf->obj_flags, c->inf->proj, &o, NULL);
+  rc = kcr__obj_from_text(text, len, c->inf->obj_flags | KCR__OBJ_CHECKED, c->inf->proj,
+                          &o, NULL);
   if(rc == KCR_EINVAL) {
     KCR_LOG(KCR_LOG_WARN, "informer: skipping listed item without a name",
             KCR_S("informer", c->inf->name));
@@ -401,9 +402,10 @@ static kcr_err on_event(struct kcr_watch_event *ev, void *ud)
   if(ev->type == KCR_WATCH_BOOKMARK)
     return KCR_OK;
   count(inf, &inf->stats.events);
-  rc = ev->object ? kcr__obj_from_json(ev->object, inf->obj_flags, inf->proj, &o, NULL)
-                  : kcr__obj_from_text(ev->object_text, ev->object_len, inf->obj_flags,
-                                       inf->proj, &o, NULL);
+  rc = ev->object
+           ? kcr__obj_from_json(ev->object, inf->obj_flags, inf->proj, &o, NULL)
+           : kcr__obj_from_text(ev->object_text, ev->object_len,
+                                inf->obj_flags | KCR__OBJ_CHECKED, inf->proj, &o, NULL);
   if(rc == KCR_EINVAL) {
     KCR_LOG(KCR_LOG_WARN, "informer: skipping event for an object without a name",
             KCR_S("informer", inf->name), KCR_S("type", kcr_watch_type_name(ev->type)));

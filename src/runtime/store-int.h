@@ -22,9 +22,14 @@ kcr_err kcr__obj_from_json(const cJSON *tree, unsigned flags,
  * kept members as written, rather than as cJSON prints them). Text that is
  * not compact, or that writes with escapes a member name or a string the
  * header holds, goes through a tree (kcr_json_parse, then
- * kcr__obj_from_json). Errors: those of kcr__obj_from_json; KCR_EPARSE
- * (ei says where) for text that is not one JSON object. Thread safety: any
- * thread. */
+ * kcr__obj_from_json). flags may add KCR__OBJ_CHECKED when text is known
+ * to be exactly one compact, well-formed JSON object (kcr_list_each_text's
+ * items and kcr_watch_opts.object_text's objects are): it is then not
+ * checked again, only followed (text that breaks that promise makes a
+ * wrong object, never a read outside text). Errors: those of
+ * kcr__obj_from_json; KCR_EPARSE (ei says where) for text that is not one
+ * JSON object. Thread safety: any thread. */
+#define KCR__OBJ_CHECKED (1u << 31) /* kcr__obj_from_text: see there */
 kcr_err kcr__obj_from_text(const char *text, size_t len, unsigned flags,
                            const struct kcr__proj *proj, kcr_obj **out,
                            struct kcr_errinfo *ei);

@@ -350,20 +350,41 @@ static kcr_err copy_members(const char *text, size_t len, bool top, bool drop_mf
   return r < 0 ? KCR_ENOTFOUND : KCR_OK;
 }
 
-/* The object from text, or KCR_ENOTFOUND when the tree must make it. */
-static kcr_err from_text(const char *text, size_t len, unsigned flags,
+/* The object from text, or KCR_ENOTFOUND when the tree must make it. The
+ * text to keep is copied first; the header is then read from the copy,
+ * which holds every member the header is made of (a projection keeps them
+ * all) and no managedFields to step over. */
+static kcr_err from_text(const char *text, size_t len, unsigned flags, bool checked,
                          const struct kcr__proj *proj, struct kcr_buf *buf, kcr_obj **out)
 {
   struct kcr__json_want w[H_N];
   struct header h = {0};
-  size_t objlen;
-  bool compact;
   kcr_err rc;
 
+  if(!checked) { /* one compact, well-formed object (and nothing after it) */
+    size_t objlen;
+    bool compact;
+    kcr__json_scan(text, len, NULL, 0, &objlen, &compact);
+    if(!objlen || !compact)
+      return KCR_ENOTFOUND;
+    len = objlen;
+  }
+  kcr_buf_reserve(buf, len + 1);
+  if(proj) {
+    rc = kcr__proj_print_text(proj, text, len, buf);
+  } else {
+    kcr_buf_append(buf, "{", 1);
+    rc = copy_members(text, len, true, !(flags & KCR_OBJ_KEEP_MANAGED_FIELDS), buf);
+    kcr_buf_append(buf, "}", 1);
+  }
+  if(!rc)
+    rc = kcr_buf_err(buf);
+  if(rc)
+    return rc;
   for(int i = 0; i < H_N; i++)
     w[i].path = header_paths[i];
-  kcr__json_scan(text, len, w, H_N, &objlen, &compact);
-  if(!objlen || !compact || !text_str(w[H_NAME].at, w[H_NAME].n, &h.name) || !h.name.n ||
+  kcr__json_spans_trusted(buf->ptr, buf->len, w, H_N);
+  if(!text_str(w[H_NAME].at, w[H_NAME].n, &h.name) || !h.name.n ||
      !text_str(w[H_NS].at, w[H_NS].n, &h.ns) ||
      !text_str(w[H_UID].at, w[H_UID].n, &h.uid) ||
      !text_str(w[H_RV].at, w[H_RV].n, &h.rv) ||
@@ -371,17 +392,7 @@ static kcr_err from_text(const char *text, size_t len, unsigned flags,
      !text_controller(w[H_OWNERS].at, w[H_OWNERS].n, &h))
     return KCR_ENOTFOUND;
   h.deleting = w[H_DEL].at && *w[H_DEL].at == '"';
-  kcr_buf_reserve(buf, objlen + 1);
-  if(proj) {
-    rc = kcr__proj_print_text(proj, text, objlen, buf);
-  } else {
-    kcr_buf_append(buf, "{", 1);
-    rc = copy_members(text, objlen, true, !(flags & KCR_OBJ_KEEP_MANAGED_FIELDS), buf);
-    kcr_buf_append(buf, "}", 1);
-  }
-  if(!rc)
-    rc = kcr_buf_err(buf);
-  return rc ? rc : make_obj(&h, buf->ptr, buf->len, out);
+  return make_obj(&h, buf->ptr, buf->len, out);
 }
 
 kcr_err kcr__obj_from_text(const char *text, size_t len, unsigned flags,
@@ -389,12 +400,14 @@ kcr_err kcr__obj_from_text(const char *text, size_t len, unsigned flags,
                            struct kcr_errinfo *ei)
 {
   struct kcr_buf buf = KCR_BUF_INIT;
+  bool checked = flags & KCR__OBJ_CHECKED;
   cJSON *tree;
-  kcr_err rc = check_args(text, flags, out, ei);
+  kcr_err rc;
 
-  if(rc)
+  flags &= ~KCR__OBJ_CHECKED;
+  if((rc = check_args(text, flags, out, ei)))
     return rc;
-  rc = from_text(text, len, flags, proj, &buf, out);
+  rc = from_text(text, len, flags, checked, proj, &buf, out);
   kcr_buf_cleanup(&buf);
   if(rc != KCR_ENOTFOUND)
     return rc;

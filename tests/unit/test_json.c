@@ -576,6 +576,55 @@ static void scan_tells_the_object_s_length_and_layout(void **state)
   }
 }
 
+/* Strings are checked 8 bytes at a time: a byte that needs a look (control,
+ * quote, backslash) is found at every offset, and bytes from 0x20 up, 0x7f
+ * and 0x80-0xff included, pass. */
+static void strings_are_checked_at_every_offset(void **state)
+{
+  static const struct {
+    char c;
+    bool ok;
+  } bytes[] = {{'\x01', false}, {'\x1f', false}, {'\n', false},  {' ', true},
+               {'\x7f', true},  {'\x80', true},  {'\xff', true}, {'a', true}};
+  for(int k = 0; k < 20; k++)
+    for(int m = 0; m < 12; m++)
+      for(size_t b = 0; b < sizeof(bytes) / sizeof(bytes[0]); b++) {
+        char text[64];
+        size_t objlen, n = 0;
+        text[n++] = '{';
+        text[n++] = '"';
+        text[n++] = 'k';
+        text[n++] = '"';
+        text[n++] = ':';
+        text[n++] = '"';
+        for(int i = 0; i < k; i++)
+          text[n++] = 'a';
+        text[n++] = bytes[b].c;
+        for(int i = 0; i < m; i++)
+          text[n++] = 'b';
+        text[n++] = '"';
+        text[n++] = '}';
+        kcr__json_scan(text, n, NULL, 0, &objlen, NULL);
+        if(bytes[b].ok != (objlen == n))
+          fail_msg("byte 0x%02x after %d bytes, %d before the quote: %s",
+                   (unsigned char)bytes[b].c, k, m, bytes[b].ok ? "refused" : "accepted");
+        /* an escape there: \" and \\ pass, \x does not */
+        text[6 + k] = '\\';
+        if(m) {
+          text[7 + k] = '"';
+          kcr__json_scan(text, n, NULL, 0, &objlen, NULL);
+          assert_int_equal(n, objlen);
+          text[7 + k] = 'x';
+          kcr__json_scan(text, n, NULL, 0, &objlen, NULL);
+          assert_int_equal(0, objlen);
+        }
+        /* a quote there ends the string early: the rest is not JSON */
+        text[6 + k] = '"';
+        kcr__json_scan(text, n, NULL, 0, &objlen, NULL);
+        assert_int_equal(0, objlen);
+      }
+}
+
 /* kcr__json_iter: members and elements as written, in order; 0 at the end
  * and -1 after it; -1 where the structure breaks. */
 static void the_iterator_hands_out_members_and_elements(void **state)
@@ -645,6 +694,7 @@ int main(void)
       cmocka_unit_test(spans_are_found_in_one_pass),
       cmocka_unit_test(spans_skip_deep_values_within_the_limit),
       cmocka_unit_test(scan_tells_the_object_s_length_and_layout),
+      cmocka_unit_test(strings_are_checked_at_every_offset),
       cmocka_unit_test(the_iterator_hands_out_members_and_elements),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
