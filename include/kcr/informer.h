@@ -60,8 +60,8 @@ struct kcr_informer_opts {
   uint64_t resync_ms;            /* 0: no periodic resync */
   long page_size;                /* LIST page size; 0: 500 */
   bool keep_managed_fields;      /* false: strip metadata.managedFields (left
-                                    out of list pages and watch events
-                                    before they are parsed) */
+                                    out as each object's text is copied
+                                    into the cache) */
   const char *const *keep;       /* NULL: store whole objects. Otherwise a
                                     projection (see below): the paths of the
                                     members to store, NULL-terminated;
