@@ -7,6 +7,7 @@
 #                      [--zap-log-level L] [--out DIR] [--operator-bin PATH]
 #                      [--config NAME] [--poll watch|kubectl] [--settle S]
 #                      [--results DIR|none] [--no-build] [--build-only]
+#                      [--commit C] [--print-commit]
 #   bench/ebd_bench.sh --summary DIR     (the table of an earlier --out DIR)
 #
 # Operators: --operator ebdman (default) or the name of a peer, a directory
@@ -69,6 +70,15 @@
 # a build run with --operator-bin a name of its own.
 # --campaign ID --pair K --vs CONFIG --order AB|BA: recorded in the JSON
 # (bench/campaign passes them; bench/report pairs runs by them).
+# The commit recorded is the one the operator was built from: each build
+# writes the tree's commit (-dirty when src/, include/, operator/,
+# examples/ or bench/peers/ had changes) next to the binary
+# (build/bench/ebdman.commit, build/bench/peers/NAME.commit), and runs read
+# it there, so editing the tree during a campaign does not relabel its
+# runs; with --operator-bin, --commit C says it ("unknown" otherwise).
+# --print-commit prints the commit a run would record and exits
+# (bench/testdata/check-commit). EBD_BENCH_BUILD: the build directory
+# (default build/bench).
 # Exit status: 0 if every run finished with all N Ready, 1 otherwise.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -115,7 +125,7 @@ main() {
 
 n=5000 repeat=1 parallel=8 workers=4 operator=ebdman loglevel=warn out="" opbin_override="" poll=watch
 gomemlimit="" config="" settle=5 results="" nobuild=0 buildonly=0 quick=0
-campaign="" pair="" vs="" order=""
+campaign="" pair="" vs="" order="" commit="" printcommit=0
 while (($#)); do
   case $1 in
     --n) n=$2; shift ;;
@@ -138,6 +148,8 @@ while (($#)); do
     --pair) pair=$2; shift ;;
     --vs) vs=$2; shift ;;
     --order) order=$2; shift ;;
+    --commit) commit=$2; shift ;;
+    --print-commit) printcommit=1 ;;
     --summary) summary "$2"; exit 0 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option $1 (try --help)" ;;
@@ -155,11 +167,18 @@ done
 
 # ---------------------------------------------------------------- outer part
 if [[ ${EBD_BENCH_INNER:-} != 1 ]]; then
-  build=$root/build/bench
+  build=${EBD_BENCH_BUILD:-$root/build/bench}
+  # The commit the binaries come from: each build records the tree's (with
+  # -dirty for uncommitted changes) next to what it built, and a run reads
+  # it there, so a tree edited after the build does not relabel the run.
+  tree_commit() {
+    echo "$(git -C "$root" rev-parse --short HEAD 2>/dev/null)$(git -C "$root" status --porcelain -- src include operator examples bench/peers 2>/dev/null | grep -q . && echo -dirty)"
+  }
   if ((!nobuild)); then
     echo "ebd_bench: building ebdman, vfm-sim and ready_count (Release, $build)" >&2
     cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
     cmake --build "$build" --target ebdman vfm-sim ready_count >/dev/null
+    tree_commit >"$build/ebdman.commit"
   fi
   case $operator in
     ebdman)
@@ -176,6 +195,7 @@ if [[ ${EBD_BENCH_INNER:-} != 1 ]]; then
         echo "ebd_bench: building the $operator peer ($opbin)" >&2
         mkdir -p "$build/peers"
         "$pdir/build" "$opbin" || die "bench/peers/$operator/build failed"
+        tree_commit >"$opbin.commit"
       fi
       ;;
   esac
@@ -185,6 +205,15 @@ if [[ ${EBD_BENCH_INNER:-} != 1 ]]; then
   ((buildonly)) && exit 0
   if [[ -n $opbin_override ]]; then # e.g. a debug or sanitizer build of ebdman
     opbin=$(realpath "$opbin_override")
+    commit=${commit:-unknown} # (--commit says which)
+  elif [[ -z $commit ]]; then
+    cf=$opbin.commit
+    [[ $operator == ebdman ]] && cf=$build/ebdman.commit
+    commit=$(cat "$cf" 2>/dev/null || echo "unknown")
+  fi
+  if ((printcommit)); then
+    echo "$commit"
+    exit 0
   fi
   config=${config:-$operator${gomemlimit:++GOMEMLIMIT=$gomemlimit}}
   if [[ -z $results ]]; then
@@ -195,6 +224,7 @@ if [[ ${EBD_BENCH_INNER:-} != 1 ]]; then
   mkdir -p "$out"
   export EBD_BENCH_INNER=1 EBD_BENCH_OPBIN=$opbin EBD_BENCH_VFMSIM=$build/examples/vfm-sim
   export EBD_BENCH_READY_COUNT=$build/bench/ready_count EBD_BENCH_GOMEMLIMIT=$gomemlimit
+  export EBD_BENCH_COMMIT=$commit
   failed=0
   for ((r = 1; r <= repeat; r++)); do
     echo "ebd_bench: run $r/$repeat ($config, N=$n) -> $out/run$r" >&2
@@ -293,7 +323,7 @@ cp_cpu() { put "api_cpu_$1" "$(cpu_of "$api_pid")"; put "etcd_cpu_$1" "$(cpu_of 
 
 put config "$(sed -n 's/^config=//p' "$out/meta.txt" 2>/dev/null)"
 put operator "$(basename "$opbin")"
-put commit "$(git -C "$root" rev-parse --short HEAD 2>/dev/null)$(git -C "$root" status --porcelain -- src include operator examples bench/peers 2>/dev/null | grep -q . && echo -dirty)"
+put commit "$EBD_BENCH_COMMIT"
 put n "$n"
 put workers "$workers"
 put poll "$poll"
