@@ -6,14 +6,15 @@
  * Deterministic under callgrind, so the machine's load does not matter:
  *
  *   valgrind --tool=callgrind --toggle-collect=run_once \
- *       build/bench/bench/event_ir STREAM text|tree REPS [keep]
+ *       build/release/tests/event_ir STREAM text|tree REPS [keep]
  *
  * STREAM is a captured watch stream, one event per line (the fuzz seeds
  * tests/fuzz/corpus/watch/NAME.bin, whose first 2 bytes are the fuzzer's
  * and are skipped); REPS times over all its events; "keep" makes the
  * objects through a keep-list (spec, status.conditions) as ebdman's child
  * caches do. Prints the events and bytes of one pass. Uses libkcr's
- * internal headers (src/), so it builds only with this tree. */
+ * internal headers (src/), so it lives in tests/ (bench/ programs use the
+ * public API only) and builds only with this tree. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
