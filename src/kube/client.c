@@ -1011,8 +1011,9 @@ static bool page_str(const struct kcr__json_want *w, char **out, kcr_err *rc)
 
 /* One page for kcr_list_each_text: each item's text as the server wrote it
  * when the page is compact and well formed (one validating scan finds the
- * marks and the items); otherwise, from the parsed page, each item printed
- * compact (so fn always gets compact, well-formed text). */
+ * marks and the items); otherwise (or when an item nests deeper than the
+ * walk follows), from the parsed page, each item printed compact (so fn
+ * always gets compact, well-formed text). */
 static kcr_err page_texts(kcr_client *c, const struct kcr_ref *ref,
                           const struct kcr_list_opts *o, kcr_list_text_fn fn, void *ud,
                           struct page_marks *m, struct kcr_errinfo *ei)
@@ -1021,6 +1022,11 @@ static kcr_err page_texts(kcr_client *c, const struct kcr_ref *ref,
                                 {.path = "metadata.continue"},
                                 {.path = "items"}};
   struct kcr_buf p = KCR_BUF_INIT, body = KCR_BUF_INIT, item = KCR_BUF_INIT;
+  struct kcr_buf spans = KCR_BUF_INIT;
+  struct span {
+    const char *at;
+    size_t n;
+  };
   kcr_err rc = ref_path(&p, "list", ref, false, ei);
   struct kcr__json_iter it;
   const char *key, *at;
@@ -1040,12 +1046,21 @@ static kcr_err page_texts(kcr_client *c, const struct kcr_ref *ref,
      page_str(&w[1], &m->next, &rc)) {
     if(rc || !w[2].at)
       goto out;
+    /* The items are found before any is handed out: an item nested deeper
+     * than the walk follows (valid, since the scan accepted it) sends the
+     * whole page the tree way. */
     kcr__json_iter_init(&it, w[2].at, w[2].n);
-    while(!rc && (r = kcr__json_iter_next(&it, &key, &kl, &at, &n)) > 0)
-      rc = fn(at, n, ud);
-    if(!rc && r < 0) /* (it was validated: deeper than the walk follows) */
-      rc = kcr_errinfo_set(ei, KCR_EPARSE, "a list page nested too deeply to walk");
-    goto out;
+    while((r = kcr__json_iter_next(&it, &key, &kl, &at, &n)) > 0) {
+      struct span sp = {at, n};
+      if((rc = kcr_buf_append(&spans, &sp, sizeof(sp))))
+        goto out;
+    }
+    if(r == 0) {
+      const struct span *sp = (const struct span *)spans.ptr;
+      for(size_t i = 0; !rc && i < spans.len / sizeof(*sp); i++)
+        rc = fn(sp[i].at, sp[i].n, ud);
+      goto out;
+    }
   }
   free(m->rv);
   free(m->next);
@@ -1063,6 +1078,7 @@ static kcr_err page_texts(kcr_client *c, const struct kcr_ref *ref,
                     kcr_json_str(list, "metadata.continue"), m);
 out:
   cJSON_Delete(list);
+  kcr_buf_cleanup(&spans);
   kcr_buf_cleanup(&item);
   kcr_buf_cleanup(&body);
   kcr_buf_cleanup(&p);

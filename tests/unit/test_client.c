@@ -167,6 +167,37 @@ static void listed_texts_are_compact_whatever_the_page(void **state)
   kcr_buf_cleanup(&items);
 }
 
+/* An item nested deeper than the structure walk follows (128 levels) is
+ * still valid JSON (a tree takes up to 1000): the page lists whole, every
+ * item once, as the tree way prints it. */
+static void items_nested_deeper_than_the_walk_still_list(void **state)
+{
+  enum { DEEP = 200 };
+  struct kcr_buf page = KCR_BUF_INIT, want = KCR_BUF_INIT, items = KCR_BUF_INIT;
+  char *rv = NULL;
+
+  kcr_buf_puts(&page, "{\"metadata\":{\"resourceVersion\":\"7\"},\"items\":[{\"a\":1},");
+  kcr_buf_puts(&want, "{\"a\":1}|");
+  for(int i = 0; i < DEEP; i++) {
+    kcr_buf_append(&page, "[", 1);
+    kcr_buf_append(&want, "[", 1);
+  }
+  for(int i = 0; i < DEEP; i++) {
+    kcr_buf_append(&page, "]", 1);
+    kcr_buf_append(&want, "]", 1);
+  }
+  kcr_buf_puts(&page, ",{\"b\":2}]}");
+  kcr_buf_puts(&want, "|{\"b\":2}|");
+  assert_int_equal(KCR_OK, kcr_buf_err(&page));
+  assert_int_equal(KCR_OK, list_text(kcr_buf_str(&page), &items, &rv));
+  assert_string_equal(kcr_buf_str(&want), kcr_buf_str(&items));
+  assert_string_equal("7", rv);
+  free(rv);
+  kcr_buf_cleanup(&items);
+  kcr_buf_cleanup(&want);
+  kcr_buf_cleanup(&page);
+}
+
 /* ---- limits ---- */
 
 static kcr_err big(struct twire_call *call, void *ud)
@@ -815,6 +846,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(list_each_never_returns_a_truncated_list),
       cmocka_unit_test(list_each_text_never_returns_a_truncated_list),
+      cmocka_unit_test(items_nested_deeper_than_the_walk_still_list),
       cmocka_unit_test(listed_texts_are_compact_whatever_the_page),
       cmocka_unit_test(oversized_answers_are_refused_with_a_clear_error),
       cmocka_unit_test(many_retries_and_huge_retry_after_stay_bounded),
