@@ -150,16 +150,17 @@ kcr_err kcr_obj_from_json(const cJSON *tree, unsigned flags, kcr_obj **out,
   return kcr__obj_from_json(tree, flags, NULL, out, ei);
 }
 
-static kcr_err check_args(const void *in, unsigned flags, kcr_obj **out,
-                          struct kcr_errinfo *ei)
+/* fn: the caller's name; in: its tree or text (what). */
+static kcr_err check_args(const char *fn, const void *in, const char *what,
+                          unsigned flags, kcr_obj **out, struct kcr_errinfo *ei)
 {
   if(!out)
-    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_obj_from_json: no out");
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: no out", fn);
   *out = NULL;
   if(!in)
-    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_obj_from_json: no tree");
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: no %s", fn, what);
   if(flags & ~KCR_OBJ_KEEP_MANAGED_FIELDS)
-    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_obj_from_json: unknown flags 0x%x",
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: unknown flags 0x%x", fn,
                            flags & ~KCR_OBJ_KEEP_MANAGED_FIELDS);
   return KCR_OK;
 }
@@ -180,7 +181,7 @@ kcr_err kcr__obj_from_json(const cJSON *tree, unsigned flags,
       .generation = kcr_json_int(tree, "metadata.generation", 0),
       .deleting = kcr_json_str(tree, "metadata.deletionTimestamp") != NULL,
   };
-  kcr_err rc = check_args(tree, flags, out, ei);
+  kcr_err rc = check_args("kcr_obj_from_json", tree, "tree", flags, out, ei);
 
   if(rc)
     return rc;
@@ -405,7 +406,7 @@ kcr_err kcr__obj_from_text(const char *text, size_t len, unsigned flags,
   kcr_err rc;
 
   flags &= ~KCR__OBJ_CHECKED;
-  if((rc = check_args(text, flags, out, ei)))
+  if((rc = check_args("kcr__obj_from_text", text, "text", flags, out, ei)))
     return rc;
   rc = from_text(text, len, flags, checked, proj, &buf, out);
   kcr_buf_cleanup(&buf);

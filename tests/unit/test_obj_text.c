@@ -289,6 +289,24 @@ static void out_of_memory_fails_cleanly(void **state)
     tfail_torture("kcr__obj_from_text", whole_or_enomem, &t[i]);
 }
 
+/* Bad arguments are EINVAL naming the function that was called and what
+ * was wrong with them (not the tree way's name for them). */
+static void bad_arguments_are_named(void **state)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_obj *o = (kcr_obj *)&ei;
+
+  assert_int_equal(KCR_EINVAL, kcr__obj_from_text(NULL, 0, 0, NULL, &o, &ei));
+  assert_null(o);
+  assert_string_equal("kcr__obj_from_text: no text", ei.message);
+  assert_int_equal(KCR_EINVAL,
+                   kcr__obj_from_text(served, strlen(served), 0x100, NULL, &o, &ei));
+  assert_string_equal("kcr__obj_from_text: unknown flags 0x100", ei.message);
+  assert_int_equal(KCR_EINVAL, kcr__obj_from_json(NULL, 0, NULL, &o, &ei));
+  assert_string_equal("kcr_obj_from_json: no tree", ei.message);
+  kcr_errinfo_cleanup(&ei);
+}
+
 int main(void)
 {
   tfail_init();
@@ -298,6 +316,7 @@ int main(void)
       cmocka_unit_test(what_the_text_cannot_say_exactly_goes_through_the_tree),
       cmocka_unit_test(deep_nesting_goes_through_the_tree),
       cmocka_unit_test(out_of_memory_fails_cleanly),
+      cmocka_unit_test(bad_arguments_are_named),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
