@@ -98,18 +98,25 @@ static struct seen run(bool drop, bool text)
   return s;
 }
 
+/* Every event came, in order: ConfigMap cmI with data.i I. */
+static void each_in_order(const struct seen *s)
+{
+  assert_int_equal(NEV, s->n);
+  for(int i = 0; i < NEV; i++) {
+    char want[8];
+    snprintf(want, sizeof(want), "cm%d", i);
+    assert_string_equal(want, s->names[i]);
+    snprintf(want, sizeof(want), "%d", i);
+    assert_string_equal(want, s->data[i]);
+  }
+}
+
 static void objects_arrive_whole_without_managed_fields_at_any_size(void **state)
 {
   struct seen s = run(true, false);
   assert_int_equal(NEV, s.n);
   assert_int_equal(0, s.with_mf);
-  for(int i = 0; i < NEV; i++) {
-    char want[8];
-    snprintf(want, sizeof(want), "cm%d", i);
-    assert_string_equal(want, s.names[i]);
-    snprintf(want, sizeof(want), "%d", i);
-    assert_string_equal(want, s.data[i]);
-  }
+  each_in_order(&s);
 }
 
 static void without_the_option_they_arrive_as_sent(void **state)
@@ -126,13 +133,7 @@ static void as_text_they_arrive_whole_at_any_size(void **state)
   struct seen s = run(true, true);
   assert_int_equal(NEV, s.n);
   assert_int_equal(NEV, s.with_mf);
-  for(int i = 0; i < NEV; i++) {
-    char want[8];
-    snprintf(want, sizeof(want), "cm%d", i);
-    assert_string_equal(want, s.names[i]);
-    snprintf(want, sizeof(want), "%d", i);
-    assert_string_equal(want, s.data[i]);
-  }
+  each_in_order(&s);
 }
 
 /* ---- LIST ---- */
