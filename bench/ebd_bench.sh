@@ -98,7 +98,7 @@ summary() {
       split("config operator commit n workers poll ok ready_count load_start load_end create_s ready_s last_create_to_ready_s poll_s_avg " \
             "op_writes_per_ebd op_writes op_ebds_status op_vfms op_configmaps op_events " \
             "op_events_dropped sim_vfms_status bench_ebds_post other_writes op_client_writes " \
-            "op_cpu_idle0_s op_cpu_ready_s op_cpu_end_s op_cpu_total_s op_cpu_per_ebd_ms op_vmhwm_kb " \
+            "op_cpu_idle0_s op_cpu_ready_s op_cpu_sys_ready_s op_cpu_end_s op_cpu_total_s op_cpu_per_ebd_ms op_vmhwm_kb " \
             "idle0_rss_kb idle0_anon_kb idle0_file_kb settled_rss_kb settled_anon_kb settled_file_kb " \
             "steady_op_writes steady_all_writes", order, " ")
       printf "%-24s", "metric"; for (i = 1; i <= r; i++) printf " %12s", "run" i
@@ -309,6 +309,10 @@ cpu_of() { # utime+stime of PID in seconds; empty if PID is unknown or gone
   [[ -n $1 ]] || return 0
   awk -v tck="$tck" '{ sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / tck }' "/proc/$1/stat" 2>/dev/null || true
 }
+sys_of() { # stime of PID in seconds (the kernel's part of cpu_of)
+  [[ -n $1 ]] || return 0
+  awk -v tck="$tck" '{ sub(/^.*\) /, ""); printf "%.2f", $13 / tck }' "/proc/$1/stat" 2>/dev/null || true
+}
 op_hwm() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
 # "VmRSS RssAnon RssFile" of PID, kB.
 mem_of() { awk '$1 == "VmRSS:" { r = $2 } $1 == "RssAnon:" { a = $2 } $1 == "RssFile:" { f = $2 } END { print r, a, f }' "/proc/$1/status"; }
@@ -400,6 +404,7 @@ fi
 
 snapshot s0
 cpu0=$(cpu_of "$oppid")
+sys0=$(sys_of "$oppid")
 put op_cpu_idle0_s "$cpu0"
 cp_cpu s0
 echo "ebd_bench: creating $n EBDs with $parallel kubectl processes" >&2
@@ -474,6 +479,7 @@ done
 tr=$pe # the poll that saw them all ended here
 fi
 cpu_ready=$(cpu_of "$oppid")
+sys_ready=$(sys_of "$oppid")
 cp_cpu ready
 wait "$waiter" || true
 tc=$(cat "$out/creates_done" 2>/dev/null || echo "$t0")
@@ -529,6 +535,7 @@ put other_writes "$((all - op - sim - bench_posts))"
 put op_client_writes "$(awk '/^rest_client_requests_total\{/ && /method="(POST|PUT|PATCH|DELETE)"/ { s += $NF } END { print s + 0 }' "$out/operator-s1.prom")"
 put op_events_dropped "$(awk '/^kcr_events_total\{/ && /result="dropped"/ { s += $NF } END { print s + 0 }' "$out/operator-s1.prom")"
 put op_cpu_ready_s "$(awk -v a="$cpu_ready" -v b="$cpu0" 'BEGIN { printf "%.2f", a - b }')"
+put op_cpu_sys_ready_s "$(awk -v a="$sys_ready" -v b="$sys0" 'BEGIN { if (a == "" || b == "") print ""; else printf "%.2f", a - b }')"
 put op_cpu_end_s "$(awk -v a="$cpu_end" -v b="$cpu0" 'BEGIN { printf "%.2f", a - b }')"
 put op_cpu_total_s "$cpu_end"
 put op_cpu_per_ebd_ms "$(awk -v a="$cpu_ready" -v b="$cpu0" -v n="$n" 'BEGIN { printf "%.3f", (a - b) * 1000 / n }')"

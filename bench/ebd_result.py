@@ -260,6 +260,7 @@ def build(run):
             "operator": {
                 "startup_to_idle0": cpu0,
                 "to_ready": cpur,
+                "to_ready_kernel": num(r.get("op_cpu_sys_ready_s")),
                 "to_end": cpue,
                 "total": num(r.get("op_cpu_total_s")),
                 "per_ebd_ms_to_ready": round(cpur * 1000 / n, 3) if cpur is not None and n else None,
