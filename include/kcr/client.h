@@ -1,11 +1,13 @@
 /* kcr/client.h - the Kubernetes REST client.
  *
- * One client per process is enough: it is thread-safe and keeps a pool of
- * curl easy handles (each used by one thread at a time) so TCP/TLS
- * connections are reused. Each handle keeps a connection of its own and
- * speaks HTTP/1.1 on it (HTTP/2's multiplexing would go unused and cost
- * CPU on every request). TLS verification is on unless the config says
- * insecure-skip-tls-verify.
+ * One client per process is enough: it is thread-safe and keeps pools of
+ * connections (each used by one thread at a time) so TCP/TLS connections
+ * are reused. Each connection speaks HTTP/1.1 (HTTP/2's multiplexing would
+ * go unused and cost CPU on every request). Reads (GET: gets, lists,
+ * watches) are libcurl transfers; writes to an https server are written
+ * and read by the client itself on connections libcurl made (a quarter of
+ * a transfer's instructions). TLS verification is on unless the config
+ * says insecure-skip-tls-verify.
  *
  * Errors. A non-2xx answer maps to a code and the server's Status is copied
  * into *ei (when ei is not NULL): 400 KCR_EBADREQUEST, 401
@@ -103,7 +105,7 @@ KCR_API void kcr_client_free(kcr_client *c);
 /* The write fence that keeps a replica that lost its leader lease from
  * writing. When set, gate(ud) is called for every mutating request (POST,
  * PUT, PATCH, DELETE) at the last moment before it is sent - after its
- * connection is ready, from libcurl's pre-request callback - and a request
+ * connection is ready, just before its first byte goes out - and a request
  * for which it returns false is not sent: the call fails with
  * KCR_ECANCELED, and ei says the write was fenced. Requests marked
  * `ungated` (the lease's own) are never checked. gate runs on the calling

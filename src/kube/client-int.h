@@ -7,7 +7,10 @@
 #include <curl/curl.h>
 #include <stdatomic.h>
 
+#include "kcr/buf.h"
 #include "kcr/client.h"
+
+struct kcr__h1;
 
 /* One pooled connection: a curl handle and the credential generation its
  * client certificate was configured with. */
@@ -16,6 +19,10 @@ struct kcr__conn {
   CURLU *url; /* the request's URL, parsed here (see client.c: URL) */
   unsigned long cred_gen;
   bool cert_set;
+  bool own;           /* connected for exchanges of our own (client.c: DESIGN) */
+  curl_socket_t sock; /* own: its socket */
+  struct kcr__h1 *h1; /* own: the answer's reader */
+  struct kcr_buf msg; /* own: the request (wiped after each) */
   char errbuf[CURL_ERROR_SIZE];
 };
 

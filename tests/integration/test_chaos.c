@@ -255,10 +255,87 @@ static void informer_recovers_from_cut_streams(void **state)
   kcr_errinfo_cleanup(&ei);
 }
 
+/* Writes on connections the server side closed while they sat in the
+ * pool: every pooled connection is dead, and the next write must still go
+ * through (a dead reused connection is not tried again with another pooled
+ * one, which may be as dead). */
+struct writer {
+  kcr_client *c;
+  const char *ns;
+  int i;
+  pthread_barrier_t *go;
+  kcr_err rc;
+};
+
+static kcr_err put_cm(kcr_client *c, const char *ns, const char *name, int round,
+                      struct kcr_errinfo *ei)
+{
+  cJSON *obj = itest_json("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+                          "{\"name\":\"%s\"},\"data\":{\"round\":\"%d\"}}",
+                          name, round);
+  kcr_err rc = kcr_apply(
+      c, &(struct kcr_ref){&itest_configmaps, ns, name}, obj,
+      &(struct kcr_apply_opts){.field_manager = "chaos-test", .force = true}, NULL, ei);
+  cJSON_Delete(obj);
+  return rc;
+}
+
+static void *write_once(void *arg)
+{
+  struct writer *w = arg;
+  char name[32];
+  snprintf(name, sizeof(name), "pooled-%d", w->i);
+  pthread_barrier_wait(w->go);
+  w->rc = put_cm(w->c, w->ns, name, 0, NULL);
+  return NULL;
+}
+
+static void writes_go_through_after_every_pooled_connection_died(void **state)
+{
+  enum { WRITERS = 4 };
+  struct proxy p;
+  char *ns = itest_namespace(cl, "pooled");
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  pthread_barrier_t go;
+
+  proxy_start(&p, url_port(itest_env("KCR_APISERVER_URL")));
+  kcr_client *via = client_via(p.port);
+  /* Concurrent writes until the pool holds at least two connections. */
+  for(int round = 0; round < 20 && atomic_load(&p.conns) < 2; round++) {
+    struct writer w[WRITERS];
+    pthread_t th[WRITERS];
+    pthread_barrier_init(&go, NULL, WRITERS);
+    for(int i = 0; i < WRITERS; i++) {
+      w[i] = (struct writer){via, ns, i, &go, KCR_OK};
+      assert_int_equal(0, pthread_create(&th[i], NULL, write_once, &w[i]));
+    }
+    for(int i = 0; i < WRITERS; i++) {
+      pthread_join(th[i], NULL);
+      assert_int_equal(KCR_OK, w[i].rc);
+    }
+    pthread_barrier_destroy(&go);
+  }
+  assert_true(atomic_load(&p.conns) >= 2);
+  /* Cut every one of them, and wait until the proxy has closed them all. */
+  atomic_fetch_add(&p.generation, 1);
+  for(int i = 0; i < 100 && atomic_load(&p.cuts) < atomic_load(&p.conns); i++)
+    itest_sleep_ms(20);
+  assert_true(atomic_load(&p.cuts) >= 2);
+  print_message("pooled: %d connections cut\n", atomic_load(&p.cuts));
+  for(int i = 0; i < 3; i++)
+    itest_expect(KCR_OK, put_cm(via, ns, "after-the-cut", i, &ei), &ei);
+
+  kcr_client_free(via);
+  proxy_stop(&p);
+  itest_namespace_drop(cl, ns);
+  kcr_errinfo_cleanup(&ei);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(informer_recovers_from_cut_streams),
+      cmocka_unit_test(writes_go_through_after_every_pooled_connection_died),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
