@@ -15,8 +15,8 @@
  * request, a fifth of the client's whole cost (callgrind, ebdman: 232,000
  * -> 183,000 Ir per request).
  *
- * Writes on connections of our own: a request other than GET to an https
- * server (every write a controller makes) is not a curl transfer, unless the
+ * Writes on connections of our own: a request other than GET or HEAD to an
+ * https server (every write a controller makes) is not a curl transfer, unless the
  * environment names a proxy for https (https_proxy, all_proxy: then curl does
  * it all, as before). curl connects the handle (CURLOPT_CONNECT_ONLY: TCP,
  * TLS with every setting above, client certificate, tls-server-name) and
@@ -36,12 +36,16 @@
  * content coding the reader refuses: it never asks for one), watches stream
  * (watch.c), and a path with a byte a request line cannot hold (a space, a
  * control or non-ASCII byte) goes to curl, which refuses it as before. A
- * connection is kept while its answers are whole and say nothing of closing;
- * one that gives no answer at all after being reused (the server closed it
- * while idle, or restarted) is dropped and the request sent once more on a
- * new connection, as curl does; any other failure drops it. A connection made
- * with an older client certificate is not reused. The message holds the
- * bearer token: it is wiped after the exchange.
+ * connection is kept while its answers are whole and say nothing of closing,
+ * and is not used again when it has anything to read before the request
+ * goes out (one poll: the server closed it, or sent what would be taken for
+ * the next answer). One that gives no answer at all after being reused (the
+ * server closed it as the request went out, or restarted) is dropped and the
+ * request sent once more on a new connection, as curl does; any other
+ * failure drops it. A connection made with an older client certificate is
+ * not reused. Nothing is sent once the deadline has passed (KCR_FOREVER: no
+ * deadline). The message holds the bearer token: it is wiped after the
+ * exchange (and freed when over 64 KiB, so the pool keeps no large ones).
  *
  * TLS buffers: curl (7.88) sets OpenSSL's SSL_MODE_RELEASE_BUFFERS, so a
  * connection frees its 16 KiB read and write buffers whenever they are
@@ -119,6 +123,7 @@
 
 #define POOL_MAX    64
 #define ERRBODY_MAX ((size_t)64 << 10)
+#define MSG_KEEP    ((size_t)64 << 10) /* a pooled connection's request buffer, at most */
 
 struct kcr_client {
   atomic_uint refs;
@@ -846,10 +851,23 @@ static kcr_err wire_once(kcr_client *c, const struct kcr_http_request *req,
 
 /* ---- exchanges of our own (see DESIGN) ---- */
 
-/* Milliseconds until deadline (ns, monotonic); 0 when it has passed. */
+#define NO_DEADLINE UINT64_MAX
+
+/* The deadline (ns, monotonic) of a request of timeout ms from t0 (ns):
+ * NO_DEADLINE for KCR_FOREVER or one past the clock's range. */
+static uint64_t deadline_of(uint64_t t0, uint64_t ms)
+{
+  if(ms == KCR_FOREVER || ms > (NO_DEADLINE - t0) / 1000000)
+    return NO_DEADLINE;
+  return t0 + ms * 1000000;
+}
+
+/* Milliseconds until deadline; 0 when it has passed; KCR_FOREVER for none. */
 static uint64_t ms_left(uint64_t deadline)
 {
   uint64_t now = kcr_time_mono_ns();
+  if(deadline == NO_DEADLINE)
+    return KCR_FOREVER;
   return now >= deadline ? 0 : (deadline - now + 999999) / 1000000;
 }
 
@@ -863,12 +881,20 @@ static int own_wait(const struct kcr__conn *conn, short events, uint64_t deadlin
     int n;
     if(!ms)
       return 0;
-    n = poll(&pf, 1, ms > INT_MAX ? INT_MAX : (int)ms);
+    n = poll(&pf, 1, ms == KCR_FOREVER ? -1 : ms > INT_MAX ? INT_MAX : (int)ms);
     if(n > 0)
       return 1;
     if(n < 0 && errno != EINTR)
       return -1;
   }
+}
+
+/* Whether a pooled connection has something to read before a request was
+ * sent on it: the server closed it, or sent what nobody asked for. */
+static bool own_unasked(const struct kcr__conn *conn)
+{
+  struct pollfd pf = {conn->sock, POLLIN, 0};
+  return poll(&pf, 1, 0) != 0;
 }
 
 /* Connects conn (TCP and TLS, by curl: every setting of the handle holds)
@@ -878,13 +904,17 @@ static kcr_err own_connect(kcr_client *c, struct kcr__conn *conn,
                            const struct kcr_http_request *req, struct kcr_errinfo *ei)
 {
   CURLcode cc;
-  long ms = curl_ms(ms_left(deadline), true);
+  uint64_t left = ms_left(deadline);
+  long ms = curl_ms(left, true); /* 0: no limit */
 
+  if(!left) /* nothing left to connect in (curl would take 0 as no limit) */
+    return kcr_errinfo_set(ei, KCR_ETIMEDOUT, "%s %s: timed out before connecting",
+                           req->method, req->path);
   client_cert(conn, cr);
   conn->errbuf[0] = '\0';
   curl_easy_setopt(conn->h, CURLOPT_URL, c->base_url);
   curl_easy_setopt(conn->h, CURLOPT_CONNECT_ONLY, 1L);
-  curl_easy_setopt(conn->h, CURLOPT_TIMEOUT_MS, ms ? ms : 1L);
+  curl_easy_setopt(conn->h, CURLOPT_TIMEOUT_MS, ms);
   cc = curl_easy_perform(conn->h);
   if(cc == CURLE_OK)
     cc = curl_easy_getinfo(conn->h, CURLINFO_ACTIVESOCKET, &conn->sock);
@@ -967,11 +997,12 @@ enum own_end {
   OWN_FAILED,   /* rc and ei say why */
 };
 
-/* Sends conn's request and reads the answer into r. */
+/* Sends conn's request and reads the answer into r. OWN_STALE: *cause is
+ * curl's error (CURLE_OK: the connection ended). */
 static enum own_end own_exchange(struct kcr__conn *conn, uint64_t deadline,
                                  struct reply *r, bool *keep,
-                                 const struct kcr_http_request *req, kcr_err *rc,
-                                 struct kcr_errinfo *ei)
+                                 const struct kcr_http_request *req, CURLcode *cause,
+                                 kcr_err *rc, struct kcr_errinfo *ei)
 {
   struct kcr__h1 *h1 = conn->h1;
   struct own_reply o = {r, h1};
@@ -985,6 +1016,11 @@ static enum own_end own_exchange(struct kcr__conn *conn, uint64_t deadline,
 
   *keep = false;
   kcr__h1_init(h1);
+  conn->errbuf[0] = '\0';
+  if(!ms_left(deadline)) { /* not a byte out after the deadline */
+    w = 0;
+    goto wait_failed;
+  }
   while(n) {
     size_t sent = 0;
     cc = curl_easy_send(conn->h, p, n, &sent);
@@ -993,8 +1029,10 @@ static enum own_end own_exchange(struct kcr__conn *conn, uint64_t deadline,
         goto wait_failed;
       continue;
     }
-    if(cc)
+    if(cc) {
+      *cause = cc;
       return OWN_STALE; /* nothing came back, whatever went out */
+    }
     p += sent;
     n -= sent;
   }
@@ -1010,8 +1048,10 @@ static enum own_end own_exchange(struct kcr__conn *conn, uint64_t deadline,
       continue;
     }
     if(cc || !got) {
-      if(!any)
+      if(!any) {
+        *cause = cc;
         return OWN_STALE;
+      }
       if(cc) {
         why = curl_easy_strerror(cc);
         break;
@@ -1067,9 +1107,10 @@ static kcr_err own_once(kcr_client *c, const struct kcr_http_request *req,
   struct kcr__conn *conn;
   uint64_t t0 = kcr_time_mono_ns(),
            deadline =
-               t0 + (req->timeout_ms ? req->timeout_ms : c->opts.timeout_ms) * 1000000;
+               deadline_of(t0, req->timeout_ms ? req->timeout_ms : c->opts.timeout_ms);
   kcr_err rc;
   bool keep = false, fresh;
+  CURLcode cause = CURLE_OK;
 
   kcr_buf_reset(&resp->body);
   resp->code = 0;
@@ -1080,8 +1121,11 @@ static kcr_err own_once(kcr_client *c, const struct kcr_http_request *req,
     goto out;
   }
   for(int attempt = 0;; attempt++) {
-    /* a connection made with another client certificate is not used */
-    if(conn->sock != CURL_SOCKET_BAD && cr.cert && conn->cred_gen != cr.generation &&
+    /* a connection made with another client certificate is not used, nor
+     * one with something to read before it was asked (the server closed
+     * it, or sent what would be taken for the answer) */
+    if(conn->sock != CURL_SOCKET_BAD &&
+       ((cr.cert && conn->cred_gen != cr.generation) || own_unasked(conn)) &&
        (rc = renew(c, &conn)))
       goto out;
     fresh = conn->sock == CURL_SOCKET_BAD;
@@ -1092,7 +1136,7 @@ static kcr_err own_once(kcr_client *c, const struct kcr_http_request *req,
       keep = true;
       break;
     }
-    switch(own_exchange(conn, deadline, &r, &keep, req, &rc, ei)) {
+    switch(own_exchange(conn, deadline, &r, &keep, req, &cause, &rc, ei)) {
     case OWN_ANSWERED: resp->code = conn->h1->code; break;
     case OWN_STALE:
       /* The server had closed it: once more, on a new connection (the
@@ -1102,15 +1146,17 @@ static kcr_err own_once(kcr_client *c, const struct kcr_http_request *req,
           goto out;
         continue;
       }
-      rc = kcr_errinfo_set(ei, KCR_ETRANSPORT,
-                           "%s %s: the connection closed without an answer", req->method,
-                           req->path);
+      rc = kcr_errinfo_set(
+          ei, KCR_ETRANSPORT, "%s %s: the connection closed without an answer%s%s%s",
+          req->method, req->path, cause ? " (" : "",
+          cause ? (conn->errbuf[0] ? conn->errbuf : curl_easy_strerror(cause)) : "",
+          cause ? ")" : "");
       break;
     case OWN_FAILED: break;
     }
     break;
   }
-  kcr__client_observe(c, req->method, rc ? 0 : resp->code,
+  kcr__client_observe(c, req->method, rc || r.nomem || r.too_large ? 0 : resp->code,
                       (double)(kcr_time_mono_ns() - t0) / 1e9);
   if(!rc && (r.nomem || r.too_large)) {
     keep = false; /* the answer was cut short */
@@ -1123,7 +1169,10 @@ static kcr_err own_once(kcr_client *c, const struct kcr_http_request *req,
   }
 out:
   kcr_credentials_cleanup(&cr);
-  if(conn) { /* the request held the token */
+  if(conn && conn->msg.cap > MSG_KEEP) { /* the request held the token */
+    kcr__wipe_free(conn->msg.ptr, conn->msg.cap);
+    conn->msg = (struct kcr_buf)KCR_BUF_INIT;
+  } else if(conn) {
     kcr__wipe(conn->msg.ptr, conn->msg.len);
     kcr_buf_reset(&conn->msg);
   }
@@ -1146,7 +1195,7 @@ static kcr_err do_once(kcr_client *c, const struct kcr_http_request *req,
 
   if(c->wire)
     return wire_once(c, req, resp, retry_after_s, ei);
-  if(c->own_ok && strcmp(req->method, "GET") && plain_path(req->path))
+  if(c->own_ok && mutating(req->method) && plain_path(req->path))
     return own_once(c, req, resp, retry_after_s, ei);
   if(!(conn = kcr__conn_get(c)))
     return KCR_ENOMEM;

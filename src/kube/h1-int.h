@@ -8,9 +8,12 @@
  * Interim answers (1xx but 101) are skipped. What it refuses, with a reason
  * in why: a malformed status line, header field or chunk; a line longer
  * than KCR__H1_LINE_MAX or a head (or trailer) longer than KCR__H1_HEAD_MAX;
- * 101; a transfer coding other than chunked; a content coding other than
- * identity (the client never asks for one); Content-Length values that
- * disagree; a field folded over lines (obsolete, RFC 9112 5.2).
+ * 101; more than KCR__H1_INTERIM_MAX interim answers; a transfer coding
+ * other than chunked; a content coding other than identity (the client
+ * never asks for one); Content-Length values that disagree; a field folded
+ * over lines (obsolete, RFC 9112 5.2); a CR not followed by LF in the head
+ * or a chunk line (9112 2.2). Retry-After beyond INT32_MAX seconds is
+ * taken as INT32_MAX.
  *
  * Pure: no I/O, no allocation. One reader per answer; not thread-safe. */
 #ifndef KCR_H1_INT_H
@@ -20,8 +23,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KCR__H1_LINE_MAX 8192
-#define KCR__H1_HEAD_MAX (64 * 1024)
+#define KCR__H1_LINE_MAX    8192
+#define KCR__H1_HEAD_MAX    (64 * 1024)
+#define KCR__H1_INTERIM_MAX 16 /* interim (1xx) answers before the answer */
 
 enum kcr__h1_result {
   KCR__H1_MORE,    /* all of it taken; the answer goes on */
@@ -43,7 +47,8 @@ struct kcr__h1 {
   int st;
   bool chunked, has_len;
   uint64_t len, left;
-  size_t head, n; /* bytes of the current head; of line */
+  size_t head, n;   /* bytes of the current head; of line */
+  unsigned interim; /* interim answers read */
   char line[KCR__H1_LINE_MAX];
 };
 
@@ -52,8 +57,9 @@ void kcr__h1_init(struct kcr__h1 *h);
 
 /* Reads the next n bytes of the connection. *used gets how many belong to
  * the answer (all of them but after KCR__H1_DONE; what follows an answer
- * is the server's next message, or garbage). After DONE, BAD or STOPPED
- * it reads nothing more (returns the same again). */
+ * is the server's next message, or garbage; after KCR__H1_BAD it says
+ * nothing: the connection is done with). After DONE, BAD or STOPPED it
+ * reads nothing more (returns the same again). */
 enum kcr__h1_result kcr__h1_feed(struct kcr__h1 *h, const char *p, size_t n, size_t *used,
                                  kcr__h1_body_fn fn, void *ud);
 

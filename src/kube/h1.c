@@ -4,6 +4,7 @@
  * over Content-Length; otherwise until the connection closes) and chunked
  * coding (7.1: chunk extensions and trailer fields are read and dropped).
  * Lines end in CRLF; a bare LF is taken too (9112 2.2 allows it). */
+#include <stdint.h>
 #include <string.h>
 #include <strings.h>
 
@@ -33,6 +34,7 @@ void kcr__h1_init(struct kcr__h1 *h)
   h->chunked = h->has_len = false;
   h->len = h->left = 0;
   h->head = h->n = 0;
+  h->interim = 0;
 }
 
 static enum kcr__h1_result bad(struct kcr__h1 *h, const char *why)
@@ -126,7 +128,11 @@ static enum kcr__h1_result status_line(struct kcr__h1 *h, const char *l, size_t 
 static enum kcr__h1_result head_end(struct kcr__h1 *h)
 {
   if(h->code < 200) { /* interim: the answer follows */
+    unsigned interim = h->interim + 1;
+    if(interim > KCR__H1_INTERIM_MAX)
+      return bad(h, "more interim answers than 16");
     kcr__h1_init(h);
+    h->interim = interim;
     return KCR__H1_MORE;
   }
   if(h->code == 204 || h->code == 304)
@@ -182,7 +188,9 @@ static enum kcr__h1_result field(struct kcr__h1 *h, const char *l, size_t n)
     if(has_token(v, vn, "close"))
       h->close = true;
   } else if(ieq(l, nl, "retry-after")) {
-    h->retry_after_s = number(v, vn, 10, 15, &x) ? (long)x : -1;
+    h->retry_after_s = !number(v, vn, 10, 15, &x) ? -1
+                       : x > INT32_MAX            ? INT32_MAX
+                                                  : (long)x;
   } else if(ieq(l, nl, "content-encoding")) {
     if(vn && !ieq(v, vn, "identity"))
       return bad(h, "a content coding the client did not ask for");
@@ -262,12 +270,16 @@ enum kcr__h1_result kcr__h1_feed(struct kcr__h1 *h, const char *p, size_t n, siz
     size_t k = (size_t)((nl ? nl + 1 : p + n) - (p + i));
     const char *l = p + i;
     size_t ln;
-    if(h->st == ST_STATUS || h->st == ST_HEADER || h->st == ST_TRAILER) {
-      if((h->head += k) > KCR__H1_HEAD_MAX)
-        return *used = i, bad(h, "a head longer than 64 KiB");
-    }
-    if(h->n + k > KCR__H1_LINE_MAX)
-      return *used = i, bad(h, "a line longer than 8 KiB");
+    /* The limits, in the order the bytes cross them (the same however the
+     * text is cut). */
+    size_t line_room = KCR__H1_LINE_MAX - h->n, head_room = SIZE_MAX;
+    if(h->st == ST_STATUS || h->st == ST_HEADER || h->st == ST_TRAILER)
+      head_room = KCR__H1_HEAD_MAX - h->head;
+    if(k > line_room || k > head_room)
+      return *used = i, bad(h, head_room <= line_room ? "a head longer than 64 KiB"
+                                                      : "a line longer than 8 KiB");
+    if(head_room != SIZE_MAX)
+      h->head += k;
     i += k;
     if(!nl || h->n) {
       memcpy(h->line + h->n, l, k);
@@ -281,7 +293,10 @@ enum kcr__h1_result kcr__h1_feed(struct kcr__h1 *h, const char *p, size_t n, siz
     ln = k - 1; /* without the LF, and a CR before it */
     if(ln && l[ln - 1] == '\r')
       ln--;
-    r = line(h, l, ln);
+    if(memchr(l, '\r', ln)) /* 9112 2.2 */
+      r = bad(h, "a bare CR in a line");
+    else
+      r = line(h, l, ln);
   }
   *used = i;
   return r;

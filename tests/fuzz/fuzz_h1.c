@@ -1,11 +1,11 @@
 /* HTTP/1.1 answers read as they arrive (kcr__h1, src/kube/h1-int.h).
- * Input: the bytes a server sends; its first byte (when there is one) also
- * seeds how the rest is cut into reads. Checked: reading the bytes whole
- * and in those cuts gives the same result - the same outcome, status code,
- * body, reason, Retry-After, Connection: close, and the same number of
- * bytes taken - then the same at the connection's end; a read takes no
- * more than it is given, all of it while the answer goes on; a body framed
- * by Content-Length is exactly that long. */
+ * Input: the bytes a server sends; a hash of them seeds how they are cut
+ * into reads. Checked: reading the bytes whole and in those cuts gives the
+ * same result - the same outcome, status code, body, reason, Retry-After,
+ * Connection: close, and (unless refused) the same number of bytes taken -
+ * then the same at the connection's end; a read takes no more than it is
+ * given, all of it while the answer goes on; a body framed by
+ * Content-Length is exactly that long. */
 #include "fuzz.h"
 #include "kube/h1-int.h"
 
@@ -55,7 +55,7 @@ static void read_in(const uint8_t *data, size_t size, unsigned seed, struct read
 static void same(const struct read *a, const struct read *b)
 {
   FUZZ_CHECK(a->r == b->r);
-  FUZZ_CHECK(a->used == b->used);
+  FUZZ_CHECK(a->r == KCR__H1_BAD || a->used == b->used);
   FUZZ_CHECK(a->h.code == b->h.code);
   FUZZ_CHECK(a->body.len == b->body.len);
   FUZZ_CHECK(!a->body.len || !memcmp(a->body.ptr, b->body.ptr, a->body.len));
@@ -70,7 +70,11 @@ static void same(const struct read *a, const struct read *b)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
   struct read *whole = malloc(sizeof(*whole)), *cut = malloc(sizeof(*cut));
-  unsigned seed = size ? data[0] | 1u : 1u;
+  unsigned seed = 2166136261u; /* FNV-1a of the input; odd, never 0 */
+
+  for(size_t i = 0; i < size; i++)
+    seed = (seed ^ data[i]) * 16777619u;
+  seed |= 1u;
 
   FUZZ_CHECK(whole && cut);
   read_in(data, size, 0, whole);

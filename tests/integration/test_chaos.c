@@ -298,9 +298,14 @@ static void writes_go_through_after_every_pooled_connection_died(void **state)
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   pthread_barrier_t go;
 
+  /* writes go on connections of the client's own unless a proxy is named */
+  unsetenv("https_proxy");
+  unsetenv("HTTPS_PROXY");
+  unsetenv("all_proxy");
+  unsetenv("ALL_PROXY");
   proxy_start(&p, url_port(itest_env("KCR_APISERVER_URL")));
   kcr_client *via = client_via(p.port);
-  /* Concurrent writes until the pool holds at least two connections. */
+  /* Concurrent writes until at least two connections were opened. */
   for(int round = 0; round < 20 && atomic_load(&p.conns) < 2; round++) {
     struct writer w[WRITERS];
     pthread_t th[WRITERS];

@@ -595,6 +595,40 @@ static void connections_are_http1_and_keep_their_tls_buffers(void **state)
   kcr_errinfo_cleanup(&ei);
 }
 
+/* No time limit (KCR_FOREVER) means none, for writes too: the client's
+ * timeout_ms and a request's own. */
+static void writes_with_no_time_limit_go_through(void **state)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_http_response resp = {0};
+  cJSON *o = configmap("forever", "1");
+  char *path = NULL;
+  kcr_client *c = NULL;
+
+  itest_expect(KCR_OK,
+               kcr_client_new(&(struct kcr_client_opts){.config = kcr_client_config(cl),
+                                                        .timeout_ms = KCR_FOREVER},
+                              &c, &ei),
+               &ei);
+  itest_expect(
+      KCR_OK, kcr_create(c, &(struct kcr_ref){&itest_configmaps, ns}, o, NULL, NULL, &ei),
+      &ei);
+  assert_true(asprintf(&path, "/api/v1/namespaces/%s/configmaps/forever", ns) > 0);
+  itest_expect(KCR_OK,
+               kcr_client_do(cl,
+                             &(struct kcr_http_request){.method = "DELETE",
+                                                        .path = path,
+                                                        .timeout_ms = KCR_FOREVER},
+                             &resp, &ei),
+               &ei);
+  assert_int_equal(200, resp.code);
+  kcr_buf_cleanup(&resp.body);
+  free(path);
+  cJSON_Delete(o);
+  kcr_client_free(c);
+  kcr_errinfo_cleanup(&ei);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -606,6 +640,7 @@ int main(void)
       cmocka_unit_test(each_request_goes_to_its_own_url),
       cmocka_unit_test(tls_server_name_is_what_the_certificate_is_checked_against),
       cmocka_unit_test(connections_are_http1_and_keep_their_tls_buffers),
+      cmocka_unit_test(writes_with_no_time_limit_go_through),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -143,6 +143,8 @@ static void the_fields_it_acts_on(void **state)
       {"HTTP/1.1 200 X\r\nContent-Length: 3\r\nTransfer-Encoding: "
        "chunked\r\n\r\n0\r\n\r\n",
        -1, true},
+      {"HTTP/1.1 429 X\r\nRetry-After: 999999999999999\r\nContent-Length: 0\r\n\r\n",
+       INT32_MAX, false},
       {"HTTP/1.1 200 X\r\nContent-Length: 0\r\nContent-Length: 0\r\n"
        "Content-Encoding: identity\r\n\r\n",
        -1, false},
@@ -158,10 +160,26 @@ static void the_fields_it_acts_on(void **state)
   }
 }
 
+/* A head of 16-byte lines up to about at, then one line to the end of
+ * buf (n bytes with its NUL). */
+static void long_lines(char *buf, size_t n, size_t at)
+{
+  size_t i = 16;
+  memcpy(buf, "HTTP/1.1 200 O\r\n", 16);
+  for(; i + 16 <= at; i += 16)
+    memcpy(buf + i, "X: 0123456789a\r\n", 16);
+  memcpy(buf + i, "Y: ", 3);
+  memset(buf + i + 3, 'y', n - 1 - i - 3);
+  buf[n - 1] = '\0';
+}
+
 /* Every answer it cannot read is refused, saying why, in any cut. */
 static void what_it_refuses_and_why(void **state)
 {
   static char long_line[KCR__H1_LINE_MAX + 64], long_head[KCR__H1_HEAD_MAX + 4096];
+  /* a long line after a long head: the limit its bytes cross first */
+  static char line_first[60000], head_first[KCR__H1_HEAD_MAX + 4096];
+  static char interims[17 * 25 + 64];
   static const struct {
     const char *text, *why;
     bool eof;
@@ -199,8 +217,14 @@ static void what_it_refuses_and_why(void **state)
       {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n",
        "the connection closed before the answer ended", true},
       {"", "the connection closed before the answer ended", true},
+      {"HTTP/1.1 200 OK\r\nX: a\rb\r\n\r\n", "a bare CR in a line"},
+      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r2\r\n",
+       "a bare CR in a line"},
       {long_line, "a line longer than 8 KiB"},
       {long_head, "a head longer than 64 KiB"},
+      {interims, "more interim answers than 16"},
+      {line_first, "a line longer than 8 KiB"},
+      {head_first, "a head longer than 64 KiB"},
   };
 
   memset(long_line, 'x', sizeof(long_line) - 1);
@@ -208,6 +232,11 @@ static void what_it_refuses_and_why(void **state)
   for(size_t i = 0; i + 16 < sizeof(long_head); i += 16)
     memcpy(long_head + i, "X: 0123456789a\r\n", 16);
   memcpy(long_head, "HTTP/1.1 200 O\r\n", 16); /* one line of the 16 */
+  for(int i = 0; i <= KCR__H1_INTERIM_MAX; i++)
+    strcat(interims, "HTTP/1.1 100 Continue\r\n\r\n");
+  strcat(interims, "HTTP/1.1 200 OK\r\n\r\n");
+  long_lines(line_first, sizeof(line_first), 50000); /* line ends at 58,192 */
+  long_lines(head_first, sizeof(head_first), 60000); /* head ends at 65,536 */
   for(size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     size_t len = strlen(cases[i].text);
     print_message("%zu: %.60s\n", i, cases[i].text);
