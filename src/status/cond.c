@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cond-int.h"
 #include "core/assert-int.h"
 #include "kcr/cond.h"
 #include "kcr/json.h"
@@ -473,6 +474,23 @@ cJSON *kcr_cond_to_json(const struct kcr_cond *c)
   return o;
 }
 
+/* Whether update_item would change nothing in item: the comparisons it
+ * makes, without a copy. */
+static bool item_unchanged(const cJSON *item, const struct kcr_cond *c)
+{
+  bool ok;
+  return member_is(item, "status", nz(c->status)) &&
+         member_is(item, "reason", nz(c->reason)) &&
+         member_is(item, "message", nz(c->message)) &&
+         member_int(item, "observedGeneration", &ok) == c->observed_generation && ok;
+}
+
+bool kcr__cond_unchanged(const cJSON *conds, const struct kcr_cond *c)
+{
+  const cJSON *item = c ? kcr_cond_find(conds, c->type) : NULL;
+  return item && item_unchanged(item, c);
+}
+
 /* The body of SetStatusCondition for an existing item, applied to upd (a
  * private copy). */
 static kcr_err update_item(cJSON *upd, const struct kcr_cond *c, time_t now, bool *ch)
@@ -538,6 +556,8 @@ kcr_err kcr_cond_set(cJSON *conds, const struct kcr_cond *c, time_t now, bool *c
     ch = true;
     goto out;
   }
+  if(item_unchanged(old, c))
+    goto out; /* no copy to make */
   upd = cJSON_Duplicate(old, 1);
   if(!upd) {
     rc = KCR_ENOMEM;

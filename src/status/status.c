@@ -37,6 +37,7 @@
 #include <time.h>
 
 #include "core/assert-int.h"
+#include "cond-int.h"
 #include "core/json-int.h"
 #include "kcr/json.h"
 #include "kcr/log.h"
@@ -150,9 +151,32 @@ static void count(kcr_status_writer *w, const char *result, double n)
 
 /* ---- the merge ---- */
 
-/* kcr_status_merge on a status object (NULL: none yet). */
+/* Whether merge_status would find nothing to change in status (the desired
+ * conditions already valid): the same comparisons, with no copy - what most
+ * reconciles come to. */
+static bool unchanged(const cJSON *status, const struct kcr_status_desired *d)
+{
+  const cJSON *cur = kcr_json_at(status, "conditions"), *x;
+
+  for(size_t i = 0; i < d->n; i++)
+    if(!kcr__cond_unchanged(cur, &d->conds[i]))
+      return false;
+  if(d->observed_generation &&
+     kcr_json_int(status, "observedGeneration", -1) != d->observed_generation)
+    return false;
+  cJSON_ArrayForEach(x, d->extra)
+  {
+    const cJSON *have = cJSON_GetObjectItemCaseSensitive(status, x->string);
+    if(!have || !cJSON_Compare(have, x, 1))
+      return false;
+  }
+  return true;
+}
+
+/* kcr_status_merge on a status object (NULL: none yet); with need_list
+ * false, *conds stays NULL when nothing changed. */
 static kcr_err merge_status(const cJSON *status, const struct kcr_status_desired *d,
-                            time_t now, cJSON **conds, bool *changed,
+                            time_t now, bool need_list, cJSON **conds, bool *changed,
                             struct kcr_errinfo *ei)
 {
   const cJSON *cur = kcr_json_at(status, "conditions");
@@ -167,6 +191,8 @@ static kcr_err merge_status(const cJSON *status, const struct kcr_status_desired
   for(size_t i = 0; i < d->n; i++) /* all-or-nothing: validate first */
     if(kcr_cond_validate(&d->conds[i], ei))
       return KCR_EINVALID;
+  if(!need_list && unchanged(status, d))
+    return KCR_OK;
   list = cJSON_IsArray(cur) ? cJSON_Duplicate(cur, 1) : cJSON_CreateArray();
   if(!list)
     return KCR_ENOMEM;
@@ -196,7 +222,7 @@ static kcr_err merge_status(const cJSON *status, const struct kcr_status_desired
 kcr_err kcr_status_merge(const cJSON *obj, const struct kcr_status_desired *d, time_t now,
                          cJSON **conds, bool *changed, struct kcr_errinfo *ei)
 {
-  return merge_status(kcr_json_at(obj, "status"), d, now, conds, changed, ei);
+  return merge_status(kcr_json_at(obj, "status"), d, now, true, conds, changed, ei);
 }
 
 /* Adds observedGeneration and the extra fields to a status object. */
@@ -224,9 +250,9 @@ static kcr_err add_owned_fields(cJSON *st, const struct kcr_status_desired *d)
 
 /* The writers: *answer gets the text of the server's answer to the write
  * (the object), for remember(). */
-static kcr_err write_apply(kcr_status_writer *w, const struct kcr_ref *ref,
-                           const cJSON *merged, const struct kcr_status_desired *d,
-                           struct kcr_buf *answer, struct kcr_errinfo *ei)
+static kcr_err write_apply(kcr_status_writer *w, const struct kcr_ref *ref, cJSON *merged,
+                           const struct kcr_status_desired *d, struct kcr_buf *answer,
+                           struct kcr_errinfo *ei)
 {
   cJSON *body = cJSON_CreateObject(), *st, *mine;
   char *text = NULL;
@@ -239,13 +265,13 @@ static kcr_err write_apply(kcr_status_writer *w, const struct kcr_ref *ref,
      !(st = cJSON_AddObjectToObject(body, "status")) || add_owned_fields(st, d) ||
      !(mine = cJSON_AddArrayToObject(st, "conditions")))
     goto out;
-  /* Only our types, each as merged (so an unchanged one keeps its time). */
+  /* Only our types, each as merged (so an unchanged one keeps its time),
+   * moved out of merged (the caller's to free, read no more): a type named
+   * twice is sent once. */
   for(size_t i = 0; i < d->n; i++) {
-    cJSON *c = cJSON_Duplicate(kcr_cond_find(merged, d->conds[i].type), 1);
-    if(!c || !cJSON_AddItemToArray(mine, c)) {
-      cJSON_Delete(c);
-      goto out;
-    }
+    cJSON *c = kcr_cond_find(merged, d->conds[i].type);
+    if(c)
+      cJSON_AddItemToArray(mine, cJSON_DetachItemViaPointer(merged, c));
   }
   if(!(text = kcr_json_to_text(body)))
     goto out;
@@ -409,19 +435,23 @@ static bool plain_str(const struct kcr__json_want *w, char *out, size_t size)
 
 /* Keeps what a write answered (see DESIGN: read your own writes): the
  * object's uid, resourceVersion and status, found in one scan of the
- * answer's text (a whole object, managed fields included: parsing it into a
- * tree costs several times as much). */
+ * answer's text by its structure (a whole object, managed fields included:
+ * checking all of it, or parsing it into a tree, costs several times as
+ * much). The uid and resourceVersion must be plain strings; the status
+ * text is checked when it is needed (kcr__written_newer parses it, and a
+ * broken one counts as no record). */
 static void remember(kcr_status_writer *w, const struct kcr_buf *answer)
 {
   struct kcr__json_want want[] = {
       {.path = "metadata.uid"}, {.path = "metadata.resourceVersion"}, {.path = "status"}};
   char uid[64], rv[64];
 
-  kcr__json_spans(kcr_buf_str(answer), answer->len, want, 3);
+  kcr__json_spans_trusted(kcr_buf_str(answer), answer->len, want, 3);
   if(!plain_str(&want[0], uid, sizeof(uid)) || !plain_str(&want[1], rv, sizeof(rv)))
     return;
   if(want[2].at && *want[2].at != '{')
     want[2].at = NULL, want[2].n = 0; /* no status object: none yet */
+
   kcr__written_put(&w->written, uid, rv, want[2].at, want[2].n, kcr_time_mono_ms());
 }
 
@@ -446,8 +476,8 @@ kcr_err kcr_status_write(kcr_status_writer *w, const cJSON *obj,
   /* obj older than our last write to it: that write's status is the base. */
   mine = kcr__written_newer(&w->written, kcr_json_str(obj, "metadata.uid"), rv,
                             kcr_time_mono_ms());
-  rc = merge_status(mine ? mine : kcr_json_at(obj, "status"), d, kcr_time_now(), &merged,
-                    &changed, ei);
+  rc = merge_status(mine ? mine : kcr_json_at(obj, "status"), d, kcr_time_now(), false,
+                    &merged, &changed, ei);
   if(rc)
     goto out;
   if(mine)

@@ -62,8 +62,8 @@ void kcr__written_put(struct kcr__written *t, const char *key, const char *rv,
                       const char *text, size_t len, uint64_t now_ms);
 /* The status last written to key (a new tree, caller frees) when rv, the
  * version the caller sees, is older than that write's; else NULL, and a
- * record of key is dropped. NULL also when memory runs out (the record is
- * kept). */
+ * record of key is dropped. NULL also when memory runs out or the text is
+ * not JSON (the record is kept). */
 cJSON *kcr__written_newer(struct kcr__written *t, const char *key, const char *rv,
                           uint64_t now_ms);
 /* As kcr__written_newer, for any text: true when rv is older than the

@@ -217,7 +217,8 @@ cJSON *kcr__written_newer(struct kcr__written *t, const char *key, const char *r
   pthread_mutex_lock(&t->mu);
   r = pending(t, key, rv, false, now_ms);
   if(r && kcr_json_parse(r->text, r->len, &status, NULL))
-    status = NULL; /* out of memory: compare with what the caller has */
+    status = NULL; /* out of memory, or not JSON: compare with what the
+                      caller has */
   pthread_mutex_unlock(&t->mu);
   return status;
 }

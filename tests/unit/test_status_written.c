@@ -477,6 +477,21 @@ static void write_from(kcr_status_writer *w, const char *rv, enum kcr_write_resu
   kcr_errinfo_cleanup(&ei);
 }
 
+/* A status writer of Widgets through c, in the given mode. */
+static kcr_status_writer *widget_writer(kcr_client *c, enum kcr_status_mode mode)
+{
+  kcr_status_writer *w = NULL;
+  struct kcr_status_writer_opts o = {
+      .client = c,
+      .gvr = &(struct kcr_gvr){"test.kcr.io", "v1", "widgets", true},
+      .api_version = "test.kcr.io/v1",
+      .kind = "Widget",
+      .field_manager = "kcr-test",
+      .mode = mode};
+  assert_int_equal(KCR_OK, kcr_status_writer_new(&o, &w, NULL));
+  return w;
+}
+
 static void a_stale_object_is_not_written_again(void **state)
 {
   static const enum kcr_status_mode modes[] = {KCR_STATUS_APPLY, KCR_STATUS_MERGE_PATCH,
@@ -484,16 +499,8 @@ static void a_stale_object_is_not_written_again(void **state)
   for(size_t i = 0; i < 3; i++) {
     struct api a = {0, 0, 7};
     kcr_client *c = twire_client(one_widget, &a);
-    kcr_status_writer *w = NULL;
-    struct kcr_status_writer_opts o = {
-        .client = c,
-        .gvr = &(struct kcr_gvr){"test.kcr.io", "v1", "widgets", true},
-        .api_version = "test.kcr.io/v1",
-        .kind = "Widget",
-        .field_manager = "kcr-test",
-        .mode = modes[i]};
+    kcr_status_writer *w = widget_writer(c, modes[i]);
     int upd = modes[i] == KCR_STATUS_UPDATE_RETRY;
-    assert_int_equal(KCR_OK, kcr_status_writer_new(&o, &w, NULL));
 
     write_from(w, "7", KCR_WRITE_WRITTEN); /* answered with version 8 */
     assert_int_equal(1, a.writes);
@@ -514,6 +521,47 @@ static void a_stale_object_is_not_written_again(void **state)
     kcr_status_writer_free(w);
     kcr_client_free(c);
   }
+}
+
+/* A write answered with a broken status (or no plain uid): nothing is
+ * remembered, so the stale object that follows is written again. */
+struct broken {
+  int writes;
+  const char *answer;
+};
+
+static kcr_err broken_answer(struct twire_call *call, void *ud)
+{
+  struct broken *b = ud;
+  b->writes++;
+  return twire_reply(call, 200, "%s", b->answer);
+}
+
+static void only_what_a_well_formed_answer_says_is_remembered(void **state)
+{
+  static const char *const answers[] = {
+      /* the status cut short inside its list */
+      "{\"metadata\":{\"name\":\"w\",\"uid\":\"u-1\",\"resourceVersion\":\"8\"},"
+      "\"status\":{\"observedGeneration\":1,\"conditions\":[}}",
+      /* a bare word in the status */
+      "{\"metadata\":{\"name\":\"w\",\"uid\":\"u-1\",\"resourceVersion\":\"8\"},"
+      "\"status\":{\"observedGeneration\":tru}}",
+      /* an escaped uid */
+      "{\"metadata\":{\"name\":\"w\",\"uid\":\"u\\u002d1\",\"resourceVersion\":"
+      "\"8\"},\"status\":{}}",
+  };
+  for(size_t i = 0; i < sizeof(answers) / sizeof(answers[0]); i++) {
+    struct broken b = {0, answers[i]};
+    kcr_client *c = twire_client(broken_answer, &b);
+    kcr_status_writer *w = widget_writer(c, KCR_STATUS_APPLY);
+    write_from(w, "7", KCR_WRITE_WRITTEN);
+    write_from(w, "7", KCR_WRITE_WRITTEN); /* no record: the object is the base */
+    if(b.writes != 2)
+      fail_msg("answer %zu: %d writes, want 2", i, b.writes);
+    kcr_status_writer_free(w);
+    kcr_client_free(c);
+  }
+  (void)state;
 }
 
 /* Under allocation failure: a write is WRITTEN or FAILED as it went, and
@@ -589,6 +637,7 @@ int main(void)
       cmocka_unit_test(records_seen_caught_up_go_after_a_grace),
       cmocka_unit_test(seen_through_the_public_handles),
       cmocka_unit_test(a_stale_object_is_not_written_again),
+      cmocka_unit_test(only_what_a_well_formed_answer_says_is_remembered),
       cmocka_unit_test(stale_writes_hold_under_allocation_failure),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
