@@ -3,6 +3,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
 #include <cmocka.h>
 
 #include "kcr/time.h"
@@ -26,6 +29,54 @@ static void formats_micro_time(void **state)
   struct timespec ts = {1795946400, 123456789};
   kcr_time_format_micro(&ts, out);
   assert_string_equal("2026-11-29T10:00:00.123456Z", out);
+}
+
+/* The text printf gives for t (gmtime_r's fields), as the formatter wrote
+ * it before it wrote digits by hand. */
+static void reference(time_t t, long us, char *out, size_t n)
+{
+  struct tm tm;
+  char tmp[96];
+  assert_non_null(gmtime_r(&t, &tm));
+  if(us < 0)
+    snprintf(tmp, sizeof(tmp), "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900,
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+  else
+    snprintf(tmp, sizeof(tmp), "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900,
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, us);
+  snprintf(out, n, "%s", tmp);
+}
+
+/* Every second of a day at each end of the years 0..9999 and at leap days,
+ * and a walk over the whole range: the same text as printf's. */
+static void formats_as_printf_does(void **state)
+{
+  static const time_t starts[] = {-62167219200LL, /* 0000-01-01 */
+                                  -62162121600LL, /* 0000-02-29 (a leap year) */
+                                  0,
+                                  951782400,      /* 2000-02-29 */
+                                  4107456000LL,   /* 2100-02-28 (not leap) */
+                                  253402214400LL, /* 9999-12-31 */
+                                  -86400};
+  char got[KCR_RFC3339_MICRO_LEN], want[KCR_RFC3339_MICRO_LEN];
+  struct timespec ts;
+
+  for(size_t i = 0; i < sizeof(starts) / sizeof(starts[0]); i++)
+    for(time_t t = starts[i]; t < starts[i] + 86400; t += 7) {
+      kcr_time_format(t, got);
+      reference(t, -1, want, KCR_RFC3339_LEN);
+      if(strcmp(got, want))
+        fail_msg("%lld: '%s', want '%s'", (long long)t, got, want);
+    }
+  for(time_t t = -62167219200LL; t < 253402300800LL; t += 86400 * 37 + 3607) {
+    ts.tv_sec = t;
+    ts.tv_nsec = (long)((uint64_t)t * 2654435761u % 1000000000u);
+    kcr_time_format_micro(&ts, got);
+    reference(t, ts.tv_nsec / 1000, want, sizeof(want));
+    if(strcmp(got, want))
+      fail_msg("%lld.%09ld: '%s', want '%s'", (long long)t, ts.tv_nsec, got, want);
+  }
+  (void)state;
 }
 
 static void parses_and_round_trips(void **state)
@@ -240,6 +291,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(formats_second_precision_utc),
       cmocka_unit_test(formats_micro_time),
+      cmocka_unit_test(formats_as_printf_does),
       cmocka_unit_test(parses_and_round_trips),
       cmocka_unit_test(refuses_malformed),
       cmocka_unit_test(refuses_what_go_refuses),
