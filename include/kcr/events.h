@@ -88,7 +88,6 @@
 #ifndef KCR_EVENTS_H
 #define KCR_EVENTS_H
 
-#include <cjson/cJSON.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -149,16 +148,16 @@ struct kcr_event {
 
 /* Where the recorder writes; the default is the API server via opts.client.
  * op CREATE: POST body (a whole Event) to the events of namespace ns;
- * op PATCH: merge-patch Event ns/name with body. Returns what kcr_create /
- * kcr_patch would (KCR_ENOTFOUND, KCR_EEXIST, ... drive the recorder's
- * retries and re-creation) and may fill ei (a KCR_ETOOMANY with
- * ei->retry_after_ms pauses the senders that long). body is borrowed for
- * the call. Called on the recorder's sender threads, up to opts.senders
- * calls at once, never two at once for the same Event: it must be
- * thread-safe. For tests. */
+ * op PATCH: merge-patch Event ns/name with body. body is JSON text, len
+ * bytes (NUL-terminated as well), borrowed for the call. Returns what
+ * kcr_create / kcr_patch would (KCR_ENOTFOUND, KCR_EEXIST, ... drive the
+ * recorder's retries and re-creation) and may fill ei (a KCR_ETOOMANY with
+ * ei->retry_after_ms pauses the senders that long). Called on the recorder's sender
+ * threads, up to opts.senders calls at once, never two at once for the same Event: it
+ * must be thread-safe. For tests. */
 enum kcr_event_op { KCR_EVENT_CREATE, KCR_EVENT_PATCH };
 typedef kcr_err (*kcr_event_sink_fn)(void *ud, enum kcr_event_op op, const char *ns,
-                                     const char *name, const cJSON *body,
+                                     const char *name, const char *body, size_t len,
                                      struct kcr_errinfo *ei);
 
 /* Options for kcr_recorder_new(); zero means the default shown. */

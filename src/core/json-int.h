@@ -65,6 +65,11 @@ kcr_err kcr__json_find(const char *text, size_t len, const char *path, const cha
  * text; KCR_ENOMEM (out's error). */
 kcr_err kcr__json_print(const cJSON *obj, struct kcr_buf *out);
 
+/* Appends s (NULL: "") to out as a JSON string, quoted and escaped as
+ * kcr__json_print writes strings: for a text built without a tree. Running
+ * out of memory shows in kcr_buf_err(out). */
+void kcr__json_put_string(struct kcr_buf *out, const char *s);
+
 /* One value wanted by kcr__json_spans. */
 struct kcr__json_want {
   const char *path; /* member names separated by dots: "metadata.uid" */

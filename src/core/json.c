@@ -1200,6 +1200,8 @@ static void put_string(struct kcr_buf *b, const char *s)
   done(b, o);
 }
 
+void kcr__json_put_string(struct kcr_buf *out, const char *s) { put_string(out, s); }
+
 /* cJSON's check that a printed double reads back as itself. */
 static bool same_double(double a, double b)
 {

@@ -159,6 +159,7 @@
 
 #include "core/assert-int.h"
 #include "core/htab-int.h"
+#include "core/json-int.h"
 #include "kcr/events.h"
 #include "kcr/hash.h"
 #include "kcr/htab.h"
@@ -1132,75 +1133,119 @@ kcr_err kcr_recorder_eventf(kcr_recorder *r, const struct kcr_event_ref *regardi
   return rc;
 }
 
-/* ---- bodies ---- */
+/* ---- bodies ----
+ *
+ * JSON text written directly, member by member, as kcr_json_to_text would
+ * print the tree (the same members in the same order): no tree to build
+ * and free for each Event. Names are constants with nothing to escape;
+ * values go through kcr__json_put_string. */
 
-static bool add_str(cJSON *o, const char *k, const char *v)
+/* Appends "name":"v", after a comma unless it is the object's first. */
+static void put_str(struct kcr_buf *b, bool *more, const char *name, const char *v)
 {
-  return cJSON_AddStringToObject(o, k, v) != NULL;
+  kcr_buf_puts(b, *more ? ",\"" : "\"");
+  *more = true;
+  kcr_buf_puts(b, name);
+  kcr_buf_puts(b, "\":");
+  kcr__json_put_string(b, v);
 }
 
-static bool add_opt(cJSON *o, const char *k, const char *v)
+/* put_str, only when v is not empty. */
+static void put_opt(struct kcr_buf *b, bool *more, const char *name, const char *v)
 {
-  return !*v || add_str(o, k, v);
+  if(*v)
+    put_str(b, more, name, v);
 }
 
 /* The note as sent: a combined Event's says so, cut to the limit. */
-static bool add_note(cJSON *o, const struct entry *e)
+static void put_note(struct kcr_buf *b, bool *more, const struct entry *e)
 {
   char buf[sizeof(COMBINED) + KCR_EVENT_NOTE_MAX];
   int n;
 
-  if(!e->combined)
-    return add_opt(o, "note", e->note);
+  if(!e->combined) {
+    put_opt(b, more, "note", e->note);
+    return;
+  }
   n = snprintf(buf, sizeof(buf), "%s%s", COMBINED, e->note);
   if(n < 0)
-    return false;
+    n = 0;
   if((size_t)n >= sizeof(buf))
     n = (int)sizeof(buf) - 1;
   buf[kcr_event_note_cut(buf, (size_t)n, KCR_EVENT_NOTE_MAX)] = '\0';
-  return add_str(o, "note", buf);
+  put_str(b, more, "note", buf);
 }
 
-static bool add_series(cJSON *o, const struct entry *e)
+/* Appends "series":{"count":N,"lastObservedTime":"..."}. */
+static void put_series(struct kcr_buf *b, bool *more, const struct entry *e)
 {
   char t[KCR_RFC3339_MICRO_LEN];
-  cJSON *s = cJSON_AddObjectToObject(o, "series");
+  bool in = false;
+
   kcr_time_format_micro(&e->last_observed, t);
-  return s && cJSON_AddNumberToObject(s, "count", (double)e->count) &&
-         add_str(s, "lastObservedTime", t);
+  kcr_buf_printf(b, "%s\"series\":{\"count\":%llu", *more ? "," : "",
+                 (unsigned long long)e->count);
+  *more = true;
+  in = true;
+  put_str(b, &in, "lastObservedTime", t);
+  kcr_buf_puts(b, "}");
 }
 
-/* The whole Event, with its series when it has repeats already. */
-static cJSON *event_body(const kcr_recorder *r, const struct entry *e)
+/* The text of the whole Event, with its series when it has repeats
+ * already; NULL when out of memory. */
+static char *event_body(const kcr_recorder *r, const struct entry *e)
 {
-  cJSON *o = cJSON_CreateObject(), *md, *rg;
-  bool ok =
-      o && add_str(o, "apiVersion", "events.k8s.io/v1") && add_str(o, "kind", "Event") &&
-      (md = cJSON_AddObjectToObject(o, "metadata")) && add_str(md, "name", e->name) &&
-      add_str(md, "namespace", e->ns) && add_str(o, "eventTime", e->event_time) &&
-      add_str(o, "reportingController", r->controller) &&
-      add_str(o, "reportingInstance", r->instance) && add_str(o, "action", e->action) &&
-      add_str(o, "reason", e->reason) && add_note(o, e) && add_str(o, "type", e->type) &&
-      (rg = cJSON_AddObjectToObject(o, "regarding")) &&
-      add_opt(rg, "apiVersion", e->r_api) && add_str(rg, "kind", e->r_kind) &&
-      add_opt(rg, "namespace", e->r_ns) && add_str(rg, "name", e->r_name) &&
-      add_opt(rg, "uid", e->r_uid) && add_opt(rg, "resourceVersion", e->r_rv) &&
-      (e->count < 2 || add_series(o, e));
-  if(!ok) {
-    cJSON_Delete(o);
+  struct kcr_buf b = KCR_BUF_INIT;
+  bool more = false, in = false;
+
+  kcr_buf_reserve(&b, 512); /* an Event at once, not step by step */
+  kcr_buf_puts(&b, "{");
+  put_str(&b, &more, "apiVersion", "events.k8s.io/v1");
+  put_str(&b, &more, "kind", "Event");
+  kcr_buf_puts(&b, ",\"metadata\":{");
+  put_str(&b, &in, "name", e->name);
+  put_str(&b, &in, "namespace", e->ns);
+  kcr_buf_puts(&b, "}");
+  put_str(&b, &more, "eventTime", e->event_time);
+  put_str(&b, &more, "reportingController", r->controller);
+  put_str(&b, &more, "reportingInstance", r->instance);
+  put_str(&b, &more, "action", e->action);
+  put_str(&b, &more, "reason", e->reason);
+  put_note(&b, &more, e);
+  put_str(&b, &more, "type", e->type);
+  kcr_buf_puts(&b, ",\"regarding\":{");
+  in = false;
+  put_opt(&b, &in, "apiVersion", e->r_api);
+  put_str(&b, &in, "kind", e->r_kind);
+  put_opt(&b, &in, "namespace", e->r_ns);
+  put_str(&b, &in, "name", e->r_name);
+  put_opt(&b, &in, "uid", e->r_uid);
+  put_opt(&b, &in, "resourceVersion", e->r_rv);
+  kcr_buf_puts(&b, "}");
+  if(e->count >= 2)
+    put_series(&b, &more, e);
+  kcr_buf_puts(&b, "}");
+  if(kcr_buf_err(&b)) {
+    kcr_buf_cleanup(&b);
     return NULL;
   }
-  return o;
+  return kcr_buf_take(&b);
 }
 
-static cJSON *series_body(const struct entry *e)
+/* The text of a merge patch of the series; NULL when out of memory. */
+static char *series_body(const struct entry *e)
 {
-  cJSON *o = cJSON_CreateObject();
-  if(o && !add_series(o, e)) {
-    cJSON_Delete(o);
+  struct kcr_buf b = KCR_BUF_INIT;
+  bool more = false;
+
+  kcr_buf_puts(&b, "{");
+  put_series(&b, &more, e);
+  kcr_buf_puts(&b, "}");
+  if(kcr_buf_err(&b)) {
+    kcr_buf_cleanup(&b);
     return NULL;
   }
-  return o;
+  return kcr_buf_take(&b);
 }
 
 /* ---- the senders ---- */
@@ -1208,7 +1253,7 @@ static cJSON *series_body(const struct entry *e)
 struct job {
   struct entry *e;
   enum kcr_event_op op;
-  cJSON *body;    /* NULL if it could not be built */
+  char *body;     /* its text; NULL if it could not be built */
   uint64_t count; /* the count the body carries */
 };
 
@@ -1396,14 +1441,13 @@ static enum verdict judge(const kcr_recorder *r, const struct job *j, kcr_err rc
  * on its own schedule, and a sender sleeping through Retry-After inside the
  * client would keep its job from everyone. */
 static kcr_err api_sink(void *ud, enum kcr_event_op op, const char *ns, const char *name,
-                        const cJSON *body, struct kcr_errinfo *ei)
+                        const char *text, size_t len, struct kcr_errinfo *ei)
 {
   bool create = op == KCR_EVENT_CREATE;
   struct kcr_ref ref = {.gvr = &events_gvr, .ns = ns, .name = create ? NULL : name};
   struct kcr_buf path = KCR_BUF_INIT;
   struct kcr_http_response resp = {.body = KCR_BUF_INIT};
-  char *text = kcr_json_to_text(body);
-  kcr_err rc = text ? kcr_path(&path, &ref) : KCR_ENOMEM;
+  kcr_err rc = kcr_path(&path, &ref);
 
   if(!rc)
     rc = kcr_client_do(ud,
@@ -1412,12 +1456,11 @@ static kcr_err api_sink(void *ud, enum kcr_event_op op, const char *ns, const ch
                            .path = path.ptr,
                            .content_type = create ? NULL : "application/merge-patch+json",
                            .body = text,
-                           .body_len = strlen(text),
+                           .body_len = len,
                            .max_retries = -1},
                        &resp, ei);
   kcr_buf_cleanup(&resp.body);
   kcr_buf_cleanup(&path);
-  free(text);
   return rc;
 }
 
@@ -1562,9 +1605,10 @@ static void run(kcr_recorder *r, struct job *j)
   /* The entry's strings are immutable and it cannot go away while busy (I2);
    * attempts and recreate are written only by the sender that holds it
    * busy. */
-  rc = j->body ? r->sink(r->sink_ud, j->op, j->e->ns, j->e->name, j->body, &ei)
+  rc = j->body ? r->sink(r->sink_ud, j->op, j->e->ns, j->e->name, j->body,
+                         strlen(j->body), &ei)
                : KCR_ENOMEM;
-  cJSON_Delete(j->body);
+  free(j->body);
   j->body = NULL;
   v = judge(r, j, rc, &ei);
   pause = pause_ms(r, &ei);

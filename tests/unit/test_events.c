@@ -35,8 +35,9 @@ static _Atomic uint64_t fake_now = 1000000; /* the test clock */
 struct call {
   enum kcr_event_op op;
   char *ns, *name;
-  cJSON *body;
+  cJSON *body; /* parsed from text */
   uint64_t at; /* the test clock when it was made */
+  char *text;  /* as sent */
 };
 
 struct fake {
@@ -64,16 +65,21 @@ static void fake_cleanup(struct fake *f)
     free(f->calls[i].ns);
     free(f->calls[i].name);
     cJSON_Delete(f->calls[i].body);
+    free(f->calls[i].text);
   }
   pthread_mutex_destroy(&f->mu);
   pthread_cond_destroy(&f->cv);
 }
 
 static kcr_err fake_sink(void *ud, enum kcr_event_op op, const char *ns, const char *name,
-                         const cJSON *body, struct kcr_errinfo *ei)
+                         const char *text, size_t len, struct kcr_errinfo *ei)
 {
   struct fake *f = ud;
+  cJSON *body = NULL; /* stays NULL when text is not JSON: checks then fail */
   kcr_err rc;
+
+  if(strlen(text) != len || kcr_json_parse(text, len, &body, NULL))
+    body = NULL;
 
   pthread_mutex_lock(&f->mu);
   f->in_sink++;
@@ -81,8 +87,10 @@ static kcr_err fake_sink(void *ud, enum kcr_event_op op, const char *ns, const c
   while(f->gate_closed)
     pthread_cond_wait(&f->cv, &f->mu);
   if(f->n < MAXCALLS)
-    f->calls[f->n] = (struct call){op, strdup(ns), strdup(name), cJSON_Duplicate(body, 1),
-                                   atomic_load(&fake_now)};
+    f->calls[f->n] = (struct call){
+        op, strdup(ns), strdup(name), body, atomic_load(&fake_now), strdup(text)};
+  else
+    cJSON_Delete(body);
   rc = f->n < 64 ? f->script[f->n] : KCR_OK;
   f->n++;
   f->in_sink--;
@@ -579,6 +587,44 @@ static void repeats_become_one_series_patch(void **state)
   kcr_recorder_free(r);
   kcr_metrics_free(reg);
   fake_cleanup(&f);
+}
+
+/* The bodies are written as text, not printed from a tree: each must be
+ * the compact JSON kcr_json_to_text prints of what it parses to, with every
+ * string escaped (quotes, backslashes, control characters; UTF-8 kept). */
+static void bodies_are_compact_json_with_every_string_escaped(void **state)
+{
+  static const char note[] = "say \"hi\" \\ tab\t nl\n bell\x07 caf\xc3\xa9 \x7f end";
+  const struct kcr_event_ref odd = {"v1",   "ConfigMap", "ns1", "cm \"quoted\"",
+                                    "u\\1", "42"};
+  struct fake f;
+  kcr_recorder *r;
+
+  fake_init(&f);
+  r = recorder(&f, (struct kcr_recorder_opts){0});
+  assert_int_equal(KCR_OK,
+                   kcr_recorder_eventf(r, &odd, "Warning", "Failed", "Sync", "%s", note));
+  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  for(int i = 0; i < 2; i++)
+    assert_int_equal(
+        KCR_OK, kcr_recorder_eventf(r, &odd, "Warning", "Failed", "Sync", "%s", note));
+  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
+  assert_int_equal(2, ncalls(&f));
+  for(int i = 0; i < 2; i++) {
+    char *again;
+    assert_non_null(f.calls[i].body);
+    again = kcr_json_to_text(f.calls[i].body);
+    assert_non_null(again);
+    assert_string_equal(again, f.calls[i].text);
+    free(again);
+  }
+  assert_string_equal(note, str(f.calls[0].body, "note"));
+  assert_string_equal(odd.name, str(f.calls[0].body, "regarding.name"));
+  assert_string_equal(odd.uid, str(f.calls[0].body, "regarding.uid"));
+  assert_int_equal(3, kcr_json_int(f.calls[1].body, "series.count", 0));
+  kcr_recorder_free(r);
+  fake_cleanup(&f);
+  (void)state;
 }
 
 static void series_writes_wait_for_the_flush_interval(void **state)
@@ -1273,7 +1319,7 @@ struct slow {
 };
 
 static kcr_err slow_sink(void *ud, enum kcr_event_op op, const char *ns, const char *name,
-                         const cJSON *body, struct kcr_errinfo *ei)
+                         const char *body, size_t len, struct kcr_errinfo *ei)
 {
   struct slow *s = ud;
   int now = atomic_fetch_add(&s->active, 1) + 1, peak = atomic_load(&s->peak);
@@ -1732,6 +1778,7 @@ int main(void)
       cmocka_unit_test(invalid_events_are_refused_and_nothing_is_sent),
       cmocka_unit_test(one_event_is_one_create_with_the_exact_fields),
       cmocka_unit_test(repeats_become_one_series_patch),
+      cmocka_unit_test(bodies_are_compact_json_with_every_string_escaped),
       cmocka_unit_test(series_writes_wait_for_the_flush_interval),
       cmocka_unit_test(repeats_before_the_create_go_into_it),
       cmocka_unit_test(a_series_waits_its_interval_again_after_a_flush_ends),

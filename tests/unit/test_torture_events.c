@@ -74,14 +74,19 @@ static void report_bad(struct sink *s, bool create, const cJSON *body)
 }
 
 static kcr_err sink(void *ud, enum kcr_event_op op, const char *ns, const char *name,
-                    const cJSON *body, struct kcr_errinfo *ei)
+                    const char *text, size_t len, struct kcr_errinfo *ei)
 {
   struct sink *s = ud;
   bool create = op == KCR_EVENT_CREATE;
+  cJSON *body;
 
   atomic_fetch_add(create ? &s->creates : &s->patches, 1);
+  tfail_exempt(true); /* the check's parse, not the recorder's work */
+  body = strlen(text) == len ? cJSON_ParseWithLength(text, len) : NULL;
   if(!whole_write(create, ns, name, body))
     report_bad(s, create, body);
+  cJSON_Delete(body);
+  tfail_exempt(false);
   return KCR_OK;
 }
 
