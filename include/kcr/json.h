@@ -88,6 +88,13 @@ KCR_API kcr_err kcr_json_parse(const char *text, size_t len, cJSON **out,
  * a new string owned by the caller (free); NULL if out of memory or obj is
  * NULL. */
 KCR_API char *kcr_json_to_text(const cJSON *obj);
+/* A keyed digest of a tree's content (kcr_hash's key: the same within one
+ * process, different in the next), for remembering what was sent without
+ * keeping or printing it: equal trees - the same kinds, member names in the
+ * same order, the same strings, numbers (as doubles) and Raw texts - hash
+ * the same. NULL hashes as JSON null. Allocates nothing. Thread safety: as
+ * reading the tree. */
+KCR_API uint64_t kcr_json_hash(const cJSON *obj);
 
 #ifdef __cplusplus
 }

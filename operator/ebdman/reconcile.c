@@ -99,16 +99,10 @@ static void child_key(char *out, size_t n, const char *resource, const char *ns,
   snprintf(out, n, "%s/%s/%s%s", resource, ns ? ns : "", name ? name : "", suffix);
 }
 
-/* A digest of the child as wanted (before its precondition), in out[17];
- * "" when out of memory. */
+/* A digest of the child as wanted (before its precondition), in out[17]. */
 static void digest(const cJSON *want, char out[17])
 {
-  char *text = kcr_json_to_text(want);
-
-  *out = '\0';
-  if(text)
-    snprintf(out, 17, "%016llx", (unsigned long long)kcr_hash_str(text));
-  free(text);
+  snprintf(out, 17, "%016llx", (unsigned long long)kcr_json_hash(want));
 }
 
 /* Whether an earlier apply of this very child (digest sum, computed here

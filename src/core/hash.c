@@ -138,3 +138,33 @@ uint64_t kcr__hash_strv(const char *const *sv, size_t n)
   }
   return sip_final(&s, len, w);
 }
+
+void kcr__hash_begin(struct kcr__hasher *h)
+{
+  struct sip s;
+
+  pthread_once(&key_once, key_init);
+  s = sip_init(proc_key);
+  *h = (struct kcr__hasher){.v = {s.v0, s.v1, s.v2, s.v3}};
+}
+
+void kcr__hash_add(struct kcr__hasher *h, const void *p, size_t n)
+{
+  const unsigned char *m = p;
+  struct sip s = {h->v[0], h->v[1], h->v[2], h->v[3]};
+
+  for(size_t i = 0; i < n; i++) {
+    h->w |= (uint64_t)m[i] << (8 * (h->len & 7));
+    if(!(++h->len & 7)) {
+      sip_word(&s, h->w);
+      h->w = 0;
+    }
+  }
+  h->v[0] = s.v0, h->v[1] = s.v1, h->v[2] = s.v2, h->v[3] = s.v3;
+}
+
+uint64_t kcr__hash_end(struct kcr__hasher *h)
+{
+  struct sip s = {h->v[0], h->v[1], h->v[2], h->v[3]};
+  return sip_final(&s, h->len, h->w);
+}

@@ -46,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hash-int.h"
 #include "core/json-int.h"
 #include "kcr/json.h"
 
@@ -1297,4 +1298,45 @@ char *kcr_json_to_text(const cJSON *obj)
     return NULL;
   }
   return kcr_buf_take(&b);
+}
+
+/* ---- a digest of a tree ---- */
+
+/* Each node adds its kind, then (in an object) its name and (a string, a
+ * Raw) its text, each ended by its NUL, (a number) its double's bytes, (a
+ * container) its children and an end mark: no two different trees give the
+ * same byte sequence. */
+static void hash_node(struct kcr__hasher *h, const cJSON *v, bool named)
+{
+  unsigned char kind = (unsigned char)(v->type & 0xFF);
+  const char *s = NULL;
+
+  kcr__hash_add(h, &kind, 1);
+  if(named)
+    kcr__hash_add(h, v->string ? v->string : "", v->string ? strlen(v->string) + 1 : 1);
+  switch(kind) {
+  case cJSON_Number: kcr__hash_add(h, &v->valuedouble, sizeof(v->valuedouble)); break;
+  case cJSON_String:
+  case cJSON_Raw:
+    s = v->valuestring ? v->valuestring : "";
+    kcr__hash_add(h, s, strlen(s) + 1);
+    break;
+  case cJSON_Object:
+  case cJSON_Array:
+    for(const cJSON *c = v->child; c; c = c->next)
+      hash_node(h, c, kind == cJSON_Object);
+    kcr__hash_add(h, "\xff", 1); /* no kind is 0xff */
+    break;
+  default: break;
+  }
+}
+
+uint64_t kcr_json_hash(const cJSON *obj)
+{
+  struct kcr__hasher h;
+  static const cJSON null = {.type = cJSON_NULL};
+
+  kcr__hash_begin(&h);
+  hash_node(&h, obj ? obj : &null, false);
+  return kcr__hash_end(&h);
 }

@@ -85,12 +85,31 @@ static void hash_strv_is_the_hash_of_the_joined_strings(void **state)
               kcr__hash_strv((const char *[]){"a", "b"}, 2));
 }
 
+/* Bytes added in any pieces hash as kcr_hash of them all at once: every
+ * length 0..40 of a text, cut at every point. */
+static void a_hash_added_in_pieces_is_the_hash_of_the_whole(void **state)
+{
+  static const char text[] = "the quick brown fox jumps over the lazy dog, twice";
+  for(size_t n = 0; n <= 40; n++)
+    for(size_t cut = 0; cut <= n; cut++) {
+      struct kcr__hasher h;
+      kcr__hash_begin(&h);
+      kcr__hash_add(&h, text, cut);
+      kcr__hash_add(&h, "", 0);
+      kcr__hash_add(&h, text + cut, n - cut);
+      if(kcr__hash_end(&h) != kcr_hash(text, n))
+        fail_msg("length %zu cut at %zu: not kcr_hash", n, cut);
+    }
+  (void)state;
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(siphash24_matches_the_reference_vectors),
       cmocka_unit_test(the_process_key_differs_between_processes),
       cmocka_unit_test(hash_strv_is_the_hash_of_the_joined_strings),
+      cmocka_unit_test(a_hash_added_in_pieces_is_the_hash_of_the_whole),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

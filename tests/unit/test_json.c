@@ -671,6 +671,62 @@ static void the_iterator_hands_out_members_and_elements(void **state)
   assert_false(kcr__json_iter_init(&it, NULL, 0));
 }
 
+/* kcr_json_hash: equal trees hash the same (parsed or built, and whatever
+ * the spacing of the text); any one difference - a value, a kind, a name,
+ * the order of members, where a member sits, a number 1 against a string
+ * "1" - gives another digest. */
+static void a_tree_s_digest_follows_its_content(void **state)
+{
+  static const char base[] =
+      "{\"a\":\"x\",\"b\":[1,2.5,true,null,{\"c\":\"\"}],\"d\":{\"e\":-1}}";
+  static const char *const other[] = {
+      "{\"a\":\"y\",\"b\":[1,2.5,true,null,{\"c\":\"\"}],\"d\":{\"e\":-1}}",
+      "{\"a\":\"x\",\"b\":[1,2.5,false,null,{\"c\":\"\"}],\"d\":{\"e\":-1}}",
+      "{\"a\":\"x\",\"b\":[1,2.5,true,null,{\"c\":null}],\"d\":{\"e\":-1}}",
+      "{\"b\":[1,2.5,true,null,{\"c\":\"\"}],\"a\":\"x\",\"d\":{\"e\":-1}}",
+      "{\"a\":\"x\",\"b\":[1,2.5,true,null,{\"c\":\"\"}],\"d\":{\"e\":-1,\"f\":0}}",
+      "{\"a\":\"x\",\"b\":[1,2.5,true,null,{\"c\":\"\"},{}],\"d\":{\"e\":-1}}",
+      "{\"a\":\"x\",\"b\":[1,2.5,true,null],\"c\":\"\",\"d\":{\"e\":-1}}",
+      "{\"a\":\"x\",\"b\":[\"1\",2.5,true,null,{\"c\":\"\"}],\"d\":{\"e\":-1}}",
+      "{\"ab\":\"x\",\"b\":[1,2.5,true,null,{\"c\":\"\"}],\"d\":{\"e\":-1}}",
+      "{\"a\":\"x\",\"b\":[1,2.5,true,null,{\"c\":\"\"}],\"d\":{\"e\":1}}",
+      "{\"a\":\"x\",\"b\":[1,2.5,true,null,{\"c\":\"\"}],\"d\":[-1]}",
+      "{\"a\":\"x\",\"b\":{\"0\":1},\"d\":{\"e\":-1}}",
+  };
+  cJSON *t = tfail_parse(base),
+        *spaced = tfail_parse(" { \"a\" : \"x\" , \"b\" : [ 1 , "
+                              "2.5 , true , null , { \"c\" : "
+                              "\"\" } ] , \"d\" : { \"e\" : -1 } } ");
+  cJSON *built = cJSON_CreateObject(), *b, *o;
+  uint64_t h = kcr_json_hash(t);
+
+  /* The same tree made by hand, in the same order. */
+  cJSON_AddStringToObject(built, "a", "x");
+  b = cJSON_AddArrayToObject(built, "b");
+  cJSON_AddItemToArray(b, cJSON_CreateNumber(1));
+  cJSON_AddItemToArray(b, cJSON_CreateNumber(2.5));
+  cJSON_AddItemToArray(b, cJSON_CreateTrue());
+  cJSON_AddItemToArray(b, cJSON_CreateNull());
+  cJSON_AddItemToArray(b, o = cJSON_CreateObject());
+  cJSON_AddStringToObject(o, "c", "");
+  cJSON_AddNumberToObject(cJSON_AddObjectToObject(built, "d"), "e", -1);
+
+  assert_true(h == kcr_json_hash(t));
+  assert_true(h == kcr_json_hash(spaced));
+  assert_true(h == kcr_json_hash(built));
+  for(size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
+    cJSON *x = tfail_parse(other[i]);
+    if(kcr_json_hash(x) == h)
+      fail_msg("%s hashes as %s", other[i], base);
+    cJSON_Delete(x);
+  }
+  assert_true(kcr_json_hash(NULL) == kcr_json_hash(cJSON_GetArrayItem(b, 3))); /* null */
+  cJSON_Delete(built);
+  cJSON_Delete(spaced);
+  cJSON_Delete(t);
+  (void)state;
+}
+
 int main(void)
 {
   tfail_init();
@@ -696,6 +752,7 @@ int main(void)
       cmocka_unit_test(scan_tells_the_object_s_length_and_layout),
       cmocka_unit_test(strings_are_checked_at_every_offset),
       cmocka_unit_test(the_iterator_hands_out_members_and_elements),
+      cmocka_unit_test(a_tree_s_digest_follows_its_content),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
