@@ -84,7 +84,7 @@ enum kcr_write_result { KCR_WRITE_SKIPPED = 0, KCR_WRITE_WRITTEN, KCR_WRITE_FAIL
 
 /* The status this manager owns. */
 struct kcr_status_desired {
-  const struct kcr_cond *conds; /* conditions this manager owns */
+  const struct kcr_cond *conds; /* conditions this manager owns, one per type */
   size_t n;
   /* status.observedGeneration; 0: not owned (left as it is). Generations
    * start at 1, so 0 is never one to report. */
@@ -149,8 +149,8 @@ KCR_API void kcr_status_writer_seen(kcr_status_writer *w, const char *uid,
  * included; build integer extra fields with kcr_json_create_int so they
  * compare equal to what the server sends). Pure apart from `now`.
  * Errors (then *conds is NULL, *changed false): KCR_EINVALID for an invalid
- * condition (ei says which), KCR_EINVAL (d NULL, or n conditions but conds
- * NULL, or now == 0), KCR_ENOMEM. */
+ * condition or a type named twice in d (ei says which), KCR_EINVAL (d NULL, or n
+ * conditions but conds NULL, or now == 0), KCR_ENOMEM. */
 KCR_API kcr_err kcr_status_merge(const cJSON *obj, const struct kcr_status_desired *d,
                                  time_t now, cJSON **conds, bool *changed,
                                  struct kcr_errinfo *ei);
@@ -165,9 +165,11 @@ KCR_API kcr_err kcr_status_merge(const cJSON *obj, const struct kcr_status_desir
  * or is not made: never a part (also when memory runs out; a write whose
  * answer cannot be recorded for want of memory is WRITTEN, only without a
  * record).
+ * An apply sends, of each condition, the six fields of a metav1.Condition
+ * (none of another writer's making).
  * Errors: KCR_EINVAL (obj has no metadata.name, d NULL), KCR_EINVALID (an
- * invalid condition, before anything is sent), KCR_ENOMEM, KCR_ECONFLICT
- * (UPDATE_RETRY out of retries), and the request errors of client.h from
+ * invalid condition or a type named twice, before anything is sent), KCR_ENOMEM,
+ * KCR_ECONFLICT (UPDATE_RETRY out of retries), and the request errors of client.h from
  * kcr_get / kcr_patch / kcr_update (the server's answer in ei). */
 KCR_API kcr_err kcr_status_write(kcr_status_writer *w, const cJSON *obj,
                                  const struct kcr_status_desired *d,

@@ -14,4 +14,8 @@
  * safety: as reading conds. */
 bool kcr__cond_unchanged(const cJSON *conds, const struct kcr_cond *c);
 
+/* Whether item holds c's status exactly as kcr_cond_set compares it (then
+ * kcr_cond_set keeps the item's lastTransitionTime). */
+bool kcr__cond_same_status(const cJSON *item, const struct kcr_cond *c);
+
 #endif

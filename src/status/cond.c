@@ -485,6 +485,11 @@ static bool item_unchanged(const cJSON *item, const struct kcr_cond *c)
          member_int(item, "observedGeneration", &ok) == c->observed_generation && ok;
 }
 
+bool kcr__cond_same_status(const cJSON *item, const struct kcr_cond *c)
+{
+  return member_is(item, "status", nz(c->status));
+}
+
 bool kcr__cond_unchanged(const cJSON *conds, const struct kcr_cond *c)
 {
   const cJSON *item = c ? kcr_cond_find(conds, c->type) : NULL;

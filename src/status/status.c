@@ -151,6 +151,26 @@ static void count(kcr_status_writer *w, const char *result, double n)
 
 /* ---- the merge ---- */
 
+/* Checks every desired condition (kcr_cond_validate) and that no type is
+ * named twice (one item per type is what the list holds, and what an apply
+ * may send). All-or-nothing: before anything is merged or sent. */
+static kcr_err validate_desired(const struct kcr_status_desired *d,
+                                struct kcr_errinfo *ei)
+{
+  for(size_t i = 0; i < d->n; i++) {
+    if(kcr_cond_validate(&d->conds[i], ei))
+      return KCR_EINVALID;
+    for(size_t j = 0; j < i; j++)
+      if(!strcmp(d->conds[j].type, d->conds[i].type))
+        return kcr_errinfo_set(
+            ei, KCR_EINVALID,
+            "desired status: condition type %s named twice (conds[%zu] "
+            "and conds[%zu])",
+            d->conds[i].type, j, i);
+  }
+  return KCR_OK;
+}
+
 /* Whether merge_status would find nothing to change in status (the desired
  * conditions already valid): the same comparisons, with no copy - what most
  * reconciles come to. */
@@ -174,7 +194,7 @@ static bool unchanged(const cJSON *status, const struct kcr_status_desired *d)
 }
 
 /* kcr_status_merge on a status object (NULL: none yet); with need_list
- * false, *conds stays NULL when nothing changed. */
+ * false only *changed is set (*conds stays NULL). */
 static kcr_err merge_status(const cJSON *status, const struct kcr_status_desired *d,
                             time_t now, bool need_list, cJSON **conds, bool *changed,
                             struct kcr_errinfo *ei)
@@ -188,11 +208,12 @@ static kcr_err merge_status(const cJSON *status, const struct kcr_status_desired
   if(!d || (d->n && !d->conds) || !now)
     return kcr_errinfo_set(ei, KCR_EINVAL,
                            "status merge: needs the desired status and a nonzero now");
-  for(size_t i = 0; i < d->n; i++) /* all-or-nothing: validate first */
-    if(kcr_cond_validate(&d->conds[i], ei))
-      return KCR_EINVALID;
-  if(!need_list && unchanged(status, d))
+  if(validate_desired(d, ei))
+    return KCR_EINVALID;
+  if(!need_list) {
+    *changed = !unchanged(status, d);
     return KCR_OK;
+  }
   list = cJSON_IsArray(cur) ? cJSON_Duplicate(cur, 1) : cJSON_CreateArray();
   if(!list)
     return KCR_ENOMEM;
@@ -248,6 +269,87 @@ static kcr_err add_owned_fields(cJSON *st, const struct kcr_status_desired *d)
 
 /* ---- writers ---- */
 
+/* The apply of d on base (the status compared with), written as text
+ * without a tree: what write_apply sends of the merged list, for a desired
+ * status without extra fields. Each of our types as kcr_cond_set leaves
+ * it: the desired type, status, observedGeneration (omitted when 0),
+ * reason and message, and the lastTransitionTime the item had when its
+ * status stays (as it was written; none if it had none), else the desired
+ * one or now. Only those fields: the type's list item is ours to send. */
+static kcr_err apply_text(kcr_status_writer *w, const struct kcr_ref *ref,
+                          const cJSON *base, const struct kcr_status_desired *d,
+                          time_t now, struct kcr_buf *out)
+{
+  const cJSON *cur = kcr_json_at(base, "conditions");
+  char t[KCR_RFC3339_LEN];
+
+  kcr_buf_reserve(out, 256 + 160 * d->n);
+  kcr_buf_puts(out, "{\"apiVersion\":");
+  kcr__json_put_string(out, w->api_version);
+  kcr_buf_puts(out, ",\"kind\":");
+  kcr__json_put_string(out, w->kind);
+  kcr_buf_puts(out, ",\"metadata\":{\"name\":");
+  kcr__json_put_string(out, ref->name);
+  if(ref->ns) {
+    kcr_buf_puts(out, ",\"namespace\":");
+    kcr__json_put_string(out, ref->ns);
+  }
+  kcr_buf_puts(out, "},\"status\":{");
+  if(d->observed_generation)
+    kcr_buf_printf(out, "\"observedGeneration\":%lld,",
+                   (long long)d->observed_generation);
+  kcr_buf_puts(out, "\"conditions\":[");
+  for(size_t i = 0; i < d->n; i++) {
+    const struct kcr_cond *c = &d->conds[i];
+    const cJSON *old = kcr_cond_find(cur, c->type), *ltt = NULL;
+    bool keep = old && kcr__cond_same_status(old, c);
+    kcr_buf_puts(out, i ? ",{\"type\":" : "{\"type\":");
+    kcr__json_put_string(out, c->type);
+    kcr_buf_puts(out, ",\"status\":");
+    kcr__json_put_string(out, c->status);
+    if(c->observed_generation)
+      kcr_buf_printf(out, ",\"observedGeneration\":%lld",
+                     (long long)c->observed_generation);
+    if(keep)
+      ltt = cJSON_GetObjectItemCaseSensitive(old, "lastTransitionTime");
+    if(ltt) {
+      kcr_buf_puts(out, ",\"lastTransitionTime\":");
+      kcr__json_print(ltt, out);
+    } else if(!keep) {
+      kcr_time_format(c->last_transition_time ? c->last_transition_time : now, t);
+      kcr_buf_puts(out, ",\"lastTransitionTime\":\"");
+      kcr_buf_puts(out, t);
+      kcr_buf_puts(out, "\"");
+    }
+    kcr_buf_puts(out, ",\"reason\":");
+    kcr__json_put_string(out, c->reason ? c->reason : "");
+    kcr_buf_puts(out, ",\"message\":");
+    kcr__json_put_string(out, c->message ? c->message : "");
+    kcr_buf_puts(out, "}");
+  }
+  kcr_buf_puts(out, "]}}");
+  return kcr_buf_err(out);
+}
+
+/* write_apply for a desired status without extra fields: apply_text. */
+static kcr_err write_apply_text(kcr_status_writer *w, const struct kcr_ref *ref,
+                                const cJSON *base, const struct kcr_status_desired *d,
+                                time_t now, struct kcr_buf *answer,
+                                struct kcr_errinfo *ei)
+{
+  struct kcr_buf text = KCR_BUF_INIT;
+  kcr_err rc = apply_text(w, ref, base, d, now, &text);
+
+  if(!rc)
+    rc = kcr__patch_text(w->o.client, ref,
+                         &(struct kcr_patch_opts){.type = KCR_PATCH_APPLY,
+                                                  .field_manager = w->field_manager,
+                                                  .force = true},
+                         text.ptr, text.len, answer, ei);
+  kcr_buf_cleanup(&text);
+  return rc;
+}
+
 /* The writers: *answer gets the text of the server's answer to the write
  * (the object), for remember(). */
 static kcr_err write_apply(kcr_status_writer *w, const struct kcr_ref *ref, cJSON *merged,
@@ -266,8 +368,7 @@ static kcr_err write_apply(kcr_status_writer *w, const struct kcr_ref *ref, cJSO
      !(mine = cJSON_AddArrayToObject(st, "conditions")))
     goto out;
   /* Only our types, each as merged (so an unchanged one keeps its time),
-   * moved out of merged (the caller's to free, read no more): a type named
-   * twice is sent once. */
+   * moved out of merged (the caller's to free, read no more). */
   for(size_t i = 0; i < d->n; i++) {
     cJSON *c = kcr_cond_find(merged, d->conds[i].type);
     if(c)
@@ -464,8 +565,10 @@ kcr_err kcr_status_write(kcr_status_writer *w, const cJSON *obj,
   const char *rv = kcr_json_str(obj, "metadata.resourceVersion");
   struct kcr_ref ref = {.gvr = &w->gvr, .ns = ns, .name = name, .sub = "status"};
   cJSON *merged = NULL, *mine = NULL;
+  const cJSON *base;
   struct kcr_buf answer = KCR_BUF_INIT;
-  bool changed = false;
+  time_t now = kcr_time_now();
+  bool changed = false, list;
   int conflicts = 0;
   kcr_err rc;
 
@@ -476,8 +579,13 @@ kcr_err kcr_status_write(kcr_status_writer *w, const cJSON *obj,
   /* obj older than our last write to it: that write's status is the base. */
   mine = kcr__written_newer(&w->written, kcr_json_str(obj, "metadata.uid"), rv,
                             kcr_time_mono_ms());
-  rc = merge_status(mine ? mine : kcr_json_at(obj, "status"), d, kcr_time_now(), false,
-                    &merged, &changed, ei);
+  base = mine ? mine : kcr_json_at(obj, "status");
+  /* The merged list is needed only to send it: by a merge patch, or an
+   * apply with extra fields (without, the apply is written from d and base:
+   * apply_text). */
+  list = w->o.mode == KCR_STATUS_MERGE_PATCH ||
+         (w->o.mode == KCR_STATUS_APPLY && d->extra && d->extra->child);
+  rc = merge_status(base, d, now, list, &merged, &changed, ei);
   if(rc)
     goto out;
   if(mine)
@@ -492,7 +600,10 @@ kcr_err kcr_status_write(kcr_status_writer *w, const cJSON *obj,
     goto out;
   }
   switch(w->o.mode) {
-  case KCR_STATUS_APPLY: rc = write_apply(w, &ref, merged, d, &answer, ei); break;
+  case KCR_STATUS_APPLY:
+    rc = merged ? write_apply(w, &ref, merged, d, &answer, ei)
+                : write_apply_text(w, &ref, base, d, now, &answer, ei);
+    break;
   case KCR_STATUS_MERGE_PATCH: rc = write_merge(w, &ref, merged, d, &answer, ei); break;
   case KCR_STATUS_UPDATE_RETRY: {
     struct remerge r = {d, ei};

@@ -85,6 +85,13 @@ static bool same_json(const char *want, const char *got)
   return eq;
 }
 
+/* The string at path, "(absent)" when there is none. */
+static const char *str_at(const cJSON *o, const char *path)
+{
+  const char *v = kcr_json_str(o, path);
+  return v ? v : "(absent)";
+}
+
 /* ---- status writes: int64 fields exactly ---- */
 
 #define BIG "9007199254740993" /* 2^53 + 1: no double holds it */
@@ -218,6 +225,171 @@ static void merge_compares_generations_exactly(void **state)
   cJSON_Delete(conds);
   cJSON_Delete(extra);
   cJSON_Delete(obj);
+}
+
+/* ---- the apply, written without a tree ---- */
+
+/* The item sent for type in body, checked against the merged one (the
+ * model: kcr_status_merge's item, its six metav1.Condition fields): all
+ * equal, but a lastTransitionTime the merge set to its own now, which must
+ * lie in [t0, t1]. */
+static void expect_item(const cJSON *body, const cJSON *merged, const char *type,
+                        time_t model_now, time_t t0, time_t t1, const char *what)
+{
+  static const char *const fields[] = {"type",   "status",  "observedGeneration",
+                                       "reason", "message", "lastTransitionTime"};
+  const cJSON *got = kcr_cond_find(kcr_json_at(body, "status.conditions"), type),
+              *want = kcr_cond_find(merged, type);
+  char now_text[KCR_RFC3339_LEN];
+
+  kcr_time_format(model_now, now_text);
+  if(!got || !want)
+    fail_msg("%s: %s sent %d, merged %d", what, type, got != NULL, want != NULL);
+  for(size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(got, fields[i]),
+                *m = cJSON_GetObjectItemCaseSensitive(want, fields[i]);
+    time_t t = 0;
+    if(i == 5 && cJSON_IsString(m) && !strcmp(m->valuestring, now_text)) {
+      if(!cJSON_IsString(g) || kcr_time_parse(g->valuestring, &t) || t < t0 || t > t1)
+        fail_msg("%s: %s.lastTransitionTime not now", what, type);
+      continue;
+    }
+    if(!g != !m || (g && !cJSON_Compare(g, m, 1)))
+      fail_msg("%s: %s.%s differs from the merge's", what, type, fields[i]);
+  }
+  if(cJSON_GetArraySize(got) !=
+     (cJSON_GetObjectItemCaseSensitive(want, "observedGeneration") ? 6 : 5) -
+         !cJSON_GetObjectItemCaseSensitive(want, "lastTransitionTime"))
+    fail_msg("%s: %s sent with other fields", what, type);
+}
+
+/* An apply is written from the desired status and the object's (no tree):
+ * for every object and desired set below, what it sends is what
+ * kcr_status_merge gives for our types - a condition that keeps its status
+ * keeps its lastTransitionTime as it was (also one that is not a string,
+ * or none), a new or changed one takes the desired time or now - only the
+ * six fields of a condition, observedGeneration, and nothing when nothing
+ * changed. */
+static void an_apply_sends_what_the_merge_gives_for_our_types(void **state)
+{
+  static const char *const statuses[] = {
+      "",
+      ",\"status\":{}",
+      ",\"status\":{\"conditions\":{}}",
+      ",\"status\":{\"observedGeneration\":1,\"conditions\":[{\"type\":\"Ready\","
+      "\"status\":\"True\",\"observedGeneration\":1,\"lastTransitionTime\":\"" LTT
+      "\",\"reason\":\"R\",\"message\":\"m\"},{\"type\":\"Other\",\"status\":"
+      "\"True\",\"lastTransitionTime\":\"" LTT "\",\"reason\":\"O\",\"message\":\"\"}]}",
+      ",\"status\":{\"observedGeneration\":1,\"conditions\":[{\"type\":\"Ready\","
+      "\"status\":\"False\",\"reason\":\"R\",\"message\":\"m\",\"extra\":1}]}",
+      ",\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\","
+      "\"lastTransitionTime\":5,\"reason\":\"Old\",\"message\":\"say \\\"x\\\"\"}]}",
+      ",\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\","
+      "\"observedGeneration\":2,\"lastTransitionTime\":\"2026-01-01T00:00:00Z\","
+      "\"reason\":\"R\",\"message\":\"m\"},{\"type\":\"Installed\",\"status\":"
+      "\"False\",\"lastTransitionTime\":\"" LTT "\",\"reason\":\"I\",\"message\":\"\"}]}",
+  };
+  const struct kcr_cond sets[][2] = {
+      {{"Ready", "True", "R", "m", 1, 0}},
+      {{"Ready", "True", "R", "m", 2, 0}},
+      {{"Ready", "False", "R2", "tab\there \"q\"", 2, 1795946400}},
+      {{"Ready", "True", "R", "m", 0, 0}, {"Installed", "True", "I", "", 2, 0}},
+      {{"Installed", "False", "I", "", 0, 0}, {"Ready", "True", "R", "m", 2, 0}},
+  };
+  static const size_t nconds[] = {1, 1, 1, 2, 2};
+  static const int64_t gens[] = {0, 1, 2};
+
+  for(size_t si = 0; si < sizeof(statuses) / sizeof(statuses[0]); si++)
+    for(size_t di = 0; di < sizeof(sets) / sizeof(sets[0]); di++)
+      for(size_t gi = 0; gi < 3; gi++) {
+        char text[1024], what[64];
+        struct api a = {text};
+        kcr_client *c = twire_client(one_object, &a);
+        kcr_status_writer *w = writer_for(c, KCR_STATUS_APPLY);
+        struct kcr_status_desired d = {
+            .conds = sets[di], .n = nconds[di], .observed_generation = gens[gi]};
+        struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+        enum kcr_write_result res;
+        cJSON *obj, *merged = NULL, *body;
+        bool changed = false;
+        time_t t0, t1, model_now = 1000000000;
+
+        snprintf(text, sizeof(text),
+                 "{\"apiVersion\":\"test.kcr.io/v1\",\"kind\":\"Widget\",\"metadata\":"
+                 "{\"name\":\"w\",\"namespace\":\"ns\",\"uid\":\"u\","
+                 "\"resourceVersion\":\"7\"}%s}",
+                 statuses[si]);
+        snprintf(what, sizeof(what), "status %zu, set %zu, generation %lld", si, di,
+                 (long long)gens[gi]);
+        obj = json(text);
+        assert_int_equal(KCR_OK,
+                         kcr_status_merge(obj, &d, model_now, &merged, &changed, NULL));
+        t0 = time(NULL);
+        assert_int_equal(KCR_OK, kcr_status_write(w, obj, &d, &res, &ei));
+        t1 = time(NULL);
+        if(res != (changed ? KCR_WRITE_WRITTEN : KCR_WRITE_SKIPPED) ||
+           a.writes != (int)changed)
+          fail_msg("%s: result %d, %d writes; the merge says changed %d", what, (int)res,
+                   a.writes, changed);
+        if(changed) {
+          body = json(a.body);
+          assert_string_equal("Widget", str_at(body, "kind"));
+          assert_string_equal("w", str_at(body, "metadata.name"));
+          assert_string_equal("ns", str_at(body, "metadata.namespace"));
+          assert_int_equal(gens[gi], kcr_json_int(body, "status.observedGeneration", 0));
+          assert_int_equal(gens[gi] ? 2 : 1,
+                           cJSON_GetArraySize(kcr_json_at(body, "status")));
+          assert_int_equal(nconds[di],
+                           cJSON_GetArraySize(kcr_json_at(body, "status.conditions")));
+          for(size_t i = 0; i < nconds[di]; i++)
+            expect_item(body, merged, sets[di][i].type, model_now, t0, t1, what);
+          cJSON_Delete(body);
+        }
+        cJSON_Delete(merged);
+        cJSON_Delete(obj);
+        kcr_errinfo_cleanup(&ei);
+        kcr_status_writer_free(w);
+        kcr_client_free(c);
+        api_reset(&a);
+      }
+  (void)state;
+}
+
+/* A desired status naming a type twice is refused, naming it; nothing is
+ * merged or sent. */
+static void a_type_named_twice_is_refused(void **state)
+{
+  static const enum kcr_status_mode modes[] = {KCR_STATUS_APPLY, KCR_STATUS_MERGE_PATCH,
+                                               KCR_STATUS_UPDATE_RETRY};
+  const struct kcr_cond twice[] = {{"Ready", "True", "R", "m", 1, 0},
+                                   {"Other", "True", "O", "", 1, 0},
+                                   {"Ready", "False", "R", "m", 1, 0}};
+  struct kcr_status_desired d = {.conds = twice, .n = 3};
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  cJSON *obj = json(widget), *conds = (cJSON *)1;
+  bool changed = true;
+
+  assert_int_equal(KCR_EINVALID, kcr_status_merge(obj, &d, 1, &conds, &changed, &ei));
+  assert_null(conds);
+  assert_false(changed);
+  assert_non_null(strstr(ei.message, "Ready named twice (conds[0] and conds[2])"));
+  kcr_errinfo_cleanup(&ei);
+  for(size_t i = 0; i < 3; i++) {
+    struct api a = {widget};
+    kcr_client *c = twire_client(one_object, &a);
+    kcr_status_writer *w = writer_for(c, modes[i]);
+    enum kcr_write_result res = KCR_WRITE_SKIPPED;
+    assert_int_equal(KCR_EINVALID, kcr_status_write(w, obj, &d, &res, &ei));
+    assert_int_equal(KCR_WRITE_FAILED, res);
+    assert_int_equal(0, a.writes + a.gets);
+    assert_non_null(strstr(ei.message, "Ready named twice"));
+    kcr_errinfo_cleanup(&ei);
+    kcr_status_writer_free(w);
+    kcr_client_free(c);
+    api_reset(&a);
+  }
+  cJSON_Delete(obj);
+  (void)state;
 }
 
 /* ---- status writes under allocation failure ---- */
@@ -546,6 +718,8 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(writers_send_int64_fields_exactly),
       cmocka_unit_test(merge_compares_generations_exactly),
+      cmocka_unit_test(an_apply_sends_what_the_merge_gives_for_our_types),
+      cmocka_unit_test(a_type_named_twice_is_refused),
       cmocka_unit_test(status_write_sends_all_or_nothing),
       cmocka_unit_test(status_merge_is_all_or_nothing),
       cmocka_unit_test(finalizer_patches_always_carry_their_test),
