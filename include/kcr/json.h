@@ -91,9 +91,9 @@ KCR_API char *kcr_json_to_text(const cJSON *obj);
 /* A keyed digest of a tree's content (kcr_hash's key: the same within one
  * process, different in the next), for remembering what was sent without
  * keeping or printing it: equal trees - the same kinds, member names in the
- * same order, the same strings, numbers (as doubles) and Raw texts - hash
- * the same. NULL hashes as JSON null. Allocates nothing. Thread safety: as
- * reading the tree. */
+ * same order, the same strings, numbers (the bytes of their doubles: -0 is
+ * not 0) and Raw texts - hash the same. NULL hashes as JSON null. Allocates nothing.
+ * Thread safety: as reading the tree. */
 KCR_API uint64_t kcr_json_hash(const cJSON *obj);
 
 #ifdef __cplusplus

@@ -165,7 +165,7 @@ KCR_API kcr_err kcr_status_merge(const cJSON *obj, const struct kcr_status_desir
  * or is not made: never a part (also when memory runs out; a write whose
  * answer cannot be recorded for want of memory is WRITTEN, only without a
  * record).
- * An apply sends, of each condition, the six fields of a metav1.Condition
+ * An apply sends, of each condition, only fields of a metav1.Condition
  * (none of another writer's making).
  * Errors: KCR_EINVAL (obj has no metadata.name, d NULL), KCR_EINVALID (an
  * invalid condition or a type named twice, before anything is sent), KCR_ENOMEM,

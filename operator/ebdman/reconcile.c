@@ -118,7 +118,7 @@ static bool written_pending(kcr_written *w, const char *key, const cJSON *have,
   if(kcr_written_pending(w, key, have && !rv ? "" : rv, &text)) {
     if(!*sum)
       digest(want, sum);
-    same = *sum && !strcmp(kcr_buf_str(&text), sum);
+    same = !strcmp(kcr_buf_str(&text), sum);
   }
   kcr_buf_cleanup(&text);
   return same;

@@ -97,12 +97,13 @@ size_t kcr__json_spans(const char *text, size_t len, struct kcr__json_want *w, s
 size_t kcr__json_scan(const char *text, size_t len, struct kcr__json_want *w, size_t nw,
                       size_t *objlen, bool *compact);
 
-/* kcr__json_spans for text already checked (kcr__json_scan accepted it,
- * or it was cut from text that was): the wants are found by the structure
- * only (as kcr__json_find follows it), at a fraction of a check's cost.
- * Text that was not checked gives wrong spans, never a read outside it; 0
- * when the structure cannot be followed (nesting deeper than 128 inside a
- * value is not). Pure. */
+/* kcr__json_spans by the structure only (as kcr__json_find follows it), at
+ * a fraction of a check's cost: on well-formed text the validator's spans
+ * (made for text kcr__json_scan accepted, or cut from text that it did).
+ * Any bytes may be given: text that is not well formed gives spans that
+ * may be wrong, never a read outside it (a caller keeping what it finds
+ * checks it: the status writer's answers). 0 when the structure cannot be
+ * followed (nesting deeper than 128 inside a value is not). Pure. */
 size_t kcr__json_spans_trusted(const char *text, size_t len, struct kcr__json_want *w,
                                size_t nw);
 

@@ -132,8 +132,9 @@
  * tests/unit/test_events.c checks this through the visit counters of
  * events-int.h.
  *
- * Lock order: r->mu is a leaf. With it held we call only malloc/free, cJSON
- * building, the clocks and the condvars; the sink, metrics and the log are
+ * Lock order: r->mu is a leaf. With it held we call only malloc/free, the
+ * writing of bodies into buffers (kcr_buf, snprintf), the clocks and the
+ * condvars; the sink, metrics and the log are
  * called without it (the queued-bytes gauge is read by a metrics collect
  * callback, which takes r->mu under the registry's render: registry, then
  * r->mu, never the other way).
@@ -1157,23 +1158,25 @@ static void put_opt(struct kcr_buf *b, bool *more, const char *name, const char 
     put_str(b, more, name, v);
 }
 
-/* The note as sent: a combined Event's says so, cut to the limit. */
-static void put_note(struct kcr_buf *b, bool *more, const struct entry *e)
+/* The note as sent: a combined Event's says so, cut to the limit. False
+ * when it cannot be written (nothing appended). */
+static bool put_note(struct kcr_buf *b, bool *more, const struct entry *e)
 {
   char buf[sizeof(COMBINED) + KCR_EVENT_NOTE_MAX];
   int n;
 
   if(!e->combined) {
     put_opt(b, more, "note", e->note);
-    return;
+    return true;
   }
   n = snprintf(buf, sizeof(buf), "%s%s", COMBINED, e->note);
   if(n < 0)
-    n = 0;
+    return false;
   if((size_t)n >= sizeof(buf))
     n = (int)sizeof(buf) - 1;
   buf[kcr_event_note_cut(buf, (size_t)n, KCR_EVENT_NOTE_MAX)] = '\0';
   put_str(b, more, "note", buf);
+  return true;
 }
 
 /* Appends "series":{"count":N,"lastObservedTime":"..."}. */
@@ -1196,7 +1199,7 @@ static void put_series(struct kcr_buf *b, bool *more, const struct entry *e)
 static char *event_body(const kcr_recorder *r, const struct entry *e)
 {
   struct kcr_buf b = KCR_BUF_INIT;
-  bool more = false, in = false;
+  bool more = false, in = false, ok;
 
   kcr_buf_reserve(&b, 512); /* an Event at once, not step by step */
   kcr_buf_puts(&b, "{");
@@ -1211,7 +1214,7 @@ static char *event_body(const kcr_recorder *r, const struct entry *e)
   put_str(&b, &more, "reportingInstance", r->instance);
   put_str(&b, &more, "action", e->action);
   put_str(&b, &more, "reason", e->reason);
-  put_note(&b, &more, e);
+  ok = put_note(&b, &more, e);
   put_str(&b, &more, "type", e->type);
   kcr_buf_puts(&b, ",\"regarding\":{");
   in = false;
@@ -1225,7 +1228,7 @@ static char *event_body(const kcr_recorder *r, const struct entry *e)
   if(e->count >= 2)
     put_series(&b, &more, e);
   kcr_buf_puts(&b, "}");
-  if(kcr_buf_err(&b)) {
+  if(!ok || kcr_buf_err(&b)) {
     kcr_buf_cleanup(&b);
     return NULL;
   }

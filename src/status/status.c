@@ -275,7 +275,11 @@ static kcr_err add_owned_fields(cJSON *st, const struct kcr_status_desired *d)
  * it: the desired type, status, observedGeneration (omitted when 0),
  * reason and message, and the lastTransitionTime the item had when its
  * status stays (as it was written; none if it had none), else the desired
- * one or now. Only those fields: the type's list item is ours to send. */
+ * one or now. Only those fields: the type's list item is ours to send.
+ * Where kcr_status_merge differs, it is in what the apiserver reads the
+ * same: a stored observedGeneration 0 is left out (omitempty), and an
+ * absent or null message, kept by the merge when "" is wanted, is sent as
+ * "" (which the CRD schema requires). */
 static kcr_err apply_text(kcr_status_writer *w, const struct kcr_ref *ref,
                           const cJSON *base, const struct kcr_status_desired *d,
                           time_t now, struct kcr_buf *out)
@@ -314,7 +318,8 @@ static kcr_err apply_text(kcr_status_writer *w, const struct kcr_ref *ref,
       ltt = cJSON_GetObjectItemCaseSensitive(old, "lastTransitionTime");
     if(ltt) {
       kcr_buf_puts(out, ",\"lastTransitionTime\":");
-      kcr__json_print(ltt, out);
+      if(kcr__json_print(ltt, out))
+        return KCR_EINVAL; /* a node the tree path could not print either */
     } else if(!keep) {
       kcr_time_format(c->last_transition_time ? c->last_transition_time : now, t);
       kcr_buf_puts(out, ",\"lastTransitionTime\":\"");
@@ -350,6 +355,26 @@ static kcr_err write_apply_text(kcr_status_writer *w, const struct kcr_ref *ref,
   return rc;
 }
 
+/* item without the members a metav1.Condition has not (another writer's,
+ * which an apply with force would take over); returns item. */
+static cJSON *only_condition_fields(cJSON *item)
+{
+  static const char *const keep[] = {"type",   "status",  "observedGeneration",
+                                     "reason", "message", "lastTransitionTime"};
+  cJSON *m = item->child, *next;
+
+  for(; m; m = next) {
+    size_t i = 0;
+    next = m->next;
+    while(i < sizeof(keep) / sizeof(keep[0]) &&
+          (!m->string || strcmp(m->string, keep[i])))
+      i++;
+    if(i == sizeof(keep) / sizeof(keep[0]))
+      cJSON_Delete(cJSON_DetachItemViaPointer(item, m));
+  }
+  return item;
+}
+
 /* The writers: *answer gets the text of the server's answer to the write
  * (the object), for remember(). */
 static kcr_err write_apply(kcr_status_writer *w, const struct kcr_ref *ref, cJSON *merged,
@@ -372,7 +397,8 @@ static kcr_err write_apply(kcr_status_writer *w, const struct kcr_ref *ref, cJSO
   for(size_t i = 0; i < d->n; i++) {
     cJSON *c = kcr_cond_find(merged, d->conds[i].type);
     if(c)
-      cJSON_AddItemToArray(mine, cJSON_DetachItemViaPointer(merged, c));
+      cJSON_AddItemToArray(mine,
+                           only_condition_fields(cJSON_DetachItemViaPointer(merged, c)));
   }
   if(!(text = kcr_json_to_text(body)))
     goto out;

@@ -12,7 +12,10 @@
  *  - kcr__json_spans with the status writer's paths (metadata.uid,
  *    metadata.resourceVersion, status) and a few more: for an object that
  *    parses, a value is found exactly when kcr_json_at finds one, and its
- *    text parses to the same value.
+ *    text parses to the same value; kcr__json_spans_trusted with the same
+ *    paths (the status writer reads a write's answer by its structure):
+ *    spans inside the text on any bytes, and the validator's spans where
+ *    it accepted the text.
  * The scanners follow RFC 8259 where cJSON is lax (white space is only
  * space, tab, CR and LF; member names are compared as written, escapes and
  * all, where the tree has them decoded; numbers; depth), so the checks
@@ -204,6 +207,22 @@ static void check_spans(const char *text, size_t len, const cJSON *tree, bool st
   }
   FUZZ_CHECK(i == found);
   FUZZ_CHECK(!w[N - 1].at || *path[N - 1]);
+  /* The same wants by the structure only (the status writer reads a
+   * write's answer so): inside the text on any bytes; where the validator
+   * accepted the text, the same spans (unless the structure could not be
+   * followed: then none). */
+  {
+    struct kcr__json_want t[N];
+    size_t ti;
+    for(size_t k = 0; k < N; k++)
+      t[k] = (struct kcr__json_want){path[k], NULL, 0};
+    ti = kcr__json_spans_trusted(text, len, t, N);
+    for(size_t k = 0; k < N; k++) {
+      FUZZ_CHECK(!t[k].at || (t[k].at >= text && t[k].at + t[k].n <= text + len));
+      if(ti && found)
+        FUZZ_CHECK(t[k].at == w[k].at && t[k].n == w[k].n);
+    }
+  }
   if(!found || !cJSON_IsObject(tree))
     return;
   for(i = 0; i < N; i++) {

@@ -47,8 +47,9 @@ static void reference(time_t t, long us, char *out, size_t n)
   snprintf(out, n, "%s", tmp);
 }
 
-/* Every second of a day at each end of the years 0..9999 and at leap days,
- * and a walk over the whole range: the same text as printf's. */
+/* Every 7th second of a day at each end of the years 0..9999 and at leap
+ * days, and a walk over the whole range: the same text as printf's. Past
+ * the range, printf's text of the year modulo 10000, as before. */
 static void formats_as_printf_does(void **state)
 {
   static const time_t starts[] = {-62167219200LL, /* 0000-01-01 */
@@ -76,6 +77,11 @@ static void formats_as_printf_does(void **state)
     if(strcmp(got, want))
       fail_msg("%lld.%09ld: '%s', want '%s'", (long long)t, ts.tv_nsec, got, want);
   }
+  kcr_time_format(253402300800LL, got); /* 10000-01-01 */
+  assert_string_equal("0000-01-01T00:00:00Z", got);
+  ts = (struct timespec){253402300800LL + 61, 5000};
+  kcr_time_format_micro(&ts, got);
+  assert_string_equal("0000-01-01T00:01:01.000005Z", got);
   (void)state;
 }
 
