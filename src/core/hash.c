@@ -150,17 +150,27 @@ void kcr__hash_begin(struct kcr__hasher *h)
 
 void kcr__hash_add(struct kcr__hasher *h, const void *p, size_t n)
 {
-  const unsigned char *m = p;
+  const unsigned char *m = p, *end = m + n;
   struct sip s = {h->v[0], h->v[1], h->v[2], h->v[3]};
+  uint64_t w = h->w;
+  size_t len = h->len;
 
-  for(size_t i = 0; i < n; i++) {
-    h->w |= (uint64_t)m[i] << (8 * (h->len & 7));
-    if(!(++h->len & 7)) {
-      sip_word(&s, h->w);
-      h->w = 0;
+  /* Byte by byte up to a word boundary of the message, whole words while
+   * they last, then the rest byte by byte. */
+  for(; m < end && (len & 7); m++, len++) {
+    w |= (uint64_t)*m << (8 * (len & 7));
+    if(!((len + 1) & 7)) {
+      sip_word(&s, w);
+      w = 0;
     }
   }
+  for(; end - m >= 8; m += 8, len += 8)
+    sip_word(&s, le64(m));
+  for(; m < end; m++, len++)
+    w |= (uint64_t)*m << (8 * (len & 7));
   h->v[0] = s.v0, h->v[1] = s.v1, h->v[2] = s.v2, h->v[3] = s.v3;
+  h->w = w;
+  h->len = len;
 }
 
 uint64_t kcr__hash_end(struct kcr__hasher *h)
