@@ -1302,30 +1302,52 @@ char *kcr_json_to_text(const cJSON *obj)
 
 /* ---- a digest of a tree ---- */
 
+/* The bytes of a tree, gathered in a buffer and hashed a buffer at a time
+ * (a node's pieces are a few bytes each). */
+struct hsink {
+  struct kcr__hasher h;
+  size_t n;
+  unsigned char b[512];
+};
+
+static void hput(struct hsink *k, const void *p, size_t n)
+{
+  if(n > sizeof(k->b) - k->n) {
+    kcr__hash_add(&k->h, k->b, k->n);
+    k->n = 0;
+    if(n > sizeof(k->b)) {
+      kcr__hash_add(&k->h, p, n);
+      return;
+    }
+  }
+  memcpy(k->b + k->n, p, n);
+  k->n += n;
+}
+
 /* Each node adds its kind, then (in an object) its name and (a string, a
  * Raw) its text, each ended by its NUL, (a number) its double's bytes, (a
  * container) its children and an end mark: no two different trees give the
  * same byte sequence. */
-static void hash_node(struct kcr__hasher *h, const cJSON *v, bool named)
+static void hash_node(struct hsink *k, const cJSON *v, bool named)
 {
   unsigned char kind = (unsigned char)(v->type & 0xFF);
   const char *s = NULL;
 
-  kcr__hash_add(h, &kind, 1);
+  hput(k, &kind, 1);
   if(named)
-    kcr__hash_add(h, v->string ? v->string : "", v->string ? strlen(v->string) + 1 : 1);
+    hput(k, v->string ? v->string : "", v->string ? strlen(v->string) + 1 : 1);
   switch(kind) {
-  case cJSON_Number: kcr__hash_add(h, &v->valuedouble, sizeof(v->valuedouble)); break;
+  case cJSON_Number: hput(k, &v->valuedouble, sizeof(v->valuedouble)); break;
   case cJSON_String:
   case cJSON_Raw:
     s = v->valuestring ? v->valuestring : "";
-    kcr__hash_add(h, s, strlen(s) + 1);
+    hput(k, s, strlen(s) + 1);
     break;
   case cJSON_Object:
   case cJSON_Array:
     for(const cJSON *c = v->child; c; c = c->next)
-      hash_node(h, c, kind == cJSON_Object);
-    kcr__hash_add(h, "\xff", 1); /* no kind is 0xff */
+      hash_node(k, c, kind == cJSON_Object);
+    hput(k, "\xff", 1); /* no kind is 0xff */
     break;
   default: break;
   }
@@ -1333,10 +1355,12 @@ static void hash_node(struct kcr__hasher *h, const cJSON *v, bool named)
 
 uint64_t kcr_json_hash(const cJSON *obj)
 {
-  struct kcr__hasher h;
   static const cJSON null = {.type = cJSON_NULL};
+  struct hsink k;
 
-  kcr__hash_begin(&h);
-  hash_node(&h, obj ? obj : &null, false);
-  return kcr__hash_end(&h);
+  k.n = 0;
+  kcr__hash_begin(&k.h);
+  hash_node(&k, obj ? obj : &null, false);
+  kcr__hash_add(&k.h, k.b, k.n);
+  return kcr__hash_end(&k.h);
 }
