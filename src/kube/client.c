@@ -44,7 +44,10 @@
  * request sent once more on a new connection, as curl does; any other
  * failure drops it. A connection made with an older client certificate is
  * not reused. Nothing is sent once the deadline has passed (KCR_FOREVER: no
- * deadline). The message holds the bearer token: it is wiped after the
+ * deadline). An answer that comes before the request is all out (413 for a
+ * body over the server's limit, after which the server stops reading and
+ * resets the connection) is read and reported, as curl does, and the
+ * connection dropped. The message holds the bearer token: it is wiped after the
  * exchange (and freed when over 64 KiB, so the pool keeps no large ones).
  *
  * TLS buffers: curl (7.88) sets OpenSSL's SSL_MODE_RELEASE_BUFFERS, so a
@@ -871,9 +874,10 @@ static uint64_t ms_left(uint64_t deadline)
   return now >= deadline ? 0 : (deadline - now + 999999) / 1000000;
 }
 
-/* Waits until conn's socket is ready for events, or deadline: 1 ready, 0
- * timed out, -1 failed. */
-static int own_wait(const struct kcr__conn *conn, short events, uint64_t deadline)
+/* Waits until conn's socket is ready for events, or deadline: 1 ready
+ * (*revents says for what), 0 timed out, -1 failed. */
+static int own_wait_ev(const struct kcr__conn *conn, short events, uint64_t deadline,
+                       short *revents)
 {
   for(;;) {
     uint64_t ms = ms_left(deadline);
@@ -882,11 +886,20 @@ static int own_wait(const struct kcr__conn *conn, short events, uint64_t deadlin
     if(!ms)
       return 0;
     n = poll(&pf, 1, ms == KCR_FOREVER ? -1 : ms > INT_MAX ? INT_MAX : (int)ms);
-    if(n > 0)
+    if(n > 0) {
+      *revents = pf.revents;
       return 1;
+    }
     if(n < 0 && errno != EINTR)
       return -1;
   }
+}
+
+/* own_wait_ev, whatever it was ready for. */
+static int own_wait(const struct kcr__conn *conn, short events, uint64_t deadline)
+{
+  short revents;
+  return own_wait_ev(conn, events, deadline, &revents);
 }
 
 /* Whether a pooled connection has something to read before a request was
@@ -1010,8 +1023,9 @@ static enum own_end own_exchange(struct kcr__conn *conn, uint64_t deadline,
   size_t n = conn->msg.len, got = 0, used = 0;
   bool any = false;
   char buf[16384];
-  CURLcode cc = CURLE_OK;
+  CURLcode cc = CURLE_OK, send_cc = CURLE_OK;
   enum kcr__h1_result hr = KCR__H1_MORE;
+  short ev = 0;
   int w;
 
   *keep = false;
@@ -1021,17 +1035,26 @@ static enum own_end own_exchange(struct kcr__conn *conn, uint64_t deadline,
     w = 0;
     goto wait_failed;
   }
+  /* A server may answer before it has read the whole request - 413 for a
+   * body over its limit - and then stop reading, or close: that answer is
+   * read (as curl does), not lost in a send that waits or fails. */
   while(n) {
     size_t sent = 0;
     cc = curl_easy_send(conn->h, p, n, &sent);
     if(cc == CURLE_AGAIN) {
-      if((w = own_wait(conn, POLLOUT, deadline)) <= 0)
+      if((w = own_wait_ev(conn, POLLOUT | POLLIN, deadline, &ev)) <= 0)
         goto wait_failed;
+      if(!(ev & POLLOUT))
+        break; /* readable (or closed) and not writable: an early answer */
       continue;
     }
     if(cc) {
-      *cause = cc;
-      return OWN_STALE; /* nothing came back, whatever went out */
+      if(p == conn->msg.ptr) {
+        *cause = cc;
+        return OWN_STALE; /* nothing went out, nothing came back */
+      }
+      send_cc = cc; /* part went out: the answer may be there */
+      break;
     }
     p += sent;
     n -= sent;
@@ -1049,7 +1072,7 @@ static enum own_end own_exchange(struct kcr__conn *conn, uint64_t deadline,
     }
     if(cc || !got) {
       if(!any) {
-        *cause = cc;
+        *cause = send_cc ? send_cc : cc;
         return OWN_STALE;
       }
       if(cc) {
@@ -1063,7 +1086,9 @@ static enum own_end own_exchange(struct kcr__conn *conn, uint64_t deadline,
     hr = kcr__h1_feed(h1, buf, got, &used, own_body, &o);
   }
   if(hr == KCR__H1_DONE || hr == KCR__H1_STOPPED) {
-    *keep = hr == KCR__H1_DONE && !h1->close && used == got;
+    /* not kept when the request is not all out: the server reads the rest
+     * as the next request */
+    *keep = hr == KCR__H1_DONE && !h1->close && used == got && !n;
     return OWN_ANSWERED;
   }
   *rc = kcr_errinfo_set(ei, KCR_ETRANSPORT, "%s %s: %s", req->method, req->path,
