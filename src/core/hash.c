@@ -120,23 +120,12 @@ uint64_t kcr_hash_str(const char *s) { return kcr_hash(s ? s : "", s ? strlen(s)
 
 uint64_t kcr__hash_strv(const char *const *sv, size_t n)
 {
-  struct sip s;
-  uint64_t w = 0;
-  size_t len = 0;
+  struct kcr__hasher h;
 
-  pthread_once(&key_once, key_init);
-  s = sip_init(proc_key);
-  for(size_t i = 0; i < n; i++) {
-    const unsigned char *p = (const unsigned char *)sv[i];
-    do { /* the bytes, then the NUL */
-      w |= (uint64_t)*p << (8 * (len & 7));
-      if(!(++len & 7)) {
-        sip_word(&s, w);
-        w = 0;
-      }
-    } while(*p++);
-  }
-  return sip_final(&s, len, w);
+  kcr__hash_begin(&h);
+  for(size_t i = 0; i < n; i++) /* the bytes, then the NUL */
+    kcr__hash_add(&h, sv[i], strlen(sv[i]) + 1);
+  return kcr__hash_end(&h);
 }
 
 void kcr__hash_begin(struct kcr__hasher *h)

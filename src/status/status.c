@@ -269,6 +269,18 @@ static kcr_err add_owned_fields(cJSON *st, const struct kcr_status_desired *d)
 
 /* ---- writers ---- */
 
+/* Sends an apply body: this writer's field manager, with force. */
+static kcr_err send_apply(kcr_status_writer *w, const struct kcr_ref *ref,
+                          const char *text, size_t len, struct kcr_buf *answer,
+                          struct kcr_errinfo *ei)
+{
+  return kcr__patch_text(w->o.client, ref,
+                         &(struct kcr_patch_opts){.type = KCR_PATCH_APPLY,
+                                                  .field_manager = w->field_manager,
+                                                  .force = true},
+                         text, len, answer, ei);
+}
+
 /* The apply of d on base (the status compared with), written as text
  * without a tree: what write_apply sends of the merged list, for a desired
  * status without extra fields. Each of our types as kcr_cond_set leaves
@@ -346,11 +358,7 @@ static kcr_err write_apply_text(kcr_status_writer *w, const struct kcr_ref *ref,
   kcr_err rc = apply_text(w, ref, base, d, now, &text);
 
   if(!rc)
-    rc = kcr__patch_text(w->o.client, ref,
-                         &(struct kcr_patch_opts){.type = KCR_PATCH_APPLY,
-                                                  .field_manager = w->field_manager,
-                                                  .force = true},
-                         text.ptr, text.len, answer, ei);
+    rc = send_apply(w, ref, text.ptr, text.len, answer, ei);
   kcr_buf_cleanup(&text);
   return rc;
 }
@@ -402,11 +410,7 @@ static kcr_err write_apply(kcr_status_writer *w, const struct kcr_ref *ref, cJSO
   }
   if(!(text = kcr_json_to_text(body)))
     goto out;
-  rc = kcr__patch_text(w->o.client, ref,
-                       &(struct kcr_patch_opts){.type = KCR_PATCH_APPLY,
-                                                .field_manager = w->field_manager,
-                                                .force = true},
-                       text, strlen(text), answer, ei);
+  rc = send_apply(w, ref, text, strlen(text), answer, ei);
 out:
   free(text);
   cJSON_Delete(body);
