@@ -77,6 +77,26 @@ KCR_API const char *kcr_obj_key(const kcr_obj *o);
 /* The compact JSON text (NUL-terminated; its length in *len when len is not
  * NULL). */
 KCR_API const char *kcr_obj_json(const kcr_obj *o, size_t *len);
+/* A value's text inside an object's: at points into the object's text (valid
+ * while the caller holds its reference), n bytes (a string with its quotes);
+ * NULL and 0: not there. */
+struct kcr_span {
+  const char *at;
+  size_t n;
+};
+/* Finds in one pass over o's text the value at each paths[i] (member names
+ * separated by dots, as kcr_json_at reads them: the first member of a name
+ * counts, a path through anything but objects finds nothing; a member name
+ * the server wrote with escapes matches nothing) into out[i], without
+ * parsing or allocating - for a reconcile that reads a few values, or
+ * compares a part with text of its own, at a fraction of kcr_obj_parse's
+ * cost. The text is the stored one: compact JSON, as the server wrote it
+ * or as cJSON printed it. Returns how many were found; n at most 16
+ * (paths past that find nothing); a text nested deeper than 128 levels
+ * inside a value finds nothing at all (ask for metadata.name too, to tell
+ * that from absence). Thread safety: any thread. */
+KCR_API size_t kcr_obj_spans(const kcr_obj *o, const char *const *paths,
+                             struct kcr_span *out, size_t n);
 /* Parses the text into a new tree, *out, owned by the caller (cJSON_Delete):
  * the object as stored, so from an informer with a keep-list the projected
  * object, not the whole one.

@@ -111,6 +111,41 @@ enum ebdman_child_plan ebdman_child_plan(const cJSON *have, const cJSON *want,
   return EBDMAN_CHILD_UPDATE;
 }
 
+static bool empty_map(const struct kcr_span *s)
+{
+  return s->n == 2 && !memcmp(s->at, "{}", 2);
+}
+
+/* Whether annotations' text (absent: none) holds no annotation ebdman
+ * propagates, as the text shows it: no name starting with the prefix, and
+ * no escape that could spell one. want: the EBD's, where a value that is
+ * not a map carries none; else a child's, which must be a map or absent
+ * (ebdman_child_plan updates any other). */
+static bool none_propagated(const struct kcr_span *s, bool want)
+{
+  static const char quoted[] = "\"" EBDMAN_VFM_ANNOTATION_PREFIX;
+
+  if(!s->at)
+    return true;
+  if(*s->at != '{')
+    return want;
+  return !memchr(s->at, '\\', s->n) && !memmem(s->at, s->n, quoted, sizeof(quoted) - 1);
+}
+
+bool ebdman_child_kept_as_is(const char *ebd_uid, const struct kcr_span *src,
+                             const struct kcr_span *ebd_ann, const char *ctl_uid,
+                             const struct kcr_span *have, const struct kcr_span *have_ann)
+{
+  if(!ebd_uid || !*ebd_uid || !ctl_uid || strcmp(ctl_uid, ebd_uid))
+    return false;
+  if(!none_propagated(ebd_ann, true) || !none_propagated(have_ann, false))
+    return false;
+  if(src->at && *src->at == '{')
+    return (have->at && have->n == src->n && !memcmp(have->at, src->at, src->n)) ||
+           (!have->at && empty_map(src));
+  return !have->at || empty_map(have); /* an EBD without that part: {} */
+}
+
 kcr_err ebdman_child_precondition(cJSON *want, enum ebdman_child_plan plan,
                                   const cJSON *have)
 {

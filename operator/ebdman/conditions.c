@@ -66,13 +66,13 @@ static bool vfm_health(const struct ebdman_observed *ob, struct kcr_cond *c)
     set(c, "VFMHealthy", "False", "Error", fit(ob, ob->vfm_read_error), ob->generation);
     return false;
   }
-  if(!ob->vfm || ob->applied_new_spec ||
-     kcr_cond_get(kcr_json_at(ob->vfm, "status.conditions"), "Ready", &ready)) {
+  if(!ob->vfm_seen || ob->applied_new_spec ||
+     kcr_cond_get(ob->vfm_conditions, "Ready", &ready)) {
     set(c, "VFMHealthy", "False", "Progressing", "vfm custom resource is not ready",
         ob->generation);
     return false;
   }
-  vgen = kcr_json_int(ob->vfm, "metadata.generation", 0);
+  vgen = ob->vfm_generation;
   if(ready.observed_generation && ready.observed_generation < vgen) {
     /* The owner has not looked at the current spec yet. */
     set(c, "VFMHealthy", "False", "Progressing", "vfm custom resource is not ready",
@@ -89,6 +89,13 @@ static bool vfm_health(const struct ebdman_observed *ob, struct kcr_cond *c)
         ob->generation);
   }
   return false;
+}
+
+void ebdman_observe_vfm(struct ebdman_observed *ob, const cJSON *vfm)
+{
+  ob->vfm_seen = vfm != NULL;
+  ob->vfm_conditions = kcr_json_at(vfm, "status.conditions");
+  ob->vfm_generation = kcr_json_int(vfm, "metadata.generation", 0);
 }
 
 size_t ebdman_conditions(const struct ebdman_observed *ob,

@@ -27,15 +27,17 @@ extern const struct kcr_gvr ebdman_ebds, ebdman_vfms, ebdman_configmaps;
 /* The conditions ebdman owns, computed from what it observed. Strings point
  * into static text or into the arena / inputs; valid for one reconcile. */
 struct ebdman_observed {
-  int64_t generation;         /* the EBD's metadata.generation */
-  bool install_failed;        /* a child could not be installed */
-  const char *install_reason; /* why, as a reason: NULL is InstallFailed (the
-                                 server refused the apply); ChildConflict,
-                                 NamespaceTerminating */
-  const char *install_error;  /* the message: the server's, or the conflict */
-  bool applied_new_spec;      /* this reconcile changed the VFM's spec */
-  const cJSON *vfm;           /* the VFM from the cache, or NULL */
-  const char *vfm_read_error; /* reading the VFM failed: why */
+  int64_t generation;          /* the EBD's metadata.generation */
+  bool install_failed;         /* a child could not be installed */
+  const char *install_reason;  /* why, as a reason: NULL is InstallFailed (the
+                                  server refused the apply); ChildConflict,
+                                  NamespaceTerminating */
+  const char *install_error;   /* the message: the server's, or the conflict */
+  bool applied_new_spec;       /* this reconcile changed the VFM's spec */
+  bool vfm_seen;               /* the cache holds our VFM (ebdman_observe_vfm) */
+  const cJSON *vfm_conditions; /* then its status.conditions (NULL: none) */
+  int64_t vfm_generation;      /* and its metadata.generation */
+  const char *vfm_read_error;  /* reading the VFM failed: why */
   /* Where a message longer than a condition may hold is cut
    * (the reconcile's arena); NULL: a fixed text replaces it. */
   struct kcr_arena *arena;
@@ -63,6 +65,9 @@ enum {
  * with "...". */
 size_t ebdman_conditions(const struct ebdman_observed *ob,
                          struct kcr_cond out[EBDMAN_NCOND]);
+/* Sets what ob says of the VFM from a tree of it (NULL: none seen):
+ * vfm_seen, vfm_conditions (borrowed from vfm) and vfm_generation. Pure. */
+void ebdman_observe_vfm(struct ebdman_observed *ob, const cJSON *vfm);
 
 /* Builds the children for an EBD tree (new trees, caller frees). */
 /* Each is complete or NULL: NULL when out of memory or the EBD has no
@@ -106,6 +111,22 @@ extern const char *const ebdman_configmap_keep[];
  * and the propagated annotations are as wanted. Pure. */
 enum ebdman_child_plan ebdman_child_plan(const cJSON *have, const cJSON *want,
                                          const char *field);
+/* Whether a cached child is ours and as wanted, judged from texts alone
+ * (kcr_obj_spans of the EBD and the child; each span NULL when absent): the
+ * KEEP of ebdman_child_plan decided without a tree - what most reconciles
+ * find. Sound, not complete: true only when ebdman_child_plan on the trees
+ * of those texts gives KEEP; false leaves the decision to it. True when the
+ * child's controller uid is the EBD's uid (non-empty), its content `have`
+ * (data, spec) is the EBD's part it copies, `src` (spec.vfm.config,
+ * spec.vfm), byte for byte - or both are empty ({} and absent alike; a part
+ * that is not an object is {}) - and neither the EBD's annotations
+ * (ebd_ann) nor the child's (have_ann, a map or absent) hold one ebdman
+ * propagates (a name with the prefix; any escape in them leaves it to the
+ * trees). Pure. */
+bool ebdman_child_kept_as_is(const char *ebd_uid, const struct kcr_span *src,
+                             const struct kcr_span *ebd_ann, const char *ctl_uid,
+                             const struct kcr_span *have,
+                             const struct kcr_span *have_ann);
 /* Whether have (NULL: no) already holds want's `field` (absent and {} are
  * the same). Pure. */
 bool ebdman_child_same_content(const cJSON *have, const cJSON *want, const char *field);

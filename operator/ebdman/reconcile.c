@@ -4,8 +4,10 @@
  *   1. read the EBD from the cache (gone or deleting: nothing to do - the
  *      garbage collector removes children through their ownerReferences);
  *   2. install without waiting: for each child (ConfigMap <name>-config, VFM
- *      <name>) compare the cached child with the desired one and server-side
- *      apply it only if it differs (deterministic names, idempotent, no
+ *      <name>) compare the cached child with the desired one - first as
+ *      text (kept_as_is: ours, and its content the EBD's byte for byte, as
+ *      most reconciles find it), else as trees - and server-side apply it
+ *      only if it differs (deterministic names, idempotent, no
  *      request at steady state) - and never to an object that is not this
  *      EBD's: each apply carries a precondition (create-only, or pinned to
  *      the uid of our child) and an object someone else made is reported as
@@ -105,25 +107,6 @@ static void digest(const cJSON *want, char out[17])
   snprintf(out, 17, "%016llx", (unsigned long long)kcr_json_hash(want));
 }
 
-/* Whether an earlier apply of this very child (digest sum, computed here
- * when empty) is still on its way to the cache, whose copy `have` (NULL:
- * none) is older (kcr_written_pending): then it needs no request. */
-static bool written_pending(kcr_written *w, const char *key, const cJSON *have,
-                            const cJSON *want, char sum[17])
-{
-  struct kcr_buf text = KCR_BUF_INIT;
-  const char *rv = have ? kcr_json_str(have, "metadata.resourceVersion") : NULL;
-  bool same = false;
-
-  if(kcr_written_pending(w, key, have && !rv ? "" : rv, &text)) {
-    if(!*sum)
-      digest(want, sum);
-    same = !strcmp(kcr_buf_str(&text), sum);
-  }
-  kcr_buf_cleanup(&text);
-  return same;
-}
-
 /* How often an EBD whose child name is taken by an object no informer of
  * ours shows (a ConfigMap without the managed-by label) looks again: two
  * requests each time, and the conflict ends only when a user acts. */
@@ -156,21 +139,59 @@ struct install {
   bool recheck; /* someone else's child our cache does not show: its
                    removal wakes nobody, so look again later */
   /* The child as the informer's cache held it when the plan was made, and
-   * that copy parsed (projected: the fields ebdman_child_plan reads and the
-   * metadata); NULL when absent, the tree also when out of memory (then the
+   * - when the plan needed a tree (not kept_as_is) - that copy parsed
+   * (projected: the fields ebdman_child_plan reads and the metadata); NULL
+   * when absent, the tree also when out of memory or not needed (then the
    * create-only apply finds out whether it exists). Kept for the caller,
    * which reads the VFM's health from the same tree when the cache still
-   * holds that object: each cached child is parsed once per reconcile.
-   * Released by install_cleanup. */
+   * holds that object: each cached child is parsed at most once per
+   * reconcile. Released by install_cleanup. */
   kcr_obj *seen;
   cJSON *seen_tree;
+  cJSON *want; /* the child as wanted, when it had to be built */
 };
 
 static void install_cleanup(struct install *r)
 {
   kcr_obj_unref(r->seen);
   cJSON_Delete(r->seen_tree);
+  cJSON_Delete(r->want);
 }
+
+/* The EBD being reconciled: its cached object, its tree, and where in its
+ * text the parts its children copy are (kcr_obj_spans of ebd_paths). */
+enum { EBD_NAME, EBD_VFM, EBD_CONFIG, EBD_ANNOTATIONS, EBD_NSPAN };
+static const char *const ebd_paths[EBD_NSPAN] = {
+    [EBD_NAME] = "metadata.name",
+    [EBD_VFM] = "spec.vfm",
+    [EBD_CONFIG] = "spec.vfm.config",
+    [EBD_ANNOTATIONS] = "metadata.annotations",
+};
+struct ebd_in {
+  kcr_obj *o;
+  const cJSON *tree;
+  struct kcr_span sp[EBD_NSPAN];
+};
+
+/* One kind of child: its resource, what its name adds to the EBD's, its
+ * content (a copy of a part of the EBD) and how it is built. */
+struct child {
+  const struct kcr_gvr *gvr;
+  const char *suffix;
+  const char *field; /* the content: "data", "spec" */
+  int src;           /* the EBD's part it copies: EBD_CONFIG, EBD_VFM */
+  cJSON *(*build)(const cJSON *ebd);
+};
+static const struct child child_cm = {.gvr = &ebdman_configmaps,
+                                      .suffix = "-config",
+                                      .field = "data",
+                                      .src = EBD_CONFIG,
+                                      .build = ebdman_configmap_for};
+static const struct child child_vfm = {.gvr = &ebdman_vfms,
+                                       .suffix = "",
+                                       .field = "spec",
+                                       .src = EBD_VFM,
+                                       .build = ebdman_vfm_for};
 
 static void conflict(kcr_ctx *cx, const cJSON *want, const cJSON *have, bool in_cache,
                      struct install *r)
@@ -188,51 +209,80 @@ static void conflict(kcr_ctx *cx, const cJSON *want, const cJSON *have, bool in_
            KCR_S("child", kcr_json_str(want, "metadata.name")), KCR_S("detail", msg));
 }
 
+/* ebdman_child_kept_as_is on the cached child `have` and the EBD. */
+static bool kept_as_is(const struct child *ch, const struct ebd_in *ebd,
+                       const kcr_obj *have)
+{
+  const char *paths[] = {"metadata.name", ch->field, "metadata.annotations"};
+  struct kcr_span h[3];
+
+  if(!ebd->sp[EBD_NAME].at)
+    return false; /* the EBD's text could not be followed */
+  kcr_obj_spans(have, paths, h, 3);
+  return h[0].at && /* nor the child's: absence would say nothing */
+         ebdman_child_kept_as_is(kcr_obj_uid(ebd->o), &ebd->sp[ch->src],
+                                 &ebd->sp[EBD_ANNOTATIONS], kcr_obj_controller(have)->uid,
+                                 &h[1], &h[2]);
+}
+
 /* Installs one child: plans from the cached copy (ebdman_child_plan; kept
- * in r->seen and r->seen_tree) and applies with the plan's precondition, so
- * that the apply does only what was decided. When the plan is a conflict,
- * or the apiserver refuses the precondition (the cache was wrong), reads
- * the child with a GET and plans once more from that; a second refusal is
- * retried with backoff. At most three requests. No request when an earlier
- * apply of the same child is still on its way to the cache (wrote). Returns
- * a transient error to retry, or OK with r->failed set for a permanent
- * refusal or a conflict; in every case the caller releases r with
- * install_cleanup. */
+ * in r->seen and, when parsed, r->seen_tree) and applies with the plan's
+ * precondition, so that the apply does only what was decided. When the
+ * plan is a conflict, or the apiserver refuses the precondition (the cache
+ * was wrong), reads the child with a GET and plans once more from that; a
+ * second refusal is retried with backoff. At most three requests. No
+ * request when an earlier apply of the same child is still on its way to
+ * the cache (wrote), and no tree when the texts show the cached child kept
+ * as it is (kept_as_is). Returns a transient error to retry, or OK with
+ * r->failed set for a permanent refusal or a conflict; in every case the
+ * caller releases r with install_cleanup. */
 static kcr_err install(kcr_ctx *cx, kcr_written *wrote, kcr_informer *inf,
-                       const struct kcr_gvr *gvr, cJSON *want, const char *field,
+                       const struct child *ch, const struct ebd_in *ebd,
                        struct install *r)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
-  const char *kind = kcr_json_str(want, "kind"),
-             *name = kcr_json_str(want, "metadata.name");
-  struct kcr_ref ref = {
-      .gvr = gvr, .ns = kcr_json_str(want, "metadata.namespace"), .name = name};
+  struct kcr_buf text = KCR_BUF_INIT;
+  const char *ns = *kcr_obj_ns(ebd->o) ? kcr_obj_ns(ebd->o) : NULL, *kind;
+  char name[300], key[384], sum[17] = "";
+  struct kcr_ref ref = {.gvr = ch->gvr, .ns = ns, .name = name};
+  const char *field = ch->field;
   enum ebdman_child_plan plan;
   const cJSON *have;
-  cJSON *got = NULL; /* read with a GET */
-  char *rv = NULL;   /* the apply's answer: the child's new resourceVersion */
-  bool fresh = false, in_cache;
-  char key[384], sum[17] = "";
+  cJSON *want, *got = NULL; /* read with a GET */
+  char *rv = NULL;          /* the apply's answer: the child's new resourceVersion */
+  bool fresh = false, in_cache, pending;
   kcr_err rc = KCR_OK;
 
+  snprintf(name, sizeof(name), "%s%s", kcr_obj_name(ebd->o), ch->suffix);
+  r->seen = kcr_store_ref(kcr_informer_store(inf), ns, name);
+  child_key(key, sizeof(key), ch->gvr->resource, ns, name, "");
+  /* An earlier apply still on its way to the cache, which shows the child
+   * older (or not at all)? */
+  pending = kcr_written_pending(wrote, key, r->seen ? kcr_obj_rv(r->seen) : NULL, &text);
+  if(!pending && r->seen && kept_as_is(ch, ebd, r->seen))
+    goto out;
+  want = r->want = ch->build(ebd->tree);
   if(!want) {
     r->failed = true;
     r->msg = "out of memory building the children";
-    return KCR_OK;
+    goto out;
   }
-  r->seen = kcr_store_ref(kcr_informer_store(inf), ref.ns, name);
+  kind = kcr_json_str(want, "kind");
   if(r->seen)
     kcr_obj_parse(r->seen, &r->seen_tree);
   have = r->seen_tree;
   in_cache = have != NULL;
-  child_key(key, sizeof(key), gvr->resource, ref.ns, name, "");
-  if(written_pending(wrote, key, have, want, sum)) {
-    /* As the apply left it: its spec is new if the cache's is not it. */
-    r->applied = true;
-    r->new_content = !ebdman_child_same_content(have, want, field);
-    KCR_CLOG(cx, KCR_LOG_DEBUG, "child as an earlier apply wrote it; the cache is behind",
-             KCR_S("kind", kind), KCR_S("child", name));
-    goto out;
+  if(pending) {
+    digest(want, sum);
+    if(!strcmp(kcr_buf_str(&text), sum)) {
+      /* As the apply left it: its spec is new if the cache's is not it. */
+      r->applied = true;
+      r->new_content = !ebdman_child_same_content(have, want, field);
+      KCR_CLOG(cx, KCR_LOG_DEBUG,
+               "child as an earlier apply wrote it; the cache is behind",
+               KCR_S("kind", kind), KCR_S("child", name));
+      goto out;
+    }
   }
   for(;;) {
     plan = ebdman_child_plan(have, want, field);
@@ -306,6 +356,7 @@ static kcr_err install(kcr_ctx *cx, kcr_written *wrote, kcr_informer *inf,
 out:
   free(rv);
   cJSON_Delete(got);
+  kcr_buf_cleanup(&text);
   kcr_errinfo_cleanup(&ei);
   return rc;
 }
@@ -482,6 +533,29 @@ static void map_by_name(kcr_obj *o, kcr_map_emit emit, void *ctx, void *ud)
   emit(kcr_obj_ns(o), ebd, ctx);
 }
 
+/* What ob says of our VFM, vo (its controller is the EBD): read from the
+ * tree install parsed when it planned from this very copy, else from the
+ * text's status.conditions alone (vfm_conds gets that tree). */
+static void observe_vfm(struct ebdman_observed *ob, kcr_obj *vo, const struct install *iv,
+                        cJSON **vfm_conds)
+{
+  static const char *const paths[] = {"metadata.name", "status.conditions"};
+  struct kcr_span sp[2];
+
+  if(vo == iv->seen && iv->seen_tree) {
+    ebdman_observe_vfm(ob, iv->seen_tree);
+    return;
+  }
+  kcr_obj_spans(vo, paths, sp, 2);
+  if(!sp[0].at || (sp[1].at && kcr_json_parse(sp[1].at, sp[1].n, vfm_conds, NULL))) {
+    ob->vfm_read_error = "reading the vfm custom resource from the cache failed";
+    return;
+  }
+  ob->vfm_seen = true;
+  ob->vfm_conditions = *vfm_conds;
+  ob->vfm_generation = kcr_obj_generation(vo);
+}
+
 static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
                          struct kcr_result *res, void *ud)
 {
@@ -491,8 +565,10 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
   struct kcr_cond conds[EBDMAN_NCOND];
   size_t nconds;
   enum kcr_write_result wr;
-  kcr_obj *o = kcr_store_ref(kcr_informer_store(e->ebds), req->ns, req->name), *vo;
-  cJSON *ebd = NULL, *cm = NULL, *vfm = NULL, *vfm_seen = NULL;
+  struct ebd_in in = {.o =
+                          kcr_store_ref(kcr_informer_store(e->ebds), req->ns, req->name)};
+  kcr_obj *o = in.o, *vo;
+  cJSON *ebd = NULL, *vfm_conds = NULL;
   struct install icm = {0}, ivfm = {0};
   kcr_err rc = KCR_OK;
 
@@ -502,13 +578,13 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
     goto out;
   if((rc = kcr_obj_parse(o, &ebd)))
     goto out;
+  in.tree = ebd;
+  kcr_obj_spans(o, ebd_paths, in.sp, EBD_NSPAN);
   ob.generation = kcr_obj_generation(o);
   ob.arena = kcr_ctx_arena(cx);
-  cm = ebdman_configmap_for(ebd);
-  vfm = ebdman_vfm_for(ebd);
-  rc = install(cx, e->wrote, e->cms, &ebdman_configmaps, cm, "data", &icm);
+  rc = install(cx, e->wrote, e->cms, &child_cm, &in, &icm);
   if(!rc && !icm.failed)
-    rc = install(cx, e->wrote, e->vfms, &ebdman_vfms, vfm, "spec", &ivfm);
+    rc = install(cx, e->wrote, e->vfms, &child_vfm, &in, &ivfm);
   if(rc)
     goto out; /* transient: retried with backoff */
   if(icm.failed || ivfm.failed) {
@@ -526,14 +602,8 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
    * holding its name. */
   vo = kcr_store_ref(kcr_informer_store(e->vfms), req->ns, req->name);
   if(vo && kcr_obj_controller(vo)->uid &&
-     !strcmp(kcr_obj_controller(vo)->uid, kcr_obj_uid(o))) {
-    if(vo == ivfm.seen && ivfm.seen_tree) /* the copy install planned from */
-      ob.vfm = ivfm.seen_tree;
-    else if(kcr_obj_parse(vo, &vfm_seen))
-      ob.vfm_read_error = "reading the vfm custom resource from the cache failed";
-    else
-      ob.vfm = vfm_seen;
-  }
+     !strcmp(kcr_obj_controller(vo)->uid, kcr_obj_uid(o)))
+    observe_vfm(&ob, vo, &ivfm, &vfm_conds);
   kcr_obj_unref(vo);
   nconds = ebdman_conditions(&ob, conds);
   struct kcr_status_desired d = {
@@ -554,9 +624,7 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
 out:
   install_cleanup(&icm);
   install_cleanup(&ivfm);
-  cJSON_Delete(vfm_seen);
-  cJSON_Delete(cm);
-  cJSON_Delete(vfm);
+  cJSON_Delete(vfm_conds);
   cJSON_Delete(ebd);
   kcr_obj_unref(o);
   kcr_errinfo_cleanup(&ei);

@@ -449,6 +449,23 @@ const char *kcr_obj_json(const kcr_obj *o, size_t *len)
   return o->json;
 }
 
+size_t kcr_obj_spans(const kcr_obj *o, const char *const *paths, struct kcr_span *out,
+                     size_t n)
+{
+  struct kcr__json_want w[KCR__JSON_WANT_MAX];
+  size_t k = n < KCR__JSON_WANT_MAX ? n : KCR__JSON_WANT_MAX, found;
+
+  for(size_t i = 0; i < k; i++)
+    w[i] = (struct kcr__json_want){.path = paths[i]};
+  /* The text is well-formed (the validator or cJSON's printer made it): the
+   * structure alone gives the validator's spans. */
+  found = kcr__json_spans_trusted(o->json, o->json_len, w, k);
+  for(size_t i = 0; i < n; i++)
+    out[i] = i < k ? (struct kcr_span){.at = w[i].at, .n = w[i].n}
+                   : (struct kcr_span){.at = NULL, .n = 0};
+  return found;
+}
+
 kcr_err kcr_obj_parse(const kcr_obj *o, cJSON **out)
 {
   /* kcr_json_parse: integers of 10^15 and up stay exact. The text was

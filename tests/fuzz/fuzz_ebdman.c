@@ -10,7 +10,9 @@
  * controller one, to it, carrying its spec (VFM) and spec.vfm.config
  * (ConfigMap data) and no annotation without the vfm-sim prefix; every
  * condition computed passes kcr_cond_validate (what the status write
- * requires). */
+ * requires); a child the texts judge kept as is (ebdman_child_kept_as_is)
+ * is one ebdman_child_plan keeps, for the child as made and for the input
+ * standing for the cached child. */
 #include "ebdman.h"
 #include "fuzz.h"
 
@@ -63,6 +65,44 @@ static void check_child(const cJSON *ebd, const cJSON *o, const char *kind,
   free(text);
 }
 
+/* The text judges a child kept as is (ebdman_child_kept_as_is) only where
+ * the trees do (ebdman_child_plan KEEP), as reconcile reads them: the EBD
+ * and the child from their stored texts, the child wanted built from the
+ * stored EBD - for the child as made, and for the input itself standing
+ * for the cached child. */
+static void judged_by_text(const cJSON *ebd, cJSON *(*build)(const cJSON *),
+                           const char *field, const char *src)
+{
+  const char *ep[] = {"metadata.name", src, "metadata.annotations"},
+             *hp[] = {"metadata.name", field, "metadata.annotations"};
+  struct kcr_span e[3], h[3];
+  kcr_obj *eo = NULL, *ho = NULL;
+  cJSON *et = NULL, *want;
+
+  if(kcr_obj_from_json(ebd, 0, &eo, NULL))
+    return;
+  FUZZ_CHECK(kcr_obj_parse(eo, &et) == KCR_OK);
+  kcr_obj_spans(eo, ep, e, 3);
+  want = build(et);
+  const cJSON *haves[] = {want, ebd};
+  for(int i = 0; i < 2 && want; i++) {
+    cJSON *ht = NULL;
+    if(kcr_obj_from_json(haves[i], 0, &ho, NULL))
+      continue;
+    kcr_obj_spans(ho, hp, h, 3);
+    FUZZ_CHECK(kcr_obj_parse(ho, &ht) == KCR_OK);
+    if(e[0].at && h[0].at &&
+       ebdman_child_kept_as_is(kcr_obj_uid(eo), &e[1], &e[2], kcr_obj_controller(ho)->uid,
+                               &h[1], &h[2]))
+      FUZZ_CHECK(ebdman_child_plan(ht, want, field) == EBDMAN_CHILD_KEEP);
+    cJSON_Delete(ht);
+    kcr_obj_unref(ho);
+  }
+  cJSON_Delete(want);
+  cJSON_Delete(et);
+  kcr_obj_unref(eo);
+}
+
 static void children(const cJSON *ebd)
 {
   const char *name = kcr_json_str(ebd, "metadata.name");
@@ -81,11 +121,13 @@ static void children(const cJSON *ebd)
     check_child(ebd, cm, "ConfigMap", strlen(name) <= 253 ? cm_name : NULL);
     if(cJSON_IsObject(cfg))
       FUZZ_CHECK(fuzz_same_json(kcr_json_at(cm, "data"), cfg));
+    judged_by_text(ebd, ebdman_configmap_for, "data", "spec.vfm.config");
   }
   if(vfm) {
     check_child(ebd, vfm, "VFM", name);
     if(cJSON_IsObject(spec))
       FUZZ_CHECK(fuzz_same_json(kcr_json_at(vfm, "spec"), spec));
+    judged_by_text(ebd, ebdman_vfm_for, "spec", "spec.vfm");
   }
   cJSON_Delete(cm);
   cJSON_Delete(vfm);
@@ -105,7 +147,7 @@ static void conditions(const cJSON *ebd)
     ob.install_failed = variant == 1;
     ob.install_error = variant == 1 && had_installed ? installed.message : NULL;
     ob.applied_new_spec = variant == 2;
-    ob.vfm = variant == 3 ? NULL : ebd;
+    ebdman_observe_vfm(&ob, variant == 3 ? NULL : ebd);
     ob.vfm_read_error = variant == 3 && had_installed ? installed.message : NULL;
     ob.arena = variant & 1 ? &arena : NULL; /* where long messages are cut */
     size_t n = ebdman_conditions(&ob, out);

@@ -171,7 +171,8 @@ static void projected_children_are_judged_as_whole_ones(void **state)
   struct fix *f = *state;
   cJSON *cm = cached_copy(f->cm, ebdman_configmap_keep),
         *vfm = cached_copy(f->vfm, ebdman_vfm_keep);
-  struct ebdman_observed ob = {.generation = 1, .vfm = vfm};
+  struct ebdman_observed ob = {.generation = 1};
+  ebdman_observe_vfm(&ob, vfm);
   struct kcr_cond conds[EBDMAN_NCOND];
 
   assert_null(kcr_json_at(vfm, "metadata.labels")); /* it is projected */
@@ -367,6 +368,162 @@ static bool precondition_under_failure(void *ud)
   return ok;
 }
 
+/* ebdman_child_kept_as_is on the stored texts of an EBD and of a cached
+ * child (have, projected as the informer keeps it); *plan gets what
+ * ebdman_child_plan says of the same texts as trees. */
+static bool kept_as_is(const cJSON *ebd, const cJSON *want, const cJSON *have,
+                       const char *const *keep, const char *field, const char *src,
+                       enum ebdman_child_plan *plan)
+{
+  const char *ep[] = {src, "metadata.annotations"},
+             *hp[] = {field, "metadata.annotations"};
+  struct kcr_span e[2], h[2];
+  kcr_obj *eo = NULL, *ho = NULL;
+  struct kcr__proj *p = NULL;
+  struct kcr_buf b = KCR_BUF_INIT;
+  cJSON *cached = NULL, *ht = NULL;
+  bool kept;
+
+  /* As the informer keeps it. */
+  assert_int_equal(KCR_OK, kcr__proj_new(keep, 0, &p));
+  assert_int_equal(KCR_OK, kcr__proj_print(p, have, &b));
+  assert_int_equal(KCR_OK, kcr_json_parse(b.ptr, b.len, &cached, NULL));
+  kcr_buf_cleanup(&b);
+  kcr__proj_free(p);
+  assert_int_equal(KCR_OK, kcr_obj_from_json(ebd, 0, &eo, NULL));
+  assert_int_equal(KCR_OK, kcr_obj_from_json(cached, 0, &ho, NULL));
+  kcr_obj_spans(eo, ep, e, 2);
+  kcr_obj_spans(ho, hp, h, 2);
+  kept = ebdman_child_kept_as_is(kcr_obj_uid(eo), &e[0], &e[1],
+                                 kcr_obj_controller(ho)->uid, &h[0], &h[1]);
+  assert_int_equal(KCR_OK, kcr_obj_parse(ho, &ht));
+  *plan = ebdman_child_plan(ht, want, field);
+  cJSON_Delete(ht);
+  cJSON_Delete(cached);
+  kcr_obj_unref(eo);
+  kcr_obj_unref(ho);
+  return kept;
+}
+
+/* The text alone says KEEP only where the trees do (ebdman_child_plan), and
+ * says it for a child as ebdman made it from an EBD without annotations to
+ * propagate - what most reconciles find: over EBDs with and without the
+ * parts the children copy and with annotations of every kind, and children
+ * changed in every way the plan looks at. */
+static void the_text_keeps_a_child_only_where_the_trees_do(void **state)
+{
+  static const char *const ebds[] = {
+      "{}",
+      "{\"vfm\":{\"image\":\"i\",\"replicas\":1,\"config\":{\"a\":\"1\",\"b\":\"2\"}}}",
+      "{\"vfm\":{\"image\":\"i\",\"config\":{}}}",
+      "{\"vfm\":{}}",
+      "{\"vfm\":\"not a map\"}",
+      "{\"vfm\":{\"image\":\"i\",\"config\":[\"not a map\"]}}",
+      "{\"vfm\":{\"image\":\"caf\\u00e9 \\\"q\\\"\",\"config\":{\"k\":\"\\u2028\"}}}",
+  };
+  static const char *const anns[] = {
+      NULL,
+      "{}",
+      "{\"note\":\"x\"}",
+      "{\"vfm-sim.ebdman.example.com/delay\":\"1s\"}",
+      "{\"note\":\"vfm-sim.ebdman.example.com/x\"}",
+      "[\"vfm-sim.ebdman.example.com/delay\"]",
+      "{\"n\\u006fte\":\"x\"}",
+  };
+  /* What happens to the stored child: nothing, then one change each. */
+  enum {
+    AS_MADE,
+    CONTENT_CHANGED,
+    SAME_LENGTH_VALUE,
+    CONTENT_EMPTIED,
+    CONTENT_GONE,
+    CONTENT_REORDERED,
+    PROPAGATED_ADDED,
+    OTHER_ANNOTATION,
+    ANNOTATIONS_NOT_A_MAP,
+    OTHER_CONTROLLER,
+    NO_OWNER,
+    NCHANGE
+  };
+  for(size_t i = 0; i < sizeof(ebds) / sizeof(ebds[0]); i++)
+    for(size_t a = 0; a < sizeof(anns) / sizeof(anns[0]); a++)
+      for(int kind = 0; kind < 2; kind++)
+        for(int ch = 0; ch < NCHANGE; ch++) {
+          cJSON *ebd = cJSON_Parse(EBD_JSON), *meta, *want, *have, *content;
+          const char *field = kind ? "spec" : "data";
+          enum ebdman_child_plan plan;
+          /* As made, and no annotation the EBD's text shows to propagate
+           * (anns[4] names the prefix in a value: the text cannot tell). */
+          bool kept, plain = ch == AS_MADE && a != 3 && a != 4;
+
+          meta = cJSON_GetObjectItemCaseSensitive(ebd, "metadata");
+          cJSON_DeleteItemFromObjectCaseSensitive(meta, "annotations");
+          if(anns[a])
+            cJSON_AddItemToObject(meta, "annotations", cJSON_Parse(anns[a]));
+          cJSON_ReplaceItemInObjectCaseSensitive(ebd, "spec", cJSON_Parse(ebds[i]));
+          want = kind ? ebdman_vfm_for(ebd) : ebdman_configmap_for(ebd);
+          assert_non_null(want);
+          have = stored(want);
+          content = cJSON_GetObjectItemCaseSensitive(have, field);
+          switch(ch) {
+          case CONTENT_CHANGED:
+            cJSON_AddItemToObject(content, "added", cJSON_CreateString("x"));
+            break;
+          case SAME_LENGTH_VALUE: /* one string changed, none longer */
+            for(cJSON *m = content ? content->child : NULL; m; m = m->next)
+              if(cJSON_IsString(m) && *m->valuestring) {
+                m->valuestring[0] = m->valuestring[0] == 'x' ? 'y' : 'x';
+                break;
+              }
+            break;
+          case CONTENT_EMPTIED:
+            cJSON_ReplaceItemInObjectCaseSensitive(have, field, cJSON_CreateObject());
+            break;
+          case CONTENT_GONE: cJSON_DeleteItemFromObjectCaseSensitive(have, field); break;
+          case CONTENT_REORDERED:
+            if(content->child && content->child->next) /* the last first */
+              cJSON_AddItemToObject(content, "zz",
+                                    cJSON_DetachItemViaPointer(content, content->child));
+            break;
+          case PROPAGATED_ADDED:
+            cJSON_AddItemToObject(kcr_json_obj(have, "metadata.annotations"),
+                                  "vfm-sim.ebdman.example.com/x",
+                                  cJSON_CreateString("y"));
+            break;
+          case OTHER_ANNOTATION:
+            cJSON_AddItemToObject(kcr_json_obj(have, "metadata.annotations"), "note",
+                                  cJSON_CreateString("y"));
+            break;
+          case ANNOTATIONS_NOT_A_MAP:
+            cJSON_DeleteItemFromObjectCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(have, "metadata"), "annotations");
+            cJSON_AddItemToObject(cJSON_GetObjectItemCaseSensitive(have, "metadata"),
+                                  "annotations", cJSON_Parse("[]"));
+            break;
+          case OTHER_CONTROLLER:
+            set_owners(have, "[{\"apiVersion\":\"ebdman.example.com/v1alpha1\","
+                             "\"kind\":\"EBD\",\"name\":\"web\",\"uid\":\"old-uid\","
+                             "\"controller\":true}]");
+            break;
+          case NO_OWNER: set_owners(have, NULL); break;
+          }
+          kept =
+              kept_as_is(ebd, want, have, kind ? ebdman_vfm_keep : ebdman_configmap_keep,
+                         field, kind ? "spec.vfm" : "spec.vfm.config", &plan);
+          if(kept && plan != EBDMAN_CHILD_KEEP)
+            fail_msg("kept as is by the text, plan %d by the trees: spec %s, "
+                     "annotations %s, %s, change %d",
+                     plan, ebds[i], anns[a] ? anns[a] : "none", field, ch);
+          if(plain && !kept)
+            fail_msg("as made and nothing to propagate, yet not kept by the text: spec "
+                     "%s, annotations %s, %s",
+                     ebds[i], anns[a] ? anns[a] : "none", field);
+          cJSON_Delete(have);
+          cJSON_Delete(want);
+          cJSON_Delete(ebd);
+        }
+}
+
 static void the_precondition_is_set_or_enomem_when_memory_runs_out(void **state)
 {
   tfail_torture("ebdman_child_precondition", precondition_under_failure, *state);
@@ -380,6 +537,7 @@ int main(void)
       cmocka_unit_test(our_child_as_wanted_is_kept_and_otherwise_updated),
       cmocka_unit_test(a_child_whose_annotations_are_not_a_map_is_updated),
       cmocka_unit_test(projected_children_are_judged_as_whole_ones),
+      cmocka_unit_test(the_text_keeps_a_child_only_where_the_trees_do),
       cmocka_unit_test(someone_elses_object_is_a_conflict),
       cmocka_unit_test(a_create_is_create_only_and_an_update_is_pinned_to_the_uid),
       cmocka_unit_test(the_conflict_message_names_the_object_and_its_owners),

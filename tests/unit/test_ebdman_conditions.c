@@ -44,7 +44,8 @@ static void expect(const struct kcr_cond *c, const char *type, const char *statu
 static void ready_vfm_makes_everything_ready(void **state)
 {
   cJSON *v = vfm(2, "True", "Ready", "ok", 2);
-  struct ebdman_observed ob = {.generation = 5, .vfm = v};
+  struct ebdman_observed ob = {.generation = 5};
+  ebdman_observe_vfm(&ob, v);
   struct kcr_cond c[EBDMAN_NCOND];
   ebdman_conditions(&ob, c);
   expect(&c[EBDMAN_COND_INSTALLED], "Installed", "True", "Installed",
@@ -65,12 +66,12 @@ static void missing_or_unreported_vfm_is_progressing(void **state)
   expect(&c[EBDMAN_COND_READY], "Ready", "False", "Progressing",
          "vfm custom resource is not ready", 1);
   cJSON *v = vfm(1, NULL, NULL, NULL, 0); /* no conditions yet */
-  ob.vfm = v;
+  ebdman_observe_vfm(&ob, v);
   ebdman_conditions(&ob, c);
   assert_string_equal("Progressing", c[EBDMAN_COND_VFM].reason);
   cJSON_Delete(v);
   v = vfm(1, "Unknown", "Starting", "", 1);
-  ob.vfm = v;
+  ebdman_observe_vfm(&ob, v);
   ebdman_conditions(&ob, c);
   assert_string_equal("Progressing", c[EBDMAN_COND_VFM].reason);
   cJSON_Delete(v);
@@ -80,7 +81,8 @@ static void stale_ready_is_still_progressing(void **state)
 {
   /* Ready=True, but for generation 1 while the VFM is at 2. */
   cJSON *v = vfm(2, "True", "Ready", "ok", 1);
-  struct ebdman_observed ob = {.generation = 3, .vfm = v};
+  struct ebdman_observed ob = {.generation = 3};
+  ebdman_observe_vfm(&ob, v);
   struct kcr_cond c[EBDMAN_NCOND];
   ebdman_conditions(&ob, c);
   expect(&c[EBDMAN_COND_VFM], "VFMHealthy", "False", "Progressing",
@@ -88,7 +90,7 @@ static void stale_ready_is_still_progressing(void **state)
   /* And right after this reconcile applied a new spec, the cached VFM is old. */
   cJSON_Delete(v);
   v = vfm(2, "True", "Ready", "ok", 2);
-  ob.vfm = v;
+  ebdman_observe_vfm(&ob, v);
   ob.applied_new_spec = true;
   ebdman_conditions(&ob, c);
   assert_string_equal("Progressing", c[EBDMAN_COND_VFM].reason);
@@ -98,7 +100,8 @@ static void stale_ready_is_still_progressing(void **state)
 static void failed_vfm_is_an_error_with_its_message(void **state)
 {
   cJSON *v = vfm(1, "False", "Failed", "disk on fire", 1);
-  struct ebdman_observed ob = {.generation = 1, .vfm = v};
+  struct ebdman_observed ob = {.generation = 1};
+  ebdman_observe_vfm(&ob, v);
   struct kcr_cond c[EBDMAN_NCOND];
   ebdman_conditions(&ob, c);
   expect(&c[EBDMAN_COND_VFM], "VFMHealthy", "False", "Error", "disk on fire", 1);
@@ -106,12 +109,12 @@ static void failed_vfm_is_an_error_with_its_message(void **state)
   cJSON_Delete(v);
   /* False for another reason is just not ready yet. */
   v = vfm(1, "False", "Progressing", "pulling", 1);
-  ob.vfm = v;
+  ebdman_observe_vfm(&ob, v);
   ebdman_conditions(&ob, c);
   assert_string_equal("Progressing", c[EBDMAN_COND_VFM].reason);
   cJSON_Delete(v);
   /* Reading it failed. */
-  ob.vfm = NULL;
+  ebdman_observe_vfm(&ob, NULL);
   ob.vfm_read_error = "cache read failed";
   ebdman_conditions(&ob, c);
   expect(&c[EBDMAN_COND_VFM], "VFMHealthy", "False", "Error", "cache read failed", 1);
@@ -141,7 +144,8 @@ static void overlong_messages_are_cut_to_the_condition_limit(void **state)
       cJSON_GetArrayItem(kcr_json_at(v, "status.conditions"), 0), "message",
       cJSON_CreateString(long_msg)));
   for(int with_arena = 0; with_arena < 2; with_arena++) {
-    struct ebdman_observed ob = {.generation = 1, .vfm = v};
+    struct ebdman_observed ob = {.generation = 1};
+    ebdman_observe_vfm(&ob, v);
     ob.arena = with_arena ? &arena : NULL;
     size_t nc = ebdman_conditions(&ob, c); /* the VFM's message */
     assert_int_equal(EBDMAN_NCOND, nc);
@@ -171,10 +175,10 @@ static void install_failure_wins_the_summary(void **state)
 {
   cJSON *v = vfm(1, "True", "Ready", "ok", 1);
   struct ebdman_observed ob = {.generation = 4,
-                               .vfm = v,
                                .install_failed = true,
                                .install_error = "VFM x: spec.image: Invalid value"};
   struct kcr_cond c[EBDMAN_NCOND];
+  ebdman_observe_vfm(&ob, v);
   ebdman_conditions(&ob, c);
   expect(&c[EBDMAN_COND_INSTALLED], "Installed", "False", "InstallFailed",
          "VFM x: spec.image: Invalid value", 4);
@@ -237,7 +241,8 @@ static void expect_flux_conventions(const struct kcr_cond *c, size_t n, int64_t 
 static void ready_is_current_without_abnormal_conditions(void **state)
 {
   cJSON *v = vfm(2, "True", "Ready", "ok", 2);
-  struct ebdman_observed ob = {.generation = 5, .vfm = v};
+  struct ebdman_observed ob = {.generation = 5};
+  ebdman_observe_vfm(&ob, v);
   struct kcr_cond c[EBDMAN_NCOND];
   const char *msg;
   size_t n = ebdman_conditions(&ob, c);
@@ -265,7 +270,8 @@ static void progressing_is_reconciling(void **state)
   const char *msg;
 
   for(size_t i = 0; i < nv; i++) {
-    struct ebdman_observed ob = {.generation = 7, .vfm = vs[i]};
+    struct ebdman_observed ob = {.generation = 7};
+    ebdman_observe_vfm(&ob, vs[i]);
     ob.applied_new_spec = i == 4;
     ob.vfm_read_error = i == nv - 1 ? "cache read failed" : NULL;
     size_t n = ebdman_conditions(&ob, c);
@@ -286,7 +292,8 @@ static void progressing_is_reconciling(void **state)
 static void failed_vfm_is_stalled_with_its_message(void **state)
 {
   cJSON *v = vfm(1, "False", "Failed", "disk on fire", 1);
-  struct ebdman_observed ob = {.generation = 2, .vfm = v};
+  struct ebdman_observed ob = {.generation = 2};
+  ebdman_observe_vfm(&ob, v);
   struct kcr_cond c[EBDMAN_NCOND];
   const char *msg;
   size_t n = ebdman_conditions(&ob, c);
@@ -311,10 +318,10 @@ static void refused_install_is_stalled_with_the_reason(void **state)
 
   for(size_t i = 0; i < 3; i++) {
     struct ebdman_observed ob = {.generation = 3,
-                                 .vfm = i ? v : NULL,
                                  .install_failed = true,
                                  .install_reason = reasons[i],
                                  .install_error = "VFM x: spec.image: Invalid value"};
+    ebdman_observe_vfm(&ob, i ? v : NULL);
     size_t n = ebdman_conditions(&ob, c);
     assert_int_equal(4, n);
     expect_flux_conventions(c, n, 3);
