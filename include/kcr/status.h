@@ -175,6 +175,22 @@ KCR_API kcr_err kcr_status_write(kcr_status_writer *w, const cJSON *obj,
                                  const struct kcr_status_desired *d,
                                  enum kcr_write_result *res, struct kcr_errinfo *ei);
 
+/* kcr_status_write for the object given as its JSON text json[0..len) -
+ * a cached object's (kcr_obj_json) - with the same results, requests and
+ * errors as kcr_status_write on the tree kcr_json_parse makes of it (a
+ * malformed text: its KCR_EPARSE, nothing sent). Without a tree where the
+ * text reads exactly as one would (an apply without extra fields, the
+ * metadata strings and the conditions written without escapes, plain
+ * integers, no newer write of this writer's own): what the comparison
+ * needs is read from the text, and the apply written from it - a fraction
+ * of parsing and freeing the tree. Everything else parses the text and
+ * goes through kcr_status_write. json is borrowed for the call. Thread
+ * safety: as kcr_status_write. */
+KCR_API kcr_err kcr_status_write_text(kcr_status_writer *w, const char *json, size_t len,
+                                      const struct kcr_status_desired *d,
+                                      enum kcr_write_result *res,
+                                      struct kcr_errinfo *ei);
+
 /* Changes fresh (a tree of the caller's own, fresh from the server) in
  * place and sets *changed (false: nothing to write). A non-OK return stops
  * kcr_update_retry, which returns it. */

@@ -92,9 +92,10 @@ struct kcr_span {
  * compares a part with text of its own, at a fraction of kcr_obj_parse's
  * cost. The text is the stored one: compact JSON, as the server wrote it
  * or as cJSON printed it. Returns how many were found; n at most 16
- * (paths past that find nothing); a text nested deeper than 128 levels
- * inside a value finds nothing at all (ask for metadata.name too, to tell
- * that from absence). Thread safety: any thread. */
+ * (paths past that find nothing); a text the walk cannot pass - nesting
+ * deeper than 128 levels where it has to step over a value - finds nothing
+ * at all (ask for metadata.name too, to tell that from absence). Thread
+ * safety: any thread. */
 KCR_API size_t kcr_obj_spans(const kcr_obj *o, const char *const *paths,
                              struct kcr_span *out, size_t n);
 /* Parses the text into a new tree, *out, owned by the caller (cJSON_Delete):

@@ -21,7 +21,9 @@
  *   3. observe the VFM in the cache, compute Installed / VFMHealthy / Ready
  *      and, while not Ready, Reconciling or Stalled (conditions.c) and
  *      write them with the SSA status writer, which sends
- *      nothing when nothing changed;
+ *      nothing when nothing changed - from the cached EBD's text
+ *      (kcr_status_write_text): the EBD is parsed into a tree only when a
+ *      child has to be built;
  *   4. record events for transitions (Installed, InstallFailed, BecameReady,
  *      BecameUnready).
  * Never polls: VFMs and ConfigMaps are watched and map to their owner EBD.
@@ -169,9 +171,17 @@ static const char *const ebd_paths[EBD_NSPAN] = {
 };
 struct ebd_in {
   kcr_obj *o;
-  const cJSON *tree;
+  cJSON *tree; /* parsed when a child has to be built (ebd_tree) */
   struct kcr_span sp[EBD_NSPAN];
 };
+
+/* The EBD's tree, parsed on first use; NULL when out of memory. */
+static const cJSON *ebd_tree(struct ebd_in *in)
+{
+  if(!in->tree)
+    kcr_obj_parse(in->o, &in->tree);
+  return in->tree;
+}
 
 /* One kind of child: its resource, what its name adds to the EBD's, its
  * content (a copy of a part of the EBD) and how it is built. */
@@ -237,8 +247,7 @@ static bool kept_as_is(const struct child *ch, const struct ebd_in *ebd,
  * r->failed set for a permanent refusal or a conflict; in every case the
  * caller releases r with install_cleanup. */
 static kcr_err install(kcr_ctx *cx, kcr_written *wrote, kcr_informer *inf,
-                       const struct child *ch, const struct ebd_in *ebd,
-                       struct install *r)
+                       const struct child *ch, struct ebd_in *ebd, struct install *r)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   struct kcr_buf text = KCR_BUF_INIT;
@@ -261,7 +270,7 @@ static kcr_err install(kcr_ctx *cx, kcr_written *wrote, kcr_informer *inf,
   pending = kcr_written_pending(wrote, key, r->seen ? kcr_obj_rv(r->seen) : NULL, &text);
   if(!pending && r->seen && kept_as_is(ch, ebd, r->seen))
     goto out;
-  want = r->want = ch->build(ebd->tree);
+  want = r->want = ebd_tree(ebd) ? ch->build(ebd->tree) : NULL;
   if(!want) {
     r->failed = true;
     r->msg = "out of memory building the children";
@@ -361,40 +370,55 @@ out:
   return rc;
 }
 
-static void record(struct ebdman *e, const cJSON *ebd, const char *type,
+static void record(struct ebdman *e, const kcr_obj *ebd, const char *type,
                    const char *reason, const char *action, const char *note)
 {
-  struct kcr_event_ref ref = {.api_version = EBDMAN_API_VERSION,
-                              .kind = "EBD",
-                              .ns = kcr_json_str(ebd, "metadata.namespace"),
-                              .name = kcr_json_str(ebd, "metadata.name"),
-                              .uid = kcr_json_str(ebd, "metadata.uid"),
-                              .resource_version =
-                                  kcr_json_str(ebd, "metadata.resourceVersion")};
+  struct kcr_event_ref ref = kcr_event_ref_from_obj(ebd, EBDMAN_API_VERSION, "EBD");
   if(e->events)
     kcr_recorder_eventf(e->events, &ref, type, reason, action, "%s", note);
 }
 
 /* Events for transitions: from what we announced last (or, after a restart,
  * the stored conditions) to the new conditions. */
-static void transitions(struct ebdman *e, kcr_ctx *cx, const cJSON *ebd,
+/* The stored status.conditions of the EBD (NULL: none, or out of memory),
+ * a new tree. */
+static cJSON *stored_conditions(const kcr_obj *ebd)
+{
+  static const char *const paths[] = {"status.conditions"};
+  struct kcr_span sp;
+  cJSON *t = NULL;
+
+  kcr_obj_spans(ebd, paths, &sp, 1);
+  if(sp.at)
+    kcr_json_parse(sp.at, sp.n, &t, NULL);
+  return t;
+}
+
+static void transitions(struct ebdman *e, kcr_ctx *cx, const kcr_obj *ebd,
                         const struct kcr_cond *now)
 {
-  const cJSON *old = kcr_json_at(ebd, "status.conditions");
   const struct kcr_cond *ni = &now[EBDMAN_COND_INSTALLED], *nr = &now[EBDMAN_COND_READY];
   bool ready = !strcmp(nr->status, "True"), installed = !strcmp(ni->status, "True");
   char msg_hash[17];
   struct announced *a;
   int was_ready, was_installed;
-  bool msg_changed;
+  bool msg_changed, first;
+  cJSON *old = NULL;
 
   /* Messages are the server's and users' words: keyed (kcr/hash.h). */
   snprintf(msg_hash, sizeof(msg_hash), "%016llx",
            (unsigned long long)kcr_hash_str(ni->message));
   pthread_mutex_lock(&e->mu);
-  a = announced_for(e, kcr_json_str(ebd, "metadata.uid"));
+  a = announced_for(e, kcr_obj_uid(ebd));
+  first = a && (a->ready < 0 || a->installed < 0);
+  pthread_mutex_unlock(&e->mu);
+  if(first) /* what is stored is read only then, and not under the lock */
+    old = stored_conditions(ebd);
+  pthread_mutex_lock(&e->mu);
+  a = announced_for(e, kcr_obj_uid(ebd)); /* (forget may have run meanwhile) */
   if(!a) {
     pthread_mutex_unlock(&e->mu);
+    cJSON_Delete(old);
     return;
   }
   if(a->ready < 0) /* first look since start: the stored status is the past */
@@ -414,6 +438,7 @@ static void transitions(struct ebdman *e, kcr_ctx *cx, const cJSON *ebd,
   a->installed = installed;
   snprintf(a->install_msg_hash, sizeof(a->install_msg_hash), "%s", msg_hash);
   pthread_mutex_unlock(&e->mu);
+  cJSON_Delete(old);
 
   if(installed && was_installed != 1)
     record(e, ebd, "Normal", "Installed", "Install",
@@ -568,7 +593,9 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
   struct ebd_in in = {.o =
                           kcr_store_ref(kcr_informer_store(e->ebds), req->ns, req->name)};
   kcr_obj *o = in.o, *vo;
-  cJSON *ebd = NULL, *vfm_conds = NULL;
+  cJSON *vfm_conds = NULL;
+  const char *json;
+  size_t len;
   struct install icm = {0}, ivfm = {0};
   kcr_err rc = KCR_OK;
 
@@ -576,9 +603,6 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
     return KCR_OK; /* deleted: children go with it (ownerReferences) */
   if(kcr_obj_deleting(o))
     goto out;
-  if((rc = kcr_obj_parse(o, &ebd)))
-    goto out;
-  in.tree = ebd;
   kcr_obj_spans(o, ebd_paths, in.sp, EBD_NSPAN);
   ob.generation = kcr_obj_generation(o);
   ob.arena = kcr_ctx_arena(cx);
@@ -608,7 +632,8 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
   nconds = ebdman_conditions(&ob, conds);
   struct kcr_status_desired d = {
       .conds = conds, .n = nconds, .observed_generation = ob.generation};
-  rc = kcr_status_write(e->status, ebd, &d, &wr, &ei);
+  json = kcr_obj_json(o, &len);
+  rc = kcr_status_write_text(e->status, json, len, &d, &wr, &ei);
   if(rc) {
     KCR_CLOG(cx, KCR_LOG_ERROR, "status write failed", KCR_S("err", kcr_err_name(rc)),
              KCR_S("detail", ei.message));
@@ -620,12 +645,12 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
              KCR_S("reason", conds[EBDMAN_COND_READY].reason),
              KCR_I("observedGeneration", ob.generation));
   }
-  transitions(e, cx, ebd, conds);
+  transitions(e, cx, o, conds);
 out:
   install_cleanup(&icm);
   install_cleanup(&ivfm);
   cJSON_Delete(vfm_conds);
-  cJSON_Delete(ebd);
+  cJSON_Delete(in.tree);
   kcr_obj_unref(o);
   kcr_errinfo_cleanup(&ei);
   return rc;

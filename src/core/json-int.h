@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
@@ -69,6 +70,11 @@ kcr_err kcr__json_print(const cJSON *obj, struct kcr_buf *out);
  * kcr__json_print writes strings: for a text built without a tree. Running
  * out of memory shows in kcr_buf_err(out). */
 void kcr__json_put_string(struct kcr_buf *out, const char *s);
+
+/* Appends v in decimal, as Go writes an int64 (and printf's %lld): for a
+ * text built without a tree. Running out of memory shows in
+ * kcr_buf_err(out). */
+void kcr__json_put_int(struct kcr_buf *out, int64_t v);
 
 /* One value wanted by kcr__json_spans. */
 struct kcr__json_want {

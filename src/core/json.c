@@ -1203,6 +1203,19 @@ static void put_string(struct kcr_buf *b, const char *s)
 
 void kcr__json_put_string(struct kcr_buf *out, const char *s) { put_string(out, s); }
 
+void kcr__json_put_int(struct kcr_buf *out, int64_t v)
+{
+  char text[24], *p = text + sizeof(text);
+  uint64_t m = v < 0 ? 0ull - (uint64_t)v : (uint64_t)v;
+
+  do
+    *--p = (char)('0' + m % 10);
+  while(m /= 10);
+  if(v < 0)
+    *--p = '-';
+  kcr_buf_append(out, p, (size_t)(text + sizeof(text) - p));
+}
+
 /* cJSON's check that a printed double reads back as itself. */
 static bool same_double(double a, double b)
 {

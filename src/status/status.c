@@ -30,6 +30,7 @@
  * The record table is the only mutable state of a writer, under its own
  * mutex, so writers are shared freely between worker threads. */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -281,6 +282,26 @@ static kcr_err send_apply(kcr_status_writer *w, const struct kcr_ref *ref,
                          text, len, answer, ei);
 }
 
+/* What an apply keeps of the item of a desired condition's type in the
+ * status compared with: keep when the item exists and holds the desired
+ * status (kcr__cond_same_status), and then its lastTransitionTime as it
+ * was written - a node (tree) or its text (text) - or none. */
+struct kept {
+  bool keep;
+  const cJSON *ltt;
+  const char *ltt_text;
+  size_t ltt_n;
+};
+
+/* kept for c from a status tree. */
+static void kept_in_tree(const void *base, const struct kcr_cond *c, struct kept *k)
+{
+  const cJSON *old = kcr_cond_find(kcr_json_at(base, "conditions"), c->type);
+
+  k->keep = old && kcr__cond_same_status(old, c);
+  k->ltt = k->keep ? cJSON_GetObjectItemCaseSensitive(old, "lastTransitionTime") : NULL;
+}
+
 /* The apply of d on base (the status compared with), written as text
  * without a tree: what write_apply sends of the merged list, for a desired
  * status without extra fields. Each of our types as kcr_cond_set leaves
@@ -291,12 +312,13 @@ static kcr_err send_apply(kcr_status_writer *w, const struct kcr_ref *ref,
  * Where kcr_status_merge differs, it is in what the apiserver reads the
  * same: a stored observedGeneration 0 is left out (omitempty), and an
  * absent or null message, kept by the merge when "" is wanted, is sent as
- * "" (which the CRD schema requires). */
-static kcr_err apply_text(kcr_status_writer *w, const struct kcr_ref *ref,
-                          const cJSON *base, const struct kcr_status_desired *d,
-                          time_t now, struct kcr_buf *out)
+ * "" (which the CRD schema requires). old_of tells what is kept of each
+ * item of base (a tree: kept_in_tree; text: kept_in_text). */
+static kcr_err
+apply_text(kcr_status_writer *w, const struct kcr_ref *ref, const void *base,
+           void (*old_of)(const void *, const struct kcr_cond *, struct kept *),
+           const struct kcr_status_desired *d, time_t now, struct kcr_buf *out)
 {
-  const cJSON *cur = kcr_json_at(base, "conditions");
   char t[KCR_RFC3339_LEN];
 
   kcr_buf_reserve(out, 256 + 160 * d->n);
@@ -311,28 +333,32 @@ static kcr_err apply_text(kcr_status_writer *w, const struct kcr_ref *ref,
     kcr__json_put_string(out, ref->ns);
   }
   kcr_buf_puts(out, "},\"status\":{");
-  if(d->observed_generation)
-    kcr_buf_printf(out, "\"observedGeneration\":%lld,",
-                   (long long)d->observed_generation);
+  if(d->observed_generation) {
+    kcr_buf_puts(out, "\"observedGeneration\":");
+    kcr__json_put_int(out, d->observed_generation);
+    kcr_buf_puts(out, ",");
+  }
   kcr_buf_puts(out, "\"conditions\":[");
   for(size_t i = 0; i < d->n; i++) {
     const struct kcr_cond *c = &d->conds[i];
-    const cJSON *old = kcr_cond_find(cur, c->type), *ltt = NULL;
-    bool keep = old && kcr__cond_same_status(old, c);
+    struct kept k = {0};
+    old_of(base, c, &k);
     kcr_buf_puts(out, i ? ",{\"type\":" : "{\"type\":");
     kcr__json_put_string(out, c->type);
     kcr_buf_puts(out, ",\"status\":");
     kcr__json_put_string(out, c->status);
-    if(c->observed_generation)
-      kcr_buf_printf(out, ",\"observedGeneration\":%lld",
-                     (long long)c->observed_generation);
-    if(keep)
-      ltt = cJSON_GetObjectItemCaseSensitive(old, "lastTransitionTime");
-    if(ltt) {
+    if(c->observed_generation) {
+      kcr_buf_puts(out, ",\"observedGeneration\":");
+      kcr__json_put_int(out, c->observed_generation);
+    }
+    if(k.keep && k.ltt) {
       kcr_buf_puts(out, ",\"lastTransitionTime\":");
-      if(kcr__json_print(ltt, out))
+      if(kcr__json_print(k.ltt, out))
         return KCR_EINVAL; /* a node the tree path could not print either */
-    } else if(!keep) {
+    } else if(k.keep && k.ltt_text) {
+      kcr_buf_puts(out, ",\"lastTransitionTime\":");
+      kcr_buf_append(out, k.ltt_text, k.ltt_n);
+    } else if(!k.keep) {
       kcr_time_format(c->last_transition_time ? c->last_transition_time : now, t);
       kcr_buf_puts(out, ",\"lastTransitionTime\":\"");
       kcr_buf_puts(out, t);
@@ -349,13 +375,14 @@ static kcr_err apply_text(kcr_status_writer *w, const struct kcr_ref *ref,
 }
 
 /* write_apply for a desired status without extra fields: apply_text. */
-static kcr_err write_apply_text(kcr_status_writer *w, const struct kcr_ref *ref,
-                                const cJSON *base, const struct kcr_status_desired *d,
-                                time_t now, struct kcr_buf *answer,
-                                struct kcr_errinfo *ei)
+static kcr_err
+write_apply_text(kcr_status_writer *w, const struct kcr_ref *ref, const void *base,
+                 void (*old_of)(const void *, const struct kcr_cond *, struct kept *),
+                 const struct kcr_status_desired *d, time_t now, struct kcr_buf *answer,
+                 struct kcr_errinfo *ei)
 {
   struct kcr_buf text = KCR_BUF_INIT;
-  kcr_err rc = apply_text(w, ref, base, d, now, &text);
+  kcr_err rc = apply_text(w, ref, base, old_of, d, now, &text);
 
   if(!rc)
     rc = send_apply(w, ref, text.ptr, text.len, answer, ei);
@@ -586,6 +613,20 @@ static void remember(kcr_status_writer *w, const struct kcr_buf *answer)
   kcr__written_put(&w->written, uid, rv, want[2].at, want[2].n, kcr_time_mono_ms());
 }
 
+/* Counts a write's outcome, sets *res, and keeps what it answered. */
+static void written(kcr_status_writer *w, kcr_err rc, const struct kcr_buf *answer,
+                    enum kcr_write_result *res)
+{
+  if(rc) {
+    *res = KCR_WRITE_FAILED;
+    count(w, "failed", 1);
+  } else {
+    *res = KCR_WRITE_WRITTEN;
+    count(w, "written", 1);
+    remember(w, answer);
+  }
+}
+
 kcr_err kcr_status_write(kcr_status_writer *w, const cJSON *obj,
                          const struct kcr_status_desired *d, enum kcr_write_result *res,
                          struct kcr_errinfo *ei)
@@ -632,7 +673,7 @@ kcr_err kcr_status_write(kcr_status_writer *w, const cJSON *obj,
   switch(w->o.mode) {
   case KCR_STATUS_APPLY:
     rc = merged ? write_apply(w, &ref, merged, d, &answer, ei)
-                : write_apply_text(w, &ref, base, d, now, &answer, ei);
+                : write_apply_text(w, &ref, base, kept_in_tree, d, now, &answer, ei);
     break;
   case KCR_STATUS_MERGE_PATCH: rc = write_merge(w, &ref, merged, d, &answer, ei); break;
   case KCR_STATUS_UPDATE_RETRY: {
@@ -650,18 +691,261 @@ kcr_err kcr_status_write(kcr_status_writer *w, const cJSON *obj,
     break;
   }
   }
-  if(rc) {
-    *res = KCR_WRITE_FAILED;
-    count(w, "failed", 1);
-  } else {
-    *res = KCR_WRITE_WRITTEN;
-    count(w, "written", 1);
-    remember(w, &answer);
-  }
+  written(w, rc, &answer, res);
 out:
   kcr_buf_cleanup(&answer);
   cJSON_Delete(mine);
   cJSON_Delete(merged);
+  return rc;
+}
+
+/* ---- the object as text ----
+ *
+ * kcr_status_write_text reads what the comparison needs from the object's
+ * text - the namespace, name, uid and resourceVersion, the items of our
+ * types in status.conditions and status.observedGeneration - and writes an
+ * apply from it, without a tree: what most reconciles of a controller that
+ * reads its cache as text come to. Only where the text reads exactly as
+ * the tree would: an apply without extra fields, the metadata strings and
+ * the conditions without a single escape (the bytes are the strings), the
+ * integers plain (at most 18 digits), a kept lastTransitionTime a string
+ * or a literal (its text is what printing its node gives), and no write of
+ * this writer's own newer than the object. Everything else - and a
+ * malformed text, for the parser's error - goes through the tree and
+ * kcr_status_write. */
+
+/* A value's text: a kcr__json_want's span. */
+struct tspan {
+  const char *at;
+  size_t n;
+};
+
+/* Whether a string member's text (no escapes: the caller checked) holds
+ * want as member_is reads the tree (absent and null are ""; a value of
+ * another kind is nothing). */
+static bool tstr_is(const struct tspan *v, const char *want)
+{
+  size_t n = strlen(want);
+
+  if(!v->at || (v->n == 4 && !memcmp(v->at, "null", 4)))
+    return !*want;
+  return *v->at == '"' && v->n - 2 == n && !memcmp(v->at + 1, want, n);
+}
+
+/* An integer member's text, as kcr_json_get_int reads the node. */
+enum tint { TINT_NONE, TINT_INT, TINT_OTHER, TINT_UNSURE };
+static enum tint tint(const struct tspan *v, int64_t *out)
+{
+  const char *p = v->at;
+  size_t i = 0, digits;
+  int64_t x = 0;
+
+  *out = 0;
+  if(!p || (v->n == 4 && !memcmp(p, "null", 4)))
+    return TINT_NONE; /* ENOTFOUND */
+  if(*p != '-' && (*p < '0' || *p > '9'))
+    return TINT_OTHER; /* a string, a literal, an object: EPARSE */
+  i = *p == '-';
+  digits = v->n - i;
+  if(!digits || digits > 18)
+    return TINT_UNSURE;
+  for(; i < v->n; i++) {
+    if(p[i] < '0' || p[i] > '9')
+      return TINT_UNSURE; /* a fraction or an exponent: the tree judges */
+    x = x * 10 + (p[i] - '0');
+  }
+  *out = *p == '-' ? -x : x;
+  return TINT_INT;
+}
+
+/* The members of a condition item kcr_cond_set reads, as text. */
+struct titem {
+  struct tspan type, status, reason, message, og, ltt;
+};
+
+/* The member of it named key[0..kl), or NULL. */
+static struct tspan *titem_member(struct titem *it, const char *key, size_t kl)
+{
+#define TM(name, field)                                                                  \
+  if(kl == sizeof(name) - 1 && !memcmp(key, name, kl))                                   \
+    return &it->field;
+  switch(kl) {
+  case 4: TM("type", type) break;
+  case 6: TM("status", status) TM("reason", reason) break;
+  case 7: TM("message", message) break;
+  case 18: TM("observedGeneration", og) TM("lastTransitionTime", ltt) break;
+  default: break;
+  }
+#undef TM
+  return NULL;
+}
+
+/* The condition items of a status, read once: the objects of the
+ * conditions array, each with its members (the first of each name). */
+#define TITEMS_MAX 16
+struct tconds {
+  size_t n;
+  struct titem item[TITEMS_MAX];
+};
+
+/* Reads conds (an array's text, or none: no items; anything but an array
+ * holds none, as kcr_cond_find finds none in it) into *tc: 0; -1 when the
+ * structure breaks or it holds more than TITEMS_MAX objects (then the tree
+ * decides). */
+static int tconds_read(const struct tspan *conds, struct tconds *tc)
+{
+  struct kcr__json_iter arr, obj;
+  const char *key, *el, *v;
+  size_t kl, eln, vn;
+  int r, m;
+
+  tc->n = 0;
+  if(!conds->at || *conds->at != '[')
+    return 0;
+  kcr__json_iter_init(&arr, conds->at, conds->n);
+  while((r = kcr__json_iter_next(&arr, &key, &kl, &el, &eln)) > 0) {
+    struct titem *it;
+    if(*el != '{')
+      continue;
+    if(tc->n == TITEMS_MAX)
+      return -1;
+    it = &tc->item[tc->n++];
+    *it = (struct titem){{0}};
+    kcr__json_iter_init(&obj, el, eln);
+    while((m = kcr__json_iter_next(&obj, &key, &kl, &v, &vn)) > 0) {
+      struct tspan *f = titem_member(it, key, kl);
+      if(f && !f->at)
+        *f = (struct tspan){v, vn};
+    }
+    if(m < 0)
+      return -1;
+  }
+  return r < 0 ? -1 : 0;
+}
+
+/* The item kcr_cond_find finds for type: the first whose "type" is that
+ * string; NULL: none. */
+static const struct titem *tconds_find(const struct tconds *tc, const char *type)
+{
+  size_t tn = strlen(type);
+
+  for(size_t i = 0; i < tc->n; i++) {
+    const struct tspan *t = &tc->item[i].type;
+    if(t->at && *t->at == '"' && t->n - 2 == tn && !memcmp(t->at + 1, type, tn))
+      return &tc->item[i];
+  }
+  return NULL;
+}
+
+/* unchanged() on the status text: 1 nothing to change, 0 something, -1
+ * the text cannot tell (then the tree decides). */
+static int unchanged_text(const struct tconds *tc, const struct tspan *og,
+                          const struct kcr_status_desired *d)
+{
+  bool same = true;
+
+  for(size_t i = 0; i < d->n; i++) {
+    const struct kcr_cond *c = &d->conds[i];
+    const struct titem *it = tconds_find(tc, c->type);
+    enum tint k;
+    int64_t v;
+    if(!it) {
+      same = false;
+      continue;
+    }
+    k = tint(&it->og, &v);
+    if(k == TINT_UNSURE ||
+       (it->ltt.at && !strchr("\"ntf", *it->ltt.at))) /* see kept_in_text */
+      return -1;
+    same = same && tstr_is(&it->status, c->status ? c->status : "") &&
+           tstr_is(&it->reason, c->reason ? c->reason : "") &&
+           tstr_is(&it->message, c->message ? c->message : "") && k != TINT_OTHER &&
+           v == c->observed_generation;
+  }
+  if(d->observed_generation) {
+    int64_t v;
+    enum tint k = tint(og, &v);
+    if(k == TINT_UNSURE)
+      return -1;
+    same = same && (k == TINT_INT ? v : -1) == d->observed_generation;
+  }
+  return same;
+}
+
+/* kept for c from the items of status.conditions (base: a struct
+ * tconds): a kept lastTransitionTime is copied as written - a string
+ * without escapes or a literal, which printing its node writes the same
+ * (unchanged_text sends anything else to the tree). */
+static void kept_in_text(const void *base, const struct kcr_cond *c, struct kept *k)
+{
+  const struct titem *it = tconds_find(base, c->type);
+
+  k->keep = it && tstr_is(&it->status, c->status ? c->status : "");
+  if(k->keep && it->ltt.at) {
+    k->ltt_text = it->ltt.at;
+    k->ltt_n = it->ltt.n;
+  }
+}
+
+kcr_err kcr_status_write_text(kcr_status_writer *w, const char *json, size_t len,
+                              const struct kcr_status_desired *d,
+                              enum kcr_write_result *res, struct kcr_errinfo *ei)
+{
+  enum { NS, NAME, UID, RV, CONDS, OG, NW };
+  struct kcr__json_want want[NW] = {
+      {.path = "metadata.namespace"}, {.path = "metadata.name"},
+      {.path = "metadata.uid"},       {.path = "metadata.resourceVersion"},
+      {.path = "status.conditions"},  {.path = "status.observedGeneration"},
+  }; /* in the order of the enum */
+  char ns[256], name[256], uid[64], rv[64];
+  struct tspan conds, og;
+  struct tconds tc;
+  struct kcr_buf answer = KCR_BUF_INIT;
+  cJSON *obj = NULL, *mine;
+  int same;
+  kcr_err rc;
+
+  *res = KCR_WRITE_FAILED;
+  if(!json)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "status write: no object text");
+  if(!d || (d->n && !d->conds) || w->o.mode != KCR_STATUS_APPLY ||
+     (d->extra && d->extra->child) || !kcr__json_spans(json, len, want, NW) ||
+     !plain_str(&want[NAME], name, sizeof(name)) ||
+     (want[NS].at && !plain_str(&want[NS], ns, sizeof(ns))) ||
+     (want[UID].at && !plain_str(&want[UID], uid, sizeof(uid))) ||
+     (want[RV].at && !plain_str(&want[RV], rv, sizeof(rv))))
+    goto tree;
+  conds = (struct tspan){want[CONDS].at, want[CONDS].n};
+  og = (struct tspan){want[OG].at, want[OG].n};
+  if((conds.at && memchr(conds.at, '\\', conds.n)) || tconds_read(&conds, &tc))
+    goto tree;
+  /* Older than this writer's last write: the tree merges onto that. */
+  mine = kcr__written_newer(&w->written, want[UID].at ? uid : NULL,
+                            want[RV].at ? rv : NULL, kcr_time_mono_ms());
+  if(mine) {
+    cJSON_Delete(mine);
+    goto tree;
+  }
+  if((rc = validate_desired(d, ei)))
+    return rc;
+  if((same = unchanged_text(&tc, &og, d)) < 0)
+    goto tree;
+  if(same) {
+    *res = KCR_WRITE_SKIPPED;
+    count(w, "skipped", 1);
+    return KCR_OK;
+  }
+  struct kcr_ref ref = {
+      .gvr = &w->gvr, .ns = want[NS].at ? ns : NULL, .name = name, .sub = "status"};
+  rc = write_apply_text(w, &ref, &tc, kept_in_text, d, kcr_time_now(), &answer, ei);
+  written(w, rc, &answer, res);
+  kcr_buf_cleanup(&answer);
+  return rc;
+tree:
+  if((rc = kcr_json_parse(json, len, &obj, ei)))
+    return rc;
+  rc = kcr_status_write(w, obj, d, res, ei);
+  cJSON_Delete(obj);
   return rc;
 }
 

@@ -65,6 +65,18 @@ static inline bool fuzz_has_duplicate_keys(const cJSON *o)
   return false;
 }
 
+/* fuzz_has_duplicate_keys of o or of any object inside it. */
+static inline bool fuzz_has_duplicate_keys_deep(const cJSON *o)
+{
+  const cJSON *a;
+  if(fuzz_has_duplicate_keys(o))
+    return true;
+  for(a = o && (cJSON_IsObject(o) || cJSON_IsArray(o)) ? o->child : NULL; a; a = a->next)
+    if(fuzz_has_duplicate_keys_deep(a))
+      return true;
+  return false;
+}
+
 /* A broken invariant: a crash libFuzzer reports, with what was expected. */
 #define FUZZ_CHECK(cond)                                                                 \
   do {                                                                                   \

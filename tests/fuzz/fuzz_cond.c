@@ -7,16 +7,142 @@
  * array holds the condition (equal ignoring time) and a second set with the
  * same input changes nothing; on failure the array is exactly as before;
  * after a remove the type is gone; kcr_cond_to_json of a valid view reads
- * back equal; a valid array equals itself ignoring time. */
+ * back equal; a valid array equals itself ignoring time; for an object,
+ * kcr_status_write_text on its text does what kcr_status_write does on its
+ * tree (the same result and body byte for byte). */
 #include "fuzz.h"
+#include "kube/client-int.h"
 
 #define NOW     ((time_t)1780000000) /* 2026-05-28 */
 #define MAX_SET 16                   /* items tried as kcr_cond_set input */
 
+static const char kubeconfig[] = "apiVersion: v1\n"
+                                 "kind: Config\n"
+                                 "clusters:\n"
+                                 "- name: c\n"
+                                 "  cluster:\n"
+                                 "    server: https://fuzz.invalid\n"
+                                 "users:\n"
+                                 "- name: u\n"
+                                 "  user:\n"
+                                 "    token: t0ken\n"
+                                 "contexts:\n"
+                                 "- name: x\n"
+                                 "  context:\n"
+                                 "    cluster: c\n"
+                                 "    user: u\n"
+                                 "current-context: x\n";
+static const struct kcr_gvr widgets = {"test.kcr.io", "v1", "widgets", true};
+
+/* Two status writers, each on a wire that keeps the last body written. */
+struct sink {
+  kcr_client *client;
+  kcr_status_writer *w;
+  char *body;
+  int writes;
+};
+static struct sink sinks[2];
+
+static kcr_err keep_body(void *ud, const struct kcr__wire_request *req, long *code,
+                         long *retry_after_s, kcr__wire_write write, void *wctx,
+                         struct kcr_errinfo *ei)
+{
+  struct sink *k = ud;
+
+  free(k->body);
+  k->body = strndup(req->body ? req->body : "", req->body_len);
+  k->writes++;
+  *code = 200;
+  write("{}", 2, wctx);
+  return KCR_OK;
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_config *cfg = NULL;
+
   fuzz_quiet();
+  if(kcr_config_from_yaml(kubeconfig, sizeof(kubeconfig) - 1, NULL, &cfg, &ei))
+    abort();
+  for(int i = 0; i < 2; i++) {
+    if(kcr_client_new(&(struct kcr_client_opts){.config = cfg, .max_retries = -1},
+                      &sinks[i].client, &ei))
+      abort();
+    kcr__client_set_wire(sinks[i].client, keep_body, &sinks[i]);
+    if(kcr_status_writer_new(
+           &(struct kcr_status_writer_opts){.client = sinks[i].client,
+                                            .gvr = &widgets,
+                                            .api_version = "test.kcr.io/v1",
+                                            .kind = "Widget",
+                                            .field_manager = "fuzz"},
+           &sinks[i].w, &ei))
+      abort();
+  }
+  kcr_config_free(cfg);
   return 0;
+}
+
+/* body with each time in [t0, t1] (the writer's "now") written NOW. */
+static void now_as_word(char *body, time_t t0, time_t t1)
+{
+  char t[KCR_RFC3339_LEN], *at;
+
+  for(time_t x = t0; body && x <= t1; x++) {
+    kcr_time_format(x, t);
+    while((at = strstr(body, t)))
+      memcpy(at, "NOW", 3), memmove(at + 3, at + strlen(t), strlen(at + strlen(t)) + 1);
+  }
+}
+
+/* kcr_status_write_text on the input's bytes does what kcr_status_write
+ * does on their tree: the same error, result and requests, the same body
+ * byte for byte. Desired: the valid views of the first items, as they are
+ * and with the first one's status flipped, with and without an
+ * observedGeneration. */
+static void check_write_text(const uint8_t *data, size_t size, const cJSON *doc,
+                             const cJSON *conds)
+{
+  struct kcr_cond want[4];
+  const cJSON *it;
+  size_t n = 0;
+
+  cJSON_ArrayForEach(it, conds)
+  {
+    if(n == 3)
+      break;
+    if(!kcr_cond_from_json(it, &want[n]) && !kcr_cond_validate(&want[n], NULL))
+      n++;
+  }
+  want[n] = (struct kcr_cond){"Ready", "True", "R", "m", 1, 0};
+  for(int v = 0; v < 4; v++) {
+    struct kcr_status_desired d = {
+        .conds = want, .n = n + (v == 3), .observed_generation = v & 1 ? 2 : 0};
+    enum kcr_write_result res[2];
+    kcr_err rc[2];
+    time_t t0, t1;
+
+    if(v == 2 && n) /* flip the first */
+      want[0].status = strcmp(want[0].status, "True") ? "True" : "False";
+    for(int i = 0; i < 2; i++) {
+      free(sinks[i].body);
+      sinks[i].body = NULL;
+      sinks[i].writes = 0;
+    }
+    t0 = time(NULL) - 1;
+    rc[0] = kcr_status_write(sinks[0].w, doc, &d, &res[0], NULL);
+    rc[1] =
+        kcr_status_write_text(sinks[1].w, (const char *)data, size, &d, &res[1], NULL);
+    t1 = time(NULL) + 1;
+    FUZZ_CHECK(rc[0] == rc[1] && res[0] == res[1] && sinks[0].writes == sinks[1].writes);
+    now_as_word(sinks[0].body, t0, t1);
+    now_as_word(sinks[1].body, t0, t1);
+    FUZZ_CHECK(!sinks[0].body == !sinks[1].body);
+    if(sinks[0].body && strcmp(sinks[0].body, sinks[1].body)) {
+      fprintf(stderr, "tree: %s\ntext: %s\n", sinks[0].body, sinks[1].body);
+      FUZZ_CHECK(!"the same body");
+    }
+  }
 }
 
 static void check_set(const cJSON *conds, const struct kcr_cond *c)
@@ -91,6 +217,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   else
     FUZZ_CHECK(rc == KCR_EINVAL);
   kcr_errinfo_cleanup(&ei);
+  if(cJSON_IsObject(doc))
+    check_write_text(data, size, doc, conds);
   if(!cJSON_IsArray(conds))
     goto out;
   if(rc == KCR_OK)

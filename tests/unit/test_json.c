@@ -750,6 +750,25 @@ static void a_tree_s_digest_follows_its_content(void **state)
   (void)state;
 }
 
+/* kcr__json_put_int writes what printf's %lld does, the extremes too. */
+static void an_int_is_written_as_printf_writes_it(void **state)
+{
+  static const int64_t vs[] = {0,         1,         -1,           9,
+                               10,        -10,       123456789,    9007199254740993LL,
+                               INT64_MAX, INT64_MIN, INT64_MIN + 1};
+  for(size_t i = 0; i < sizeof(vs) / sizeof(vs[0]); i++) {
+    struct kcr_buf b = KCR_BUF_INIT;
+    char want[32];
+    snprintf(want, sizeof(want), "x%lld", (long long)vs[i]);
+    kcr_buf_puts(&b, "x");
+    kcr__json_put_int(&b, vs[i]);
+    assert_int_equal(KCR_OK, kcr_buf_err(&b));
+    assert_string_equal(want, kcr_buf_str(&b));
+    kcr_buf_cleanup(&b);
+  }
+  (void)state;
+}
+
 int main(void)
 {
   tfail_init();
@@ -776,6 +795,7 @@ int main(void)
       cmocka_unit_test(strings_are_checked_at_every_offset),
       cmocka_unit_test(the_iterator_hands_out_members_and_elements),
       cmocka_unit_test(a_tree_s_digest_follows_its_content),
+      cmocka_unit_test(an_int_is_written_as_printf_writes_it),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -259,6 +259,92 @@ static void deep_nesting_goes_through_the_tree(void **state)
   }
 }
 
+/* kcr_obj_spans finds in the stored text exactly the values kcr_json_at
+ * finds in the object's tree (parsed, a span is that node), whether the
+ * text came as served or through a tree, whole or projected; past 16 paths
+ * nothing; and a text the walk cannot pass (nested too deep) finds nothing
+ * at all, which metadata.name tells. */
+static void spans_are_the_values_the_tree_reads(void **state)
+{
+  static const char *const paths[] = {"metadata.name",
+                                      "spec.replicas",
+                                      "status.conditions",
+                                      "metadata.ownerReferences",
+                                      "spec.ratio",
+                                      "spec.big",
+                                      "spec.none",
+                                      "status.phase.x",
+                                      "spec",
+                                      "metadata.uid",
+                                      "status",
+                                      "metadata",
+                                      "kind",
+                                      "status.phase",
+                                      "metadata.generation",
+                                      "spec.replicas",
+                                      "metadata.name"};
+  struct kcr_span sp[17];
+
+  for(int way = 0; way < 4; way++) {
+    cJSON *tree = NULL, *st = NULL;
+    kcr_obj *o = NULL;
+    if(way < 2) {
+      assert_int_equal(KCR_OK, kcr__obj_from_text(served, strlen(served), 0,
+                                                  way ? proj() : NULL, &o, NULL));
+    } else {
+      assert_int_equal(KCR_OK, kcr_json_parse(served, strlen(served), &tree, NULL));
+      assert_int_equal(KCR_OK,
+                       kcr__obj_from_json(tree, 0, way == 3 ? proj() : NULL, &o, NULL));
+      cJSON_Delete(tree);
+    }
+    assert_int_equal(KCR_OK, kcr_obj_parse(o, &st));
+    kcr_obj_spans(o, paths, sp, 17);
+    for(size_t i = 0; i < 16; i++) {
+      const cJSON *node = kcr_json_at(st, paths[i]);
+      cJSON *back = NULL;
+      if(!node) {
+        if(sp[i].at)
+          fail_msg("way %d: %s found, the tree has none", way, paths[i]);
+        continue;
+      }
+      if(!sp[i].at)
+        fail_msg("way %d: %s not found, the tree has it", way, paths[i]);
+      assert_int_equal(KCR_OK, kcr_json_parse(sp[i].at, sp[i].n, &back, NULL));
+      if(!cJSON_Compare(back, node, 1))
+        fail_msg("way %d: %s is %.*s", way, paths[i], (int)sp[i].n, sp[i].at);
+      cJSON_Delete(back);
+    }
+    assert_null(sp[16].at); /* the 17th */
+    assert_int_equal(0, sp[16].n);
+    cJSON_Delete(st);
+    kcr_obj_unref(o);
+  }
+  /* Deeper than the walk follows: nothing, not even the name. */
+  {
+    size_t cap = 200 * 8 + 100, at = 0;
+    char *t = malloc(cap);
+    kcr_obj *o = NULL;
+    assert_non_null(t);
+    at += (size_t)snprintf(t, cap, "{\"metadata\":{\"name\":\"a\"},\"spec\":");
+    for(int i = 0; i < 200; i++)
+      at += (size_t)snprintf(t + at, cap - at, "{\"x\":");
+    t[at++] = '1';
+    for(int i = 0; i < 200; i++)
+      t[at++] = '}';
+    t[at++] = '}';
+    t[at] = '\0';
+    assert_int_equal(KCR_OK, kcr__obj_from_text(t, at, 0, NULL, &o, NULL));
+    /* (status: the walk has to pass the deep spec to look for it) */
+    assert_int_equal(
+        0, kcr_obj_spans(o, (const char *[]){"metadata.name", "status"}, sp, 2));
+    assert_null(sp[0].at);
+    assert_int_equal(1, kcr_obj_spans(o, paths, sp, 1)); /* found before it */
+    kcr_obj_unref(o);
+    free(t);
+  }
+  (void)state;
+}
+
 struct oom {
   const char *text;
   const struct kcr__proj *p;
@@ -315,6 +401,7 @@ int main(void)
       cmocka_unit_test(a_projection_copies_the_kept_members_as_written),
       cmocka_unit_test(what_the_text_cannot_say_exactly_goes_through_the_tree),
       cmocka_unit_test(deep_nesting_goes_through_the_tree),
+      cmocka_unit_test(spans_are_the_values_the_tree_reads),
       cmocka_unit_test(out_of_memory_fails_cleanly),
       cmocka_unit_test(bad_arguments_are_named),
   };

@@ -356,6 +356,179 @@ static void an_apply_sends_what_the_merge_gives_for_our_types(void **state)
   (void)state;
 }
 
+/* body as sent, with every time within [t0, t1] (the writer's "now")
+ * written as NOW: two writes made a second apart compare byte for byte. */
+static char *now_as_word(const char *body, time_t t0, time_t t1)
+{
+  char *out = strdup(body), t[KCR_RFC3339_LEN], *at;
+
+  assert_non_null(out);
+  for(time_t x = t0; x <= t1; x++) {
+    kcr_time_format(x, t);
+    while((at = strstr(out, t)))
+      memcpy(at, "NOW", 3), memmove(at + 3, at + strlen(t), strlen(at + strlen(t)) + 1);
+  }
+  return out;
+}
+
+/* kcr_status_write_text does what kcr_status_write does on the tree of the
+ * same text - the same result, the same number of requests, the same
+ * body byte for byte - over objects whose text it reads itself and objects
+ * it leaves to the tree (escapes, integers that are not plain, a
+ * lastTransitionTime that is not a string, items that are not objects or
+ * name no type, conditions that are no list), every desired set and
+ * generation; a malformed text is the parser's KCR_EPARSE, nothing sent. */
+static void a_write_from_text_is_the_write_from_its_tree(void **state)
+{
+  static const char *const statuses[] = {
+      "",
+      ",\"status\":{}",
+      ",\"status\":{\"conditions\":{}}",
+      ",\"status\":{\"conditions\":\"no list\",\"observedGeneration\":\"2\"}",
+      ",\"status\":\"not an object\"",
+      ",\"status\":{\"observedGeneration\":1,\"conditions\":[{\"type\":\"Ready\","
+      "\"status\":\"True\",\"observedGeneration\":1,\"lastTransitionTime\":\"" LTT
+      "\",\"reason\":\"R\",\"message\":\"m\"},{\"type\":\"Other\",\"status\":"
+      "\"True\",\"lastTransitionTime\":\"" LTT "\",\"reason\":\"O\",\"message\":\"\"}]}",
+      ",\"status\":{\"observedGeneration\":2,\"conditions\":[{\"type\":\"Ready\","
+      "\"status\":\"True\",\"observedGeneration\":2,\"lastTransitionTime\":\"" LTT
+      "\",\"reason\":\"R\",\"message\":\"m\"},{\"type\":\"Installed\",\"status\":"
+      "\"True\",\"observedGeneration\":2,\"lastTransitionTime\":\"" LTT
+      "\",\"reason\":\"I\",\"message\":\"\"}]}",
+      ",\"status\":{\"observedGeneration\":1,\"conditions\":[{\"type\":\"Ready\","
+      "\"status\":\"False\",\"reason\":\"R\",\"message\":\"m\",\"extra\":1}]}",
+      ",\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\","
+      "\"lastTransitionTime\":5,\"reason\":\"Old\",\"message\":\"say \\\"x\\\"\"}]}",
+      ",\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\","
+      "\"lastTransitionTime\":5.0,\"reason\":\"R\",\"message\":\"m\"}]}",
+      ",\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\","
+      "\"lastTransitionTime\":\"" LTT "\",\"reason\":\"RR\",\"message\":\"m\","
+      "\"observedGeneration\":1},{\"type\":\"Installed\",\"status\":\"True\","
+      "\"reason\":\"I\",\"message\":\"x\",\"observedGeneration\":2}]}",
+      ",\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\","
+      "\"lastTransitionTime\":null,\"reason\":\"R\",\"message\":null,"
+      "\"observedGeneration\":null}]}",
+      ",\"status\":{\"observedGeneration\":1.0,\"conditions\":[{\"type\":\"Ready\","
+      "\"status\":\"True\",\"observedGeneration\":1.0,\"reason\":\"R\","
+      "\"message\":\"m\"}]}",
+      ",\"status\":{\"observedGeneration\":1000000000000000001,\"conditions\":[{"
+      "\"type\":\"Ready\",\"status\":\"True\",\"observedGeneration\":\"1\","
+      "\"reason\":\"R\",\"message\":\"m\"}]}",
+      ",\"status\":{\"conditions\":[7,{\"status\":\"True\"},{\"type\":null},{"
+      "\"type\":\"Ready\",\"type\":\"Other\",\"status\":\"True\",\"status\":\"False\","
+      "\"reason\":\"R\",\"message\":\"m\",\"observedGeneration\":2},{\"type\":"
+      "\"Ready\",\"status\":\"False\"}]}",
+      ",\"status\":{\"conditions\":[{\"type\":\"Re\\u0061dy\",\"status\":\"True\","
+      "\"reason\":\"R\",\"message\":\"m\",\"observedGeneration\":1}]}",
+      ",\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\","
+      "\"reason\":\"R\",\"message\":\"m\",\"observedGeneration\":-1}],"
+      "\"observedGeneration\":-0}",
+  };
+  static const char *const metas[] = {
+      "\"name\":\"w\",\"namespace\":\"ns\",\"uid\":\"u\",\"resourceVersion\":\"7\"",
+      "\"name\":\"w\"",
+      "\"name\":\"w\\u0031\",\"namespace\":\"n\\\"s\",\"uid\":7",
+  };
+  const struct kcr_cond sets[][2] = {
+      {{"Ready", "True", "R", "m", 1, 0}},
+      {{"Ready", "True", "R", "m", 2, 0}},
+      {{"Ready", "False", "R2", "tab\there \"q\"", 2, 1795946400}},
+      {{"Ready", "True", "R", "m", 0, 0}, {"Installed", "True", "I", "", 2, 0}},
+      {{"Installed", "False", "I", "", 0, 0}, {"Ready", "True", "R", "m", 2, 0}},
+      {{"Ready", "True", "R", "", -1, 0}},
+      {{"Ready", "True", "R", "m", 1, 0}},
+  };
+  static const size_t nconds[] = {1, 1, 1, 2, 2, 1, 0};
+  static const int64_t gens[] = {0, 1, 2};
+  for(size_t mi = 0; mi < sizeof(metas) / sizeof(metas[0]); mi++)
+    for(size_t si = 0; si < sizeof(statuses) / sizeof(statuses[0]); si++)
+      for(size_t di = 0; di < sizeof(sets) / sizeof(sets[0]); di++)
+        for(size_t gi = 0; gi < 3; gi++) {
+          char text[1024], what[96];
+          struct api at = {text}, ab = {text};
+          kcr_client *ct = twire_client(one_object, &at), *cb = twire_client(one_object, &ab);
+          kcr_status_writer *wt = writer_for(ct, KCR_STATUS_APPLY),
+                            *wb = writer_for(cb, KCR_STATUS_APPLY);
+          struct kcr_status_desired d = {
+              .conds = sets[di], .n = nconds[di], .observed_generation = gens[gi]};
+          enum kcr_write_result rt, rb;
+          kcr_err et, eb;
+          cJSON *obj;
+          time_t t0, t1;
+
+          snprintf(text, sizeof(text),
+                   "{\"apiVersion\":\"test.kcr.io/v1\",\"kind\":\"Widget\",\"metadata\":"
+                   "{%s}%s}",
+                   metas[mi], statuses[si]);
+          snprintf(what, sizeof(what), "meta %zu, status %zu, set %zu, generation %lld", mi,
+                   si, di, (long long)gens[gi]);
+          obj = json(text);
+          t0 = time(NULL) - 1;
+          et = kcr_status_write(wt, obj, &d, &rt, NULL);
+          eb = kcr_status_write_text(wb, text, strlen(text), &d, &rb, NULL);
+          t1 = time(NULL) + 1;
+          if(et != eb || rt != rb || at.writes != ab.writes)
+            fail_msg("%s: the tree gives %s/%d/%d writes, the text %s/%d/%d writes", what,
+                     kcr_err_name(et), (int)rt, at.writes, kcr_err_name(eb), (int)rb,
+                     ab.writes);
+          if(at.writes) {
+            char *bt = now_as_word(at.body, t0, t1), *bb = now_as_word(ab.body, t0, t1);
+            if(strcmp(bt, bb))
+              fail_msg("%s: the tree sends\n  %s\nthe text\n  %s", what, bt, bb);
+            free(bt);
+            free(bb);
+          }
+          cJSON_Delete(obj);
+          kcr_status_writer_free(wt);
+          kcr_status_writer_free(wb);
+          kcr_client_free(ct);
+          kcr_client_free(cb);
+          api_reset(&at);
+          api_reset(&ab);
+        }
+  /* Read as text, an unchanged status costs no allocation (a tree would). */
+  {
+    char text[1024];
+    struct api a = {text};
+    kcr_client *c = twire_client(one_object, &a);
+    kcr_status_writer *w = writer_for(c, KCR_STATUS_APPLY);
+    const struct kcr_cond conds[] = {{"Ready", "True", "R", "m", 2, 0},
+                                     {"Installed", "True", "I", "", 2, 0}};
+    struct kcr_status_desired d = {.conds = conds, .n = 2, .observed_generation = 2};
+    enum kcr_write_result res;
+
+    snprintf(text, sizeof(text),
+             "{\"apiVersion\":\"test.kcr.io/v1\",\"kind\":\"Widget\",\"metadata\":{%s}%s}",
+             metas[0], statuses[6]);
+    tfail_reset();
+    assert_int_equal(KCR_OK, kcr_status_write_text(w, text, strlen(text), &d, &res, NULL));
+    assert_int_equal(KCR_WRITE_SKIPPED, res);
+    assert_int_equal(0, tfail_count());
+    kcr_status_writer_free(w);
+    kcr_client_free(c);
+  }
+  /* Malformed: the parser says so; nothing is sent. */
+  {
+    static const char bad[] = "{\"metadata\":{\"name\":\"w\"},\"status\":{";
+    struct api a = {bad};
+    kcr_client *c = twire_client(one_object, &a);
+    kcr_status_writer *w = writer_for(c, KCR_STATUS_APPLY);
+    struct kcr_cond cond = {"Ready", "True", "R", "m", 1, 0};
+    struct kcr_status_desired d = {.conds = &cond, .n = 1};
+    struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+    enum kcr_write_result res;
+
+    assert_int_equal(KCR_EPARSE, kcr_status_write_text(w, bad, strlen(bad), &d, &res, &ei));
+    assert_int_equal(KCR_WRITE_FAILED, res);
+    assert_int_equal(0, a.writes);
+    assert_int_equal(KCR_EINVAL, kcr_status_write_text(w, NULL, 0, &d, &res, NULL));
+    kcr_errinfo_cleanup(&ei);
+    kcr_status_writer_free(w);
+    kcr_client_free(c);
+  }
+  (void)state;
+}
+
 /* Another writer's member in one of our conditions is not sent (an apply
  * with force would take it over), with extra status fields (the merged
  * list is sent) and without (written as text). */
@@ -763,6 +936,7 @@ int main(void)
       cmocka_unit_test(writers_send_int64_fields_exactly),
       cmocka_unit_test(merge_compares_generations_exactly),
       cmocka_unit_test(an_apply_sends_what_the_merge_gives_for_our_types),
+      cmocka_unit_test(a_write_from_text_is_the_write_from_its_tree),
       cmocka_unit_test(a_type_named_twice_is_refused),
       cmocka_unit_test(an_apply_sends_only_condition_fields),
       cmocka_unit_test(status_write_sends_all_or_nothing),
