@@ -98,6 +98,29 @@ void ebdman_observe_vfm(struct ebdman_observed *ob, const cJSON *vfm)
   ob->vfm_generation = kcr_json_int(vfm, "metadata.generation", 0);
 }
 
+void ebdman_observe_vfm_obj(struct ebdman_observed *ob, const kcr_obj *vfm, cJSON **hold)
+{
+  static const char *const paths[] = {"metadata.name", "status.conditions"};
+  struct kcr_span sp[2];
+
+  *hold = NULL;
+  kcr_obj_spans(vfm, paths, sp, 2);
+  if(!sp[0].at) { /* a text the walk cannot pass: the whole tree */
+    if(kcr_obj_parse(vfm, hold))
+      ob->vfm_read_error = "reading the vfm custom resource from the cache failed";
+    else
+      ebdman_observe_vfm(ob, *hold);
+    return;
+  }
+  if(sp[1].at && kcr_json_parse(sp[1].at, sp[1].n, hold, NULL)) {
+    ob->vfm_read_error = "reading the vfm custom resource from the cache failed";
+    return;
+  }
+  ob->vfm_seen = true;
+  ob->vfm_conditions = *hold;
+  ob->vfm_generation = kcr_obj_generation(vfm);
+}
+
 size_t ebdman_conditions(const struct ebdman_observed *ob,
                          struct kcr_cond out[EBDMAN_NCOND])
 {

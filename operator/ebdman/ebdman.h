@@ -68,6 +68,11 @@ size_t ebdman_conditions(const struct ebdman_observed *ob,
 /* Sets what ob says of the VFM from a tree of it (NULL: none seen):
  * vfm_seen, vfm_conditions (borrowed from vfm) and vfm_generation. Pure. */
 void ebdman_observe_vfm(struct ebdman_observed *ob, const cJSON *vfm);
+/* The same from a cached VFM (not NULL), parsing only its
+ * status.conditions - or, for a text kcr_obj_spans cannot walk, the whole
+ * object - into *hold (the caller frees it after ebdman_conditions; NULL
+ * when nothing was parsed). Out of memory: vfm_read_error is set. */
+void ebdman_observe_vfm_obj(struct ebdman_observed *ob, const kcr_obj *vfm, cJSON **hold);
 
 /* Builds the children for an EBD tree (new trees, caller frees). */
 /* Each is complete or NULL: NULL when out of memory or the EBD has no
@@ -122,7 +127,11 @@ enum ebdman_child_plan ebdman_child_plan(const cJSON *have, const cJSON *want,
  * that is not an object is {}) - and neither the EBD's annotations
  * (ebd_ann) nor the child's (have_ann, a map or absent) hold one ebdman
  * propagates (a name with the prefix; any escape in them leaves it to the
- * trees). Pure. */
+ * trees). Exceptions, none of which the API server sends: a member name
+ * twice in the content, and a number beyond a double's range (the trees
+ * compare either as different from itself). The caller checks that the
+ * texts could be walked (kcr_obj_spans found metadata.name) and that a
+ * child can be built of the EBD. Pure. */
 bool ebdman_child_kept_as_is(const char *ebd_uid, const struct kcr_span *src,
                              const struct kcr_span *ebd_ann, const char *ctl_uid,
                              const struct kcr_span *have,

@@ -22,8 +22,10 @@
  *      and, while not Ready, Reconciling or Stalled (conditions.c) and
  *      write them with the SSA status writer, which sends
  *      nothing when nothing changed - from the cached EBD's text
- *      (kcr_status_write_text): the EBD is parsed into a tree only when a
- *      child has to be built;
+ *      (kcr_status_write_text, which parses it only where the text cannot
+ *      be read as the tree would be: its conditions quoting a message with
+ *      an escape, or the cache behind the writer's own last write); the
+ *      reconciler itself parses the EBD only when a child has to be built;
  *   4. record events for transitions (Installed, InstallFailed, BecameReady,
  *      BecameUnready).
  * Never polls: VFMs and ConfigMaps are watched and map to their owner EBD.
@@ -162,9 +164,19 @@ static void install_cleanup(struct install *r)
 
 /* The EBD being reconciled: its cached object, its tree, and where in its
  * text the parts its children copy are (kcr_obj_spans of ebd_paths). */
-enum { EBD_NAME, EBD_VFM, EBD_CONFIG, EBD_ANNOTATIONS, EBD_NSPAN };
+enum {
+  EBD_NAME,
+  EBD_API_VERSION,
+  EBD_KIND,
+  EBD_VFM,
+  EBD_CONFIG,
+  EBD_ANNOTATIONS,
+  EBD_NSPAN
+};
 static const char *const ebd_paths[EBD_NSPAN] = {
     [EBD_NAME] = "metadata.name",
+    [EBD_API_VERSION] = "apiVersion",
+    [EBD_KIND] = "kind",
     [EBD_VFM] = "spec.vfm",
     [EBD_CONFIG] = "spec.vfm.config",
     [EBD_ANNOTATIONS] = "metadata.annotations",
@@ -219,6 +231,12 @@ static void conflict(kcr_ctx *cx, const cJSON *want, const cJSON *have, bool in_
            KCR_S("child", kcr_json_str(want, "metadata.name")), KCR_S("detail", msg));
 }
 
+/* Whether s is a string of one byte or more. */
+static bool string_span(const struct kcr_span *s)
+{
+  return s->at && *s->at == '"' && s->n > 2;
+}
+
 /* ebdman_child_kept_as_is on the cached child `have` and the EBD. */
 static bool kept_as_is(const struct child *ch, const struct ebd_in *ebd,
                        const kcr_obj *have)
@@ -226,8 +244,11 @@ static bool kept_as_is(const struct child *ch, const struct ebd_in *ebd,
   const char *paths[] = {"metadata.name", ch->field, "metadata.annotations"};
   struct kcr_span h[3];
 
-  if(!ebd->sp[EBD_NAME].at)
-    return false; /* the EBD's text could not be followed */
+  /* The EBD's text could be followed, and a child can be built of it (its
+   * controller reference names the EBD's apiVersion and kind). */
+  if(!ebd->sp[EBD_NAME].at || !string_span(&ebd->sp[EBD_API_VERSION]) ||
+     !string_span(&ebd->sp[EBD_KIND]))
+    return false;
   kcr_obj_spans(have, paths, h, 3);
   return h[0].at && /* nor the child's: absence would say nothing */
          ebdman_child_kept_as_is(kcr_obj_uid(ebd->o), &ebd->sp[ch->src],
@@ -384,13 +405,19 @@ static void record(struct ebdman *e, const kcr_obj *ebd, const char *type,
  * a new tree. */
 static cJSON *stored_conditions(const kcr_obj *ebd)
 {
-  static const char *const paths[] = {"status.conditions"};
-  struct kcr_span sp;
-  cJSON *t = NULL;
+  static const char *const paths[] = {"metadata.name", "status.conditions"};
+  struct kcr_span sp[2];
+  cJSON *t = NULL, *whole = NULL;
 
-  kcr_obj_spans(ebd, paths, &sp, 1);
-  if(sp.at)
-    kcr_json_parse(sp.at, sp.n, &t, NULL);
+  kcr_obj_spans(ebd, paths, sp, 2);
+  if(sp[1].at) {
+    kcr_json_parse(sp[1].at, sp[1].n, &t, NULL);
+  } else if(!sp[0].at && !kcr_obj_parse(ebd, &whole)) { /* a text the walk cannot pass */
+    cJSON *st = cJSON_GetObjectItemCaseSensitive(whole, "status");
+    t = cJSON_IsObject(st) ? cJSON_DetachItemFromObjectCaseSensitive(st, "conditions")
+                           : NULL;
+    cJSON_Delete(whole);
+  }
   return t;
 }
 
@@ -415,7 +442,8 @@ static void transitions(struct ebdman *e, kcr_ctx *cx, const kcr_obj *ebd,
   if(first) /* what is stored is read only then, and not under the lock */
     old = stored_conditions(ebd);
   pthread_mutex_lock(&e->mu);
-  a = announced_for(e, kcr_obj_uid(ebd)); /* (forget may have run meanwhile) */
+  /* forget may have run meanwhile (the EBD was deleted): then nothing */
+  a = announced_find(e, kcr_obj_uid(ebd), kcr_hash_str(kcr_obj_uid(ebd)));
   if(!a) {
     pthread_mutex_unlock(&e->mu);
     cJSON_Delete(old);
@@ -558,27 +586,16 @@ static void map_by_name(kcr_obj *o, kcr_map_emit emit, void *ctx, void *ud)
   emit(kcr_obj_ns(o), ebd, ctx);
 }
 
-/* What ob says of our VFM, vo (its controller is the EBD): read from the
- * tree install parsed when it planned from this very copy, else from the
- * text's status.conditions alone (vfm_conds gets that tree). */
-static void observe_vfm(struct ebdman_observed *ob, kcr_obj *vo, const struct install *iv,
-                        cJSON **vfm_conds)
+/* What ob says of our VFM, vo (its controller is the EBD): from the tree
+ * install parsed when it planned from this very copy, else from vo's text
+ * (ebdman_observe_vfm_obj; *vfm_tree gets what it parsed). */
+static void observe_vfm(struct ebdman_observed *ob, const kcr_obj *vo,
+                        const struct install *iv, cJSON **vfm_tree)
 {
-  static const char *const paths[] = {"metadata.name", "status.conditions"};
-  struct kcr_span sp[2];
-
-  if(vo == iv->seen && iv->seen_tree) {
+  if(vo == iv->seen && iv->seen_tree)
     ebdman_observe_vfm(ob, iv->seen_tree);
-    return;
-  }
-  kcr_obj_spans(vo, paths, sp, 2);
-  if(!sp[0].at || (sp[1].at && kcr_json_parse(sp[1].at, sp[1].n, vfm_conds, NULL))) {
-    ob->vfm_read_error = "reading the vfm custom resource from the cache failed";
-    return;
-  }
-  ob->vfm_seen = true;
-  ob->vfm_conditions = *vfm_conds;
-  ob->vfm_generation = kcr_obj_generation(vo);
+  else
+    ebdman_observe_vfm_obj(ob, vo, vfm_tree);
 }
 
 static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
@@ -593,7 +610,7 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
   struct ebd_in in = {.o =
                           kcr_store_ref(kcr_informer_store(e->ebds), req->ns, req->name)};
   kcr_obj *o = in.o, *vo;
-  cJSON *vfm_conds = NULL;
+  cJSON *vfm_tree = NULL;
   const char *json;
   size_t len;
   struct install icm = {0}, ivfm = {0};
@@ -627,7 +644,7 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
   vo = kcr_store_ref(kcr_informer_store(e->vfms), req->ns, req->name);
   if(vo && kcr_obj_controller(vo)->uid &&
      !strcmp(kcr_obj_controller(vo)->uid, kcr_obj_uid(o)))
-    observe_vfm(&ob, vo, &ivfm, &vfm_conds);
+    observe_vfm(&ob, vo, &ivfm, &vfm_tree);
   kcr_obj_unref(vo);
   nconds = ebdman_conditions(&ob, conds);
   struct kcr_status_desired d = {
@@ -649,7 +666,7 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
 out:
   install_cleanup(&icm);
   install_cleanup(&ivfm);
-  cJSON_Delete(vfm_conds);
+  cJSON_Delete(vfm_tree);
   cJSON_Delete(in.tree);
   kcr_obj_unref(o);
   kcr_errinfo_cleanup(&ei);

@@ -94,6 +94,14 @@ struct kcr__json_want {
  * NULL paths, find nothing. Pure. */
 size_t kcr__json_spans(const char *text, size_t len, struct kcr__json_want *w, size_t nw);
 
+/* kcr__json_spans where the spans are what the tree reads: nothing is
+ * found (0) also when a member name written with an escape lies where a
+ * want was still open (in an object on its path, before its name was met):
+ * the tree compares names unescaped and might take that member for the
+ * wanted one. Pure. */
+size_t kcr__json_spans_exact(const char *text, size_t len, struct kcr__json_want *w,
+                             size_t nw);
+
 /* kcr__json_spans, telling also where the object ends and how it is
  * written: *objlen (when not NULL) gets the length of the object's text
  * (from text's first byte to its closing brace), *compact (when not NULL)

@@ -397,6 +397,7 @@ struct scan {
   bool spaced;      /* white space was skipped */
   bool trusted;     /* spans: the text was checked before; follow its structure */
   unsigned pending; /* spans: the wants not settled yet (found, or not there) */
+  bool escaped;     /* spans: a name with an escape where a want was open */
 };
 
 static void skip_ws(struct scan *s)
@@ -631,6 +632,8 @@ static bool spans_in(struct scan *s, struct kcr__json_want *w, size_t *pos, unsi
     if(s->trusted ? !(s->p = skip_string(s->p, s->end)) : !valid_string(s))
       return false;
     klen = (size_t)(s->p - 1 - key);
+    if(mask && memchr(key, '\\', klen))
+      s->escaped = true; /* the tree may read it as a wanted name */
     for(unsigned i = 0, m = mask; m; i++, m >>= 1) {
       const char *seg;
       size_t sl;
@@ -722,6 +725,18 @@ size_t kcr__json_spans_trusted(const char *text, size_t len, struct kcr__json_wa
 size_t kcr__json_spans(const char *text, size_t len, struct kcr__json_want *w, size_t nw)
 {
   return kcr__json_scan(text, len, w, nw, NULL, NULL);
+}
+
+size_t kcr__json_spans_exact(const char *text, size_t len, struct kcr__json_want *w,
+                             size_t nw)
+{
+  struct scan s = {text, text + len, 0, false, false};
+
+  if(spans_all(&s, w, nw, false) && !s.escaped)
+    return found(w, nw);
+  for(size_t i = 0; i < nw; i++)
+    w[i].at = NULL, w[i].n = 0;
+  return 0;
 }
 
 /* ---- leaving members out before parsing ----

@@ -909,7 +909,7 @@ kcr_err kcr_status_write_text(kcr_status_writer *w, const char *json, size_t len
   if(!json)
     return kcr_errinfo_set(ei, KCR_EINVAL, "status write: no object text");
   if(!d || (d->n && !d->conds) || w->o.mode != KCR_STATUS_APPLY ||
-     (d->extra && d->extra->child) || !kcr__json_spans(json, len, want, NW) ||
+     (d->extra && d->extra->child) || !kcr__json_spans_exact(json, len, want, NW) ||
      !plain_str(&want[NAME], name, sizeof(name)) ||
      (want[NS].at && !plain_str(&want[NS], ns, sizeof(ns))) ||
      (want[UID].at && !plain_str(&want[UID], uid, sizeof(uid))) ||

@@ -443,11 +443,52 @@ static void children_are_complete_or_null_when_memory_runs_out(void **state)
   cJSON_Delete(ebd);
 }
 
+/* A cached VFM is observed as its tree says: from the text of its
+ * status.conditions alone, and - for a text kcr_obj_spans cannot walk (a
+ * spec nested deeper than it follows) - from the whole tree, not as a read
+ * error. */
+static void a_cached_vfm_reads_as_its_tree(void **state)
+{
+  for(int deep = 0; deep < 2; deep++)
+    for(int ready = 0; ready < 3; ready++) {
+      cJSON *v = ready == 2 ? vfm(3, NULL, NULL, NULL, 0)
+                            : vfm(3, ready ? "True" : "False", ready ? "Ready" : "Failed",
+                                  "m", 3),
+            *spec = cJSON_CreateObject(), *at = spec, *hold = NULL;
+      struct ebdman_observed a = {.generation = 1}, b = {.generation = 1};
+      struct kcr_cond ca[EBDMAN_NCOND], cb[EBDMAN_NCOND];
+      kcr_obj *o = NULL;
+
+      for(int i = 0; deep && i < 200; i++)
+        at = cJSON_AddObjectToObject(at, "x");
+      cJSON_AddItemToObject(v, "spec", spec);
+      assert_int_equal(KCR_OK, kcr_json_set_str(v, "metadata.name", "v"));
+      assert_int_equal(KCR_OK, kcr_obj_from_json(v, 0, &o, NULL));
+      ebdman_observe_vfm(&a, v);
+      ebdman_observe_vfm_obj(&b, o, &hold);
+      assert_null(b.vfm_read_error);
+      assert_true(b.vfm_seen);
+      assert_int_equal(3, b.vfm_generation);
+      ebdman_conditions(&a, ca);
+      ebdman_conditions(&b, cb);
+      for(int i = 0; i < EBDMAN_NCOND - 1; i++) {
+        assert_string_equal(ca[i].status, cb[i].status);
+        assert_string_equal(ca[i].reason, cb[i].reason);
+        assert_string_equal(ca[i].message, cb[i].message);
+      }
+      cJSON_Delete(hold);
+      kcr_obj_unref(o);
+      cJSON_Delete(v);
+    }
+  (void)state;
+}
+
 int main(void)
 {
   tfail_init();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(ready_vfm_makes_everything_ready),
+      cmocka_unit_test(a_cached_vfm_reads_as_its_tree),
       cmocka_unit_test(missing_or_unreported_vfm_is_progressing),
       cmocka_unit_test(stale_ready_is_still_progressing),
       cmocka_unit_test(failed_vfm_is_an_error_with_its_message),
