@@ -188,8 +188,7 @@ KCR_API kcr_err kcr_status_write(kcr_status_writer *w, const cJSON *obj,
  * safety: as kcr_status_write. */
 KCR_API kcr_err kcr_status_write_text(kcr_status_writer *w, const char *json, size_t len,
                                       const struct kcr_status_desired *d,
-                                      enum kcr_write_result *res,
-                                      struct kcr_errinfo *ei);
+                                      enum kcr_write_result *res, struct kcr_errinfo *ei);
 
 /* Changes fresh (a tree of the caller's own, fresh from the server) in
  * place and sets *changed (false: nothing to write). A non-OK return stops
