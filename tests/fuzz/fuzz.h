@@ -25,6 +25,37 @@ static inline void fuzz_quiet(void)
   kcr_log_set_level(KCR_LOG_DEBUG);
 }
 
+/* A client configuration for targets that answer requests on the
+ * client's wire seam (kube/client-int.h): a server that is never dialled,
+ * a token. The caller frees it. Aborts when it cannot be made. */
+static inline kcr_config *fuzz_config(void)
+{
+  static const char kubeconfig[] = "apiVersion: v1\n"
+                                   "kind: Config\n"
+                                   "clusters:\n"
+                                   "- name: c\n"
+                                   "  cluster:\n"
+                                   "    server: https://fuzz.invalid\n"
+                                   "users:\n"
+                                   "- name: u\n"
+                                   "  user:\n"
+                                   "    token: t0ken\n"
+                                   "contexts:\n"
+                                   "- name: x\n"
+                                   "  context:\n"
+                                   "    cluster: c\n"
+                                   "    user: u\n"
+                                   "current-context: x\n";
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_config *cfg = NULL;
+
+  if(kcr_config_from_yaml(kubeconfig, sizeof(kubeconfig) - 1, NULL, &cfg, &ei)) {
+    fprintf(stderr, "fuzz: %s\n", ei.message ? ei.message : "no configuration");
+    abort();
+  }
+  return cfg;
+}
+
 /* A NUL-terminated copy of data in a block of exactly size + 1 bytes, so
  * ASan sees a read past the end. Aborts when out of memory. */
 static inline char *fuzz_str(const uint8_t *data, size_t size)

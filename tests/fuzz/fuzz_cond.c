@@ -16,22 +16,6 @@
 #define NOW     ((time_t)1780000000) /* 2026-05-28 */
 #define MAX_SET 16                   /* items tried as kcr_cond_set input */
 
-static const char kubeconfig[] = "apiVersion: v1\n"
-                                 "kind: Config\n"
-                                 "clusters:\n"
-                                 "- name: c\n"
-                                 "  cluster:\n"
-                                 "    server: https://fuzz.invalid\n"
-                                 "users:\n"
-                                 "- name: u\n"
-                                 "  user:\n"
-                                 "    token: t0ken\n"
-                                 "contexts:\n"
-                                 "- name: x\n"
-                                 "  context:\n"
-                                 "    cluster: c\n"
-                                 "    user: u\n"
-                                 "current-context: x\n";
 static const struct kcr_gvr widgets = {"test.kcr.io", "v1", "widgets", true};
 
 /* Two status writers, each on a wire that keeps the last body written. */
@@ -60,11 +44,10 @@ static kcr_err keep_body(void *ud, const struct kcr__wire_request *req, long *co
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
-  kcr_config *cfg = NULL;
+  kcr_config *cfg;
 
   fuzz_quiet();
-  if(kcr_config_from_yaml(kubeconfig, sizeof(kubeconfig) - 1, NULL, &cfg, &ei))
-    abort();
+  cfg = fuzz_config();
   for(int i = 0; i < 2; i++) {
     if(kcr_client_new(&(struct kcr_client_opts){.config = cfg, .max_retries = -1},
                       &sinks[i].client, &ei))

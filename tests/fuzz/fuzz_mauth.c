@@ -24,23 +24,6 @@
 #include "kube/client-int.h"
 #include "runtime/metricsauth-int.h"
 
-static const char kubeconfig[] = "apiVersion: v1\n"
-                                 "kind: Config\n"
-                                 "clusters:\n"
-                                 "- name: c\n"
-                                 "  cluster:\n"
-                                 "    server: https://fuzz.invalid\n"
-                                 "users:\n"
-                                 "- name: u\n"
-                                 "  user:\n"
-                                 "    token: t0ken\n"
-                                 "contexts:\n"
-                                 "- name: x\n"
-                                 "  context:\n"
-                                 "    cluster: c\n"
-                                 "    user: u\n"
-                                 "current-context: x\n";
-
 #define TR_PATH  "/apis/authentication.k8s.io/v1/tokenreviews"
 #define SAR_PATH "/apis/authorization.k8s.io/v1/subjectaccessreviews"
 
@@ -66,8 +49,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
   kcr_config *cfg;
 
   fuzz_quiet();
-  if(kcr_config_from_yaml(kubeconfig, sizeof(kubeconfig) - 1, NULL, &cfg, &ei) ||
-     /* no 429/503 retries: one answer per review (a Status body's code
+  cfg = fuzz_config();
+  if(/* no 429/503 retries: one answer per review (a Status body's code
       * counts, so any answer could be one; retries are the client's, and
       * fuzzed with its other callers) */
      kcr_client_new(&(struct kcr_client_opts){.config = cfg, .max_retries = -1}, &client,

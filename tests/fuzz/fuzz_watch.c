@@ -15,23 +15,6 @@
 #include "fuzz.h"
 #include "kube/client-int.h"
 
-static const char kubeconfig[] = "apiVersion: v1\n"
-                                 "kind: Config\n"
-                                 "clusters:\n"
-                                 "- name: c\n"
-                                 "  cluster:\n"
-                                 "    server: https://fuzz.invalid\n"
-                                 "users:\n"
-                                 "- name: u\n"
-                                 "  user:\n"
-                                 "    token: t0ken\n"
-                                 "contexts:\n"
-                                 "- name: x\n"
-                                 "  context:\n"
-                                 "    cluster: c\n"
-                                 "    user: u\n"
-                                 "current-context: x\n";
-
 static const struct kcr_gvr configmaps = {"", "v1", "configmaps", true};
 
 /* One run's answer and what the callback saw. */
@@ -54,8 +37,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
   kcr_config *cfg;
 
   fuzz_quiet();
-  if(kcr_config_from_yaml(kubeconfig, sizeof(kubeconfig) - 1, NULL, &cfg, &ei) ||
-     kcr_client_new(&(struct kcr_client_opts){.config = cfg}, &clients[0], &ei) ||
+  cfg = fuzz_config();
+  if(kcr_client_new(&(struct kcr_client_opts){.config = cfg}, &clients[0], &ei) ||
      kcr_client_new(&(struct kcr_client_opts){.config = cfg, .max_response_bytes = 512},
                     &clients[1], &ei)) {
     fprintf(stderr, "fuzz_watch: %s\n", ei.message ? ei.message : "set-up failed");
