@@ -263,6 +263,22 @@ static void expect_item(const cJSON *body, const cJSON *merged, const char *type
     fail_msg("%s: %s sent with other fields", what, type);
 }
 
+/* Desired sets for the apply tests: each with its number of conditions.
+ * The first DESIRED_FIRST are the merge comparison's; the rest add a
+ * negative observedGeneration and no condition at all. */
+static const struct kcr_cond desired_sets[][2] = {
+    {{"Ready", "True", "R", "m", 1, 0}},
+    {{"Ready", "True", "R", "m", 2, 0}},
+    {{"Ready", "False", "R2", "tab\there \"q\"", 2, 1795946400}},
+    {{"Ready", "True", "R", "m", 0, 0}, {"Installed", "True", "I", "", 2, 0}},
+    {{"Installed", "False", "I", "", 0, 0}, {"Ready", "True", "R", "m", 2, 0}},
+    {{"Ready", "True", "R", "", -1, 0}},
+    {{"Ready", "True", "R", "m", 1, 0}},
+};
+static const size_t desired_n[] = {1, 1, 1, 2, 2, 1, 0};
+#define DESIRED_FIRST 5
+#define DESIRED_ALL   (sizeof(desired_n) / sizeof(desired_n[0]))
+
 /* An apply is written from the desired status and the object's (no tree):
  * for every object and desired set below, what it sends is what
  * kcr_status_merge gives for our types - a condition that keeps its status
@@ -289,18 +305,12 @@ static void an_apply_sends_what_the_merge_gives_for_our_types(void **state)
       "\"reason\":\"R\",\"message\":\"m\"},{\"type\":\"Installed\",\"status\":"
       "\"False\",\"lastTransitionTime\":\"" LTT "\",\"reason\":\"I\",\"message\":\"\"}]}",
   };
-  const struct kcr_cond sets[][2] = {
-      {{"Ready", "True", "R", "m", 1, 0}},
-      {{"Ready", "True", "R", "m", 2, 0}},
-      {{"Ready", "False", "R2", "tab\there \"q\"", 2, 1795946400}},
-      {{"Ready", "True", "R", "m", 0, 0}, {"Installed", "True", "I", "", 2, 0}},
-      {{"Installed", "False", "I", "", 0, 0}, {"Ready", "True", "R", "m", 2, 0}},
-  };
-  static const size_t nconds[] = {1, 1, 1, 2, 2};
+  const struct kcr_cond(*sets)[2] = desired_sets;
+  const size_t *nconds = desired_n;
   static const int64_t gens[] = {0, 1, 2};
 
   for(size_t si = 0; si < sizeof(statuses) / sizeof(statuses[0]); si++)
-    for(size_t di = 0; di < sizeof(sets) / sizeof(sets[0]); di++)
+    for(size_t di = 0; di < DESIRED_FIRST; di++)
       for(size_t gi = 0; gi < 3; gi++) {
         char text[1024], what[64];
         struct api a = {text};
@@ -436,20 +446,12 @@ static void a_write_from_text_is_the_write_from_its_tree(void **state)
       "\"name\":\"w\\u0031\",\"namespace\":\"n\\\"s\",\"uid\":7",
       "\"n\\u0061me\":\"a\",\"name\":\"b\",\"namespace\":\"ns\"",
   };
-  const struct kcr_cond sets[][2] = {
-      {{"Ready", "True", "R", "m", 1, 0}},
-      {{"Ready", "True", "R", "m", 2, 0}},
-      {{"Ready", "False", "R2", "tab\there \"q\"", 2, 1795946400}},
-      {{"Ready", "True", "R", "m", 0, 0}, {"Installed", "True", "I", "", 2, 0}},
-      {{"Installed", "False", "I", "", 0, 0}, {"Ready", "True", "R", "m", 2, 0}},
-      {{"Ready", "True", "R", "", -1, 0}},
-      {{"Ready", "True", "R", "m", 1, 0}},
-  };
-  static const size_t nconds[] = {1, 1, 1, 2, 2, 1, 0};
+  const struct kcr_cond(*sets)[2] = desired_sets;
+  const size_t *nconds = desired_n;
   static const int64_t gens[] = {0, 1, 2};
   for(size_t mi = 0; mi < sizeof(metas) / sizeof(metas[0]); mi++)
     for(size_t si = 0; si < sizeof(statuses) / sizeof(statuses[0]); si++)
-      for(size_t di = 0; di < sizeof(sets) / sizeof(sets[0]); di++)
+      for(size_t di = 0; di < DESIRED_ALL; di++)
         for(size_t gi = 0; gi < 3; gi++) {
           char text[1024], what[96];
           struct api at = {text}, ab = {text};
