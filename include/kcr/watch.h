@@ -53,6 +53,14 @@ struct kcr_watch_event {
    * event's document: valid during the callback only. */
   const char *object_text;
   size_t object_len;
+  /* With object_text: the values of its first member named "metadata" and
+   * of that one's first member named "managedFields" (names compared as
+   * written), found while the document was checked - where they lie in
+   * object_text and how long they are; NULL and 0 when there is none. A
+   * reader can step over them (managedFields is often half the bytes)
+   * without walking them again. */
+  const char *metadata_text, *managed_fields_text;
+  size_t metadata_len, managed_fields_len;
 };
 
 /* Called for each event, in order, on the thread in kcr_watch_run. A

@@ -129,10 +129,17 @@ struct kcr__json_iter {
   const char *p, *end;
   char close; /* '}' or ']'; 0: not started or finished */
   bool first;
+  /* Optional, set after init: values whose extent a validator found in this
+   * same text (kcr__json_scan's spans). A value that starts at one's `at`
+   * is stepped over to at + n without being read - a big one (an object's
+   * managedFields) costs nothing to pass. A span that is not the value's
+   * whole text makes the walk go wrong, never read outside the text. */
+  const struct kcr__json_want *known;
+  size_t nknown;
 };
 
 /* Starts it at the object or array whose text begins at text[0] ('{' or
- * '[') and lies within text[0..len). False (and every next -1) when
+ * '[') and lies within text[0..len), with no known values. False (and every next -1) when
  * text[0] is neither. Pure. */
 bool kcr__json_iter_init(struct kcr__json_iter *it, const char *text, size_t len);
 /* The next member: *key and *klen the bytes of its name between the quotes

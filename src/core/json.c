@@ -1036,6 +1036,8 @@ bool kcr__json_iter_init(struct kcr__json_iter *it, const char *text, size_t len
   it->end = text ? text + len : NULL;
   it->close = 0;
   it->first = true;
+  it->known = NULL;
+  it->nknown = 0;
   if(!text || !len || (*text != '{' && *text != '['))
     return false;
   it->close = *text == '{' ? '}' : ']';
@@ -1043,10 +1045,21 @@ bool kcr__json_iter_init(struct kcr__json_iter *it, const char *text, size_t len
   return true;
 }
 
+/* The known value of it that starts at b and fits in its text, or NULL. */
+static const struct kcr__json_want *known_at(const struct kcr__json_iter *it,
+                                             const char *b)
+{
+  for(size_t i = 0; i < it->nknown; i++)
+    if(it->known[i].at == b && it->known[i].n && it->known[i].n <= (size_t)(it->end - b))
+      return &it->known[i];
+  return NULL;
+}
+
 int kcr__json_iter_next(struct kcr__json_iter *it, const char **key, size_t *klen,
                         const char **at, size_t *n)
 {
   struct scan s = {it->p, it->end, 0, false};
+  const struct kcr__json_want *k;
   const char *b;
 
   *key = *at = NULL;
@@ -1073,7 +1086,9 @@ int kcr__json_iter_next(struct kcr__json_iter *it, const char **key, size_t *kle
   }
   skip_ws(&s);
   b = s.p;
-  if(!skip_value(&s))
+  if((k = known_at(it, b)))
+    s.p = b + k->n;
+  else if(!skip_value(&s))
     return -1;
   *at = b;
   *n = (size_t)(s.p - b);

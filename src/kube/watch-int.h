@@ -32,7 +32,8 @@ kcr_err kcr__watch_decode(const char *line, size_t len, struct kcr_buf *scratch,
                           struct kcr_watch_event *ev, struct kcr_errinfo *ei);
 
 /* Decodes one watch document for kcr_watch_opts.object_text: ev->object
- * NULL, ev->object_text its object's text within line, and
+ * NULL, ev->object_text its object's text within line (and the spans of
+ * its metadata and managedFields in it), and
  * ev->resource_version a copy in rvbuf (a buffer of the caller's, reused
  * between calls). Returns KCR_OK; KCR_ENOTFOUND when the document must go
  * through kcr__watch_decode (malformed or not compact, an ERROR event, an

@@ -116,14 +116,17 @@ out:
 kcr_err kcr__watch_decode_text(const char *line, size_t len, struct kcr_buf *rvbuf,
                                struct kcr_watch_event *ev)
 {
-  struct kcr__json_want w[3] = {
-      {.path = "type"}, {.path = "object"}, {.path = "object.metadata.resourceVersion"}};
+  struct kcr__json_want w[5] = {{.path = "type"},
+                                {.path = "object"},
+                                {.path = "object.metadata.resourceVersion"},
+                                {.path = "object.metadata"},
+                                {.path = "object.metadata.managedFields"}};
   const char *t;
   size_t objlen, tn, i;
   bool compact;
 
   memset(ev, 0, sizeof(*ev));
-  kcr__json_scan(line, len, w, 3, &objlen, &compact);
+  kcr__json_scan(line, len, w, 5, &objlen, &compact);
   if(!objlen || !compact || !w[0].at || *w[0].at != '"' || !w[1].at || *w[1].at != '{')
     return KCR_ENOTFOUND;
   t = w[0].at + 1;
@@ -144,6 +147,10 @@ kcr_err kcr__watch_decode_text(const char *line, size_t len, struct kcr_buf *rvb
   ev->type = (enum kcr_watch_type)i;
   ev->object_text = w[1].at;
   ev->object_len = w[1].n;
+  ev->metadata_text = w[3].at;
+  ev->metadata_len = w[3].n;
+  ev->managed_fields_text = w[4].at;
+  ev->managed_fields_len = w[4].n;
   return KCR_OK;
 }
 

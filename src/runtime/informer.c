@@ -18,7 +18,9 @@
  * their text as the server wrote it (kcr_list_each_text,
  * kcr_watch_opts.object_text, then kcr__obj_from_text: no tree unless the
  * text needs one); with a keep-list, through its compiled projection
- * (projection.c), which copies only the kept members.
+ * (projection.c), which copies only the kept members. An event's metadata
+ * and managedFields, whose extent the watch's check found, are stepped
+ * over rather than walked again (kcr__json_iter.known).
  *
  * Nothing is lost on errors: a list whose objects cannot all be stored
  * leaves the store, rv and `synced` as they were and is retried after
@@ -39,6 +41,7 @@
 #include <string.h>
 
 #include "core/assert-int.h"
+#include "core/json-int.h"
 #include "kcr/backoff.h"
 #include "kcr/informer.h"
 #include "kcr/json.h"
@@ -318,7 +321,7 @@ static kcr_err collect_item(const char *text, size_t len, void *ud)
     c->cap = ncap;
   }
   rc = kcr__obj_from_text(text, len, c->inf->obj_flags | KCR__OBJ_CHECKED, c->inf->proj,
-                          &o, NULL);
+                          NULL, 0, &o, NULL);
   if(rc == KCR_EINVAL) {
     KCR_LOG(KCR_LOG_WARN, "informer: skipping listed item without a name",
             KCR_S("informer", c->inf->name));
@@ -397,15 +400,19 @@ static kcr_err on_event(struct kcr_watch_event *ev, void *ud)
    * fail_and_wait logs "store could not take an event" for ENOMEM.) */
   kcr_informer *inf = ud;
   kcr_obj *o = NULL, *old = NULL;
+  /* what the watch's check found: stepped over, not walked again */
+  const struct kcr__json_want known[2] = {
+      {.at = ev->metadata_text, .n = ev->metadata_len},
+      {.at = ev->managed_fields_text, .n = ev->managed_fields_len}};
   kcr_err rc;
 
   if(ev->type == KCR_WATCH_BOOKMARK)
     return KCR_OK;
   count(inf, &inf->stats.events);
-  rc = ev->object
-           ? kcr__obj_from_json(ev->object, inf->obj_flags, inf->proj, &o, NULL)
-           : kcr__obj_from_text(ev->object_text, ev->object_len,
-                                inf->obj_flags | KCR__OBJ_CHECKED, inf->proj, &o, NULL);
+  rc = ev->object ? kcr__obj_from_json(ev->object, inf->obj_flags, inf->proj, &o, NULL)
+                  : kcr__obj_from_text(ev->object_text, ev->object_len,
+                                       inf->obj_flags | KCR__OBJ_CHECKED, inf->proj,
+                                       known, 2, &o, NULL);
   if(rc == KCR_EINVAL) {
     KCR_LOG(KCR_LOG_WARN, "informer: skipping event for an object without a name",
             KCR_S("informer", inf->name), KCR_S("type", kcr_watch_type_name(ev->type)));

@@ -8,6 +8,8 @@
 #include "kcr/buf.h"
 #include "kcr/err.h"
 
+struct kcr__json_want; /* core/json-int.h */
+
 /* A compiled keep-list: immutable once made, so any number of threads may
  * print with it at once. */
 struct kcr__proj;
@@ -50,8 +52,11 @@ kcr_err kcr__proj_print(const struct kcr__proj *p, const cJSON *tree,
  * only the tree compares unescaped, or the structure nests deeper than the
  * text walk follows: print from the tree then; KCR_EINVAL when text does
  * not start an object; KCR_ENOMEM (out then holds part of the text).
- * Thread safety: any thread. */
+ * known[0..nknown) (may be NULL, 0): values the check found in text,
+ * stepped over without being read (kcr__json_iter.known: the decoded
+ * event's metadata and managedFields). Thread safety: any thread. */
 kcr_err kcr__proj_print_text(const struct kcr__proj *p, const char *text, size_t len,
+                             const struct kcr__json_want *known, size_t nknown,
                              struct kcr_buf *out);
 
 #endif

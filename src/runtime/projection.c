@@ -264,7 +264,8 @@ static void cut(struct kcr_buf *b, size_t len)
  * when a member name is written with escapes (the tree compares it
  * unescaped) or the structure breaks. */
 static kcr_err view_text(const struct kcr__proj *p, int t, const char *obj, size_t n,
-                         bool *seen, struct kcr_buf *out, int *kept)
+                         const struct kcr__json_want *known, size_t nknown, bool *seen,
+                         struct kcr_buf *out, int *kept)
 {
   struct kcr__json_iter it;
   const char *key, *at;
@@ -274,6 +275,8 @@ static kcr_err view_text(const struct kcr__proj *p, int t, const char *obj, size
   *kept = 0;
   if(!kcr__json_iter_init(&it, obj, n) || *obj != '{')
     return KCR_ENOTFOUND;
+  it.known = known;
+  it.nknown = nknown;
   while((r = kcr__json_iter_next(&it, &key, &kl, &at, &vn)) > 0) {
     int c;
     if(memchr(key, '\\', kl))
@@ -295,7 +298,7 @@ static kcr_err view_text(const struct kcr__proj *p, int t, const char *obj, size
       if(*kept)
         kcr_buf_append(out, ",", 1);
       kcr_buf_append(out, key - 1, (size_t)(at + 1 - (key - 1))); /* "name":{ */
-      if((rc = view_text(p, c, at, vn, seen, out, &sub)))
+      if((rc = view_text(p, c, at, vn, known, nknown, seen, out, &sub)))
         return rc;
       if(sub) {
         kcr_buf_append(out, "}", 1);
@@ -309,6 +312,7 @@ static kcr_err view_text(const struct kcr__proj *p, int t, const char *obj, size
 }
 
 kcr_err kcr__proj_print_text(const struct kcr__proj *p, const char *text, size_t len,
+                             const struct kcr__json_want *known, size_t nknown,
                              struct kcr_buf *out)
 {
   bool stack[STACK_NODES], *seen = stack;
@@ -324,7 +328,7 @@ kcr_err kcr__proj_print_text(const struct kcr__proj *p, const char *text, size_t
   if(seen == stack)
     memset(stack, 0, sizeof(stack[0]) * (size_t)p->n);
   kcr_buf_append(out, "{", 1);
-  rc = view_text(p, 0, text, len, seen, out, &kept);
+  rc = view_text(p, 0, text, len, known, nknown, seen, out, &kept);
   kcr_buf_append(out, "}", 1);
   if(seen != stack)
     free(seen);

@@ -7,6 +7,8 @@
 
 #include "kcr/store.h"
 
+struct kcr__json_want; /* core/json-int.h */
+
 struct kcr__proj;
 
 /* kcr_obj_from_json, keeping of the tree only what proj keeps
@@ -26,13 +28,18 @@ kcr_err kcr__obj_from_json(const cJSON *tree, unsigned flags,
  * to be exactly one compact, well-formed JSON object (kcr_list_each_text's
  * items and kcr_watch_opts.object_text's objects are): it is then not
  * checked again, only followed (text that breaks that promise makes a
- * wrong object, never a read outside text). Errors: those of
+ * wrong object, never a read outside text). known[0..nknown) (may be NULL,
+ * 0): values whose extent that check found in text, stepped over without
+ * being read (kcr__json_iter.known: a watch event's metadata and
+ * managedFields); the object made is the same with or without them.
+ * Errors: those of
  * kcr__obj_from_json; KCR_EPARSE (ei says where) for text that is not one
  * JSON object. Thread safety: any thread. */
 #define KCR__OBJ_CHECKED (1u << 31) /* kcr__obj_from_text: see there */
 kcr_err kcr__obj_from_text(const char *text, size_t len, unsigned flags,
-                           const struct kcr__proj *proj, kcr_obj **out,
-                           struct kcr_errinfo *ei);
+                           const struct kcr__proj *proj,
+                           const struct kcr__json_want *known, size_t nknown,
+                           kcr_obj **out, struct kcr_errinfo *ei);
 /* The length of the longest hash chain of the object table (the cost of the
  * worst lookup). Takes the read lock. */
 size_t kcr__store_max_chain(kcr_store *s);

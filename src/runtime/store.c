@@ -318,6 +318,7 @@ static bool text_generation(const char *at, size_t n, int64_t *out)
  * its first managedFields member when drop_mf. KCR_ENOTFOUND for a member
  * name written with escapes or a broken walk. */
 static kcr_err copy_members(const char *text, size_t len, bool top, bool drop_mf,
+                            const struct kcr__json_want *known, size_t nknown,
                             struct kcr_buf *out)
 {
   struct kcr__json_iter it;
@@ -327,6 +328,8 @@ static kcr_err copy_members(const char *text, size_t len, bool top, bool drop_mf
   int r;
 
   kcr__json_iter_init(&it, text, len);
+  it.known = known;
+  it.nknown = nknown;
   while((r = kcr__json_iter_next(&it, &key, &kl, &at, &vn)) > 0) {
     bool special;
     if(memchr(key, '\\', kl))
@@ -341,7 +344,7 @@ static kcr_err copy_members(const char *text, size_t len, bool top, bool drop_mf
     if(special && top && *at == '{') {
       kcr_err rc;
       kcr_buf_append(out, key - 1, (size_t)(at + 1 - (key - 1))); /* "metadata":{ */
-      if((rc = copy_members(at, vn, false, drop_mf, out)))
+      if((rc = copy_members(at, vn, false, drop_mf, known, nknown, out)))
         return rc;
       kcr_buf_append(out, "}", 1);
       continue;
@@ -356,7 +359,8 @@ static kcr_err copy_members(const char *text, size_t len, bool top, bool drop_mf
  * which holds every member the header is made of (a projection keeps them
  * all) and no managedFields to step over. */
 static kcr_err from_text(const char *text, size_t len, unsigned flags, bool checked,
-                         const struct kcr__proj *proj, struct kcr_buf *buf, kcr_obj **out)
+                         const struct kcr__proj *proj, const struct kcr__json_want *known,
+                         size_t nknown, struct kcr_buf *buf, kcr_obj **out)
 {
   struct kcr__json_want w[H_N];
   struct header h = {0};
@@ -372,10 +376,11 @@ static kcr_err from_text(const char *text, size_t len, unsigned flags, bool chec
   }
   kcr_buf_reserve(buf, len + 1);
   if(proj) {
-    rc = kcr__proj_print_text(proj, text, len, buf);
+    rc = kcr__proj_print_text(proj, text, len, known, nknown, buf);
   } else {
     kcr_buf_append(buf, "{", 1);
-    rc = copy_members(text, len, true, !(flags & KCR_OBJ_KEEP_MANAGED_FIELDS), buf);
+    rc = copy_members(text, len, true, !(flags & KCR_OBJ_KEEP_MANAGED_FIELDS), known,
+                      nknown, buf);
     kcr_buf_append(buf, "}", 1);
   }
   if(!rc)
@@ -397,8 +402,9 @@ static kcr_err from_text(const char *text, size_t len, unsigned flags, bool chec
 }
 
 kcr_err kcr__obj_from_text(const char *text, size_t len, unsigned flags,
-                           const struct kcr__proj *proj, kcr_obj **out,
-                           struct kcr_errinfo *ei)
+                           const struct kcr__proj *proj,
+                           const struct kcr__json_want *known, size_t nknown,
+                           kcr_obj **out, struct kcr_errinfo *ei)
 {
   struct kcr_buf buf = KCR_BUF_INIT;
   bool checked = flags & KCR__OBJ_CHECKED;
@@ -408,7 +414,7 @@ kcr_err kcr__obj_from_text(const char *text, size_t len, unsigned flags,
   flags &= ~KCR__OBJ_CHECKED;
   if((rc = check_args("kcr__obj_from_text", text, "text", flags, out, ei)))
     return rc;
-  rc = from_text(text, len, flags, checked, proj, &buf, out);
+  rc = from_text(text, len, flags, checked, proj, known, nknown, &buf, out);
   kcr_buf_cleanup(&buf);
   if(rc != KCR_ENOTFOUND)
     return rc;

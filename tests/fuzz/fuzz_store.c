@@ -14,6 +14,7 @@
  * watch's way, which must make what the tree's way makes. */
 #include "core/json-int.h"
 #include "fuzz.h"
+#include "kube/watch-int.h"
 #include "runtime/projection-int.h"
 #include "runtime/store-int.h"
 
@@ -116,6 +117,47 @@ static void check_projection(const cJSON *tree, const kcr_obj *whole)
   kcr_obj_unref(o);
 }
 
+/* As the informer makes it from a watch event (checked text only): the
+ * event's spans of metadata and managedFields are the first members of
+ * those names, and stepping over them makes the object a (ra its code),
+ * byte for byte. */
+static void check_from_event(const char *text, size_t len, unsigned flags,
+                             const struct kcr__proj *pj, const kcr_obj *a, kcr_err ra)
+{
+  static const char head[] = "{\"type\":\"ADDED\",\"object\":";
+  struct kcr_buf line = KCR_BUF_INIT, rv = KCR_BUF_INIT;
+  struct kcr__json_want w[2] = {{.path = "metadata"}, {.path = "metadata.managedFields"}};
+  struct kcr_watch_event ev;
+  kcr_obj *o = NULL;
+
+  kcr_buf_append(&line, head, sizeof(head) - 1);
+  kcr_buf_append(&line, text, len);
+  kcr_buf_append(&line, "}", 1);
+  if(kcr_buf_err(&line) || kcr__watch_decode_text(line.ptr, line.len, &rv, &ev))
+    goto out; /* (escapes in the resourceVersion: a tree event) */
+  kcr__json_spans(ev.object_text, ev.object_len, w, 2);
+  FUZZ_CHECK(ev.object_len == len && w[0].at == ev.metadata_text &&
+             w[0].n == ev.metadata_len && w[1].at == ev.managed_fields_text &&
+             w[1].n == ev.managed_fields_len);
+  const struct kcr__json_want known[2] = {
+      {.at = ev.metadata_text, .n = ev.metadata_len},
+      {.at = ev.managed_fields_text, .n = ev.managed_fields_len}};
+  FUZZ_CHECK(kcr__obj_from_text(ev.object_text, ev.object_len, flags, pj, known, 2, &o,
+                                NULL) == ra);
+  if(!ra) {
+    size_t an, on;
+    const char *at = kcr_obj_json(a, &an), *ot = kcr_obj_json(o, &on);
+    FUZZ_CHECK(an == on && !memcmp(at, ot, an));
+    FUZZ_CHECK(!strcmp(kcr_obj_key(a), kcr_obj_key(o)) &&
+               !strcmp(kcr_obj_rv(a), kcr_obj_rv(o)) &&
+               kcr_obj_generation(a) == kcr_obj_generation(o));
+  }
+out:
+  kcr_obj_unref(o);
+  kcr_buf_cleanup(&line);
+  kcr_buf_cleanup(&rv);
+}
+
 /* kcr__obj_from_text (a watch event's object as written) against the
  * tree's way, kcr_json_parse + kcr__obj_from_json: the same return code,
  * header and, parsed and printed again, text; for flags 0 and
@@ -139,7 +181,7 @@ static void check_text(const char *text, size_t len)
     }
     kcr_obj *a = NULL, *b = NULL;
     cJSON *tree = NULL, *ta = NULL, *tb = NULL;
-    kcr_err ra = kcr__obj_from_text(text, len, flags, pj, &a, NULL), rb;
+    kcr_err ra = kcr__obj_from_text(text, len, flags, pj, NULL, 0, &a, NULL), rb;
     const struct kcr_owner *oa, *ob;
     char *sa, *sb;
     rb = kcr_json_parse(text, len, &tree, NULL);
@@ -147,6 +189,8 @@ static void check_text(const char *text, size_t len)
       rb = kcr__obj_from_json(tree, flags & ~KCR__OBJ_CHECKED, pj, &b, NULL);
     cJSON_Delete(tree);
     FUZZ_CHECK(ra == rb && !a == !!ra && !b == !!rb);
+    if(i & 4)
+      check_from_event(text, len, flags, pj, a, ra);
     if(ra)
       continue;
     oa = kcr_obj_controller(a);

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/json-int.h"
 #include "kcr.h"
 #include "kube/watch-int.h"
 #include "runtime/projection-int.h"
@@ -42,7 +43,11 @@ __attribute__((noinline)) void run_once(bool text)
     if(text) {
       if(kcr__watch_decode_text(lines[i], lens[i], &rvbuf, &ev))
         continue;
-      kcr__obj_from_text(ev.object_text, ev.object_len, KCR__OBJ_CHECKED, proj, &o, NULL);
+      const struct kcr__json_want known[2] = {
+          {.at = ev.metadata_text, .n = ev.metadata_len},
+          {.at = ev.managed_fields_text, .n = ev.managed_fields_len}};
+      kcr__obj_from_text(ev.object_text, ev.object_len, KCR__OBJ_CHECKED, proj, known, 2,
+                         &o, NULL);
     } else {
       if(kcr__watch_decode(lines[i], lens[i], &scratch, &ev, NULL))
         continue;

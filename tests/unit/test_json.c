@@ -671,6 +671,43 @@ static void the_iterator_hands_out_members_and_elements(void **state)
   assert_false(kcr__json_iter_init(&it, NULL, 0));
 }
 
+/* A known value is stepped over by its span alone (taken as given: here
+ * one shorter than the value, to show it is not walked), and only where
+ * one starts and fits in the text; init forgets them. */
+static void the_iterator_steps_over_known_values(void **state)
+{
+  static const char obj[] = "{\"a\":[1,2],\"b\":{\"c\":[3]},\"d\":4}";
+  const char *b = strstr(obj, "{\"c\""), *key, *at;
+  struct kcr__json_want known[2] = {{.at = b, .n = strlen("{\"c\":[3]}")},
+                                    {.at = obj + 5, .n = sizeof(obj)}};
+  struct kcr__json_iter it;
+  size_t kl, n;
+
+  assert_true(kcr__json_iter_init(&it, obj, strlen(obj)));
+  it.known = known;
+  it.nknown = 2; /* the second does not fit: the value is walked */
+  assert_int_equal(1, kcr__json_iter_next(&it, &key, &kl, &at, &n));
+  assert_int_equal(5, n);
+  assert_int_equal(1, kcr__json_iter_next(&it, &key, &kl, &at, &n));
+  assert_ptr_equal(b, at);
+  assert_int_equal(known[0].n, n);
+  assert_int_equal(1, kcr__json_iter_next(&it, &key, &kl, &at, &n));
+  assert_memory_equal("4", at, n);
+  assert_int_equal(0, kcr__json_iter_next(&it, &key, &kl, &at, &n));
+
+  known[0].n = strlen("{\"c\":[3"); /* not the whole value: the walk resumes there */
+  assert_true(kcr__json_iter_init(&it, obj, strlen(obj)));
+  it.known = known;
+  it.nknown = 1;
+  assert_int_equal(1, kcr__json_iter_next(&it, &key, &kl, &at, &n));
+  assert_int_equal(1, kcr__json_iter_next(&it, &key, &kl, &at, &n));
+  assert_int_equal(known[0].n, n);
+  assert_int_equal(-1, kcr__json_iter_next(&it, &key, &kl, &at, &n));
+  assert_true(kcr__json_iter_init(&it, obj, strlen(obj)));
+  assert_null(it.known);
+  assert_int_equal(0, it.nknown);
+}
+
 /* kcr_json_hash: equal trees hash the same (parsed or built, and whatever
  * the spacing of the text); any one difference - a value, a kind, a name,
  * the order of members, where a member sits, a number 1 against a string
@@ -794,6 +831,7 @@ int main(void)
       cmocka_unit_test(scan_tells_the_object_s_length_and_layout),
       cmocka_unit_test(strings_are_checked_at_every_offset),
       cmocka_unit_test(the_iterator_hands_out_members_and_elements),
+      cmocka_unit_test(the_iterator_steps_over_known_values),
       cmocka_unit_test(a_tree_s_digest_follows_its_content),
       cmocka_unit_test(an_int_is_written_as_printf_writes_it),
   };

@@ -19,6 +19,8 @@
 #include "core/json-int.h"
 #include "kcr/json.h"
 #include "kcr/store.h"
+#include "kcr/watch.h"
+#include "kube/watch-int.h"
 #include "runtime/projection-int.h"
 #include "runtime/store-int.h"
 #include "tfail.h"
@@ -65,20 +67,69 @@ static char *canon(const kcr_obj *o)
   return s;
 }
 
-/* From text and from its tree, with flags and p: the same result. Returns
- * the object from text (NULL when both failed), for more checks. */
+/* As the informer makes it from a watch event carrying text (checked text
+ * only): the event's metadata and managedFields spans stepped over - the
+ * same result as a (ra its code), byte for byte. */
+static void same_from_an_event(const char *text, size_t len, unsigned flags,
+                               const struct kcr__proj *p, const kcr_obj *a, kcr_err ra)
+{
+  static const char head[] = "{\"type\":\"MODIFIED\",\"object\":";
+  struct kcr_buf line = KCR_BUF_INIT, rv = KCR_BUF_INIT;
+  struct kcr_watch_event ev;
+  kcr_obj *o = NULL;
+  kcr_err rc;
+
+  kcr_buf_append(&line, head, sizeof(head) - 1);
+  kcr_buf_append(&line, text, len);
+  kcr_buf_append(&line, "}", 1);
+  assert_int_equal(KCR_OK, kcr_buf_err(&line));
+  rc = kcr__watch_decode_text(line.ptr, line.len, &rv, &ev);
+  if(rc == KCR_ENOTFOUND) { /* (a resourceVersion with escapes: a tree event) */
+    kcr_buf_cleanup(&line);
+    kcr_buf_cleanup(&rv);
+    return;
+  }
+  assert_int_equal(KCR_OK, rc);
+  assert_int_equal(len, ev.object_len);
+  const struct kcr__json_want known[2] = {
+      {.at = ev.metadata_text, .n = ev.metadata_len},
+      {.at = ev.managed_fields_text, .n = ev.managed_fields_len}};
+  assert_int_equal(ra, kcr__obj_from_text(ev.object_text, ev.object_len, flags, p, known,
+                                          2, &o, NULL));
+  if(!ra) {
+    size_t an, on;
+    const char *at = kcr_obj_json(a, &an), *ot = kcr_obj_json(o, &on);
+    assert_int_equal(an, on);
+    assert_memory_equal(at, ot, an);
+    assert_string_equal(kcr_obj_key(a), kcr_obj_key(o));
+    assert_string_equal(kcr_obj_uid(a), kcr_obj_uid(o));
+    assert_string_equal(kcr_obj_rv(a), kcr_obj_rv(o));
+    assert_int_equal(kcr_obj_generation(a), kcr_obj_generation(o));
+    assert_int_equal(kcr_obj_deleting(a), kcr_obj_deleting(o));
+    assert_true(same_str(kcr_obj_controller(a)->uid, kcr_obj_controller(o)->uid));
+  }
+  kcr_obj_unref(o);
+  kcr_buf_cleanup(&line);
+  kcr_buf_cleanup(&rv);
+}
+
+/* From text and from its tree, with flags and p: the same result (and, for
+ * checked text, from a watch event). Returns the object from text (NULL
+ * when both failed), for more checks. */
 static kcr_obj *same_both_ways(const char *text, size_t len, unsigned flags,
                                const struct kcr__proj *p)
 {
   kcr_obj *a = NULL, *b = NULL;
   cJSON *tree = NULL;
-  kcr_err ra = kcr__obj_from_text(text, len, flags, p, &a, NULL), rb;
+  kcr_err ra = kcr__obj_from_text(text, len, flags, p, NULL, 0, &a, NULL), rb;
 
   rb = kcr_json_parse(text, len, &tree, NULL);
   if(rb == KCR_OK)
     rb = kcr__obj_from_json(tree, flags & ~KCR__OBJ_CHECKED, p, &b, NULL);
   cJSON_Delete(tree);
   assert_int_equal(rb, ra);
+  if(flags & KCR__OBJ_CHECKED)
+    same_from_an_event(text, len, flags, p, a, ra);
   if(ra) {
     assert_null(a);
     return NULL;
@@ -149,6 +200,36 @@ static void a_served_object_is_kept_as_written(void **state)
   o = same_both_ways(served, strlen(served), KCR_OBJ_KEEP_MANAGED_FIELDS, NULL);
   assert_string_equal(served, kcr_obj_json(o, NULL));
   kcr_obj_unref(o);
+}
+
+/* A watch event tells where its object's metadata and managedFields are:
+ * the first members of those names, none when there is none. */
+static void an_event_tells_where_metadata_and_managed_fields_are(void **state)
+{
+  struct kcr_buf line = KCR_BUF_INIT, rv = KCR_BUF_INIT;
+  struct kcr_watch_event ev;
+  const char *md = strstr(served, "\"metadata\":") + 11,
+             *mf = strstr(served, "\"managedFields\":") + 16;
+
+  kcr_buf_printf(&line, "{\"type\":\"ADDED\",\"object\":%s}", served);
+  assert_int_equal(KCR_OK, kcr__watch_decode_text(line.ptr, line.len, &rv, &ev));
+  assert_memory_equal(md, ev.metadata_text, ev.metadata_len);
+  assert_int_equal(strstr(md, "]},\"spec\"") + 2 - md, ev.metadata_len);
+  assert_int_equal(strlen("[{\"manager\":\"ebdman\",\"operation\":\"Apply\"}]"),
+                   ev.managed_fields_len);
+  assert_memory_equal(mf, ev.managed_fields_text, ev.managed_fields_len);
+  assert_ptr_equal(ev.object_text + (md - served), ev.metadata_text);
+
+  kcr_buf_reset(&line); /* none; a second managedFields is not the first */
+  kcr_buf_printf(&line,
+                 "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\"},"
+                 "\"spec\":{\"managedFields\":1},\"metadata\":{\"managedFields\":2}}}");
+  assert_int_equal(KCR_OK, kcr__watch_decode_text(line.ptr, line.len, &rv, &ev));
+  assert_int_equal(12, ev.metadata_len);
+  assert_null(ev.managed_fields_text);
+  assert_int_equal(0, ev.managed_fields_len);
+  kcr_buf_cleanup(&line);
+  kcr_buf_cleanup(&rv);
 }
 
 static void a_projection_copies_the_kept_members_as_written(void **state)
@@ -289,8 +370,9 @@ static void spans_are_the_values_the_tree_reads(void **state)
     cJSON *tree = NULL, *st = NULL;
     kcr_obj *o = NULL;
     if(way < 2) {
-      assert_int_equal(KCR_OK, kcr__obj_from_text(served, strlen(served), 0,
-                                                  way ? proj() : NULL, &o, NULL));
+      assert_int_equal(KCR_OK,
+                       kcr__obj_from_text(served, strlen(served), 0, way ? proj() : NULL,
+                                          NULL, 0, &o, NULL));
     } else {
       assert_int_equal(KCR_OK, kcr_json_parse(served, strlen(served), &tree, NULL));
       assert_int_equal(KCR_OK,
@@ -333,7 +415,7 @@ static void spans_are_the_values_the_tree_reads(void **state)
       t[at++] = '}';
     t[at++] = '}';
     t[at] = '\0';
-    assert_int_equal(KCR_OK, kcr__obj_from_text(t, at, 0, NULL, &o, NULL));
+    assert_int_equal(KCR_OK, kcr__obj_from_text(t, at, 0, NULL, NULL, 0, &o, NULL));
     /* (status: the walk has to pass the deep spec to look for it) */
     assert_int_equal(
         0, kcr_obj_spans(o, (const char *[]){"metadata.name", "status"}, sp, 2));
@@ -354,7 +436,7 @@ static bool whole_or_enomem(void *ud)
 {
   struct oom *t = ud;
   kcr_obj *o = NULL;
-  kcr_err rc = kcr__obj_from_text(t->text, strlen(t->text), 0, t->p, &o, NULL);
+  kcr_err rc = kcr__obj_from_text(t->text, strlen(t->text), 0, t->p, NULL, 0, &o, NULL);
   bool ok;
 
   if(rc)
@@ -382,11 +464,11 @@ static void bad_arguments_are_named(void **state)
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   kcr_obj *o = (kcr_obj *)&ei;
 
-  assert_int_equal(KCR_EINVAL, kcr__obj_from_text(NULL, 0, 0, NULL, &o, &ei));
+  assert_int_equal(KCR_EINVAL, kcr__obj_from_text(NULL, 0, 0, NULL, NULL, 0, &o, &ei));
   assert_null(o);
   assert_string_equal("kcr__obj_from_text: no text", ei.message);
-  assert_int_equal(KCR_EINVAL,
-                   kcr__obj_from_text(served, strlen(served), 0x100, NULL, &o, &ei));
+  assert_int_equal(KCR_EINVAL, kcr__obj_from_text(served, strlen(served), 0x100, NULL,
+                                                  NULL, 0, &o, &ei));
   assert_string_equal("kcr__obj_from_text: unknown flags 0x100", ei.message);
   assert_int_equal(KCR_EINVAL, kcr__obj_from_json(NULL, 0, NULL, &o, &ei));
   assert_string_equal("kcr_obj_from_json: no tree", ei.message);
@@ -398,6 +480,7 @@ int main(void)
   tfail_init();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(a_served_object_is_kept_as_written),
+      cmocka_unit_test(an_event_tells_where_metadata_and_managed_fields_are),
       cmocka_unit_test(a_projection_copies_the_kept_members_as_written),
       cmocka_unit_test(what_the_text_cannot_say_exactly_goes_through_the_tree),
       cmocka_unit_test(deep_nesting_goes_through_the_tree),

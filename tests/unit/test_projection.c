@@ -63,7 +63,7 @@ static char *project(const char *text, const char *const *keep, unsigned flags)
   assert_int_equal(KCR_OK, kcr__proj_print(p, t, &b));
   assert_non_null(out = kcr_buf_take(&b));
   /* From the text (compact here): the same bytes. */
-  assert_int_equal(KCR_OK, kcr__proj_print_text(p, text, strlen(text), &bt));
+  assert_int_equal(KCR_OK, kcr__proj_print_text(p, text, strlen(text), NULL, 0, &bt));
   assert_string_equal(out, kcr_buf_str(&bt));
   kcr_buf_cleanup(&bt);
   after = cJSON_PrintUnformatted(t);
