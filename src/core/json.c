@@ -606,12 +606,19 @@ static bool well_formed(const char *text, size_t len)
 static const char *skip_string(const char *p, const char *end);
 static bool skip_value(struct scan *s);
 
+/* Where a want's path continues: its rest starts at path + at, whose first
+ * member name is sl bytes long. */
+struct seg {
+  size_t at, sl;
+};
+
 /* Validates the object at s->p (after whitespace) and everything in it,
  * setting the span of each want in `mask` whose path continues at this
- * level (pos[i]: where its rest starts) with the name of one of the
- * object's members - the first of that name - and ends there, and
- * descending into the member for those whose path goes on. */
-static bool spans_in(struct scan *s, struct kcr__json_want *w, size_t *pos, unsigned mask)
+ * level (pos[i]) with the name of one of the object's members - the first
+ * of that name - and ends there, and descending into the member for those
+ * whose path goes on. */
+static bool spans_in(struct scan *s, struct kcr__json_want *w, struct seg *pos,
+                     unsigned mask)
 {
   if(!eat(s, '{'))
     return false;
@@ -637,15 +644,16 @@ static bool spans_in(struct scan *s, struct kcr__json_want *w, size_t *pos, unsi
     for(unsigned i = 0, m = mask; m; i++, m >>= 1) {
       const char *seg;
       size_t sl;
-      if(!(m & 1))
+      if(!(m & 1) || pos[i].sl != klen)
         continue;
-      seg = w[i].path + pos[i];
-      sl = strcspn(seg, ".");
-      if(sl != klen || memcmp(seg, key, klen))
+      seg = w[i].path + pos[i].at;
+      sl = pos[i].sl;
+      if(memcmp(seg, key, klen))
         continue;
       if(seg[sl]) {
         sub |= 1u << i;
-        pos[i] += sl + 1;
+        pos[i].at += sl + 1;
+        pos[i].sl = strcspn(seg + sl + 1, ".");
       } else {
         hit |= 1u << i;
       }
@@ -677,14 +685,16 @@ static bool spans_in(struct scan *s, struct kcr__json_want *w, size_t *pos, unsi
  * failure every span is cleared. */
 static bool spans_all(struct scan *s, struct kcr__json_want *w, size_t nw, bool any_ok)
 {
-  size_t pos[KCR__JSON_WANT_MAX] = {0};
+  struct seg pos[KCR__JSON_WANT_MAX];
   unsigned mask = 0;
 
   for(size_t i = 0; i < nw; i++) {
     w[i].at = NULL;
     w[i].n = 0;
-    if(i < KCR__JSON_WANT_MAX && w[i].path && *w[i].path)
+    if(i < KCR__JSON_WANT_MAX && w[i].path && *w[i].path) {
       mask |= 1u << i;
+      pos[i] = (struct seg){.at = 0, .sl = strcspn(w[i].path, ".")};
+    }
   }
   s->pending = mask;
   if(s->p && (mask || any_ok) && spans_in(s, w, pos, mask))
