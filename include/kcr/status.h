@@ -181,8 +181,9 @@ KCR_API kcr_err kcr_status_write(kcr_status_writer *w, const cJSON *obj,
  * malformed text: its KCR_EPARSE, nothing sent). Without a tree where the
  * text reads exactly as one would (an apply without extra fields, the
  * metadata strings and the conditions written without escapes, plain
- * integers, no newer write of this writer's own): what the comparison
- * needs is read from the text, and the apply written from it - a fraction
+ * integers; an object older than this writer's own last write is compared
+ * with the status that write answered, read as text too): what the
+ * comparison needs is read from the text, and the apply written from it - a fraction
  * of parsing and freeing the tree. Everything else parses the text and
  * goes through kcr_status_write. json is borrowed for the call. Thread
  * safety: as kcr_status_write. */

@@ -709,8 +709,10 @@ out:
  * the tree would: an apply without extra fields, the metadata strings and
  * the conditions without a single escape (the bytes are the strings), the
  * integers plain (at most 18 digits), a kept lastTransitionTime a string
- * or a literal (its text is what printing its node gives), and no write of
- * this writer's own newer than the object. Everything else - and a
+ * or a literal (its text is what printing its node gives). An object older
+ * than this writer's own last write is compared with the status text that
+ * write answered (own_newer), as the tree compares with its parse, when
+ * that text has no escape. Everything else - and a
  * malformed text, for the parser's error - goes through the tree and
  * kcr_status_write. */
 
@@ -887,6 +889,36 @@ static void kept_in_text(const void *base, const struct kcr_cond *c, struct kept
   }
 }
 
+/* The status this writer last wrote to the object uid, when the object
+ * (at rv) is older than that write - kcr__written_newer's record, copied
+ * into buf - read as text: *conds and *og become its conditions and
+ * observedGeneration (or none), and 1 is returned. 0 (the spans left as
+ * they are) when there is no such record, or its text is not one JSON value
+ * (nor, then, a tree: kcr_status_write compares with the object's); -1
+ * when only a tree reads it exactly (a backslash in it, anything after the
+ * value). */
+static int own_newer(kcr_status_writer *w, const char *uid, const char *rv,
+                     struct kcr_buf *buf, struct tspan *conds, struct tspan *og)
+{
+  struct kcr__json_want sw[2] = {{.path = "conditions"}, {.path = "observedGeneration"}};
+  size_t objlen;
+
+  if(!uid || !*uid ||
+     !kcr__written_pending(&w->written, uid, rv, false, buf, kcr_time_mono_ms()) ||
+     !buf->len)
+    return 0;
+  if(memchr(buf->ptr, '\\', buf->len))
+    return -1;
+  kcr__json_scan(buf->ptr, buf->len, sw, 2, &objlen, NULL);
+  if(!objlen)
+    return 0;
+  if(objlen != buf->len)
+    return -1;
+  *conds = (struct tspan){sw[0].at, sw[0].n};
+  *og = (struct tspan){sw[1].at, sw[1].n};
+  return 1;
+}
+
 kcr_err kcr_status_write_text(kcr_status_writer *w, const char *json, size_t len,
                               const struct kcr_status_desired *d,
                               enum kcr_write_result *res, struct kcr_errinfo *ei)
@@ -900,9 +932,9 @@ kcr_err kcr_status_write_text(kcr_status_writer *w, const char *json, size_t len
   char ns[256], name[256], uid[64], rv[64];
   struct tspan conds, og;
   struct tconds tc;
-  struct kcr_buf answer = KCR_BUF_INIT;
-  cJSON *obj = NULL, *mine;
-  int same;
+  struct kcr_buf answer = KCR_BUF_INIT, base = KCR_BUF_INIT;
+  cJSON *obj = NULL;
+  int same, mine_text;
   kcr_err rc;
 
   *res = KCR_WRITE_FAILED;
@@ -917,31 +949,39 @@ kcr_err kcr_status_write_text(kcr_status_writer *w, const char *json, size_t len
     goto tree;
   conds = (struct tspan){want[CONDS].at, want[CONDS].n};
   og = (struct tspan){want[OG].at, want[OG].n};
+  /* Older than this writer's last write: compared with that, as the tree
+   * compares with kcr__written_newer's status. */
+  if((mine_text = own_newer(w, want[UID].at ? uid : NULL, want[RV].at ? rv : NULL, &base,
+                            &conds, &og)) < 0)
+    goto tree;
   if((conds.at && memchr(conds.at, '\\', conds.n)) || tconds_read(&conds, &tc))
     goto tree;
-  /* Older than this writer's last write: the tree merges onto that. */
-  mine = kcr__written_newer(&w->written, want[UID].at ? uid : NULL,
-                            want[RV].at ? rv : NULL, kcr_time_mono_ms());
-  if(mine) {
-    cJSON_Delete(mine);
-    goto tree;
-  }
   if((rc = validate_desired(d, ei)))
-    return rc;
+    goto out;
   if((same = unchanged_text(&tc, &og, d)) < 0)
     goto tree;
+  if(mine_text)
+    KCR_LOG(KCR_LOG_DEBUG,
+            "status compared with this writer's last write: the object "
+            "passed is older",
+            KCR_S("namespace", want[NS].at ? ns : NULL), KCR_S("name", name),
+            KCR_S("resourceVersion", want[RV].at ? rv : NULL), KCR_B("changed", !same));
   if(same) {
     *res = KCR_WRITE_SKIPPED;
     count(w, "skipped", 1);
-    return KCR_OK;
+    rc = KCR_OK;
+    goto out;
   }
   struct kcr_ref ref = {
       .gvr = &w->gvr, .ns = want[NS].at ? ns : NULL, .name = name, .sub = "status"};
   rc = write_apply_text(w, &ref, &tc, kept_in_text, d, kcr_time_now(), &answer, ei);
   written(w, rc, &answer, res);
+out:
   kcr_buf_cleanup(&answer);
+  kcr_buf_cleanup(&base);
   return rc;
 tree:
+  kcr_buf_cleanup(&base);
   if((rc = kcr_json_parse(json, len, &obj, ei)))
     return rc;
   rc = kcr_status_write(w, obj, d, res, ei);
