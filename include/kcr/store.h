@@ -29,6 +29,7 @@
 
 #include "api.h"
 #include "err.h"
+#include "status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -98,6 +99,14 @@ struct kcr_span {
  * safety: any thread. */
 KCR_API size_t kcr_obj_spans(const kcr_obj *o, const char *const *paths,
                              struct kcr_span *out, size_t n);
+/* kcr_status_write_text of o's text: the same results, requests and
+ * errors, at less cost - the cache made the text well formed, so it is
+ * followed by its structure, not checked again. Errors: KCR_EINVAL for no
+ * o; else kcr_status_write's. o is borrowed for the call. Thread safety:
+ * as kcr_status_write. */
+KCR_API kcr_err kcr_obj_status_write(kcr_status_writer *w, const kcr_obj *o,
+                                     const struct kcr_status_desired *d,
+                                     enum kcr_write_result *res, struct kcr_errinfo *ei);
 /* Parses the text into a new tree, *out, owned by the caller (cJSON_Delete):
  * the object as stored, so from an informer with a keep-list the projected
  * object, not the whole one.

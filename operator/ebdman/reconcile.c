@@ -22,9 +22,9 @@
  *      and, while not Ready, Reconciling or Stalled (conditions.c) and
  *      write them with the SSA status writer, which sends
  *      nothing when nothing changed - from the cached EBD's text
- *      (kcr_status_write_text, which parses it only where the text cannot
+ *      (kcr_obj_status_write, which parses it only where the text cannot
  *      be read as the tree would be: its conditions quoting a message with
- *      an escape, or the cache behind the writer's own last write); the
+ *      an escape); the
  *      reconciler itself parses the EBD only when a child has to be built;
  *   4. record events for transitions (Installed, InstallFailed, BecameReady,
  *      BecameUnready).
@@ -611,8 +611,6 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
                           kcr_store_ref(kcr_informer_store(e->ebds), req->ns, req->name)};
   kcr_obj *o = in.o, *vo;
   cJSON *vfm_tree = NULL;
-  const char *json;
-  size_t len;
   struct install icm = {0}, ivfm = {0};
   kcr_err rc = KCR_OK;
 
@@ -649,8 +647,7 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
   nconds = ebdman_conditions(&ob, conds);
   struct kcr_status_desired d = {
       .conds = conds, .n = nconds, .observed_generation = ob.generation};
-  json = kcr_obj_json(o, &len);
-  rc = kcr_status_write_text(e->status, json, len, &d, &wr, &ei);
+  rc = kcr_obj_status_write(e->status, o, &d, &wr, &ei);
   if(rc) {
     KCR_CLOG(cx, KCR_LOG_ERROR, "status write failed", KCR_S("err", kcr_err_name(rc)),
              KCR_S("detail", ei.message));

@@ -101,6 +101,11 @@ size_t kcr__json_spans(const char *text, size_t len, struct kcr__json_want *w, s
  * wanted one. Pure. */
 size_t kcr__json_spans_exact(const char *text, size_t len, struct kcr__json_want *w,
                              size_t nw);
+/* kcr__json_spans_exact by the structure only, as kcr__json_spans_trusted
+ * follows it: for text known to be well formed (a cached object's), where
+ * it finds what kcr__json_spans_exact does. Pure. */
+size_t kcr__json_spans_trusted_exact(const char *text, size_t len,
+                                     struct kcr__json_want *w, size_t nw);
 
 /* kcr__json_spans, telling also where the object ends and how it is
  * written: *objlen (when not NULL) gets the length of the object's text

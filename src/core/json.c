@@ -737,16 +737,29 @@ size_t kcr__json_spans(const char *text, size_t len, struct kcr__json_want *w, s
   return kcr__json_scan(text, len, w, nw, NULL, NULL);
 }
 
-size_t kcr__json_spans_exact(const char *text, size_t len, struct kcr__json_want *w,
-                             size_t nw)
+/* kcr__json_spans_exact, by the structure only (trusted) or checking it. */
+static size_t spans_exact(const char *text, size_t len, struct kcr__json_want *w,
+                          size_t nw, bool trusted)
 {
-  struct scan s = {text, text + len, 0, false, false};
+  struct scan s = {text, text + len, 0, false, trusted};
 
   if(spans_all(&s, w, nw, false) && !s.escaped)
     return found(w, nw);
   for(size_t i = 0; i < nw; i++)
     w[i].at = NULL, w[i].n = 0;
   return 0;
+}
+
+size_t kcr__json_spans_exact(const char *text, size_t len, struct kcr__json_want *w,
+                             size_t nw)
+{
+  return spans_exact(text, len, w, nw, false);
+}
+
+size_t kcr__json_spans_trusted_exact(const char *text, size_t len,
+                                     struct kcr__json_want *w, size_t nw)
+{
+  return spans_exact(text, len, w, nw, true);
 }
 
 /* ---- leaving members out before parsing ----

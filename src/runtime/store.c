@@ -44,6 +44,7 @@
 #include "kcr/hash.h"
 #include "kcr/htab.h"
 #include "kcr/json.h"
+#include "status/status-int.h"
 #include "kcr/store.h"
 #include "runtime/projection-int.h"
 #include "runtime/store-int.h"
@@ -453,6 +454,18 @@ const char *kcr_obj_json(const kcr_obj *o, size_t *len)
   if(len)
     *len = o->json_len;
   return o->json;
+}
+
+kcr_err kcr_obj_status_write(kcr_status_writer *w, const kcr_obj *o,
+                             const struct kcr_status_desired *d,
+                             enum kcr_write_result *res, struct kcr_errinfo *ei)
+{
+  if(!o) {
+    if(res)
+      *res = KCR_WRITE_FAILED;
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_obj_status_write: no object");
+  }
+  return kcr__status_write_text(w, o->json, o->json_len, true, d, res, ei);
 }
 
 size_t kcr_obj_spans(const kcr_obj *o, const char *const *paths, struct kcr_span *out,

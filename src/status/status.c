@@ -45,6 +45,7 @@
 #include "kcr/status.h"
 #include "kcr/time.h"
 #include "kube/client-int.h"
+#include "status-int.h"
 #include "written-int.h"
 
 /* Records of a writer's own writes (see DESIGN above): a record is needed
@@ -919,9 +920,9 @@ static int own_newer(kcr_status_writer *w, const char *uid, const char *rv,
   return 1;
 }
 
-kcr_err kcr_status_write_text(kcr_status_writer *w, const char *json, size_t len,
-                              const struct kcr_status_desired *d,
-                              enum kcr_write_result *res, struct kcr_errinfo *ei)
+kcr_err kcr__status_write_text(kcr_status_writer *w, const char *json, size_t len,
+                               bool checked, const struct kcr_status_desired *d,
+                               enum kcr_write_result *res, struct kcr_errinfo *ei)
 {
   enum { NS, NAME, UID, RV, CONDS, OG, NW };
   struct kcr__json_want want[NW] = {
@@ -941,7 +942,9 @@ kcr_err kcr_status_write_text(kcr_status_writer *w, const char *json, size_t len
   if(!json)
     return kcr_errinfo_set(ei, KCR_EINVAL, "status write: no object text");
   if(!d || (d->n && !d->conds) || w->o.mode != KCR_STATUS_APPLY ||
-     (d->extra && d->extra->child) || !kcr__json_spans_exact(json, len, want, NW) ||
+     (d->extra && d->extra->child) ||
+     !(checked ? kcr__json_spans_trusted_exact : kcr__json_spans_exact)(json, len, want,
+                                                                        NW) ||
      !plain_str(&want[NAME], name, sizeof(name)) ||
      (want[NS].at && !plain_str(&want[NS], ns, sizeof(ns))) ||
      (want[UID].at && !plain_str(&want[UID], uid, sizeof(uid))) ||
@@ -987,6 +990,13 @@ tree:
   rc = kcr_status_write(w, obj, d, res, ei);
   cJSON_Delete(obj);
   return rc;
+}
+
+kcr_err kcr_status_write_text(kcr_status_writer *w, const char *json, size_t len,
+                              const struct kcr_status_desired *d,
+                              enum kcr_write_result *res, struct kcr_errinfo *ei)
+{
+  return kcr__status_write_text(w, json, len, false, d, res, ei);
 }
 
 /* ---- finalizers ---- */

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "kcr.h"
+#include "runtime/store-int.h"
 #include "tcheck.h"
 #include "tfail.h"
 #include "twire.h"
@@ -387,7 +388,8 @@ static char *now_as_word(const char *body, time_t t0, time_t t1)
  * it leaves to the tree (escapes, integers that are not plain, a
  * lastTransitionTime that is not a string, items that are not objects or
  * name no type, conditions that are no list), every desired set and
- * generation; a malformed text is the parser's KCR_EPARSE, nothing sent. */
+ * generation, and the same from a cached object (kcr_obj_status_write);
+ * a malformed text is the parser's KCR_EPARSE, nothing sent. */
 static void a_write_from_text_is_the_write_from_its_tree(void **state)
 {
   static const char *const statuses[] = {
@@ -454,11 +456,14 @@ static void a_write_from_text_is_the_write_from_its_tree(void **state)
       for(size_t di = 0; di < DESIRED_ALL; di++)
         for(size_t gi = 0; gi < 3; gi++) {
           char text[1024], what[96];
-          struct api at = {text}, ab = {text};
+          struct api at = {text}, ab = {text}, ao = {text};
           kcr_client *ct = twire_client(one_object, &at),
-                     *cb = twire_client(one_object, &ab);
+                     *cb = twire_client(one_object, &ab),
+                     *co = twire_client(one_object, &ao);
           kcr_status_writer *wt = writer_for(ct, KCR_STATUS_APPLY),
-                            *wb = writer_for(cb, KCR_STATUS_APPLY);
+                            *wb = writer_for(cb, KCR_STATUS_APPLY),
+                            *wo = writer_for(co, KCR_STATUS_APPLY);
+          kcr_obj *o = NULL;
           struct kcr_status_desired d = {
               .conds = sets[di], .n = nconds[di], .observed_generation = gens[gi]};
           enum kcr_write_result rt, rb;
@@ -488,13 +493,37 @@ static void a_write_from_text_is_the_write_from_its_tree(void **state)
             free(bt);
             free(bb);
           }
+          /* the same text cached (a name it has): followed, not checked */
+          if(!kcr__obj_from_text(text, strlen(text), 0, NULL, NULL, 0, &o, NULL)) {
+            t0 = time(NULL) - 1;
+            eb = kcr_obj_status_write(wo, o, &d, &rb, NULL);
+            t1 = time(NULL) + 1;
+            if(et != eb || rt != rb || at.writes != ao.writes)
+              fail_msg("%s: the tree gives %s/%d/%d writes, the cached object "
+                       "%s/%d/%d writes",
+                       what, kcr_err_name(et), (int)rt, at.writes, kcr_err_name(eb),
+                       (int)rb, ao.writes);
+            if(at.writes) {
+              char *bt = now_as_word(at.body, t0 - 2, t1),
+                   *bo = now_as_word(ao.body, t0 - 2, t1);
+              if(strcmp(bt, bo))
+                fail_msg("%s: the tree sends\n  %s\nthe cached object\n  %s", what, bt,
+                         bo);
+              free(bt);
+              free(bo);
+            }
+            kcr_obj_unref(o);
+          }
           cJSON_Delete(obj);
           kcr_status_writer_free(wt);
           kcr_status_writer_free(wb);
+          kcr_status_writer_free(wo);
           kcr_client_free(ct);
           kcr_client_free(cb);
+          kcr_client_free(co);
           api_reset(&at);
           api_reset(&ab);
+          api_reset(&ao);
         }
   /* Read as text, an unchanged status costs no allocation, and a write
    * fewer than the tree alone (the parse and kcr_status_write): none of a
@@ -610,6 +639,9 @@ static void a_write_from_text_is_the_write_from_its_tree(void **state)
     assert_int_equal(KCR_WRITE_FAILED, res);
     assert_int_equal(0, a.writes);
     assert_int_equal(KCR_EINVAL, kcr_status_write_text(w, NULL, 0, &d, &res, NULL));
+    assert_int_equal(KCR_EINVAL, kcr_obj_status_write(w, NULL, &d, &res, &ei));
+    assert_string_equal("kcr_obj_status_write: no object", ei.message);
+    assert_int_equal(KCR_WRITE_FAILED, res);
     kcr_errinfo_cleanup(&ei);
     kcr_status_writer_free(w);
     kcr_client_free(c);
