@@ -221,15 +221,24 @@ kcr_err kcr__obj_from_json(const cJSON *tree, unsigned flags,
  * text (for the parser's error). */
 
 enum { H_NAME, H_NS, H_UID, H_RV, H_GEN, H_DEL, H_OWNERS, H_N };
-static const char *const header_paths[H_N] = {
-    [H_NAME] = "metadata.name",
-    [H_NS] = "metadata.namespace",
-    [H_UID] = "metadata.uid",
-    [H_RV] = "metadata.resourceVersion",
-    [H_GEN] = "metadata.generation",
-    [H_DEL] = "metadata.deletionTimestamp",
-    [H_OWNERS] = "metadata.ownerReferences",
+/* The header's paths, all in metadata: the member name and its length. */
+#define IN_METADATA(name)                                                                \
+  {                                                                                      \
+    "metadata." name, sizeof(name) - 1                                                   \
+  }
+static const struct {
+  const char *path;
+  size_t n; /* of the member name, after "metadata." */
+} header[H_N] = {
+    [H_NAME] = IN_METADATA("name"),
+    [H_NS] = IN_METADATA("namespace"),
+    [H_UID] = IN_METADATA("uid"),
+    [H_RV] = IN_METADATA("resourceVersion"),
+    [H_GEN] = IN_METADATA("generation"),
+    [H_DEL] = IN_METADATA("deletionTimestamp"),
+    [H_OWNERS] = IN_METADATA("ownerReferences"),
 };
+#undef IN_METADATA
 
 /* A string value's bytes (kcr_json_str: a value of another kind is none);
  * false when it is written with escapes. */
@@ -318,9 +327,15 @@ static bool text_generation(const char *at, size_t n, int64_t *out)
  * that is an object is copied the same way with top false, which leaves out
  * its first managedFields member when drop_mf. KCR_ENOTFOUND for a member
  * name written with escapes or a broken walk. */
-static kcr_err copy_members(const char *text, size_t len, bool top, bool drop_mf,
-                            const struct kcr__json_want *known, size_t nknown,
-                            struct kcr_buf *out)
+struct copy {
+  bool drop_mf;
+  const struct kcr__json_want *known; /* stepped over (kcr__json_iter.known) */
+  size_t nknown;
+  struct kcr__json_want *hdr; /* [H_N]: the header's values, as found */
+  struct kcr_buf *out;
+};
+
+static kcr_err copy_members(const char *text, size_t len, bool top, const struct copy *c)
 {
   struct kcr__json_iter it;
   const char *key, *at;
@@ -329,36 +344,44 @@ static kcr_err copy_members(const char *text, size_t len, bool top, bool drop_mf
   int r;
 
   kcr__json_iter_init(&it, text, len);
-  it.known = known;
-  it.nknown = nknown;
+  it.known = c->known;
+  it.nknown = c->nknown;
   while((r = kcr__json_iter_next(&it, &key, &kl, &at, &vn)) > 0) {
     bool special;
     if(memchr(key, '\\', kl))
       return KCR_ENOTFOUND;
     special = !seen && key_is(key, kl, top ? "metadata" : "managedFields");
     seen |= special;
-    if(special && !top && drop_mf)
+    if(!top) /* the first member of each name the header reads */
+      for(int i = 0; i < H_N; i++)
+        if(header[i].n == kl && !c->hdr[i].at && !memcmp(header[i].path + 9, key, kl)) {
+          c->hdr[i].at = at;
+          c->hdr[i].n = vn;
+        }
+    if(special && !top && c->drop_mf)
       continue;
     if(!first)
-      kcr_buf_append(out, ",", 1);
+      kcr_buf_append(c->out, ",", 1);
     first = false;
     if(special && top && *at == '{') {
       kcr_err rc;
-      kcr_buf_append(out, key - 1, (size_t)(at + 1 - (key - 1))); /* "metadata":{ */
-      if((rc = copy_members(at, vn, false, drop_mf, known, nknown, out)))
+      kcr_buf_append(c->out, key - 1, (size_t)(at + 1 - (key - 1))); /* "metadata":{ */
+      if((rc = copy_members(at, vn, false, c)))
         return rc;
-      kcr_buf_append(out, "}", 1);
+      kcr_buf_append(c->out, "}", 1);
       continue;
     }
-    kcr_buf_append(out, key - 1, (size_t)(at + vn - (key - 1)));
+    kcr_buf_append(c->out, key - 1, (size_t)(at + vn - (key - 1)));
   }
   return r < 0 ? KCR_ENOTFOUND : KCR_OK;
 }
 
 /* The object from text, or KCR_ENOTFOUND when the tree must make it. The
- * text to keep is copied first; the header is then read from the copy,
- * which holds every member the header is made of (a projection keeps them
- * all) and no managedFields to step over. */
+ * text to keep is copied first, the header's values found on the way (the
+ * members of the first "metadata", as the tree reads them); through a
+ * projection, the header is read from the copy, which holds every member
+ * it is made of (a projection keeps them all) and no managedFields to step
+ * over. */
 static kcr_err from_text(const char *text, size_t len, unsigned flags, bool checked,
                          const struct kcr__proj *proj, const struct kcr__json_want *known,
                          size_t nknown, struct kcr_buf *buf, kcr_obj **out)
@@ -376,21 +399,26 @@ static kcr_err from_text(const char *text, size_t len, unsigned flags, bool chec
     len = objlen;
   }
   kcr_buf_reserve(buf, len + 1);
+  for(int i = 0; i < H_N; i++)
+    w[i] = (struct kcr__json_want){.path = header[i].path};
   if(proj) {
     rc = kcr__proj_print_text(proj, text, len, known, nknown, buf);
   } else {
+    const struct copy c = {.drop_mf = !(flags & KCR_OBJ_KEEP_MANAGED_FIELDS),
+                           .known = known,
+                           .nknown = nknown,
+                           .hdr = w,
+                           .out = buf};
     kcr_buf_append(buf, "{", 1);
-    rc = copy_members(text, len, true, !(flags & KCR_OBJ_KEEP_MANAGED_FIELDS), known,
-                      nknown, buf);
+    rc = copy_members(text, len, true, &c);
     kcr_buf_append(buf, "}", 1);
   }
   if(!rc)
     rc = kcr_buf_err(buf);
   if(rc)
     return rc;
-  for(int i = 0; i < H_N; i++)
-    w[i].path = header_paths[i];
-  kcr__json_spans_trusted(buf->ptr, buf->len, w, H_N);
+  if(proj) /* (the copy, rather than the text: smaller, no managedFields) */
+    kcr__json_spans_trusted(buf->ptr, buf->len, w, H_N);
   if(!text_str(w[H_NAME].at, w[H_NAME].n, &h.name) || !h.name.n ||
      !text_str(w[H_NS].at, w[H_NS].n, &h.ns) ||
      !text_str(w[H_UID].at, w[H_UID].n, &h.uid) ||
