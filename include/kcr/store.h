@@ -101,7 +101,10 @@ KCR_API size_t kcr_obj_spans(const kcr_obj *o, const char *const *paths,
                              struct kcr_span *out, size_t n);
 /* kcr_status_write_text of o's text: the same results, requests and
  * errors, at less cost - the cache made the text well formed, so it is
- * followed by its structure, not checked again. Errors: KCR_EINVAL for no
+ * followed by its structure, not checked again. (An object made with
+ * kcr_obj_from_json of a tree nested deeper than the parser takes, 1000
+ * levels, has a text kcr_status_write_text refuses; here what lies after
+ * status is not read, and the write may go out.) Errors: KCR_EINVAL for no
  * o; else kcr_status_write's. o is borrowed for the call. Thread safety:
  * as kcr_status_write. */
 KCR_API kcr_err kcr_obj_status_write(kcr_status_writer *w, const kcr_obj *o,

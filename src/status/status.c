@@ -894,10 +894,11 @@ static void kept_in_text(const void *base, const struct kcr_cond *c, struct kept
  * (at rv) is older than that write - kcr__written_newer's record, copied
  * into buf - read as text: *conds and *og become its conditions and
  * observedGeneration (or none), and 1 is returned. 0 (the spans left as
- * they are) when there is no such record, or its text is not one JSON value
- * (nor, then, a tree: kcr_status_write compares with the object's); -1
- * when only a tree reads it exactly (a backslash in it, anything after the
- * value). */
+ * they are) when there is no such record, or an empty one (no tree either:
+ * kcr_status_write compares with the object's); -1 when only the tree
+ * reads it exactly: a backslash in it, or text the check refuses (the
+ * server's answer is only followed when it is remembered, and the parser
+ * takes some text the check does not, such as a number "01"). */
 static int own_newer(kcr_status_writer *w, const char *uid, const char *rv,
                      struct kcr_buf *buf, struct tspan *conds, struct tspan *og)
 {
@@ -911,8 +912,6 @@ static int own_newer(kcr_status_writer *w, const char *uid, const char *rv,
   if(memchr(buf->ptr, '\\', buf->len))
     return -1;
   kcr__json_scan(buf->ptr, buf->len, sw, 2, &objlen, NULL);
-  if(!objlen)
-    return 0;
   if(objlen != buf->len)
     return -1;
   *conds = (struct tspan){sw[0].at, sw[0].n};

@@ -441,6 +441,10 @@ static void a_write_from_text_is_the_write_from_its_tree(void **state)
       ",\"status\":{\"conditions\\u0000\":[],\"conditions\":[{\"type\":\"Ready\","
       "\"status\":\"True\",\"reason\":\"R\",\"message\":\"m\",\"observedGeneration\":1}]"
       "}",
+      /* what the parser takes and the check does not (a leading zero) */
+      ",\"status\":{\"observedGeneration\":01,\"conditions\":[{\"type\":\"Ready\","
+      "\"status\":\"False\",\"reason\":\"R\",\"message\":\"m\",\"observedGeneration\":2,"
+      "\"lastTransitionTime\":\"" LTT "\"}]}",
   };
   static const char *const metas[] = {
       "\"name\":\"w\",\"namespace\":\"ns\",\"uid\":\"u\",\"resourceVersion\":\"7\"",
@@ -561,25 +565,22 @@ static void a_write_from_text_is_the_write_from_its_tree(void **state)
     api_reset(&a);
   }
   /* After its own write answered at resourceVersion 7 (with each status),
-   * an object at 6 (with each status) is older: text and tree alike compare
-   * with what the write answered - the same result, writes and body. */
+   * an object at 6 (with each status) is older: text, cached object and
+   * tree alike compare with what the write answered - the same result,
+   * writes and body. Way 0 the tree, 1 the text, 2 the cached object. */
   for(size_t ai = 0; ai < sizeof(statuses) / sizeof(statuses[0]); ai++)
     for(size_t oi = 0; oi < sizeof(statuses) / sizeof(statuses[0]); oi++)
       for(size_t di = 0; di < 3; di++) {
-        char answer[1024], text6[1024], what[96];
-        struct api at = {answer}, ab = {answer};
-        kcr_client *ct = twire_client(one_object, &at),
-                   *cb = twire_client(one_object, &ab);
-        kcr_status_writer *wt = writer_for(ct, KCR_STATUS_APPLY),
-                          *wb = writer_for(cb, KCR_STATUS_APPLY);
-        struct kcr_status_desired d = {
-            .conds = desired_sets[di], .n = desired_n[di], .observed_generation = 2};
         static const char first[] = "{\"metadata\":{\"name\":\"w\",\"namespace\":\"ns\","
                                     "\"uid\":\"u\",\"resourceVersion\":\"5\"}}";
-        enum kcr_write_result rt, rb;
-        kcr_err et, eb;
+        char answer[1024], text6[1024], what[96];
+        struct api a[3] = {{answer}, {answer}, {answer}};
+        struct kcr_status_desired d = {
+            .conds = desired_sets[di], .n = desired_n[di], .observed_generation = 2};
+        enum kcr_write_result r[3];
+        kcr_err e[3];
+        char *body[3] = {NULL};
         time_t t0, t1;
-        cJSON *obj;
 
         snprintf(answer, sizeof(answer),
                  "{\"apiVersion\":\"test.kcr.io/v1\",\"kind\":\"Widget\",\"metadata\":"
@@ -592,36 +593,53 @@ static void a_write_from_text_is_the_write_from_its_tree(void **state)
                  statuses[oi]);
         snprintf(what, sizeof(what), "answered status %zu, object status %zu, set %zu",
                  ai, oi, di);
-        obj = json(first); /* no status: written, answered at 7 */
-        assert_int_equal(KCR_OK, kcr_status_write(wt, obj, &d, &rt, NULL));
-        cJSON_Delete(obj);
-        assert_int_equal(KCR_OK,
-                         kcr_status_write_text(wb, first, strlen(first), &d, &rb, NULL));
-        assert_int_equal(KCR_WRITE_WRITTEN, rt);
-        assert_int_equal(KCR_WRITE_WRITTEN, rb);
-        obj = json(text6);
         t0 = time(NULL) - 1;
-        et = kcr_status_write(wt, obj, &d, &rt, NULL);
-        eb = kcr_status_write_text(wb, text6, strlen(text6), &d, &rb, NULL);
-        t1 = time(NULL) + 1;
-        if(et != eb || rt != rb || at.writes != ab.writes)
-          fail_msg("%s: the tree gives %s/%d/%d writes, the text %s/%d/%d writes", what,
-                   kcr_err_name(et), (int)rt, at.writes, kcr_err_name(eb), (int)rb,
-                   ab.writes);
-        if(at.writes > 1) {
-          char *bt = now_as_word(at.body, t0, t1), *bb = now_as_word(ab.body, t0, t1);
-          if(strcmp(bt, bb))
-            fail_msg("%s: the tree sends\n  %s\nthe text\n  %s", what, bt, bb);
-          free(bt);
-          free(bb);
+        for(int way = 0; way < 3; way++) {
+          kcr_client *c = twire_client(one_object, &a[way]);
+          kcr_status_writer *w = writer_for(c, KCR_STATUS_APPLY);
+          for(int step = 0; step < 2; step++) { /* first no status, answered at 7 */
+            const char *t = step ? text6 : first;
+            cJSON *obj = NULL;
+            kcr_obj *o = NULL;
+            if(way == 0) {
+              obj = json(t);
+              e[way] = kcr_status_write(w, obj, &d, &r[way], NULL);
+            } else if(way == 1) {
+              e[way] = kcr_status_write_text(w, t, strlen(t), &d, &r[way], NULL);
+            } else {
+              assert_int_equal(
+                  KCR_OK, kcr__obj_from_text(t, strlen(t), 0, NULL, NULL, 0, &o, NULL));
+              e[way] = kcr_obj_status_write(w, o, &d, &r[way], NULL);
+            }
+            cJSON_Delete(obj);
+            kcr_obj_unref(o);
+            if(!step) {
+              assert_int_equal(KCR_OK, e[way]);
+              assert_int_equal(KCR_WRITE_WRITTEN, r[way]);
+            }
+          }
+          body[way] = a[way].body ? strdup(a[way].body) : NULL;
+          kcr_status_writer_free(w);
+          kcr_client_free(c);
         }
-        cJSON_Delete(obj);
-        kcr_status_writer_free(wt);
-        kcr_status_writer_free(wb);
-        kcr_client_free(ct);
-        kcr_client_free(cb);
-        api_reset(&at);
-        api_reset(&ab);
+        t1 = time(NULL) + 1;
+        for(int way = 1; way < 3; way++) {
+          if(e[0] != e[way] || r[0] != r[way] || a[0].writes != a[way].writes)
+            fail_msg("%s: the tree gives %s/%d/%d writes, way %d %s/%d/%d writes", what,
+                     kcr_err_name(e[0]), (int)r[0], a[0].writes, way,
+                     kcr_err_name(e[way]), (int)r[way], a[way].writes);
+          if(a[0].writes > 1) {
+            char *bt = now_as_word(body[0], t0, t1), *bw = now_as_word(body[way], t0, t1);
+            if(strcmp(bt, bw))
+              fail_msg("%s: the tree sends\n  %s\nway %d\n  %s", what, bt, way, bw);
+            free(bt);
+            free(bw);
+          }
+        }
+        for(int way = 0; way < 3; way++) {
+          free(body[way]);
+          api_reset(&a[way]);
+        }
       }
   /* Malformed: the parser says so; nothing is sent. */
   {
