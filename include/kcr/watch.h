@@ -56,9 +56,10 @@ struct kcr_watch_event {
   /* With object_text: the values of its first member named "metadata" and
    * of that one's first member named "managedFields" (names compared as
    * written), found while the document was checked - where they lie in
-   * object_text and how long they are; NULL and 0 when there is none. A
-   * reader can step over them (managedFields is often half the bytes)
-   * without walking them again. */
+   * object_text and how long they are; NULL and 0 when there is none (and
+   * in a document nested more than 128 levels deep). A reader can step over
+   * them (managedFields is often half the bytes) without walking them
+   * again. */
   const char *metadata_text, *managed_fields_text;
   size_t metadata_len, managed_fields_len;
 };

@@ -116,6 +116,17 @@ size_t kcr__json_spans_trusted_exact(const char *text, size_t len,
 size_t kcr__json_scan(const char *text, size_t len, struct kcr__json_want *w, size_t nw,
                       size_t *objlen, bool *compact);
 
+/* How deep a walk by the structure follows (kcr__json_spans_trusted,
+ * kcr__json_iter, kcr__json_drop_members): nesting deeper inside the value
+ * it steps over makes it give up. */
+#define KCR__JSON_SKIP_DEPTH 128
+
+/* kcr__json_scan, telling also (*deep, when not NULL) whether the text
+ * nests deeper than KCR__JSON_SKIP_DEPTH levels anywhere - where a walk by
+ * the structure may give up. Pure. */
+size_t kcr__json_scan_deep(const char *text, size_t len, struct kcr__json_want *w,
+                           size_t nw, size_t *objlen, bool *compact, bool *deep);
+
 /* kcr__json_spans by the structure only (as kcr__json_find follows it), at
  * a fraction of a check's cost: on well-formed text the validator's spans
  * (made for text kcr__json_scan accepted, or cut from text that it did).

@@ -398,6 +398,7 @@ struct scan {
   bool trusted;     /* spans: the text was checked before; follow its structure */
   unsigned pending; /* spans: the wants not settled yet (found, or not there) */
   bool escaped;     /* spans: a name with an escape where a want was open */
+  bool deep;        /* nested deeper than KCR__JSON_SKIP_DEPTH somewhere */
 };
 
 static void skip_ws(struct scan *s)
@@ -545,6 +546,7 @@ static bool valid_container(struct scan *s, char close, bool object)
 {
   if(++s->depth >= CJSON_NESTING_LIMIT)
     return false;
+  s->deep |= s->depth > KCR__JSON_SKIP_DEPTH;
   s->p++;
   if(eat(s, close)) {
     s->depth--;
@@ -624,6 +626,7 @@ static bool spans_in(struct scan *s, struct kcr__json_want *w, struct seg *pos,
     return false;
   if(++s->depth >= CJSON_NESTING_LIMIT) /* as valid_container counts */
     return false;
+  s->deep |= s->depth > KCR__JSON_SKIP_DEPTH;
   if(eat(s, '}')) {
     s->depth--;
     return true;
@@ -712,8 +715,8 @@ static size_t found(const struct kcr__json_want *w, size_t nw)
   return n;
 }
 
-size_t kcr__json_scan(const char *text, size_t len, struct kcr__json_want *w, size_t nw,
-                      size_t *objlen, bool *compact)
+size_t kcr__json_scan_deep(const char *text, size_t len, struct kcr__json_want *w,
+                           size_t nw, size_t *objlen, bool *compact, bool *deep)
 {
   struct scan s = {text, text + len, 0, false, false};
   bool ok = spans_all(&s, w, nw, objlen != NULL);
@@ -722,7 +725,15 @@ size_t kcr__json_scan(const char *text, size_t len, struct kcr__json_want *w, si
     *objlen = ok ? (size_t)(s.p - text) : 0;
   if(compact)
     *compact = ok && !s.spaced;
+  if(deep)
+    *deep = ok && s.deep;
   return ok ? found(w, nw) : 0;
+}
+
+size_t kcr__json_scan(const char *text, size_t len, struct kcr__json_want *w, size_t nw,
+                      size_t *objlen, bool *compact)
+{
+  return kcr__json_scan_deep(text, len, w, nw, objlen, compact, NULL);
 }
 
 size_t kcr__json_spans_trusted(const char *text, size_t len, struct kcr__json_want *w,
@@ -773,8 +784,6 @@ size_t kcr__json_spans_trusted_exact(const char *text, size_t len,
  * minus the members, and one that is not still fails, unless all that was
  * wrong lay inside a dropped member. */
 
-#define SKIP_DEPTH 128 /* deeper: not followed (the caller parses the text) */
-
 /* The end of the string whose opening quote is at p, or NULL if the text
  * ends first. */
 static const char *skip_string(const char *p, const char *end)
@@ -800,7 +809,7 @@ static bool literal_byte(char c) { return (c >= 'a' && c <= 'z') || number_byte(
 /* Moves s past the value at s->p (after white space), by its structure. */
 static bool skip_value(struct scan *s)
 {
-  char close[SKIP_DEPTH];
+  char close[KCR__JSON_SKIP_DEPTH];
   int depth = 0;
   const char *p, *b;
 
@@ -825,7 +834,7 @@ static bool skip_value(struct scan *s)
       break;
     case '{':
     case '[':
-      if(depth == SKIP_DEPTH)
+      if(depth == KCR__JSON_SKIP_DEPTH)
         return false;
       close[depth++] = *p == '{' ? '}' : ']';
       break;

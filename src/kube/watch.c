@@ -123,10 +123,10 @@ kcr_err kcr__watch_decode_text(const char *line, size_t len, struct kcr_buf *rvb
                                 {.path = "object.metadata.managedFields"}};
   const char *t;
   size_t objlen, tn, i;
-  bool compact;
+  bool compact, deep;
 
   memset(ev, 0, sizeof(*ev));
-  kcr__json_scan(line, len, w, 5, &objlen, &compact);
+  kcr__json_scan_deep(line, len, w, 5, &objlen, &compact, &deep);
   if(!objlen || !compact || !w[0].at || *w[0].at != '"' || !w[1].at || *w[1].at != '{')
     return KCR_ENOTFOUND;
   t = w[0].at + 1;
@@ -147,10 +147,12 @@ kcr_err kcr__watch_decode_text(const char *line, size_t len, struct kcr_buf *rvb
   ev->type = (enum kcr_watch_type)i;
   ev->object_text = w[1].at;
   ev->object_len = w[1].n;
-  ev->metadata_text = w[3].at;
-  ev->metadata_len = w[3].n;
-  ev->managed_fields_text = w[4].at;
-  ev->managed_fields_len = w[4].n;
+  if(!deep) { /* (deeper, a walk without them may give up: none, as there) */
+    ev->metadata_text = w[3].at;
+    ev->metadata_len = w[3].n;
+    ev->managed_fields_text = w[4].at;
+    ev->managed_fields_len = w[4].n;
+  }
   return KCR_OK;
 }
 

@@ -338,6 +338,21 @@ static void deep_nesting_goes_through_the_tree(void **state)
     same_every_way(t);
     free(t);
   }
+  /* deep inside managedFields, around the depth the walk gives up at: the
+   * same from a watch event (its spans stepped over) as without them */
+  for(int depth = 125; depth <= 130; depth++) {
+    size_t cap = (size_t)depth * 2 + 200, at = 0;
+    char *t = malloc(cap);
+    assert_non_null(t);
+    at += (size_t)snprintf(t, cap, "{\"metadata\":{\"name\":\"a\",\"managedFields\":");
+    for(int i = 0; i < depth; i++)
+      t[at++] = '[';
+    for(int i = 0; i < depth; i++)
+      t[at++] = ']';
+    snprintf(t + at, cap - at, "},\"spec\":{\"x\":\"a\\/b\",\"y\":1.50}}");
+    same_every_way(t);
+    free(t);
+  }
 }
 
 /* kcr_obj_spans finds in the stored text exactly the values kcr_json_at
