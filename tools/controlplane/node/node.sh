@@ -194,13 +194,15 @@ node_start() {
     binds+=("$f" "/proc/sys/$path")
   done
   # The holder sets up the namespace, then waits; containerd and kubelet join it
-  # with nsenter. Ready once it has written $nd/ns.ready.
+  # with nsenter. Ready once it has written $nd/ns.ready. mount -n: no entry
+  # in libmount's utab - whose directory, /run/mount, would otherwise be made
+  # on the host's /run before the tmpfs covers it, and left behind.
   # shellcheck disable=SC2016
   unshare --mount --propagation private -- bash -c '
     set -e
     ready=$1; shift
-    for d in /run /var/lib /var/log; do mount -t tmpfs -o mode=0755 kcr-node "$d"; done
-    while (($#)); do mount --bind "$1" "$2"; shift 2; done
+    for d in /run /var/lib /var/log; do mount -n -t tmpfs -o mode=0755 kcr-node "$d"; done
+    while (($#)); do mount -n --bind "$1" "$2"; shift 2; done
     echo ok >"$ready"
     exec sleep infinity' node-ns "$nd/ns.ready" "${binds[@]}" \
     </dev/null >>"$nd/ns.log" 2>&1 &
