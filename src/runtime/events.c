@@ -30,14 +30,20 @@
  * FIFOs, takes the head of createq, else of patchq, and otherwise sleeps.
  * schedule() puts an entry where it belongs whenever that may have changed
  * (a new event, a repeat that makes a series dirty, the outcome of a
- * write), and says whom to wake: one sender when something became due, all
- * of them when there is a new earliest timer; a repeat that joins a series
- * already waiting wakes nobody.
+ * write), and says whom to wake: one sender when something became due and
+ * the writes due outnumber the senders busy writing (each of those takes
+ * the next one when done, without sleeping in between), all of them when
+ * there is a new earliest timer; a repeat that joins a series already
+ * waiting wakes nobody.
  *
  * Senders. opts.senders threads run the same loop: pick a job under the
  * lock, write without it, apply the outcome under it. A sender that picks
- * a job while more are due wakes the next one, so a burst runs on all of
- * them at once (through the client's connection pool). Idle senders sleep
+ * a job while more are due than senders are busy wakes the next one, so a
+ * burst runs on all of them at once (through the client's connection
+ * pool), and a trickle on as few as keep up with it: a write that finds a
+ * sender busy waits for it (at most one write per busy sender) rather than
+ * waking a sleeping one - a thread wake-up each, the dearest part of a
+ * write after the write itself. Idle senders sleep
  * on one condvar; one of them (the timekeeper) sleeps with a deadline - the
  * first timer, the end of a pause or the next tick - the others until they
  * are woken, so an idle recorder wakes once a tick, not once per sender.
@@ -256,6 +262,7 @@ static struct entry *entry_of_unsent(struct knode *n)
 
 struct fifo {
   struct entry *head, *tail;
+  size_t n;
 };
 
 struct timers {
@@ -648,6 +655,7 @@ static void fifo_push(struct fifo *q, struct entry *e)
   else
     q->head = e;
   q->tail = e;
+  q->n++;
 }
 
 static struct entry *fifo_pop(struct fifo *q)
@@ -660,6 +668,7 @@ static struct entry *fifo_pop(struct fifo *q)
     else
       q->tail = NULL;
     e->qnext = NULL;
+    q->n--;
   }
   return e;
 }
@@ -782,9 +791,17 @@ static void timers_rekey(kcr_recorder *r)
 /* Whom schedule() says to wake. */
 enum wake { WAKE_NONE, WAKE_ONE, WAKE_ALL };
 
+/* Whether the writes due now outnumber the senders writing: each of those
+ * takes the next one when its write is done, so a sender is woken only
+ * for a write none of them would get to next. */
+static bool more_due_than_busy(const kcr_recorder *r)
+{
+  return r->createq.n + r->patchq.n > (size_t)r->ninflight;
+}
+
 static void wake_up(kcr_recorder *r, enum wake w)
 {
-  if(w == WAKE_ONE)
+  if(w == WAKE_ONE && more_due_than_busy(r))
     pthread_cond_signal(&r->wake);
   else if(w == WAKE_ALL)
     pthread_cond_broadcast(&r->wake);
@@ -1658,7 +1675,7 @@ static void *sender(void *arg)
     if(now >= gc_due(r))
       gc(r, now);
     if(pick(r, now, &j)) {
-      if(r->createq.head || r->patchq.head) /* more for the next sender */
+      if(more_due_than_busy(r)) /* more than the busy ones will take */
         pthread_cond_signal(&r->wake);
       run(r, &j);
       continue;

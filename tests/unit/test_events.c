@@ -1427,6 +1427,50 @@ static void a_429_pauses_every_sender_for_its_retry_after(void **state)
   fake_cleanup(&f);
 }
 
+static int in_sink(struct fake *f)
+{
+  int n;
+  pthread_mutex_lock(&f->mu);
+  n = f->in_sink;
+  pthread_mutex_unlock(&f->mu);
+  return n;
+}
+
+/* A write that finds a sender busy waits for it instead of waking another
+ * (a thread wake-up is the dearest part of a write after the write): one
+ * write queued behind each busy sender; a second one wakes the next. (Before:
+ * every new event woke a sender of its own.) */
+static void a_write_waits_for_a_busy_sender_rather_than_waking_another(void **state)
+{
+  struct fake f;
+  struct kcr_recorder_stats st;
+  kcr_recorder *r;
+  char name[32];
+  struct kcr_event_ref ref = {"v1", "ConfigMap", "ns1", name, NULL, NULL};
+
+  fake_init(&f);
+  r = recorder(&f, (struct kcr_recorder_opts){.senders = 4});
+  gate(&f, true);
+  snprintf(name, sizeof(name), "obj-a");
+  kcr_recorder_eventf(r, &ref, "Normal", "R", "A", NULL);
+  assert_true(wait_in_sink_n(&f, 1));
+  snprintf(name, sizeof(name), "obj-b");
+  kcr_recorder_eventf(r, &ref, "Normal", "R", "A", NULL);
+  sleep_ms(300);
+  assert_int_equal(1, in_sink(&f)); /* obj-b waits for the busy sender */
+  snprintf(name, sizeof(name), "obj-c");
+  kcr_recorder_eventf(r, &ref, "Normal", "R", "A", NULL);
+  assert_true(wait_in_sink_n(&f, 2)); /* two due, one busy: one more */
+  gate(&f, false);
+  assert_int_equal(KCR_OK, kcr_recorder_flush(r, 10000));
+  kcr_recorder_get_stats(r, &st);
+  assert_int_equal(3, ncalls(&f));
+  assert_int_equal(3, st.sent);
+  assert_true(!strncmp(f.calls[0].name, "obj-a.", 6)); /* the first one first */
+  kcr_recorder_free(r);
+  fake_cleanup(&f);
+}
+
 static void *open_gate_after_300ms(void *arg);
 
 /* Freeing with several senders in the sink waits for each of their writes
@@ -1798,6 +1842,7 @@ int main(void)
       cmocka_unit_test(a_combined_note_is_cut_to_the_limit),
       cmocka_unit_test(a_burst_of_5000_events_is_sent_whole_by_every_sender_at_once),
       cmocka_unit_test(a_429_pauses_every_sender_for_its_retry_after),
+      cmocka_unit_test(a_write_waits_for_a_busy_sender_rather_than_waking_another),
       cmocka_unit_test(free_waits_for_every_sender_in_flight),
       cmocka_unit_test(server_errors_are_retried_then_dropped),
       cmocka_unit_test(events_into_a_namespace_being_deleted_are_not_retried),
