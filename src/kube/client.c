@@ -999,8 +999,14 @@ struct own_reply {
 static bool own_body(const char *p, size_t n, void *ud)
 {
   struct own_reply *o = ud;
-  *o->r->code = o->h1->code;
-  return take_body(p, n, o->r);
+  struct reply *r = o->r;
+  *r->code = o->h1->code;
+  /* a 2xx body of a told length: room for all of it at once (fails, if at
+   * all, in take_body) */
+  if(!r->body->len && o->h1->has_len && o->h1->len > n && o->h1->len <= r->max &&
+     *r->code >= 200 && *r->code < 300)
+    kcr_buf_reserve(r->body, (size_t)o->h1->len);
+  return take_body(p, n, r);
 }
 
 /* How an attempt on a connection ended. */
@@ -1134,14 +1140,19 @@ static kcr_err own_once(kcr_client *c, const struct kcr_http_request *req,
            deadline =
                deadline_of(t0, req->timeout_ms ? req->timeout_ms : c->opts.timeout_ms);
   kcr_err rc;
-  bool keep = false, fresh;
+  bool keep = false, fresh, pair = false;
   CURLcode cause = CURLE_OK;
 
   kcr_buf_reset(&resp->body);
   resp->code = 0;
-  if((rc = kcr_config_dup_credentials(c->cfg, &cr, ei)))
-    return rc;
-  if(!(conn = conn_get(c, true)) || own_request(c, req, &cr, &conn->msg)) {
+  if(!(conn = conn_get(c, true)))
+    return KCR_ENOMEM;
+  /* the client certificate and key are copied only for a connection still
+   * to be made: a request on one made with them needs the token alone */
+  if((rc =
+          kcr__config_credentials(c->cfg, &cr, conn->sock == CURL_SOCKET_BAD, &pair, ei)))
+    goto out;
+  if(own_request(c, req, &cr, &conn->msg)) {
     rc = KCR_ENOMEM;
     goto out;
   }
@@ -1150,10 +1161,15 @@ static kcr_err own_once(kcr_client *c, const struct kcr_http_request *req,
      * one with something to read before it was asked (the server closed
      * it, or sent what would be taken for the answer) */
     if(conn->sock != CURL_SOCKET_BAD &&
-       ((cr.cert && conn->cred_gen != cr.generation) || own_unasked(conn)) &&
+       ((pair && conn->cred_gen != cr.generation) || own_unasked(conn)) &&
        (rc = renew(c, &conn)))
       goto out;
     fresh = conn->sock == CURL_SOCKET_BAD;
+    if(fresh && pair && !cr.cert) { /* a new connection after all */
+      kcr_credentials_cleanup(&cr);
+      if((rc = kcr__config_credentials(c->cfg, &cr, true, &pair, ei)))
+        break;
+    }
     if(fresh && (rc = own_connect(c, conn, &cr, deadline, req, ei)))
       break;
     if(!req->ungated && mutating(req->method) && !kcr__client_may_write(c)) {

@@ -71,6 +71,16 @@ kcr_err kcr__exec_parse(const struct kcr__exec_spec *spec, const unsigned char *
 void kcr__exec_result_cleanup(struct kcr__exec_result *r);
 void kcr__exec_spec_free(struct kcr__exec_spec *spec);
 
+/* kcr_config_dup_credentials(), but the client certificate and key are
+ * copied only when pair is true (out->cert and out->key stay NULL
+ * otherwise); *has_pair (may be NULL) says whether the credentials have a
+ * certificate, as out->cert would (false on error); out->generation says
+ * which one. For a request on a connection already made with it, which
+ * needs only the token. Errors, ownership, threads: as
+ * kcr_config_dup_credentials(). */
+kcr_err kcr__config_credentials(kcr_config *cfg, struct kcr_credentials *out, bool pair,
+                                bool *has_pair, struct kcr_errinfo *ei);
+
 /* Whether the credentials can change on a re-read (an exec plugin or a
  * token file): only then is a request refused with 401 worth retrying
  * after kcr_config_invalidate(). Any thread (reads what loading set). */

@@ -1417,7 +1417,11 @@ static kcr_err dup_blob(const struct kcr__blob *src, unsigned char **dst, size_t
 }
 
 /* Copies the credentials in effect into out (under mu). */
-static kcr_err snapshot(const kcr_config *cfg, struct kcr_credentials *out)
+/* The current credentials into *out, the certificate and key only when
+ * pair; *has_pair: whether there is a certificate (as out->cert would
+ * say). */
+static kcr_err snapshot(const kcr_config *cfg, struct kcr_credentials *out, bool pair,
+                        bool *has_pair)
 {
   const struct kcr__blob *cert, *key;
   const char *tok = cfg->token;
@@ -1428,18 +1432,20 @@ static kcr_err snapshot(const kcr_config *cfg, struct kcr_credentials *out)
     tok = cfg->ex.r.token;
   current_pair(cfg, &cert, &key);
   out->generation = cfg->generation;
+  *has_pair = cert->ptr != NULL;
   if(tok && !(out->token = strdup(tok)))
     return KCR_ENOMEM;
-  if(dup_blob(cert, &out->cert, &out->cert_len) ||
-     dup_blob(key, &out->key, &out->key_len))
+  if(pair && (dup_blob(cert, &out->cert, &out->cert_len) ||
+              dup_blob(key, &out->key, &out->key_len)))
     return KCR_ENOMEM;
   return KCR_OK;
 }
 
-kcr_err kcr_config_dup_credentials(kcr_config *cfg, struct kcr_credentials *out,
-                                   struct kcr_errinfo *ei)
+kcr_err kcr__config_credentials(kcr_config *cfg, struct kcr_credentials *out, bool pair,
+                                bool *has_pair, struct kcr_errinfo *ei)
 {
   kcr_err rc = KCR_OK;
+  bool has = false;
 
   memset(out, 0, sizeof(*out));
   pthread_mutex_lock(&cfg->mu);
@@ -1448,11 +1454,19 @@ kcr_err kcr_config_dup_credentials(kcr_config *cfg, struct kcr_credentials *out,
   if(!rc && cfg->token_file)
     rc = refresh_token_file(cfg, ei);
   if(!rc)
-    rc = snapshot(cfg, out);
+    rc = snapshot(cfg, out, pair, &has);
   pthread_mutex_unlock(&cfg->mu);
   if(rc)
     kcr_credentials_cleanup(out);
+  if(has_pair)
+    *has_pair = !rc && has;
   return rc;
+}
+
+kcr_err kcr_config_dup_credentials(kcr_config *cfg, struct kcr_credentials *out,
+                                   struct kcr_errinfo *ei)
+{
+  return kcr__config_credentials(cfg, out, true, NULL, ei);
 }
 
 bool kcr__config_refreshable(const kcr_config *cfg)

@@ -306,6 +306,50 @@ static void kubeconfig_inline_data_is_decoded(void **state)
   kcr_config_free(cfg);
 }
 
+/* What a request on a connection already made needs: the token, and
+ * whether there is a certificate (and which, the generation) - not a copy
+ * of the certificate and key. */
+static void credentials_without_the_pair_say_whether_there_is_one(void **state)
+{
+  (void)state;
+  static const char y[] = "current-context: x\n"
+                          "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
+                          "clusters: [{name: c, cluster: {server: https://h}}]\n"
+                          "users: [{name: u, user: {token: t0}}]\n";
+  kcr_config *cfg = load_ok(data_path("inline.yaml"), NULL);
+  struct kcr_credentials c, full;
+  bool has = false;
+
+  creds_ok(cfg, &full);
+  assert_int_equal(KCR_OK, kcr__config_credentials(cfg, &c, false, &has, NULL));
+  assert_true(has);
+  assert_null(c.cert);
+  assert_null(c.key);
+  assert_int_equal(0, c.cert_len + c.key_len);
+  assert_int_equal(full.generation, c.generation);
+  kcr_credentials_cleanup(&c);
+  has = false;
+  assert_int_equal(KCR_OK, kcr__config_credentials(cfg, &c, true, &has, NULL));
+  assert_true(has);
+  assert_int_equal(full.cert_len, c.cert_len);
+  assert_memory_equal(full.cert, c.cert, c.cert_len);
+  assert_int_equal(full.key_len, c.key_len);
+  assert_memory_equal(full.key, c.key, c.key_len);
+  kcr_credentials_cleanup(&c);
+  kcr_credentials_cleanup(&full);
+  kcr_config_free(cfg);
+
+  cfg = yaml_ok(y, "token");
+  has = true;
+  assert_int_equal(KCR_OK, kcr__config_credentials(cfg, &c, false, &has, NULL));
+  assert_false(has);
+  assert_non_null(c.token);
+  assert_string_equal("t0", c.token);
+  assert_null(c.cert);
+  kcr_credentials_cleanup(&c);
+  kcr_config_free(cfg);
+}
+
 static void kubeconfig_files_resolve_against_its_directory(void **state)
 {
   (void)state;
@@ -1673,6 +1717,7 @@ int main(void)
       T(exec_plugin_token_is_cached_until_invalidate),
       T(exec_plugin_reruns_when_expired),
       T(exec_plugin_certificate_bumps_generation),
+      T(credentials_without_the_pair_say_whether_there_is_one),
       T(exec_plugin_failure_quotes_neither_stdout_nor_stderr),
       T(exec_plugin_garbage_output_is_a_parse_error),
       T(exec_plugin_wrong_api_version_or_kind),
