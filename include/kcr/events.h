@@ -40,9 +40,10 @@
  * Sending. opts.senders threads write at once, through the client's
  * connection pool, new events first in the order they came, then series.
  * A sleeping sender is woken only when the writes due outnumber the
- * senders busy writing: a write may wait for one busy sender's write to
- * finish (never behind more than one), which saves a thread wake-up per
- * write while events trickle in; a burst still runs on every sender.
+ * senders busy writing: a new event may wait for one busy sender's write
+ * to finish (as long as that write takes, up to the request timeout), which
+ * saves a thread wake-up per write while events trickle in; a burst still
+ * runs on every sender. Series PATCHes come after new events.
  * A 429 answer pauses every sender for its Retry-After (retry_initial_ms
  * without one, at most retry_max_ms), after which the refused write is done
  * again: it is flow control, not a failure, and uses none of the write's

@@ -127,6 +127,8 @@
 #define POOL_MAX    64
 #define ERRBODY_MAX ((size_t)64 << 10)
 #define MSG_KEEP    ((size_t)64 << 10) /* a pooled connection's request buffer, at most */
+/* an answer's body reserved, at most, before it comes */
+#define BODY_RESERVE_MAX ((uint64_t)1 << 20)
 
 struct kcr_client {
   atomic_uint refs;
@@ -1001,10 +1003,11 @@ static bool own_body(const char *p, size_t n, void *ud)
   struct own_reply *o = ud;
   struct reply *r = o->r;
   *r->code = o->h1->code;
-  /* a 2xx body of a told length: room for all of it at once (fails, if at
-   * all, in take_body) */
-  if(!r->body->len && o->h1->has_len && o->h1->len > n && o->h1->len <= r->max &&
-     *r->code >= 200 && *r->code < 300)
+  /* a 2xx body of a told length: room for all of it at once, up to
+   * BODY_RESERVE_MAX (fails, if at all, in take_body) */
+  if(!r->body->len && o->h1->has_len && !o->h1->chunked && o->h1->len > n &&
+     o->h1->len <= BODY_RESERVE_MAX && o->h1->len <= r->max && *r->code >= 200 &&
+     *r->code < 300)
     kcr_buf_reserve(r->body, (size_t)o->h1->len);
   return take_body(p, n, r);
 }
@@ -1145,14 +1148,12 @@ static kcr_err own_once(kcr_client *c, const struct kcr_http_request *req,
 
   kcr_buf_reset(&resp->body);
   resp->code = 0;
-  if(!(conn = conn_get(c, true)))
-    return KCR_ENOMEM;
-  /* the client certificate and key are copied only for a connection still
-   * to be made: a request on one made with them needs the token alone */
-  if((rc =
-          kcr__config_credentials(c->cfg, &cr, conn->sock == CURL_SOCKET_BAD, &pair, ei)))
-    goto out;
-  if(own_request(c, req, &cr, &conn->msg)) {
+  /* the token; the client certificate and key are copied below, only for
+   * a connection still to be made (a request on one made with them needs
+   * the token alone) */
+  if((rc = kcr__config_credentials(c->cfg, &cr, false, &pair, ei)))
+    return rc;
+  if(!(conn = conn_get(c, true)) || own_request(c, req, &cr, &conn->msg)) {
     rc = KCR_ENOMEM;
     goto out;
   }
@@ -1165,10 +1166,12 @@ static kcr_err own_once(kcr_client *c, const struct kcr_http_request *req,
        (rc = renew(c, &conn)))
       goto out;
     fresh = conn->sock == CURL_SOCKET_BAD;
-    if(fresh && pair && !cr.cert) { /* a new connection after all */
+    if(fresh && pair && !cr.cert) {
       kcr_credentials_cleanup(&cr);
-      if((rc = kcr__config_credentials(c->cfg, &cr, true, &pair, ei)))
-        break;
+      if((rc = kcr__config_credentials(c->cfg, &cr, true, &pair, ei))) {
+        keep = true; /* not connected: nothing was sent */
+        goto out;
+      }
     }
     if(fresh && (rc = own_connect(c, conn, &cr, deadline, req, ei)))
       break;

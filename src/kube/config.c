@@ -1416,10 +1416,9 @@ static kcr_err dup_blob(const struct kcr__blob *src, unsigned char **dst, size_t
   return KCR_OK;
 }
 
-/* Copies the credentials in effect into out (under mu). */
-/* The current credentials into *out, the certificate and key only when
- * pair; *has_pair: whether there is a certificate (as out->cert would
- * say). */
+/* The credentials in effect into *out (under mu), the certificate and
+ * key only when pair; *has_pair: whether there is a certificate (as
+ * out->cert would say). */
 static kcr_err snapshot(const kcr_config *cfg, struct kcr_credentials *out, bool pair,
                         bool *has_pair)
 {

@@ -41,9 +41,11 @@
  * a job while more are due than senders are busy wakes the next one, so a
  * burst runs on all of them at once (through the client's connection
  * pool), and a trickle on as few as keep up with it: a write that finds a
- * sender busy waits for it (at most one write per busy sender) rather than
- * waking a sleeping one - a thread wake-up each, the dearest part of a
- * write after the write itself. Idle senders sleep
+ * sender busy waits for it (one write per busy sender) rather than waking
+ * a sleeping one - a thread wake-up each, the dearest part of a write
+ * after the write itself. The wait is one write's time, up to the request
+ * timeout against a server that does not answer; a series PATCH, behind
+ * the new events, may wait for more than one. Idle senders sleep
  * on one condvar; one of them (the timekeeper) sleeps with a deadline - the
  * first timer, the end of a pause or the next tick - the others until they
  * are woken, so an idle recorder wakes once a tick, not once per sender.
@@ -310,6 +312,7 @@ struct kcr_recorder {
   unsigned seed;
   int64_t last_name_ns;
   uint64_t last_gc_ms, paused_until, gc_runs;
+  uint64_t tk_until; /* the timekeeper's deadline, while there is one */
   struct kcr_recorder_stats st;
 };
 
@@ -1645,12 +1648,16 @@ static void run(kcr_recorder *r, struct job *j)
  * until the next deadline - at most a tick with a test clock, which may
  * not move while it sleeps. With no deadline nobody keeps time: whatever
  * makes one (a new event) queues a write, and the sender that runs it
- * becomes the timekeeper when it is done. */
+ * becomes the timekeeper when it is done. A deadline earlier than the
+ * timekeeper's, made while it slept without a wake-up for it (a 429's
+ * pause; a series a flush made due that must wait again), is kept by the
+ * sender that finds it, as well. */
 static void sender_wait(kcr_recorder *r, uint64_t now)
 {
   uint64_t next = next_deadline(r, now), ms;
+  bool keeper;
 
-  if(r->timekeeper || next == UINT64_MAX) {
+  if(next == UINT64_MAX || (r->timekeeper && next >= r->tk_until)) {
     pthread_cond_wait(&r->wake, &r->mu);
     return;
   }
@@ -1659,9 +1666,14 @@ static void sender_wait(kcr_recorder *r, uint64_t now)
   ms = next - now;
   if(r->clock != default_clock && ms > GC_TICK_MS)
     ms = GC_TICK_MS;
-  r->timekeeper = true;
+  keeper = !r->timekeeper;
+  if(keeper) {
+    r->timekeeper = true;
+    r->tk_until = next;
+  }
   cond_wait_ms(&r->wake, &r->mu, ms);
-  r->timekeeper = false;
+  if(keeper)
+    r->timekeeper = false;
 }
 
 static void *sender(void *arg)

@@ -1471,6 +1471,99 @@ static void a_write_waits_for_a_busy_sender_rather_than_waking_another(void **st
   fake_cleanup(&f);
 }
 
+/* A sink that holds "hold" until released and answers "throttle" 429
+ * (Retry-After 300 ms) the first time. */
+struct pause_sink {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool hold;
+  int calls, throttled, throttle_sent;
+};
+
+static kcr_err pause_sink_fn(void *ud, enum kcr_event_op op, const char *ns,
+                             const char *name, const char *text, size_t len,
+                             struct kcr_errinfo *ei)
+{
+  struct pause_sink *s = ud;
+  bool refuse = false;
+  (void)op, (void)ns, (void)text, (void)len;
+  pthread_mutex_lock(&s->mu);
+  s->calls++;
+  pthread_cond_broadcast(&s->cv);
+  while(!strncmp(name, "hold.", 5) && s->hold)
+    pthread_cond_wait(&s->cv, &s->mu);
+  if(!strncmp(name, "throttle.", 9)) {
+    refuse = !s->throttled++;
+    s->throttle_sent += !refuse;
+  }
+  pthread_mutex_unlock(&s->mu);
+  if(!refuse)
+    return KCR_OK;
+  kcr_errinfo_set(ei, KCR_ETOOMANY, "pause sink answers 429");
+  ei->retry_after_ms = 300;
+  return KCR_ETOOMANY;
+}
+
+static bool pause_sink_until(struct pause_sink *s, int *what, int n, unsigned ms)
+{
+  bool ok;
+  for(unsigned t = 0;; t += 10) {
+    pthread_mutex_lock(&s->mu);
+    ok = *what >= n;
+    pthread_mutex_unlock(&s->mu);
+    if(ok || t >= ms)
+      return ok;
+    sleep_ms(10);
+  }
+}
+
+/* A 429 while another sender is busy and a third keeps time until a far
+ * deadline (the recorder's next forgetting, minutes away): the refused
+ * write goes out when the pause ends, not at that deadline. (Before: the
+ * senders that met the pause slept without a deadline behind the
+ * timekeeper's.) Real clock: with a test clock the timekeeper wakes every
+ * tick and hides it. */
+static void a_write_refused_429_goes_out_when_the_pause_ends(void **state)
+{
+  struct pause_sink s = {.hold = true};
+  kcr_recorder *r = NULL;
+  char name[32];
+  struct kcr_event_ref ref = {"v1", "ConfigMap", "ns1", name, NULL, NULL};
+  bool sent;
+
+  pthread_mutex_init(&s.mu, NULL);
+  pthread_cond_init(&s.cv, NULL);
+  assert_int_equal(KCR_OK, kcr_recorder_new(
+                               &(struct kcr_recorder_opts){
+                                   .sink = pause_sink_fn,
+                                   .sink_ud = &s,
+                                   .reporting_controller = "ebdman.example.com/ebdman",
+                                   .reporting_instance = "test-host",
+                                   .senders = 3,
+                                   .retry_max_ms = 60000},
+                               &r, NULL));
+  sleep_ms(300); /* every sender asleep */
+  snprintf(name, sizeof(name), "warm");
+  kcr_recorder_eventf(r, &ref, "Normal", "R", "A", NULL);
+  assert_true(pause_sink_until(&s, &s.calls, 1, 10000));
+  sleep_ms(300); /* its sender keeps time now, until the window ends */
+  snprintf(name, sizeof(name), "hold");
+  kcr_recorder_eventf(r, &ref, "Normal", "R", "A", NULL);
+  snprintf(name, sizeof(name), "throttle");
+  kcr_recorder_eventf(r, &ref, "Normal", "R", "A", NULL);
+  assert_true(pause_sink_until(&s, &s.throttled, 1, 10000));
+  sleep_ms(100);
+  pthread_mutex_lock(&s.mu);
+  s.hold = false;
+  pthread_cond_broadcast(&s.cv);
+  pthread_mutex_unlock(&s.mu);
+  sent = pause_sink_until(&s, &s.throttle_sent, 1, 5000);
+  kcr_recorder_free(r);
+  pthread_cond_destroy(&s.cv);
+  pthread_mutex_destroy(&s.mu);
+  assert_true(sent);
+}
+
 static void *open_gate_after_300ms(void *arg);
 
 /* Freeing with several senders in the sink waits for each of their writes
@@ -1843,6 +1936,7 @@ int main(void)
       cmocka_unit_test(a_burst_of_5000_events_is_sent_whole_by_every_sender_at_once),
       cmocka_unit_test(a_429_pauses_every_sender_for_its_retry_after),
       cmocka_unit_test(a_write_waits_for_a_busy_sender_rather_than_waking_another),
+      cmocka_unit_test(a_write_refused_429_goes_out_when_the_pause_ends),
       cmocka_unit_test(free_waits_for_every_sender_in_flight),
       cmocka_unit_test(server_errors_are_retried_then_dropped),
       cmocka_unit_test(events_into_a_namespace_being_deleted_are_not_retried),
