@@ -7,10 +7,9 @@
 #include <curl/curl.h>
 #include <stdatomic.h>
 
+#include "h1-int.h"
 #include "kcr/buf.h"
 #include "kcr/client.h"
-
-struct kcr__h1;
 
 /* One pooled connection: a curl handle and the credential generation its
  * client certificate was configured with. */
@@ -44,6 +43,23 @@ void kcr__headers_free(struct curl_slist *hdrs);
 kcr_err kcr__curl_err(CURLcode cc, const struct kcr__conn *conn, const char *method,
                       const char *path, struct kcr_errinfo *ei);
 void kcr__client_observe(kcr_client *c, const char *method, long code, double secs);
+/* A GET whose answer streams (a watch) on a connection of our own
+ * (client.c, DESIGN: writes on connections of our own), its body handed to
+ * fn as it arrives, *code set to the answer's status before fn's first
+ * call (0 until then). fn returning false stops the reading. timeout_ms
+ * bounds the whole exchange, connecting included (KCR_FOREVER: no limit;
+ * 0: the client's timeout_ms); wake_fd (-1: none) readable ends a wait for
+ * the answer - not a connection being made, which takes at most the
+ * client's connect_timeout_ms. The connection goes back to the pool only
+ * when the answer ended whole and the server keeps it.
+ * Returns KCR_OK when the answer ended or fn stopped it (whatever *code);
+ * KCR_EUNSUPPORTED, with nothing done and ei untouched, when the client
+ * does not make such exchanges (http, a proxy, the wire seam, a path a
+ * request line cannot hold: use curl); KCR_ECANCELED (woken),
+ * KCR_ETIMEDOUT, KCR_ETRANSPORT (with ei); KCR_ENOMEM; credential errors.
+ * Thread-safe: a connection is the caller's for the call. */
+kcr_err kcr__own_stream(kcr_client *c, const char *path, uint64_t timeout_ms, int wake_fd,
+                        kcr__h1_body_fn fn, void *ud, long *code, struct kcr_errinfo *ei);
 /* The client's max_response_bytes. */
 size_t kcr__client_max_response(const kcr_client *c);
 /* True if the write gate allows a write now (always without a gate). */

@@ -4,7 +4,11 @@
  * incomplete line in a buffer and hands out each complete line; chunk
  * boundaries never matter (tests feed byte by byte and random chunks).
  *
- * Transfer: one pooled easy handle driven by a private multi handle, so
+ * Transfer: over https without a proxy, a GET on one of the client's own
+ * connections (kcr__own_stream, client.c), whose wait for the next bytes
+ * also ends when kcr_watch_cancel() writes the watch's eventfd (never
+ * drained: a canceled watch stays canceled). Otherwise (http, a proxy) one
+ * pooled easy handle driven by a private multi handle, so
  * kcr_watch_cancel() can interrupt curl_multi_poll() from another thread with
  * curl_multi_wakeup() instead of waiting for the next byte.
  *
@@ -24,6 +28,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "client-int.h"
 #include "core/json-int.h"
@@ -169,6 +175,7 @@ struct kcr_watch {
   void *ud;
   char *rv;
   CURLM *multi;
+  int wake_fd; /* an eventfd kcr_watch_cancel makes readable, for good */
   atomic_bool canceled;
   /* per run */
   struct kcr__framer fr;
@@ -203,6 +210,7 @@ kcr_err kcr_watch_new(const struct kcr_watch_opts *o, kcr_watch **out,
   w = calloc(1, sizeof(*w));
   if(!w)
     return KCR_ENOMEM;
+  w->wake_fd = -1;
   w->c = kcr_client_ref(o->client);
   w->fn = o->on_event;
   w->ud = o->ud;
@@ -230,8 +238,9 @@ kcr_err kcr_watch_new(const struct kcr_watch_opts *o, kcr_watch **out,
   w->ref = (struct kcr_ref){.gvr = &w->gvr, .ns = w->ns};
   atomic_init(&w->canceled, false);
   w->multi = curl_multi_init();
-  if(!w->group || !w->version || !w->resource || !w->multi || (o->ref->ns && !w->ns) ||
-     (o->label_selector && !w->label_selector) ||
+  w->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if(!w->group || !w->version || !w->resource || !w->multi || w->wake_fd < 0 ||
+     (o->ref->ns && !w->ns) || (o->label_selector && !w->label_selector) ||
      (o->field_selector && !w->field_selector) || (o->resource_version && !w->rv)) {
     kcr_watch_free(w);
     return KCR_ENOMEM;
@@ -259,6 +268,8 @@ void kcr_watch_free(kcr_watch *w)
     return;
   if(w->multi)
     curl_multi_cleanup(w->multi);
+  if(w->wake_fd >= 0)
+    close(w->wake_fd);
   free(w->group);
   free(w->version);
   free(w->resource);
@@ -278,8 +289,12 @@ const char *kcr_watch_rv(const kcr_watch *w) { return w->rv; }
 
 void kcr_watch_cancel(kcr_watch *w)
 {
+  uint64_t one = 1;
   atomic_store(&w->canceled, true);
   curl_multi_wakeup(w->multi);
+  /* never drained: every later wait ends at once (cannot fail but for an
+   * overflow no number of cancels reaches) */
+  (void)!write(w->wake_fd, &one, sizeof(one));
 }
 
 /* Moves rv (a copy made before the callback ran) into w->rv; *rv becomes
@@ -480,6 +495,21 @@ out:
   return rc;
 }
 
+/* The stream on a connection of our own (client.c); KCR_EUNSUPPORTED when
+ * the client makes none (then curl's). */
+static kcr_err run_own(kcr_watch *w, const char *path, CURLcode *cc, bool *canceled,
+                       struct kcr_errinfo *ei)
+{
+  /* The server ends the stream after timeoutSeconds; allow it a margin. */
+  uint64_t ms = w->timeout_s && w->timeout_s < INT32_MAX / 1000 - 30
+                    ? (w->timeout_s + 30) * 1000
+                    : KCR_FOREVER;
+  kcr_err rc = kcr__own_stream(w->c, path, ms, w->wake_fd, feed, w, &w->code, ei);
+  *canceled = atomic_load(&w->canceled);
+  *cc = rc ? CURLE_RECV_ERROR : CURLE_OK;
+  return rc;
+}
+
 /* The transfer over the wire seam (tests). */
 static kcr_err run_wire(kcr_watch *w, const char *path, kcr__wire_fn wire, void *wud,
                         CURLcode *cc, bool *canceled, struct kcr_errinfo *ei)
@@ -497,7 +527,7 @@ kcr_err kcr_watch_run(kcr_watch *w, struct kcr_errinfo *ei)
 {
   struct kcr_buf path = KCR_BUF_INIT;
   struct kcr__conn *conn = NULL;
-  bool canceled = false, clean = false;
+  bool canceled = false, clean = false, own = false;
   uint64_t t0 = kcr_time_mono_ns();
   CURLcode cc = CURLE_OK;
   kcr__wire_fn wire;
@@ -516,9 +546,13 @@ kcr_err kcr_watch_run(kcr_watch *w, struct kcr_errinfo *ei)
   if(rc)
     goto out;
   wire = kcr__client_wire(w->c, &wud);
-  trc = wire ? run_wire(w, path.ptr, wire, wud, &cc, &canceled, ei)
-             : run_curl(w, path.ptr, &conn, &cc, &canceled, ei);
-  if(!conn && !wire) {
+  if(wire)
+    trc = run_wire(w, path.ptr, wire, wud, &cc, &canceled, ei);
+  else if((trc = run_own(w, path.ptr, &cc, &canceled, ei)) != KCR_EUNSUPPORTED)
+    own = true;
+  else
+    trc = run_curl(w, path.ptr, &conn, &cc, &canceled, ei);
+  if(!conn && !wire && !own) {
     rc = trc;
     goto out;
   }

@@ -2,7 +2,9 @@
  * order with their resourceVersions, cancellation from another thread is
  * prompt, the server's timeout ends the stream cleanly, a watch from a
  * compacted resourceVersion ends with KCR_EGONE, drop_managed_fields
- * delivers objects without their managedFields, and an idle watch sleeps. */
+ * delivers objects without their managedFields, and an idle watch sleeps.
+ * The first runs both ways a watch can go: on the client's own connection
+ * and, with a proxy named, as curl's transfer. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,17 +73,19 @@ static void wait_for(struct events *e, int n)
   assert_int_equal(n, count(e));
 }
 
-static void events_arrive_in_order_and_cancel_is_prompt(void **state)
+/* Creates, updates and deletes ConfigMap name with client c while a watch
+ * runs; checks what it saw, then cancels it. */
+static void events_in_order(kcr_client *c, const char *name)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
-  struct kcr_ref coll = {&itest_configmaps, ns}, one = {&itest_configmaps, ns, "w"};
+  struct kcr_ref coll = {&itest_configmaps, ns}, one = {&itest_configmaps, ns, name};
   struct events e = {PTHREAD_MUTEX_INITIALIZER};
   struct runner r = {0};
   cJSON *list = NULL, *obj, *cur = NULL;
   char rvs[3][24];
 
-  itest_expect(KCR_OK, kcr_list(cl, &coll, NULL, &list, &ei), &ei);
-  struct kcr_watch_opts wo = {.client = cl,
+  itest_expect(KCR_OK, kcr_list(c, &coll, NULL, &list, &ei), &ei);
+  struct kcr_watch_opts wo = {.client = c,
                               .ref = &coll,
                               .on_event = record,
                               .ud = &e,
@@ -94,15 +98,16 @@ static void events_arrive_in_order_and_cancel_is_prompt(void **state)
   pthread_create(&r.th, NULL, run_watch, &r);
 
   obj = itest_json("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
-                   "{\"name\":\"w\"},\"data\":{\"k\":\"one\"}}");
-  itest_expect(KCR_OK, kcr_create(cl, &coll, obj, NULL, &cur, &ei), &ei);
+                   "{\"name\":\"%s\"},\"data\":{\"k\":\"one\"}}",
+                   name);
+  itest_expect(KCR_OK, kcr_create(c, &coll, obj, NULL, &cur, &ei), &ei);
   snprintf(rvs[0], sizeof(rvs[0]), "%s", kcr_json_str(cur, "metadata.resourceVersion"));
   kcr_json_set_str(cur, "data.k", "two");
   cJSON *upd = NULL;
-  itest_expect(KCR_OK, kcr_update(cl, &one, cur, NULL, &upd, &ei), &ei);
+  itest_expect(KCR_OK, kcr_update(c, &one, cur, NULL, &upd, &ei), &ei);
   snprintf(rvs[1], sizeof(rvs[1]), "%s", kcr_json_str(upd, "metadata.resourceVersion"));
   cJSON *del = NULL;
-  itest_expect(KCR_OK, kcr_delete(cl, &one, NULL, &del, &ei), &ei);
+  itest_expect(KCR_OK, kcr_delete(c, &one, NULL, &del, &ei), &ei);
 
   wait_for(&e, 3);
   assert_int_equal(KCR_WATCH_ADDED, e.type[0]);
@@ -130,6 +135,32 @@ static void events_arrive_in_order_and_cancel_is_prompt(void **state)
   cJSON_Delete(upd);
   cJSON_Delete(del);
   kcr_errinfo_cleanup(&ei);
+}
+
+/* On one of the client's own connections (https, no proxy). */
+static void events_arrive_in_order_and_cancel_is_prompt(void **state)
+{
+  events_in_order(cl, "w");
+}
+
+/* With a proxy named in the environment the watch is curl's transfer (the
+ * proxy itself is skipped: no_proxy names the server's host). */
+static void the_same_through_curl_when_a_proxy_is_named(void **state)
+{
+  char *old = getenv("no_proxy") ? strdup(getenv("no_proxy")) : NULL;
+  kcr_client *c;
+
+  setenv("https_proxy", "http://127.0.0.1:9", 1);
+  setenv("no_proxy", "*", 1);
+  c = itest_client();
+  unsetenv("https_proxy");
+  if(old)
+    setenv("no_proxy", old, 1);
+  else
+    unsetenv("no_proxy");
+  free(old);
+  events_in_order(c, "w-curl");
+  kcr_client_free(c);
 }
 
 static void server_timeout_ends_the_stream_cleanly(void **state)
@@ -342,6 +373,7 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(events_arrive_in_order_and_cancel_is_prompt),
+      cmocka_unit_test(the_same_through_curl_when_a_proxy_is_named),
       cmocka_unit_test(server_timeout_ends_the_stream_cleanly),
       cmocka_unit_test(watch_from_compacted_rv_is_gone),
       cmocka_unit_test(drop_managed_fields_leaves_them_out),
