@@ -3,11 +3,11 @@
  * One client per process is enough: it is thread-safe and keeps pools of
  * connections (each used by one thread at a time) so TCP/TLS connections
  * are reused. Each connection speaks HTTP/1.1 (HTTP/2's multiplexing would
- * go unused and cost CPU on every request). Reads (GET: gets, lists,
- * watches) are libcurl transfers; writes to an https server are written
- * and read by the client itself on connections libcurl made (a quarter of
- * a transfer's instructions). TLS verification is on unless the config
- * says insecure-skip-tls-verify.
+ * go unused and cost CPU on every request). Gets and lists are libcurl
+ * transfers; writes and watches to an https server (without a proxy) are
+ * written and read by the client itself on connections libcurl made (a
+ * write costs a quarter of a transfer's instructions). TLS verification is on unless the
+ * config says insecure-skip-tls-verify.
  *
  * Errors. A non-2xx answer maps to a code and the server's Status is copied
  * into *ei (when ei is not NULL): 400 KCR_EBADREQUEST, 401

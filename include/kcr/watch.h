@@ -128,9 +128,12 @@ KCR_API kcr_err kcr_watch_run(kcr_watch *w, struct kcr_errinfo *ei);
 /* The last resourceVersion seen: borrowed, valid until the next run or
  * free; NULL before any. */
 KCR_API const char *kcr_watch_rv(const kcr_watch *w);
-/* Stops a running watch promptly (or the next run). Any thread. */
+/* Stops a running watch promptly (or the next run): at once while it waits
+ * for the stream, within about a second while its connection is still
+ * being made. Any thread, but it must have returned before kcr_watch_free. */
 KCR_API void kcr_watch_cancel(kcr_watch *w);
-/* Frees w (NULL: no-op) and drops its client reference. Not while it runs. */
+/* Frees w (NULL: no-op) and drops its client reference. Not while it runs
+ * or a kcr_watch_cancel of it is under way. */
 KCR_API void kcr_watch_free(kcr_watch *w);
 
 #ifdef __cplusplus

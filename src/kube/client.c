@@ -34,12 +34,12 @@
  * instructions per EBD).
  * Watches go the same way (kcr__own_stream, for watch.c): the answer's body
  * is handed to the watch as it arrives, and the wait for it also ends when
- * the watch's eventfd becomes readable (kcr_watch_cancel); a connection
- * being made is not interrupted (connect_timeout_ms bounds it). Per event
- * this saves curl's transfer machinery (its multi handle, a poll(0) before
- * every TLS record, its chunked decoder and write callback): at N = 2,000,
- * 24 -> 16 poll and 21 -> 14 recvfrom calls per EBD for ebdman as a whole
- * (with read-ahead, below).
+ * the watch's eventfd becomes readable (kcr_watch_cancel). A connection
+ * being made notices it within about a second: curl calls its progress
+ * callback (own_canceled) about once a second while connecting, and the
+ * callback looks at the eventfd. Per event this saves curl's transfer
+ * machinery (its multi handle, a poll(0) before every TLS record, its
+ * chunked decoder and write callback).
  * Other reads stay curl transfers: LIST pages come gzip-compressed when large (a
  * content coding the reader refuses: it never asks for one), and a path with
  * a byte a request line cannot hold (a space, a
@@ -64,15 +64,7 @@
  * per request, each of which also consolidates malloc's fast bins (a cost
  * the small allocations of JSON trees then pay again). With the OpenSSL
  * backend the SSL_CTX callback clears the mode: a connection keeps its
- * buffers (about 34 KiB) while it is open. On a connection of our own it
- * also turns on read-ahead: OpenSSL reads what the socket has (up to its
- * buffer) instead of a record's 5-byte header and then its body, one
- * recvfrom instead of two per record, and several records a watch got at
- * once in one. Only our own loops read these connections, and they wait
- * in poll() only after a read found no whole record (CURLE_AGAIN), so no
- * record can sit in OpenSSL's buffer unseen; curl's transfers check
- * SSL_pending() (the current record only) before waiting, so theirs stay
- * without read-ahead.
+ * buffers (about 34 KiB) while it is open.
  *
  * Errors: a non-2xx answer is parsed by kcr_errinfo_from_http(), so the
  * caller sees the server's Status verbatim. 429/503 are retried after
@@ -518,13 +510,6 @@ static CURLcode keep_tls_buffers(CURL *h, void *ssl_ctx, void *ud)
   return CURLE_OK;
 }
 
-/* The same, and read-ahead, for a connection of our own (see DESIGN). */
-static CURLcode own_tls(CURL *h, void *ssl_ctx, void *ud)
-{
-  SSL_CTX_set_read_ahead((SSL_CTX *)ssl_ctx, 1);
-  return keep_tls_buffers(h, ssl_ctx, ud);
-}
-
 /* Settings that never change for a handle. */
 static kcr_err conn_setup(kcr_client *c, struct kcr__conn *conn)
 {
@@ -549,7 +534,7 @@ static kcr_err conn_setup(kcr_client *c, struct kcr__conn *conn)
   curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https,http");
   curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
   if(tls_openssl)
-    curl_easy_setopt(h, CURLOPT_SSL_CTX_FUNCTION, conn->own ? own_tls : keep_tls_buffers);
+    curl_easy_setopt(h, CURLOPT_SSL_CTX_FUNCTION, keep_tls_buffers);
   /* The config refuses a CA together with insecure-skip-tls-verify. */
   if(kcr_config_insecure(c->cfg)) {
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
@@ -584,13 +569,12 @@ static struct kcr__conn *conn_new(kcr_client *c, bool own)
 {
   struct kcr__conn *conn = calloc(1, sizeof(*conn));
 
-  if(conn)
-    conn->own = own; /* before conn_setup: its TLS settings differ */
   if(!conn || !(conn->h = curl_easy_init()) || !(conn->url = curl_url()) ||
      (own && !(conn->h1 = malloc(sizeof(*conn->h1)))) || conn_setup(c, conn)) {
     conn_free(conn);
     return NULL;
   }
+  conn->own = own;
   conn->sock = CURL_SOCKET_BAD; /* not connected for our own exchanges */
   return conn;
 }
@@ -943,11 +927,22 @@ static bool own_unasked(const struct kcr__conn *conn)
   return poll(&pf, 1, 0) != 0;
 }
 
+/* curl's progress callback while a stream's connection is being made:
+ * stop once its wake fd (ud) is readable. */
+static int own_canceled(void *ud, curl_off_t dltotal, curl_off_t dlnow,
+                        curl_off_t ultotal, curl_off_t ulnow)
+{
+  struct pollfd pf = {*(const int *)ud, POLLIN, 0};
+  return poll(&pf, 1, 0) > 0;
+}
+
 /* Connects conn (TCP and TLS, by curl: every setting of the handle holds)
- * for exchanges of our own. */
+ * for exchanges of our own; wake_fd (-1: none) readable stops it
+ * (KCR_ECANCELED), noticed within about a second. */
 static kcr_err own_connect(kcr_client *c, struct kcr__conn *conn,
                            const struct kcr_credentials *cr, uint64_t deadline,
-                           const struct kcr_http_request *req, struct kcr_errinfo *ei)
+                           const struct kcr_http_request *req, int wake_fd,
+                           struct kcr_errinfo *ei)
 {
   CURLcode cc;
   uint64_t left = ms_left(deadline);
@@ -961,7 +956,19 @@ static kcr_err own_connect(kcr_client *c, struct kcr__conn *conn,
   curl_easy_setopt(conn->h, CURLOPT_URL, c->base_url);
   curl_easy_setopt(conn->h, CURLOPT_CONNECT_ONLY, 1L);
   curl_easy_setopt(conn->h, CURLOPT_TIMEOUT_MS, ms);
+  if(wake_fd >= 0) {
+    curl_easy_setopt(conn->h, CURLOPT_XFERINFOFUNCTION, own_canceled);
+    curl_easy_setopt(conn->h, CURLOPT_XFERINFODATA, &wake_fd);
+    curl_easy_setopt(conn->h, CURLOPT_NOPROGRESS, 0L);
+  }
   cc = curl_easy_perform(conn->h);
+  if(wake_fd >= 0) {
+    curl_easy_setopt(conn->h, CURLOPT_NOPROGRESS, 1L);
+    curl_easy_setopt(conn->h, CURLOPT_XFERINFODATA, NULL);
+    if(cc == CURLE_ABORTED_BY_CALLBACK)
+      return kcr_errinfo_set(ei, KCR_ECANCELED, "%s %s: canceled while connecting",
+                             req->method, req->path);
+  }
   if(cc == CURLE_OK)
     cc = curl_easy_getinfo(conn->h, CURLINFO_ACTIVESOCKET, &conn->sock);
   if(cc == CURLE_OK && conn->sock == CURL_SOCKET_BAD)
@@ -1151,8 +1158,8 @@ static enum own_end own_exchange(struct kcr__conn *conn, uint64_t deadline,
   return OWN_FAILED;
 wait_failed:
   if(w == 0)
-    *rc = kcr_errinfo_set(ei, KCR_ETIMEDOUT, "%s %s: no answer within the timeout",
-                          req->method, req->path);
+    *rc = kcr_errinfo_set(ei, KCR_ETIMEDOUT, "%s %s: %s within the timeout", req->method,
+                          req->path, any ? "the answer did not end" : "no answer");
   else if(w == -2)
     *rc = kcr_errinfo_set(ei, KCR_ECANCELED, "%s %s: canceled", req->method, req->path);
   else
@@ -1223,7 +1230,8 @@ static kcr_err own_once(kcr_client *c, const struct kcr_http_request *req,
         goto out;
       }
     }
-    if(fresh && (rc = own_connect(c, conn, &cr, deadline, req, ei)))
+    if(fresh &&
+       (rc = own_connect(c, conn, &cr, deadline, req, sink ? sink->wake_fd : -1, ei)))
       break;
     if(!req->ungated && mutating(req->method) && !kcr__client_may_write(c)) {
       rc = gate_refused(req->method, req->path, ei);
@@ -1343,6 +1351,11 @@ out:
   return rc;
 }
 
+bool kcr__own_streams(const kcr_client *c, const char *path)
+{
+  return !c->wire && c->own_ok && plain_path(path);
+}
+
 kcr_err kcr__own_stream(kcr_client *c, const char *path, uint64_t timeout_ms, int wake_fd,
                         kcr__h1_body_fn fn, void *ud, long *code, struct kcr_errinfo *ei)
 {
@@ -1353,8 +1366,9 @@ kcr_err kcr__own_stream(kcr_client *c, const char *path, uint64_t timeout_ms, in
   kcr_err rc;
 
   *code = 0;
-  if(c->wire || !c->own_ok || !plain_path(path))
-    return KCR_EUNSUPPORTED;
+  if(!kcr__own_streams(c, path))
+    return kcr_errinfo_set(ei, KCR_EINVAL, "GET %s: not for a connection of our own",
+                           path);
   rc = own_once(c, &req, &resp, &retry_after_s, &sink, ei);
   if(resp.code) /* also an answer without a body */
     *code = resp.code;

@@ -7,10 +7,11 @@
  * Transfer: over https without a proxy, a GET on one of the client's own
  * connections (kcr__own_stream, client.c), whose wait for the next bytes
  * also ends when kcr_watch_cancel() writes the watch's eventfd (never
- * drained: a canceled watch stays canceled). Otherwise (http, a proxy) one
- * pooled easy handle driven by a private multi handle, so
- * kcr_watch_cancel() can interrupt curl_multi_poll() from another thread with
- * curl_multi_wakeup() instead of waiting for the next byte.
+ * drained: a canceled watch stays canceled); while the connection is
+ * being made, curl's progress callback looks at it about once a second. Otherwise (http,
+ * a proxy) one pooled easy handle driven by a private multi handle, so kcr_watch_cancel()
+ * can interrupt curl_multi_poll() from another thread with curl_multi_wakeup() instead of
+ * waiting for the next byte.
  *
  * Termination (see watch.h): server end -> OK; ERROR event -> the code its
  * Status maps to (410/Expired/Gone -> EGONE); plain non-200 answer -> the
@@ -495,8 +496,7 @@ out:
   return rc;
 }
 
-/* The stream on a connection of our own (client.c); KCR_EUNSUPPORTED when
- * the client makes none (then curl's). */
+/* The stream on a connection of our own (client.c, kcr__own_streams). */
 static kcr_err run_own(kcr_watch *w, const char *path, CURLcode *cc, bool *canceled,
                        struct kcr_errinfo *ei)
 {
@@ -546,10 +546,11 @@ kcr_err kcr_watch_run(kcr_watch *w, struct kcr_errinfo *ei)
   if(rc)
     goto out;
   wire = kcr__client_wire(w->c, &wud);
+  own = !wire && kcr__own_streams(w->c, path.ptr);
   if(wire)
     trc = run_wire(w, path.ptr, wire, wud, &cc, &canceled, ei);
-  else if((trc = run_own(w, path.ptr, &cc, &canceled, ei)) != KCR_EUNSUPPORTED)
-    own = true;
+  else if(own)
+    trc = run_own(w, path.ptr, &cc, &canceled, ei);
   else
     trc = run_curl(w, path.ptr, &conn, &cc, &canceled, ei);
   if(!conn && !wire && !own) {

@@ -2,7 +2,8 @@
  * bytes and, on command, cuts every connection in the middle of whatever it
  * is carrying (a watch stream mid-document, a LIST mid-page, a TLS record in
  * half). While objects churn and connections keep being cut, the informer
- * must recover by itself and end equal to a fresh LIST. */
+ * must recover by itself and end equal to a fresh LIST. And a watch
+ * canceled while it connects to a server that never answers ends soon. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -15,6 +16,8 @@
 
 #include "itest.h"
 #include "kcr/informer.h"
+#include "kcr/time.h"
+#include "kcr/watch.h"
 
 ITEST_CLIENT_FIXTURE
 
@@ -336,11 +339,66 @@ static void writes_go_through_after_every_pooled_connection_died(void **state)
   kcr_errinfo_cleanup(&ei);
 }
 
+static kcr_err ignore(struct kcr_watch_event *ev, void *ud) { return KCR_OK; }
+
+struct watch_run {
+  kcr_watch *w;
+  kcr_err rc;
+};
+
+static void *run_watch(void *arg)
+{
+  struct watch_run *r = arg;
+  r->rc = kcr_watch_run(r->w, NULL);
+  return NULL;
+}
+
+/* A watch canceled while its connection is still being made - a server
+ * that accepts TCP and never answers TLS (a listening socket nobody
+ * accepts from) - ends within about a second, not after the connect
+ * timeout (10 s): an informer stopping while the apiserver hangs. */
+static void a_watch_canceled_while_connecting_ends_soon(void **state)
+{
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof(a);
+  int lfd = socket(AF_INET, SOCK_STREAM, 0);
+  struct watch_run r = {0};
+  pthread_t th;
+
+  unsetenv("https_proxy"); /* a connection of the client's own */
+  unsetenv("HTTPS_PROXY");
+  unsetenv("all_proxy");
+  unsetenv("ALL_PROXY");
+  assert_int_equal(0, bind(lfd, (struct sockaddr *)&a, sizeof(a)));
+  assert_int_equal(0, listen(lfd, 8));
+  getsockname(lfd, (struct sockaddr *)&a, &len);
+  kcr_client *silent = client_via(ntohs(a.sin_port));
+  struct kcr_watch_opts wo = {.client = silent,
+                              .ref = &(struct kcr_ref){&itest_configmaps, "default"},
+                              .on_event = ignore,
+                              .timeout_ms = 300000};
+  assert_int_equal(KCR_OK, kcr_watch_new(&wo, &r.w, NULL));
+  assert_int_equal(0, pthread_create(&th, NULL, run_watch, &r));
+  itest_sleep_ms(1500); /* TCP connected, the TLS handshake waiting */
+  uint64_t t0 = kcr_time_mono_ms();
+  kcr_watch_cancel(r.w);
+  pthread_join(th, NULL);
+  uint64_t took = kcr_time_mono_ms() - t0;
+  assert_int_equal(KCR_ECANCELED, r.rc);
+  if(took > 2500)
+    fail_msg("the canceled watch ended after %llu ms", (unsigned long long)took);
+  kcr_watch_free(r.w);
+  kcr_client_free(silent);
+  close(lfd);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(informer_recovers_from_cut_streams),
       cmocka_unit_test(writes_go_through_after_every_pooled_connection_died),
+      cmocka_unit_test(a_watch_canceled_while_connecting_ends_soon),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -333,7 +333,7 @@ static long wakeups(pid_t tid)
 }
 
 /* A watch with nothing to deliver does not wake up to look (it used to,
- * every second): data, curl's timers and kcr_watch_cancel wake it. */
+ * every second): data, its deadline and kcr_watch_cancel wake it. */
 static void an_idle_watch_sleeps(void **state)
 {
   struct kcr_ref coll = {&itest_configmaps, ns};
