@@ -69,13 +69,15 @@
  * buffer) instead of a record's 5-byte header and then its body - one
  * recvfrom instead of two per record, and the records a watch got at once
  * in one (at N = 2,000, 25 -> 14 recvfrom calls per EBD for ebdman as a
- * whole). Our loops wait in poll() only after a read found no whole record
- * (CURLE_AGAIN), and OpenSSL takes bytes from the socket only inside our
- * reads, so nothing can sit in its buffer unseen: after an answer, a
- * connection whose buffer still holds something (SSL_has_pending) is not
- * kept, which is the check own_unasked makes on the socket for what comes
- * later. curl's transfers check SSL_pending() (the current record only)
- * before waiting, so theirs stay without read-ahead.
+ * whole). OpenSSL's buffer holds no data whenever we wait in poll(): the
+ * read loop waits only after a read found no whole record (CURLE_AGAIN);
+ * and between answers (before the first read, while sending, in
+ * own_unasked) because a connection whose buffer still holds something
+ * after an answer (SSL_has_pending) is not kept - what comes later stays
+ * in the socket, where own_unasked sees it. (What the handshake may leave,
+ * session tickets, is not data: the next read processes it.) curl's transfers check
+ * SSL_pending() (the current record only) before waiting, so theirs stay without
+ * read-ahead.
  *
  * Errors: a non-2xx answer is parsed by kcr_errinfo_from_http(), so the
  * caller sees the server's Status verbatim. 429/503 are retried after
@@ -990,12 +992,6 @@ static kcr_err own_connect(kcr_client *c, struct kcr__conn *conn,
   }
   if(cc == CURLE_OK)
     cc = curl_easy_getinfo(conn->h, CURLINFO_ACTIVESOCKET, &conn->sock);
-  if(cc == CURLE_OK && tls_openssl) {
-    struct curl_tlssessioninfo *ti = NULL;
-    if(!curl_easy_getinfo(conn->h, CURLINFO_TLS_SSL_PTR, &ti) && ti &&
-       ti->backend == CURLSSLBACKEND_OPENSSL)
-      conn->ssl = ti->internals;
-  }
   if(cc == CURLE_OK && conn->sock == CURL_SOCKET_BAD)
     cc = CURLE_COULDNT_CONNECT;
   return cc == CURLE_OK ? KCR_OK : kcr__curl_err(cc, conn, req->method, req->path, ei);
@@ -1089,6 +1085,17 @@ static bool own_body(const char *p, size_t n, void *ud)
   return take_body(p, n, r);
 }
 
+/* Finds conn's SSL (OpenSSL backend). Only once a request was sent on it:
+ * right after a CONNECT_ONLY perform curl has not attached the connection
+ * to the handle again, and reports none. */
+static void own_ssl(struct kcr__conn *conn)
+{
+  struct curl_tlssessioninfo *ti = NULL;
+  if(tls_openssl && !curl_easy_getinfo(conn->h, CURLINFO_TLS_SSL_PTR, &ti) && ti &&
+     ti->backend == CURLSSLBACKEND_OPENSSL)
+    conn->ssl = ti->internals;
+}
+
 /* How an attempt on a connection ended. */
 enum own_end {
   OWN_ANSWERED, /* the answer is whole (or the body callback stopped it) */
@@ -1146,6 +1153,8 @@ static enum own_end own_exchange(struct kcr__conn *conn, uint64_t deadline,
     p += sent;
     n -= sent;
   }
+  if(!conn->ssl)
+    own_ssl(conn);
   /* The answer cannot be there yet: wait before the first read (a read
    * now would only find nothing, one system call for it). */
   if((w = own_wait(conn, POLLIN, deadline, wake)) <= 0)

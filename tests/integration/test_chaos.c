@@ -3,12 +3,16 @@
  * is carrying (a watch stream mid-document, a LIST mid-page, a TLS record in
  * half). While objects churn and connections keep being cut, the informer
  * must recover by itself and end equal to a fresh LIST. And a watch
- * canceled while it connects to a server that never answers ends soon. */
+ * canceled while it connects to a server that never answers ends soon,
+ * and bytes a server sends after an answer are not taken for the next. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/ssl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -393,12 +397,127 @@ static void a_watch_canceled_while_connecting_ends_soon(void **state)
   close(lfd);
 }
 
+/* ---- a server that sends what nobody asked for ---- */
+
+/* Answers each request on its first connection with {"answer":1} and,
+ * right behind it - a second TLS record in the same TCP segment - a whole
+ * answer nobody asked for; on its second connection with {"answer":2}. */
+struct talker {
+  int lfd, port;
+  SSL_CTX *ctx;
+  pthread_t th;
+};
+
+/* Reads one request (head and Content-Length body); false at its end. */
+static bool read_request(SSL *ssl)
+{
+  char buf[8192];
+  size_t n = 0;
+  for(;;) {
+    int k = SSL_read(ssl, buf + n, (int)(sizeof(buf) - 1 - n));
+    char *end, *clen;
+    if(k <= 0)
+      return false;
+    n += (size_t)k;
+    buf[n] = '\0';
+    if((end = strstr(buf, "\r\n\r\n"))) {
+      clen = strcasestr(buf, "content-length:");
+      if(n - (size_t)(end + 4 - buf) >= (clen ? strtoul(clen + 15, NULL, 10) : 0))
+        return true;
+    }
+    if(n == sizeof(buf) - 1)
+      return false;
+  }
+}
+
+static void *talk(void *arg)
+{
+  static const char stale[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                              "Content-Length: 14\r\n\r\n{\"stale\":true}";
+  struct talker *t = arg;
+  for(int i = 1; i <= 2; i++) {
+    int fd = accept(t->lfd, NULL, NULL), on = 1, off = 0;
+    SSL *ssl;
+    if(fd < 0)
+      break;
+    ssl = SSL_new(t->ctx);
+    SSL_set_fd(ssl, fd);
+    if(SSL_accept(ssl) == 1) {
+      while(read_request(ssl)) {
+        char a[160];
+        int n = snprintf(a, sizeof(a),
+                         "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                         "Content-Length: 12\r\n\r\n{\"answer\":%d}",
+                         i);
+        setsockopt(fd, IPPROTO_TCP, TCP_CORK, &on, sizeof(on));
+        SSL_write(ssl, a, n);
+        if(i == 1)
+          SSL_write(ssl, stale, (int)sizeof(stale) - 1);
+        setsockopt(fd, IPPROTO_TCP, TCP_CORK, &off, sizeof(off));
+      }
+    }
+    SSL_free(ssl);
+    close(fd);
+  }
+  return NULL;
+}
+
+/* A write's connection is not kept when more than its answer came with it
+ * (read ahead into OpenSSL's buffer, where a poll of the socket cannot see
+ * it): the next write goes on a new connection and gets its own answer,
+ * not the one nobody asked for. */
+static void bytes_after_an_answer_are_not_the_next_answer(void **state)
+{
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof(a);
+  struct talker t = {.lfd = socket(AF_INET, SOCK_STREAM, 0)};
+  char crt[512], key[512];
+  struct kcr_http_request req = {.method = "POST",
+                                 .path = "/api/v1/namespaces/x/configmaps",
+                                 .body = "{}",
+                                 .body_len = 2};
+  struct kcr_http_response resp = {.body = KCR_BUF_INIT};
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+
+  unsetenv("https_proxy"); /* writes on connections of the client's own */
+  unsetenv("HTTPS_PROXY");
+  unsetenv("all_proxy");
+  unsetenv("ALL_PROXY");
+  /* the apiserver's serving certificate: the kubeconfig's CA trusts it */
+  snprintf(crt, sizeof(crt), "%s/pki/apiserver.crt", itest_env("KCR_CONTROLPLANE_DIR"));
+  snprintf(key, sizeof(key), "%s/pki/apiserver.key", itest_env("KCR_CONTROLPLANE_DIR"));
+  assert_non_null(t.ctx = SSL_CTX_new(TLS_server_method()));
+  assert_int_equal(1, SSL_CTX_use_certificate_chain_file(t.ctx, crt));
+  assert_int_equal(1, SSL_CTX_use_PrivateKey_file(t.ctx, key, SSL_FILETYPE_PEM));
+  assert_int_equal(0, bind(t.lfd, (struct sockaddr *)&a, sizeof(a)));
+  assert_int_equal(0, listen(t.lfd, 8));
+  getsockname(t.lfd, (struct sockaddr *)&a, &len);
+  assert_int_equal(0, pthread_create(&t.th, NULL, talk, &t));
+  kcr_client *c = client_via(ntohs(a.sin_port));
+
+  itest_expect(KCR_OK, kcr_client_do(c, &req, &resp, &ei), &ei);
+  assert_string_equal("{\"answer\":1}", resp.body.ptr);
+  itest_sleep_ms(200); /* the unasked answer has long arrived */
+  itest_expect(KCR_OK, kcr_client_do(c, &req, &resp, &ei), &ei);
+  assert_string_equal("{\"answer\":2}", resp.body.ptr);
+
+  kcr_client_free(c); /* closes the connections: the server's reads end */
+  shutdown(t.lfd, SHUT_RDWR);
+  pthread_join(t.th, NULL);
+  close(t.lfd);
+  SSL_CTX_free(t.ctx);
+  kcr_buf_cleanup(&resp.body);
+  kcr_errinfo_cleanup(&ei);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(informer_recovers_from_cut_streams),
       cmocka_unit_test(writes_go_through_after_every_pooled_connection_died),
       cmocka_unit_test(a_watch_canceled_while_connecting_ends_soon),
+      cmocka_unit_test(bytes_after_an_answer_are_not_the_next_answer),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
