@@ -44,6 +44,10 @@ void kcr__headers_free(struct curl_slist *hdrs);
 kcr_err kcr__curl_err(CURLcode cc, const struct kcr__conn *conn, const char *method,
                       const char *path, struct kcr_errinfo *ei);
 void kcr__client_observe(kcr_client *c, const char *method, long code, double secs);
+/* Whether c makes a GET of path (with its query) on a connection of its
+ * own: https without a proxy, no wire seam, a path a request line can hold
+ * as it is. When false, the caller uses curl. Thread-safe. */
+bool kcr__own_streams(const kcr_client *c, const char *path);
 /* A GET whose answer streams (a watch) on a connection of our own
  * (client.c, DESIGN: writes on connections of our own), its body handed to
  * fn as it arrives, *code set to the answer's status before fn's first
@@ -51,17 +55,13 @@ void kcr__client_observe(kcr_client *c, const char *method, long code, double se
  * bounds the whole exchange, connecting included (KCR_FOREVER: no limit;
  * 0: the client's timeout_ms); wake_fd (-1: none) readable ends a wait for
  * the answer at once, and a connection being made within about a second
- * (curl's progress callback looks at it). The connection goes back to the pool only
- * when the answer ended whole and the server keeps it.
+ * (curl's progress callback looks at it). The connection goes back to
+ * the pool only when the answer ended whole and the server keeps it.
  * Only for a path kcr__own_streams() takes (else KCR_EINVAL).
  * Returns KCR_OK when the answer ended or fn stopped it (whatever *code);
  * KCR_ECANCELED (woken), KCR_ETIMEDOUT, KCR_ETRANSPORT (with ei);
  * KCR_ENOMEM; credential errors.
  * Thread-safe: a connection is the caller's for the call. */
-/* Whether c makes a GET of path (with its query) on a connection of its
- * own: https without a proxy, no wire seam, a path a request line can hold
- * as it is. When false, the caller uses curl. Thread-safe. */
-bool kcr__own_streams(const kcr_client *c, const char *path);
 kcr_err kcr__own_stream(kcr_client *c, const char *path, uint64_t timeout_ms, int wake_fd,
                         kcr__h1_body_fn fn, void *ud, long *code, struct kcr_errinfo *ei);
 /* The client's max_response_bytes. */

@@ -8,10 +8,11 @@
  * connections (kcr__own_stream, client.c), whose wait for the next bytes
  * also ends when kcr_watch_cancel() writes the watch's eventfd (never
  * drained: a canceled watch stays canceled); while the connection is
- * being made, curl's progress callback looks at it about once a second. Otherwise (http,
- * a proxy) one pooled easy handle driven by a private multi handle, so kcr_watch_cancel()
- * can interrupt curl_multi_poll() from another thread with curl_multi_wakeup() instead of
- * waiting for the next byte.
+ * being made, curl's progress callback looks at it about once a second.
+ * Otherwise (http, a proxy) one pooled easy handle driven by a private
+ * multi handle, so kcr_watch_cancel() can interrupt curl_multi_poll() from
+ * another thread with curl_multi_wakeup() instead of waiting for the next
+ * byte.
  *
  * Termination (see watch.h): server end -> OK; ERROR event -> the code its
  * Status maps to (410/Expired/Gone -> EGONE); plain non-200 answer -> the
@@ -434,6 +435,14 @@ static kcr_err watch_path(const kcr_watch *w, struct kcr_buf *p)
  * to look: this only bounds the wait should a wakeup ever be lost. */
 #define IDLE_POLL_MS 60000
 
+/* How long the whole stream may last, in ms (0: no limit): the server
+ * ends it after timeoutSeconds, allowed a margin. */
+static uint64_t stream_ms(const kcr_watch *w)
+{
+  return w->timeout_s && w->timeout_s < INT32_MAX / 1000 - 30 ? (w->timeout_s + 30) * 1000
+                                                              : 0;
+}
+
 /* Drives the transfer until it ends or is canceled; returns curl's result. */
 static CURLcode pump(kcr_watch *w, bool *canceled)
 {
@@ -475,11 +484,7 @@ static kcr_err run_curl(kcr_watch *w, const char *path, struct kcr__conn **connp
   rc = kcr__conn_prepare(w->c, conn, "GET", path, NULL, false, &hdrs, ei);
   if(rc)
     goto out;
-  /* The server ends the stream after timeoutSeconds; allow it a margin. */
-  curl_easy_setopt(conn->h, CURLOPT_TIMEOUT_MS,
-                   w->timeout_s && w->timeout_s < INT32_MAX / 1000 - 30
-                       ? (long)(w->timeout_s + 30) * 1000L
-                       : 0L);
+  curl_easy_setopt(conn->h, CURLOPT_TIMEOUT_MS, (long)stream_ms(w));
   curl_easy_setopt(conn->h, CURLOPT_WRITEFUNCTION, on_data);
   curl_easy_setopt(conn->h, CURLOPT_WRITEDATA, w);
   curl_easy_setopt(conn->h, CURLOPT_HEADERFUNCTION, NULL);
@@ -500,11 +505,9 @@ out:
 static kcr_err run_own(kcr_watch *w, const char *path, CURLcode *cc, bool *canceled,
                        struct kcr_errinfo *ei)
 {
-  /* The server ends the stream after timeoutSeconds; allow it a margin. */
-  uint64_t ms = w->timeout_s && w->timeout_s < INT32_MAX / 1000 - 30
-                    ? (w->timeout_s + 30) * 1000
-                    : KCR_FOREVER;
-  kcr_err rc = kcr__own_stream(w->c, path, ms, w->wake_fd, feed, w, &w->code, ei);
+  uint64_t ms = stream_ms(w);
+  kcr_err rc = kcr__own_stream(w->c, path, ms ? ms : KCR_FOREVER, w->wake_fd, feed, w,
+                               &w->code, ei);
   *canceled = atomic_load(&w->canceled);
   *cc = rc ? CURLE_RECV_ERROR : CURLE_OK;
   return rc;
@@ -546,10 +549,9 @@ kcr_err kcr_watch_run(kcr_watch *w, struct kcr_errinfo *ei)
   if(rc)
     goto out;
   wire = kcr__client_wire(w->c, &wud);
-  own = !wire && kcr__own_streams(w->c, path.ptr);
   if(wire)
     trc = run_wire(w, path.ptr, wire, wud, &cc, &canceled, ei);
-  else if(own)
+  else if((own = kcr__own_streams(w->c, path.ptr)))
     trc = run_own(w, path.ptr, &cc, &canceled, ei);
   else
     trc = run_curl(w, path.ptr, &conn, &cc, &canceled, ei);
