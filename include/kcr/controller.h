@@ -63,6 +63,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "queue.h"
+#include "status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -121,6 +122,16 @@ struct kcr_predicate {
 /* Passes updates whose metadata.generation changed (spec changes), and
  * resyncs. */
 KCR_API extern const struct kcr_predicate kcr_pred_generation_changed;
+/* Passes every update but the echo of w's own status write: the update
+ * whose new object is what w's last status write to it answered
+ * (kcr_status_writer_wrote) and differs from the old one in nothing but
+ * status and metadata.resourceVersion (their texts compared). Reconciling
+ * that echo would find what the reconcile that wrote it did, so for the
+ * objects a controller is `for` this saves one reconcile per status write;
+ * a status someone else changed, or any other change arriving with it
+ * (after a relist, say), still passes. When in doubt it passes. w must
+ * outlive the controller. Thread safety: any thread. */
+KCR_API struct kcr_predicate kcr_pred_not_own_status(kcr_status_writer *w);
 
 /* Maps an object to keys: call emit(ns, name, ctx) for each (the strings
  * are copied). Called on the informer's thread with a borrowed object. */

@@ -142,6 +142,15 @@ KCR_API void kcr_status_writer_free(kcr_status_writer *w);
  * NULL uid or rv: nothing. Thread safety: any thread. */
 KCR_API void kcr_status_writer_seen(kcr_status_writer *w, const char *uid,
                                     const char *rv);
+/* Whether w's last status write to the object with this uid was answered
+ * with resourceVersion rv, i.e. the object at rv is that write's result -
+ * while w still holds the record (30 seconds after the write, 5 after
+ * kcr_status_writer_seen; later, or for a write w did not make: false).
+ * For telling the echo of one's own write in a watch from others' changes
+ * (kcr_pred_not_own_status, kcr/controller.h). Changes nothing. NULL w,
+ * uid or rv: false. Thread safety: any thread. */
+KCR_API bool kcr_status_writer_wrote(kcr_status_writer *w, const char *uid,
+                                     const char *rv);
 
 /* Merges d into a copy of obj's status: *conds gets the full merged
  * conditions list (new, caller frees), *changed whether anything differs

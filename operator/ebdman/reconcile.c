@@ -736,7 +736,12 @@ int ebdman_run(const struct ebdman_run_opts *ro)
                                                       .client = kcr_manager_client(m),
                                                       .metrics = kcr_manager_metrics(m)},
                         &ctl, &ei) ||
-     kcr_controller_for(ctl, e.ebds, NULL) ||
+     /* the echo of our own status write reconciles nothing new */
+     kcr_controller_for(
+         ctl, e.ebds,
+         &(struct kcr_source_opts){
+             .preds = (struct kcr_predicate[]){kcr_pred_not_own_status(e.status)},
+             .npreds = 1}) ||
      kcr_informer_add_handlers(
          e.ebds, &(struct kcr_informer_handlers){.on_add = on_ebd_seen,
                                                  .on_update = on_ebd_changed,

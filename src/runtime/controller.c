@@ -47,6 +47,7 @@
 #include "core/assert-int.h"
 #include "kcr/controller.h"
 #include "kcr/time.h"
+#include "runtime/store-int.h"
 
 #define MAX_SOURCES      16
 #define REQUEUE_CHECK_MS 1000
@@ -462,6 +463,17 @@ static bool gen_changed(kcr_obj *old, kcr_obj *cur, void *ud)
 }
 
 const struct kcr_predicate kcr_pred_generation_changed = {.update = gen_changed};
+
+static bool not_own_status(kcr_obj *old, kcr_obj *cur, void *ud)
+{
+  return !kcr_status_writer_wrote(ud, kcr_obj_uid(cur), kcr_obj_rv(cur)) ||
+         !kcr__obj_same_but_status(old, cur);
+}
+
+struct kcr_predicate kcr_pred_not_own_status(kcr_status_writer *w)
+{
+  return (struct kcr_predicate){.update = not_own_status, .ud = w};
+}
 
 /* ---- workers ---- */
 

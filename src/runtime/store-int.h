@@ -40,6 +40,12 @@ kcr_err kcr__obj_from_text(const char *text, size_t len, unsigned flags,
                            const struct kcr__proj *proj,
                            const struct kcr__json_want *known, size_t nknown,
                            kcr_obj **out, struct kcr_errinfo *ei);
+/* Whether a and b have the same text but for their status (absent in
+ * either, or not) and their metadata.resourceVersion - compared as the
+ * stored texts, so false also when only the order of members differs, or
+ * when a text has no resourceVersion or cannot be walked. Thread safety:
+ * any thread. */
+bool kcr__obj_same_but_status(const kcr_obj *a, const kcr_obj *b);
 /* The length of the longest hash chain of the object table (the cost of the
  * worst lookup). Takes the read lock. */
 size_t kcr__store_max_chain(kcr_store *s);

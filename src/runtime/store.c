@@ -35,6 +35,7 @@
  * single writer changes anything. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1222,4 +1223,79 @@ kcr_err kcr_store_replace(kcr_store *s, kcr_obj **objs, size_t n, kcr_obj ***gon
   *gone = dead;
   *ngone = ndead;
   return KCR_OK;
+}
+
+/* An object's text as up to three pieces: all of it but its status member
+ * (name, value and the comma that joins it) and its resourceVersion's
+ * value. */
+struct cut {
+  const char *p[3];
+  size_t n[3];
+};
+
+static bool cut_of(const kcr_obj *o, struct cut *c)
+{
+  static const char *const paths[] = {"status", "metadata.resourceVersion"};
+  static const char name[] = "\"status\":";
+  const size_t nl = sizeof(name) - 1;
+  struct kcr_span sp[2];
+  size_t len;
+  const char *t = kcr_obj_json(o, &len), *end = t + len, *from[2], *to[2];
+  int k = 0;
+
+  kcr_obj_spans(o, paths, sp, 2);
+  if(!sp[1].at)
+    return false;
+  if(sp[0].at) {
+    const char *s = sp[0].at - nl, *e = sp[0].at + sp[0].n;
+    if(sp[0].at - t < (ptrdiff_t)nl || memcmp(s, name, nl))
+      return false;
+    if(s > t && s[-1] == ',')
+      s--;
+    else if(e < end && *e == ',')
+      e++;
+    from[k] = s, to[k++] = e;
+  }
+  from[k] = sp[1].at, to[k++] = sp[1].at + sp[1].n;
+  if(k == 2 && from[1] < from[0]) {
+    const char *f = from[0], *e = to[0];
+    from[0] = from[1], to[0] = to[1], from[1] = f, to[1] = e;
+  }
+  if(k == 2 && to[0] > from[1])
+    return false; /* overlapping: not a text this reads */
+  memset(c, 0, sizeof(*c));
+  c->p[0] = t, c->n[0] = (size_t)(from[0] - t);
+  c->p[1] = to[0], c->n[1] = (size_t)((k == 2 ? from[1] : end) - to[0]);
+  if(k == 2)
+    c->p[2] = to[1], c->n[2] = (size_t)(end - to[1]);
+  return true;
+}
+
+static bool cuts_equal(const struct cut *x, const struct cut *y)
+{
+  size_t i = 0, j = 0, oi = 0, oj = 0;
+  if(x->n[0] + x->n[1] + x->n[2] != y->n[0] + y->n[1] + y->n[2])
+    return false;
+  while(i < 3 && j < 3) {
+    size_t k;
+    if(oi == x->n[i]) {
+      i++, oi = 0;
+      continue;
+    }
+    if(oj == y->n[j]) {
+      j++, oj = 0;
+      continue;
+    }
+    k = x->n[i] - oi < y->n[j] - oj ? x->n[i] - oi : y->n[j] - oj;
+    if(memcmp(x->p[i] + oi, y->p[j] + oj, k))
+      return false;
+    oi += k, oj += k;
+  }
+  return true;
+}
+
+bool kcr__obj_same_but_status(const kcr_obj *a, const kcr_obj *b)
+{
+  struct cut x, y;
+  return cut_of(a, &x) && cut_of(b, &y) && cuts_equal(&x, &y);
 }

@@ -146,6 +146,11 @@ void kcr_status_writer_seen(kcr_status_writer *w, const char *uid, const char *r
   kcr__written_seen(&w->written, uid, rv, kcr_time_mono_ms());
 }
 
+bool kcr_status_writer_wrote(kcr_status_writer *w, const char *uid, const char *rv)
+{
+  return w && kcr__written_is(&w->written, uid, rv);
+}
+
 static void count(kcr_status_writer *w, const char *result, double n)
 {
   kcr_metric_inc(w->m_writes, (const char *[]){result, NULL}, n);

@@ -83,6 +83,9 @@ bool kcr__written_pending(struct kcr__written *t, const char *key, const char *r
  * older rv). A record rv is older than stays as it was. */
 void kcr__written_seen(struct kcr__written *t, const char *key, const char *rv,
                        uint64_t now_ms);
+/* Whether the record of key holds exactly resourceVersion rv: the object
+ * at rv is what the recorded write answered. Changes no record. */
+bool kcr__written_is(struct kcr__written *t, const char *key, const char *rv);
 /* Drops the record of key, if any (the object was deleted). */
 void kcr__written_forget(struct kcr__written *t, const char *key);
 /* Records held (after dropping those older than ttl_ms at now_ms). */

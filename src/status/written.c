@@ -189,6 +189,19 @@ void kcr__written_seen(struct kcr__written *t, const char *key, const char *rv,
   pthread_mutex_unlock(&t->mu);
 }
 
+bool kcr__written_is(struct kcr__written *t, const char *key, const char *rv)
+{
+  struct kcr__wrec *r;
+  bool is;
+
+  if(!key || !*key || !rv || !*rv)
+    return false;
+  pthread_mutex_lock(&t->mu);
+  is = t->by_key.n && (r = find(t, key, kcr_hash_str(key))) && !strcmp(r->rv, rv);
+  pthread_mutex_unlock(&t->mu);
+  return is;
+}
+
 /* The record of key when rv (or, with absent, a missing copy) is older
  * than it; else NULL, and a record of key is dropped. With t->mu held. */
 static struct kcr__wrec *pending(struct kcr__written *t, const char *key, const char *rv,

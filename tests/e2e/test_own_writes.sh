@@ -39,9 +39,10 @@ wait_eq 300 "EBDs with Ready=True" "$n" count_ready "$ns"
 check_all_ready "$ns" "$n"
 check_children "$ns"
 
-# The last status writes come back as watch events and wake their EBDs once
-# more: wait until those reconciles are done, twice, 3 s apart (a window in
-# which a late redundant write would show).
+# The last status writes come back as watch events (which reconcile nothing:
+# test_own_echo.sh) while other events may still be queued: wait until the
+# reconciles are done, twice, 3 s apart (a window in which a late redundant
+# write would show).
 wait_for 120 "ebdman idle" ebd_idle op "$n"
 sleep 3
 wait_for 120 "ebdman still idle" ebd_idle op "$n"

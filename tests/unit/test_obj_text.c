@@ -472,6 +472,74 @@ static void out_of_memory_fails_cleanly(void **state)
     tfail_torture("kcr__obj_from_text", whole_or_enomem, &t[i]);
 }
 
+/* kcr__obj_from_text of a C string. */
+static kcr_obj *obj_of(const char *text)
+{
+  kcr_obj *o = NULL;
+  assert_int_equal(KCR_OK,
+                   kcr__obj_from_text(text, strlen(text), 0, NULL, NULL, 0, &o, NULL));
+  return o;
+}
+
+#define EBD_HEAD "{\"apiVersion\":\"ebdman.example.com/v1alpha1\",\"kind\":\"EBD\","
+#define EBD_META(rv, more)                                                               \
+  "\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"uid\":\"u1\","                    \
+  "\"resourceVersion\":\"" rv "\",\"generation\":1" more "},"
+#define EBD_SPEC "\"spec\":{\"image\":\"i:1\",\"replicas\":1}"
+
+/* kcr__obj_same_but_status (kcr_pred_not_own_status's test of an echo):
+ * texts that differ only in status - present or absent, first, middle or
+ * last member - and resourceVersion are the same; any other difference
+ * (spec, generation, labels, deletionTimestamp, a status member of spec),
+ * or a text without resourceVersion, is not. */
+static void same_but_status_ignores_only_status_and_version(void **state)
+{
+  static const char *const same[][2] = {
+      {EBD_HEAD EBD_META("7", "") EBD_SPEC "}",
+       EBD_HEAD EBD_META("8", "") EBD_SPEC ",\"status\":{\"observedGeneration\":1}}"},
+      {EBD_HEAD EBD_META("9", "") EBD_SPEC ",\"status\":{\"conditions\":[]}}",
+       EBD_HEAD EBD_META("10", "") EBD_SPEC ",\"status\":{\"observedGeneration\":1,"
+                                            "\"conditions\":[{\"type\":\"Ready\"}]}}"},
+      {"{\"status\":{\"a\":1}," EBD_META("7", "") EBD_SPEC "}",
+       "{" EBD_META("70", "") EBD_SPEC "}"},
+      {EBD_HEAD "\"status\":{}," EBD_META("7", "") EBD_SPEC "}",
+       EBD_HEAD EBD_META("7", "") EBD_SPEC "}"},
+      {EBD_HEAD EBD_META("7", "") EBD_SPEC "}", EBD_HEAD EBD_META("7", "") EBD_SPEC "}"},
+  };
+  static const char *const differ[][2] = {
+      {EBD_HEAD EBD_META("7", "") EBD_SPEC "}",
+       EBD_HEAD EBD_META("8", "") "\"spec\":{\"image\":\"i:2\",\"replicas\":1},"
+                                  "\"status\":{}}"},
+      {EBD_HEAD EBD_META("7", "") EBD_SPEC ",\"status\":{}}", EBD_HEAD
+       "\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"uid\":\"u1\","
+       "\"resourceVersion\":\"8\",\"generation\":2}," EBD_SPEC ",\"status\":{}}"},
+      {EBD_HEAD EBD_META("7", "") EBD_SPEC ",\"status\":{}}",
+       EBD_HEAD EBD_META("8", ",\"labels\":{\"a\":\"b\"}") EBD_SPEC ",\"status\":{}}"},
+      {EBD_HEAD EBD_META("7", "") EBD_SPEC ",\"status\":{}}",
+       EBD_HEAD EBD_META("8", ",\"deletionTimestamp\":\"2026-12-03T00:00:00Z\"") EBD_SPEC
+       ",\"status\":{}}"},
+      {EBD_HEAD EBD_META("7", "") "\"spec\":{\"status\":1}}",
+       EBD_HEAD EBD_META("8", "") "\"spec\":{}}"},
+      {EBD_HEAD "\"metadata\":{\"name\":\"a\",\"uid\":\"u1\"}," EBD_SPEC "}",
+       EBD_HEAD "\"metadata\":{\"name\":\"a\",\"uid\":\"u1\"}," EBD_SPEC "}"},
+  };
+
+  for(size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+    kcr_obj *a = obj_of(same[i][0]), *b = obj_of(same[i][1]);
+    if(!kcr__obj_same_but_status(a, b) || !kcr__obj_same_but_status(b, a))
+      fail_msg("same[%zu] not the same:\n  %s\n  %s", i, same[i][0], same[i][1]);
+    kcr_obj_unref(a);
+    kcr_obj_unref(b);
+  }
+  for(size_t i = 0; i < sizeof(differ) / sizeof(differ[0]); i++) {
+    kcr_obj *a = obj_of(differ[i][0]), *b = obj_of(differ[i][1]);
+    if(kcr__obj_same_but_status(a, b) || kcr__obj_same_but_status(b, a))
+      fail_msg("differ[%zu] the same:\n  %s\n  %s", i, differ[i][0], differ[i][1]);
+    kcr_obj_unref(a);
+    kcr_obj_unref(b);
+  }
+}
+
 /* Bad arguments are EINVAL naming the function that was called and what
  * was wrong with them (not the tree way's name for them). */
 static void bad_arguments_are_named(void **state)
@@ -502,6 +570,7 @@ int main(void)
       cmocka_unit_test(spans_are_the_values_the_tree_reads),
       cmocka_unit_test(out_of_memory_fails_cleanly),
       cmocka_unit_test(bad_arguments_are_named),
+      cmocka_unit_test(same_but_status_ignores_only_status_and_version),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
