@@ -72,7 +72,15 @@ struct kcr_informer_opts {
                                     the min (5-10 minutes, as client-go) */
   kcr_metrics *metrics;          /* optional: kcr_informer_* gauges; borrowed,
                                     must outlive the informer */
+  uint64_t watch_batch_ms;       /* the watch's batch_ms (kcr/watch.h): events
+                                   arriving within it of one another reach
+                                   the cache and the handlers with one
+                                   wake-up; 0: KCR_INFORMER_WATCH_BATCH_MS */
+  bool watch_unbatched;          /* true: no batch, each read at once */
 };
+/* The default watch batch: 50 ms, far below what a controller's queue and
+ * writes take, enough to read a burst's events a few at a time. */
+#define KCR_INFORMER_WATCH_BATCH_MS 50
 
 /* Cache projection (opts.keep): the store holds only the members of each
  * object that the controller reads, so a cached object costs the bytes of

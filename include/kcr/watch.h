@@ -94,6 +94,16 @@ struct kcr_watch_opts {
    * comes as a tree as before, and so do ERROR events (the watch reads
    * their Status). */
   bool object_text;
+  /* After reading what had arrived (and calling on_event for each event in
+   * it), wait this long before reading again, so that the events arriving
+   * meanwhile are read and delivered with one wake-up of the thread, not
+   * one each: fewer thread switches under a burst, for at most batch_ms
+   * more latency of an event that follows another one closely. An event
+   * after a quiet spell is read as soon as it arrives; kcr_watch_cancel
+   * ends the wait at once. 0: every read as soon as bytes arrive. Only
+   * for a stream on one of the client's own connections (https without a
+   * proxy); others read as they arrive. The informer sets 50 ms. */
+  uint64_t batch_ms;
 };
 
 typedef struct kcr_watch kcr_watch;

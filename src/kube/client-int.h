@@ -57,13 +57,18 @@ bool kcr__own_streams(const kcr_client *c, const char *path);
  * the answer at once, and a connection being made within about a second
  * (curl's progress callback looks at it). The connection goes back to
  * the pool only when the answer ended whole and the server keeps it.
+ * batch_ms (0: none): after bytes were read and handed to fn, the next
+ * read waits that long first (only wake_fd ends that wait early), so that
+ * bytes arriving meanwhile are read with one wake-up of the thread; when
+ * nothing came in it, the wait for bytes is as without it.
  * Only for a path kcr__own_streams() takes (else KCR_EINVAL).
  * Returns KCR_OK when the answer ended or fn stopped it (whatever *code);
  * KCR_ECANCELED (woken), KCR_ETIMEDOUT, KCR_ETRANSPORT (with ei);
  * KCR_ENOMEM; credential errors.
  * Thread-safe: a connection is the caller's for the call. */
 kcr_err kcr__own_stream(kcr_client *c, const char *path, uint64_t timeout_ms, int wake_fd,
-                        kcr__h1_body_fn fn, void *ud, long *code, struct kcr_errinfo *ei);
+                        uint64_t batch_ms, kcr__h1_body_fn fn, void *ud, long *code,
+                        struct kcr_errinfo *ei);
 /* The client's max_response_bytes. */
 size_t kcr__client_max_response(const kcr_client *c);
 /* True if the write gate allows a write now (always without a gate). */

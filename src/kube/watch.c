@@ -172,6 +172,7 @@ struct kcr_watch {
   struct kcr_ref ref;
   char *group, *version, *resource, *ns, *label_selector, *field_selector;
   uint64_t timeout_s; /* 0: the server's default */
+  uint64_t batch_ms;
   bool allow_bookmarks, drop_managed_fields, object_text;
   kcr_watch_fn fn;
   void *ud;
@@ -233,6 +234,7 @@ kcr_err kcr_watch_new(const struct kcr_watch_opts *o, kcr_watch **out,
   w->allow_bookmarks = o->allow_bookmarks;
   w->drop_managed_fields = o->drop_managed_fields;
   w->object_text = o->object_text;
+  w->batch_ms = o->batch_ms;
   w->gvr = (struct kcr_gvr){.group = w->group,
                             .version = w->version,
                             .resource = w->resource,
@@ -506,8 +508,8 @@ static kcr_err run_own(kcr_watch *w, const char *path, CURLcode *cc, bool *cance
                        struct kcr_errinfo *ei)
 {
   uint64_t ms = stream_ms(w);
-  kcr_err rc = kcr__own_stream(w->c, path, ms ? ms : KCR_FOREVER, w->wake_fd, feed, w,
-                               &w->code, ei);
+  kcr_err rc = kcr__own_stream(w->c, path, ms ? ms : KCR_FOREVER, w->wake_fd, w->batch_ms,
+                               feed, w, &w->code, ei);
   *canceled = atomic_load(&w->canceled);
   *cc = rc ? CURLE_RECV_ERROR : CURLE_OK;
   return rc;

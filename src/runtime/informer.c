@@ -476,7 +476,11 @@ static enum state do_watch(kcr_informer *inf)
                               .timeout_ms = watch_timeout_ms(inf),
                               .allow_bookmarks = true,
                               .drop_managed_fields = !inf->o.keep_managed_fields,
-                              .object_text = true};
+                              .object_text = true,
+                              .batch_ms = inf->o.watch_unbatched ? 0
+                                          : inf->o.watch_batch_ms
+                                              ? inf->o.watch_batch_ms
+                                              : KCR_INFORMER_WATCH_BATCH_MS};
   uint64_t t0 = kcr_time_mono_ms(), events0;
   kcr_watch *w;
   kcr_err rc;

@@ -2,7 +2,8 @@
  * order with their resourceVersions, cancellation from another thread is
  * prompt, the server's timeout ends the stream cleanly, a watch from a
  * compacted resourceVersion ends with KCR_EGONE, drop_managed_fields
- * delivers objects without their managedFields, and an idle watch sleeps.
+ * delivers objects without their managedFields, an idle watch sleeps, and
+ * batch_ms reads events that follow each other closely together.
  * The first runs both ways a watch can go: on the client's own connection
  * and, with a proxy named, as curl's transfer. */
 #include <pthread.h>
@@ -24,6 +25,7 @@ struct events {
   char name[MAXEV][32];
   char value[MAXEV][16];
   char rv[MAXEV][24];
+  uint64_t at[MAXEV]; /* when it reached the callback */
 };
 
 static kcr_err record(struct kcr_watch_event *ev, void *ud)
@@ -34,6 +36,7 @@ static kcr_err record(struct kcr_watch_event *ev, void *ud)
   pthread_mutex_lock(&e->mu);
   if(e->n < MAXEV) {
     e->type[e->n] = ev->type;
+    e->at[e->n] = kcr_time_mono_ms();
     snprintf(e->name[e->n], sizeof(e->name[0]), "%s", n ? n : "");
     snprintf(e->value[e->n], sizeof(e->value[0]), "%s", v ? v : "");
     snprintf(e->rv[e->n], sizeof(e->rv[0]), "%s",
@@ -297,6 +300,23 @@ static void drop_managed_fields_leaves_them_out(void **state)
   kcr_errinfo_cleanup(&ei);
 }
 
+/* A watch of the namespace's ConfigMaps with label selector sel, recording
+ * into e, reading in batches of batch_ms. */
+static kcr_watch *selected_watch(struct events *e, const char *sel, uint64_t batch_ms)
+{
+  struct kcr_ref coll = {&itest_configmaps, ns};
+  struct kcr_watch_opts wo = {.client = cl,
+                              .ref = &coll,
+                              .on_event = record,
+                              .ud = e,
+                              .label_selector = sel,
+                              .timeout_ms = 300000,
+                              .batch_ms = batch_ms};
+  kcr_watch *w = NULL;
+  assert_int_equal(KCR_OK, kcr_watch_new(&wo, &w, NULL));
+  return w;
+}
+
 /* A watch run on its own thread, which says who it is. */
 struct idle_runner {
   kcr_watch *w;
@@ -336,20 +356,13 @@ static long wakeups(pid_t tid)
  * every second): data, its deadline and kcr_watch_cancel wake it. */
 static void an_idle_watch_sleeps(void **state)
 {
-  struct kcr_ref coll = {&itest_configmaps, ns};
   struct events e = {PTHREAD_MUTEX_INITIALIZER};
   struct idle_runner r = {.mu = PTHREAD_MUTEX_INITIALIZER};
   pthread_t th;
   long before, after;
   pid_t tid;
-  struct kcr_watch_opts wo = {.client = cl,
-                              .ref = &coll,
-                              .on_event = record,
-                              .ud = &e,
-                              .label_selector = "kcr-test=nothing-has-this",
-                              .timeout_ms = 300000};
 
-  assert_int_equal(KCR_OK, kcr_watch_new(&wo, &r.w, NULL));
+  r.w = selected_watch(&e, "kcr-test=nothing-has-this", 0);
   pthread_create(&th, NULL, run_idle, &r);
   itest_sleep_ms(1000); /* connected and waiting */
   pthread_mutex_lock(&r.mu);
@@ -369,6 +382,62 @@ static void an_idle_watch_sleeps(void **state)
   kcr_watch_free(r.w);
 }
 
+static void create_labeled(const char *name)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_ref coll = {&itest_configmaps, ns};
+  cJSON *obj = itest_json("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+                          "{\"name\":\"%s\",\"labels\":{\"kcr-test\":\"batch\"}}}",
+                          name),
+        *out = NULL;
+  itest_expect(KCR_OK, kcr_create(cl, &coll, obj, NULL, &out, &ei), &ei);
+  cJSON_Delete(obj);
+  cJSON_Delete(out);
+}
+
+/* batch_ms: an event after a quiet spell is read at once; one that follows
+ * it closely waits for the batch (the thread reads again batch_ms after its
+ * last read, not as each event arrives); kcr_watch_cancel ends that wait at
+ * once; nothing is lost or reordered. */
+static void a_batch_reads_close_events_together(void **state)
+{
+  struct events t = {PTHREAD_MUTEX_INITIALIZER};
+  struct runner r = {0};
+  uint64_t t0;
+
+  r.w = selected_watch(&t, "kcr-test=batch", 2000);
+  pthread_create(&r.th, NULL, run_watch, &r);
+  itest_sleep_ms(2500); /* connected, past any batch, waiting */
+  t0 = kcr_time_mono_ms();
+  create_labeled("b1");
+  for(int i = 0; i < 300 && count(&t) < 1; i++)
+    itest_sleep_ms(10);
+  assert_int_equal(1, count(&t));
+  if(t.at[0] - t0 >= 1500)
+    fail_msg("the first event after a quiet spell took %llu ms",
+             (unsigned long long)(t.at[0] - t0));
+  create_labeled("b2");
+  for(int i = 0; i < 600 && count(&t) < 2; i++)
+    itest_sleep_ms(10);
+  assert_int_equal(2, count(&t));
+  if(t.at[1] - t.at[0] < 1900)
+    fail_msg("an event right after another came %llu ms after it, not after the batch",
+             (unsigned long long)(t.at[1] - t.at[0]));
+  assert_string_equal("b1", t.name[0]);
+  assert_string_equal("b2", t.name[1]);
+  /* now in the batch after b2's read */
+  t0 = kcr_time_mono_ms();
+  kcr_watch_cancel(r.w);
+  pthread_join(r.th, NULL);
+  assert_int_equal(KCR_ECANCELED, r.rc);
+  if(kcr_time_mono_ms() - t0 >= 1000)
+    fail_msg("a cancel in a batch took %llu ms",
+             (unsigned long long)(kcr_time_mono_ms() - t0));
+  assert_int_equal(2, count(&t));
+  kcr_watch_free(r.w);
+  kcr_errinfo_cleanup(&r.ei);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -378,6 +447,7 @@ int main(void)
       cmocka_unit_test(watch_from_compacted_rv_is_gone),
       cmocka_unit_test(drop_managed_fields_leaves_them_out),
       cmocka_unit_test(an_idle_watch_sleeps),
+      cmocka_unit_test(a_batch_reads_close_events_together),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
