@@ -134,7 +134,17 @@ KCR_API extern const struct kcr_predicate kcr_pred_generation_changed;
 KCR_API struct kcr_predicate kcr_pred_not_own_status(kcr_status_writer *w);
 
 /* Maps an object to keys: call emit(ns, name, ctx) for each (the strings
- * are copied). Called on the informer's thread with a borrowed object. */
+ * are copied). Called on the informer's thread with a borrowed object:
+ *   add     the new object;
+ *   update  the new object, then the old one (as controller-runtime's
+ *           EnqueueRequestsFromMapFunc maps ObjectNew and ObjectOld), so a
+ *           child whose owner label was changed or removed wakes its former
+ *           owner too; the queue folds keys emitted twice. A resync or a
+ *           relist that brings back the same object maps it once;
+ *   delete  the last object the cache knew - also when the delete was
+ *           not seen but found by a relist (the object is gone from the
+ *           new list; the store's copy is what is mapped).
+ * Predicates run first, once per event, on the pair. */
 typedef void (*kcr_map_emit)(const char *ns, const char *name, void *ctx);
 typedef void (*kcr_map_fn)(kcr_obj *obj, kcr_map_emit emit, void *ctx, void *ud);
 
@@ -145,7 +155,7 @@ struct kcr_controller_opts {
   kcr_reconcile_fn reconcile; /* required */
   void *ud;                   /* passed to reconcile */
   kcr_client *client;         /* required; the controller takes a reference */
-  kcr_metrics *metrics;       /* optional; borrowed, must outlive the controller */
+  kcr_metrics *metrics;       /* optional; the controller holds a reference */
   uint64_t base_delay_ms;     /* per-key backoff base; 0: 5 ms */
   uint64_t max_delay_ms;      /* per-key backoff cap, >= the base; 0: 1000 s */
   double qps;                 /* overall requeue token bucket; 0: none */

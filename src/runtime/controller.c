@@ -216,6 +216,7 @@ kcr_err kcr_controller_new(const struct kcr_controller_opts *o, kcr_controller *
     return KCR_ENOMEM;
   c->o = *o;
   c->o.client = kcr_client_ref(o->client);
+  c->o.metrics = kcr_metrics_ref(o->metrics);
   if(c->o.workers < 1)
     c->o.workers = 1;
   c->name = strdup(o->name);
@@ -360,7 +361,14 @@ static void route(struct source *s, kcr_obj *old, kcr_obj *cur, int ev)
     }
     break;
   }
-  case SRC_WATCHES: s->map(cur, emit_key, &e, s->map_ud); break;
+  case SRC_WATCHES:
+    /* Both objects of an update, as controller-runtime's
+     * EnqueueRequestsFromMapFunc: a child relabelled away from its owner
+     * must wake the former owner too. The queue folds the duplicates. */
+    s->map(cur, emit_key, &e, s->map_ud);
+    if(old && old != cur)
+      s->map(old, emit_key, &e, s->map_ud);
+    break;
   }
 }
 
@@ -685,5 +693,6 @@ void kcr_controller_free(kcr_controller *c)
   pthread_cond_destroy(&c->done_cv);
   pthread_mutex_destroy(&c->mu);
   kcr_client_free(c->o.client);
+  kcr_metrics_free(c->o.metrics);
   free(c);
 }

@@ -441,6 +441,86 @@ static void for_predicates_filter_events(void **state)
   tcheck_report();
 }
 
+/* ---- map functions see both objects of an update (issue 28, item 2) ---- */
+
+/* A LIST of ConfigMap a labelled owner=x; once the test says go, a watch
+ * event that relabels it owner=y, then its deletion. */
+static kcr_err api_relabel(struct twire_call *call, void *ud)
+{
+  struct preds *p = ud;
+  if(call->req->watch) {
+    twire_stream(call, 200);
+    if(TCHECK(tflag_wait(&p->go, 30000)) &&
+       twire_send(call, "{\"type\":\"MODIFIED\",\"object\":%s}",
+                  CMG("a", "3", "1", "y")) &&
+       twire_send(call, "{\"type\":\"DELETED\",\"object\":%s}", CMG("a", "4", "1", "y")))
+      twire_wait_cancel(call, 60000);
+    return KCR_OK;
+  }
+  if(twire_is(call, "GET", "/api/v1/namespaces/ns/configmaps"))
+    return twire_reply(call, 200,
+                       "{\"metadata\":{\"resourceVersion\":\"2\"},\"items\":[%s]}",
+                       CMG("a", "1", "1", "x"));
+  return twire_reply(call, 404, "%s", twire_status_json(404, "NotFound"));
+}
+
+/* Maps a ConfigMap to the key named by its label l (one letter). */
+static void map_by_label(kcr_obj *o, kcr_map_emit emit, void *ctx, void *ud)
+{
+  static const char *const path[] = {"metadata.labels.l"};
+  struct kcr_span sp;
+  char name[2];
+  if(kcr_obj_spans(o, path, &sp, 1) == 1 && sp.n == 3) { /* "x" */
+    name[0] = sp.at[1];
+    name[1] = '\0';
+    emit("ns", name, ctx);
+  }
+}
+
+/* A child relabelled from owner x to owner y wakes both: the map sees the
+ * old object of an update as well as the new one (controller-runtime's
+ * EnqueueRequestsFromMapFunc maps ObjectOld and ObjectNew). Before, only y
+ * was reconciled and x could not restore its child. */
+static void a_map_function_sees_the_old_object_of_an_update_too(void **state)
+{
+  struct preds p = {.mu = PTHREAD_MUTEX_INITIALIZER};
+  kcr_client *cl = twire_client(api_relabel, &p);
+  kcr_informer *inf;
+  kcr_controller *c;
+
+  atomic_init(&p.go, false);
+  tsig_init(&p.total);
+  assert_int_equal(
+      KCR_OK,
+      kcr_informer_new(&(struct kcr_informer_opts){.client = cl, .gvr = &cms, .ns = "ns"},
+                       &inf, NULL));
+  assert_int_equal(
+      KCR_OK, kcr_controller_new(&(struct kcr_controller_opts){.name = "relabel",
+                                                               .reconcile = count_per_key,
+                                                               .ud = &p,
+                                                               .client = cl},
+                                 &c, NULL));
+  assert_int_equal(KCR_OK, kcr_controller_watches(c, inf, map_by_label, NULL, NULL));
+  assert_int_equal(KCR_OK, kcr_controller_start(c));
+  assert_int_equal(KCR_OK, kcr_informer_start(inf));
+  assert_true(tsig_wait(&p.total, 1, 30000)); /* x, from the list */
+  assert_int_equal(1, calls_of(&p, 'x'));
+  atomic_store(&p.go, true);
+  /* The update: x (old) and y (new); the delete: y (the last known). */
+  assert_true(tsig_wait(&p.total, 3, 30000));
+  assert_int_equal(KCR_OK, kcr_controller_enqueue(c, "ns", "z"));
+  while(calls_of(&p, 'z') == 0)
+    assert_true(tsig_wait(&p.total, tsig_get(&p.total) + 1, 30000));
+  assert_int_equal(2, calls_of(&p, 'x'));
+  assert_true(calls_of(&p, 'y') >= 1); /* update and delete may fold into one */
+  kcr_informer_stop(inf);
+  kcr_controller_free(c);
+  kcr_informer_free(inf);
+  kcr_client_free(cl);
+  tsig_cleanup(&p.total);
+  tcheck_report();
+}
+
 /* ---- priorities of event sources (issue 11) ---- */
 
 /* The API of the priority tests: ConfigMaps (the primaries) and Secrets
@@ -749,6 +829,7 @@ int main(void)
       cmocka_unit_test(a_worker_thread_that_cannot_start_fails_start_and_leaves_none),
       cmocka_unit_test(new_refuses_invalid_options_naming_them),
       cmocka_unit_test(for_predicates_filter_events),
+      cmocka_unit_test(a_map_function_sees_the_old_object_of_an_update_too),
       cmocka_unit_test(changed_children_overtake_queued_creates),
       cmocka_unit_test(a_source_sets_its_priorities),
       cmocka_unit_test(the_initial_list_waits_behind_live_events),
