@@ -223,6 +223,8 @@ int main(int argc, char **argv)
   }
   int status = kcr_manager_run(m);
   kcr_manager_free(m);
+  /* The writer holds its own references to the manager's client and
+   * metrics registry: freeing it before or after the manager is the same. */
   kcr_status_writer_free(s.status);
   struct kcr_htab_iter it;
   struct kcr_hnode *n;

@@ -202,8 +202,8 @@ struct kcr_recorder_opts {
 };
 
 /* Creates a recorder and starts its sender threads. opts is read during
- * the call (the strings are copied, the client is referenced; metrics is
- * borrowed and must outlive the recorder). Release with kcr_recorder_free().
+ * the call (the strings are copied, the client and metrics are referenced
+ * until kcr_recorder_free). Release with kcr_recorder_free().
  * Errors: KCR_EINVAL (no opts; no client or sink; no valid
  * reporting_controller; a reporting_instance empty or over 128 bytes; a
  * negative spam_burst, max_attempts or senders - ei names the field),

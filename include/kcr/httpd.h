@@ -51,8 +51,9 @@
  * kcr_httpd_stop()/kcr_httpd_free() must not be called from inside a check
  * (stop then logs an error and does nothing; free would be a use-after-free).
  * Ownership: opts strings are copied (the TLS files are read); opts.metrics
- * and check user data are borrowed and must outlive the server's running
- * time; opts.auth_client is referenced. */
+ * and opts.auth_client are referenced (kcr_metrics_ref, kcr_client_ref)
+ * until kcr_httpd_free; check user data is borrowed and must outlive the
+ * server's running time. */
 #ifndef KCR_HTTPD_H
 #define KCR_HTTPD_H
 
@@ -94,7 +95,7 @@ struct kcr_httpd_opts {
    * IPv4 when the host has IPv6). Port 0 picks a free port: see
    * kcr_httpd_port(). NULL means ":8080". */
   const char *addr;
-  /* Rendered on /metrics; borrowed. NULL: no /metrics endpoint. */
+  /* Rendered on /metrics; referenced. NULL: no /metrics endpoint. */
   kcr_metrics *metrics;
   struct kcr_httpd_tls tls;
   /* Non-NULL: /metrics answers only requests whose bearer token (header

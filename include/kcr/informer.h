@@ -70,8 +70,8 @@ struct kcr_informer_opts {
   uint64_t watch_timeout_max_ms; /* a random time in [min, max], in whole
                                     seconds rounded up; 0: 300000 and twice
                                     the min (5-10 minutes, as client-go) */
-  kcr_metrics *metrics;          /* optional: kcr_informer_* gauges; borrowed,
-                                    must outlive the informer */
+  kcr_metrics *metrics;          /* optional: kcr_informer_* gauges; the
+                                    informer holds a reference (kcr_metrics_ref) */
   uint64_t watch_batch_ms;       /* the watch's batch_ms (kcr/watch.h): events
                                    arriving within it of one another reach
                                    the cache and the handlers with one

@@ -88,7 +88,7 @@ struct kcr_leader_opts {
   uint64_t renew_deadline_ms;       /* 0: 10000; must be < the lease duration's
                                        whole seconds (what others read) */
   uint64_t retry_period_ms;         /* 0: 2000; 1.2 * retry < renew_deadline */
-  kcr_metrics *metrics;             /* optional; must outlive the elector */
+  kcr_metrics *metrics;             /* optional; the elector holds a reference */
   kcr_leader_fn on_started_leading; /* optional */
   kcr_leader_fn on_stopped_leading; /* optional */
   void *ud;                         /* passed to both callbacks */

@@ -16,7 +16,9 @@
  * that did not, after sync_timeout_ms), leader election (blocks until this
  * instance leads), the controllers. SIGTERM/SIGINT (or kcr_manager_stop):
  * stop taking new work, let in-flight reconciles finish within grace_ms,
- * release the lease, stop informers and servers; returns 0. A start step
+ * flush the recorders of kcr_manager_recorder (in what is left of
+ * grace_ms, while the lease is still renewed), release the lease, stop
+ * informers and servers; returns 0. A start step
  * that fails (server, informer or controller thread, sync timeout) stops
  * what was started and returns 1 (2 for a server that cannot start).
  *
@@ -34,7 +36,7 @@
  * synced). Leadership is the separate gauge leader_election_master_status,
  * so a standby replica is ready without leading.
  *
- * Thread safety: set up (new, informer, add) from one thread before run;
+ * Thread safety: set up (new, informer, recorder, add) from one thread before run;
  * run from one thread; kcr_manager_stop from any thread (or a signal
  * handler); kcr_manager_busy, _leading, _client, _metrics and
  * _health_port from any thread. */
@@ -47,6 +49,7 @@
 #include "api.h"
 #include "client.h"
 #include "controller.h"
+#include "events.h"
 #include "informer.h"
 #include "metrics.h"
 
@@ -88,7 +91,8 @@ struct kcr_manager_opts {
   uint64_t retry_period_ms;      /* 2000 */
   uint64_t sync_timeout_ms;      /* 120000; KCR_FOREVER: wait as long as it takes */
   uint64_t grace_ms;             /* 30000: how long run gives in-flight reconciles
-                                    on shutdown (kcr_controller_stop's timeout);
+                                    on shutdown (kcr_controller_stop's timeout)
+                                    and then the recorders' flush, together;
                                     KCR_FOREVER: as long as they take */
   bool no_signals;               /* false: kcr_manager_new blocks SIGTERM/SIGINT
                                     in the calling thread (create the manager
@@ -114,8 +118,9 @@ KCR_API kcr_err kcr_manager_new(const struct kcr_manager_opts *opts, kcr_manager
 /* The manager's client: borrowed, valid until kcr_manager_free (take a
  * reference with kcr_client_ref to keep it longer). Any thread. */
 KCR_API kcr_client *kcr_manager_client(kcr_manager *m);
-/* The manager's metrics registry: borrowed, valid until kcr_manager_free.
- * Any thread. */
+/* The manager's metrics registry: borrowed, valid until kcr_manager_free
+ * (take a reference with kcr_metrics_ref to keep it longer; every libkcr
+ * object given it takes its own). Any thread. */
 KCR_API kcr_metrics *kcr_manager_metrics(kcr_manager *m);
 /* The shared informer for (gvr, ns, selectors, keep) in *out, made on the
  * first request with these options and returned again for the same ones
@@ -128,6 +133,21 @@ KCR_API kcr_metrics *kcr_manager_metrics(kcr_manager *m);
  * before run. */
 KCR_API kcr_err kcr_manager_informer(kcr_manager *m, const struct kcr_informer_opts *opts,
                                      kcr_informer **out, struct kcr_errinfo *ei);
+/* An event recorder owned by the manager, as controller-runtime's
+ * mgr.GetEventRecorderFor: made from opts as kcr_recorder_new does, with
+ * the manager's client when opts->client (and opts->sink) is NULL and the
+ * manager's metrics when opts->metrics is NULL. run flushes it once the
+ * controllers have stopped and before the lease is released - within what
+ * is left of grace_ms - so the last events and series counts of a
+ * replica that stops are written; when the lease was lost, what is
+ * pending is dropped instead (this replica may not write any more).
+ * kcr_manager_free frees it after the controllers: do not free it
+ * yourself. *out is borrowed until kcr_manager_free; use it from any
+ * thread. Errors: KCR_EINVAL (no opts or out, 8 recorders already), and
+ * kcr_recorder_new's. On error *out is NULL. Thread safety: the setup
+ * thread, before run. */
+KCR_API kcr_err kcr_manager_recorder(kcr_manager *m, const struct kcr_recorder_opts *opts,
+                                     kcr_recorder **out, struct kcr_errinfo *ei);
 /* Adds a controller, which the manager then owns (starts, stops and frees
  * it). Errors: KCR_EINVAL (c NULL, or 16 controllers already): the caller
  * still owns c. Thread safety: the setup thread, before run. */
@@ -157,9 +177,11 @@ KCR_API bool kcr_manager_leading(kcr_manager *m);
 KCR_API int kcr_manager_health_port(kcr_manager *m);
 /* Frees the controllers first - each waits for its in-flight reconciles, so
  * nothing they use is freed under them (see kcr_controller_free) - then the
- * elector, the informers, the servers and the manager's client reference.
- * Objects that hold their own client reference (a status writer, a
- * recorder) may be freed before or after. NULL: no-op. */
+ * recorders of kcr_manager_recorder, the elector, the informers, the
+ * servers and the manager's client and metrics references. Objects made
+ * with the manager's client or metrics that the caller owns (a status
+ * writer, a recorder of kcr_recorder_new) hold references of their own and
+ * may be freed before or after it. NULL: no-op. */
 KCR_API void kcr_manager_free(kcr_manager *m);
 
 #ifdef __cplusplus

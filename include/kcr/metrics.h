@@ -22,8 +22,14 @@
  * scrape, without end.
  *
  * Thread safety: every function may be called from any thread.
- * Ownership: families belong to their registry and live until
- * kcr_metrics_free(); label arrays are borrowed for the call only. */
+ * Ownership: the registry is reference-counted: kcr_metrics_new gives the
+ * first reference, kcr_metrics_ref takes another, kcr_metrics_free drops
+ * one and the last frees it. Every libkcr object given a registry in its
+ * options (informer, controller, queue, elector, recorder, status writer,
+ * server) takes its own reference and drops it when freed, so those
+ * objects and the registry's maker (a manager) may be freed in any order.
+ * Families belong to their registry and live as long as it does; label
+ * arrays are borrowed for the call only. */
 #ifndef KCR_METRICS_H
 #define KCR_METRICS_H
 
@@ -58,8 +64,13 @@ struct kcr_metrics_opts {
  * Errors: KCR_ENOMEM. */
 KCR_API kcr_err kcr_metrics_new(const struct kcr_metrics_opts *opts, kcr_metrics **out,
                                 struct kcr_errinfo *ei);
-/* Frees the registry and every family in it (NULL: no-op). No other call on
- * reg or its families may be running or follow. */
+/* Takes another reference to reg and returns reg (NULL: returns NULL).
+ * Thread safety: any thread. */
+KCR_API kcr_metrics *kcr_metrics_ref(kcr_metrics *reg);
+/* Drops a reference (NULL: no-op); the last one frees the registry and
+ * every family in it: no other call on reg or its families may be running
+ * then or follow. Not from one of reg's own collect callbacks. Thread
+ * safety: any thread. */
 KCR_API void kcr_metrics_free(kcr_metrics *reg);
 
 /* A family: what kcr_metric_counter, _gauge and _histogram register. Read

@@ -100,7 +100,7 @@ typedef struct kcr_queue kcr_queue;
 struct kcr_queue_opts {
   const char *name;       /* metrics label "name" (copied); NULL or "": no metrics */
   kcr_metrics *metrics;   /* registry for the workqueue_* metrics, or NULL;
-                             borrowed: it must outlive the queue */
+                             the queue holds a reference (kcr_metrics_ref) */
   uint64_t base_delay_ms; /* per-key backoff base; 0: 5 ms */
   uint64_t max_delay_ms;  /* per-key backoff cap, >= the base; 0: 1000 s */
   double qps;             /* 0: no overall token bucket; > 0 enables one

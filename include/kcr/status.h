@@ -122,8 +122,8 @@ struct kcr_status_writer_opts {
 typedef struct kcr_status_writer kcr_status_writer;
 
 /* A new writer in *out (NULL on error); it copies opts' strings and holds a
- * reference on opts->client. opts->metrics, when set, must outlive the
- * writer. Errors: KCR_EINVAL (opts, client, gvr or field_manager missing;
+ * reference on opts->client and on opts->metrics (when set) until
+ * kcr_status_writer_free. Errors: KCR_EINVAL (opts, client, gvr or field_manager missing;
  * api_version or kind missing for KCR_STATUS_APPLY; an unknown mode; the
  * message says which), KCR_EEXIST (opts->metrics has a
  * kcr_status_writes_total of another type or with other labels; the

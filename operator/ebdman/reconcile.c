@@ -720,15 +720,15 @@ int ebdman_run(const struct ebdman_run_opts *ro)
                                       .field_manager = EBDMAN_FIELD_MANAGER,
                                       .mode = KCR_STATUS_APPLY,
                                       .metrics = kcr_manager_metrics(m)};
-  struct kcr_recorder_opts eo = {.client = kcr_manager_client(m),
-                                 .reporting_controller = "ebdman.example.com/ebdman",
-                                 .metrics = kcr_manager_metrics(m),
+  /* The manager's own recorder: flushed at shutdown while the lease is
+   * still ours, freed by kcr_manager_free. */
+  struct kcr_recorder_opts eo = {.reporting_controller = "ebdman.example.com/ebdman",
                                  .senders = ro->workers}; /* keep up with them */
   if(kcr_manager_informer(m, &ebds, &e.ebds, &ei) ||
      kcr_manager_informer(m, &vfms, &e.vfms, &ei) ||
      kcr_manager_informer(m, &cms, &e.cms, &ei) ||
      kcr_status_writer_new(&so, &e.status, &ei) || kcr_written_new(NULL, &e.wrote, &ei) ||
-     kcr_recorder_new(&eo, &e.events, &ei) ||
+     kcr_manager_recorder(m, &eo, &e.events, &ei) ||
      kcr_controller_new(&(struct kcr_controller_opts){.name = "ebd",
                                                       .workers = ro->workers,
                                                       .reconcile = reconcile,
@@ -787,10 +787,8 @@ int ebdman_run(const struct ebdman_run_opts *ro)
     _exit(status);
   }
 out:
-  /* No reconcile runs any more (busy is 0 and the queue is shut down), so
-   * the recorder and the writer can go, before the manager whose metrics
-   * registry they count into. */
-  kcr_recorder_free(e.events);
+  /* The writer holds its own references to the manager's client and
+   * metrics: it may go before or after the manager. */
   kcr_status_writer_free(e.status);
   kcr_written_free(e.wrote);
   kcr_manager_free(m);

@@ -49,6 +49,12 @@
  * family->lock held exclusive; reg->first/tail and the collector array only
  * change under reg->mu.
  *
+ * Lifetime: the registry is reference-counted (kcr_metrics_ref, and
+ * kcr_metrics_free drops one): every object given a registry - informer,
+ * controller, queue, elector, recorder, status writer, server - holds a
+ * reference until it is freed, so they may be freed in any order with the
+ * code that made the registry (a manager).
+ *
  * Lock order: reg->collect_mu -> reg->mu -> family->lock. Updates take
  * family->lock alone (shared; creation exclusive). */
 #include <errno.h>
@@ -110,6 +116,7 @@ struct kcr_metrics {
   struct kcr_metric *dropped; /* kcr_metrics_series_dropped_total */
   struct collector *coll;
   size_t ncoll, capcoll;
+  atomic_uint refs; /* kcr_metrics_ref / kcr_metrics_free */
 };
 
 /* The registry whose callbacks this thread is running, if any. */
@@ -591,6 +598,7 @@ kcr_err kcr_metrics_new(const struct kcr_metrics_opts *opts, kcr_metrics **out,
     return KCR_ENOMEM;
   pthread_mutex_init(&reg->collect_mu, NULL);
   pthread_mutex_init(&reg->mu, NULL);
+  atomic_init(&reg->refs, 1);
   reg->tail = &reg->first;
   reg->max_series = opts && opts->max_series ? opts->max_series : KCR_METRICS_MAX_SERIES;
   if(kcr_metric_counter(reg,
@@ -607,11 +615,18 @@ kcr_err kcr_metrics_new(const struct kcr_metrics_opts *opts, kcr_metrics **out,
   return KCR_OK;
 }
 
+kcr_metrics *kcr_metrics_ref(kcr_metrics *reg)
+{
+  if(reg)
+    atomic_fetch_add_explicit(&reg->refs, 1, memory_order_relaxed);
+  return reg;
+}
+
 void kcr_metrics_free(kcr_metrics *reg)
 {
   kcr_metric *m, *next;
 
-  if(!reg)
+  if(!reg || atomic_fetch_sub_explicit(&reg->refs, 1, memory_order_acq_rel) != 1)
     return;
   /* Not from its own collect callback: the render would go on in it. */
   KCR_ASSERT(tl_collecting != reg);

@@ -47,4 +47,9 @@ struct kcr__recorder_probe {
  * (O(table size)). Thread safety: any thread. */
 void kcr__recorder_probe(kcr_recorder *r, struct kcr__recorder_probe *out);
 
+/* Makes kcr_recorder_free drop what is still unsent at once instead of
+ * flushing it first (the manager, when leadership was lost: the writes
+ * would be refused). Thread safety: any thread. */
+void kcr__recorder_discard(kcr_recorder *r);
+
 #endif

@@ -283,7 +283,7 @@ struct spam {
 struct kcr_recorder {
   /* immutable after kcr_recorder_new */
   char *controller, *instance;
-  kcr_metrics *metrics; /* borrowed; the gauge's collect callback is on it */
+  kcr_metrics *metrics; /* a reference; the gauge's collect callback is on it */
   kcr_metric *m_total, *m_qbytes;
   double reported; /* what collect() last added to m_qbytes */
   int burst, max_attempts, nsenders;
@@ -299,6 +299,7 @@ struct kcr_recorder {
   int nthreads;
 
   pthread_mutex_t mu;
+  bool discard;        /* free does not flush first (kcr__recorder_discard) */
   pthread_cond_t wake; /* idle senders wait here */
   pthread_cond_t idle; /* flushers wait here */
   struct table events, unsent, spam;
@@ -1786,6 +1787,7 @@ static void destroy(kcr_recorder *r)
     kcr_metrics_off_collect(r->metrics, collect, r);
     kcr_metric_inc(r->m_qbytes, NULL, -r->reported);
   }
+  kcr_metrics_free(r->metrics);
   kcr_htab_iter_init(&it, &r->events.t);
   while((n = kcr_htab_iter_next(&it)))
     free(entry_of(n));
@@ -1806,15 +1808,26 @@ static void destroy(kcr_recorder *r)
   free(r);
 }
 
+void kcr__recorder_discard(kcr_recorder *r)
+{
+  pthread_mutex_lock(&r->mu);
+  r->discard = true;
+  pthread_mutex_unlock(&r->mu);
+}
+
 void kcr_recorder_free(kcr_recorder *r)
 {
   struct kcr_htab_iter it;
   struct kcr_hnode *n;
   size_t lost = 0, unwritten = 0;
+  bool discard;
 
   if(!r)
     return;
-  if(kcr_recorder_flush(r, r->shutdown_ms))
+  pthread_mutex_lock(&r->mu);
+  discard = r->discard;
+  pthread_mutex_unlock(&r->mu);
+  if(!discard && kcr_recorder_flush(r, r->shutdown_ms))
     KCR_LOG(KCR_LOG_WARN, "event recorder: flush at shutdown timed out",
             KCR_I("timeoutMs", r->shutdown_ms));
   stop_senders(r); /* each finishes the write it is doing first */
@@ -1931,7 +1944,7 @@ kcr_err kcr_recorder_new(const struct kcr_recorder_opts *o, kcr_recorder **out,
     goto out;
   r->last_gc_ms = now_ms(r);
   if(o->metrics) {
-    r->metrics = o->metrics;
+    r->metrics = kcr_metrics_ref(o->metrics);
     rc = kcr_metric_counter(
         o->metrics,
         &(struct kcr_metric_opts){

@@ -876,7 +876,7 @@ kcr_err kcr_httpd_new(const struct kcr_httpd_opts *opts, kcr_httpd **out,
   pthread_mutex_init(&h->log.mu, NULL);
   h->listen_fd = -1;
   atomic_init(&h->bound_port, 0);
-  h->metrics = opts->metrics;
+  h->metrics = kcr_metrics_ref(opts->metrics);
   if(!(h->addr = strdup(opts->addr ? opts->addr : ":8080"))) {
     rc = KCR_ENOMEM;
     goto fail;
@@ -1043,6 +1043,7 @@ void kcr_httpd_free(kcr_httpd *h)
   pthread_mutex_destroy(&h->checks_mu);
   pthread_mutex_destroy(&h->life_mu);
   kcr__mauth_free(h->auth);
+  kcr_metrics_free(h->metrics);
   free(h->tls_cert);
   kcr__wipe_str(h->tls_key);
   free(h->addr);

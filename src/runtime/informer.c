@@ -143,6 +143,7 @@ kcr_err kcr_informer_new(const struct kcr_informer_opts *opts, kcr_informer **ou
   inf->o = *o;
   inf->o.keep = NULL; /* the caller's: compiled into proj */
   inf->o.client = kcr_client_ref(o->client);
+  inf->o.metrics = kcr_metrics_ref(o->metrics);
   inf->obj_flags = o->keep_managed_fields ? KCR_OBJ_KEEP_MANAGED_FIELDS : 0;
   if(o->keep) /* the paths were checked: NULL only when out of memory */
     kcr__proj_new(o->keep, inf->obj_flags, &inf->proj);
@@ -649,6 +650,7 @@ void kcr_informer_free(kcr_informer *inf)
   free(inf->name);
   free(inf->rv);
   kcr_client_free(inf->o.client);
+  kcr_metrics_free(inf->o.metrics);
   free(inf);
 }
 

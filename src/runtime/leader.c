@@ -197,6 +197,7 @@ kcr_err kcr_leader_new(const struct kcr_leader_opts *o, kcr_leader **out,
     return rc;
   }
   le->o.client = kcr_client_ref(o->client);
+  le->o.metrics = kcr_metrics_ref(o->metrics);
   le->seed = (unsigned)kcr_time_mono_ns() ^ (unsigned)getpid();
   atomic_init(&le->fence_ms, 0);
   le->ns = strdup(o->ns);
@@ -806,5 +807,6 @@ void kcr_leader_free(kcr_leader *le)
   free(le->identity);
   free(le->desc);
   kcr_client_free(le->o.client);
+  kcr_metrics_free(le->o.metrics);
   free(le);
 }

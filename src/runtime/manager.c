@@ -1,6 +1,7 @@
 /* DESIGN: the manager wires the runtime together and owns the process's
  * life cycle: start order servers -> informers -> sync -> leader -> controllers,
- * stop order controllers (grace) -> lease release -> informers -> servers.
+ * stop order controllers (grace) -> recorders flushed -> lease release ->
+ * informers -> servers.
  * Every start step is checked; the first that fails stops what was started
  * and run() returns 1 with one log line naming what failed.
  *
@@ -17,9 +18,17 @@
  * and returns 1 at once; the process is expected to exit, as
  * controller-runtime's does.
  *
+ * Recorders made by kcr_manager_recorder are the manager's: run flushes
+ * them after the controllers stopped and before the lease is released
+ * (dropping what is pending instead when the lease was lost), free frees
+ * them after the controllers.
+ *
  * Lifetime: kcr_manager_free frees controllers first (each joins its
- * workers), then the elector, informers, servers and its client reference;
- * nothing is freed while a reconcile can still run.
+ * workers), then its recorders, the elector, informers, servers and its
+ * client and metrics references; nothing is freed while a reconcile can
+ * still run. Objects the caller made with the manager's client or
+ * registry hold references of their own (kcr_client_ref,
+ * kcr_metrics_ref), so they may be freed before or after the manager.
  * No locks of its own: setup happens before run, and run is one thread. */
 #include <pthread.h>
 #include <semaphore.h>
@@ -31,13 +40,16 @@
 #include <unistd.h>
 
 #include "kcr/buf.h"
+#include "kcr/events.h"
 #include "kcr/httpd.h"
 #include "kcr/leader.h"
 #include "kcr/manager.h"
 #include "kcr/time.h"
+#include "runtime/events-int.h"
 
 #define MAX_INFORMERS   32
 #define MAX_CONTROLLERS 16
+#define MAX_RECORDERS   8
 
 struct shared_informer {
   kcr_informer *inf;
@@ -54,6 +66,8 @@ struct kcr_manager {
   size_t ninf;
   kcr_controller *ctl[MAX_CONTROLLERS];
   size_t nctl;
+  kcr_recorder *rec[MAX_RECORDERS];
+  size_t nrec;
   kcr_httpd *srv[2];
   kcr_leader *leader;
   atomic_bool leader_ready; /* m->leader may be read by other threads */
@@ -227,6 +241,31 @@ kcr_err kcr_manager_informer(kcr_manager *m, const struct kcr_informer_opts *io,
   }
   m->inf[m->ninf].key = key;
   *out = m->inf[m->ninf++].inf;
+  return KCR_OK;
+}
+
+kcr_err kcr_manager_recorder(kcr_manager *m, const struct kcr_recorder_opts *ro,
+                             kcr_recorder **out, struct kcr_errinfo *ei)
+{
+  struct kcr_recorder_opts o;
+  kcr_err rc;
+
+  if(!out)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_manager_recorder: no out");
+  *out = NULL;
+  if(!ro)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_manager_recorder: no opts");
+  if(m->nrec == MAX_RECORDERS)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_manager_recorder: more than %d recorders",
+                           MAX_RECORDERS);
+  o = *ro;
+  if(!o.client && !o.sink)
+    o.client = m->client;
+  if(!o.metrics)
+    o.metrics = m->metrics;
+  if((rc = kcr_recorder_new(&o, &m->rec[m->nrec], ei)))
+    return rc;
+  *out = m->rec[m->nrec++];
   return KCR_OK;
 }
 
@@ -435,12 +474,34 @@ static bool become_leader(kcr_manager *m)
   return false;
 }
 
+/* The recorders' pending events go out now, while the lease is still
+ * held and renewed (the write gate closes renew_deadline after the last
+ * renewal, so a flush after the elector stops would be refused), within
+ * what is left of the grace period. After a lost lease they are dropped:
+ * no write of this replica would be let out. */
+static void flush_recorders(kcr_manager *m, uint64_t grace_end)
+{
+  for(size_t i = 0; i < m->nrec; i++) {
+    uint64_t now = kcr_time_mono_ms();
+    uint64_t left = grace_end == KCR_FOREVER ? KCR_FOREVER
+                    : grace_end > now        ? grace_end - now
+                                             : 0;
+    if(atomic_load(&m->lost)) {
+      kcr__recorder_discard(m->rec[i]);
+    } else if(kcr_recorder_flush(m->rec[i], left)) {
+      KCR_LOG(KCR_LOG_WARN, "manager: events not flushed within the grace period",
+              KCR_I("graceMs", m->o.grace_ms));
+    }
+  }
+}
+
 int kcr_manager_run(kcr_manager *m)
 {
   pthread_t sig_th;
   bool have_sig_th = false;
   int status = 0;
   size_t started = 0;
+  uint64_t grace_end;
 
   if(!m->o.no_signals) {
     sigset_t set;
@@ -488,6 +549,7 @@ int kcr_manager_run(kcr_manager *m)
   }
 out:
   atomic_store(&m->stop, true); /* the signal thread below must not report one */
+  grace_end = kcr_time_deadline_ms(m->o.grace_ms);
   for(size_t i = 0; i < m->nctl; i++) {
     int left = kcr_controller_stop(m->ctl[i], atomic_load(&m->lost) ? 0 : m->o.grace_ms);
     if(left)
@@ -497,6 +559,7 @@ out:
               KCR_S("controller", kcr_controller_name(m->ctl[i])),
               KCR_I("running", left));
   }
+  flush_recorders(m, grace_end);
   if(m->leader)
     kcr_leader_stop(m->leader); /* releases the lease if we hold it */
   for(size_t i = 0; i < m->ninf; i++)
@@ -518,6 +581,10 @@ void kcr_manager_free(kcr_manager *m)
     return;
   for(size_t i = 0; i < m->nctl; i++)
     kcr_controller_free(m->ctl[i]);
+  /* No reconcile runs: nothing records events any more. Before the gate
+   * changes, so that what they flush is judged by this manager's fence. */
+  for(size_t i = 0; i < m->nrec; i++)
+    kcr_recorder_free(m->rec[i]);
   /* Objects that outlive the manager may hold the client (a recorder): the
    * gate must no longer reach m or its elector, and the lease is no longer
    * ours to write under. Returns once no call of the old gate runs. */

@@ -773,7 +773,7 @@ static kcr_err metrics_init(kcr_queue *q, kcr_metrics *reg, const char *name,
   kcr_metric_set(m->longest, l, 0);
   if(kcr_metrics_on_collect(reg, queue_collect, q))
     return KCR_ENOMEM;
-  m->reg = reg;
+  m->reg = kcr_metrics_ref(reg);
   return KCR_OK;
 }
 
@@ -874,6 +874,7 @@ void kcr_queue_free(kcr_queue *q)
     return;
   if(q->m.reg)
     kcr_metrics_off_collect(q->m.reg, queue_collect, q);
+  kcr_metrics_free(q->m.reg);
   kcr_htab_iter_init(&hi, &q->items);
   while((n = kcr_htab_iter_next(&hi)))
     free(item_of(n));

@@ -88,6 +88,7 @@ kcr_err kcr_status_writer_new(const struct kcr_status_writer_opts *o,
   kcr__written_init(&w->written, WRITTEN_MAX, WRITTEN_TTL_MS);
   w->o = *o;
   w->o.client = kcr_client_ref(o->client);
+  w->o.metrics = kcr_metrics_ref(o->metrics);
   w->group = strdup(o->gvr->group ? o->gvr->group : "");
   w->version = dup0(o->gvr->version);
   w->resource = dup0(o->gvr->resource);
@@ -138,6 +139,7 @@ void kcr_status_writer_free(kcr_status_writer *w)
   free(w->field_manager);
   kcr__written_cleanup(&w->written);
   kcr_client_free(w->o.client);
+  kcr_metrics_free(w->o.metrics);
   free(w);
 }
 

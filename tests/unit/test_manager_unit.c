@@ -26,6 +26,7 @@
 #include "twire.h"
 
 #define CMS "/api/v1/namespaces/default/configmaps"
+#define EVS "/apis/events.k8s.io/v1/namespaces/default/events"
 
 static const struct kcr_gvr cms = {"", "v1", "configmaps", true};
 
@@ -39,6 +40,7 @@ struct api {
   struct tlease l;
   enum put_mode mode;
   int lease_writes, releases, lists, watches, patches;
+  int event_posts, event_patches, event_patches_after_release;
   bool hold_list;    /* LISTs wait for release_list, then answer list_code */
   bool list_held;    /* a LIST is being held */
   bool release_list; /* let it go */
@@ -126,6 +128,13 @@ static kcr_err api(struct twire_call *call, void *ud)
     /* rc: its answer */
   } else if(twire_is(call, "GET", CMS)) {
     rc = list_request(a, call);
+  } else if(twire_is(call, "POST", EVS)) {
+    a->event_posts++;
+    rc = twire_reply(call, 201, "{}");
+  } else if(twire_is(call, "PATCH", EVS "/")) {
+    a->event_patches++;
+    a->event_patches_after_release += a->releases > 0;
+    rc = twire_reply(call, 200, "{}");
   } else if(twire_is(call, "PATCH", CMS)) {
     a->patches++;
     rc = twire_reply(call, 200,
@@ -605,6 +614,145 @@ static void a_thread_that_cannot_start_fails_run(void **state)
   }
 }
 
+/* ---- the manager's recorders at shutdown (issue 28, item 3) ---- */
+
+struct twice {
+  struct api *a;
+  kcr_recorder *rec;
+  struct tsig done;
+};
+
+/* Records the same event twice, the second time once the first was
+ * created: a series update, which the recorder holds back for
+ * series_flush_ms (far past the test). */
+static kcr_err record_twice(kcr_ctx *cx, const struct kcr_request *req,
+                            struct kcr_result *res, void *ud)
+{
+  struct twice *t = ud;
+  struct kcr_event_ref ref = {.kind = "ConfigMap", .ns = "default", .name = req->name};
+  TCHECK(!kcr_recorder_eventf(t->rec, &ref, KCR_EVENT_NORMAL, "Seen", "Look", "same"));
+  while(api_get(t->a, &t->a->event_posts) < 1)
+    nanosleep(&(struct timespec){0, 10000000}, NULL);
+  TCHECK(!kcr_recorder_eventf(t->rec, &ref, KCR_EVENT_NORMAL, "Seen", "Look", "same"));
+  tsig_add(&t->done, 1);
+  return KCR_OK;
+}
+
+/* Under leader election, run flushes the manager's recorder after the
+ * controllers stopped and before it releases the Lease: the series count
+ * goes out while the write gate still lets it. Without a flush there, the
+ * repeat is refused once the Lease is released and never written. After a
+ * lost lease, nothing more is written. */
+static void the_manager_flushes_its_recorders_before_releasing_the_lease(void **state)
+{
+  for(int lose = 0; lose <= 1; lose++) {
+    struct api a;
+    struct twice t;
+    struct run r;
+    kcr_manager *m;
+    int posts;
+
+    api_init(&a);
+    t.a = &a;
+    tsig_init(&t.done);
+    m = manager(&a, &(struct mopts){.elect = true});
+    assert_int_equal(KCR_OK,
+                     kcr_manager_recorder(m,
+                                          &(struct kcr_recorder_opts){
+                                              .reporting_controller = "example.com/t",
+                                              .series_flush_ms = 3600000,
+                                              .retry_initial_ms = 50,
+                                              .shutdown_flush_ms = 2000,
+                                          },
+                                          &t.rec, NULL));
+    controller(m, record_twice, &t);
+    run_start(&r, m);
+    assert_true(tsig_wait(&t.done, 1, 60000));
+    if(lose) {
+      pthread_mutex_lock(&a.mu);
+      a.mode = PUT_FAIL; /* renewals fail: the lease is lost */
+      pthread_mutex_unlock(&a.mu);
+      assert_int_equal(1, run_join(&r));
+    } else {
+      kcr_manager_stop(m);
+      assert_int_equal(0, run_join(&r));
+    }
+    posts = api_get(&a, &a.event_posts);
+    assert_int_equal(lose ? 0 : 1, api_get(&a, &a.event_patches));
+    assert_int_equal(0, api_get(&a, &a.event_patches_after_release));
+    if(!lose)
+      assert_int_equal(1, api_get(&a, &a.releases));
+    kcr_manager_free(m); /* frees the recorder: no flush after a loss */
+    assert_int_equal(posts, api_get(&a, &a.event_posts));
+    assert_int_equal(lose ? 0 : 1, api_get(&a, &a.event_patches));
+    tcheck_report();
+    tsig_cleanup(&t.done);
+    api_cleanup(&a);
+  }
+}
+
+/* ---- objects freed after their manager (issue 28, item 1) ---- */
+
+/* The sink of the recorder below: every write refused, as the write gate
+ * of a stopped manager refuses them. */
+static kcr_err refuse_all(void *ud, enum kcr_event_op op, const char *ns,
+                          const char *name, const char *body, size_t len,
+                          struct kcr_errinfo *ei)
+{
+  atomic_fetch_add((atomic_int *)ud, 1);
+  return kcr_errinfo_set(ei, KCR_ECANCELED, "refused");
+}
+
+/* A recorder and a status writer made with the manager's metrics registry
+ * (and client) and freed after kcr_manager_free: each holds references of
+ * its own, so freeing them later touches nothing freed (before: the
+ * recorder unhooked its collect callback from the freed registry - a
+ * use-after-free ASan reports, an abort on SIGTERM in production). The
+ * reverse order is the other test's everyday one. */
+static void a_recorder_and_a_status_writer_may_outlive_their_manager(void **state)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct api a;
+  kcr_manager *m;
+  kcr_recorder *rec;
+  kcr_status_writer *w;
+  atomic_int writes;
+  struct kcr_event_ref ref = {.kind = "ConfigMap", .ns = "default", .name = "a"};
+
+  atomic_init(&writes, 0);
+  api_init(&a);
+  m = manager(&a, &(struct mopts){0});
+  assert_int_equal(KCR_OK, kcr_recorder_new(
+                               &(struct kcr_recorder_opts){
+                                   .sink = refuse_all,
+                                   .sink_ud = &writes,
+                                   .reporting_controller = "example.com/t",
+                                   .metrics = kcr_manager_metrics(m),
+                                   .max_attempts = 1,
+                                   .shutdown_flush_ms = 1,
+                               },
+                               &rec, &ei));
+  assert_int_equal(
+      KCR_OK, kcr_status_writer_new(
+                  &(struct kcr_status_writer_opts){.client = kcr_manager_client(m),
+                                                   .gvr = &cms,
+                                                   .field_manager = "t",
+                                                   .mode = KCR_STATUS_MERGE_PATCH,
+                                                   .metrics = kcr_manager_metrics(m)},
+                  &w, &ei));
+  assert_int_equal(
+      KCR_OK, kcr_recorder_eventf(rec, &ref, KCR_EVENT_NORMAL, "Seen", "Look", "once"));
+  assert_int_equal(
+      KCR_OK, kcr_recorder_eventf(rec, &ref, KCR_EVENT_NORMAL, "Seen", "Look", "once"));
+  kcr_manager_free(m);
+  kcr_recorder_free(rec);
+  kcr_status_writer_free(w);
+  assert_true(atomic_load(&writes) >= 1);
+  kcr_errinfo_cleanup(&ei);
+  tcheck_report();
+  api_cleanup(&a);
+}
+
 int main(void)
 {
   tfail_init();
@@ -620,6 +768,8 @@ int main(void)
       cmocka_unit_test(a_sync_timeout_of_forever_waits_until_stopped),
       cmocka_unit_test(informer_and_add_refuse_bad_arguments),
       cmocka_unit_test(only_the_same_keep_list_shares_an_informer),
+      cmocka_unit_test(a_recorder_and_a_status_writer_may_outlive_their_manager),
+      cmocka_unit_test(the_manager_flushes_its_recorders_before_releasing_the_lease),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
