@@ -100,14 +100,17 @@ struct kcr_httpd_opts {
   struct kcr_httpd_tls tls;
   /* Non-NULL: /metrics answers only requests whose bearer token (header
    * "Authorization: Bearer TOKEN") a TokenReview authenticates and whose
-   * user a SubjectAccessReview allows `get` on the non-resource URL
-   * /metrics, both sent through this client (the server takes a reference
-   * of its own; give it one without a write gate: the reviews are POSTs).
-   * Otherwise 401 "Unauthorized" (no token, a malformed one, longer than
-   * 8 KiB, or not authenticated), 403 "Authorization denied for user U",
-   * 500 when a review fails. Answers are cached per token (a keyed hash,
-   * never the token) for a minute, a denial for 30 s, at most 1024 tokens,
-   * as controller-runtime's filters.WithAuthenticationAndAuthorization.
+   * user a SubjectAccessReview allows the request's verb (`get`, or
+   * `head` for HEAD) on the non-resource URL /metrics, both sent through
+   * this client (the server takes a reference of its own; give it one
+   * without a write gate: the reviews are POSTs). Otherwise 401
+   * "Unauthorized" (no token, a malformed one, longer than 8 KiB, or not
+   * authenticated), 403 "Authorization denied for user U", 500 when a
+   * review fails. Answers are cached per token, verb and path (a keyed
+   * hash, never the token) for a minute, a denial for 30 s, at most 1024
+   * allowed answers and apart from them 1024 denials (so unknown tokens
+   * never evict an allowed caller), as controller-runtime's
+   * filters.WithAuthenticationAndAuthorization.
    * Such a server serves /metrics alone (everything else is 404): probes
    * belong on a plain server of their own. Use it with tls.enabled: a bearer
    * token must not cross the network in clear. NULL: /metrics is open. */

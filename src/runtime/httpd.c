@@ -436,7 +436,10 @@ static enum MHD_Result reply_buf(struct MHD_Connection *c, unsigned int code,
   return send_response(c, code, ctype, r, false);
 }
 
-static enum MHD_Result serve_metrics(kcr_httpd *h, struct MHD_Connection *c)
+/* method: "GET" or "HEAD"; authorised as the verb "get" or "head", as
+ * controller-runtime lower-cases it. */
+static enum MHD_Result serve_metrics(kcr_httpd *h, struct MHD_Connection *c,
+                                     const char *method)
 {
   struct kcr_buf body = KCR_BUF_INIT;
   kcr_err rc;
@@ -447,7 +450,8 @@ static enum MHD_Result serve_metrics(kcr_httpd *h, struct MHD_Connection *c)
     char msg[320];
     const char *auth =
         MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-    int code = kcr__mauth_check(h->auth, "/metrics", auth, msg, sizeof(msg) - 1);
+    const char *verb = strcmp(method, MHD_HTTP_METHOD_HEAD) ? "get" : "head";
+    int code = kcr__mauth_check(h->auth, verb, "/metrics", auth, msg, sizeof(msg) - 1);
     if(code != MHD_HTTP_OK) {
       strcat(msg, "\n");
       if(kcr_buf_puts(&body, msg))
@@ -540,7 +544,8 @@ static enum MHD_Result serve_one(kcr_httpd *h, struct MHD_Connection *c,
   return reply_buf(c, MHD_HTTP_INTERNAL_SERVER_ERROR, TEXT_PLAIN, &body);
 }
 
-static enum MHD_Result route(kcr_httpd *h, struct MHD_Connection *c, const char *url)
+static enum MHD_Result route(kcr_httpd *h, struct MHD_Connection *c, const char *method,
+                             const char *url)
 {
   static const struct {
     const char *prefix; /* "/healthz" */
@@ -552,7 +557,7 @@ static enum MHD_Result route(kcr_httpd *h, struct MHD_Connection *c, const char 
   };
 
   if(!strcmp(url, "/metrics"))
-    return serve_metrics(h, c);
+    return serve_metrics(h, c, method);
   if(h->auth) /* an authenticated metrics server serves nothing else */
     return reply_static(c, MHD_HTTP_NOT_FOUND, "404 page not found\n", false);
   for(size_t i = 0; i < sizeof(eps) / sizeof(eps[0]); i++) {
@@ -764,7 +769,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   if(strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
     ret = reply_static(c, MHD_HTTP_METHOD_NOT_ALLOWED, "405 method not allowed\n", true);
   else
-    ret = route(h, c, url);
+    ret = route(h, c, method, url);
   tl_serving = NULL;
   return ret;
 }

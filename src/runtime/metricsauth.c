@@ -2,7 +2,7 @@
  * filters.WithAuthenticationAndAuthorization decides it: the bearer token
  * is authenticated with a TokenReview (authentication.k8s.io/v1), then the
  * user it names is authorised with a SubjectAccessReview
- * (authorization.k8s.io/v1) for `get` on the non-resource URL.
+ * (authorization.k8s.io/v1) for the request's verb on its non-resource URL.
  *
  * The token is parsed strictly before anything is sent: "Bearer" (any
  * case), one space, then 1..KCR__MAUTH_TOKEN_MAX visible ASCII characters
@@ -11,17 +11,29 @@
  * TokenReview a minute, as in controller-runtime (and the HTTP server's
  * thread pool bounds the reviews in flight to its size).
  *
- * Cache: tokens are never stored, only HMAC-SHA256(random key, token), so
- * a memory dump does not yield a credential and the hash cannot be
- * precomputed. One entry per token holds the final answer (200, 401 or
- * 403) and when it expires; a fixed array of KCR__MAUTH_CACHE_MAX entries,
- * scanned linearly under mu (a scan of 1024 32-byte keys costs less than
- * the TLS record it answers). Reviews run without the lock; two requests
- * with the same new token may both review it (the later answer is kept).
+ * Cache: tokens are never stored. A request is known by its key,
+ * HMAC-SHA256(random key, verb NUL path NUL token), computed as the bytes
+ * stream in (no copy of the token), so a memory dump does not yield a
+ * credential, the key cannot be precomputed, and an answer for one verb
+ * and path says nothing about another. Two fixed arrays of
+ * KCR__MAUTH_CACHE_MAX entries, scanned linearly under mu (a scan of 1024
+ * 32-byte keys costs less than the TLS record it answers): `allowed` holds
+ * 200s, `denied` 401s and 403s. They are apart - as the API server's
+ * caches keep allowed and denied answers with TTLs of their own - so that
+ * what anyone can produce at will (an unknown token, a 401) only ever
+ * evicts other denials: a flood of made-up tokens leaves the answers of
+ * authorised callers in place. An entry of `allowed` can only be made by
+ * a token the API server authenticated and authorised. When an array is
+ * full, an expired entry, else the one that expires first, makes room.
+ * Reviews run without the lock; two requests with the same new key may
+ * both review it (the later answer is kept, in whichever array, and the
+ * other array's entry for the key dropped).
  *
- * Invariants: an entry with expires_ms == 0 is free; a used one holds a
- * final answer (200, 401 or 403; never 500); mu guards the array. */
-#include <openssl/hmac.h>
+ * Invariants: an entry with expires_ms == 0 is free; a used one of
+ * `allowed` holds 200, of `denied` 401 or 403 (never 500); a key is live
+ * in at most one array; mu guards both arrays. */
+#include <openssl/core_names.h>
+#include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -39,17 +51,19 @@
 #define KEY_LEN 32
 
 struct entry {
-  unsigned char key[KEY_LEN]; /* HMAC of the token */
+  unsigned char key[KEY_LEN]; /* HMAC of verb, path and token */
   uint64_t expires_ms;        /* monotonic; 0: free */
-  int code;                   /* 200, 401 or 403 */
+  int code;                   /* 200 (allowed), 401 or 403 (denied) */
   char *user;                 /* for the 403 message; may be NULL */
 };
 
 struct kcr__mauth {
   kcr_client *client;
+  EVP_MAC *hmac;
   unsigned char hkey[KEY_LEN];
   pthread_mutex_t mu;
-  struct entry cache[KCR__MAUTH_CACHE_MAX];
+  struct entry allowed[KCR__MAUTH_CACHE_MAX]; /* 200s */
+  struct entry denied[KCR__MAUTH_CACHE_MAX];  /* 401s and 403s */
 };
 
 static const struct kcr_gvr tokenreviews = {.group = "authentication.k8s.io",
@@ -68,8 +82,9 @@ kcr_err kcr__mauth_new(kcr_client *c, kcr__mauth **out)
   *out = NULL;
   if(!(a = calloc(1, sizeof(*a))))
     return KCR_ENOMEM;
-  if(RAND_bytes(a->hkey, sizeof(a->hkey)) != 1) {
-    free(a);
+  if(RAND_bytes(a->hkey, sizeof(a->hkey)) != 1 ||
+     !(a->hmac = EVP_MAC_fetch(NULL, OSSL_MAC_NAME_HMAC, NULL))) {
+    kcr__wipe_free(a, sizeof(*a));
     return KCR_ENOMEM;
   }
   pthread_mutex_init(&a->mu, NULL);
@@ -82,8 +97,11 @@ void kcr__mauth_free(kcr__mauth *a)
 {
   if(!a)
     return;
-  for(size_t i = 0; i < KCR__MAUTH_CACHE_MAX; i++)
-    free(a->cache[i].user);
+  for(size_t i = 0; i < KCR__MAUTH_CACHE_MAX; i++) {
+    free(a->allowed[i].user);
+    free(a->denied[i].user);
+  }
+  EVP_MAC_free(a->hmac);
   pthread_mutex_destroy(&a->mu);
   kcr_client_free(a->client);
   kcr__wipe_free(a, sizeof(*a));
@@ -106,43 +124,84 @@ static const char *bearer_token(const char *auth, size_t *len)
   return t;
 }
 
+/* key = HMAC-SHA256(hkey, verb NUL path NUL token). Returns false if
+ * OpenSSL fails (out of memory). */
+static bool request_key(kcr__mauth *a, const char *verb, const char *path,
+                        const char *tok, size_t len, unsigned char key[KEY_LEN])
+{
+  OSSL_PARAM params[] = {
+      OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)"SHA256", 0),
+      OSSL_PARAM_construct_end()};
+  EVP_MAC_CTX *ctx = EVP_MAC_CTX_new(a->hmac);
+  size_t klen = 0;
+  bool ok = ctx && EVP_MAC_init(ctx, a->hkey, KEY_LEN, params) &&
+            EVP_MAC_update(ctx, (const unsigned char *)verb, strlen(verb) + 1) &&
+            EVP_MAC_update(ctx, (const unsigned char *)path, strlen(path) + 1) &&
+            EVP_MAC_update(ctx, (const unsigned char *)tok, len) &&
+            EVP_MAC_final(ctx, key, &klen, KEY_LEN) && klen == KEY_LEN;
+
+  EVP_MAC_CTX_free(ctx); /* wipes what it held of the token */
+  return ok;
+}
+
+/* The live entry for key in c, or NULL. Called with mu held. */
+static struct entry *find(struct entry *c, const unsigned char *key, uint64_t now)
+{
+  for(size_t i = 0; i < KCR__MAUTH_CACHE_MAX; i++)
+    if(c[i].expires_ms > now && !memcmp(c[i].key, key, KEY_LEN))
+      return &c[i];
+  return NULL;
+}
+
 /* The cached answer for key (copying its user into user), or 0. */
 static int cache_get(kcr__mauth *a, const unsigned char *key, uint64_t now, char *user,
                      size_t n)
 {
+  struct entry *e;
   int code = 0;
 
   pthread_mutex_lock(&a->mu);
-  for(size_t i = 0; i < KCR__MAUTH_CACHE_MAX && !code; i++) {
-    struct entry *e = &a->cache[i];
-    if(e->expires_ms > now && !memcmp(e->key, key, KEY_LEN)) {
-      code = e->code;
-      KCR_ASSERT(code == 200 || code == 401 || code == 403);
-      snprintf(user, n, "%s", e->user ? e->user : "");
-    }
+  if((e = find(a->allowed, key, now)))
+    KCR_ASSERT(e->code == 200);
+  else if((e = find(a->denied, key, now)))
+    KCR_ASSERT(e->code == 401 || e->code == 403);
+  if(e) {
+    code = e->code;
+    snprintf(user, n, "%s", e->user ? e->user : "");
   }
   pthread_mutex_unlock(&a->mu);
   return code;
+}
+
+/* The entry of c to hold key: its own (a racing review's), else a free or
+ * expired one, else the one that expires first. Called with mu held. */
+static struct entry *slot_for(struct entry *c, const unsigned char *key, uint64_t now)
+{
+  struct entry *slot = NULL;
+
+  for(size_t i = 0; i < KCR__MAUTH_CACHE_MAX; i++) {
+    struct entry *e = &c[i];
+    if(e->expires_ms && !memcmp(e->key, key, KEY_LEN))
+      return e;
+    if(!slot || (slot->expires_ms > now && e->expires_ms < slot->expires_ms))
+      slot = e; /* free or expired (expires_ms <= now) beats any live one */
+  }
+  return slot;
 }
 
 static void cache_put(kcr__mauth *a, const unsigned char *key, uint64_t now, int code,
                       const char *user)
 {
   uint64_t ttl = code == 403 ? KCR__MAUTH_DENY_TTL_MS : KCR__MAUTH_AUTHN_TTL_MS;
+  struct entry *c = code == 200 ? a->allowed : a->denied;
+  struct entry *other = code == 200 ? a->denied : a->allowed, *slot, *stale;
   char *dup = user ? strdup(user) : NULL;
-  struct entry *slot = NULL;
 
   KCR_ASSERT(code == 200 || code == 401 || code == 403); /* errors are not cached */
   pthread_mutex_lock(&a->mu);
-  for(size_t i = 0; i < KCR__MAUTH_CACHE_MAX; i++) {
-    struct entry *e = &a->cache[i];
-    if(e->expires_ms && !memcmp(e->key, key, KEY_LEN)) { /* a racing review's */
-      slot = e;
-      break;
-    }
-    if(!slot || (slot->expires_ms > now && e->expires_ms < slot->expires_ms))
-      slot = e; /* free or expired (expires_ms <= now) beats any live one */
-  }
+  if((stale = find(other, key, now))) /* the later answer replaces it */
+    stale->expires_ms = now;
+  slot = slot_for(c, key, now);
   KCR_ASSERT(slot && (slot->expires_ms || (!slot->user && !slot->code)));
   free(slot->user);
   memcpy(slot->key, key, KEY_LEN);
@@ -197,9 +256,9 @@ out:
   return code;
 }
 
-/* SubjectAccessReview of `get` on path for user: 200, 403 or 500. */
-static int review_access(kcr__mauth *a, const cJSON *user, const char *path, char *msg,
-                         size_t n)
+/* SubjectAccessReview of verb on path for user: 200, 403 or 500. */
+static int review_access(kcr__mauth *a, const cJSON *user, const char *verb,
+                         const char *path, char *msg, size_t n)
 {
   static const char *const copy[][2] = {
       {"username", "user"}, {"uid", "uid"}, {"groups", "groups"}, {"extra", "extra"}};
@@ -222,7 +281,7 @@ static int review_access(kcr__mauth *a, const cJSON *user, const char *path, cha
   }
   ok = ok && (nr = cJSON_AddObjectToObject(spec, "nonResourceAttributes")) &&
        cJSON_AddStringToObject(nr, "path", path) &&
-       cJSON_AddStringToObject(nr, "verb", "get");
+       cJSON_AddStringToObject(nr, "verb", verb);
   if(ok)
     rc = kcr_create(a->client, &(struct kcr_ref){.gvr = &sars}, req, NULL, &res, &ei);
   if(rc) {
@@ -239,11 +298,10 @@ static int review_access(kcr__mauth *a, const cJSON *user, const char *path, cha
   return code;
 }
 
-int kcr__mauth_check(kcr__mauth *a, const char *path, const char *auth, char *msg,
-                     size_t n)
+int kcr__mauth_check(kcr__mauth *a, const char *verb, const char *path, const char *auth,
+                     char *msg, size_t n)
 {
   unsigned char key[KEY_LEN];
-  unsigned int klen = KEY_LEN;
   char user[256];
   cJSON *u = NULL;
   const char *tok;
@@ -251,12 +309,16 @@ int kcr__mauth_check(kcr__mauth *a, const char *path, const char *auth, char *ms
   uint64_t now;
   int code;
 
-  KCR_ASSERT(a && msg && n > 0); /* msg gets at least its NUL */
+  KCR_ASSERT(a && verb && path && msg && n > 0); /* msg gets at least its NUL */
   msg[0] = '\0';
   user[0] = '\0';
-  if(!(tok = bearer_token(auth, &len)) ||
-     !HMAC(EVP_sha256(), a->hkey, KEY_LEN, (const unsigned char *)tok, len, key, &klen)) {
+  if(!(tok = bearer_token(auth, &len))) {
     code = 401;
+    goto out;
+  }
+  if(!request_key(a, verb, path, tok, len, key)) {
+    code = 500;
+    snprintf(msg, n, "Authentication failed");
     goto out;
   }
   now = kcr_time_mono_ms();
@@ -267,7 +329,7 @@ int kcr__mauth_check(kcr__mauth *a, const char *path, const char *auth, char *ms
     snprintf(user, sizeof(user), "%s",
              kcr_json_member_str(u, "username") ? kcr_json_member_str(u, "username")
                                                 : "");
-    code = review_access(a, u, path, msg, n);
+    code = review_access(a, u, verb, path, msg, n);
   }
   if(code != 500)
     cache_put(a, key, kcr_time_mono_ms(), code, user[0] ? user : NULL);

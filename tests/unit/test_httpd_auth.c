@@ -34,7 +34,7 @@ struct api {
 
 /* Tokens: "alice" and "bob" authenticate as themselves, "boom" fails the
  * TokenReview with a 500, anything else is not authenticated. Only alice
- * may get /metrics. */
+ * may get /metrics, and nothing else (no other verb, no other path). */
 static kcr_err api(struct twire_call *call, void *ud)
 {
   struct api *a = ud;
@@ -68,9 +68,12 @@ static kcr_err api(struct twire_call *call, void *ud)
     /* the user's groups, uid and extra travel with it */
     TCHECK(kcr_json_at(req, "spec.groups") && kcr_json_str(req, "spec.uid") &&
            kcr_json_at(req, "spec.extra.k"));
-    TCHECK(path && !strcmp(path, "/metrics") && verb && !strcmp(verb, "get"));
+    TCHECK(path && verb);
     rc = twire_reply(call, 201, "{\"status\":{\"allowed\":%s}}",
-                     user && !strcmp(user, "alice") ? "true" : "false");
+                     user && !strcmp(user, "alice") && path &&
+                             !strcmp(path, "/metrics") && verb && !strcmp(verb, "get")
+                         ? "true"
+                         : "false");
   } else {
     rc = twire_reply(call, 404, "%s", twire_status_json(404, "NotFound"));
   }
@@ -90,9 +93,11 @@ static size_t on_data(char *p, size_t sz, size_t n, void *ud)
   return kcr_buf_append(ud, p, sz * n) ? 0 : sz * n;
 }
 
-/* GET url with the header line hdr (NULL: none); ca: verify against it
- * (NULL: no verification, as a scraper of a self-signed endpoint). */
-static void get(const char *url, const char *hdr, const char *ca, struct reply *r)
+/* method ("GET" or "HEAD") url with the header line hdr (NULL: none); ca:
+ * verify against it (NULL: no verification, as a scraper of a self-signed
+ * endpoint). */
+static void request(const char *method, const char *url, const char *hdr, const char *ca,
+                    struct reply *r)
 {
   struct curl_slist *h = hdr ? curl_slist_append(NULL, hdr) : NULL;
   CURL *c = curl_easy_init();
@@ -106,6 +111,8 @@ static void get(const char *url, const char *hdr, const char *ca, struct reply *
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &r->body);
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+  if(!strcmp(method, "HEAD"))
+    curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
   if(ca) {
     curl_easy_setopt(c, CURLOPT_CAINFO, ca);
   } else {
@@ -116,6 +123,11 @@ static void get(const char *url, const char *hdr, const char *ca, struct reply *
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->code);
   curl_easy_cleanup(c);
   curl_slist_free_all(h);
+}
+
+static void get(const char *url, const char *hdr, const char *ca, struct reply *r)
+{
+  request("GET", url, hdr, ca, r);
 }
 
 static void reply_cleanup(struct reply *r) { kcr_buf_cleanup(&r->body); }
@@ -283,8 +295,8 @@ static void hostile_authorization_headers_are_401_unreviewed(void **state)
   fx_free(f);
 }
 
-/* The cache holds KCR__MAUTH_CACHE_MAX tokens: more evict the entry that
- * expires first (the oldest), never grow it. */
+/* The denials' cache holds KCR__MAUTH_CACHE_MAX tokens: more evict the
+ * entry that expires first (the oldest), never grow it. */
 static void cache_is_bounded(void **state)
 {
   struct api a = {0};
@@ -296,23 +308,101 @@ static void cache_is_bounded(void **state)
   kcr_client_free(c);
   for(int i = 0; i <= KCR__MAUTH_CACHE_MAX; i++) {
     snprintf(hdr, sizeof(hdr), "Bearer t%d", i);
-    assert_int_equal(401, kcr__mauth_check(m, "/metrics", hdr, msg, sizeof(msg)));
+    assert_int_equal(401, kcr__mauth_check(m, "get", "/metrics", hdr, msg, sizeof(msg)));
   }
   assert_int_equal(KCR__MAUTH_CACHE_MAX + 1, atomic_load(&a.tokenreviews));
   /* the newest is cached, the oldest was evicted to make room */
   snprintf(hdr, sizeof(hdr), "Bearer t%d", KCR__MAUTH_CACHE_MAX);
-  assert_int_equal(401, kcr__mauth_check(m, "/metrics", hdr, msg, sizeof(msg)));
+  assert_int_equal(401, kcr__mauth_check(m, "get", "/metrics", hdr, msg, sizeof(msg)));
   assert_int_equal(KCR__MAUTH_CACHE_MAX + 1, atomic_load(&a.tokenreviews));
-  assert_int_equal(401, kcr__mauth_check(m, "/metrics", "Bearer t0", msg, sizeof(msg)));
+  assert_int_equal(401,
+                   kcr__mauth_check(m, "get", "/metrics", "Bearer t0", msg, sizeof(msg)));
   assert_int_equal(KCR__MAUTH_CACHE_MAX + 2, atomic_load(&a.tokenreviews));
   assert_string_equal("Unauthorized", msg);
   /* an allowed token still goes through both reviews once */
-  assert_int_equal(200,
-                   kcr__mauth_check(m, "/metrics", "Bearer alice", msg, sizeof(msg)));
-  assert_int_equal(200,
-                   kcr__mauth_check(m, "/metrics", "Bearer alice", msg, sizeof(msg)));
+  assert_int_equal(
+      200, kcr__mauth_check(m, "get", "/metrics", "Bearer alice", msg, sizeof(msg)));
+  assert_int_equal(
+      200, kcr__mauth_check(m, "get", "/metrics", "Bearer alice", msg, sizeof(msg)));
   assert_int_equal(1, atomic_load(&a.sars));
   kcr__mauth_free(m);
+}
+
+/* A flood of made-up tokens (each a 401) only evicts other denials: a
+ * caller allowed before it is still answered from the cache, without a
+ * TokenReview or a SubjectAccessReview. */
+static void flood_of_unknown_tokens_keeps_allowed_callers_cached(void **state)
+{
+  enum { FLOOD = 10000 };
+  struct api a = {0};
+  kcr_client *c = twire_client(api, &a);
+  uint64_t x = 0x9e3779b97f4a7c15ull; /* xorshift64: random, and the same each run */
+  kcr__mauth *m;
+  char hdr[64], msg[128];
+
+  assert_int_equal(KCR_OK, kcr__mauth_new(c, &m));
+  kcr_client_free(c);
+  assert_int_equal(
+      200, kcr__mauth_check(m, "get", "/metrics", "Bearer alice", msg, sizeof(msg)));
+  assert_int_equal(1, atomic_load(&a.tokenreviews));
+  assert_int_equal(1, atomic_load(&a.sars));
+  for(int i = 0; i < FLOOD; i++) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    snprintf(hdr, sizeof(hdr), "Bearer r%016llx", (unsigned long long)x);
+    assert_int_equal(401, kcr__mauth_check(m, "get", "/metrics", hdr, msg, sizeof(msg)));
+  }
+  assert_int_equal(1 + FLOOD, atomic_load(&a.tokenreviews));
+  assert_int_equal(
+      200, kcr__mauth_check(m, "get", "/metrics", "Bearer alice", msg, sizeof(msg)));
+  assert_int_equal(1 + FLOOD, atomic_load(&a.tokenreviews)); /* no new review */
+  assert_int_equal(1, atomic_load(&a.sars));
+  kcr__mauth_free(m);
+}
+
+/* An allowed answer is for its token, verb and path: another path or verb
+ * is reviewed on its own (and here denied), also through the server (a
+ * HEAD is the verb "head"), and the allowed answer stays cached. */
+static void allowed_get_metrics_does_not_carry_over(void **state)
+{
+  struct api a = {0};
+  kcr_client *c = twire_client(api, &a);
+  kcr__mauth *m;
+  struct fx *f;
+  struct reply r;
+  char msg[128];
+  int tr;
+
+  assert_int_equal(KCR_OK, kcr__mauth_new(c, &m));
+  kcr_client_free(c);
+  assert_int_equal(
+      200, kcr__mauth_check(m, "get", "/metrics", "Bearer alice", msg, sizeof(msg)));
+  assert_int_equal(1, atomic_load(&a.sars));
+  assert_int_equal(
+      403, kcr__mauth_check(m, "get", "/debug/pprof", "Bearer alice", msg, sizeof(msg)));
+  assert_string_equal("Authorization denied for user alice", msg);
+  assert_int_equal(2, atomic_load(&a.sars)); /* its own review */
+  assert_int_equal(
+      403, kcr__mauth_check(m, "head", "/metrics", "Bearer alice", msg, sizeof(msg)));
+  assert_int_equal(3, atomic_load(&a.sars));
+  tr = atomic_load(&a.tokenreviews);
+  /* each answer is cached for its own request */
+  assert_int_equal(
+      200, kcr__mauth_check(m, "get", "/metrics", "Bearer alice", msg, sizeof(msg)));
+  assert_int_equal(
+      403, kcr__mauth_check(m, "get", "/debug/pprof", "Bearer alice", msg, sizeof(msg)));
+  assert_int_equal(tr, atomic_load(&a.tokenreviews));
+  assert_int_equal(3, atomic_load(&a.sars));
+  kcr__mauth_free(m);
+
+  f = fx_new(&(struct kcr_httpd_tls){.enabled = true});
+  expect(f, "Authorization: Bearer alice", 200, "# HELP", 1, 1);
+  request("HEAD", f->url, "Authorization: Bearer alice", NULL, &r);
+  assert_int_equal(403, r.code);
+  assert_int_equal(2, atomic_load(&f->api.sars));
+  reply_cleanup(&r);
+  fx_free(f);
 }
 
 /* Debug builds check the checker's preconditions (KCR_ASSERT): a message
@@ -326,7 +416,7 @@ static void check_into_an_empty_buffer(void *ud)
 
   if(kcr__mauth_new(c, &m))
     return;
-  kcr__mauth_check(m, "/metrics", NULL, msg, 0);
+  kcr__mauth_check(m, "get", "/metrics", NULL, msg, 0);
 }
 
 static void broken_invariants_abort_debug_builds(void **state)
@@ -433,6 +523,8 @@ int main(void)
       cmocka_unit_test(only_metrics_and_only_over_tls),
       cmocka_unit_test(hostile_authorization_headers_are_401_unreviewed),
       cmocka_unit_test(cache_is_bounded),
+      cmocka_unit_test(flood_of_unknown_tokens_keeps_allowed_callers_cached),
+      cmocka_unit_test(allowed_get_metrics_does_not_carry_over),
       cmocka_unit_test(broken_invariants_abort_debug_builds),
       cmocka_unit_test(serves_a_given_certificate),
       cmocka_unit_test(tls_setup_survives_allocation_failures),
