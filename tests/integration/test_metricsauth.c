@@ -5,7 +5,10 @@
  * config/rbac/metrics_reader_role.yaml): no token and a garbage token get
  * 401, the unbound account 403, the bound one 200 and the metrics; every
  * answer is cached, so repeated scrapes make no further reviews (requests
- * counted on the review client). */
+ * counted on the review client). A HEAD by the bound account is the verb
+ * `head`, which the role does not grant: reviewed on its own and denied.
+ * After a flood of made-up tokens the bound account is still answered from
+ * the cache. */
 #include <curl/curl.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -117,9 +120,10 @@ static size_t on_data(char *p, size_t sz, size_t n, void *ud)
   return kcr_buf_append(ud, p, sz * n) ? 0 : sz * n;
 }
 
-/* GET /metrics as token; expects code, and that it cost `reviews` POSTs. */
-static void expect(const char *url, const char *token, long code, int reviews,
-                   const char *what)
+/* method ("GET" or "HEAD") /metrics as token; expects code, and that it
+ * cost `reviews` POSTs. */
+static void expect_method(const char *method, const char *url, const char *token,
+                          long code, int reviews, const char *what)
 {
   struct kcr_buf body = KCR_BUF_INIT;
   struct curl_slist *h = NULL;
@@ -140,18 +144,63 @@ static void expect(const char *url, const char *token, long code, int reviews,
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
+  if(!strcmp(method, "HEAD"))
+    curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
   if(curl_easy_perform(c) == CURLE_OK)
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &got);
   curl_easy_cleanup(c);
   curl_slist_free_all(h);
   if(got != code)
     fail_msg("%s: HTTP %ld (%s), want %ld", what, got, body.ptr ? body.ptr : "", code);
-  if(code == 200 && !(body.ptr && strstr(body.ptr, "# TYPE itest_scrapes_total counter")))
+  if(code == 200 && !strcmp(method, "GET") &&
+     !(body.ptr && strstr(body.ptr, "# TYPE itest_scrapes_total counter")))
     fail_msg("%s: no metrics in the answer: %s", what, body.ptr ? body.ptr : "");
   if(atomic_load(&posts) - before != reviews)
     fail_msg("%s: %d review requests, want %d", what, atomic_load(&posts) - before,
              reviews);
   kcr_buf_cleanup(&body);
+}
+
+static void expect(const char *url, const char *token, long code, int reviews,
+                   const char *what)
+{
+  expect_method("GET", url, token, code, reviews, what);
+}
+
+/* GETs /metrics n times, each with a new made-up token (one connection):
+ * each must be 401 and cost one TokenReview. */
+static void flood(const char *url, int n)
+{
+  struct kcr_buf sink = KCR_BUF_INIT;
+  int before = atomic_load(&posts);
+  CURL *c = curl_easy_init();
+  char hdr[128];
+
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+  curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+  curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L); /* self-signed */
+  curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
+  for(int i = 0; i < n; i++) {
+    struct curl_slist *h;
+    long got = 0;
+    snprintf(hdr, sizeof(hdr), "Authorization: Bearer made-up-%d-%08x", i,
+             (unsigned)rand());
+    h = curl_slist_append(NULL, hdr);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    if(curl_easy_perform(c) == CURLE_OK)
+      curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &got);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+    curl_slist_free_all(h);
+    if(got != 401)
+      fail_msg("flood token %d: HTTP %ld, want 401", i, got);
+    kcr_buf_reset(&sink);
+  }
+  curl_easy_cleanup(c);
+  kcr_buf_cleanup(&sink);
+  assert_int_equal(n, atomic_load(&posts) - before);
 }
 
 static void only_authorised_service_accounts_read_metrics(void **state)
@@ -223,6 +272,12 @@ static void only_authorised_service_accounts_read_metrics(void **state)
   expect(url, reader, 200, 2, "the bound ServiceAccount");
   for(int i = 0; i < 5; i++)
     expect(url, reader, 200, 0, "the bound ServiceAccount again (cached)");
+  expect_method("HEAD", url, reader, 403, 2, "HEAD as the bound ServiceAccount");
+  expect_method("HEAD", url, reader, 403, 0, "HEAD again (cached)");
+  expect(url, reader, 200, 0, "the bound ServiceAccount after a HEAD (cached)");
+  /* twice as many made-up tokens as the cache holds denials */
+  flood(url, 2048);
+  expect(url, reader, 200, 0, "the bound ServiceAccount after a flood (cached)");
 
   kcr_httpd_free(h);
   kcr_metrics_free(reg);
