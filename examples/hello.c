@@ -60,15 +60,28 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
         &(struct kcr_ref){.gvr = &configmaps, .ns = req->ns, .name = req->name}, patch,
         &(struct kcr_apply_opts){.field_manager = "hello", .force = true}, NULL, &ei);
     cJSON_Delete(patch);
-    if(rc)
+    /* The returned code is the kind of error (apierrors.IsNotFound & co.),
+     * ei the server's Status: see docs/library-guide.md, "Handling API
+     * errors". */
+    if(rc == KCR_ENOTFOUND) { /* deleted meanwhile: nothing left to greet */
+      rc = KCR_OK;
+    } else if(rc == KCR_EFORBIDDEN &&
+              kcr_errinfo_has_cause(&ei, "NamespaceTerminating", NULL)) {
+      rc = KCR_OK; /* the namespace is being deleted, and the ConfigMap with it */
+    } else if(rc == KCR_EINVALID) { /* the same write would fail the same way */
+      KCR_CLOG(cx, KCR_LOG_ERROR, "greeting refused by validation; not retrying",
+               KCR_S("detail", ei.message));
+      rc = KCR_ETERMINAL;
+    } else if(rc) { /* a conflict, 429, 5xx or transport error: retried */
       KCR_CLOG(cx, KCR_LOG_ERROR, "apply failed", KCR_S("err", kcr_err_name(rc)),
                KCR_S("detail", ei.message));
-    else
+    } else {
       KCR_CLOG(cx, KCR_LOG_INFO, "greeted");
+    }
   }
   cJSON_Delete(cur);
   kcr_errinfo_cleanup(&ei);
-  return rc == KCR_ENOTFOUND ? KCR_OK : rc;
+  return rc;
 }
 
 int main(int argc, char **argv)
