@@ -147,7 +147,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   kcr__client_set_wire(client, wire, &r);
   FUZZ_CHECK(kcr__mauth_new(client, &m) == KCR_OK);
   msg[48] = 'X';
-  code = kcr__mauth_check(m, "/metrics", header, msg, 48);
+  code = kcr__mauth_check(m, "get", "/metrics", header, msg, 48);
   FUZZ_CHECK(code == 200 || code == 401 || code == 403 || code == 500);
   FUZZ_CHECK(msg[48] == 'X' && memchr(msg, '\0', 48));
   FUZZ_CHECK(code == 200 || msg[0]);
@@ -185,7 +185,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   }
 
   r.tr.calls = r.sar.calls = 0;
-  again = kcr__mauth_check(m, "/metrics", header, msg, 48);
+  again = kcr__mauth_check(m, "get", "/metrics", header, msg, 48);
   if(code != 500)
     FUZZ_CHECK(again == code && r.tr.calls == 0 && r.sar.calls == 0);
   FUZZ_CHECK(msg[48] == 'X');
