@@ -12,7 +12,9 @@
  * server, certificate-authority / -data, insecure-skip-tls-verify (refused
  * together with a CA, as kubectl does), tls-server-name (the name the
  * server's certificate is verified against and sent as SNI, while the
- * connection goes to the server URL's host and port); users[].user client-certificate /
+ * connection goes to the server URL's host and port), proxy-url (http://, https:// or
+ * socks5://, as client-go takes it: the proxy for every request to the server, see
+ * kcr/client.h "Proxies"); users[].user client-certificate /
  * -data, client-key / -data, token, tokenFile, exec (client.authentication.k8s.io/v1 and
  * v1beta1: command, args, env, interactiveMode Never/IfAvailable; the ExecCredential
  * answer's token or clientCertificateData/clientKeyData, cached until expirationTimestamp
@@ -92,6 +94,9 @@ KCR_API const char *kcr_config_origin(const kcr_config *cfg); /* file or "in-clu
 KCR_API const char *kcr_config_namespace(const kcr_config *cfg); /* context ns or NULL */
 KCR_API bool kcr_config_insecure(const kcr_config *cfg);
 KCR_API const char *kcr_config_tls_server_name(const kcr_config *cfg); /* or NULL */
+/* The cluster's proxy-url as written, or NULL (in-cluster: always). It may
+ * hold a user and password: do not log it. */
+KCR_API const char *kcr_config_proxy_url(const kcr_config *cfg);
 /* CA bundle (PEM) in memory, or NULL to use the system store. */
 KCR_API const unsigned char *kcr_config_ca(const kcr_config *cfg, size_t *len);
 

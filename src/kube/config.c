@@ -28,6 +28,10 @@
  *    file with the insecure flag is not allowed"), rather than one of them
  *    being silently ignored. tls-server-name must be a host name or an IP
  *    address; the client verifies the server against it (client.c).
+ *  - proxy-url takes the schemes client-go's clientcmd takes (http, https,
+ *    socks5) and needs a host; a message about it never quotes it (it may
+ *    hold a password), and it is wiped when the config is freed. Which
+ *    proxy a request uses is the client's decision (proxy.c).
  *  - $KUBECONFIG naming no existing file is an error (no silent fall-back).
  *  - $KUBECONFIG is a colon-separated list, but only the first file that
  *    exists is used: kubectl's merging of several files is not implemented.
@@ -116,6 +120,7 @@ struct kcr_config {
   char *server;          /* no trailing '/' */
   char *ns;              /* or NULL */
   char *tls_server_name; /* or NULL */
+  char *proxy_url;       /* or NULL; may hold a password (wiped) */
   bool insecure;
   struct kcr__blob ca; /* PEM or {NULL, 0} */
   char *token;         /* static bearer token or NULL */
@@ -374,6 +379,7 @@ void kcr_config_free(kcr_config *cfg)
   free(cfg->server);
   free(cfg->ns);
   free(cfg->tls_server_name);
+  kcr__wipe_str(cfg->proxy_url);
   free(cfg->ca.ptr);
   kcr__wipe_str(cfg->token);
   kcr__wipe_free(cfg->cert.ptr, cfg->cert.len);
@@ -641,6 +647,29 @@ static bool valid_server_name(const char *s)
   return true;
 }
 
+/* proxy-url: the schemes client-go takes (clientcmd parseProxyURL: http,
+ * https, socks5), and a host. The message names the scheme, never the URL,
+ * which may hold a password. */
+static kcr_err check_proxy_url(struct ydoc *y, const char *where, const char *url)
+{
+  static const char *const schemes[] = {"http://", "https://", "socks5://"};
+  size_t n = strcspn(url, ":/");
+
+  for(size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++) {
+    size_t k = strlen(schemes[i]);
+    if(!strncasecmp(url, schemes[i], k)) {
+      if(!url[k] || strchr("/?#", url[k]))
+        return kcr_errinfo_set(y->ei, KCR_ECONFIG, "%s: %s.proxy-url: no host", y->origin,
+                               where);
+      return KCR_OK;
+    }
+  }
+  return kcr_errinfo_set(y->ei, KCR_ECONFIG,
+                         "%s: %s.proxy-url: unsupported scheme \"%.*s\", must be http, "
+                         "https, or socks5",
+                         y->origin, where, url[n] == ':' ? (int)n : 0, url);
+}
+
 static kcr_err load_cluster(struct ydoc *y, yaml_node_t *c, size_t idx, kcr_config *cfg)
 {
   char where[64], *server = NULL;
@@ -668,6 +697,10 @@ static kcr_err load_cluster(struct ydoc *y, yaml_node_t *c, size_t idx, kcr_conf
     rc = kcr_errinfo_set(y->ei, KCR_ECONFIG,
                          "%s: %s.tls-server-name \"%s\": not a host name or IP address",
                          y->origin, where, cfg->tls_server_name);
+  if(!rc)
+    rc = ystr(y, c, where, "proxy-url", &cfg->proxy_url);
+  if(!rc && cfg->proxy_url)
+    rc = check_proxy_url(y, where, cfg->proxy_url);
   if(!rc)
     rc = load_blob(y, c, where, "certificate-authority", "certificate-authority-data",
                    &cfg->ca, &which);
@@ -1178,6 +1211,8 @@ const char *kcr_config_tls_server_name(const kcr_config *cfg)
 {
   return cfg->tls_server_name;
 }
+
+const char *kcr_config_proxy_url(const kcr_config *cfg) { return cfg->proxy_url; }
 
 const unsigned char *kcr_config_ca(const kcr_config *cfg, size_t *len)
 {

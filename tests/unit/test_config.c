@@ -728,6 +728,58 @@ static void malformed_tls_server_name(void **state)
   }
 }
 
+/* clusters[].cluster.proxy-url, as client-go's clientcmd takes it: http,
+ * https or socks5 (d7: it was not read at all). A message about a bad one
+ * names its scheme, never the URL (it may hold a password). */
+static void proxy_url_is_read_and_checked(void **state)
+{
+  (void)state;
+  static const char fmt[] = "current-context: x\n"
+                            "contexts: [{name: x, context: {cluster: c}}]\n"
+                            "clusters: [{name: c, cluster: {server: https://h%s%s%s}}]\n";
+  static const char *const good[] = {"http://proxy.example:3128",
+                                     "https://u:pw@proxy:443", "socks5://127.0.0.1:1080",
+                                     "HTTP://Proxy"};
+  static const struct {
+    const char *url, *want;
+  } bad[] = {
+      {"ftp://u:secret@proxy", "/k: clusters[0].cluster.proxy-url: unsupported scheme "
+                               "\"ftp\", must be http, https, or socks5"},
+      {"proxy.example:3128", "/k: clusters[0].cluster.proxy-url: unsupported scheme "
+                             "\"proxy.example\", must be http, https, or socks5"},
+      {"u:secret@proxy", "/k: clusters[0].cluster.proxy-url: unsupported scheme \"u\", "
+                         "must be http, https, or socks5"},
+      {"proxy", "/k: clusters[0].cluster.proxy-url: unsupported scheme \"\", must be "
+                "http, https, or socks5"},
+      {"socks5://", "/k: clusters[0].cluster.proxy-url: no host"},
+      {"http:///x", "/k: clusters[0].cluster.proxy-url: no host"},
+  };
+  char y[512];
+  kcr_config *cfg;
+
+  snprintf(y, sizeof(y), fmt, "", "", "");
+  cfg = yaml_ok(y, "/k");
+  assert_null(kcr_config_proxy_url(cfg));
+  kcr_config_free(cfg);
+  snprintf(y, sizeof(y), fmt, ", proxy-url: ''", "", "");
+  cfg = yaml_ok(y, "/k"); /* empty: none, as client-go */
+  assert_null(kcr_config_proxy_url(cfg));
+  kcr_config_free(cfg);
+  for(size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+    snprintf(y, sizeof(y), fmt, ", proxy-url: '", good[i], "'");
+    cfg = yaml_ok(y, "/k");
+    assert_string_equal(good[i], kcr_config_proxy_url(cfg));
+    kcr_config_free(cfg);
+  }
+  for(size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    snprintf(y, sizeof(y), fmt, ", proxy-url: '", bad[i].url, "'");
+    assert_string_equal(bad[i].want, yaml_error(y, "/k"));
+  }
+  snprintf(y, sizeof(y), fmt, ", proxy-url: [", "x", "]");
+  assert_string_equal("/k: clusters[0].cluster.proxy-url: expected a string",
+                      yaml_error(y, "/k"));
+}
+
 /* --- token file -------------------------------------------------------- */
 
 static const char token_file_yaml[] =
@@ -1547,6 +1599,29 @@ static void secret_static_token_is_wiped_everywhere(void **state)
   tfail_secret(NULL);
 }
 
+/* A password in the proxy-url is wiped with the config (curl's copy of it,
+ * CURLOPT_PROXY, is out of reach: see client.c, Secrets). */
+static void secret_proxy_password_is_wiped_with_the_config(void **state)
+{
+  (void)state;
+  static const char secret[] = "kcr-secret-proxy-5e0d2b71";
+  char yaml[1024];
+  kcr_config *cfg;
+
+  snprintf(yaml, sizeof(yaml),
+           "current-context: x\n"
+           "contexts: [{name: x, context: {cluster: c}}]\n"
+           "clusters: [{name: c, cluster: {server: https://h, "
+           "proxy-url: 'http://u:%s@proxy:3128'}}]\n",
+           secret);
+  tfail_secret(secret);
+  cfg = yaml_ok(yaml, "/k");
+  assert_non_null(strstr(kcr_config_proxy_url(cfg), secret));
+  kcr_config_free(cfg);
+  assert_int_equal(0, tfail_secret_hits());
+  tfail_secret(NULL);
+}
+
 /* An exec plugin gets a secret through its env (the kubeconfig's exec.env),
  * answers with it as its token and also prints it on stderr, as plugins do:
  * the env strings, its stdout and stderr, the parsed ExecCredential, the
@@ -1711,6 +1786,7 @@ int main(void)
       T(malformed_wrong_types),
       T(malformed_insecure_with_a_ca),
       T(malformed_tls_server_name),
+      T(proxy_url_is_read_and_checked),
       T(token_file_is_reread_after_rotation),
       T(token_file_is_checked_at_most_once_per_interval),
       T(token_file_missing_at_load_is_an_error),
@@ -1734,6 +1810,7 @@ int main(void)
       T(exec_plugin_stderr_is_never_logged),
       T(exec_broken_invariants_abort_debug_builds),
       T(secret_static_token_is_wiped_everywhere),
+      T(secret_proxy_password_is_wiped_with_the_config),
       T(secret_exec_env_and_token_are_wiped_everywhere),
       T(in_cluster_reads_service_account),
       T(in_cluster_brackets_ipv6_and_is_the_last_resort),
