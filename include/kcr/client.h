@@ -9,6 +9,31 @@
  * write costs a quarter of a transfer's instructions). TLS verification is on unless the
  * config says insecure-skip-tls-verify.
  *
+ * Proxies, as client-go chooses them, once, when the client is made
+ * (kcr_client_new reads the environment then):
+ *  1. the cluster's proxy-url in the kubeconfig (kcr_config_proxy_url), for
+ *     every request, whatever the server's host (http://, https://, and
+ *     socks5:// - the proxy resolves the server's name);
+ *  2. else https_proxy, or HTTPS_PROXY when that is unset or empty, for an
+ *     https server (http_proxy / HTTP_PROXY for an http one); a value
+ *     without a scheme means http://. ALL_PROXY / all_proxy are ignored
+ *     (client-go ignores them; so does the client's libcurl, which is told
+ *     the decision);
+ *  3. but never for localhost or a loopback address (127.0.0.0/8, ::1),
+ *     nor for a server that no_proxy, or NO_PROXY when that is unset or
+ *     empty, names. Its comma-separated entries: "*" (every server); a
+ *     domain "example.com" (that name and every name under it);
+ *     ".example.com" or "*.example.com" (names under it only); an IP
+ *     address ("10.0.0.1", "::1"); a CIDR ("10.0.0.0/8", "fd00::/8");
+ *     a domain or an IP address may carry a port ("example.com:6443",
+ *     "[fd00::1]:443"), then only that port of the server (its URL's, else
+ *     443 / 80) matches. Case does not matter; blanks around an entry are
+ *     ignored; a domain never matches an IP address. As in client-go, a
+ *     CIDR in NO_PROXY (taken first here) also counts when no_proxy is set.
+ * A server reached through a proxy has all its requests made by libcurl
+ * (through the proxy; for https a CONNECT tunnel); otherwise writes and
+ * watches go on the client's own connections as above.
+ *
  * Errors. A non-2xx answer maps to a code and the server's Status is copied
  * into *ei (when ei is not NULL): 400 KCR_EBADREQUEST, 401
  * KCR_EUNAUTHORIZED, 403 KCR_EFORBIDDEN, 404 KCR_ENOTFOUND, 409

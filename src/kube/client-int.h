@@ -45,8 +45,9 @@ kcr_err kcr__curl_err(CURLcode cc, const struct kcr__conn *conn, const char *met
                       const char *path, struct kcr_errinfo *ei);
 void kcr__client_observe(kcr_client *c, const char *method, long code, double secs);
 /* Whether c makes a GET of path (with its query) on a connection of its
- * own: https without a proxy, no wire seam, a path a request line can hold
- * as it is. When false, the caller uses curl. Thread-safe. */
+ * own: https reached without a proxy (client.c, DESIGN: Proxies), no wire
+ * seam, a path a request line can hold as it is. When false, the caller
+ * uses curl. Thread-safe. */
 bool kcr__own_streams(const kcr_client *c, const char *path);
 /* A GET whose answer streams (a watch) on a connection of our own
  * (client.c, DESIGN: writes on connections of our own), its body handed to

@@ -15,10 +15,20 @@
  * request, a fifth of the client's whole cost (callgrind, ebdman: 232,000
  * -> 183,000 Ir per request).
  *
+ * Proxies: the client decides once, at kcr_client_new, whether its server
+ * is reached through a proxy and which (kcr__proxy_for, proxy.c: client-go's
+ * rules - the kubeconfig's proxy-url, else https_proxy/http_proxy unless
+ * no_proxy names the server, never for a loopback server, ALL_PROXY not
+ * read), and gives every handle that answer: CURLOPT_PROXY (the URL, or ""
+ * for none) and CURLOPT_NOPROXY "", so curl's own reading of the
+ * environment never applies and curl's transfers and our own connections
+ * go the same way. A proxied server is curl's alone: the exchanges below
+ * stay off (own_ok false).
+ *
  * Writes on connections of our own: a request other than GET or HEAD to an
- * https server (every write a controller makes) is not a curl transfer, unless the
- * environment names a proxy for https (https_proxy, all_proxy: then curl does
- * it all, as before). curl connects the handle (CURLOPT_CONNECT_ONLY: TCP,
+ * https server (every write a controller makes) is not a curl transfer, unless
+ * the server is reached through a proxy (see Proxies: then curl does it all).
+ * curl connects the handle (CURLOPT_CONNECT_ONLY: TCP,
  * TLS with every setting above, client certificate, tls-server-name) and
  * keeps the connection; the request is written as one message (own_request:
  * the request line, Host, User-Agent, Accept, Content-Type and
@@ -121,8 +131,9 @@
  * wiped after it (kcr_credentials_cleanup, kcr__headers_free, the
  * "Authorization:" buffer). libcurl keeps copies out of our reach: the
  * client certificate and key blobs (CURL_BLOB_COPY, for the handle's
- * lifetime) and the request it builds from the header list (its own
- * buffers), freed without wiping. On the wire seam
+ * lifetime), the proxy URL (CURLOPT_PROXY: it may hold a password) and
+ * the request it builds from the header list (its own buffers), freed
+ * without wiping. On the wire seam
  * (tests) the credentials and the header are made exactly as for curl, so a
  * 401 re-reads them there too.
  *
@@ -152,6 +163,7 @@
 #include "kcr/log.h"
 #include "kcr/time.h"
 #include "kcr/version.h"
+#include "proxy-int.h"
 
 #define POOL_MAX    64
 #define ERRBODY_MAX ((size_t)64 << 10)
@@ -175,6 +187,7 @@ struct kcr_client {
   char *base_url;                /* the server URL, with tls-server-name as host */
   char *host_hdr;                /* "Host: <server URL's host[:port]>" or NULL */
   struct curl_slist *connect_to; /* "::<host>:<port>" or NULL */
+  char *proxy;                   /* CURLOPT_PROXY (see DESIGN: Proxies), or NULL: none */
   /* Exchanges of our own (see DESIGN): for an https server; the Host
    * header line and the server URL's path (without a final '/'). */
   bool own_ok;
@@ -256,18 +269,20 @@ out:
   return rc;
 }
 
-/* Whether curl would reach an https server through a proxy it finds in the
- * environment (then every request is curl's: see DESIGN). */
-static bool proxied(void)
+/* Sets proxy: the server's proxy by the config and the environment (see
+ * DESIGN: Proxies). */
+static kcr_err proxy_setup(kcr_client *c)
 {
-  static const char *const vars[] = {"https_proxy", "HTTPS_PROXY", "all_proxy",
-                                     "ALL_PROXY"};
-  for(size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-    const char *v = getenv(vars[i]);
-    if(v && *v)
-      return true;
-  }
-  return false;
+  const struct kcr__proxy_env env = {
+      .https_proxy = getenv("https_proxy"),
+      .https_proxy_upper = getenv("HTTPS_PROXY"),
+      .http_proxy = getenv("http_proxy"),
+      .http_proxy_upper = getenv("HTTP_PROXY"),
+      .no_proxy = getenv("no_proxy"),
+      .no_proxy_upper = getenv("NO_PROXY"),
+  };
+  return kcr__proxy_for(kcr_config_server(c->cfg), kcr_config_proxy_url(c->cfg), &env,
+                        &c->proxy);
 }
 
 /* Sets own_ok, own_host and own_prefix from the server URL (see DESIGN:
@@ -291,7 +306,7 @@ static kcr_err own_setup(kcr_client *c)
     uc = curl_url_get(u, CURLUPART_PATH, &path, 0);
   if(!uc && curl_url_get(u, CURLUPART_PORT, &given, 0) == CURLUE_OUT_OF_MEMORY)
     uc = CURLUE_OUT_OF_MEMORY;
-  if(!uc && !strcmp(scheme, "https") && !proxied()) {
+  if(!uc && !strcmp(scheme, "https") && !c->proxy) {
     n = strlen(path);
     while(n && path[n - 1] == '/')
       n--;
@@ -350,6 +365,8 @@ kcr_err kcr_client_new(const struct kcr_client_opts *opts, kcr_client **out,
   c->observe_ud = c->opts.observe_ud;
   rc = c->user_agent ? route_setup(c, ei) : KCR_ENOMEM;
   if(!rc)
+    rc = proxy_setup(c);
+  if(!rc)
     rc = own_setup(c);
   if(rc) {
     kcr_client_free(c);
@@ -390,6 +407,7 @@ void kcr_client_free(kcr_client *c)
   curl_slist_free_all(c->connect_to); /* after the handles that use it */
   free(c->base_url);
   free(c->host_hdr);
+  kcr__wipe_str(c->proxy);
   free(c->own_host);
   free(c->own_prefix);
   kcr_config_free(c->cfg);
@@ -542,6 +560,7 @@ static CURLcode own_tls(CURL *h, void *ssl_ctx, void *ud)
 static kcr_err conn_setup(kcr_client *c, struct kcr__conn *conn)
 {
   CURL *h = conn->h;
+  CURLcode cc;
   size_t ca_len = 0;
   const unsigned char *ca = kcr_config_ca(c->cfg, &ca_len);
 
@@ -561,6 +580,15 @@ static kcr_err conn_setup(kcr_client *c, struct kcr__conn *conn)
   curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "gzip");
   curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https,http");
   curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+  /* The client's decision, not curl's reading of the environment. A curl
+   * built without proxies reads none (and cannot take one). */
+  cc = curl_easy_setopt(h, CURLOPT_PROXY, c->proxy ? c->proxy : "");
+  if(!cc)
+    cc = curl_easy_setopt(h, CURLOPT_NOPROXY, "");
+  if(cc == CURLE_OUT_OF_MEMORY)
+    return KCR_ENOMEM;
+  if(cc && c->proxy)
+    return KCR_ETRANSPORT;
   if(tls_openssl)
     curl_easy_setopt(h, CURLOPT_SSL_CTX_FUNCTION, conn->own ? own_tls : keep_tls_buffers);
   /* The config refuses a CA together with insecure-skip-tls-verify. */

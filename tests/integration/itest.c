@@ -1,9 +1,15 @@
 /* DESIGN: shared set-up for integration tests. Each test program makes one
  * client from $KUBECONFIG and its own namespaces, so tests never see each
  * other's objects and can run in parallel against one control plane. */
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -64,6 +70,196 @@ kcr_client *itest_client(void)
     exit(1);
   }
   return c;
+}
+
+kcr_client *itest_client_with(const char *key, const char *value)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  const char *path = itest_env("KUBECONFIG"), *at;
+  char *text = calloc(1, 1 << 16), *yaml = NULL;
+  FILE *f = fopen(path, "r");
+  kcr_config *cfg = NULL;
+  kcr_client *c = NULL;
+  size_t n;
+
+  assert_non_null(f);
+  assert_non_null(text);
+  n = fread(text, 1, (1 << 16) - 1, f);
+  fclose(f);
+  at = strstr(text, "  cluster:\n");
+  assert_true(n > 0 && at);
+  at += strlen("  cluster:\n");
+  assert_true(
+      asprintf(&yaml, "%.*s    %s: %s\n%s", (int)(at - text), text, key, value, at) > 0);
+  itest_expect(KCR_OK,
+               kcr_config_from_yaml(yaml, strlen(yaml),
+                                    &(struct kcr_config_opts){.kubeconfig = path}, &cfg,
+                                    &ei),
+               &ei);
+  itest_expect(KCR_OK, kcr_client_new(&(struct kcr_client_opts){.config = cfg}, &c, &ei),
+               &ei);
+  kcr_config_free(cfg); /* the client holds its own reference */
+  free(text);
+  free(yaml);
+  kcr_errinfo_cleanup(&ei);
+  return c;
+}
+
+/* ---- an HTTP CONNECT proxy ---- */
+
+#define PROXY_TUNNELS 64 /* connections a proxy takes in its life */
+
+struct itest_proxy {
+  int lfd, port;
+  int stop[2]; /* a pipe: readable once the proxy stops */
+  atomic_uint tunnels;
+  pthread_t accept_th;
+  pthread_t th[PROXY_TUNNELS]; /* written by the accept thread only */
+  size_t nth;
+};
+
+struct tunnel {
+  struct itest_proxy *p;
+  int c;
+};
+
+/* Waits until fd is readable or the proxy stops (false). */
+static bool proxy_wait(const struct itest_proxy *p, int fd)
+{
+  struct pollfd fds[2] = {{fd, POLLIN, 0}, {p->stop[0], POLLIN, 0}};
+  return poll(fds, 2, -1) > 0 && !fds[1].revents;
+}
+
+static bool write_all(int fd, const char *b, size_t n)
+{
+  while(n) {
+    ssize_t w = write(fd, b, n);
+    if(w <= 0)
+      return false;
+    b += w;
+    n -= (size_t)w;
+  }
+  return true;
+}
+
+/* Bytes both ways until one side closes or the proxy stops. */
+static void relay(const struct itest_proxy *p, int a, int b)
+{
+  char buf[16384];
+  struct pollfd fds[3] = {{a, POLLIN, 0}, {b, POLLIN, 0}, {p->stop[0], POLLIN, 0}};
+
+  while(poll(fds, 3, -1) > 0 && !fds[2].revents) {
+    for(int i = 0; i < 2; i++) {
+      ssize_t r;
+      if(!fds[i].revents)
+        continue;
+      r = read(fds[i].fd, buf, sizeof(buf));
+      if(r <= 0 || !write_all(fds[1 - i].fd, buf, (size_t)r))
+        return;
+    }
+  }
+}
+
+/* Reads the request head; if it is "CONNECT <IPv4>:<port>", connects there,
+ * answers 200 and relays. */
+static void *tunnel_main(void *arg)
+{
+  static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n",
+                    bad[] = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+  struct tunnel *t = arg;
+  char head[8192], host[64], *end = NULL;
+  struct sockaddr_in a = {.sin_family = AF_INET};
+  unsigned port;
+  size_t n = 0;
+  int u = -1;
+
+  while(!end && n < sizeof(head) - 1 && proxy_wait(t->p, t->c)) {
+    ssize_t r = read(t->c, head + n, sizeof(head) - 1 - n);
+    if(r <= 0)
+      break;
+    n += (size_t)r;
+    head[n] = '\0';
+    end = strstr(head, "\r\n\r\n");
+  }
+  if(!end)
+    goto out;
+  if(sscanf(head, "CONNECT %63[0-9.]:%u HTTP/1.1\r\n", host, &port) != 2 ||
+     port > 65535 || inet_pton(AF_INET, host, &a.sin_addr) != 1) {
+    write_all(t->c, bad, strlen(bad));
+    goto out;
+  }
+  a.sin_port = htons((uint16_t)port);
+  u = socket(AF_INET, SOCK_STREAM, 0);
+  if(u < 0 || connect(u, (struct sockaddr *)&a, sizeof(a)))
+    goto out;
+  atomic_fetch_add(&t->p->tunnels, 1);
+  end += 4; /* what came after the head goes on */
+  if(write_all(t->c, ok, strlen(ok)) && write_all(u, end, (size_t)(head + n - end)))
+    relay(t->p, t->c, u);
+out:
+  if(u >= 0)
+    close(u);
+  close(t->c);
+  free(t);
+  return NULL;
+}
+
+static void *proxy_accept(void *arg)
+{
+  struct itest_proxy *p = arg;
+
+  while(proxy_wait(p, p->lfd)) {
+    struct tunnel *t;
+    int c = accept(p->lfd, NULL, NULL);
+    if(c < 0)
+      continue;
+    t = malloc(sizeof(*t));
+    if(t)
+      *t = (struct tunnel){p, c};
+    if(!t || p->nth == PROXY_TUNNELS ||
+       pthread_create(&p->th[p->nth], NULL, tunnel_main, t)) {
+      free(t);
+      close(c);
+      continue;
+    }
+    p->nth++;
+  }
+  return NULL;
+}
+
+struct itest_proxy *itest_proxy_start(void)
+{
+  struct itest_proxy *p = calloc(1, sizeof(*p));
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof(a);
+
+  assert_non_null(p);
+  p->lfd = socket(AF_INET, SOCK_STREAM, 0);
+  assert_true(p->lfd >= 0);
+  assert_int_equal(0, bind(p->lfd, (struct sockaddr *)&a, sizeof(a)));
+  assert_int_equal(0, listen(p->lfd, 64));
+  assert_int_equal(0, getsockname(p->lfd, (struct sockaddr *)&a, &len));
+  p->port = ntohs(a.sin_port);
+  assert_int_equal(0, pipe(p->stop));
+  assert_int_equal(0, pthread_create(&p->accept_th, NULL, proxy_accept, p));
+  return p;
+}
+
+int itest_proxy_port(const struct itest_proxy *p) { return p->port; }
+
+unsigned itest_proxy_tunnels(struct itest_proxy *p) { return atomic_load(&p->tunnels); }
+
+void itest_proxy_stop(struct itest_proxy *p)
+{
+  assert_int_equal(1, write(p->stop[1], "x", 1));
+  pthread_join(p->accept_th, NULL);
+  for(size_t i = 0; i < p->nth; i++)
+    pthread_join(p->th[i], NULL);
+  close(p->lfd);
+  close(p->stop[0]);
+  close(p->stop[1]);
+  free(p);
 }
 
 cJSON *itest_json(const char *fmt, ...)

@@ -22,6 +22,20 @@ extern const struct kcr_gvr itest_widgets;
 
 /* A client for $KUBECONFIG; aborts the test run if it cannot be made. */
 kcr_client *itest_client(void);
+/* A client for $KUBECONFIG with one more field in its cluster ("key:
+ * value", e.g. tls-server-name, proxy-url); fails the test if it cannot be
+ * made. */
+kcr_client *itest_client_with(const char *key, const char *value);
+/* An HTTP proxy on 127.0.0.1 that tunnels CONNECT requests (to a numeric
+ * address, e.g. "CONNECT 127.0.0.1:6443") and counts them; anything else is
+ * answered 400. Start and stop fail the test on error; stop ends every
+ * tunnel, joins its threads and frees the proxy. */
+struct itest_proxy;
+struct itest_proxy *itest_proxy_start(void);
+int itest_proxy_port(const struct itest_proxy *p);
+/* CONNECT requests tunnelled so far. */
+unsigned itest_proxy_tunnels(struct itest_proxy *p);
+void itest_proxy_stop(struct itest_proxy *p);
 /* Creates a fresh namespace "kcr-<prefix>-<random>"; returns its name
  * (static storage per call site is not assumed: caller frees). */
 char *itest_namespace(kcr_client *c, const char *prefix);

@@ -2,8 +2,8 @@
  * a custom resource with a status subresource, optimistic concurrency with
  * the server's exact message, merge patch and server-side apply on /status,
  * deletes with preconditions, list paging over 1,000 objects,
- * tls-server-name (requests and watches), and how pooled connections are
- * set up. */
+ * tls-server-name (requests and watches), how pooled connections are
+ * set up, and which requests go through a proxy. */
 #include <openssl/ssl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -439,35 +439,9 @@ static void each_request_goes_to_its_own_url(void **state)
  * also says tls-server-name: name. */
 static kcr_client *client_with_server_name(const char *name)
 {
-  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
-  const char *path = itest_env("KUBECONFIG"), *at;
-  char *text = calloc(1, 1 << 16), *yaml = NULL;
-  FILE *f = fopen(path, "r");
-  kcr_config *cfg = NULL;
-  kcr_client *c = NULL;
-  size_t n;
+  kcr_client *c = itest_client_with("tls-server-name", name);
 
-  assert_non_null(f);
-  assert_non_null(text);
-  n = fread(text, 1, (1 << 16) - 1, f);
-  fclose(f);
-  at = strstr(text, "  cluster:\n");
-  assert_true(n > 0 && at);
-  at += strlen("  cluster:\n");
-  assert_true(asprintf(&yaml, "%.*s    tls-server-name: %s\n%s", (int)(at - text), text,
-                       name, at) > 0);
-  itest_expect(KCR_OK,
-               kcr_config_from_yaml(yaml, strlen(yaml),
-                                    &(struct kcr_config_opts){.kubeconfig = path}, &cfg,
-                                    &ei),
-               &ei);
-  assert_string_equal(name, kcr_config_tls_server_name(cfg));
-  itest_expect(KCR_OK, kcr_client_new(&(struct kcr_client_opts){.config = cfg}, &c, &ei),
-               &ei);
-  kcr_config_free(cfg); /* the client holds its own reference */
-  free(text);
-  free(yaml);
-  kcr_errinfo_cleanup(&ei);
+  assert_string_equal(name, kcr_config_tls_server_name(kcr_client_config(c)));
   return c;
 }
 
@@ -477,24 +451,26 @@ static kcr_err stop_at_first_event(struct kcr_watch_event *ev, void *ud)
   return KCR_ETERMINAL;
 }
 
-/* Watches ns's ConfigMap "tls" until its ADDED event; returns the watch's
+/* Watches ns's ConfigMap name until its ADDED event; returns the watch's
  * code (KCR_ETERMINAL once the event came). */
-static kcr_err watch_one(kcr_client *c, struct kcr_errinfo *ei)
+static kcr_err watch_one(kcr_client *c, const char *name, struct kcr_errinfo *ei)
 {
   struct kcr_ref coll = {&itest_configmaps, ns};
   enum kcr_watch_type got = KCR_WATCH_ERROR;
+  char sel[128];
   kcr_watch *w;
   kcr_err rc;
 
-  assert_int_equal(
-      KCR_OK,
-      kcr_watch_new(&(struct kcr_watch_opts){.client = c,
-                                             .ref = &coll,
-                                             .on_event = stop_at_first_event,
-                                             .ud = &got,
-                                             .field_selector = "metadata.name=tls",
-                                             .timeout_ms = 30000},
-                    &w, ei));
+  snprintf(sel, sizeof(sel), "metadata.name=%s", name);
+
+  assert_int_equal(KCR_OK,
+                   kcr_watch_new(&(struct kcr_watch_opts){.client = c,
+                                                          .ref = &coll,
+                                                          .on_event = stop_at_first_event,
+                                                          .ud = &got,
+                                                          .field_selector = sel,
+                                                          .timeout_ms = 30000},
+                                 &w, ei));
   rc = kcr_watch_run(w, ei);
   kcr_watch_free(w);
   if(rc == KCR_ETERMINAL)
@@ -523,13 +499,13 @@ static void tls_server_name_is_what_the_certificate_is_checked_against(void **st
       &ei);
   itest_expect(KCR_OK, kcr_get(good, &one, &got, &ei), &ei);
   assert_string_equal("x", kcr_json_str(got, "data.k"));
-  itest_expect(KCR_ETERMINAL, watch_one(good, &ei), &ei);
+  itest_expect(KCR_ETERMINAL, watch_one(good, "tls", &ei), &ei);
 
   /* A name not in it: the TLS handshake fails, and says why. */
   itest_expect(KCR_ETRANSPORT, kcr_get(bad, &one, NULL, &ei), &ei);
   assert_non_null(strstr(ei.message, "GET /api/v1/namespaces/"));
   assert_non_null(strstr(ei.message, "'not-the-apiserver.example'"));
-  itest_expect(KCR_ETRANSPORT, watch_one(bad, &ei), &ei);
+  itest_expect(KCR_ETRANSPORT, watch_one(bad, "tls", &ei), &ei);
   assert_non_null(strstr(ei.message, "'not-the-apiserver.example'"));
 
   cJSON_Delete(got);
@@ -679,6 +655,106 @@ static void a_body_over_the_server_s_limit_gets_its_413(void **state)
   (void)state;
 }
 
+/* ---- proxies ---- */
+
+static const char *const proxy_vars[] = {"https_proxy", "HTTPS_PROXY", "http_proxy",
+                                         "HTTP_PROXY",  "all_proxy",   "ALL_PROXY",
+                                         "no_proxy",    "NO_PROXY"};
+#define NPROXY_VARS (sizeof(proxy_vars) / sizeof(proxy_vars[0]))
+
+/* Saves the proxy variables into saved (to restore with env_restore), then
+ * sets each to the value at its index in vals (NULL: unset). */
+static void env_set(char *saved[NPROXY_VARS], const char *const vals[NPROXY_VARS])
+{
+  for(size_t i = 0; i < NPROXY_VARS; i++) {
+    const char *v = getenv(proxy_vars[i]);
+    saved[i] = v ? strdup(v) : NULL;
+    if(vals[i])
+      setenv(proxy_vars[i], vals[i], 1);
+    else
+      unsetenv(proxy_vars[i]);
+  }
+}
+
+static void env_restore(char *saved[NPROXY_VARS])
+{
+  for(size_t i = 0; i < NPROXY_VARS; i++) {
+    if(saved[i])
+      setenv(proxy_vars[i], saved[i], 1);
+    else
+      unsetenv(proxy_vars[i]);
+    free(saved[i]);
+  }
+}
+
+/* A write (create, delete: on the client's own connections when there is
+ * no proxy), a read (get: a curl transfer) and a watch of ConfigMap name,
+ * all answered. */
+static void write_read_watch(kcr_client *c, const char *name)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_ref one = {&itest_configmaps, ns, name};
+  cJSON *cm = configmap(name, "p"), *got = NULL;
+
+  itest_expect(
+      KCR_OK,
+      kcr_create(c, &(struct kcr_ref){&itest_configmaps, ns}, cm, NULL, NULL, &ei), &ei);
+  itest_expect(KCR_OK, kcr_get(c, &one, &got, &ei), &ei);
+  assert_string_equal("p", kcr_json_str(got, "data.k"));
+  itest_expect(KCR_ETERMINAL, watch_one(c, name, &ei), &ei);
+  itest_expect(KCR_OK, kcr_delete(c, &one, NULL, NULL, &ei), &ei);
+  cJSON_Delete(got);
+  cJSON_Delete(cm);
+  kcr_errinfo_cleanup(&ei);
+}
+
+/* Defect d7: any https_proxy or all_proxy turned the client's own
+ * connections off (every request a curl transfer, which took the proxy),
+ * and NO_PROXY was not looked at. As client-go, the client never reaches a
+ * loopback server (the apiserver here, 127.0.0.1) through a proxy from the
+ * environment and ignores ALL_PROXY: with every proxy variable naming a
+ * working proxy, writes and watches stay on its own connections, and
+ * nothing - not curl's reads either - goes through the proxy. */
+static void an_environment_proxy_is_not_used_for_a_loopback_server(void **state)
+{
+  struct itest_proxy *px = itest_proxy_start();
+  char url[64], *saved[NPROXY_VARS];
+  kcr_client *c;
+
+  snprintf(url, sizeof(url), "http://127.0.0.1:%d", itest_proxy_port(px));
+  env_set(saved, (const char *const[NPROXY_VARS]){url, url, url, url, url, url});
+  c = itest_client();
+  assert_true(kcr__own_streams(c, "/api/v1/namespaces"));
+  write_read_watch(c, "env-proxy");
+  env_restore(saved);
+  assert_int_equal(0, itest_proxy_tunnels(px));
+  kcr_client_free(c);
+  itest_proxy_stop(px);
+  (void)state;
+}
+
+/* The cluster's proxy-url (which e7442a7 ignored) carries every request, as
+ * client-go's http.ProxyURL does: to a loopback server too, and whatever
+ * no_proxy says. Everything is then a curl transfer through the proxy. */
+static void the_kubeconfig_proxy_url_carries_every_request(void **state)
+{
+  struct itest_proxy *px = itest_proxy_start();
+  char url[64], *saved[NPROXY_VARS];
+  kcr_client *c;
+
+  snprintf(url, sizeof(url), "http://127.0.0.1:%d", itest_proxy_port(px));
+  env_set(saved, (const char *const[NPROXY_VARS]){[6] = "*", [7] = "*"});
+  c = itest_client_with("proxy-url", url);
+  assert_string_equal(url, kcr_config_proxy_url(kcr_client_config(c)));
+  assert_false(kcr__own_streams(c, "/api/v1/namespaces"));
+  write_read_watch(c, "kube-proxy");
+  env_restore(saved);
+  assert_true(itest_proxy_tunnels(px) > 0);
+  kcr_client_free(c);
+  itest_proxy_stop(px);
+  (void)state;
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -692,6 +768,8 @@ int main(void)
       cmocka_unit_test(connections_are_http1_and_keep_their_tls_buffers),
       cmocka_unit_test(writes_with_no_time_limit_go_through),
       cmocka_unit_test(a_body_over_the_server_s_limit_gets_its_413),
+      cmocka_unit_test(an_environment_proxy_is_not_used_for_a_loopback_server),
+      cmocka_unit_test(the_kubeconfig_proxy_url_carries_every_request),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

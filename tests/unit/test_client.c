@@ -1,6 +1,7 @@
 /* The REST client and the watch at unit level, on the wire seam: paging,
  * limits on what the server sends, Retry-After arithmetic, the write gate,
- * and watch delivery (rv moves only past delivered events). */
+ * and watch delivery (rv moves only past delivered events); and, without
+ * the network, which servers the client reaches through a proxy. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -840,6 +841,100 @@ static void apply_rv_finds_the_resource_version_in_the_answer(void **state)
   kcr_client_free(c);
 }
 
+/* ---- proxies ---- */
+
+static const char *const proxy_vars[] = {"https_proxy", "HTTPS_PROXY", "http_proxy",
+                                         "HTTP_PROXY",  "all_proxy",   "ALL_PROXY",
+                                         "no_proxy",    "NO_PROXY"};
+#define NPROXY_VARS (sizeof(proxy_vars) / sizeof(proxy_vars[0]))
+
+/* Whether a client for server (with the cluster's proxy_url unless NULL),
+ * made while the proxy variables hold vals (by proxy_vars' index, NULL:
+ * unset), writes and watches on connections of its own - i.e. reaches its
+ * server without a proxy. The environment is restored after. */
+static bool own_path(const char *server, const char *proxy_url,
+                     const char *const vals[NPROXY_VARS])
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  char yaml[512], *saved[NPROXY_VARS];
+  kcr_config *cfg = NULL;
+  kcr_client *c = NULL;
+  bool own;
+
+  snprintf(yaml, sizeof(yaml),
+           "current-context: x\ncontexts: [{name: x, context: {cluster: c}}]\n"
+           "clusters: [{name: c, cluster: {server: '%s'%s%s%s}}]\n",
+           server, proxy_url ? ", proxy-url: '" : "", proxy_url ? proxy_url : "",
+           proxy_url ? "'" : "");
+  assert_int_equal(KCR_OK, kcr_config_from_yaml(yaml, strlen(yaml), NULL, &cfg, &ei));
+  for(size_t i = 0; i < NPROXY_VARS; i++) {
+    const char *v = getenv(proxy_vars[i]);
+    saved[i] = v ? strdup(v) : NULL;
+    if(vals[i])
+      setenv(proxy_vars[i], vals[i], 1);
+    else
+      unsetenv(proxy_vars[i]);
+  }
+  assert_int_equal(KCR_OK,
+                   kcr_client_new(&(struct kcr_client_opts){.config = cfg}, &c, &ei));
+  for(size_t i = 0; i < NPROXY_VARS; i++) {
+    if(saved[i])
+      setenv(proxy_vars[i], saved[i], 1);
+    else
+      unsetenv(proxy_vars[i]);
+    free(saved[i]);
+  }
+  own = kcr__own_streams(c, "/api/v1/namespaces/ns/configmaps");
+  kcr_client_free(c);
+  kcr_config_free(cfg);
+  kcr_errinfo_cleanup(&ei);
+  return own;
+}
+
+#define VALS(...)       ((const char *const[NPROXY_VARS]){__VA_ARGS__})
+#define HTTPS_PROXY_(v) [0] = (v)
+#define ALL_PROXY_(v)   [4] = (v), [5] = (v)
+#define NO_PROXY_(v)    [7] = (v)
+
+/* Defect d7: with e7442a7 any https_proxy or all_proxy turned the client's
+ * own connections off, whatever NO_PROXY said, for a loopback server too,
+ * and the kubeconfig's proxy-url was never read. Now the connections stay
+ * the client's exactly when client-go would reach the server without a
+ * proxy (the rules themselves: test_proxy). */
+static void own_connections_stay_unless_the_server_is_proxied(void **state)
+{
+  static const char api[] = "https://api.example.com:6443";
+  static const char p[] = "http://proxy.invalid:3128";
+
+  /* no proxy at all */
+  assert_true(own_path(api, NULL, VALS(NULL)));
+  /* NO_PROXY names the server */
+  assert_true(own_path(api, NULL, VALS(HTTPS_PROXY_(p), NO_PROXY_(".example.com"))));
+  assert_true(
+      own_path(api, NULL, VALS(HTTPS_PROXY_(p), NO_PROXY_("api.example.com:6443"))));
+  assert_true(own_path("https://10.0.0.1:6443", NULL,
+                       VALS(HTTPS_PROXY_(p), NO_PROXY_("10.0.0.0/8"))));
+  /* a loopback server is never proxied from the environment */
+  assert_true(own_path("https://127.0.0.1:6443", NULL, VALS(HTTPS_PROXY_(p))));
+  assert_true(own_path("https://localhost:6443", NULL, VALS(HTTPS_PROXY_(p))));
+  assert_true(own_path("https://[::1]:6443", NULL, VALS(HTTPS_PROXY_(p))));
+  /* ALL_PROXY is not read; http_proxy is not for an https server */
+  assert_true(own_path(api, NULL, VALS(ALL_PROXY_(p))));
+  assert_true(own_path(api, NULL, VALS([2] = p, [3] = p)));
+  /* a proxied server: curl does it all */
+  assert_false(own_path(api, NULL, VALS(HTTPS_PROXY_(p))));
+  assert_false(own_path(api, NULL, VALS([1] = p, NO_PROXY_("other.example.com"))));
+  /* the kubeconfig's proxy-url: every request, loopback and NO_PROXY or not */
+  assert_false(own_path(api, p, VALS(NULL)));
+  assert_false(own_path("https://127.0.0.1:6443", p, VALS(NO_PROXY_("*"))));
+  (void)state;
+}
+
+#undef VALS
+#undef HTTPS_PROXY_
+#undef ALL_PROXY_
+#undef NO_PROXY_
+
 int main(void)
 {
   tfail_init();
@@ -863,6 +958,7 @@ int main(void)
       cmocka_unit_test(delete_sends_grace_period_only_when_given),
       cmocka_unit_test(apply_options_reach_the_query),
       cmocka_unit_test(apply_rv_finds_the_resource_version_in_the_answer),
+      cmocka_unit_test(own_connections_stay_unless_the_server_is_proxied),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
