@@ -22,7 +22,7 @@ static const struct kcr_gvr configmaps = {
     .group = "", .version = "v1", .resource = "configmaps", .namespaced = true};
 
 struct hello {
-  kcr_informer *cms;
+  kcr_manager *m;
   const char *identity;
 };
 
@@ -31,13 +31,16 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
 {
   struct hello *h = ud;
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
-  kcr_obj *o = kcr_store_ref(kcr_informer_store(h->cms), req->ns, req->name);
+  kcr_obj *o;
   char *want;
   cJSON *cur, *patch;
-  kcr_err rc = KCR_OK;
+  /* A cached read, from the manager's informer of ConfigMaps. */
+  kcr_err rc = kcr_manager_get(h->m, &configmaps, req->ns, req->name, &o, NULL);
 
-  if(!o) /* deleted: nothing to do */
+  if(rc == KCR_ENOTFOUND) /* deleted: nothing to do */
     return KCR_OK;
+  if(rc)
+    return rc;
   want = kcr_arena_printf(kcr_ctx_arena(cx), "Hello, %s!", req->name);
   kcr_obj_parse(o, &cur); /* NULL: out of memory */
   kcr_obj_unref(o);
@@ -133,7 +136,9 @@ int main(int argc, char **argv)
   }
   struct kcr_informer_opts io = {
       .gvr = &configmaps, .ns = ns, .label_selector = "hello.kcr.io/greet=true"};
-  if(kcr_manager_informer(m, &io, &h.cms, &ei) ||
+  kcr_informer *cms;
+  h.m = m;
+  if(kcr_manager_informer(m, &io, &cms, &ei) ||
      kcr_controller_new(&(struct kcr_controller_opts){.name = "hello",
                                                       .workers = workers,
                                                       .reconcile = reconcile,
@@ -141,7 +146,7 @@ int main(int argc, char **argv)
                                                       .client = kcr_manager_client(m),
                                                       .metrics = kcr_manager_metrics(m)},
                         &ctl, &ei) ||
-     kcr_controller_for(ctl, h.cms, NULL) || kcr_manager_add(m, ctl)) {
+     kcr_controller_for(ctl, cms, NULL) || kcr_manager_add(m, ctl)) {
     fprintf(stderr, "hello: setting up the controller failed%s%s\n",
             ei.message ? ": " : "", ei.message ? ei.message : "");
     kcr_errinfo_cleanup(&ei);

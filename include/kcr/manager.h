@@ -38,7 +38,7 @@
  *
  * Thread safety: set up (new, informer, recorder, add) from one thread before run;
  * run from one thread; kcr_manager_stop from any thread (or a signal
- * handler); kcr_manager_busy, _leading, _client, _metrics and
+ * handler); kcr_manager_busy, _leading, _client, _metrics, _get and
  * _health_port from any thread. */
 #ifndef KCR_MANAGER_H
 #define KCR_MANAGER_H
@@ -122,17 +122,49 @@ KCR_API kcr_client *kcr_manager_client(kcr_manager *m);
  * (take a reference with kcr_metrics_ref to keep it longer; every libkcr
  * object given it takes its own). Any thread. */
 KCR_API kcr_metrics *kcr_manager_metrics(kcr_manager *m);
-/* The shared informer for (gvr, ns, selectors, keep) in *out, made on the
- * first request with these options and returned again for the same ones
- * (the other fields of the later requests are then ignored; a different
- * keep-list, or none, makes another informer). The manager fills
- * in client and metrics. *out is borrowed: it lives until kcr_manager_free
- * and is started and stopped by run. Errors: KCR_EINVAL (no opts or gvr,
- * 32 informers already, or kcr_informer_new's; ei names the field),
+/* The informer registry. A manager keeps the informers its controllers
+ * share, under these rules (later features - informers added and removed
+ * while running, several namespaces per informer, per-shard stores -
+ * extend them and keep them):
+ *  1. Identity. An informer is (resource, namespace); NULL ns means every
+ *     namespace. The other options that shape the cache - label and field
+ *     selectors, keep list - belong to the resource: every informer of one
+ *     resource has the same ones, so an object looked up by resource is
+ *     found the same way whichever informer holds it. An every-namespace
+ *     informer is the only one of its resource.
+ *  2. Ownership. The manager makes, starts, stops and frees its
+ *     informers; a kcr_informer * it hands out is borrowed until
+ *     kcr_manager_free (not beyond), and so is its store.
+ *  3. Reads. kcr_manager_get hands out a new reference to an immutable
+ *     object: it stays valid however long it is kept, also after its
+ *     informer is gone. Release it with kcr_obj_unref.
+ *  4. Lookups never block on I/O: the registry has its own lock, held
+ *     only to find an informer.
+ *
+ * kcr_manager_informer: the informer for (gvr, ns) in *out, made on the
+ * first request and returned again for the same (gvr, ns, selectors, keep
+ * list); the other fields of later requests are then ignored. The manager
+ * fills in client and metrics. *out is borrowed (rule 2) and started and
+ * stopped by run. Errors: KCR_EINVAL (no opts or gvr, 32 informers
+ * already, or kcr_informer_new's; ei names the field), KCR_EEXIST (an
+ * informer of the resource with other selectors or keep list, or one of
+ * every namespace beside one of a namespace - rule 1; ei names both),
  * KCR_ENOMEM. On error *out is NULL. Thread safety: the setup thread,
  * before run. */
 KCR_API kcr_err kcr_manager_informer(kcr_manager *m, const struct kcr_informer_opts *opts,
                                      kcr_informer **out, struct kcr_errinfo *ei);
+/* A cached read across informers, as controller-runtime's
+ * mgr.GetClient().Get from its cache: a new reference (rule 3 above) to
+ * object ns/name (ns ignored for a cluster-scoped gvr) from the manager's
+ * informer of that resource - the one of namespace ns, or else the one of
+ * every namespace. With a keep list the object is the projected one.
+ * Errors: KCR_ENOTFOUND (no such object in the cache: not there, not
+ * synced yet, or filtered out by the resource's selectors), KCR_EINVAL (no
+ * informer of that resource for ns in this manager - a setup mistake, not
+ * an absent object - or no gvr, name or out; ei names which). On error
+ * *out is NULL. Thread safety: any thread, from setup on. */
+KCR_API kcr_err kcr_manager_get(kcr_manager *m, const struct kcr_gvr *gvr, const char *ns,
+                                const char *name, kcr_obj **out, struct kcr_errinfo *ei);
 /* An event recorder owned by the manager, as controller-runtime's
  * mgr.GetEventRecorderFor: made from opts as kcr_recorder_new does, with
  * the manager's client when opts->client (and opts->sink) is NULL and the

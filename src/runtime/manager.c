@@ -8,7 +8,13 @@
  * Stop requests come from signals (a sigwait thread, so no work happens in
  * a signal handler), from kcr_manager_stop (async-signal-safe: an atomic
  * flag and sem_post) or from losing the lease. run() sleeps on the
- * semaphore. Informers are shared: one per (gvr, namespace, selectors).
+ * semaphore.
+ *
+ * The informer registry (rules in manager.h): inf[] under inf_mu, so that
+ * kcr_manager_get may look from any thread while informers are registered.
+ * Each entry is (resource, namespace or "" for all, options); the options
+ * string is the same for every entry of a resource, and an all-namespaces
+ * entry is the only one of its resource.
  *
  * Leader election: the client's write gate is the elector's fence
  * (kcr_leader_may_write), so no write leaves this process unless the lease
@@ -53,7 +59,9 @@
 
 struct shared_informer {
   kcr_informer *inf;
-  char *key; /* group/version/resource|ns|labels|fields */
+  char *res;  /* group/version/resource */
+  char *ns;   /* "" for every namespace */
+  char *opts; /* labels|fields|keep: the same for every informer of res */
 };
 
 struct kcr_manager {
@@ -62,6 +70,7 @@ struct kcr_manager {
   kcr_client *client;
   kcr_metrics *metrics;
   kcr_metric *m_requests, *m_latency;
+  pthread_mutex_t inf_mu; /* inf and ninf: registration vs kcr_manager_get */
   struct shared_informer inf[MAX_INFORMERS];
   size_t ninf;
   kcr_controller *ctl[MAX_CONTROLLERS];
@@ -127,6 +136,7 @@ kcr_err kcr_manager_new(const struct kcr_manager_opts *o, kcr_manager **out,
   m->name = strdup(o->name ? o->name : "kcr");
   rc = kcr_metrics_new(NULL, &m->metrics, ei);
   sem_init(&m->wake, 0, 0);
+  pthread_mutex_init(&m->inf_mu, NULL);
   atomic_init(&m->stop, false);
   atomic_init(&m->lost, false);
   atomic_init(&m->leader_ready, false);
@@ -191,13 +201,42 @@ kcr_client *kcr_manager_client(kcr_manager *m) { return m->client; }
 kcr_metrics *kcr_manager_metrics(kcr_manager *m) { return m->metrics; }
 int kcr_manager_health_port(kcr_manager *m) { return m->health_port; }
 
+/* The parts of an informer's identity (see the registry rules in
+ * manager.h): resource, namespace ("" for all) and the options that must
+ * agree across the informers of one resource. Owned strings; false when
+ * memory ran out (nothing left allocated). */
+static bool informer_id(const struct kcr_informer_opts *io, struct shared_informer *id)
+{
+  struct kcr_buf r = KCR_BUF_INIT, o = KCR_BUF_INIT;
+
+  kcr_buf_printf(&r, "%s/%s/%s", io->gvr->group ? io->gvr->group : "", io->gvr->version,
+                 io->gvr->resource);
+  kcr_buf_printf(&o, "labels \"%s\", fields \"%s\"",
+                 io->label_selector ? io->label_selector : "",
+                 io->field_selector ? io->field_selector : "");
+  kcr_buf_puts(&o, io->keep ? ", keep [" : ", no keep list");
+  for(size_t i = 0; io->keep && io->keep[i]; i++)
+    kcr_buf_printf(&o, "%s%s", i ? "," : "", io->keep[i]);
+  if(io->keep)
+    kcr_buf_puts(&o, "]");
+  id->res = kcr_buf_take(&r); /* NULL if an append failed: errors stick */
+  id->opts = kcr_buf_take(&o);
+  id->ns = strdup(io->ns ? io->ns : "");
+  if(id->res && id->opts && id->ns)
+    return true;
+  free(id->res);
+  free(id->opts);
+  free(id->ns);
+  return false;
+}
+
 kcr_err kcr_manager_informer(kcr_manager *m, const struct kcr_informer_opts *io,
                              kcr_informer **out, struct kcr_errinfo *ei)
 {
   struct kcr_informer_opts o;
-  struct kcr_buf k = KCR_BUF_INIT;
-  char *key = NULL;
-  kcr_err rc;
+  struct shared_informer id;
+  bool kept = false;
+  kcr_err rc = KCR_OK;
 
   if(!out)
     return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_manager_informer: no out");
@@ -207,40 +246,89 @@ kcr_err kcr_manager_informer(kcr_manager *m, const struct kcr_informer_opts *io,
                            !io        ? "opts"
                            : !io->gvr ? "gvr"
                                       : "gvr->version/resource");
-  o = *io;
-  /* A projected informer is shared only with the same keep-list: another
-   * requester could need a member it drops. */
-  kcr_buf_printf(&k, "%s/%s/%s|%s|%s|%s", io->gvr->group ? io->gvr->group : "",
-                 io->gvr->version, io->gvr->resource, io->ns ? io->ns : "",
-                 io->label_selector ? io->label_selector : "",
-                 io->field_selector ? io->field_selector : "");
-  if(io->keep)
-    kcr_buf_puts(&k, "|keep");
-  for(size_t i = 0; io->keep && io->keep[i]; i++)
-    kcr_buf_printf(&k, "%c%s", i ? ',' : '=', io->keep[i]);
-  if(!(key = kcr_buf_take(&k))) /* an append failed (errors stick): out of memory */
+  if(!informer_id(io, &id))
     return KCR_ENOMEM;
-  for(size_t i = 0; i < m->ninf; i++) {
-    if(!strcmp(m->inf[i].key, key)) {
-      free(key);
-      *out = m->inf[i].inf;
-      return KCR_OK;
+  pthread_mutex_lock(&m->inf_mu);
+  for(size_t i = 0; i < m->ninf && !rc && !*out; i++) {
+    const struct shared_informer *x = &m->inf[i];
+    if(strcmp(x->res, id.res))
+      continue;
+    if(strcmp(x->opts, id.opts))
+      rc =
+          kcr_errinfo_set(ei, KCR_EEXIST,
+                          "kcr_manager_informer: %s: an informer with other options (%s) "
+                          "is registered; the informers of one resource share their "
+                          "selectors and keep list (asked: %s)",
+                          id.res, x->opts, id.opts);
+    else if(!strcmp(x->ns, id.ns))
+      *out = x->inf;
+    else if(!*x->ns || !*id.ns)
+      rc = kcr_errinfo_set(ei, KCR_EEXIST,
+                           "kcr_manager_informer: %s: an informer of %s is registered; "
+                           "one of every namespace excludes one of a single namespace",
+                           id.res, *x->ns ? x->ns : "every namespace");
+  }
+  if(!rc && !*out && m->ninf == MAX_INFORMERS)
+    rc = kcr_errinfo_set(ei, KCR_EINVAL, "kcr_manager_informer: more than %d informers",
+                         MAX_INFORMERS);
+  if(!rc && !*out) {
+    o = *io;
+    o.client = m->client;
+    o.metrics = m->metrics;
+    rc = kcr_informer_new(&o, &id.inf, ei);
+    if(!rc) {
+      m->inf[m->ninf++] = id;
+      *out = id.inf;
+      kept = true;
     }
   }
-  if(m->ninf == MAX_INFORMERS) {
-    free(key);
-    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_manager_informer: more than %d informers",
-                           MAX_INFORMERS);
+  pthread_mutex_unlock(&m->inf_mu);
+  if(!kept) {
+    free(id.res);
+    free(id.opts);
+    free(id.ns);
   }
-  o.client = m->client;
-  o.metrics = m->metrics;
-  rc = kcr_informer_new(&o, &m->inf[m->ninf].inf, ei);
-  if(rc) {
-    free(key);
-    return rc;
+  return rc;
+}
+
+kcr_err kcr_manager_get(kcr_manager *m, const struct kcr_gvr *gvr, const char *ns,
+                        const char *name, kcr_obj **out, struct kcr_errinfo *ei)
+{
+  kcr_informer *inf = NULL, *all = NULL;
+  char res[512];
+
+  if(!out)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_manager_get: no out");
+  *out = NULL;
+  if(!gvr || !gvr->version || !gvr->resource || !name)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_manager_get: %s is required",
+                           !name ? "name" : "gvr");
+  snprintf(res, sizeof(res), "%s/%s/%s", gvr->group ? gvr->group : "", gvr->version,
+           gvr->resource);
+  pthread_mutex_lock(&m->inf_mu);
+  for(size_t i = 0; i < m->ninf && !inf; i++) {
+    if(strcmp(m->inf[i].res, res))
+      continue;
+    if(!*m->inf[i].ns)
+      all = m->inf[i].inf;
+    else if(ns && !strcmp(m->inf[i].ns, ns))
+      inf = m->inf[i].inf;
   }
-  m->inf[m->ninf].key = key;
-  *out = m->inf[m->ninf++].inf;
+  pthread_mutex_unlock(&m->inf_mu);
+  if(!inf)
+    inf = all;
+  if(!inf)
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "kcr_manager_get: no informer of %s%s%s in this manager "
+                           "(register one with kcr_manager_informer)",
+                           res, ns ? " for namespace " : "", ns ? ns : "");
+  /* The store's objects are immutable and refcounted: the reference stays
+   * valid after the informer is gone. */
+  *out = kcr_store_ref(kcr_informer_store(inf), gvr->namespaced ? ns : NULL, name);
+  if(!*out)
+    return kcr_errinfo_set(ei, KCR_ENOTFOUND, "%s %s%s%s: not in the cache", res,
+                           gvr->namespaced && ns ? ns : "",
+                           gvr->namespaced && ns ? "/" : "", name);
   return KCR_OK;
 }
 
@@ -595,13 +683,16 @@ void kcr_manager_free(kcr_manager *m)
   kcr_leader_free(m->leader);
   for(size_t i = 0; i < m->ninf; i++) {
     kcr_informer_free(m->inf[i].inf);
-    free(m->inf[i].key);
+    free(m->inf[i].res);
+    free(m->inf[i].ns);
+    free(m->inf[i].opts);
   }
   for(int i = 0; i < 2; i++)
     kcr_httpd_free(m->srv[i]);
   kcr_client_free(m->client);
   kcr_metrics_free(m->metrics);
   sem_destroy(&m->wake);
+  pthread_mutex_destroy(&m->inf_mu);
   free(m->name);
   free(m->lease_ns);
   free(m->lease_name);

@@ -557,37 +557,112 @@ static void informer_and_add_refuse_bad_arguments(void **state)
   api_cleanup(&a);
 }
 
-/* Informers are shared by (gvr, ns, selectors) and keep-list: one that
- * drops members is never handed to a requester that may need them. */
-static void only_the_same_keep_list_shares_an_informer(void **state)
+/* The registry's rule 1 (manager.h): informers are (resource,
+ * namespace); selectors and keep list belong to the resource. The same
+ * request shares the informer; another namespace makes another; other
+ * options for the resource, or an every-namespace informer beside a
+ * namespaced one, are refused naming both. */
+static void one_resource_has_one_set_of_cache_options(void **state)
 {
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   struct api a;
   kcr_manager *m;
-  kcr_informer *whole, *proj, *again, *other;
+  kcr_informer *proj, *again, *other_ns, *refused = (kcr_informer *)1;
   const char *const keep[] = {"data", NULL};
 
   api_init(&a);
   m = manager(&a, &(struct mopts){0});
   assert_int_equal(
-      KCR_OK,
-      kcr_manager_informer(m, &(struct kcr_informer_opts){.gvr = &cms}, &whole, NULL));
-  assert_int_equal(KCR_OK, kcr_manager_informer(
-                               m, &(struct kcr_informer_opts){.gvr = &cms, .keep = keep},
-                               &proj, NULL));
-  assert_int_equal(KCR_OK, kcr_manager_informer(
-                               m,
-                               &(struct kcr_informer_opts){
-                                   .gvr = &cms, .keep = (const char *[]){"data", NULL}},
-                               &again, NULL));
+      KCR_OK, kcr_manager_informer(
+                  m, &(struct kcr_informer_opts){.gvr = &cms, .ns = "a", .keep = keep},
+                  &proj, NULL));
+  assert_int_equal(
+      KCR_OK, kcr_manager_informer(
+                  m,
+                  &(struct kcr_informer_opts){
+                      .gvr = &cms, .ns = "a", .keep = (const char *[]){"data", NULL}},
+                  &again, NULL));
+  assert_ptr_equal(proj, again);
+  assert_int_equal(
+      KCR_OK, kcr_manager_informer(
+                  m, &(struct kcr_informer_opts){.gvr = &cms, .ns = "b", .keep = keep},
+                  &other_ns, NULL));
+  assert_ptr_not_equal(proj, other_ns);
+  /* Another keep list (none, or an empty one), another selector: refused. */
+  assert_int_equal(KCR_EEXIST, kcr_manager_informer(
+                                   m, &(struct kcr_informer_opts){.gvr = &cms, .ns = "a"},
+                                   &refused, &ei));
+  assert_null(refused);
+  assert_non_null(strstr(ei.message, "keep [data]"));
+  assert_non_null(strstr(ei.message, "no keep list"));
+  assert_int_equal(
+      KCR_EEXIST,
+      kcr_manager_informer(
+          m, &(struct kcr_informer_opts){.gvr = &cms, .ns = "c", .keep = keep + 1},
+          &refused, &ei));
+  assert_int_equal(KCR_EEXIST,
+                   kcr_manager_informer(
+                       m,
+                       &(struct kcr_informer_opts){
+                           .gvr = &cms, .ns = "c", .keep = keep, .label_selector = "x=y"},
+                       &refused, &ei));
+  assert_non_null(strstr(ei.message, "x=y"));
+  /* Every namespace beside namespaced ones: refused. */
+  assert_int_equal(
+      KCR_EEXIST,
+      kcr_manager_informer(m, &(struct kcr_informer_opts){.gvr = &cms, .keep = keep},
+                           &refused, &ei));
+  assert_non_null(strstr(ei.message, "every namespace"));
+  kcr_errinfo_cleanup(&ei);
+  kcr_manager_free(m);
+  api_cleanup(&a);
+}
+
+/* kcr_manager_get reads the cache of the manager's informer of a resource:
+ * a new reference, valid after the manager is gone; an object not in the
+ * cache is KCR_ENOTFOUND, a resource or namespace without an informer
+ * KCR_EINVAL - a setup mistake, told apart from absence. */
+static void get_reads_the_informer_of_the_resource(void **state)
+{
+  static const struct kcr_gvr secrets = {"", "v1", "secrets", true};
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct api a;
+  struct run r;
+  kcr_manager *m;
+  kcr_informer *inf;
+  kcr_obj *o = (kcr_obj *)1;
+
+  api_init(&a);
+  m = manager(&a, &(struct mopts){0});
   assert_int_equal(
       KCR_OK,
-      kcr_manager_informer(m, &(struct kcr_informer_opts){.gvr = &cms, .keep = keep + 1},
-                           &other, NULL));
-  assert_ptr_not_equal(whole, proj);
-  assert_ptr_equal(proj, again);
-  assert_ptr_not_equal(other, proj); /* an empty list is a list */
-  assert_ptr_not_equal(other, whole);
+      kcr_manager_informer(m, &(struct kcr_informer_opts){.gvr = &cms, .ns = "default"},
+                           &inf, NULL));
+  assert_int_equal(KCR_ENOTFOUND, kcr_manager_get(m, &cms, "default", "a", &o, &ei));
+  assert_null(o); /* not synced yet */
+  run_start(&r, m);
+  assert_true(kcr_informer_wait_synced(inf, 30000));
+  assert_int_equal(KCR_OK, kcr_manager_get(m, &cms, "default", "a", &o, &ei));
+  assert_string_equal("a", kcr_obj_name(o));
+  kcr_obj *none = (kcr_obj *)1;
+  assert_int_equal(KCR_ENOTFOUND, kcr_manager_get(m, &cms, "default", "b", &none, &ei));
+  assert_null(none);
+  assert_non_null(strstr(ei.message, "not in the cache"));
+  assert_int_equal(KCR_EINVAL, kcr_manager_get(m, &secrets, "default", "a", &none, &ei));
+  assert_null(none);
+  assert_non_null(strstr(ei.message, "no informer of /v1/secrets"));
+  assert_int_equal(KCR_EINVAL, kcr_manager_get(m, &cms, "other", "a", &none, &ei));
+  assert_non_null(strstr(ei.message, "namespace other"));
+  assert_int_equal(KCR_EINVAL, kcr_manager_get(m, &cms, "default", NULL, &none, &ei));
+  kcr_manager_stop(m);
+  assert_int_equal(0, run_join(&r));
+  kcr_obj_unref(o);
+  assert_int_equal(KCR_OK, kcr_manager_get(m, &cms, "default", "a", &o, &ei));
   kcr_manager_free(m);
+  assert_string_equal("a", kcr_obj_name(o)); /* still ours */
+  kcr_obj_unref(o);
+  kcr_errinfo_cleanup(&ei);
+  tcheck_report();
   api_cleanup(&a);
 }
 
@@ -729,7 +804,6 @@ static void a_recorder_and_a_status_writer_may_outlive_their_manager(void **stat
                                    .reporting_controller = "example.com/t",
                                    .metrics = kcr_manager_metrics(m),
                                    .max_attempts = 1,
-                                   .shutdown_flush_ms = 1,
                                },
                                &rec, &ei));
   assert_int_equal(
@@ -767,7 +841,8 @@ int main(void)
       cmocka_unit_test(a_thread_that_cannot_start_fails_run),
       cmocka_unit_test(a_sync_timeout_of_forever_waits_until_stopped),
       cmocka_unit_test(informer_and_add_refuse_bad_arguments),
-      cmocka_unit_test(only_the_same_keep_list_shares_an_informer),
+      cmocka_unit_test(one_resource_has_one_set_of_cache_options),
+      cmocka_unit_test(get_reads_the_informer_of_the_resource),
       cmocka_unit_test(a_recorder_and_a_status_writer_may_outlive_their_manager),
       cmocka_unit_test(the_manager_flushes_its_recorders_before_releasing_the_lease),
   };
