@@ -73,8 +73,12 @@
  * deadline). An answer that comes before the request is all out (413 for a
  * body over the server's limit, after which the server stops reading and
  * resets the connection) is read and reported, as curl does, and the
- * connection dropped. The message holds the bearer token: it is wiped after the
- * exchange (and freed when over 64 KiB, so the pool keeps no large ones).
+ * connection dropped; a socket that becomes readable while the request
+ * waits to go out is that only when a read gets data from it (a TLS 1.3
+ * server's session tickets, sent after the handshake, are no data: the
+ * read takes them in and the sending goes on). The message holds the
+ * bearer token: it is wiped after the exchange (and freed when over 64
+ * KiB, so the pool keeps no large ones).
  *
  * TLS buffers: curl (7.88) sets OpenSSL's SSL_MODE_RELEASE_BUFFERS, so a
  * connection frees its 16 KiB read and write buffers whenever they are
@@ -88,14 +92,14 @@
  * recvfrom instead of two per record, and the records a watch got at once
  * in one (at N = 2,000, 25 -> 14 recvfrom calls per EBD for ebdman as a
  * whole). OpenSSL's buffer holds no data whenever we wait in poll(): the
- * read loop waits only after a read found no whole record (CURLE_AGAIN);
- * and between answers (before the first read, while sending, in
- * own_unasked) because a connection whose buffer still holds something
- * after an answer (SSL_has_pending) is not kept - what comes later stays
- * in the socket, where own_unasked sees it. (What the handshake may leave,
- * session tickets, is not data: the next read processes it.) curl's transfers check
- * SSL_pending() (the current record only) before waiting, so theirs stay without
- * read-ahead.
+ * read loop, and the send loop after the socket became readable, wait only
+ * after a read found no whole record (CURLE_AGAIN); and between answers
+ * (before the first read, in own_unasked) because a connection whose
+ * buffer still holds something after an answer (SSL_has_pending) is not
+ * kept - what comes later stays in the socket, where own_unasked sees it.
+ * (What the handshake may leave, session tickets, is not data: the next
+ * read processes it.) curl's transfers check SSL_pending() (the current
+ * record only) before waiting, so theirs stay without read-ahead.
  *
  * Errors: a non-2xx answer is parsed by kcr_errinfo_from_http(), so the
  * caller sees the server's Status verbatim. 429/503 are retried after
@@ -1171,6 +1175,7 @@ static enum own_end own_exchange(struct kcr__conn *conn, uint64_t deadline,
   const char *why = NULL, *p = conn->msg.ptr;
   size_t n = conn->msg.len, got = 0, used = 0;
   bool any = false, fed = false;
+  bool early = false; /* buf[0..got) was read while sending (cc: how) */
   char buf[16384];
   CURLcode cc = CURLE_OK, send_cc = CURLE_OK;
   enum kcr__h1_result hr = KCR__H1_MORE;
@@ -1193,9 +1198,18 @@ static enum own_end own_exchange(struct kcr__conn *conn, uint64_t deadline,
     if(cc == CURLE_AGAIN) {
       if((w = own_wait_ev(conn, POLLOUT | POLLIN, deadline, wake, &ev)) <= 0)
         goto wait_failed;
-      if(!(ev & POLLOUT))
-        break; /* readable (or closed) and not writable: an early answer */
-      continue;
+      if(ev & POLLOUT)
+        continue;
+      /* Readable (or closed) and not writable. On a new TLS 1.3 connection
+       * that may be the server's session tickets, sent after the handshake:
+       * not data, and the read takes them in (CURLE_AGAIN: nothing else
+       * came) - the sending goes on. Anything else ends it: an early
+       * answer (read below from these bytes on), the end or an error. */
+      cc = curl_easy_recv(conn->h, buf, sizeof(buf), &got);
+      if(cc == CURLE_AGAIN)
+        continue;
+      early = true;
+      break;
     }
     if(cc) {
       if(p == conn->msg.ptr) {
@@ -1212,10 +1226,12 @@ static enum own_end own_exchange(struct kcr__conn *conn, uint64_t deadline,
     own_ssl(conn);
   /* The answer cannot be there yet: wait before the first read (a read
    * now would only find nothing, one system call for it). */
-  if((w = own_wait(conn, POLLIN, deadline, wake)) <= 0)
+  if(!early && (w = own_wait(conn, POLLIN, deadline, wake)) <= 0)
     goto wait_failed;
   while(hr == KCR__H1_MORE) {
-    cc = curl_easy_recv(conn->h, buf, sizeof(buf), &got);
+    if(!early)
+      cc = curl_easy_recv(conn->h, buf, sizeof(buf), &got);
+    early = false;
     if(cc == CURLE_AGAIN) {
       if(fed && sink->batch_ms) { /* a stream's batch: see kcr__own_stream */
         fed = false;

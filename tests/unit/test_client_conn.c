@@ -1,0 +1,281 @@
+/* The client's transports on real sockets, against a scripted HTTP/1.1
+ * server on loopback: plain HTTP (every request a curl transfer) or TLS
+ * with a self-signed certificate (writes and watches on connections of the
+ * client's own, src/kube/client.c DESIGN). A large write on a new TLS 1.3
+ * connection whose server sent session tickets. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "core/secret-int.h"
+#include "kcr.h"
+#include "kube/client-int.h"
+#include "runtime/tlscert-int.h"
+#include "tfail.h"
+
+/* ---- the server ---- */
+
+/* What the server does with the request it has just read whole. */
+enum act {
+  ANSWER,  /* 200 with a small JSON body; the connection stays open */
+  HANG_UP, /* closes the connection without a byte of answer */
+};
+
+/* Serves one connection at a time; on its conn-th connection (from 0) the
+ * req-th request (from 0) gets script(conn, req). */
+struct srv {
+  int lfd, port;
+  SSL_CTX *ctx; /* NULL: plain HTTP */
+  enum act (*script)(int conn, int req);
+  atomic_int posts, gets, conns;
+  atomic_size_t body_bytes; /* of the request being read, read so far */
+  pthread_t th;
+};
+
+struct sconn {
+  int fd;
+  SSL *ssl;
+};
+
+static int sread(struct sconn *s, char *p, size_t n)
+{
+  return s->ssl ? SSL_read(s->ssl, p, (int)n) : (int)read(s->fd, p, n);
+}
+
+static bool swrite(struct sconn *s, const char *p, size_t n)
+{
+  return s->ssl ? SSL_write(s->ssl, p, (int)n) == (int)n
+                : write(s->fd, p, n) == (ssize_t)n;
+}
+
+/* Reads one request whole (its body counted, not kept) and counts its
+ * method; false at the connection's end. */
+static bool read_request(struct srv *sv, struct sconn *s)
+{
+  char head[8192], buf[16384], *end;
+  size_t n = 0, want, have;
+  int k;
+
+  for(;;) {
+    if(n == sizeof(head) - 1 || (k = sread(s, head + n, sizeof(head) - 1 - n)) <= 0)
+      return false;
+    n += (size_t)k;
+    head[n] = '\0';
+    if((end = strstr(head, "\r\n\r\n")))
+      break;
+  }
+  end += 4;
+  char *clen = strcasestr(head, "content-length:");
+  want = clen && clen < end ? strtoul(clen + 15, NULL, 10) : 0;
+  have = n - (size_t)(end - head);
+  atomic_store(&sv->body_bytes, have);
+  while(have < want) {
+    if((k = sread(s, buf, sizeof(buf))) <= 0)
+      return false;
+    have += (size_t)k;
+    atomic_store(&sv->body_bytes, have);
+  }
+  if(!strncmp(head, "POST ", 5))
+    atomic_fetch_add(&sv->posts, 1);
+  else if(!strncmp(head, "GET ", 4))
+    atomic_fetch_add(&sv->gets, 1);
+  return true;
+}
+
+static void *serve(void *arg)
+{
+  static const char answer[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                               "Content-Length: 13\r\n\r\n{\"answer\":42}";
+  struct srv *sv = arg;
+  for(int i = 0;; i++) {
+    struct sconn s = {accept(sv->lfd, NULL, NULL), NULL};
+    if(s.fd < 0)
+      break; /* shut down */
+    atomic_fetch_add(&sv->conns, 1);
+    if(sv->ctx) {
+      s.ssl = SSL_new(sv->ctx);
+      SSL_set_fd(s.ssl, s.fd);
+    }
+    if(!s.ssl || SSL_accept(s.ssl) == 1)
+      for(int k = 0; read_request(sv, &s); k++)
+        if(sv->script(i, k) == HANG_UP || !swrite(&s, answer, sizeof(answer) - 1))
+          break;
+    SSL_free(s.ssl);
+    close(s.fd);
+  }
+  return NULL;
+}
+
+/* Starts a server: TLS when tls (TLS 1.3 only, session tickets as OpenSSL
+ * sends them by default: two after each handshake), the receive buffer of
+ * its connections rcvbuf bytes (0: the system's). */
+static void srv_start(struct srv *sv, bool tls, int rcvbuf, enum act (*script)(int, int))
+{
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof(a);
+  char *crt = NULL, *key = NULL;
+
+  memset(sv, 0, sizeof(*sv));
+  sv->script = script;
+  if(tls) {
+    BIO *cb, *kb;
+    X509 *x;
+    EVP_PKEY *pk;
+    assert_int_equal(KCR_OK, kcr__tlscert_self_signed(&crt, &key, NULL));
+    assert_non_null(sv->ctx = SSL_CTX_new(TLS_server_method()));
+    assert_int_equal(1, SSL_CTX_set_min_proto_version(sv->ctx, TLS1_3_VERSION));
+    assert_int_equal(1, SSL_CTX_set_num_tickets(sv->ctx, 2));
+    cb = BIO_new_mem_buf(crt, -1);
+    kb = BIO_new_mem_buf(key, -1);
+    assert_non_null(x = PEM_read_bio_X509(cb, NULL, NULL, NULL));
+    assert_non_null(pk = PEM_read_bio_PrivateKey(kb, NULL, NULL, NULL));
+    assert_int_equal(1, SSL_CTX_use_certificate(sv->ctx, x));
+    assert_int_equal(1, SSL_CTX_use_PrivateKey(sv->ctx, pk));
+    X509_free(x);
+    EVP_PKEY_free(pk);
+    BIO_free(cb);
+    BIO_free(kb);
+    free(crt);
+    kcr__wipe_str(key);
+  }
+  sv->lfd = socket(AF_INET, SOCK_STREAM, 0);
+  assert_true(sv->lfd >= 0);
+  /* set before listen: accepted connections inherit it (and the window
+   * scale it implies) */
+  if(rcvbuf)
+    assert_int_equal(0,
+                     setsockopt(sv->lfd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)));
+  assert_int_equal(0, bind(sv->lfd, (struct sockaddr *)&a, sizeof(a)));
+  assert_int_equal(0, listen(sv->lfd, 8));
+  getsockname(sv->lfd, (struct sockaddr *)&a, &len);
+  sv->port = ntohs(a.sin_port);
+  assert_int_equal(0, pthread_create(&sv->th, NULL, serve, sv));
+}
+
+/* After the client was freed (its connections closed: the server's reads
+ * end). */
+static void srv_stop(struct srv *sv)
+{
+  shutdown(sv->lfd, SHUT_RDWR);
+  pthread_join(sv->th, NULL);
+  close(sv->lfd);
+  SSL_CTX_free(sv->ctx);
+}
+
+/* A client of sv (https with verification off, or http), its requests'
+ * timeout timeout_ms; no proxy from the environment, so a TLS server gets
+ * writes on connections of the client's own and a plain one curl's
+ * transfers. */
+static kcr_client *client_of(const struct srv *sv, uint64_t timeout_ms)
+{
+  static const char *const proxies[] = {"https_proxy", "HTTPS_PROXY", "http_proxy",
+                                        "HTTP_PROXY",  "all_proxy",   "ALL_PROXY"};
+  char yaml[512];
+  kcr_config *cfg;
+  kcr_client *c;
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  int n;
+
+  for(size_t i = 0; i < sizeof(proxies) / sizeof(proxies[0]); i++)
+    unsetenv(proxies[i]);
+  n = snprintf(yaml, sizeof(yaml),
+               "apiVersion: v1\nkind: Config\n"
+               "clusters: [{name: c, cluster: {server: \"%s://127.0.0.1:%d\"%s}}]\n"
+               "users: [{name: u, user: {token: t0ken}}]\n"
+               "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
+               "current-context: x\n",
+               sv->ctx ? "https" : "http", sv->port,
+               sv->ctx ? ", insecure-skip-tls-verify: true" : "");
+  assert_int_equal(KCR_OK, kcr_config_from_yaml(yaml, (size_t)n, NULL, &cfg, &ei));
+  assert_int_equal(
+      KCR_OK,
+      kcr_client_new(&(struct kcr_client_opts){.config = cfg, .timeout_ms = timeout_ms},
+                     &c, &ei));
+  kcr_config_free(cfg);
+  kcr_errinfo_cleanup(&ei);
+  return c;
+}
+
+static const char cms_path[] = "/api/v1/namespaces/ns/configmaps";
+
+/* A create (POST) of body[0..len). */
+static kcr_err create(kcr_client *c, const char *body, size_t len, uint64_t timeout_ms,
+                      struct kcr_errinfo *ei)
+{
+  struct kcr_http_response resp = {.body = KCR_BUF_INIT};
+  kcr_err rc = kcr_client_do(c,
+                             &(struct kcr_http_request){.method = "POST",
+                                                        .path = cms_path,
+                                                        .body = body,
+                                                        .body_len = len,
+                                                        .timeout_ms = timeout_ms},
+                             &resp, ei);
+  if(!rc)
+    assert_string_equal("{\"answer\":42}", kcr_buf_str(&resp.body));
+  kcr_buf_cleanup(&resp.body);
+  return rc;
+}
+
+/* ---- session tickets while a write goes out ---- */
+
+static enum act always(int conn, int req) { return ANSWER; }
+
+/* A TLS 1.3 server sends its session tickets right after the handshake
+ * (the apiserver, Go's crypto/tls, does too): the socket of a new
+ * connection is readable while the request goes out. A write larger than
+ * what the socket buffers hold - the server has a 4 KiB receive buffer -
+ * waits for the socket while it is sent, and a readable socket is then not
+ * an early answer unless application data came: the tickets are read and
+ * the sending goes on (it used to stop and wait for an answer that could
+ * not come, until the timeout). */
+static void a_large_write_goes_out_after_session_tickets(void **state)
+{
+  enum { LEN = 16 << 20 };
+  struct srv sv;
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  char *body = malloc(LEN);
+  kcr_client *c;
+  kcr_err rc;
+
+  assert_non_null(body);
+  memset(body, ' ', LEN);
+  body[0] = '{';
+  body[LEN - 1] = '}';
+  srv_start(&sv, true, 4096, always);
+  c = client_of(&sv, 5000);
+  rc = create(c, body, LEN, 0, &ei);
+  if(rc)
+    fail_msg("a %d MiB create: %s (%s) after %zu bytes of its body", LEN >> 20,
+             kcr_err_name(rc), ei.message ? ei.message : "", atomic_load(&sv.body_bytes));
+  assert_int_equal(1, atomic_load(&sv.posts));
+  assert_int_equal(LEN, (int)atomic_load(&sv.body_bytes));
+  kcr_client_free(c);
+  srv_stop(&sv);
+  free(body);
+  kcr_errinfo_cleanup(&ei);
+}
+
+int main(void)
+{
+  tfail_init();
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(a_large_write_goes_out_after_session_tickets),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
