@@ -41,7 +41,10 @@
  * KCR_EUNSUPPORTED, 422 KCR_EINVALID, 429 KCR_ETOOMANY, 503
  * KCR_EUNAVAILABLE, other 5xx KCR_ESERVER, anything else KCR_EHTTP (see
  * kcr_errinfo_from_http). Without an answer: KCR_ETRANSPORT (connection,
- * TLS, a stream cut short), KCR_ETIMEDOUT (timeout_ms ran out),
+ * TLS, a stream cut short), KCR_EUNCERTAIN (a write - any method but GET
+ * and HEAD - whose connection ended without an answer after bytes of it
+ * had left: the server may or may not have carried it out), KCR_ETIMEDOUT
+ * (timeout_ms ran out; a write's outcome is then as uncertain),
  * KCR_ECANCELED (a write the write gate refused, before it was sent),
  * KCR_ETOOLARGE (the answer is over max_response_bytes), KCR_ENOMEM, and the
  * credential errors of kcr_config_dup_credentials (KCR_ECONFIG, KCR_EIO,
@@ -51,7 +54,14 @@
  * max_retries and max_retry_after_ms; a raw request may set its own
  * max_retries); the Retry-After of the answer that failed the call is in
  * ei->retry_after_ms. A 401 with refreshable credentials (exec plugin,
- * token file) re-reads them once and retries.
+ * token file) re-reads them once and retries. A request that got no byte
+ * of answer on a reused connection (the server closed it as the request
+ * went out) is sent once more on a new one if no byte of it had left, or
+ * if it is a GET or HEAD; a write is never sent twice by the client
+ * (KCR_EUNCERTAIN): a caller that retries one reads the object again
+ * first, or writes so that a second time changes nothing (an apply, an
+ * update with the resourceVersion it read, a create with a fixed name,
+ * whose repeat gets KCR_EEXIST).
  *
  * Ownership. Inputs are borrowed for the call. Objects are cJSON trees; an
  * *out tree is new and owned by the caller (cJSON_Delete); out may be NULL

@@ -46,7 +46,8 @@ extern "C" {
   XX(EIO, 21, "input/output error")                                                      \
   XX(EUNSUPPORTED, 22, "unsupported media type (415)")                                   \
   XX(ETOOLARGE, 23, "response too large")                                                \
-  XX(ERANGE, 24, "number out of range")
+  XX(ERANGE, 24, "number out of range")                                                  \
+  XX(EUNCERTAIN, 25, "outcome unknown: the request was sent but no answer came")
 
 typedef enum kcr_err {
 #define XX(name, num, msg) KCR_##name = num,

@@ -23,6 +23,12 @@ struct kcr__conn {
   void *ssl;          /* own, OpenSSL: the connection's SSL (else NULL) */
   struct kcr__h1 *h1; /* own: the answer's reader */
   struct kcr_buf msg; /* own: the request (wiped after each) */
+  /* A write as curl's transfer: its pre-request callback's state (client.c,
+   * write_prereq), set by kcr__conn_prepare. */
+  kcr_client *client; /* whose write gate */
+  long pre_sent;      /* CURLINFO_REQUEST_SIZE at its first call; -1 before */
+  bool gated;         /* the write gate is asked */
+  bool not_resent;    /* curl was about to send it again: stopped */
   char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -31,7 +37,8 @@ struct kcr__conn *kcr__conn_get(kcr_client *c);
 /* Returns it to the pool (or frees it when broken is true). */
 void kcr__conn_put(kcr_client *c, struct kcr__conn *conn, bool broken);
 /* Prepares conn for a request to path: URL, TLS, credentials, headers, and
- * the write gate for a mutating method unless ungated. *hdrs receives the
+ * for a mutating method the pre-request callback: the write gate unless
+ * ungated, and no second sending (client.c, DESIGN). *hdrs receives the
  * header list to free (kcr__headers_free) after the transfer. */
 kcr_err kcr__conn_prepare(kcr_client *c, struct kcr__conn *conn, const char *method,
                           const char *path, const char *content_type, bool ungated,
@@ -40,7 +47,8 @@ kcr_err kcr__conn_prepare(kcr_client *c, struct kcr__conn *conn, const char *met
  * header's bytes first. */
 void kcr__headers_free(struct curl_slist *hdrs);
 /* Maps a curl failure to a kcr_err with a message in ei (a transfer the
- * write gate stopped -> KCR_ECANCELED). */
+ * write gate stopped -> KCR_ECANCELED; a write curl was about to send a
+ * second time -> KCR_EUNCERTAIN). */
 kcr_err kcr__curl_err(CURLcode cc, const struct kcr__conn *conn, const char *method,
                       const char *path, struct kcr_errinfo *ei);
 void kcr__client_observe(kcr_client *c, const char *method, long code, double secs);

@@ -66,19 +66,19 @@
  * and is not used again when it has anything to read before the request
  * goes out (one poll: the server closed it, or sent what would be taken for
  * the next answer). One that gives no answer at all after being reused (the
- * server closed it as the request went out, or restarted) is dropped and the
- * request sent once more on a new connection, as curl does; any other
- * failure drops it. A connection made with an older client certificate is
- * not reused. Nothing is sent once the deadline has passed (KCR_FOREVER: no
- * deadline). An answer that comes before the request is all out (413 for a
- * body over the server's limit, after which the server stops reading and
- * resets the connection) is read and reported, as curl does, and the
- * connection dropped; a socket that becomes readable while the request
- * waits to go out is that only when a read gets data from it (a TLS 1.3
- * server's session tickets, sent after the handshake, are no data: the
- * read takes them in and the sending goes on). The message holds the
- * bearer token: it is wiped after the exchange (and freed when over 64
- * KiB, so the pool keeps no large ones).
+ * server closed it as the request went out, or restarted) is dropped, and
+ * the request sent once more on a new connection when that cannot make it
+ * happen twice (see Sent twice); any other failure drops it. A connection
+ * made with an older client certificate is not reused. Nothing is sent
+ * once the deadline has passed (KCR_FOREVER: no deadline). An answer that
+ * comes before the request is all out (413 for a body over the server's
+ * limit, after which the server stops reading and resets the connection)
+ * is read and reported, as curl does, and the connection dropped; a socket
+ * that becomes readable while the request waits to go out is that only
+ * when a read gets data from it (a TLS 1.3 server's session tickets, sent
+ * after the handshake, are no data: the read takes them in and the sending
+ * goes on). The message holds the bearer token: it is wiped after the
+ * exchange (and freed when over 64 KiB, so the pool keeps no large ones).
  *
  * TLS buffers: curl (7.88) sets OpenSSL's SSL_MODE_RELEASE_BUFFERS, so a
  * connection frees its 16 KiB read and write buffers whenever they are
@@ -107,12 +107,30 @@
  * after kcr_config_invalidate(). A body larger than max_response_bytes stops
  * the transfer (KCR_ETOOLARGE); error bodies keep their first 64 KiB.
  *
+ * Sent twice: a request that got no byte of answer is sent again (once,
+ * on a new connection, and only when the connection was reused) if no
+ * byte of it left - the first send on a connection of our own hands TLS
+ * one record at most, so when it fails the server can have read nothing -
+ * or if it is a GET or HEAD, which does no harm twice (Go's net/http has
+ * the same rule). A write of which something left may have been carried
+ * out (a create with generateName would make a second object): it is not
+ * sent again, and the caller gets KCR_EUNCERTAIN, as for any write that
+ * got no answer after bytes of it left. curl would send any request again
+ * after a reused connection gave no answer (7.88, Curl_retry_request:
+ * whatever the method, whatever was sent), and calls the pre-request
+ * callback before it does: there a write is stopped, and reported as
+ * KCR_EUNCERTAIN, when curl sent bytes since the first call
+ * (CURLINFO_REQUEST_SIZE; it counts a proxy's CONNECT too, so through a
+ * tunnel a write is never sent again). A write that times out is
+ * KCR_ETIMEDOUT, its outcome as unknown.
+ *
  * Write gate: for a mutating request the gate is checked from curl's
  * pre-request callback, i.e. after the connection is ready and just before
  * the first byte of the request goes out, the latest point a client can
  * decide. A refused request ends with CURLE_ABORTED_BY_CALLBACK and is
  * reported as KCR_ECANCELED. On a connection of our own the gate is
- * checked at the same point: connected, nothing sent.
+ * checked at the same point: connected, nothing sent. (Every write has the
+ * callback, ungated ones too: see Sent twice.)
  *
  * tls-server-name: the URL curl gets names the tls-server-name instead of
  * the server's host (so SNI and certificate verification use it), and
@@ -510,12 +528,30 @@ static bool mutating(const char *method)
   return strcmp(method, "GET") && strcmp(method, "HEAD");
 }
 
-/* curl's pre-request callback: the write gate, at the last moment. */
-static int gate_prereq(void *ud, char *primary_ip, char *local_ip, int primary_port,
-                       int local_port)
+/* curl's pre-request callback for a write (ud: its kcr__conn), called
+ * each time curl is about to send the request. curl sends it again, on a
+ * new connection and whatever the method, when a reused connection ended
+ * without a byte of answer (its Curl_retry_request); a write is let go
+ * again only if curl sent nothing since the first call
+ * (CURLINFO_REQUEST_SIZE, what the transfer sent: also a proxy's CONNECT,
+ * so that through a tunnel a write is never sent again). Then the write
+ * gate, at the last moment. */
+static int write_prereq(void *ud, char *primary_ip, char *local_ip, int primary_port,
+                        int local_port)
 {
-  kcr_client *c = ud;
-  return kcr__client_may_write(c) ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT;
+  struct kcr__conn *conn = ud;
+  long sent = 0;
+
+  curl_easy_getinfo(conn->h, CURLINFO_REQUEST_SIZE, &sent);
+  if(conn->pre_sent < 0) {
+    conn->pre_sent = sent;
+  } else if(sent > conn->pre_sent) {
+    conn->not_resent = true;
+    return CURL_PREREQFUNC_ABORT;
+  }
+  if(conn->gated && !kcr__client_may_write(conn->client))
+    return CURL_PREREQFUNC_ABORT;
+  return CURL_PREREQFUNC_OK;
 }
 
 void kcr__client_observe(kcr_client *c, const char *method, long code, double secs)
@@ -736,9 +772,13 @@ kcr_err kcr__conn_prepare(kcr_client *c, struct kcr__conn *conn, const char *met
   curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
   if(strcmp(method, "GET"))
     curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-  if(!ungated && mutating(method)) {
-    curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, gate_prereq);
-    curl_easy_setopt(h, CURLOPT_PREREQDATA, c);
+  conn->client = c;
+  conn->pre_sent = -1;
+  conn->gated = !ungated;
+  conn->not_resent = false;
+  if(mutating(method)) {
+    curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, write_prereq);
+    curl_easy_setopt(h, CURLOPT_PREREQDATA, conn);
   } else {
     curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, NULL);
   }
@@ -790,11 +830,31 @@ static kcr_err gate_refused(const char *method, const char *path, struct kcr_err
                          method, path);
 }
 
+/* The error of a request whose connection ended without an answer (why:
+ * the transport's word, or NULL). A write of which something left
+ * (sent) may have been carried out: KCR_EUNCERTAIN, never sent again (see
+ * DESIGN: sent twice); otherwise KCR_ETRANSPORT. */
+static kcr_err no_answer(const char *method, const char *path, bool sent, const char *why,
+                         struct kcr_errinfo *ei)
+{
+  if(sent && mutating(method))
+    return kcr_errinfo_set(ei, KCR_EUNCERTAIN,
+                           "%s %s: the connection closed after the request went out, "
+                           "without an answer%s%s%s: it may or may not have been "
+                           "carried out (not sent again)",
+                           method, path, why ? " (" : "", why ? why : "", why ? ")" : "");
+  return kcr_errinfo_set(ei, KCR_ETRANSPORT,
+                         "%s %s: the connection closed without an answer%s%s%s", method,
+                         path, why ? " (" : "", why ? why : "", why ? ")" : "");
+}
+
 kcr_err kcr__curl_err(CURLcode cc, const struct kcr__conn *conn, const char *method,
                       const char *path, struct kcr_errinfo *ei)
 {
   kcr_err rc = cc == CURLE_OPERATION_TIMEDOUT ? KCR_ETIMEDOUT : KCR_ETRANSPORT;
   const char *detail = conn->errbuf[0] ? conn->errbuf : curl_easy_strerror(cc);
+  if(cc == CURLE_ABORTED_BY_CALLBACK && conn->not_resent)
+    return no_answer(method, path, true, "curl would have sent it again", ei);
   if(cc == CURLE_ABORTED_BY_CALLBACK)
     return gate_refused(method, path, ei);
   return kcr_errinfo_set(ei, rc, "%s %s: %s", method, path, detail);
@@ -1158,12 +1218,19 @@ static void own_ssl(struct kcr__conn *conn)
 /* How an attempt on a connection ended. */
 enum own_end {
   OWN_ANSWERED, /* the answer is whole (or the body callback stopped it) */
-  OWN_STALE,    /* nothing came back: a reused connection the server closed */
+  OWN_UNSENT,   /* the connection failed before a byte of the request left */
+  OWN_SILENT,   /* the request, or part of it, left, and the connection
+                 * ended without a byte of answer */
   OWN_FAILED,   /* rc and ei say why */
 };
 
-/* Sends conn's request and reads the answer into r. OWN_STALE: *cause is
- * curl's error (CURLE_OK: the connection ended). */
+/* The most the first send of a request hands to TLS: one record's worth
+ * of plaintext, so that when that send fails no whole record - nothing the
+ * server could read - has left (OWN_UNSENT). */
+#define FIRST_SEND ((size_t)16384)
+
+/* Sends conn's request and reads the answer into r. OWN_UNSENT and
+ * OWN_SILENT: *cause is curl's error (CURLE_OK: the connection ended). */
 static enum own_end own_exchange(struct kcr__conn *conn, uint64_t deadline,
                                  struct reply *r, const struct own_sink *sink, bool *keep,
                                  const struct kcr_http_request *req, CURLcode *cause,
@@ -1175,6 +1242,7 @@ static enum own_end own_exchange(struct kcr__conn *conn, uint64_t deadline,
   const char *why = NULL, *p = conn->msg.ptr;
   size_t n = conn->msg.len, got = 0, used = 0;
   bool any = false, fed = false;
+  bool out = false;   /* a byte of the request may have left */
   bool early = false; /* buf[0..got) was read while sending (cc: how) */
   char buf[16384];
   CURLcode cc = CURLE_OK, send_cc = CURLE_OK;
@@ -1194,8 +1262,9 @@ static enum own_end own_exchange(struct kcr__conn *conn, uint64_t deadline,
    * read (as curl does), not lost in a send that waits or fails. */
   while(n) {
     size_t sent = 0;
-    cc = curl_easy_send(conn->h, p, n, &sent);
+    cc = curl_easy_send(conn->h, p, out || n <= FIRST_SEND ? n : FIRST_SEND, &sent);
     if(cc == CURLE_AGAIN) {
+      out = true; /* TLS may have sent part of it */
       if((w = own_wait_ev(conn, POLLOUT | POLLIN, deadline, wake, &ev)) <= 0)
         goto wait_failed;
       if(ev & POLLOUT)
@@ -1212,13 +1281,14 @@ static enum own_end own_exchange(struct kcr__conn *conn, uint64_t deadline,
       break;
     }
     if(cc) {
-      if(p == conn->msg.ptr) {
+      if(!out) {
         *cause = cc;
-        return OWN_STALE; /* nothing went out, nothing came back */
+        return OWN_UNSENT; /* nothing went out, nothing came back */
       }
       send_cc = cc; /* part went out: the answer may be there */
       break;
     }
+    out = true;
     p += sent;
     n -= sent;
   }
@@ -1247,7 +1317,7 @@ static enum own_end own_exchange(struct kcr__conn *conn, uint64_t deadline,
     if(cc || !got) {
       if(!any) {
         *cause = send_cc ? send_cc : cc;
-        return OWN_STALE;
+        return out ? OWN_SILENT : OWN_UNSENT;
       }
       if(cc) {
         why = curl_easy_strerror(cc);
@@ -1300,9 +1370,9 @@ static kcr_err renew(kcr_client *c, struct kcr__conn **conn)
 }
 
 /* One exchange on a connection of our own (see DESIGN), no retries but
- * the one a stale connection gets. With a sink, the body goes there as it
- * comes, and the answer is neither observed nor read as an error (the
- * caller does both). */
+ * the one a stale connection gets (DESIGN: Sent twice). With a sink, the body goes there
+ * as it comes, and the answer is neither observed nor read as an error (the caller does
+ * both). */
 static kcr_err own_once(kcr_client *c, const struct kcr_http_request *req,
                         struct kcr_http_response *resp, long *retry_after_s,
                         const struct own_sink *sink, struct kcr_errinfo *ei)
@@ -1316,6 +1386,7 @@ static kcr_err own_once(kcr_client *c, const struct kcr_http_request *req,
   kcr_err rc;
   bool keep = false, fresh, pair = false;
   CURLcode cause = CURLE_OK;
+  enum own_end end;
 
   kcr_buf_reset(&resp->body);
   resp->code = 0;
@@ -1352,21 +1423,23 @@ static kcr_err own_once(kcr_client *c, const struct kcr_http_request *req,
       keep = true;
       break;
     }
-    switch(own_exchange(conn, deadline, &r, sink, &keep, req, &cause, &rc, ei)) {
+    switch((end = own_exchange(conn, deadline, &r, sink, &keep, req, &cause, &rc, ei))) {
     case OWN_ANSWERED: resp->code = conn->h1->code; break;
-    case OWN_STALE:
-      /* The server had closed it: once more, on a new connection (the
-       * pool's may be as old). */
-      if(!fresh && attempt == 0) {
+    case OWN_UNSENT:
+    case OWN_SILENT:
+      /* The server had closed it, or closed it as the request went out:
+       * once more, on a new connection (the pool's may be as old) - a
+       * write only if no byte of it left (see DESIGN: sent twice). */
+      if(!fresh && attempt == 0 && (end == OWN_UNSENT || !mutating(req->method))) {
         if((rc = renew(c, &conn)))
           goto out;
         continue;
       }
-      rc = kcr_errinfo_set(
-          ei, KCR_ETRANSPORT, "%s %s: the connection closed without an answer%s%s%s",
-          req->method, req->path, cause ? " (" : "",
-          cause ? (conn->errbuf[0] ? conn->errbuf : curl_easy_strerror(cause)) : "",
-          cause ? ")" : "");
+      rc = no_answer(req->method, req->path, end == OWN_SILENT,
+                     !cause            ? NULL
+                     : conn->errbuf[0] ? conn->errbuf
+                                       : curl_easy_strerror(cause),
+                     ei);
       break;
     case OWN_FAILED: break;
     }
@@ -1449,8 +1522,16 @@ static kcr_err do_once(kcr_client *c, const struct kcr_http_request *req,
     goto out;
   }
   if(cc != CURLE_OK) {
+    long sent = 0;
     broken = true;
     rc = kcr__curl_err(cc, conn, req->method, req->path, ei);
+    /* no answer, and bytes of the request left (since write_prereq let it
+     * go): as on our own connections */
+    curl_easy_getinfo(conn->h, CURLINFO_REQUEST_SIZE, &sent);
+    if(rc == KCR_ETRANSPORT && !resp->code && mutating(req->method) &&
+       conn->pre_sent >= 0 && sent > conn->pre_sent)
+      rc = no_answer(req->method, req->path, true,
+                     conn->errbuf[0] ? conn->errbuf : curl_easy_strerror(cc), ei);
     goto out;
   }
   *retry_after_s = r.retry_after_s;

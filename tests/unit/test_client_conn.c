@@ -1,12 +1,15 @@
 /* The client's transports on real sockets, against a scripted HTTP/1.1
  * server on loopback: plain HTTP (every request a curl transfer) or TLS
  * with a self-signed certificate (writes and watches on connections of the
- * client's own, src/kube/client.c DESIGN). A large write on a new TLS 1.3
+ * client's own, src/kube/client.c DESIGN). What a write does when a reused
+ * connection gives no answer (re-sent only if no byte of it left; a GET is
+ * re-sent when no answer byte came), and a large write on a new TLS 1.3
  * connection whose server sent session tickets. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -178,15 +181,107 @@ static void srv_stop(struct srv *sv)
   SSL_CTX_free(sv->ctx);
 }
 
+/* ---- a proxy ---- */
+
+/* An HTTP proxy that tunnels (CONNECT) one connection at a time to the
+ * port it is asked for on loopback. */
+struct proxy {
+  int lfd, port;
+  pthread_t th;
+};
+
+static int connect_to(int port)
+{
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_port = htons((uint16_t)port),
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if(fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+    close(fd);
+    fd = -1;
+  }
+  return fd;
+}
+
+/* Forwards bytes both ways until either side ends. */
+static void pump(int a, int b)
+{
+  char buf[16384];
+  struct pollfd pf[2] = {{a, POLLIN, 0}, {b, POLLIN, 0}};
+  for(;;) {
+    if(poll(pf, 2, -1) < 0)
+      return;
+    for(int i = 0; i < 2; i++) {
+      ssize_t k;
+      if(!pf[i].revents)
+        continue;
+      k = read(pf[i].fd, buf, sizeof(buf));
+      if(k <= 0 || write(pf[1 - i].fd, buf, (size_t)k) != k)
+        return;
+    }
+  }
+}
+
+static void *tunnel(void *arg)
+{
+  static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+  struct proxy *px = arg;
+  for(;;) {
+    int fd = accept(px->lfd, NULL, NULL), up = -1;
+    char head[2048], *colon;
+    size_t n = 0;
+    ssize_t k;
+    if(fd < 0)
+      break; /* shut down */
+    while(n < sizeof(head) - 1 && (k = read(fd, head + n, sizeof(head) - 1 - n)) > 0) {
+      n += (size_t)k;
+      head[n] = '\0';
+      if(strstr(head, "\r\n\r\n"))
+        break;
+    }
+    head[n] = '\0';
+    if(!strncmp(head, "CONNECT ", 8) && (colon = strchr(head + 8, ':')) &&
+       (up = connect_to(atoi(colon + 1))) >= 0 && write(fd, ok, sizeof(ok) - 1) > 0)
+      pump(fd, up);
+    if(up >= 0)
+      close(up);
+    close(fd);
+  }
+  return NULL;
+}
+
+static void proxy_start(struct proxy *px)
+{
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof(a);
+  px->lfd = socket(AF_INET, SOCK_STREAM, 0);
+  assert_int_equal(0, bind(px->lfd, (struct sockaddr *)&a, sizeof(a)));
+  assert_int_equal(0, listen(px->lfd, 8));
+  getsockname(px->lfd, (struct sockaddr *)&a, &len);
+  px->port = ntohs(a.sin_port);
+  assert_int_equal(0, pthread_create(&px->th, NULL, tunnel, px));
+}
+
+static void proxy_stop(struct proxy *px)
+{
+  shutdown(px->lfd, SHUT_RDWR);
+  pthread_join(px->th, NULL);
+  close(px->lfd);
+}
+
+/* ---- the client ---- */
+
 /* A client of sv (https with verification off, or http), its requests'
- * timeout timeout_ms; no proxy from the environment, so a TLS server gets
- * writes on connections of the client's own and a plain one curl's
- * transfers. */
-static kcr_client *client_of(const struct srv *sv, uint64_t timeout_ms)
+ * timeout timeout_ms. No proxy from the environment but the one at
+ * proxy_port (0: none): a TLS server gets writes on connections of the
+ * client's own, a plain one or one through the proxy curl's transfers. */
+static kcr_client *client_via(const struct srv *sv, uint64_t timeout_ms, int proxy_port)
 {
   static const char *const proxies[] = {"https_proxy", "HTTPS_PROXY", "http_proxy",
-                                        "HTTP_PROXY",  "all_proxy",   "ALL_PROXY"};
-  char yaml[512];
+                                        "HTTP_PROXY",  "all_proxy",   "ALL_PROXY",
+                                        "no_proxy",    "NO_PROXY"};
+  char yaml[512], url[64];
   kcr_config *cfg;
   kcr_client *c;
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
@@ -194,6 +289,10 @@ static kcr_client *client_of(const struct srv *sv, uint64_t timeout_ms)
 
   for(size_t i = 0; i < sizeof(proxies) / sizeof(proxies[0]); i++)
     unsetenv(proxies[i]);
+  if(proxy_port) {
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", proxy_port);
+    setenv("https_proxy", url, 1); /* read when the client is made, and by curl */
+  }
   n = snprintf(yaml, sizeof(yaml),
                "apiVersion: v1\nkind: Config\n"
                "clusters: [{name: c, cluster: {server: \"%s://127.0.0.1:%d\"%s}}]\n"
@@ -210,6 +309,11 @@ static kcr_client *client_of(const struct srv *sv, uint64_t timeout_ms)
   kcr_config_free(cfg);
   kcr_errinfo_cleanup(&ei);
   return c;
+}
+
+static kcr_client *client_of(const struct srv *sv, uint64_t timeout_ms)
+{
+  return client_via(sv, timeout_ms, 0);
 }
 
 static const char cms_path[] = "/api/v1/namespaces/ns/configmaps";
@@ -230,6 +334,198 @@ static kcr_err create(kcr_client *c, const char *body, size_t len, uint64_t time
     assert_string_equal("{\"answer\":42}", kcr_buf_str(&resp.body));
   kcr_buf_cleanup(&resp.body);
   return rc;
+}
+
+static const char small[] = "{\"metadata\":{\"generateName\":\"cm-\"}}";
+
+/* ---- a write is not sent twice ---- */
+
+/* The first request on the first connection is answered; the second is
+ * read whole, and the connection closed without an answer. Any later
+ * connection answers everything. */
+static enum act cut_the_second(int conn, int req)
+{
+  return conn == 0 && req == 1 ? HANG_UP : ANSWER;
+}
+
+/* A create whose reused connection closed after the server had read it
+ * (a generateName create the server may have carried out) is not sent
+ * again: the caller gets KCR_EUNCERTAIN and decides. Both transports. */
+static void check_a_write_is_not_resent(bool tls)
+{
+  struct srv sv;
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_client *c;
+  kcr_err rc;
+
+  srv_start(&sv, tls, 0, cut_the_second);
+  c = client_of(&sv, 5000);
+  assert_int_equal(KCR_OK, create(c, small, sizeof(small) - 1, 0, &ei));
+  rc = create(c, small, sizeof(small) - 1, 0, &ei);
+  if(rc != KCR_EUNCERTAIN)
+    fail_msg("%s: the second create: %s (%s), the server saw %d POSTs",
+             tls ? "own" : "curl", kcr_err_name(rc), ei.message ? ei.message : "",
+             atomic_load(&sv.posts));
+  print_message("%s\n", ei.message);
+  assert_int_equal(2, atomic_load(&sv.posts)); /* each create exactly once */
+  /* the client works on: the next write goes on a new connection */
+  assert_int_equal(KCR_OK, create(c, small, sizeof(small) - 1, 0, &ei));
+  assert_int_equal(3, atomic_load(&sv.posts));
+  kcr_client_free(c);
+  srv_stop(&sv);
+  kcr_errinfo_cleanup(&ei);
+}
+
+static void a_write_is_not_resent_on_a_connection_of_our_own(void **state)
+{
+  check_a_write_is_not_resent(true);
+}
+
+static void a_write_is_not_resent_by_curl(void **state)
+{
+  check_a_write_is_not_resent(false);
+}
+
+/* ---- a read is ---- */
+
+static bool keep_body(const char *p, size_t n, void *ud)
+{
+  return !kcr_buf_append(ud, p, n);
+}
+
+/* A GET on a reused connection that the server closed after reading it,
+ * before a byte of answer, is sent again on a new connection and gets its
+ * answer: a connection of our own (a watch's, kcr__own_stream) and curl's
+ * (kcr_client_do). */
+static void check_a_read_is_resent(bool tls)
+{
+  struct srv sv;
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_buf body = KCR_BUF_INIT;
+  kcr_client *c;
+  kcr_err rc;
+  long code = 0;
+
+  srv_start(&sv, tls, 0, cut_the_second);
+  c = client_of(&sv, 5000);
+  /* the first request: a write for the own path (its pool), a GET for curl */
+  if(tls) {
+    assert_int_equal(KCR_OK, create(c, small, sizeof(small) - 1, 0, &ei));
+    rc = kcr__own_stream(c, cms_path, 0, -1, 0, keep_body, &body, &code, &ei);
+  } else {
+    struct kcr_http_request req = {.method = "GET", .path = cms_path};
+    struct kcr_http_response resp = {.body = KCR_BUF_INIT};
+    assert_int_equal(KCR_OK, kcr_client_do(c, &req, &resp, &ei));
+    rc = kcr_client_do(c, &req, &resp, &ei);
+    code = resp.code;
+    body = resp.body;
+  }
+  if(rc)
+    fail_msg("%s: the GET: %s (%s)", tls ? "own" : "curl", kcr_err_name(rc),
+             ei.message ? ei.message : "");
+  assert_int_equal(200, code);
+  assert_string_equal("{\"answer\":42}", kcr_buf_str(&body));
+  assert_int_equal(2, atomic_load(&sv.conns));
+  assert_int_equal(tls ? 2 : 3, atomic_load(&sv.gets)); /* the cut one, again */
+  kcr_client_free(c);
+  srv_stop(&sv);
+  kcr_buf_cleanup(&body);
+  kcr_errinfo_cleanup(&ei);
+}
+
+static void a_read_is_resent_on_a_connection_of_our_own(void **state)
+{
+  check_a_read_is_resent(true);
+}
+
+static void a_read_is_resent_by_curl(void **state) { check_a_read_is_resent(false); }
+
+/* ---- on a new connection, nothing is sent again ---- */
+
+/* The first request on each of the first two connections is read whole
+ * and the connection closed; later ones answer. */
+static enum act cut_the_first_two(int conn, int req)
+{
+  return conn < 2 && req == 0 ? HANG_UP : ANSWER;
+}
+
+/* A create the server read on a new connection and closed it without an
+ * answer is KCR_EUNCERTAIN too (it went out once, and stays so); a GET so
+ * cut is a transport failure. Both transports. */
+static void check_no_answer_on_a_new_connection(bool tls)
+{
+  struct srv sv;
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_buf body = KCR_BUF_INIT;
+  kcr_client *c;
+  kcr_err rc;
+  long code = 0;
+
+  srv_start(&sv, tls, 0, cut_the_first_two);
+  c = client_of(&sv, 5000);
+  rc = create(c, small, sizeof(small) - 1, 0, &ei);
+  if(rc != KCR_EUNCERTAIN)
+    fail_msg("%s: the create: %s (%s)", tls ? "own" : "curl", kcr_err_name(rc),
+             ei.message ? ei.message : "");
+  print_message("%s\n", ei.message);
+  assert_int_equal(1, atomic_load(&sv.posts));
+  if(tls) {
+    rc = kcr__own_stream(c, cms_path, 0, -1, 0, keep_body, &body, &code, &ei);
+  } else {
+    struct kcr_http_request req = {.method = "GET", .path = cms_path};
+    struct kcr_http_response resp = {.body = KCR_BUF_INIT};
+    rc = kcr_client_do(c, &req, &resp, &ei);
+    body = resp.body;
+  }
+  assert_int_equal(KCR_ETRANSPORT, rc);
+  assert_int_equal(1, atomic_load(&sv.gets));
+  assert_int_equal(KCR_OK, create(c, small, sizeof(small) - 1, 0, &ei));
+  assert_int_equal(3, atomic_load(&sv.conns));
+  kcr_client_free(c);
+  srv_stop(&sv);
+  kcr_buf_cleanup(&body);
+  kcr_errinfo_cleanup(&ei);
+}
+
+static void no_answer_on_a_new_connection_of_our_own(void **state)
+{
+  check_no_answer_on_a_new_connection(true);
+}
+
+static void no_answer_on_a_new_connection_of_curl(void **state)
+{
+  check_no_answer_on_a_new_connection(false);
+}
+
+/* Through a proxy (a CONNECT tunnel: every request curl's), whose CONNECT
+ * curl counts among the bytes it sent: a write on a new tunnel goes out,
+ * and one on a reused tunnel the server cut after reading it is not sent
+ * again. */
+static void writes_through_a_proxy_go_out_once(void **state)
+{
+  struct srv sv;
+  struct proxy px;
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_client *c;
+  kcr_err rc;
+
+  srv_start(&sv, true, 0, cut_the_second);
+  proxy_start(&px);
+  c = client_via(&sv, 5000, px.port);
+  assert_int_equal(KCR_OK, create(c, small, sizeof(small) - 1, 0, &ei));
+  rc = create(c, small, sizeof(small) - 1, 0, &ei);
+  if(rc != KCR_EUNCERTAIN)
+    fail_msg("the second create: %s (%s), the server saw %d POSTs", kcr_err_name(rc),
+             ei.message ? ei.message : "", atomic_load(&sv.posts));
+  print_message("%s\n", ei.message);
+  assert_int_equal(2, atomic_load(&sv.posts));
+  assert_int_equal(KCR_OK, create(c, small, sizeof(small) - 1, 0, &ei));
+  assert_int_equal(3, atomic_load(&sv.posts));
+  kcr_client_free(c);
+  unsetenv("https_proxy");
+  proxy_stop(&px);
+  srv_stop(&sv);
+  kcr_errinfo_cleanup(&ei);
 }
 
 /* ---- session tickets while a write goes out ---- */
@@ -275,6 +571,13 @@ int main(void)
 {
   tfail_init();
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(a_write_is_not_resent_on_a_connection_of_our_own),
+      cmocka_unit_test(a_write_is_not_resent_by_curl),
+      cmocka_unit_test(a_read_is_resent_on_a_connection_of_our_own),
+      cmocka_unit_test(a_read_is_resent_by_curl),
+      cmocka_unit_test(no_answer_on_a_new_connection_of_our_own),
+      cmocka_unit_test(no_answer_on_a_new_connection_of_curl),
+      cmocka_unit_test(writes_through_a_proxy_go_out_once),
       cmocka_unit_test(a_large_write_goes_out_after_session_tickets),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

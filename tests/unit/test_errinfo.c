@@ -197,6 +197,9 @@ static void strerror_and_names_cover_the_table(void **state)
   assert_string_equal("unknown error", kcr_strerror((kcr_err)999));
   assert_string_equal("EUNKNOWN", kcr_err_name((kcr_err)999));
   assert_string_equal("ERANGE", kcr_err_name(KCR_ERANGE));
+  assert_string_equal("EUNCERTAIN", kcr_err_name(KCR_EUNCERTAIN));
+  assert_string_equal("outcome unknown: the request was sent but no answer came",
+                      kcr_strerror(KCR_EUNCERTAIN));
 }
 
 int main(void)
