@@ -1393,6 +1393,7 @@ static bool retryable(kcr_err rc)
   switch(rc) {
   case KCR_ENOMEM:
   case KCR_ETRANSPORT:
+  case KCR_EUNCERTAIN: /* a create again finds it (V_FOUND): its name is fixed */
   case KCR_ETIMEDOUT:
   case KCR_EUNAUTHORIZED:
   case KCR_EFORBIDDEN:

@@ -1713,7 +1713,9 @@ static void a_retried_create_that_finds_its_event_has_sent_it(void **state)
 
   reg = registry();
   fake_init(&f);
-  f.script[0] = KCR_ETRANSPORT; /* created, but the answer was lost */
+  /* created, but the answer was lost: what the client says of a write that
+   * went out and got no answer (it does not send it again itself) */
+  f.script[0] = KCR_EUNCERTAIN;
   f.script[1] = KCR_EEXIST;
   r = recorder(&f, (struct kcr_recorder_opts){.retry_initial_ms = 1, .metrics = reg});
   record_and_flush(r, "Normal");
