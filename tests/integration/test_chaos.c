@@ -4,7 +4,8 @@
  * half). While objects churn and connections keep being cut, the informer
  * must recover by itself and end equal to a fresh LIST. And a watch
  * canceled while it connects to a server that never answers ends soon,
- * and bytes a server sends after an answer are not taken for the next. */
+ * bytes a server sends after an answer are not taken for the next, and a
+ * create whose answer the proxy drops is not sent twice. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -30,7 +31,8 @@ ITEST_CLIENT_FIXTURE
 struct proxy {
   int lfd, port, upstream_port;
   atomic_bool stop;
-  atomic_int generation; /* bumped to cut every open connection */
+  atomic_int generation;  /* bumped to cut every open connection */
+  atomic_bool cut_answer; /* cut the next connection the server answers on */
   atomic_int cuts, conns;
   pthread_t th;
 };
@@ -60,6 +62,11 @@ static void *pump(void *arg)
     for(int i = 0; i < 2 && !done; i++) {
       if(!(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
         continue;
+      if(i == 1 && atomic_exchange(&pp->p->cut_answer, false)) {
+        atomic_fetch_add(&pp->p->cuts, 1);
+        done = true; /* the server's answer, dropped */
+        break;
+      }
       ssize_t r = read(fds[i].fd, buf, sizeof(buf));
       if(r <= 0 || write(fds[1 - i].fd, buf, (size_t)r) != r)
         done = true;
@@ -343,6 +350,50 @@ static void writes_go_through_after_every_pooled_connection_died(void **state)
   kcr_errinfo_cleanup(&ei);
 }
 
+/* A create with generateName whose answer is lost - the connection, a
+ * reused one, cut after the apiserver read the request and as its answer
+ * came back - makes one object, not two: the client does not send it
+ * again on a new connection (it did, as curl does for any method), and
+ * says that the outcome is unknown. */
+static void a_create_whose_answer_is_lost_makes_one_object(void **state)
+{
+  struct proxy p;
+  char *ns = itest_namespace(cl, "once");
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_ref ref = {&itest_configmaps, ns};
+  cJSON *obj = itest_json("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
+                          "\"metadata\":{\"generateName\":\"once-\"}}");
+  kcr_err rc, lrc;
+  int n = 0, conns;
+  bool cut;
+
+  unsetenv("https_proxy"); /* writes on connections of the client's own */
+  unsetenv("HTTPS_PROXY");
+  unsetenv("all_proxy");
+  unsetenv("ALL_PROXY");
+  proxy_start(&p, url_port(itest_env("KCR_APISERVER_URL")));
+  kcr_client *via = client_via(p.port);
+  itest_expect(KCR_OK, kcr_create(via, &ref, obj, NULL, NULL, &ei), &ei);
+  atomic_store(&p.cut_answer, true); /* the connection is pooled, idle */
+  rc = kcr_create(via, &ref, obj, NULL, NULL, &ei);
+  print_message("once: the second create: %s (%s)\n", kcr_err_name(rc),
+                ei.message ? ei.message : "");
+  cut = !atomic_load(&p.cut_answer);
+  conns = atomic_load(&p.conns);
+  kcr_client_free(via); /* the proxy stopped before any assert can fail */
+  proxy_stop(&p);
+  lrc = kcr_list_each(cl, &ref, NULL, count_item, &n, NULL, NULL);
+  itest_namespace_drop(cl, ns);
+  cJSON_Delete(obj);
+  kcr_errinfo_cleanup(&ei);
+
+  assert_true(cut); /* the second create's answer was dropped */
+  assert_int_equal(KCR_OK, lrc);
+  assert_int_equal(2, n);
+  assert_int_equal(KCR_EUNCERTAIN, rc);
+  assert_int_equal(1, conns); /* not sent on another one */
+}
+
 static kcr_err ignore(struct kcr_watch_event *ev, void *ud) { return KCR_OK; }
 
 struct watch_run {
@@ -516,6 +567,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(informer_recovers_from_cut_streams),
       cmocka_unit_test(writes_go_through_after_every_pooled_connection_died),
+      cmocka_unit_test(a_create_whose_answer_is_lost_makes_one_object),
       cmocka_unit_test(a_watch_canceled_while_connecting_ends_soon),
       cmocka_unit_test(bytes_after_an_answer_are_not_the_next_answer),
   };
