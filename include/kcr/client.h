@@ -95,6 +95,17 @@ typedef struct kcr_client kcr_client;
 typedef void (*kcr_request_observer)(const char *method, long code, double seconds,
                                      void *ud);
 
+/* What carries the requests and watches (kcr_client_opts.transport). */
+enum kcr_transport {
+  /* libkcr's own HTTP/1.1 exchanges, on connections curl made, for writes
+   * and watches to an https server reached without a proxy; curl transfers
+   * for everything else (docs/architecture.md, "The transport"). */
+  KCR_TRANSPORT_AUTO = 0,
+  /* Every request and watch a curl transfer: slower, and the way to rule
+   * the own exchanges out when something looks wrong with them. */
+  KCR_TRANSPORT_CURL
+};
+
 struct kcr_client_opts {
   /* Required. The client takes a reference of its own (kcr_config_ref):
    * the caller keeps its reference and may free it at once. */
@@ -117,13 +128,19 @@ struct kcr_client_opts {
    * what arrived is discarded. Error bodies (non-2xx) are kept up to
    * 64 KiB; the rest is read and dropped. */
   size_t max_response_bytes;
+  /* KCR_TRANSPORT_AUTO (0) or KCR_TRANSPORT_CURL. The environment variable
+   * KCR_TRANSPORT, when set, decides over it: "curl" or "auto" (anything
+   * else fails kcr_client_new with KCR_ECONFIG), so that a program's users
+   * can change it without a rebuild. */
+  enum kcr_transport transport;
 };
 #define KCR_CLIENT_MAX_RESPONSE ((size_t)128 << 20)
 
 /* Makes a client holding one reference (*out, NULL on error). No I/O.
- * Errors: KCR_EINVAL (opts or opts->config missing), KCR_ECONFIG (the
- * config's server URL cannot be combined with its tls-server-name),
- * KCR_ENOMEM. */
+ * Errors: KCR_EINVAL (opts or opts->config missing, an unknown transport),
+ * KCR_ECONFIG (the config's server URL cannot be combined with its
+ * tls-server-name; KCR_TRANSPORT in the environment is neither "curl" nor
+ * "auto"), KCR_ENOMEM. */
 KCR_API kcr_err kcr_client_new(const struct kcr_client_opts *opts, kcr_client **out,
                                struct kcr_errinfo *ei);
 /* A new reference to c (returns c; NULL is passed through). Every libkcr

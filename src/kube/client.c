@@ -25,6 +25,12 @@
  * go the same way. A proxied server is curl's alone: the exchanges below
  * stay off (own_ok false).
  *
+ * The switch: kcr_client_opts.transport KCR_TRANSPORT_CURL, or
+ * KCR_TRANSPORT=curl in the environment (which decides over the option, so
+ * that a program's users can turn the exchanges below off without a
+ * rebuild; KCR_TRANSPORT=auto turns them back on), leaves own_ok false:
+ * every request and watch is then a curl transfer.
+ *
  * Writes on connections of our own: a request other than GET or HEAD to an
  * https server (every write a controller makes) is not a curl transfer, unless
  * the server is reached through a proxy (see Proxies: then curl does it all).
@@ -185,13 +191,8 @@
 #include "kcr/log.h"
 #include "kcr/time.h"
 #include "kcr/version.h"
+#include "limits-int.h"
 #include "proxy-int.h"
-
-#define POOL_MAX    64
-#define ERRBODY_MAX ((size_t)64 << 10)
-#define MSG_KEEP    ((size_t)64 << 10) /* a pooled connection's request buffer, at most */
-/* an answer's body reserved, at most, before it comes */
-#define BODY_RESERVE_MAX ((uint64_t)1 << 20)
 
 struct kcr_client {
   atomic_uint refs;
@@ -215,9 +216,9 @@ struct kcr_client {
   bool own_ok;
   char *own_host, *own_prefix;
   pthread_mutex_t mu;
-  struct kcr__conn *pool[POOL_MAX];
+  struct kcr__conn *pool[KCR__POOL_MAX];
   size_t npool;
-  struct kcr__conn *opool[POOL_MAX]; /* connected for our own exchanges */
+  struct kcr__conn *opool[KCR__POOL_MAX]; /* connected for our own exchanges */
   size_t nopool;
 };
 
@@ -307,6 +308,31 @@ static kcr_err proxy_setup(kcr_client *c)
                         &c->proxy);
 }
 
+/* The transport (see DESIGN: The switch): KCR_TRANSPORT in the
+ * environment, when set, decides over opts.transport. */
+static kcr_err transport_setup(kcr_client *c, struct kcr_errinfo *ei)
+{
+  const char *env = getenv("KCR_TRANSPORT");
+
+  if((unsigned)c->opts.transport > KCR_TRANSPORT_CURL)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_client_new: unknown transport %d",
+                           (int)c->opts.transport);
+  if(!env || !*env)
+    return KCR_OK;
+  if(!strcmp(env, "curl"))
+    c->opts.transport = KCR_TRANSPORT_CURL;
+  else if(!strcmp(env, "auto"))
+    c->opts.transport = KCR_TRANSPORT_AUTO;
+  else
+    return kcr_errinfo_set(ei, KCR_ECONFIG,
+                           "the environment variable KCR_TRANSPORT is \"%.64s\": want "
+                           "\"curl\" (every request a curl transfer) or \"auto\"",
+                           env);
+  KCR_LOG(KCR_LOG_DEBUG, "client: transport chosen by KCR_TRANSPORT",
+          KCR_S("transport", env));
+  return KCR_OK;
+}
+
 /* Sets own_ok, own_host and own_prefix from the server URL (see DESIGN:
  * writes on connections of our own); an URL curl cannot take leaves
  * own_ok false (curl then reports it, as before). */
@@ -328,7 +354,8 @@ static kcr_err own_setup(kcr_client *c)
     uc = curl_url_get(u, CURLUPART_PATH, &path, 0);
   if(!uc && curl_url_get(u, CURLUPART_PORT, &given, 0) == CURLUE_OUT_OF_MEMORY)
     uc = CURLUE_OUT_OF_MEMORY;
-  if(!uc && !strcmp(scheme, "https") && !c->proxy) {
+  if(!uc && !strcmp(scheme, "https") && !c->proxy &&
+     c->opts.transport != KCR_TRANSPORT_CURL) {
     n = strlen(path);
     while(n && path[n - 1] == '/')
       n--;
@@ -388,6 +415,8 @@ kcr_err kcr_client_new(const struct kcr_client_opts *opts, kcr_client **out,
   rc = c->user_agent ? route_setup(c, ei) : KCR_ENOMEM;
   if(!rc)
     rc = proxy_setup(c);
+  if(!rc)
+    rc = transport_setup(c, ei);
   if(!rc)
     rc = own_setup(c);
   if(rc) {
@@ -683,10 +712,10 @@ void kcr__conn_put(kcr_client *c, struct kcr__conn *conn, bool broken)
   if(!conn)
     return;
   pthread_mutex_lock(&c->mu);
-  if(!broken && conn->own && c->nopool < POOL_MAX) {
+  if(!broken && conn->own && c->nopool < KCR__POOL_MAX) {
     c->opool[c->nopool++] = conn;
     conn = NULL;
-  } else if(!broken && !conn->own && c->npool < POOL_MAX) {
+  } else if(!broken && !conn->own && c->npool < KCR__POOL_MAX) {
     c->pool[c->npool++] = conn;
     conn = NULL;
   }
@@ -870,14 +899,14 @@ struct reply {
 };
 
 /* Keeps a 2xx body up to r->max (beyond: stop, too_large) and the first
- * ERRBODY_MAX bytes of an error body (the rest is read and dropped). */
+ * KCR__ERRBODY_MAX bytes of an error body (the rest is read and dropped). */
 static bool take_body(const char *p, size_t n, void *ud)
 {
   struct reply *r = ud;
   if(!*r->code && r->h)
     curl_easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, r->code);
   if(*r->code >= 300 || *r->code < 200) {
-    size_t room = r->body->len < ERRBODY_MAX ? ERRBODY_MAX - r->body->len : 0;
+    size_t room = r->body->len < KCR__ERRBODY_MAX ? KCR__ERRBODY_MAX - r->body->len : 0;
     if(n > room)
       n = room;
   } else if(n > r->max - r->body->len) {
@@ -1196,9 +1225,9 @@ static bool own_body(const char *p, size_t n, void *ud)
     return o->sink->fn(p, n, o->sink->ud);
   }
   /* a 2xx body of a told length: room for all of it at once, up to
-   * BODY_RESERVE_MAX (fails, if at all, in take_body) */
+   * KCR__BODY_RESERVE_MAX (fails, if at all, in take_body) */
   if(!r->body->len && o->h1->has_len && !o->h1->chunked && o->h1->len > n &&
-     o->h1->len <= BODY_RESERVE_MAX && o->h1->len <= r->max && *r->code >= 200 &&
+     o->h1->len <= KCR__BODY_RESERVE_MAX && o->h1->len <= r->max && *r->code >= 200 &&
      *r->code < 300)
     kcr_buf_reserve(r->body, (size_t)o->h1->len);
   return take_body(p, n, r);
@@ -1223,11 +1252,6 @@ enum own_end {
                  * ended without a byte of answer */
   OWN_FAILED,   /* rc and ei say why */
 };
-
-/* The most the first send of a request hands to TLS: one record's worth
- * of plaintext, so that when that send fails no whole record - nothing the
- * server could read - has left (OWN_UNSENT). */
-#define FIRST_SEND ((size_t)16384)
 
 /* Sends conn's request and reads the answer into r. OWN_UNSENT and
  * OWN_SILENT: *cause is curl's error (CURLE_OK: the connection ended). */
@@ -1262,7 +1286,8 @@ static enum own_end own_exchange(struct kcr__conn *conn, uint64_t deadline,
    * read (as curl does), not lost in a send that waits or fails. */
   while(n) {
     size_t sent = 0;
-    cc = curl_easy_send(conn->h, p, out || n <= FIRST_SEND ? n : FIRST_SEND, &sent);
+    cc = curl_easy_send(conn->h, p, out || n <= KCR__FIRST_SEND ? n : KCR__FIRST_SEND,
+                        &sent);
     if(cc == CURLE_AGAIN) {
       out = true; /* TLS may have sent part of it */
       if((w = own_wait_ev(conn, POLLOUT | POLLIN, deadline, wake, &ev)) <= 0)
@@ -1459,7 +1484,7 @@ static kcr_err own_once(kcr_client *c, const struct kcr_http_request *req,
   }
 out:
   kcr_credentials_cleanup(&cr);
-  if(conn && conn->msg.cap > MSG_KEEP) { /* the request held the token */
+  if(conn && conn->msg.cap > KCR__MSG_KEEP) { /* the request held the token */
     kcr__wipe_free(conn->msg.ptr, conn->msg.cap);
     conn->msg = (struct kcr_buf)KCR_BUF_INIT;
   } else if(conn) {

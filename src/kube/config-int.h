@@ -18,11 +18,10 @@
 #include "core/secret-int.h"
 #include "kcr/buf.h"
 #include "kcr/config.h"
+#include "limits-int.h"
 
 #define KCR__EXEC_API_V1      "client.authentication.k8s.io/v1"
 #define KCR__EXEC_API_V1BETA1 "client.authentication.k8s.io/v1beta1"
-#define KCR__EXEC_TIMEOUT_MS  60000u     /* plugin wall-clock limit */
-#define KCR__EXEC_MAX_STDOUT  (1u << 20) /* 1 MiB: an ExecCredential is small */
 
 /* Bytes owned by whoever holds the struct. */
 struct kcr__blob {

@@ -101,8 +101,6 @@
 #include "kube/config-int.h"
 
 #define DEFAULT_SA_DIR   "/var/run/secrets/kubernetes.io/serviceaccount"
-#define MAX_FILE         (16u << 20) /* kubeconfig, CA bundle, cert, key */
-#define MAX_TOKEN        (1u << 20)
 #define EXEC_MARGIN_S    10   /* refresh exec credentials this early */
 #define EXEC_RETRY_MS    2000 /* after a failed background refresh */
 #define TOKEN_RECHECK_MS 1000
@@ -280,7 +278,7 @@ static int read_token(const char *path, char **out, struct file_id *id)
 {
   struct kcr__blob b;
   size_t s = 0, e;
-  int err = read_file(path, MAX_TOKEN, &b, id);
+  int err = read_file(path, KCR__CONFIG_TOKEN_MAX, &b, id);
 
   *out = NULL;
   if(err)
@@ -572,7 +570,7 @@ static kcr_err load_blob(struct ydoc *y, yaml_node_t *m, const char *where,
       rc = KCR_ENOMEM;
       goto out;
     }
-    err = read_file(path, MAX_FILE, out, NULL);
+    err = read_file(path, KCR__CONFIG_FILE_MAX, out, NULL);
     if(err == ENOMEM)
       rc = KCR_ENOMEM;
     else if(err)
@@ -1053,7 +1051,7 @@ static kcr_err load_file(const char *path, const char *context, kcr_config **out
   struct kcr__blob text;
   char eb[128];
   kcr_err rc;
-  int err = read_file(path, MAX_FILE, &text, NULL);
+  int err = read_file(path, KCR__CONFIG_FILE_MAX, &text, NULL);
 
   if(err == ENOMEM)
     return KCR_ENOMEM;
@@ -1135,7 +1133,7 @@ static kcr_err load_in_cluster(const char *sa_dir, kcr_config **out,
   ns_path = xasprintf("%s/namespace", sa_dir);
   if(!cfg->server || !cfg->token_file || !cfg->token_where || !ca_path || !ns_path)
     goto out;
-  err = read_file(ca_path, MAX_FILE, &cfg->ca, NULL);
+  err = read_file(ca_path, KCR__CONFIG_FILE_MAX, &cfg->ca, NULL);
   if(err) {
     rc = err == ENOMEM ? KCR_ENOMEM
                        : kcr_errinfo_set(ei, KCR_ECONFIG, "in-cluster: CA %s: %s",

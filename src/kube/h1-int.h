@@ -23,9 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KCR__H1_LINE_MAX    8192
-#define KCR__H1_HEAD_MAX    (64 * 1024)
-#define KCR__H1_INTERIM_MAX 16 /* interim (1xx) answers before the answer */
+#include "limits-int.h"
 
 enum kcr__h1_result {
   KCR__H1_MORE,    /* all of it taken; the answer goes on */

@@ -38,6 +38,7 @@
 #include "kcr/json.h"
 #include "kcr/log.h"
 #include "kcr/time.h"
+#include "limits-int.h"
 #include "watch-int.h"
 
 /* ---- framing and decoding (pure) ---- */
@@ -312,10 +313,6 @@ static void set_rv(kcr_watch *w, char **rv)
   *rv = NULL;
 }
 
-/* The scratch buffer (an event without managedFields) is kept between
- * events up to this size. */
-#define SCRATCH_KEEP ((size_t)64 << 10)
-
 static kcr_err on_line(const char *line, size_t len, void *ud)
 {
   kcr_watch *w = ud;
@@ -334,7 +331,7 @@ static kcr_err on_line(const char *line, size_t len, void *ud)
   if(rc == KCR_ENOTFOUND)
     rc = kcr__watch_decode(line, len, w->drop_managed_fields ? &w->scratch : NULL, &ev,
                            &local);
-  if(w->scratch.cap > SCRATCH_KEEP) /* kept for the next event, unless large */
+  if(w->scratch.cap > KCR__WATCH_SCRATCH_KEEP) /* kept for the next event, unless large */
     kcr_buf_cleanup(&w->scratch);
   if(rc == KCR_EUNSUPPORTED) {
     if(!w->warned_unknown)
@@ -386,8 +383,6 @@ static kcr_err on_line(const char *line, size_t len, void *ud)
   return rc;
 }
 
-#define ERRBODY_MAX ((size_t)64 << 10)
-
 /* Takes stream bytes (curl's write callback and the wire seam's). */
 static bool feed(const char *p, size_t len, void *ud)
 {
@@ -399,7 +394,8 @@ static bool feed(const char *p, size_t len, void *ud)
   if(atomic_load(&w->canceled))
     return false;
   if(w->code != 200) { /* an error answer: keep its start for the message */
-    size_t room = w->errbody.len < ERRBODY_MAX ? ERRBODY_MAX - w->errbody.len : 0;
+    size_t room =
+        w->errbody.len < KCR__ERRBODY_MAX ? KCR__ERRBODY_MAX - w->errbody.len : 0;
     return kcr_buf_append(&w->errbody, p, len < room ? len : room) == KCR_OK;
   }
   rc = kcr__framer_feed(&w->fr, p, len, on_line, w);

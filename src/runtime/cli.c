@@ -38,15 +38,17 @@
  * enum kcr_log_format: console is KCR_LOG_KV). */
 static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
 static const char *const log_encoders[] = {"console", "json", NULL};
+static const char *const transports[] = {"auto", "curl", NULL}; /* enum kcr_transport */
 
 struct table {
-  struct kcr_flag head[13]; /* config and manager sets */
+  struct kcr_flag head[14]; /* config and manager sets */
   size_t nhead;
   const struct kcr_flag *own; /* the program's */
   size_t nown;
   struct kcr_flag tail[2]; /* log set */
   size_t ntail;
   int level, encoder;   /* the log set's values; -1: not given */
+  int transport;        /* --transport's index in transports; -1: not given */
   char lease_name[128]; /* --leader-election-id's default */
 };
 
@@ -70,6 +72,7 @@ static void table_init(struct table *t, const struct kcr_cli *cli)
   size_t n = 0;
 
   memset(t, 0, sizeof(*t));
+  t->transport = -1;
   if(co)
     t->head[n++] = (struct kcr_flag){
         "kubeconfig",
@@ -149,6 +152,15 @@ static void table_init(struct table *t, const struct kcr_cli *cli)
                           .min = 1,
                           .max = INT64_MAX,
                           .def = mo->retry_period_ms ? NULL : "2s"};
+    t->head[n++] = (struct kcr_flag){
+        "transport",
+        KCR_FLAG_CHOICE,
+        &t->transport,
+        "what carries requests and watches: auto (libkcr's own exchanges where they "
+        "apply, curl for the rest) or curl (every request a curl transfer); the "
+        "environment variable KCR_TRANSPORT decides over it",
+        .choices = transports,
+        .def = transports[mo->client.transport == KCR_TRANSPORT_CURL]};
   }
   KCR_ASSERT(n <= sizeof(t->head) / sizeof(t->head[0]));
   t->nhead = n;
@@ -510,6 +522,8 @@ kcr_err kcr_cli_parse(const struct kcr_cli *cli, int argc, char *const *argv, bo
       return rc;
     }
   }
+  if(t.transport >= 0)
+    cli->manager->client.transport = (enum kcr_transport)t.transport;
   if(t.level >= 0)
     kcr_log_set_level((enum kcr_log_level)t.level);
   if(t.encoder >= 0)

@@ -396,6 +396,7 @@ static void usage_lists_every_flag_with_its_default(void **state)
                                       "--leader-elect-lease-duration DURATION",
                                       "--leader-elect-renew-deadline DURATION",
                                       "--leader-elect-retry-period DURATION",
+                                      "--transport auto|curl",
                                       "--namespace NS",
                                       "--workers N",
                                       "--watch ",
@@ -426,6 +427,7 @@ static void usage_lists_every_flag_with_its_default(void **state)
   assert_non_null(strstr(u, "(default: console)"));
   assert_non_null(strstr(u, "(default: tls.crt)"));
   assert_non_null(strstr(u, "(default: tls.key)"));
+  assert_non_null(strstr(u, "(default: auto)"));
   const char *w = line_of(u, "--watch ");
   assert_null(memmem(w, strcspn(w, "\n"), "(default:", 9));
   /* Every line fits in 80 columns. */
@@ -462,6 +464,13 @@ static void the_manager_set_fills_the_opts(void **state)
   assert_string_equal("k.pem", mo.metrics_key_name);
   expect_ok(&cli, "--metrics-secure=false");
   assert_false(mo.metrics_secure);
+  assert_int_equal(KCR_TRANSPORT_AUTO, mo.client.transport);
+  expect_ok(&cli, "--transport=curl");
+  assert_int_equal(KCR_TRANSPORT_CURL, mo.client.transport);
+  expect_ok(&cli, "--transport", "auto");
+  assert_int_equal(KCR_TRANSPORT_AUTO, mo.client.transport);
+  expect_error(&cli, "--transport: \"own\" is not valid: want auto or curl",
+               "--transport=own");
   expect_error(&cli,
                "--leader-elect-lease-duration: \"0\" is not valid: want a duration of at "
                "least 1ms, such as 90s, 30m or 1h30m",

@@ -935,6 +935,54 @@ static void own_connections_stay_unless_the_server_is_proxied(void **state)
 #undef ALL_PROXY_
 #undef NO_PROXY_
 
+/* The switch (client.c DESIGN, "The switch"): KCR_TRANSPORT_CURL turns the
+ * own exchanges off; KCR_TRANSPORT in the environment decides over the
+ * option, both ways; any other value of it is refused naming it. */
+static bool own_with(enum kcr_transport t, const char *env, kcr_err *rc,
+                     struct kcr_errinfo *ei)
+{
+  static const char yaml[] =
+      "current-context: x\ncontexts: [{name: x, context: {cluster: c}}]\n"
+      "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:6443'}}]\n";
+  kcr_config *cfg = NULL;
+  kcr_client *c = NULL;
+  bool own = false;
+
+  assert_int_equal(KCR_OK, kcr_config_from_yaml(yaml, strlen(yaml), NULL, &cfg, ei));
+  if(env)
+    setenv("KCR_TRANSPORT", env, 1);
+  else
+    unsetenv("KCR_TRANSPORT");
+  *rc = kcr_client_new(&(struct kcr_client_opts){.config = cfg, .transport = t}, &c, ei);
+  unsetenv("KCR_TRANSPORT");
+  if(c)
+    own = kcr__own_streams(c, "/api/v1/namespaces/ns/configmaps");
+  kcr_client_free(c);
+  kcr_config_free(cfg);
+  return own;
+}
+
+static void the_transport_switch_forces_curl(void **state)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_err rc;
+
+  assert_true(own_with(KCR_TRANSPORT_AUTO, NULL, &rc, &ei));
+  assert_false(own_with(KCR_TRANSPORT_CURL, NULL, &rc, &ei));
+  assert_int_equal(KCR_OK, rc);
+  assert_false(own_with(KCR_TRANSPORT_AUTO, "curl", &rc, &ei));
+  assert_true(own_with(KCR_TRANSPORT_CURL, "auto", &rc, &ei));
+  assert_true(own_with(KCR_TRANSPORT_AUTO, "", &rc, &ei)); /* empty: unset */
+  assert_false(own_with(KCR_TRANSPORT_AUTO, "CURL", &rc, &ei));
+  assert_int_equal(KCR_ECONFIG, rc);
+  assert_non_null(strstr(ei.message, "KCR_TRANSPORT"));
+  assert_non_null(strstr(ei.message, "\"CURL\""));
+  assert_false(own_with((enum kcr_transport)7, NULL, &rc, &ei));
+  assert_int_equal(KCR_EINVAL, rc);
+  kcr_errinfo_cleanup(&ei);
+  (void)state;
+}
+
 int main(void)
 {
   tfail_init();
@@ -959,6 +1007,7 @@ int main(void)
       cmocka_unit_test(apply_options_reach_the_query),
       cmocka_unit_test(apply_rv_finds_the_resource_version_in_the_answer),
       cmocka_unit_test(own_connections_stay_unless_the_server_is_proxied),
+      cmocka_unit_test(the_transport_switch_forces_curl),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
