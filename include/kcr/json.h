@@ -22,6 +22,22 @@
  * cJSON_IsNumber is false for a Raw node: read Kubernetes integers through
  * these functions, not through valuedouble/valueint.
  *
+ * Strings are C strings, as cJSON keeps them, so a JSON string holding
+ * \u0000 cannot be one (cJSON would cut it at the NUL: "Ready\u0000x" would
+ * read "Ready"). kcr_json_parse keeps such a value as a Raw node holding its
+ * literal as written, quotes included: it prints back unchanged, and
+ * cJSON_IsString, kcr_json_str and kcr_json_member_str do not take it for a
+ * string (a reader that says why it refused a value can tell it by a Raw
+ * text starting with '"'). A member NAME holding \u0000 makes kcr_json_parse
+ * refuse the text (KCR_EPARSE). Kubernetes refuses NUL in every name and
+ * key it validates; Go keeps the NUL.
+ *
+ * Duplicate member names: Go's encoding/json keeps the last member of a
+ * name, cJSON keeps all and its lookups find the first. kcr_json_parse
+ * deletes every member a later one of the same name follows, so every
+ * lookup in a parsed tree (these functions, cJSON_GetObjectItem*) finds what
+ * Go finds.
+ *
  * Ownership: trees passed in are borrowed for the call; what a function
  * returns is borrowed from the tree passed in unless its comment says the
  * caller owns it (kcr_json_parse, kcr_json_create_int, kcr_json_to_text).
@@ -44,7 +60,8 @@ extern "C" {
 /* The node at path (borrowed), or NULL when a member on the way is absent
  * or obj is NULL. */
 KCR_API cJSON *kcr_json_at(const cJSON *obj, const char *path);
-/* The string at path (borrowed), or NULL when absent or not a string. */
+/* The string at path (borrowed), or NULL when absent or not a string (a
+ * string holding \u0000, kept as a Raw node, is none: see above). */
 KCR_API const char *kcr_json_str(const cJSON *obj, const char *path);
 /* The string member named exactly `key` (no path splitting: for label and
  * annotation keys such as "example.com/name"), or NULL. */
@@ -76,9 +93,12 @@ KCR_API cJSON *kcr_json_obj(cJSON *obj, const char *path);
  * error obj is unchanged. */
 KCR_API kcr_err kcr_json_set_str(cJSON *obj, const char *path, const char *value);
 /* Parses text[0..len) into a new tree (*out, caller frees; NULL on error),
- * keeping integers exact (see above). Text after the first value is ignored.
- * Errors: KCR_EINVAL (text NULL), KCR_EPARSE when malformed (ei says at
- * which byte), KCR_ENOMEM when
+ * keeping integers exact, a string value holding \u0000 as a Raw node of its
+ * literal, and of members of the same name in an object only the last
+ * (see above). Text after the first value is ignored.
+ * Errors: KCR_EINVAL (text NULL), KCR_EPARSE when malformed (a raw NUL
+ * byte included, which cJSON alone would take in a string) or when a
+ * member name holds \u0000 (ei says at which byte), KCR_ENOMEM when
  * out of memory (well-formed text is never called malformed; a well-formed
  * number literal longer than 63 bytes is the one exception, reported
  * EPARSE if memory ran out while parsing a text holding one). */

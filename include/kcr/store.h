@@ -86,16 +86,18 @@ struct kcr_span {
   size_t n;
 };
 /* Finds in one pass over o's text the value at each paths[i] (member names
- * separated by dots, as kcr_json_at reads them: the first member of a name
- * counts, a path through anything but objects finds nothing; a member name
- * the server wrote with escapes matches nothing) into out[i], without
+ * separated by dots, as kcr_json_at reads them in kcr_obj_parse's tree: the
+ * last member of a name counts, as in Go's decoder, a path through anything
+ * but objects finds nothing; a member name the server wrote with escapes
+ * matches nothing) into out[i], without
  * parsing or allocating - for a reconcile that reads a few values, or
  * compares a part with text of its own, at a fraction of kcr_obj_parse's
  * cost. The text is the stored one: compact JSON, as the server wrote it
  * or as cJSON printed it. Returns how many were found; n at most 16
- * (paths past that find nothing); a text the walk cannot pass - nesting
- * deeper than 128 levels where it has to step over a value - finds nothing
- * at all (ask for metadata.name too, to tell that from absence). Thread
+ * (paths past that find nothing); the walk reads the whole text (a later
+ * member of a name would replace an earlier one), and a text it cannot pass
+ * - nesting deeper than 128 levels inside a value it steps over - finds
+ * nothing at all (ask for metadata.name too, to tell that from absence). Thread
  * safety: any thread. */
 KCR_API size_t kcr_obj_spans(const kcr_obj *o, const char *const *paths,
                              struct kcr_span *out, size_t n);

@@ -14,6 +14,11 @@
 #include "kcr/buf.h"
 #include "kcr/err.h"
 
+/* True when v is a JSON string that holds \u0000, which kcr_json_parse keeps
+ * as a Raw node of its literal (quotes included) since a C string cannot
+ * hold it: for a reader to say why it refuses the value. Pure. */
+bool kcr__json_nul_string(const cJSON *v);
+
 /* Writes to out (emptied first) the JSON text text[0..len) without the
  * members named `name` of the objects at `path`, a dot path of member names
  * from the top-level object ("object.metadata": a watch event's object);
@@ -28,9 +33,12 @@
  * unless all that was wrong lay inside a dropped member. Names are
  * compared byte for byte as written (a name spelled with escapes is not
  * matched); in each object on the path the first member of that name is
- * taken, as kcr_json_at does; an element or value that is not of the kind
- * the path needs is kept as it is. Bytes after the value the path leads to
- * (after its array's end, with "[]") are copied unread.
+ * followed, and a later member of that name is kept as written (the tree,
+ * where the last member of a name counts, keeps that one whole: its
+ * members of `name` are not left out, a saving missed, nothing wrong); an
+ * element or value that is not of the kind the path needs is kept as it
+ * is. Bytes after the value the path leads to (after its array's end, with
+ * "[]") are copied unread.
  * Returns KCR_OK when it left something out; KCR_ENOTFOUND, with out empty,
  * when there was nothing to leave out or the structure could not be
  * followed to the end of what the path leads to (then parse text itself:
@@ -49,12 +57,13 @@ kcr_err kcr__json_parse_dropping(const char *text, size_t len, const char *path,
 /* The value at path (member names separated by dots: "metadata.uid") of
  * the JSON object text[0..len), found by following the text's structure
  * only (as kcr__json_drop_members reads it: strings, brackets, and the
- * names and colons of the members on the path; the first member of a name
- * counts) and stopping at the value: *at and *n get its text (a string with
- * its quotes). Nothing else is read or checked, so it costs a few
- * instructions per byte up to the value. Returns KCR_OK; KCR_ENOTFOUND
- * when there is no such member (or something on the path is not an
- * object); KCR_EPARSE when the structure breaks before the value ends.
+ * names and colons of the members on the path; the last member of a name
+ * counts, as in the tree kcr_json_parse makes) and stopping at the value:
+ * *at and *n get its text (a string with its quotes). Nothing else is read
+ * or checked, so it costs a few instructions per byte up to the end of the
+ * object holding the value. Returns KCR_OK; KCR_ENOTFOUND when there is no
+ * such member (or something on the path is not an object); KCR_EPARSE when
+ * the structure breaks before the objects on the path end.
  * Pure. */
 kcr_err kcr__json_find(const char *text, size_t len, const char *path, const char **at,
                        size_t *n);
@@ -85,9 +94,10 @@ struct kcr__json_want {
 #define KCR__JSON_WANT_MAX 16
 
 /* Finds, in one pass over the JSON object text[0..len), the value at each
- * w[i].path (as kcr_json_at: the first member of a name counts; a path
- * through anything but objects finds nothing; a member name written with
- * escapes matches only the same escaped text), and returns how many were
+ * w[i].path (as kcr_json_at on the tree kcr_json_parse makes: the last
+ * member of a name counts; a path through anything but objects finds
+ * nothing; a member name written with escapes matches only the same escaped
+ * text; one holding \u0000 fails the check), and returns how many were
  * found. The whole object must be well-formed JSON (the allocation-free
  * validator of kcr_json_parse; text after it is not looked at): otherwise
  * nothing is found. Wants past the first KCR__JSON_WANT_MAX, and empty or
@@ -95,10 +105,9 @@ struct kcr__json_want {
 size_t kcr__json_spans(const char *text, size_t len, struct kcr__json_want *w, size_t nw);
 
 /* kcr__json_spans where the spans are what the tree reads: nothing is
- * found (0) also when a member name written with an escape lies where a
- * want was still open (in an object on its path, before its name was met):
- * the tree compares names unescaped and might take that member for the
- * wanted one. Pure. */
+ * found (0) also when a member name written with an escape lies in an
+ * object on a want's path: the tree compares names unescaped and might take
+ * that member for the wanted one. Pure. */
 size_t kcr__json_spans_exact(const char *text, size_t len, struct kcr__json_want *w,
                              size_t nw);
 /* kcr__json_spans_exact by the structure only, as kcr__json_spans_trusted
@@ -128,8 +137,10 @@ size_t kcr__json_scan_deep(const char *text, size_t len, struct kcr__json_want *
                            size_t nw, size_t *objlen, bool *compact, bool *deep);
 
 /* kcr__json_spans by the structure only (as kcr__json_find follows it), at
- * a fraction of a check's cost: on well-formed text the validator's spans
- * (made for text kcr__json_scan accepted, or cut from text that it did).
+ * a fraction of a check's cost (the whole object is read all the same: a
+ * later member of a name replaces an earlier): on well-formed text the
+ * validator's spans (made for text kcr__json_scan accepted, or cut from
+ * text that it did).
  * Any bytes may be given: text that is not well formed gives spans that
  * may be wrong, never a read outside it (a caller keeping what it finds
  * checks it: the status writer's answers). 0 when the structure cannot be
@@ -140,7 +151,9 @@ size_t kcr__json_spans_trusted(const char *text, size_t len, struct kcr__json_wa
 /* Walks the members of an object's text, or the elements of an array's,
  * by the structure only (as kcr__json_drop_members reads it): meant for
  * text a validator has accepted (kcr__json_scan), whose parts it hands out
- * without copying. */
+ * without copying. Every member is handed out, duplicates included: a
+ * reader that looks a name up must take the last of that name (as the tree
+ * from kcr_json_parse does), or leave text with duplicates to the tree. */
 struct kcr__json_iter {
   const char *p, *end;
   char close; /* '}' or ']'; 0: not started or finished */

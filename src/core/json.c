@@ -34,6 +34,18 @@
  * memory; a caller told EPARSE drops the data as garbage, so the two are
  * told apart afterwards by a validator that allocates nothing (below).
  *
+ * Strings: a parsed tree holds no C string cut short. cJSON decodes
+ * \u0000 into a NUL byte and keeps the string cut there, and takes a raw NUL
+ * byte in a string (which JSON does not): kcr_json_parse refuses the raw
+ * byte and a member name holding \u0000, and keeps a value holding \u0000 as
+ * a Raw node of its literal (see "strings that are not C strings").
+ *
+ * Duplicate names: in a parsed tree every object has each name once, the
+ * last member of it, as Go's decoder keeps (see "duplicate member names");
+ * every reader of text (spans, kcr__json_find) takes the last member of a
+ * name too, so text and tree agree. kcr__json_drop_members follows the
+ * first, which is only a missed saving: the tree keeps the later one whole.
+ *
  * The same validator finds values in text without a tree (kcr__json_spans):
  * a writer that needs two strings of the object a write answered scans it
  * instead of building ~150 nodes it frees at once. */
@@ -48,6 +60,7 @@
 
 #include "core/hash-int.h"
 #include "core/json-int.h"
+#include "core/secret-int.h"
 #include "kcr/json.h"
 
 /* From this magnitude on, cJSON prints a double in exponent form. */
@@ -282,19 +295,21 @@ kcr_err kcr_json_set_str(cJSON *obj, const char *path, const char *value)
 
 /* ---- parsing with exact integers ---- */
 
-/* Counts number nodes under (and including) it; *big when one needs text. */
-static size_t count_numbers(const cJSON *it, bool *big)
+static bool has_dup(const cJSON *obj);
+
+/* Looks over it and its siblings and everything below: *big when a number
+ * needs its text, *dups when an object may have a name twice (has_dup). */
+static void survey(const cJSON *it, bool *big, bool *dups)
 {
-  size_t n = 0;
   for(; it; it = it->next) {
-    if(cJSON_IsNumber(it)) {
-      n++;
-      if(!(fabs(it->valuedouble) < EXACT_MIN)) /* NaN and inf included */
-        *big = true;
+    if(cJSON_IsNumber(it) && !(fabs(it->valuedouble) < EXACT_MIN)) /* NaN, inf too */
+      *big = true;
+    if(it->child) {
+      if(!*dups && cJSON_IsObject(it) && it->child->next)
+        *dups = has_dup(it);
+      survey(it->child, big, dups);
     }
-    n += count_numbers(it->child, big);
   }
-  return n;
 }
 
 static bool number_byte(char c)
@@ -382,23 +397,277 @@ static kcr_err convert(cJSON *it, struct rescan *r)
   return KCR_OK;
 }
 
+/* ---- strings that are not C strings ----
+ *
+ * cJSON decodes \u0000 into a NUL byte and keeps the string as a C string,
+ * cut there ("Ready\u0000x" reads as "Ready"). kcr_json_parse finds such
+ * strings afterwards, only when the text holds "\u0000" at all (a raw NUL
+ * byte, which cJSON also takes in a string but JSON does not, is refused
+ * outright): a value becomes a Raw node holding its literal as written,
+ * quotes included (so it prints back unchanged, and no reader takes it for
+ * a string); a member name cannot be anything but a C string, so a text
+ * with one is refused. Strings pair with the text's string literals in
+ * document order (a member's name, then its value) as numbers pair with
+ * number literals above. */
+
+/* The text's string literals, read from p on. */
+struct strscan {
+  const char *text, *p, *end;
+};
+
+/* The next string literal from r->p: *lit its opening quote, *n its length
+ * with both quotes; false when there is none. */
+
+static bool next_string(struct strscan *r, const char **lit, size_t *n)
+{
+  const char *p = r->p;
+
+  while(p < r->end && *p != '"')
+    p++;
+  if(p >= r->end)
+    return false;
+  *lit = p;
+  for(p++; p < r->end && *p != '"'; p++)
+    if(*p == '\\')
+      p++;
+  if(p >= r->end)
+    return false;
+  r->p = ++p;
+  *n = (size_t)(p - *lit);
+  return true;
+}
+
+/* Whether text[0..n) may hold the escape \u0000: a backslash followed by
+ * "u0000" (escaped backslashes skipped, as pairs). */
+static bool has_nul_escape(const char *text, size_t n)
+{
+  const char *p = text, *e = text + n;
+
+  for(; (p = memchr(p, '\\', (size_t)(e - p))); p += 2)
+    if(e - p >= 6 && !memcmp(p + 1, "u0000", 5))
+      return true;
+    else if(e - p < 2)
+      break;
+  return false;
+}
+
+/* Whether the literal lit[0..n) holds the escape \u0000. */
+static bool holds_nul(const char *lit, size_t n)
+{
+  for(size_t i = 1; i + 1 < n; i++)
+    if(lit[i] == '\\' && lit[++i] == 'u' && n - i > 5 && !memcmp(lit + i + 1, "0000", 4))
+      return true;
+  return false;
+}
+
+/* Makes the string node it the Raw node of its literal lit[0..n). */
+static kcr_err nul_to_raw(cJSON *it, const char *lit, size_t n)
+{
+  char *raw = cJSON_malloc(n + 1);
+
+  if(!raw)
+    return KCR_ENOMEM;
+  memcpy(raw, lit, n);
+  raw[n] = '\0';
+  if(it->valuestring) { /* it may have been a secret (a token) */
+    kcr__wipe(it->valuestring, strlen(it->valuestring));
+    cJSON_free(it->valuestring);
+  }
+  it->valuestring = raw;
+  it->type = (it->type & ~0xFF) | cJSON_Raw;
+  return KCR_OK;
+}
+
+/* Walks it and its siblings (members of an object when named) in document
+ * order along the text's string literals, turning values that hold \u0000
+ * into Raw nodes. KCR_EPARSE (ei says where) for a name that holds one, or
+ * when the pairing breaks; KCR_ENOMEM. */
+static kcr_err fix_nul(cJSON *it, bool named, struct strscan *r, struct kcr_errinfo *ei)
+{
+  for(; it; it = it->next) {
+    const char *lit;
+    size_t n;
+    kcr_err rc;
+    if(named && !next_string(r, &lit, &n))
+      break;
+    if(named && holds_nul(lit, n))
+      return kcr_errinfo_set(ei, KCR_EPARSE,
+                             "JSON member name at byte %zu holds \\u0000, which no "
+                             "name in libkcr can hold (names are C strings)",
+                             (size_t)(lit - r->text));
+    if(cJSON_IsString(it)) {
+      if(!next_string(r, &lit, &n))
+        break;
+      if(holds_nul(lit, n) && (rc = nul_to_raw(it, lit, n)))
+        return rc;
+    }
+    if(it->child && (rc = fix_nul(it->child, cJSON_IsObject(it), r, ei)))
+      return rc;
+  }
+  if(it) /* cannot happen: cJSON and next_string read strings alike */
+    return kcr_errinfo_set(ei, KCR_EPARSE,
+                           "JSON strings could not be paired with the text");
+  return KCR_OK;
+}
+
+bool kcr__json_nul_string(const cJSON *v)
+{
+  return cJSON_IsRaw(v) && v->valuestring && v->valuestring[0] == '"';
+}
+
+/* ---- duplicate member names ----
+ *
+ * Go's encoding/json keeps the last member of a name; cJSON keeps them all,
+ * and its lookups (cJSON_GetObjectItem*) find the first. kcr_json_parse
+ * deletes every member that a later one of the same name follows, so every
+ * lookup in a parsed tree finds what Go finds. The walk that looks for big
+ * numbers tells whether any object has a name twice, comparing the first
+ * bytes of names first (no allocation); an object of more than DEDUP_SMALL
+ * members counts as one that may, and is sorted by the deleting pass, which
+ * runs only then (no quadratic cost on a large object). */
+#define DEDUP_SMALL 32
+
+/* The first four bytes of a name (fewer for a shorter one), which tell most
+ * names apart at once. */
+static uint32_t name_tag(const char *s)
+{
+  uint32_t t = 0;
+  for(int i = 0; i < 4 && s[i]; i++)
+    t |= (uint32_t)(unsigned char)s[i] << (8 * i);
+  return t;
+}
+
+/* Whether obj (an object) may have a name twice: it does, or it has more
+ * than DEDUP_SMALL members. */
+static bool has_dup(const cJSON *obj)
+{
+  const char *name[DEDUP_SMALL];
+  uint32_t tag[DEDUP_SMALL];
+  size_t k = 0;
+
+  for(const cJSON *c = obj->child; c; c = c->next, k++) {
+    uint32_t t;
+    if(k == DEDUP_SMALL)
+      return true;
+    t = name_tag(c->string);
+    for(size_t j = 0; j < k; j++)
+      if(tag[j] == t && !strcmp(name[j], c->string))
+        return true;
+    name[k] = c->string;
+    tag[k] = t;
+  }
+  return false;
+}
+
+/* Wipes the strings and Raw texts of it and all below it and its siblings
+ * (a member a later one replaces may hold a secret; cJSON frees without
+ * wiping). */
+static void wipe_strings(cJSON *it)
+{
+  for(; it; it = it->next) {
+    if(it->valuestring)
+      kcr__wipe(it->valuestring, strlen(it->valuestring));
+    wipe_strings(it->child);
+  }
+}
+
+static void drop_member(cJSON *obj, cJSON *it)
+{
+  cJSON_DetachItemViaPointer(obj, it); /* (it->next is NULL after) */
+  wipe_strings(it);
+  cJSON_Delete(it);
+}
+
+/* A member of a large object, with its place in it. */
+struct named {
+  cJSON *it;
+  size_t at;
+};
+
+static int by_name_then_place(const void *a, const void *b)
+{
+  const struct named *x = a, *y = b;
+  int c = strcmp(x->it->string, y->it->string);
+  return c ? c : x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* Deletes the members of obj (n of them) that a later one of the same name
+ * follows, by sorting. KCR_ENOMEM leaves obj as it was. */
+static kcr_err dedup_large(cJSON *obj, size_t n)
+{
+  struct named *v = malloc(n * sizeof(*v));
+  size_t i = 0;
+
+  if(!v)
+    return KCR_ENOMEM;
+  for(cJSON *it = obj->child; it; it = it->next, i++)
+    v[i] = (struct named){it, i};
+  qsort(v, n, sizeof(*v), by_name_then_place);
+  for(i = 0; i + 1 < n; i++)
+    if(!strcmp(v[i].it->string, v[i + 1].it->string))
+      drop_member(obj, v[i].it);
+  free(v);
+  return KCR_OK;
+}
+
+/* Deletes, in the tree under it (and its siblings), every member that a
+ * later one of the same name follows. KCR_ENOMEM: some may be left. */
+static kcr_err dedup(cJSON *it)
+{
+  for(; it; it = it->next) {
+    if(cJSON_IsObject(it) && it->child && it->child->next) {
+      cJSON *kept[DEDUP_SMALL], *c, *next;
+      uint32_t h[DEDUP_SMALL];
+      size_t n = 0, k = 0;
+      for(c = it->child; c; c = c->next)
+        n++;
+      if(n > DEDUP_SMALL) {
+        if(dedup_large(it, n))
+          return KCR_ENOMEM;
+      } else {
+        for(c = it->child; c; c = next) {
+          uint32_t hc = name_tag(c->string);
+          size_t j = 0;
+          next = c->next;
+          while(j < k && !(h[j] == hc && !strcmp(kept[j]->string, c->string)))
+            j++;
+          if(j < k)
+            drop_member(it, kept[j]); /* the later one takes its slot */
+          else
+            k++;
+          kept[j] = c;
+          h[j] = hc;
+        }
+      }
+    }
+    if(it->child) {
+      kcr_err rc = dedup(it->child);
+      if(rc)
+        return rc;
+    }
+  }
+  return KCR_OK;
+}
+
 /* ---- telling out of memory from malformed input ---- */
 
 /* cJSON returns NULL for both. After a failure, a validator that allocates
  * nothing decides: it accepts RFC 8259 JSON minus what cJSON 1.7.15 refuses
  * in it (nesting deeper than CJSON_NESTING_LIMIT, number literals longer
- * than it copies, \u escapes that are lone or mismatched surrogates), so
- * everything it accepts cJSON parses given memory: then the failure was
- * memory. It looks at the first value only, as cJSON does here (text after
- * it is ignored). Anything it refuses is reported malformed. */
+ * than it copies, \u escapes that are lone or mismatched surrogates) and
+ * minus what kcr_json_parse refuses after cJSON (a member name holding
+ * \u0000; a raw NUL byte, which cJSON takes in a string, the validator
+ * refuses with every control byte), so everything it accepts
+ * kcr_json_parse parses given memory: then the failure was memory. It
+ * looks at the first value only, as cJSON does here (text after it is
+ * ignored). Anything it refuses is reported malformed. */
 struct scan {
   const char *p, *end;
   int depth;
-  bool spaced;      /* white space was skipped */
-  bool trusted;     /* spans: the text was checked before; follow its structure */
-  unsigned pending; /* spans: the wants not settled yet (found, or not there) */
-  bool escaped;     /* spans: a name with an escape where a want was open */
-  bool deep;        /* nested deeper than KCR__JSON_SKIP_DEPTH somewhere */
+  bool spaced;  /* white space was skipped */
+  bool trusted; /* spans: the text was checked before; follow its structure */
+  bool escaped; /* spans: a name with an escape where a want was open */
+  bool deep;    /* nested deeper than KCR__JSON_SKIP_DEPTH somewhere */
 };
 
 static void skip_ws(struct scan *s)
@@ -460,7 +729,9 @@ static int first8(uint64_t m)
 #endif
 }
 
-static bool valid_string(struct scan *s)
+/* A string; a member name (name) holding \u0000 is refused, as
+ * kcr_json_parse refuses it (see there). */
+static bool valid_string(struct scan *s, bool name)
 {
   const char *p = s->p + 1, *end = s->end; /* after the opening quote */
 
@@ -492,7 +763,7 @@ static bool valid_string(struct scan *s)
       return false;
     int u = hex4(p + 1, end);
     p += 5;
-    if(u < 0 || (u >= 0xDC00 && u <= 0xDFFF))
+    if(u < 0 || (u >= 0xDC00 && u <= 0xDFFF) || (u == 0 && name))
       return false;
     if(u >= 0xD800 && u <= 0xDBFF) { /* must be followed by a low surrogate */
       int lo;
@@ -555,7 +826,7 @@ static bool valid_container(struct scan *s, char close, bool object)
   do {
     if(object) {
       skip_ws(s);
-      if(s->p >= s->end || *s->p != '"' || !valid_string(s) || !eat(s, ':'))
+      if(s->p >= s->end || *s->p != '"' || !valid_string(s, true) || !eat(s, ':'))
         return false;
     }
     if(!valid_value(s))
@@ -572,7 +843,7 @@ static bool valid_value(struct scan *s)
   if(s->p >= s->end)
     return false;
   switch(*s->p) {
-  case '"': return valid_string(s);
+  case '"': return valid_string(s, false);
   case '[': return valid_container(s, ']', false);
   case '{': return valid_container(s, '}', true);
   case '-': return valid_number(s);
@@ -616,10 +887,11 @@ struct seg {
 
 /* Validates the object at s->p (after whitespace) and everything in it,
  * setting the span of each want in `mask` whose path continues at this
- * level (pos[i]) with the name of one of the object's members - the first
- * of that name - and ends there, and descending into the member for those
- * whose path goes on. */
-static bool spans_in(struct scan *s, struct kcr__json_want *w, struct seg *pos,
+ * level (pos[i]) with the name of one of the object's members and ends
+ * there, and descending into the member for those whose path goes on. The
+ * last member of a name counts, as in a tree from kcr_json_parse: a later
+ * one clears what an earlier one found (a span, or the spans below it). */
+static bool spans_in(struct scan *s, struct kcr__json_want *w, const struct seg *pos,
                      unsigned mask)
 {
   if(!eat(s, '{'))
@@ -632,6 +904,7 @@ static bool spans_in(struct scan *s, struct kcr__json_want *w, struct seg *pos,
     return true;
   }
   do {
+    struct seg next[KCR__JSON_WANT_MAX];
     const char *key, *b;
     unsigned hit = 0, sub = 0;
     size_t klen;
@@ -639,7 +912,7 @@ static bool spans_in(struct scan *s, struct kcr__json_want *w, struct seg *pos,
     if(s->p >= s->end || *s->p != '"')
       return false;
     key = s->p + 1;
-    if(s->trusted ? !(s->p = skip_string(s->p, s->end)) : !valid_string(s))
+    if(s->trusted ? !(s->p = skip_string(s->p, s->end)) : !valid_string(s, true))
       return false;
     klen = (size_t)(s->p - 1 - key);
     if(mask && memchr(key, '\\', klen))
@@ -653,20 +926,21 @@ static bool spans_in(struct scan *s, struct kcr__json_want *w, struct seg *pos,
       sl = pos[i].sl;
       if(memcmp(seg, key, klen))
         continue;
+      w[i].at = NULL; /* an earlier member of this name no longer counts */
+      w[i].n = 0;
       if(seg[sl]) {
         sub |= 1u << i;
-        pos[i].at += sl + 1;
-        pos[i].sl = strcspn(seg + sl + 1, ".");
+        next[i].at = pos[i].at + sl + 1;
+        next[i].sl = strcspn(seg + sl + 1, ".");
       } else {
         hit |= 1u << i;
       }
     }
-    mask &= ~(hit | sub); /* the first member of a name counts */
     if(!eat(s, ':'))
       return false;
     skip_ws(s);
     b = s->p;
-    if(!(sub && s->p < s->end && *s->p == '{' ? spans_in(s, w, pos, sub)
+    if(!(sub && s->p < s->end && *s->p == '{' ? spans_in(s, w, next, sub)
          : s->trusted                         ? skip_value(s)
                                               : valid_value(s)))
       return false;
@@ -675,9 +949,6 @@ static bool spans_in(struct scan *s, struct kcr__json_want *w, struct seg *pos,
         w[i].at = b;
         w[i].n = (size_t)(s->p - b);
       }
-    s->pending &= ~(hit | sub); /* those went down settle there */
-    if(s->trusted && !s->pending)
-      return true; /* nothing left to find: the rest need not be read */
   } while(eat(s, ','));
   s->depth--;
   return eat(s, '}');
@@ -688,7 +959,7 @@ static bool spans_in(struct scan *s, struct kcr__json_want *w, struct seg *pos,
  * failure every span is cleared. */
 static bool spans_all(struct scan *s, struct kcr__json_want *w, size_t nw, bool any_ok)
 {
-  struct seg pos[KCR__JSON_WANT_MAX];
+  struct seg pos[KCR__JSON_WANT_MAX] = {{0}}; /* (only wants' are read) */
   unsigned mask = 0;
 
   for(size_t i = 0; i < nw; i++) {
@@ -699,7 +970,6 @@ static bool spans_all(struct scan *s, struct kcr__json_want *w, size_t nw, bool 
       pos[i] = (struct seg){.at = 0, .sl = strcspn(w[i].path, ".")};
     }
   }
-  s->pending = mask;
   if(s->p && (mask || any_ok) && spans_in(s, w, pos, mask))
     return true;
   for(size_t i = 0; i < nw; i++)
@@ -889,6 +1159,35 @@ static int to_member(struct scan *s, const char *name, size_t n)
   return eat(s, '}') ? 0 : -1;
 }
 
+/* Moves s from the object at s->p (its '{') to the value of its last member
+ * named name[0..n), as the tree from kcr_json_parse keeps it: 1; 0 when it
+ * has none (s past the object); -1 when the structure breaks before the
+ * object's end. */
+static int to_last_member(struct scan *s, const char *name, size_t n)
+{
+  const char *at = NULL;
+
+  s->p++;
+  if(eat(s, '}'))
+    return 0;
+  do {
+    bool match;
+    if(!key_is(s, name, n, &match) || !eat(s, ':'))
+      return -1;
+    skip_ws(s);
+    if(match)
+      at = s->p;
+    if(!skip_value(s))
+      return -1;
+  } while(eat(s, ','));
+  if(!eat(s, '}'))
+    return -1;
+  if(!at)
+    return 0;
+  s->p = at;
+  return 1;
+}
+
 /* Moves s from the end of a member's value past the end of its object. */
 static bool past_object(struct scan *s)
 {
@@ -1046,7 +1345,7 @@ kcr_err kcr__json_find(const char *text, size_t len, const char *path, const cha
       return KCR_EPARSE;
     if(*s.p != '{')
       return KCR_ENOTFOUND;
-    found = to_member(&s, path, sl);
+    found = to_last_member(&s, path, sl);
     if(found <= 0)
       return found < 0 ? KCR_EPARSE : KCR_ENOTFOUND;
     if(path[sl]) {
@@ -1149,9 +1448,10 @@ kcr_err kcr__json_parse_dropping(const char *text, size_t len, const char *path,
 
 kcr_err kcr_json_parse(const char *text, size_t len, cJSON **out, struct kcr_errinfo *ei)
 {
-  const char *end = NULL;
-  bool big = false;
+  const char *end = NULL, *nul;
+  bool big = false, dups = false;
   cJSON *root;
+  kcr_err rc;
 
   *out = NULL;
   if(!text)
@@ -1163,17 +1463,41 @@ kcr_err kcr_json_parse(const char *text, size_t len, cJSON **out, struct kcr_err
   if(!root)
     return kcr_errinfo_set(ei, KCR_EPARSE, "malformed JSON at byte %ld of %zu",
                            end ? (long)(end - text) : -1L, len);
-  count_numbers(root, &big);
+  if(!(end && end >= text && end <= text + len))
+    end = text + len;
+  if((nul = memchr(text, '\0', (size_t)(end - text)))) { /* cJSON takes it in a string */
+    rc = kcr_errinfo_set(ei, KCR_EPARSE,
+                         "malformed JSON at byte %zu of %zu: a NUL byte (a string "
+                         "must write it \\u0000)",
+                         (size_t)(nul - text), len);
+    goto fail;
+  }
+  survey(root, &big, &dups);
   if(big) {
-    struct rescan r = {text, end && end >= text && end <= text + len ? end : text + len,
-                       false};
+    struct rescan r = {text, end, false};
     if(convert(root, &r)) {
-      cJSON_Delete(root);
-      return kcr_errinfo_set(ei, KCR_ENOMEM, "out of memory reading JSON integers");
+      rc = kcr_errinfo_set(ei, KCR_ENOMEM, "out of memory reading JSON integers");
+      goto fail;
     }
+  }
+  if(has_nul_escape(text, (size_t)(end - text))) {
+    struct strscan r = {text, text, end};
+    if((rc = fix_nul(root, false, &r, ei))) {
+      if(rc == KCR_ENOMEM)
+        kcr_errinfo_set(ei, rc, "out of memory reading JSON strings");
+      goto fail;
+    }
+  }
+  if(dups && dedup(root)) {
+    rc = kcr_errinfo_set(ei, KCR_ENOMEM, "out of memory reading JSON members");
+    goto fail;
   }
   *out = root;
   return KCR_OK;
+fail:
+  wipe_strings(root);
+  cJSON_Delete(root);
+  return rc;
 }
 
 /* ---- printing ----

@@ -20,8 +20,9 @@
  * From text (a watch event's object, kcr__proj_print_text) the same walk
  * runs over the members of the compact text, copying each kept member as
  * written and opening an inner one's braces only to take them back when
- * nothing below it was kept; seen[] (indexed like the trie) keeps the first
- * member of a name, as the skeleton's keys do for the tree.
+ * nothing below it was kept; seen[] (indexed like the trie) finds a kept
+ * name written twice, which sends the object the tree way (kcr_json_parse
+ * keeps the last member of a name, as Go does: the one the skeleton takes).
  *
  * Invariants: node[0] is the object itself and never whole (every path
  * has a member name); a node's children have distinct names; children and
@@ -262,7 +263,8 @@ static void cut(struct kcr_buf *b, size_t len)
  * obj[0..n) that trie node t keeps, as view() links them; *kept counts
  * them. seen[] marks the trie nodes whose member was found. KCR_ENOTFOUND
  * when a member name is written with escapes (the tree compares it
- * unescaped) or the structure breaks. */
+ * unescaped), a kept one is written twice (the tree keeps the last) or the
+ * structure breaks. */
 static kcr_err view_text(const struct kcr__proj *p, int t, const char *obj, size_t n,
                          const struct kcr__json_want *known, size_t nknown, bool *seen,
                          struct kcr_buf *out, int *kept)
@@ -282,8 +284,10 @@ static kcr_err view_text(const struct kcr__proj *p, int t, const char *obj, size
     if(memchr(key, '\\', kl))
       return KCR_ENOTFOUND;
     c = find_child(p, t, key, kl);
-    if(c < 0 || seen[c])
+    if(c < 0)
       continue;
+    if(seen[c]) /* a name twice: the tree keeps the last; let it decide */
+      return KCR_ENOTFOUND;
     KCR_ASSERT(c > 0 && c < p->n);
     seen[c] = true;
     if(p->node[c].whole) { /* "name":value, as written (compact) */

@@ -152,6 +152,13 @@ kcr_err kcr_obj_from_json(const cJSON *tree, unsigned flags, kcr_obj **out,
   return kcr__obj_from_json(tree, flags, NULL, out, ei);
 }
 
+/* deletionTimestamp set: a string, one holding \u0000 too (the tree keeps
+ * it as a Raw node; the text path sees a string). */
+static bool deleting(const cJSON *v)
+{
+  return cJSON_IsString(v) || kcr__json_nul_string(v);
+}
+
 /* fn: the caller's name; in: its tree or text (what). */
 static kcr_err check_args(const char *fn, const void *in, const char *what,
                           unsigned flags, kcr_obj **out, struct kcr_errinfo *ei)
@@ -181,7 +188,7 @@ kcr_err kcr__obj_from_json(const cJSON *tree, unsigned flags,
       .rv = hs(kcr_json_str(tree, "metadata.resourceVersion")),
       .has_ctl = ctl != NULL,
       .generation = kcr_json_int(tree, "metadata.generation", 0),
-      .deleting = kcr_json_str(tree, "metadata.deletionTimestamp") != NULL,
+      .deleting = deleting(kcr_json_at(tree, "metadata.deletionTimestamp")),
   };
   kcr_err rc = check_args("kcr_obj_from_json", tree, "tree", flags, out, ei);
 
@@ -286,7 +293,9 @@ static bool text_controller(const char *at, size_t n, struct header *h)
       if(memchr(key, '\\', kl))
         return false;
       for(int i = 0; i < 5; i++)
-        if(!f[i] && key_is(key, kl, names[i])) {
+        if(key_is(key, kl, names[i])) {
+          if(f[i]) /* written twice: the tree keeps the last; let it decide */
+            return false;
           f[i] = v;
           fn[i] = vn;
         }
@@ -324,10 +333,11 @@ static bool text_generation(const char *at, size_t n, int64_t *out)
 }
 
 /* Appends the members of the object text[0..len) (compact) to out, comma-
- * separated, as they are written; with top, the first "metadata" member
- * that is an object is copied the same way with top false, which leaves out
- * its first managedFields member when drop_mf. KCR_ENOTFOUND for a member
- * name written with escapes or a broken walk. */
+ * separated, as they are written; with top, the "metadata" member, when an
+ * object, is copied the same way with top false, which leaves out its
+ * managedFields member when drop_mf. KCR_ENOTFOUND for a member name
+ * written with escapes, a metadata, managedFields or header member written
+ * twice (the tree keeps the last of a name, as Go does), or a broken walk. */
 struct copy {
   bool drop_mf;
   const struct kcr__json_want *known; /* stepped over (kcr__json_iter.known) */
@@ -351,11 +361,15 @@ static kcr_err copy_members(const char *text, size_t len, bool top, const struct
     bool special;
     if(memchr(key, '\\', kl))
       return KCR_ENOTFOUND;
-    special = !seen && key_is(key, kl, top ? "metadata" : "managedFields");
+    special = key_is(key, kl, top ? "metadata" : "managedFields");
+    if(special && seen) /* written twice: the tree keeps the last; let it decide */
+      return KCR_ENOTFOUND;
     seen |= special;
-    if(!top) /* the first member of each name the header reads */
+    if(!top) /* the member of each name the header reads: written once */
       for(int i = 0; i < H_N; i++)
-        if(header[i].n == kl && !c->hdr[i].at && !memcmp(header[i].path + 9, key, kl)) {
+        if(header[i].n == kl && !memcmp(header[i].path + 9, key, kl)) {
+          if(c->hdr[i].at)
+            return KCR_ENOTFOUND;
           c->hdr[i].at = at;
           c->hdr[i].n = vn;
         }
@@ -379,7 +393,7 @@ static kcr_err copy_members(const char *text, size_t len, bool top, const struct
 
 /* The object from text, or KCR_ENOTFOUND when the tree must make it. The
  * text to keep is copied first, the header's values found on the way (the
- * members of the first "metadata", as the tree reads them); through a
+ * members of "metadata", as the tree reads them); through a
  * projection, the header is read from the copy, which holds every member
  * it is made of (a projection keeps them all) and no managedFields to step
  * over. */

@@ -791,7 +791,8 @@ static struct tspan *titem_member(struct titem *it, const char *key, size_t kl)
 }
 
 /* The condition items of a status, read once: the objects of the
- * conditions array, each with its members (the first of each name). */
+ * conditions array, each with its members (each written once: a name
+ * written twice, which the tree reads as the last, is left to the tree). */
 #define TITEMS_MAX 16
 struct tconds {
   size_t n;
@@ -800,8 +801,8 @@ struct tconds {
 
 /* Reads conds (an array's text, or none: no items; anything but an array
  * holds none, as kcr_cond_find finds none in it) into *tc: 0; -1 when the
- * structure breaks or it holds more than TITEMS_MAX objects (then the tree
- * decides). */
+ * structure breaks, an item writes a member it reads twice, or it holds more
+ * than TITEMS_MAX objects (then the tree decides). */
 static int tconds_read(const struct tspan *conds, struct tconds *tc)
 {
   struct kcr__json_iter arr, obj;
@@ -824,7 +825,9 @@ static int tconds_read(const struct tspan *conds, struct tconds *tc)
     kcr__json_iter_init(&obj, el, eln);
     while((m = kcr__json_iter_next(&obj, &key, &kl, &v, &vn)) > 0) {
       struct tspan *f = titem_member(it, key, kl);
-      if(f && !f->at)
+      if(f && f->at) /* written twice: the tree keeps the last; let it decide */
+        return -1;
+      if(f)
         *f = (struct tspan){v, vn};
     }
     if(m < 0)

@@ -2,7 +2,7 @@
  * gracePeriodSeconds ...) read and written exactly: a parsed tree prints
  * every integer as it was sent, a written one as Go's encoder would, and
  * nothing that does not fit an int64 is ever turned into one. Values found
- * in text without a tree (kcr__json_spans): exact spans, the first member
+ * in text without a tree (kcr__json_spans): exact spans, the last member
  * of a name, never a read past the text, nothing in malformed text. */
 #include <math.h>
 #include <setjmp.h>
@@ -368,6 +368,125 @@ static void set_str_refuses_a_path_through_a_non_object(void **state)
   cJSON_Delete(o);
 }
 
+/* ---- strings that are not C strings, duplicate names ---- */
+
+static void expect_span(const char *text, const char *path, const char *want);
+
+/* cJSON cuts a string at a decoded \u0000 ("Ready\u0000x" would read
+ * "Ready"): the parsed value is no string at all, but its literal as a Raw
+ * node, which prints back as it came. */
+static void a_string_holding_nul_is_no_c_string(void **state)
+{
+  static const char text[] = "{\"type\":\"Ready\\u0000x\",\"reason\":\"Ok\\u0000 bad\","
+                             "\"plain\":\"a\\\\u0000b\",\"l\":[\"\\u0000\",\"z\"],"
+                             "\"big\":1000000000000001,\"t\":\"x\\\"\\u0000\"}";
+  cJSON *o = parse(text);
+  int64_t v = 7;
+
+  assert_null(kcr_json_str(o, "type"));
+  assert_null(kcr_json_str(o, "reason"));
+  assert_null(kcr_json_member_str(o, "type"));
+  assert_null(kcr_json_str(o, "t"));
+  assert_false(cJSON_IsString(kcr_json_at(o, "type")));
+  assert_true(kcr__json_nul_string(kcr_json_at(o, "type")));
+  assert_true(kcr__json_nul_string(kcr_json_at(o, "t")));
+  assert_true(kcr__json_nul_string(cJSON_GetArrayItem(kcr_json_at(o, "l"), 0)));
+  assert_string_equal("z", cJSON_GetArrayItem(kcr_json_at(o, "l"), 1)->valuestring);
+  /* an escaped backslash before "u0000" is no NUL */
+  assert_string_equal("a\\u0000b", kcr_json_str(o, "plain"));
+  assert_false(kcr__json_nul_string(kcr_json_at(o, "plain")));
+  /* a big integer's Raw node is not taken for one, nor is one read as an int */
+  assert_false(kcr__json_nul_string(kcr_json_at(o, "big")));
+  assert_false(kcr__json_nul_string(NULL));
+  assert_int_equal(KCR_EPARSE, kcr_json_get_int(kcr_json_at(o, "type"), &v));
+  assert_int_equal(7, v);
+  assert_prints(text, o);
+  cJSON_Delete(o);
+  /* a document that is only such a string */
+  o = parse("\"\\u0000\"");
+  assert_true(kcr__json_nul_string(o));
+  cJSON_Delete(o);
+}
+
+/* A name is a C string or nothing: a text with a name holding \u0000 is
+ * refused, by the parser and by the validator the text paths use. */
+static void a_name_holding_nul_is_refused(void **state)
+{
+  static const char *const docs[] = {
+      "{\"type\\u0000x\":\"Ready\"}",
+      "{\"a\":{\"b\":[{\"\\u0000\":1}]}}",
+      "{\"type\":\"Ready\",\"type\\u0000\":\"Gone\"}",
+  };
+  for(size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+    struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+    cJSON *o = (cJSON *)1;
+    size_t objlen = 1;
+    assert_int_equal(KCR_EPARSE, kcr_json_parse(docs[i], strlen(docs[i]), &o, &ei));
+    assert_null(o);
+    assert_non_null(ei.message);
+    if(!strstr(ei.message, "member name") || !strstr(ei.message, "\\u0000"))
+      fail_msg("%s: %s", docs[i], ei.message);
+    kcr_errinfo_cleanup(&ei);
+    kcr__json_scan(docs[i], strlen(docs[i]), NULL, 0, &objlen, NULL);
+    assert_int_equal(0, objlen);
+  }
+  /* a raw NUL byte is no JSON (cJSON alone takes it in a string, and cuts
+   * the string there) */
+  static const char raw[] = "{\"type\":\"Ready\0x\",\"b\":1}";
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  cJSON *o = (cJSON *)1;
+  assert_int_equal(KCR_EPARSE, kcr_json_parse(raw, sizeof(raw) - 1, &o, &ei));
+  assert_null(o);
+  if(!strstr(ei.message, "at byte 14 of ") || !strstr(ei.message, ": a NUL byte"))
+    fail_msg("%s", ei.message);
+  kcr_errinfo_cleanup(&ei);
+  /* a value holding it passes the validator (the parser keeps it Raw) */
+  expect_span("{\"a\":\"x\\u0000\"}", "a", "\"x\\u0000\"");
+}
+
+/* Go's decoder keeps the last member of a name; so does every lookup in a
+ * parsed tree (cJSON's own too), in small and large objects, at any depth. */
+static void the_last_member_of_a_name_wins(void **state)
+{
+  cJSON *o = parse("{\"type\":\"Ready\",\"reason\":\"Ok\",\"status\":\"True\","
+                   "\"reason\":\"Bad\",\"n\":1,\"m\":{\"x\":1,\"x\":{\"y\":2}},"
+                   "\"n\":9007199254740993,\"l\":[{\"k\":\"a\",\"k\":\"b\"}]}");
+  char big[4096];
+  size_t at = 0;
+  int64_t v = 0;
+
+  assert_string_equal("Bad", kcr_json_str(o, "reason"));
+  assert_string_equal("Bad", kcr_json_member_str(o, "reason"));
+  assert_string_equal("Bad", cJSON_GetObjectItemCaseSensitive(o, "reason")->valuestring);
+  assert_int_equal(2, kcr_json_int(o, "m.x.y", 0));
+  assert_int_equal(KCR_OK, kcr_json_get_int(kcr_json_at(o, "n"), &v));
+  assert_int_equal(9007199254740993LL, v);
+  assert_string_equal(
+      "b",
+      cJSON_GetObjectItem(cJSON_GetArrayItem(kcr_json_at(o, "l"), 0), "k")->valuestring);
+  /* the earlier members are gone: the later ones stay where they were */
+  assert_prints("{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"Bad\","
+                "\"m\":{\"x\":{\"y\":2}},\"n\":9007199254740993,\"l\":[{\"k\":\"b\"}]}",
+                o);
+  cJSON_Delete(o);
+
+  /* past the small-object path: 60 members, each name three times */
+  at += (size_t)snprintf(big + at, sizeof(big) - at, "{");
+  for(int round = 0; round < 3; round++)
+    for(int i = 0; i < 20; i++)
+      at += (size_t)snprintf(big + at, sizeof(big) - at, "%s\"k%d\":%d",
+                             round || i ? "," : "", i, round * 100 + i);
+  snprintf(big + at, sizeof(big) - at, "}");
+  o = parse(big);
+  assert_int_equal(20, cJSON_GetArraySize(o));
+  for(int i = 0; i < 20; i++) {
+    char name[8];
+    snprintf(name, sizeof(name), "k%d", i);
+    assert_int_equal(200 + i, kcr_json_int(o, name, -1));
+  }
+  cJSON_Delete(o);
+}
+
 /* ---- spans ---- */
 
 /* The span of each path in text, as "path=value" lines ("path=<none>"),
@@ -456,10 +575,12 @@ static void spans_are_found_in_one_pass(void **state)
   assert_int_equal(0, kcr__json_spans(answer, strlen(answer), &nul, 1));
   assert_int_equal(0, kcr__json_spans(NULL, 0, &nul, 1));
   assert_int_equal(0, kcr__json_spans(answer, strlen(answer), NULL, 0));
-  /* The first member of a name counts, as in kcr_json_at. */
-  expect_span("{\"a\":1,\"a\":2}", "a", "1");
-  expect_spans("{\"a\":{\"b\":1},\"a\":{\"c\":2}}", PATHS("a.b", "a.c"),
-               "a.b=1\na.c=<none>\n");
+  /* The last member of a name counts, as in the tree kcr_json_parse makes
+   * (and Go's decoder): a later one replaces what an earlier one held. */
+  expect_span("{\"a\":1,\"a\":2}", "a", "2");
+  expect_spans("{\"a\":{\"b\":1},\"a\":{\"c\":2}}", PATHS("a.b", "a.c", "a"),
+               "a.b=<none>\na.c=2\na={\"c\":2}\n");
+  expect_spans("{\"a\":{\"b\":1},\"a\":3}", PATHS("a.b", "a"), "a.b=<none>\na=3\n");
   /* Names match as written: escapes are not decoded. */
   expect_span("{\"\\u0061\":1,\"a\":2}", "a", "2");
   expect_span("{\"ab\":1,\"a\":2}", "a", "2");
@@ -826,6 +947,9 @@ int main(void)
       cmocka_unit_test(obj_creates_the_whole_path_or_nothing),
       cmocka_unit_test(set_str_refuses_a_path_through_a_non_object),
       cmocka_unit_test(missing_arguments_are_einval),
+      cmocka_unit_test(a_string_holding_nul_is_no_c_string),
+      cmocka_unit_test(a_name_holding_nul_is_refused),
+      cmocka_unit_test(the_last_member_of_a_name_wins),
       cmocka_unit_test(spans_are_found_in_one_pass),
       cmocka_unit_test(spans_skip_deep_values_within_the_limit),
       cmocka_unit_test(scan_tells_the_object_s_length_and_layout),

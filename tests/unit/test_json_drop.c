@@ -72,7 +72,8 @@ static void the_member_goes_wherever_it_stands(void **state)
                  "\"x\":{\"managedFields\":3},\"managedFields\":4}}}",
                  "{\"managedFields\":1,\"object\":{\"managedFields\":2,\"metadata\":{"
                  "\"x\":{\"managedFields\":3}}}}");
-  /* the first "object", as kcr_json_at finds it; text after the value is
+  /* the first "object" is followed, a later one kept as written (the tree
+   * keeps the last one, whole: nothing wrong); text after the value is
    * copied unread (cJSON ignores it) */
   assert_dropped("{\"object\":{\"metadata\":{\"managedFields\":1}},\"object\":{}} tail",
                  "{\"object\":{\"metadata\":{}},\"object\":{}} tail");
@@ -130,7 +131,7 @@ static void every_item_of_a_list_loses_it(void **state)
                     "{\"metadata\":{\"managedFields\":1}} ] ,\"rest\":tail",
                     "{\"items\": [ null , {} , \"s\" , [1] , {\"metadata\":7} ,\n"
                     "{\"metadata\":{}} ] ,\"rest\":tail");
-  /* only the first "items", as kcr_json_at finds it */
+  /* only the first "items" (the tree keeps the second, as written) */
   assert_dropped_at(LIST,
                     "{\"items\":[{\"metadata\":{\"managedFields\":1}}],"
                     "\"items\":[{\"metadata\":{\"managedFields\":2}}]}",
@@ -412,7 +413,7 @@ static void check(const char *path, const char *text, size_t len, bool must_drop
     char *ta, *tb;
     strip(a, path);
     /* Both stripped by name as cJSON reads names: a name spelled with an
-     * escape (or one cJSON cuts at a \u0000) is not dropped from the text. */
+     * escape is not dropped from the text. */
     if(must_be_same)
       assert_int_equal(0, strip(b, path));
     else
@@ -484,9 +485,10 @@ static void parsing_a_list_page_is_parsing_it_then_deleting(void **state)
   differential(LIST, list_page, 20261202);
 }
 
-/* kcr__json_find: the value at a path, by the structure only, stopping
- * there; the first member of a name counts; escaped quotes and brackets in
- * strings are skipped as strings. */
+/* kcr__json_find: the value at a path, by the structure only, reading each
+ * object on the path to its end; the last member of a name counts (as in the
+ * tree kcr_json_parse makes); escaped quotes and brackets in strings are
+ * skipped as strings. */
 static void assert_found(const char *text, const char *path, const char *want)
 {
   const char *at = NULL;
@@ -506,7 +508,7 @@ static void find_follows_the_path_and_stops_at_the_value(void **state)
       "\"a\\\"}{[\",\"labels\":{\"k\":\"}\"},\"resourceVersion\":\"42\",\"managedFields\""
       ":[{\"f\":{}}],\"resourceVersion\":\"7\"}}";
 
-  assert_found(obj, "metadata.resourceVersion", "\"42\"");
+  assert_found(obj, "metadata.resourceVersion", "\"7\"");
   assert_found(obj, "metadata.labels", "{\"k\":\"}\"}");
   assert_found(obj, "metadata.managedFields", "[{\"f\":{}}]");
   assert_found(obj, "kind", "\"X\"");
@@ -528,8 +530,11 @@ static void find_follows_the_path_and_stops_at_the_value(void **state)
   assert_int_equal(KCR_EPARSE, kcr__json_find("{\"a\":{\"b\":\"xy", 14, "a.b", &at, &n));
   assert_int_equal(KCR_EPARSE, kcr__json_find("", 0, "a", &at, &n));
   assert_null(at);
-  /* what follows the value is not read */
-  assert_found("{\"a\":1,\"b\":[}", "a", "1");
+  /* what follows the value in its object is read (a later member of its
+   * name would replace it), what follows the object is not */
+  assert_int_equal(KCR_EPARSE, kcr__json_find("{\"a\":1,\"b\":[}", 13, "a", &at, &n));
+  assert_found("{\"a\":1,\"a\":{\"b\":2}} [", "a", "{\"b\":2}");
+  assert_found("{\"a\":{\"b\":2},\"c\":0} [", "a.b", "2");
 }
 
 int main(void)

@@ -203,7 +203,7 @@ static void a_served_object_is_kept_as_written(void **state)
 }
 
 /* A watch event tells where its object's metadata and managedFields are:
- * the first members of those names, none when there is none. */
+ * the last members of those names (the tree's), none when there is none. */
 static void an_event_tells_where_metadata_and_managed_fields_are(void **state)
 {
   struct kcr_buf line = KCR_BUF_INIT, rv = KCR_BUF_INIT;
@@ -220,12 +220,13 @@ static void an_event_tells_where_metadata_and_managed_fields_are(void **state)
   assert_memory_equal(mf, ev.managed_fields_text, ev.managed_fields_len);
   assert_ptr_equal(ev.object_text + (md - served), ev.metadata_text);
 
-  kcr_buf_reset(&line); /* none; a second managedFields is not the first */
+  kcr_buf_reset(&line); /* of two metadata the last counts (as in the tree) */
   kcr_buf_printf(&line,
-                 "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\"},"
-                 "\"spec\":{\"managedFields\":1},\"metadata\":{\"managedFields\":2}}}");
+                 "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"managedFields\":2},"
+                 "\"spec\":{\"managedFields\":1},\"metadata\":{\"name\":\"a\"}}}");
   assert_int_equal(KCR_OK, kcr__watch_decode_text(line.ptr, line.len, &rv, &ev));
   assert_int_equal(12, ev.metadata_len);
+  assert_memory_equal("{\"name\":\"a\"}", ev.metadata_text, 12);
   assert_null(ev.managed_fields_text);
   assert_int_equal(0, ev.managed_fields_len);
   kcr_buf_cleanup(&line);
@@ -264,7 +265,7 @@ static void what_the_text_cannot_say_exactly_goes_through_the_tree(void **state)
       "{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"1\\u0032\"}}",
       "{\"metadata\":{\"name\":\"a\",\"managedField\\u0073\":[1]}}",
       "{\"spec\":{\"r\\u0065plicas\":1},\"metadata\":{\"name\":\"a\"}}",
-      /* duplicates: the first counts */
+      /* duplicates: the last counts */
       "{\"metadata\":{\"name\":\"a\",\"managedFields\":[1]},"
       "\"metadata\":{\"name\":\"b\",\"managedFields\":[2]}}",
       "{\"metadata\":{\"name\":\"a\",\"managedFields\":[1],\"managedFields\":[2]}}",
@@ -286,6 +287,11 @@ static void what_the_text_cannot_say_exactly_goes_through_the_tree(void **state)
       "{\"metadata\":{\"name\":\"a\",\"deletionTimestamp\":null}}",
       "{\"metadata\":{\"name\":\"a\",\"deletionTimestamp\":5}}",
       "{\"metadata\":{\"name\":\"a\",\"deletionTimestamp\":\"2024-01-01T00:00:00Z\"}}",
+      "{\"metadata\":{\"name\":\"a\",\"deletionTimestamp\":\"2024\\u0000\"}}",
+      /* strings holding \u0000: no header string, a name refused */
+      "{\"metadata\":{\"name\":\"a\\u0000b\"}}",
+      "{\"metadata\":{\"name\":\"a\",\"uid\":\"u\\u0000\"},\"data\":{\"k\":\"\\u0000\"}}",
+      "{\"metadata\":{\"name\":\"a\"},\"data\":{\"k\\u0000\":\"v\"}}",
       /* ownerReferences */
       "{\"metadata\":{\"name\":\"a\",\"ownerReferences\":{\"o\":{\"controller\":true,"
       "\"uid\":\"u\"}}}}",
@@ -431,11 +437,12 @@ static void spans_are_the_values_the_tree_reads(void **state)
     t[at++] = '}';
     t[at] = '\0';
     assert_int_equal(KCR_OK, kcr__obj_from_text(t, at, 0, NULL, NULL, 0, &o, NULL));
-    /* (status: the walk has to pass the deep spec to look for it) */
+    /* (the walk has to pass the deep spec: a later metadata would replace
+     * the first, as the last member of a name counts) */
     assert_int_equal(
         0, kcr_obj_spans(o, (const char *[]){"metadata.name", "status"}, sp, 2));
     assert_null(sp[0].at);
-    assert_int_equal(1, kcr_obj_spans(o, paths, sp, 1)); /* found before it */
+    assert_int_equal(0, kcr_obj_spans(o, paths, sp, 1));
     kcr_obj_unref(o);
     free(t);
   }

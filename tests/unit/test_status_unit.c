@@ -438,9 +438,16 @@ static void a_write_from_text_is_the_write_from_its_tree(void **state)
       ",\"st\\u0061tus\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\","
       "\"lastTransitionTime\":\"" LTT "\",\"reason\":\"R\",\"message\":\"m\","
       "\"observedGeneration\":1}],\"observedGeneration\":1}",
-      ",\"status\":{\"conditions\\u0000\":[],\"conditions\":[{\"type\":\"Ready\","
+      /* names written twice: the last counts, the text's way and the tree's */
+      ",\"status\":{\"conditions\":[],\"conditions\":[{\"type\":\"Ready\","
       "\"status\":\"True\",\"reason\":\"R\",\"message\":\"m\",\"observedGeneration\":1}]"
       "}",
+      ",\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\","
+      "\"reason\":\"R\",\"message\":\"m\",\"observedGeneration\":1}]},\"status\":{}",
+      ",\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\","
+      "\"reason\":\"R\",\"message\":\"m\",\"observedGeneration\":1,\"status\":\"True\","
+      "\"reason\":\"S\",\"lastTransitionTime\":\"" LTT "\"}],"
+      "\"observedGeneration\":3,\"observedGeneration\":1}",
       /* what the parser takes and the check does not (a leading zero) */
       ",\"status\":{\"observedGeneration\":01,\"conditions\":[{\"type\":\"Ready\","
       "\"status\":\"False\",\"reason\":\"R\",\"message\":\"m\",\"observedGeneration\":2,"

@@ -225,6 +225,56 @@ static void json_parse_reports_out_of_memory_as_enomem_not_eparse(void **state)
   tfail_torture("kcr_json_parse (error code)", json_parse_says_enomem, NULL);
 }
 
+/* A text with what the parser mends after cJSON: a string holding \u0000
+ * (kept as a Raw node of its literal, a new allocation) and members written
+ * twice, in a small object and in one large enough to be sorted (an array
+ * allocated for it). The whole tree or ENOMEM, never EPARSE. */
+static char dup_json[2048];
+
+static bool json_parse_mended(void *ud)
+{
+  const char *want = ud;
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  cJSON *t = (cJSON *)1;
+  char *text = NULL;
+  kcr_err rc = kcr_json_parse(dup_json, strlen(dup_json), &t, &ei);
+  bool ok;
+
+  if(rc) {
+    ok = rc == KCR_ENOMEM && !t;
+    goto out;
+  }
+  tfail_exempt(true);
+  text = kcr_json_to_text(t);
+  tfail_exempt(false);
+  ok = str_eq(text, want);
+out:
+  free(text);
+  cJSON_Delete(t);
+  kcr_errinfo_cleanup(&ei);
+  return ok;
+}
+
+static void json_parse_mends_nul_strings_and_duplicates_or_says_enomem(void **state)
+{
+  char want[2048];
+  size_t a = 0, b = 0;
+
+  a += (size_t)snprintf(dup_json, sizeof(dup_json),
+                        "{\"t\":\"x\\u0000y\",\"s\":{\"a\":1,\"a\":2},\"big\":{");
+  b += (size_t)snprintf(want, sizeof(want),
+                        "{\"t\":\"x\\u0000y\",\"s\":{\"a\":2},\"big\":{");
+  for(int i = 0; i < 40; i++)
+    a += (size_t)snprintf(dup_json + a, sizeof(dup_json) - a, "%s\"k%d\":%d",
+                          i ? "," : "", i % 20, i);
+  for(int i = 20; i < 40; i++)
+    b += (size_t)snprintf(want + b, sizeof(want) - b, "%s\"k%d\":%d", i > 20 ? "," : "",
+                          i % 20, i);
+  snprintf(dup_json + a, sizeof(dup_json) - a, "}}");
+  snprintf(want + b, sizeof(want) - b, "}}");
+  assert_true(tfail_torture_try("kcr_json_parse (mended)", json_parse_mended, want, 0));
+}
+
 struct json_edit {
   const char *path;
   const char *value; /* set_str; NULL: kcr_json_obj */
@@ -488,6 +538,7 @@ int main(void)
       cmocka_unit_test(base64_decode_is_whole_or_enomem_with_null_output),
       cmocka_unit_test(json_parse_and_print_give_the_whole_tree_or_nothing),
       cmocka_unit_test(json_parse_reports_out_of_memory_as_enomem_not_eparse),
+      cmocka_unit_test(json_parse_mends_nul_strings_and_duplicates_or_says_enomem),
       cmocka_unit_test(json_set_str_replaces_a_value_or_leaves_the_tree_unchanged),
       cmocka_unit_test(json_set_str_on_a_new_path_leaves_no_half_built_objects),
       cmocka_unit_test(json_obj_creates_the_whole_path_or_nothing),
