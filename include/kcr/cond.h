@@ -69,9 +69,11 @@ KCR_API cJSON *kcr_cond_find(const cJSON *conds, const char *type);
  * observed_generation 0 when absent, last_transition_time 0 when
  * absent/null.
  * Errors: KCR_EPARSE when item is not an object, a member has the wrong JSON
- * type, observedGeneration is not an integer within int64 (it is read
- * exactly, see kcr_json_get_int), or lastTransitionTime is not RFC 3339
- * (kcr_time_parse); out is still filled as far as it could be read. */
+ * type (a string holding \u0000 has: it cannot be a C string, see
+ * kcr/json.h; it reads as ""), observedGeneration is not an integer within
+ * int64 (it is read exactly, see kcr_json_get_int), or lastTransitionTime
+ * is not RFC 3339 (kcr_time_parse); out is still filled as far as it could
+ * be read. */
 KCR_API kcr_err kcr_cond_from_json(const cJSON *item, struct kcr_cond *out);
 
 /* kcr_cond_find + kcr_cond_from_json: out's strings are borrowed from the
@@ -125,7 +127,9 @@ KCR_API kcr_err kcr_cond_validate(const struct kcr_cond *c, struct kcr_errinfo *
 
 /* ValidateConditions on a whole array as the apiserver would see it: every
  * item an object passing kcr_cond_validate, with string type/status/reason/
- * message members (message present, may be ""), an integer or absent
+ * message members (message present, may be ""; none holding \u0000, which
+ * the message names - refused in message too, which the apiserver would
+ * take, as libkcr reads it as a C string), an integer or absent
  * observedGeneration (int64, read exactly), a lastTransitionTime present
  * and RFC 3339 as both apiserver paths take it - what metav1.Time decodes
  * (kcr_time_parse: upper-case T and Z, no space) with the two-digit hour

@@ -28,6 +28,14 @@
  *    served array also requires the two-digit hour of the CRD schema's
  *    date-time format (kube-openapi strfmt.IsDateTime), the one form Go
  *    takes that the schema refuses.
+ *  - Strings are C strings. A JSON string holding \u0000 is not read as one
+ *    (kcr_json_parse keeps it as a Raw node, see kcr/json.h): a type,
+ *    status or reason holding it is refused, as apimachinery's patterns
+ *    and enum refuse it, and so is a message, which apimachinery and the
+ *    CRD schema would take (free text, maxLength only) but which a C string
+ *    would cut short. Read, such a member has the wrong JSON type; in a
+ *    served array, validation names it. Of members of the same name the
+ *    last counts (kcr_json_parse keeps only it), as in Go's decoder.
  *  - Validation reports the first broken rule (upstream collects all) in the
  *    upstream order: duplicate, type, status, observedGeneration,
  *    lastTransitionTime, reason, message. Where ValidateCondition and the
@@ -39,6 +47,7 @@
 
 #include "cond-int.h"
 #include "core/assert-int.h"
+#include "core/json-int.h"
 #include "kcr/cond.h"
 #include "kcr/json.h"
 #include "kcr/time.h"
@@ -610,6 +619,16 @@ kcr_err kcr_cond_remove(cJSON *conds, const char *type, bool *removed)
 
 /* ---- validation of a served array ---- */
 
+/* Why member key of item is not a string: one holding \u0000 (see the
+ * DESIGN comment), or another JSON type. */
+static const char *not_a_string(const cJSON *item, const char *key)
+{
+  return kcr__json_nul_string(cJSON_GetObjectItemCaseSensitive(item, key))
+             ? "must not hold \\u0000 (conditions are C strings; apimachinery "
+               "refuses a NUL in type, status and reason)"
+             : "must be a string";
+}
+
 /* Reads item i into c, refusing members of the wrong JSON type. */
 static kcr_err read_item(const char *pfx, const cJSON *item, struct kcr_cond *c,
                          struct kcr_errinfo *ei)
@@ -624,13 +643,14 @@ static kcr_err read_item(const char *pfx, const cJSON *item, struct kcr_cond *c,
     return kcr_errinfo_set(ei, KCR_EINVALID, "%smust be an object", pfx);
   c->type = member_str(item, "type", &ok);
   if(!ok)
-    return kcr_errinfo_set(ei, KCR_EINVALID, "%stype must be a string", pfx);
+    return kcr_errinfo_set(ei, KCR_EINVALID, "%stype %s", pfx,
+                           not_a_string(item, "type"));
   quote(qt, c->type);
   for(size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
     *dst[k] = member_str(item, keys[k], &ok);
     if(!ok)
-      return kcr_errinfo_set(ei, KCR_EINVALID, "%scondition %s: %s must be a string", pfx,
-                             qt, keys[k]);
+      return kcr_errinfo_set(ei, KCR_EINVALID, "%scondition %s: %s %s", pfx, qt, keys[k],
+                             not_a_string(item, keys[k]));
   }
   c->observed_generation = member_int(item, "observedGeneration", &ok);
   if(!ok)

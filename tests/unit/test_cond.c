@@ -818,6 +818,40 @@ static const struct json_vec json_vecs[] = {
      "[{'type':'A','status':'True','lastTransitionTime':'2026-11-29T9:00:00Z',"
      "'reason':'R','message':''}]",
      KCR_EINVALID, "is not an RFC 3339 time"},
+    /* A string holding \u0000 is no C string (kcr_json_parse keeps it Raw):
+     * refused by name; cut at the NUL it would read "Ready", "Ok" ... */
+    {"NUL in type",
+     "[{'type':'Ready\\u0000x','status':'True','lastTransitionTime':'" T_OLD
+     "','reason':'R','message':''}]",
+     KCR_EINVALID, "conditions[0]: type must not hold \\u0000"},
+    {"NUL in reason",
+     "[{'type':'A','status':'True','lastTransitionTime':'" T_OLD
+     "','reason':'Ok\\u0000 bad','message':''}]",
+     KCR_EINVALID, "conditions[0]: condition \"A\": reason must not hold \\u0000"},
+    {"NUL in status",
+     "[{'type':'A','status':'True\\u0000','lastTransitionTime':'" T_OLD
+     "','reason':'R','message':''}]",
+     KCR_EINVALID, "condition \"A\": status must not hold \\u0000"},
+    {"NUL in message",
+     "[{'type':'A','status':'True','lastTransitionTime':'" T_OLD
+     "','reason':'R','message':'ok\\u0000hidden'}]",
+     KCR_EINVALID, "condition \"A\": message must not hold \\u0000"},
+    {"NUL in lastTransitionTime",
+     "[{'type':'A','status':'True','lastTransitionTime':'" T_OLD "\\u0000x"
+     "','reason':'R','message':''}]",
+     KCR_EINVALID, "lastTransitionTime must be an RFC 3339 string"},
+    /* Of members of the same name the last counts, as in Go's decoder. */
+    {"duplicate reason, the last one bad",
+     "[{'type':'A','status':'True','lastTransitionTime':'" T_OLD
+     "','reason':'Ok','message':'','reason':'not ok'}]",
+     KCR_EINVALID, "condition \"A\": reason \"not ok\" must match"},
+    {"duplicate reason, the last one good",
+     "[{'type':'A','status':'True','lastTransitionTime':'" T_OLD
+     "','reason':'not ok','message':'','reason':'Ok'}]"},
+    {"duplicate type member, the last one makes the item a duplicate",
+     "[" OK_ITEM("Ready") ",{'type':'Other','status':'True','lastTransitionTime':'" T_OLD
+                          "','reason':'R','message':'','type':'Ready'}]",
+     KCR_EINVALID, "conditions[1]: condition \"Ready\": duplicate type"},
     {"observedGeneration beyond int64",
      "[{'type':'A','status':'True','observedGeneration':9223372036854775808,"
      "'lastTransitionTime':'" T_OLD "','reason':'R','message':''}]",
@@ -842,6 +876,64 @@ static void validate_json_vectors(void **state)
     cJSON_Delete(conds);
   }
   assert_int_equal(KCR_OK, kcr_cond_validate_json(NULL, NULL));
+}
+
+/* The defect: a condition read from JSON (a hand-written list, one served by
+ * something other than the apiserver) with "Ready\u0000x" or "Ok\u0000 bad"
+ * was read, and validated, as "Ready" / "Ok". Now such a member reads as no
+ * string (EPARSE, ""), so the item is refused and never matches "Ready". */
+static void a_nul_in_type_or_reason_is_no_valid_condition(void **state)
+{
+  static const char *const items[] = {
+      "{'type':'Ready\\u0000x','status':'True','reason':'Ok','message':''}",
+      "{'type':'Ready','status':'True','reason':'Ok\\u0000 bad','message':''}",
+      "{'type':'Ready','status':'True\\u0000','reason':'Ok','message':''}",
+      "{'type':'Ready','status':'True','reason':'Ok','message':'m\\u0000'}",
+  };
+  for(size_t i = 0; i < sizeof(items) / sizeof(items[0]); i++) {
+    cJSON *item = sq(items[i]);
+    struct kcr_cond c;
+    assert_int_equal(KCR_EPARSE, kcr_cond_from_json(item, &c));
+    if(i < 2)
+      assert_int_equal(KCR_EINVALID, kcr_cond_validate(&c, NULL));
+    cJSON_Delete(item);
+  }
+  /* "Ready\u0000x" is not the Ready condition */
+  cJSON *conds = sq("[{'type':'Ready\\u0000x','status':'True','reason':'Ok'}]");
+  assert_null(kcr_cond_find(conds, "Ready"));
+  assert_false(kcr_cond_is_true(conds, "Ready"));
+  cJSON_Delete(conds);
+  /* a served message holding it is replaced by a set, not kept */
+  conds = sq("[{'type':'Ready','status':'True','lastTransitionTime':'" T_OLD
+             "','reason':'Ok','message':'m\\u0000'}]");
+  struct kcr_cond want = {
+      .type = "Ready", .status = "True", .reason = "Ok", .message = "m"};
+  bool changed = false;
+  assert_int_equal(KCR_OK, kcr_cond_set(conds, &want, tm(T_NOW), &changed, NULL));
+  assert_true(changed);
+  assert_json("[{'type':'Ready','status':'True','lastTransitionTime':'" T_OLD
+              "','reason':'Ok','message':'m'}]",
+              conds, "message replaced");
+  cJSON_Delete(conds);
+}
+
+/* Of two "reason" members the last counts, as Go's decoder has it. */
+static void a_duplicate_member_reads_as_the_last(void **state)
+{
+  cJSON *item = sq("{'type':'Ready','status':'False','reason':'Bad reason',"
+                   "'message':'','reason':'Ok','status':'True'}");
+  struct kcr_cond c;
+  assert_int_equal(KCR_OK, kcr_cond_from_json(item, &c));
+  assert_string_equal("Ok", c.reason);
+  assert_string_equal("True", c.status);
+  assert_int_equal(KCR_OK, kcr_cond_validate(&c, NULL));
+  cJSON_Delete(item);
+  item = sq("{'type':'Ready','status':'True','reason':'Ok','message':'',"
+            "'reason':'Bad reason'}");
+  assert_int_equal(KCR_OK, kcr_cond_from_json(item, &c));
+  assert_string_equal("Bad reason", c.reason);
+  assert_int_equal(KCR_EINVALID, kcr_cond_validate(&c, NULL));
+  cJSON_Delete(item);
 }
 
 /* Everything set produces passes the apiserver's validation. */
@@ -927,6 +1019,8 @@ int main(void)
       cmocka_unit_test(validate_vectors),
       cmocka_unit_test(validate_checks_time_range_and_null),
       cmocka_unit_test(validate_json_vectors),
+      cmocka_unit_test(a_nul_in_type_or_reason_is_no_valid_condition),
+      cmocka_unit_test(a_duplicate_member_reads_as_the_last),
       cmocka_unit_test(set_output_validates),
       cmocka_unit_test(equality_ignores_time_only),
       cmocka_unit_test(list_equality_is_keyed_by_type),
