@@ -32,6 +32,8 @@
  *    socks5) and needs a host; a message about it never quotes it (it may
  *    hold a password), and it is wiped when the config is freed. Which
  *    proxy a request uses is the client's decision (proxy.c).
+ *  - A string holding a NUL byte (a double-quoted YAML scalar's "\0") cannot
+ *    be a C string: it is refused, naming the field, never cut short.
  *  - $KUBECONFIG naming no existing file is an error (no silent fall-back).
  *  - $KUBECONFIG is a colon-separated list, but only the first file that
  *    exists is used: kubectl's merging of several files is not implemented.
@@ -272,8 +274,9 @@ out:
   return err;
 }
 
-/* Reads a token file: surrounding whitespace trimmed. 0, an errno value, or
- * -1 when the file holds nothing but whitespace. */
+/* Reads a token file: surrounding whitespace trimmed. 0, an errno value,
+ * -1 when the file holds nothing but whitespace, or -2 when the token holds
+ * a NUL byte (no C string can: refused, not cut short). */
 static int read_token(const char *path, char **out, struct file_id *id)
 {
   struct kcr__blob b;
@@ -288,9 +291,9 @@ static int read_token(const char *path, char **out, struct file_id *id)
     e--;
   while(s < e && (unsigned char)b.ptr[s] <= ' ')
     s++;
-  if(s == e) {
+  if(s == e || memchr(b.ptr + s, '\0', e - s)) {
     kcr__wipe_free(b.ptr, b.len);
-    return -1;
+    return s == e ? -1 : -2;
   }
   memmove(b.ptr, b.ptr + s, e - s);
   memset(b.ptr + (e - s), 0, b.len - (e - s));
@@ -302,6 +305,8 @@ static const char *read_errstr(int err, char *buf, size_t size)
 {
   if(err == -1)
     return "file is empty";
+  if(err == -2)
+    return "the token holds a NUL byte, which no token can hold";
   if(err == EFBIG)
     return "file is too large";
   return kcr__errstr(err, buf, size);
@@ -454,11 +459,38 @@ static kcr_err type_error(struct ydoc *y, const char *where, const char *key,
                          *where ? "." : "", key, what);
 }
 
+/* A copy of scalar v (owned, NULL if out of memory). A scalar holding a NUL
+ * byte (YAML's "\0" or "\x00" escape, in a double-quoted scalar) cannot be a
+ * C string and is refused (*rc KCR_ECONFIG, the value never quoted: it may
+ * be a secret) rather than cut short; where[.key][idx] names it. */
+static char *scalar_dup(struct ydoc *y, const yaml_node_t *v, const char *where,
+                        const char *key, long idx, kcr_err *rc)
+{
+  const char *s = (const char *)v->data.scalar.value;
+  size_t n = v->data.scalar.length;
+  char at[24] = "";
+  char *d;
+
+  if(memchr(s, '\0', n)) {
+    if(idx >= 0)
+      snprintf(at, sizeof(at), "[%ld]", idx);
+    *rc = kcr_errinfo_set(y->ei, KCR_ECONFIG,
+                          "%s: %s%s%s%s: holds a NUL byte (\\0), which no string here "
+                          "can hold",
+                          y->origin, where, *where ? "." : "", key, at);
+    return NULL;
+  }
+  d = strndup(s, n);
+  *rc = d ? KCR_OK : KCR_ENOMEM;
+  return d;
+}
+
 /* A string member: *out is NULL when absent or empty, else owned. */
 static kcr_err ystr(struct ydoc *y, yaml_node_t *map, const char *where, const char *key,
                     char **out)
 {
   yaml_node_t *v = yget(y, map, key);
+  kcr_err rc;
 
   *out = NULL;
   if(!v)
@@ -467,8 +499,8 @@ static kcr_err ystr(struct ydoc *y, yaml_node_t *map, const char *where, const c
     return type_error(y, where, key, "a string");
   if(!v->data.scalar.length)
     return KCR_OK;
-  *out = strndup((const char *)v->data.scalar.value, v->data.scalar.length);
-  return *out ? KCR_OK : KCR_ENOMEM;
+  *out = scalar_dup(y, v, where, key, -1, &rc);
+  return rc;
 }
 
 static kcr_err ybool(struct ydoc *y, yaml_node_t *map, const char *where, const char *key,
@@ -723,9 +755,9 @@ static kcr_err load_string_list(struct ydoc *y, yaml_node_t *m, const char *wher
     if(v->type != YAML_SCALAR_NODE)
       return kcr_errinfo_set(y->ei, KCR_ECONFIG, "%s: %s.%s[%zu]: expected a string",
                              y->origin, where, key, i);
-    (*out)[k] = strndup((const char *)v->data.scalar.value, v->data.scalar.length);
+    (*out)[k] = scalar_dup(y, v, where, key, (long)i, &rc);
     if(!(*out)[k++])
-      return KCR_ENOMEM;
+      return rc;
   }
   return KCR_OK;
 }

@@ -34,7 +34,8 @@
  *    secret) are wiped when the spec is freed.
  *
  * Invariants: every started child is reaped before kcr__exec_run returns;
- * every fd opened here is closed on every path. */
+ * every fd opened here is closed on every path; a credential string of the
+ * answer holding \u0000 is refused, never cut short at the NUL. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -51,6 +52,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/assert-int.h"
+#include "core/json-int.h"
 #include "kcr/buf.h"
 #include "kcr/json.h"
 #include "kcr/time.h"
@@ -481,8 +483,17 @@ static kcr_err parse_status(const struct kcr__exec_spec *spec, const cJSON *stat
 {
   const char *who = spec->where, *cmd = spec->command;
   const cJSON *exp = cJSON_GetObjectItemCaseSensitive(status, "expirationTimestamp");
+  static const char *const strs[] = {"token", "clientCertificateData", "clientKeyData"};
   struct kcr__blob tok = {0};
 
+  /* A string holding \u0000 cannot be a C string: refused, never cut short
+   * (kcr_json_parse keeps it out of cJSON's strings, see kcr/json.h). */
+  for(size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
+    if(kcr__json_nul_string(cJSON_GetObjectItemCaseSensitive(status, strs[i])))
+      return kcr_errinfo_set(ei, KCR_EPARSE,
+                             "%s: exec plugin '%s' returned a status.%s holding \\u0000 "
+                             "(a NUL byte, which no credential may hold)",
+                             who, cmd, strs[i]);
   if(dup_member(status, "token", &tok) ||
      dup_member(status, "clientCertificateData", &r->cert) ||
      dup_member(status, "clientKeyData", &r->key)) {
@@ -575,7 +586,7 @@ static kcr_err parse_credential(const struct kcr__exec_spec *spec,
     static const char *const secret[] = {"token", "clientKeyData"};
     for(size_t i = 0; i < 2; i++) {
       cJSON *v = cJSON_GetObjectItemCaseSensitive(status, secret[i]);
-      if(cJSON_IsString(v) && v->valuestring)
+      if((cJSON_IsString(v) || cJSON_IsRaw(v)) && v->valuestring)
         kcr__wipe(v->valuestring, strlen(v->valuestring));
     }
   }

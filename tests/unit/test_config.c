@@ -845,6 +845,59 @@ static void token_file_missing_at_load_is_an_error(void **state)
   assert_non_null(strstr(msg, ": file is empty"));
 }
 
+/* A NUL byte cannot be in a C string: a kubeconfig string holding one (a
+ * double-quoted YAML scalar's "\0" or "\x00"), or a token file's, is refused
+ * naming the field, never cut short at the NUL ("abc\0def" read as "abc"). */
+static void a_nul_in_a_kubeconfig_string_is_refused(void **state)
+{
+  (void)state;
+  static const char fmt[] = "current-context: x\n"
+                            "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
+                            "clusters: [{name: c, cluster: {server: %s}}]\n"
+                            "users: [{name: u, user: {%s}}]\n";
+  static const struct {
+    const char *server, *user, *want;
+  } cases[] = {
+      {"https://h", "token: \"abc\\0def\"",
+       "/k: users[0].user.token: holds a NUL byte (\\0), which no string here can hold"},
+      {"https://h", "token: \"abc\\x00\"", "/k: users[0].user.token: holds a NUL byte"},
+      {"\"https://h\\0.evil\"", "token: t",
+       "/k: clusters[0].cluster.server: holds a NUL byte"},
+      {"https://h",
+       "exec: {apiVersion: client.authentication.k8s.io/v1, command: ./p, "
+       "args: [a, \"b\\0c\"]}",
+       "/k: users[0].user.exec.args[1]: holds a NUL byte"},
+      {"https://h",
+       "exec: {apiVersion: client.authentication.k8s.io/v1, command: ./p, "
+       "env: [{name: A, value: \"s\\0\"}]}",
+       "/k: users[0].user.exec.env[0].value: holds a NUL byte"},
+  };
+  char y[1024];
+
+  for(size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    const char *msg;
+    snprintf(y, sizeof(y), fmt, cases[i].server, cases[i].user);
+    msg = yaml_error(y, "/k");
+    if(strncmp(msg, cases[i].want, strlen(cases[i].want)))
+      fail_msg("case %zu: %s\n  want %s...", i, msg, cases[i].want);
+    assert_null(strstr(msg, "abc")); /* the value is never quoted */
+  }
+  /* "\\0" is a backslash and a zero, no NUL */
+  snprintf(y, sizeof(y), fmt, "https://h", "token: \"abc\\\\0def\"");
+  kcr_config *cfg = yaml_ok(y, "/k");
+  assert_token(cfg, "abc\\0def");
+  kcr_config_free(cfg);
+
+  /* a token file: a NUL inside the token (surrounding white space aside) */
+  FILE *f = fopen(tmp_path("tok"), "wb");
+  assert_non_null(f);
+  assert_int_equal(8, fwrite("abc\0def\n", 1, 8, f));
+  assert_int_equal(0, fclose(f));
+  const char *msg = yaml_error(token_file_yaml, tmp_path("config"));
+  assert_non_null(strstr(msg, "tokenFile"));
+  assert_non_null(strstr(msg, ": the token holds a NUL byte, which no token can hold"));
+}
+
 /* --- exec plugins ------------------------------------------------------ */
 
 /* Counts its runs in ./count, records what it was given, and prints an
@@ -1041,6 +1094,45 @@ static void exec_plugin_garbage_output_is_a_parse_error(void **state)
   assert_non_null(strstr(msg, "exec plugin './garbage.sh' printed something that is not "
                               "an ExecCredential (malformed JSON at byte 0 of 17)"));
   free(msg);
+  kcr_config_free(cfg);
+}
+
+/* The ExecCredential is JSON from a program, not from the apiserver: a
+ * token holding \u0000 is refused by name (it was cut to "abc"), a member
+ * name holding it is malformed, and of two "token" members the last counts,
+ * as in client-go's decoder. */
+static void exec_plugin_nul_in_token_is_refused(void **state)
+{
+  (void)state;
+  static const char head[] = "#!/bin/sh\nprintf '%s' '{\"apiVersion\":"
+                             "\"client.authentication.k8s.io/v1\",\"kind\":"
+                             "\"ExecCredential\",\"status\":{";
+  static const struct {
+    const char *status, *want;
+  } cases[] = {
+      {"\"token\":\"abc\\u0000def\"",
+       "exec plugin './nul.sh' returned a status.token holding \\u0000"},
+      {"\"clientCertificateData\":\"c\\u0000\",\"clientKeyData\":\"k\"",
+       "returned a status.clientCertificateData holding \\u0000"},
+      {"\"token\":\"abc\",\"token\\u0000\":\"def\"",
+       "printed something that is not an ExecCredential (JSON member name at byte "},
+  };
+  char script[512];
+
+  for(size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    snprintf(script, sizeof(script), "%s%s}}'\n", head, cases[i].status);
+    kcr_config *cfg = exec_config("nul.sh", script, "v1");
+    char *msg = creds_fail(cfg, KCR_EPARSE);
+    if(!strstr(msg, cases[i].want))
+      fail_msg("case %zu: %s\n  want ...%s...", i, msg, cases[i].want);
+    assert_null(strstr(msg, "abc"));
+    free(msg);
+    kcr_config_free(cfg);
+  }
+  snprintf(script, sizeof(script), "%s%s}}'\n", head,
+           "\"token\":\"first\",\"token\":\"second\"");
+  kcr_config *cfg = exec_config("dup.sh", script, "v1");
+  assert_token(cfg, "second");
   kcr_config_free(cfg);
 }
 
@@ -1790,12 +1882,14 @@ int main(void)
       T(token_file_is_reread_after_rotation),
       T(token_file_is_checked_at_most_once_per_interval),
       T(token_file_missing_at_load_is_an_error),
+      T(a_nul_in_a_kubeconfig_string_is_refused),
       T(exec_plugin_token_is_cached_until_invalidate),
       T(exec_plugin_reruns_when_expired),
       T(exec_plugin_certificate_bumps_generation),
       T(credentials_without_the_pair_say_whether_there_is_one),
       T(exec_plugin_failure_quotes_neither_stdout_nor_stderr),
       T(exec_plugin_garbage_output_is_a_parse_error),
+      T(exec_plugin_nul_in_token_is_refused),
       T(exec_plugin_wrong_api_version_or_kind),
       T(exec_plugin_not_in_path),
       T(exec_plugin_relative_command_missing_or_not_executable),
