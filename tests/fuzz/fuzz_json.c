@@ -134,11 +134,10 @@ static bool model_drop(cJSON *root, const cJSON *raw, bool list, bool *in_text)
   }
   items = first(root, "items");
   re = first((cJSON *)raw, "items");
-  if(!cJSON_IsArray(items) || !cJSON_IsArray(re))
-    return false;
-  for(const cJSON *r = re->child; r; r = r->next)
-    *in_text |= first(first((cJSON *)r, "metadata"), "managedFields") != NULL;
-  if(count_named(raw, "items") != 1)
+  if(cJSON_IsArray(re))
+    for(const cJSON *r = re->child; r; r = r->next)
+      *in_text |= first(first((cJSON *)r, "metadata"), "managedFields") != NULL;
+  if(!cJSON_IsArray(items) || count_named(raw, "items") != 1)
     return false;
   re = re->child;
   cJSON_ArrayForEach(e, items)
