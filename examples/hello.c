@@ -1,9 +1,11 @@
 /* hello: the smallest useful controller on libkcr.
  *
  * For every ConfigMap labelled hello.kcr.io/greet=true it makes sure the
- * data key "greeting" says "Hello, <name>!" (and records which replica
- * wrote it under "greeter"), using server-side apply with its own field
- * manager. Run two replicas with --leader-elect and only one reconciles.
+ * data key "greeting" says "Hello, <name>!" - the name its label
+ * hello.kcr.io/name gives, else its own - and records which replica wrote
+ * it under "greeter" and how many ConfigMaps greet that name under
+ * "greeted", using server-side apply with its own field manager. Run two
+ * replicas with --leader-elect and only one reconciles.
  *
  *   hello [--kubeconfig PATH] [--namespace NS] [--leader-elect] ... (see --help)
  *
@@ -23,16 +25,51 @@ static const struct kcr_gvr configmaps = {
 
 struct hello {
   kcr_manager *m;
+  kcr_store *store; /* the informer's: its label index */
   const char *identity;
 };
+
+#define NAME_LABEL "hello.kcr.io/name"
+
+/* The name a ConfigMap greets by its label (owned), or NULL: none, or not
+ * a string. A label read in place: its key has dots and a slash. */
+static char *name_label(const kcr_obj *o)
+{
+  struct kcr_span label;
+  char *name = NULL;
+  if(kcr_obj_label(o, NAME_LABEL, &label) || kcr_span_strdup(&label, &name))
+    return NULL;
+  return name;
+}
+
+/* Every ConfigMap that greets the same name as o, found by the label
+ * index: their counts change when o comes, goes or is relabelled (the map
+ * sees the old object of an update too, so the old name's group hears of
+ * it). */
+static void map_same_name(kcr_obj *o, kcr_map_emit emit, void *ctx, void *ud)
+{
+  struct hello *h = ud;
+  char *name = name_label(o);
+  kcr_obj **same;
+  size_t n;
+
+  if(name && !kcr_store_ref_by_index(h->store, KCR_INDEX_LABEL_PREFIX NAME_LABEL, name,
+                                     &same, &n)) {
+    for(size_t i = 0; i < n; i++)
+      emit(kcr_obj_ns(same[i]), kcr_obj_name(same[i]), ctx);
+    kcr_objs_unref(same, n);
+  }
+  free(name);
+}
 
 static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
                          struct kcr_result *res, void *ud)
 {
   struct hello *h = ud;
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
-  kcr_obj *o;
-  char *want;
+  kcr_obj *o, **same;
+  char *name, *want, *count;
+  size_t nsame = 0;
   cJSON *cur, *patch;
   /* A cached read, from the manager's informer of ConfigMaps. */
   kcr_err rc = kcr_manager_get(h->m, &configmaps, req->ns, req->name, &o, NULL);
@@ -41,16 +78,24 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
     return KCR_OK;
   if(rc)
     return rc;
-  want = kcr_arena_printf(kcr_ctx_arena(cx), "Hello, %s!", req->name);
+  /* The label index finds the ConfigMaps that greet the same name. */
+  name = name_label(o);
+  if(name && !kcr_store_ref_by_index(h->store, KCR_INDEX_LABEL_PREFIX NAME_LABEL, name,
+                                     &same, &nsame))
+    kcr_objs_unref(same, nsame);
+  want = kcr_arena_printf(kcr_ctx_arena(cx), "Hello, %s!", name ? name : req->name);
+  count = kcr_arena_printf(kcr_ctx_arena(cx), "%zu", name ? nsame : 1);
+  free(name);
   kcr_obj_parse(o, &cur); /* NULL: out of memory */
   kcr_obj_unref(o);
-  if(!cur || !want) {
+  if(!cur || !want || !count) {
     cJSON_Delete(cur);
     return KCR_ENOMEM;
   }
   /* Level-based: write only when the observed state differs. */
   const char *have = kcr_json_str(cur, "data.greeting");
-  if(!have || strcmp(have, want)) {
+  const char *had = kcr_json_str(cur, "data.greeted");
+  if(!have || strcmp(have, want) || !had || strcmp(had, count)) {
     patch = cJSON_CreateObject();
     cJSON_AddStringToObject(patch, "apiVersion", "v1");
     cJSON_AddStringToObject(patch, "kind", "ConfigMap");
@@ -58,6 +103,7 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
     kcr_json_set_str(patch, "metadata.namespace", req->ns);
     kcr_json_set_str(patch, "data.greeting", want);
     kcr_json_set_str(patch, "data.greeter", h->identity);
+    kcr_json_set_str(patch, "data.greeted", count);
     rc = kcr_apply(
         kcr_ctx_client(cx),
         &(struct kcr_ref){.gvr = &configmaps, .ns = req->ns, .name = req->name}, patch,
@@ -139,6 +185,7 @@ int main(int argc, char **argv)
   kcr_informer *cms;
   h.m = m;
   if(kcr_manager_informer(m, &io, &cms, &ei) ||
+     kcr_store_add_label_index(h.store = kcr_informer_store(cms), NAME_LABEL) ||
      kcr_controller_new(&(struct kcr_controller_opts){.name = "hello",
                                                       .workers = workers,
                                                       .reconcile = reconcile,
@@ -146,7 +193,9 @@ int main(int argc, char **argv)
                                                       .client = kcr_manager_client(m),
                                                       .metrics = kcr_manager_metrics(m)},
                         &ctl, &ei) ||
-     kcr_controller_for(ctl, cms, NULL) || kcr_manager_add(m, ctl)) {
+     kcr_controller_for(ctl, cms, NULL) ||
+     kcr_controller_watches(ctl, cms, map_same_name, &h, NULL) ||
+     kcr_manager_add(m, ctl)) {
     fprintf(stderr, "hello: setting up the controller failed%s%s\n",
             ei.message ? ": " : "", ei.message ? ei.message : "");
     kcr_errinfo_cleanup(&ei);

@@ -47,7 +47,8 @@ extern "C" {
   XX(EUNSUPPORTED, 22, "unsupported media type (415)")                                   \
   XX(ETOOLARGE, 23, "response too large")                                                \
   XX(ERANGE, 24, "number out of range")                                                  \
-  XX(EUNCERTAIN, 25, "outcome unknown: the request was sent but no answer came")
+  XX(EUNCERTAIN, 25, "outcome unknown: the request was sent but no answer came")         \
+  XX(ENOTKEPT, 26, "not kept in the cache (the informer's keep list drops it)")
 
 typedef enum kcr_err {
 #define XX(name, num, msg) KCR_##name = num,

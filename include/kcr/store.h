@@ -121,6 +121,31 @@ KCR_API kcr_err kcr_obj_parse(const kcr_obj *o, cJSON **out);
 /* Bytes this object costs (header + text), for the store's accounting. */
 KCR_API size_t kcr_obj_size(const kcr_obj *o);
 
+/* The value of label key (metadata.labels[key]; the key as Kubernetes
+ * spells it, dots and slashes and all: "app.kubernetes.io/name") in
+ * *value: its span in o's text, a JSON string with its quotes (read it
+ * with kcr_span_is or kcr_span_strdup). Reads o's text in place, without
+ * a tree; of two members of one name the last counts, as in Go. Errors:
+ * KCR_ENOTFOUND (no such label, or no labels), KCR_ENOTKEPT (o comes from
+ * an informer whose keep list drops metadata.labels: whether the label is
+ * there is not known - add it to the keep list), KCR_EINVAL (no o, key or
+ * value). On error *value is {NULL, 0}. Thread safety: any thread. */
+KCR_API kcr_err kcr_obj_label(const kcr_obj *o, const char *key, struct kcr_span *value);
+/* The same for metadata.annotations[key]. */
+KCR_API kcr_err kcr_obj_annotation(const kcr_obj *o, const char *key,
+                                   struct kcr_span *value);
+/* A span holding a JSON string (kcr_obj_spans, kcr_obj_label) as a C
+ * string, unquoted and unescaped, in *out (owned: free()). Errors:
+ * KCR_EINVAL (no span or out, or the span is not a string: a number, an
+ * object, nothing found), KCR_EPARSE (a broken string, or one holding
+ * \u0000, which no C string can), KCR_ENOMEM. On error *out is NULL.
+ * Thread safety: pure. */
+KCR_API kcr_err kcr_span_strdup(const struct kcr_span *sp, char **out);
+/* Whether the span holds the JSON string s (compared unescaped); false for
+ * anything else, NULL included. Allocates only for a string written with
+ * escapes. Thread safety: pure. */
+KCR_API bool kcr_span_is(const struct kcr_span *sp, const char *s);
+
 /* An index function: calls emit(value, ctx) for every index value of o.
  * Runs on the writer's thread without any store lock held, once per write of
  * o; the values are kept with the object, so the function is not called
@@ -132,6 +157,15 @@ typedef void (*kcr_index_fn)(const kcr_obj *o, kcr_index_emit emit, void *ctx);
  *   kcr_store_add_index(s, KCR_INDEX_CONTROLLER, kcr_index_controller). */
 #define KCR_INDEX_CONTROLLER "controller-uid"
 KCR_API void kcr_index_controller(const kcr_obj *o, kcr_index_emit emit, void *ctx);
+
+/* The built-in index by a label's value, as the name of that index: the
+ * prefix and the label key,
+ *   kcr_store_add_label_index(s, "app.kubernetes.io/instance");
+ *   kcr_store_ref_by_index(s, KCR_INDEX_LABEL_PREFIX "app.kubernetes.io/instance",
+ *                          "web", &objs, &n);
+ * An object without the label (or whose label is not a string, or from an
+ * informer whose keep list drops metadata.labels) has no value in it. */
+#define KCR_INDEX_LABEL_PREFIX "label:"
 
 /* Options for kcr_store_new(); zero means the default shown. */
 struct kcr_store_opts {
@@ -155,6 +189,11 @@ KCR_API void kcr_store_free(kcr_store *s);
  * write, no name, no fn), KCR_ENOMEM. Thread safety: the writer's thread,
  * before anything else uses the store. */
 KCR_API kcr_err kcr_store_add_index(kcr_store *s, const char *name, kcr_index_fn fn);
+/* Adds the label index of key (copied), named KCR_INDEX_LABEL_PREFIX key;
+ * only before the first write. Errors: KCR_EEXIST (that index exists),
+ * KCR_EINVAL (after the first write, no or empty key), KCR_ENOMEM. Thread
+ * safety: as kcr_store_add_index. */
+KCR_API kcr_err kcr_store_add_label_index(kcr_store *s, const char *key);
 
 /* Reader side: any thread, concurrently with each other and the writer.
  *

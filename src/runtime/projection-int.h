@@ -4,6 +4,7 @@
 #define KCR_RUNTIME_PROJECTION_INT_H
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 
 #include "kcr/buf.h"
 #include "kcr/err.h"
@@ -29,6 +30,10 @@ const char *kcr__proj_bad_path(const char *path);
 kcr_err kcr__proj_new(const char *const *keep, unsigned flags, struct kcr__proj **out);
 /* NULL is a no-op. */
 void kcr__proj_free(struct kcr__proj *p);
+
+/* Whether p keeps the member at path (a valid keep path) whole: the path
+ * itself or a prefix of it is kept. Pure. */
+bool kcr__proj_keeps(const struct kcr__proj *p, const char *path);
 
 /* The compact JSON text of the part of tree (an object; borrowed, not
  * modified) that p keeps: each member a path names, whole (arrays and

@@ -182,6 +182,23 @@ kcr_err kcr__proj_new(const char *const *keep, unsigned flags, struct kcr__proj 
   return KCR_OK;
 }
 
+bool kcr__proj_keeps(const struct kcr__proj *p, const char *path)
+{
+  int t = 0;
+
+  while(!p->node[t].whole) {
+    size_t len = strcspn(path, ".");
+    int c = find_child(p, t, path, len);
+    if(c < 0)
+      return false;
+    t = c;
+    if(!path[len])
+      return p->node[t].whole;
+    path += len + 1;
+  }
+  return true;
+}
+
 void kcr__proj_free(struct kcr__proj *p)
 {
   if(!p)

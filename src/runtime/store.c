@@ -36,6 +36,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,6 +56,7 @@ struct kcr_obj {
   const char *ns, *name, *uid, *rv, *key;
   int64_t generation;
   bool deleting;
+  unsigned char unkept; /* UNKEPT_*: what the informer's keep list dropped */
   struct kcr_owner owner;
   size_t size, json_len;
   const char *json;
@@ -76,7 +78,22 @@ struct header {
   struct hstr ctl_api_version, ctl_kind, ctl_name, ctl_uid;
   int64_t generation;
   bool deleting;
+  unsigned char unkept;
 };
+
+/* What a keep list dropped, of what kcr_obj_label and kcr_obj_annotation
+ * read: they tell "not kept" from "absent". */
+enum { UNKEPT_LABELS = 1, UNKEPT_ANNOTATIONS = 2 };
+
+static unsigned char unkept_of(const struct kcr__proj *proj)
+{
+  if(!proj)
+    return 0;
+  return (unsigned char)((kcr__proj_keeps(proj, "metadata.labels") ? 0 : UNKEPT_LABELS) |
+                         (kcr__proj_keeps(proj, "metadata.annotations")
+                              ? 0
+                              : UNKEPT_ANNOTATIONS));
+}
 
 static struct hstr hs(const char *s) { return (struct hstr){s, s ? strlen(s) : 0}; }
 
@@ -130,6 +147,7 @@ static kcr_err make_obj(const struct header *h, const char *json, size_t jlen,
   o->json_len = jlen;
   o->generation = h->generation;
   o->deleting = h->deleting;
+  o->unkept = h->unkept;
   o->size = need;
   *out = o;
   return KCR_OK;
@@ -189,6 +207,7 @@ kcr_err kcr__obj_from_json(const cJSON *tree, unsigned flags,
       .has_ctl = ctl != NULL,
       .generation = kcr_json_int(tree, "metadata.generation", 0),
       .deleting = deleting(kcr_json_at(tree, "metadata.deletionTimestamp")),
+      .unkept = unkept_of(proj),
   };
   kcr_err rc = check_args("kcr_obj_from_json", tree, "tree", flags, out, ei);
 
@@ -442,6 +461,7 @@ static kcr_err from_text(const char *text, size_t len, unsigned flags, bool chec
      !text_controller(w[H_OWNERS].at, w[H_OWNERS].n, &h))
     return KCR_ENOTFOUND;
   h.deleting = w[H_DEL].at && *w[H_DEL].at == '"';
+  h.unkept = unkept_of(proj);
   return make_obj(&h, buf->ptr, buf->len, out);
 }
 
@@ -526,6 +546,95 @@ size_t kcr_obj_spans(const kcr_obj *o, const char *const *paths, struct kcr_span
     out[i] = i < k ? (struct kcr_span){.at = w[i].at, .n = w[i].n}
                    : (struct kcr_span){.at = NULL, .n = 0};
   return found;
+}
+
+kcr_err kcr_span_strdup(const struct kcr_span *sp, char **out)
+{
+  cJSON *v = NULL;
+  kcr_err rc;
+
+  if(!out)
+    return KCR_EINVAL;
+  *out = NULL;
+  if(!sp || !sp->at || !sp->n || *sp->at != '"')
+    return KCR_EINVAL;
+  if(!memchr(sp->at, '\\', sp->n)) { /* nothing to unescape: the bytes */
+    if(sp->n < 2 || sp->at[sp->n - 1] != '"')
+      return KCR_EPARSE;
+    *out = strndup(sp->at + 1, sp->n - 2);
+    return *out ? KCR_OK : KCR_ENOMEM;
+  }
+  if((rc = kcr_json_parse(sp->at, sp->n, &v, NULL)))
+    return rc == KCR_ENOMEM ? rc : KCR_EPARSE;
+  if(!cJSON_IsString(v)) /* a string holding \u0000 is no C string */
+    rc = KCR_EPARSE;
+  else if(!(*out = strdup(v->valuestring)))
+    rc = KCR_ENOMEM;
+  cJSON_Delete(v);
+  return rc;
+}
+
+bool kcr_span_is(const struct kcr_span *sp, const char *s)
+{
+  char *v = NULL;
+  bool eq;
+
+  if(!sp || !sp->at || sp->n < 2 || *sp->at != '"' || !s)
+    return false;
+  if(!memchr(sp->at, '\\', sp->n))
+    return sp->n - 2 == strlen(s) && !memcmp(sp->at + 1, s, sp->n - 2);
+  if(kcr_span_strdup(sp, &v))
+    return false;
+  eq = !strcmp(v, s);
+  free(v);
+  return eq;
+}
+
+/* Whether the member name key[0..klen), as written in JSON text (escapes
+ * and all), is name. */
+static bool name_is(const char *key, size_t klen, const char *name)
+{
+  struct kcr_span sp = {.at = key - 1, .n = klen + 2}; /* with its quotes */
+  return kcr_span_is(&sp, name);
+}
+
+/* The value of member name of the object at path ("metadata.labels") in
+ * o's text: the last of that name, as a tree would read it. */
+static kcr_err meta_member(const kcr_obj *o, const char *path, unsigned char unkept,
+                           const char *name, struct kcr_span *out)
+{
+  const char *paths[] = {path, "metadata.name"};
+  struct kcr_span sp[2];
+  struct kcr__json_iter it;
+  const char *key, *at;
+  size_t kl, vn;
+  int r;
+
+  if(out)
+    *out = (struct kcr_span){.at = NULL, .n = 0};
+  if(!o || !name || !out)
+    return KCR_EINVAL;
+  if(o->unkept & unkept)
+    return KCR_ENOTKEPT;
+  kcr_obj_spans(o, paths, sp, 2);
+  if(!sp[0].at)
+    return KCR_ENOTFOUND;
+  if(*sp[0].at != '{' || !kcr__json_iter_init(&it, sp[0].at, sp[0].n))
+    return KCR_ENOTFOUND; /* labels that are not an object hold no label */
+  while((r = kcr__json_iter_next(&it, &key, &kl, &at, &vn)) > 0)
+    if(name_is(key, kl, name))
+      *out = (struct kcr_span){.at = at, .n = vn};
+  return out->at ? KCR_OK : KCR_ENOTFOUND;
+}
+
+kcr_err kcr_obj_label(const kcr_obj *o, const char *key, struct kcr_span *value)
+{
+  return meta_member(o, "metadata.labels", UNKEPT_LABELS, key, value);
+}
+
+kcr_err kcr_obj_annotation(const kcr_obj *o, const char *key, struct kcr_span *value)
+{
+  return meta_member(o, "metadata.annotations", UNKEPT_ANNOTATIONS, key, value);
 }
 
 kcr_err kcr_obj_parse(const kcr_obj *o, cJSON **out)
@@ -641,7 +750,8 @@ struct keyset {
 
 struct index {
   char *name;
-  kcr_index_fn fn;
+  kcr_index_fn fn;        /* NULL: a label index */
+  char *label;            /* the label key of a label index */
   struct kcr_htab values; /* value (owned) -> struct keyset* */
 };
 
@@ -710,6 +820,7 @@ void kcr_store_free(kcr_store *s)
   for(size_t i = 0; i < s->nidx; i++) {
     tclear(&s->idx[i].values, keyset_free, true);
     free(s->idx[i].name);
+    free(s->idx[i].label);
   }
   free(s->idx);
   pthread_rwlock_destroy(&s->lock);
@@ -722,24 +833,47 @@ void kcr_index_controller(const kcr_obj *o, kcr_index_emit emit, void *ctx)
     emit(o->owner.uid, ctx);
 }
 
-kcr_err kcr_store_add_index(kcr_store *s, const char *name, kcr_index_fn fn)
+/* Adds index name (copied), computed by fn or, fn NULL, the value of
+ * label (copied). */
+static kcr_err add_index(kcr_store *s, const char *name, kcr_index_fn fn,
+                         const char *label)
 {
-  struct index *n;
-  if(s->written || !name || !fn)
-    return KCR_EINVAL;
+  struct index *n, x = {.fn = fn};
   for(size_t i = 0; i < s->nidx; i++)
     if(!strcmp(s->idx[i].name, name))
       return KCR_EEXIST;
-  n = realloc(s->idx, (s->nidx + 1) * sizeof(*n));
-  if(!n)
+  x.name = strdup(name);
+  x.label = label ? strdup(label) : NULL;
+  n = x.name && (!label || x.label) ? realloc(s->idx, (s->nidx + 1) * sizeof(*n)) : NULL;
+  if(!n) {
+    free(x.name);
+    free(x.label);
     return KCR_ENOMEM;
+  }
   s->idx = n;
-  memset(&n[s->nidx], 0, sizeof(*n));
-  if(!(n[s->nidx].name = strdup(name)))
-    return KCR_ENOMEM;
-  n[s->nidx].fn = fn;
-  s->nidx++;
+  n[s->nidx++] = x;
   return KCR_OK;
+}
+
+kcr_err kcr_store_add_index(kcr_store *s, const char *name, kcr_index_fn fn)
+{
+  if(s->written || !name || !fn)
+    return KCR_EINVAL;
+  return add_index(s, name, fn, NULL);
+}
+
+kcr_err kcr_store_add_label_index(kcr_store *s, const char *key)
+{
+  char *name;
+  kcr_err rc;
+
+  if(s->written || !key || !*key)
+    return KCR_EINVAL;
+  if(asprintf(&name, KCR_INDEX_LABEL_PREFIX "%s", key) < 0)
+    return KCR_ENOMEM;
+  rc = add_index(s, name, NULL, key);
+  free(name);
+  return rc;
 }
 
 /* Collecting an object's values: called by index functions, no lock held. */
@@ -781,7 +915,17 @@ static kcr_err collect_values(const kcr_store *s, const kcr_obj *o, struct ixval
   struct collect_ctx c = {NULL, 0, KCR_OK};
   for(size_t i = 0; i < s->nidx && !c.rc; i++) {
     c.idx = i;
-    s->idx[i].fn(o, collect_value, &c);
+    if(s->idx[i].fn) {
+      s->idx[i].fn(o, collect_value, &c);
+    } else { /* a label index: the label's value, when it is a string */
+      struct kcr_span v;
+      char *val = NULL;
+      if(!kcr_obj_label(o, s->idx[i].label, &v) && (c.rc = kcr_span_strdup(&v, &val)))
+        c.rc = c.rc == KCR_ENOMEM ? c.rc : KCR_OK; /* not a string: no value */
+      if(val)
+        collect_value(val, &c);
+      free(val);
+    }
   }
   if(c.rc) {
     ixvals_free(c.x);
