@@ -49,7 +49,8 @@ void kcr__recorder_probe(kcr_recorder *r, struct kcr__recorder_probe *out);
 
 /* Makes kcr_recorder_free drop what is still unsent at once instead of
  * flushing it first (the manager, when leadership was lost: the writes
- * would be refused). Thread safety: any thread. */
-void kcr__recorder_discard(kcr_recorder *r);
+ * would be refused). Returns the writes pending now: new events not yet
+ * created plus series not yet written. Thread safety: any thread. */
+size_t kcr__recorder_discard(kcr_recorder *r);
 
 #endif

@@ -1809,11 +1809,14 @@ static void destroy(kcr_recorder *r)
   free(r);
 }
 
-void kcr__recorder_discard(kcr_recorder *r)
+size_t kcr__recorder_discard(kcr_recorder *r)
 {
+  size_t pending;
   pthread_mutex_lock(&r->mu);
   r->discard = true;
+  pending = r->nqueued + r->ndirty; /* new events waiting, series unwritten (I5) */
   pthread_mutex_unlock(&r->mu);
+  return pending;
 }
 
 void kcr_recorder_free(kcr_recorder *r)

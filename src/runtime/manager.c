@@ -569,18 +569,24 @@ static bool become_leader(kcr_manager *m)
  * no write of this replica would be let out. */
 static void flush_recorders(kcr_manager *m, uint64_t grace_end)
 {
+  size_t dropped = 0;
   for(size_t i = 0; i < m->nrec; i++) {
     uint64_t now = kcr_time_mono_ms();
     uint64_t left = grace_end == KCR_FOREVER ? KCR_FOREVER
                     : grace_end > now        ? grace_end - now
                                              : 0;
     if(atomic_load(&m->lost)) {
-      kcr__recorder_discard(m->rec[i]);
+      dropped += kcr__recorder_discard(m->rec[i]);
     } else if(kcr_recorder_flush(m->rec[i], left)) {
       KCR_LOG(KCR_LOG_WARN, "manager: events not flushed within the grace period",
               KCR_I("graceMs", m->o.grace_ms));
     }
   }
+  if(atomic_load(&m->lost) && m->nrec)
+    KCR_LOG(KCR_LOG_WARN,
+            "manager: leader election lost; the recorders' pending event "
+            "writes are dropped, not sent",
+            KCR_I("pendingWrites", dropped));
 }
 
 int kcr_manager_run(kcr_manager *m)
