@@ -389,25 +389,33 @@ static kcr_err count_per_key(kcr_ctx *cx, const struct kcr_request *req,
   return KCR_OK;
 }
 
+/* The rig of the tests below: p ready, a client on fn, an informer of
+ * ConfigMaps in ns and a controller `name` counting reconciles into p. */
+static void preds_rig(struct preds *p, twire_fn fn, const char *name, kcr_client **cl,
+                      kcr_informer **inf, kcr_controller **c)
+{
+  atomic_init(&p->go, false);
+  tsig_init(&p->total);
+  *cl = twire_client(fn, p);
+  assert_int_equal(
+      KCR_OK, kcr_informer_new(
+                  &(struct kcr_informer_opts){.client = *cl, .gvr = &cms, .ns = "ns"},
+                  inf, NULL));
+  assert_int_equal(
+      KCR_OK, kcr_controller_new(
+                  &(struct kcr_controller_opts){
+                      .name = name, .reconcile = count_per_key, .ud = p, .client = *cl},
+                  c, NULL));
+}
+
 static void for_predicates_filter_events(void **state)
 {
   struct preds p = {.mu = PTHREAD_MUTEX_INITIALIZER};
-  kcr_client *cl = twire_client(api_preds, &p);
+  kcr_client *cl;
   kcr_informer *inf;
   kcr_controller *c;
 
-  atomic_init(&p.go, false);
-  tsig_init(&p.total);
-  assert_int_equal(
-      KCR_OK,
-      kcr_informer_new(&(struct kcr_informer_opts){.client = cl, .gvr = &cms, .ns = "ns"},
-                       &inf, NULL));
-  assert_int_equal(
-      KCR_OK, kcr_controller_new(&(struct kcr_controller_opts){.name = "preds",
-                                                               .reconcile = count_per_key,
-                                                               .ud = &p,
-                                                               .client = cl},
-                                 &c, NULL));
+  preds_rig(&p, api_preds, "preds", &cl, &inf, &c);
   /* More than four predicates, or a count without an array: refused. */
   assert_int_equal(KCR_EINVAL,
                    kcr_controller_for(c, inf, &(struct kcr_source_opts){.npreds = 1}));
@@ -484,22 +492,11 @@ static void map_by_label(kcr_obj *o, kcr_map_emit emit, void *ctx, void *ud)
 static void a_map_function_sees_the_old_object_of_an_update_too(void **state)
 {
   struct preds p = {.mu = PTHREAD_MUTEX_INITIALIZER};
-  kcr_client *cl = twire_client(api_relabel, &p);
+  kcr_client *cl;
   kcr_informer *inf;
   kcr_controller *c;
 
-  atomic_init(&p.go, false);
-  tsig_init(&p.total);
-  assert_int_equal(
-      KCR_OK,
-      kcr_informer_new(&(struct kcr_informer_opts){.client = cl, .gvr = &cms, .ns = "ns"},
-                       &inf, NULL));
-  assert_int_equal(
-      KCR_OK, kcr_controller_new(&(struct kcr_controller_opts){.name = "relabel",
-                                                               .reconcile = count_per_key,
-                                                               .ud = &p,
-                                                               .client = cl},
-                                 &c, NULL));
+  preds_rig(&p, api_relabel, "relabel", &cl, &inf, &c);
   assert_int_equal(KCR_OK, kcr_controller_watches(c, inf, map_by_label, NULL, NULL));
   assert_int_equal(KCR_OK, kcr_controller_start(c));
   assert_int_equal(KCR_OK, kcr_informer_start(inf));
