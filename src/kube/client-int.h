@@ -78,6 +78,10 @@ bool kcr__own_streams(const kcr_client *c, const char *path);
 kcr_err kcr__own_stream(kcr_client *c, const char *path, uint64_t timeout_ms, int wake_fd,
                         uint64_t batch_ms, kcr__h1_body_fn fn, void *ud, long *code,
                         struct kcr_errinfo *ei);
+/* Whether the exchanges of our own may run on libcurl v: the versions they
+ * were tested with, [KCR__OWN_CURL_MIN, KCR__OWN_CURL_END), with OpenSSL.
+ * Pure. */
+bool kcr__own_curl_tested(const curl_version_info_data *v);
 /* The client's max_response_bytes. */
 size_t kcr__client_max_response(const kcr_client *c);
 /* True if the write gate allows a write now (always without a gate). */

@@ -32,7 +32,10 @@
  * KCR_TRANSPORT=curl in the environment (which decides over the option, so
  * that a program's users can turn the exchanges below off without a
  * rebuild; KCR_TRANSPORT=auto turns them back on), leaves own_ok false:
- * every request and watch is then a curl transfer.
+ * every request and watch is then a curl transfer. So does a libcurl the
+ * exchanges were not tested with (kcr__own_curl_tested: 7.88.x with
+ * OpenSSL - they drive curl's connections through curl_easy_send/recv and
+ * look into OpenSSL's buffer), whatever was asked, with one log line.
  *
  * Writes on connections of our own: a request other than GET or HEAD to an
  * https server (every write a controller makes) is not a curl transfer, unless
@@ -228,12 +231,28 @@ struct kcr_client {
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static bool tls_openssl; /* curl's TLS backend is OpenSSL; set once */
 
+static bool curl_tested; /* kcr__own_curl_tested of the libcurl loaded; set once */
+
+bool kcr__own_curl_tested(const curl_version_info_data *v)
+{
+  return v && v->version_num >= KCR__OWN_CURL_MIN && v->version_num < KCR__OWN_CURL_END &&
+         v->ssl_version && !strncmp(v->ssl_version, "OpenSSL/", 8);
+}
+
 static void curl_init_once(void)
 {
   const curl_version_info_data *v;
   curl_global_init(CURL_GLOBAL_DEFAULT);
   v = curl_version_info(CURLVERSION_NOW);
   tls_openssl = v && v->ssl_version && !strncmp(v->ssl_version, "OpenSSL/", 8);
+  curl_tested = kcr__own_curl_tested(v);
+  if(!curl_tested)
+    KCR_LOG(KCR_LOG_INFO,
+            "client: the exchanges of our own were not tested with this libcurl; every "
+            "request is a curl transfer",
+            KCR_S("libcurl", v ? v->version : "?"),
+            KCR_S("tls", v && v->ssl_version ? v->ssl_version : "none"),
+            KCR_S("tested", "7.88.x with OpenSSL"));
 }
 
 /* Sets base_url, host_hdr and connect_to from the config (see DESIGN):
@@ -320,12 +339,14 @@ static kcr_err transport_setup(kcr_client *c, struct kcr_errinfo *ei)
   if((unsigned)c->opts.transport > KCR_TRANSPORT_CURL)
     return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_client_new: unknown transport %d",
                            (int)c->opts.transport);
+  if(!curl_tested) /* whatever was asked: see curl_init_once */
+    c->opts.transport = KCR_TRANSPORT_CURL;
   if(!env || !*env)
     return KCR_OK;
   if(!strcmp(env, "curl"))
     c->opts.transport = KCR_TRANSPORT_CURL;
   else if(!strcmp(env, "auto"))
-    c->opts.transport = KCR_TRANSPORT_AUTO;
+    c->opts.transport = curl_tested ? KCR_TRANSPORT_AUTO : KCR_TRANSPORT_CURL;
   else
     return kcr_errinfo_set(ei, KCR_ECONFIG,
                            "the environment variable KCR_TRANSPORT is \"%.64s\": want "

@@ -47,6 +47,16 @@
 #define KCR__FIRST_SEND ((size_t)16384)
 #endif
 
+/* The libcurl versions the exchanges on connections of our own were tested
+ * with (curl_version_info's version_num): 7.88.x, [MIN, END). Any other
+ * makes every request a curl transfer (client.c, DESIGN: The switch). */
+#ifndef KCR__OWN_CURL_MIN
+#define KCR__OWN_CURL_MIN 0x075800
+#endif
+#ifndef KCR__OWN_CURL_END
+#define KCR__OWN_CURL_END 0x075900
+#endif
+
 /* A watch keeps its scratch buffer (an event's text without managedFields)
  * between events up to this size. */
 #ifndef KCR__WATCH_SCRATCH_KEEP

@@ -983,6 +983,27 @@ static void the_transport_switch_forces_curl(void **state)
   (void)state;
 }
 
+/* The exchanges of our own run only on the libcurl they were tested with:
+ * 7.88.x with OpenSSL (client.c, DESIGN: The switch). */
+static void the_own_exchanges_need_a_tested_libcurl(void **state)
+{
+  curl_version_info_data v = {.version_num = 0x075801, .ssl_version = "OpenSSL/3.0.15"};
+  assert_true(kcr__own_curl_tested(&v));
+  v.version_num = 0x075800;
+  assert_true(kcr__own_curl_tested(&v));
+  v.version_num = 0x075700; /* 7.87 */
+  assert_false(kcr__own_curl_tested(&v));
+  v.version_num = 0x080500; /* 8.5 */
+  assert_false(kcr__own_curl_tested(&v));
+  v.version_num = 0x075801;
+  v.ssl_version = "GnuTLS/3.7.9";
+  assert_false(kcr__own_curl_tested(&v));
+  v.ssl_version = NULL;
+  assert_false(kcr__own_curl_tested(&v));
+  assert_false(kcr__own_curl_tested(NULL));
+  (void)state;
+}
+
 int main(void)
 {
   tfail_init();
@@ -1008,6 +1029,7 @@ int main(void)
       cmocka_unit_test(apply_rv_finds_the_resource_version_in_the_answer),
       cmocka_unit_test(own_connections_stay_unless_the_server_is_proxied),
       cmocka_unit_test(the_transport_switch_forces_curl),
+      cmocka_unit_test(the_own_exchanges_need_a_tested_libcurl),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
