@@ -128,7 +128,8 @@ KCR_API kcr_metrics *kcr_manager_metrics(kcr_manager *m);
  * extend them and keep them):
  *  1. Identity. An informer is (resource, namespace); NULL ns means every
  *     namespace. The other options that shape the cache - label and field
- *     selectors, keep list - belong to the resource: every informer of one
+ *     selectors, keep list (the same paths in the same order),
+ *     keep_managed_fields - belong to the resource: every informer of one
  *     resource has the same ones, so an object looked up by resource is
  *     found the same way whichever informer holds it. An every-namespace
  *     informer is the only one of its resource.
@@ -161,7 +162,8 @@ KCR_API kcr_err kcr_manager_informer(kcr_manager *m, const struct kcr_informer_o
  * Errors: KCR_ENOTFOUND (no such object in the cache: not there, not
  * synced yet, or filtered out by the resource's selectors), KCR_EINVAL (no
  * informer of that resource for ns in this manager - a setup mistake, not
- * an absent object - or no gvr, name or out; ei names which). On error
+ * an absent object - no or an empty ns for a namespaced gvr, or no gvr,
+ * name or out; ei names which). On error
  * *out is NULL. Thread safety: any thread, from setup on. */
 KCR_API kcr_err kcr_manager_get(kcr_manager *m, const struct kcr_gvr *gvr, const char *ns,
                                 const char *name, kcr_obj **out, struct kcr_errinfo *ei);

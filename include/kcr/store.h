@@ -127,8 +127,9 @@ KCR_API size_t kcr_obj_size(const kcr_obj *o);
  * with kcr_span_is or kcr_span_strdup). Reads o's text in place, without
  * a tree; of two members of one name the last counts, as in Go. Errors:
  * KCR_ENOTFOUND (no such label, or no labels), KCR_ENOTKEPT (o comes from
- * an informer whose keep list drops metadata.labels: whether the label is
- * there is not known - add it to the keep list), KCR_EINVAL (no o, key or
+ * an informer whose keep list does not keep metadata.labels whole - one
+ * that keeps some labels only counts as dropping them: whether the label
+ * is there is not known - keep "metadata.labels"), KCR_EINVAL (no o, key or
  * value). On error *value is {NULL, 0}. Thread safety: any thread. */
 KCR_API kcr_err kcr_obj_label(const kcr_obj *o, const char *key, struct kcr_span *value);
 /* The same for metadata.annotations[key]. */

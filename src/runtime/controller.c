@@ -324,14 +324,20 @@ static void emit_key(const char *ns, const char *name, void *ctx)
   add_key(e->c, enqueue(e->c, ns, name, e->prio));
 }
 
+/* An update that changes nothing: a resync (the same object), or a relist
+ * bringing back the same resourceVersion. */
+static bool same_version(kcr_obj *old, kcr_obj *cur)
+{
+  return old == cur || (*kcr_obj_rv(cur) && !strcmp(kcr_obj_rv(old), kcr_obj_rv(cur)));
+}
+
 /* The event's priority (ev: 0 add, 1 update, 2 delete). */
 static int event_prio(const struct source *s, kcr_obj *old, kcr_obj *cur, int ev)
 {
   if(ev == 0) /* from the initial list, or new */
     return kcr_informer_has_synced(s->inf) ? s->create_prio : s->unchanged_prio;
-  if(ev == 1 &&
-     (old == cur || (*kcr_obj_rv(cur) && !strcmp(kcr_obj_rv(old), kcr_obj_rv(cur)))))
-    return s->unchanged_prio; /* a resync, or a relist bringing back the same */
+  if(ev == 1 && same_version(old, cur))
+    return s->unchanged_prio;
   return s->prio;
 }
 
@@ -366,7 +372,7 @@ static void route(struct source *s, kcr_obj *old, kcr_obj *cur, int ev)
      * EnqueueRequestsFromMapFunc: a child relabelled away from its owner
      * must wake the former owner too. The queue folds the duplicates. */
     s->map(cur, emit_key, &e, s->map_ud);
-    if(old && old != cur)
+    if(old && !same_version(old, cur))
       s->map(old, emit_key, &e, s->map_ud);
     break;
   }

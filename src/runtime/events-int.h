@@ -47,10 +47,11 @@ struct kcr__recorder_probe {
  * (O(table size)). Thread safety: any thread. */
 void kcr__recorder_probe(kcr_recorder *r, struct kcr__recorder_probe *out);
 
-/* Makes kcr_recorder_free drop what is still unsent at once instead of
- * flushing it first (the manager, when leadership was lost: the writes
- * would be refused). Returns the writes pending now: new events not yet
- * created plus series not yet written. Thread safety: any thread. */
+/* Drops what is still unsent (the manager, when leadership was lost: the
+ * writes would be refused): no sender starts another write from now on
+ * (those under way finish), and kcr_recorder_free does not flush first.
+ * Returns the writes pending now: new events not yet created plus series
+ * not yet written. Thread safety: any thread. */
 size_t kcr__recorder_discard(kcr_recorder *r);
 
 #endif

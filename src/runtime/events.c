@@ -1814,6 +1814,9 @@ size_t kcr__recorder_discard(kcr_recorder *r)
   size_t pending;
   pthread_mutex_lock(&r->mu);
   r->discard = true;
+  /* No sender takes another job (a pause without end: pick() finds none,
+   * the timekeeper waits to be woken); the writes under way finish. */
+  r->paused_until = UINT64_MAX;
   pending = r->nqueued + r->ndirty; /* new events waiting, series unwritten (I5) */
   pthread_mutex_unlock(&r->mu);
   return pending;

@@ -214,6 +214,7 @@ static bool informer_id(const struct kcr_informer_opts *io, struct shared_inform
   kcr_buf_printf(&o, "labels \"%s\", fields \"%s\"",
                  io->label_selector ? io->label_selector : "",
                  io->field_selector ? io->field_selector : "");
+  kcr_buf_puts(&o, io->keep_managed_fields ? ", managedFields kept" : "");
   kcr_buf_puts(&o, io->keep ? ", keep [" : ", no keep list");
   for(size_t i = 0; io->keep && io->keep[i]; i++)
     kcr_buf_printf(&o, "%s%s", i ? "," : "", io->keep[i]);
@@ -303,6 +304,10 @@ kcr_err kcr_manager_get(kcr_manager *m, const struct kcr_gvr *gvr, const char *n
   if(!gvr || !gvr->version || !gvr->resource || !name)
     return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_manager_get: %s is required",
                            !name ? "name" : "gvr");
+  if(gvr->namespaced && (!ns || !*ns))
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "kcr_manager_get: %s is namespaced: a namespace is required",
+                           gvr->resource);
   snprintf(res, sizeof(res), "%s/%s/%s", gvr->group ? gvr->group : "", gvr->version,
            gvr->resource);
   pthread_mutex_lock(&m->inf_mu);
@@ -567,17 +572,20 @@ static bool become_leader(kcr_manager *m)
  * renewal, so a flush after the elector stops would be refused), within
  * what is left of the grace period. After a lost lease they are dropped:
  * no write of this replica would be let out. */
+/* What is left of the time until deadline (KCR_FOREVER: no deadline). */
+static uint64_t ms_until(uint64_t deadline)
+{
+  uint64_t now = kcr_time_mono_ms();
+  return deadline == KCR_FOREVER ? KCR_FOREVER : deadline > now ? deadline - now : 0;
+}
+
 static void flush_recorders(kcr_manager *m, uint64_t grace_end)
 {
   size_t dropped = 0;
   for(size_t i = 0; i < m->nrec; i++) {
-    uint64_t now = kcr_time_mono_ms();
-    uint64_t left = grace_end == KCR_FOREVER ? KCR_FOREVER
-                    : grace_end > now        ? grace_end - now
-                                             : 0;
     if(atomic_load(&m->lost)) {
       dropped += kcr__recorder_discard(m->rec[i]);
-    } else if(kcr_recorder_flush(m->rec[i], left)) {
+    } else if(kcr_recorder_flush(m->rec[i], ms_until(grace_end))) {
       KCR_LOG(KCR_LOG_WARN, "manager: events not flushed within the grace period",
               KCR_I("graceMs", m->o.grace_ms));
     }
@@ -645,7 +653,8 @@ out:
   atomic_store(&m->stop, true); /* the signal thread below must not report one */
   grace_end = kcr_time_deadline_ms(m->o.grace_ms);
   for(size_t i = 0; i < m->nctl; i++) {
-    int left = kcr_controller_stop(m->ctl[i], atomic_load(&m->lost) ? 0 : m->o.grace_ms);
+    int left =
+        kcr_controller_stop(m->ctl[i], atomic_load(&m->lost) ? 0 : ms_until(grace_end));
     if(left)
       KCR_LOG(KCR_LOG_WARN,
               "manager: reconciles still running after the grace period; "

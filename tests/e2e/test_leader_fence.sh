@@ -95,10 +95,14 @@ expect_eq "old leader $leader: exit status (lease lost)" "1" "$E2E_EXIT"
 expect_eq "writes by the old leader (pid $old_pid) after it resumed, in the audit log" "0" \
   "$(writes_by "$old_pid" "$t_cont")"
 # Without the fence this scenario shows the old leader's writes in the audit
-# log after it resumed (7 and 8 in two runs); with it, the writes it had
-# left are refused before anything is sent (the gate) or, the event
-# recorder's, dropped unsent (the manager, on losing the Lease): at least
-# one of them, or the 0 above would prove nothing.
+# log after it resumed (7 and 8 in two runs). With it, what the old leader
+# had left to write goes nowhere: the reconciles' writes are refused by the
+# write gate before anything is sent (how many depends on where the freeze
+# caught them; the unit test test_manager_unit
+# losing_the_lease_returns_at_once_and_fences_a_stuck_reconcile shows the
+# gate refusing one every time), and its event recorder's pending writes are
+# dropped unsent (the manager, on losing the Lease). At least one of those,
+# or the 0 above would prove nothing.
 fenced=$(grep -c 'write gate refused' "${E2E_LOG[$leader]}" || true)
 dropped=$(grep -o 'pending event writes are dropped, not sent.*pendingWrites=[0-9]*' \
   "${E2E_LOG[$leader]}" | grep -o '[0-9]*$' || true)

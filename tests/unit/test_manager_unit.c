@@ -607,6 +607,15 @@ static void one_resource_has_one_set_of_cache_options(void **state)
                            .gvr = &cms, .ns = "c", .keep = keep, .label_selector = "x=y"},
                        &refused, &ei));
   assert_non_null(strstr(ei.message, "x=y"));
+  /* keep_managed_fields shapes the cache too */
+  assert_int_equal(
+      KCR_EEXIST,
+      kcr_manager_informer(
+          m,
+          &(struct kcr_informer_opts){
+              .gvr = &cms, .ns = "c", .keep = keep, .keep_managed_fields = true},
+          &refused, &ei));
+  assert_non_null(strstr(ei.message, "managedFields kept"));
   /* Every namespace beside namespaced ones: refused. */
   assert_int_equal(
       KCR_EEXIST,
@@ -654,6 +663,10 @@ static void get_reads_the_informer_of_the_resource(void **state)
   assert_int_equal(KCR_EINVAL, kcr_manager_get(m, &cms, "other", "a", &none, &ei));
   assert_non_null(strstr(ei.message, "namespace other"));
   assert_int_equal(KCR_EINVAL, kcr_manager_get(m, &cms, "default", NULL, &none, &ei));
+  /* a namespaced resource without a namespace: a mistake, not an absence */
+  assert_int_equal(KCR_EINVAL, kcr_manager_get(m, &cms, NULL, "a", &none, &ei));
+  assert_non_null(strstr(ei.message, "namespace is required"));
+  assert_int_equal(KCR_EINVAL, kcr_manager_get(m, &cms, "", "a", &none, &ei));
   kcr_manager_stop(m);
   assert_int_equal(0, run_join(&r));
   kcr_obj_unref(o);
