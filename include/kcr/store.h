@@ -129,8 +129,10 @@ KCR_API size_t kcr_obj_size(const kcr_obj *o);
  * KCR_ENOTFOUND (no such label, or no labels), KCR_ENOTKEPT (o comes from
  * an informer whose keep list does not keep metadata.labels whole - one
  * that keeps some labels only counts as dropping them: whether the label
- * is there is not known - keep "metadata.labels"), KCR_EINVAL (no o, key or
- * value). On error *value is {NULL, 0}. Thread safety: any thread. */
+ * is there is not known - keep "metadata.labels"), KCR_EPARSE (a text
+ * nesting deeper than the walk follows - 128 levels where it steps over a
+ * value, as kcr_obj_spans - which only kcr_obj_parse reads), KCR_EINVAL (no
+ * o, key or value). On error *value is {NULL, 0}. Thread safety: any thread. */
 KCR_API kcr_err kcr_obj_label(const kcr_obj *o, const char *key, struct kcr_span *value);
 /* The same for metadata.annotations[key]. */
 KCR_API kcr_err kcr_obj_annotation(const kcr_obj *o, const char *key,

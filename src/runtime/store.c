@@ -617,6 +617,8 @@ static kcr_err meta_member(const kcr_obj *o, const char *path, unsigned char unk
   if(o->unkept & unkept)
     return KCR_ENOTKEPT;
   kcr_obj_spans(o, paths, sp, 2);
+  if(!sp[1].at) /* no name found either: the walk could not pass the text */
+    return KCR_EPARSE;
   if(!sp[0].at)
     return KCR_ENOTFOUND;
   if(*sp[0].at != '{' || !kcr__json_iter_init(&it, sp[0].at, sp[0].n))

@@ -95,6 +95,21 @@ static void annotations_unescape_and_refuse_nul(void **state)
   assert_false(kcr_span_is(&sp, "x"));
   assert_int_equal(KCR_ENOTFOUND, kcr_obj_annotation(o, "tier", &sp)); /* a label */
   kcr_obj_unref(o);
+  /* a text the walk cannot pass (nesting deeper than 128 levels before
+   * metadata): not "absent" */
+  {
+    char deep[1024];
+    int n = snprintf(deep, sizeof(deep), "{\"spec\":");
+    for(int i = 0; i < 200; i++)
+      deep[n++] = '[';
+    for(int i = 0; i < 200; i++)
+      deep[n++] = ']';
+    snprintf(deep + n, sizeof(deep) - (size_t)n,
+             ",\"metadata\":{\"name\":\"d\",\"labels\":{\"x\":\"y\"}}}");
+    o = obj_of(deep, NULL);
+    assert_int_equal(KCR_EPARSE, kcr_obj_label(o, "x", &sp));
+    kcr_obj_unref(o);
+  }
   /* no labels at all: absent */
   o = obj_of("{\"metadata\":{\"name\":\"b\"}}", NULL);
   assert_int_equal(KCR_ENOTFOUND, kcr_obj_label(o, "tier", &sp));
