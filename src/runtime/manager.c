@@ -35,7 +35,8 @@
  * still run. Objects the caller made with the manager's client or
  * registry hold references of their own (kcr_client_ref,
  * kcr_metrics_ref), so they may be freed before or after the manager.
- * No locks of its own: setup happens before run, and run is one thread. */
+ * One lock of its own, inf_mu, for the registry; everything else needs none:
+ * setup happens before run, and run is one thread. */
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
@@ -201,16 +202,23 @@ kcr_client *kcr_manager_client(kcr_manager *m) { return m->client; }
 kcr_metrics *kcr_manager_metrics(kcr_manager *m) { return m->metrics; }
 int kcr_manager_health_port(kcr_manager *m) { return m->health_port; }
 
+/* A resource's name in the registry: "group/version/resource". */
+#define RES_MAX 768 /* group and resource <= 253 bytes each, version short */
+static void res_name(const struct kcr_gvr *g, char out[RES_MAX])
+{
+  snprintf(out, RES_MAX, "%s/%s/%s", g->group ? g->group : "", g->version, g->resource);
+}
+
 /* The parts of an informer's identity (see the registry rules in
  * manager.h): resource, namespace ("" for all) and the options that must
  * agree across the informers of one resource. Owned strings; false when
  * memory ran out (nothing left allocated). */
 static bool informer_id(const struct kcr_informer_opts *io, struct shared_informer *id)
 {
-  struct kcr_buf r = KCR_BUF_INIT, o = KCR_BUF_INIT;
+  struct kcr_buf o = KCR_BUF_INIT;
+  char res[RES_MAX];
 
-  kcr_buf_printf(&r, "%s/%s/%s", io->gvr->group ? io->gvr->group : "", io->gvr->version,
-                 io->gvr->resource);
+  res_name(io->gvr, res);
   kcr_buf_printf(&o, "labels \"%s\", fields \"%s\"",
                  io->label_selector ? io->label_selector : "",
                  io->field_selector ? io->field_selector : "");
@@ -220,8 +228,8 @@ static bool informer_id(const struct kcr_informer_opts *io, struct shared_inform
     kcr_buf_printf(&o, "%s%s", i ? "," : "", io->keep[i]);
   if(io->keep)
     kcr_buf_puts(&o, "]");
-  id->res = kcr_buf_take(&r); /* NULL if an append failed: errors stick */
-  id->opts = kcr_buf_take(&o);
+  id->res = strdup(res);
+  id->opts = kcr_buf_take(&o); /* NULL if an append failed: errors stick */
   id->ns = strdup(io->ns ? io->ns : "");
   if(id->res && id->opts && id->ns)
     return true;
@@ -296,7 +304,7 @@ kcr_err kcr_manager_get(kcr_manager *m, const struct kcr_gvr *gvr, const char *n
                         const char *name, kcr_obj **out, struct kcr_errinfo *ei)
 {
   kcr_informer *inf = NULL, *all = NULL;
-  char res[512];
+  char res[RES_MAX];
 
   if(!out)
     return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_manager_get: no out");
@@ -308,8 +316,7 @@ kcr_err kcr_manager_get(kcr_manager *m, const struct kcr_gvr *gvr, const char *n
     return kcr_errinfo_set(ei, KCR_EINVAL,
                            "kcr_manager_get: %s is namespaced: a namespace is required",
                            gvr->resource);
-  snprintf(res, sizeof(res), "%s/%s/%s", gvr->group ? gvr->group : "", gvr->version,
-           gvr->resource);
+  res_name(gvr, res);
   pthread_mutex_lock(&m->inf_mu);
   for(size_t i = 0; i < m->ninf && !inf; i++) {
     if(strcmp(m->inf[i].res, res))
@@ -567,11 +574,6 @@ static bool become_leader(kcr_manager *m)
   return false;
 }
 
-/* The recorders' pending events go out now, while the lease is still
- * held and renewed (the write gate closes renew_deadline after the last
- * renewal, so a flush after the elector stops would be refused), within
- * what is left of the grace period. After a lost lease they are dropped:
- * no write of this replica would be let out. */
 /* What is left of the time until deadline (KCR_FOREVER: no deadline). */
 static uint64_t ms_until(uint64_t deadline)
 {
@@ -579,18 +581,25 @@ static uint64_t ms_until(uint64_t deadline)
   return deadline == KCR_FOREVER ? KCR_FOREVER : deadline > now ? deadline - now : 0;
 }
 
+/* The recorders' pending events go out now, while the lease is still
+ * held and renewed (the write gate closes renew_deadline after the last
+ * renewal, so a flush after the elector stops would be refused), within
+ * what is left of the grace period. After a lost lease they are dropped:
+ * no write of this replica would be let out. */
 static void flush_recorders(kcr_manager *m, uint64_t grace_end)
 {
   size_t dropped = 0;
-  for(size_t i = 0; i < m->nrec; i++) {
-    if(atomic_load(&m->lost)) {
-      dropped += kcr__recorder_discard(m->rec[i]);
-    } else if(kcr_recorder_flush(m->rec[i], ms_until(grace_end))) {
-      KCR_LOG(KCR_LOG_WARN, "manager: events not flushed within the grace period",
-              KCR_I("graceMs", m->o.grace_ms));
-    }
+
+  if(!atomic_load(&m->lost)) {
+    for(size_t i = 0; i < m->nrec; i++)
+      if(kcr_recorder_flush(m->rec[i], ms_until(grace_end)))
+        KCR_LOG(KCR_LOG_WARN, "manager: events not flushed within the grace period",
+                KCR_I("graceMs", m->o.grace_ms));
+    return;
   }
-  if(atomic_load(&m->lost) && m->nrec)
+  for(size_t i = 0; i < m->nrec; i++)
+    dropped += kcr__recorder_discard(m->rec[i]);
+  if(m->nrec)
     KCR_LOG(KCR_LOG_WARN,
             "manager: leader election lost; the recorders' pending event "
             "writes are dropped, not sent",

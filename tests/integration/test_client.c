@@ -11,6 +11,7 @@
 
 #include "itest.h"
 #include "kube/client-int.h"
+#include "tenv.h"
 
 ITEST_NAMESPACE_FIXTURE("client", true)
 
@@ -657,36 +658,6 @@ static void a_body_over_the_server_s_limit_gets_its_413(void **state)
 
 /* ---- proxies ---- */
 
-static const char *const proxy_vars[] = {"https_proxy", "HTTPS_PROXY", "http_proxy",
-                                         "HTTP_PROXY",  "all_proxy",   "ALL_PROXY",
-                                         "no_proxy",    "NO_PROXY"};
-#define NPROXY_VARS (sizeof(proxy_vars) / sizeof(proxy_vars[0]))
-
-/* Saves the proxy variables into saved (to restore with env_restore), then
- * sets each to the value at its index in vals (NULL: unset). */
-static void env_set(char *saved[NPROXY_VARS], const char *const vals[NPROXY_VARS])
-{
-  for(size_t i = 0; i < NPROXY_VARS; i++) {
-    const char *v = getenv(proxy_vars[i]);
-    saved[i] = v ? strdup(v) : NULL;
-    if(vals[i])
-      setenv(proxy_vars[i], vals[i], 1);
-    else
-      unsetenv(proxy_vars[i]);
-  }
-}
-
-static void env_restore(char *saved[NPROXY_VARS])
-{
-  for(size_t i = 0; i < NPROXY_VARS; i++) {
-    if(saved[i])
-      setenv(proxy_vars[i], saved[i], 1);
-    else
-      unsetenv(proxy_vars[i]);
-    free(saved[i]);
-  }
-}
-
 /* A write (create, delete: on the client's own connections when there is
  * no proxy), a read (get: a curl transfer) and a watch of ConfigMap name,
  * all answered. */
@@ -718,15 +689,15 @@ static void write_read_watch(kcr_client *c, const char *name)
 static void an_environment_proxy_is_not_used_for_a_loopback_server(void **state)
 {
   struct itest_proxy *px = itest_proxy_start();
-  char url[64], *saved[NPROXY_VARS];
+  char url[64], *saved[TENV_NPROXY];
   kcr_client *c;
 
   snprintf(url, sizeof(url), "http://127.0.0.1:%d", itest_proxy_port(px));
-  env_set(saved, (const char *const[NPROXY_VARS]){url, url, url, url, url, url});
+  tenv_proxy_set(saved, (const char *const[TENV_NPROXY]){url, url, url, url, url, url});
   c = itest_client();
   assert_true(kcr__own_streams(c, "/api/v1/namespaces"));
   write_read_watch(c, "env-proxy");
-  env_restore(saved);
+  tenv_proxy_restore(saved);
   assert_int_equal(0, itest_proxy_tunnels(px));
   kcr_client_free(c);
   itest_proxy_stop(px);
@@ -739,16 +710,16 @@ static void an_environment_proxy_is_not_used_for_a_loopback_server(void **state)
 static void the_kubeconfig_proxy_url_carries_every_request(void **state)
 {
   struct itest_proxy *px = itest_proxy_start();
-  char url[64], *saved[NPROXY_VARS];
+  char url[64], *saved[TENV_NPROXY];
   kcr_client *c;
 
   snprintf(url, sizeof(url), "http://127.0.0.1:%d", itest_proxy_port(px));
-  env_set(saved, (const char *const[NPROXY_VARS]){[6] = "*", [7] = "*"});
+  tenv_proxy_set(saved, (const char *const[TENV_NPROXY]){[6] = "*", [7] = "*"});
   c = itest_client_with("proxy-url", url);
   assert_string_equal(url, kcr_config_proxy_url(kcr_client_config(c)));
   assert_false(kcr__own_streams(c, "/api/v1/namespaces"));
   write_read_watch(c, "kube-proxy");
-  env_restore(saved);
+  tenv_proxy_restore(saved);
   assert_true(itest_proxy_tunnels(px) > 0);
   kcr_client_free(c);
   itest_proxy_stop(px);

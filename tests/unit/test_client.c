@@ -15,6 +15,7 @@
 
 #include "kcr.h"
 #include "tcheck.h"
+#include "tenv.h"
 #include "tfail.h"
 #include "twire.h"
 
@@ -843,20 +844,15 @@ static void apply_rv_finds_the_resource_version_in_the_answer(void **state)
 
 /* ---- proxies ---- */
 
-static const char *const proxy_vars[] = {"https_proxy", "HTTPS_PROXY", "http_proxy",
-                                         "HTTP_PROXY",  "all_proxy",   "ALL_PROXY",
-                                         "no_proxy",    "NO_PROXY"};
-#define NPROXY_VARS (sizeof(proxy_vars) / sizeof(proxy_vars[0]))
-
 /* Whether a client for server (with the cluster's proxy_url unless NULL),
- * made while the proxy variables hold vals (by proxy_vars' index, NULL:
+ * made while the proxy variables hold vals (by tenv_proxy_vars' index, NULL:
  * unset), writes and watches on connections of its own - i.e. reaches its
  * server without a proxy. The environment is restored after. */
 static bool own_path(const char *server, const char *proxy_url,
-                     const char *const vals[NPROXY_VARS])
+                     const char *const vals[TENV_NPROXY])
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
-  char yaml[512], *saved[NPROXY_VARS];
+  char yaml[512], *saved[TENV_NPROXY];
   kcr_config *cfg = NULL;
   kcr_client *c = NULL;
   bool own;
@@ -867,23 +863,10 @@ static bool own_path(const char *server, const char *proxy_url,
            server, proxy_url ? ", proxy-url: '" : "", proxy_url ? proxy_url : "",
            proxy_url ? "'" : "");
   assert_int_equal(KCR_OK, kcr_config_from_yaml(yaml, strlen(yaml), NULL, &cfg, &ei));
-  for(size_t i = 0; i < NPROXY_VARS; i++) {
-    const char *v = getenv(proxy_vars[i]);
-    saved[i] = v ? strdup(v) : NULL;
-    if(vals[i])
-      setenv(proxy_vars[i], vals[i], 1);
-    else
-      unsetenv(proxy_vars[i]);
-  }
+  tenv_proxy_set(saved, vals);
   assert_int_equal(KCR_OK,
                    kcr_client_new(&(struct kcr_client_opts){.config = cfg}, &c, &ei));
-  for(size_t i = 0; i < NPROXY_VARS; i++) {
-    if(saved[i])
-      setenv(proxy_vars[i], saved[i], 1);
-    else
-      unsetenv(proxy_vars[i]);
-    free(saved[i]);
-  }
+  tenv_proxy_restore(saved);
   own = kcr__own_streams(c, "/api/v1/namespaces/ns/configmaps");
   kcr_client_free(c);
   kcr_config_free(cfg);
@@ -891,7 +874,7 @@ static bool own_path(const char *server, const char *proxy_url,
   return own;
 }
 
-#define VALS(...)       ((const char *const[NPROXY_VARS]){__VA_ARGS__})
+#define VALS(...)       ((const char *const[TENV_NPROXY]){__VA_ARGS__})
 #define HTTPS_PROXY_(v) [0] = (v)
 #define ALL_PROXY_(v)   [4] = (v), [5] = (v)
 #define NO_PROXY_(v)    [7] = (v)
