@@ -74,14 +74,20 @@
  *     level exists iff refs > 0, where refs = dirty records with that prio
  *     + parked records with that park_prio. An empty FIFO is a level whose
  *     records are all processing or parked.
+ *  I9 no call sleeps holding a metric delta (struct mdelta, below): a
+ *     getter that promoted parked keys applies that before it waits.
+ *     Workers wait in take with no time limit; a +1 to workqueue_depth
+ *     held there would be missing for as long as the queue stays idle,
+ *     while the -1 of the key's take, by another getter, was applied.
  *
  * Lock order: q->mu is a leaf. Nothing but malloc/free, the clock and the
  * condvars is called with it held; metric updates are accumulated in a
  * struct mdelta and applied after unlocking (gauge moves are +1/-1
  * increments, which commute, so applying them late cannot leave a stale
- * value). The only order is registry -> queue: render runs the collect
- * hook (queue_collect) under the registry's collect_mu and the hook takes
- * q->mu; no path holds q->mu while entering the registry.
+ * value once every call has applied its own - I9). The only order is
+ * registry -> queue: render runs the collect hook (queue_collect) under the
+ * registry's collect_mu and the hook takes q->mu; no path holds q->mu while
+ * entering the registry.
  *
  * Deviations from client-go, each deliberate: done() of a key that is not
  * processing is refused (client-go would queue it twice); add* during
@@ -639,6 +645,11 @@ static void shutdown_locked(kcr_queue *q, bool drain)
 
 /* ---- metrics ---- */
 
+static bool md_pending(const struct mdelta *md)
+{
+  return md->depth || md->adds || md->retries || md->has_latency || md->has_work;
+}
+
 static void apply(kcr_queue *q, const struct mdelta *md)
 {
   const char *const *l = q->m.labels;
@@ -1023,7 +1034,14 @@ kcr_err kcr_queue_take_with_priority(kcr_queue *q, uint64_t timeout_ms, char **k
     rc = KCR_ETIMEDOUT;
     if(timeout_ms != KCR_FOREVER && now >= until)
       break;
-    wait_for_work(q, until);
+    if(md_pending(&md)) { /* I9: apply what promote_due did before sleeping */
+      pthread_mutex_unlock(&q->mu);
+      apply(q, &md);
+      md = (struct mdelta){0};
+      pthread_mutex_lock(&q->mu);
+    } else {
+      wait_for_work(q, until);
+    }
     now = kcr_time_mono_ns();
   }
   if(q->nready) /* chain: more keys wait, wake another getter */

@@ -1014,6 +1014,46 @@ static void metrics_render_in_flight_work_and_help_texts(void **state)
   kcr_metrics_free(reg);
 }
 
+/* What stress_depth_is_zero_whenever_the_queue_is_idle finds, made
+ * deterministic: a getter blocked in take times the parked keys; a key that
+ * comes due while it is still processing becomes dirty (depth + 1) and the
+ * getter, with nothing to take, sleeps on. The +1 must show at once: were
+ * it held until the getter returns, another getter taking the key after
+ * done() would leave the depth at -1 for as long as this one stays blocked. */
+static void metrics_depth_counts_a_key_a_blocked_getter_promoted(void **state)
+{
+  kcr_metrics *reg = NULL;
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
+  kcr_queue *q = new_queue(&(struct kcr_queue_opts){.name = "q", .metrics = reg});
+  struct waiter w = {q, KCR_FOREVER};
+  struct kcr_buf out = KCR_BUF_INIT;
+  double while_blocked, after;
+  pthread_t th;
+  char *k;
+
+  kcr_queue_add(q, "ns/a");
+  k = take_expect(q, "ns/a");
+  kcr_queue_add_after(q, "ns/a", 20); /* parked while processing */
+  assert_int_equal(0, pthread_create(&th, NULL, waiter_main, &w));
+  sleep_ms(200); /* no call here: the getter alone promotes ns/a, at 20 ms */
+  assert_int_equal(KCR_OK, kcr_metrics_render(reg, &out));
+  kcr_buf_cleanup(&out);
+  while_blocked = gauge(reg, "workqueue_depth"); /* ns/a is dirty */
+  kcr_queue_done(q, k);                          /* requeues ns/a: w takes it */
+  free(k);
+  pthread_join(th, NULL);
+  assert_int_equal(KCR_OK, w.rc);
+  kcr_queue_done(q, w.key);
+  free(w.key);
+  after = gauge(reg, "workqueue_depth");
+  kcr_queue_free(q);
+  kcr_metrics_free(reg);
+  if(while_blocked != 1)
+    fail_msg("workqueue_depth was %g with one dirty key and a getter blocked",
+             while_blocked);
+  assert_true(after == 0);
+}
+
 static void an_unnamed_queue_has_no_metrics(void **state)
 {
   kcr_metrics *reg = NULL;
@@ -1193,6 +1233,229 @@ static void stress_with_priorities(void **state)
   run_stress(true, true);
 }
 
+/* ---- the depth gauge under concurrency ---- */
+
+/* workqueue_depth must equal the number of dirty keys whenever the queue is
+ * idle - no key queued, processing or parked - even while getters sit
+ * blocked in take: an idle controller's workers (all but one take with
+ * KCR_FOREVER, as controller.c's do) do not return, so a delta a blocked
+ * call held back would never be applied. Seeded: each thread's sequence of
+ * calls is fixed, only the interleaving varies. */
+
+#define GNKEYS      50
+#define GNPRODUCERS 4
+#define GNWORKERS   3
+#define GNOPS       3000 /* per producer and round */
+#define GROUNDS     10   /* each ends idle, and is checked */
+#define GBASE_MS    1    /* rate limiter: 1, 2, 4, 8, 8... ms */
+#define GMAX_MS     8
+#define GAFTER_MS   5 /* add_after: 0-5 ms */
+
+static const int gprios[] = {-1, 0, 1, 5};
+
+struct gstress {
+  kcr_queue *q;
+  kcr_metrics *reg;
+  atomic_int stop_render;
+  atomic_int busy;  /* workers holding a key */
+  atomic_long took; /* keys taken, ever */
+  atomic_int errors;
+};
+
+struct gthread {
+  struct gstress *s;
+  unsigned seed;
+};
+
+static int pick_prio(unsigned *seed) { return gprios[rand_r(seed) % 4]; }
+
+static void gstress_op(struct gstress *s, unsigned *seed, const char *key)
+{
+  kcr_err rc = KCR_OK;
+
+  switch(rand_r(seed) % 8) {
+  case 0:
+  case 1: rc = kcr_queue_add(s->q, key); break;
+  case 2: rc = kcr_queue_add_after(s->q, key, rand_r(seed) % (GAFTER_MS + 1)); break;
+  case 3: rc = kcr_queue_add_rate_limited(s->q, key); break;
+  case 4:
+  case 5:
+    rc = kcr_queue_add_with(
+        s->q, key,
+        &(struct kcr_queue_add_opts){
+            .priority = pick_prio(seed),
+            .after_ms = rand_r(seed) % 2 ? 0 : rand_r(seed) % (GAFTER_MS + 1),
+            .rate_limited = rand_r(seed) % 4 == 0});
+    break;
+  case 6: kcr_queue_forget(s->q, key); break;
+  default: kcr_queue_len(s->q); break;
+  }
+  if(rc)
+    atomic_fetch_add(&s->errors, 1);
+}
+
+static void *gproducer_main(void *arg)
+{
+  struct gthread *t = arg;
+  char key[32];
+
+  for(int i = 0; i < GNOPS; i++) {
+    key_name(key, sizeof(key), (unsigned)rand_r(&t->seed) % GNKEYS);
+    gstress_op(t->s, &t->seed, key);
+    if(i % 8 == 0)
+      sched_yield();
+  }
+  return NULL;
+}
+
+/* Worker 0 checks with a short timeout, the others block (KCR_FOREVER) as
+ * controller.c's workers do; shutdown ends them. A quarter of the keys are
+ * added again before done() - parked for a rate-limited or add_after retry,
+ * or now - and some "reconcile" for 1-2 ms, so that parked keys come due
+ * while still processing. */
+static void *gworker_main(void *arg)
+{
+  struct gthread *t = arg;
+  struct gstress *s = t->s;
+  uint64_t timeout = t->seed == 1 ? 5 : KCR_FOREVER;
+  char *key;
+  int prio;
+  kcr_err rc;
+
+  while((rc = kcr_queue_take_with_priority(s->q, timeout, &key, &prio)) !=
+        KCR_ECANCELED) {
+    if(rc == KCR_ETIMEDOUT)
+      continue;
+    if(rc) {
+      atomic_fetch_add(&s->errors, 1);
+      continue;
+    }
+    atomic_fetch_add(&s->busy, 1);
+    atomic_fetch_add(&s->took, 1);
+    switch(rand_r(&t->seed) % 8) {
+    case 0: kcr_queue_add_rate_limited(s->q, key); break;
+    case 1: kcr_queue_add_after(s->q, key, 1 + rand_r(&t->seed) % 2); break;
+    case 2:
+      kcr_queue_add_with(s->q, key, &(struct kcr_queue_add_opts){.priority = prio});
+      break;
+    default: break;
+    }
+    if(rand_r(&t->seed) % 4 == 0)
+      sleep_ms(1 + rand_r(&t->seed) % 2);
+    else
+      kcr_queue_forget(s->q, key);
+    atomic_fetch_sub(&s->busy, 1);
+    if(kcr_queue_done(s->q, key))
+      atomic_fetch_add(&s->errors, 1);
+    free(key);
+  }
+  return NULL;
+}
+
+/* Renders over and over, so the collect hook (which promotes due keys)
+ * runs alongside the others. */
+static void *grender_main(void *arg)
+{
+  struct gstress *s = arg;
+  struct kcr_buf out = KCR_BUF_INIT;
+
+  while(!atomic_load(&s->stop_render)) {
+    if(kcr_metrics_render(s->reg, &out))
+      atomic_fetch_add(&s->errors, 1);
+    kcr_buf_reset(&out);
+    sched_yield();
+  }
+  kcr_buf_cleanup(&out);
+  return NULL;
+}
+
+/* Waits until nothing is queued, processing or parked: no key was taken
+ * for longer than any delay, with none queued and none held before and
+ * after. False if that never happens within ~5 s. */
+static bool wait_idle(struct gstress *s)
+{
+  for(int i = 0; i < 200; i++) {
+    long took = atomic_load(&s->took);
+    if(kcr_queue_len(s->q) || atomic_load(&s->busy)) {
+      sleep_ms(1);
+      continue;
+    }
+    sleep_ms(3 * GMAX_MS);
+    if(!kcr_queue_len(s->q) && !atomic_load(&s->busy) && atomic_load(&s->took) == took)
+      return true;
+  }
+  return false;
+}
+
+/* One round: the producers and the renderer run, then the queue is left
+ * to go idle, with the workers waiting in take. *depth: what a scrape sees
+ * then. False if the queue never went idle. */
+static bool gstress_round(struct gstress *s, unsigned round, double *depth)
+{
+  pthread_t prod[GNPRODUCERS], render;
+  struct gthread pt[GNPRODUCERS];
+  struct kcr_buf out = KCR_BUF_INIT;
+  bool idle;
+
+  atomic_store(&s->stop_render, 0);
+  assert_int_equal(0, pthread_create(&render, NULL, grender_main, s));
+  for(unsigned i = 0; i < GNPRODUCERS; i++) {
+    pt[i] = (struct gthread){s, 1000 + 7919 * i + 104729 * round};
+    assert_int_equal(0, pthread_create(&prod[i], NULL, gproducer_main, &pt[i]));
+  }
+  for(int i = 0; i < GNPRODUCERS; i++)
+    pthread_join(prod[i], NULL);
+  atomic_store(&s->stop_render, 1);
+  pthread_join(render, NULL);
+  idle = wait_idle(s);
+  if(kcr_metrics_render(s->reg, &out)) /* runs the collect hook, as a scrape */
+    atomic_fetch_add(&s->errors, 1);
+  kcr_buf_cleanup(&out);
+  *depth = gauge(s->reg, "workqueue_depth");
+  return idle;
+}
+
+static void stress_depth_is_zero_whenever_the_queue_is_idle(void **state)
+{
+  struct gstress s = {0};
+  pthread_t work[GNWORKERS];
+  struct gthread wt[GNWORKERS];
+  double depth = 0, after;
+  size_t len;
+  unsigned round;
+  bool idle = true;
+
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &s.reg, NULL));
+  s.q = new_queue(&(struct kcr_queue_opts){
+      .name = "q", .metrics = s.reg, .base_delay_ms = GBASE_MS, .max_delay_ms = GMAX_MS});
+  for(unsigned i = 0; i < GNWORKERS; i++) {
+    wt[i] = (struct gthread){&s, 1 + i};
+    assert_int_equal(0, pthread_create(&work[i], NULL, gworker_main, &wt[i]));
+  }
+  for(round = 0; round < GROUNDS; round++) {
+    idle = gstress_round(&s, round, &depth);
+    if(!idle || depth != 0)
+      break;
+  }
+  /* Checked once the workers are joined and the queue freed: a failed
+   * assert leaves this frame. */
+  kcr_queue_shutdown(s.q);
+  for(int i = 0; i < GNWORKERS; i++)
+    pthread_join(work[i], NULL);
+  len = kcr_queue_len(s.q);
+  after = gauge(s.reg, "workqueue_depth"); /* every call has returned */
+  kcr_queue_free(s.q);
+  kcr_metrics_free(s.reg);
+  assert_true(idle);
+  assert_int_equal(0, atomic_load(&s.errors));
+  if(depth != 0)
+    fail_msg("round %u: workqueue_depth was %g with the queue idle and the workers "
+             "waiting",
+             round, depth);
+  assert_int_equal(0, len);
+  assert_true(after == 0);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -1236,11 +1499,13 @@ int main(void)
       cmocka_unit_test(shutdown_stops_a_waiting_drain),
       cmocka_unit_test(metrics_count_adds_depth_and_retries),
       cmocka_unit_test(metrics_render_in_flight_work_and_help_texts),
+      cmocka_unit_test(metrics_depth_counts_a_key_a_blocked_getter_promoted),
       cmocka_unit_test(an_unnamed_queue_has_no_metrics),
       cmocka_unit_test(a_registry_with_a_conflicting_family_refuses_the_queue),
       cmocka_unit_test(stress_no_key_runs_twice_at_once_and_no_add_is_lost),
       cmocka_unit_test(stress_parked_keys_always_fire),
       cmocka_unit_test(stress_with_priorities),
+      cmocka_unit_test(stress_depth_is_zero_whenever_the_queue_is_idle),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
