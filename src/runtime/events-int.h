@@ -1,5 +1,5 @@
 /* runtime/events-int.h - what the tests may see of the event recorder's
- * internals (src/runtime/events.c). Private to libkcr and its tests; not
+ * internals (src/runtime/events*.c). Private to libkcr and its tests; not
  * installed, not part of the API.
  *
  * The visit counters make the cost of the bookkeeping observable without
