@@ -124,13 +124,13 @@ static cJSON *make_cm(const char *ns, long i)
         8000 + k);
   cJSON_AddStringToObject(o, "apiVersion", "v1");
   cJSON_AddStringToObject(o, "kind", "ConfigMap");
-  kcr_json_set_str(o, "metadata.name", name);
-  kcr_json_set_str(o, "metadata.namespace", ns);
-  cJSON *labels = kcr_json_obj(o, "metadata.labels");
+  kcr_json_set_str(o, "/metadata/name", name);
+  kcr_json_set_str(o, "/metadata/namespace", ns);
+  cJSON *labels = kcr_json_obj(o, "/metadata/labels");
   cJSON_AddStringToObject(labels, "app.kubernetes.io/name", "informer-mem-bench");
   cJSON_AddStringToObject(labels, "app.kubernetes.io/instance", name);
   cJSON_AddStringToObject(labels, "bench.kcr.example.com/index", idx);
-  cJSON *ann = kcr_json_obj(o, "metadata.annotations");
+  cJSON *ann = kcr_json_obj(o, "/metadata/annotations");
   cJSON_AddStringToObject(ann, "bench.kcr.example.com/created-by",
                           "bench/informer_mem.c");
   cJSON_AddStringToObject(ann, "bench.kcr.example.com/description",
@@ -185,7 +185,7 @@ static int create_all(kcr_client *c, const char *ns, long n, int threads)
 
   cJSON_AddStringToObject(nso, "apiVersion", "v1");
   cJSON_AddStringToObject(nso, "kind", "Namespace");
-  kcr_json_set_str(nso, "metadata.name", ns);
+  kcr_json_set_str(nso, "/metadata/name", ns);
   if(kcr_create(c, &(struct kcr_ref){.gvr = &namespaces}, nso, NULL, NULL, &ei)) {
     fprintf(stderr, "informer_mem: creating namespace %s: %s\n", ns,
             ei.message ? ei.message : "failed");

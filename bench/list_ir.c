@@ -137,15 +137,15 @@ static int bytes(kcr_client *c, const char *ns)
       die("list", rc, &ei);
     total += resp.body.len;
     pages++;
-    cJSON_ArrayForEach(it, kcr_json_at(page, "items"))
+    cJSON_ArrayForEach(it, kcr_json_at(page, "/items"))
     {
-      char *t = kcr_json_to_text(kcr_json_at(it, "metadata.managedFields"));
+      char *t = kcr_json_to_text(kcr_json_at(it, "/metadata/managedFields"));
       items++;
       if(t)
         mf += strlen("\"managedFields\":,") + strlen(t);
       free(t);
     }
-    next = kcr_json_str(page, "metadata.continue");
+    next = kcr_json_str(page, "/metadata/continue");
     free(token);
     token = next && *next ? strdup(next) : NULL;
     cJSON_Delete(page);

@@ -61,7 +61,7 @@ static bool is_ready(kcr_obj *o)
 
   if(!o || kcr_obj_parse(o, &t))
     return false;
-  r = !kcr_cond_get(kcr_json_at(t, "status.conditions"), "Ready", &c) &&
+  r = !kcr_cond_get(kcr_json_at(t, "/status/conditions"), "Ready", &c) &&
       !strcmp(c.status, "True");
   cJSON_Delete(t);
   return r;

@@ -93,17 +93,17 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
     return KCR_ENOMEM;
   }
   /* Level-based: write only when the observed state differs. */
-  const char *have = kcr_json_str(cur, "data.greeting");
-  const char *had = kcr_json_str(cur, "data.greeted");
+  const char *have = kcr_json_str(cur, "/data/greeting");
+  const char *had = kcr_json_str(cur, "/data/greeted");
   if(!have || strcmp(have, want) || !had || strcmp(had, count)) {
     patch = cJSON_CreateObject();
     cJSON_AddStringToObject(patch, "apiVersion", "v1");
     cJSON_AddStringToObject(patch, "kind", "ConfigMap");
-    kcr_json_set_str(patch, "metadata.name", req->name);
-    kcr_json_set_str(patch, "metadata.namespace", req->ns);
-    kcr_json_set_str(patch, "data.greeting", want);
-    kcr_json_set_str(patch, "data.greeter", h->identity);
-    kcr_json_set_str(patch, "data.greeted", count);
+    kcr_json_set_str(patch, "/metadata/name", req->name);
+    kcr_json_set_str(patch, "/metadata/namespace", req->ns);
+    kcr_json_set_str(patch, "/data/greeting", want);
+    kcr_json_set_str(patch, "/data/greeter", h->identity);
+    kcr_json_set_str(patch, "/data/greeted", count);
     rc = kcr_apply(
         kcr_ctx_client(cx),
         &(struct kcr_ref){.gvr = &configmaps, .ns = req->ns, .name = req->name}, patch,

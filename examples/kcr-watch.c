@@ -12,6 +12,10 @@
 
 static kcr_watch *volatile current;
 static volatile sig_atomic_t stop;
+/* --label KEY: the pointer to that label ("/metadata/labels/" and the key
+ * with '~' and '/' escaped: "app.kubernetes.io/name" is one member). */
+static const char *label_key;
+static struct kcr_buf label_path = KCR_BUF_INIT;
 
 static void on_signal(int sig)
 {
@@ -20,23 +24,27 @@ static void on_signal(int sig)
     kcr_watch_cancel(current);
 }
 
+static void print_line(const char *what, const cJSON *o, const char *rv)
+{
+  const char *ns = kcr_json_str(o, "/metadata/namespace"), *label = NULL;
+  if(label_key)
+    label = kcr_json_str(o, kcr_buf_str(&label_path));
+  printf("%-9s %s%s%s rv=%s%s%s%s%s\n", what, ns ? ns : "", ns ? "/" : "",
+         kcr_json_str(o, "/metadata/name"), rv ? rv : "", label_key ? " " : "",
+         label_key ? label_key : "", label_key ? "=" : "", label ? label : "");
+}
+
 static kcr_err print_item(const cJSON *item, void *ud)
 {
-  const char *ns = kcr_json_str(item, "metadata.namespace");
-  printf("%-9s %s%s%s rv=%s\n", "LISTED", ns ? ns : "", ns ? "/" : "",
-         kcr_json_str(item, "metadata.name"),
-         kcr_json_str(item, "metadata.resourceVersion"));
+  print_line("LISTED", item, kcr_json_str(item, "/metadata/resourceVersion"));
   return KCR_OK;
 }
 
 static kcr_err print_event(struct kcr_watch_event *ev, void *ud)
 {
-  const char *ns = kcr_json_str(ev->object, "metadata.namespace");
   if(ev->type == KCR_WATCH_BOOKMARK)
     return KCR_OK;
-  printf("%-9s %s%s%s rv=%s\n", kcr_watch_type_name(ev->type), ns ? ns : "",
-         ns ? "/" : "", kcr_json_str(ev->object, "metadata.name"),
-         ev->resource_version ? ev->resource_version : "");
+  print_line(kcr_watch_type_name(ev->type), ev->object, ev->resource_version);
   fflush(stdout);
   return KCR_OK;
 }
@@ -66,6 +74,8 @@ int main(int argc, char **argv)
        "the resource is not namespaced"},
       {"for", KCR_FLAG_DURATION, &for_ms, "stop after this long (default: until Ctrl-C)",
        .min = 1, .max = INT64_MAX},
+      {"label", KCR_FLAG_STRING, &label_key,
+       "also print this label's value (kubectl get -L)", .arg = "KEY"},
   };
 
   kcr_cli_parse_or_exit(
@@ -81,6 +91,11 @@ int main(int argc, char **argv)
                         .log = true},
       argc, argv);
   gvr.namespaced = !cluster_scoped;
+  if(label_key && (kcr_buf_puts(&label_path, "/metadata/labels") ||
+                   kcr_json_ptr_append(&label_path, label_key))) {
+    fputs("kcr-watch: out of memory\n", stderr);
+    return 2;
+  }
   rc = kcr_config_load(&co, &cfg, &ei);
   if(!rc)
     rc = kcr_client_new(&(struct kcr_client_opts){.config = cfg}, &c, &ei);
@@ -140,6 +155,7 @@ int main(int argc, char **argv)
     break;
   }
   free(rv);
+  kcr_buf_cleanup(&label_path);
   kcr_errinfo_cleanup(&ei);
   kcr_client_free(c);
   return status;

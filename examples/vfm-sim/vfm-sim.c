@@ -131,8 +131,8 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
   kcr_obj_unref(o);
   if(!vfm)
     return KCR_ENOMEM;
-  fail = kcr_json_member_str(kcr_json_at(vfm, "metadata.annotations"), ANN_FAIL);
-  delay_s = kcr_json_member_str(kcr_json_at(vfm, "metadata.annotations"), ANN_DELAY);
+  fail = kcr_json_member_str(kcr_json_at(vfm, "/metadata/annotations"), ANN_FAIL);
+  delay_s = kcr_json_member_str(kcr_json_at(vfm, "/metadata/annotations"), ANN_DELAY);
   if(delay_s && vfm_sim_delay_parse(delay_s, &delay)) {
     rc = report(cx, s, vfm, "False", "Failed",
                 "annotation " ANN_DELAY " is not a duration from 0 to " VFM_SIM_MAX_DELAY

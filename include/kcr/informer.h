@@ -84,37 +84,38 @@ struct kcr_informer_opts {
 
 /* Cache projection (opts.keep): the store holds only the members of each
  * object that the controller reads, so a cached object costs the bytes of
- * those instead of the whole object's. A path is member names joined by
- * dots, as kcr_json_at takes them ("spec", "status.conditions", "data",
- * "metadata.labels"); the member it names is kept whole, with everything
- * below it - arrays too: a path does not index into an array, and one that
- * meets an array or a scalar before its end keeps nothing. Paths may repeat
+ * those instead of the whole object's. A path is a JSON Pointer, as
+ * kcr_json_at takes them ("/spec", "/status/conditions", "/data",
+ * "/metadata/labels"; '~' and '/' in a name written "~0" and "~1"); the
+ * member it names is kept whole, with everything below it - arrays too: a
+ * keep path does not index into an array ("/spec/0" names a member "0"),
+ * and one that meets an array or a scalar before its end keeps nothing. Paths may repeat
  * or overlap. A member no path names is dropped; an object a path runs
  * through keeps only the members kept below it, and is dropped when none
  * is there. Members keep the order the server sent them in.
  *
- * Always kept, listed or not: apiVersion, kind, and metadata.name,
- * .namespace, .uid, .resourceVersion, .generation, .deletionTimestamp and
- * .ownerReferences - what the store's header (kcr_obj_ns ...
+ * Always kept, listed or not: /apiVersion, /kind, and /metadata/name,
+ * namespace, uid, resourceVersion, generation, deletionTimestamp and
+ * ownerReferences - what the store's header (kcr_obj_ns ...
  * kcr_obj_controller), kcr_controller_owns and kcr_owner_set_controller
- * read - plus metadata.managedFields when keep_managed_fields is set.
+ * read - plus /metadata/managedFields when keep_managed_fields is set.
  * Everything else - labels, annotations, finalizers, creationTimestamp -
- * only when listed ("metadata.labels"); `keep = (const char *[]){NULL}`
+ * only when listed ("/metadata/labels"); `keep = (const char *[]){NULL}`
  * keeps just the metadata above.
  *
  * kcr_obj_json and kcr_obj_parse then give the projected object, and
  * handlers see it. It is a view for reading: never send it back whole (an
  * update/PUT of it would wipe every member it lacks); apply or patch the
  * fields you own, or read the object with kcr_get first. Give
- * kcr_status_write a projected object only when it keeps "status". */
+ * kcr_status_write a projected object only when it keeps "/status". */
 
 /* Makes an informer (not started) with an empty store. The strings and the
  * gvr of opts are copied. Release with kcr_informer_free(). Errors:
  * KCR_EINVAL (no opts, client or gvr, no gvr->version or gvr->resource, a
  * negative page_size, watch_timeout_max_ms below watch_timeout_min_ms, a
- * keep path that is empty, has an empty member name (".spec", "a..b",
- * "spec.") or an index or wildcard ('[', ']', '*'); ei names the field, for
- * a path its index and text), KCR_EEXIST (opts.metrics has a
+ * keep path that is not a JSON Pointer ("spec", "a~2") or is "" (the
+ * object: a keep path names a member); ei names the field, for a path its
+ * index, text and what is wrong), KCR_EEXIST (opts.metrics has a
  * kcr_informer_* family of another type or with other labels; ei names
  * it), KCR_ENOMEM. On error *out is NULL.
  * Thread safety: any thread. */

@@ -1,6 +1,16 @@
 /* kcr/json.h - small helpers over cJSON for Kubernetes objects.
  *
- * Paths are dot-separated member names: "metadata.name", "status.conditions".
+ * Paths are JSON Pointers (RFC 6901), the one path syntax of libkcr (the
+ * same for an informer's keep list and kcr_obj_spans): "" for the value
+ * itself, else "/" before each member name - "/metadata/name",
+ * "/status/conditions" - with '~' written "~0" and '/' written "~1" in a
+ * name, so that every label key can be named:
+ * "/metadata/labels/app.kubernetes.io~1name" (a dot is an ordinary byte).
+ * kcr_json_ptr_append builds one from names. Here a token on an array is
+ * an index ("/status/conditions/0"). A path that is not a pointer ("" and
+ * "/..." are; "metadata.name", from before pointers, is not; nor is one
+ * with '~' followed by anything but 0 or 1) finds nothing, and the first
+ * such path a process uses is logged as an error.
  * Getters return borrowed pointers into the tree (valid while it lives) or
  * NULL/defaults when a member is absent or of another type.
  *
@@ -51,20 +61,21 @@
 #include <stdint.h>
 
 #include "api.h"
+#include "buf.h"
 #include "err.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* The node at path (borrowed), or NULL when a member on the way is absent
- * or obj is NULL. */
+/* The node at path (borrowed), or NULL when a member or element on the
+ * way is absent, obj is NULL or path is not a pointer (see above). */
 KCR_API cJSON *kcr_json_at(const cJSON *obj, const char *path);
 /* The string at path (borrowed), or NULL when absent or not a string (a
  * string holding \u0000, kept as a Raw node, is none: see above). */
 KCR_API const char *kcr_json_str(const cJSON *obj, const char *path);
-/* The string member named exactly `key` (no path splitting: for label and
- * annotation keys such as "example.com/name"), or NULL. */
+/* The string member named exactly `key` (a name, not a path: for label
+ * and annotation keys such as "example.com/name"), or NULL. */
 KCR_API const char *kcr_json_member_str(const cJSON *obj, const char *key);
 /* Integer at path, exactly (see above); def if absent, null, not an integer
  * (a string, 1.5, NaN ...) or out of int64 range. */
@@ -83,15 +94,20 @@ KCR_API cJSON *kcr_json_create_int(int64_t v);
  * name). Returns the new node, or NULL (out of memory, or obj/name NULL)
  * with obj unchanged. */
 KCR_API cJSON *kcr_json_add_int(cJSON *obj, const char *name, int64_t v);
-/* Gets or creates the object at path (creating intermediate objects);
- * NULL if out of memory (then obj is unchanged) or if obj or a member on
- * the way is not an object. */
+/* Gets or creates the object at path (creating intermediate objects; ""
+ * is obj itself); NULL if out of memory (then obj is unchanged), if obj or
+ * a member on the way is not an object, or if path is not a pointer. */
 KCR_API cJSON *kcr_json_obj(cJSON *obj, const char *path);
 /* Sets a string member at path to a copy of value (replacing any value),
  * creating intermediate objects. Errors: KCR_EINVAL when obj, path or value
- * is NULL, or obj or a member on the way is not an object; KCR_ENOMEM. On
- * error obj is unchanged. */
+ * is NULL, path is "" or not a pointer, or obj or a member on the way is
+ * not an object; KCR_ENOMEM. On error obj is unchanged. */
 KCR_API kcr_err kcr_json_set_str(cJSON *obj, const char *path, const char *value);
+/* Appends to out one step of a path: '/' and name with '~' written "~0" and
+ * '/' written "~1" ("app.kubernetes.io/name" -> "/app.kubernetes.io~1name").
+ * Errors: KCR_EINVAL (out or name NULL), KCR_ENOMEM (out's error, which it
+ * keeps: see kcr/buf.h). Thread safety: as out. */
+KCR_API kcr_err kcr_json_ptr_append(struct kcr_buf *out, const char *name);
 /* Parses text[0..len) into a new tree (*out, caller frees; NULL on error),
  * keeping integers exact, a string value holding \u0000 as a Raw node of its
  * literal, and of members of the same name in an object only the last

@@ -85,11 +85,12 @@ struct kcr_span {
   const char *at;
   size_t n;
 };
-/* Finds in one pass over o's text the value at each paths[i] (member names
- * separated by dots, as kcr_json_at reads them in kcr_obj_parse's tree: the
- * last member of a name counts, as in Go's decoder, a path through anything
- * but objects finds nothing; a member name the server wrote with escapes
- * matches nothing) into out[i], without
+/* Finds in one pass over o's text the value at each paths[i] (a JSON
+ * Pointer of member names, "/status/conditions", as kcr_json_at reads them
+ * in kcr_obj_parse's tree: the last member of a name counts, as in Go's
+ * decoder; a path through anything but objects finds nothing - no array
+ * index here -, and so does one that is not a pointer; a member name the
+ * server wrote with JSON escapes matches nothing) into out[i], without
  * parsing or allocating - for a reconcile that reads a few values, or
  * compares a part with text of its own, at a fraction of kcr_obj_parse's
  * cost. The text is the stored one: compact JSON, as the server wrote it
@@ -97,7 +98,7 @@ struct kcr_span {
  * (paths past that find nothing); the walk reads the whole text (a later
  * member of a name would replace an earlier one), and a text it cannot pass
  * - nesting deeper than 128 levels inside a value it steps over - finds
- * nothing at all (ask for metadata.name too, to tell that from absence). Thread
+ * nothing at all (ask for "/metadata/name" too, to tell that from absence). Thread
  * safety: any thread. */
 KCR_API size_t kcr_obj_spans(const kcr_obj *o, const char *const *paths,
                              struct kcr_span *out, size_t n);
@@ -129,7 +130,7 @@ KCR_API size_t kcr_obj_size(const kcr_obj *o);
  * KCR_ENOTFOUND (no such label, or no labels), KCR_ENOTKEPT (o comes from
  * an informer whose keep list does not keep metadata.labels whole - one
  * that keeps some labels only counts as dropping them: whether the label
- * is there is not known - keep "metadata.labels"), KCR_EPARSE (a text
+ * is there is not known - keep "/metadata/labels"), KCR_EPARSE (a text
  * nesting deeper than the walk follows - 128 levels where it steps over a
  * value, as kcr_obj_spans - which only kcr_obj_parse reads), KCR_EINVAL (no
  * o, key or value). On error *value is {NULL, 0}. Thread safety: any thread. */

@@ -39,15 +39,15 @@
 
 #include "ebdman.h"
 
-const char *const ebdman_vfm_keep[] = {"spec", "metadata.annotations",
-                                       "status.conditions", NULL};
-const char *const ebdman_configmap_keep[] = {"data", "metadata.annotations", NULL};
+const char *const ebdman_vfm_keep[] = {"/spec", "/metadata/annotations",
+                                       "/status/conditions", NULL};
+const char *const ebdman_configmap_keep[] = {"/data", "/metadata/annotations", NULL};
 
 /* The uid of obj's controller ownerReference, or NULL. */
 static const char *controller_uid(const cJSON *obj)
 {
   const cJSON *r;
-  cJSON_ArrayForEach(r, kcr_json_at(obj, "metadata.ownerReferences"))
+  cJSON_ArrayForEach(r, kcr_json_at(obj, "/metadata/ownerReferences"))
   {
     if(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "controller")))
       return kcr_json_member_str(r, "uid");
@@ -70,8 +70,8 @@ static bool same_map(const cJSON *a, const cJSON *b)
  * without names) is no match. */
 static bool same_annotations(const cJSON *want, const cJSON *have)
 {
-  const cJSON *wann = kcr_json_at(want, "metadata.annotations"),
-              *hann = kcr_json_at(have, "metadata.annotations"), *a;
+  const cJSON *wann = kcr_json_at(want, "/metadata/annotations"),
+              *hann = kcr_json_at(have, "/metadata/annotations"), *a;
   size_t plen = strlen(EBDMAN_VFM_ANNOTATION_PREFIX);
 
   if((wann && !cJSON_IsObject(wann)) || (hann && !cJSON_IsObject(hann)))
@@ -150,7 +150,7 @@ kcr_err ebdman_child_precondition(cJSON *want, enum ebdman_child_plan plan,
                                   const cJSON *have)
 {
   cJSON *meta = cJSON_GetObjectItemCaseSensitive(want, "metadata");
-  const char *uid = kcr_json_str(have, "metadata.uid");
+  const char *uid = kcr_json_str(have, "/metadata/uid");
 
   if(!cJSON_IsObject(meta) ||
      (plan != EBDMAN_CHILD_CREATE && plan != EBDMAN_CHILD_UPDATE) ||
@@ -193,7 +193,7 @@ static void put_ref(char *out, size_t n, size_t *at, const cJSON *r)
 /* Who owns have: its controller, else its other owners, else "no owner". */
 static void put_owners(char *out, size_t n, size_t *at, const cJSON *have)
 {
-  const cJSON *refs = kcr_json_at(have, "metadata.ownerReferences"), *r;
+  const cJSON *refs = kcr_json_at(have, "/metadata/ownerReferences"), *r;
   int others = 0;
 
   cJSON_ArrayForEach(r, refs)
@@ -222,7 +222,7 @@ static void put_managers(char *out, size_t n, size_t *at, const cJSON *have)
   const char *seen[4];
   int k = 0;
 
-  cJSON_ArrayForEach(mf, kcr_json_at(have, "metadata.managedFields"))
+  cJSON_ArrayForEach(mf, kcr_json_at(have, "/metadata/managedFields"))
   {
     const char *m = kcr_json_member_str(mf, "manager"),
                *sub = kcr_json_member_str(mf, "subresource");
@@ -242,9 +242,9 @@ static void put_managers(char *out, size_t n, size_t *at, const cJSON *have)
 
 void ebdman_child_conflict_msg(char *out, size_t n, const cJSON *want, const cJSON *have)
 {
-  const char *kind = kcr_json_str(want, "kind"),
-             *ns = kcr_json_str(want, "metadata.namespace"),
-             *name = kcr_json_str(want, "metadata.name");
+  const char *kind = kcr_json_str(want, "/kind"),
+             *ns = kcr_json_str(want, "/metadata/namespace"),
+             *name = kcr_json_str(want, "/metadata/name");
   size_t at = 0;
 
   if(!n)

@@ -174,7 +174,8 @@ static void age(time_t created, time_t now, char *out, size_t n)
 
 static const char *cond(const cJSON *o, const char *type, const char *field)
 {
-  return kcr_json_str(kcr_cond_find(kcr_json_at(o, "status.conditions"), type), field);
+  return kcr_json_member_str(kcr_cond_find(kcr_json_at(o, "/status/conditions"), type),
+                             field);
 }
 
 static void fill_row(struct cell row[NCOL], const cJSON *o, time_t now)
@@ -182,17 +183,17 @@ static void fill_row(struct cell row[NCOL], const cJSON *o, time_t now)
   char buf[64];
   time_t created;
 
-  set_cell(&row[C_NS], kcr_json_str(o, "metadata.namespace"));
-  set_cell(&row[C_NAME], kcr_json_str(o, "metadata.name"));
+  set_cell(&row[C_NS], kcr_json_str(o, "/metadata/namespace"));
+  set_cell(&row[C_NAME], kcr_json_str(o, "/metadata/name"));
   set_cell(&row[C_READY], cond(o, "Ready", "status"));
   set_cell(&row[C_REASON], cond(o, "Ready", "reason"));
   set_cell(&row[C_INST], cond(o, "Installed", "status"));
   set_cell(&row[C_VFM], cond(o, "VFMHealthy", "status"));
   snprintf(buf, sizeof(buf), "%lld/%lld",
-           (long long)kcr_json_int(o, "metadata.generation", 0),
-           (long long)kcr_json_int(o, "status.observedGeneration", 0));
+           (long long)kcr_json_int(o, "/metadata/generation", 0),
+           (long long)kcr_json_int(o, "/status/observedGeneration", 0));
   set_cell(&row[C_GEN], buf);
-  if(kcr_time_parse(kcr_json_str(o, "metadata.creationTimestamp"), &created))
+  if(kcr_time_parse(kcr_json_str(o, "/metadata/creationTimestamp"), &created))
     snprintf(buf, sizeof(buf), "<unknown>");
   else
     age(created, now, buf, sizeof(buf));
@@ -243,10 +244,10 @@ static const char *str_or_empty(const cJSON *o, const char *path)
 static int cmp_obj(const void *a, const void *b)
 {
   const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
-  int c = strcmp(str_or_empty(x, "metadata.namespace"),
-                 str_or_empty(y, "metadata.namespace"));
+  int c = strcmp(str_or_empty(x, "/metadata/namespace"),
+                 str_or_empty(y, "/metadata/namespace"));
   return c ? c
-           : strcmp(str_or_empty(x, "metadata.name"), str_or_empty(y, "metadata.name"));
+           : strcmp(str_or_empty(x, "/metadata/name"), str_or_empty(y, "/metadata/name"));
 }
 
 kcr_err ebdman_status_sort(cJSON *objs)
@@ -269,8 +270,8 @@ kcr_err ebdman_status_sort(cJSON *objs)
 
 bool ebdman_status_apply(cJSON *objs, struct kcr_watch_event *ev)
 {
-  const char *name = kcr_json_str(ev->object, "metadata.name");
-  const char *ns = str_or_empty(ev->object, "metadata.namespace");
+  const char *name = kcr_json_str(ev->object, "/metadata/name");
+  const char *ns = str_or_empty(ev->object, "/metadata/namespace");
   cJSON *it;
   int i = 0;
 
@@ -279,9 +280,9 @@ bool ebdman_status_apply(cJSON *objs, struct kcr_watch_event *ev)
     return false; /* nothing to key it by */
   cJSON_ArrayForEach(it, objs)
   {
-    const char *iname = kcr_json_str(it, "metadata.name");
+    const char *iname = kcr_json_str(it, "/metadata/name");
     if(iname && !strcmp(iname, name) &&
-       !strcmp(str_or_empty(it, "metadata.namespace"), ns))
+       !strcmp(str_or_empty(it, "/metadata/namespace"), ns))
       break;
     i++;
   }

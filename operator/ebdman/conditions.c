@@ -94,13 +94,13 @@ static bool vfm_health(const struct ebdman_observed *ob, struct kcr_cond *c)
 void ebdman_observe_vfm(struct ebdman_observed *ob, const cJSON *vfm)
 {
   ob->vfm_seen = vfm != NULL;
-  ob->vfm_conditions = kcr_json_at(vfm, "status.conditions");
-  ob->vfm_generation = kcr_json_int(vfm, "metadata.generation", 0);
+  ob->vfm_conditions = kcr_json_at(vfm, "/status/conditions");
+  ob->vfm_generation = kcr_json_int(vfm, "/metadata/generation", 0);
 }
 
 void ebdman_observe_vfm_obj(struct ebdman_observed *ob, const kcr_obj *vfm, cJSON **hold)
 {
-  static const char *const paths[] = {"metadata.name", "status.conditions"};
+  static const char *const paths[] = {"/metadata/name", "/status/conditions"};
   struct kcr_span sp[2];
 
   *hold = NULL;
@@ -161,9 +161,9 @@ size_t ebdman_conditions(const struct ebdman_observed *ob,
 static cJSON *child(const cJSON *ebd, const char *api_version, const char *kind,
                     const char *name)
 {
-  const char *ebd_name = kcr_json_str(ebd, "metadata.name");
-  const char *ns = kcr_json_str(ebd, "metadata.namespace");
-  const cJSON *anns = kcr_json_at(ebd, "metadata.annotations"), *a;
+  const char *ebd_name = kcr_json_str(ebd, "/metadata/name");
+  const char *ns = kcr_json_str(ebd, "/metadata/namespace");
+  const cJSON *anns = kcr_json_at(ebd, "/metadata/annotations"), *a;
   cJSON *o = cJSON_CreateObject(), *labels, *ann = NULL;
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   size_t plen = strlen(EBDMAN_VFM_ANNOTATION_PREFIX);
@@ -171,9 +171,9 @@ static cJSON *child(const cJSON *ebd, const char *api_version, const char *kind,
 
   ok = o && ebd_name && name && cJSON_AddStringToObject(o, "apiVersion", api_version) &&
        cJSON_AddStringToObject(o, "kind", kind) &&
-       !kcr_json_set_str(o, "metadata.name", name) &&
-       (!ns || !kcr_json_set_str(o, "metadata.namespace", ns)) &&
-       (labels = kcr_json_obj(o, "metadata.labels")) &&
+       !kcr_json_set_str(o, "/metadata/name", name) &&
+       (!ns || !kcr_json_set_str(o, "/metadata/namespace", ns)) &&
+       (labels = kcr_json_obj(o, "/metadata/labels")) &&
        cJSON_AddStringToObject(labels, "app.kubernetes.io/managed-by", "ebdman") &&
        cJSON_AddStringToObject(labels, "ebdman.example.com/ebd", ebd_name);
   anns = cJSON_IsObject(anns) ? anns : NULL;
@@ -181,7 +181,7 @@ static cJSON *child(const cJSON *ebd, const char *api_version, const char *kind,
   {
     if(ok && a->string && cJSON_IsString(a) &&
        !strncmp(a->string, EBDMAN_VFM_ANNOTATION_PREFIX, plen))
-      ok = (ann || (ann = kcr_json_obj(o, "metadata.annotations"))) &&
+      ok = (ann || (ann = kcr_json_obj(o, "/metadata/annotations"))) &&
            cJSON_AddStringToObject(ann, a->string, a->valuestring);
   }
   ok = ok && !kcr_owner_set_controller(o, ebd, &ei);
@@ -196,8 +196,8 @@ static cJSON *child(const cJSON *ebd, const char *api_version, const char *kind,
 cJSON *ebdman_configmap_for(const cJSON *ebd)
 {
   char name[300];
-  const char *ebd_name = kcr_json_str(ebd, "metadata.name");
-  const cJSON *cfg = kcr_json_at(ebd, "spec.vfm.config");
+  const char *ebd_name = kcr_json_str(ebd, "/metadata/name");
+  const cJSON *cfg = kcr_json_at(ebd, "/spec/vfm/config");
   cJSON *o, *data;
 
   if(!ebd_name)
@@ -215,8 +215,8 @@ cJSON *ebdman_configmap_for(const cJSON *ebd)
 
 cJSON *ebdman_vfm_for(const cJSON *ebd)
 {
-  const cJSON *spec = kcr_json_at(ebd, "spec.vfm");
-  cJSON *o = child(ebd, EBDMAN_API_VERSION, "VFM", kcr_json_str(ebd, "metadata.name"));
+  const cJSON *spec = kcr_json_at(ebd, "/spec/vfm");
+  cJSON *o = child(ebd, EBDMAN_API_VERSION, "VFM", kcr_json_str(ebd, "/metadata/name"));
   cJSON *s = cJSON_IsObject(spec) ? cJSON_Duplicate(spec, 1) : cJSON_CreateObject();
   if(!o || !s || !cJSON_AddItemToObject(o, "spec", s)) {
     cJSON_Delete(o);

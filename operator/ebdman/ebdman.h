@@ -112,7 +112,7 @@ extern const char *const ebdman_configmap_keep[];
 /* Decides from `have`, the stored child (from the cache or a GET; NULL when
  * absent), and `want` (ebdman_configmap_for / ebdman_vfm_for, whose
  * controller ownerReference names the EBD): ours when have's controller
- * ownerReference has want's uid, then KEEP when `field` ("data", "spec")
+ * ownerReference has want's uid, then KEEP when `field` ("/data", "/spec": a path)
  * and the propagated annotations are as wanted. Pure. */
 enum ebdman_child_plan ebdman_child_plan(const cJSON *have, const cJSON *want,
                                          const char *field);

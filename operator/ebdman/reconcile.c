@@ -174,12 +174,12 @@ enum {
   EBD_NSPAN
 };
 static const char *const ebd_paths[EBD_NSPAN] = {
-    [EBD_NAME] = "metadata.name",
-    [EBD_API_VERSION] = "apiVersion",
-    [EBD_KIND] = "kind",
-    [EBD_VFM] = "spec.vfm",
-    [EBD_CONFIG] = "spec.vfm.config",
-    [EBD_ANNOTATIONS] = "metadata.annotations",
+    [EBD_NAME] = "/metadata/name",
+    [EBD_API_VERSION] = "/apiVersion",
+    [EBD_KIND] = "/kind",
+    [EBD_VFM] = "/spec/vfm",
+    [EBD_CONFIG] = "/spec/vfm/config",
+    [EBD_ANNOTATIONS] = "/metadata/annotations",
 };
 struct ebd_in {
   kcr_obj *o;
@@ -200,18 +200,18 @@ static const cJSON *ebd_tree(struct ebd_in *in)
 struct child {
   const struct kcr_gvr *gvr;
   const char *suffix;
-  const char *field; /* the content: "data", "spec" */
+  const char *field; /* the content: "/data", "/spec" */
   int src;           /* the EBD's part it copies: EBD_CONFIG, EBD_VFM */
   cJSON *(*build)(const cJSON *ebd);
 };
 static const struct child child_cm = {.gvr = &ebdman_configmaps,
                                       .suffix = "-config",
-                                      .field = "data",
+                                      .field = "/data",
                                       .src = EBD_CONFIG,
                                       .build = ebdman_configmap_for};
 static const struct child child_vfm = {.gvr = &ebdman_vfms,
                                        .suffix = "",
-                                       .field = "spec",
+                                       .field = "/spec",
                                        .src = EBD_VFM,
                                        .build = ebdman_vfm_for};
 
@@ -227,8 +227,8 @@ static void conflict(kcr_ctx *cx, const cJSON *want, const cJSON *have, bool in_
   r->recheck = !in_cache;
   KCR_CLOG(cx, KCR_LOG_WARN,
            "a child's name is taken by someone else's object; not touching it",
-           KCR_S("kind", kcr_json_str(want, "kind")),
-           KCR_S("child", kcr_json_str(want, "metadata.name")), KCR_S("detail", msg));
+           KCR_S("kind", kcr_json_str(want, "/kind")),
+           KCR_S("child", kcr_json_str(want, "/metadata/name")), KCR_S("detail", msg));
 }
 
 /* Whether s is a string of one byte or more. */
@@ -241,7 +241,7 @@ static bool string_span(const struct kcr_span *s)
 static bool kept_as_is(const struct child *ch, const struct ebd_in *ebd,
                        const kcr_obj *have)
 {
-  const char *paths[] = {"metadata.name", ch->field, "metadata.annotations"};
+  const char *paths[] = {"/metadata/name", ch->field, "/metadata/annotations"};
   struct kcr_span h[3];
 
   /* The EBD's text could be followed, and a child can be built of it (its
@@ -297,7 +297,7 @@ static kcr_err install(kcr_ctx *cx, kcr_written *wrote, kcr_informer *inf,
     r->msg = "out of memory building the children";
     goto out;
   }
-  kind = kcr_json_str(want, "kind");
+  kind = kcr_json_str(want, "/kind");
   if(r->seen)
     kcr_obj_parse(r->seen, &r->seen_tree);
   have = r->seen_tree;
@@ -405,7 +405,7 @@ static void record(struct ebdman *e, const kcr_obj *ebd, const char *type,
  * a new tree. */
 static cJSON *stored_conditions(const kcr_obj *ebd)
 {
-  static const char *const paths[] = {"metadata.name", "status.conditions"};
+  static const char *const paths[] = {"/metadata/name", "/status/conditions"};
   struct kcr_span sp[2];
   cJSON *t = NULL, *whole = NULL;
 

@@ -14,16 +14,37 @@
 #include "kcr/buf.h"
 #include "kcr/err.h"
 
+/* JSON Pointers (RFC 6901; pointer.c's DESIGN): the one path syntax. */
+
+/* NULL when ptr is a valid pointer ("" or "/token"..., every '~' followed
+ * by '0' or '1'), else a static phrase saying what is wrong ("does not
+ * start with '/' ..."), for a message that also names the path. Pure. */
+const char *kcr__ptr_bad(const char *ptr);
+/* The length of the token that starts at tok (just after its '/'): the
+ * bytes up to the next '/' or the end. Pure. */
+size_t kcr__ptr_toklen(const char *tok);
+/* True when token tok[0..tn) of a valid pointer (escaped: "~0", "~1")
+ * names name[0..n) (bytes, unescaped). Pure. */
+bool kcr__ptr_tok_eq(const char *tok, size_t tn, const char *name, size_t n);
+/* Writes token tok[0..tn) of a valid pointer, unescaped, to out (room for
+ * tn bytes; no NUL added) and returns its length (<= tn). Pure. */
+size_t kcr__ptr_tok_decode(const char *tok, size_t tn, char *out);
+/* True, with *idx, when token tok[0..tn) is an array index as RFC 6901
+ * writes one ("0", or digits not starting with '0'; at most 18). Pure. */
+bool kcr__ptr_tok_index(const char *tok, size_t tn, size_t *idx);
+
 /* True when v is a JSON string that holds \u0000, which kcr_json_parse keeps
  * as a Raw node of its literal (quotes included) since a C string cannot
  * hold it: for a reader to say why it refuses the value. Pure. */
 bool kcr__json_nul_string(const cJSON *v);
 
 /* Writes to out (emptied first) the JSON text text[0..len) without the
- * members named `name` of the objects at `path`, a dot path of member names
- * from the top-level object ("object.metadata": a watch event's object);
- * a name followed by "[]" stands for every element of that member's array
- * ("items[].metadata": each item of a List). Meant for a member that is a
+ * members named `name` of the objects at `path`, a valid JSON Pointer of
+ * member names from the top-level object ("/object/metadata": a watch
+ * event's object); there a token "*" stands for each element of an array,
+ * the rest of the path applying to each (each item of a List: tokens
+ * "items", "*", "metadata"), and a value of another kind than its token
+ * needs is passed over. Meant for a member that is a
  * large share of the text and of no use to the caller, to spare parsing it
  * (an object's managedFields).
  * The text is followed by its structure only (strings, brackets, the names,
@@ -31,13 +52,12 @@ bool kcr__json_nul_string(const cJSON *v);
  * token: for a well-formed text, parsing out gives the tree parsing text
  * gives minus those members; for a malformed one, parsing out fails too,
  * unless all that was wrong lay inside a dropped member. Names are
- * compared byte for byte as written (a name spelled with escapes is not
- * matched); in each object on the path the first member of that name is
- * followed, and a later member of that name is kept as written (the tree,
- * where the last member of a name counts, keeps that one whole: its
- * members of `name` are not left out, a saving missed, nothing wrong); an
- * element or value that is not of the kind the path needs is kept as it
- * is. Bytes after the value the path leads to (after its array's end, with
+ * compared with the path's tokens byte for byte as written (a name spelled with escapes
+ * is not matched); in each object on the path the first member of that name is followed,
+ * and a later member of that name is kept as written (the tree, where the last member of
+ * a name counts, keeps that one whole: its members of `name` are not left out, a saving
+ * missed, nothing wrong); an element or value that is not of the kind the path needs is
+ * kept as it is. Bytes after the value the path leads to (after its array's end, with
  * "[]") are copied unread.
  * Returns KCR_OK when it left something out; KCR_ENOTFOUND, with out empty,
  * when there was nothing to leave out or the structure could not be
@@ -54,7 +74,7 @@ kcr_err kcr__json_parse_dropping(const char *text, size_t len, const char *path,
                                  const char *name, struct kcr_buf *scratch, cJSON **out,
                                  struct kcr_errinfo *ei);
 
-/* The value at path (member names separated by dots: "metadata.uid") of
+/* The value at path (a JSON Pointer of member names: "/metadata/uid") of
  * the JSON object text[0..len), found by following the text's structure
  * only (as kcr__json_drop_members reads it: strings, brackets, and the
  * names and colons of the members on the path; the last member of a name
@@ -87,7 +107,7 @@ void kcr__json_put_int(struct kcr_buf *out, int64_t v);
 
 /* One value wanted by kcr__json_spans. */
 struct kcr__json_want {
-  const char *path; /* member names separated by dots: "metadata.uid" */
+  const char *path; /* a JSON Pointer of member names: "/metadata/uid" */
   const char *at;   /* out: the value's text (a string with its quotes), */
   size_t n;         /* and its length; NULL and 0 when not found */
 };
@@ -100,8 +120,8 @@ struct kcr__json_want {
  * text; one holding \u0000 fails the check), and returns how many were
  * found. The whole object must be well-formed JSON (the allocation-free
  * validator of kcr_json_parse; text after it is not looked at): otherwise
- * nothing is found. Wants past the first KCR__JSON_WANT_MAX, and empty or
- * NULL paths, find nothing. Pure. */
+ * nothing is found. Wants past the first KCR__JSON_WANT_MAX, and paths that
+ * are NULL, "" or not pointers, find nothing. Pure. */
 size_t kcr__json_spans(const char *text, size_t len, struct kcr__json_want *w, size_t nw);
 
 /* kcr__json_spans where the spans are what the tree reads: nothing is

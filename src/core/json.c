@@ -1,7 +1,8 @@
-/* DESIGN: dot-path access over cJSON trees, and exact int64 integers.
+/* DESIGN: JSON Pointer access over cJSON trees and JSON text, and exact
+ * int64 integers.
  *
- * Paths are short and static in practice, so they are walked segment by
- * segment without allocation.
+ * Paths are JSON Pointers (pointer.c), short and static in practice, so
+ * they are walked token by token without allocation.
  *
  * Integers: cJSON (1.7.15) parses every number with strtod into a double
  * and prints it with "%1.15g" (then "%1.17g"): exact below 10^15, "1e+15"
@@ -52,6 +53,7 @@
 #include <float.h>
 #include <locale.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -62,6 +64,7 @@
 #include "core/json-int.h"
 #include "core/secret-int.h"
 #include "kcr/json.h"
+#include "kcr/log.h"
 
 /* From this magnitude on, cJSON prints a double in exponent form. */
 #define EXACT_MIN 1e15
@@ -86,14 +89,53 @@ static cJSON *member(const cJSON *obj, const char *name, size_t n)
   return NULL;
 }
 
+/* Logs, once per process, the first path that is not a pointer (a dot
+ * path from before pointers, most likely): the reader gets NULL. */
+static void bad_path_once(const char *fn, const char *path, const char *why)
+{
+  static atomic_bool said;
+  if(!atomic_exchange(&said, true))
+    KCR_LOG(KCR_LOG_ERROR, "json: a path is not a JSON Pointer; nothing is found at it",
+            KCR_S("function", fn), KCR_S("path", path), KCR_S("problem", why));
+}
+
+/* Member token tok[0..tn) of obj, escaped as in a pointer. */
+static cJSON *member_tok(const cJSON *obj, const char *tok, size_t tn)
+{
+  cJSON *it;
+  if(!memchr(tok, '~', tn))
+    return member(obj, tok, tn);
+  if(!cJSON_IsObject(obj))
+    return NULL;
+  cJSON_ArrayForEach(it, obj)
+  {
+    if(it->string && kcr__ptr_tok_eq(tok, tn, it->string, strlen(it->string)))
+      return it;
+  }
+  return NULL;
+}
+
 cJSON *kcr_json_at(const cJSON *obj, const char *path)
 {
   const cJSON *cur = obj;
+  const char *why;
+
+  if(!obj || !path)
+    return NULL;
+  if((why = kcr__ptr_bad(path))) {
+    bad_path_once("kcr_json_at", path, why);
+    return NULL;
+  }
   while(cur && *path) {
-    const char *dot = strchr(path, '.');
-    size_t n = dot ? (size_t)(dot - path) : strlen(path);
-    cur = member(cur, path, n);
-    path += n + (dot ? 1 : 0);
+    const char *tok = path + 1;
+    size_t tn = kcr__ptr_toklen(tok), i;
+    if(cJSON_IsArray(cur))
+      cur = kcr__ptr_tok_index(tok, tn, &i) && i <= INT32_MAX
+                ? cJSON_GetArrayItem(cur, (int)i)
+                : NULL;
+    else
+      cur = member_tok(cur, tok, tn);
+    path = tok + tn;
   }
   return (cJSON *)cur;
 }
@@ -194,25 +236,25 @@ cJSON *kcr_json_add_int(cJSON *obj, const char *name, int64_t v)
 
 /* ---- objects and strings ---- */
 
-/* A copy of name[0..n) allocated as cJSON frees member names. */
-static char *key_dup(const char *name, size_t n)
-{
-  char *k = cJSON_malloc(n + 1);
-  if(k) {
-    memcpy(k, name, n);
-    k[n] = '\0';
-  }
-  return k;
-}
-
 /* Links item (its name already set) into object o. Cannot fail: unlike
  * cJSON_AddItemToObject it copies no key (cJSON_AddItemToArray only links,
  * and an object's members are the same list). */
 static void link_member(cJSON *o, cJSON *item) { cJSON_AddItemToArray(o, item); }
 
-/* Gets or creates the object at path[0..len); *rc says why on NULL.
- * All or nothing: missing objects are built as a detached chain first and
- * linked in one step that cannot fail, so on ENOMEM the tree is unchanged. */
+/* A copy of token tok[0..tn), unescaped, allocated as cJSON frees member
+ * names. */
+static char *tok_dup(const char *tok, size_t tn)
+{
+  char *k = cJSON_malloc(tn + 1);
+  if(k)
+    k[kcr__ptr_tok_decode(tok, tn, k)] = '\0';
+  return k;
+}
+
+/* Gets or creates the object at the valid pointer path[0..len); *rc says
+ * why on NULL. All or nothing: missing objects are built as a detached
+ * chain first and linked in one step that cannot fail, so on ENOMEM the
+ * tree is unchanged. */
 static cJSON *obj_at(cJSON *obj, const char *path, size_t len, kcr_err *rc)
 {
   cJSON *cur = obj, *head = NULL, *tail = NULL;
@@ -224,12 +266,12 @@ static cJSON *obj_at(cJSON *obj, const char *path, size_t len, kcr_err *rc)
     return NULL;
   }
   while(path < end) {
-    const char *dot = memchr(path, '.', (size_t)(end - path));
-    size_t n = dot ? (size_t)(dot - path) : (size_t)(end - path);
-    cJSON *next = head ? NULL : member(cur, path, n);
+    const char *tok = path + 1;
+    size_t tn = kcr__ptr_toklen(tok);
+    cJSON *next = head ? NULL : member_tok(cur, tok, tn);
     if(!next) { /* from here on everything is new */
       next = cJSON_CreateObject();
-      if(!next || !(next->string = key_dup(path, n))) {
+      if(!next || !(next->string = tok_dup(tok, tn))) {
         cJSON_Delete(next);
         cJSON_Delete(head);
         *rc = KCR_ENOMEM;
@@ -246,7 +288,7 @@ static cJSON *obj_at(cJSON *obj, const char *path, size_t len, kcr_err *rc)
     }
     if(!head)
       cur = next;
-    path += n + (dot ? 1 : 0);
+    path = tok + tn;
   }
   if(head) { /* commit */
     link_member(cur, head);
@@ -257,35 +299,43 @@ static cJSON *obj_at(cJSON *obj, const char *path, size_t len, kcr_err *rc)
 
 cJSON *kcr_json_obj(cJSON *obj, const char *path)
 {
+  const char *why;
   kcr_err rc;
-  if(!obj)
+
+  if(!obj || !path)
     return NULL;
+  if((why = kcr__ptr_bad(path))) {
+    bad_path_once("kcr_json_obj", path, why);
+    return NULL;
+  }
   return obj_at(obj, path, strlen(path), &rc);
 }
 
 kcr_err kcr_json_set_str(cJSON *obj, const char *path, const char *value)
 {
-  const char *last = path ? strrchr(path, '.') : NULL;
-  const char *key = last ? last + 1 : path;
+  const char *last;
   cJSON *parent, *v, *old;
+  size_t kn;
   kcr_err rc;
 
-  if(!obj || !path || !value)
-    return KCR_EINVAL;
+  if(!obj || !path || !value || !*path || kcr__ptr_bad(path))
+    return KCR_EINVAL; /* "": the value itself, not a member to set */
+  last = strrchr(path, '/');
+  kn = strlen(last + 1);
   /* The new member is made whole, named, before the tree is touched: after
    * obj_at (all or nothing) nothing can fail. */
-  if(!(v = cJSON_CreateString(value)) || !(v->string = key_dup(key, strlen(key)))) {
+  if(!(v = cJSON_CreateString(value)) || !(v->string = tok_dup(last + 1, kn))) {
     cJSON_Delete(v);
     return KCR_ENOMEM;
   }
-  parent = obj_at(obj, path, last ? (size_t)(last - path) : 0, &rc);
+  parent = obj_at(obj, path, (size_t)(last - path), &rc);
   if(!parent) {
     cJSON_Delete(v);
     return rc;
   }
   /* Not cJSON_ReplaceItemInObject: cJSON 1.7.15 (Debian 12) inserts a
    * nameless member when copying the key fails. */
-  old = cJSON_GetObjectItemCaseSensitive(parent, key);
+  old = cJSON_GetObjectItemCaseSensitive(parent, v->string);
   if(old)
     cJSON_ReplaceItemViaPointer(parent, old, v);
   else
@@ -879,8 +929,8 @@ static bool well_formed(const char *text, size_t len)
 static const char *skip_string(const char *p, const char *end);
 static bool skip_value(struct scan *s);
 
-/* Where a want's path continues: its rest starts at path + at, whose first
- * member name is sl bytes long. */
+/* Where a want's path continues: at its token path + at (just after a
+ * '/'), sl bytes long. */
 struct seg {
   size_t at, sl;
 };
@@ -920,18 +970,18 @@ static bool spans_in(struct scan *s, struct kcr__json_want *w, const struct seg 
     for(unsigned i = 0, m = mask; m; i++, m >>= 1) {
       const char *seg;
       size_t sl;
-      if(!(m & 1) || pos[i].sl != klen)
+      if(!(m & 1))
         continue;
       seg = w[i].path + pos[i].at;
       sl = pos[i].sl;
-      if(memcmp(seg, key, klen))
+      if(!kcr__ptr_tok_eq(seg, sl, key, klen))
         continue;
       w[i].at = NULL; /* an earlier member of this name no longer counts */
       w[i].n = 0;
       if(seg[sl]) {
         sub |= 1u << i;
         next[i].at = pos[i].at + sl + 1;
-        next[i].sl = strcspn(seg + sl + 1, ".");
+        next[i].sl = kcr__ptr_toklen(seg + sl + 1);
       } else {
         hit |= 1u << i;
       }
@@ -965,9 +1015,10 @@ static bool spans_all(struct scan *s, struct kcr__json_want *w, size_t nw, bool 
   for(size_t i = 0; i < nw; i++) {
     w[i].at = NULL;
     w[i].n = 0;
-    if(i < KCR__JSON_WANT_MAX && w[i].path && *w[i].path) {
+    if(i < KCR__JSON_WANT_MAX && w[i].path && *w[i].path == '/' &&
+       !kcr__ptr_bad(w[i].path)) {
       mask |= 1u << i;
-      pos[i] = (struct seg){.at = 0, .sl = strcspn(w[i].path, ".")};
+      pos[i] = (struct seg){.at = 1, .sl = kcr__ptr_toklen(w[i].path + 1)};
     }
   }
   if(s->p && (mask || any_ok) && spans_in(s, w, pos, mask))
@@ -1124,7 +1175,7 @@ static bool skip_value(struct scan *s)
 }
 
 /* Reads the member name at s->p and says whether its bytes between the
- * quotes are name[0..n). */
+ * quotes are what pointer token name[0..n) names. */
 static bool key_is(struct scan *s, const char *name, size_t n, bool *match)
 {
   const char *e;
@@ -1132,13 +1183,13 @@ static bool key_is(struct scan *s, const char *name, size_t n, bool *match)
   skip_ws(s);
   if(s->p >= s->end || *s->p != '"' || !(e = skip_string(s->p, s->end)))
     return false;
-  *match = (size_t)(e - s->p - 2) == n && !memcmp(s->p + 1, name, n);
+  *match = kcr__ptr_tok_eq(name, n, s->p + 1, (size_t)(e - s->p - 2));
   s->p = e;
   return true;
 }
 
 /* Moves s from the object at s->p (its '{') to the value of its first
- * member named name[0..n): 1; 0 when it has none (s past the object); -1
+ * member named by token name[0..n): 1; 0 when it has none (s past the object); -1
  * when the structure breaks on the way. */
 static int to_member(struct scan *s, const char *name, size_t n)
 {
@@ -1160,7 +1211,7 @@ static int to_member(struct scan *s, const char *name, size_t n)
 }
 
 /* Moves s from the object at s->p (its '{') to the value of its last member
- * named name[0..n), as the tree from kcr_json_parse keeps it: 1; 0 when it
+ * named by token name[0..n), as the tree from kcr_json_parse keeps it: 1; 0 when it
  * has none (s past the object); -1 when the structure breaks before the
  * object's end. */
 static int to_last_member(struct scan *s, const char *name, size_t n)
@@ -1283,27 +1334,30 @@ static enum walk walk_each(struct drop *d, const char *rest)
   return w == W_PASSED && !eat(s, ']') ? W_BROKEN : w;
 }
 
-/* Applies the path from seg on to the value at s->p (after white space). */
-static enum walk walk(struct drop *d, const char *seg)
+/* Applies the pointer path (its rest, from a '/' or the end) to the value
+ * at s->p (after white space). */
+static enum walk walk(struct drop *d, const char *path)
 {
   struct scan *s = &d->s;
-  size_t n = strcspn(seg, ".");
-  bool each = n >= 2 && !memcmp(seg + n - 2, "[]", 2);
-  const char *rest = seg[n] ? seg + n + 1 : seg + n;
+  const char *tok = path + 1;
+  size_t tn;
   enum walk w;
   int at;
 
   skip_ws(s);
   if(s->p >= s->end)
     return W_BROKEN;
-  if(!*seg)
+  if(!*path)
     return drop_here(d);
+  tn = kcr__ptr_toklen(tok);
+  if(tn == 1 && *tok == '*') /* each element of an array */
+    return walk_each(d, tok + tn);
   if(*s->p != '{')
     return skip_value(s) ? W_PASSED : W_BROKEN;
-  at = to_member(s, seg, n - (each ? 2 : 0));
+  at = to_member(s, tok, tn);
   if(at <= 0)
     return at < 0 ? W_BROKEN : d->arrays ? W_PASSED : W_DONE;
-  w = each ? walk_each(d, rest) : walk(d, rest);
+  w = walk(d, tok + tn);
   if(w != W_PASSED)
     return w;
   if(!d->arrays) /* the first member of that name was the one */
@@ -1334,10 +1388,11 @@ kcr_err kcr__json_find(const char *text, size_t len, const char *path, const cha
 
   *at = NULL;
   *n = 0;
-  if(!text || !path || !*path)
+  if(!text || !path || *path != '/' || kcr__ptr_bad(path))
     return KCR_ENOTFOUND;
   for(;;) {
-    size_t sl = strcspn(path, ".");
+    const char *tok = path + 1;
+    size_t tn = kcr__ptr_toklen(tok);
     const char *b;
     int found;
     skip_ws(&s);
@@ -1345,13 +1400,12 @@ kcr_err kcr__json_find(const char *text, size_t len, const char *path, const cha
       return KCR_EPARSE;
     if(*s.p != '{')
       return KCR_ENOTFOUND;
-    found = to_last_member(&s, path, sl);
+    found = to_last_member(&s, tok, tn);
     if(found <= 0)
       return found < 0 ? KCR_EPARSE : KCR_ENOTFOUND;
-    if(path[sl]) {
-      path += sl + 1;
+    path = tok + tn;
+    if(*path)
       continue;
-    }
     b = s.p;
     if(!skip_value(&s))
       return KCR_EPARSE;

@@ -137,7 +137,7 @@ kcr_err kcr_list(kcr_client *c, const struct kcr_ref *ref,
   }
   rc = do_json_text(c, "GET", &p, NULL, NULL, 0, NULL, &body, ei);
   if(!rc)
-    rc = kcr__json_parse_dropping(kcr_buf_str(&body), body.len, "items[].metadata",
+    rc = kcr__json_parse_dropping(kcr_buf_str(&body), body.len, "/items/*/metadata",
                                   "managedFields", &scratch, out, ei);
 out:
   kcr_buf_cleanup(&scratch);
@@ -168,14 +168,14 @@ static kcr_err page_trees(kcr_client *c, const struct kcr_ref *ref,
 
   if(rc)
     return rc;
-  cJSON_ArrayForEach(item, kcr_json_at(list, "items"))
+  cJSON_ArrayForEach(item, kcr_json_at(list, "/items"))
   {
     if((rc = fn(item, ud)))
       break;
   }
   if(!rc)
-    rc = keep_marks(kcr_json_str(list, "metadata.resourceVersion"),
-                    kcr_json_str(list, "metadata.continue"), m);
+    rc = keep_marks(kcr_json_str(list, "/metadata/resourceVersion"),
+                    kcr_json_str(list, "/metadata/continue"), m);
   cJSON_Delete(list);
   return rc;
 }
@@ -203,9 +203,9 @@ static kcr_err page_texts(kcr_client *c, const struct kcr_ref *ref,
                           const struct kcr_list_opts *o, kcr_list_text_fn fn, void *ud,
                           struct page_marks *m, struct kcr_errinfo *ei)
 {
-  struct kcr__json_want w[3] = {{.path = "metadata.resourceVersion"},
-                                {.path = "metadata.continue"},
-                                {.path = "items"}};
+  struct kcr__json_want w[3] = {{.path = "/metadata/resourceVersion"},
+                                {.path = "/metadata/continue"},
+                                {.path = "/items"}};
   struct kcr_buf p = KCR_BUF_INIT, body = KCR_BUF_INIT, item = KCR_BUF_INIT;
   struct kcr_buf spans = KCR_BUF_INIT;
   struct span {
@@ -251,7 +251,7 @@ static kcr_err page_texts(kcr_client *c, const struct kcr_ref *ref,
   free(m->next);
   *m = (struct page_marks){NULL, NULL};
   rc = kcr_json_parse(kcr_buf_str(&body), body.len, &list, ei);
-  items = rc ? NULL : kcr_json_at(list, "items");
+  items = rc ? NULL : kcr_json_at(list, "/items");
   cJSON_ArrayForEach(t, items)
   {
     kcr_buf_reset(&item);
@@ -259,8 +259,8 @@ static kcr_err page_texts(kcr_client *c, const struct kcr_ref *ref,
       break;
   }
   if(!rc)
-    rc = keep_marks(kcr_json_str(list, "metadata.resourceVersion"),
-                    kcr_json_str(list, "metadata.continue"), m);
+    rc = keep_marks(kcr_json_str(list, "/metadata/resourceVersion"),
+                    kcr_json_str(list, "/metadata/continue"), m);
 out:
   cJSON_Delete(list);
   kcr_buf_cleanup(&spans);
@@ -479,7 +479,7 @@ kcr_err kcr_apply_rv(kcr_client *c, const struct kcr_ref *ref, const cJSON *obj,
   if(rc)
     goto out;
   found =
-      kcr__json_find(kcr_buf_str(&text), text.len, "metadata.resourceVersion", &at, &n);
+      kcr__json_find(kcr_buf_str(&text), text.len, "/metadata/resourceVersion", &at, &n);
   if(found == KCR_EPARSE)
     rc = kcr_errinfo_set(ei, KCR_EPARSE,
                          "apply: the answer (%zu bytes) breaks off before its "

@@ -94,11 +94,11 @@ kcr_err kcr__watch_decode(const char *line, size_t len, struct kcr_buf *scratch,
   size_t i;
 
   memset(ev, 0, sizeof(*ev));
-  rc = kcr__json_parse_dropping(line, len, "object.metadata", "managedFields", scratch,
+  rc = kcr__json_parse_dropping(line, len, "/object/metadata", "managedFields", scratch,
                                 &doc, ei);
   if(rc)
     return rc;
-  type = kcr_json_str(doc, "type");
+  type = kcr_json_str(doc, "/type");
   obj = cJSON_DetachItemFromObjectCaseSensitive(doc, "object");
   if(!type || !cJSON_IsObject(obj)) {
     rc = kcr_errinfo_set(ei, KCR_EPARSE, "watch event without %s",
@@ -114,7 +114,7 @@ kcr_err kcr__watch_decode(const char *line, size_t len, struct kcr_buf *scratch,
   }
   ev->type = (enum kcr_watch_type)i;
   ev->object = obj;
-  ev->resource_version = kcr_json_str(obj, "metadata.resourceVersion");
+  ev->resource_version = kcr_json_str(obj, "/metadata/resourceVersion");
   obj = NULL;
 out:
   cJSON_Delete(obj);
@@ -125,11 +125,11 @@ out:
 kcr_err kcr__watch_decode_text(const char *line, size_t len, struct kcr_buf *rvbuf,
                                struct kcr_watch_event *ev)
 {
-  struct kcr__json_want w[5] = {{.path = "type"},
-                                {.path = "object"},
-                                {.path = "object.metadata.resourceVersion"},
-                                {.path = "object.metadata"},
-                                {.path = "object.metadata.managedFields"}};
+  struct kcr__json_want w[5] = {{.path = "/type"},
+                                {.path = "/object"},
+                                {.path = "/object/metadata/resourceVersion"},
+                                {.path = "/object/metadata"},
+                                {.path = "/object/metadata/managedFields"}};
   const char *t;
   size_t objlen, tn, i;
   bool compact, deep;

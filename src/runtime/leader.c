@@ -344,7 +344,7 @@ static int64_t spec_int(const cJSON *spec, const char *key, int64_t min, int64_t
 
 static const char *spec_holder(const cJSON *lease)
 {
-  const char *h = kcr_json_str(lease, "spec.holderIdentity");
+  const char *h = kcr_json_str(lease, "/spec/holderIdentity");
   return h ? h : "";
 }
 
@@ -375,7 +375,7 @@ static cJSON *make_spec(const char *holder, int64_t secs, const char *acquire,
  * seen, notes the local time: that is what expiry is measured from. */
 static kcr_err observe(kcr_leader *le, cJSON *lease)
 {
-  const cJSON *spec = kcr_json_at(lease, "spec");
+  const cJSON *spec = kcr_json_at(lease, "/spec");
   char *raw = spec ? kcr_json_to_text(spec) : strdup("");
 
   if(!raw) {
@@ -460,8 +460,8 @@ static bool first_report(kcr_leader *le, const char *holder, enum logged what)
 /* The record we write to take or keep the lease, given the current one. */
 static cJSON *our_spec(kcr_leader *le, const cJSON *cur)
 {
-  const cJSON *spec = kcr_json_at(cur, "spec");
-  const char *acq = kcr_json_str(spec, "acquireTime");
+  const cJSON *spec = kcr_json_at(cur, "/spec");
+  const char *acq = kcr_json_str(spec, "/acquireTime");
   int64_t trans = spec_int(spec, "leaseTransitions", 0, 0);
   char now[KCR_RFC3339_MICRO_LEN];
   time_t t;
@@ -641,7 +641,7 @@ static void release(kcr_leader *le)
       goto out;
     }
     now_micro(now);
-    spec = kcr_json_at(cur, "spec");
+    spec = kcr_json_at(cur, "/spec");
     kcr_errinfo_cleanup(&ei);
     rc =
         write_record(le, cur, false,
@@ -677,7 +677,7 @@ static void *run(void *p)
     KCR_LOG(KCR_LOG_INFO, "leader: acquired the lease", KCR_S("lease", le->desc),
             KCR_S("identity", le->identity),
             KCR_I("leaseTransitions",
-                  spec_int(kcr_json_at(le->lease, "spec"), "leaseTransitions", 0, 0)));
+                  spec_int(kcr_json_at(le->lease, "/spec"), "leaseTransitions", 0, 0)));
     set_leading(le, true);
     free(le->logged_holder);
     le->logged_holder = NULL;

@@ -246,7 +246,7 @@ out:
   if(t)
     kcr__wipe_str(t);
   if(req) { /* the token is in the tree: wipe it with the tree */
-    cJSON *tk = kcr_json_at(req, "spec.token");
+    cJSON *tk = kcr_json_at(req, "/spec/token");
     if(tk && tk->valuestring)
       kcr__wipe(tk->valuestring, strlen(tk->valuestring));
   }
@@ -290,7 +290,7 @@ static int review_access(kcr__mauth *a, const cJSON *user, const char *verb,
             KCR_S("user", name ? name : ""), KCR_S("error", kcr_strerror(rc)),
             KCR_S("detail", ei.message));
   } else {
-    code = cJSON_IsTrue(kcr_json_at(res, "status.allowed")) ? 200 : 403;
+    code = cJSON_IsTrue(kcr_json_at(res, "/status/allowed")) ? 200 : 403;
   }
   cJSON_Delete(req);
   cJSON_Delete(res);

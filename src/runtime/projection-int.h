@@ -15,17 +15,17 @@ struct kcr__json_want; /* core/json-int.h */
  * print with it at once. */
 struct kcr__proj;
 
-/* Why path cannot be a keep path ("is empty", "has an empty member name",
- * ...), or NULL when it is a valid one: dot-separated member names, each
- * non-empty, no indexes or wildcards. Pure. */
+/* Why path cannot be a keep path ("is empty", "does not start with '/'
+ * ..."), or NULL when it is a valid one: a JSON Pointer other than "" (its
+ * tokens are member names; "/spec/0" names a member "0"). Pure. */
 const char *kcr__proj_bad_path(const char *path);
 
 /* Compiles keep (NULL-terminated, copied) plus the metadata every
  * projection keeps (listed in kcr/informer.h: apiVersion, kind and
  * metadata name, namespace, uid, resourceVersion, generation,
- * deletionTimestamp, ownerReferences), and metadata.managedFields when flags
- * has KCR_OBJ_KEEP_MANAGED_FIELDS. Paths may repeat or overlap ("spec" and
- * "spec.x" keep all of spec). Errors: KCR_EINVAL (no keep or out, unknown
+ * deletionTimestamp, ownerReferences), and /metadata/managedFields when flags
+ * has KCR_OBJ_KEEP_MANAGED_FIELDS. Paths may repeat or overlap ("/spec" and
+ * "/spec/x" keep all of spec). Errors: KCR_EINVAL (no keep or out, unknown
  * flags, a path kcr__proj_bad_path refuses), KCR_ENOMEM; *out NULL then. */
 kcr_err kcr__proj_new(const char *const *keep, unsigned flags, struct kcr__proj **out);
 /* NULL is a no-op. */

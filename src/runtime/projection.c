@@ -24,9 +24,13 @@
  * name written twice, which sends the object the tree way (kcr_json_parse
  * keeps the last member of a name, as Go does: the one the skeleton takes).
  *
+ * Paths are JSON Pointers ("/status/conditions"); the trie holds their
+ * names unescaped ("~1" is '/'), compared with members' names as bytes.
+ *
  * Invariants: node[0] is the object itself and never whole (every path
  * has a member name); a node's children have distinct names; children and
- * siblings are indexes into node[], -1 for none; names point into `text`. */
+ * siblings are indexes into node[], -1 for none; names point into `text`
+ * (no NUL between them: each has its length). */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,28 +43,28 @@
 /* The metadata the runtime needs (the store's header: kcr_obj_ns ...
  * kcr_obj_controller) and what names the object (kcr_owner_set_controller
  * on an owner read from a cache). Keep in step with kcr/informer.h. */
-static const char *const always[] = {"apiVersion",
-                                     "kind",
-                                     "metadata.name",
-                                     "metadata.namespace",
-                                     "metadata.uid",
-                                     "metadata.resourceVersion",
-                                     "metadata.generation",
-                                     "metadata.deletionTimestamp",
-                                     "metadata.ownerReferences"};
+static const char *const always[] = {"/apiVersion",
+                                     "/kind",
+                                     "/metadata/name",
+                                     "/metadata/namespace",
+                                     "/metadata/uid",
+                                     "/metadata/resourceVersion",
+                                     "/metadata/generation",
+                                     "/metadata/deletionTimestamp",
+                                     "/metadata/ownerReferences"};
 
 #define NALWAYS     (sizeof(always) / sizeof(always[0]))
 #define STACK_NODES 64
 
 struct pnode {
-  const char *name; /* the member's name, in text */
+  const char *name; /* the member's name, unescaped, in text */
   size_t len;
   bool whole;      /* keep the member and everything below it */
   int child, next; /* first child, next sibling; -1: none */
 };
 
 struct kcr__proj {
-  char *text; /* the paths, NUL-terminated one after another */
+  char *text; /* the paths' names, unescaped, one after another */
   int n;      /* nodes used */
   int cap;    /* nodes allocated (counted from the paths) */
   struct pnode node[];
@@ -68,24 +72,20 @@ struct kcr__proj {
 
 const char *kcr__proj_bad_path(const char *path)
 {
-  size_t n = path ? strlen(path) : 0;
+  const char *why = kcr__ptr_bad(path);
 
-  if(!n)
-    return "is empty";
-  if(path[0] == '.' || path[n - 1] == '.' || strstr(path, ".."))
-    return "has an empty member name (paths are member names joined by dots, "
-           "such as \"status.conditions\")";
-  if(strpbrk(path, "[]*"))
-    return "has an index or a wildcard (a path names members, and keeps an array "
-           "whole)";
+  if(why)
+    return why;
+  if(!*path)
+    return "is empty (the object itself: a keep list names members)";
   return NULL;
 }
 
 static size_t segments(const char *path)
 {
-  size_t n = 1;
+  size_t n = 0;
   for(; *path; path++)
-    n += *path == '.';
+    n += *path == '/';
   return n;
 }
 
@@ -101,48 +101,39 @@ static int find_child(const struct kcr__proj *p, int t, const char *name, size_t
   return -1;
 }
 
-/* Adds path (in p->text) to the trie; room for its nodes was counted. */
-static void add_path(struct kcr__proj *p, const char *path)
+/* Adds the valid pointer path to the trie, its names unescaped into *cur;
+ * room for its nodes and names was counted. */
+static void add_path(struct kcr__proj *p, char **cur, const char *path)
 {
   int t = 0;
 
   while(!p->node[t].whole) {
-    const char *dot = strchr(path, '.');
-    size_t len = dot ? (size_t)(dot - path) : strlen(path);
-    int c = find_child(p, t, path, len);
-    KCR_ASSERT(len > 0); /* paths were checked first */
-    if(c < 0) {          /* append, so siblings stay in the order given */
+    const char *tok = path + 1;
+    size_t tn = kcr__ptr_toklen(tok), len = kcr__ptr_tok_decode(tok, tn, *cur);
+    int c = find_child(p, t, *cur, len);
+    if(c < 0) { /* append, so siblings stay in the order given */
       int *link = &p->node[t].child;
       while(*link >= 0)
         link = &p->node[*link].next;
       KCR_ASSERT(p->n < p->cap); /* room was counted */
       c = *link = p->n++;
-      p->node[c] = (struct pnode){path, len, false, -1, -1};
+      p->node[c] = (struct pnode){*cur, len, false, -1, -1};
+      *cur += len;
     }
     t = c;
-    if(!dot) {
+    path = tok + tn;
+    if(!*path) {
       p->node[t].whole = true; /* what was kept below it is now moot */
       return;
     }
-    path = dot + 1;
   }
-}
-
-/* Copies path to *cur and adds it to the trie. */
-static void put_path(struct kcr__proj *p, char **cur, const char *path)
-{
-  size_t len = strlen(path) + 1;
-  memcpy(*cur, path, len);
-  add_path(p, *cur);
-  *cur += len;
 }
 
 kcr_err kcr__proj_new(const char *const *keep, unsigned flags, struct kcr__proj **out)
 {
-  static const char mf[] = "metadata.managedFields";
+  static const char mf[] = "/metadata/managedFields";
   bool with_mf = flags & KCR_OBJ_KEEP_MANAGED_FIELDS;
-  size_t textlen = with_mf ? sizeof(mf) : 0,
-         nodes = 1 + (with_mf ? (size_t)segments(mf) : 0);
+  size_t textlen = with_mf ? sizeof(mf) : 1, nodes = 1 + (with_mf ? segments(mf) : 0);
   struct kcr__proj *p;
   char *cur;
 
@@ -152,14 +143,14 @@ kcr_err kcr__proj_new(const char *const *keep, unsigned flags, struct kcr__proj 
   if(!keep || (flags & ~KCR_OBJ_KEEP_MANAGED_FIELDS))
     return KCR_EINVAL;
   for(size_t i = 0; i < NALWAYS; i++) {
-    textlen += strlen(always[i]) + 1;
-    nodes += (size_t)segments(always[i]);
+    textlen += strlen(always[i]);
+    nodes += segments(always[i]);
   }
   for(size_t i = 0; keep[i]; i++) {
     if(kcr__proj_bad_path(keep[i]))
       return KCR_EINVAL;
-    textlen += strlen(keep[i]) + 1;
-    nodes += (size_t)segments(keep[i]);
+    textlen += strlen(keep[i]);
+    nodes += segments(keep[i]);
   }
   if(nodes > INT_MAX) /* trie indexes are ints */
     return KCR_ENOMEM;
@@ -173,11 +164,11 @@ kcr_err kcr__proj_new(const char *const *keep, unsigned flags, struct kcr__proj 
   p->cap = (int)nodes;
   cur = p->text;
   for(size_t i = 0; i < NALWAYS; i++)
-    put_path(p, &cur, always[i]);
+    add_path(p, &cur, always[i]);
   if(with_mf)
-    put_path(p, &cur, mf);
+    add_path(p, &cur, mf);
   for(size_t i = 0; keep[i]; i++)
-    put_path(p, &cur, keep[i]);
+    add_path(p, &cur, keep[i]);
   *out = p;
   return KCR_OK;
 }
@@ -187,14 +178,18 @@ bool kcr__proj_keeps(const struct kcr__proj *p, const char *path)
   int t = 0;
 
   while(!p->node[t].whole) {
-    size_t len = strcspn(path, ".");
-    int c = find_child(p, t, path, len);
+    const char *tok = path + 1;
+    size_t tn = kcr__ptr_toklen(tok);
+    int c = -1;
+    for(int k = p->node[t].child; k >= 0 && c < 0; k = p->node[k].next)
+      if(kcr__ptr_tok_eq(tok, tn, p->node[k].name, p->node[k].len))
+        c = k;
     if(c < 0)
       return false;
     t = c;
-    if(!path[len])
+    path = tok + tn;
+    if(!*path)
       return p->node[t].whole;
-    path += len + 1;
   }
   return true;
 }

@@ -89,8 +89,8 @@ static unsigned char unkept_of(const struct kcr__proj *proj)
 {
   if(!proj)
     return 0;
-  return (unsigned char)((kcr__proj_keeps(proj, "metadata.labels") ? 0 : UNKEPT_LABELS) |
-                         (kcr__proj_keeps(proj, "metadata.annotations")
+  return (unsigned char)((kcr__proj_keeps(proj, "/metadata/labels") ? 0 : UNKEPT_LABELS) |
+                         (kcr__proj_keeps(proj, "/metadata/annotations")
                               ? 0
                               : UNKEPT_ANNOTATIONS));
 }
@@ -156,7 +156,7 @@ static kcr_err make_obj(const struct header *h, const char *json, size_t jlen,
 static const cJSON *controller_ref(const cJSON *tree)
 {
   const cJSON *r;
-  cJSON_ArrayForEach(r, kcr_json_at(tree, "metadata.ownerReferences"))
+  cJSON_ArrayForEach(r, kcr_json_at(tree, "/metadata/ownerReferences"))
   {
     if(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "controller")))
       return r;
@@ -197,16 +197,16 @@ kcr_err kcr__obj_from_json(const cJSON *tree, unsigned flags,
                            struct kcr_errinfo *ei)
 {
   const cJSON *ctl = controller_ref(tree);
-  cJSON *meta = kcr_json_at(tree, "metadata"), *mf = NULL;
+  cJSON *meta = kcr_json_at(tree, "/metadata"), *mf = NULL;
   struct kcr_buf text = KCR_BUF_INIT;
   struct header h = {
-      .ns = hs(kcr_json_str(tree, "metadata.namespace")),
-      .name = hs(kcr_json_str(tree, "metadata.name")),
-      .uid = hs(kcr_json_str(tree, "metadata.uid")),
-      .rv = hs(kcr_json_str(tree, "metadata.resourceVersion")),
+      .ns = hs(kcr_json_str(tree, "/metadata/namespace")),
+      .name = hs(kcr_json_str(tree, "/metadata/name")),
+      .uid = hs(kcr_json_str(tree, "/metadata/uid")),
+      .rv = hs(kcr_json_str(tree, "/metadata/resourceVersion")),
       .has_ctl = ctl != NULL,
-      .generation = kcr_json_int(tree, "metadata.generation", 0),
-      .deleting = deleting(kcr_json_at(tree, "metadata.deletionTimestamp")),
+      .generation = kcr_json_int(tree, "/metadata/generation", 0),
+      .deleting = deleting(kcr_json_at(tree, "/metadata/deletionTimestamp")),
       .unkept = unkept_of(proj),
   };
   kcr_err rc = check_args("kcr_obj_from_json", tree, "tree", flags, out, ei);
@@ -216,10 +216,10 @@ kcr_err kcr__obj_from_json(const cJSON *tree, unsigned flags,
   if(!h.name.n)
     return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_obj_from_json: no metadata.name");
   if(ctl) {
-    h.ctl_api_version = hs(kcr_json_str(ctl, "apiVersion"));
-    h.ctl_kind = hs(kcr_json_str(ctl, "kind"));
-    h.ctl_name = hs(kcr_json_str(ctl, "name"));
-    h.ctl_uid = hs(kcr_json_str(ctl, "uid"));
+    h.ctl_api_version = hs(kcr_json_str(ctl, "/apiVersion"));
+    h.ctl_kind = hs(kcr_json_str(ctl, "/kind"));
+    h.ctl_name = hs(kcr_json_str(ctl, "/name"));
+    h.ctl_uid = hs(kcr_json_str(ctl, "/uid"));
   }
   /* Print without managedFields: detach, print, put back (tree unchanged).
    * The header comes from the whole tree: a projection keeps what it reads. */
@@ -251,7 +251,7 @@ enum { H_NAME, H_NS, H_UID, H_RV, H_GEN, H_DEL, H_OWNERS, H_N };
 /* The header's paths, all in metadata: the member name and its length. */
 #define IN_METADATA(name)                                                                \
   {                                                                                      \
-    "metadata." name, sizeof(name) - 1                                                   \
+    "/metadata/" name, sizeof(name) - 1                                                  \
   }
 static const struct {
   const char *path;
@@ -386,7 +386,8 @@ static kcr_err copy_members(const char *text, size_t len, bool top, const struct
     seen |= special;
     if(!top) /* the member of each name the header reads: written once */
       for(int i = 0; i < H_N; i++)
-        if(header[i].n == kl && !memcmp(header[i].path + 9, key, kl)) {
+        if(header[i].n == kl &&
+           !memcmp(header[i].path + sizeof("/metadata/") - 1, key, kl)) {
           if(c->hdr[i].at)
             return KCR_ENOTFOUND;
           c->hdr[i].at = at;
@@ -598,12 +599,12 @@ static bool name_is(const char *key, size_t klen, const char *name)
   return kcr_span_is(&sp, name);
 }
 
-/* The value of member name of the object at path ("metadata.labels") in
+/* The value of member name of the object at path ("/metadata/labels") in
  * o's text: the last of that name, as a tree would read it. */
 static kcr_err meta_member(const kcr_obj *o, const char *path, unsigned char unkept,
                            const char *name, struct kcr_span *out)
 {
-  const char *paths[] = {path, "metadata.name"};
+  const char *paths[] = {path, "/metadata/name"};
   struct kcr_span sp[2];
   struct kcr__json_iter it;
   const char *key, *at;
@@ -631,12 +632,12 @@ static kcr_err meta_member(const kcr_obj *o, const char *path, unsigned char unk
 
 kcr_err kcr_obj_label(const kcr_obj *o, const char *key, struct kcr_span *value)
 {
-  return meta_member(o, "metadata.labels", UNKEPT_LABELS, key, value);
+  return meta_member(o, "/metadata/labels", UNKEPT_LABELS, key, value);
 }
 
 kcr_err kcr_obj_annotation(const kcr_obj *o, const char *key, struct kcr_span *value)
 {
-  return meta_member(o, "metadata.annotations", UNKEPT_ANNOTATIONS, key, value);
+  return meta_member(o, "/metadata/annotations", UNKEPT_ANNOTATIONS, key, value);
 }
 
 kcr_err kcr_obj_parse(const kcr_obj *o, cJSON **out)
@@ -1395,7 +1396,7 @@ struct cut {
 
 static bool cut_of(const kcr_obj *o, struct cut *c)
 {
-  static const char *const paths[] = {"status", "metadata.resourceVersion"};
+  static const char *const paths[] = {"/status", "/metadata/resourceVersion"};
   static const char name[] = "\"status\":";
   const size_t nl = sizeof(name) - 1;
   struct kcr_span sp[2];

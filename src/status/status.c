@@ -185,13 +185,13 @@ static kcr_err validate_desired(const struct kcr_status_desired *d,
  * reconciles come to. */
 static bool unchanged(const cJSON *status, const struct kcr_status_desired *d)
 {
-  const cJSON *cur = kcr_json_at(status, "conditions"), *x;
+  const cJSON *cur = kcr_json_at(status, "/conditions"), *x;
 
   for(size_t i = 0; i < d->n; i++)
     if(!kcr__cond_unchanged(cur, &d->conds[i]))
       return false;
   if(d->observed_generation &&
-     kcr_json_int(status, "observedGeneration", -1) != d->observed_generation)
+     kcr_json_int(status, "/observedGeneration", -1) != d->observed_generation)
     return false;
   cJSON_ArrayForEach(x, d->extra)
   {
@@ -208,7 +208,7 @@ static kcr_err merge_status(const cJSON *status, const struct kcr_status_desired
                             time_t now, bool need_list, cJSON **conds, bool *changed,
                             struct kcr_errinfo *ei)
 {
-  const cJSON *cur = kcr_json_at(status, "conditions");
+  const cJSON *cur = kcr_json_at(status, "/conditions");
   cJSON *list;
   const cJSON *x;
 
@@ -237,7 +237,7 @@ static kcr_err merge_status(const cJSON *status, const struct kcr_status_desired
     *changed |= ch;
   }
   if(d->observed_generation &&
-     kcr_json_int(status, "observedGeneration", -1) != d->observed_generation)
+     kcr_json_int(status, "/observedGeneration", -1) != d->observed_generation)
     *changed = true;
   cJSON_ArrayForEach(x, d->extra)
   {
@@ -252,7 +252,7 @@ static kcr_err merge_status(const cJSON *status, const struct kcr_status_desired
 kcr_err kcr_status_merge(const cJSON *obj, const struct kcr_status_desired *d, time_t now,
                          cJSON **conds, bool *changed, struct kcr_errinfo *ei)
 {
-  return merge_status(kcr_json_at(obj, "status"), d, now, true, conds, changed, ei);
+  return merge_status(kcr_json_at(obj, "/status"), d, now, true, conds, changed, ei);
 }
 
 /* Adds observedGeneration and the extra fields to a status object. */
@@ -304,7 +304,7 @@ struct kept {
 /* kept for c from a status tree. */
 static void kept_in_tree(const void *base, const struct kcr_cond *c, struct kept *k)
 {
-  const cJSON *old = kcr_cond_find(kcr_json_at(base, "conditions"), c->type);
+  const cJSON *old = kcr_cond_find(kcr_json_at(base, "/conditions"), c->type);
 
   k->keep = old && kcr__cond_same_status(old, c);
   k->ltt = k->keep ? cJSON_GetObjectItemCaseSensitive(old, "lastTransitionTime") : NULL;
@@ -430,8 +430,8 @@ static kcr_err write_apply(kcr_status_writer *w, const struct kcr_ref *ref, cJSO
 
   if(!body || !cJSON_AddStringToObject(body, "apiVersion", w->api_version) ||
      !cJSON_AddStringToObject(body, "kind", w->kind) ||
-     kcr_json_set_str(body, "metadata.name", ref->name) ||
-     (ref->ns && kcr_json_set_str(body, "metadata.namespace", ref->ns)) ||
+     kcr_json_set_str(body, "/metadata/name", ref->name) ||
+     (ref->ns && kcr_json_set_str(body, "/metadata/namespace", ref->ns)) ||
      !(st = cJSON_AddObjectToObject(body, "status")) || add_owned_fields(st, d) ||
      !(mine = cJSON_AddArrayToObject(st, "conditions")))
     goto out;
@@ -492,7 +492,7 @@ static kcr_err remerge_fresh(cJSON *fresh, bool *changed, void *ud)
     cJSON_Delete(conds);
     return rc;
   }
-  st = kcr_json_obj(fresh, "status");
+  st = kcr_json_obj(fresh, "/status");
   if(!st) {
     cJSON_Delete(conds);
     return KCR_ENOMEM;
@@ -608,8 +608,9 @@ static bool plain_str(const struct kcr__json_want *w, char *out, size_t size)
  * broken one counts as no record). */
 static void remember(kcr_status_writer *w, const struct kcr_buf *answer)
 {
-  struct kcr__json_want want[] = {
-      {.path = "metadata.uid"}, {.path = "metadata.resourceVersion"}, {.path = "status"}};
+  struct kcr__json_want want[] = {{.path = "/metadata/uid"},
+                                  {.path = "/metadata/resourceVersion"},
+                                  {.path = "/status"}};
   char uid[64], rv[64];
 
   kcr__json_spans_trusted(kcr_buf_str(answer), answer->len, want, 3);
@@ -639,9 +640,9 @@ kcr_err kcr_status_write(kcr_status_writer *w, const cJSON *obj,
                          const struct kcr_status_desired *d, enum kcr_write_result *res,
                          struct kcr_errinfo *ei)
 {
-  const char *ns = kcr_json_str(obj, "metadata.namespace");
-  const char *name = kcr_json_str(obj, "metadata.name");
-  const char *rv = kcr_json_str(obj, "metadata.resourceVersion");
+  const char *ns = kcr_json_str(obj, "/metadata/namespace");
+  const char *name = kcr_json_str(obj, "/metadata/name");
+  const char *rv = kcr_json_str(obj, "/metadata/resourceVersion");
   struct kcr_ref ref = {.gvr = &w->gvr, .ns = ns, .name = name, .sub = "status"};
   cJSON *merged = NULL, *mine = NULL;
   const cJSON *base;
@@ -656,9 +657,9 @@ kcr_err kcr_status_write(kcr_status_writer *w, const cJSON *obj,
     return kcr_errinfo_set(ei, KCR_EINVAL, "status write: %s",
                            d ? "the object has no name" : "no desired status");
   /* obj older than our last write to it: that write's status is the base. */
-  mine = kcr__written_newer(&w->written, kcr_json_str(obj, "metadata.uid"), rv,
+  mine = kcr__written_newer(&w->written, kcr_json_str(obj, "/metadata/uid"), rv,
                             kcr_time_mono_ms());
-  base = mine ? mine : kcr_json_at(obj, "status");
+  base = mine ? mine : kcr_json_at(obj, "/status");
   /* The merged list is needed only to send it: by a merge patch, or an
    * apply with extra fields (without, the apply is written from d and base:
    * apply_text). */
@@ -912,7 +913,8 @@ static void kept_in_text(const void *base, const struct kcr_cond *c, struct kept
 static int own_newer(kcr_status_writer *w, const char *uid, const char *rv,
                      struct kcr_buf *buf, struct tspan *conds, struct tspan *og)
 {
-  struct kcr__json_want sw[2] = {{.path = "conditions"}, {.path = "observedGeneration"}};
+  struct kcr__json_want sw[2] = {{.path = "/conditions"},
+                                 {.path = "/observedGeneration"}};
   size_t objlen;
 
   if(!uid || !*uid ||
@@ -935,9 +937,9 @@ kcr_err kcr__status_write_text(kcr_status_writer *w, const char *json, size_t le
 {
   enum { NS, NAME, UID, RV, CONDS, OG, NW };
   struct kcr__json_want want[NW] = {
-      {.path = "metadata.namespace"}, {.path = "metadata.name"},
-      {.path = "metadata.uid"},       {.path = "metadata.resourceVersion"},
-      {.path = "status.conditions"},  {.path = "status.observedGeneration"},
+      {.path = "/metadata/namespace"}, {.path = "/metadata/name"},
+      {.path = "/metadata/uid"},       {.path = "/metadata/resourceVersion"},
+      {.path = "/status/conditions"},  {.path = "/status/observedGeneration"},
   }; /* in the order of the enum */
   char ns[256], name[256], uid[64], rv[64];
   struct tspan conds, og;
@@ -1013,7 +1015,7 @@ kcr_err kcr_status_write_text(kcr_status_writer *w, const char *json, size_t len
 static bool has_finalizer(const cJSON *obj, const char *f)
 {
   const cJSON *it;
-  cJSON_ArrayForEach(it, kcr_json_at(obj, "metadata.finalizers"))
+  cJSON_ArrayForEach(it, kcr_json_at(obj, "/metadata/finalizers"))
   {
     if(cJSON_IsString(it) && !strcmp(it->valuestring, f))
       return true;
@@ -1049,8 +1051,8 @@ static bool add_value(cJSON *op, cJSON *v)
  * KCR_EPARSE when the object has no resourceVersion to guard with. */
 static kcr_err finalizer_patch(const cJSON *obj, const char *f, bool add, char **text)
 {
-  const cJSON *list = kcr_json_at(obj, "metadata.finalizers");
-  const char *rv = kcr_json_str(obj, "metadata.resourceVersion");
+  const cJSON *list = kcr_json_at(obj, "/metadata/finalizers");
+  const char *rv = kcr_json_str(obj, "/metadata/resourceVersion");
   bool has_list = cJSON_IsArray(list);
   cJSON *ops = NULL, *t, *op;
   kcr_err rc = KCR_ENOMEM;
@@ -1119,7 +1121,7 @@ static kcr_err finalizer_edit(kcr_client *c, const struct kcr_ref *ref, const ch
       cJSON_Delete(obj);
       return KCR_OK;
     }
-    if(add && kcr_json_str(obj, "metadata.deletionTimestamp")) {
+    if(add && kcr_json_str(obj, "/metadata/deletionTimestamp")) {
       cJSON_Delete(obj);
       return kcr_errinfo_set(ei, KCR_EINVAL,
                              "cannot add finalizer %s to %s/%s: it is being deleted", f,
@@ -1185,12 +1187,12 @@ static kcr_err set_member(cJSON *o, const char *key, cJSON *v)
 
 kcr_err kcr_owner_set_controller(cJSON *child, const cJSON *owner, struct kcr_errinfo *ei)
 {
-  const char *uid = kcr_json_str(owner, "metadata.uid");
-  const char *name = kcr_json_str(owner, "metadata.name");
-  const char *av = kcr_json_str(owner, "apiVersion");
-  const char *kind = kcr_json_str(owner, "kind");
-  const char *ons = kcr_json_str(owner, "metadata.namespace");
-  const char *cns = kcr_json_str(child, "metadata.namespace");
+  const char *uid = kcr_json_str(owner, "/metadata/uid");
+  const char *name = kcr_json_str(owner, "/metadata/name");
+  const char *av = kcr_json_str(owner, "/apiVersion");
+  const char *kind = kcr_json_str(owner, "/kind");
+  const char *ons = kcr_json_str(owner, "/metadata/namespace");
+  const char *cns = kcr_json_str(child, "/metadata/namespace");
   cJSON *meta, *refs, *ref = NULL, *list, *it;
 
   if(!cJSON_IsObject(child))
@@ -1204,10 +1206,10 @@ kcr_err kcr_owner_set_controller(cJSON *child, const cJSON *owner, struct kcr_er
                            "owner reference: %s %s/%s cannot own an object in namespace "
                            "\"%s\" (cross-namespace owner references are not allowed)",
                            kind, ons, name, cns ? cns : "");
-  refs = kcr_json_at(child, "metadata.ownerReferences");
+  refs = kcr_json_at(child, "/metadata/ownerReferences");
   cJSON_ArrayForEach(it, refs)
   {
-    const char *u = kcr_json_str(it, "uid");
+    const char *u = kcr_json_str(it, "/uid");
     if(!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "controller")))
       continue;
     if(u && !strcmp(u, uid))
@@ -1215,8 +1217,8 @@ kcr_err kcr_owner_set_controller(cJSON *child, const cJSON *owner, struct kcr_er
     return kcr_errinfo_set(ei, KCR_EINVAL,
                            "owner reference: the object is already controlled by %s %s "
                            "(uid %s); only one controller reference is allowed",
-                           kcr_json_str(it, "kind") ? kcr_json_str(it, "kind") : "?",
-                           kcr_json_str(it, "name") ? kcr_json_str(it, "name") : "?",
+                           kcr_json_str(it, "/kind") ? kcr_json_str(it, "/kind") : "?",
+                           kcr_json_str(it, "/name") ? kcr_json_str(it, "/name") : "?",
                            u ? u : "?");
   }
   /* Everything new is built first and attached by steps that cannot fail
@@ -1225,7 +1227,7 @@ kcr_err kcr_owner_set_controller(cJSON *child, const cJSON *owner, struct kcr_er
   cJSON_ArrayForEach(it, refs)
   {
     /* A non-controller reference to the same owner is upgraded in place. */
-    const char *u = kcr_json_str(it, "uid");
+    const char *u = kcr_json_str(it, "/uid");
     cJSON *upd, *tmp;
     if(!u || strcmp(u, uid))
       continue;
@@ -1261,7 +1263,7 @@ kcr_err kcr_owner_set_controller(cJSON *child, const cJSON *owner, struct kcr_er
     goto nomem;
   cJSON_AddItemToArray(list, ref);
   ref = list;
-  meta = kcr_json_at(child, "metadata");
+  meta = kcr_json_at(child, "/metadata");
   if(!cJSON_IsObject(meta)) {
     cJSON *m = cJSON_CreateObject();
     if(!m || !cJSON_AddItemToObject(m, "ownerReferences", list)) {

@@ -175,7 +175,7 @@ static kcr_err get_cm(kcr_client *c, struct kcr_errinfo *ei)
   cJSON *obj = NULL;
   kcr_err rc = kcr_get(c, &(struct kcr_ref){&itest_configmaps, px.ns, "cm"}, &obj, ei);
   if(!rc)
-    assert_string_equal("cm", kcr_json_str(obj, "metadata.name"));
+    assert_string_equal("cm", kcr_json_str(obj, "/metadata/name"));
   cJSON_Delete(obj);
   return rc;
 }
@@ -330,8 +330,8 @@ static void a_token_passes_unchanged(void **state)
                              &resp, &ei),
                &ei);
   tr = cJSON_Parse(kcr_buf_str(&resp.body));
-  assert_non_null(kcr_json_str(tr, "status.token"));
-  kcr_buf_printf(&user, "    token: %s", kcr_json_str(tr, "status.token"));
+  assert_non_null(kcr_json_str(tr, "/status/token"));
+  kcr_buf_printf(&user, "    token: %s", kcr_json_str(tr, "/status/token"));
   kc = proxy_kubeconfig("nobody", user.ptr);
   itest_expect(KCR_OK,
                kcr_config_load(&(struct kcr_config_opts){.kubeconfig = kc}, &cfg, &ei),

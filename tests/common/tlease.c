@@ -14,7 +14,7 @@ void tlease_cleanup(struct tlease *l)
 
 const char *tlease_holder(const cJSON *lease)
 {
-  const char *h = kcr_json_str(lease, "spec.holderIdentity");
+  const char *h = kcr_json_str(lease, "/spec/holderIdentity");
   return h ? h : "";
 }
 
@@ -69,7 +69,7 @@ kcr_err tlease_serve(struct tlease *l, struct twire_call *call, enum tlease_done
   if(!TCHECK(obj != NULL))
     return reply_status(call, 400, "BadRequest");
   snprintf(cur, sizeof(cur), "%ld", l->rv);
-  if(put && (!(rv = kcr_json_str(obj, "metadata.resourceVersion")) || strcmp(rv, cur))) {
+  if(put && (!(rv = kcr_json_str(obj, "/metadata/resourceVersion")) || strcmp(rv, cur))) {
     cJSON_Delete(obj);
     *done = TLEASE_CONFLICT;
     return reply_status(call, 409, "Conflict");

@@ -9,7 +9,8 @@
 # (NAME READY REASON ... columns) of the namespace's EBDs with their
 # conditions, and without --namespace a NAMESPACE column; a message carrying
 # terminal escape sequences (an EBD author writes it through vfm-sim's fail
-# annotation) prints escaped, never as control characters.
+# annotation) prints escaped, never as control characters; kcr-watch
+# --label prints a label whose key has dots and a slash.
 set -euo pipefail
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -162,6 +163,17 @@ expect_contains "kcr-watch --for=0: stderr" '--for: "0" is not valid' "$CLI_ERR"
 # --- status: an aligned table of the namespace's EBDs
 new_ns
 ns=$E2E_NS
+
+# kcr-watch --label KEY prints that label: a key with dots and a slash is
+# one member (the path is built with kcr_json_ptr_append).
+k -n "$ns" create configmap labelled >/dev/null
+k -n "$ns" label configmap labelled app.kubernetes.io/name=web >/dev/null
+CLI_BIN=$KCR_WATCH_BIN cli --namespace "$ns" --for=1s --label app.kubernetes.io/name
+expect_contains "kcr-watch --label app.kubernetes.io/name" \
+  "$ns/labelled rv=" "$CLI_OUT"
+expect_contains "kcr-watch --label app.kubernetes.io/name: the value" \
+  " app.kubernetes.io/name=web" "$CLI_OUT"
+k -n "$ns" delete configmap labelled >/dev/null
 start_vfm_sim sim --namespace "$ns" --delay 200ms --zap-log-level=debug --zap-encoder json
 start_ebdman op --namespace "$ns"
 {

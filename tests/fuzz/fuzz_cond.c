@@ -193,7 +193,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
   if(kcr_json_parse((const char *)data, size, &doc, NULL))
     return 0;
-  conds = cJSON_IsArray(doc) ? doc : kcr_json_at(doc, "status.conditions");
+  conds = cJSON_IsArray(doc) ? doc : kcr_json_at(doc, "/status/conditions");
   rc = kcr_cond_validate_json(conds, &ei);
   if(!conds || cJSON_IsArray(conds))
     FUZZ_CHECK(rc == KCR_OK || (rc == KCR_EINVALID && ei.message));

@@ -30,23 +30,23 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 static void check_child(const cJSON *ebd, const cJSON *o, const char *kind,
                         const char *want_name)
 {
-  const cJSON *refs = kcr_json_at(o, "metadata.ownerReferences"), *ref, *a;
-  const char *ns = kcr_json_str(ebd, "metadata.namespace");
+  const cJSON *refs = kcr_json_at(o, "/metadata/ownerReferences"), *ref, *a;
+  const char *ns = kcr_json_str(ebd, "/metadata/namespace");
   kcr_obj *obj = NULL;
   char *text;
   cJSON *back = NULL;
 
-  FUZZ_CHECK(!strcmp(kcr_json_str(o, "kind"), kind));
+  FUZZ_CHECK(!strcmp(kcr_json_str(o, "/kind"), kind));
   if(want_name)
-    FUZZ_CHECK(!strcmp(kcr_json_str(o, "metadata.name"), want_name));
-  FUZZ_CHECK(!ns == !kcr_json_str(o, "metadata.namespace"));
-  FUZZ_CHECK(!ns || !strcmp(ns, kcr_json_str(o, "metadata.namespace")));
+    FUZZ_CHECK(!strcmp(kcr_json_str(o, "/metadata/name"), want_name));
+  FUZZ_CHECK(!ns == !kcr_json_str(o, "/metadata/namespace"));
+  FUZZ_CHECK(!ns || !strcmp(ns, kcr_json_str(o, "/metadata/namespace")));
   FUZZ_CHECK(cJSON_GetArraySize(refs) == 1);
   ref = cJSON_GetArrayItem(refs, 0);
   FUZZ_CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ref, "controller")));
-  FUZZ_CHECK(!strcmp(kcr_json_str(ref, "uid"), kcr_json_str(ebd, "metadata.uid")));
-  FUZZ_CHECK(!strcmp(kcr_json_str(ref, "name"), kcr_json_str(ebd, "metadata.name")));
-  cJSON_ArrayForEach(a, kcr_json_at(o, "metadata.annotations"))
+  FUZZ_CHECK(!strcmp(kcr_json_str(ref, "/uid"), kcr_json_str(ebd, "/metadata/uid")));
+  FUZZ_CHECK(!strcmp(kcr_json_str(ref, "/name"), kcr_json_str(ebd, "/metadata/name")));
+  cJSON_ArrayForEach(a, kcr_json_at(o, "/metadata/annotations"))
   {
     FUZZ_CHECK(!strncmp(a->string, EBDMAN_VFM_ANNOTATION_PREFIX,
                         strlen(EBDMAN_VFM_ANNOTATION_PREFIX)));
@@ -57,7 +57,7 @@ static void check_child(const cJSON *ebd, const cJSON *o, const char *kind,
   FUZZ_CHECK(kcr_json_parse(text, strlen(text), &back, NULL) == KCR_OK);
   FUZZ_CHECK(fuzz_same_json(back, o));
   /* (A name that is empty as a C string: "\u0000x" is never served.) */
-  if(*kcr_json_str(o, "metadata.name")) {
+  if(*kcr_json_str(o, "/metadata/name")) {
     FUZZ_CHECK(kcr_obj_from_json(o, 0, &obj, NULL) == KCR_OK);
     kcr_obj_unref(obj);
   }
@@ -74,8 +74,8 @@ static void check_child(const cJSON *ebd, const cJSON *o, const char *kind,
 static void judged_by_text(const cJSON *ebd, cJSON *(*build)(const cJSON *),
                            const char *field, const char *src)
 {
-  const char *ep[] = {"metadata.name", src, "metadata.annotations"},
-             *hp[] = {"metadata.name", field, "metadata.annotations"};
+  const char *ep[] = {"/metadata/name", src, "/metadata/annotations"},
+             *hp[] = {"/metadata/name", field, "/metadata/annotations"};
   struct kcr_span e[3], h[3];
   kcr_obj *eo = NULL, *ho = NULL;
   cJSON *et = NULL, *want;
@@ -108,29 +108,29 @@ static void judged_by_text(const cJSON *ebd, cJSON *(*build)(const cJSON *),
 
 static void children(const cJSON *ebd)
 {
-  const char *name = kcr_json_str(ebd, "metadata.name");
-  const char *uid = kcr_json_str(ebd, "metadata.uid");
+  const char *name = kcr_json_str(ebd, "/metadata/name");
+  const char *uid = kcr_json_str(ebd, "/metadata/uid");
   cJSON *cm = ebdman_configmap_for(ebd), *vfm = ebdman_vfm_for(ebd);
-  const cJSON *spec = kcr_json_at(ebd, "spec.vfm");
-  const cJSON *cfg = kcr_json_at(ebd, "spec.vfm.config");
+  const cJSON *spec = kcr_json_at(ebd, "/spec/vfm");
+  const cJSON *cfg = kcr_json_at(ebd, "/spec/vfm/config");
   char cm_name[512];
 
-  if(name && uid && *uid && kcr_json_str(ebd, "apiVersion") &&
-     kcr_json_str(ebd, "kind")) {
+  if(name && uid && *uid && kcr_json_str(ebd, "/apiVersion") &&
+     kcr_json_str(ebd, "/kind")) {
     FUZZ_CHECK(cm && vfm);
   }
   if(cm) {
     snprintf(cm_name, sizeof(cm_name), "%s-config", name);
     check_child(ebd, cm, "ConfigMap", strlen(name) <= 253 ? cm_name : NULL);
     if(cJSON_IsObject(cfg))
-      FUZZ_CHECK(fuzz_same_json(kcr_json_at(cm, "data"), cfg));
-    judged_by_text(ebd, ebdman_configmap_for, "data", "spec.vfm.config");
+      FUZZ_CHECK(fuzz_same_json(kcr_json_at(cm, "/data"), cfg));
+    judged_by_text(ebd, ebdman_configmap_for, "/data", "/spec/vfm/config");
   }
   if(vfm) {
     check_child(ebd, vfm, "VFM", name);
     if(cJSON_IsObject(spec))
-      FUZZ_CHECK(fuzz_same_json(kcr_json_at(vfm, "spec"), spec));
-    judged_by_text(ebd, ebdman_vfm_for, "spec", "spec.vfm");
+      FUZZ_CHECK(fuzz_same_json(kcr_json_at(vfm, "/spec"), spec));
+    judged_by_text(ebd, ebdman_vfm_for, "/spec", "/spec/vfm");
   }
   cJSON_Delete(cm);
   cJSON_Delete(vfm);
@@ -140,8 +140,9 @@ static void conditions(const cJSON *ebd)
 {
   struct kcr_cond installed, out[EBDMAN_NCOND];
   struct kcr_arena arena = KCR_ARENA_INIT;
-  struct ebdman_observed ob = {.generation = kcr_json_int(ebd, "metadata.generation", 0)};
-  bool had_installed = kcr_cond_get(kcr_json_at(ebd, "status.conditions"), "Installed",
+  struct ebdman_observed ob = {.generation =
+                                   kcr_json_int(ebd, "/metadata/generation", 0)};
+  bool had_installed = kcr_cond_get(kcr_json_at(ebd, "/status/conditions"), "Installed",
                                     &installed) == KCR_OK;
 
   if(ob.generation < 0) /* the API server never serves one */

@@ -3,8 +3,9 @@
  *  - kcr_json_parse: a parsed tree prints to a text that parses to a tree
  *    printing the same (int64 literals of 10^15 and more kept as written);
  *  - kcr__json_drop_members / kcr__json_parse_dropping with the paths the
- *    client uses (a List page's "items[].metadata", a watch event's
- *    "object.metadata", member "managedFields"): for a text that parses,
+ *    client uses (each List item's "/metadata" - token "*" on "/items" -
+ *    a watch event's "/object/metadata", member "managedFields"): for a
+ *    text that parses,
  *    a text with something left out parses to the tree of the whole text
  *    with those members removed (a model of the rules in json-int.h), and
  *    parse_dropping gives that tree or, when nothing was left out, the
@@ -181,7 +182,7 @@ static void check_round_trip(const cJSON *tree)
 static void check_drop(const char *text, size_t len, const cJSON *tree, bool list,
                        bool strict)
 {
-  const char *path = list ? "items[].metadata" : "object.metadata";
+  const char *path = list ? "/items/*/metadata" : "/object/metadata";
   struct kcr_buf out = KCR_BUF_INIT, scratch = KCR_BUF_INIT;
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   cJSON *model = NULL, *got = NULL, *via = NULL, *raw = NULL;
@@ -227,19 +228,21 @@ static void check_drop(const char *text, size_t len, const cJSON *tree, bool lis
 static void check_spans(const char *text, size_t len, const cJSON *tree, bool strict)
 {
   static const char *const paths[] = {
-      "metadata.uid", "metadata.resourceVersion", "status", "metadata",
-      "kind",         "status.conditions",        "a.b.c"};
+      "/metadata/uid", "/metadata/resourceVersion", "/status", "/metadata",
+      "/kind",         "/status/conditions",        "/a/b/c"};
   enum { N = sizeof(paths) / sizeof(paths[0]) + 1 };
   struct kcr__json_want w[N];
   const char *path[N];
+  struct kcr_buf first = KCR_BUF_INIT;
   size_t found = 0, i;
 
   for(i = 0; i + 1 < N; i++)
     path[i] = paths[i];
-  /* the tree's first member: found whenever the validator accepts */
+  /* the tree's first member, named by a pointer with its '~' and '/'
+   * escaped: found whenever the validator accepts */
   path[N - 1] = cJSON_IsObject(tree) && tree->child && tree->child->string &&
-                        !strchr(tree->child->string, '.')
-                    ? tree->child->string
+                        !kcr_json_ptr_append(&first, tree->child->string)
+                    ? kcr_buf_str(&first)
                     : "";
   for(i = 0; i < N; i++)
     w[i] = (struct kcr__json_want){path[i], NULL, 0};
@@ -267,7 +270,7 @@ static void check_spans(const char *text, size_t len, const cJSON *tree, bool st
     }
   }
   if(!found || !cJSON_IsObject(tree))
-    return;
+    goto out;
   for(i = 0; i < N; i++) {
     const cJSON *v = *path[i] ? kcr_json_at(tree, path[i]) : NULL;
     cJSON *span = NULL;
@@ -290,6 +293,8 @@ static void check_spans(const char *text, size_t len, const cJSON *tree, bool st
   /* a plain object the validator accepts: the first member is found */
   if(strict && *path[N - 1])
     FUZZ_CHECK(w[N - 1].at != NULL);
+out:
+  kcr_buf_cleanup(&first);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

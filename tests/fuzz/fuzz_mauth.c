@@ -158,31 +158,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   if(!wf)
     FUZZ_CHECK(code == 401 && r.sar.calls == 0);
   if(r.tr.calls) {
-    const char *sent = kcr_json_str(r.tr.request, "spec.token");
+    const char *sent = kcr_json_str(r.tr.request, "/spec/token");
     FUZZ_CHECK(sent && !strcmp(sent, tok));
   }
   {
-    const cJSON *authn = answered(&r.tr, &trt, "status.authenticated");
-    const cJSON *user = answered(&r.tr, &trt, "status.user");
+    const cJSON *authn = answered(&r.tr, &trt, "/status/authenticated");
+    const cJSON *user = answered(&r.tr, &trt, "/status/user");
     bool in = cJSON_IsTrue(authn) && user;
     FUZZ_CHECK(r.sar.calls == (in ? 1u : 0u));
     if(in) {
-      const cJSON *name = kcr_json_at(user, "username");
-      const char *asked = kcr_json_str(r.sar.request, "spec.user");
+      const cJSON *name = kcr_json_at(user, "/username");
+      const char *asked = kcr_json_str(r.sar.request, "/spec/user");
       FUZZ_CHECK(!strcmp(
-          or_empty(kcr_json_str(r.sar.request, "spec.nonResourceAttributes.path")),
+          or_empty(kcr_json_str(r.sar.request, "/spec/nonResourceAttributes/path")),
           "/metrics"));
       FUZZ_CHECK(!strcmp(
-          or_empty(kcr_json_str(r.sar.request, "spec.nonResourceAttributes.verb")),
+          or_empty(kcr_json_str(r.sar.request, "/spec/nonResourceAttributes/verb")),
           "get"));
       if(cJSON_IsString(name))
         FUZZ_CHECK(asked && !strcmp(asked, name->valuestring));
     }
     if(code == 200)
-      FUZZ_CHECK(in && cJSON_IsTrue(answered(&r.sar, &sart, "status.allowed")));
+      FUZZ_CHECK(in && cJSON_IsTrue(answered(&r.sar, &sart, "/status/allowed")));
     if(code == 403)
       FUZZ_CHECK(in && !r.sar.fail && r.sar.code >= 200 && r.sar.code <= 299 &&
-                 !cJSON_IsTrue(answered(&r.sar, &sart, "status.allowed")));
+                 !cJSON_IsTrue(answered(&r.sar, &sart, "/status/allowed")));
   }
 
   r.tr.calls = r.sar.calls = 0;

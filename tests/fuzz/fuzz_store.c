@@ -37,10 +37,10 @@ static int members(const cJSON *o, const char *key)
 
 static void check_header(const cJSON *tree, kcr_obj *o)
 {
-  const char *ns = kcr_json_str(tree, "metadata.namespace");
-  const char *name = kcr_json_str(tree, "metadata.name");
-  const char *uid = kcr_json_str(tree, "metadata.uid");
-  const char *rv = kcr_json_str(tree, "metadata.resourceVersion");
+  const char *ns = kcr_json_str(tree, "/metadata/namespace");
+  const char *name = kcr_json_str(tree, "/metadata/name");
+  const char *uid = kcr_json_str(tree, "/metadata/uid");
+  const char *rv = kcr_json_str(tree, "/metadata/resourceVersion");
   const struct kcr_owner *ow = kcr_obj_controller(o);
   char key[4096];
   size_t len = 0;
@@ -50,9 +50,9 @@ static void check_header(const cJSON *tree, kcr_obj *o)
   FUZZ_CHECK(!strcmp(kcr_obj_ns(o), ns ? ns : ""));
   FUZZ_CHECK(!strcmp(kcr_obj_uid(o), uid ? uid : ""));
   FUZZ_CHECK(!strcmp(kcr_obj_rv(o), rv ? rv : ""));
-  FUZZ_CHECK(kcr_obj_generation(o) == kcr_json_int(tree, "metadata.generation", 0));
+  FUZZ_CHECK(kcr_obj_generation(o) == kcr_json_int(tree, "/metadata/generation", 0));
   FUZZ_CHECK(kcr_obj_deleting(o) ==
-             (kcr_json_str(tree, "metadata.deletionTimestamp") != NULL));
+             (kcr_json_str(tree, "/metadata/deletionTimestamp") != NULL));
   if(ns && *ns)
     snprintf(key, sizeof(key), "%s/%s", ns, name);
   else
@@ -64,10 +64,10 @@ static void check_header(const cJSON *tree, kcr_obj *o)
   FUZZ_CHECK(strlen(kcr_obj_json(o, &len)) == len);
   FUZZ_CHECK(kcr_obj_size(o) > len);
   FUZZ_CHECK(kcr_obj_parse(o, &back) == KCR_OK);
-  FUZZ_CHECK(!strcmp(kcr_json_str(back, "metadata.name"), name));
+  FUZZ_CHECK(!strcmp(kcr_json_str(back, "/metadata/name"), name));
   /* Dropped; of a duplicate key (never served) only the first. */
-  if(members(kcr_json_at(tree, "metadata"), "managedFields") <= 1)
-    FUZZ_CHECK(kcr_json_at(back, "metadata.managedFields") == NULL);
+  if(members(kcr_json_at(tree, "/metadata"), "managedFields") <= 1)
+    FUZZ_CHECK(kcr_json_at(back, "/metadata/managedFields") == NULL);
   cJSON_Delete(back);
 }
 
@@ -87,7 +87,7 @@ static void check_projection(const cJSON *tree, const kcr_obj *whole)
   cJSON *back = NULL, *m;
   size_t len, wlen;
 
-  if(!p && kcr__proj_new((const char *[]){"spec", "status.conditions", NULL}, 0, &p))
+  if(!p && kcr__proj_new((const char *[]){"/spec", "/status/conditions", NULL}, 0, &p))
     abort();
   FUZZ_CHECK(kcr__obj_from_json(tree, 0, p, &o, NULL) == KCR_OK);
   a = kcr_obj_controller(o);
@@ -102,14 +102,14 @@ static void check_projection(const cJSON *tree, const kcr_obj *whole)
   kcr_obj_json(whole, &wlen);
   FUZZ_CHECK(len <= wlen);
   FUZZ_CHECK(kcr_obj_parse(o, &back) == KCR_OK);
-  FUZZ_CHECK(!strcmp(kcr_json_str(back, "metadata.name"), kcr_obj_name(o)));
+  FUZZ_CHECK(!strcmp(kcr_json_str(back, "/metadata/name"), kcr_obj_name(o)));
   cJSON_ArrayForEach(m, back)
   {
     FUZZ_CHECK(!strcmp(m->string, "apiVersion") || !strcmp(m->string, "kind") ||
                !strcmp(m->string, "metadata") || !strcmp(m->string, "spec") ||
                !strcmp(m->string, "status"));
   }
-  cJSON_ArrayForEach(m, kcr_json_at(back, "status"))
+  cJSON_ArrayForEach(m, kcr_json_at(back, "/status"))
   {
     FUZZ_CHECK(!strcmp(m->string, "conditions"));
   }
@@ -126,7 +126,8 @@ static void check_from_event(const char *text, size_t len, unsigned flags,
 {
   static const char head[] = "{\"type\":\"ADDED\",\"object\":";
   struct kcr_buf line = KCR_BUF_INIT, rv = KCR_BUF_INIT;
-  struct kcr__json_want w[2] = {{.path = "metadata"}, {.path = "metadata.managedFields"}};
+  struct kcr__json_want w[2] = {{.path = "/metadata"},
+                                {.path = "/metadata/managedFields"}};
   struct kcr_watch_event ev;
   kcr_obj *o = NULL;
 
@@ -168,7 +169,7 @@ static void check_text(const char *text, size_t len)
   static struct kcr__proj *p;
   size_t objlen;
   bool compact;
-  if(!p && kcr__proj_new((const char *[]){"spec.replicas", "status", NULL}, 0, &p))
+  if(!p && kcr__proj_new((const char *[]){"/spec/replicas", "/status", NULL}, 0, &p))
     abort();
   kcr__json_scan(text, len, NULL, 0, &objlen, &compact);
   for(int i = 0; i < 8; i++) {
@@ -350,7 +351,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   list = cJSON_IsArray(doc) ? doc : NULL;
   cJSON_ArrayForEach(it, list)
   {
-    const char *name = kcr_json_str(it, "metadata.name");
+    const char *name = kcr_json_str(it, "/metadata/name");
     struct kcr_errinfo ei = KCR_ERRINFO_INIT;
     kcr_err rc;
     char *compact;

@@ -84,13 +84,13 @@ static kcr_err on_event(struct kcr_watch_event *ev, void *ud)
     const char *trv;
     FUZZ_CHECK(r->text && !ev->object && ev->object_len && *ev->object_text == '{');
     FUZZ_CHECK(kcr_json_parse(ev->object_text, ev->object_len, &t, NULL) == KCR_OK);
-    trv = kcr_json_str(t, "metadata.resourceVersion");
+    trv = kcr_json_str(t, "/metadata/resourceVersion");
     FUZZ_CHECK(trv ? ev->resource_version && !strcmp(trv, ev->resource_version)
                    : !ev->resource_version);
     cJSON_Delete(t);
   } else {
     FUZZ_CHECK(cJSON_IsObject(ev->object));
-    rv = kcr_json_str(ev->object, "metadata.resourceVersion");
+    rv = kcr_json_str(ev->object, "/metadata/resourceVersion");
     FUZZ_CHECK(rv == ev->resource_version);
   }
   rv = ev->resource_version;

@@ -394,7 +394,7 @@ void itest_etcd_compact(void)
 {
   char body[128];
   cJSON *r = itest_etcd("/v3/kv/range", "{\"key\":\"AA==\",\"limit\":1}");
-  const char *rev = kcr_json_str(r, "header.revision");
+  const char *rev = kcr_json_str(r, "/header/revision");
   assert_non_null(rev);
   snprintf(body, sizeof(body), "{\"revision\":\"%s\",\"physical\":true}", rev);
   cJSON_Delete(itest_etcd("/v3/kv/compaction", body));

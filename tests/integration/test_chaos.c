@@ -201,7 +201,7 @@ static bool converged(kcr_informer *inf, const char *ns)
                NULL))
       eq = false;
     else
-      eq = !strcmp(kcr_json_str(cur, "metadata.resourceVersion"), kcr_obj_rv(objs[i]));
+      eq = !strcmp(kcr_json_str(cur, "/metadata/resourceVersion"), kcr_obj_rv(objs[i]));
     cJSON_Delete(cur);
   }
   kcr_objs_unref(objs, m);

@@ -30,9 +30,9 @@ static void configmap_crud(void **state)
   cJSON *obj = configmap("cm1", "v1"), *got = NULL, *upd = NULL;
 
   itest_expect(KCR_OK, kcr_create(cl, &coll, obj, NULL, &got, &ei), &ei);
-  assert_string_equal("cm1", kcr_json_str(got, "metadata.name"));
-  assert_string_equal(ns, kcr_json_str(got, "metadata.namespace"));
-  assert_non_null(kcr_json_str(got, "metadata.uid"));
+  assert_string_equal("cm1", kcr_json_str(got, "/metadata/name"));
+  assert_string_equal(ns, kcr_json_str(got, "/metadata/namespace"));
+  assert_non_null(kcr_json_str(got, "/metadata/uid"));
   cJSON_Delete(got);
 
   /* A second create of the same name is AlreadyExists, not a conflict. */
@@ -41,14 +41,14 @@ static void configmap_crud(void **state)
   assert_string_equal("AlreadyExists", ei.reason);
 
   itest_expect(KCR_OK, kcr_get(cl, &one, &got, &ei), &ei);
-  assert_string_equal("v1", kcr_json_str(got, "data.k"));
+  assert_string_equal("v1", kcr_json_str(got, "/data/k"));
 
   /* Update with the current resourceVersion succeeds and moves it. */
-  kcr_json_set_str(got, "data.k", "v2");
+  kcr_json_set_str(got, "/data/k", "v2");
   itest_expect(KCR_OK, kcr_update(cl, &one, got, NULL, &upd, &ei), &ei);
-  assert_string_equal("v2", kcr_json_str(upd, "data.k"));
-  assert_string_not_equal(kcr_json_str(got, "metadata.resourceVersion"),
-                          kcr_json_str(upd, "metadata.resourceVersion"));
+  assert_string_equal("v2", kcr_json_str(upd, "/data/k"));
+  assert_string_not_equal(kcr_json_str(got, "/metadata/resourceVersion"),
+                          kcr_json_str(upd, "/metadata/resourceVersion"));
   cJSON_Delete(upd);
 
   /* Merge patch on the main endpoint. */
@@ -57,8 +57,8 @@ static void configmap_crud(void **state)
                kcr_patch(cl, &one, &(struct kcr_patch_opts){KCR_PATCH_MERGE}, mp,
                          strlen(mp), &upd, &ei),
                &ei);
-  assert_string_equal("x", kcr_json_str(upd, "data.extra"));
-  assert_string_equal("v2", kcr_json_str(upd, "data.k"));
+  assert_string_equal("x", kcr_json_str(upd, "/data/extra"));
+  assert_string_equal("v2", kcr_json_str(upd, "/data/k"));
 
   /* Delete with a stale uid precondition is refused; with the right one it
    * goes, and then the object is not found. */
@@ -69,7 +69,7 @@ static void configmap_crud(void **state)
                                      "(00000000-0000-0000-0000-000000000000) does not "
                                      "match the UID in record"));
   struct kcr_delete_opts good = {.propagation = KCR_PROPAGATE_BACKGROUND,
-                                 .precondition_uid = kcr_json_str(upd, "metadata.uid")};
+                                 .precondition_uid = kcr_json_str(upd, "/metadata/uid")};
   itest_expect(KCR_OK, kcr_delete(cl, &one, &good, NULL, &ei), &ei);
   itest_expect(KCR_ENOTFOUND, kcr_get(cl, &one, NULL, &ei), &ei);
   assert_int_equal(404, ei.code);
@@ -95,9 +95,9 @@ static void stale_update_is_a_conflict_with_the_servers_message(void **state)
   itest_expect(KCR_OK, kcr_create(cl, &coll, w, NULL, &a, &ei), &ei);
   b = cJSON_Duplicate(a, 1);
   /* Writer A moves the object on; writer B still holds the old version. */
-  cJSON_ReplaceItemInObject(kcr_json_at(a, "spec"), "size", cJSON_CreateNumber(2));
+  cJSON_ReplaceItemInObject(kcr_json_at(a, "/spec"), "size", cJSON_CreateNumber(2));
   itest_expect(KCR_OK, kcr_update(cl, &one, a, NULL, NULL, &ei), &ei);
-  cJSON_ReplaceItemInObject(kcr_json_at(b, "spec"), "size", cJSON_CreateNumber(3));
+  cJSON_ReplaceItemInObject(kcr_json_at(b, "/spec"), "size", cJSON_CreateNumber(3));
   itest_expect(KCR_ECONFLICT, kcr_update(cl, &one, b, NULL, NULL, &ei), &ei);
   snprintf(want, sizeof(want),
            "Operation cannot be fulfilled on widgets.test.kcr.io \"resource01\": the "
@@ -107,12 +107,12 @@ static void stale_update_is_a_conflict_with_the_servers_message(void **state)
   assert_string_equal("Conflict", ei.reason);
   assert_string_equal("Failure", ei.status);
   assert_string_equal(want, ei.message);
-  assert_string_equal("resource01", kcr_json_str(ei.details, "name"));
-  assert_string_equal("test.kcr.io", kcr_json_str(ei.details, "group"));
-  assert_string_equal("widgets", kcr_json_str(ei.details, "kind"));
+  assert_string_equal("resource01", kcr_json_str(ei.details, "/name"));
+  assert_string_equal("test.kcr.io", kcr_json_str(ei.details, "/group"));
+  assert_string_equal("widgets", kcr_json_str(ei.details, "/kind"));
 
   /* A PUT without resourceVersion on a custom resource is rejected (422). */
-  cJSON_DeleteItemFromObject(kcr_json_at(b, "metadata"), "resourceVersion");
+  cJSON_DeleteItemFromObject(kcr_json_at(b, "/metadata"), "resourceVersion");
   itest_expect(KCR_EINVALID, kcr_update(cl, &one, b, NULL, NULL, &ei), &ei);
   assert_int_equal(422, ei.code);
 
@@ -125,9 +125,9 @@ static void stale_update_is_a_conflict_with_the_servers_message(void **state)
 static const cJSON *condition(const cJSON *obj, const char *type)
 {
   const cJSON *c;
-  cJSON_ArrayForEach(c, kcr_json_at(obj, "status.conditions"))
+  cJSON_ArrayForEach(c, kcr_json_at(obj, "/status/conditions"))
   {
-    const char *t = kcr_json_str(c, "type");
+    const char *t = kcr_json_str(c, "/type");
     if(t && !strcmp(t, type))
       return c;
   }
@@ -145,8 +145,8 @@ static void custom_resource_status_subresource(void **state)
   cJSON *got = NULL, *out = NULL;
 
   itest_expect(KCR_OK, kcr_create(cl, &coll, w, NULL, &got, &ei), &ei);
-  assert_int_equal(1, kcr_json_int(got, "metadata.generation", 0));
-  assert_null(kcr_json_at(got, "status")); /* the main endpoint ignores status */
+  assert_int_equal(1, kcr_json_int(got, "/metadata/generation", 0));
+  assert_null(kcr_json_at(got, "/status")); /* the main endpoint ignores status */
 
   /* Merge patch of /status sets status without touching generation; spec
    * sent there is dropped. */
@@ -156,9 +156,9 @@ static void custom_resource_status_subresource(void **state)
                kcr_patch(cl, &st, &(struct kcr_patch_opts){KCR_PATCH_MERGE}, mp,
                          strlen(mp), &out, &ei),
                &ei);
-  assert_string_equal("Running", kcr_json_str(out, "status.phase"));
-  assert_int_equal(1, kcr_json_int(out, "spec.size", 0));
-  assert_int_equal(1, kcr_json_int(out, "metadata.generation", 0));
+  assert_string_equal("Running", kcr_json_str(out, "/status/phase"));
+  assert_int_equal(1, kcr_json_int(out, "/spec/size", 0));
+  assert_int_equal(1, kcr_json_int(out, "/metadata/generation", 0));
   cJSON_Delete(out);
 
   /* Server-side apply on /status by two managers: each owns its condition
@@ -187,10 +187,10 @@ static void custom_resource_status_subresource(void **state)
                 &(struct kcr_apply_opts){.field_manager = "mgr-b", .force = true}, &out,
                 &ei),
       &ei);
-  assert_string_equal("True", kcr_json_str(condition(out, "Ready"), "status"));
-  assert_string_equal("Probing", kcr_json_str(condition(out, "Healthy"), "reason"));
-  assert_string_equal("Running", kcr_json_str(out, "status.phase"));
-  assert_int_equal(1, kcr_json_int(out, "metadata.generation", 0));
+  assert_string_equal("True", kcr_json_str(condition(out, "Ready"), "/status"));
+  assert_string_equal("Probing", kcr_json_str(condition(out, "Healthy"), "/reason"));
+  assert_string_equal("Running", kcr_json_str(out, "/status/phase"));
+  assert_int_equal(1, kcr_json_int(out, "/metadata/generation", 0));
   cJSON_Delete(out);
 
   /* Apply without a fieldManager is refused before anything is sent. */
@@ -209,7 +209,7 @@ static void custom_resource_status_subresource(void **state)
                kcr_patch(cl, &one, &(struct kcr_patch_opts){KCR_PATCH_MERGE}, sp,
                          strlen(sp), &out, &ei),
                &ei);
-  assert_int_equal(2, kcr_json_int(out, "metadata.generation", 0));
+  assert_int_equal(2, kcr_json_int(out, "/metadata/generation", 0));
   /* A schema violation is a 422 with the field in the message. */
   const char *badsp = "{\"spec\":{\"size\":1000}}";
   itest_expect(KCR_EINVALID,
@@ -230,7 +230,7 @@ static void custom_resource_status_subresource(void **state)
                kcr_patch(cl, &one, &(struct kcr_patch_opts){KCR_PATCH_JSON}, jp2,
                          strlen(jp2), &out, &ei),
                &ei);
-  assert_int_equal(8, kcr_json_int(out, "spec.size", 0));
+  assert_int_equal(8, kcr_json_int(out, "/spec/size", 0));
 
   itest_expect(KCR_OK, kcr_delete(cl, &one, NULL, NULL, &ei), &ei);
   cJSON_Delete(out);
@@ -249,7 +249,7 @@ struct names {
 static kcr_err collect(const cJSON *item, void *ud)
 {
   struct names *s = ud;
-  s->v[s->n++] = strdup(kcr_json_str(item, "metadata.name"));
+  s->v[s->n++] = strdup(kcr_json_str(item, "/metadata/name"));
   return KCR_OK;
 }
 
@@ -287,7 +287,7 @@ static void list_pages_over_a_thousand_objects(void **state)
     snprintf(name, sizeof(name), "cm-%04d", i);
     cJSON *o = configmap(name, "x");
     if(i % 2)
-      cJSON_ReplaceItemInObject(kcr_json_at(o, "metadata.labels"), "app",
+      cJSON_ReplaceItemInObject(kcr_json_at(o, "/metadata/labels"), "app",
                                 cJSON_CreateString("odd"));
     itest_expect(KCR_OK, kcr_create(cl, &coll, o, NULL, NULL, &ei), &ei);
     cJSON_Delete(o);
@@ -300,12 +300,12 @@ static void list_pages_over_a_thousand_objects(void **state)
     cJSON *page = NULL;
     lo.continue_token = token;
     itest_expect(KCR_OK, kcr_list(cl, &coll, &lo, &page, &ei), &ei);
-    int n = cJSON_GetArraySize(kcr_json_at(page, "items"));
+    int n = cJSON_GetArraySize(kcr_json_at(page, "/items"));
     assert_true(n <= 150);
     total += n;
     pages++;
     free(token);
-    const char *next = kcr_json_str(page, "metadata.continue");
+    const char *next = kcr_json_str(page, "/metadata/continue");
     token = next && *next ? strdup(next) : NULL;
     cJSON_Delete(page);
   } while(token);
@@ -366,7 +366,7 @@ static void list_pages_over_a_thousand_objects(void **state)
   assert_int_equal(CURLE_OK, curl_easy_perform(conn->h));
   assert_non_null(strstr(enc, "gzip"));
   itest_expect(KCR_OK, kcr_json_parse(kcr_buf_str(&body), body.len, &all, &ei), &ei);
-  assert_int_equal(1000, cJSON_GetArraySize(kcr_json_at(all, "items")));
+  assert_int_equal(1000, cJSON_GetArraySize(kcr_json_at(all, "/items")));
   cJSON_Delete(all);
   curl_easy_setopt(conn->h, CURLOPT_HTTPHEADER, NULL);
   kcr__headers_free(hdrs);
@@ -419,7 +419,7 @@ static void each_request_goes_to_its_own_url(void **state)
     itest_expect(
         KCR_OK, kcr_get(cl, &(struct kcr_ref){&itest_configmaps, ns, "url-a"}, &got, &ei),
         &ei);
-    assert_string_equal("url-a", kcr_json_str(got, "metadata.name"));
+    assert_string_equal("url-a", kcr_json_str(got, "/metadata/name"));
     cJSON_Delete(got);
     assert_int_equal(
         KCR_ENOTFOUND,
@@ -499,7 +499,7 @@ static void tls_server_name_is_what_the_certificate_is_checked_against(void **st
       kcr_create(good, &(struct kcr_ref){&itest_configmaps, ns}, cm, NULL, NULL, &ei),
       &ei);
   itest_expect(KCR_OK, kcr_get(good, &one, &got, &ei), &ei);
-  assert_string_equal("x", kcr_json_str(got, "data.k"));
+  assert_string_equal("x", kcr_json_str(got, "/data/k"));
   itest_expect(KCR_ETERMINAL, watch_one(good, "tls", &ei), &ei);
 
   /* A name not in it: the TLS handshake fails, and says why. */
@@ -671,7 +671,7 @@ static void write_read_watch(kcr_client *c, const char *name)
       KCR_OK,
       kcr_create(c, &(struct kcr_ref){&itest_configmaps, ns}, cm, NULL, NULL, &ei), &ei);
   itest_expect(KCR_OK, kcr_get(c, &one, &got, &ei), &ei);
-  assert_string_equal("p", kcr_json_str(got, "data.k"));
+  assert_string_equal("p", kcr_json_str(got, "/data/k"));
   itest_expect(KCR_ETERMINAL, watch_one(c, name, &ei), &ei);
   itest_expect(KCR_OK, kcr_delete(c, &one, NULL, NULL, &ei), &ei);
   cJSON_Delete(got);

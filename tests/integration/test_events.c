@@ -34,10 +34,10 @@ static cJSON *configmap(const char *name, struct kcr_event_ref *ref)
   kcr_errinfo_cleanup(&ei);
   *ref = (struct kcr_event_ref){"v1",
                                 "ConfigMap",
-                                kcr_json_str(got, "metadata.namespace"),
-                                kcr_json_str(got, "metadata.name"),
-                                kcr_json_str(got, "metadata.uid"),
-                                kcr_json_str(got, "metadata.resourceVersion")};
+                                kcr_json_str(got, "/metadata/namespace"),
+                                kcr_json_str(got, "/metadata/name"),
+                                kcr_json_str(got, "/metadata/uid"),
+                                kcr_json_str(got, "/metadata/resourceVersion")};
   assert_non_null(ref->uid);
   return got;
 }
@@ -62,10 +62,10 @@ static cJSON *events_about(const char *in, const char *name, const char *reason)
 
   itest_expect(KCR_OK, kcr_list(cl, &(struct kcr_ref){&events_gvr, in}, NULL, &list, &ei),
                &ei);
-  cJSON_ArrayForEach(it, kcr_json_at(list, "items"))
+  cJSON_ArrayForEach(it, kcr_json_at(list, "/items"))
   {
-    const char *rn = kcr_json_str(it, "regarding.name");
-    const char *rs = kcr_json_str(it, "reason");
+    const char *rn = kcr_json_str(it, "/regarding/name");
+    const char *rs = kcr_json_str(it, "/reason");
     if(rn && (!name || !strcmp(rn, name)) && (!reason || (rs && !strcmp(rs, reason))))
       cJSON_AddItemToArray(out, cJSON_Duplicate(it, 1));
   }
@@ -103,34 +103,34 @@ static void one_event_creates_an_event_with_the_exact_fields(void **state)
                kcr_get(cl,
                        &(struct kcr_ref){
                            &events_gvr, ns,
-                           kcr_json_str(cJSON_GetArrayItem(evs, 0), "metadata.name")},
+                           kcr_json_str(cJSON_GetArrayItem(evs, 0), "/metadata/name")},
                        &ev, &ei),
                &ei);
-  expect_str("events.k8s.io/v1", ev, "apiVersion");
-  expect_str("Event", ev, "kind");
-  expect_str(ns, ev, "metadata.namespace");
-  name = kcr_json_str(ev, "metadata.name");
+  expect_str("events.k8s.io/v1", ev, "/apiVersion");
+  expect_str("Event", ev, "/kind");
+  expect_str(ns, ev, "/metadata/namespace");
+  name = kcr_json_str(ev, "/metadata/name");
   assert_non_null(name);
   assert_memory_equal("cm-one.", name, 7);
   assert_true(strspn(name + 7, "0123456789abcdef") == strlen(name + 7));
-  t = kcr_json_str(ev, "eventTime");
+  t = kcr_json_str(ev, "/eventTime");
   assert_non_null(t);
   assert_int_equal(27, strlen(t)); /* MicroTime: 2026-11-29T10:00:00.123456Z */
   assert_int_equal(KCR_OK, kcr_time_parse(t, &when));
   assert_true(llabs((long long)(when - time(NULL))) < 120);
-  expect_str(controller, ev, "reportingController");
-  expect_str("itest-instance", ev, "reportingInstance");
-  expect_str("Provision", ev, "action");
-  expect_str("Provisioned", ev, "reason");
-  expect_str("volume pv-1 is ready (10 GiB)", ev, "note");
-  expect_str("Normal", ev, "type");
-  expect_str("v1", ev, "regarding.apiVersion");
-  expect_str("ConfigMap", ev, "regarding.kind");
-  expect_str(ns, ev, "regarding.namespace");
-  expect_str("cm-one", ev, "regarding.name");
-  expect_str(ref.uid, ev, "regarding.uid");
-  expect_str(ref.resource_version, ev, "regarding.resourceVersion");
-  assert_null(kcr_json_at(ev, "series"));
+  expect_str(controller, ev, "/reportingController");
+  expect_str("itest-instance", ev, "/reportingInstance");
+  expect_str("Provision", ev, "/action");
+  expect_str("Provisioned", ev, "/reason");
+  expect_str("volume pv-1 is ready (10 GiB)", ev, "/note");
+  expect_str("Normal", ev, "/type");
+  expect_str("v1", ev, "/regarding/apiVersion");
+  expect_str("ConfigMap", ev, "/regarding/kind");
+  expect_str(ns, ev, "/regarding/namespace");
+  expect_str("cm-one", ev, "/regarding/name");
+  expect_str(ref.uid, ev, "/regarding/uid");
+  expect_str(ref.resource_version, ev, "/regarding/resourceVersion");
+  assert_null(kcr_json_at(ev, "/series"));
   cJSON_Delete(ev);
   cJSON_Delete(evs);
   kcr_errinfo_cleanup(&ei);
@@ -157,11 +157,11 @@ static void five_repeats_are_one_event_with_series_count_5(void **state)
   evs = events_about(ns, "cm-repeat", NULL);
   assert_int_equal(1, cJSON_GetArraySize(evs));
   ev = cJSON_GetArrayItem(evs, 0);
-  assert_int_equal(5, kcr_json_int(ev, "series.count", 0));
-  assert_non_null(kcr_json_str(ev, "series.lastObservedTime"));
-  assert_int_equal(27, strlen(kcr_json_str(ev, "series.lastObservedTime")));
-  expect_str("cannot reach db", ev, "note");
-  name = strdup(kcr_json_str(ev, "metadata.name"));
+  assert_int_equal(5, kcr_json_int(ev, "/series/count", 0));
+  assert_non_null(kcr_json_str(ev, "/series/lastObservedTime"));
+  assert_int_equal(27, strlen(kcr_json_str(ev, "/series/lastObservedTime")));
+  expect_str("cannot reach db", ev, "/note");
+  name = strdup(kcr_json_str(ev, "/metadata/name"));
   kcr_recorder_get_stats(r, &st);
   assert_int_equal(1, st.sent);
   assert_int_equal(4, st.aggregated);
@@ -175,7 +175,7 @@ static void five_repeats_are_one_event_with_series_count_5(void **state)
   assert_int_equal(KCR_OK, kcr_recorder_flush(r, 10000));
   itest_expect(KCR_OK, kcr_get(cl, &(struct kcr_ref){&events_gvr, ns, name}, &again, &ei),
                &ei);
-  assert_int_equal(6, kcr_json_int(again, "series.count", 0));
+  assert_int_equal(6, kcr_json_int(again, "/series/count", 0));
   cJSON_Delete(again);
   free(name);
   cJSON_Delete(evs);
@@ -199,11 +199,11 @@ static void a_different_reason_is_a_second_event(void **state)
   cJSON_Delete(evs);
   evs = events_about(ns, "cm-reasons", "Scaled");
   assert_int_equal(1, cJSON_GetArraySize(evs));
-  assert_int_equal(2, kcr_json_int(cJSON_GetArrayItem(evs, 0), "series.count", 0));
+  assert_int_equal(2, kcr_json_int(cJSON_GetArrayItem(evs, 0), "/series/count", 0));
   cJSON_Delete(evs);
   evs = events_about(ns, "cm-reasons", "Resized");
   assert_int_equal(1, cJSON_GetArraySize(evs));
-  assert_null(kcr_json_at(cJSON_GetArrayItem(evs, 0), "series"));
+  assert_null(kcr_json_at(cJSON_GetArrayItem(evs, 0), "/series"));
   cJSON_Delete(evs);
   kcr_recorder_free(r);
   cJSON_Delete(cm);
@@ -307,7 +307,7 @@ static void a_burst_of_2000_events_all_reach_the_server(void **state)
   cJSON_ArrayForEach(it, evs)
   {
     int i = -1;
-    const char *rn = kcr_json_str(it, "regarding.name");
+    const char *rn = kcr_json_str(it, "/regarding/name");
     if(rn && sscanf(rn, "burst-%d", &i) == 1 && i >= 0 && i < N && !seen[i]) {
       seen[i] = true;
       found++;
@@ -331,16 +331,17 @@ static void a_cluster_scoped_object_gets_its_events_in_default(void **state)
                kcr_get(cl, &(struct kcr_ref){&itest_namespaces, NULL, ns}, &nsobj, &ei),
                &ei);
   ref = (struct kcr_event_ref){
-      "v1", "Namespace", NULL, ns, kcr_json_str(nsobj, "metadata.uid"), NULL};
+      "v1", "Namespace", NULL, ns, kcr_json_str(nsobj, "/metadata/uid"), NULL};
   kcr_recorder_eventf(r, &ref, "Normal", "Adopted", "Adopt", "namespace %s", ns);
   assert_int_equal(KCR_OK, kcr_recorder_flush(r, 10000));
   evs = events_about("default", ns, "Adopted");
   assert_int_equal(1, cJSON_GetArraySize(evs));
-  assert_null(kcr_json_at(cJSON_GetArrayItem(evs, 0), "regarding.namespace"));
-  kcr_delete(cl,
-             &(struct kcr_ref){&events_gvr, "default",
-                               kcr_json_str(cJSON_GetArrayItem(evs, 0), "metadata.name")},
-             NULL, NULL, NULL);
+  assert_null(kcr_json_at(cJSON_GetArrayItem(evs, 0), "/regarding/namespace"));
+  kcr_delete(
+      cl,
+      &(struct kcr_ref){&events_gvr, "default",
+                        kcr_json_str(cJSON_GetArrayItem(evs, 0), "/metadata/name")},
+      NULL, NULL, NULL);
   cJSON_Delete(evs);
   cJSON_Delete(nsobj);
   kcr_errinfo_cleanup(&ei);

@@ -81,9 +81,9 @@ static kcr_err add_pair(const cJSON *item, void *ud)
     l->p = realloc(l->p, l->cap * sizeof(*l->p));
   }
   snprintf(l->p[l->n].name, sizeof(l->p[0].name), "%s",
-           kcr_json_str(item, "metadata.name"));
+           kcr_json_str(item, "/metadata/name"));
   snprintf(l->p[l->n].rv, sizeof(l->p[0].rv), "%s",
-           kcr_json_str(item, "metadata.resourceVersion"));
+           kcr_json_str(item, "/metadata/resourceVersion"));
   l->n++;
   return KCR_OK;
 }
@@ -214,7 +214,7 @@ static void converges_on_2000_objects_under_churn(void **state)
   assert_null(strstr(kcr_obj_json(o, NULL), "managedFields"));
   cJSON *t;
   assert_int_equal(KCR_OK, kcr_obj_parse(o, &t));
-  assert_string_equal("changed", kcr_json_str(t, "data.v"));
+  assert_string_equal("changed", kcr_json_str(t, "/data/v"));
   cJSON_Delete(t);
   kcr_obj_unref(o);
 
@@ -257,7 +257,7 @@ static void deletes_missed_while_down_are_found_by_relist(void **state)
     b64[j] = '\0';
     snprintf(body, sizeof(body), "{\"key\":\"%s\"}", b64);
     cJSON *r = itest_etcd("/v3/kv/deleterange", body);
-    assert_string_equal("1", kcr_json_str(r, "deleted"));
+    assert_string_equal("1", kcr_json_str(r, "/deleted"));
     cJSON_Delete(r);
     (void)rc;
   }
@@ -346,7 +346,7 @@ static void a_keep_list_stores_only_those_fields(void **state)
       "\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
       "\"name\":\"owner\",\"uid\":\"%s\",\"controller\":true}]},"
       "\"data\":{\"k\":\"v\",\"big\":\"%0500d\"},\"binaryData\":{\"b\":\"AAAA\"}}",
-      kcr_json_str(owner, "metadata.uid"), 0);
+      kcr_json_str(owner, "/metadata/uid"), 0);
   itest_expect(KCR_OK, kcr_create(cl, &coll, cm, NULL, &made, &ei), &ei);
   cJSON_Delete(cm);
   assert_int_equal(KCR_OK,
@@ -355,7 +355,7 @@ static void a_keep_list_stores_only_those_fields(void **state)
                            .client = cl,
                            .gvr = &itest_configmaps,
                            .ns = ns,
-                           .keep = (const char *[]){"data", "metadata.labels", NULL}},
+                           .keep = (const char *[]){"/data", "/metadata/labels", NULL}},
                        &proj, NULL));
   assert_int_equal(KCR_OK, kcr_informer_new(
                                &(struct kcr_informer_opts){
@@ -367,24 +367,24 @@ static void a_keep_list_stores_only_those_fields(void **state)
   assert_true(kcr_informer_wait_synced(whole, 60000));
 
   /* listed */
-  t = cached_at(proj, ns, "a", kcr_json_str(made, "metadata.resourceVersion"));
-  assert_string_equal("v", kcr_json_str(t, "data.k"));
-  assert_string_equal("1", kcr_json_str(t, "metadata.labels.l"));
-  assert_string_equal(kcr_json_str(made, "metadata.uid"),
-                      kcr_json_str(t, "metadata.uid"));
-  assert_non_null(kcr_json_at(t, "metadata.ownerReferences"));
-  assert_null(kcr_json_at(t, "metadata.annotations"));
-  assert_null(kcr_json_at(t, "metadata.finalizers"));
-  assert_null(kcr_json_at(t, "metadata.creationTimestamp"));
-  assert_null(kcr_json_at(t, "metadata.managedFields"));
-  assert_null(kcr_json_at(t, "binaryData"));
+  t = cached_at(proj, ns, "a", kcr_json_str(made, "/metadata/resourceVersion"));
+  assert_string_equal("v", kcr_json_str(t, "/data/k"));
+  assert_string_equal("1", kcr_json_str(t, "/metadata/labels/l"));
+  assert_string_equal(kcr_json_str(made, "/metadata/uid"),
+                      kcr_json_str(t, "/metadata/uid"));
+  assert_non_null(kcr_json_at(t, "/metadata/ownerReferences"));
+  assert_null(kcr_json_at(t, "/metadata/annotations"));
+  assert_null(kcr_json_at(t, "/metadata/finalizers"));
+  assert_null(kcr_json_at(t, "/metadata/creationTimestamp"));
+  assert_null(kcr_json_at(t, "/metadata/managedFields"));
+  assert_null(kcr_json_at(t, "/binaryData"));
   cJSON_Delete(t);
   kcr_obj *o = kcr_store_ref(kcr_informer_store(proj), ns, "a");
-  assert_string_equal(kcr_json_str(owner, "metadata.uid"), kcr_obj_controller(o)->uid);
+  assert_string_equal(kcr_json_str(owner, "/metadata/uid"), kcr_obj_controller(o)->uid);
   kcr_obj_unref(o);
   /* The owner (no labels) too, and the whole objects cost more. */
   t = cached_at(proj, ns, "owner", NULL);
-  assert_null(kcr_json_at(t, "metadata.labels"));
+  assert_null(kcr_json_at(t, "/metadata/labels"));
   cJSON_Delete(t);
   assert_int_equal(2, kcr_store_len(kcr_informer_store(proj)));
   assert_true(kcr_store_bytes(kcr_informer_store(proj)) <
@@ -397,15 +397,15 @@ static void a_keep_list_stores_only_those_fields(void **state)
                kcr_patch(cl, &a, &(struct kcr_patch_opts){KCR_PATCH_MERGE}, patch,
                          strlen(patch), &made, &ei),
                &ei);
-  snprintf(rv, sizeof(rv), "%s", kcr_json_str(made, "metadata.resourceVersion"));
+  snprintf(rv, sizeof(rv), "%s", kcr_json_str(made, "/metadata/resourceVersion"));
   t = cached_at(proj, ns, "a", rv);
-  assert_string_equal("w", kcr_json_str(t, "data.k"));
-  assert_null(kcr_json_at(t, "metadata.annotations"));
-  assert_null(kcr_json_at(t, "binaryData"));
+  assert_string_equal("w", kcr_json_str(t, "/data/k"));
+  assert_null(kcr_json_at(t, "/metadata/annotations"));
+  assert_null(kcr_json_at(t, "/binaryData"));
   cJSON_Delete(t);
   t = cached_at(whole, ns, "a", rv); /* what the other one has */
-  assert_string_equal("2", kcr_json_str(t, "metadata.annotations.n"));
-  assert_non_null(kcr_json_at(t, "binaryData"));
+  assert_string_equal("2", kcr_json_str(t, "/metadata/annotations/n"));
+  assert_non_null(kcr_json_at(t, "/binaryData"));
   cJSON_Delete(t);
 
   /* let it go: drop the finalizer */
@@ -424,7 +424,7 @@ static void a_keep_list_stores_only_those_fields(void **state)
 
 static kcr_err note_mf(const cJSON *item, void *ud)
 {
-  *(int *)ud += kcr_json_at(item, "metadata.managedFields") != NULL;
+  *(int *)ud += kcr_json_at(item, "/metadata/managedFields") != NULL;
   return KCR_OK;
 }
 
@@ -486,16 +486,16 @@ static void listed_objects_come_without_managed_fields(void **state)
   assert_true(kcr_informer_wait_synced(keeping, 60000));
   assert_int_equal(3, kcr_store_len(kcr_informer_store(dropping)));
   t = cached_at(dropping, ns, "ssa-1", NULL);
-  assert_null(kcr_json_at(t, "metadata.managedFields"));
-  assert_string_equal("v1", kcr_json_str(t, "data.k"));
-  assert_string_equal("1", kcr_json_str(t, "metadata.labels.l"));
+  assert_null(kcr_json_at(t, "/metadata/managedFields"));
+  assert_string_equal("v1", kcr_json_str(t, "/data/k"));
+  assert_string_equal("1", kcr_json_str(t, "/metadata/labels/l"));
   cJSON_Delete(t);
   t = cached_at(keeping, ns, "ssa-1", NULL);
   assert_string_equal(
       "kcr-test-listmf",
-      kcr_json_str(cJSON_GetArrayItem(kcr_json_at(t, "metadata.managedFields"), 0),
-                   "manager"));
-  assert_string_equal("v1", kcr_json_str(t, "data.k"));
+      kcr_json_str(cJSON_GetArrayItem(kcr_json_at(t, "/metadata/managedFields"), 0),
+                   "/manager"));
+  assert_string_equal("v1", kcr_json_str(t, "/data/k"));
   cJSON_Delete(t);
   kcr_informer_free(dropping);
   kcr_informer_free(keeping);

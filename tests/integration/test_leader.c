@@ -116,9 +116,9 @@ static void write_lease(const char *ns, const char *name, const char *holder,
   kcr_err rc = KCR_ECONFLICT;
   for(int i = 0; i < 50 && rc == KCR_ECONFLICT; i++) {
     cJSON *l = get_lease(ns, name);
-    assert_int_equal(KCR_OK, kcr_json_set_str(l, "spec.holderIdentity", holder));
+    assert_int_equal(KCR_OK, kcr_json_set_str(l, "/spec/holderIdentity", holder));
     if(renew_time)
-      assert_int_equal(KCR_OK, kcr_json_set_str(l, "spec.renewTime", renew_time));
+      assert_int_equal(KCR_OK, kcr_json_set_str(l, "/spec/renewTime", renew_time));
     kcr_errinfo_cleanup(&ei);
     rc = kcr_update(cl, &(struct kcr_ref){&leases, ns, name}, l, NULL, NULL, &ei);
     cJSON_Delete(l);
@@ -275,22 +275,22 @@ static void acquires_fresh_lease_and_renews(void **state)
   assert_int_equal(1, gauge(m, "one"));
 
   l1 = get_lease(ns, "one");
-  assert_string_equal("alpha", kcr_json_str(l1, "spec.holderIdentity"));
-  assert_int_equal(2, kcr_json_int(l1, "spec.leaseDurationSeconds", -1));
-  assert_int_equal(0, kcr_json_int(l1, "spec.leaseTransitions", -1));
-  assert_micro_time(kcr_json_str(l1, "spec.acquireTime"));
-  assert_micro_time(kcr_json_str(l1, "spec.renewTime"));
+  assert_string_equal("alpha", kcr_json_str(l1, "/spec/holderIdentity"));
+  assert_int_equal(2, kcr_json_int(l1, "/spec/leaseDurationSeconds", -1));
+  assert_int_equal(0, kcr_json_int(l1, "/spec/leaseTransitions", -1));
+  assert_micro_time(kcr_json_str(l1, "/spec/acquireTime"));
+  assert_micro_time(kcr_json_str(l1, "/spec/renewTime"));
 
   /* renewTime advances every retry period; the term stays the same. */
   itest_sleep_ms(4 * RETRY_MS);
   l2 = get_lease(ns, "one");
-  assert_string_equal("alpha", kcr_json_str(l2, "spec.holderIdentity"));
-  assert_micro_time(kcr_json_str(l2, "spec.renewTime"));
-  assert_true(
-      strcmp(kcr_json_str(l2, "spec.renewTime"), kcr_json_str(l1, "spec.renewTime")) > 0);
-  assert_string_equal(kcr_json_str(l1, "spec.acquireTime"),
-                      kcr_json_str(l2, "spec.acquireTime"));
-  assert_int_equal(0, kcr_json_int(l2, "spec.leaseTransitions", -1));
+  assert_string_equal("alpha", kcr_json_str(l2, "/spec/holderIdentity"));
+  assert_micro_time(kcr_json_str(l2, "/spec/renewTime"));
+  assert_true(strcmp(kcr_json_str(l2, "/spec/renewTime"),
+                     kcr_json_str(l1, "/spec/renewTime")) > 0);
+  assert_string_equal(kcr_json_str(l1, "/spec/acquireTime"),
+                      kcr_json_str(l2, "/spec/acquireTime"));
+  assert_int_equal(0, kcr_json_int(l2, "/spec/leaseTransitions", -1));
   assert_true(kcr_leader_is_leader(le));
 
   /* Stop: prompt, on_stopped_leading after is_leader went false, released. */
@@ -304,10 +304,10 @@ static void acquires_fresh_lease_and_renews(void **state)
   assert_int_equal(0, atomic_load(&c.leader_in_stopped));
   assert_int_equal(0, gauge(m, "one"));
   l3 = get_lease(ns, "one");
-  assert_string_equal("", kcr_json_str(l3, "spec.holderIdentity"));
-  assert_int_equal(1, kcr_json_int(l3, "spec.leaseDurationSeconds", -1));
-  assert_int_equal(0, kcr_json_int(l3, "spec.leaseTransitions", -1));
-  assert_micro_time(kcr_json_str(l3, "spec.renewTime"));
+  assert_string_equal("", kcr_json_str(l3, "/spec/holderIdentity"));
+  assert_int_equal(1, kcr_json_int(l3, "/spec/leaseDurationSeconds", -1));
+  assert_int_equal(0, kcr_json_int(l3, "/spec/leaseTransitions", -1));
+  assert_micro_time(kcr_json_str(l3, "/spec/renewTime"));
 
   cJSON_Delete(l1);
   cJSON_Delete(l2);
@@ -350,7 +350,7 @@ static void two_electors_never_lead_together(void **state)
   assert_int_equal(0, atomic_load(first == 0 ? &cb.started : &ca.started));
   l = get_lease(ns, "two");
   assert_string_equal(kcr_leader_identity(winner),
-                      kcr_json_str(l, "spec.holderIdentity"));
+                      kcr_json_str(l, "/spec/holderIdentity"));
   cJSON_Delete(l);
 
   kcr_leader_free(loser);
@@ -384,9 +384,9 @@ static void stop_releases_to_successor_at_once(void **state)
   assert_int_equal(1, atomic_load(&ca.stopped));
   assert_false(kcr_leader_lost(a));
   l = get_lease(ns, "three");
-  assert_string_equal("b", kcr_json_str(l, "spec.holderIdentity"));
-  assert_int_equal(1, kcr_json_int(l, "spec.leaseTransitions", -1));
-  assert_int_equal(4, kcr_json_int(l, "spec.leaseDurationSeconds", -1));
+  assert_string_equal("b", kcr_json_str(l, "/spec/holderIdentity"));
+  assert_int_equal(1, kcr_json_int(l, "/spec/leaseTransitions", -1));
+  assert_int_equal(4, kcr_json_int(l, "/spec/leaseDurationSeconds", -1));
   cJSON_Delete(l);
 
   kcr_leader_free(b);
@@ -428,8 +428,8 @@ static void overwritten_leader_loses_within_renew_deadline(void **state)
   kcr_leader_stop(le);
   assert_int_equal(1, atomic_load(&c.stopped));
   l = get_lease(ns, "four");
-  assert_string_equal("intruder", kcr_json_str(l, "spec.holderIdentity"));
-  assert_int_equal(2, kcr_json_int(l, "spec.leaseDurationSeconds", -1));
+  assert_string_equal("intruder", kcr_json_str(l, "/spec/holderIdentity"));
+  assert_int_equal(2, kcr_json_int(l, "/spec/leaseDurationSeconds", -1));
   cJSON_Delete(l);
 
   kcr_leader_free(le);
@@ -493,8 +493,8 @@ static void refused_renewals_lose_after_renew_deadline(void **state)
    * start of its last successful attempt (give or take the GET of a slow
    * path: 100 ms); it gave up no earlier than renew deadline after it. */
   l = get_lease(ns, "frozen");
-  assert_string_equal("ice", kcr_json_str(l, "spec.holderIdentity"));
-  const char *rt = kcr_json_str(l, "spec.renewTime");
+  assert_string_equal("ice", kcr_json_str(l, "/spec/holderIdentity"));
+  const char *rt = kcr_json_str(l, "/spec/renewTime");
   assert_int_equal(KCR_OK, kcr_time_parse(rt, &renew_s));
   renew_wall = (long long)renew_s * 1000 + strtol(rt + 20, NULL, 10) / 1000;
   lost_after = atomic_load(&c.stopped_wall_ms) - renew_wall;
@@ -637,9 +637,9 @@ static void live_foreign_holder_is_never_taken(void **state)
   assert_int_equal(1, waiting);
   assert_int_equal(1, acquired);
   l = get_lease(ns, "five");
-  assert_string_equal("me", kcr_json_str(l, "spec.holderIdentity"));
-  assert_int_equal(4, kcr_json_int(l, "spec.leaseTransitions", -1));
-  assert_micro_time(kcr_json_str(l, "spec.acquireTime"));
+  assert_string_equal("me", kcr_json_str(l, "/spec/holderIdentity"));
+  assert_int_equal(4, kcr_json_int(l, "/spec/leaseTransitions", -1));
+  assert_micro_time(kcr_json_str(l, "/spec/acquireTime"));
   cJSON_Delete(l);
 
   kcr_leader_free(le);
@@ -665,10 +665,10 @@ static void incomplete_record_expires_after_own_lease_duration(void **state)
   assert_true(took >= LEASE_MS);
   assert_true(took < LEASE_MS + 4000);
   l = get_lease(ns, "six");
-  assert_string_equal("me", kcr_json_str(l, "spec.holderIdentity"));
-  assert_int_equal(1, kcr_json_int(l, "spec.leaseTransitions", -1));
-  assert_int_equal(2, kcr_json_int(l, "spec.leaseDurationSeconds", -1));
-  assert_micro_time(kcr_json_str(l, "spec.acquireTime"));
+  assert_string_equal("me", kcr_json_str(l, "/spec/holderIdentity"));
+  assert_int_equal(1, kcr_json_int(l, "/spec/leaseTransitions", -1));
+  assert_int_equal(2, kcr_json_int(l, "/spec/leaseDurationSeconds", -1));
+  assert_micro_time(kcr_json_str(l, "/spec/acquireTime"));
   cJSON_Delete(l);
 
   kcr_leader_free(le);
@@ -758,8 +758,8 @@ static void keep_on_stop_leaves_lease_to_expire(void **state)
   kcr_leader_stop(le);
   assert_int_equal(1, atomic_load(&c.stopped));
   l = get_lease(ns, "nine");
-  assert_string_equal("keeper", kcr_json_str(l, "spec.holderIdentity"));
-  assert_int_equal(2, kcr_json_int(l, "spec.leaseDurationSeconds", -1));
+  assert_string_equal("keeper", kcr_json_str(l, "/spec/holderIdentity"));
+  assert_int_equal(2, kcr_json_int(l, "/spec/leaseDurationSeconds", -1));
   cJSON_Delete(l);
   kcr_leader_free(le);
   free(ns);
@@ -801,7 +801,7 @@ static void stop_from_a_callback(void **state)
   assert_false(kcr_leader_is_leader(le));
   assert_false(kcr_leader_lost(le));
   l = get_lease(ns, "ten");
-  assert_string_equal("", kcr_json_str(l, "spec.holderIdentity"));
+  assert_string_equal("", kcr_json_str(l, "/spec/holderIdentity"));
   cJSON_Delete(l);
   kcr_leader_free(le);
   free(ns);

@@ -157,9 +157,9 @@ static char *wait_greeted(const char *ns, const char *name, long timeout_ms)
   for(long waited = 0; waited <= timeout_ms && !who; waited += 100) {
     cJSON *o = NULL;
     if(!kcr_get(cl, &(struct kcr_ref){&itest_configmaps, ns, name}, &o, NULL)) {
-      const char *g = kcr_json_str(o, "data.greeting");
+      const char *g = kcr_json_str(o, "/data/greeting");
       if(g && !strcmp(g, want))
-        who = strdup(kcr_json_str(o, "data.greeter"));
+        who = strdup(kcr_json_str(o, "/data/greeter"));
     }
     cJSON_Delete(o);
     if(!who)
@@ -239,8 +239,8 @@ static bool greets(const char *ns, const char *name, const char *who, const char
   bool ok = false;
   snprintf(want, sizeof(want), "Hello, %s!", who);
   if(!kcr_get(cl, &(struct kcr_ref){&itest_configmaps, ns, name}, &o, NULL)) {
-    const char *g = kcr_json_str(o, "data.greeting"),
-               *c = kcr_json_str(o, "data.greeted");
+    const char *g = kcr_json_str(o, "/data/greeting"),
+               *c = kcr_json_str(o, "/data/greeted");
     ok = g && c && !strcmp(g, want) && !strcmp(c, count);
   }
   cJSON_Delete(o);

@@ -89,8 +89,8 @@ static char *sa_token(const char *name)
                              &resp, &ei),
                &ei);
   got = cJSON_ParseWithLength(resp.body.ptr, resp.body.len);
-  assert_non_null(kcr_json_str(got, "status.token"));
-  tok = strdup(kcr_json_str(got, "status.token"));
+  assert_non_null(kcr_json_str(got, "/status/token"));
+  tok = strdup(kcr_json_str(got, "/status/token"));
   cJSON_Delete(got);
   kcr_buf_cleanup(&resp.body);
   kcr_errinfo_cleanup(&ei);
@@ -109,7 +109,7 @@ static bool allowed(const char *user)
   bool ok;
   assert_int_equal(KCR_OK,
                    kcr_create(cl, &(struct kcr_ref){&sars}, req, NULL, &got, NULL));
-  ok = cJSON_IsTrue(kcr_json_at(got, "status.allowed"));
+  ok = cJSON_IsTrue(kcr_json_at(got, "/status/allowed"));
   cJSON_Delete(req);
   cJSON_Delete(got);
   return ok;

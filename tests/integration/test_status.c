@@ -58,7 +58,8 @@ static kcr_status_writer *writer(enum kcr_status_mode mode, const char *fm,
 
 static const char *cond_field(const cJSON *obj, const char *type, const char *field)
 {
-  return kcr_json_str(kcr_cond_find(kcr_json_at(obj, "status.conditions"), type), field);
+  return kcr_json_member_str(kcr_cond_find(kcr_json_at(obj, "/status/conditions"), type),
+                             field);
 }
 
 static kcr_err write1(kcr_status_writer *w, const cJSON *obj, const char *type,
@@ -89,7 +90,7 @@ static void transition_time_moves_only_on_flips(void **state)
   cJSON_Delete(o);
   o = get_widget("ltt");
   snprintf(t0, sizeof(t0), "%s", cond_field(o, "Ready", "lastTransitionTime"));
-  assert_int_equal(1, kcr_json_int(o, "status.observedGeneration", 0));
+  assert_int_equal(1, kcr_json_int(o, "/status/observedGeneration", 0));
 
   itest_sleep_ms(1100); /* times have second precision */
   /* Same status, new reason and message: a write, not a transition. */
@@ -102,14 +103,14 @@ static void transition_time_moves_only_on_flips(void **state)
   assert_string_equal(t0, cond_field(o2, "Ready", "lastTransitionTime"));
 
   /* Nothing changed: no request, the resourceVersion stays. */
-  snprintf(rv, sizeof(rv), "%s", kcr_json_str(o2, "metadata.resourceVersion"));
+  snprintf(rv, sizeof(rv), "%s", kcr_json_str(o2, "/metadata/resourceVersion"));
   itest_expect(KCR_OK,
                write1(w, o2, "Ready", "False", "Waiting", "still waiting", 1, &res, &ei),
                &ei);
   assert_int_equal(KCR_WRITE_SKIPPED, res);
   cJSON_Delete(o);
   o = get_widget("ltt");
-  assert_string_equal(rv, kcr_json_str(o, "metadata.resourceVersion"));
+  assert_string_equal(rv, kcr_json_str(o, "/metadata/resourceVersion"));
 
   /* A flip moves the time. */
   itest_expect(KCR_OK, write1(w, o, "Ready", "True", "Ready", "ok", 1, &res, &ei), &ei);
@@ -131,19 +132,19 @@ static void transition_time_moves_only_on_flips(void **state)
                &ei);
   cJSON_Delete(o);
   o = get_widget("ltt");
-  assert_int_equal(2, kcr_json_int(o, "metadata.generation", 0));
-  assert_int_equal(1, kcr_json_int(o, "status.observedGeneration", 0));
+  assert_int_equal(2, kcr_json_int(o, "/metadata/generation", 0));
+  assert_int_equal(1, kcr_json_int(o, "/status/observedGeneration", 0));
   itest_expect(KCR_OK, write1(w, o, "Ready", "True", "Ready", "ok", 2, &res, &ei), &ei);
   assert_int_equal(KCR_WRITE_WRITTEN, res);
   cJSON_Delete(o2);
   o2 = get_widget("ltt");
-  assert_int_equal(2, kcr_json_int(o2, "status.observedGeneration", 0));
+  assert_int_equal(2, kcr_json_int(o2, "/status/observedGeneration", 0));
   assert_int_equal(
-      2, kcr_json_int(kcr_cond_find(kcr_json_at(o2, "status.conditions"), "Ready"),
-                      "observedGeneration", 0));
+      2, kcr_json_int(kcr_cond_find(kcr_json_at(o2, "/status/conditions"), "Ready"),
+                      "/observedGeneration", 0));
 
   /* An invalid reason is refused before anything is sent. */
-  snprintf(rv, sizeof(rv), "%s", kcr_json_str(o2, "metadata.resourceVersion"));
+  snprintf(rv, sizeof(rv), "%s", kcr_json_str(o2, "/metadata/resourceVersion"));
   itest_expect(KCR_EINVALID,
                write1(w, o2, "Ready", "False", "not ready", "", 2, &res, &ei), &ei);
   assert_non_null(strstr(ei.message, "reason"));
@@ -151,7 +152,7 @@ static void transition_time_moves_only_on_flips(void **state)
   assert_int_equal(KCR_WRITE_FAILED, res);
   cJSON_Delete(o);
   o = get_widget("ltt");
-  assert_string_equal(rv, kcr_json_str(o, "metadata.resourceVersion"));
+  assert_string_equal(rv, kcr_json_str(o, "/metadata/resourceVersion"));
 
   cJSON_Delete(o);
   cJSON_Delete(o2);
@@ -204,7 +205,7 @@ static void write_expect(kcr_status_writer *w, const cJSON *obj, const char *sta
  * etcd revisions). */
 static long long rv_of(const cJSON *o)
 {
-  return strtoll(kcr_json_str(o, "metadata.resourceVersion"), NULL, 10);
+  return strtoll(kcr_json_str(o, "/metadata/resourceVersion"), NULL, 10);
 }
 
 /* A cache that has not yet seen the writer's own last write hands it the
@@ -337,10 +338,10 @@ static void int64_fields_travel_exactly(void **state)
       assert_int_equal(KCR_WRITE_WRITTEN, res);
       cJSON_Delete(o);
       o = get_widget(name);
-      assert_true(kcr_json_int(o, "status.observedGeneration", 0) == gens[g].gen);
+      assert_true(kcr_json_int(o, "/status/observedGeneration", 0) == gens[g].gen);
       assert_true(
-          kcr_json_int(kcr_cond_find(kcr_json_at(o, "status.conditions"), "Ready"),
-                       "observedGeneration", 0) == gens[g].gen);
+          kcr_json_int(kcr_cond_find(kcr_json_at(o, "/status/conditions"), "Ready"),
+                       "/observedGeneration", 0) == gens[g].gen);
       /* Written as Go writes an int64, so every Go client can read it. */
       char *text = widget_text(name);
       snprintf(want, sizeof(want), "\"observedGeneration\":%s", gens[g].text);
@@ -419,8 +420,8 @@ static void steady_state_makes_zero_writes(void **state)
   /* Not one resourceVersion moved. */
   for(int i = 0; i < 100; i++)
     assert_string_equal(
-        kcr_json_str(cJSON_GetArrayItem(before, i), "metadata.resourceVersion"),
-        kcr_json_str(cJSON_GetArrayItem(after, i), "metadata.resourceVersion"));
+        kcr_json_str(cJSON_GetArrayItem(before, i), "/metadata/resourceVersion"),
+        kcr_json_str(cJSON_GetArrayItem(after, i), "/metadata/resourceVersion"));
   assert_int_equal(
       KCR_OK, kcr_metric_counter(m,
                                  &(struct kcr_metric_opts){
@@ -570,9 +571,9 @@ static void storm_update(void **state) { storm(KCR_STATUS_UPDATE_RETRY, "storm-u
 
 static void set_ready(cJSON *obj)
 {
-  cJSON *st = kcr_json_obj(obj, "status"), *conds;
+  cJSON *st = kcr_json_obj(obj, "/status"), *conds;
   bool changed;
-  if(!(conds = kcr_json_at(st, "conditions")))
+  if(!(conds = kcr_json_at(st, "/conditions")))
     conds = cJSON_AddArrayToObject(st, "conditions");
   struct kcr_cond c = {"Ready", "True", "Ready", "it is ready", 0, 0};
   assert_int_equal(KCR_OK, kcr_cond_set(conds, &c, kcr_time_now(), &changed, NULL));
@@ -638,7 +639,7 @@ static void seed_anti_pattern_loses_the_change(void **state)
   assert_int_equal(2, r.attempts);
   obj = get_widget("seed");
   assert_string_equal("True", cond_field(obj, "Ready", "status"));
-  assert_string_equal("during-our-update", kcr_json_str(obj, "metadata.labels.touched"));
+  assert_string_equal("during-our-update", kcr_json_str(obj, "/metadata/labels/touched"));
   cJSON_Delete(obj);
   kcr_errinfo_cleanup(&ei);
 }
@@ -659,7 +660,7 @@ static void finalizers_and_owner_references(void **state)
   itest_expect(KCR_OK, kcr_finalizer_add(cl, &ref, "test.kcr.io/other", &changed, &ei),
                &ei);
   o = get_widget("fin");
-  assert_int_equal(2, cJSON_GetArraySize(kcr_json_at(o, "metadata.finalizers")));
+  assert_int_equal(2, cJSON_GetArraySize(kcr_json_at(o, "/metadata/finalizers")));
   cJSON_Delete(o);
   /* Deleting: the object stays (finalizers), and no new finalizer may come. */
   itest_expect(KCR_OK, kcr_delete(cl, &ref, NULL, NULL, &ei), &ei);
@@ -687,11 +688,13 @@ static void finalizers_and_owner_references(void **state)
   itest_expect(KCR_OK, kcr_owner_set_controller(child, parent, &ei), &ei);
   itest_expect(KCR_OK, kcr_owner_set_controller(child, parent, &ei),
                &ei); /* idempotent */
-  assert_int_equal(1, cJSON_GetArraySize(kcr_json_at(child, "metadata.ownerReferences")));
-  const cJSON *r0 = cJSON_GetArrayItem(kcr_json_at(child, "metadata.ownerReferences"), 0);
+  assert_int_equal(1,
+                   cJSON_GetArraySize(kcr_json_at(child, "/metadata/ownerReferences")));
+  const cJSON *r0 =
+      cJSON_GetArrayItem(kcr_json_at(child, "/metadata/ownerReferences"), 0);
   assert_true(cJSON_IsTrue(cJSON_GetObjectItem(r0, "controller")));
   assert_true(cJSON_IsTrue(cJSON_GetObjectItem(r0, "blockOwnerDeletion")));
-  assert_string_equal(kcr_json_str(parent, "metadata.uid"), kcr_json_str(r0, "uid"));
+  assert_string_equal(kcr_json_str(parent, "/metadata/uid"), kcr_json_str(r0, "/uid"));
   itest_expect(
       KCR_OK,
       kcr_create(cl, &(struct kcr_ref){&itest_configmaps, ns}, child, NULL, NULL, &ei),

@@ -31,8 +31,8 @@ struct events {
 static kcr_err record(struct kcr_watch_event *ev, void *ud)
 {
   struct events *e = ud;
-  const char *v = kcr_json_str(ev->object, "data.k");
-  const char *n = kcr_json_str(ev->object, "metadata.name");
+  const char *v = kcr_json_str(ev->object, "/data/k");
+  const char *n = kcr_json_str(ev->object, "/metadata/name");
   pthread_mutex_lock(&e->mu);
   if(e->n < MAXEV) {
     e->type[e->n] = ev->type;
@@ -93,7 +93,7 @@ static void events_in_order(kcr_client *c, const char *name)
                               .on_event = record,
                               .ud = &e,
                               .resource_version =
-                                  kcr_json_str(list, "metadata.resourceVersion"),
+                                  kcr_json_str(list, "/metadata/resourceVersion"),
                               .allow_bookmarks = true,
                               .timeout_ms = 300000};
   assert_int_equal(KCR_OK, kcr_watch_new(&wo, &r.w, NULL));
@@ -104,11 +104,11 @@ static void events_in_order(kcr_client *c, const char *name)
                    "{\"name\":\"%s\"},\"data\":{\"k\":\"one\"}}",
                    name);
   itest_expect(KCR_OK, kcr_create(c, &coll, obj, NULL, &cur, &ei), &ei);
-  snprintf(rvs[0], sizeof(rvs[0]), "%s", kcr_json_str(cur, "metadata.resourceVersion"));
-  kcr_json_set_str(cur, "data.k", "two");
+  snprintf(rvs[0], sizeof(rvs[0]), "%s", kcr_json_str(cur, "/metadata/resourceVersion"));
+  kcr_json_set_str(cur, "/data/k", "two");
   cJSON *upd = NULL;
   itest_expect(KCR_OK, kcr_update(c, &one, cur, NULL, &upd, &ei), &ei);
-  snprintf(rvs[1], sizeof(rvs[1]), "%s", kcr_json_str(upd, "metadata.resourceVersion"));
+  snprintf(rvs[1], sizeof(rvs[1]), "%s", kcr_json_str(upd, "/metadata/resourceVersion"));
   cJSON *del = NULL;
   itest_expect(KCR_OK, kcr_delete(c, &one, NULL, &del, &ei), &ei);
 
@@ -193,12 +193,12 @@ static void watch_from_compacted_rv_is_gone(void **state)
   obj = itest_json("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
                    "{\"name\":\"g\"},\"data\":{\"k\":\"0\"}}");
   itest_expect(KCR_OK, kcr_create(cl, &coll, obj, NULL, &cur, &ei), &ei);
-  snprintf(old_rv, sizeof(old_rv), "%s", kcr_json_str(cur, "metadata.resourceVersion"));
+  snprintf(old_rv, sizeof(old_rv), "%s", kcr_json_str(cur, "/metadata/resourceVersion"));
   for(int i = 1; i <= 3; i++) {
     cJSON *next = NULL;
     char v[8];
     snprintf(v, sizeof(v), "%d", i);
-    kcr_json_set_str(cur, "data.k", v);
+    kcr_json_set_str(cur, "/data/k", v);
     itest_expect(KCR_OK, kcr_update(cl, &one, cur, NULL, &next, &ei), &ei);
     cJSON_Delete(cur);
     cur = next;
@@ -243,8 +243,8 @@ struct mf_seen {
 static kcr_err note_managed_fields(struct kcr_watch_event *ev, void *ud)
 {
   struct mf_seen *m = ud;
-  const char *v = kcr_json_str(ev->object, "data.k");
-  if(kcr_json_at(ev->object, "metadata.managedFields"))
+  const char *v = kcr_json_str(ev->object, "/data/k");
+  if(kcr_json_at(ev->object, "/metadata/managedFields"))
     m->with++;
   else
     m->without++;

@@ -82,7 +82,7 @@ int main(int argc, char **argv)
   text = !strcmp(argv[2], "text");
   reps = atoi(argv[3]);
   if(argc > 4 &&
-     kcr__proj_new((const char *[]){"spec", "status.conditions", NULL}, 0, &proj))
+     kcr__proj_new((const char *[]){"/spec", "/status/conditions", NULL}, 0, &proj))
     return 2;
   for(p = buf + (n > 2 ? 2 : n), end = buf + n; p < end;) {
     char *q = memchr(p, '\n', (size_t)(end - p));

@@ -475,7 +475,7 @@ static kcr_err api_relabel(struct twire_call *call, void *ud)
 /* Maps a ConfigMap to the key named by its label l (one letter). */
 static void map_by_label(kcr_obj *o, kcr_map_emit emit, void *ctx, void *ud)
 {
-  static const char *const path[] = {"metadata.labels.l"};
+  static const char *const path[] = {"/metadata/labels/l"};
   struct kcr_span sp;
   char name[2];
   if(kcr_obj_spans(o, path, &sp, 1) == 1 && sp.n == 3) { /* "x" */

@@ -55,8 +55,8 @@ static int teardown(void **state)
 static cJSON *stored(const cJSON *want)
 {
   cJSON *h = cJSON_Duplicate(want, 1);
-  assert_int_equal(KCR_OK, kcr_json_set_str(h, "metadata.uid", "child-uid"));
-  assert_int_equal(KCR_OK, kcr_json_set_str(h, "metadata.resourceVersion", "4242"));
+  assert_int_equal(KCR_OK, kcr_json_set_str(h, "/metadata/uid", "child-uid"));
+  assert_int_equal(KCR_OK, kcr_json_set_str(h, "/metadata/resourceVersion", "4242"));
   return h;
 }
 
@@ -72,8 +72,8 @@ static void set_owners(cJSON *have, const char *refs)
 static void an_absent_child_is_created(void **state)
 {
   struct fix *f = *state;
-  assert_int_equal(EBDMAN_CHILD_CREATE, ebdman_child_plan(NULL, f->cm, "data"));
-  assert_int_equal(EBDMAN_CHILD_CREATE, ebdman_child_plan(NULL, f->vfm, "spec"));
+  assert_int_equal(EBDMAN_CHILD_CREATE, ebdman_child_plan(NULL, f->cm, "/data"));
+  assert_int_equal(EBDMAN_CHILD_CREATE, ebdman_child_plan(NULL, f->vfm, "/spec"));
 }
 
 static void our_child_as_wanted_is_kept_and_otherwise_updated(void **state)
@@ -81,30 +81,30 @@ static void our_child_as_wanted_is_kept_and_otherwise_updated(void **state)
   struct fix *f = *state;
   cJSON *h = stored(f->vfm);
 
-  assert_int_equal(EBDMAN_CHILD_KEEP, ebdman_child_plan(h, f->vfm, "spec"));
-  assert_true(ebdman_child_same_content(h, f->vfm, "spec"));
+  assert_int_equal(EBDMAN_CHILD_KEEP, ebdman_child_plan(h, f->vfm, "/spec"));
+  assert_true(ebdman_child_same_content(h, f->vfm, "/spec"));
   /* What others add (status, their labels and annotations) is no change. */
-  assert_int_equal(KCR_OK, kcr_json_set_str(h, "metadata.labels.team", "x"));
-  assert_int_equal(KCR_OK, kcr_json_set_str(h, "metadata.annotations.note", "x"));
-  assert_int_equal(KCR_OK, kcr_json_set_str(h, "status.phase", "x"));
-  assert_int_equal(EBDMAN_CHILD_KEEP, ebdman_child_plan(h, f->vfm, "spec"));
+  assert_int_equal(KCR_OK, kcr_json_set_str(h, "/metadata/labels/team", "x"));
+  assert_int_equal(KCR_OK, kcr_json_set_str(h, "/metadata/annotations/note", "x"));
+  assert_int_equal(KCR_OK, kcr_json_set_str(h, "/status/phase", "x"));
+  assert_int_equal(EBDMAN_CHILD_KEEP, ebdman_child_plan(h, f->vfm, "/spec"));
   /* A propagated annotation that changed, went or came: update, content
    * the same. */
-  cJSON *ann = kcr_json_at(h, "metadata.annotations");
+  cJSON *ann = kcr_json_at(h, "/metadata/annotations");
   cJSON_ReplaceItemInObjectCaseSensitive(ann, "vfm-sim.ebdman.example.com/delay",
                                          cJSON_CreateString("2s"));
-  assert_int_equal(EBDMAN_CHILD_UPDATE, ebdman_child_plan(h, f->vfm, "spec"));
+  assert_int_equal(EBDMAN_CHILD_UPDATE, ebdman_child_plan(h, f->vfm, "/spec"));
   cJSON_AddStringToObject(ann, "vfm-sim.ebdman.example.com/fail", "x");
   cJSON_DeleteItemFromObjectCaseSensitive(ann, "vfm-sim.ebdman.example.com/delay");
-  assert_int_equal(EBDMAN_CHILD_UPDATE, ebdman_child_plan(h, f->vfm, "spec"));
-  cJSON_DeleteItemFromObjectCaseSensitive(kcr_json_at(h, "metadata"), "annotations");
-  assert_int_equal(EBDMAN_CHILD_UPDATE, ebdman_child_plan(h, f->vfm, "spec"));
-  assert_true(ebdman_child_same_content(h, f->vfm, "spec"));
+  assert_int_equal(EBDMAN_CHILD_UPDATE, ebdman_child_plan(h, f->vfm, "/spec"));
+  cJSON_DeleteItemFromObjectCaseSensitive(kcr_json_at(h, "/metadata"), "annotations");
+  assert_int_equal(EBDMAN_CHILD_UPDATE, ebdman_child_plan(h, f->vfm, "/spec"));
+  assert_true(ebdman_child_same_content(h, f->vfm, "/spec"));
   /* Another spec: update, content new. */
-  assert_int_equal(KCR_OK, kcr_json_set_str(h, "spec.image", "other"));
-  assert_int_equal(EBDMAN_CHILD_UPDATE, ebdman_child_plan(h, f->vfm, "spec"));
-  assert_false(ebdman_child_same_content(h, f->vfm, "spec"));
-  assert_false(ebdman_child_same_content(NULL, f->vfm, "spec"));
+  assert_int_equal(KCR_OK, kcr_json_set_str(h, "/spec/image", "other"));
+  assert_int_equal(EBDMAN_CHILD_UPDATE, ebdman_child_plan(h, f->vfm, "/spec"));
+  assert_false(ebdman_child_same_content(h, f->vfm, "/spec"));
+  assert_false(ebdman_child_same_content(NULL, f->vfm, "/spec"));
   cJSON_Delete(h);
 }
 
@@ -121,12 +121,12 @@ static void a_child_whose_annotations_are_not_a_map_is_updated(void **state)
 
   cJSON *bare = cJSON_Duplicate(f->vfm, 1); /* wants no annotation */
 
-  cJSON_DeleteItemFromObjectCaseSensitive(kcr_json_at(bare, "metadata"), "annotations");
+  cJSON_DeleteItemFromObjectCaseSensitive(kcr_json_at(bare, "/metadata"), "annotations");
   for(size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
-    cJSON *h = stored(f->vfm), *meta = kcr_json_at(h, "metadata");
+    cJSON *h = stored(f->vfm), *meta = kcr_json_at(h, "/metadata");
     cJSON_ReplaceItemInObjectCaseSensitive(meta, "annotations", cJSON_Parse(shapes[i]));
-    assert_int_equal(EBDMAN_CHILD_UPDATE, ebdman_child_plan(h, f->vfm, "spec"));
-    assert_int_equal(EBDMAN_CHILD_UPDATE, ebdman_child_plan(h, bare, "spec"));
+    assert_int_equal(EBDMAN_CHILD_UPDATE, ebdman_child_plan(h, f->vfm, "/spec"));
+    assert_int_equal(EBDMAN_CHILD_UPDATE, ebdman_child_plan(h, bare, "/spec"));
     cJSON_Delete(h);
   }
   cJSON_Delete(bare);
@@ -140,13 +140,13 @@ static cJSON *cached_copy(const cJSON *want, const char *const *keep)
   struct kcr__proj *p = NULL;
   char *text;
 
-  assert_int_equal(KCR_OK, kcr_json_set_str(h, "metadata.labels.team", "x"));
-  assert_int_equal(KCR_OK, kcr_json_set_str(h, "metadata.annotations.note", "x"));
+  assert_int_equal(KCR_OK, kcr_json_set_str(h, "/metadata/labels/team", "x"));
+  assert_int_equal(KCR_OK, kcr_json_set_str(h, "/metadata/annotations/note", "x"));
   assert_int_equal(
-      KCR_OK, kcr_json_set_str(h, "metadata.creationTimestamp", "2024-01-01T00:00:00Z"));
-  assert_non_null(kcr_json_add_int(kcr_json_at(h, "metadata"), "generation", 3));
-  assert_int_equal(KCR_OK, kcr_json_set_str(h, "status.phase", "Running"));
-  cJSON_AddItemToObject(kcr_json_at(h, "status"), "conditions",
+      KCR_OK, kcr_json_set_str(h, "/metadata/creationTimestamp", "2024-01-01T00:00:00Z"));
+  assert_non_null(kcr_json_add_int(kcr_json_at(h, "/metadata"), "generation", 3));
+  assert_int_equal(KCR_OK, kcr_json_set_str(h, "/status/phase", "Running"));
+  cJSON_AddItemToObject(kcr_json_at(h, "/status"), "conditions",
                         cJSON_Parse("[{\"type\":\"Ready\",\"status\":\"True\","
                                     "\"observedGeneration\":3,\"reason\":\"Ready\","
                                     "\"message\":\"\",\"lastTransitionTime\":"
@@ -175,28 +175,28 @@ static void projected_children_are_judged_as_whole_ones(void **state)
   ebdman_observe_vfm(&ob, vfm);
   struct kcr_cond conds[EBDMAN_NCOND];
 
-  assert_null(kcr_json_at(vfm, "metadata.labels")); /* it is projected */
-  assert_null(kcr_json_at(vfm, "status.phase"));
-  assert_int_equal(EBDMAN_CHILD_KEEP, ebdman_child_plan(cm, f->cm, "data"));
-  assert_int_equal(EBDMAN_CHILD_KEEP, ebdman_child_plan(vfm, f->vfm, "spec"));
+  assert_null(kcr_json_at(vfm, "/metadata/labels")); /* it is projected */
+  assert_null(kcr_json_at(vfm, "/status/phase"));
+  assert_int_equal(EBDMAN_CHILD_KEEP, ebdman_child_plan(cm, f->cm, "/data"));
+  assert_int_equal(EBDMAN_CHILD_KEEP, ebdman_child_plan(vfm, f->vfm, "/spec"));
   ebdman_conditions(&ob, conds);
   assert_string_equal("True", conds[EBDMAN_COND_VFM].status);
   /* the uid the update is pinned to is there */
   cJSON *w = cJSON_Duplicate(f->vfm, 1);
   assert_int_equal(KCR_OK, ebdman_child_precondition(w, EBDMAN_CHILD_UPDATE, vfm));
-  assert_string_equal("child-uid", kcr_json_str(w, "metadata.uid"));
+  assert_string_equal("child-uid", kcr_json_str(w, "/metadata/uid"));
   cJSON_Delete(w);
   /* a propagated annotation and the content are compared */
-  cJSON_ReplaceItemInObjectCaseSensitive(kcr_json_at(vfm, "metadata.annotations"),
+  cJSON_ReplaceItemInObjectCaseSensitive(kcr_json_at(vfm, "/metadata/annotations"),
                                          "vfm-sim.ebdman.example.com/delay",
                                          cJSON_CreateString("2s"));
-  assert_int_equal(EBDMAN_CHILD_UPDATE, ebdman_child_plan(vfm, f->vfm, "spec"));
-  assert_int_equal(KCR_OK, kcr_json_set_str(cm, "data.k", "other"));
-  assert_int_equal(EBDMAN_CHILD_UPDATE, ebdman_child_plan(cm, f->cm, "data"));
+  assert_int_equal(EBDMAN_CHILD_UPDATE, ebdman_child_plan(vfm, f->vfm, "/spec"));
+  assert_int_equal(KCR_OK, kcr_json_set_str(cm, "/data/k", "other"));
+  assert_int_equal(EBDMAN_CHILD_UPDATE, ebdman_child_plan(cm, f->cm, "/data"));
   /* whose it is */
   set_owners(cm, "[{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"name\":\"p\","
                  "\"uid\":\"pod-uid\",\"controller\":true}]");
-  assert_int_equal(EBDMAN_CHILD_CONFLICT, ebdman_child_plan(cm, f->cm, "data"));
+  assert_int_equal(EBDMAN_CHILD_CONFLICT, ebdman_child_plan(cm, f->cm, "/data"));
   cJSON_Delete(cm);
   cJSON_Delete(vfm);
 }
@@ -234,8 +234,8 @@ static void someone_elses_object_is_a_conflict(void **state)
     cJSON *cm = stored(f->cm), *v = stored(f->vfm);
     set_owners(cm, owners[i]);
     set_owners(v, owners[i]);
-    if(ebdman_child_plan(cm, f->cm, "data") != EBDMAN_CHILD_CONFLICT ||
-       ebdman_child_plan(v, f->vfm, "spec") != EBDMAN_CHILD_CONFLICT)
+    if(ebdman_child_plan(cm, f->cm, "/data") != EBDMAN_CHILD_CONFLICT ||
+       ebdman_child_plan(v, f->vfm, "/spec") != EBDMAN_CHILD_CONFLICT)
       fail_msg("owners %s: not a conflict", owners[i] ? owners[i] : "(none)");
     /* Even when it holds exactly what we want. */
     cJSON_Delete(cm);
@@ -244,7 +244,7 @@ static void someone_elses_object_is_a_conflict(void **state)
   /* A want without our controller reference (never made so) owns nothing. */
   cJSON *w = cJSON_Duplicate(f->cm, 1), *h = stored(f->cm);
   set_owners(w, NULL);
-  assert_int_equal(EBDMAN_CHILD_CONFLICT, ebdman_child_plan(h, w, "data"));
+  assert_int_equal(EBDMAN_CHILD_CONFLICT, ebdman_child_plan(h, w, "/data"));
   cJSON_Delete(w);
   cJSON_Delete(h);
 }
@@ -255,24 +255,26 @@ static void a_create_is_create_only_and_an_update_is_pinned_to_the_uid(void **st
   cJSON *w = cJSON_Duplicate(f->vfm, 1), *h = stored(f->vfm);
 
   assert_int_equal(KCR_OK, ebdman_child_precondition(w, EBDMAN_CHILD_CREATE, NULL));
-  assert_string_equal(EBDMAN_CREATE_ONLY_RV, kcr_json_str(w, "metadata.resourceVersion"));
-  assert_null(kcr_json_at(w, "metadata.uid"));
+  assert_string_equal(EBDMAN_CREATE_ONLY_RV,
+                      kcr_json_str(w, "/metadata/resourceVersion"));
+  assert_null(kcr_json_at(w, "/metadata/uid"));
   /* After a refused create, the update replaces the precondition. */
   assert_int_equal(KCR_OK, ebdman_child_precondition(w, EBDMAN_CHILD_UPDATE, h));
-  assert_string_equal("child-uid", kcr_json_str(w, "metadata.uid"));
-  assert_null(kcr_json_at(w, "metadata.resourceVersion"));
+  assert_string_equal("child-uid", kcr_json_str(w, "/metadata/uid"));
+  assert_null(kcr_json_at(w, "/metadata/resourceVersion"));
   /* And back. */
   assert_int_equal(KCR_OK, ebdman_child_precondition(w, EBDMAN_CHILD_CREATE, h));
-  assert_null(kcr_json_at(w, "metadata.uid"));
-  assert_string_equal(EBDMAN_CREATE_ONLY_RV, kcr_json_str(w, "metadata.resourceVersion"));
+  assert_null(kcr_json_at(w, "/metadata/uid"));
+  assert_string_equal(EBDMAN_CREATE_ONLY_RV,
+                      kcr_json_str(w, "/metadata/resourceVersion"));
   /* The rest of the body is the wanted child. */
-  cJSON_DeleteItemFromObjectCaseSensitive(kcr_json_at(w, "metadata"), "resourceVersion");
+  cJSON_DeleteItemFromObjectCaseSensitive(kcr_json_at(w, "/metadata"), "resourceVersion");
   assert_true(cJSON_Compare(w, f->vfm, 1));
   /* No request without a precondition. */
   assert_int_equal(KCR_EINVAL, ebdman_child_precondition(w, EBDMAN_CHILD_KEEP, h));
   assert_int_equal(KCR_EINVAL, ebdman_child_precondition(w, EBDMAN_CHILD_CONFLICT, h));
   assert_int_equal(KCR_EINVAL, ebdman_child_precondition(w, EBDMAN_CHILD_UPDATE, NULL));
-  cJSON_DeleteItemFromObjectCaseSensitive(kcr_json_at(h, "metadata"), "uid");
+  cJSON_DeleteItemFromObjectCaseSensitive(kcr_json_at(h, "/metadata"), "uid");
   assert_int_equal(KCR_EINVAL, ebdman_child_precondition(w, EBDMAN_CHILD_UPDATE, h));
   cJSON_Delete(w);
   cJSON_Delete(h);
@@ -286,7 +288,7 @@ static void the_conflict_message_names_the_object_and_its_owners(void **state)
 
   set_owners(h, NULL);
   cJSON_AddItemToObject(
-      kcr_json_at(h, "metadata"), "managedFields",
+      kcr_json_at(h, "/metadata"), "managedFields",
       cJSON_Parse("[{\"manager\":\"kubectl-create\",\"operation\":\"Update\"},"
                   "{\"manager\":\"vfm-sim\",\"operation\":\"Apply\","
                   "\"subresource\":\"status\"},"
@@ -302,7 +304,7 @@ static void the_conflict_message_names_the_object_and_its_owners(void **state)
 
   set_owners(h, "[{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"name\":\"web\","
                 "\"uid\":\"dep-uid\",\"controller\":true}]");
-  cJSON_DeleteItemFromObjectCaseSensitive(kcr_json_at(h, "metadata"), "managedFields");
+  cJSON_DeleteItemFromObjectCaseSensitive(kcr_json_at(h, "/metadata"), "managedFields");
   ebdman_child_conflict_msg(msg, sizeof(msg), f->vfm, h);
   assert_string_equal(
       "VFM team/web exists and is not this EBD's (its controller is "
@@ -362,7 +364,7 @@ static bool precondition_under_failure(void *ud)
   tfail_exempt(false);
   rc = ebdman_child_precondition(w, EBDMAN_CHILD_UPDATE, h);
   ok = rc == KCR_ENOMEM ||
-       (rc == KCR_OK && !strcmp(kcr_json_str(w, "metadata.uid"), "child-uid"));
+       (rc == KCR_OK && !strcmp(kcr_json_str(w, "/metadata/uid"), "child-uid"));
   cJSON_Delete(w);
   cJSON_Delete(h);
   return ok;
@@ -375,8 +377,8 @@ static bool kept_as_is(const cJSON *ebd, const cJSON *want, const cJSON *have,
                        const char *const *keep, const char *field, const char *src,
                        enum ebdman_child_plan *plan)
 {
-  const char *ep[] = {src, "metadata.annotations"},
-             *hp[] = {field, "metadata.annotations"};
+  const char *ep[] = {src, "/metadata/annotations"},
+             *hp[] = {field, "/metadata/annotations"};
   struct kcr_span e[2], h[2];
   kcr_obj *eo = NULL, *ho = NULL;
   struct kcr__proj *p = NULL;
@@ -450,7 +452,7 @@ static void the_text_keeps_a_child_only_where_the_trees_do(void **state)
       for(int kind = 0; kind < 2; kind++)
         for(int ch = 0; ch < NCHANGE; ch++) {
           cJSON *ebd = cJSON_Parse(EBD_JSON), *meta, *want, *have, *content;
-          const char *field = kind ? "spec" : "data";
+          const char *field = kind ? "spec" : "data", *ptr = kind ? "/spec" : "/data";
           enum ebdman_child_plan plan;
           /* As made, and no annotation the EBD's text shows to propagate
            * (anns[4] names the prefix in a value: the text cannot tell). */
@@ -486,12 +488,12 @@ static void the_text_keeps_a_child_only_where_the_trees_do(void **state)
                                     cJSON_DetachItemViaPointer(content, content->child));
             break;
           case PROPAGATED_ADDED:
-            cJSON_AddItemToObject(kcr_json_obj(have, "metadata.annotations"),
+            cJSON_AddItemToObject(kcr_json_obj(have, "/metadata/annotations"),
                                   "vfm-sim.ebdman.example.com/x",
                                   cJSON_CreateString("y"));
             break;
           case OTHER_ANNOTATION:
-            cJSON_AddItemToObject(kcr_json_obj(have, "metadata.annotations"), "note",
+            cJSON_AddItemToObject(kcr_json_obj(have, "/metadata/annotations"), "note",
                                   cJSON_CreateString("y"));
             break;
           case ANNOTATIONS_NOT_A_MAP:
@@ -509,7 +511,7 @@ static void the_text_keeps_a_child_only_where_the_trees_do(void **state)
           }
           kept =
               kept_as_is(ebd, want, have, kind ? ebdman_vfm_keep : ebdman_configmap_keep,
-                         field, kind ? "spec.vfm" : "spec.vfm.config", &plan);
+                         ptr, kind ? "/spec/vfm" : "/spec/vfm/config", &plan);
           if(kept && plan != EBDMAN_CHILD_KEEP)
             fail_msg("kept as is by the text, plan %d by the trees: spec %s, "
                      "annotations %s, %s, change %d",

@@ -141,7 +141,7 @@ static void overlong_messages_are_cut_to_the_condition_limit(void **state)
   long_msg[2 * n] = '\0';
   v = vfm(1, "False", "Failed", "x", 1);
   assert_true(cJSON_ReplaceItemInObject(
-      cJSON_GetArrayItem(kcr_json_at(v, "status.conditions"), 0), "message",
+      cJSON_GetArrayItem(kcr_json_at(v, "/status/conditions"), 0), "message",
       cJSON_CreateString(long_msg)));
   for(int with_arena = 0; with_arena < 2; with_arena++) {
     struct ebdman_observed ob = {.generation = 1};
@@ -342,16 +342,16 @@ static void children_are_owned_and_named(void **state)
       "\"vfm-sim.ebdman.example.com/delay\":\"1s\",\"other\":\"x\"}},\"spec\":{\"vfm\":{"
       "\"image\":\"img\",\"replicas\":2,\"config\":{\"k\":\"v\"}}}}");
   cJSON *cm = ebdman_configmap_for(ebd), *v = ebdman_vfm_for(ebd);
-  assert_string_equal("a-config", kcr_json_str(cm, "metadata.name"));
-  assert_string_equal("v", kcr_json_str(cm, "data.k"));
-  assert_string_equal("a", kcr_json_str(v, "metadata.name"));
-  assert_string_equal("img", kcr_json_str(v, "spec.image"));
-  assert_int_equal(2, kcr_json_int(v, "spec.replicas", 0));
-  assert_string_equal("1s", kcr_json_member_str(kcr_json_at(v, "metadata.annotations"),
+  assert_string_equal("a-config", kcr_json_str(cm, "/metadata/name"));
+  assert_string_equal("v", kcr_json_str(cm, "/data/k"));
+  assert_string_equal("a", kcr_json_str(v, "/metadata/name"));
+  assert_string_equal("img", kcr_json_str(v, "/spec/image"));
+  assert_int_equal(2, kcr_json_int(v, "/spec/replicas", 0));
+  assert_string_equal("1s", kcr_json_member_str(kcr_json_at(v, "/metadata/annotations"),
                                                 "vfm-sim.ebdman.example.com/delay"));
-  assert_null(kcr_json_member_str(kcr_json_at(v, "metadata.annotations"), "other"));
-  const cJSON *ref = cJSON_GetArrayItem(kcr_json_at(v, "metadata.ownerReferences"), 0);
-  assert_string_equal("u-1", kcr_json_str(ref, "uid"));
+  assert_null(kcr_json_member_str(kcr_json_at(v, "/metadata/annotations"), "other"));
+  const cJSON *ref = cJSON_GetArrayItem(kcr_json_at(v, "/metadata/ownerReferences"), 0);
+  assert_string_equal("u-1", kcr_json_str(ref, "/uid"));
   assert_true(cJSON_IsTrue(cJSON_GetObjectItem(ref, "controller")));
   cJSON_Delete(cm);
   cJSON_Delete(v);
@@ -385,11 +385,12 @@ static void children_ignore_annotations_that_are_not_a_map(void **state)
     cJSON *cm = ebdman_configmap_for(ebd), *v = ebdman_vfm_for(ebd);
     assert_non_null(cm);
     assert_non_null(v);
-    assert_string_equal("a-config", kcr_json_str(cm, "metadata.name"));
-    assert_string_equal("a", kcr_json_str(v, "metadata.name"));
-    assert_string_equal("a", kcr_json_member_str(kcr_json_at(v, "metadata.labels"),
+    assert_string_equal("a-config", kcr_json_str(cm, "/metadata/name"));
+    assert_string_equal("a", kcr_json_str(v, "/metadata/name"));
+    assert_string_equal("a", kcr_json_member_str(kcr_json_at(v, "/metadata/labels"),
                                                  "ebdman.example.com/ebd"));
-    if(kcr_json_at(v, "metadata.annotations") || kcr_json_at(cm, "metadata.annotations"))
+    if(kcr_json_at(v, "/metadata/annotations") ||
+       kcr_json_at(cm, "/metadata/annotations"))
       fail_msg("annotations %s: copied something", shapes[i]);
     cJSON_Delete(cm);
     cJSON_Delete(v);
@@ -462,7 +463,7 @@ static void a_cached_vfm_reads_as_its_tree(void **state)
       for(int i = 0; deep && i < 200; i++)
         at = cJSON_AddObjectToObject(at, "x");
       cJSON_AddItemToObject(v, "spec", spec);
-      assert_int_equal(KCR_OK, kcr_json_set_str(v, "metadata.name", "v"));
+      assert_int_equal(KCR_OK, kcr_json_set_str(v, "/metadata/name", "v"));
       assert_int_equal(KCR_OK, kcr_obj_from_json(v, 0, &o, NULL));
       ebdman_observe_vfm(&a, v);
       ebdman_observe_vfm_obj(&b, o, &hold);

@@ -115,13 +115,13 @@ static cJSON *ebd(const char *ns, const char *name, const char *ready, const cha
 {
   cJSON *o = cJSON_CreateObject(), *conds = cJSON_CreateArray(), *c;
   if(ns)
-    kcr_json_set_str(o, "metadata.namespace", ns);
+    kcr_json_set_str(o, "/metadata/namespace", ns);
   if(name)
-    kcr_json_set_str(o, "metadata.name", name);
-  kcr_json_set_str(o, "metadata.creationTimestamp", T_CREATED);
-  cJSON_AddNumberToObject(kcr_json_obj(o, "metadata"), "generation", 1);
-  cJSON_AddNumberToObject(kcr_json_obj(o, "status"), "observedGeneration", 1);
-  cJSON_AddItemToObject(kcr_json_obj(o, "status"), "conditions", conds);
+    kcr_json_set_str(o, "/metadata/name", name);
+  kcr_json_set_str(o, "/metadata/creationTimestamp", T_CREATED);
+  cJSON_AddNumberToObject(kcr_json_obj(o, "/metadata"), "generation", 1);
+  cJSON_AddNumberToObject(kcr_json_obj(o, "/status"), "observedGeneration", 1);
+  cJSON_AddItemToObject(kcr_json_obj(o, "/status"), "conditions", conds);
   const char *types[] = {"Ready", "Installed", "VFMHealthy"};
   for(int i = 0; i < 3; i++) {
     cJSON_AddItemToArray(conds, c = cJSON_CreateObject());
@@ -345,10 +345,10 @@ static void items_without_namespace_or_name_are_sorted_and_shown(void **state)
   assert_int_equal(9, cJSON_GetArraySize(objs));
   /* Absent sorts as "": the namespaced ones come last, by name. */
   assert_string_equal("ns",
-                      kcr_json_str(cJSON_GetArrayItem(objs, 6), "metadata.namespace"));
-  assert_null(kcr_json_str(cJSON_GetArrayItem(objs, 6), "metadata.name"));
-  assert_string_equal("a", kcr_json_str(cJSON_GetArrayItem(objs, 7), "metadata.name"));
-  assert_string_equal("z", kcr_json_str(cJSON_GetArrayItem(objs, 8), "metadata.name"));
+                      kcr_json_str(cJSON_GetArrayItem(objs, 6), "/metadata/namespace"));
+  assert_null(kcr_json_str(cJSON_GetArrayItem(objs, 6), "/metadata/name"));
+  assert_string_equal("a", kcr_json_str(cJSON_GetArrayItem(objs, 7), "/metadata/name"));
+  assert_string_equal("z", kcr_json_str(cJSON_GetArrayItem(objs, 8), "/metadata/name"));
   char *out = table(objs, true, created());
   print_message("%s", out);
   assert_int_equal(10, lines(out)); /* the header and 9 rows */
@@ -390,9 +390,10 @@ static void watch_events_match_items_without_namespace_or_name(void **state)
   const cJSON *it;
   cJSON_ArrayForEach(it, objs)
   {
-    with_spec += kcr_json_at(it, "spec") != NULL;
-    ns_a += kcr_json_str(it, "metadata.namespace") && kcr_json_str(it, "metadata.name") &&
-            !strcmp(kcr_json_str(it, "metadata.name"), "a");
+    with_spec += kcr_json_at(it, "/spec") != NULL;
+    ns_a += kcr_json_str(it, "/metadata/namespace") &&
+            kcr_json_str(it, "/metadata/name") &&
+            !strcmp(kcr_json_str(it, "/metadata/name"), "a");
   }
   assert_int_equal(1, with_spec);
   assert_int_equal(1, ns_a);

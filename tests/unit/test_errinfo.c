@@ -30,8 +30,8 @@ static void conflict_status_is_kept_verbatim(void **state)
                       "\"resource01\": the object has been modified; please apply "
                       "your changes to the latest version and try again",
                       ei.message);
-  assert_string_equal("resource01", kcr_json_str(ei.details, "name"));
-  assert_string_equal("ebds", kcr_json_str(ei.details, "kind"));
+  assert_string_equal("resource01", kcr_json_str(ei.details, "/name"));
+  assert_string_equal("ebds", kcr_json_str(ei.details, "/kind"));
   kcr_errinfo_cleanup(&ei);
   assert_null(ei.message);
 }

@@ -507,33 +507,33 @@ static void one_event_is_one_create_with_the_exact_fields(void **state)
   assert_int_equal(KCR_EVENT_CREATE, f.calls[0].op);
   assert_string_equal("ns1", f.calls[0].ns);
   b = f.calls[0].body;
-  assert_string_equal("events.k8s.io/v1", str(b, "apiVersion"));
-  assert_string_equal("Event", str(b, "kind"));
-  assert_string_equal("ns1", str(b, "metadata.namespace"));
-  name = str(b, "metadata.name");
+  assert_string_equal("events.k8s.io/v1", str(b, "/apiVersion"));
+  assert_string_equal("Event", str(b, "/kind"));
+  assert_string_equal("ns1", str(b, "/metadata/namespace"));
+  name = str(b, "/metadata/name");
   assert_string_equal(f.calls[0].name, name);
   assert_memory_equal("cm1.", name, 4);
   assert_true(strlen(name) > 4 &&
               strspn(name + 4, "0123456789abcdef") == strlen(name + 4));
-  t = str(b, "eventTime");
+  t = str(b, "/eventTime");
   assert_int_equal(27, strlen(t));
   assert_int_equal('.', t[19]);
   assert_int_equal('Z', t[26]);
   assert_int_equal(KCR_OK, kcr_time_parse(t, &parsed));
   assert_true(llabs((long long)(parsed - time(NULL))) < 60);
-  assert_string_equal("ebdman.example.com/ebdman", str(b, "reportingController"));
-  assert_string_equal("test-host", str(b, "reportingInstance"));
-  assert_string_equal("Provision", str(b, "action"));
-  assert_string_equal("Provisioned", str(b, "reason"));
-  assert_string_equal("volume v1 is 10 GiB", str(b, "note"));
-  assert_string_equal("Normal", str(b, "type"));
-  assert_string_equal("v1", str(b, "regarding.apiVersion"));
-  assert_string_equal("ConfigMap", str(b, "regarding.kind"));
-  assert_string_equal("ns1", str(b, "regarding.namespace"));
-  assert_string_equal("cm1", str(b, "regarding.name"));
-  assert_string_equal(cm.uid, str(b, "regarding.uid"));
-  assert_string_equal("42", str(b, "regarding.resourceVersion"));
-  assert_null(kcr_json_at(b, "series"));
+  assert_string_equal("ebdman.example.com/ebdman", str(b, "/reportingController"));
+  assert_string_equal("test-host", str(b, "/reportingInstance"));
+  assert_string_equal("Provision", str(b, "/action"));
+  assert_string_equal("Provisioned", str(b, "/reason"));
+  assert_string_equal("volume v1 is 10 GiB", str(b, "/note"));
+  assert_string_equal("Normal", str(b, "/type"));
+  assert_string_equal("v1", str(b, "/regarding/apiVersion"));
+  assert_string_equal("ConfigMap", str(b, "/regarding/kind"));
+  assert_string_equal("ns1", str(b, "/regarding/namespace"));
+  assert_string_equal("cm1", str(b, "/regarding/name"));
+  assert_string_equal(cm.uid, str(b, "/regarding/uid"));
+  assert_string_equal("42", str(b, "/regarding/resourceVersion"));
+  assert_null(kcr_json_at(b, "/series"));
 
   total = events_total(reg);
   assert_non_null(total);
@@ -570,8 +570,8 @@ static void repeats_become_one_series_patch(void **state)
   assert_string_equal(f.calls[0].name, f.calls[1].name);
   assert_string_equal("ns1", f.calls[1].ns);
   p = f.calls[1].body;
-  assert_int_equal(5, kcr_json_int(p, "series.count", 0));
-  assert_int_equal(27, strlen(str(p, "series.lastObservedTime")));
+  assert_int_equal(5, kcr_json_int(p, "/series/count", 0));
+  assert_int_equal(27, strlen(str(p, "/series/lastObservedTime")));
   assert_int_equal(1, cJSON_GetArraySize(p)); /* the patch carries series only */
   kcr_recorder_get_stats(r, &st);
   assert_int_equal(1, st.sent);
@@ -618,10 +618,10 @@ static void bodies_are_compact_json_with_every_string_escaped(void **state)
     assert_string_equal(again, f.calls[i].text);
     free(again);
   }
-  assert_string_equal(note, str(f.calls[0].body, "note"));
-  assert_string_equal(odd.name, str(f.calls[0].body, "regarding.name"));
-  assert_string_equal(odd.uid, str(f.calls[0].body, "regarding.uid"));
-  assert_int_equal(3, kcr_json_int(f.calls[1].body, "series.count", 0));
+  assert_string_equal(note, str(f.calls[0].body, "/note"));
+  assert_string_equal(odd.name, str(f.calls[0].body, "/regarding/name"));
+  assert_string_equal(odd.uid, str(f.calls[0].body, "/regarding/uid"));
+  assert_int_equal(3, kcr_json_int(f.calls[1].body, "/series/count", 0));
   kcr_recorder_free(r);
   fake_cleanup(&f);
   (void)state;
@@ -648,14 +648,14 @@ static void series_writes_wait_for_the_flush_interval(void **state)
   for(int i = 0; i < 300 && ncalls(&f) < 2; i++)
     sleep_ms(10);
   assert_int_equal(2, ncalls(&f));
-  assert_int_equal(3, kcr_json_int(f.calls[1].body, "series.count", 0));
+  assert_int_equal(3, kcr_json_int(f.calls[1].body, "/series/count", 0));
   /* The next repeat waits another interval after that write. */
   kcr_recorder_eventf(r, &cm, "Normal", "Synced", "Sync", NULL);
   sleep_ms(200);
   assert_int_equal(2, ncalls(&f));
   kcr_recorder_free(r); /* flushes */
   assert_int_equal(3, ncalls(&f));
-  assert_int_equal(4, kcr_json_int(f.calls[2].body, "series.count", 0));
+  assert_int_equal(4, kcr_json_int(f.calls[2].body, "/series/count", 0));
   fake_cleanup(&f);
 }
 
@@ -677,8 +677,8 @@ static void repeats_before_the_create_go_into_it(void **state)
   assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
   assert_int_equal(2, ncalls(&f));
   assert_int_equal(KCR_EVENT_CREATE, f.calls[1].op);
-  assert_string_equal("cm1", str(f.calls[1].body, "regarding.name"));
-  assert_int_equal(3, kcr_json_int(f.calls[1].body, "series.count", 0));
+  assert_string_equal("cm1", str(f.calls[1].body, "/regarding/name"));
+  assert_int_equal(3, kcr_json_int(f.calls[1].body, "/series/count", 0));
   kcr_recorder_free(r);
   fake_cleanup(&f);
 }
@@ -739,7 +739,7 @@ static void a_repeat_after_the_window_is_a_new_event(void **state)
   assert_int_equal(3, ncalls(&f));
   assert_int_equal(KCR_EVENT_CREATE, f.calls[2].op);
   assert_string_not_equal(f.calls[0].name, f.calls[2].name);
-  assert_null(kcr_json_at(f.calls[2].body, "series"));
+  assert_null(kcr_json_at(f.calls[2].body, "/series"));
   kcr_recorder_free(r);
   fake_cleanup(&f);
 }
@@ -804,7 +804,7 @@ static void spam_limit_drops_beyond_the_burst_and_logs_once(void **state)
   for(int i = 0; i < 3; i++) {
     char want[16];
     snprintf(want, sizeof(want), "try %d", i);
-    assert_string_equal(want, str(f.calls[i].body, "note"));
+    assert_string_equal(want, str(f.calls[i].body, "/note"));
   }
   kcr_recorder_get_stats(r, &st);
   assert_int_equal(4, st.sent);
@@ -837,7 +837,7 @@ static void spam_tokens_refill_with_time(void **state)
   kcr_recorder_get_stats(r, &st);
   assert_int_equal(2, st.sent);
   assert_int_equal(1, st.dropped);
-  assert_string_equal("3", str(f.calls[1].body, "note"));
+  assert_string_equal("3", str(f.calls[1].body, "/note"));
   kcr_recorder_free(r);
   fake_cleanup(&f);
 }
@@ -857,7 +857,7 @@ static void repeats_spend_no_spam_tokens(void **state)
   assert_int_equal(1, st.sent);
   assert_int_equal(49, st.aggregated);
   assert_int_equal(0, st.dropped);
-  assert_int_equal(50, kcr_json_int(f.calls[ncalls(&f) - 1].body, "series.count", 0));
+  assert_int_equal(50, kcr_json_int(f.calls[ncalls(&f) - 1].body, "/series/count", 0));
   kcr_recorder_free(r);
   fake_cleanup(&f);
 }
@@ -1260,14 +1260,14 @@ static void similar_events_waiting_to_be_sent_coalesce(void **state)
   assert_int_equal(KCR_OK, kcr_recorder_flush(r, 10000));
   assert_int_equal(4, ncalls(&f));
   for(int i = 1; i < 4; i++)
-    if(!strcmp(str(f.calls[i].body, "reason"), "Flapping") &&
-       !strcmp(str(f.calls[i].body, "type"), "Warning"))
+    if(!strcmp(str(f.calls[i].body, "/reason"), "Flapping") &&
+       !strcmp(str(f.calls[i].body, "/type"), "Warning"))
       flapping = i;
   assert_int_not_equal(-1, flapping);
   b = f.calls[flapping].body;
-  assert_string_equal("(combined from similar events): try 9999", str(b, "note"));
-  assert_string_equal("Probe", str(b, "action"));
-  assert_int_equal(N, kcr_json_int(b, "series.count", 0));
+  assert_string_equal("(combined from similar events): try 9999", str(b, "/note"));
+  assert_string_equal("Probe", str(b, "/action"));
+  assert_int_equal(N, kcr_json_int(b, "/series/count", 0));
   kcr_recorder_get_stats(r, &st);
   assert_int_equal(4, st.sent);
   assert_int_equal(N - 1, st.aggregated);
@@ -1279,8 +1279,8 @@ static void similar_events_waiting_to_be_sent_coalesce(void **state)
   assert_int_equal(KCR_OK, kcr_recorder_flush(r, 10000));
   assert_int_equal(5, ncalls(&f));
   assert_int_equal(KCR_EVENT_CREATE, f.calls[4].op);
-  assert_string_equal("try 10000", str(f.calls[4].body, "note"));
-  assert_null(kcr_json_at(f.calls[4].body, "series"));
+  assert_string_equal("try 10000", str(f.calls[4].body, "/note"));
+  assert_null(kcr_json_at(f.calls[4].body, "/series"));
   kcr_recorder_free(r);
   kcr_metrics_free(reg);
   fake_cleanup(&f);
@@ -1306,9 +1306,9 @@ static void a_combined_note_is_cut_to_the_limit(void **state)
   gate(&f, false);
   assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
   assert_int_equal(2, ncalls(&f));
-  assert_int_equal(KCR_EVENT_NOTE_MAX, strlen(str(f.calls[1].body, "note")));
-  assert_memory_equal("(combined from similar events): xxx", str(f.calls[1].body, "note"),
-                      35);
+  assert_int_equal(KCR_EVENT_NOTE_MAX, strlen(str(f.calls[1].body, "/note")));
+  assert_memory_equal("(combined from similar events): xxx",
+                      str(f.calls[1].body, "/note"), 35);
   kcr_recorder_free(r);
   fake_cleanup(&f);
 }
@@ -1729,7 +1729,7 @@ static void a_retried_create_that_finds_its_event_has_sent_it(void **state)
   assert_int_equal(3, ncalls(&f));
   assert_int_equal(KCR_EVENT_PATCH, f.calls[2].op);
   assert_string_equal(f.calls[0].name, f.calls[2].name);
-  assert_int_equal(2, kcr_json_int(f.calls[2].body, "series.count", 0));
+  assert_int_equal(2, kcr_json_int(f.calls[2].body, "/series/count", 0));
   kcr_recorder_free(r);
   fake_cleanup(&f);
 
@@ -1760,7 +1760,7 @@ static void an_event_gone_from_the_server_is_created_again(void **state)
   assert_int_equal(KCR_EVENT_PATCH, f.calls[1].op);
   assert_int_equal(KCR_EVENT_CREATE, f.calls[2].op);
   assert_string_equal(f.calls[0].name, f.calls[2].name);
-  assert_int_equal(3, kcr_json_int(f.calls[2].body, "series.count", 0));
+  assert_int_equal(3, kcr_json_int(f.calls[2].body, "/series/count", 0));
   kcr_recorder_get_stats(r, &st);
   assert_int_equal(1, st.sent); /* the re-creation is not a new event */
   kcr_recorder_free(r);
@@ -1782,12 +1782,12 @@ static void names_and_namespaces_follow_the_regarding_object(void **state)
   kcr_recorder_eventf(r, &odd, "Normal", "R", "A", NULL);
   assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
   assert_int_equal(2, ncalls(&f));
-  k = strcmp(str(f.calls[0].body, "regarding.kind"), "Node") ? 1 : 0; /* in parallel */
+  k = strcmp(str(f.calls[0].body, "/regarding/kind"), "Node") ? 1 : 0; /* in parallel */
   /* Cluster-scoped: the Event lives in "default"; regarding has no namespace. */
   assert_string_equal("default", f.calls[k].ns);
-  assert_string_equal("default", str(f.calls[k].body, "metadata.namespace"));
-  assert_null(kcr_json_at(f.calls[k].body, "regarding.namespace"));
-  assert_null(kcr_json_at(f.calls[k].body, "regarding.resourceVersion"));
+  assert_string_equal("default", str(f.calls[k].body, "/metadata/namespace"));
+  assert_null(kcr_json_at(f.calls[k].body, "/regarding/namespace"));
+  assert_null(kcr_json_at(f.calls[k].body, "/regarding/resourceVersion"));
   /* A name that cannot prefix an Event name: a UUID instead. */
   n = f.calls[1 - k].name;
   assert_int_equal(36, strlen(n));
@@ -1809,7 +1809,7 @@ static void long_notes_are_cut_on_a_character_boundary(void **state)
   kcr_recorder_eventf(r, &cm, "Normal", "R", "A", "%s\xe2\x82\xac tail",
                       pad); /* € at 1022 */
   assert_int_equal(KCR_OK, kcr_recorder_flush(r, 5000));
-  assert_int_equal(1022, strlen(str(f.calls[0].body, "note")));
+  assert_int_equal(1022, strlen(str(f.calls[0].body, "/note")));
   kcr_recorder_free(r);
   fake_cleanup(&f);
 }
@@ -1848,7 +1848,7 @@ static void eventf_from_many_threads_loses_nothing(void **state)
   assert_int_equal(KCR_EVENT_CREATE, f.calls[0].op);
   for(int i = 1; i < ncalls(&f); i++)
     assert_int_equal(KCR_EVENT_PATCH, f.calls[i].op);
-  assert_int_equal(4000, kcr_json_int(f.calls[ncalls(&f) - 1].body, "series.count", 0));
+  assert_int_equal(4000, kcr_json_int(f.calls[ncalls(&f) - 1].body, "/series/count", 0));
   kcr_recorder_free(h.r);
   fake_cleanup(&f);
 }

@@ -45,7 +45,7 @@ static kcr_err api(struct twire_call *call, void *ud)
   req = cJSON_ParseWithLength(call->req->body, call->req->body_len);
   if(twire_is(call, "POST", "/apis/authentication.k8s.io/v1/tokenreviews")) {
     atomic_fetch_add(&a->tokenreviews, 1);
-    tok = kcr_json_str(req, "spec.token");
+    tok = kcr_json_str(req, "/spec/token");
     TCHECK(tok != NULL);
     if(tok && !strcmp(tok, "boom"))
       rc = twire_reply(call, 500, "%s", twire_status_json(500, "InternalError"));
@@ -62,12 +62,12 @@ static kcr_err api(struct twire_call *call, void *ud)
   } else if(twire_is(call, "POST",
                      "/apis/authorization.k8s.io/v1/subjectaccessreviews")) {
     atomic_fetch_add(&a->sars, 1);
-    user = kcr_json_str(req, "spec.user");
-    path = kcr_json_str(req, "spec.nonResourceAttributes.path");
-    verb = kcr_json_str(req, "spec.nonResourceAttributes.verb");
+    user = kcr_json_str(req, "/spec/user");
+    path = kcr_json_str(req, "/spec/nonResourceAttributes/path");
+    verb = kcr_json_str(req, "/spec/nonResourceAttributes/verb");
     /* the user's groups, uid and extra travel with it */
-    TCHECK(kcr_json_at(req, "spec.groups") && kcr_json_str(req, "spec.uid") &&
-           kcr_json_at(req, "spec.extra.k"));
+    TCHECK(kcr_json_at(req, "/spec/groups") && kcr_json_str(req, "/spec/uid") &&
+           kcr_json_at(req, "/spec/extra/k"));
     TCHECK(path && verb);
     rc = twire_reply(call, 201, "{\"status\":{\"allowed\":%s}}",
                      user && !strcmp(user, "alice") && path &&

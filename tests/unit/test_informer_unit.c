@@ -812,7 +812,7 @@ static void a_keep_list_projects_listed_and_watched_objects(void **state)
                       .client = cl,
                       .gvr = &cms,
                       .ns = "ns",
-                      .keep = (const char *[]){"data", "metadata.annotations", NULL}},
+                      .keep = (const char *[]){"/data", "/metadata/annotations", NULL}},
                   &inf, NULL));
   assert_int_equal(KCR_OK, kcr_informer_add_handlers(inf, &(struct kcr_informer_handlers){
                                                               .on_add = on_add_text,
@@ -851,11 +851,15 @@ static void new_refuses_invalid_options_naming_them(void **state)
         .watch_timeout_min_ms = 2000,
         .watch_timeout_max_ms = 1000},
        "watch_timeout_max_ms"},
-      {{.client = cl, .gvr = &cms, .keep = (const char *[]){"data", "a..b", NULL}},
-       "keep[1] \"a..b\""},
+      {{.client = cl,
+        .gvr = &cms,
+        .keep = (const char *[]){"/data", "metadata.labels", NULL}},
+       "keep[1] \"metadata.labels\" does not start with '/'"},
       {{.client = cl, .gvr = &cms, .keep = (const char *[]){"", NULL}}, "keep[0] \"\""},
-      {{.client = cl, .gvr = &cms, .keep = (const char *[]){"spec.containers[0]", NULL}},
-       "keep[0] \"spec.containers[0]\""},
+      {{.client = cl,
+        .gvr = &cms,
+        .keep = (const char *[]){"/metadata/labels/a~b", NULL}},
+       "keep[0] \"/metadata/labels/a~b\" has a '~' not followed by '0' or '1'"},
   };
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   kcr_informer *inf;

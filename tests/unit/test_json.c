@@ -85,7 +85,7 @@ static void parse_counts_only_the_document(void **state)
   const char text[] = "{\"g\":9007199254740993} 42 9007199254740995";
   cJSON *o = NULL;
   assert_int_equal(KCR_OK, kcr_json_parse(text, sizeof(text) - 1, &o, NULL));
-  assert_int_equal(9007199254740993LL, kcr_json_int(o, "g", 0));
+  assert_int_equal(9007199254740993LL, kcr_json_int(o, "/g", 0));
   cJSON_Delete(o);
 }
 
@@ -165,12 +165,12 @@ static void integers_are_read_exactly(void **state)
   cJSON *o = parse("{\"a\":9007199254740993,\"b\":-9223372036854775808,"
                    "\"c\":9223372036854775807,\"d\":1000000000000001,\"e\":-7,"
                    "\"f\":{\"g\":12}}");
-  assert_int_equal(9007199254740993LL, kcr_json_int(o, "a", 0));
-  assert_true(INT64_MIN == kcr_json_int(o, "b", 0));
-  assert_true(INT64_MAX == kcr_json_int(o, "c", 0));
-  assert_int_equal(1000000000000001LL, kcr_json_int(o, "d", 0));
-  assert_int_equal(-7, kcr_json_int(o, "e", 0));
-  assert_int_equal(12, kcr_json_int(o, "f.g", 0));
+  assert_int_equal(9007199254740993LL, kcr_json_int(o, "/a", 0));
+  assert_true(INT64_MIN == kcr_json_int(o, "/b", 0));
+  assert_true(INT64_MAX == kcr_json_int(o, "/c", 0));
+  assert_int_equal(1000000000000001LL, kcr_json_int(o, "/d", 0));
+  assert_int_equal(-7, kcr_json_int(o, "/e", 0));
+  assert_int_equal(12, kcr_json_int(o, "/f/g", 0));
   cJSON_Delete(o);
 }
 
@@ -181,17 +181,17 @@ static void get_int_tells_absent_wrong_type_and_out_of_range_apart(void **state)
                    "\"below\":-9223372036854775809,\"ok\":9007199254740993}");
   int64_t v = 42;
   assert_int_equal(KCR_ENOTFOUND, kcr_json_get_int(NULL, &v));
-  assert_int_equal(KCR_ENOTFOUND, kcr_json_get_int(kcr_json_at(o, "absent"), &v));
-  assert_int_equal(KCR_ENOTFOUND, kcr_json_get_int(kcr_json_at(o, "null"), &v));
-  assert_int_equal(KCR_EPARSE, kcr_json_get_int(kcr_json_at(o, "str"), &v));
-  assert_int_equal(KCR_EPARSE, kcr_json_get_int(kcr_json_at(o, "half"), &v));
-  assert_int_equal(KCR_EPARSE, kcr_json_get_int(kcr_json_at(o, "obj"), &v));
-  assert_int_equal(KCR_ERANGE, kcr_json_get_int(kcr_json_at(o, "huge"), &v));
-  assert_int_equal(KCR_ERANGE, kcr_json_get_int(kcr_json_at(o, "inf"), &v));
-  assert_int_equal(KCR_ERANGE, kcr_json_get_int(kcr_json_at(o, "two63"), &v));
-  assert_int_equal(KCR_ERANGE, kcr_json_get_int(kcr_json_at(o, "below"), &v));
+  assert_int_equal(KCR_ENOTFOUND, kcr_json_get_int(kcr_json_at(o, "/absent"), &v));
+  assert_int_equal(KCR_ENOTFOUND, kcr_json_get_int(kcr_json_at(o, "/null"), &v));
+  assert_int_equal(KCR_EPARSE, kcr_json_get_int(kcr_json_at(o, "/str"), &v));
+  assert_int_equal(KCR_EPARSE, kcr_json_get_int(kcr_json_at(o, "/half"), &v));
+  assert_int_equal(KCR_EPARSE, kcr_json_get_int(kcr_json_at(o, "/obj"), &v));
+  assert_int_equal(KCR_ERANGE, kcr_json_get_int(kcr_json_at(o, "/huge"), &v));
+  assert_int_equal(KCR_ERANGE, kcr_json_get_int(kcr_json_at(o, "/inf"), &v));
+  assert_int_equal(KCR_ERANGE, kcr_json_get_int(kcr_json_at(o, "/two63"), &v));
+  assert_int_equal(KCR_ERANGE, kcr_json_get_int(kcr_json_at(o, "/below"), &v));
   assert_int_equal(42, v); /* untouched on every error */
-  assert_int_equal(KCR_OK, kcr_json_get_int(kcr_json_at(o, "ok"), &v));
+  assert_int_equal(KCR_OK, kcr_json_get_int(kcr_json_at(o, "/ok"), &v));
   assert_int_equal(9007199254740993LL, v);
   cJSON_Delete(o);
 }
@@ -212,12 +212,12 @@ static void numbers_that_do_not_fit_give_the_default(void **state)
   for(size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     cJSON *o = cJSON_CreateObject();
     assert_non_null(cJSON_AddNumberToObject(o, "n", bad[i]));
-    assert_int_equal(-1, kcr_json_int(o, "n", -1));
+    assert_int_equal(-1, kcr_json_int(o, "/n", -1));
     cJSON_Delete(o);
   }
   cJSON *o = cJSON_CreateObject();
   cJSON_AddNumberToObject(o, "n", -9223372036854775808.0); /* INT64_MIN fits */
-  assert_true(INT64_MIN == kcr_json_int(o, "n", -1));
+  assert_true(INT64_MIN == kcr_json_int(o, "/n", -1));
   cJSON_Delete(o);
 }
 
@@ -243,7 +243,7 @@ static void integers_are_written_as_go_writes_them(void **state)
     assert_non_null(kcr_json_add_int(o, "n", cases[i].v));
     snprintf(want, sizeof(want), "{\"n\":%s}", cases[i].text);
     assert_prints(want, o);
-    assert_int_equal(KCR_OK, kcr_json_get_int(kcr_json_at(o, "n"), &back));
+    assert_int_equal(KCR_OK, kcr_json_get_int(kcr_json_at(o, "/n"), &back));
     assert_true(back == cases[i].v);
     /* what is written compares equal to what the server sends back */
     cJSON *served = parse(want);
@@ -287,7 +287,7 @@ static bool add_int_all_or_nothing(void *ud)
   if(!o)
     return true;
   n = kcr_json_add_int(o, "n", *(int64_t *)ud);
-  ok = n ? kcr_json_int(o, "n", 0) == *(int64_t *)ud
+  ok = n ? kcr_json_int(o, "/n", 0) == *(int64_t *)ud
          : cJSON_GetArraySize(o) == 0; /* nothing half-added */
   cJSON_Delete(o);
   return ok;
@@ -330,10 +330,10 @@ static bool set_str_all_or_nothing(void *ud)
 
 static void set_str_replaces_all_or_nothing(void **state)
 {
-  tfail_torture("kcr_json_set_str (replace)", set_str_all_or_nothing, "metadata.name");
+  tfail_torture("kcr_json_set_str (replace)", set_str_all_or_nothing, "/metadata/name");
   tfail_torture("kcr_json_set_str (create)", set_str_all_or_nothing,
-                "metadata.labels.app");
-  tfail_torture("kcr_json_set_str (top level)", set_str_all_or_nothing, "kind");
+                "/metadata/labels/app");
+  tfail_torture("kcr_json_set_str (top level)", set_str_all_or_nothing, "/kind");
 }
 
 static bool obj_all_or_nothing(void *ud)
@@ -345,10 +345,10 @@ static bool obj_all_or_nothing(void *ud)
   tfail_exempt(true);
   o = cJSON_Parse(set_base);
   tfail_exempt(false);
-  got = kcr_json_obj(o, "spec.template.metadata");
+  got = kcr_json_obj(o, "/spec/template/metadata");
   tfail_exempt(true);
   after = kcr_json_to_text(o);
-  ok = got ? cJSON_IsObject(got) && kcr_json_at(o, "spec.template.metadata") == got
+  ok = got ? cJSON_IsObject(got) && kcr_json_at(o, "/spec/template/metadata") == got
            : after && !strcmp(after, set_base);
   free(after);
   cJSON_Delete(o);
@@ -364,7 +364,7 @@ static void obj_creates_the_whole_path_or_nothing(void **state)
 static void set_str_refuses_a_path_through_a_non_object(void **state)
 {
   cJSON *o = parse("{\"metadata\":\"x\"}");
-  assert_int_equal(KCR_EINVAL, kcr_json_set_str(o, "metadata.name", "n"));
+  assert_int_equal(KCR_EINVAL, kcr_json_set_str(o, "/metadata/name", "n"));
   cJSON_Delete(o);
 }
 
@@ -383,22 +383,22 @@ static void a_string_holding_nul_is_no_c_string(void **state)
   cJSON *o = parse(text);
   int64_t v = 7;
 
-  assert_null(kcr_json_str(o, "type"));
-  assert_null(kcr_json_str(o, "reason"));
+  assert_null(kcr_json_str(o, "/type"));
+  assert_null(kcr_json_str(o, "/reason"));
   assert_null(kcr_json_member_str(o, "type"));
-  assert_null(kcr_json_str(o, "t"));
-  assert_false(cJSON_IsString(kcr_json_at(o, "type")));
-  assert_true(kcr__json_nul_string(kcr_json_at(o, "type")));
-  assert_true(kcr__json_nul_string(kcr_json_at(o, "t")));
-  assert_true(kcr__json_nul_string(cJSON_GetArrayItem(kcr_json_at(o, "l"), 0)));
-  assert_string_equal("z", cJSON_GetArrayItem(kcr_json_at(o, "l"), 1)->valuestring);
+  assert_null(kcr_json_str(o, "/t"));
+  assert_false(cJSON_IsString(kcr_json_at(o, "/type")));
+  assert_true(kcr__json_nul_string(kcr_json_at(o, "/type")));
+  assert_true(kcr__json_nul_string(kcr_json_at(o, "/t")));
+  assert_true(kcr__json_nul_string(cJSON_GetArrayItem(kcr_json_at(o, "/l"), 0)));
+  assert_string_equal("z", cJSON_GetArrayItem(kcr_json_at(o, "/l"), 1)->valuestring);
   /* an escaped backslash before "u0000" is no NUL */
-  assert_string_equal("a\\u0000b", kcr_json_str(o, "plain"));
-  assert_false(kcr__json_nul_string(kcr_json_at(o, "plain")));
+  assert_string_equal("a\\u0000b", kcr_json_str(o, "/plain"));
+  assert_false(kcr__json_nul_string(kcr_json_at(o, "/plain")));
   /* a big integer's Raw node is not taken for one, nor is one read as an int */
-  assert_false(kcr__json_nul_string(kcr_json_at(o, "big")));
+  assert_false(kcr__json_nul_string(kcr_json_at(o, "/big")));
   assert_false(kcr__json_nul_string(NULL));
-  assert_int_equal(KCR_EPARSE, kcr_json_get_int(kcr_json_at(o, "type"), &v));
+  assert_int_equal(KCR_EPARSE, kcr_json_get_int(kcr_json_at(o, "/type"), &v));
   assert_int_equal(7, v);
   assert_prints(text, o);
   cJSON_Delete(o);
@@ -441,7 +441,7 @@ static void a_name_holding_nul_is_refused(void **state)
     fail_msg("%s", ei.message);
   kcr_errinfo_cleanup(&ei);
   /* a value holding it passes the validator (the parser keeps it Raw) */
-  expect_span("{\"a\":\"x\\u0000\"}", "a", "\"x\\u0000\"");
+  expect_span("{\"a\":\"x\\u0000\"}", "/a", "\"x\\u0000\"");
 }
 
 /* Go's decoder keeps the last member of a name; so does every lookup in a
@@ -455,15 +455,15 @@ static void the_last_member_of_a_name_wins(void **state)
   size_t at = 0;
   int64_t v = 0;
 
-  assert_string_equal("Bad", kcr_json_str(o, "reason"));
+  assert_string_equal("Bad", kcr_json_str(o, "/reason"));
   assert_string_equal("Bad", kcr_json_member_str(o, "reason"));
   assert_string_equal("Bad", cJSON_GetObjectItemCaseSensitive(o, "reason")->valuestring);
-  assert_int_equal(2, kcr_json_int(o, "m.x.y", 0));
-  assert_int_equal(KCR_OK, kcr_json_get_int(kcr_json_at(o, "n"), &v));
+  assert_int_equal(2, kcr_json_int(o, "/m/x/y", 0));
+  assert_int_equal(KCR_OK, kcr_json_get_int(kcr_json_at(o, "/n"), &v));
   assert_int_equal(9007199254740993LL, v);
   assert_string_equal(
       "b",
-      cJSON_GetObjectItem(cJSON_GetArrayItem(kcr_json_at(o, "l"), 0), "k")->valuestring);
+      cJSON_GetObjectItem(cJSON_GetArrayItem(kcr_json_at(o, "/l"), 0), "k")->valuestring);
   /* the earlier members are gone: the later ones stay where they were */
   assert_prints("{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"Bad\","
                 "\"m\":{\"x\":{\"y\":2}},\"n\":9007199254740993,\"l\":[{\"k\":\"b\"}]}",
@@ -481,7 +481,7 @@ static void the_last_member_of_a_name_wins(void **state)
   assert_int_equal(20, cJSON_GetArraySize(o));
   for(int i = 0; i < 20; i++) {
     char name[8];
-    snprintf(name, sizeof(name), "k%d", i);
+    snprintf(name, sizeof(name), "/k%d", i);
     assert_int_equal(200 + i, kcr_json_int(o, name, -1));
   }
   cJSON_Delete(o);
@@ -489,7 +489,7 @@ static void the_last_member_of_a_name_wins(void **state)
 
 /* ---- spans ---- */
 
-/* The span of each path in text, as "path=value" lines ("path=<none>"),
+/* The span of each path in text, as "/path=value" lines ("/path=<none>"),
  * read from a copy of exactly len bytes with no terminator (ASan: no read
  * past it). */
 static char *spans(const char *text, size_t len, const char *const *paths)
@@ -554,40 +554,40 @@ static void spans_are_found_in_one_pass(void **state)
 {
   expect_spans(
       answer,
-      PATHS("metadata.uid", "metadata.resourceVersion", "status", "kind",
-            "metadata.annotations.resourceVersion", "status.observedGeneration",
-            "status.conditions", "spec.status", "metadata.generation"),
-      "metadata.uid=\"u-1\"\n"
-      "metadata.resourceVersion=\"1234\"\n"
-      "status={ \"observedGeneration\" : 9007199254740993 ,\"conditions\":[ ] }\n"
-      "kind=\"EBD\"\n"
-      "metadata.annotations.resourceVersion=\"666\"\n"
-      "status.observedGeneration=9007199254740993\n"
-      "status.conditions=[ ]\n"
-      "spec.status=\"not this\"\n"
-      "metadata.generation=<none>\n");
+      PATHS("/metadata/uid", "/metadata/resourceVersion", "/status", "/kind",
+            "/metadata/annotations/resourceVersion", "/status/observedGeneration",
+            "/status/conditions", "/spec/status", "/metadata/generation"),
+      "/metadata/uid=\"u-1\"\n"
+      "/metadata/resourceVersion=\"1234\"\n"
+      "/status={ \"observedGeneration\" : 9007199254740993 ,\"conditions\":[ ] }\n"
+      "/kind=\"EBD\"\n"
+      "/metadata/annotations/resourceVersion=\"666\"\n"
+      "/status/observedGeneration=9007199254740993\n"
+      "/status/conditions=[ ]\n"
+      "/spec/status=\"not this\"\n"
+      "/metadata/generation=<none>\n");
   /* Not there, or not through objects; empty and NULL paths. */
-  expect_span(answer, "meta", "<none>");
-  expect_span(answer, "metadata.uid.x", "<none>");
-  expect_span(answer, "metadata.managedFields.manager", "<none>");
-  expect_spans(answer, PATHS("", "kind"), "=<none>\nkind=\"EBD\"\n");
+  expect_span(answer, "/meta", "<none>");
+  expect_span(answer, "/metadata/uid/x", "<none>");
+  expect_span(answer, "/metadata/managedFields/manager", "<none>");
+  expect_spans(answer, PATHS("", "/kind"), "=<none>\n/kind=\"EBD\"\n");
   struct kcr__json_want nul = {NULL, NULL, 0};
   assert_int_equal(0, kcr__json_spans(answer, strlen(answer), &nul, 1));
   assert_int_equal(0, kcr__json_spans(NULL, 0, &nul, 1));
   assert_int_equal(0, kcr__json_spans(answer, strlen(answer), NULL, 0));
   /* The last member of a name counts, as in the tree kcr_json_parse makes
    * (and Go's decoder): a later one replaces what an earlier one held. */
-  expect_span("{\"a\":1,\"a\":2}", "a", "2");
-  expect_spans("{\"a\":{\"b\":1},\"a\":{\"c\":2}}", PATHS("a.b", "a.c", "a"),
-               "a.b=<none>\na.c=2\na={\"c\":2}\n");
-  expect_spans("{\"a\":{\"b\":1},\"a\":3}", PATHS("a.b", "a"), "a.b=<none>\na=3\n");
+  expect_span("{\"a\":1,\"a\":2}", "/a", "2");
+  expect_spans("{\"a\":{\"b\":1},\"a\":{\"c\":2}}", PATHS("/a/b", "/a/c", "/a"),
+               "/a/b=<none>\n/a/c=2\n/a={\"c\":2}\n");
+  expect_spans("{\"a\":{\"b\":1},\"a\":3}", PATHS("/a/b", "/a"), "/a/b=<none>\n/a=3\n");
   /* Names match as written: escapes are not decoded. */
-  expect_span("{\"\\u0061\":1,\"a\":2}", "a", "2");
-  expect_span("{\"ab\":1,\"a\":2}", "a", "2");
-  expect_span("{\"a\":1}", "ab", "<none>");
+  expect_span("{\"\\u0061\":1,\"a\":2}", "/a", "2");
+  expect_span("{\"ab\":1,\"a\":2}", "/a", "2");
+  expect_span("{\"a\":1}", "/ab", "<none>");
   /* A value wanted whole and inside at once. */
-  expect_spans("{\"a\":{\"b\":[1,{\"c\":2}]}}", PATHS("a", "a.b"),
-               "a={\"b\":[1,{\"c\":2}]}\na.b=[1,{\"c\":2}]\n");
+  expect_spans("{\"a\":{\"b\":[1,{\"c\":2}]}}", PATHS("/a", "/a/b"),
+               "/a={\"b\":[1,{\"c\":2}]}\n/a/b=[1,{\"c\":2}]\n");
   /* The whole object must be well-formed; what follows it is not read. */
   static const char *const bad[] = {"{\"a\":1,\"b\":",
                                     "{\"a\":1,\"x\":tru}",
@@ -605,27 +605,27 @@ static void spans_are_found_in_one_pass(void **state)
                                     "{\"a\":\"\x01\"}",
                                     "{\"a\":1 \"b\":2}"};
   for(size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-    expect_span(bad[i], "a", "<none>");
-  expect_span("{\"a\":1} {", "a", "1");
-  expect_span(" \n{ \"a\" :\t1 }", "a", "1");
-  expect_span("{}", "a", "<none>");
+    expect_span(bad[i], "/a", "<none>");
+  expect_span("{\"a\":1} {", "/a", "1");
+  expect_span(" \n{ \"a\" :\t1 }", "/a", "1");
+  expect_span("{}", "/a", "<none>");
 
   /* Every proper prefix of an answer is malformed: nothing found. */
   size_t len = strlen(answer) - strlen(" trailing text");
   for(size_t i = 0; i <= len; i++) {
-    char *got = spans(answer, i, PATHS("kind"));
-    assert_string_equal(i == len ? "kind=\"EBD\"\n" : "kind=<none>\n", got);
+    char *got = spans(answer, i, PATHS("/kind"));
+    assert_string_equal(i == len ? "/kind=\"EBD\"\n" : "/kind=<none>\n", got);
     free(got);
   }
   /* More wants than it takes: the rest find nothing. */
   const char *many[KCR__JSON_WANT_MAX + 2];
   for(size_t i = 0; i <= KCR__JSON_WANT_MAX; i++)
-    many[i] = "kind";
+    many[i] = "/kind";
   many[KCR__JSON_WANT_MAX + 1] = NULL;
   char *got = spans(answer, strlen(answer), many);
-  assert_non_null(strstr(got, "kind=<none>"));
-  assert_int_equal(KCR__JSON_WANT_MAX, (int)(strstr(got, "kind=<none>") - got) /
-                                           (int)strlen("kind=\"EBD\"\n"));
+  assert_non_null(strstr(got, "/kind=<none>"));
+  assert_int_equal(KCR__JSON_WANT_MAX, (int)(strstr(got, "/kind=<none>") - got) /
+                                           (int)strlen("/kind=\"EBD\"\n"));
   free(got);
 }
 
@@ -643,9 +643,9 @@ static void spans_skip_deep_values_within_the_limit(void **state)
     memset(t + at, ']', d);
     at += d;
     at += (size_t)sprintf(t + at, ",\"a\":7}");
-    got = spans(t, at, PATHS("a"));
+    got = spans(t, at, PATHS("/a"));
     free(t);
-    assert_string_equal(d < CJSON_NESTING_LIMIT - 1 ? "a=7\n" : "a=<none>\n", got);
+    assert_string_equal(d < CJSON_NESTING_LIMIT - 1 ? "/a=7\n" : "/a=<none>\n", got);
     free(got);
   }
 }
@@ -655,9 +655,9 @@ static void spans_skip_deep_values_within_the_limit(void **state)
 static void missing_arguments_are_einval(void **state)
 {
   cJSON *o = parse("{}"), *out = (cJSON *)1;
-  assert_int_equal(KCR_EINVAL, kcr_json_set_str(o, "metadata.name", NULL));
+  assert_int_equal(KCR_EINVAL, kcr_json_set_str(o, "/metadata/name", NULL));
   assert_int_equal(KCR_EINVAL, kcr_json_set_str(o, NULL, "v"));
-  assert_int_equal(KCR_EINVAL, kcr_json_set_str(NULL, "a", "v"));
+  assert_int_equal(KCR_EINVAL, kcr_json_set_str(NULL, "/a", "v"));
   assert_int_equal(KCR_EINVAL, kcr_json_parse(NULL, 0, &out, NULL));
   assert_null(out);
   assert_null(kcr_json_to_text(NULL));
@@ -683,7 +683,7 @@ static void scan_tells_the_object_s_length_and_layout(void **state)
       {"", 0, false},
   };
   for(size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-    struct kcr__json_want w = {.path = "a"};
+    struct kcr__json_want w = {.path = "/a"};
     size_t objlen = 99;
     bool compact = !cases[i].compact;
     print_message("%zu: %s\n", i, cases[i].text);

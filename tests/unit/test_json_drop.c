@@ -17,8 +17,8 @@
 #include "core/json-int.h"
 #include "kcr/json.h"
 
-#define PATH "object.metadata"
-#define LIST "items[].metadata"
+#define PATH "/object/metadata"
+#define LIST "/items/*/metadata"
 #define MF   "managedFields"
 
 static void assert_dropped_at(const char *path, const char *in, const char *want)
@@ -196,8 +196,8 @@ static void parse_dropping_parses_what_it_cannot_drop(void **state)
 
   assert_int_equal(KCR_OK,
                    kcr__json_parse_dropping(in, strlen(in), LIST, MF, NULL, &tree, NULL));
-  assert_non_null(kcr_json_at(cJSON_GetArrayItem(kcr_json_at(tree, "items"), 0),
-                              "metadata.managedFields"));
+  assert_non_null(kcr_json_at(cJSON_GetArrayItem(kcr_json_at(tree, "/items"), 0),
+                              "/metadata/managedFields"));
   cJSON_Delete(tree);
   assert_int_equal(KCR_EPARSE, kcr__json_parse_dropping("{\"items\":[", 10, LIST, MF,
                                                         &scratch, &tree, &ei));
@@ -375,8 +375,9 @@ static int strip(cJSON *doc, const char *path)
   int n = 0;
 
   if(strcmp(path, LIST))
-    return cJSON_IsObject(kcr_json_at(doc, "object")) ? strip_meta(kcr_json_at(doc, PATH))
-                                                      : 0;
+    return cJSON_IsObject(kcr_json_at(doc, "/object"))
+               ? strip_meta(kcr_json_at(doc, PATH))
+               : 0;
   cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(doc, "items"))
   {
     if(cJSON_IsObject(it))
@@ -508,33 +509,33 @@ static void find_follows_the_path_and_stops_at_the_value(void **state)
       "\"a\\\"}{[\",\"labels\":{\"k\":\"}\"},\"resourceVersion\":\"42\",\"managedFields\""
       ":[{\"f\":{}}],\"resourceVersion\":\"7\"}}";
 
-  assert_found(obj, "metadata.resourceVersion", "\"7\"");
-  assert_found(obj, "metadata.labels", "{\"k\":\"}\"}");
-  assert_found(obj, "metadata.managedFields", "[{\"f\":{}}]");
-  assert_found(obj, "kind", "\"X\"");
-  assert_found(" { \"a\" : { \"b\" : 12 } } ", "a.b", "12");
-  assert_found("{\"a\":{\"b\":true}}", "a.b", "true");
+  assert_found(obj, "/metadata/resourceVersion", "\"7\"");
+  assert_found(obj, "/metadata/labels", "{\"k\":\"}\"}");
+  assert_found(obj, "/metadata/managedFields", "[{\"f\":{}}]");
+  assert_found(obj, "/kind", "\"X\"");
+  assert_found(" { \"a\" : { \"b\" : 12 } } ", "/a/b", "12");
+  assert_found("{\"a\":{\"b\":true}}", "/a/b", "true");
   /* absent, or a path through something that is not an object */
   assert_int_equal(KCR_ENOTFOUND,
-                   kcr__json_find(obj, strlen(obj), "metadata.uid", &at, &n));
+                   kcr__json_find(obj, strlen(obj), "/metadata/uid", &at, &n));
   assert_null(at);
   assert_int_equal(0, n);
-  assert_int_equal(KCR_ENOTFOUND, kcr__json_find(obj, strlen(obj), "kind.x", &at, &n));
-  assert_int_equal(KCR_ENOTFOUND, kcr__json_find("[1]", 3, "a", &at, &n));
+  assert_int_equal(KCR_ENOTFOUND, kcr__json_find(obj, strlen(obj), "/kind/x", &at, &n));
+  assert_int_equal(KCR_ENOTFOUND, kcr__json_find("[1]", 3, "/a", &at, &n));
   assert_int_equal(KCR_ENOTFOUND, kcr__json_find(obj, strlen(obj), "", &at, &n));
-  assert_int_equal(KCR_ENOTFOUND, kcr__json_find(NULL, 0, "a", &at, &n));
+  assert_int_equal(KCR_ENOTFOUND, kcr__json_find(NULL, 0, "/a", &at, &n));
   /* cut off before the value ends, or the structure broken on the way */
   assert_int_equal(KCR_EPARSE,
-                   kcr__json_find(obj, 40, "metadata.resourceVersion", &at, &n));
-  assert_int_equal(KCR_EPARSE, kcr__json_find("{\"a\":[}", 8, "b", &at, &n));
-  assert_int_equal(KCR_EPARSE, kcr__json_find("{\"a\":{\"b\":\"xy", 14, "a.b", &at, &n));
-  assert_int_equal(KCR_EPARSE, kcr__json_find("", 0, "a", &at, &n));
+                   kcr__json_find(obj, 40, "/metadata/resourceVersion", &at, &n));
+  assert_int_equal(KCR_EPARSE, kcr__json_find("{\"a\":[}", 8, "/b", &at, &n));
+  assert_int_equal(KCR_EPARSE, kcr__json_find("{\"a\":{\"b\":\"xy", 14, "/a/b", &at, &n));
+  assert_int_equal(KCR_EPARSE, kcr__json_find("", 0, "/a", &at, &n));
   assert_null(at);
   /* what follows the value in its object is read (a later member of its
    * name would replace it), what follows the object is not */
-  assert_int_equal(KCR_EPARSE, kcr__json_find("{\"a\":1,\"b\":[}", 13, "a", &at, &n));
-  assert_found("{\"a\":1,\"a\":{\"b\":2}} [", "a", "{\"b\":2}");
-  assert_found("{\"a\":{\"b\":2},\"c\":0} [", "a.b", "2");
+  assert_int_equal(KCR_EPARSE, kcr__json_find("{\"a\":1,\"b\":[}", 13, "/a", &at, &n));
+  assert_found("{\"a\":1,\"a\":{\"b\":2}} [", "/a", "{\"b\":2}");
+  assert_found("{\"a\":{\"b\":2},\"c\":0} [", "/a/b", "2");
 }
 
 int main(void)

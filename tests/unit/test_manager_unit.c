@@ -568,7 +568,7 @@ static void one_resource_has_one_set_of_cache_options(void **state)
   struct api a;
   kcr_manager *m;
   kcr_informer *proj, *again, *other_ns, *refused = (kcr_informer *)1;
-  const char *const keep[] = {"data", NULL};
+  const char *const keep[] = {"/data", NULL};
 
   api_init(&a);
   m = manager(&a, &(struct mopts){0});
@@ -580,7 +580,7 @@ static void one_resource_has_one_set_of_cache_options(void **state)
       KCR_OK, kcr_manager_informer(
                   m,
                   &(struct kcr_informer_opts){
-                      .gvr = &cms, .ns = "a", .keep = (const char *[]){"data", NULL}},
+                      .gvr = &cms, .ns = "a", .keep = (const char *[]){"/data", NULL}},
                   &again, NULL));
   assert_ptr_equal(proj, again);
   assert_int_equal(
@@ -593,7 +593,7 @@ static void one_resource_has_one_set_of_cache_options(void **state)
                                    m, &(struct kcr_informer_opts){.gvr = &cms, .ns = "a"},
                                    &refused, &ei));
   assert_null(refused);
-  assert_non_null(strstr(ei.message, "keep [data]"));
+  assert_non_null(strstr(ei.message, "keep [/data]"));
   assert_non_null(strstr(ei.message, "no keep list"));
   assert_int_equal(
       KCR_EEXIST,

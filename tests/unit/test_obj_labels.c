@@ -123,19 +123,19 @@ static void annotations_unescape_and_refuse_nul(void **state)
 static void a_keep_list_that_drops_labels_says_so(void **state)
 {
   struct kcr_span sp;
-  kcr_obj *o = obj_of(text, (const char *[]){"spec", NULL});
+  kcr_obj *o = obj_of(text, (const char *[]){"/spec", NULL});
   assert_int_equal(KCR_ENOTKEPT, kcr_obj_label(o, "tier", &sp));
   assert_int_equal(KCR_ENOTKEPT, kcr_obj_label(o, "absent", &sp));
   assert_int_equal(KCR_ENOTKEPT, kcr_obj_annotation(o, "note", &sp));
   assert_string_equal("not kept in the cache (the informer's keep list drops it)",
                       kcr_strerror(KCR_ENOTKEPT));
   kcr_obj_unref(o);
-  o = obj_of(text, (const char *[]){"metadata.labels", NULL});
+  o = obj_of(text, (const char *[]){"/metadata/labels", NULL});
   assert_true(kcr_obj_label(o, "tier", &sp) == KCR_OK && kcr_span_is(&sp, "back"));
   assert_int_equal(KCR_ENOTFOUND, kcr_obj_label(o, "absent", &sp));
   assert_int_equal(KCR_ENOTKEPT, kcr_obj_annotation(o, "note", &sp));
   kcr_obj_unref(o);
-  o = obj_of(text, (const char *[]){"metadata", NULL});
+  o = obj_of(text, (const char *[]){"/metadata", NULL});
   assert_int_equal(KCR_OK, kcr_obj_label(o, "tier", &sp));
   assert_int_equal(KCR_OK, kcr_obj_annotation(o, "note", &sp));
   kcr_obj_unref(o);

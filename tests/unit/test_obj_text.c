@@ -44,9 +44,9 @@ static struct kcr__proj *proj(void)
 {
   static struct kcr__proj *p;
   if(!p)
-    assert_int_equal(
-        KCR_OK, kcr__proj_new(
-                    (const char *[]){"spec.replicas", "status.conditions", NULL}, 0, &p));
+    assert_int_equal(KCR_OK, kcr__proj_new((const char *[]){"/spec/replicas",
+                                                            "/status/conditions", NULL},
+                                           0, &p));
   return p;
 }
 
@@ -368,23 +368,23 @@ static void deep_nesting_goes_through_the_tree(void **state)
  * at all, which metadata.name tells. */
 static void spans_are_the_values_the_tree_reads(void **state)
 {
-  static const char *const paths[] = {"metadata.name",
-                                      "spec.replicas",
-                                      "status.conditions",
-                                      "metadata.ownerReferences",
-                                      "spec.ratio",
-                                      "spec.big",
-                                      "spec.none",
-                                      "status.phase.x",
-                                      "spec",
-                                      "metadata.uid",
-                                      "status",
-                                      "metadata",
-                                      "kind",
-                                      "status.phase",
-                                      "metadata.generation",
-                                      "spec.replicas",
-                                      "metadata.name"};
+  static const char *const paths[] = {"/metadata/name",
+                                      "/spec/replicas",
+                                      "/status/conditions",
+                                      "/metadata/ownerReferences",
+                                      "/spec/ratio",
+                                      "/spec/big",
+                                      "/spec/none",
+                                      "/status/phase/x",
+                                      "/spec",
+                                      "/metadata/uid",
+                                      "/status",
+                                      "/metadata",
+                                      "/kind",
+                                      "/status/phase",
+                                      "/metadata/generation",
+                                      "/spec/replicas",
+                                      "/metadata/name"};
   struct kcr_span sp[17];
 
   for(int way = 0; way < 4; way++) {
@@ -440,7 +440,7 @@ static void spans_are_the_values_the_tree_reads(void **state)
     /* (the walk has to pass the deep spec: a later metadata would replace
      * the first, as the last member of a name counts) */
     assert_int_equal(
-        0, kcr_obj_spans(o, (const char *[]){"metadata.name", "status"}, sp, 2));
+        0, kcr_obj_spans(o, (const char *[]){"/metadata/name", "/status"}, sp, 2));
     assert_null(sp[0].at);
     assert_int_equal(0, kcr_obj_spans(o, paths, sp, 1));
     kcr_obj_unref(o);

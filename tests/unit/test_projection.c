@@ -91,14 +91,14 @@ static void an_empty_list_keeps_the_metadata_the_runtime_needs(void **state)
 
 static void listed_members_are_kept_whole_at_any_depth(void **state)
 {
-  expect(vfm, (const char *[]){"spec.template.metadata", "status.conditions", NULL},
+  expect(vfm, (const char *[]){"/spec/template/metadata", "/status/conditions", NULL},
          "{" KEPT_META
          ",\"spec\":{\"template\":{\"metadata\":{\"labels\":{\"t\":\"1\"}}}},"
          "\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}");
   /* metadata members on top of the always-kept ones, in the object's order */
   expect("{\"metadata\":{\"labels\":{\"l\":\"1\"},\"name\":\"a\",\"finalizers\":[\"f\"]},"
          "\"data\":{\"k\":\"v\"}}",
-         (const char *[]){"metadata.finalizers", "data", "metadata.labels", NULL},
+         (const char *[]){"/metadata/finalizers", "/data", "/metadata/labels", NULL},
          "{\"metadata\":{\"labels\":{\"l\":\"1\"},\"name\":\"a\",\"finalizers\":[\"f\"]},"
          "\"data\":{\"k\":\"v\"}}");
 }
@@ -107,19 +107,19 @@ static void paths_that_are_not_there_leave_nothing_behind(void **state)
 {
   /* status has no "missing"; spec.image is a string, so spec.image.x is not
    * there; "nothing" is not a member at all: no empty status or spec. */
-  expect(vfm, (const char *[]){"status.missing", "spec.image.x", "nothing", NULL},
+  expect(vfm, (const char *[]){"/status/missing", "/spec/image/x", "/nothing", NULL},
          "{" KEPT_META "}");
 }
 
 static void arrays_are_kept_whole_and_never_indexed(void **state)
 {
-  expect(vfm, (const char *[]){"spec.template.spec.containers", NULL},
+  expect(vfm, (const char *[]){"/spec/template/spec/containers", NULL},
          "{" KEPT_META ",\"spec\":{\"template\":{\"spec\":{\"containers\":"
          "[{\"name\":\"c\",\"image\":\"i\"}]}}}}");
   /* A path through an array selects nothing inside it. */
   expect(vfm,
-         (const char *[]){"status.conditions.type", "spec.template.spec.containers.name",
-                          NULL},
+         (const char *[]){"/status/conditions/type",
+                          "/spec/template/spec/containers/name", NULL},
          "{" KEPT_META "}");
 }
 
@@ -128,15 +128,15 @@ static void repeated_and_overlapping_paths_keep_the_widest(void **state)
   const char *want = "{" KEPT_META ",\"status\":{\"phase\":\"Running\","
                      "\"observedGeneration\":2,\"conditions\":[{\"type\":\"Ready\","
                      "\"status\":\"True\"}]}}";
-  expect(vfm, (const char *[]){"status.phase", "status", "status.phase", NULL}, want);
-  expect(vfm, (const char *[]){"status", "status.conditions", NULL}, want);
+  expect(vfm, (const char *[]){"/status/phase", "/status", "/status/phase", NULL}, want);
+  expect(vfm, (const char *[]){"/status", "/status/conditions", NULL}, want);
   /* listing what is always kept changes nothing */
-  expect(vfm, (const char *[]){"metadata.name", "kind", NULL}, "{" KEPT_META "}");
+  expect(vfm, (const char *[]){"/metadata/name", "/kind", NULL}, "{" KEPT_META "}");
 }
 
 static void the_object_s_order_is_kept_not_the_list_s(void **state)
 {
-  expect(vfm, (const char *[]){"status.phase", "spec.replicas", NULL},
+  expect(vfm, (const char *[]){"/status/phase", "/spec/replicas", NULL},
          "{" KEPT_META ",\"spec\":{\"replicas\":3},\"status\":{\"phase\":\"Running\"}}");
 }
 
@@ -172,7 +172,7 @@ static void expect_by_tree(const char *text, const char *const *keep, const char
 static void the_last_of_members_with_one_name_is_kept(void **state)
 {
   expect_by_tree("{\"metadata\":{\"name\":\"a\"},\"spec\":{\"x\":1},\"spec\":{\"x\":2}}",
-                 (const char *[]){"spec", NULL},
+                 (const char *[]){"/spec", NULL},
                  "{\"metadata\":{\"name\":\"a\"},\"spec\":{\"x\":2}}");
   expect_by_tree("{\"metadata\":{\"name\":\"a\",\"name\":\"b\"}}", (const char *[]){NULL},
                  "{\"metadata\":{\"name\":\"b\"}}");
@@ -183,11 +183,11 @@ static void the_last_of_members_with_one_name_is_kept(void **state)
 static void a_last_member_that_keeps_nothing_hides_earlier_ones(void **state)
 {
   expect_by_tree("{\"metadata\":{\"name\":\"a\"},\"spec\":{\"x\":1},\"spec\":5}",
-                 (const char *[]){"spec.x", NULL}, "{\"metadata\":{\"name\":\"a\"}}");
+                 (const char *[]){"/spec/x", NULL}, "{\"metadata\":{\"name\":\"a\"}}");
   expect_by_tree("{\"metadata\":{\"name\":\"a\"},\"spec\":{\"x\":1},\"spec\":{\"y\":1}}",
-                 (const char *[]){"spec.x", NULL}, "{\"metadata\":{\"name\":\"a\"}}");
+                 (const char *[]){"/spec/x", NULL}, "{\"metadata\":{\"name\":\"a\"}}");
   expect_by_tree("{\"metadata\":{\"name\":\"a\"},\"spec\":5,\"spec\":{\"x\":1}}",
-                 (const char *[]){"spec.x", NULL},
+                 (const char *[]){"/spec/x", NULL},
                  "{\"metadata\":{\"name\":\"a\"},\"spec\":{\"x\":1}}");
 }
 
@@ -195,7 +195,7 @@ static void large_integers_stay_exact(void **state)
 {
   expect("{\"metadata\":{\"name\":\"a\",\"generation\":9007199254740993},"
          "\"spec\":{\"n\":12345678901234567}}",
-         (const char *[]){"spec.n", NULL},
+         (const char *[]){"/spec/n", NULL},
          "{\"metadata\":{\"name\":\"a\",\"generation\":9007199254740993},"
          "\"spec\":{\"n\":12345678901234567}}");
 }
@@ -208,7 +208,7 @@ static void long_lists_work(void **state)
   size_t at = strlen(text);
 
   for(int i = 0; i < 100; i++) {
-    snprintf(names[i], sizeof(names[i]), "m%d", i);
+    snprintf(names[i], sizeof(names[i]), "/m%d", i);
     keep[i] = names[i];
     at +=
         (size_t)snprintf(text + at, sizeof(text) - at, ",\"m%d\":%d,\"x%d\":0", i, i, i);
@@ -223,10 +223,22 @@ static void long_lists_work(void **state)
 
 static void invalid_paths_are_refused(void **state)
 {
-  static const char *const bad[] = {
-      "", ".spec", "spec.", "spec..x", "spec[0]", "spec.containers[*]", "*", "status.*"};
-  static const char *const good[] = {"spec", "status.conditions", "metadata.labels",
-                                     "data", "a-b_c/d~e"};
+  /* Not JSON Pointers (a dot path from before pointers among them), or the
+   * object itself. */
+  static const char *const bad[] = {"",       "spec",  "spec.x", "status/conditions",
+                                    "/spec~", "/a~2b", "/a~~1",  "/metadata/labels/a~/b"};
+  /* Tokens are member names: empty ones, dots, brackets and digits too. */
+  static const char *const good[] = {"/spec",
+                                     "/status/conditions",
+                                     "/metadata/labels",
+                                     "/data",
+                                     "/a-b_c~1d~0e",
+                                     "/spec/0",
+                                     "/",
+                                     "//x",
+                                     "/spec[0]",
+                                     "/a.b/c.d",
+                                     "/*"};
   struct kcr__proj *p = (struct kcr__proj *)1;
 
   for(size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -234,7 +246,7 @@ static void invalid_paths_are_refused(void **state)
       fail_msg("\"%s\" was accepted", bad[i]);
     p = (struct kcr__proj *)1;
     assert_int_equal(KCR_EINVAL,
-                     kcr__proj_new((const char *[]){"spec", bad[i], NULL}, 0, &p));
+                     kcr__proj_new((const char *[]){"/spec", bad[i], NULL}, 0, &p));
     assert_null(p);
   }
   for(size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
@@ -253,7 +265,7 @@ static void a_projected_object_has_the_whole_object_s_header(void **state)
   cJSON *t = parse(vfm), *back = NULL;
   kcr_obj *whole = NULL, *o = NULL;
 
-  assert_int_equal(KCR_OK, kcr__proj_new((const char *[]){"metadata", NULL}, 0, &p));
+  assert_int_equal(KCR_OK, kcr__proj_new((const char *[]){"/metadata", NULL}, 0, &p));
   assert_int_equal(KCR_OK, kcr__obj_from_json(t, 0, p, &o, NULL));
   assert_int_equal(KCR_OK, kcr_obj_from_json(t, 0, &whole, NULL));
   assert_string_equal(kcr_obj_key(whole), kcr_obj_key(o));
@@ -266,10 +278,10 @@ static void a_projected_object_has_the_whole_object_s_header(void **state)
   assert_null(strstr(kcr_obj_json(o, NULL), "\"spec\""));
   assert_non_null(strstr(kcr_obj_json(o, NULL), "\"finalizers\""));
   assert_int_equal(KCR_OK, kcr_obj_parse(o, &back));
-  assert_non_null(kcr_json_at(back, "metadata.labels"));
-  assert_null(kcr_json_at(back, "status"));
+  assert_non_null(kcr_json_at(back, "/metadata/labels"));
+  assert_null(kcr_json_at(back, "/status"));
   /* no name: refused as without a projection */
-  cJSON_DeleteItemFromObject(kcr_json_at(t, "metadata"), "name");
+  cJSON_DeleteItemFromObject(kcr_json_at(t, "/metadata"), "name");
   kcr_obj *none = (kcr_obj *)1;
   assert_int_equal(KCR_EINVAL, kcr__obj_from_json(t, 0, p, &none, NULL));
   assert_null(none);
@@ -286,7 +298,8 @@ static bool proj_new_and_print(void *ud)
 {
   const cJSON *t = ud;
   struct kcr__proj *p = (struct kcr__proj *)1;
-  kcr_err rc = kcr__proj_new((const char *[]){"spec", "status.conditions", NULL}, 0, &p);
+  kcr_err rc =
+      kcr__proj_new((const char *[]){"/spec", "/status/conditions", NULL}, 0, &p);
   struct kcr_buf b = KCR_BUF_INIT;
   char *text;
   bool ok;

@@ -14,7 +14,7 @@
 #include "tabort.h"
 #include "tfail.h"
 
-static const char *const keep[] = {"spec.replicas", NULL};
+static const char *const keep[] = {"/spec/replicas", NULL};
 
 /* Prints {"spec":{"replicas":1}} with p after break_it changed it. */
 static void print_broken(void (*break_it)(struct kcr__proj *p))

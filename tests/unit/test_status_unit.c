@@ -239,7 +239,7 @@ static void expect_item(const cJSON *body, const cJSON *merged, const char *type
 {
   static const char *const fields[] = {"type",   "status",  "observedGeneration",
                                        "reason", "message", "lastTransitionTime"};
-  const cJSON *got = kcr_cond_find(kcr_json_at(body, "status.conditions"), type),
+  const cJSON *got = kcr_cond_find(kcr_json_at(body, "/status/conditions"), type),
               *want = kcr_cond_find(merged, type);
   char now_text[KCR_RFC3339_LEN];
 
@@ -345,14 +345,14 @@ static void an_apply_sends_what_the_merge_gives_for_our_types(void **state)
                    a.writes, changed);
         if(changed) {
           body = json(a.body);
-          assert_string_equal("Widget", str_at(body, "kind"));
-          assert_string_equal("w", str_at(body, "metadata.name"));
-          assert_string_equal("ns", str_at(body, "metadata.namespace"));
-          assert_int_equal(gens[gi], kcr_json_int(body, "status.observedGeneration", 0));
+          assert_string_equal("Widget", str_at(body, "/kind"));
+          assert_string_equal("w", str_at(body, "/metadata/name"));
+          assert_string_equal("ns", str_at(body, "/metadata/namespace"));
+          assert_int_equal(gens[gi], kcr_json_int(body, "/status/observedGeneration", 0));
           assert_int_equal(gens[gi] ? 2 : 1,
-                           cJSON_GetArraySize(kcr_json_at(body, "status")));
+                           cJSON_GetArraySize(kcr_json_at(body, "/status")));
           assert_int_equal(nconds[di],
-                           cJSON_GetArraySize(kcr_json_at(body, "status.conditions")));
+                           cJSON_GetArraySize(kcr_json_at(body, "/status/conditions")));
           for(size_t i = 0; i < nconds[di]; i++)
             expect_item(body, merged, sets[di][i].type, model_now, t0, t1, what);
           cJSON_Delete(body);
@@ -701,12 +701,12 @@ static void an_apply_sends_only_condition_fields(void **state)
     assert_int_equal(KCR_OK, kcr_status_write(w, obj, &d, &res, NULL));
     assert_int_equal(KCR_WRITE_WRITTEN, res);
     body = json(a.body);
-    item = kcr_cond_find(kcr_json_at(body, "status.conditions"), "Ready");
+    item = kcr_cond_find(kcr_json_at(body, "/status/conditions"), "Ready");
     assert_non_null(item);
     assert_null(cJSON_GetObjectItemCaseSensitive(item, "theirs"));
-    assert_string_equal(LTT, str_at(item, "lastTransitionTime")); /* status kept */
-    assert_string_equal("R", str_at(item, "reason"));
-    assert_int_equal(with_extra ? 3 : -1, kcr_json_int(body, "status.replicas", -1));
+    assert_string_equal(LTT, str_at(item, "/lastTransitionTime")); /* status kept */
+    assert_string_equal("R", str_at(item, "/reason"));
+    assert_int_equal(with_extra ? 3 : -1, kcr_json_int(body, "/status/replicas", -1));
     cJSON_Delete(body);
     cJSON_Delete(obj);
     kcr_status_writer_free(w);
@@ -1022,7 +1022,7 @@ static kcr_err conflict_once(struct twire_call *call, void *ud)
 static kcr_err touch(cJSON *fresh, bool *changed, void *ud)
 {
   *changed = true;
-  return kcr_json_set_str(fresh, "metadata.labels.touched", "yes");
+  return kcr_json_set_str(fresh, "/metadata/labels/touched", "yes");
 }
 
 static void retry_timing_survives_nonsense_policies(void **state)

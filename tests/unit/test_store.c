@@ -64,7 +64,7 @@ static void objects_carry_a_header_and_compact_text(void **state)
   assert_null(strstr(kcr_obj_json(o, NULL), "managedFields"));
   cJSON *t;
   assert_int_equal(KCR_OK, kcr_obj_parse(o, &t));
-  assert_string_equal("v", kcr_json_str(t, "data.k"));
+  assert_string_equal("v", kcr_json_str(t, "/data/k"));
   cJSON_Delete(t);
   kcr_obj_unref(o);
   /* No name: refused. */

@@ -316,18 +316,19 @@ static void json_set_str_replaces_a_value_or_leaves_the_tree_unchanged(void **st
 {
   /* An existing member in an existing object: nothing else to create. */
   tfail_torture("kcr_json_set_str (replace)", json_edit,
-                &(struct json_edit){"metadata.labels.app", "new"});
+                &(struct json_edit){"/metadata/labels/app", "new"});
 }
 
 static void json_set_str_on_a_new_path_leaves_no_half_built_objects(void **state)
 {
   tfail_torture("kcr_json_set_str (new path)", json_edit,
-                &(struct json_edit){"status.sub.field", "v"});
+                &(struct json_edit){"/status/sub/field", "v"});
 }
 
 static void json_obj_creates_the_whole_path_or_nothing(void **state)
 {
-  tfail_torture("kcr_json_obj", json_edit, &(struct json_edit){"spec.template.metadata"});
+  tfail_torture("kcr_json_obj", json_edit,
+                &(struct json_edit){"/spec/template/metadata"});
 }
 
 /* ---- kcr_errinfo ---------------------------------------------------------- */
@@ -385,7 +386,7 @@ static bool errinfo_http(void *ud)
     if(!c->reason) /* not a Status: the raw body is kept (or lost) */
       ok = ok && field_ok(ei.body, c->body);
     if(c->has_details && ei.details)
-      ok = ok && str_eq(kcr_json_str(ei.details, "name"), "a");
+      ok = ok && str_eq(kcr_json_str(ei.details, "/name"), "a");
   }
   kcr_errinfo_cleanup(&ei);
   return ok;
@@ -419,7 +420,7 @@ static bool errinfo_status(void *ud)
   bool ok = rc == KCR_EGONE && ei.code == 410 && field_ok(ei.status, "Failure") &&
             field_ok(ei.reason, "Expired") &&
             field_ok(ei.message, "too old resource version: 1 (5)") &&
-            (!ei.details || str_eq(kcr_json_str(ei.details, "kind"), "configmaps"));
+            (!ei.details || str_eq(kcr_json_str(ei.details, "/kind"), "configmaps"));
   kcr_errinfo_cleanup(&ei);
   return ok;
 }

@@ -40,26 +40,26 @@ struct sink {
 static bool whole_write(bool create, const char *ns, const char *name, const cJSON *body)
 {
   if(create) {
-    const char *note = kcr_json_str(body, "note"),
-               *n = kcr_json_str(body, "metadata.name");
-    return str_eq(ns, "ns") && str_eq(kcr_json_str(body, "metadata.namespace"), "ns") &&
+    const char *note = kcr_json_str(body, "/note"),
+               *n = kcr_json_str(body, "/metadata/name");
+    return str_eq(ns, "ns") && str_eq(kcr_json_str(body, "/metadata/namespace"), "ns") &&
            n && !strncmp(n, "a.", 2) &&
-           str_eq(kcr_json_str(body, "regarding.name"), "a") &&
-           str_eq(kcr_json_str(body, "regarding.kind"), "ConfigMap") &&
-           str_eq(kcr_json_str(body, "regarding.uid"), "uid-a") &&
-           str_eq(kcr_json_str(body, "type"), "Warning") &&
-           str_eq(kcr_json_str(body, "reason"), "ProvisionFailed") &&
-           str_eq(kcr_json_str(body, "action"), "Provision") &&
-           str_eq(kcr_json_str(body, "reportingController"),
+           str_eq(kcr_json_str(body, "/regarding/name"), "a") &&
+           str_eq(kcr_json_str(body, "/regarding/kind"), "ConfigMap") &&
+           str_eq(kcr_json_str(body, "/regarding/uid"), "uid-a") &&
+           str_eq(kcr_json_str(body, "/type"), "Warning") &&
+           str_eq(kcr_json_str(body, "/reason"), "ProvisionFailed") &&
+           str_eq(kcr_json_str(body, "/action"), "Provision") &&
+           str_eq(kcr_json_str(body, "/reportingController"),
                   "ebdman.example.com/ebdman") &&
-           str_eq(kcr_json_str(body, "reportingInstance"), "torture-1") &&
-           kcr_json_str(body, "eventTime") &&
+           str_eq(kcr_json_str(body, "/reportingInstance"), "torture-1") &&
+           kcr_json_str(body, "/eventTime") &&
            (str_eq(note, "volume 1: disk full") || str_eq(note, "volume 2: disk full") ||
             str_eq(note, "(combined from similar events): volume 2: disk full"));
   }
   return str_eq(ns, "ns") && name && !strncmp(name, "a.", 2) &&
-         kcr_json_int(body, "series.count", 0) >= 2 &&
-         kcr_json_str(body, "series.lastObservedTime");
+         kcr_json_int(body, "/series/count", 0) >= 2 &&
+         kcr_json_str(body, "/series/lastObservedTime");
 }
 
 static void report_bad(struct sink *s, bool create, const cJSON *body)
@@ -237,14 +237,14 @@ struct lease_server {
 
 static bool well_formed(const cJSON *l)
 {
-  const char *holder = kcr_json_str(l, "spec.holderIdentity");
-  if(!holder || !str_eq(kcr_json_str(l, "metadata.name"), "torture") ||
-     !str_eq(kcr_json_str(l, "metadata.namespace"), "kube-system"))
+  const char *holder = kcr_json_str(l, "/spec/holderIdentity");
+  if(!holder || !str_eq(kcr_json_str(l, "/metadata/name"), "torture") ||
+     !str_eq(kcr_json_str(l, "/metadata/namespace"), "kube-system"))
     return false;
   if(!*holder) /* a release */
-    return kcr_json_int(l, "spec.leaseDurationSeconds", 0) == 1;
-  return str_eq(holder, "me") && kcr_json_int(l, "spec.leaseDurationSeconds", 0) == 2 &&
-         kcr_json_str(l, "spec.renewTime") && kcr_json_str(l, "spec.acquireTime");
+    return kcr_json_int(l, "/spec/leaseDurationSeconds", 0) == 1;
+  return str_eq(holder, "me") && kcr_json_int(l, "/spec/leaseDurationSeconds", 0) == 2 &&
+         kcr_json_str(l, "/spec/renewTime") && kcr_json_str(l, "/spec/acquireTime");
 }
 
 static kcr_err lease_api(struct twire_call *call, void *ud)
@@ -277,17 +277,17 @@ static kcr_err lease_api(struct twire_call *call, void *ud)
       rc = twire_reply(call, 409, "%s", twire_status_json(409, "AlreadyExists"));
       goto out;
     }
-  } else if(!ls->lease || !str_eq(kcr_json_str(body, "metadata.resourceVersion"),
-                                  kcr_json_str(ls->lease, "metadata.resourceVersion"))) {
+  } else if(!ls->lease || !str_eq(kcr_json_str(body, "/metadata/resourceVersion"),
+                                  kcr_json_str(ls->lease, "/metadata/resourceVersion"))) {
     rc = twire_reply(call, 409, "%s", twire_status_json(409, "Conflict"));
     goto out;
   }
   {
     char rv[16];
     snprintf(rv, sizeof(rv), "%d", ++ls->rv);
-    kcr_json_set_str(body, "metadata.resourceVersion", rv);
+    kcr_json_set_str(body, "/metadata/resourceVersion", rv);
   }
-  if(!*kcr_json_str(body, "spec.holderIdentity"))
+  if(!*kcr_json_str(body, "/spec/holderIdentity"))
     ls->released = true;
   cJSON_Delete(ls->lease);
   ls->lease = body;

@@ -142,7 +142,7 @@ static bool informer_new(void *ud)
                                             .ns = "ns",
                                             .label_selector = "app=x",
                                             .field_selector = "a=b",
-                                            .keep = (const char *[]){"data", NULL},
+                                            .keep = (const char *[]){"/data", NULL},
                                             .metrics = reg},
                 &inf, NULL)
           : KCR_ENOMEM;

@@ -615,8 +615,8 @@ static kcr_err collect_name(const cJSON *item, void *ud)
 {
   char *names = ud;
   tfail_exempt(true);
-  strcat(names, kcr_json_str(item, "metadata.name"));
-  strcat(names, kcr_json_at(item, "metadata.managedFields") ? "+mf," : ",");
+  strcat(names, kcr_json_str(item, "/metadata/name"));
+  strcat(names, kcr_json_at(item, "/metadata/managedFields") ? "+mf," : ",");
   tfail_exempt(false);
   return KCR_OK;
 }

@@ -269,9 +269,9 @@ static void status_merge_gives_the_whole_list_or_nothing(void **state)
 static void normalize_times(cJSON *t)
 {
   cJSON *c;
-  cJSON_ArrayForEach(c, kcr_json_at(t, "status.conditions"))
+  cJSON_ArrayForEach(c, kcr_json_at(t, "/status/conditions"))
   {
-    const char *ltt = kcr_json_str(c, "lastTransitionTime");
+    const char *ltt = kcr_json_str(c, "/lastTransitionTime");
     if(ltt && strcmp(ltt, T_OLD))
       cJSON_ReplaceItemInObject(c, "lastTransitionTime", cJSON_CreateString("NOW"));
   }
@@ -458,7 +458,7 @@ static void status_write_update_retry_sends_the_whole_object_or_fails(void **sta
 
 static kcr_err add_label(cJSON *fresh, bool *changed, void *ud)
 {
-  kcr_err rc = kcr_json_set_str(fresh, "metadata.labels.tier", "gold");
+  kcr_err rc = kcr_json_set_str(fresh, "/metadata/labels/tier", "gold");
   *changed = rc == KCR_OK;
   return rc;
 }

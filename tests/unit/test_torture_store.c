@@ -104,8 +104,8 @@ static void by_app(const kcr_obj *o, kcr_index_emit emit, void *ctx)
   tfail_exempt(true); /* the index function is the caller's code */
   kcr_obj_parse(o, &t);
   tfail_exempt(false);
-  if(kcr_json_str(t, "metadata.labels.app"))
-    emit(kcr_json_str(t, "metadata.labels.app"), ctx);
+  if(kcr_json_str(t, "/metadata/labels/app"))
+    emit(kcr_json_str(t, "/metadata/labels/app"), ctx);
   cJSON_Delete(t);
 }
 

@@ -63,12 +63,12 @@ static kcr_err on_event(struct kcr_watch_event *ev, void *ud)
     assert_int_equal(KCR_OK, kcr_json_parse(ev->object_text, ev->object_len, &t, NULL));
   else
     t = ev->object;
-  const char *n = kcr_json_str(t, "metadata.name"), *d = kcr_json_str(t, "data.i");
+  const char *n = kcr_json_str(t, "/metadata/name"), *d = kcr_json_str(t, "/data/i");
   if(s->n < NEV) {
     snprintf(s->names[s->n], sizeof(s->names[0]), "%s", n ? n : "-");
     snprintf(s->data[s->n], sizeof(s->data[0]), "%s", d ? d : "-");
   }
-  s->with_mf += kcr_json_at(t, "metadata.managedFields") != NULL;
+  s->with_mf += kcr_json_at(t, "/metadata/managedFields") != NULL;
   s->n++;
   if(t != ev->object)
     cJSON_Delete(t);
@@ -178,11 +178,12 @@ struct items {
 static kcr_err on_item(const cJSON *item, void *ud)
 {
   struct items *it = ud;
-  const char *n = kcr_json_str(item, "metadata.name"), *d = kcr_json_str(item, "data.k");
+  const char *n = kcr_json_str(item, "/metadata/name"),
+             *d = kcr_json_str(item, "/data/k");
   if(it->n < 6)
     snprintf(it->names[it->n], sizeof(it->names[0]), "%s",
              n && d && !strcmp(n, d) ? n : "-");
-  it->with_mf += kcr_json_at(item, "metadata.managedFields") != NULL;
+  it->with_mf += kcr_json_at(item, "/metadata/managedFields") != NULL;
   it->n++;
   return KCR_OK;
 }

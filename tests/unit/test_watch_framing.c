@@ -162,9 +162,9 @@ static void managed_fields_are_left_out_on_request(void **state)
   assert_int_equal(KCR_OK, kcr__watch_decode(line, strlen(line), NULL, &full, &ei));
   assert_int_equal(KCR_WATCH_MODIFIED, ev.type);
   assert_string_equal("7", ev.resource_version);
-  assert_null(kcr_json_at(ev.object, "metadata.managedFields"));
-  assert_non_null(kcr_json_at(full.object, "metadata.managedFields"));
-  cJSON_DeleteItemFromObjectCaseSensitive(kcr_json_at(full.object, "metadata"),
+  assert_null(kcr_json_at(ev.object, "/metadata/managedFields"));
+  assert_non_null(kcr_json_at(full.object, "/metadata/managedFields"));
+  cJSON_DeleteItemFromObjectCaseSensitive(kcr_json_at(full.object, "/metadata"),
                                           "managedFields");
   assert_true(cJSON_Compare(full.object, ev.object, true));
   cJSON_Delete(ev.object);
