@@ -70,14 +70,6 @@
 
 /* ---- pure helpers ---- */
 
-uint64_t kcr__events_sat_add(uint64_t a, uint64_t b)
-{
-  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
-
-bool kcr__events_empty(const char *s) { return !s || !*s; }
-const char *kcr__events_nz(const char *s) { return s ? s : ""; }
-
 kcr_err kcr_event_validate(const char *type, const char *reason, const char *action)
 {
   size_t n;

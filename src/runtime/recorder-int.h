@@ -125,10 +125,14 @@ struct kcr_recorder {
 /* Whom schedule() says to wake. */
 enum wake { WAKE_NONE, WAKE_ONE, WAKE_ALL };
 
+static inline uint64_t kcr__events_sat_add(uint64_t a, uint64_t b)
+{
+  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+static inline bool kcr__events_empty(const char *s) { return !s || !*s; }
+static inline const char *kcr__events_nz(const char *s) { return s ? s : ""; }
+
 /* events.c */
-uint64_t kcr__events_sat_add(uint64_t a, uint64_t b);
-bool kcr__events_empty(const char *s);
-const char *kcr__events_nz(const char *s);
 bool kcr__events_dns_subdomain(const char *s, size_t n);
 uint64_t kcr__events_default_clock(void *ud);
 uint64_t kcr__events_now_ms(const kcr_recorder *r);
