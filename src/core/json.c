@@ -1561,9 +1561,9 @@ fail:
  * bytes are copied at once, and an integer below 10^15 - every number in
  * a Kubernetes object but for the rare fraction - is written directly,
  * where cJSON formats each number with "%1.15g" and reads it back with
- * sscanf to see whether 17 digits are needed (3,200 instructions a
- * number). What that can print differently (fractions, 10^15 and up,
- * NaN and infinities) still goes cJSON's way. */
+ * sscanf to see whether 17 digits are needed. What that can print
+ * differently (fractions, 10^15 and up, NaN and infinities) still goes
+ * cJSON's way. */
 
 /* Room for n more bytes at the end of b (NULL: out of memory, b's error
  * set); the caller writes them and sets b->len with done(). */
