@@ -4,6 +4,7 @@
 #
 #   bench/ebd_bench.sh [--n N] [--quick] [--repeat R] [--parallel P]
 #                      [--workers W] [--operator NAME] [--gomemlimit V]
+#                      [--transport curl|auto]
 #                      [--zap-log-level L] [--out DIR] [--operator-bin PATH]
 #                      [--config NAME] [--poll watch|kubectl] [--settle S]
 #                      [--results DIR|none] [--no-build] [--build-only]
@@ -16,6 +17,9 @@
 # runs a Go peer (one with a go.mod) with GOMEMLIMIT=V; the configuration is
 # then named NAME+GOMEMLIMIT=V. Every operator runs with GOGC and GOMEMLIMIT
 # removed from its environment unless --gomemlimit sets the latter.
+# --transport curl runs ebdman with KCR_TRANSPORT=curl (every request a
+# curl transfer, none on libkcr's own exchanges: the switch users have);
+# the configuration is then named ebdman+KCR_TRANSPORT=curl.
 #
 # Self-contained: builds ebdman, vfm-sim and ready_count (Release,
 # build/bench) and the peer (into build/bench/peers/NAME) - not with
@@ -124,7 +128,7 @@ summary() {
 main() {
 
 n=5000 repeat=1 parallel=8 workers=4 operator=ebdman loglevel=warn out="" opbin_override="" poll=watch
-gomemlimit="" config="" settle=5 results="" nobuild=0 buildonly=0 quick=0
+gomemlimit="" transport="" config="" settle=5 results="" nobuild=0 buildonly=0 quick=0
 campaign="" pair="" vs="" order="" commit="" printcommit=0
 while (($#)); do
   case $1 in
@@ -135,6 +139,7 @@ while (($#)); do
     --workers) workers=$2; shift ;;
     --operator) operator=$2; shift ;;
     --gomemlimit) gomemlimit=$2; shift ;;
+    --transport) transport=$2; shift ;;
     --config) config=$2; shift ;;
     --zap-log-level) loglevel=$2; shift ;;
     --out) out=$2; shift ;;
@@ -163,6 +168,8 @@ done
 [[ $operator =~ ^[a-z0-9][a-z0-9._-]*$ ]] || die "--operator: bad name '$operator'"
 [[ -z $gomemlimit || $gomemlimit =~ ^[0-9]+(B|KiB|MiB|GiB|TiB)?$ || $gomemlimit == off ]] ||
   die "--gomemlimit wants a Go memory limit such as 64MiB (see the runtime package's GOMEMLIMIT)"
+[[ -z $transport || $transport == curl || $transport == auto ]] ||
+  die "--transport wants curl or auto (libkcr's KCR_TRANSPORT)"
 [[ -x $py ]] || die "needs Debian's python3 at $py (apt-get install python3)"
 
 # ---------------------------------------------------------------- outer part
@@ -190,6 +197,7 @@ if [[ ${EBD_BENCH_INNER:-} != 1 ]]; then
       [[ -d $pdir ]] || die "no operator '$operator': bench/peers/$operator does not exist (peers here: $(cd "$root/bench/peers" && echo */ | tr -d /))"
       [[ -x $pdir/build ]] || die "bench/peers/$operator/build is missing or not executable"
       [[ -z $gomemlimit || -f $pdir/go.mod ]] || die "--gomemlimit is for a Go peer; bench/peers/$operator has no go.mod"
+      [[ -z $transport ]] || die "--transport is for ebdman (libkcr), not a peer"
       opbin=$build/peers/$operator
       if ((!nobuild)); then
         echo "ebd_bench: building the $operator peer ($opbin)" >&2
@@ -215,7 +223,7 @@ if [[ ${EBD_BENCH_INNER:-} != 1 ]]; then
     echo "$commit"
     exit 0
   fi
-  config=${config:-$operator${gomemlimit:++GOMEMLIMIT=$gomemlimit}}
+  config=${config:-$operator${gomemlimit:++GOMEMLIMIT=$gomemlimit}${transport:++KCR_TRANSPORT=$transport}}
   if [[ -z $results ]]; then
     results=$root/bench/results
     ((quick)) && results=$build/results-smoke
@@ -224,6 +232,7 @@ if [[ ${EBD_BENCH_INNER:-} != 1 ]]; then
   mkdir -p "$out"
   export EBD_BENCH_INNER=1 EBD_BENCH_OPBIN=$opbin EBD_BENCH_VFMSIM=$build/examples/vfm-sim
   export EBD_BENCH_READY_COUNT=$build/bench/ready_count EBD_BENCH_GOMEMLIMIT=$gomemlimit
+  export EBD_BENCH_TRANSPORT=$transport
   export EBD_BENCH_COMMIT=$commit
   failed=0
   for ((r = 1; r <= repeat; r++)); do
@@ -234,6 +243,7 @@ if [[ ${EBD_BENCH_INNER:-} != 1 ]]; then
       echo "operator=$operator"
       echo "operator_bin=$opbin"
       echo "gomemlimit=$gomemlimit"
+      echo "transport=$transport"
       echo "workers=$workers"
       echo "parallel=$parallel"
       echo "settle_s=$settle"
@@ -348,8 +358,9 @@ secure=()
 "$opbin" run --help 2>/dev/null | grep -q -- '--metrics-secure' && secure=(--metrics-secure=false)
 # In $out with core dumps on, so a crash leaves its core there; Go's memory
 # knobs only as --gomemlimit says.
-goenv=(-u GOGC -u GOMEMLIMIT)
+goenv=(-u GOGC -u GOMEMLIMIT -u KCR_TRANSPORT)
 [[ -n ${EBD_BENCH_GOMEMLIMIT:-} ]] && goenv+=("GOMEMLIMIT=$EBD_BENCH_GOMEMLIMIT")
+[[ -n ${EBD_BENCH_TRANSPORT:-} ]] && goenv+=("KCR_TRANSPORT=$EBD_BENCH_TRANSPORT")
 (cd "$out" && ulimit -c unlimited && exec env "${goenv[@]}" "$opbin" run --workers "$workers" --zap-log-level "$loglevel" \
   --metrics-bind-address "127.0.0.1:$mport" --health-probe-bind-address "127.0.0.1:$hport" "${secure[@]}") \
   >"$out/operator.log" 2>&1 &
