@@ -20,7 +20,6 @@ struct kcr__conn {
   bool cert_set;
   bool own;           /* connected for exchanges of our own (client.c: DESIGN) */
   curl_socket_t sock; /* own: its socket */
-  void *ssl;          /* own, OpenSSL: the connection's SSL (else NULL) */
   struct kcr__h1 *h1; /* own: the answer's reader */
   struct kcr_buf msg; /* own: the request (wiped after each) */
   /* A write as curl's transfer: its pre-request callback's state (client.c,

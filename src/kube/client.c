@@ -35,7 +35,7 @@
  * every request and watch is then a curl transfer. So does a libcurl the
  * exchanges were not tested with (kcr__own_curl_tested: 7.88.x with
  * OpenSSL - they drive curl's connections through curl_easy_send/recv and
- * look into OpenSSL's buffer), whatever was asked, with one log line.
+ * rely on how it reads: see TLS), whatever was asked, with one log line.
  *
  * Writes on connections of our own: a request other than GET or HEAD to an
  * https server (every write a controller makes) is not a curl transfer, unless
@@ -97,21 +97,31 @@
  * empty and allocates them again for the next record: two large mallocs
  * per request, each of which also consolidates malloc's fast bins (a cost
  * the small allocations of JSON trees then pay again). With the OpenSSL
- * backend the SSL_CTX callback clears the mode: a connection keeps its
- * buffers (about 34 KiB) while it is open. On a connection of our own it
- * also turns on read-ahead: OpenSSL reads what the socket has (up to its
- * buffer) instead of a record's 5-byte header and then its body - one
- * recvfrom instead of two per record, and the records a watch got at once
- * in one (at N = 2,000, 25 -> 14 recvfrom calls per EBD for ebdman as a
- * whole). OpenSSL's buffer holds no data whenever we wait in poll(): the
- * read loop, and the send loop after the socket became readable, wait only
- * after a read found no whole record (CURLE_AGAIN); and between answers
- * (before the first read, in own_unasked) because a connection whose
- * buffer still holds something after an answer (SSL_has_pending) is not
- * kept - what comes later stays in the socket, where own_unasked sees it.
- * (What the handshake may leave, session tickets, is not data: the next
- * read processes it.) curl's transfers check SSL_pending() (the current
- * record only) before waiting, so theirs stay without read-ahead.
+ * backend the SSL_CTX callback (tls_settings) clears the mode - a setting
+ * of the context curl makes for a handle's connections, before any
+ * exists: a connection keeps its buffers (about 34 KiB) while it is open.
+ *
+ * TLS: nothing of a connection of our own waits in OpenSSL where poll()
+ * cannot see it, and nothing in libkcr looks into OpenSSL's state on a
+ * connection. Read-ahead is off (OpenSSL's default; tls_settings sets it
+ * so, for every handle): for each record OpenSSL reads its 5-byte header
+ * and then exactly its body, never past it. Every read (curl_easy_recv:
+ * in curl 7.88 one SSL_read of at most the handle's CURLOPT_BUFFERSIZE,
+ * with nothing buffered between OpenSSL and the socket) asks for
+ * KCR__RECV_BUF bytes, at least a record's plaintext, so the record it
+ * decrypts is handed over whole. So when a read returns, OpenSSL holds no
+ * plaintext: whatever the server sent after that record is still in the
+ * socket. The read loop waits in poll() only after a read found nothing
+ * (CURLE_AGAIN: at most part of a record has come, and its rest will wake
+ * poll); bytes in an answer's last record after the answer are seen by the
+ * reader (it used less than the read got: the connection is not kept);
+ * bytes in later records are seen by own_unasked before the next request
+ * (the connection is not used again). What the handshake may leave,
+ * session tickets, is not data: the next read processes it. curl's own
+ * transfers read the same way and check SSL_pending() before they wait.
+ * This rests on curl 7.88's reading: curl 8.1 added a receive buffer
+ * under TLS, and reads that fill the buffer from several records - one
+ * reason the exchanges run on the tested libcurl only (The switch).
  *
  * Errors: a non-2xx answer is parsed by kcr_errinfo_from_http(), so the
  * caller sees the server's Status verbatim. 429/503 are retried after
@@ -227,6 +237,9 @@ struct kcr_client {
   struct kcr__conn *opool[KCR__POOL_MAX]; /* connected for our own exchanges */
   size_t nopool;
 };
+
+_Static_assert(KCR__RECV_BUF <= CURL_MAX_READ_SIZE,
+               "KCR__RECV_BUF: more than CURLOPT_BUFFERSIZE takes");
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static bool tls_openssl; /* curl's TLS backend is OpenSSL; set once */
@@ -634,19 +647,15 @@ static long curl_ms(uint64_t ms, bool transfer)
   return (long)ms;
 }
 
-/* curl's SSL_CTX callback (OpenSSL backend only): a connection keeps its
- * TLS buffers (see DESIGN). */
-static CURLcode keep_tls_buffers(CURL *h, void *ssl_ctx, void *ud)
+/* curl's SSL_CTX callback (OpenSSL backend only), two settings of the
+ * context: a connection keeps its TLS buffers (see DESIGN: TLS buffers),
+ * and reads no further than a record (read-ahead off, OpenSSL's default,
+ * set so whatever curl did; see DESIGN: TLS). */
+static CURLcode tls_settings(CURL *h, void *ssl_ctx, void *ud)
 {
   SSL_CTX_clear_mode((SSL_CTX *)ssl_ctx, SSL_MODE_RELEASE_BUFFERS);
+  SSL_CTX_set_read_ahead((SSL_CTX *)ssl_ctx, 0);
   return CURLE_OK;
-}
-
-/* The same, and read-ahead, for a connection of our own (see DESIGN). */
-static CURLcode own_tls(CURL *h, void *ssl_ctx, void *ud)
-{
-  SSL_CTX_set_read_ahead((SSL_CTX *)ssl_ctx, 1);
-  return keep_tls_buffers(h, ssl_ctx, ud);
 }
 
 /* Settings that never change for a handle. */
@@ -683,7 +692,11 @@ static kcr_err conn_setup(kcr_client *c, struct kcr__conn *conn)
   if(cc && c->proxy)
     return KCR_ETRANSPORT;
   if(tls_openssl)
-    curl_easy_setopt(h, CURLOPT_SSL_CTX_FUNCTION, conn->own ? own_tls : keep_tls_buffers);
+    curl_easy_setopt(h, CURLOPT_SSL_CTX_FUNCTION, tls_settings);
+  /* what curl_easy_recv reads at most (see DESIGN: TLS) */
+  if(conn->own &&
+     curl_easy_setopt(h, CURLOPT_BUFFERSIZE, (long)KCR__RECV_BUF) != CURLE_OK)
+    return KCR_ETRANSPORT;
   /* The config refuses a CA together with insecure-skip-tls-verify. */
   if(kcr_config_insecure(c->cfg)) {
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
@@ -1257,17 +1270,6 @@ static bool own_body(const char *p, size_t n, void *ud)
   return take_body(p, n, r);
 }
 
-/* Finds conn's SSL (OpenSSL backend). Only once a request was sent on it:
- * right after a CONNECT_ONLY perform curl has not attached the connection
- * to the handle again, and reports none. */
-static void own_ssl(struct kcr__conn *conn)
-{
-  struct curl_tlssessioninfo *ti = NULL;
-  if(tls_openssl && !curl_easy_getinfo(conn->h, CURLINFO_TLS_SSL_PTR, &ti) && ti &&
-     ti->backend == CURLSSLBACKEND_OPENSSL)
-    conn->ssl = ti->internals;
-}
-
 /* How an attempt on a connection ended. */
 enum own_end {
   OWN_ANSWERED, /* the answer is whole (or the body callback stopped it) */
@@ -1290,9 +1292,9 @@ static enum own_end own_exchange(struct kcr__conn *conn, uint64_t deadline,
   const char *why = NULL, *p = conn->msg.ptr;
   size_t n = conn->msg.len, got = 0, used = 0;
   bool any = false, fed = false;
-  bool out = false;   /* a byte of the request may have left */
-  bool early = false; /* buf[0..got) was read while sending (cc: how) */
-  char buf[16384];
+  bool out = false;        /* a byte of the request may have left */
+  bool early = false;      /* buf[0..got) was read while sending (cc: how) */
+  char buf[KCR__RECV_BUF]; /* every read: at least a TLS record (see DESIGN: TLS) */
   CURLcode cc = CURLE_OK, send_cc = CURLE_OK;
   enum kcr__h1_result hr = KCR__H1_MORE;
   short ev = 0;
@@ -1341,8 +1343,6 @@ static enum own_end own_exchange(struct kcr__conn *conn, uint64_t deadline,
     p += sent;
     n -= sent;
   }
-  if(!conn->ssl)
-    own_ssl(conn);
   /* The answer cannot be there yet: wait before the first read (a read
    * now would only find nothing, one system call for it). */
   if(!early && (w = own_wait(conn, POLLIN, deadline, wake)) <= 0)
@@ -1380,10 +1380,10 @@ static enum own_end own_exchange(struct kcr__conn *conn, uint64_t deadline,
     hr = kcr__h1_feed(h1, buf, got, &used, own_body, &o);
   }
   if(hr == KCR__H1_DONE || hr == KCR__H1_STOPPED) {
-    /* not kept when the request is not all out: the server reads the rest
-     * as the next request */
-    *keep = hr == KCR__H1_DONE && !h1->close && used == got && !n &&
-            !(conn->ssl && SSL_has_pending(conn->ssl)); /* see DESIGN: TLS */
+    /* not kept when the request is not all out (the server reads the rest
+     * as the next request), nor with bytes after the answer in its last
+     * record (see DESIGN: TLS) */
+    *keep = hr == KCR__H1_DONE && !h1->close && used == got && !n;
     return OWN_ANSWERED;
   }
   *rc = kcr_errinfo_set(ei, KCR_ETRANSPORT, "%s %s: %s", req->method, req->path,

@@ -47,6 +47,18 @@
 #define KCR__FIRST_SEND ((size_t)16384)
 #endif
 
+/* What every read on an own connection asks for (curl_easy_recv; the
+ * handle's CURLOPT_BUFFERSIZE, which caps it, is set to the same): at
+ * least one TLS record's plaintext (TLS's 16 KiB, RFC 8446 5.1), so that
+ * the record a read decrypts is handed over whole and OpenSSL, which
+ * reads no further than that record (read-ahead off), is left holding no
+ * plaintext that poll() on the socket cannot see (client.c, DESIGN: TLS).
+ * At most curl's CURL_MAX_READ_SIZE; on the reading thread's stack. */
+#ifndef KCR__RECV_BUF
+#define KCR__RECV_BUF ((size_t)16384)
+#endif
+_Static_assert(KCR__RECV_BUF >= 16384, "KCR__RECV_BUF: less than a TLS record");
+
 /* The libcurl versions the exchanges on connections of our own were tested
  * with (curl_version_info's version_num): 7.88.x, [MIN, END). Any other
  * makes every request a curl transfer (client.c, DESIGN: The switch). */
