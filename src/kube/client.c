@@ -14,9 +14,7 @@
  * request at a time on it (a watch is one long response), so HTTP/2's
  * multiplexing would never be used, while its cost would be paid on every
  * request - curl 7.88 builds the request as HTTP/1 text and converts it,
- * then nghttp2 compresses headers and frames: about 50,000 instructions per
- * request, a fifth of the client's whole cost (callgrind, ebdman: 232,000
- * -> 183,000 Ir per request).
+ * then nghttp2 compresses headers and frames.
  *
  * Proxies: the client decides once, at kcr_client_new, whether its server
  * is reached through a proxy and which (kcr__proxy_for, proxy.c: client-go's
@@ -49,11 +47,8 @@
  * (framing by Content-Length, chunked or close; 1xx skipped), waiting in
  * poll() on the socket until the request's deadline (timeout_ms, connecting
  * included). What this saves is curl's per-transfer machinery for a small
- * request: the request formatted a byte at a time through its printf (47,000
- * instructions), connection and URL set-up, header parsing: a write costs
- * 32,000 instructions instead of 132,000 (TLS handshakes apart; callgrind,
- * ebdman at N = 1,000, where the whole operator went from 2.20 M to 1.55 M
- * instructions per EBD).
+ * request: the request formatted a byte at a time through its printf,
+ * connection and URL set-up, header parsing.
  * Watches go the same way (kcr__own_stream, for watch.c): the answer's body
  * is handed to the watch as it arrives, and the wait for it also ends when
  * the watch's eventfd becomes readable (kcr_watch_cancel). A connection
@@ -66,14 +61,13 @@
  * long before it reads again: under a burst each wake-up of the watch's
  * thread then brings several events, where it brought one or two - the
  * thread switch, poll, recvfrom and TLS read per wake-up are what a watch
- * event cost most (ebdman at N = 2,000, ABAB pairs: about 9% less CPU with
- * 20 ms, 18% with 50 ms, 100 ms no better; bench/README.md). After a
- * wake-up that read nothing new the wait is on the socket again, so an
- * event after a quiet spell is read at once.
- * Other reads stay curl transfers: LIST pages come gzip-compressed when large (a
- * content coding the reader refuses: it never asks for one), and a path with
- * a byte a request line cannot hold (a space, a
- * control or non-ASCII byte) goes to curl, which refuses it as before. A
+ * event cost most (bench/README.md). After a wake-up that read nothing
+ * new the wait is on the socket again, so an event after a quiet spell is
+ * read at once.
+ * Other reads stay curl transfers: LIST pages come gzip-compressed when
+ * large (a content coding the reader refuses: it never asks for one), and
+ * a path with a byte a request line cannot hold (a space, a control or
+ * non-ASCII byte) goes to curl, which refuses it as before. A
  * connection is kept while its answers are whole and say nothing of closing,
  * and is not used again when it has anything to read before the request
  * goes out (one poll: the server closed it, or sent what would be taken for
@@ -166,10 +160,9 @@
  * with the flags curl itself parses a CURLOPT_URL with. With both set,
  * curl 7.88 takes the host, port, path and query from the CURLU and skips
  * its own parse of the text and the rebuilding of the whole URL from the
- * parts (curl_url_get(CURLUPART_URL), formatted a byte at a time):
- * 12,000 of the 144,000 instructions of a request (callgrind, a
- * server-side apply answered with text). Never followed (FOLLOWLOCATION
- * is off), so a redirect cannot make the two disagree.
+ * parts (curl_url_get(CURLUPART_URL), formatted a byte at a time). Never
+ * followed (FOLLOWLOCATION is off), so a redirect cannot make the two
+ * disagree.
  *
  * Secrets: credentials are fetched per request, as owned snapshots, and
  * wiped after it (kcr_credentials_cleanup, kcr__headers_free, the
@@ -678,7 +671,7 @@ static kcr_err conn_setup(kcr_client *c, struct kcr__conn *conn)
   /* gzip only: the one encoding the API server compresses with (large
    * answers only), and what client-go asks for. "" would offer every
    * encoding this libcurl decodes, a longer header curl formats anew for
-   * each request (4,200 instructions of a request, callgrind). */
+   * each request. */
   curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "gzip");
   curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https,http");
   curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
@@ -1190,7 +1183,7 @@ static kcr_err own_request(kcr_client *c, const struct kcr_http_request *req,
   /* at once (no copy left behind of the secret below) */
   kcr_buf_reserve(m, 512 + strlen(c->user_agent) + (cr->token ? strlen(cr->token) : 0) +
                          (req->body ? req->body_len : 0));
-  /* appends, not printf: a formatted write costs 5,000 instructions */
+  /* appends, not printf: a formatted write is dearer by far */
   kcr_buf_puts(m, req->method);
   kcr_buf_puts(m, " ");
   kcr_buf_puts(m, c->own_prefix);
