@@ -35,6 +35,20 @@
  * OpenSSL - they drive curl's connections through curl_easy_send/recv and
  * rely on how it reads: see TLS), whatever was asked, with one log line.
  *
+ * Transports: a request goes through one of three, chosen per request
+ * (transport_for): the wire seam when a test set one; a connection of our
+ * own for a write that may take one (below); else a curl transfer. Each
+ * is three steps (struct transport): prepare takes or makes the
+ * connection and builds the request; exchange sends it and reads the
+ * answer by the request's deadline, sending it again only as Sent twice
+ * allows; finish keeps or drops the connection and wipes what held
+ * credentials. What they share is done once, around the steps (run): the
+ * answer reset first; the request observed once prepare succeeded; an
+ * answer cut short (too large, out of memory) reported and its connection
+ * dropped; any other answer an error or not by its status, with its
+ * Retry-After. A watch on a connection of our own (kcr__own_stream) goes
+ * through the same own transport, its body handed on as it comes.
+ *
  * Writes on connections of our own: a request other than GET or HEAD to an
  * https server (every write a controller makes) is not a curl transfer, unless
  * the server is reached through a proxy (see Proxies: then curl does it all).
@@ -919,13 +933,64 @@ kcr_err kcr__curl_err(CURLcode cc, const struct kcr__conn *conn, const char *met
   return kcr_errinfo_set(ei, rc, "%s %s: %s", method, path, detail);
 }
 
+/* ---- the transports (see DESIGN: Transports) ---- */
+
+/* A body read as it streams (kcr__own_stream): its bytes go to fn, the
+ * status to *code first; wake_fd readable ends the wait for it; batch_ms:
+ * see kcr__own_stream. */
+struct sink {
+  kcr__h1_body_fn fn;
+  void *ud;
+  long *code;
+  int wake_fd;
+  uint64_t batch_ms;
+};
+
+/* Where an answer goes: its body (take_body), status and Retry-After. */
 struct reply {
   struct kcr_buf *body;
   long retry_after_s; /* -1 if absent */
   long *code;         /* the status, once known (wire: set before the body) */
-  CURL *h;            /* NULL on the wire */
+  CURL *h;            /* curl: the transfer, asked for the status; else NULL */
   size_t max;
   bool too_large, nomem;
+};
+
+/* One request on its way through a transport: what run() and the
+ * transport's steps share. */
+struct xfer {
+  kcr_client *c;
+  const struct kcr_http_request *req;
+  struct kcr_http_response *resp;
+  const char *ctype;       /* the Content-Type sent; NULL without a body */
+  uint64_t t0;             /* when it began (ns, monotonic) */
+  uint64_t timeout_ms;     /* the request's, else the client's (KCR_FOREVER: none) */
+  uint64_t deadline;       /* of the whole exchange (NO_DEADLINE: none) */
+  struct reply r;          /* the answer */
+  const struct sink *sink; /* own transport only: the body goes there */
+  /* The transport's, from prepare to finish. */
+  struct kcr__conn *conn;    /* NULL until taken */
+  bool keep;                 /* finish gives conn back to the pool, else frees it */
+  struct curl_slist *hdrs;   /* curl: the header list */
+  struct kcr_credentials cr; /* own: the credentials */
+  bool pair;                 /* own: they have a client certificate and key */
+};
+
+/* A transport: the three steps of one request, which run() takes in turn
+ * (see DESIGN: Transports). */
+struct transport {
+  /* Takes or makes x->conn and builds the request on it. An error ends the
+   * request (finish still runs); nothing was sent, nothing is observed. */
+  kcr_err (*prepare)(struct xfer *x, struct kcr_errinfo *ei);
+  /* Sends the request and reads the answer into x->r by x's deadline,
+   * sending it again only as DESIGN: Sent twice allows; sets x->keep.
+   * KCR_OK: an answer came (x->resp->code, x->r.retry_after_s), whole or
+   * cut short by take_body (x->r.nomem, x->r.too_large: run reports it).
+   * Else the error, with ei. */
+  kcr_err (*exchange)(struct xfer *x, struct kcr_errinfo *ei);
+  /* Gives x->conn back to the pool (x->keep) or frees it, and wipes what
+   * held credentials. Called once, whatever came before. */
+  void (*finish)(struct xfer *x);
 };
 
 /* Keeps a 2xx body up to r->max (beyond: stop, too_large) and the first
@@ -948,29 +1013,6 @@ static bool take_body(const char *p, size_t n, void *ud)
     return false;
   }
   return true;
-}
-
-static size_t on_body(char *p, size_t sz, size_t n, void *ud)
-{
-  return take_body(p, sz * n, ud) ? sz * n : 0;
-}
-
-static size_t on_header(char *p, size_t sz, size_t n, void *ud)
-{
-  struct reply *r = ud;
-  size_t len = sz * n;
-  static const char name[] = "retry-after:";
-
-  if(len > sizeof(name) - 1 && !strncasecmp(p, name, sizeof(name) - 1)) {
-    char num[16] = {0};
-    size_t i = sizeof(name) - 1, j = 0;
-    while(i < len && (p[i] == ' ' || p[i] == '\t'))
-      i++;
-    while(i < len && j < sizeof(num) - 1 && p[i] >= '0' && p[i] <= '9')
-      num[j++] = p[i++];
-    r->retry_after_s = j ? strtol(num, NULL, 10) : -1;
-  }
-  return len;
 }
 
 static void sleep_ms(uint64_t ms)
@@ -998,49 +1040,49 @@ static kcr_err answer_err(struct kcr_errinfo *ei, const struct kcr_http_response
   return rc;
 }
 
-/* One exchange over the wire seam (tests). */
-static kcr_err wire_once(kcr_client *c, const struct kcr_http_request *req,
-                         struct kcr_http_response *resp, long *retry_after_s,
-                         struct kcr_errinfo *ei)
+/* ---- the wire seam (tests) ---- */
+
+/* Credentials and the header as for curl (errors, refresh after a 401,
+ * wiping), though the wire is not given them; then the write gate. */
+static kcr_err wire_prepare(struct xfer *x, struct kcr_errinfo *ei)
 {
-  struct reply r = {&resp->body, -1, &resp->code, NULL, c->opts.max_response_bytes};
-  struct kcr__wire_request wr = {.method = req->method,
-                                 .path = req->path,
-                                 .content_type = ctype_of(req),
-                                 .body = req->body,
-                                 .body_len = req->body_len};
+  const struct kcr_http_request *req = x->req;
   struct kcr_credentials cr = {0};
   struct kcr_buf auth = KCR_BUF_INIT;
-  uint64_t t0 = kcr_time_mono_ns();
   kcr_err rc;
 
-  kcr_buf_reset(&resp->body);
-  resp->code = 0;
-  /* Credentials and the header as for curl (errors, refresh after a 401,
-   * wiping); the wire is not given them. */
-  rc = kcr_config_dup_credentials(c->cfg, &cr, ei);
+  rc = kcr_config_dup_credentials(x->c->cfg, &cr, ei);
   if(!rc && auth_header(&cr, &auth))
     rc = KCR_ENOMEM;
   auth_wipe(&auth);
   kcr_credentials_cleanup(&cr);
   if(rc)
     return rc;
-  if(!req->ungated && mutating(req->method) && !kcr__client_may_write(c))
+  if(!req->ungated && mutating(req->method) && !kcr__client_may_write(x->c))
     return gate_refused(req->method, req->path, ei);
-  rc = c->wire(c->wire_ud, &wr, &resp->code, &r.retry_after_s, take_body, &r, ei);
-  kcr__client_observe(c, req->method, rc ? 0 : resp->code,
-                      (double)(kcr_time_mono_ns() - t0) / 1e9);
-  if(r.nomem)
-    return KCR_ENOMEM;
-  if(r.too_large) {
-    kcr_buf_reset(&resp->body);
-    return kcr__too_large(c, req->method, req->path, ei);
-  }
-  if(rc)
-    return rc;
-  *retry_after_s = r.retry_after_s;
-  return answer_err(ei, resp, r.retry_after_s);
+  return KCR_OK;
 }
+
+static kcr_err wire_exchange(struct xfer *x, struct kcr_errinfo *ei)
+{
+  const struct kcr_http_request *req = x->req;
+  struct kcr__wire_request wr = {.method = req->method,
+                                 .path = req->path,
+                                 .content_type = x->ctype,
+                                 .body = req->body,
+                                 .body_len = req->body_len};
+  kcr_err rc = x->c->wire(x->c->wire_ud, &wr, &x->resp->code, &x->r.retry_after_s,
+                          take_body, &x->r, ei);
+  return x->r.nomem || x->r.too_large ? KCR_OK : rc; /* cut short: run says why */
+}
+
+static void wire_finish(struct xfer *x) {}
+
+static const struct transport wire_transport = {
+    .prepare = wire_prepare,
+    .exchange = wire_exchange,
+    .finish = wire_finish,
+};
 
 /* ---- exchanges of our own (see DESIGN) ---- */
 
@@ -1173,12 +1215,15 @@ static kcr_err own_connect(kcr_client *c, struct kcr__conn *conn,
   return cc == CURLE_OK ? KCR_OK : kcr__curl_err(cc, conn, req->method, req->path, ei);
 }
 
-/* A request's head and body, as one message. Paths are sent as they are:
- * a byte a request line cannot hold makes it curl's (plain_path). */
-static kcr_err own_request(kcr_client *c, const struct kcr_http_request *req,
-                           const struct kcr_credentials *cr, struct kcr_buf *m)
+/* x's request, head and body, as one message, into m. Paths are sent as
+ * they are: a byte a request line cannot hold makes it curl's
+ * (plain_path). */
+static kcr_err own_request(const struct xfer *x, struct kcr_buf *m)
 {
-  const char *ct = ctype_of(req);
+  const kcr_client *c = x->c;
+  const struct kcr_http_request *req = x->req;
+  const struct kcr_credentials *cr = &x->cr;
+  const char *ct = x->ctype;
 
   /* at once (no copy left behind of the secret below) */
   kcr_buf_reserve(m, 512 + strlen(c->user_agent) + (cr->token ? strlen(cr->token) : 0) +
@@ -1227,22 +1272,11 @@ static bool plain_path(const char *p)
   return true;
 }
 
-/* A body read as it streams (kcr__own_stream): its bytes go to fn, the
- * status to *code first; wake_fd readable ends the wait for it; batch_ms:
- * see kcr__own_stream. */
-struct own_sink {
-  kcr__h1_body_fn fn;
-  void *ud;
-  long *code;
-  int wake_fd;
-  uint64_t batch_ms;
-};
-
 /* The answer's body, to take_body with the status known (or to a sink). */
 struct own_reply {
   struct reply *r;
   const struct kcr__h1 *h1;
-  const struct own_sink *sink; /* NULL: to r */
+  const struct sink *sink; /* NULL: to r */
 };
 
 static bool own_body(const char *p, size_t n, void *ud)
@@ -1272,15 +1306,18 @@ enum own_end {
   OWN_FAILED,   /* rc and ei say why */
 };
 
-/* Sends conn's request and reads the answer into r. OWN_UNSENT and
- * OWN_SILENT: *cause is curl's error (CURLE_OK: the connection ended). */
-static enum own_end own_exchange(struct kcr__conn *conn, uint64_t deadline,
-                                 struct reply *r, const struct own_sink *sink, bool *keep,
-                                 const struct kcr_http_request *req, CURLcode *cause,
-                                 kcr_err *rc, struct kcr_errinfo *ei)
+/* One attempt: sends x's request on x->conn and reads the answer into
+ * x->r (or x->sink); sets x->keep. OWN_UNSENT and OWN_SILENT: *cause is
+ * curl's error (CURLE_OK: the connection ended). */
+static enum own_end own_attempt(struct xfer *x, CURLcode *cause, kcr_err *rc,
+                                struct kcr_errinfo *ei)
 {
+  struct kcr__conn *conn = x->conn;
+  const struct kcr_http_request *req = x->req;
+  const struct sink *sink = x->sink;
+  uint64_t deadline = x->deadline;
   struct kcr__h1 *h1 = conn->h1;
-  struct own_reply o = {r, h1, sink};
+  struct own_reply o = {&x->r, h1, sink};
   int wake = sink ? sink->wake_fd : -1;
   const char *why = NULL, *p = conn->msg.ptr;
   size_t n = conn->msg.len, got = 0, used = 0;
@@ -1293,7 +1330,7 @@ static enum own_end own_exchange(struct kcr__conn *conn, uint64_t deadline,
   short ev = 0;
   int w;
 
-  *keep = false;
+  x->keep = false;
   kcr__h1_init(h1);
   conn->errbuf[0] = '\0';
   if(!ms_left(deadline)) { /* not a byte out after the deadline */
@@ -1376,7 +1413,7 @@ static enum own_end own_exchange(struct kcr__conn *conn, uint64_t deadline,
     /* not kept when the request is not all out (the server reads the rest
      * as the next request), nor with bytes after the answer in its last
      * record (see DESIGN: TLS) */
-    *keep = hr == KCR__H1_DONE && !h1->close && used == got && !n;
+    x->keep = hr == KCR__H1_DONE && !h1->close && used == got && !n;
     return OWN_ANSWERED;
   }
   *rc = kcr_errinfo_set(ei, KCR_ETRANSPORT, "%s %s: %s", req->method, req->path,
@@ -1411,180 +1448,294 @@ static kcr_err renew(kcr_client *c, struct kcr__conn **conn)
   return KCR_OK;
 }
 
-/* One exchange on a connection of our own (see DESIGN), no retries but
- * the one a stale connection gets (DESIGN: Sent twice). With a sink, the body goes there
- * as it comes, and the answer is neither observed nor read as an error (the caller does
- * both). */
-static kcr_err own_once(kcr_client *c, const struct kcr_http_request *req,
-                        struct kcr_http_response *resp, long *retry_after_s,
-                        const struct own_sink *sink, struct kcr_errinfo *ei)
+/* Makes x->conn fit for the request: a connected one made with another
+ * client certificate, or with something to read before it was asked (the
+ * server closed it, or sent what would be taken for the answer), is
+ * replaced by a new one; for a new one, the client certificate and key
+ * are read (a request on one made with them needs the token alone). */
+static kcr_err own_ready(struct xfer *x, struct kcr_errinfo *ei)
 {
-  struct reply r = {&resp->body, -1, &resp->code, NULL, c->opts.max_response_bytes};
-  struct kcr_credentials cr = {0};
-  struct kcr__conn *conn;
-  uint64_t t0 = kcr_time_mono_ns(),
-           deadline =
-               deadline_of(t0, req->timeout_ms ? req->timeout_ms : c->opts.timeout_ms);
+  struct kcr__conn *conn = x->conn;
   kcr_err rc;
-  bool keep = false, fresh, pair = false;
+
+  if(conn->sock != CURL_SOCKET_BAD &&
+     ((x->pair && conn->cred_gen != x->cr.generation) || own_unasked(conn)) &&
+     (rc = renew(x->c, &x->conn)))
+    return rc;
+  if(x->conn->sock == CURL_SOCKET_BAD && x->pair && !x->cr.cert) {
+    kcr_credentials_cleanup(&x->cr);
+    if((rc = kcr__config_credentials(x->c->cfg, &x->cr, true, &x->pair, ei))) {
+      x->keep = true; /* not connected: nothing was sent */
+      return rc;
+    }
+  }
+  return KCR_OK;
+}
+
+/* The token (the client certificate and key only for a connection still
+ * to be made: own_ready), a connection, the request as one message. */
+static kcr_err own_prepare(struct xfer *x, struct kcr_errinfo *ei)
+{
+  kcr_err rc = kcr__config_credentials(x->c->cfg, &x->cr, false, &x->pair, ei);
+
+  if(rc)
+    return rc;
+  if(!(x->conn = conn_get(x->c, true)) || own_request(x, &x->conn->msg))
+    return KCR_ENOMEM;
+  return own_ready(x, ei);
+}
+
+/* Connects when the connection is new, asks the write gate, and makes
+ * the attempt; once more on a new connection when the pool's gave no
+ * answer and that cannot make the request happen twice (DESIGN: Sent
+ * twice). */
+static kcr_err own_exchange(struct xfer *x, struct kcr_errinfo *ei)
+{
+  const struct kcr_http_request *req = x->req;
   CURLcode cause = CURLE_OK;
   enum own_end end;
+  kcr_err rc = KCR_OK;
+  bool fresh;
 
-  kcr_buf_reset(&resp->body);
-  resp->code = 0;
-  /* the token; the client certificate and key are copied below, only for
-   * a connection still to be made (a request on one made with them needs
-   * the token alone) */
-  if((rc = kcr__config_credentials(c->cfg, &cr, false, &pair, ei)))
-    return rc;
-  if(!(conn = conn_get(c, true)) || own_request(c, req, &cr, &conn->msg)) {
-    rc = KCR_ENOMEM;
-    goto out;
-  }
-  for(int attempt = 0;; attempt++) {
-    /* a connection made with another client certificate is not used, nor
-     * one with something to read before it was asked (the server closed
-     * it, or sent what would be taken for the answer) */
-    if(conn->sock != CURL_SOCKET_BAD &&
-       ((pair && conn->cred_gen != cr.generation) || own_unasked(conn)) &&
-       (rc = renew(c, &conn)))
-      goto out;
-    fresh = conn->sock == CURL_SOCKET_BAD;
-    if(fresh && pair && !cr.cert) {
-      kcr_credentials_cleanup(&cr);
-      if((rc = kcr__config_credentials(c->cfg, &cr, true, &pair, ei))) {
-        keep = true; /* not connected: nothing was sent */
-        goto out;
-      }
+  for(;;) {
+    fresh = x->conn->sock == CURL_SOCKET_BAD;
+    x->keep = false;
+    if(fresh && (rc = own_connect(x->c, x->conn, &x->cr, x->deadline, req,
+                                  x->sink ? x->sink->wake_fd : -1, ei)))
+      return rc;
+    if(!req->ungated && mutating(req->method) && !kcr__client_may_write(x->c)) {
+      x->keep = true;
+      return gate_refused(req->method, req->path, ei);
     }
-    if(fresh &&
-       (rc = own_connect(c, conn, &cr, deadline, req, sink ? sink->wake_fd : -1, ei)))
-      break;
-    if(!req->ungated && mutating(req->method) && !kcr__client_may_write(c)) {
-      rc = gate_refused(req->method, req->path, ei);
-      keep = true;
-      break;
+    end = own_attempt(x, &cause, &rc, ei);
+    if(end == OWN_ANSWERED) {
+      x->resp->code = x->conn->h1->code;
+      x->r.retry_after_s = x->conn->h1->retry_after_s;
+      return KCR_OK;
     }
-    switch((end = own_exchange(conn, deadline, &r, sink, &keep, req, &cause, &rc, ei))) {
-    case OWN_ANSWERED: resp->code = conn->h1->code; break;
-    case OWN_UNSENT:
-    case OWN_SILENT:
-      /* The server had closed it, or closed it as the request went out:
-       * once more, on a new connection (the pool's may be as old) - a
-       * write only if no byte of it left (see DESIGN: sent twice). */
-      if(!fresh && attempt == 0 && (end == OWN_UNSENT || !mutating(req->method))) {
-        if((rc = renew(c, &conn)))
-          goto out;
-        continue;
-      }
-      rc = no_answer(req->method, req->path, end == OWN_SILENT,
-                     !cause            ? NULL
-                     : conn->errbuf[0] ? conn->errbuf
-                                       : curl_easy_strerror(cause),
-                     ei);
-      break;
-    case OWN_FAILED: break;
-    }
-    break;
+    if(end == OWN_FAILED)
+      return rc;
+    /* The server had closed it, or closed it as the request went out: once
+     * more, on a new connection (the pool's may be as old) - a write only
+     * if no byte of it left. A new connection is not tried again. */
+    if(fresh || (end == OWN_SILENT && mutating(req->method)))
+      return no_answer(req->method, req->path, end == OWN_SILENT,
+                       !cause               ? NULL
+                       : x->conn->errbuf[0] ? x->conn->errbuf
+                                            : curl_easy_strerror(cause),
+                       ei);
+    if((rc = renew(x->c, &x->conn)) || (rc = own_ready(x, ei)))
+      return rc;
   }
-  if(!sink)
-    kcr__client_observe(c, req->method, rc || r.nomem || r.too_large ? 0 : resp->code,
-                        (double)(kcr_time_mono_ns() - t0) / 1e9);
-  if(!rc && (r.nomem || r.too_large)) {
-    keep = false; /* the answer was cut short */
-    kcr_buf_reset(&resp->body);
-    rc = r.nomem ? KCR_ENOMEM : kcr__too_large(c, req->method, req->path, ei);
-  }
-  if(!rc && !sink) {
-    *retry_after_s = conn->h1->retry_after_s;
-    rc = answer_err(ei, resp, conn->h1->retry_after_s);
-  }
-out:
-  kcr_credentials_cleanup(&cr);
-  if(conn && conn->msg.cap > KCR__MSG_KEEP) { /* the request held the token */
+}
+
+/* Wipes the request (it held the token) and the credentials; the
+ * connection goes back to the pool when x->keep. */
+static void own_finish(struct xfer *x)
+{
+  struct kcr__conn *conn = x->conn;
+
+  kcr_credentials_cleanup(&x->cr);
+  if(conn && conn->msg.cap > KCR__MSG_KEEP) {
     kcr__wipe_free(conn->msg.ptr, conn->msg.cap);
     conn->msg = (struct kcr_buf)KCR_BUF_INIT;
   } else if(conn) {
     kcr__wipe(conn->msg.ptr, conn->msg.len);
     kcr_buf_reset(&conn->msg);
   }
-  kcr__conn_put(c, conn, !keep);
+  kcr__conn_put(x->c, conn, !x->keep);
+}
+
+static const struct transport own_transport = {
+    .prepare = own_prepare,
+    .exchange = own_exchange,
+    .finish = own_finish,
+};
+
+/* ---- curl's transfers ---- */
+
+static size_t on_body(char *p, size_t sz, size_t n, void *ud)
+{
+  return take_body(p, sz * n, ud) ? sz * n : 0;
+}
+
+static size_t on_header(char *p, size_t sz, size_t n, void *ud)
+{
+  struct reply *r = ud;
+  size_t len = sz * n;
+  static const char name[] = "retry-after:";
+
+  if(len > sizeof(name) - 1 && !strncasecmp(p, name, sizeof(name) - 1)) {
+    char num[16] = {0};
+    size_t i = sizeof(name) - 1, j = 0;
+    while(i < len && (p[i] == ' ' || p[i] == '\t'))
+      i++;
+    while(i < len && j < sizeof(num) - 1 && p[i] >= '0' && p[i] <= '9')
+      num[j++] = p[i++];
+    r->retry_after_s = j ? strtol(num, NULL, 10) : -1;
+  }
+  return len;
+}
+
+/* A handle of the pool, set up for x's request (kcr__conn_prepare: the
+ * write gate and the no-second-sending rule in its pre-request callback),
+ * the answer to x->r. */
+static kcr_err curl_prepare(struct xfer *x, struct kcr_errinfo *ei)
+{
+  const struct kcr_http_request *req = x->req;
+  CURL *h;
+  kcr_err rc;
+
+  if(!(x->conn = kcr__conn_get(x->c)))
+    return KCR_ENOMEM;
+  x->keep = true; /* until a transfer on it fails */
+  h = x->r.h = x->conn->h;
+  x->conn->errbuf[0] = '\0';
+  /* Clear any old body first: setting POSTFIELDS switches curl to POST, and
+   * kcr__conn_prepare() then sets the method (HTTPGET / CUSTOMREQUEST). */
+  curl_easy_setopt(h, CURLOPT_POSTFIELDS, NULL);
+  curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)-1);
+  rc = kcr__conn_prepare(x->c, x->conn, req->method, req->path, x->ctype, req->ungated,
+                         &x->hdrs, ei);
+  if(rc)
+    return rc;
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, curl_ms(x->timeout_ms, true));
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &x->r);
+  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(h, CURLOPT_HEADERDATA, &x->r);
+  if(req->body) {
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, req->body);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+  }
+  return KCR_OK;
+}
+
+/* The transfer. A write that got no answer after bytes of it left (since
+ * write_prereq let it go) is KCR_EUNCERTAIN, as on our own connections. */
+static kcr_err curl_exchange(struct xfer *x, struct kcr_errinfo *ei)
+{
+  struct kcr__conn *conn = x->conn;
+  const char *method = x->req->method, *path = x->req->path;
+  CURLcode cc = curl_easy_perform(conn->h);
+  long sent = 0;
+  kcr_err rc;
+
+  curl_easy_getinfo(conn->h, CURLINFO_RESPONSE_CODE, &x->resp->code);
+  if(cc == CURLE_OK)
+    return KCR_OK;
+  x->keep = false;
+  if(x->r.nomem || x->r.too_large)
+    return KCR_OK; /* take_body stopped it: run says why */
+  rc = kcr__curl_err(cc, conn, method, path, ei);
+  curl_easy_getinfo(conn->h, CURLINFO_REQUEST_SIZE, &sent);
+  if(rc == KCR_ETRANSPORT && !x->resp->code && mutating(method) && conn->pre_sent >= 0 &&
+     sent > conn->pre_sent)
+    rc = no_answer(method, path, true,
+                   conn->errbuf[0] ? conn->errbuf : curl_easy_strerror(cc), ei);
   return rc;
 }
 
-/* One HTTP exchange, no retries. */
+/* Drops the handle's references to the request's memory before it is
+ * pooled; frees (and wipes) the header list. */
+static void curl_finish(struct xfer *x)
+{
+  struct kcr__conn *conn = x->conn;
+
+  if(!conn)
+    return;
+  curl_easy_setopt(conn->h, CURLOPT_HTTPHEADER, NULL);
+  curl_easy_setopt(conn->h, CURLOPT_POSTFIELDS, NULL);
+  curl_easy_setopt(conn->h, CURLOPT_HTTPGET, 1L);
+  kcr__headers_free(x->hdrs);
+  kcr__conn_put(x->c, conn, !x->keep);
+}
+
+static const struct transport curl_transport = {
+    .prepare = curl_prepare,
+    .exchange = curl_exchange,
+    .finish = curl_finish,
+};
+
+/* ---- one request through a transport ---- */
+
+/* x for req of c, its answer into resp. */
+static void xfer_init(struct xfer *x, kcr_client *c, const struct kcr_http_request *req,
+                      struct kcr_http_response *resp)
+{
+  uint64_t ms = req->timeout_ms ? req->timeout_ms : c->opts.timeout_ms;
+
+  *x = (struct xfer){
+      .c = c,
+      .req = req,
+      .resp = resp,
+      .ctype = ctype_of(req),
+      .t0 = kcr_time_mono_ns(),
+      .timeout_ms = ms,
+      .r = {.body = &resp->body,
+            .retry_after_s = -1,
+            .code = &resp->code,
+            .max = c->opts.max_response_bytes},
+  };
+  x->deadline = deadline_of(x->t0, ms);
+}
+
+/* x through t, no retries but the ones t makes (DESIGN: Sent twice): its
+ * steps, and what every transport does alike - the answer reset first,
+ * the request observed once it was tried, an answer cut short by
+ * take_body reported, any other answer read as an error or not (by its
+ * status, with its Retry-After). With a sink (a stream) the answer is
+ * neither observed nor read: the caller does both. */
+static kcr_err run(const struct transport *t, struct xfer *x, struct kcr_errinfo *ei)
+{
+  struct kcr_http_response *resp = x->resp;
+  const struct kcr_http_request *req = x->req;
+  kcr_err rc;
+  bool cut;
+
+  kcr_buf_reset(&resp->body);
+  resp->code = 0;
+  rc = t->prepare(x, ei);
+  if(!rc) {
+    rc = t->exchange(x, ei);
+    cut = x->r.nomem || x->r.too_large;
+    if(!x->sink)
+      kcr__client_observe(x->c, req->method, rc || cut ? 0 : resp->code,
+                          (double)(kcr_time_mono_ns() - x->t0) / 1e9);
+    if(cut) {
+      x->keep = false; /* the answer was cut short */
+      kcr_buf_reset(&resp->body);
+      rc = x->r.nomem ? KCR_ENOMEM : kcr__too_large(x->c, req->method, req->path, ei);
+    } else if(!rc && !x->sink) {
+      rc = answer_err(ei, resp, x->r.retry_after_s);
+    }
+  }
+  t->finish(x);
+  return rc;
+}
+
+/* The transport for req (see DESIGN: Transports). */
+static const struct transport *transport_for(const kcr_client *c,
+                                             const struct kcr_http_request *req)
+{
+  if(c->wire)
+    return &wire_transport;
+  if(mutating(req->method) && kcr__own_streams(c, req->path))
+    return &own_transport;
+  return &curl_transport;
+}
+
+/* One HTTP exchange, no retries (but a transport's: see run). */
 static kcr_err do_once(kcr_client *c, const struct kcr_http_request *req,
                        struct kcr_http_response *resp, long *retry_after_s,
                        struct kcr_errinfo *ei)
 {
-  struct kcr__conn *conn;
-  struct curl_slist *hdrs = NULL;
-  struct reply r = {&resp->body, -1, &resp->code, NULL, c->opts.max_response_bytes};
-  uint64_t t0 = kcr_time_mono_ns();
-  CURLcode cc;
+  struct xfer x;
   kcr_err rc;
-  bool broken = false;
 
-  if(c->wire)
-    return wire_once(c, req, resp, retry_after_s, ei);
-  if(c->own_ok && mutating(req->method) && plain_path(req->path))
-    return own_once(c, req, resp, retry_after_s, NULL, ei);
-  if(!(conn = kcr__conn_get(c)))
-    return KCR_ENOMEM;
-  r.h = conn->h;
-  kcr_buf_reset(&resp->body);
-  resp->code = 0;
-  conn->errbuf[0] = '\0';
-  /* Clear any old body first: setting POSTFIELDS switches curl to POST, and
-   * kcr__conn_prepare() then sets the method (HTTPGET / CUSTOMREQUEST). */
-  curl_easy_setopt(conn->h, CURLOPT_POSTFIELDS, NULL);
-  curl_easy_setopt(conn->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)-1);
-  rc = kcr__conn_prepare(c, conn, req->method, req->path, ctype_of(req), req->ungated,
-                         &hdrs, ei);
-  if(rc)
-    goto out;
-  curl_easy_setopt(conn->h, CURLOPT_TIMEOUT_MS,
-                   curl_ms(req->timeout_ms ? req->timeout_ms : c->opts.timeout_ms, true));
-  curl_easy_setopt(conn->h, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(conn->h, CURLOPT_WRITEDATA, &r);
-  curl_easy_setopt(conn->h, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(conn->h, CURLOPT_HEADERDATA, &r);
-  if(req->body) {
-    curl_easy_setopt(conn->h, CURLOPT_POSTFIELDS, req->body);
-    curl_easy_setopt(conn->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
-  }
-  cc = curl_easy_perform(conn->h);
-  curl_easy_getinfo(conn->h, CURLINFO_RESPONSE_CODE, &resp->code);
-  kcr__client_observe(c, req->method, cc == CURLE_OK ? resp->code : 0,
-                      (double)(kcr_time_mono_ns() - t0) / 1e9);
-  if(r.nomem || r.too_large) {
-    broken = true; /* the transfer was cut short */
-    kcr_buf_reset(&resp->body);
-    rc = r.nomem ? KCR_ENOMEM : kcr__too_large(c, req->method, req->path, ei);
-    goto out;
-  }
-  if(cc != CURLE_OK) {
-    long sent = 0;
-    broken = true;
-    rc = kcr__curl_err(cc, conn, req->method, req->path, ei);
-    /* no answer, and bytes of the request left (since write_prereq let it
-     * go): as on our own connections */
-    curl_easy_getinfo(conn->h, CURLINFO_REQUEST_SIZE, &sent);
-    if(rc == KCR_ETRANSPORT && !resp->code && mutating(req->method) &&
-       conn->pre_sent >= 0 && sent > conn->pre_sent)
-      rc = no_answer(req->method, req->path, true,
-                     conn->errbuf[0] ? conn->errbuf : curl_easy_strerror(cc), ei);
-    goto out;
-  }
-  *retry_after_s = r.retry_after_s;
-  rc = answer_err(ei, resp, r.retry_after_s);
-out:
-  /* Drop references to request-scoped memory before pooling the handle. */
-  curl_easy_setopt(conn->h, CURLOPT_HTTPHEADER, NULL);
-  curl_easy_setopt(conn->h, CURLOPT_POSTFIELDS, NULL);
-  curl_easy_setopt(conn->h, CURLOPT_HTTPGET, 1L);
-  kcr__headers_free(hdrs);
-  kcr__conn_put(c, conn, broken);
+  xfer_init(&x, c, req, resp);
+  rc = run(transport_for(c, req), &x, ei);
+  *retry_after_s = x.r.retry_after_s;
   return rc;
 }
 
@@ -1599,15 +1750,17 @@ kcr_err kcr__own_stream(kcr_client *c, const char *path, uint64_t timeout_ms, in
 {
   struct kcr_http_request req = {.method = "GET", .path = path, .timeout_ms = timeout_ms};
   struct kcr_http_response resp = {.body = KCR_BUF_INIT};
-  struct own_sink sink = {fn, ud, code, wake_fd, batch_ms};
-  long retry_after_s = -1;
+  struct sink sink = {fn, ud, code, wake_fd, batch_ms};
+  struct xfer x;
   kcr_err rc;
 
   *code = 0;
   if(!kcr__own_streams(c, path))
     return kcr_errinfo_set(ei, KCR_EINVAL, "GET %s: not for a connection of our own",
                            path);
-  rc = own_once(c, &req, &resp, &retry_after_s, &sink, ei);
+  xfer_init(&x, c, &req, &resp);
+  x.sink = &sink;
+  rc = run(&own_transport, &x, ei);
   if(resp.code) /* also an answer without a body */
     *code = resp.code;
   kcr_buf_cleanup(&resp.body);
