@@ -42,7 +42,8 @@
 /* The most the first send of a request on an own connection hands to TLS:
  * one record's worth of plaintext (TLS's 16 KiB), so that when that send
  * fails no whole record - nothing the server could read - has left, and
- * the request may be sent again whatever its verb (client.c, OWN_UNSENT). */
+ * the request may be sent again whatever its verb (transport_own.c,
+ * OWN_UNSENT). */
 #ifndef KCR__FIRST_SEND
 #define KCR__FIRST_SEND ((size_t)16384)
 #endif
@@ -52,7 +53,8 @@
  * least one TLS record's plaintext (TLS's 16 KiB, RFC 8446 5.1), so that
  * the record a read decrypts is handed over whole and OpenSSL, which
  * reads no further than that record (read-ahead off), is left holding no
- * plaintext that poll() on the socket cannot see (client.c, DESIGN: TLS).
+ * plaintext that poll() on the socket cannot see (transport_own.c,
+ * DESIGN: TLS).
  * At most curl's CURL_MAX_READ_SIZE; on the reading thread's stack. */
 #ifndef KCR__RECV_BUF
 #define KCR__RECV_BUF ((size_t)16384)
