@@ -49,6 +49,12 @@
  * It also keeps read-ahead off, on which the exchanges of our own rely
  * (transport_own.c, DESIGN: TLS).
  *
+ * OpenSSL: those two settings of the context are all libkcr does with it
+ * (<openssl/ssl.h> is here for them alone; tls_openssl reads curl's
+ * version string, to know the callback applies). Nothing is looked up in
+ * OpenSSL on a connection: whether a connection holds unread bytes is
+ * decided from its socket alone (transport_own.c, DESIGN: TLS).
+ *
  * Errors: a non-2xx answer is parsed by kcr_errinfo_from_http(), so the
  * caller sees the server's Status verbatim. 429/503 are retried after
  * Retry-After (bounded); a 401 with refreshable credentials is retried once
@@ -133,7 +139,8 @@ _Static_assert(KCR__RECV_BUF <= CURL_MAX_READ_SIZE,
                "KCR__RECV_BUF: more than CURLOPT_BUFFERSIZE takes");
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static bool tls_openssl; /* curl's TLS backend is OpenSSL; set once */
+/* curl's TLS backend is OpenSSL (tls_settings applies); set once */
+static bool tls_openssl;
 
 static bool curl_tested; /* kcr__own_curl_tested of the libcurl loaded; set once */
 
