@@ -15,16 +15,15 @@
  * client certificate was configured with. */
 struct kcr__conn {
   CURL *h;
-  CURLU *url; /* the request's URL, parsed here (see client.c: URL) */
+  CURLU *url; /* the request's URL, parsed here (see transport_curl.c: URL) */
   unsigned long cred_gen;
   bool cert_set;
-  bool own;           /* connected for exchanges of our own (client.c: DESIGN) */
+  bool own;           /* connected for exchanges of our own (transport_own.c) */
   curl_socket_t sock; /* own: its socket */
-  void *ssl;          /* own, OpenSSL: the connection's SSL (else NULL) */
   struct kcr__h1 *h1; /* own: the answer's reader */
   struct kcr_buf msg; /* own: the request (wiped after each) */
-  /* A write as curl's transfer: its pre-request callback's state (client.c,
-   * write_prereq), set by kcr__conn_prepare. */
+  /* A write as curl's transfer: its pre-request callback's state
+   * (transport_curl.c, write_prereq), set by kcr__conn_prepare. */
   kcr_client *client; /* whose write gate */
   long pre_sent;      /* CURLINFO_REQUEST_SIZE at its first call; -1 before */
   bool gated;         /* the write gate is asked */
@@ -36,10 +35,11 @@ struct kcr__conn {
 struct kcr__conn *kcr__conn_get(kcr_client *c);
 /* Returns it to the pool (or frees it when broken is true). */
 void kcr__conn_put(kcr_client *c, struct kcr__conn *conn, bool broken);
-/* Prepares conn for a request to path: URL, TLS, credentials, headers, and
- * for a mutating method the pre-request callback: the write gate unless
- * ungated, and no second sending (client.c, DESIGN). *hdrs receives the
- * header list to free (kcr__headers_free) after the transfer. */
+/* Prepares conn for a request to path (transport_curl.c): URL, TLS,
+ * credentials, headers, and for a mutating method the pre-request
+ * callback: the write gate unless ungated, and no second sending
+ * (transport.c, DESIGN: Sent twice). *hdrs receives the header list to
+ * free (kcr__headers_free) after the transfer. */
 kcr_err kcr__conn_prepare(kcr_client *c, struct kcr__conn *conn, const char *method,
                           const char *path, const char *content_type, bool ungated,
                           struct curl_slist **hdrs, struct kcr_errinfo *ei);
@@ -58,7 +58,7 @@ void kcr__client_observe(kcr_client *c, const char *method, long code, double se
  * uses curl. Thread-safe. */
 bool kcr__own_streams(const kcr_client *c, const char *path);
 /* A GET whose answer streams (a watch) on a connection of our own
- * (client.c, DESIGN: writes on connections of our own), its body handed to
+ * (transport_own.c), its body handed to
  * fn as it arrives, *code set to the answer's status before fn's first
  * call (0 until then). fn returning false stops the reading. timeout_ms
  * bounds the whole exchange, connecting included (KCR_FOREVER: no limit;

@@ -1,6 +1,5 @@
 /* Private to src/kube (and the tests): an HTTP/1.1 answer read as it
- * arrives, for the client's own exchanges (client.c, DESIGN: writes on
- * connections of our own).
+ * arrives, for the client's own exchanges (transport_own.c, DESIGN).
  *
  * It reads the status line, the header fields it acts on and the body in
  * whichever framing the server chose (Content-Length, chunked, or until the

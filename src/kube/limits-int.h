@@ -42,10 +42,24 @@
 /* The most the first send of a request on an own connection hands to TLS:
  * one record's worth of plaintext (TLS's 16 KiB), so that when that send
  * fails no whole record - nothing the server could read - has left, and
- * the request may be sent again whatever its verb (client.c, OWN_UNSENT). */
+ * the request may be sent again whatever its verb (transport_own.c,
+ * OWN_UNSENT). */
 #ifndef KCR__FIRST_SEND
 #define KCR__FIRST_SEND ((size_t)16384)
 #endif
+
+/* What every read on an own connection asks for (curl_easy_recv; the
+ * handle's CURLOPT_BUFFERSIZE, which caps it, is set to the same): at
+ * least one TLS record's plaintext (TLS's 16 KiB, RFC 8446 5.1), so that
+ * the record a read decrypts is handed over whole and OpenSSL, which
+ * reads no further than that record (read-ahead off), is left holding no
+ * plaintext that poll() on the socket cannot see (transport_own.c,
+ * DESIGN: TLS).
+ * At most curl's CURL_MAX_READ_SIZE; on the reading thread's stack. */
+#ifndef KCR__RECV_BUF
+#define KCR__RECV_BUF ((size_t)16384)
+#endif
+_Static_assert(KCR__RECV_BUF >= 16384, "KCR__RECV_BUF: less than a TLS record");
 
 /* The libcurl versions the exchanges on connections of our own were tested
  * with (curl_version_info's version_num): 7.88.x, [MIN, END). Any other

@@ -5,7 +5,7 @@
  * boundaries never matter (tests feed byte by byte and random chunks).
  *
  * Transfer: over https without a proxy, a GET on one of the client's own
- * connections (kcr__own_stream, client.c), whose wait for the next bytes
+ * connections (kcr__own_stream, transport_own.c), whose wait for the next bytes
  * also ends when kcr_watch_cancel() writes the watch's eventfd (never
  * drained: a canceled watch stays canceled); while the connection is
  * being made, curl's progress callback looks at it about once a second.
@@ -499,7 +499,7 @@ out:
   return rc;
 }
 
-/* The stream on a connection of our own (client.c, kcr__own_streams). */
+/* The stream on a connection of our own (transport_own.c, kcr__own_streams). */
 static kcr_err run_own(kcr_watch *w, const char *path, CURLcode *cc, bool *canceled,
                        struct kcr_errinfo *ei)
 {

@@ -513,10 +513,10 @@ static void *talk(void *arg)
   return NULL;
 }
 
-/* A write's connection is not kept when more than its answer came with it
- * (read ahead into OpenSSL's buffer, where a poll of the socket cannot see
- * it): the next write goes on a new connection and gets its own answer,
- * not the one nobody asked for. */
+/* A write's connection is not used again when more than its answer came
+ * with it (in TLS records after the answer's: left in the socket, where
+ * the client looks before the next request): the next write goes on a new
+ * connection and gets its own answer, not the one nobody asked for. */
 static void bytes_after_an_answer_are_not_the_next_answer(void **state)
 {
   struct sockaddr_in a = {.sin_family = AF_INET,

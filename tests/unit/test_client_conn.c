@@ -3,8 +3,9 @@
  * with a self-signed certificate (writes and watches on connections of the
  * client's own, src/kube/client.c DESIGN). What a write does when a reused
  * connection gives no answer (re-sent only if no byte of it left; a GET is
- * re-sent when no answer byte came), and a large write on a new TLS 1.3
- * connection whose server sent session tickets. */
+ * re-sent when no answer byte came), a large write on a new TLS 1.3
+ * connection whose server sent session tickets, and bytes nobody asked for
+ * that came with an answer (never read as the next one). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <openssl/pem.h>
@@ -37,7 +38,22 @@
 enum act {
   ANSWER,  /* 200 with a small JSON body; the connection stays open */
   HANG_UP, /* closes the connection without a byte of answer */
+  /* ANSWER, then an answer nobody asked for (STALE): in the same socket
+   * write, in a TLS record of its own */
+  ANSWER_AND_STALE_RECORD,
+  /* a 200 of LONG_LEN bytes, then STALE, in one TLS record */
+  LONG_ANSWER_AND_STALE,
 };
+
+/* The bytes of an answer nobody asked for; its body. */
+#define STALE      "HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n{\"stale\":1}"
+#define STALE_BODY "{\"stale\":1}"
+
+/* The length of LONG_ANSWER_AND_STALE's answer, head and body: a
+ * multiple of every power of two up to 8 KiB, so that a client reading in
+ * pieces of any of those sizes would find the answer ending where a read
+ * ended. */
+enum { LONG_LEN = 8192 };
 
 /* Serves one connection at a time; on its conn-th connection (from 0) the
  * req-th request (from 0) gets script(conn, req). */
@@ -64,6 +80,51 @@ static bool swrite(struct sconn *s, const char *p, size_t n)
 {
   return s->ssl ? SSL_write(s->ssl, p, (int)n) == (int)n
                 : write(s->fd, p, n) == (ssize_t)n;
+}
+
+/* Writes a and then b with one write(2): with TLS, each in records of its
+ * own (made in memory, then sent together), so that both are in the
+ * client's socket at once. */
+static bool swrite_two(struct sconn *s, const char *a, size_t an, const char *b,
+                       size_t bn)
+{
+  BIO *mem;
+  char *p;
+  long n;
+  bool ok;
+
+  if(!s->ssl) {
+    char buf[1024];
+    assert_true(an + bn <= sizeof(buf));
+    memcpy(buf, a, an);
+    memcpy(buf + an, b, bn);
+    return write(s->fd, buf, an + bn) == (ssize_t)(an + bn);
+  }
+  assert_non_null(mem = BIO_new(BIO_s_mem()));
+  SSL_set0_wbio(s->ssl, mem); /* the socket's BIO stays, as the rbio */
+  ok = swrite(s, a, an) && swrite(s, b, bn);
+  n = BIO_get_mem_data(mem, &p);
+  ok = ok && n > 0 && write(s->fd, p, (size_t)n) == (ssize_t)n;
+  SSL_set0_wbio(s->ssl, BIO_new_socket(s->fd, BIO_NOCLOSE)); /* frees mem */
+  return ok;
+}
+
+/* A 200 of LONG_LEN bytes (its body {"pad":"aa...a"}) and STALE, in one
+ * write (with TLS: one record). */
+static bool swrite_long_and_stale(struct sconn *s)
+{
+  static const char head[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                             "Content-Length: %4d\r\n\r\n";
+  char buf[LONG_LEN + sizeof(STALE)];
+  int blen = LONG_LEN - (int)(sizeof(head) - 1 - 3 + 4); /* "%4d": 4 digits */
+  int hn = snprintf(buf, sizeof(buf), head, blen);
+
+  assert_int_equal(LONG_LEN, hn + blen);
+  memset(buf + hn, 'a', (size_t)blen);
+  memcpy(buf + hn, "{\"pad\":\"", 8);
+  memcpy(buf + LONG_LEN - 2, "\"}", 2);
+  memcpy(buf + LONG_LEN, STALE, sizeof(STALE) - 1);
+  return swrite(s, buf, LONG_LEN + sizeof(STALE) - 1);
 }
 
 /* Reads one request whole (its body counted, not kept) and counts its
@@ -100,10 +161,23 @@ static bool read_request(struct srv *sv, struct sconn *s)
   return true;
 }
 
-static void *serve(void *arg)
+/* Does a to the request just read; false: the connection is done with. */
+static bool respond(struct sconn *s, enum act a)
 {
   static const char answer[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                                "Content-Length: 13\r\n\r\n{\"answer\":42}";
+  switch(a) {
+  case ANSWER: return swrite(s, answer, sizeof(answer) - 1);
+  case HANG_UP: return false;
+  case ANSWER_AND_STALE_RECORD:
+    return swrite_two(s, answer, sizeof(answer) - 1, STALE, sizeof(STALE) - 1);
+  case LONG_ANSWER_AND_STALE: return swrite_long_and_stale(s);
+  }
+  return false;
+}
+
+static void *serve(void *arg)
+{
   struct srv *sv = arg;
   for(int i = 0;; i++) {
     struct sconn s = {accept(sv->lfd, NULL, NULL), NULL};
@@ -116,7 +190,7 @@ static void *serve(void *arg)
     }
     if(!s.ssl || SSL_accept(s.ssl) == 1)
       for(int k = 0; read_request(sv, &s); k++)
-        if(sv->script(i, k) == HANG_UP || !swrite(&s, answer, sizeof(answer) - 1))
+        if(!respond(&s, sv->script(i, k)))
           break;
     SSL_free(s.ssl);
     close(s.fd);
@@ -567,6 +641,71 @@ static void a_large_write_goes_out_after_session_tickets(void **state)
   kcr_errinfo_cleanup(&ei);
 }
 
+/* ---- bytes nobody asked for ---- */
+
+static enum act stale_record_first(int conn, int req)
+{
+  return conn == 0 && req == 0 ? ANSWER_AND_STALE_RECORD : ANSWER;
+}
+
+static enum act stale_in_the_record_first(int conn, int req)
+{
+  return conn == 0 && req == 0 ? LONG_ANSWER_AND_STALE : ANSWER;
+}
+
+/* The first request is answered and, with the same socket write, comes an
+ * answer nobody asked for (script's first act). That connection is not
+ * used again: the second request gets the answer to it, on a new
+ * connection - never the stale one, which a connection kept with unread
+ * bytes would hand it. On a connection of our own (writes) the bytes are
+ * in the answer's last TLS record (the read that ends the answer takes
+ * the whole record, so the reader sees them: a client reading less than a
+ * record would find the answer ending where its read did, and the rest
+ * waiting in OpenSSL, out of poll()'s sight) or in the records after it
+ * (left in the socket, where the check before the next request sees them;
+ * a client that read ahead would hold them in OpenSSL instead). */
+static void check_unasked_bytes_are_not_an_answer(bool tls, enum act (*script)(int, int))
+{
+  struct srv sv;
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_http_request req = {
+      .method = "POST", .path = cms_path, .body = small, .body_len = sizeof(small) - 1};
+  struct kcr_http_response resp = {.body = KCR_BUF_INIT};
+  kcr_client *c;
+  kcr_err rc;
+
+  srv_start(&sv, tls, 0, script);
+  c = client_of(&sv, 5000);
+  assert_int_equal(KCR_OK, kcr_client_do(c, &req, &resp, &ei));
+  assert_int_equal(200, resp.code);
+  assert_string_not_equal(STALE_BODY, kcr_buf_str(&resp.body));
+  rc = kcr_client_do(c, &req, &resp, &ei);
+  if(rc || strcmp("{\"answer\":42}", kcr_buf_str(&resp.body)))
+    fail_msg("%s: the second create: %s (%s), answered %s", tls ? "own" : "curl",
+             kcr_err_name(rc), ei.message ? ei.message : "", kcr_buf_str(&resp.body));
+  assert_int_equal(2, atomic_load(&sv.posts));
+  assert_int_equal(2, atomic_load(&sv.conns));
+  kcr_client_free(c);
+  srv_stop(&sv);
+  kcr_buf_cleanup(&resp.body);
+  kcr_errinfo_cleanup(&ei);
+}
+
+static void an_unasked_record_after_an_answer_is_not_the_next_answer(void **state)
+{
+  check_unasked_bytes_are_not_an_answer(true, stale_record_first);
+}
+
+static void unasked_bytes_in_an_answers_record_are_not_the_next_answer(void **state)
+{
+  check_unasked_bytes_are_not_an_answer(true, stale_in_the_record_first);
+}
+
+static void unasked_bytes_after_an_answer_by_curl(void **state)
+{
+  check_unasked_bytes_are_not_an_answer(false, stale_record_first);
+}
+
 int main(void)
 {
   tfail_init();
@@ -579,6 +718,9 @@ int main(void)
       cmocka_unit_test(no_answer_on_a_new_connection_of_curl),
       cmocka_unit_test(writes_through_a_proxy_go_out_once),
       cmocka_unit_test(a_large_write_goes_out_after_session_tickets),
+      cmocka_unit_test(an_unasked_record_after_an_answer_is_not_the_next_answer),
+      cmocka_unit_test(unasked_bytes_in_an_answers_record_are_not_the_next_answer),
+      cmocka_unit_test(unasked_bytes_after_an_answer_by_curl),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
