@@ -5,8 +5,9 @@
  * are reused. Each connection speaks HTTP/1.1 (HTTP/2's multiplexing would
  * go unused and cost CPU on every request). Gets and lists are libcurl
  * transfers; writes and watches to an https server (without a proxy) are
- * written and read by the client itself on connections libcurl made (a
- * write costs a quarter of a transfer's instructions). TLS verification is on unless the
+ * written and read by the client itself on connections libcurl made
+ * (cheaper than a transfer; KCR_TRANSPORT=curl or kcr_client_opts.transport
+ * makes every request a transfer). TLS verification is on unless the
  * config says insecure-skip-tls-verify.
  *
  * Proxies, as client-go chooses them, once, when the client is made
