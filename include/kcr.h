@@ -20,6 +20,7 @@
 #include "kcr/httpd.h"
 #include "kcr/informer.h"
 #include "kcr/json.h"
+#include "kcr/jsontext.h"
 #include "kcr/leader.h"
 #include "kcr/log.h"
 #include "kcr/manager.h"
@@ -29,6 +30,7 @@
 #include "kcr/status.h"
 #include "kcr/store.h"
 #include "kcr/time.h"
+#include "kcr/typed.h"
 #include "kcr/version.h"
 #include "kcr/watch.h"
 

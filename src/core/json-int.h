@@ -100,6 +100,19 @@ kcr_err kcr__json_print(const cJSON *obj, struct kcr_buf *out);
  * out of memory shows in kcr_buf_err(out). */
 void kcr__json_put_string(struct kcr_buf *out, const char *s);
 
+/* kcr__json_put_string of the n bytes at s (which may hold NUL bytes:
+ * written \u0000). */
+void kcr__json_put_strn(struct kcr_buf *out, const char *s, size_t n);
+
+/* Appends d as kcr__json_print writes a number (NaN and the infinities as
+ * null: callers that must refuse them check first). */
+void kcr__json_put_number(struct kcr_buf *out, double d);
+
+/* Checks that text[0..len) begins (after white space) with one well-formed
+ * value as kcr_json_parse's validator accepts it; *at and *n get its text
+ * (n 0 when not well formed). Pure. */
+bool kcr__json_check_value(const char *text, size_t len, const char **at, size_t *n);
+
 /* Appends v in decimal, as Go writes an int64 (and printf's %lld): for a
  * text built without a tree. Running out of memory shows in
  * kcr_buf_err(out). */

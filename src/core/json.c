@@ -911,6 +911,20 @@ static bool valid_value(struct scan *s)
   return false;
 }
 
+bool kcr__json_check_value(const char *text, size_t len, const char **at, size_t *n)
+{
+  struct scan s = {text, text + len, 0};
+
+  skip_ws(&s);
+  *at = s.p;
+  if(!valid_value(&s)) {
+    *n = 0;
+    return false;
+  }
+  *n = (size_t)(s.p - *at);
+  return true;
+}
+
 /* True if cJSON could only have failed on text for want of memory. */
 static bool well_formed(const char *text, size_t len)
 {
@@ -1587,9 +1601,10 @@ static void put_byte(struct kcr_buf *b, char c)
   }
 }
 
+static void put_chars(struct kcr_buf *b, const char *s, size_t n);
+
 static void put_string(struct kcr_buf *b, const char *s)
 {
-  static const char hex[] = "0123456789abcdef";
   const char *text = s ? s : "";
   const unsigned char *run = (const unsigned char *)text;
   size_t n;
@@ -1610,8 +1625,15 @@ static void put_string(struct kcr_buf *b, const char *s)
     done(b, o);
     return;
   }
-  n = strlen(s);
-  o = n < SIZE_MAX / 8 ? room(b, 6 * n + 2) : room(b, SIZE_MAX); /* at most */
+  put_chars(b, s, strlen(s));
+}
+
+/* s[0..n) as a JSON string, every byte that needs it escaped. */
+static void put_chars(struct kcr_buf *b, const char *s, size_t n)
+{
+  static const char hex[] = "0123456789abcdef";
+  char *o = n < SIZE_MAX / 8 ? room(b, 6 * n + 2) : room(b, SIZE_MAX); /* at most */
+
   if(!o)
     return;
   *o++ = '"';
@@ -1642,6 +1664,31 @@ static void put_string(struct kcr_buf *b, const char *s)
 }
 
 void kcr__json_put_string(struct kcr_buf *out, const char *s) { put_string(out, s); }
+
+void kcr__json_put_strn(struct kcr_buf *out, const char *s, size_t n)
+{
+  const char *p = s, *end = s + n;
+
+  while(p < end && (unsigned char)*p >= 32 && *p != '"' && *p != '\\')
+    p++;
+  if(p < end) {
+    put_chars(out, s, n);
+    return;
+  }
+  char *o = room(out, n + 2);
+  if(o) {
+    *o++ = '"';
+    if(n)
+      memcpy(o, s, n);
+    o += n;
+    *o++ = '"';
+    done(out, o);
+  }
+}
+
+static void put_number(struct kcr_buf *b, double d);
+
+void kcr__json_put_number(struct kcr_buf *out, double d) { put_number(out, d); }
 
 void kcr__json_put_int(struct kcr_buf *out, int64_t v)
 {

@@ -1,0 +1,64 @@
+# kcr_generate_types - typed C objects from CustomResourceDefinitions, made
+# at build time by kcr-gen and compiled into a target (docs/typed-objects.md).
+#
+#   kcr_generate_types(TARGET <target> CRDS <crd.yaml>...
+#                      [VERSIONS <v>...] [OUTPUT_DIR <dir>])
+#
+# For each CRD file, <base>.h and <base>.c in OUTPUT_DIR (default
+# ${CMAKE_CURRENT_BINARY_DIR}/kcr-gen/<target>), <base> being the file's name
+# without extension and, for controller-gen's <group>_<plural>.yaml, the
+# plural: config/crd/bases/ebdman.example.com_ebds.yaml gives ebds.h. The
+# sources are added to <target> and OUTPUT_DIR to its include directories
+# (PUBLIC), so `#include "ebds.h"` works in the target and in what links it.
+# They are made again whenever a CRD file or kcr-gen changes. VERSIONS: only
+# these served versions (default: every served version).
+#
+# In libkcr's own build kcr-gen is the target of that name; after
+# find_package(kcr) it is kcr::kcr-gen.
+function(kcr_generate_types)
+  cmake_parse_arguments(G "" "TARGET;OUTPUT_DIR" "CRDS;VERSIONS;PATHS" ${ARGN})
+  if(NOT G_TARGET OR NOT G_CRDS)
+    message(FATAL_ERROR "kcr_generate_types: TARGET and CRDS are required")
+  endif()
+  if(G_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "kcr_generate_types: unknown arguments: ${G_UNPARSED_ARGUMENTS}")
+  endif()
+  if(G_PATHS)
+    message(FATAL_ERROR "kcr_generate_types: PATHS (a keep list of the paths a controller "
+                        "uses) is not implemented yet: leave it out")
+  endif()
+  if(TARGET kcr-gen)
+    set(gen kcr-gen)
+  elseif(TARGET kcr::kcr-gen)
+    set(gen kcr::kcr-gen)
+  else()
+    message(FATAL_ERROR "kcr_generate_types: no kcr-gen (find_package(kcr) first)")
+  endif()
+  if(NOT G_OUTPUT_DIR)
+    set(G_OUTPUT_DIR ${CMAKE_CURRENT_BINARY_DIR}/kcr-gen/${G_TARGET})
+  endif()
+  file(MAKE_DIRECTORY ${G_OUTPUT_DIR})
+  set(vers "")
+  foreach(v IN LISTS G_VERSIONS)
+    list(APPEND vers --version ${v})
+  endforeach()
+  foreach(crd IN LISTS G_CRDS)
+    get_filename_component(abs ${crd} ABSOLUTE)
+    get_filename_component(base ${crd} NAME)
+    string(REGEX REPLACE "\\.(yaml|yml)$" "" base "${base}")
+    if(base MATCHES "_([^_]+)$")
+      set(base "${CMAKE_MATCH_1}")
+    endif()
+    string(TOLOWER "${base}" base)
+    string(REGEX REPLACE "[^a-z0-9]" "_" base "${base}")
+    set(h ${G_OUTPUT_DIR}/${base}.h)
+    set(c ${G_OUTPUT_DIR}/${base}.c)
+    add_custom_command(OUTPUT ${h} ${c}
+      COMMAND ${gen} -o ${G_OUTPUT_DIR} ${vers} ${abs}
+      DEPENDS ${abs} ${gen}
+      COMMENT "kcr-gen: typed objects from ${crd}"
+      VERBATIM)
+    target_sources(${G_TARGET} PRIVATE ${c} ${h})
+  endforeach()
+  target_include_directories(${G_TARGET} PUBLIC $<BUILD_INTERFACE:${G_OUTPUT_DIR}>)
+endfunction()

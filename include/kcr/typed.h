@@ -1,0 +1,210 @@
+/* kcr/typed.h - typed objects: C structs decoded from and encoded to JSON
+ * text by a description of their layout. kcr-gen (docs/typed-objects.md)
+ * writes the structs and their descriptions from a CRD's schema; this
+ * header is the engine they run on, and what their members are made of.
+ *
+ * The members of a generated struct, by schema type:
+ *   boolean                bool
+ *   integer                int64_t (exact: int32 and int64 alike)
+ *   number                 double
+ *   string (date-time,     struct kcr_str (kcr/jsontext.h): the text as it
+ *    byte, quantity ...)    came; parse helpers read it (kcr_time_parse ...)
+ *   string with enum       struct kcr_enum: v is the generated constant,
+ *                           0 (<TYPE>_UNKNOWN) for a value the schema does
+ *                           not list; text is always the value as read
+ *   int-or-string          struct kcr_intstr: the kind it was read as
+ *   preserve-unknown,      struct kcr_raw: the JSON text, byte for byte
+ *    embedded resources
+ *   object                 a generated struct, by value
+ *   array                  struct { T *v; size_t n; }
+ *   map (additional-       struct { struct kcr_str *k; T *v; size_t n; }
+ *    Properties)
+ *
+ * Presence. Every member x has a `bool has_x` beside it: set when x was in
+ * the text (required members too: decoding does not check, validation
+ * will), and written by encoding only when set - so unset, zero and empty
+ * are three different things, as server-side apply needs (writing a zero
+ * you did not mean takes ownership of the field). A member the schema
+ * marks nullable has a `bool null_x` too: x was JSON null (has_x set,
+ * x zero). null for a member that is not nullable reads as absent, as Go's
+ * decoder reads it. KCR_SET(s, x, v) sets a member and its has_ at once.
+ *
+ * Ownership. A decoded struct borrows; what it borrows from depends on the
+ * form:
+ *   view (flags 0): strings without escapes and raw texts point into the
+ *     text decoded (keep it - a kcr_obj reference - while the struct is in
+ *     use); arrays, maps and unescaped strings are allocated in the arena.
+ *   copy (KCR_TYPED_COPY): everything is in the arena, NUL-terminated
+ *     strings included; the text may go.
+ * Either way the arena is the one thing to free (kcr_arena_reset or
+ * _cleanup, or the reconcile's own arena, kcr_ctx_arena, which the
+ * controller resets after each reconcile). Nothing else is allocated. On
+ * error what was allocated stays in the arena until then.
+ *
+ * Unknown members are skipped, as Go's decoder skips them (the apiserver
+ * prunes them from custom resources); the last of a repeated member name
+ * counts. Arrays' elements and maps' values have no presence: a JSON null
+ * among them decodes as the zero value (a raw element keeps "null").
+ *
+ * Thread safety: pure over the caller's memory (an arena is used by one
+ * thread at a time); descriptions are immutable. */
+#ifndef KCR_TYPED_H
+#define KCR_TYPED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api.h"
+#include "arena.h"
+#include "buf.h"
+#include "err.h"
+#include "jsontext.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* An enum member's value: v is the index of text in the type's values (a
+ * generated constant), 0 when the schema does not list it. Encoding writes
+ * the listed value of v when v is nonzero, else text unchanged. */
+struct kcr_enum {
+  int v;
+  struct kcr_str text;
+};
+
+/* int-or-string: is_str says which was read (or is to be written). */
+struct kcr_intstr {
+  bool is_str;
+  int64_t i;
+  struct kcr_str s;
+};
+
+/* JSON text, one whole value, kept byte for byte. */
+struct kcr_raw {
+  const char *s;
+  size_t n;
+};
+
+/* Sets member x of struct lvalue s to v and marks it present. */
+#define KCR_SET(s, x, v) ((s).x = (v), (s).has_##x = true)
+
+enum kcr_tkind {
+  KCR_TK_BOOL = 1,
+  KCR_TK_INT,
+  KCR_TK_NUMBER,
+  KCR_TK_STRING,
+  KCR_TK_ENUM,
+  KCR_TK_INTSTR,
+  KCR_TK_RAW,
+  KCR_TK_OBJECT,
+  KCR_TK_ARRAY,
+  KCR_TK_MAP
+};
+
+/* A member's offset that is not there (null_ of a member not nullable). */
+#define KCR_TNONE ((size_t)-1)
+
+struct kcr_tfield;
+
+/* The description of one C type: what kcr-gen writes; immutable. */
+struct kcr_type {
+  const char *name; /* the C type or the schema path, for messages */
+  unsigned kind;    /* enum kcr_tkind */
+  size_t size;      /* sizeof the C value */
+  /* KCR_TK_OBJECT: its members, sorted by JSON name (bytes, memcmp) */
+  const struct kcr_tfield *fields;
+  size_t nfields;
+  /* KCR_TK_ARRAY, KCR_TK_MAP: the element's or value's type */
+  const struct kcr_type *elem;
+  /* KCR_TK_ENUM: the listed values, values[0] unused (NULL) */
+  const char *const *values;
+  size_t nvalues;
+};
+
+/* One member of an object. */
+struct kcr_tfield {
+  const char *name; /* the JSON name */
+  size_t name_len;
+  size_t off;   /* of the value in the struct */
+  size_t has;   /* of its bool has_x */
+  size_t null_; /* of its bool null_x, or KCR_TNONE */
+  const struct kcr_type *type;
+};
+
+/* For the code kcr-gen writes: the description of member m of struct T
+ * (JSON name json, a string literal; value described by desc), without
+ * and with null_m; of struct T (its members in T##_fields), of array or
+ * map struct T, and of enum T (its values in T##_values). */
+#define KCR_TFIELD(T, json, m, desc)                                                     \
+  {                                                                                      \
+    json, sizeof(json) - 1, offsetof(struct T, m), offsetof(struct T, has_##m),          \
+        KCR_TNONE, desc                                                                  \
+  }
+#define KCR_TFIELD_NULLABLE(T, json, m, desc)                                            \
+  {                                                                                      \
+    json, sizeof(json) - 1, offsetof(struct T, m), offsetof(struct T, has_##m),          \
+        offsetof(struct T, null_##m), desc                                               \
+  }
+#define KCR_TNAME(T) #T
+#define KCR_TOBJECT(T)                                                                   \
+  {                                                                                      \
+    KCR_TNAME(T), KCR_TK_OBJECT, sizeof(struct T), T##_fields,                           \
+        sizeof(T##_fields) / sizeof(T##_fields[0]), NULL, NULL, 0                        \
+  }
+#define KCR_TARRAY(T, elem)                                                              \
+  {                                                                                      \
+    KCR_TNAME(T), KCR_TK_ARRAY, sizeof(struct T), NULL, 0, elem, NULL, 0                 \
+  }
+#define KCR_TMAP(T, elem)                                                                \
+  {                                                                                      \
+    KCR_TNAME(T), KCR_TK_MAP, sizeof(struct T), NULL, 0, elem, NULL, 0                   \
+  }
+#define KCR_TENUM(T)                                                                     \
+  {                                                                                      \
+    KCR_TNAME(T), KCR_TK_ENUM, sizeof(struct kcr_enum), NULL, 0, NULL, T##_values,       \
+        sizeof(T##_values) / sizeof(T##_values[0])                                       \
+  }
+
+/* The scalar types, for elements of arrays and maps. */
+KCR_API extern const struct kcr_type kcr_type_bool;
+KCR_API extern const struct kcr_type kcr_type_int;
+KCR_API extern const struct kcr_type kcr_type_number;
+KCR_API extern const struct kcr_type kcr_type_string;
+KCR_API extern const struct kcr_type kcr_type_intstr;
+KCR_API extern const struct kcr_type kcr_type_raw;
+
+/* Flags of kcr_typed_decode. */
+#define KCR_TYPED_COPY 1u /* copy every string into the arena (see above) */
+/* The text was checked already (kcr_json_check, or a kcr_obj's text): the
+ * structure is followed without checking it again. Untrusted text without
+ * this flag is checked first, once. */
+#define KCR_TYPED_TRUSTED 2u
+
+/* Decodes the JSON value text[0..len) of type t into *out (a t->size
+ * struct of the caller's, zeroed first), in the form flags say (see
+ * Ownership above), allocating in a.
+ * Errors: KCR_EINVAL (t, out or a NULL, text NULL with len > 0),
+ * KCR_EPARSE (not well-formed JSON, or a value of another JSON type than
+ * the schema's - "/spec/replicas: want an integer, got a string" in ei,
+ * with the JSON Pointer of the value), KCR_ERANGE (an integer outside
+ * int64, a number beyond double), KCR_ENOMEM. ei may be NULL. */
+KCR_API kcr_err kcr_typed_decode(const struct kcr_type *t, const char *text, size_t len,
+                                 unsigned flags, struct kcr_arena *a, void *out,
+                                 struct kcr_errinfo *ei);
+
+/* Appends the JSON text of *in (type t) to out: of every object the
+ * members whose has_ is set, null for those whose null_ is, an enum's
+ * listed value or its text, a raw member's text as it is.
+ * Errors: KCR_EINVAL (t, in or out NULL; a number that is NaN or infinite;
+ * an enum with v outside its values and no text; a raw member that is not
+ * one well-formed JSON value - ei names the member), KCR_ENOMEM (out's
+ * error). On error out holds part of the text. ei may be NULL. */
+KCR_API kcr_err kcr_typed_encode(const struct kcr_type *t, const void *in,
+                                 struct kcr_buf *out, struct kcr_errinfo *ei);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,470 @@
+/* core/typed.c - kcr/typed.h: decoding JSON text into the structs kcr-gen
+ * describes, and encoding them back, by walking the description.
+ *
+ * DESIGN. One engine, tables from the generator: the generated code is
+ * structs and constant descriptions only, so every kind decodes and
+ * encodes by this one tested (and fuzzed) walk. Decoding follows the
+ * text's structure (kcr_jiter) after one check of the whole text (none for
+ * a cached object's, checked when it was stored); an object's members are
+ * found by binary search in its sorted fields; an array is counted, then
+ * filled, so it takes one allocation. Errors name the JSON Pointer of the
+ * value, built from a chain of frames on the stack only when one fails. */
+#include <string.h>
+
+#include "core/json-int.h"
+#include "kcr/json.h"
+#include "kcr/typed.h"
+
+const struct kcr_type kcr_type_bool = {
+    .name = "bool", .kind = KCR_TK_BOOL, .size = sizeof(bool)};
+const struct kcr_type kcr_type_int = {
+    .name = "int64", .kind = KCR_TK_INT, .size = sizeof(int64_t)};
+const struct kcr_type kcr_type_number = {
+    .name = "number", .kind = KCR_TK_NUMBER, .size = sizeof(double)};
+const struct kcr_type kcr_type_string = {
+    .name = "string", .kind = KCR_TK_STRING, .size = sizeof(struct kcr_str)};
+const struct kcr_type kcr_type_intstr = {
+    .name = "int-or-string", .kind = KCR_TK_INTSTR, .size = sizeof(struct kcr_intstr)};
+const struct kcr_type kcr_type_raw = {
+    .name = "raw", .kind = KCR_TK_RAW, .size = sizeof(struct kcr_raw)};
+
+/* The layout of every array member, and of every map member. */
+struct arr {
+  void *v;
+  size_t n;
+};
+struct map {
+  struct kcr_str *k;
+  void *v;
+  size_t n;
+};
+
+/* Where a value is: a member name (escaped, as in the text) or an index. */
+struct frame {
+  const struct frame *up;
+  struct kcr_jv name; /* n 0: an element, idx */
+  const char *cname;  /* a name of the description (encoding) */
+  size_t idx;
+};
+
+struct dec {
+  struct kcr_arena *a;
+  bool copy;
+  struct kcr_errinfo *ei;
+};
+
+static void put_frames(struct kcr_buf *b, const struct frame *f)
+{
+  if(!f)
+    return;
+  put_frames(b, f->up);
+  if(f->cname) {
+    kcr_json_ptr_append(b, f->cname);
+  } else if(f->name.n >= 2) {
+    struct kcr_arena a = KCR_ARENA_INIT;
+    struct kcr_str s;
+    if(!kcr_jv_string(f->name, &a, KCR_JV_COPY, &s) && !memchr(s.s, '\0', s.n))
+      kcr_json_ptr_append(b, s.s);
+    else
+      kcr_buf_puts(b, "/?");
+    kcr_arena_cleanup(&a);
+  } else {
+    kcr_buf_printf(b, "/%zu", f->idx);
+  }
+}
+
+static const char *jtype_name(struct kcr_jv v)
+{
+  switch(kcr_jv_type(v)) {
+  case KCR_JT_NULL: return "null";
+  case KCR_JT_BOOL: return "a boolean";
+  case KCR_JT_NUMBER: return "a number";
+  case KCR_JT_STRING: return "a string";
+  case KCR_JT_OBJECT: return "an object";
+  case KCR_JT_ARRAY: return "an array";
+  default: break;
+  }
+  return "no value";
+}
+
+static kcr_err fail(struct kcr_errinfo *ei, kcr_err rc, const struct frame *f,
+                    const char *what, const char *detail)
+{
+  struct kcr_buf p = KCR_BUF_INIT;
+  kcr_err r;
+
+  if(!ei)
+    return rc;
+  put_frames(&p, f);
+  r = kcr_errinfo_set(ei, rc, "%s: %s%s", p.len ? kcr_buf_str(&p) : "(the value)", what,
+                      detail ? detail : "");
+  kcr_buf_cleanup(&p);
+  return r;
+}
+
+static kcr_err want(struct dec *d, const struct frame *f, const char *type,
+                    struct kcr_jv v)
+{
+  struct kcr_buf m = KCR_BUF_INIT;
+  kcr_err rc;
+
+  kcr_buf_printf(&m, "want %s, got %s", type, jtype_name(v));
+  rc = fail(d->ei, KCR_EPARSE, f, kcr_buf_err(&m) ? "wrong type" : kcr_buf_str(&m), NULL);
+  kcr_buf_cleanup(&m);
+  return rc;
+}
+
+static kcr_err decode(struct dec *d, const struct kcr_type *t, struct kcr_jv v, void *out,
+                      const struct frame *f);
+
+static kcr_err str(struct dec *d, struct kcr_jv v, struct kcr_str *out,
+                   const struct frame *f)
+{
+  kcr_err rc = kcr_jv_string(v, d->a, d->copy ? KCR_JV_COPY : 0, out);
+  if(rc == KCR_EPARSE)
+    return want(d, f, "a string", v);
+  return rc ? fail(d->ei, rc, f, "out of memory", NULL) : KCR_OK;
+}
+
+static kcr_err integer(struct dec *d, struct kcr_jv v, int64_t *out,
+                       const struct frame *f)
+{
+  kcr_err rc = kcr_jv_int(v, out);
+  if(rc == KCR_ERANGE)
+    return fail(d->ei, rc, f, "integer outside int64", NULL);
+  return rc ? want(d, f, "an integer", v) : KCR_OK;
+}
+
+/* The field of object type t named by the member name nm, or NULL. */
+static const struct kcr_tfield *field(const struct kcr_type *t, struct kcr_jv nm,
+                                      struct kcr_arena *a)
+{
+  const char *s = nm.at + 1;
+  size_t n = nm.n - 2, lo = 0, hi = t->nfields;
+  struct kcr_str u;
+
+  if(memchr(s, '\\', n)) { /* rare: compare the name unescaped */
+    if(kcr_jv_string(nm, a, 0, &u))
+      return NULL;
+    s = u.s;
+    n = u.n;
+  }
+  while(lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    const struct kcr_tfield *x = &t->fields[mid];
+    size_t m = x->name_len < n ? x->name_len : n;
+    int c = memcmp(x->name, s, m);
+    if(!c)
+      c = x->name_len < n ? -1 : x->name_len > n;
+    if(!c)
+      return x;
+    if(c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return NULL;
+}
+
+static kcr_err object(struct dec *d, const struct kcr_type *t, struct kcr_jv v, char *out,
+                      const struct frame *up)
+{
+  struct kcr_jiter it;
+  struct frame f = {.up = up};
+  struct kcr_jv nm, val;
+  int r;
+
+  if(!kcr_jiter_init(&it, v) || v.at[0] != '{')
+    return want(d, up, "an object", v);
+  memset(out, 0, t->size); /* a repeated member starts over */
+  while((r = kcr_jiter_next(&it, &nm, &val)) > 0) {
+    const struct kcr_tfield *x = field(t, nm, d->a);
+    kcr_err rc;
+    if(!x)
+      continue;
+    f.name = nm;
+    memset(out + x->off, 0, x->type->size);
+    out[x->has] = false;
+    if(x->null_ != KCR_TNONE)
+      out[x->null_] = false;
+    if(kcr_jv_type(val) == KCR_JT_NULL && x->type->kind != KCR_TK_RAW) {
+      if(x->null_ != KCR_TNONE) {
+        out[x->has] = true;
+        out[x->null_] = true;
+      }
+      continue;
+    }
+    if((rc = decode(d, x->type, val, out + x->off, &f)))
+      return rc;
+    out[x->has] = true;
+  }
+  return r < 0 ? fail(d->ei, KCR_EPARSE, up, "malformed or nested too deep", NULL)
+               : KCR_OK;
+}
+
+/* Counts the elements of an array or the members of an object. */
+static kcr_err count(struct kcr_jv v, size_t *n)
+{
+  struct kcr_jiter it;
+  struct kcr_jv val;
+  int r;
+
+  *n = 0;
+  kcr_jiter_init(&it, v);
+  while((r = kcr_jiter_next(&it, NULL, &val)) > 0)
+    ++*n;
+  return r < 0 ? KCR_EPARSE : KCR_OK;
+}
+
+static kcr_err elements(struct dec *d, const struct kcr_type *t, struct kcr_jv v,
+                        void *out, const struct frame *up)
+{
+  bool map = t->kind == KCR_TK_MAP;
+  const struct kcr_type *e = t->elem;
+  struct frame f = {.up = up};
+  struct kcr_jiter it;
+  struct kcr_jv nm, val;
+  struct kcr_str *keys = NULL;
+  char *items = NULL;
+  size_t n, i = 0;
+  kcr_err rc;
+  int r;
+
+  if(!kcr_jiter_init(&it, v) || v.at[0] != (map ? '{' : '['))
+    return want(d, up, map ? "an object" : "an array", v);
+  if(count(v, &n))
+    return fail(d->ei, KCR_EPARSE, up, "malformed or nested too deep", NULL);
+  if(n && (n > SIZE_MAX / (e->size + sizeof(*keys)) ||
+           !(items = kcr_arena_alloc(d->a, n * e->size)) ||
+           (map && !(keys = kcr_arena_alloc(d->a, n * sizeof(*keys))))))
+    return fail(d->ei, KCR_ENOMEM, up, "out of memory", NULL);
+  if(n)
+    memset(items, 0, n * e->size);
+  while((r = kcr_jiter_next(&it, &nm, &val)) > 0 && i < n) {
+    f.name = nm;
+    f.idx = i;
+    if(map && (rc = str(d, nm, &keys[i], &f)))
+      return rc;
+    if((kcr_jv_type(val) != KCR_JT_NULL || e->kind == KCR_TK_RAW) &&
+       (rc = decode(d, e, val, items + i * e->size, &f)))
+      return rc;
+    i++;
+  }
+  if(r < 0)
+    return fail(d->ei, KCR_EPARSE, up, "malformed or nested too deep", NULL);
+  if(map) {
+    struct map m = {.k = keys, .v = items, .n = n};
+    memcpy(out, &m, sizeof(m));
+  } else {
+    struct arr a = {.v = items, .n = n};
+    memcpy(out, &a, sizeof(a));
+  }
+  return KCR_OK;
+}
+
+static kcr_err decode(struct dec *d, const struct kcr_type *t, struct kcr_jv v, void *out,
+                      const struct frame *f)
+{
+  kcr_err rc;
+
+  switch(t->kind) {
+  case KCR_TK_BOOL:
+    if(kcr_jv_bool(v, out))
+      return want(d, f, "a boolean", v);
+    return KCR_OK;
+  case KCR_TK_INT: return integer(d, v, out, f);
+  case KCR_TK_NUMBER:
+    rc = kcr_jv_number(v, out);
+    if(rc == KCR_ERANGE)
+      return fail(d->ei, rc, f, "number beyond double", NULL);
+    return rc ? want(d, f, "a number", v) : KCR_OK;
+  case KCR_TK_STRING: return str(d, v, out, f);
+  case KCR_TK_ENUM: {
+    struct kcr_enum *e = out;
+    if((rc = str(d, v, &e->text, f)))
+      return rc;
+    for(size_t i = 1; i < t->nvalues; i++)
+      if(strlen(t->values[i]) == e->text.n && !memcmp(t->values[i], e->text.s, e->text.n))
+        e->v = (int)i;
+    return KCR_OK;
+  }
+  case KCR_TK_INTSTR: {
+    struct kcr_intstr *x = out;
+    if(kcr_jv_type(v) == KCR_JT_STRING) {
+      x->is_str = true;
+      return str(d, v, &x->s, f);
+    }
+    if(kcr_jv_type(v) != KCR_JT_NUMBER)
+      return want(d, f, "an integer or a string", v);
+    return integer(d, v, &x->i, f);
+  }
+  case KCR_TK_RAW: {
+    struct kcr_raw *x = out;
+    char *c;
+    if(d->copy) {
+      if(!(c = kcr_arena_alloc(d->a, v.n + 1)))
+        return fail(d->ei, KCR_ENOMEM, f, "out of memory", NULL);
+      memcpy(c, v.at, v.n);
+      c[v.n] = '\0';
+      x->s = c;
+    } else {
+      x->s = v.at;
+    }
+    x->n = v.n;
+    return KCR_OK;
+  }
+  case KCR_TK_OBJECT: return object(d, t, v, out, f);
+  case KCR_TK_ARRAY:
+  case KCR_TK_MAP: return elements(d, t, v, out, f);
+  default: break;
+  }
+  return fail(d->ei, KCR_EINVAL, f, "a description of no known kind", NULL);
+}
+
+kcr_err kcr_typed_decode(const struct kcr_type *t, const char *text, size_t len,
+                         unsigned flags, struct kcr_arena *a, void *out,
+                         struct kcr_errinfo *ei)
+{
+  struct dec d = {.a = a, .copy = flags & KCR_TYPED_COPY, .ei = ei};
+  struct kcr_jv v;
+
+  if(!t || !out || !a || (!text && len))
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_typed_decode: no %s",
+                           !t     ? "type"
+                           : !out ? "output"
+                           : !a   ? "arena"
+                                  : "text");
+  memset(out, 0, t->size);
+  if(flags & KCR_TYPED_TRUSTED) {
+    v.at = text;
+    v.n = len;
+    while(v.n && (*v.at == ' ' || *v.at == '\n' || *v.at == '\r' || *v.at == '\t')) {
+      v.at++;
+      v.n--;
+    }
+  } else if(kcr_json_check(text ? text : "", len, &v)) {
+    return kcr_errinfo_set(ei, KCR_EPARSE, "%s: not well-formed JSON", t->name);
+  }
+  if(kcr_jv_type(v) == KCR_JT_NULL)
+    return KCR_OK; /* as Go decodes null into a struct: nothing */
+  return decode(&d, t, v, out, NULL);
+}
+
+/* ---- encoding ---- */
+
+static kcr_err encode(const struct kcr_type *t, const void *in, struct kcr_buf *b,
+                      const struct frame *f, struct kcr_errinfo *ei);
+
+static kcr_err enc_object(const struct kcr_type *t, const char *in, struct kcr_buf *b,
+                          const struct frame *up, struct kcr_errinfo *ei)
+{
+  struct frame f = {.up = up};
+  bool first = true;
+  kcr_err rc;
+
+  kcr_buf_append(b, "{", 1);
+  for(size_t i = 0; i < t->nfields; i++) {
+    const struct kcr_tfield *x = &t->fields[i];
+    if(!in[x->has])
+      continue;
+    if(!first)
+      kcr_buf_append(b, ",", 1);
+    first = false;
+    kcr_json_put_str(b, (struct kcr_str){.s = x->name, .n = x->name_len});
+    kcr_buf_append(b, ":", 1);
+    if(x->null_ != KCR_TNONE && in[x->null_]) {
+      kcr_buf_append(b, "null", 4);
+      continue;
+    }
+    f.cname = x->name;
+    if((rc = encode(x->type, in + x->off, b, &f, ei)))
+      return rc;
+  }
+  kcr_buf_append(b, "}", 1);
+  return kcr_buf_err(b);
+}
+
+static kcr_err enc_elements(const struct kcr_type *t, const void *in, struct kcr_buf *b,
+                            const struct frame *up, struct kcr_errinfo *ei)
+{
+  bool map = t->kind == KCR_TK_MAP;
+  struct frame f = {.up = up};
+  struct map m;
+  struct arr a;
+  kcr_err rc;
+
+  if(map) {
+    memcpy(&m, in, sizeof(m));
+  } else {
+    memcpy(&a, in, sizeof(a));
+    m.k = NULL;
+    m.v = a.v;
+    m.n = a.n;
+  }
+  kcr_buf_append(b, map ? "{" : "[", 1);
+  for(size_t i = 0; i < m.n; i++) {
+    if(i)
+      kcr_buf_append(b, ",", 1);
+    f.idx = i;
+    if(map) {
+      kcr_json_put_str(b, m.k[i]);
+      kcr_buf_append(b, ":", 1);
+    }
+    if((rc = encode(t->elem, (const char *)m.v + i * t->elem->size, b, &f, ei)))
+      return rc;
+  }
+  kcr_buf_append(b, map ? "}" : "]", 1);
+  return kcr_buf_err(b);
+}
+
+static kcr_err encode(const struct kcr_type *t, const void *in, struct kcr_buf *b,
+                      const struct frame *f, struct kcr_errinfo *ei)
+{
+  switch(t->kind) {
+  case KCR_TK_BOOL: return kcr_buf_puts(b, *(const bool *)in ? "true" : "false");
+  case KCR_TK_INT: return kcr_json_put_int(b, *(const int64_t *)in);
+  case KCR_TK_NUMBER: {
+    kcr_err rc = kcr_json_put_number(b, *(const double *)in);
+    return rc == KCR_EINVAL ? fail(ei, rc, f, "NaN or infinity has no JSON", NULL) : rc;
+  }
+  case KCR_TK_STRING: return kcr_json_put_str(b, *(const struct kcr_str *)in);
+  case KCR_TK_ENUM: {
+    const struct kcr_enum *e = in;
+    if(e->v > 0 && (size_t)e->v < t->nvalues)
+      return kcr_json_put_str(b, kcr_str_c(t->values[e->v]));
+    if(e->v || !e->text.s)
+      return fail(ei, KCR_EINVAL, f, "an enum value that is neither listed nor text",
+                  NULL);
+    return kcr_json_put_str(b, e->text);
+  }
+  case KCR_TK_INTSTR: {
+    const struct kcr_intstr *x = in;
+    return x->is_str ? kcr_json_put_str(b, x->s) : kcr_json_put_int(b, x->i);
+  }
+  case KCR_TK_RAW: {
+    const struct kcr_raw *x = in;
+    struct kcr_jv v;
+    if(!x->s || kcr_json_check(x->s, x->n, &v) || v.at != x->s || v.n != x->n)
+      return fail(ei, KCR_EINVAL, f, "raw text that is not one JSON value", NULL);
+    return kcr_buf_append(b, x->s, x->n);
+  }
+  case KCR_TK_OBJECT: return enc_object(t, in, b, f, ei);
+  case KCR_TK_ARRAY:
+  case KCR_TK_MAP: return enc_elements(t, in, b, f, ei);
+  default: break;
+  }
+  return fail(ei, KCR_EINVAL, f, "a description of no known kind", NULL);
+}
+
+kcr_err kcr_typed_encode(const struct kcr_type *t, const void *in, struct kcr_buf *out,
+                         struct kcr_errinfo *ei)
+{
+  if(!t || !in || !out)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_typed_encode: no %s",
+                           !t    ? "type"
+                           : !in ? "input"
+                                 : "buffer");
+  if(kcr_buf_err(out))
+    return kcr_buf_err(out);
+  return encode(t, in, out, NULL, ei);
+}

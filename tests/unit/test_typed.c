@@ -1,0 +1,278 @@
+/* Typed objects (kcr/typed.h) through code kcr-gen generated at build time
+ * from tests/data/crds/gen.kcr.test_widgets.yaml (every schema feature) and
+ * ebdman's CRD: what decoding reads (presence, null, int-or-string, open
+ * enums, raw text byte for byte, arrays of arrays, maps), who owns it (a
+ * view borrows strings without escapes, a copy owns everything), that
+ * encoding writes back the same text, the errors with their JSON Pointer,
+ * and that every allocation failure ends in an error and no leak. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ebds.h"
+#include "kcr.h"
+#include "tfail.h"
+#include "widgets.h"
+
+/* Compact, members in the order the encoder writes them (sorted by name),
+ * strings escaped as it escapes them: encoding gives these very bytes. */
+static const char widget[] =
+    "{\"apiVersion\":\"gen.kcr.test/v1\",\"kind\":\"Widget\","
+    "\"metadata\":{\"name\":\"w\",\"labels\":{\"a/b\":\"c\"}},"
+    "\"spec\":{\"FooBar\":\"F\",\"action\":\"Replace\",\"class\":\"c\",\"default\":\"d\","
+    "\"enabled\":false,\"fooBar\":\"f\",\"hasSize\":true,\"label\":null,"
+    "\"matrix\":[[1,2],[],[9007199254740993]],\"port\":\"80%\",\"ratio\":0.5,"
+    "\"servers\":{\"a\":{\"host\":\"h\xc3\xa9\",\"weight\":-3},\"b\":{}},\"size\":0,"
+    "\"tags\":[],\"values\":{\"z\":1,\"a\":[1.0,1e3,-0]},"
+    "\"when\":\"2026-12-05T10:00:00.123456Z\"},"
+    "\"status\":{\"conditions\":[{\"reason\":\"Line\\nBreak\",\"status\":\"Unknown\","
+    "\"type\":\"Ready\"},{\"status\":\"Maybe\",\"type\":\"Other\"}],"
+    "\"observedGeneration\":3}}";
+
+static bool inside(const char *p, const char *text, size_t n)
+{
+  return p >= text && p < text + n;
+}
+
+static void a_view_reads_every_feature(void **state)
+{
+  struct kcr_arena a = KCR_ARENA_INIT;
+  struct widget w;
+  size_t n = strlen(widget);
+
+  assert_int_equal(KCR_OK, widget_decode(widget, n, 0, &a, &w, NULL));
+  assert_true(w.has_api_version && kcr_str_eq(w.api_version, WIDGET_API_VERSION));
+  assert_true(kcr_str_eq(w.kind, "Widget"));
+  /* metadata is ObjectMeta: kept whole, byte for byte */
+  assert_true(w.has_metadata);
+  assert_int_equal(strlen("{\"name\":\"w\",\"labels\":{\"a/b\":\"c\"}}"), w.metadata.n);
+  assert_memory_equal("{\"name\":\"w\"", w.metadata.s, 11);
+  /* presence: zero, false and empty are there */
+  assert_true(w.spec.has_size && w.spec.size == 0);
+  assert_true(w.spec.has_enabled && !w.spec.enabled);
+  assert_true(w.spec.has_tags && w.spec.tags.n == 0 && !w.spec.null_tags);
+  assert_false(w.has_status == false);
+  /* null where the schema says nullable */
+  assert_true(w.spec.has_label && w.spec.null_label && !w.spec.label.s);
+  /* names: keywords escaped, collisions after case folding suffixed */
+  assert_true(kcr_str_eq(w.spec.class_, "c") && kcr_str_eq(w.spec.default_, "d"));
+  assert_true(kcr_str_eq(w.spec.foo_bar, "F")); /* "FooBar" first in byte order */
+  assert_true(kcr_str_eq(w.spec.foo_bar_fa08, "f"));
+  assert_true(w.spec.has_has_size_2a42 && w.spec.has_size_2a42);
+  /* an enum: the listed value, case counts */
+  assert_int_equal(WIDGET_SPEC_ACTION_REPLACE, w.spec.action.v);
+  assert_true(kcr_str_eq(w.spec.action.text, "Replace"));
+  /* int-or-string as read */
+  assert_true(w.spec.port.is_str && kcr_str_eq(w.spec.port.s, "80%"));
+  assert_true(w.spec.ratio == 0.5);
+  /* arrays of arrays, exact int64 */
+  assert_int_equal(3, w.spec.matrix.n);
+  assert_int_equal(2, w.spec.matrix.v[0].n);
+  assert_int_equal(0, w.spec.matrix.v[1].n);
+  assert_true(w.spec.matrix.v[2].v[0] == INT64_C(9007199254740993));
+  /* a map of objects; strings without escapes borrowed from the text */
+  assert_int_equal(2, w.spec.servers.n);
+  assert_true(kcr_str_eq(w.spec.servers.k[0], "a"));
+  assert_true(kcr_str_eq(w.spec.servers.v[0].host, "h\xc3\xa9"));
+  assert_true(inside(w.spec.servers.v[0].host.s, widget, n));
+  assert_true(w.spec.servers.v[0].weight == -3);
+  assert_false(w.spec.servers.v[1].has_host);
+  /* preserve-unknown: raw text, byte for byte */
+  assert_int_equal(strlen("{\"z\":1,\"a\":[1.0,1e3,-0]}"), w.spec.values.n);
+  assert_memory_equal("{\"z\":1,\"a\":[1.0,1e3,-0]}", w.spec.values.s, w.spec.values.n);
+  /* an escaped string is unescaped into the arena */
+  struct widget_status_conditions_item *c = w.status.conditions.v;
+  assert_int_equal(2, w.status.conditions.n);
+  assert_true(kcr_str_eq(c[0].reason, "Line\nBreak"));
+  assert_false(inside(c[0].reason.s, widget, n));
+  /* "Unknown" is listed (its constant suffixed: <PREFIX>_UNKNOWN is the
+   * constant for an unlisted value), "Maybe" is not and keeps its text */
+  assert_int_equal(WIDGET_STATUS_CONDITIONS_ITEM_STATUS_UNKNOWN_0E59, c[0].status.v);
+  assert_int_equal(WIDGET_STATUS_CONDITIONS_ITEM_STATUS_UNKNOWN, c[1].status.v);
+  assert_true(kcr_str_eq(c[1].status.text, "Maybe"));
+  assert_true(w.status.observed_generation == 3);
+  kcr_arena_cleanup(&a);
+}
+
+static void encoding_writes_back_the_same_text(void **state)
+{
+  struct kcr_arena a = KCR_ARENA_INIT;
+  struct kcr_buf b = KCR_BUF_INIT;
+  struct widget w;
+
+  assert_int_equal(KCR_OK, widget_decode(widget, strlen(widget), 0, &a, &w, NULL));
+  assert_int_equal(KCR_OK, widget_encode(&w, &b, NULL));
+  assert_string_equal(widget, kcr_buf_str(&b));
+  /* a changed enum writes its listed value; an unlisted one its text */
+  w.spec.action.v = WIDGET_SPEC_ACTION_A_B;
+  w.spec.port = (struct kcr_intstr){.i = 8080};
+  kcr_buf_reset(&b);
+  assert_int_equal(KCR_OK, widget_encode(&w, &b, NULL));
+  assert_non_null(strstr(kcr_buf_str(&b), "\"action\":\"a-b\""));
+  assert_non_null(strstr(kcr_buf_str(&b), "\"port\":8080,"));
+  assert_non_null(strstr(kcr_buf_str(&b), "\"status\":\"Maybe\""));
+  kcr_buf_cleanup(&b);
+  kcr_arena_cleanup(&a);
+}
+
+static void a_copy_outlives_its_text(void **state)
+{
+  struct kcr_arena a = KCR_ARENA_INIT;
+  struct kcr_buf b = KCR_BUF_INIT;
+  char *text = strdup(widget);
+  size_t n = strlen(text);
+  struct widget w;
+
+  assert_int_equal(KCR_OK, widget_decode(text, n, KCR_TYPED_COPY, &a, &w, NULL));
+  assert_false(inside(w.spec.servers.v[0].host.s, text, n));
+  assert_false(inside(w.spec.values.s, text, n));
+  assert_string_equal("gen.kcr.test/v1", w.api_version.s); /* NUL-terminated */
+  memset(text, 'x', n);
+  free(text);
+  assert_int_equal(KCR_OK, widget_encode(&w, &b, NULL));
+  assert_string_equal(widget, kcr_buf_str(&b));
+  kcr_buf_cleanup(&b);
+  kcr_arena_cleanup(&a);
+}
+
+static void an_object_built_in_c_writes_only_what_was_set(void **state)
+{
+  struct kcr_buf b = KCR_BUF_INIT;
+  struct ebd e;
+
+  ebd_init(&e);
+  KCR_SET(e.spec.vfm, image, kcr_str_c("nginx"));
+  KCR_SET(e.spec.vfm, replicas, 0); /* a zero that was meant */
+  e.has_spec = e.spec.has_vfm = true;
+  assert_int_equal(KCR_OK, ebd_encode(&e, &b, NULL));
+  assert_string_equal("{\"apiVersion\":\"ebdman.example.com/v1alpha1\",\"kind\":\"EBD\","
+                      "\"spec\":{\"vfm\":{\"image\":\"nginx\",\"replicas\":0}}}",
+                      kcr_buf_str(&b));
+  /* a raw member must hold one JSON value */
+  e.has_metadata = true;
+  e.metadata = (struct kcr_raw){.s = "{\"name\":", .n = 8};
+  kcr_buf_reset(&b);
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  assert_int_equal(KCR_EINVAL, ebd_encode(&e, &b, &ei));
+  assert_non_null(strstr(ei.message, "/metadata"));
+  kcr_errinfo_cleanup(&ei);
+  kcr_buf_cleanup(&b);
+}
+
+static void errors_name_the_value(void **state)
+{
+  static const struct {
+    const char *json, *msg;
+    kcr_err rc;
+  } cases[] = {
+      {"{\"spec\":{\"matrix\":[[1],[2,\"x\"]]}}",
+       "/spec/matrix/1/1: want an integer, got a string", KCR_EPARSE},
+      {"{\"spec\":{\"size\":1.5}}", "/spec/size: want an integer, got a number",
+       KCR_EPARSE},
+      {"{\"spec\":{\"size\":92233720368547758070}}", "/spec/size: integer outside int64",
+       KCR_ERANGE},
+      {"{\"spec\":{\"servers\":{\"a~b/c\":{\"weight\":true}}}}",
+       "/spec/servers/a~0b~1c/weight: want an integer, got a boolean", KCR_EPARSE},
+      {"{\"spec\":[]}", "/spec: want an object, got an array", KCR_EPARSE},
+      {"{\"spec\":{\"port\":{}}}",
+       "/spec/port: want an integer or a string, got an object", KCR_EPARSE},
+      {"[]", "(the value): want an object, got an array", KCR_EPARSE},
+      {"{\"spec\":", "widget: not well-formed JSON", KCR_EPARSE},
+  };
+  struct kcr_arena a = KCR_ARENA_INIT;
+  struct widget w;
+
+  for(size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+    assert_int_equal(cases[i].rc,
+                     widget_decode(cases[i].json, strlen(cases[i].json), 0, &a, &w, &ei));
+    assert_non_null(ei.message);
+    if(!strstr(ei.message, cases[i].msg))
+      fail_msg("%s: got \"%s\", want \"%s\"", cases[i].json, ei.message, cases[i].msg);
+    kcr_errinfo_cleanup(&ei);
+  }
+  assert_int_equal(KCR_EINVAL, widget_decode("{}", 2, 0, NULL, &w, NULL));
+  kcr_arena_cleanup(&a);
+}
+
+static void decoding_follows_go(void **state)
+{
+  struct kcr_arena a = KCR_ARENA_INIT;
+  struct widget w;
+  /* unknown members skipped; the last of a name counts, whole; null where
+   * not nullable is absent; an escaped member name matches */
+  const char *t = "{\"zzz\":[1,{\"x\":2}],\"spec\":{\"servers\":{\"a\":{\"host\":\"h\"}},"
+                  "\"size\":null,\"\\u0073ervers\":{\"b\":{\"weight\":1}},\"ratio\":-0,"
+                  "\"action\":\"nope\"},\"spec2\":1}";
+
+  assert_int_equal(KCR_OK, widget_decode(t, strlen(t), 0, &a, &w, NULL));
+  assert_false(w.spec.has_size);
+  assert_int_equal(1, w.spec.servers.n);
+  assert_true(kcr_str_eq(w.spec.servers.k[0], "b"));
+  assert_false(w.spec.servers.v[0].has_host);
+  assert_int_equal(WIDGET_SPEC_ACTION_UNKNOWN, w.spec.action.v);
+  assert_true(kcr_str_eq(w.spec.action.text, "nope"));
+  /* JSON null as the whole object decodes into nothing */
+  assert_int_equal(KCR_OK, widget_decode(" null", 5, 0, &a, &w, NULL));
+  assert_false(w.has_spec);
+  /* a string member with \u00e9 and \n reads as its bytes */
+  const char *u = "{\"spec\":{\"default\":\"caf\\u00e9\\n\"}}";
+  assert_int_equal(KCR_OK, widget_decode(u, strlen(u), 0, &a, &w, NULL));
+  assert_int_equal(6, w.spec.default_.n);
+  assert_memory_equal("caf\xc3\xa9\n", w.spec.default_.s, 6);
+  kcr_arena_cleanup(&a);
+}
+
+struct torture {
+  unsigned flags;
+};
+
+static bool decode_encode(void *ud)
+{
+  struct torture *t = ud;
+  /* small blocks: nearly every allocation of the decoder takes one */
+  struct kcr_arena a = {.block_size = 32};
+  struct kcr_buf b = KCR_BUF_INIT;
+  struct widget w;
+  bool ok;
+  kcr_err rc = widget_decode(widget, strlen(widget), t->flags, &a, &w, NULL);
+
+  if(rc) {
+    ok = rc == KCR_ENOMEM;
+  } else {
+    rc = widget_encode(&w, &b, NULL);
+    ok = rc ? rc == KCR_ENOMEM : !strcmp(kcr_buf_str(&b), widget);
+  }
+  kcr_buf_cleanup(&b);
+  kcr_arena_cleanup(&a);
+  return ok;
+}
+
+static void every_allocation_failure_is_an_error(void **state)
+{
+  struct torture view = {0}, copy = {.flags = KCR_TYPED_COPY};
+
+  tfail_torture("widget view", decode_encode, &view);
+  tfail_torture("widget copy", decode_encode, &copy);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(a_view_reads_every_feature),
+      cmocka_unit_test(encoding_writes_back_the_same_text),
+      cmocka_unit_test(a_copy_outlives_its_text),
+      cmocka_unit_test(an_object_built_in_c_writes_only_what_was_set),
+      cmocka_unit_test(errors_name_the_value),
+      cmocka_unit_test(decoding_follows_go),
+      cmocka_unit_test(every_allocation_failure_is_an_error),
+  };
+  tfail_init();
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

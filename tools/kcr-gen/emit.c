@@ -1,0 +1,464 @@
+/* kcr-gen/emit.c - the C of the model: for one CRD file, a header (the
+ * structs, enum constants, names of the kind and the functions) and a
+ * source (the descriptions kcr/typed.h's engine walks, and the functions).
+ * Output is a function of the input only: no date, no path but the
+ * input's base name, so the same input gives the same bytes. Lines are
+ * written as the project's clang-format (90 columns) leaves them. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emit.h"
+#include "kcr/version.h"
+
+#define COLS 90
+
+static void out(struct kcr_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void out(struct kcr_buf *b, const char *fmt, ...)
+{
+  va_list ap;
+  char *s;
+  int n;
+
+  va_start(ap, fmt);
+  n = vasprintf(&s, fmt, ap);
+  va_end(ap);
+  if(n < 0)
+    xalloc((size_t)-1);
+  kcr_buf_append(b, s, (size_t)n);
+  free(s);
+}
+
+/* A C string literal of s: ASCII only, '?' escaped (no trigraphs). */
+static char *lit(const char *s)
+{
+  struct kcr_buf b = KCR_BUF_INIT;
+  kcr_buf_puts(&b, "\"");
+  for(const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if(*p == '"' || *p == '\\' || *p == '?')
+      out(&b, "\\%c", *p);
+    else if(*p < 0x20 || *p >= 0x7f)
+      out(&b, "\\%03o", *p);
+    else
+      kcr_buf_append(&b, p, 1);
+  }
+  kcr_buf_puts(&b, "\"");
+  if(kcr_buf_err(&b))
+    xalloc((size_t)-1);
+  return kcr_buf_take(&b);
+}
+
+/* A block comment of text at indent, its words wrapped at COLS ("*" + "/"
+ * in the text written "*|"). */
+static void comment(struct kcr_buf *b, int indent, const char *text)
+{
+  char *safe = xstrdup(text);
+  const char *p = safe;
+
+  for(char *q = safe; *q; q++)
+    if(q[0] == '*' && q[1] == '/')
+      q[1] = '|';
+  int col = indent + 2, start = 1;
+
+  out(b, "%*s/*", indent, "");
+  while(*p) {
+    size_t w = strcspn(p, " ");
+    if(!start && col + 1 + (int)w + 3 > COLS) {
+      out(b, "\n%*s *", indent, "");
+      col = indent + 2;
+    }
+    out(b, " %.*s", (int)w, p);
+    col += 1 + (int)w;
+    start = 0;
+    p += w;
+    while(*p == ' ')
+      p++;
+  }
+  out(b, " */\n");
+}
+
+/* head(args[0], ..., args[n - 1])tail at indent, its arguments packed
+ * greedily and continued under the first, as clang-format lays out a call
+ * or a declaration that does not fit. */
+static void call(struct kcr_buf *b, int indent, const char *head, const char *const *args,
+                 size_t n, const char *tail)
+{
+  int at = indent + (int)strlen(head), col = at;
+
+  out(b, "%*s%s", indent, "", head);
+  for(size_t i = 0; i < n; i++) {
+    char *a = xprintf("%s%s", args[i], i + 1 < n ? "," : tail);
+    int w = (int)strlen(a);
+    if(i && col + 1 + w > COLS) {
+      out(b, "\n%*s%s", at, "", a);
+      col = at + w;
+    } else {
+      out(b, "%s%s", i ? " " : "", a);
+      col += (i ? 1 : 0) + w;
+    }
+  }
+  out(b, "\n");
+}
+
+/* `lhs = rhs;` at indent, broken after '=' when it does not fit. */
+static void assign(struct kcr_buf *b, int indent, const char *lhs, const char *rhs)
+{
+  if(indent + (int)strlen(lhs) + 3 + (int)strlen(rhs) + 1 <= COLS)
+    out(b, "%*s%s = %s;\n", indent, "", lhs, rhs);
+  else
+    out(b, "%*s%s =\n%*s%s;\n", indent, "", lhs, indent + 4, "", rhs);
+}
+
+static const char *ctype(const struct schema *s, char *own, size_t n)
+{
+  switch(s->kind) {
+  case S_BOOL: return "bool";
+  case S_INT: return "int64_t";
+  case S_NUM: return "double";
+  case S_STR: return "struct kcr_str";
+  case S_ENUM: return "struct kcr_enum";
+  case S_INTSTR: return "struct kcr_intstr";
+  case S_RAW: return "struct kcr_raw";
+  default: break;
+  }
+  snprintf(own, n, "struct %s", s->cname);
+  return own;
+}
+
+static const char *tdesc(const struct schema *s, char *own, size_t n)
+{
+  switch(s->kind) {
+  case S_BOOL: return "&kcr_type_bool";
+  case S_INT: return "&kcr_type_int";
+  case S_NUM: return "&kcr_type_number";
+  case S_STR: return "&kcr_type_string";
+  case S_INTSTR: return "&kcr_type_intstr";
+  case S_RAW: return "&kcr_type_raw";
+  default: break;
+  }
+  snprintf(own, n, "&%s_type", s->cname);
+  return own;
+}
+
+/* What a member's comment says: description, format, notes. */
+static char *about(const struct prop *p)
+{
+  const struct schema *s = p->s;
+  struct kcr_buf b = KCR_BUF_INIT;
+
+  out(&b, "%s", s->desc ? s->desc : p->json);
+  if(p->required)
+    out(&b, " [required]");
+  if(p->nullable)
+    out(&b, " [nullable: null_%s]", p->member);
+  if(s->format)
+    out(&b, " [%s]", s->format);
+  if(s->kind == S_ENUM)
+    out(&b, " [enum %.*s*]", (int)(strlen(s->unknown) - strlen("UNKNOWN")), s->unknown);
+  if(s->kind == S_RAW && s->why)
+    out(&b, " [JSON text: %s]", s->why);
+  if(s->note)
+    out(&b, " [%s]", s->note);
+  if(kcr_buf_err(&b))
+    xalloc((size_t)-1);
+  return kcr_buf_take(&b);
+}
+
+/* ---- header ---- */
+
+static void h_enum(struct kcr_buf *b, const struct schema *s)
+{
+  char *c = xprintf("%s: an enum (struct kcr_enum's v)", s->path);
+  out(b, "\n");
+  comment(b, 0, c);
+  out(b, "enum %s {\n  /* a value the schema does not list */\n  %s = 0,\n", s->cname,
+      s->unknown);
+  for(size_t i = 0; i < s->nvalues; i++) {
+    char *l = lit(s->values[i]);
+    comment(b, 2, l);
+    out(b, "  %s = %zu,\n", s->consts[i], i + 1);
+    free(l);
+  }
+  out(b, "};\n");
+}
+
+/* A member declaration: `type name;`, the name on a line of its own when
+ * both do not fit. */
+static void member(struct kcr_buf *b, const char *type, const char *name)
+{
+  if(2 + strlen(type) + 1 + strlen(name) + 1 <= COLS)
+    out(b, "  %s %s;\n", type, name);
+  else
+    out(b, "  %s\n      %s;\n", type, name);
+}
+
+static void h_types(struct kcr_buf *b, const struct schema *s)
+{
+  char t[512];
+
+  switch(s->kind) {
+  case S_ENUM: h_enum(b, s); return;
+  case S_ARR:
+  case S_MAP: {
+    char *c = xprintf("%s: %s", s->path, s->kind == S_ARR ? "an array" : "a map");
+    h_types(b, s->elem);
+    out(b, "\n");
+    comment(b, 0, c);
+    out(b, "struct %s {\n", s->cname);
+    if(s->kind == S_MAP)
+      out(b, "  struct kcr_str *k;\n");
+    member(b, ctype(s->elem, t, sizeof(t)), "*v");
+    out(b, "  size_t n;\n};\n");
+    return;
+  }
+  case S_OBJ: break;
+  default: return;
+  }
+  for(size_t i = 0; i < s->nprops; i++)
+    h_types(b, s->props[i].s);
+  out(b, "\n");
+  comment(b, 0,
+          xprintf("%s%s%s", s->path[0] ? s->path : "the object", s->desc ? ": " : "",
+                  s->desc ? s->desc : ""));
+  out(b, "struct %s {\n", s->cname);
+  for(size_t i = 0; i < s->nprops; i++) {
+    const struct prop *p = &s->props[i];
+    char *a = about(p);
+    comment(b, 2, a);
+    free(a);
+    member(b, "bool", xprintf("has_%s", p->member));
+    if(p->nullable)
+      member(b, "bool", xprintf("null_%s", p->member));
+    member(b, ctype(p->s, t, sizeof(t)), p->member);
+  }
+  out(b, "};\n");
+}
+
+static char *upper(const char *s)
+{
+  char *u = xstrdup(s);
+  for(char *p = u; *p; p++)
+    if(*p >= 'a' && *p <= 'z')
+      *p = (char)(*p - 'a' + 'A');
+  return u;
+}
+
+/* Consecutive macros, their values aligned as clang-format aligns them. */
+static void macros(struct kcr_buf *b, const char *const *names, const char *const *values,
+                   size_t n)
+{
+  size_t w = 0;
+  for(size_t i = 0; i < n; i++)
+    if(strlen(names[i]) > w)
+      w = strlen(names[i]);
+  for(size_t i = 0; i < n; i++)
+    out(b, "#define %-*s %s\n", (int)w, names[i], values[i]);
+}
+
+static void h_kind(struct kcr_buf *b, const struct kind *k)
+{
+  char *P = upper(k->prefix);
+  const char *p = k->prefix;
+  const char *names[] = {xprintf("%s_GROUP", P), xprintf("%s_VERSION", P),
+                         xprintf("%s_API_VERSION", P), xprintf("%s_KIND", P),
+                         xprintf("%s_RESOURCE", P)};
+  char *vals[] = {lit(k->group), lit(k->version), NULL, lit(k->kind), lit(k->plural)};
+  char *av = xprintf("%s/%s", k->group, k->version);
+
+  vals[2] = lit(av);
+  out(b, "\n");
+  comment(b, 0,
+          xprintf("---- %s/%s, Kind=%s (resource %s, %s) ----", k->group, k->version,
+                  k->kind, k->plural, k->namespaced ? "namespaced" : "cluster-scoped"));
+  out(b, "\n");
+  macros(b, names, (const char *const *)vals, 5);
+  for(size_t i = 0; i < 5; i++)
+    free(vals[i]);
+  out(b,
+      "\n/* The resource, for kcr_ref, informers and the manager's cached reads. */\n");
+  out(b, "extern const struct kcr_gvr %s_gvr;\n", p);
+  h_types(b, k->root);
+  out(b, "\n/* The description kcr_typed_decode and kcr_typed_encode walk. */\n");
+  out(b, "extern const struct kcr_type %s_type;\n\n", p);
+  comment(
+      b, 0,
+      "Decodes an object's JSON text into *out (kcr_typed_decode: flags 0 for a view "
+      "borrowing from the text, KCR_TYPED_COPY for a copy; arrays, maps and unescaped "
+      "strings in arena a). Errors: those of kcr_typed_decode.");
+  const char *dec[] = {"const char *json",
+                       "size_t len",
+                       "unsigned flags",
+                       "struct kcr_arena *a",
+                       xprintf("struct %s *out", p),
+                       "struct kcr_errinfo *ei"};
+  call(b, 0, xprintf("kcr_err %s_decode(", p), dec, 6, ");");
+  comment(
+      b, 0,
+      xprintf("%s_decode of a cached object's text (kcr_obj_json, checked when it was "
+              "stored): a view borrows from o, so keep the reference while *out is in "
+              "use.",
+              p));
+  const char *obj[] = {"const kcr_obj *o", "unsigned flags", "struct kcr_arena *a",
+                       xprintf("struct %s *out", p), "struct kcr_errinfo *ei"};
+  call(b, 0, xprintf("kcr_err %s_from_obj(", p), obj, 5, ");");
+  comment(b, 0,
+          "Appends the JSON text of *in to out: the members whose has_ is set "
+          "(kcr_typed_encode). Errors: those of kcr_typed_encode.");
+  const char *enc[] = {xprintf("const struct %s *in", p), "struct kcr_buf *out",
+                       "struct kcr_errinfo *ei"};
+  call(b, 0, xprintf("kcr_err %s_encode(", p), enc, 3, ");");
+  comment(
+      b, 0,
+      "Empties *x and sets its apiVersion and kind (borrowed constants): the start of "
+      "an object to write.");
+  const char *ini[] = {xprintf("struct %s *x", p)};
+  call(b, 0, xprintf("void %s_init(", p), ini, 1, ");");
+}
+
+/* ---- source ---- */
+
+static void c_types(struct kcr_buf *b, const struct schema *s)
+{
+  char t[512];
+
+  switch(s->kind) {
+  case S_ENUM: {
+    /* a comment above each value keeps them one per line */
+    out(b, "\nstatic const char *const %s_values[] = {\n    NULL,\n", s->cname);
+    for(size_t i = 0; i < s->nvalues; i++) {
+      char *l = lit(s->values[i]);
+      comment(b, 4, s->consts[i]);
+      out(b, "    %s,\n", l);
+      free(l);
+    }
+    out(b, "};\n");
+    assign(b, 0, xprintf("static const struct kcr_type %s_type", s->cname),
+           xprintf("KCR_TENUM(%s)", s->cname));
+    return;
+  }
+  case S_ARR:
+  case S_MAP:
+    c_types(b, s->elem);
+    out(b, "\n");
+    assign(b, 0, xprintf("static const struct kcr_type %s_type", s->cname),
+           xprintf("%s(%s, %s)", s->kind == S_ARR ? "KCR_TARRAY" : "KCR_TMAP", s->cname,
+                   tdesc(s->elem, t, sizeof(t))));
+    return;
+  case S_OBJ: break;
+  default: return;
+  }
+  for(size_t i = 0; i < s->nprops; i++)
+    c_types(b, s->props[i].s);
+  out(b, "\nstatic const struct kcr_tfield %s_fields[] = {\n", s->cname);
+  for(size_t i = 0; i < s->nprops; i++) {
+    const struct prop *p = &s->props[i];
+    const char *args[] = {s->cname, lit(p->json), p->member, tdesc(p->s, t, sizeof(t))};
+    call(b, 4, p->nullable ? "KCR_TFIELD_NULLABLE(" : "KCR_TFIELD(", args, 4, "),");
+    free((char *)args[1]);
+  }
+  out(b, "};\n");
+  assign(
+      b, 0,
+      xprintf("%sconst struct kcr_type %s_type", s->path[0] ? "static " : "", s->cname),
+      xprintf("KCR_TOBJECT(%s)", s->cname));
+}
+
+static void c_kind(struct kcr_buf *b, const struct kind *k)
+{
+  const char *p = k->prefix;
+  const struct prop *api = NULL, *kind = NULL;
+
+  for(size_t i = 0; i < k->root->nprops; i++) {
+    if(!strcmp(k->root->props[i].json, "apiVersion") &&
+       k->root->props[i].s->kind == S_STR)
+      api = &k->root->props[i];
+    if(!strcmp(k->root->props[i].json, "kind") && k->root->props[i].s->kind == S_STR)
+      kind = &k->root->props[i];
+  }
+  char *P = upper(p);
+  out(b, "\n");
+  comment(b, 0, xprintf("---- %s/%s, Kind=%s ----", k->group, k->version, k->kind));
+  out(b, "\n");
+  const char *gvr[] = {xprintf("%s_GROUP", P), xprintf("%s_VERSION", P),
+                       xprintf("%s_RESOURCE", P), k->namespaced ? "true" : "false"};
+  call(b, 0, xprintf("const struct kcr_gvr %s_gvr = {", p), gvr, 4, "};");
+  c_types(b, k->root);
+
+  const char *dec[] = {"const char *json",
+                       "size_t len",
+                       "unsigned flags",
+                       "struct kcr_arena *a",
+                       xprintf("struct %s *out", p),
+                       "struct kcr_errinfo *ei"};
+  const char *decb[] = {xprintf("&%s_type", p), "json", "len", "flags", "a", "out", "ei"};
+  out(b, "\n");
+  call(b, 0, xprintf("kcr_err %s_decode(", p), dec, 6, ")");
+  out(b, "{\n");
+  call(b, 2, "return kcr_typed_decode(", decb, 7, ");");
+  out(b, "}\n\n");
+
+  const char *obj[] = {"const kcr_obj *o", "unsigned flags", "struct kcr_arena *a",
+                       xprintf("struct %s *out", p), "struct kcr_errinfo *ei"};
+  const char *objb[] = {xprintf("&%s_type", p),
+                        "json",
+                        "len",
+                        "flags | KCR_TYPED_TRUSTED",
+                        "a",
+                        "out",
+                        "ei"};
+  const char *err[] = {"ei", "KCR_EINVAL", xprintf("\"%s_from_obj: no object\"", p)};
+  call(b, 0, xprintf("kcr_err %s_from_obj(", p), obj, 5, ")");
+  out(b,
+      "{\n  size_t len = 0;\n  const char *json = o ? kcr_obj_json(o, &len) : NULL;\n\n");
+  out(b, "  if(!json)\n");
+  call(b, 4, "return kcr_errinfo_set(", err, 3, ");");
+  call(b, 2, "return kcr_typed_decode(", objb, 7, ");");
+  out(b, "}\n\n");
+
+  const char *enc[] = {xprintf("const struct %s *in", p), "struct kcr_buf *out",
+                       "struct kcr_errinfo *ei"};
+  const char *encb[] = {xprintf("&%s_type", p), "in", "out", "ei"};
+  call(b, 0, xprintf("kcr_err %s_encode(", p), enc, 3, ")");
+  out(b, "{\n");
+  call(b, 2, "return kcr_typed_encode(", encb, 4, ");");
+  out(b, "}\n\n");
+
+  out(b, "void %s_init(struct %s *x)\n{\n  memset(x, 0, sizeof(*x));\n", p, p);
+  if(api)
+    out(b, "  x->has_%s = true;\n  x->%s = kcr_str_c(%s_API_VERSION);\n", api->member,
+        api->member, P);
+  if(kind)
+    out(b, "  x->has_%s = true;\n  x->%s = kcr_str_c(%s_KIND);\n", kind->member,
+        kind->member, P);
+  out(b, "}\n");
+}
+
+void emit(const char *base, const char *input, const char *sha, const struct kind *kinds,
+          size_t n, struct kcr_buf *h, struct kcr_buf *c)
+{
+  char *G = upper(base);
+  const char *top = "%s.%s - typed objects generated by kcr-gen %s from %s (SHA-256 %s). "
+                    "DO NOT EDIT: regenerate it (docs/typed-objects.md).";
+
+  for(char *q = G; *q; q++)
+    if(!((*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9')))
+      *q = '_';
+  comment(h, 0, xprintf(top, base, "h", KCR_VERSION, input, sha));
+  out(h, "#ifndef KCR_GEN_%s_H\n#define KCR_GEN_%s_H\n\n", G, G);
+  out(h, "#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n\n");
+  out(h,
+      "#include \"kcr/path.h\"\n#include \"kcr/store.h\"\n#include \"kcr/typed.h\"\n\n");
+  out(h, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n");
+  for(size_t i = 0; i < n; i++)
+    h_kind(h, &kinds[i]);
+  out(h, "\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
+
+  comment(c, 0, xprintf(top, base, "c", KCR_VERSION, input, sha));
+  out(c, "#include <stddef.h>\n#include <string.h>\n\n#include \"%s.h\"\n", base);
+  for(size_t i = 0; i < n; i++)
+    c_kind(c, &kinds[i]);
+  if(kcr_buf_err(h) || kcr_buf_err(c))
+    xalloc((size_t)-1);
+}
