@@ -15,6 +15,19 @@
 #
 # In libkcr's own build kcr-gen is the target of that name; after
 # find_package(kcr) it is kcr::kcr-gen.
+# kcr_generate_types_base(<crd file> <var>): the base name kcr-gen gives the
+# files it makes from <crd file> (see above), in <var>.
+function(kcr_generate_types_base crd var)
+  get_filename_component(base ${crd} NAME)
+  string(REGEX REPLACE "\\.(yaml|yml)$" "" base "${base}")
+  if(base MATCHES "_([^_]+)$")
+    set(base "${CMAKE_MATCH_1}")
+  endif()
+  string(TOLOWER "${base}" base)
+  string(REGEX REPLACE "[^a-z0-9]" "_" base "${base}")
+  set(${var} ${base} PARENT_SCOPE)
+endfunction()
+
 function(kcr_generate_types)
   cmake_parse_arguments(G "" "TARGET;OUTPUT_DIR" "CRDS;VERSIONS;PATHS" ${ARGN})
   if(NOT G_TARGET OR NOT G_CRDS)
@@ -44,13 +57,7 @@ function(kcr_generate_types)
   endforeach()
   foreach(crd IN LISTS G_CRDS)
     get_filename_component(abs ${crd} ABSOLUTE)
-    get_filename_component(base ${crd} NAME)
-    string(REGEX REPLACE "\\.(yaml|yml)$" "" base "${base}")
-    if(base MATCHES "_([^_]+)$")
-      set(base "${CMAKE_MATCH_1}")
-    endif()
-    string(TOLOWER "${base}" base)
-    string(REGEX REPLACE "[^a-z0-9]" "_" base "${base}")
+    kcr_generate_types_base(${crd} base)
     set(h ${G_OUTPUT_DIR}/${base}.h)
     set(c ${G_OUTPUT_DIR}/${base}.c)
     add_custom_command(OUTPUT ${h} ${c}

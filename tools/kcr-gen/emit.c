@@ -453,12 +453,19 @@ void emit(const char *base, const char *input, const char *sha, const struct kin
   out(h, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n");
   for(size_t i = 0; i < n; i++)
     h_kind(h, &kinds[i]);
+  out(h, "\n");
+  comment(h, 0, "The description of every kind above, in order, then NULL.");
+  out(h, "extern const struct kcr_type *const %s_types[];\n", base);
   out(h, "\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
 
   comment(c, 0, xprintf(top, base, "c", KCR_VERSION, input, sha));
   out(c, "#include <stddef.h>\n#include <string.h>\n\n#include \"%s.h\"\n", base);
   for(size_t i = 0; i < n; i++)
     c_kind(c, &kinds[i]);
+  out(c, "\nconst struct kcr_type *const %s_types[] = {\n", base);
+  for(size_t i = 0; i < n; i++)
+    out(c, "    &%s_type,\n", kinds[i].prefix);
+  out(c, "    NULL,\n};\n");
   if(kcr_buf_err(h) || kcr_buf_err(c))
     xalloc((size_t)-1);
 }
