@@ -132,38 +132,38 @@ struct kcr_tfield {
   const struct kcr_type *type;
 };
 
-/* For the code kcr-gen writes: the description of member m of struct T
- * (JSON name json, a string literal; value described by desc), without
- * and with null_m; of struct T (its members in T##_fields), of array or
- * map struct T, and of enum T (its values in T##_values). */
-#define KCR_TFIELD(T, json, m, desc)                                                     \
+/* For the code kcr-gen writes: the description of member m of struct
+ * type S (JSON name json, a string literal; value described by desc),
+ * without and with null_m; of struct type S (its members in the array
+ * fields), of array or map struct type S (elements described by elem), of
+ * enums (their values in the array values, [0] NULL). name: for messages,
+ * or NULL. */
+#define KCR_TFIELD(S, json, m, desc)                                                     \
   {                                                                                      \
-    json, sizeof(json) - 1, offsetof(struct T, m), offsetof(struct T, has_##m),          \
-        KCR_TNONE, desc                                                                  \
+    json, sizeof(json) - 1, offsetof(S, m), offsetof(S, has_##m), KCR_TNONE, desc        \
   }
-#define KCR_TFIELD_NULLABLE(T, json, m, desc)                                            \
+#define KCR_TFIELD_NULLABLE(S, json, m, desc)                                            \
   {                                                                                      \
-    json, sizeof(json) - 1, offsetof(struct T, m), offsetof(struct T, has_##m),          \
-        offsetof(struct T, null_##m), desc                                               \
+    json, sizeof(json) - 1, offsetof(S, m), offsetof(S, has_##m), offsetof(S, null_##m), \
+        desc                                                                             \
   }
-#define KCR_TNAME(T) #T
-#define KCR_TOBJECT(T)                                                                   \
+#define KCR_TOBJECT(name, S, fields)                                                     \
   {                                                                                      \
-    KCR_TNAME(T), KCR_TK_OBJECT, sizeof(struct T), T##_fields,                           \
-        sizeof(T##_fields) / sizeof(T##_fields[0]), NULL, NULL, 0                        \
+    name, KCR_TK_OBJECT, sizeof(S), fields, sizeof(fields) / sizeof(fields[0]), NULL,    \
+        NULL, 0                                                                          \
   }
-#define KCR_TARRAY(T, elem)                                                              \
+#define KCR_TARRAY(name, S, elem)                                                        \
   {                                                                                      \
-    KCR_TNAME(T), KCR_TK_ARRAY, sizeof(struct T), NULL, 0, elem, NULL, 0                 \
+    name, KCR_TK_ARRAY, sizeof(S), NULL, 0, elem, NULL, 0                                \
   }
-#define KCR_TMAP(T, elem)                                                                \
+#define KCR_TMAP(name, S, elem)                                                          \
   {                                                                                      \
-    KCR_TNAME(T), KCR_TK_MAP, sizeof(struct T), NULL, 0, elem, NULL, 0                   \
+    name, KCR_TK_MAP, sizeof(S), NULL, 0, elem, NULL, 0                                  \
   }
-#define KCR_TENUM(T)                                                                     \
+#define KCR_TENUM(name, values)                                                          \
   {                                                                                      \
-    KCR_TNAME(T), KCR_TK_ENUM, sizeof(struct kcr_enum), NULL, 0, NULL, T##_values,       \
-        sizeof(T##_values) / sizeof(T##_values[0])                                       \
+    name, KCR_TK_ENUM, sizeof(struct kcr_enum), NULL, 0, NULL, values,                   \
+        sizeof(values) / sizeof(values[0])                                               \
   }
 
 /* The scalar types, for elements of arrays and maps. */

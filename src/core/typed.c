@@ -343,7 +343,8 @@ kcr_err kcr_typed_decode(const struct kcr_type *t, const char *text, size_t len,
       v.n--;
     }
   } else if(kcr_json_check(text ? text : "", len, &v)) {
-    return kcr_errinfo_set(ei, KCR_EPARSE, "%s: not well-formed JSON", t->name);
+    return kcr_errinfo_set(ei, KCR_EPARSE, "%s: not well-formed JSON",
+                           t->name ? t->name : "object");
   }
   if(kcr_jv_type(v) == KCR_JT_NULL)
     return KCR_OK; /* as Go decodes null into a struct: nothing */

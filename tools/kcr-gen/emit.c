@@ -76,7 +76,8 @@ static void comment(struct kcr_buf *b, int indent, const char *text)
     while(*p == ' ')
       p++;
   }
-  out(b, " */\n");
+  /* a last line that cannot hold the end: the end on a line of its own */
+  out(b, col + 3 > COLS ? "\n%*s */\n" : " */\n", indent, "");
 }
 
 /* head(args[0], ..., args[n - 1])tail at indent, its arguments packed
@@ -173,25 +174,43 @@ static void h_enum(struct kcr_buf *b, const struct schema *s)
   char *c = xprintf("%s: an enum (struct kcr_enum's v)", s->path);
   out(b, "\n");
   comment(b, 0, c);
-  out(b, "enum %s {\n  /* a value the schema does not list */\n  %s = 0,\n", s->cname,
-      s->unknown);
+  out(b, "enum %s {\n  /* a value the schema does not list */\n", s->cname);
+  if(2 + strlen(s->unknown) + 5 > COLS)
+    out(b, "  %s =\n      0,\n", s->unknown);
+  else
+    out(b, "  %s = 0,\n", s->unknown);
   for(size_t i = 0; i < s->nvalues; i++) {
     char *l = lit(s->values[i]);
     comment(b, 2, l);
-    out(b, "  %s = %zu,\n", s->consts[i], i + 1);
+    if(2 + strlen(s->consts[i]) + 3 + 2 + 1 > COLS)
+      out(b, "  %s =\n      %zu,\n", s->consts[i], i + 1);
+    else
+      out(b, "  %s = %zu,\n", s->consts[i], i + 1);
     free(l);
   }
   out(b, "};\n");
 }
 
-/* A member declaration: `type name;`, the name on a line of its own when
- * both do not fit. */
+/* A member declaration `type name;`, broken as clang-format breaks one
+ * that does not fit: the name on a line of its own, and the struct's name
+ * too when even `struct NAME` does not fit. */
 static void member(struct kcr_buf *b, const char *type, const char *name)
 {
   if(2 + strlen(type) + 1 + strlen(name) + 1 <= COLS)
     out(b, "  %s %s;\n", type, name);
-  else
+  else if(2 + strlen(type) <= COLS || strncmp(type, "struct ", 7))
     out(b, "  %s\n      %s;\n", type, name);
+  else
+    out(b, "  struct\n      %s\n          %s;\n", type + 7, name);
+}
+
+/* `struct NAME {` */
+static void open_struct(struct kcr_buf *b, const char *name)
+{
+  if(7 + strlen(name) + 2 <= COLS)
+    out(b, "struct %s {\n", name);
+  else
+    out(b, "struct\n    %s {\n", name);
 }
 
 static void h_types(struct kcr_buf *b, const struct schema *s)
@@ -206,7 +225,7 @@ static void h_types(struct kcr_buf *b, const struct schema *s)
     h_types(b, s->elem);
     out(b, "\n");
     comment(b, 0, c);
-    out(b, "struct %s {\n", s->cname);
+    open_struct(b, s->cname);
     if(s->kind == S_MAP)
       out(b, "  struct kcr_str *k;\n");
     member(b, ctype(s->elem, t, sizeof(t)), "*v");
@@ -222,7 +241,7 @@ static void h_types(struct kcr_buf *b, const struct schema *s)
   comment(b, 0,
           xprintf("%s%s%s", s->path[0] ? s->path : "the object", s->desc ? ": " : "",
                   s->desc ? s->desc : ""));
-  out(b, "struct %s {\n", s->cname);
+  open_struct(b, s->cname);
   for(size_t i = 0; i < s->nprops; i++) {
     const struct prop *p = &s->props[i];
     char *a = about(p);
@@ -319,50 +338,89 @@ static void h_kind(struct kcr_buf *b, const struct kind *k)
 
 /* ---- source ---- */
 
-static void c_types(struct kcr_buf *b, const struct schema *s)
+/* The source names its descriptions by number (s<id> the struct's typedef,
+ * f<id> its members, t<id> its description, v<id> an enum's values), so
+ * that no line of it is longer for a long path. */
+static int next_id;
+
+static const char *c_desc(const struct schema *s, char *own, size_t n)
+{
+  if(s->kind == S_OBJ || s->kind == S_ARR || s->kind == S_MAP || s->kind == S_ENUM) {
+    snprintf(own, n, "&t%d", s->id);
+    return own;
+  }
+  return tdesc(s, own, n);
+}
+
+/* `typedef struct NAME s<id>;`, broken as clang-format breaks it. */
+static void c_typedef(struct kcr_buf *b, const struct schema *s)
+{
+  char id[16];
+  snprintf(id, sizeof(id), "s%d", s->id);
+  if(15 + strlen(s->cname) + 1 + strlen(id) + 1 <= COLS)
+    out(b, "typedef struct %s %s;\n", s->cname, id);
+  else if(15 + strlen(s->cname) <= COLS)
+    out(b, "typedef struct %s\n    %s;\n", s->cname, id);
+  else if(4 + strlen(s->cname) + 1 + strlen(id) + 1 <= COLS)
+    out(b, "typedef struct\n    %s %s;\n", s->cname, id);
+  else
+    out(b, "typedef struct\n    %s\n        %s;\n", s->cname, id);
+}
+
+static void c_types(struct kcr_buf *b, struct schema *s, const char *root)
 {
   char t[512];
 
   switch(s->kind) {
   case S_ENUM: {
+    s->id = ++next_id;
     /* a comment above each value keeps them one per line */
-    out(b, "\nstatic const char *const %s_values[] = {\n    NULL,\n", s->cname);
+    out(b, "\nstatic const char *const v%d[] = {\n    NULL,\n", s->id);
     for(size_t i = 0; i < s->nvalues; i++) {
       char *l = lit(s->values[i]);
       comment(b, 4, s->consts[i]);
       out(b, "    %s,\n", l);
       free(l);
     }
-    out(b, "};\n");
-    assign(b, 0, xprintf("static const struct kcr_type %s_type", s->cname),
-           xprintf("KCR_TENUM(%s)", s->cname));
+    out(b, "};\nstatic const struct kcr_type t%d = KCR_TENUM(NULL, v%d);\n", s->id,
+        s->id);
     return;
   }
   case S_ARR:
   case S_MAP:
-    c_types(b, s->elem);
+    c_types(b, s->elem, NULL);
+    s->id = ++next_id;
     out(b, "\n");
-    assign(b, 0, xprintf("static const struct kcr_type %s_type", s->cname),
-           xprintf("%s(%s, %s)", s->kind == S_ARR ? "KCR_TARRAY" : "KCR_TMAP", s->cname,
-                   tdesc(s->elem, t, sizeof(t))));
+    c_typedef(b, s);
+    out(b, "static const struct kcr_type t%d = %s(NULL, s%d, %s);\n", s->id,
+        s->kind == S_ARR ? "KCR_TARRAY" : "KCR_TMAP", s->id,
+        c_desc(s->elem, t, sizeof(t)));
     return;
   case S_OBJ: break;
   default: return;
   }
   for(size_t i = 0; i < s->nprops; i++)
-    c_types(b, s->props[i].s);
-  out(b, "\nstatic const struct kcr_tfield %s_fields[] = {\n", s->cname);
+    c_types(b, s->props[i].s, NULL);
+  s->id = ++next_id;
+  out(b, "\n");
+  c_typedef(b, s);
+  out(b, "static const struct kcr_tfield f%d[] = {\n", s->id);
   for(size_t i = 0; i < s->nprops; i++) {
     const struct prop *p = &s->props[i];
-    const char *args[] = {s->cname, lit(p->json), p->member, tdesc(p->s, t, sizeof(t))};
+    char sid[16];
+    snprintf(sid, sizeof(sid), "s%d", s->id);
+    const char *args[] = {sid, lit(p->json), p->member, c_desc(p->s, t, sizeof(t))};
+    comment(b, 4, p->s->path); /* also keeps the entries one per line */
     call(b, 4, p->nullable ? "KCR_TFIELD_NULLABLE(" : "KCR_TFIELD(", args, 4, "),");
     free((char *)args[1]);
   }
   out(b, "};\n");
-  assign(
-      b, 0,
-      xprintf("%sconst struct kcr_type %s_type", s->path[0] ? "static " : "", s->cname),
-      xprintf("KCR_TOBJECT(%s)", s->cname));
+  if(root)
+    assign(b, 0, xprintf("const struct kcr_type %s_type", root),
+           xprintf("KCR_TOBJECT(\"%s\", s%d, f%d)", root, s->id, s->id));
+  else
+    out(b, "static const struct kcr_type t%d = KCR_TOBJECT(NULL, s%d, f%d);\n", s->id,
+        s->id, s->id);
 }
 
 static void c_kind(struct kcr_buf *b, const struct kind *k)
@@ -384,7 +442,7 @@ static void c_kind(struct kcr_buf *b, const struct kind *k)
   const char *gvr[] = {xprintf("%s_GROUP", P), xprintf("%s_VERSION", P),
                        xprintf("%s_RESOURCE", P), k->namespaced ? "true" : "false"};
   call(b, 0, xprintf("const struct kcr_gvr %s_gvr = {", p), gvr, 4, "};");
-  c_types(b, k->root);
+  c_types(b, k->root, p);
 
   const char *dec[] = {"const char *json",
                        "size_t len",
@@ -442,6 +500,7 @@ void emit(const char *base, const char *input, const char *sha, const struct kin
   const char *top = "%s.%s - typed objects generated by kcr-gen %s from %s (SHA-256 %s). "
                     "DO NOT EDIT: regenerate it (docs/typed-objects.md).";
 
+  next_id = 0;
   for(char *q = G; *q; q++)
     if(!((*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9')))
       *q = '_';

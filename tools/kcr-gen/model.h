@@ -27,6 +27,7 @@ struct schema {
   size_t nvalues;
   char *unknown; /* S_ENUM: the constant for an unlisted value */
   int line;      /* in the YAML file */
+  int id;        /* emit.c: the number of its local names in the source */
 };
 
 struct prop {
