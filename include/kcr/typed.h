@@ -19,6 +19,8 @@
  *   array                  struct { T *v; size_t n; }
  *   map (additional-       struct { struct kcr_str *k; T *v; size_t n; }
  *    Properties)
+ *   ... of nullable items  the same with `bool *null;` before n: null[i]
+ *                           says item i is JSON null (v[i] zero)
  *
  * Presence. Every member x has a `bool has_x` beside it: set when x was in
  * the text (required members too: decoding does not check, validation
@@ -43,8 +45,10 @@
  *
  * Unknown members are skipped, as Go's decoder skips them (the apiserver
  * prunes them from custom resources); the last of a repeated member name
- * counts. Arrays' elements and maps' values have no presence: a JSON null
- * among them decodes as the zero value (a raw element keeps "null").
+ * counts. Arrays' elements and maps' values have no presence; where the
+ * schema makes them nullable, null[i] keeps a JSON null (encoded back as
+ * null); elsewhere a JSON null among them decodes as the zero value, as Go
+ * decodes it (a raw element keeps "null" as its text).
  *
  * Thread safety: pure over the caller's memory (an arena is used by one
  * thread at a time); descriptions are immutable. */
@@ -120,7 +124,11 @@ struct kcr_type {
   /* KCR_TK_ENUM: the listed values, values[0] unused (NULL) */
   const char *const *values;
   size_t nvalues;
+  /* KCR_TK_ARRAY, KCR_TK_MAP: KCR_TNULLABLE_ITEMS when the struct has a
+   * bool *null (see above) */
+  unsigned flags;
 };
+#define KCR_TNULLABLE_ITEMS 1u
 
 /* One member of an object. */
 struct kcr_tfield {
@@ -135,7 +143,8 @@ struct kcr_tfield {
 /* For the code kcr-gen writes: the description of member m of struct
  * type S (JSON name json, a string literal; value described by desc),
  * without and with null_m; of struct type S (its members in the array
- * fields), of array or map struct type S (elements described by elem), of
+ * fields), of array or map struct type S (elements described by elem;
+ * _NULLABLE: items that may be null, and a null array in S), of
  * enums (their values in the array values, [0] NULL). name: for messages,
  * or NULL. */
 #define KCR_TFIELD(S, json, m, desc)                                                     \
@@ -159,6 +168,14 @@ struct kcr_tfield {
 #define KCR_TMAP(name, S, elem)                                                          \
   {                                                                                      \
     name, KCR_TK_MAP, sizeof(S), NULL, 0, elem, NULL, 0                                  \
+  }
+#define KCR_TARRAY_NULLABLE(name, S, elem)                                               \
+  {                                                                                      \
+    name, KCR_TK_ARRAY, sizeof(S), NULL, 0, elem, NULL, 0, KCR_TNULLABLE_ITEMS           \
+  }
+#define KCR_TMAP_NULLABLE(name, S, elem)                                                 \
+  {                                                                                      \
+    name, KCR_TK_MAP, sizeof(S), NULL, 0, elem, NULL, 0, KCR_TNULLABLE_ITEMS             \
   }
 #define KCR_TENUM(name, values)                                                          \
   {                                                                                      \

@@ -38,6 +38,18 @@ struct map {
   void *v;
   size_t n;
 };
+/* ... of nullable items (KCR_TNULLABLE_ITEMS) */
+struct arr_null {
+  void *v;
+  bool *null;
+  size_t n;
+};
+struct map_null {
+  struct kcr_str *k;
+  void *v;
+  bool *null;
+  size_t n;
+};
 
 /* Where a value is: a member name (escaped, as in the text) or an index. */
 struct frame {
@@ -216,16 +228,36 @@ static kcr_err count(struct kcr_jv v, size_t *n)
   return r < 0 ? KCR_EPARSE : KCR_OK;
 }
 
+/* Stores the decoded items in the array or map struct at out. */
+static void put_items(const struct kcr_type *t, void *out, struct kcr_str *keys,
+                      void *items, bool *null, size_t n)
+{
+  if(t->kind == KCR_TK_MAP && (t->flags & KCR_TNULLABLE_ITEMS)) {
+    struct map_null m = {.k = keys, .v = items, .null = null, .n = n};
+    memcpy(out, &m, sizeof(m));
+  } else if(t->kind == KCR_TK_MAP) {
+    struct map m = {.k = keys, .v = items, .n = n};
+    memcpy(out, &m, sizeof(m));
+  } else if(t->flags & KCR_TNULLABLE_ITEMS) {
+    struct arr_null a = {.v = items, .null = null, .n = n};
+    memcpy(out, &a, sizeof(a));
+  } else {
+    struct arr a = {.v = items, .n = n};
+    memcpy(out, &a, sizeof(a));
+  }
+}
+
 static kcr_err elements(struct dec *d, const struct kcr_type *t, struct kcr_jv v,
                         void *out, const struct frame *up)
 {
-  bool map = t->kind == KCR_TK_MAP;
+  bool map = t->kind == KCR_TK_MAP, nullable = t->flags & KCR_TNULLABLE_ITEMS;
   const struct kcr_type *e = t->elem;
   struct frame f = {.up = up};
   struct kcr_jiter it;
   struct kcr_jv nm, val;
   struct kcr_str *keys = NULL;
   char *items = NULL;
+  bool *null = NULL;
   size_t n, i = 0;
   kcr_err rc;
   int r;
@@ -234,31 +266,31 @@ static kcr_err elements(struct dec *d, const struct kcr_type *t, struct kcr_jv v
     return want(d, up, map ? "an object" : "an array", v);
   if(count(v, &n))
     return fail(d->ei, KCR_EPARSE, up, "malformed or nested too deep", NULL);
-  if(n && (n > SIZE_MAX / (e->size + sizeof(*keys)) ||
+  if(n && (n > SIZE_MAX / (e->size + sizeof(*keys) + 1) ||
            !(items = kcr_arena_alloc(d->a, n * e->size)) ||
-           (map && !(keys = kcr_arena_alloc(d->a, n * sizeof(*keys))))))
+           (map && !(keys = kcr_arena_alloc(d->a, n * sizeof(*keys)))) ||
+           (nullable && !(null = kcr_arena_alloc(d->a, n)))))
     return fail(d->ei, KCR_ENOMEM, up, "out of memory", NULL);
   if(n)
     memset(items, 0, n * e->size);
+  if(null)
+    memset(null, 0, n);
   while((r = kcr_jiter_next(&it, &nm, &val)) > 0 && i < n) {
     f.name = nm;
     f.idx = i;
     if(map && (rc = str(d, nm, &keys[i], &f)))
       return rc;
-    if((kcr_jv_type(val) != KCR_JT_NULL || e->kind == KCR_TK_RAW) &&
-       (rc = decode(d, e, val, items + i * e->size, &f)))
+    if(kcr_jv_type(val) == KCR_JT_NULL && e->kind != KCR_TK_RAW) {
+      if(null)
+        null[i] = true;
+    } else if((rc = decode(d, e, val, items + i * e->size, &f))) {
       return rc;
+    }
     i++;
   }
   if(r < 0)
     return fail(d->ei, KCR_EPARSE, up, "malformed or nested too deep", NULL);
-  if(map) {
-    struct map m = {.k = keys, .v = items, .n = n};
-    memcpy(out, &m, sizeof(m));
-  } else {
-    struct arr a = {.v = items, .n = n};
-    memcpy(out, &a, sizeof(a));
-  }
+  put_items(t, out, keys, items, null, n);
   return KCR_OK;
 }
 
@@ -390,17 +422,23 @@ static kcr_err enc_elements(const struct kcr_type *t, const void *in, struct kcr
 {
   bool map = t->kind == KCR_TK_MAP;
   struct frame f = {.up = up};
-  struct map m;
-  struct arr a;
+  struct map_null m = {0};
   kcr_err rc;
 
-  if(map) {
+  if(map && (t->flags & KCR_TNULLABLE_ITEMS)) {
     memcpy(&m, in, sizeof(m));
+  } else if(map) {
+    struct map x;
+    memcpy(&x, in, sizeof(x));
+    m = (struct map_null){.k = x.k, .v = x.v, .n = x.n};
+  } else if(t->flags & KCR_TNULLABLE_ITEMS) {
+    struct arr_null x;
+    memcpy(&x, in, sizeof(x));
+    m = (struct map_null){.v = x.v, .null = x.null, .n = x.n};
   } else {
-    memcpy(&a, in, sizeof(a));
-    m.k = NULL;
-    m.v = a.v;
-    m.n = a.n;
+    struct arr x;
+    memcpy(&x, in, sizeof(x));
+    m = (struct map_null){.v = x.v, .n = x.n};
   }
   kcr_buf_append(b, map ? "{" : "[", 1);
   for(size_t i = 0; i < m.n; i++) {
@@ -411,7 +449,9 @@ static kcr_err enc_elements(const struct kcr_type *t, const void *in, struct kcr
       kcr_json_put_str(b, m.k[i]);
       kcr_buf_append(b, ":", 1);
     }
-    if((rc = encode(t->elem, (const char *)m.v + i * t->elem->size, b, &f, ei)))
+    if(m.null && m.null[i])
+      kcr_buf_append(b, "null", 4);
+    else if((rc = encode(t->elem, (const char *)m.v + i * t->elem->size, b, &f, ei)))
       return rc;
   }
   kcr_buf_append(b, map ? "}" : "]", 1);

@@ -238,6 +238,7 @@ static int build(struct rd *r, const yaml_node_t *n, const char *path, bool root
       s->elem->why = xstrdup("no items schema");
     } else {
       char *sub = xprintf("%s[*]", path);
+      s->elem_nullable = yes(r, v, "nullable");
       if(build(r, v, sub, false, &s->elem))
         return -1;
     }
@@ -251,6 +252,7 @@ static int build(struct rd *r, const yaml_node_t *n, const char *path, bool root
     } else if(ap && ap->type == YAML_MAPPING_NODE) {
       char *sub = xprintf("%s[*]", path);
       s->kind = S_MAP;
+      s->elem_nullable = yes(r, ap, "nullable");
       if(build(r, ap, sub, false, &s->elem))
         return -1;
     } else {

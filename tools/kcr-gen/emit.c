@@ -229,6 +229,8 @@ static void h_types(struct kcr_buf *b, const struct schema *s)
     if(s->kind == S_MAP)
       out(b, "  struct kcr_str *k;\n");
     member(b, ctype(s->elem, t, sizeof(t)), "*v");
+    if(s->elem_nullable)
+      out(b, "  bool *null; /* null[i]: item i is JSON null */\n");
     out(b, "  size_t n;\n};\n");
     return;
   }
@@ -392,9 +394,9 @@ static void c_types(struct kcr_buf *b, struct schema *s, const char *root)
     s->id = ++next_id;
     out(b, "\n");
     c_typedef(b, s);
-    out(b, "static const struct kcr_type t%d = %s(NULL, s%d, %s);\n", s->id,
-        s->kind == S_ARR ? "KCR_TARRAY" : "KCR_TMAP", s->id,
-        c_desc(s->elem, t, sizeof(t)));
+    out(b, "static const struct kcr_type t%d = %s%s(NULL, s%d, %s);\n", s->id,
+        s->kind == S_ARR ? "KCR_TARRAY" : "KCR_TMAP", s->elem_nullable ? "_NULLABLE" : "",
+        s->id, c_desc(s->elem, t, sizeof(t)));
     return;
   case S_OBJ: break;
   default: return;

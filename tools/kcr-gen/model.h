@@ -22,6 +22,7 @@ struct schema {
   struct prop *props; /* S_OBJ, sorted by JSON name (bytes) */
   size_t nprops;
   struct schema *elem; /* S_ARR, S_MAP */
+  bool elem_nullable;  /* S_ARR, S_MAP: items may be JSON null */
   char **values;       /* S_ENUM: values (JSON text unescaped), and */
   char **consts;       /* their C constants */
   size_t nvalues;
