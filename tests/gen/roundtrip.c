@@ -1,0 +1,320 @@
+/* gen-roundtrip: typed objects against what a real apiserver stores. Lists
+ * every object of the test CRDs (tests/gen/crds, types generated at build
+ * time) in one namespace, and for each: decodes it with the generated
+ * types as a view and as a copy, encodes both, and compares - the two
+ * encodings byte for byte, and the encoding with the object as the server
+ * sent it: the same JSON value (member order ignored, numbers as exact
+ * decimals, strings as the bytes they stand for), and byte for byte
+ * inside every member the schema keeps as raw JSON (preserve-unknown,
+ * embedded resources, metadata).
+ *
+ *   gen-roundtrip NAMESPACE GROUP/VERSION/PLURAL...
+ *
+ * Run under tools/controlplane/start after tests/gen/verify.sh put the
+ * samples there (tests/gen/roundtrip.sh does both). Prints one line per
+ * object; exits 1 when one differs or none was found. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "big.h"
+#include "deep.h"
+#include "freeform.h"
+#include "intorstr.h"
+#include "kcr.h"
+#include "listmaps.h"
+#include "unions.h"
+
+static const struct kcr_type *const *const files[] = {
+    big_types, deep_types, freeform_types, intorstr_types, listmaps_types, unions_types,
+};
+
+/* ---- comparing JSON values ---- */
+
+/* A number literal as an exact decimal: sign, digits without leading or
+ * trailing zeros, and the power of ten of the last one (0 is "0"). */
+struct dec {
+  bool neg;
+  char d[64];
+  long exp;
+};
+
+static bool decimal(struct kcr_jv v, struct dec *o)
+{
+  const char *p = v.at, *end = v.at + v.n;
+  size_t n = 0;
+  long frac = 0, e = 0;
+  bool dot = false;
+
+  memset(o, 0, sizeof(*o));
+  if(p < end && *p == '-') {
+    o->neg = true;
+    p++;
+  }
+  for(; p < end && (isdigit((unsigned char)*p) || *p == '.'); p++) {
+    if(*p == '.') {
+      dot = true;
+      continue;
+    }
+    if(dot)
+      frac++;
+    if(n == 0 && *p == '0')
+      continue; /* leading zero */
+    if(n + 1 >= sizeof(o->d))
+      return false;
+    o->d[n++] = *p;
+  }
+  if(p < end && (*p == 'e' || *p == 'E'))
+    e = strtol(p + 1, NULL, 10);
+  o->exp = e - frac;
+  while(n && o->d[n - 1] == '0') {
+    o->d[--n] = '\0';
+    o->exp++;
+  }
+  if(!n) {
+    o->neg = false;
+    o->exp = 0;
+  }
+  return true;
+}
+
+static bool same(struct kcr_jv a, struct kcr_jv b, const struct kcr_type *t,
+                 struct kcr_buf *path);
+
+static bool same_string(struct kcr_jv a, struct kcr_jv b)
+{
+  struct kcr_arena ar = KCR_ARENA_INIT;
+  struct kcr_str x, y;
+  bool ok = !kcr_jv_string(a, &ar, 0, &x) && !kcr_jv_string(b, &ar, 0, &y) &&
+            kcr_str_same(x, y);
+  kcr_arena_cleanup(&ar);
+  return ok;
+}
+
+/* The last member of obj named like nm (a name as written), or n 0. */
+static struct kcr_jv member(struct kcr_jv obj, struct kcr_jv nm, size_t *count)
+{
+  struct kcr_arena ar = KCR_ARENA_INIT;
+  struct kcr_jiter it;
+  struct kcr_jv k, v, found = {0};
+  struct kcr_str s;
+
+  *count = 0;
+  if(kcr_jv_string(nm, &ar, 0, &s))
+    return found;
+  kcr_jiter_init(&it, obj);
+  while(kcr_jiter_next(&it, &k, &v) > 0) {
+    ++*count;
+    if(kcr_jv_str_is(k, s.s, s.n))
+      found = v;
+  }
+  kcr_arena_cleanup(&ar);
+  return found;
+}
+
+/* The type of member nm of object type t (NULL: none, or t is NULL). */
+static const struct kcr_type *member_type(const struct kcr_type *t, struct kcr_jv nm)
+{
+  if(!t || t->kind != KCR_TK_OBJECT)
+    return NULL;
+  for(size_t i = 0; i < t->nfields; i++)
+    if(kcr_jv_str_is(nm, t->fields[i].name, t->fields[i].name_len))
+      return t->fields[i].type;
+  return NULL;
+}
+
+static bool fail_at(struct kcr_buf *path, const char *why)
+{
+  fprintf(stderr, "  at %s: %s\n", path->len ? kcr_buf_str(path) : "(root)", why);
+  return false;
+}
+
+static bool same(struct kcr_jv a, struct kcr_jv b, const struct kcr_type *t,
+                 struct kcr_buf *path)
+{
+  enum kcr_jtype ta = kcr_jv_type(a), tb = kcr_jv_type(b);
+  size_t mark = path->len;
+
+  if(t && t->kind == KCR_TK_RAW) /* byte for byte */
+    return (a.n == b.n && !memcmp(a.at, b.at, a.n)) || fail_at(path, "raw bytes differ");
+  if(ta != tb)
+    return fail_at(path, "types differ");
+  switch(ta) {
+  case KCR_JT_NUMBER: {
+    struct dec x, y;
+    if(!decimal(a, &x) || !decimal(b, &y) || x.neg != y.neg || x.exp != y.exp ||
+       strcmp(x.d, y.d))
+      return fail_at(path, "numbers differ");
+    return true;
+  }
+  case KCR_JT_STRING: return same_string(a, b) || fail_at(path, "strings differ");
+  case KCR_JT_NULL:
+  case KCR_JT_BOOL:
+    return (a.n == b.n && !memcmp(a.at, b.at, a.n)) || fail_at(path, "values differ");
+  case KCR_JT_OBJECT: {
+    struct kcr_jiter it;
+    struct kcr_jv k, v;
+    size_t na = 0, nb = 0, distinct = 0;
+    bool map = t && t->kind == KCR_TK_MAP;
+    kcr_jiter_init(&it, a);
+    while(kcr_jiter_next(&it, &k, &v) > 0) {
+      struct kcr_jv w = member(b, k, &nb);
+      struct kcr_arena ar = KCR_ARENA_INIT;
+      struct kcr_str s;
+      distinct++;
+      if(!kcr_jv_string(k, &ar, KCR_JV_COPY, &s))
+        kcr_json_ptr_append(path, s.s);
+      kcr_arena_cleanup(&ar);
+      if(!w.n)
+        return fail_at(path, "member missing from the other");
+      if(!same(member(a, k, &na), w, map ? t->elem : member_type(t, k), path))
+        return false;
+      path->len = mark;
+      path->ptr[mark] = '\0';
+    }
+    return distinct == nb || fail_at(path, "members differ in number");
+  }
+  case KCR_JT_ARRAY: {
+    struct kcr_jiter ia, ib;
+    struct kcr_jv k, x, y;
+    size_t i = 0;
+    int ra, rb;
+    kcr_jiter_init(&ia, a);
+    kcr_jiter_init(&ib, b);
+    for(;; i++) {
+      ra = kcr_jiter_next(&ia, &k, &x);
+      rb = kcr_jiter_next(&ib, &k, &y);
+      if(ra <= 0 || rb <= 0)
+        break;
+      kcr_buf_printf(path, "/%zu", i);
+      if(!same(x, y, t && t->kind == KCR_TK_ARRAY ? t->elem : NULL, path))
+        return false;
+      path->len = mark;
+      path->ptr[mark] = '\0';
+    }
+    return (ra == 0 && rb == 0) || fail_at(path, "arrays differ in length");
+  }
+  default: break;
+  }
+  return fail_at(path, "no value");
+}
+
+/* ---- one object ---- */
+
+struct run {
+  const char *version;
+  int objects, failed;
+};
+
+static const struct kcr_type *type_of(struct kcr_jv obj, const char *version)
+{
+  size_t c;
+  static const char kind[] = "\"kind\"";
+  struct kcr_jv k = member(obj, (struct kcr_jv){.at = kind, .n = 6}, &c);
+  char want[128], with_v[160];
+  struct kcr_arena ar = KCR_ARENA_INIT;
+  struct kcr_str s;
+  const struct kcr_type *found = NULL;
+
+  if(kcr_jv_string(k, &ar, KCR_JV_COPY, &s) || s.n >= sizeof(want)) {
+    kcr_arena_cleanup(&ar);
+    return NULL;
+  }
+  for(size_t i = 0; i <= s.n; i++)
+    want[i] = (char)tolower((unsigned char)s.s[i]);
+  snprintf(with_v, sizeof(with_v), "%s_%s", want, version);
+  kcr_arena_cleanup(&ar);
+  for(size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++)
+    for(size_t i = 0; files[f][i]; i++)
+      if(!strcmp(files[f][i]->name, want) || !strcmp(files[f][i]->name, with_v))
+        found = files[f][i];
+  return found;
+}
+
+static kcr_err one(const char *text, size_t len, void *ud)
+{
+  struct run *r = ud;
+  struct kcr_arena a = KCR_ARENA_INIT;
+  struct kcr_buf view = KCR_BUF_INIT, copy = KCR_BUF_INIT, path = KCR_BUF_INIT;
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_jv in = {.at = text, .n = len}, out;
+  const struct kcr_type *t = type_of(in, r->version);
+  void *obj = t ? calloc(1, t->size) : NULL;
+  bool ok = false;
+
+  r->objects++;
+  if(!t) {
+    fprintf(stderr, "gen-roundtrip: an object of no generated kind: %.*s\n", (int)len,
+            text);
+  } else if(!obj || kcr_typed_decode(t, text, len, 0, &a, obj, &ei) ||
+            kcr_typed_encode(t, obj, &view, &ei) ||
+            kcr_typed_decode(t, text, len, KCR_TYPED_COPY, &a, obj, &ei) ||
+            kcr_typed_encode(t, obj, &copy, &ei)) {
+    fprintf(stderr, "gen-roundtrip: %s: %s\n", t->name,
+            ei.message ? ei.message : "failed");
+  } else if(view.len != copy.len || memcmp(view.ptr, copy.ptr, view.len)) {
+    fprintf(stderr, "gen-roundtrip: %s: the view and the copy encode differently\n",
+            t->name);
+  } else {
+    out = (struct kcr_jv){.at = view.ptr, .n = view.len};
+    ok = same(in, out, t, &path);
+    if(!ok)
+      fprintf(stderr,
+              "gen-roundtrip: %s: the round trip differs\n  in:  %.*s\n  out: %s\n",
+              t->name, (int)len, text, view.ptr);
+  }
+  if(ok) {
+    size_t c;
+    static const char meta[] = "\"metadata\"";
+    struct kcr_jv m = member(in, (struct kcr_jv){.at = meta, .n = 10}, &c);
+    printf("ok   %s %.*s (%zu bytes)\n", t->name, (int)(m.n < 60 ? m.n : 60), m.at, len);
+  } else {
+    r->failed++;
+  }
+  free(obj);
+  kcr_buf_cleanup(&view);
+  kcr_buf_cleanup(&copy);
+  kcr_buf_cleanup(&path);
+  kcr_errinfo_cleanup(&ei);
+  kcr_arena_cleanup(&a);
+  return KCR_OK;
+}
+
+int main(int argc, char **argv)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_config *cfg = NULL;
+  kcr_client *c = NULL;
+  struct run r = {0};
+
+  if(argc < 3) {
+    fprintf(stderr, "usage: gen-roundtrip NAMESPACE GROUP/VERSION/PLURAL...\n");
+    return 2;
+  }
+  if(kcr_config_load(&(struct kcr_config_opts){0}, &cfg, &ei) ||
+     kcr_client_new(&(struct kcr_client_opts){.config = cfg}, &c, &ei)) {
+    fprintf(stderr, "gen-roundtrip: %s\n", ei.message ? ei.message : "no client");
+    return 2;
+  }
+  for(int i = 2; i < argc; i++) {
+    char group[128], version[64], plural[128];
+    if(sscanf(argv[i], "%127[^/]/%63[^/]/%127s", group, version, plural) != 3) {
+      fprintf(stderr, "gen-roundtrip: %s is not GROUP/VERSION/PLURAL\n", argv[i]);
+      return 2;
+    }
+    struct kcr_gvr gvr = {
+        .group = group, .version = version, .resource = plural, .namespaced = true};
+    r.version = version;
+    if(kcr_list_each_text(c, &(struct kcr_ref){.gvr = &gvr, .ns = argv[1]}, NULL, one, &r,
+                          NULL, &ei)) {
+      fprintf(stderr, "gen-roundtrip: listing %s: %s\n", argv[i], ei.message);
+      r.failed++;
+    }
+  }
+  printf("gen-roundtrip: %d objects, %d failed\n", r.objects, r.failed);
+  kcr_client_free(c);
+  kcr_config_free(cfg);
+  kcr_errinfo_cleanup(&ei);
+  return r.failed || !r.objects;
+}
