@@ -51,8 +51,10 @@ static void check_header(const cJSON *tree, kcr_obj *o)
   FUZZ_CHECK(!strcmp(kcr_obj_uid(o), uid ? uid : ""));
   FUZZ_CHECK(!strcmp(kcr_obj_rv(o), rv ? rv : ""));
   FUZZ_CHECK(kcr_obj_generation(o) == kcr_json_int(tree, "/metadata/generation", 0));
+  /* set: a string, one holding \u0000 too (a Raw node in the tree) */
   FUZZ_CHECK(kcr_obj_deleting(o) ==
-             (kcr_json_str(tree, "/metadata/deletionTimestamp") != NULL));
+             (kcr_json_str(tree, "/metadata/deletionTimestamp") != NULL ||
+              kcr__json_nul_string(kcr_json_at(tree, "/metadata/deletionTimestamp"))));
   if(ns && *ns)
     snprintf(key, sizeof(key), "%s/%s", ns, name);
   else
