@@ -4,7 +4,6 @@
  * Output is a function of the input only: no date, no path but the
  * input's base name, so the same input gives the same bytes. Lines are
  * written as the project's clang-format (90 columns) leaves them. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,22 +13,8 @@
 
 #define COLS 90
 
-static void out(struct kcr_buf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void out(struct kcr_buf *b, const char *fmt, ...)
-{
-  va_list ap;
-  char *s;
-  int n;
-
-  va_start(ap, fmt);
-  n = vasprintf(&s, fmt, ap);
-  va_end(ap);
-  if(n < 0)
-    xalloc((size_t)-1);
-  kcr_buf_append(b, s, (size_t)n);
-  free(s);
-}
+/* kcr_buf errors are sticky: emit() checks them once at the end. */
+#define out kcr_buf_printf
 
 /* A C string literal of s: ASCII only, '?' escaped (no trigraphs). */
 static char *lit(const char *s)
@@ -112,33 +97,35 @@ static void assign(struct kcr_buf *b, int indent, const char *lhs, const char *r
     out(b, "%*s%s =\n%*s%s;\n", indent, "", lhs, indent + 4, "", rhs);
 }
 
+/* The C type and the description of the scalar kinds; NULL for the kinds
+ * that have a generated type of their own. */
+static const struct {
+  const char *ctype, *desc;
+} scalars[] = {
+    [S_BOOL] = {"bool", "&kcr_type_bool"},
+    [S_INT] = {"int64_t", "&kcr_type_int"},
+    [S_NUM] = {"double", "&kcr_type_number"},
+    [S_STR] = {"struct kcr_str", "&kcr_type_string"},
+    [S_ENUM] = {"struct kcr_enum", NULL},
+    [S_INTSTR] = {"struct kcr_intstr", "&kcr_type_intstr"},
+    [S_RAW] = {"struct kcr_raw", "&kcr_type_raw"},
+    [S_OBJ] = {NULL, NULL},
+    [S_ARR] = {NULL, NULL},
+    [S_MAP] = {NULL, NULL},
+};
+
 static const char *ctype(const struct schema *s, char *own, size_t n)
 {
-  switch(s->kind) {
-  case S_BOOL: return "bool";
-  case S_INT: return "int64_t";
-  case S_NUM: return "double";
-  case S_STR: return "struct kcr_str";
-  case S_ENUM: return "struct kcr_enum";
-  case S_INTSTR: return "struct kcr_intstr";
-  case S_RAW: return "struct kcr_raw";
-  default: break;
-  }
+  if(scalars[s->kind].ctype)
+    return scalars[s->kind].ctype;
   snprintf(own, n, "struct %s", s->cname);
   return own;
 }
 
 static const char *tdesc(const struct schema *s, char *own, size_t n)
 {
-  switch(s->kind) {
-  case S_BOOL: return "&kcr_type_bool";
-  case S_INT: return "&kcr_type_int";
-  case S_NUM: return "&kcr_type_number";
-  case S_STR: return "&kcr_type_string";
-  case S_INTSTR: return "&kcr_type_intstr";
-  case S_RAW: return "&kcr_type_raw";
-  default: break;
-  }
+  if(scalars[s->kind].desc)
+    return scalars[s->kind].desc;
   snprintf(own, n, "&%s_type", s->cname);
   return own;
 }
