@@ -11,7 +11,7 @@
  *   gen-roundtrip NAMESPACE GROUP/VERSION/PLURAL...
  *
  * Run under tools/controlplane/start after tests/gen/verify.sh put the
- * samples there (tests/gen/roundtrip.sh does both). Prints one line per
+ * samples there (tests/gen/roundtrip.sh, the ctest integration/gen_roundtrip, does both). Prints one line per
  * object; exits 1 when one differs or none was found. */
 #include <ctype.h>
 #include <stdio.h>

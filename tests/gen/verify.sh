@@ -25,7 +25,9 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${KUBECONFIG:?run under tools/controlplane/start (KUBECONFIG is not set)}"
 kubectl=${KCR_CONTROLPLANE_BIN:+$KCR_CONTROLPLANE_BIN/}kubectl
 ns=${KCR_GEN_NAMESPACE:-kcr-gen}
-check() { python3 "$here/check.py" "$@"; }
+# the Debian python3 that scripts/bootstrap gives PyYAML (python3-yaml)
+py=/usr/bin/python3
+check() { "$py" "$here/check.py" "$@"; }
 k() { "$kubectl" "$@"; }
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kcr-gen-verify.XXXXXX")
@@ -87,7 +89,7 @@ for f in "$here"/samples/*.json; do
     continue
   fi
   what="create"
-  if grep -q '"status"' "$f" && python3 -c 'import json,sys; sys.exit(0 if "status" in json.load(open(sys.argv[1])) else 1)' "$f"; then
+  if grep -q '"status"' "$f" && "$py" -c 'import json,sys; sys.exit(0 if "status" in json.load(open(sys.argv[1])) else 1)' "$f"; then
     check status-body "$tmp/$stem.created.json" "$f" >"$tmp/$stem.status-body.json"
     if ! k replace --raw "$coll/$stem/status" -f "$tmp/$stem.status-body.json" >/dev/null 2>"$tmp/err"; then
       bad "$stem: status update refused: $(cat "$tmp/err")"
