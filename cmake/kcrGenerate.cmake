@@ -1,8 +1,11 @@
-# kcr_generate_types - typed C objects from CustomResourceDefinitions, made
-# at build time by kcr-gen and compiled into a target (docs/typed-objects.md).
+# kcr_generate_types - typed C objects from CustomResourceDefinitions and of
+# built-in kinds, made at build time by kcr-gen and compiled into a target
+# (docs/typed-objects.md).
 #
 #   kcr_generate_types(TARGET <target> CRDS <crd.yaml>...
 #                      [VERSIONS <v>...] [OUTPUT_DIR <dir>])
+#   kcr_generate_types(TARGET <target> KINDS <apiVersion/Kind>...
+#                      [NAME <base>] [OUTPUT_DIR <dir>])
 #
 # For each CRD file, <base>.h and <base>.c in OUTPUT_DIR (default
 # ${CMAKE_CURRENT_BINARY_DIR}/kcr-gen/<target>), <base> being the file's name
@@ -12,6 +15,13 @@
 # (PUBLIC), so `#include "ebds.h"` works in the target and in what links it.
 # They are made again whenever a CRD file or kcr-gen changes. VERSIONS: only
 # these served versions (default: every served version).
+#
+# KINDS: built-in kinds (v1/ConfigMap, apps/v1/Deployment,
+# coordination.k8s.io/v1/Lease ...) from the OpenAPI snapshot in
+# KCR_OPENAPI_DIR (set by find_package(kcr) and by libkcr's own build), all
+# into one pair <base>.h / <base>.c (NAME, default k8s): the kinds share
+# their types (PodSpec ...), so name every built-in kind a target uses in
+# one call.
 #
 # In libkcr's own build kcr-gen is the target of that name; after
 # find_package(kcr) it is kcr::kcr-gen.
@@ -29,9 +39,13 @@ function(kcr_generate_types_base crd var)
 endfunction()
 
 function(kcr_generate_types)
-  cmake_parse_arguments(G "" "TARGET;OUTPUT_DIR" "CRDS;VERSIONS;PATHS" ${ARGN})
-  if(NOT G_TARGET OR NOT G_CRDS)
-    message(FATAL_ERROR "kcr_generate_types: TARGET and CRDS are required")
+  cmake_parse_arguments(G "" "TARGET;OUTPUT_DIR;NAME" "CRDS;VERSIONS;PATHS;KINDS" ${ARGN})
+  if(NOT G_TARGET OR (NOT G_CRDS AND NOT G_KINDS) OR (G_CRDS AND G_KINDS))
+    message(FATAL_ERROR "kcr_generate_types: TARGET and one of CRDS or KINDS are required")
+  endif()
+  if(G_KINDS AND (G_VERSIONS OR NOT KCR_OPENAPI_DIR))
+    message(FATAL_ERROR "kcr_generate_types: KINDS takes no VERSIONS (a kind names its "
+                        "version) and needs KCR_OPENAPI_DIR (find_package(kcr) sets it)")
   endif()
   if(G_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "kcr_generate_types: unknown arguments: ${G_UNPARSED_ARGUMENTS}")
@@ -55,6 +69,27 @@ function(kcr_generate_types)
   foreach(v IN LISTS G_VERSIONS)
     list(APPEND vers --version ${v})
   endforeach()
+  if(G_KINDS)
+    if(NOT G_NAME)
+      set(G_NAME k8s)
+    endif()
+    file(GLOB docs ${KCR_OPENAPI_DIR}/*.json)
+    set(args "")
+    foreach(doc IN LISTS docs)
+      list(APPEND args --openapi ${doc})
+    endforeach()
+    foreach(kind IN LISTS G_KINDS)
+      list(APPEND args --kind ${kind})
+    endforeach()
+    set(h ${G_OUTPUT_DIR}/${G_NAME}.h)
+    set(c ${G_OUTPUT_DIR}/${G_NAME}.c)
+    add_custom_command(OUTPUT ${h} ${c}
+      COMMAND ${gen} -o ${G_OUTPUT_DIR} --name ${G_NAME} ${args}
+      DEPENDS ${docs} ${gen}
+      COMMENT "kcr-gen: ${G_KINDS}"
+      VERBATIM)
+    target_sources(${G_TARGET} PRIVATE ${c} ${h})
+  endif()
   foreach(crd IN LISTS G_CRDS)
     get_filename_component(abs ${crd} ABSOLUTE)
     kcr_generate_types_base(${crd} base)

@@ -23,6 +23,7 @@
 #include "kcr/jsontext.h"
 #include "kcr/leader.h"
 #include "kcr/log.h"
+#include "kcr/meta.h"
 #include "kcr/manager.h"
 #include "kcr/metrics.h"
 #include "kcr/path.h"

@@ -4,15 +4,20 @@
  * types as a view and as a copy, encodes both, and compares - the two
  * encodings byte for byte, and the encoding with the object as the server
  * sent it: the same JSON value (member order ignored, numbers as exact
- * decimals, strings as the bytes they stand for), and byte for byte
+ * decimals, strings as the bytes they stand for, a null member the schema
+ * does not make nullable as absent), and byte for byte
  * inside every member the schema keeps as raw JSON (preserve-unknown,
  * embedded resources, metadata).
  *
- *   gen-roundtrip NAMESPACE GROUP/VERSION/PLURAL...
+ *   gen-roundtrip NAMESPACE GROUP/VERSION/PLURAL[/cluster][=KIND]...
  *
+ * GROUP "core" is the core group; /cluster lists a cluster-scoped resource;
+ * KIND is the kind of items that carry none (a built-in list's).
+ * Built-in kinds (k8s.h, from the OpenAPI snapshot) are found by their C
+ * name, <group's first label>_<version>_<kind in snake_case>.
  * Run under tools/controlplane/start after tests/gen/verify.sh put the
- * samples there (tests/gen/roundtrip.sh, the ctest integration/gen_roundtrip, does both). Prints one line per
- * object; exits 1 when one differs or none was found. */
+ * samples there (tests/gen/roundtrip.sh, the ctest integration/gen_roundtrip, does both).
+ * Prints one line per object; exits 1 when one differs or none was found. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,12 +27,14 @@
 #include "deep.h"
 #include "freeform.h"
 #include "intorstr.h"
+#include "k8s.h"
 #include "kcr.h"
 #include "listmaps.h"
 #include "unions.h"
 
 static const struct kcr_type *const *const files[] = {
-    big_types, deep_types, freeform_types, intorstr_types, listmaps_types, unions_types,
+    big_types,      deep_types, freeform_types, intorstr_types,
+    listmaps_types, k8s_types,  unions_types,
 };
 
 /* ---- comparing JSON values ---- */
@@ -113,14 +120,14 @@ static struct kcr_jv member(struct kcr_jv obj, struct kcr_jv nm, size_t *count)
   return found;
 }
 
-/* The type of member nm of object type t (NULL: none, or t is NULL). */
-static const struct kcr_type *member_type(const struct kcr_type *t, struct kcr_jv nm)
+/* Member nm of object type t (NULL: none, or t is NULL). */
+static const struct kcr_tfield *member_field(const struct kcr_type *t, struct kcr_jv nm)
 {
   if(!t || t->kind != KCR_TK_OBJECT)
     return NULL;
   for(size_t i = 0; i < t->nfields; i++)
     if(kcr_jv_str_is(nm, t->fields[i].name, t->fields[i].name_len))
-      return t->fields[i].type;
+      return &t->fields[i];
   return NULL;
 }
 
@@ -166,9 +173,18 @@ static bool same(struct kcr_jv a, struct kcr_jv b, const struct kcr_type *t,
       if(!kcr_jv_string(k, &ar, KCR_JV_COPY, &s))
         kcr_json_ptr_append(path, s.s);
       kcr_arena_cleanup(&ar);
+      const struct kcr_tfield *f = map ? NULL : member_field(t, k);
+      if(!w.n && f && f->null_ == KCR_TNONE && kcr_jv_type(v) == KCR_JT_NULL) {
+        /* null for a member not nullable reads as absent (built-in kinds:
+         * Go writes a nil *Time as null) */
+        distinct--;
+        path->len = mark;
+        path->ptr[mark] = '\0';
+        continue;
+      }
       if(!w.n)
         return fail_at(path, "member missing from the other");
-      if(!same(member(a, k, &na), w, map ? t->elem : member_type(t, k), path))
+      if(!same(member(a, k, &na), w, map ? t->elem : f ? f->type : NULL, path))
         return false;
       path->len = mark;
       path->ptr[mark] = '\0';
@@ -203,16 +219,23 @@ static bool same(struct kcr_jv a, struct kcr_jv b, const struct kcr_type *t,
 /* ---- one object ---- */
 
 struct run {
-  const char *version;
+  const char *group, *version, *kind;
   int objects, failed;
 };
 
-static const struct kcr_type *type_of(struct kcr_jv obj, const char *version)
+static const struct kcr_type *type_of(struct kcr_jv obj, const struct run *r)
 {
   size_t c;
   static const char kind[] = "\"kind\"";
   struct kcr_jv k = member(obj, (struct kcr_jv){.at = kind, .n = 6}, &c);
-  char want[128], with_v[160];
+  const char *group = r->group, *version = r->version;
+  char quoted[130];
+
+  if(!k.at && r->kind && strlen(r->kind) < 128) {
+    k.n = (size_t)snprintf(quoted, sizeof(quoted), "\"%s\"", r->kind);
+    k.at = quoted;
+  }
+  char want[128], with_v[160], builtin[300], *w;
   struct kcr_arena ar = KCR_ARENA_INIT;
   struct kcr_str s;
   const struct kcr_type *found = NULL;
@@ -224,10 +247,20 @@ static const struct kcr_type *type_of(struct kcr_jv obj, const char *version)
   for(size_t i = 0; i <= s.n; i++)
     want[i] = (char)tolower((unsigned char)s.s[i]);
   snprintf(with_v, sizeof(with_v), "%s_%s", want, version);
+  w = builtin + snprintf(builtin, 160, "%.*s_%s_",
+                         (int)strcspn(*group ? group : "core", "."),
+                         *group ? group : "core", version);
+  for(size_t i = 0; i < s.n; i++) {
+    if(i && isupper((unsigned char)s.s[i]) && islower((unsigned char)s.s[i - 1]))
+      *w++ = '_';
+    *w++ = (char)tolower((unsigned char)s.s[i]);
+  }
+  *w = '\0';
   kcr_arena_cleanup(&ar);
   for(size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++)
     for(size_t i = 0; files[f][i]; i++)
-      if(!strcmp(files[f][i]->name, want) || !strcmp(files[f][i]->name, with_v))
+      if(!strcmp(files[f][i]->name, want) || !strcmp(files[f][i]->name, with_v) ||
+         !strcmp(files[f][i]->name, builtin))
         found = files[f][i];
   return found;
 }
@@ -239,7 +272,7 @@ static kcr_err one(const char *text, size_t len, void *ud)
   struct kcr_buf view = KCR_BUF_INIT, copy = KCR_BUF_INIT, path = KCR_BUF_INIT;
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   struct kcr_jv in = {.at = text, .n = len}, out;
-  const struct kcr_type *t = type_of(in, r->version);
+  const struct kcr_type *t = type_of(in, r);
   void *obj = t ? calloc(1, t->size) : NULL;
   bool ok = false;
 
@@ -298,16 +331,27 @@ int main(int argc, char **argv)
     return 2;
   }
   for(int i = 2; i < argc; i++) {
-    char group[128], version[64], plural[128];
-    if(sscanf(argv[i], "%127[^/]/%63[^/]/%127s", group, version, plural) != 3) {
-      fprintf(stderr, "gen-roundtrip: %s is not GROUP/VERSION/PLURAL\n", argv[i]);
+    char group[128], version[64], plural[128], scope[16] = "", *kind;
+    if((kind = strchr(argv[i], '=')))
+      *kind++ = '\0';
+    if(sscanf(argv[i], "%127[^/]/%63[^/]/%127[^/]/%15s", group, version, plural, scope) <
+           3 ||
+       (*scope && strcmp(scope, "cluster"))) {
+      fprintf(stderr, "gen-roundtrip: %s is not GROUP/VERSION/PLURAL[/cluster]\n",
+              argv[i]);
       return 2;
     }
-    struct kcr_gvr gvr = {
-        .group = group, .version = version, .resource = plural, .namespaced = true};
+    bool cluster = !strcmp(scope, "cluster");
+    struct kcr_gvr gvr = {.group = strcmp(group, "core") ? group : "",
+                          .version = version,
+                          .resource = plural,
+                          .namespaced = !cluster};
+    r.group = gvr.group;
     r.version = version;
-    if(kcr_list_each_text(c, &(struct kcr_ref){.gvr = &gvr, .ns = argv[1]}, NULL, one, &r,
-                          NULL, &ei)) {
+    r.kind = kind;
+    if(kcr_list_each_text(c,
+                          &(struct kcr_ref){.gvr = &gvr, .ns = cluster ? NULL : argv[1]},
+                          NULL, one, &r, NULL, &ei)) {
       fprintf(stderr, "gen-roundtrip: listing %s: %s\n", argv[i], ei.message);
       r.failed++;
     }

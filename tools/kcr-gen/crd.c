@@ -6,8 +6,12 @@
  *     goes there, so nothing is dropped; declared properties included)
  *   x-kubernetes-embedded-resource: true         raw
  *   x-kubernetes-int-or-string: true             int-or-string
- *   the root's metadata                          raw (ObjectMeta: the
- *     apiserver keeps all of it, whatever the CRD declares)
+ *   the root's metadata                          libkcr's ObjectMeta
+ *     (struct kcr_meta_v1_object_meta of kcr/meta.h: the apiserver keeps
+ *     all of it, whatever the CRD declares)
+ *   OpenAPI: a $ref (or allOf of one $ref)       the definition's type
+ *     (openapi.c: one C type per definition, IntOrString and Quantity
+ *     special, meta types libkcr's)
  *   type boolean / integer / number              bool / int64 / double
  *   type string                                  enum when it lists values,
  *                                                else string
@@ -21,52 +25,46 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yaml.h>
 
-#include "model.h"
+#include "schema.h"
 
-struct rd {
-  yaml_document_t doc;
-  const char *origin;
-};
-
-static bool is(const yaml_node_t *n, const char *s)
+bool is(const yaml_node_t *n, const char *s)
 {
   size_t len = strlen(s);
   return n && n->type == YAML_SCALAR_NODE && n->data.scalar.length == len &&
          !memcmp(n->data.scalar.value, s, len);
 }
 
-static yaml_node_t *get(struct rd *r, const yaml_node_t *map, const char *key)
+yaml_node_t *get(struct rd *r, const yaml_node_t *map, const char *key)
 {
   if(!map || map->type != YAML_MAPPING_NODE)
     return NULL;
   for(yaml_node_pair_t *p = map->data.mapping.pairs.start;
       p < map->data.mapping.pairs.top; p++) {
-    if(is(yaml_document_get_node(&r->doc, p->key), key))
-      return yaml_document_get_node(&r->doc, p->value);
+    if(is(yaml_document_get_node(r->doc, p->key), key))
+      return yaml_document_get_node(r->doc, p->value);
   }
   return NULL;
 }
 
-static char *scalar(const yaml_node_t *n)
+char *scalar(const yaml_node_t *n)
 {
   if(!n || n->type != YAML_SCALAR_NODE)
     return NULL;
   return xstrndup((const char *)n->data.scalar.value, n->data.scalar.length);
 }
 
-static char *sget(struct rd *r, const yaml_node_t *map, const char *key)
+char *sget(struct rd *r, const yaml_node_t *map, const char *key)
 {
   return scalar(get(r, map, key));
 }
 
-static bool yes(struct rd *r, const yaml_node_t *map, const char *key)
+bool yes(struct rd *r, const yaml_node_t *map, const char *key)
 {
   return is(get(r, map, key), "true");
 }
 
-static int bad(struct rd *r, const yaml_node_t *n, const char *what, const char *path)
+int bad(struct rd *r, const yaml_node_t *n, const char *what, const char *path)
 {
   fprintf(stderr, "kcr-gen: %s:%lu: %s%s%s\n", r->origin,
           n ? (unsigned long)n->start_mark.line + 1 : 0ul, path ? path : "",
@@ -108,9 +106,6 @@ static int prop_cmp(const void *a, const void *b)
   return strcmp(((const struct prop *)a)->json, ((const struct prop *)b)->json);
 }
 
-static int build(struct rd *r, const yaml_node_t *n, const char *path, bool root_meta,
-                 struct schema **out);
-
 static int object(struct rd *r, const yaml_node_t *n, struct schema *s)
 {
   yaml_node_t *props = get(r, n, "properties"), *req = get(r, n, "required");
@@ -122,8 +117,8 @@ static int object(struct rd *r, const yaml_node_t *n, struct schema *s)
   s->props = xalloc((np ? np : 1) * sizeof(*s->props));
   for(size_t i = 0; i < np; i++) {
     yaml_node_pair_t *p = &props->data.mapping.pairs.start[i];
-    yaml_node_t *k = yaml_document_get_node(&r->doc, p->key);
-    yaml_node_t *v = yaml_document_get_node(&r->doc, p->value);
+    yaml_node_t *k = yaml_document_get_node(r->doc, p->key);
+    yaml_node_t *v = yaml_document_get_node(r->doc, p->value);
     struct prop *x = &s->props[s->nprops];
     char *sub, *esc;
     if(!(x->json = scalar(k)))
@@ -145,6 +140,7 @@ static int object(struct rd *r, const yaml_node_t *n, struct schema *s)
     *e = '\0';
     sub = xprintf("%s/%s", s->path, esc);
     x->nullable = yes(r, v, "nullable");
+    x->desc = first_sentence(sget(r, v, "description"));
     if(build(r, v, sub, !*s->path && !strcmp(x->json, "metadata"), &x->s))
       return -1;
     s->nprops++;
@@ -152,7 +148,7 @@ static int object(struct rd *r, const yaml_node_t *n, struct schema *s)
   if(req && req->type == YAML_SEQUENCE_NODE)
     for(yaml_node_item_t *it = req->data.sequence.items.start;
         it < req->data.sequence.items.top; it++) {
-      yaml_node_t *q = yaml_document_get_node(&r->doc, *it);
+      yaml_node_t *q = yaml_document_get_node(r->doc, *it);
       for(size_t j = 0; j < s->nprops; j++)
         if(is(q, s->props[j].json))
           s->props[j].required = true;
@@ -161,13 +157,21 @@ static int object(struct rd *r, const yaml_node_t *n, struct schema *s)
   return 0;
 }
 
-static int build(struct rd *r, const yaml_node_t *n, const char *path, bool root_meta,
-                 struct schema **out)
+int build(struct rd *r, const yaml_node_t *n, const char *path, bool root_meta,
+          struct schema **out)
 {
-  struct schema *s = xalloc(sizeof(*s));
+  struct schema *s;
   char *type;
   yaml_node_t *v;
+  int ref;
 
+  if(root_meta && !r->lib) {
+    *out = meta_ext("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", path);
+    return 0;
+  }
+  if(r->oa && (ref = openapi_ref(r, n, path, out)))
+    return ref < 0 ? -1 : 0;
+  s = xalloc(sizeof(*s));
   *out = s;
   s->path = xstrdup(path);
   s->line = n ? (int)n->start_mark.line + 1 : 0;
@@ -198,9 +202,6 @@ static int build(struct rd *r, const yaml_node_t *n, const char *path, bool root
     s->why = xstrdup("x-kubernetes-embedded-resource");
   } else if(yes(r, n, "x-kubernetes-int-or-string")) {
     s->kind = S_INTSTR;
-  } else if(root_meta) {
-    s->kind = S_RAW;
-    s->why = xstrdup("ObjectMeta, kept whole");
   } else if(!type) {
     s->kind = S_RAW;
     s->why = xstrdup("no type");
@@ -218,7 +219,7 @@ static int build(struct rd *r, const yaml_node_t *n, const char *path, bool root
       s->values = xalloc((nv + 1) * sizeof(char *));
       s->consts = xalloc((nv + 1) * sizeof(char *));
       for(size_t i = 0; i < nv; i++) {
-        yaml_node_t *e = yaml_document_get_node(&r->doc, v->data.sequence.items.start[i]);
+        yaml_node_t *e = yaml_document_get_node(r->doc, v->data.sequence.items.start[i]);
         char *val = scalar(e);
         bool dup = false;
         if(!val)
@@ -280,7 +281,7 @@ static int crd(struct rd *r, yaml_node_t *root, const char *const *only, size_t 
                NULL);
   for(yaml_node_item_t *it = versions->data.sequence.items.start;
       it < versions->data.sequence.items.top; it++) {
-    yaml_node_t *ver = yaml_document_get_node(&r->doc, *it);
+    yaml_node_t *ver = yaml_document_get_node(r->doc, *it);
     yaml_node_t *schema;
     struct kind *k;
     char *vname = sget(r, ver, "name");
@@ -323,7 +324,8 @@ int crd_read(const char *origin, const char *text, size_t len, const char *const
              size_t nonly, struct kind **kinds, size_t *nkinds)
 {
   yaml_parser_t p;
-  struct rd r = {.origin = origin};
+  yaml_document_t doc;
+  struct rd r = {.doc = &doc, .origin = origin};
   int rc = 0, ndoc = 0;
   size_t before = *nkinds;
 
@@ -332,21 +334,21 @@ int crd_read(const char *origin, const char *text, size_t len, const char *const
   yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
   for(;;) {
     yaml_node_t *root;
-    if(!yaml_parser_load(&p, &r.doc)) {
+    if(!yaml_parser_load(&p, r.doc)) {
       fprintf(stderr, "kcr-gen: %s:%lu: %s\n", origin,
               (unsigned long)p.problem_mark.line + 1,
               p.problem ? p.problem : "malformed YAML");
       rc = -1;
       break;
     }
-    if(!(root = yaml_document_get_root_node(&r.doc))) {
-      yaml_document_delete(&r.doc);
+    if(!(root = yaml_document_get_root_node(r.doc))) {
+      yaml_document_delete(r.doc);
       break;
     }
     ndoc++;
     if(is(get(&r, root, "kind"), "CustomResourceDefinition"))
       rc = crd(&r, root, only, nonly, kinds, nkinds);
-    yaml_document_delete(&r.doc);
+    yaml_document_delete(r.doc);
     if(rc)
       break;
   }

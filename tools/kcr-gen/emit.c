@@ -13,6 +13,9 @@
 
 #define COLS 90
 
+/* Writing libkcr's own kcr/meta.h: exported with KCR_API. */
+static bool lib;
+
 /* kcr_buf errors are sticky: emit() checks them once at the end. */
 #define out kcr_buf_printf
 
@@ -88,13 +91,31 @@ static void call(struct kcr_buf *b, int indent, const char *head, const char *co
   out(b, "\n");
 }
 
-/* `lhs = rhs;` at indent, broken after '=' when it does not fit. */
+/* `lhs = rhs;` at indent, broken after '=' when it does not fit, and rhs
+ * (a call "f(a, b, c)") broken as call() breaks one when even that does
+ * not fit. */
 static void assign(struct kcr_buf *b, int indent, const char *lhs, const char *rhs)
 {
-  if(indent + (int)strlen(lhs) + 3 + (int)strlen(rhs) + 1 <= COLS)
+  const char *open = strchr(rhs, '(');
+  size_t n = 0;
+
+  if(indent + (int)strlen(lhs) + 3 + (int)strlen(rhs) + 1 <= COLS) {
     out(b, "%*s%s = %s;\n", indent, "", lhs, rhs);
-  else
-    out(b, "%*s%s =\n%*s%s;\n", indent, "", lhs, indent + 4, "", rhs);
+    return;
+  }
+  out(b, "%*s%s =\n", indent, "", lhs);
+  if(indent + 4 + (int)strlen(rhs) + 1 <= COLS || !open) {
+    out(b, "%*s%s;\n", indent + 4, "", rhs);
+    return;
+  }
+  char *rest = xstrndup(open + 1, strlen(open + 1) - 1); /* without the ')' */
+  const char *args[16];
+  for(char *a = rest, *c; a && n < 16; a = c ? c + 2 : NULL) {
+    if((c = strstr(a, ", ")))
+      *c = '\0';
+    args[n++] = a;
+  }
+  call(b, indent + 4, xstrndup(rhs, (size_t)(open - rhs) + 1), args, n, ");");
 }
 
 /* The C type and the description of the scalar kinds; NULL for the kinds
@@ -136,7 +157,7 @@ static char *about(const struct prop *p)
   const struct schema *s = p->s;
   struct kcr_buf b = KCR_BUF_INIT;
 
-  out(&b, "%s", s->desc ? s->desc : p->json);
+  out(&b, "%s", p->desc ? p->desc : s->desc ? s->desc : p->json);
   if(p->required)
     out(&b, " [required]");
   if(p->nullable)
@@ -200,12 +221,31 @@ static void open_struct(struct kcr_buf *b, const char *name)
     out(b, "struct\n    %s {\n", name);
 }
 
-static void h_types(struct kcr_buf *b, const struct schema *s)
+/* After the type of a definition: its exported description. */
+static void h_def(struct kcr_buf *b, const struct schema *s)
+{
+  const char *head =
+      lib ? "KCR_API extern const struct kcr_type" : "extern const struct kcr_type";
+  if(!s->def)
+    return;
+  if(strlen(head) + 1 + strlen(s->cname) + 6 <= COLS)
+    out(b, "%s %s_type;\n", head, s->cname);
+  else
+    out(b, "%s\n    %s_type;\n", head, s->cname);
+}
+
+static void h_types(struct kcr_buf *b, struct schema *s)
 {
   char t[512];
 
+  if(s->ext || s->written)
+    return;
+  s->written = true;
   switch(s->kind) {
-  case S_ENUM: h_enum(b, s); return;
+  case S_ENUM:
+    h_enum(b, s);
+    h_def(b, s);
+    return;
   case S_ARR:
   case S_MAP: {
     char *c = xprintf("%s: %s", s->path, s->kind == S_ARR ? "an array" : "a map");
@@ -219,6 +259,7 @@ static void h_types(struct kcr_buf *b, const struct schema *s)
     if(s->elem_nullable)
       out(b, "  bool *null; /* null[i]: item i is JSON null */\n");
     out(b, "  size_t n;\n};\n");
+    h_def(b, s);
     return;
   }
   case S_OBJ: break;
@@ -242,6 +283,7 @@ static void h_types(struct kcr_buf *b, const struct schema *s)
     member(b, ctype(p->s, t, sizeof(t)), p->member);
   }
   out(b, "};\n");
+  h_def(b, s);
 }
 
 static char *upper(const char *s)
@@ -273,13 +315,13 @@ static void h_kind(struct kcr_buf *b, const struct kind *k)
                          xprintf("%s_API_VERSION", P), xprintf("%s_KIND", P),
                          xprintf("%s_RESOURCE", P)};
   char *vals[] = {lit(k->group), lit(k->version), NULL, lit(k->kind), lit(k->plural)};
-  char *av = xprintf("%s/%s", k->group, k->version);
+  char *av = *k->group ? xprintf("%s/%s", k->group, k->version) : k->version;
 
   vals[2] = lit(av);
   out(b, "\n");
   comment(b, 0,
-          xprintf("---- %s/%s, Kind=%s (resource %s, %s) ----", k->group, k->version,
-                  k->kind, k->plural, k->namespaced ? "namespaced" : "cluster-scoped"));
+          xprintf("---- %s, Kind=%s (resource %s, %s) ----", av, k->kind, k->plural,
+                  k->namespaced ? "namespaced" : "cluster-scoped"));
   out(b, "\n");
   macros(b, names, (const char *const *)vals, 5);
   for(size_t i = 0; i < 5; i++)
@@ -288,8 +330,11 @@ static void h_kind(struct kcr_buf *b, const struct kind *k)
       "\n/* The resource, for kcr_ref, informers and the manager's cached reads. */\n");
   out(b, "extern const struct kcr_gvr %s_gvr;\n", p);
   h_types(b, k->root);
-  out(b, "\n/* The description kcr_typed_decode and kcr_typed_encode walk. */\n");
-  out(b, "extern const struct kcr_type %s_type;\n\n", p);
+  if(!k->root->def) {
+    out(b, "\n/* The description kcr_typed_decode and kcr_typed_encode walk. */\n");
+    out(b, "extern const struct kcr_type %s_type;\n", p);
+  }
+  out(b, "\n");
   comment(
       b, 0,
       "Decodes an object's JSON text into *out (kcr_typed_decode: flags 0 for a view "
@@ -334,6 +379,10 @@ static int next_id;
 
 static const char *c_desc(const struct schema *s, char *own, size_t n)
 {
+  if(s->ext || s->def) {
+    snprintf(own, n, "&%s_type", s->cname);
+    return own;
+  }
   if(s->kind == S_OBJ || s->kind == S_ARR || s->kind == S_MAP || s->kind == S_ENUM) {
     snprintf(own, n, "&t%d", s->id);
     return own;
@@ -356,10 +405,27 @@ static void c_typedef(struct kcr_buf *b, const struct schema *s)
     out(b, "typedef struct\n    %s\n        %s;\n", s->cname, id);
 }
 
+/* The description of s: t<id>, or exported as <root>_type. init's "%s"
+ * is the name given for messages. */
+static void c_decl(struct kcr_buf *b, const struct schema *s, const char *root,
+                   const char *init)
+{
+  if(root)
+    assign(b, 0, xprintf("const struct kcr_type %s_type", root),
+           xprintf(init, xprintf("\"%s\"", root)));
+  else
+    assign(b, 0, xprintf("static const struct kcr_type t%d", s->id),
+           xprintf(init, "NULL"));
+}
+
 static void c_types(struct kcr_buf *b, struct schema *s, const char *root)
 {
   char t[512];
 
+  if(s->ext || s->id)
+    return;
+  if(s->def)
+    root = s->cname;
   switch(s->kind) {
   case S_ENUM: {
     s->id = ++next_id;
@@ -371,8 +437,8 @@ static void c_types(struct kcr_buf *b, struct schema *s, const char *root)
       out(b, "    %s,\n", l);
       free(l);
     }
-    out(b, "};\nstatic const struct kcr_type t%d = KCR_TENUM(NULL, v%d);\n", s->id,
-        s->id);
+    out(b, "};\n");
+    c_decl(b, s, root, xprintf("KCR_TENUM(%%s, v%d)", s->id));
     return;
   }
   case S_ARR:
@@ -381,9 +447,10 @@ static void c_types(struct kcr_buf *b, struct schema *s, const char *root)
     s->id = ++next_id;
     out(b, "\n");
     c_typedef(b, s);
-    out(b, "static const struct kcr_type t%d = %s%s(NULL, s%d, %s);\n", s->id,
-        s->kind == S_ARR ? "KCR_TARRAY" : "KCR_TMAP", s->elem_nullable ? "_NULLABLE" : "",
-        s->id, c_desc(s->elem, t, sizeof(t)));
+    c_decl(b, s, root,
+           xprintf("%s%s(%%s, s%d, %s)", s->kind == S_ARR ? "KCR_TARRAY" : "KCR_TMAP",
+                   s->elem_nullable ? "_NULLABLE" : "", s->id,
+                   c_desc(s->elem, t, sizeof(t))));
     return;
   case S_OBJ: break;
   default: return;
@@ -404,12 +471,7 @@ static void c_types(struct kcr_buf *b, struct schema *s, const char *root)
     free((char *)args[1]);
   }
   out(b, "};\n");
-  if(root)
-    assign(b, 0, xprintf("const struct kcr_type %s_type", root),
-           xprintf("KCR_TOBJECT(\"%s\", s%d, f%d)", root, s->id, s->id));
-  else
-    out(b, "static const struct kcr_type t%d = KCR_TOBJECT(NULL, s%d, f%d);\n", s->id,
-        s->id, s->id);
+  c_decl(b, s, root, xprintf("KCR_TOBJECT(%%s, s%d, f%d)", s->id, s->id));
 }
 
 static void c_kind(struct kcr_buf *b, const struct kind *k)
@@ -430,7 +492,23 @@ static void c_kind(struct kcr_buf *b, const struct kind *k)
   out(b, "\n");
   const char *gvr[] = {xprintf("%s_GROUP", P), xprintf("%s_VERSION", P),
                        xprintf("%s_RESOURCE", P), k->namespaced ? "true" : "false"};
-  call(b, 0, xprintf("const struct kcr_gvr %s_gvr = {", p), gvr, 4, "};");
+  char *one = xprintf("%s, %s, %s, %s};", gvr[0], gvr[1], gvr[2], gvr[3]);
+  char *head = xprintf("const struct kcr_gvr %s_gvr = {", p);
+  int lines = 1, col = (int)strlen(head);
+  for(size_t i = 0; i < 4; i++) { /* how call() would pack them */
+    int w = (int)strlen(gvr[i]) + (i < 3 ? 1 : 2);
+    if(i && col + 1 + w > COLS) {
+      lines++;
+      col = (int)strlen(head) + w;
+    } else {
+      col += (i ? 1 : 0) + w;
+    }
+  }
+  /* clang-format breaks after the brace rather than use three lines */
+  if(lines > 2 && 4 + strlen(one) <= COLS)
+    out(b, "%s\n    %s\n", head, one);
+  else
+    call(b, 0, head, gvr, 4, "};");
   c_types(b, k->root, p);
 
   const char *dec[] = {"const char *json",
@@ -483,37 +561,56 @@ static void c_kind(struct kcr_buf *b, const struct kind *k)
 }
 
 void emit(const char *base, const char *input, const char *sha, const struct kind *kinds,
-          size_t n, struct kcr_buf *h, struct kcr_buf *c)
+          size_t n, struct schema **types, size_t nt, struct kcr_buf *h,
+          struct kcr_buf *c)
 {
   char *G = upper(base);
   const char *top = "%s.%s - typed objects generated by kcr-gen %s from %s (SHA-256 %s). "
                     "DO NOT EDIT: regenerate it (docs/typed-objects.md).";
 
+  lib = nt > 0;
   next_id = 0;
   for(char *q = G; *q; q++)
     if(!((*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9')))
       *q = '_';
-  comment(h, 0, xprintf(top, base, "h", KCR_VERSION, input, sha));
-  out(h, "#ifndef KCR_GEN_%s_H\n#define KCR_GEN_%s_H\n\n", G, G);
+  comment(h, 0, xprintf(top, base, "h", lib ? "(libkcr)" : KCR_VERSION, input, sha));
+  if(lib)
+    out(h, "#ifndef KCR_%s_H\n#define KCR_%s_H\n\n", G, G);
+  else
+    out(h, "#ifndef KCR_GEN_%s_H\n#define KCR_GEN_%s_H\n\n", G, G);
   out(h, "#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n\n");
-  out(h,
-      "#include \"kcr/path.h\"\n#include \"kcr/store.h\"\n#include \"kcr/typed.h\"\n\n");
+  if(lib)
+    out(h, "#include \"api.h\"\n#include \"typed.h\"\n\n");
+  else
+    out(h, "#include \"kcr/meta.h\"\n#include \"kcr/path.h\"\n#include "
+           "\"kcr/store.h\"\n#include \"kcr/typed.h\"\n\n");
   out(h, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n");
   for(size_t i = 0; i < n; i++)
     h_kind(h, &kinds[i]);
-  out(h, "\n");
-  comment(h, 0, "The description of every kind above, in order, then NULL.");
-  out(h, "extern const struct kcr_type *const %s_types[];\n", base);
+  for(size_t i = 0; i < nt; i++)
+    h_types(h, types[i]);
+  if(!lib) {
+    out(h, "\n");
+    comment(h, 0, "The description of every kind above, in order, then NULL.");
+    out(h, "extern const struct kcr_type *const %s_types[];\n", base);
+  }
   out(h, "\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
 
-  comment(c, 0, xprintf(top, base, "c", KCR_VERSION, input, sha));
-  out(c, "#include <stddef.h>\n#include <string.h>\n\n#include \"%s.h\"\n", base);
+  comment(c, 0, xprintf(top, base, "c", lib ? "(libkcr)" : KCR_VERSION, input, sha));
+  if(lib)
+    out(c, "#include <stddef.h>\n\n#include \"kcr/%s.h\"\n", base);
+  else
+    out(c, "#include <stddef.h>\n#include <string.h>\n\n#include \"%s.h\"\n", base);
   for(size_t i = 0; i < n; i++)
     c_kind(c, &kinds[i]);
-  out(c, "\nconst struct kcr_type *const %s_types[] = {\n", base);
-  for(size_t i = 0; i < n; i++)
-    out(c, "    &%s_type,\n", kinds[i].prefix);
-  out(c, "    NULL,\n};\n");
+  for(size_t i = 0; i < nt; i++)
+    c_types(c, types[i], NULL);
+  if(!lib) {
+    out(c, "\nconst struct kcr_type *const %s_types[] = {\n", base);
+    for(size_t i = 0; i < n; i++)
+      out(c, "    &%s_type,\n", kinds[i].prefix);
+    out(c, "    NULL,\n};\n");
+  }
   if(kcr_buf_err(h) || kcr_buf_err(c))
     xalloc((size_t)-1);
 }

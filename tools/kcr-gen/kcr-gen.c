@@ -10,10 +10,17 @@
  * not what the input gives now (a stale file). docs/typed-objects.md is the
  * user's guide; kcr/typed.h the engine the output runs on.
  *
+ *   kcr-gen [-o DIR] --openapi DOC.json... --kind GVK... --name BASE [--check]
+ *
+ * The second form: the built-in kinds GVK (v1/ConfigMap, apps/v1/Deployment)
+ * from the apiserver's OpenAPI v3 documents (tools/kcr-gen/openapi), into
+ * one DIR/BASE.h and .c; --meta instead of --kind and --name writes
+ * libkcr's own kcr/meta.h (tools/kcr-gen/openapi/meta.sh).
+ *
  * DESIGN. Three passes over a model (model.h): crd.c reads the YAML into
- * schema nodes, names.c gives them C names, emit.c writes the text. The
- * tool is a build step: it reads, writes and exits, so running out of
- * memory ends it with a message (xalloc) rather than unwinding. */
+ * schema nodes (openapi.c the OpenAPI documents, with crd.c's rules), names.c gives them
+ * C names, emit.c writes the text. The tool is a build step: it reads, writes and exits,
+ * so running out of memory ends it with a message (xalloc) rather than unwinding. */
 #include <errno.h>
 #include <getopt.h>
 #include <openssl/evp.h>
@@ -155,13 +162,41 @@ static void usage(FILE *f)
 {
   fputs(
       "usage: kcr-gen [-o DIR] [--version V]... [--name BASE] [--check] CRD.yaml...\n"
-      "Typed C objects (BASE.h, BASE.c) from each file of CustomResourceDefinitions.\n"
+      "       kcr-gen [-o DIR] --openapi DOC.json... --kind GVK... --name BASE "
+      "[--check]\n"
+      "Typed C objects (BASE.h, BASE.c) from each file of CustomResourceDefinitions,\n"
+      "or of built-in kinds (GVK: v1/ConfigMap, apps/v1/Deployment) from the\n"
+      "apiserver's OpenAPI v3 documents (the snapshot in share/kcr/openapi).\n"
       "  -o, --output DIR  where to write (default .)\n"
       "  --version V       only version V (repeat for more; default: every served one)\n"
       "  --name BASE       the output's base name (one input only)\n"
       "  --check           write nothing; exit 1 if an output is stale\n"
+      "  --openapi DOC     an OpenAPI v3 document (repeat: every one the kinds need)\n"
+      "  --kind GVK        a built-in kind, as apiVersion/Kind (repeat)\n"
+      "  --meta            libkcr's own kcr/meta.h and meta.c (its build only)\n"
       "  --help, --about\n",
       f);
+}
+
+/* Names the model, writes DIR/BASE.h and .c (or checks them). 0, 1 (stale,
+ * with check) or -1. */
+static int write_out(const char *dir, const char *base, const char *shown,
+                     const char *sha, struct kind *kinds, size_t nk,
+                     struct schema **types, size_t nt, bool check)
+{
+  struct kcr_buf h = KCR_BUF_INIT, c = KCR_BUF_INIT;
+  int rc;
+
+  names_assign(kinds, nk, types, nt);
+  emit(base, shown, sha, kinds, nk, types, nt, &h, &c);
+  rc = put(xprintf("%s/%s.h", dir, base), &h, check);
+  if(rc >= 0) {
+    int r2 = put(xprintf("%s/%s.c", dir, base), &c, check);
+    rc = r2 < 0 ? r2 : rc | r2;
+  }
+  kcr_buf_cleanup(&h);
+  kcr_buf_cleanup(&c);
+  return rc;
 }
 
 static int one(const char *path, const char *dir, const char *name,
@@ -169,40 +204,60 @@ static int one(const char *path, const char *dir, const char *name,
 {
   struct kind *kinds = NULL;
   size_t nk = 0;
-  char *text, sha[65], *base, *hp, *cp;
+  char *text, sha[65];
   size_t len;
-  struct kcr_buf h = KCR_BUF_INIT, c = KCR_BUF_INIT;
-  const char *shown;
   int rc;
 
   if(slurp(path, &text, &len))
     return -1;
   sha256_hex(text, len, sha);
-  if(crd_read(path, text, len, only, nonly, &kinds, &nk)) {
-    free(text);
-    free(kinds);
-    return -1;
-  }
-  for(size_t i = 0; i < nk; i++) {
-    bool several = false;
-    for(size_t j = 0; j < nk; j++)
-      several |= j != i && !strcmp(kinds[i].kind, kinds[j].kind) &&
-                 !strcmp(kinds[i].group, kinds[j].group);
-    names_assign(&kinds[i], several);
-  }
-  base = name ? xstrdup(name) : base_of(path);
-  shown = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-  emit(base, shown, sha, kinds, nk, &h, &c);
-  hp = xprintf("%s/%s.h", dir, base);
-  cp = xprintf("%s/%s.c", dir, base);
-  rc = put(hp, &h, check);
-  if(rc >= 0) {
-    int r2 = put(cp, &c, check);
-    rc = r2 < 0 ? r2 : rc | r2;
-  }
-  kcr_buf_cleanup(&h);
-  kcr_buf_cleanup(&c);
+  rc = crd_read(path, text, len, only, nonly, &kinds, &nk);
   free(text);
+  if(!rc)
+    rc = write_out(dir, name ? name : base_of(path),
+                   strrchr(path, '/') ? strrchr(path, '/') + 1 : path, sha, kinds, nk,
+                   NULL, 0, check);
+  free(kinds);
+  return rc;
+}
+
+/* --openapi: the kinds gvks[0..n) (or, with meta, libkcr's meta types)
+ * from the documents docs[0..nd), into one file pair. */
+static int openapi(const char *const *docs, size_t nd, const char *const *gvks, size_t n,
+                   bool meta, const char *dir, const char *name, bool check)
+{
+  struct openapi *oa = NULL;
+  struct kind *kinds = NULL;
+  struct schema **types = NULL;
+  size_t nk = 0, nt = 0;
+  struct kcr_buf all = KCR_BUF_INIT, shown = KCR_BUF_INIT;
+  char sha[65];
+  int rc = 0;
+
+  for(size_t i = 0; i < nd && !rc; i++) {
+    char *text;
+    size_t len;
+    if(slurp(docs[i], &text, &len))
+      return -1;
+    kcr_buf_append(&all, text, len);
+    kcr_buf_printf(&shown, "%s%s", i ? " " : "",
+                   strrchr(docs[i], '/') ? strrchr(docs[i], '/') + 1 : docs[i]);
+    rc = openapi_read(&oa, docs[i], text, len);
+    free(text);
+  }
+  if(kcr_buf_err(&all) || kcr_buf_err(&shown))
+    xalloc((size_t)-1);
+  sha256_hex(all.ptr, all.len, sha);
+  if(!rc && meta)
+    rc = openapi_meta(oa, &types, &nt);
+  for(size_t i = 0; i < n && !rc; i++)
+    rc = openapi_kind(oa, gvks[i], &kinds, &nk);
+  if(!rc)
+    rc = write_out(dir, meta ? "meta" : name, kcr_buf_str(&shown), sha, kinds, nk, types,
+                   nt, check);
+  openapi_free(oa);
+  kcr_buf_cleanup(&all);
+  kcr_buf_cleanup(&shown);
   free(kinds);
   return rc;
 }
@@ -213,13 +268,18 @@ int main(int argc, char **argv)
                                        {"version", required_argument, NULL, 'V'},
                                        {"name", required_argument, NULL, 'n'},
                                        {"check", no_argument, NULL, 'c'},
+                                       {"openapi", required_argument, NULL, 'O'},
+                                       {"kind", required_argument, NULL, 'k'},
+                                       {"meta", no_argument, NULL, 'm'},
                                        {"help", no_argument, NULL, 'h'},
                                        {"about", no_argument, NULL, 'a'},
                                        {NULL, 0, NULL, 0}};
   const char *dir = ".", *name = NULL;
   const char **only = xalloc((size_t)argc * sizeof(char *));
-  size_t nonly = 0;
-  bool check = false;
+  const char **docs = xalloc((size_t)argc * sizeof(char *));
+  const char **gvks = xalloc((size_t)argc * sizeof(char *));
+  size_t nonly = 0, ndocs = 0, ngvks = 0;
+  bool check = false, meta = false;
   int o, status = 0;
 
   while((o = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
@@ -228,10 +288,24 @@ int main(int argc, char **argv)
     case 'V': only[nonly++] = optarg; break;
     case 'n': name = optarg; break;
     case 'c': check = true; break;
+    case 'O': docs[ndocs++] = optarg; break;
+    case 'k': gvks[ngvks++] = optarg; break;
+    case 'm': meta = true; break;
     case 'h': usage(stdout); return 0;
     case 'a': printf("kcr-gen %s\n", KCR_VERSION); return 0;
     default: usage(stderr); return 2;
     }
+  }
+  if(ndocs || ngvks || meta) {
+    int rc = -1;
+    if(!ndocs || optind < argc || nonly || (meta ? ngvks || name : !ngvks || !name))
+      fputs("kcr-gen: --openapi DOC... with --kind GVK... and --name BASE (or --meta), "
+            "and no CRD file or --version\n",
+            stderr);
+    else
+      rc = openapi(docs, ndocs, gvks, ngvks, meta, dir, name, check);
+    kcr_arena_cleanup(&heap);
+    return rc < 0 ? 2 : rc;
   }
   if(optind >= argc || (name && argc - optind > 1)) {
     fputs(optind >= argc ? "kcr-gen: no CRD file given\n"

@@ -29,16 +29,25 @@ struct schema {
   char *unknown; /* S_ENUM: the constant for an unlisted value */
   int line;      /* in the YAML file */
   int id;        /* emit.c: the number of its local names in the source */
+  /* A named definition of an OpenAPI document ("io.k8s.api.core.v1.PodSpec"):
+   * one node for all its uses, one C type named after it (def_cname), whose
+   * description is exported as <cname>_type. */
+  char *def, *def_cname;
+  /* S_OBJ of libkcr's kcr/meta.h (ObjectMeta ...): its C name; the type
+   * and its description are libkcr's, not written again. */
+  char *ext;
+  bool named, written; /* names.c, emit.c: done once for a shared node */
 };
 
 struct prop {
   char *json;   /* the JSON name */
+  char *desc;   /* first sentence of the property's description, or NULL */
   char *member; /* the C member name */
   bool required, nullable;
   struct schema *s;
 };
 
-/* One served version of one CRD. */
+/* One served version of one CRD, or one built-in kind. */
 struct kind {
   char *group, *version, *kind, *plural, *list_kind;
   bool namespaced, status_sub;
@@ -58,9 +67,43 @@ char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int crd_read(const char *origin, const char *text, size_t len, const char *const *only,
              size_t nonly, struct kind **kinds, size_t *nkinds);
 
-/* Gives every kind its C names: type and member names from the JSON path,
- * keywords escaped, collisions after case folding suffixed. with_version:
- * the prefix carries the version (several versions of one kind). */
-void names_assign(struct kind *k, bool with_version);
+/* The definitions of the apiserver's OpenAPI v3 documents (the snapshot of
+ * tools/kcr-gen/openapi: JSON, which libyaml reads as YAML). */
+struct openapi;
+
+/* Reads one document (origin names it in messages) into *oa (NULL: a new
+ * set). Returns 0, or -1 after printing what is wrong. */
+int openapi_read(struct openapi **oa, const char *origin, const char *text, size_t len);
+
+/* Frees the documents of oa (the model read from them stays). */
+void openapi_free(struct openapi *oa);
+
+/* Appends the kind apiVersion/Kind ("v1/ConfigMap", "apps/v1/Deployment")
+ * to *kinds, its schema and every definition it uses typed as crd_read
+ * types a CRD's (prefix and type names from the definitions' names:
+ * core_v1_config_map). Returns 0, or -1 after printing what is wrong. */
+int openapi_kind(struct openapi *oa, const char *gvk, struct kind **kinds,
+                 size_t *nkinds);
+
+/* libkcr's own build: the meta types (kcr/meta.h) from their definitions,
+ * named kcr_meta_v1_*, into types[0..*n). Returns 0 or -1. */
+int openapi_meta(struct openapi *oa, struct schema ***types, size_t *n);
+
+/* The definitions libkcr's kcr/meta.h holds (ObjectMeta and what it uses,
+ * Condition, LabelSelector, ListMeta), under io.k8s.apimachinery.pkg.apis.meta.v1. */
+extern const char *const meta_defs[];
+
+/* The C name of a definition: "io.k8s.api.core.v1.PodSpec" -> core_v1_pod_spec
+ * (group's first label, version, snake_case of the name). */
+char *def_cname(const char *def);
+
+/* snake_case of a JSON name (upper: upper case), as names.c names members. */
+char *snake(const char *json, bool upper);
+
+/* Gives kinds[0..n) and types[0..nt) their C names: type and member names
+ * from the JSON path (a definition's from its name), keywords escaped,
+ * collisions after case folding suffixed, one name space for all. A kind's
+ * prefix carries the version when the file has several of one kind. */
+void names_assign(struct kind *kinds, size_t n, struct schema **types, size_t nt);
 
 #endif

@@ -61,7 +61,7 @@ static uint32_t fnv1a(const char *s)
 /* snake_case of a JSON name: words split at case changes, every other
  * byte '_', runs of '_' one, none leading or trailing; "m" before one
  * that would start with a digit or be empty. upper: upper case. */
-static char *snake(const char *j, bool upper)
+char *snake(const char *j, bool upper)
 {
   size_t n = strlen(j);
   char *o = xalloc(2 * n + 3), *w = o;
@@ -175,6 +175,15 @@ static void object(struct schema *s, struct taken *global)
 
 static void walk(struct schema *s, const char *base, struct taken *global)
 {
+  if(s->named) /* a definition used again */
+    return;
+  s->named = true;
+  if(s->ext) {
+    s->cname = s->ext;
+    return;
+  }
+  if(s->def_cname)
+    base = s->def_cname;
   switch(s->kind) {
   case S_OBJ:
     s->cname = unique(global, base, s->path, false);
@@ -218,12 +227,30 @@ static void walk(struct schema *s, const char *base, struct taken *global)
   }
 }
 
-void names_assign(struct kind *k, bool with_version)
+void names_assign(struct kind *kinds, size_t n, struct schema **types, size_t nt)
 {
   struct taken global = {0};
-  char *p = snake(k->kind, false);
 
-  k->prefix = with_version ? xprintf("%s_%s", p, k->version) : xstrdup(p);
-  walk(k->root, k->prefix, &global);
+  /* the kinds' names first, so that no member's type takes one */
+  for(size_t i = 0; i < n; i++) {
+    struct kind *k = &kinds[i];
+    bool several = false;
+    for(size_t j = 0; j < n; j++)
+      several |=
+          j != i && !strcmp(k->kind, kinds[j].kind) && !strcmp(k->group, kinds[j].group);
+    if(!k->prefix) {
+      char *p = snake(k->kind, false);
+      k->prefix = several ? xprintf("%s_%s", p, k->version) : p;
+    }
+    if(k->root->named) /* two kinds of one definition */
+      continue;
+    k->prefix = k->root->cname = unique(&global, k->prefix, k->root->path, false);
+    k->root->named = true;
+  }
+  for(size_t i = 0; i < n; i++)
+    if(kinds[i].root->kind == S_OBJ && !kinds[i].root->props[0].member)
+      object(kinds[i].root, &global);
+  for(size_t i = 0; i < nt; i++)
+    walk(types[i], types[i]->cname ? types[i]->cname : "", &global);
   taken_free(&global);
 }
