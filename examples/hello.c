@@ -16,12 +16,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "k8s.h" /* typed ConfigMaps: kcr_generate_types(... KINDS v1/ConfigMap) */
 #include "kcr.h"
 #include "kcr/controller.h"
 #include "kcr/manager.h"
-
-static const struct kcr_gvr configmaps = {
-    .group = "", .version = "v1", .resource = "configmaps", .namespaced = true};
 
 struct hello {
   kcr_manager *m;
@@ -62,17 +60,27 @@ static void map_same_name(kcr_obj *o, kcr_map_emit emit, void *ctx, void *ud)
   free(name);
 }
 
+/* Data key k of a ConfigMap (typed, k8s.h), or no string. */
+static struct kcr_str data(const struct core_v1_config_map *cm, const char *k)
+{
+  size_t i = kcr_str_index(cm->data.k, cm->data.n, k);
+  return i < cm->data.n ? cm->data.v[i] : kcr_str_c(NULL);
+}
+
 static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
                          struct kcr_result *res, void *ud)
 {
   struct hello *h = ud;
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_arena *a = kcr_ctx_arena(cx);
+  struct kcr_buf body = KCR_BUF_INIT;
+  struct core_v1_config_map cm;
   kcr_obj *o, **same;
   char *name, *want, *count;
   size_t nsame = 0;
-  cJSON *cur, *patch;
   /* A cached read, from the manager's informer of ConfigMaps. */
-  kcr_err rc = kcr_manager_get(h->m, &configmaps, req->ns, req->name, &o, NULL);
+  kcr_err rc =
+      kcr_manager_get(h->m, &core_v1_config_map_gvr, req->ns, req->name, &o, NULL);
 
   if(rc == KCR_ENOTFOUND) /* deleted: nothing to do */
     return KCR_OK;
@@ -83,32 +91,36 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
   if(name && !kcr_store_ref_by_index(h->store, KCR_INDEX_LABEL_PREFIX NAME_LABEL, name,
                                      &same, &nsame))
     kcr_objs_unref(same, nsame);
-  want = kcr_arena_printf(kcr_ctx_arena(cx), "Hello, %s!", name ? name : req->name);
-  count = kcr_arena_printf(kcr_ctx_arena(cx), "%zu", name ? nsame : 1);
+  want = kcr_arena_printf(a, "Hello, %s!", name ? name : req->name);
+  count = kcr_arena_printf(a, "%zu", name ? nsame : 1);
   free(name);
-  kcr_obj_parse(o, &cur); /* NULL: out of memory */
-  kcr_obj_unref(o);
-  if(!cur || !want || !count) {
-    cJSON_Delete(cur);
-    return KCR_ENOMEM;
-  }
+  /* The cached object as a typed view: it borrows o's text, so o is
+   * released at the end. */
+  rc = core_v1_config_map_from_obj(o, 0, a, &cm, &ei);
+  if(!rc && (!want || !count))
+    rc = KCR_ENOMEM;
   /* Level-based: write only when the observed state differs. */
-  const char *have = kcr_json_str(cur, "/data/greeting");
-  const char *had = kcr_json_str(cur, "/data/greeted");
-  if(!have || strcmp(have, want) || !had || strcmp(had, count)) {
-    patch = cJSON_CreateObject();
-    cJSON_AddStringToObject(patch, "apiVersion", "v1");
-    cJSON_AddStringToObject(patch, "kind", "ConfigMap");
-    kcr_json_set_str(patch, "/metadata/name", req->name);
-    kcr_json_set_str(patch, "/metadata/namespace", req->ns);
-    kcr_json_set_str(patch, "/data/greeting", want);
-    kcr_json_set_str(patch, "/data/greeter", h->identity);
-    kcr_json_set_str(patch, "/data/greeted", count);
-    rc = kcr_apply(
-        kcr_ctx_client(cx),
-        &(struct kcr_ref){.gvr = &configmaps, .ns = req->ns, .name = req->name}, patch,
-        &(struct kcr_apply_opts){.field_manager = "hello", .force = true}, NULL, &ei);
-    cJSON_Delete(patch);
+  if(!rc && (!kcr_str_eq(data(&cm, "greeting"), want) ||
+             !kcr_str_eq(data(&cm, "greeted"), count))) {
+    /* What hello owns, and nothing else: server-side apply. */
+    struct kcr_str keys[] = {kcr_str_c("greeted"), kcr_str_c("greeter"),
+                             kcr_str_c("greeting")};
+    struct kcr_str vals[] = {kcr_str_c(count), kcr_str_c(h->identity), kcr_str_c(want)};
+    struct core_v1_config_map p;
+    core_v1_config_map_init(&p);
+    p.has_metadata = true;
+    KCR_SET(p.metadata, name, kcr_str_c(req->name));
+    KCR_SET(p.metadata, namespace_, kcr_str_c(req->ns));
+    KCR_SET(p, data, ((struct core_v1_config_map_data){.k = keys, .v = vals, .n = 3}));
+    rc = core_v1_config_map_encode(&p, &body, &ei);
+    if(!rc)
+      rc =
+          kcr_patch(kcr_ctx_client(cx),
+                    &(struct kcr_ref){
+                        .gvr = &core_v1_config_map_gvr, .ns = req->ns, .name = req->name},
+                    &(struct kcr_patch_opts){
+                        .type = KCR_PATCH_APPLY, .field_manager = "hello", .force = true},
+                    body.ptr, body.len, NULL, &ei);
     /* The returned code is the kind of error (apierrors.IsNotFound & co.),
      * ei the server's Status: see docs/library-guide.md, "Handling API
      * errors". */
@@ -128,7 +140,8 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
       KCR_CLOG(cx, KCR_LOG_INFO, "greeted");
     }
   }
-  cJSON_Delete(cur);
+  kcr_obj_unref(o);
+  kcr_buf_cleanup(&body);
   kcr_errinfo_cleanup(&ei);
   return rc;
 }
@@ -180,8 +193,9 @@ int main(int argc, char **argv)
     kcr_errinfo_cleanup(&ei);
     return 2;
   }
-  struct kcr_informer_opts io = {
-      .gvr = &configmaps, .ns = ns, .label_selector = "hello.kcr.io/greet=true"};
+  struct kcr_informer_opts io = {.gvr = &core_v1_config_map_gvr,
+                                 .ns = ns,
+                                 .label_selector = "hello.kcr.io/greet=true"};
   kcr_informer *cms;
   h.m = m;
   if(kcr_manager_informer(m, &io, &cms, &ei) ||

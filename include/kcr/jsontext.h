@@ -80,6 +80,20 @@ static inline bool kcr_str_same(struct kcr_str a, struct kcr_str b)
   return a.n == b.n && (!a.n || !memcmp(a.s, b.s, a.n));
 }
 
+/* The index of the key that holds exactly the C string c among keys[0..n)
+ * (the last one if several do), or n when none does: a typed map's value
+ * by its key, as in
+ *   size_t i = kcr_str_index(cm.data.k, cm.data.n, "greeting");
+ *   if(i < cm.data.n) use(cm.data.v[i]);
+ * keys may be NULL when n is 0. */
+static inline size_t kcr_str_index(const struct kcr_str *keys, size_t n, const char *c)
+{
+  for(size_t i = n; i-- > 0;)
+    if(kcr_str_eq(keys[i], c))
+      return i;
+  return n;
+}
+
 /* *out = a NUL-terminated copy of x owned by the caller (free), "" for no
  * string. Errors: KCR_EINVAL (out NULL, or x holds a NUL byte: no C string
  * can hold it), KCR_ENOMEM; *out is then NULL. */

@@ -250,6 +250,19 @@ static void a_kcr_str_compares_and_copies(void **state)
   free(c);
 }
 
+static void a_key_is_found_among_keys(void **state)
+{
+  const struct kcr_str k[] = {kcr_str_c("a"), kcr_str_c("b"), kcr_str_c("a"),
+                              kcr_str_c("")};
+
+  assert_int_equal(1, kcr_str_index(k, 4, "b"));
+  assert_int_equal(2, kcr_str_index(k, 4, "a")); /* the last, as decoding keeps it */
+  assert_int_equal(3, kcr_str_index(k, 4, ""));
+  assert_int_equal(4, kcr_str_index(k, 4, "c")); /* absent: n */
+  assert_int_equal(1, kcr_str_index(k, 1, "b")); /* only keys[0..n) */
+  assert_int_equal(0, kcr_str_index(NULL, 0, "a"));
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -263,6 +276,7 @@ int main(void)
       cmocka_unit_test(malformed_text_is_refused_by_the_check),
       cmocka_unit_test(values_are_written_as_go_writes_them),
       cmocka_unit_test(a_kcr_str_compares_and_copies),
+      cmocka_unit_test(a_key_is_found_among_keys),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
