@@ -163,6 +163,11 @@ size_t kcr__json_scan(const char *text, size_t len, struct kcr__json_want *w, si
  * it steps over makes it give up. */
 #define KCR__JSON_SKIP_DEPTH 128
 
+/* The end of the one value at p (white space before it skipped) in text
+ * that kcr_json_check accepted, by its structure alone; NULL when it does
+ * not end before end or nests deeper than KCR__JSON_SKIP_DEPTH. */
+const char *kcr__json_skip(const char *p, const char *end);
+
 /* kcr__json_scan, telling also (*deep, when not NULL) whether the text
  * nests deeper than KCR__JSON_SKIP_DEPTH levels anywhere - where a walk by
  * the structure may give up. Pure. */

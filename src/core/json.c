@@ -1188,6 +1188,12 @@ static bool skip_value(struct scan *s)
   return false;
 }
 
+const char *kcr__json_skip(const char *p, const char *end)
+{
+  struct scan s = {.p = p, .end = end};
+  return skip_value(&s) ? s.p : NULL;
+}
+
 /* Reads the member name at s->p and says whether its bytes between the
  * quotes are what pointer token name[0..n) names. */
 static bool key_is(struct scan *s, const char *name, size_t n, bool *match)

@@ -4,10 +4,13 @@
  * DESIGN. One engine, tables from the generator: the generated code is
  * structs and constant descriptions only, so every kind decodes and
  * encodes by this one tested (and fuzzed) walk. Decoding follows the
- * text's structure (kcr_jiter) after one check of the whole text (none for
- * a cached object's, checked when it was stored); an object's members are
- * found by binary search in its sorted fields; an array is counted, then
- * filled, so it takes one allocation. Errors name the JSON Pointer of the
+ * text's structure in one pass after one check of the whole text (none for
+ * a cached object's, checked when it was stored): a value is decoded where
+ * it starts and the walk resumes where it ended, so nested text is not
+ * read again at each level (stepping over each member to find its end,
+ * as a kcr_jiter does, made a Deployment's decoding cost grow with its
+ * depth); an object's members are found by binary search in its sorted
+ * fields; an array grows in the arena by doubling. Errors name the JSON Pointer of the
  * value, built from a chain of frames on the stack only when one fails. */
 #include <string.h>
 
@@ -63,6 +66,7 @@ struct dec {
   struct kcr_arena *a;
   bool copy;
   struct kcr_errinfo *ei;
+  const char *end; /* of the text */
 };
 
 static void put_frames(struct kcr_buf *b, const struct frame *f)
@@ -126,8 +130,33 @@ static kcr_err want(struct dec *d, const struct frame *f, const char *type,
   return rc;
 }
 
-static kcr_err decode(struct dec *d, const struct kcr_type *t, struct kcr_jv v, void *out,
-                      const struct frame *f);
+static kcr_err decode(struct dec *d, const struct kcr_type *t, const char *p, void *out,
+                      const struct frame *f, const char **next);
+
+static const char *ws(const char *p, const char *end)
+{
+  while(p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+    p++;
+  return p;
+}
+
+static kcr_err malformed(struct dec *d, const struct frame *f)
+{
+  return fail(d->ei, KCR_EPARSE, f, "malformed or nested too deep", NULL);
+}
+
+/* The value at p (no white space before it) whole, *v; its end in *next. */
+static kcr_err whole(struct dec *d, const char *p, struct kcr_jv *v,
+                     const struct frame *f, const char **next)
+{
+  const char *e = kcr__json_skip(p, d->end);
+  if(!e)
+    return malformed(d, f);
+  v->at = p;
+  v->n = (size_t)(e - p);
+  *next = e;
+  return KCR_OK;
+}
 
 static kcr_err str(struct dec *d, struct kcr_jv v, struct kcr_str *out,
                    const struct frame *f)
@@ -178,54 +207,94 @@ static const struct kcr_tfield *field(const struct kcr_type *t, struct kcr_jv nm
   return NULL;
 }
 
-static kcr_err object(struct dec *d, const struct kcr_type *t, struct kcr_jv v, char *out,
-                      const struct frame *up)
+/* Reads the member name at *p and the ':' after it: *nm the name as
+ * written, *p the member's value (white space skipped). */
+static kcr_err member_name(struct dec *d, const char **p, struct kcr_jv *nm,
+                           const struct frame *up)
 {
-  struct kcr_jiter it;
+  const char *e = NULL;
+  if(*p >= d->end || **p != '"' || whole(d, *p, nm, up, &e))
+    return malformed(d, up);
+  e = ws(e, d->end);
+  if(e >= d->end || *e != ':')
+    return malformed(d, up);
+  *p = ws(e + 1, d->end);
+  return KCR_OK;
+}
+
+/* After a member or an element: past the ',' (1) or at the closing byte
+ * close (0, *p past it); -1 malformed. */
+static int after_item(struct dec *d, const char **p, char close)
+{
+  const char *q = ws(*p, d->end);
+  if(q < d->end && *q == ',') {
+    *p = ws(q + 1, d->end);
+    return 1;
+  }
+  if(q < d->end && *q == close) {
+    *p = q + 1;
+    return 0;
+  }
+  return -1;
+}
+
+/* One pass over the text: each member's value is decoded where it starts
+ * and the walk goes on where the decoding ended, so no byte is read once
+ * per level of nesting; only members the description does not have are
+ * stepped over. out is zero (its parent's, or an array's fresh items). */
+static kcr_err object(struct dec *d, const struct kcr_type *t, const char *p, char *out,
+                      const struct frame *up, const char **next)
+{
   struct frame f = {.up = up};
-  struct kcr_jv nm, val;
+  struct kcr_jv nm, v;
+  kcr_err rc;
   int r;
 
-  if(!kcr_jiter_init(&it, v) || v.at[0] != '{')
+  if(*p != '{') {
+    if((rc = whole(d, p, &v, up, next)))
+      return rc;
     return want(d, up, "an object", v);
-  memset(out, 0, t->size); /* a repeated member starts over */
-  while((r = kcr_jiter_next(&it, &nm, &val)) > 0) {
-    const struct kcr_tfield *x = field(t, nm, d->a);
-    kcr_err rc;
-    if(!x)
+  }
+  p = ws(p + 1, d->end);
+  if(p < d->end && *p == '}') {
+    *next = p + 1;
+    return KCR_OK;
+  }
+  do {
+    const struct kcr_tfield *x;
+    if((rc = member_name(d, &p, &nm, up)))
+      return rc;
+    if(p >= d->end)
+      return malformed(d, up);
+    if(!(x = field(t, nm, d->a))) {
+      if(!(p = kcr__json_skip(p, d->end)))
+        return malformed(d, up);
       continue;
+    }
     f.name = nm;
-    memset(out + x->off, 0, x->type->size);
-    out[x->has] = false;
-    if(x->null_ != KCR_TNONE)
-      out[x->null_] = false;
-    if(kcr_jv_type(val) == KCR_JT_NULL && x->type->kind != KCR_TK_RAW) {
+    if(out[x->has] || (x->null_ != KCR_TNONE && out[x->null_])) {
+      memset(out + x->off, 0, x->type->size); /* a repeated member starts over */
+      out[x->has] = false;
+      if(x->null_ != KCR_TNONE)
+        out[x->null_] = false;
+    }
+    if(*p == 'n' && x->type->kind != KCR_TK_RAW) { /* null */
       if(x->null_ != KCR_TNONE) {
         out[x->has] = true;
         out[x->null_] = true;
       }
+      if(!(p = kcr__json_skip(p, d->end)))
+        return malformed(d, up);
       continue;
     }
-    if((rc = decode(d, x->type, val, out + x->off, &f)))
+    if((rc = decode(d, x->type, p, out + x->off, &f, &p)))
       return rc;
     out[x->has] = true;
-  }
-  return r < 0 ? fail(d->ei, KCR_EPARSE, up, "malformed or nested too deep", NULL)
-               : KCR_OK;
-}
-
-/* Counts the elements of an array or the members of an object. */
-static kcr_err count(struct kcr_jv v, size_t *n)
-{
-  struct kcr_jiter it;
-  struct kcr_jv val;
-  int r;
-
-  *n = 0;
-  kcr_jiter_init(&it, v);
-  while((r = kcr_jiter_next(&it, NULL, &val)) > 0)
-    ++*n;
-  return r < 0 ? KCR_EPARSE : KCR_OK;
+  } while((r = after_item(d, &p, '}')) > 0);
+  if(r < 0)
+    return malformed(d, up);
+  *next = p;
+  return KCR_OK;
 }
 
 /* Stores the decoded items in the array or map struct at out. */
@@ -247,58 +316,108 @@ static void put_items(const struct kcr_type *t, void *out, struct kcr_str *keys,
   }
 }
 
-static kcr_err elements(struct dec *d, const struct kcr_type *t, struct kcr_jv v,
-                        void *out, const struct frame *up)
+/* Makes room for item n of items (and keys, null) of capacity *cap: a new
+ * arena block twice the size, the items so far copied (the old block stays
+ * in the arena: at most as much again). Zeroed. */
+static bool grow(struct dec *d, size_t esize, size_t n, size_t *cap, char **items,
+                 struct kcr_str **keys, bool **null)
+{
+  size_t c = *cap ? 2 * *cap : esize >= 256 ? 1 : 4; /* big items: most lists are short */
+  char *ni;
+  struct kcr_str *nk = NULL;
+  bool *nn = NULL;
+
+  if(n < *cap)
+    return true;
+  if(c > SIZE_MAX / (esize + sizeof(**keys) + 1) ||
+     !(ni = kcr_arena_alloc(d->a, c * esize)) ||
+     (keys && !(nk = kcr_arena_alloc(d->a, c * sizeof(**keys)))) ||
+     (null && !(nn = kcr_arena_alloc(d->a, c))))
+    return false;
+  memset(ni, 0, c * esize);
+  if(n)
+    memcpy(ni, *items, n * esize);
+  *items = ni;
+  if(keys) {
+    if(n)
+      memcpy(nk, *keys, n * sizeof(**keys));
+    *keys = nk;
+  }
+  if(null) {
+    memset(nn, 0, c);
+    if(n)
+      memcpy(nn, *null, n);
+    *null = nn;
+  }
+  *cap = c;
+  return true;
+}
+
+static kcr_err elements(struct dec *d, const struct kcr_type *t, const char *p, void *out,
+                        const struct frame *up, const char **next)
 {
   bool map = t->kind == KCR_TK_MAP, nullable = t->flags & KCR_TNULLABLE_ITEMS;
   const struct kcr_type *e = t->elem;
   struct frame f = {.up = up};
-  struct kcr_jiter it;
-  struct kcr_jv nm, val;
+  struct kcr_jv nm, v;
   struct kcr_str *keys = NULL;
   char *items = NULL;
   bool *null = NULL;
-  size_t n, i = 0;
+  size_t n = 0, cap = 0;
   kcr_err rc;
   int r;
 
-  if(!kcr_jiter_init(&it, v) || v.at[0] != (map ? '{' : '['))
-    return want(d, up, map ? "an object" : "an array", v);
-  if(count(v, &n))
-    return fail(d->ei, KCR_EPARSE, up, "malformed or nested too deep", NULL);
-  if(n && (n > SIZE_MAX / (e->size + sizeof(*keys) + 1) ||
-           !(items = kcr_arena_alloc(d->a, n * e->size)) ||
-           (map && !(keys = kcr_arena_alloc(d->a, n * sizeof(*keys)))) ||
-           (nullable && !(null = kcr_arena_alloc(d->a, n)))))
-    return fail(d->ei, KCR_ENOMEM, up, "out of memory", NULL);
-  if(n)
-    memset(items, 0, n * e->size);
-  if(null)
-    memset(null, 0, n);
-  while((r = kcr_jiter_next(&it, &nm, &val)) > 0 && i < n) {
-    f.name = nm;
-    f.idx = i;
-    if(map && (rc = str(d, nm, &keys[i], &f)))
+  if(*p != (map ? '{' : '[')) {
+    if((rc = whole(d, p, &v, up, next)))
       return rc;
-    if(kcr_jv_type(val) == KCR_JT_NULL && e->kind != KCR_TK_RAW) {
+    return want(d, up, map ? "an object" : "an array", v);
+  }
+  p = ws(p + 1, d->end);
+  if(p < d->end && *p == (map ? '}' : ']')) {
+    *next = p + 1;
+    put_items(t, out, NULL, NULL, NULL, 0);
+    return KCR_OK;
+  }
+  do {
+    f.idx = n;
+    if(map && (rc = member_name(d, &p, &nm, up)))
+      return rc;
+    if(p >= d->end)
+      return malformed(d, up);
+    f.name = map ? nm : (struct kcr_jv){.at = NULL, .n = 0};
+    if(!grow(d, e->size, n, &cap, &items, map ? &keys : NULL, nullable ? &null : NULL))
+      return fail(d->ei, KCR_ENOMEM, up, "out of memory", NULL);
+    if(map && (rc = str(d, nm, &keys[n], &f)))
+      return rc;
+    if(*p == 'n' && e->kind != KCR_TK_RAW) { /* null */
       if(null)
-        null[i] = true;
-    } else if((rc = decode(d, e, val, items + i * e->size, &f))) {
+        null[n] = true;
+      if(!(p = kcr__json_skip(p, d->end)))
+        return malformed(d, up);
+    } else if((rc = decode(d, e, p, items + n * e->size, &f, &p))) {
       return rc;
     }
-    i++;
-  }
+    n++;
+  } while((r = after_item(d, &p, map ? '}' : ']')) > 0);
   if(r < 0)
-    return fail(d->ei, KCR_EPARSE, up, "malformed or nested too deep", NULL);
+    return malformed(d, up);
   put_items(t, out, keys, items, null, n);
+  *next = p;
   return KCR_OK;
 }
 
-static kcr_err decode(struct dec *d, const struct kcr_type *t, struct kcr_jv v, void *out,
-                      const struct frame *f)
+static kcr_err decode(struct dec *d, const struct kcr_type *t, const char *p, void *out,
+                      const struct frame *f, const char **next)
 {
+  struct kcr_jv v;
   kcr_err rc;
 
+  if(t->kind == KCR_TK_OBJECT)
+    return object(d, t, p, out, f, next);
+  if(t->kind == KCR_TK_ARRAY || t->kind == KCR_TK_MAP)
+    return elements(d, t, p, out, f, next);
+  if((rc = whole(d, p, &v, f, next)))
+    return rc;
   switch(t->kind) {
   case KCR_TK_BOOL:
     if(kcr_jv_bool(v, out))
@@ -345,9 +464,6 @@ static kcr_err decode(struct dec *d, const struct kcr_type *t, struct kcr_jv v, 
     x->n = v.n;
     return KCR_OK;
   }
-  case KCR_TK_OBJECT: return object(d, t, v, out, f);
-  case KCR_TK_ARRAY:
-  case KCR_TK_MAP: return elements(d, t, v, out, f);
   default: break;
   }
   return fail(d->ei, KCR_EINVAL, f, "a description of no known kind", NULL);
@@ -359,6 +475,7 @@ kcr_err kcr_typed_decode(const struct kcr_type *t, const char *text, size_t len,
 {
   struct dec d = {.a = a, .copy = flags & KCR_TYPED_COPY, .ei = ei};
   struct kcr_jv v;
+  const char *end;
 
   if(!t || !out || !a || (!text && len))
     return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_typed_decode: no %s",
@@ -368,19 +485,19 @@ kcr_err kcr_typed_decode(const struct kcr_type *t, const char *text, size_t len,
                                   : "text");
   memset(out, 0, t->size);
   if(flags & KCR_TYPED_TRUSTED) {
-    v.at = text;
-    v.n = len;
-    while(v.n && (*v.at == ' ' || *v.at == '\n' || *v.at == '\r' || *v.at == '\t')) {
-      v.at++;
-      v.n--;
-    }
+    v.at = ws(text, text + len);
+    v.n = len - (size_t)(v.at - text);
   } else if(kcr_json_check(text ? text : "", len, &v)) {
     return kcr_errinfo_set(ei, KCR_EPARSE, "%s: not well-formed JSON",
                            t->name ? t->name : "object");
   }
+  if(!v.n)
+    return kcr_errinfo_set(ei, KCR_EPARSE, "%s: no JSON value",
+                           t->name ? t->name : "object");
+  d.end = v.at + v.n;
   if(kcr_jv_type(v) == KCR_JT_NULL)
     return KCR_OK; /* as Go decodes null into a struct: nothing */
-  return decode(&d, t, v, out, NULL);
+  return decode(&d, t, v.at, out, NULL, &end);
 }
 
 /* ---- encoding ---- */

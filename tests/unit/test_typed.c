@@ -272,6 +272,51 @@ static void nullable_items_keep_their_nulls(void **state)
   kcr_arena_cleanup(&a);
 }
 
+/* Decoding is one pass that resumes where each value ended: trusted text
+ * cut anywhere is an error inside its bytes (ASan sees the exact-size
+ * copy), long arrays grow past several doublings, a repeated member whose
+ * value is an array starts over, and white space sits anywhere. */
+static void the_one_pass_walk_stays_in_its_text(void **state)
+{
+  struct kcr_arena a = KCR_ARENA_INIT;
+  struct kcr_buf b = KCR_BUF_INIT, t = KCR_BUF_INIT;
+  struct widget w;
+  size_t n = strlen(widget);
+
+  for(size_t cut = 1; cut < n; cut++) {
+    char *p = malloc(cut);
+    assert_non_null(p);
+    memcpy(p, widget, cut);
+    kcr_err rc = widget_decode(p, cut, KCR_TYPED_TRUSTED, &a, &w, NULL);
+    if(rc != KCR_EPARSE)
+      fail_msg("cut at %zu: %s", cut, kcr_strerror(rc));
+    free(p);
+    kcr_arena_reset(&a);
+  }
+  assert_int_equal(KCR_EPARSE, widget_decode("", 0, KCR_TYPED_TRUSTED, &a, &w, NULL));
+
+  kcr_buf_puts(&t, "{\"spec\":{\"tags\":[\"x\"],\"tags\":[");
+  for(int i = 0; i < 1000; i++)
+    kcr_buf_printf(&t, "%s\"t%d\"", i ? "," : "", i);
+  kcr_buf_puts(&t, "]}}");
+  assert_int_equal(KCR_OK, kcr_buf_err(&t));
+  assert_int_equal(KCR_OK, widget_decode(t.ptr, t.len, KCR_TYPED_TRUSTED, &a, &w, NULL));
+  assert_int_equal(1000, w.spec.tags.n);
+  assert_true(kcr_str_eq(w.spec.tags.v[0], "t0") &&
+              kcr_str_eq(w.spec.tags.v[999], "t999"));
+
+  const char *s = " { \"spec\" : { \"matrix\" : [ [ 1 , 2 ] , [ ] ] , \"servers\" :"
+                  " { \"a\" : { \"weight\" : 4 } } } } ";
+  assert_int_equal(KCR_OK, widget_decode(s, strlen(s), KCR_TYPED_TRUSTED, &a, &w, NULL));
+  assert_int_equal(KCR_OK, widget_encode(&w, &b, NULL));
+  assert_string_equal(
+      "{\"spec\":{\"matrix\":[[1,2],[]],\"servers\":{\"a\":{\"weight\":4}}}}",
+      kcr_buf_str(&b));
+  kcr_buf_cleanup(&t);
+  kcr_buf_cleanup(&b);
+  kcr_arena_cleanup(&a);
+}
+
 struct torture {
   unsigned flags;
 };
@@ -315,6 +360,7 @@ int main(void)
       cmocka_unit_test(errors_name_the_value),
       cmocka_unit_test(decoding_follows_go),
       cmocka_unit_test(nullable_items_keep_their_nulls),
+      cmocka_unit_test(the_one_pass_walk_stays_in_its_text),
       cmocka_unit_test(every_allocation_failure_is_an_error),
   };
   tfail_init();
