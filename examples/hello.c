@@ -73,31 +73,26 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
   struct hello *h = ud;
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   struct kcr_arena *a = kcr_ctx_arena(cx);
-  struct kcr_buf body = KCR_BUF_INIT;
   struct core_v1_config_map cm;
   kcr_obj *o, **same;
-  char *name, *want, *count;
   size_t nsame = 0;
-  /* A cached read, from the manager's informer of ConfigMaps. */
-  kcr_err rc =
-      kcr_manager_get(h->m, &core_v1_config_map_gvr, req->ns, req->name, &o, NULL);
+  /* A cached read from the manager's informer of ConfigMaps, as a typed
+   * view: it borrows o's text, so o is released at the end. */
+  kcr_err rc = core_v1_config_map_get(h->m, req->ns, req->name, 0, a, &cm, &o, &ei);
 
   if(rc == KCR_ENOTFOUND) /* deleted: nothing to do */
     return KCR_OK;
   if(rc)
     return rc;
   /* The label index finds the ConfigMaps that greet the same name. */
-  name = name_label(o);
+  char *name = name_label(o);
   if(name && !kcr_store_ref_by_index(h->store, KCR_INDEX_LABEL_PREFIX NAME_LABEL, name,
                                      &same, &nsame))
     kcr_objs_unref(same, nsame);
-  want = kcr_arena_printf(a, "Hello, %s!", name ? name : req->name);
-  count = kcr_arena_printf(a, "%zu", name ? nsame : 1);
+  char *want = kcr_arena_printf(a, "Hello, %s!", name ? name : req->name);
+  char *count = kcr_arena_printf(a, "%zu", name ? nsame : 1);
   free(name);
-  /* The cached object as a typed view: it borrows o's text, so o is
-   * released at the end. */
-  rc = core_v1_config_map_from_obj(o, 0, a, &cm, &ei);
-  if(!rc && (!want || !count))
+  if(!want || !count)
     rc = KCR_ENOMEM;
   /* Level-based: write only when the observed state differs. */
   if(!rc && (!kcr_str_eq(data(&cm, "greeting"), want) ||
@@ -108,19 +103,13 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
     struct kcr_str vals[] = {kcr_str_c(count), kcr_str_c(h->identity), kcr_str_c(want)};
     struct core_v1_config_map p;
     core_v1_config_map_init(&p);
-    p.has_metadata = true;
     KCR_SET(p.metadata, name, kcr_str_c(req->name));
     KCR_SET(p.metadata, namespace_, kcr_str_c(req->ns));
     KCR_SET(p, data, ((struct core_v1_config_map_data){.k = keys, .v = vals, .n = 3}));
-    rc = core_v1_config_map_encode(&p, &body, &ei);
-    if(!rc)
-      rc =
-          kcr_patch(kcr_ctx_client(cx),
-                    &(struct kcr_ref){
-                        .gvr = &core_v1_config_map_gvr, .ns = req->ns, .name = req->name},
-                    &(struct kcr_patch_opts){
-                        .type = KCR_PATCH_APPLY, .field_manager = "hello", .force = true},
-                    body.ptr, body.len, NULL, &ei);
+    rc = core_v1_config_map_apply(
+        kcr_ctx_client(cx), &p,
+        &(struct kcr_apply_opts){.field_manager = "hello", .force = true}, NULL, NULL,
+        &ei);
     /* The returned code is the kind of error (apierrors.IsNotFound & co.),
      * ei the server's Status: see docs/library-guide.md, "Handling API
      * errors". */
@@ -141,7 +130,6 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
     }
   }
   kcr_obj_unref(o);
-  kcr_buf_cleanup(&body);
   kcr_errinfo_cleanup(&ei);
   return rc;
 }

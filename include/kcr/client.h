@@ -82,6 +82,7 @@
 #include "config.h"
 #include "err.h"
 #include "path.h"
+#include "typed.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -342,6 +343,28 @@ KCR_API kcr_err kcr_apply(kcr_client *c, const struct kcr_ref *ref, const cJSON 
 KCR_API kcr_err kcr_apply_rv(kcr_client *c, const struct kcr_ref *ref, const cJSON *obj,
                              const struct kcr_apply_opts *opts, char **rv,
                              struct kcr_errinfo *ei);
+
+/* Server-side apply of a typed object (kcr/typed.h, docs/typed-objects.md):
+ * *in, of type t, encoded by kcr_typed_encode (the members that are set),
+ * sent to the object its metadata names - metadata.name, and
+ * metadata.namespace for a namespaced gvr - of resource gvr. What kcr-gen's
+ * <kind>_apply calls with the kind's description and resource:
+ *   ebd_apply(c, &e, &(struct kcr_apply_opts){.field_manager = "me"},
+ *             NULL, NULL, &ei);
+ * With result (not NULL), the object as the apiserver answers it (after
+ * the apply; managed fields included) is decoded into *result, a t->size
+ * struct, as a copy (KCR_TYPED_COPY) in arena a.
+ * Errors: KCR_EINVAL (t, gvr, in or opts missing, no field_manager, t has
+ * no ObjectMeta metadata, metadata.name unset or empty, metadata.namespace
+ * unset or empty for a namespaced gvr, either holding a NUL byte, result
+ * without a - ei names which, and nothing is sent), those of
+ * kcr_typed_encode (nothing sent), KCR_ENOMEM, the request errors as
+ * kcr_apply, and decoding the answer's (the apply was made; *result
+ * partly written). Thread safety: as kcr_apply; in is only read. */
+KCR_API kcr_err kcr_typed_apply(kcr_client *c, const struct kcr_type *t,
+                                const struct kcr_gvr *gvr, const void *in,
+                                const struct kcr_apply_opts *opts, struct kcr_arena *a,
+                                void *result, struct kcr_errinfo *ei);
 
 enum kcr_propagation {
   KCR_PROPAGATE_DEFAULT = 0,

@@ -26,7 +26,9 @@
  * the text (required members too: decoding does not check, validation
  * will), and written by encoding only when set - so unset, zero and empty
  * are three different things, as server-side apply needs (writing a zero
- * you did not mean takes ownership of the field). A member the schema
+ * you did not mean takes ownership of the field). An object member is
+ * also written when a member inside it is: setting e.spec.vfm.image and
+ * its has_ is enough, the objects around it follow. A member the schema
  * marks nullable has a `bool null_x` too: x was JSON null (has_x set,
  * x zero). null for a member that is not nullable reads as absent, as Go's
  * decoder reads it. KCR_SET(s, x, v) sets a member and its has_ at once.
@@ -211,7 +213,10 @@ KCR_API kcr_err kcr_typed_decode(const struct kcr_type *t, const char *text, siz
                                  struct kcr_errinfo *ei);
 
 /* Appends the JSON text of *in (type t) to out: of every object the
- * members whose has_ is set, null for those whose null_ is, an enum's
+ * members whose has_ is set - and an object member with a member written,
+ * its has_ set or not (e.spec.vfm.image set makes spec and vfm present;
+ * to leave such a member out, zero it) -, null for those whose null_ (and
+ * has_) is set, an enum's
  * listed value or its text, a raw member's text as it is.
  * Errors: KCR_EINVAL (t, in or out NULL; a number that is NaN or infinite;
  * an enum with v outside its values and no text; a raw member that is not
@@ -219,6 +224,13 @@ KCR_API kcr_err kcr_typed_decode(const struct kcr_type *t, const char *text, siz
  * error). On error out holds part of the text. ei may be NULL. */
 KCR_API kcr_err kcr_typed_encode(const struct kcr_type *t, const void *in,
                                  struct kcr_buf *out, struct kcr_errinfo *ei);
+
+struct kcr_meta_v1_object_meta; /* kcr/meta.h */
+/* The metadata of *obj, an object of type t: its member "metadata" when
+ * that is an ObjectMeta (every kind kcr-gen writes has one), else NULL
+ * (also for t or obj NULL). Borrowed from obj. Pure. */
+KCR_API const struct kcr_meta_v1_object_meta *kcr_typed_meta(const struct kcr_type *t,
+                                                             const void *obj);
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,7 @@
 
 #include "core/json-int.h"
 #include "kcr/json.h"
+#include "kcr/meta.h"
 #include "kcr/typed.h"
 
 const struct kcr_type kcr_type_bool = {
@@ -505,6 +506,21 @@ kcr_err kcr_typed_decode(const struct kcr_type *t, const char *text, size_t len,
 static kcr_err encode(const struct kcr_type *t, const void *in, struct kcr_buf *b,
                       const struct frame *f, struct kcr_errinfo *ei);
 
+/* Whether member x of the object at in is written: its has_ is set, or it
+ * is an object with a member written - so setting e.spec.vfm.image (and
+ * its has_) makes spec and vfm present, as a Go struct holding it is. */
+static bool written(const struct kcr_tfield *x, const char *in)
+{
+  if(in[x->has])
+    return true;
+  if(x->type->kind != KCR_TK_OBJECT)
+    return false;
+  for(size_t i = 0; i < x->type->nfields; i++)
+    if(written(&x->type->fields[i], in + x->off))
+      return true;
+  return false;
+}
+
 static kcr_err enc_object(const struct kcr_type *t, const char *in, struct kcr_buf *b,
                           const struct frame *up, struct kcr_errinfo *ei)
 {
@@ -515,14 +531,14 @@ static kcr_err enc_object(const struct kcr_type *t, const char *in, struct kcr_b
   kcr_buf_append(b, "{", 1);
   for(size_t i = 0; i < t->nfields; i++) {
     const struct kcr_tfield *x = &t->fields[i];
-    if(!in[x->has])
+    if(!written(x, in))
       continue;
     if(!first)
       kcr_buf_append(b, ",", 1);
     first = false;
     kcr_json_put_str(b, (struct kcr_str){.s = x->name, .n = x->name_len});
     kcr_buf_append(b, ":", 1);
-    if(x->null_ != KCR_TNONE && in[x->null_]) {
+    if(x->null_ != KCR_TNONE && in[x->null_] && in[x->has]) {
       kcr_buf_append(b, "null", 4);
       continue;
     }
@@ -625,4 +641,19 @@ kcr_err kcr_typed_encode(const struct kcr_type *t, const void *in, struct kcr_bu
   if(kcr_buf_err(out))
     return kcr_buf_err(out);
   return encode(t, in, out, NULL, ei);
+}
+
+const struct kcr_meta_v1_object_meta *kcr_typed_meta(const struct kcr_type *t,
+                                                     const void *obj)
+{
+  static const char name[] = "\"metadata\"";
+  struct kcr_arena none = KCR_ARENA_INIT; /* not used: the name has no escape */
+  const struct kcr_tfield *x;
+
+  if(!t || !obj || t->kind != KCR_TK_OBJECT)
+    return NULL;
+  x = field(t, (struct kcr_jv){.at = name, .n = sizeof(name) - 1}, &none);
+  if(!x || x->type != &kcr_meta_v1_object_meta_type)
+    return NULL;
+  return (const void *)((const char *)obj + x->off);
 }

@@ -19,6 +19,7 @@
 #include "core/json-int.h"
 #include "kcr/json.h"
 #include "kcr/log.h"
+#include "kcr/meta.h"
 #include "kcr/path.h"
 #include "kcr/time.h"
 
@@ -491,6 +492,67 @@ kcr_err kcr_apply_rv(kcr_client *c, const struct kcr_ref *ref, const cJSON *obj,
   /* else none, or not a plain string: no rv */
 out:
   kcr_buf_cleanup(&text);
+  return rc;
+}
+
+/* *out = a C string of member `what` of the metadata (has set, not empty,
+ * no NUL byte), or EINVAL naming it. */
+static kcr_err meta_str(const char *fn, const char *what, bool has, struct kcr_str v,
+                        char **out, struct kcr_errinfo *ei)
+{
+  kcr_err rc;
+
+  if(!has || !v.n)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: no metadata.%s", fn, what);
+  if((rc = kcr_str_dup(v, out)))
+    return rc == KCR_EINVAL
+               ? kcr_errinfo_set(ei, rc, "%s: metadata.%s holds a NUL byte", fn, what)
+               : rc;
+  return KCR_OK;
+}
+
+kcr_err kcr_typed_apply(kcr_client *c, const struct kcr_type *t,
+                        const struct kcr_gvr *gvr, const void *in,
+                        const struct kcr_apply_opts *opts, struct kcr_arena *a,
+                        void *result, struct kcr_errinfo *ei)
+{
+  static const char fn[] = "kcr_typed_apply";
+  const struct kcr_meta_v1_object_meta *m = kcr_typed_meta(t, in);
+  struct kcr_buf body = KCR_BUF_INIT, text = KCR_BUF_INIT;
+  char *name = NULL, *ns = NULL;
+  kcr_err rc;
+
+  if(!t || !gvr || !in || !opts || (result && !a))
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: no %s", fn,
+                           !t      ? "type"
+                           : !gvr  ? "resource"
+                           : !in   ? "object"
+                           : !opts ? "options"
+                                   : "arena for the result");
+  if(!opts->field_manager || !*opts->field_manager)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "server-side apply needs a fieldManager");
+  if(!m)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: %s has no ObjectMeta metadata", fn,
+                           t->name ? t->name : "the type");
+  if((rc = meta_str(fn, "name", m->has_name, m->name, &name, ei)) ||
+     (gvr->namespaced &&
+      (rc = meta_str(fn, "namespace", m->has_namespace_, m->namespace_, &ns, ei))))
+    goto out;
+  if((rc = kcr_typed_encode(t, in, &body, ei)))
+    goto out;
+  rc = kcr__patch_text(c, &(struct kcr_ref){.gvr = gvr, .ns = ns, .name = name},
+                       &(struct kcr_patch_opts){.type = KCR_PATCH_APPLY,
+                                                .field_manager = opts->field_manager,
+                                                .force = opts->force,
+                                                .dry_run = opts->dry_run},
+                       body.ptr, body.len, &text, ei);
+  if(!rc && result)
+    rc = kcr_typed_decode(t, text.ptr, text.len, KCR_TYPED_COPY, a, result, ei);
+out:
+  kcr_buf_cleanup(&body);
+  kcr_buf_cleanup(&text);
+  free(name);
+  free(ns);
   return rc;
 }
 

@@ -344,6 +344,36 @@ kcr_err kcr_manager_get(kcr_manager *m, const struct kcr_gvr *gvr, const char *n
   return KCR_OK;
 }
 
+kcr_err kcr_manager_get_typed(kcr_manager *m, const struct kcr_type *t,
+                              const struct kcr_gvr *gvr, const char *ns, const char *name,
+                              unsigned flags, struct kcr_arena *a, void *out,
+                              kcr_obj **obj, struct kcr_errinfo *ei)
+{
+  const char *json;
+  size_t len = 0;
+  kcr_obj *o;
+  kcr_err rc;
+
+  if(obj)
+    *obj = NULL;
+  if(!t || !a || !out || (!obj && !(flags & KCR_TYPED_COPY)))
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_manager_get_typed: %s",
+                           !t     ? "no type"
+                           : !a   ? "no arena"
+                           : !out ? "no out"
+                                  : "a view (flags without KCR_TYPED_COPY) needs obj, "
+                                    "the reference it borrows from");
+  if((rc = kcr_manager_get(m, gvr, ns, name, &o, ei)))
+    return rc;
+  json = kcr_obj_json(o, &len); /* checked when it was stored */
+  rc = kcr_typed_decode(t, json, len, flags | KCR_TYPED_TRUSTED, a, out, ei);
+  if(rc || !obj)
+    kcr_obj_unref(o);
+  else
+    *obj = o;
+  return rc;
+}
+
 kcr_err kcr_manager_recorder(kcr_manager *m, const struct kcr_recorder_opts *ro,
                              kcr_recorder **out, struct kcr_errinfo *ei)
 {

@@ -317,6 +317,59 @@ static void the_one_pass_walk_stays_in_its_text(void **state)
   kcr_arena_cleanup(&a);
 }
 
+/* Encoding writes an object member when something inside it is set, so
+ * an object to apply is built by setting its leaves; has_ alone writes an
+ * empty object, nothing set writes nothing. Regression: the objects around
+ * a set member had to be marked by hand (e.has_spec = e.spec.has_vfm =
+ * true), and forgetting one dropped the member without a word. */
+static void setting_a_member_makes_its_objects_present(void **state)
+{
+  struct kcr_buf b = KCR_BUF_INIT;
+  struct ebd e;
+
+  ebd_init(&e);
+  KCR_SET(e.metadata, name, kcr_str_c("n"));
+  KCR_SET(e.spec.vfm, image, kcr_str_c("i"));
+  assert_int_equal(KCR_OK, ebd_encode(&e, &b, NULL));
+  assert_string_equal(
+      "{\"apiVersion\":\"" EBD_API_VERSION "\",\"kind\":\"EBD\","
+      "\"metadata\":{\"name\":\"n\"},\"spec\":{\"vfm\":{\"image\":\"i\"}}}",
+      kcr_buf_str(&b));
+  kcr_buf_reset(&b);
+  ebd_init(&e);
+  e.has_spec = true;
+  e.spec.vfm.replicas = 3; /* without has_: not written */
+  assert_int_equal(KCR_OK, ebd_encode(&e, &b, NULL));
+  assert_string_equal("{\"apiVersion\":\"" EBD_API_VERSION
+                      "\",\"kind\":\"EBD\",\"spec\":{}}",
+                      kcr_buf_str(&b));
+  /* the metadata of any kind, found by its description */
+  assert_ptr_equal(&e.metadata, kcr_typed_meta(&ebd_type, &e));
+  assert_null(kcr_typed_meta(&kcr_meta_v1_object_meta_type, &e.metadata));
+  assert_null(kcr_typed_meta(&kcr_type_int, &e));
+  assert_null(kcr_typed_meta(NULL, &e));
+  kcr_buf_cleanup(&b);
+}
+
+/* A typed cached read refuses, before it looks, a view without the
+ * reference the view borrows from (kcr_manager_get_typed). */
+static void a_cached_view_needs_its_reference(void **state)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_arena a = KCR_ARENA_INIT;
+  kcr_obj *o = (kcr_obj *)&a; /* set to NULL on every error */
+  struct ebd e;
+
+  assert_int_equal(KCR_EINVAL, ebd_get(NULL, "ns", "n", 0, &a, &e, NULL, &ei));
+  assert_non_null(strstr(ei.message, "needs obj"));
+  assert_int_equal(KCR_EINVAL, ebd_get(NULL, "ns", "n", 0, NULL, &e, &o, &ei));
+  assert_null(o);
+  assert_int_equal(KCR_EINVAL, kcr_manager_get_typed(NULL, NULL, &ebd_gvr, "ns", "n",
+                                                     KCR_TYPED_COPY, &a, &e, NULL, &ei));
+  kcr_errinfo_cleanup(&ei);
+  kcr_arena_cleanup(&a);
+}
+
 struct torture {
   unsigned flags;
 };
@@ -361,6 +414,8 @@ int main(void)
       cmocka_unit_test(decoding_follows_go),
       cmocka_unit_test(nullable_items_keep_their_nulls),
       cmocka_unit_test(the_one_pass_walk_stays_in_its_text),
+      cmocka_unit_test(setting_a_member_makes_its_objects_present),
+      cmocka_unit_test(a_cached_view_needs_its_reference),
       cmocka_unit_test(every_allocation_failure_is_an_error),
   };
   tfail_init();

@@ -307,6 +307,82 @@ static void macros(struct kcr_buf *b, const char *const *names, const char *cons
     out(b, "#define %-*s %s\n", (int)w, names[i], values[i]);
 }
 
+/* The functions every kind gets, in the header and the source alike: the
+ * parameters ("%s" in one is the kind's prefix), the contract the header
+ * states, and for one that forwards, the library function and its
+ * arguments; from_obj and init have bodies of their own. */
+static const struct kfn {
+  const char *ret, *name, *doc, *fwd;
+  const char *params[9], *args[11]; /* NULL-terminated */
+} kfns[] = {
+    {"kcr_err",
+     "decode",
+     "Decodes an object's JSON text into *out (kcr_typed_decode: flags 0 for a view "
+     "borrowing from the text, KCR_TYPED_COPY for a copy; arrays, maps and unescaped "
+     "strings in arena a). Errors: those of kcr_typed_decode.",
+     "kcr_typed_decode",
+     {"const char *json", "size_t len", "unsigned flags", "struct kcr_arena *a",
+      "struct %s *out", "struct kcr_errinfo *ei"},
+     {"&%s_type", "json", "len", "flags", "a", "out", "ei"}},
+    {"kcr_err",
+     "from_obj",
+     "The decoding of a cached object's text (kcr_obj_json, checked when it was "
+     "stored): a view borrows from o, so keep the reference while *out is in use.",
+     NULL,
+     {"const kcr_obj *o", "unsigned flags", "struct kcr_arena *a", "struct %s *out",
+      "struct kcr_errinfo *ei"},
+     {NULL}},
+    {"kcr_err",
+     "encode",
+     "Appends the JSON text of *in to out: the members that are set "
+     "(kcr_typed_encode). Errors: those of kcr_typed_encode.",
+     "kcr_typed_encode",
+     {"const struct %s *in", "struct kcr_buf *out", "struct kcr_errinfo *ei"},
+     {"&%s_type", "in", "out", "ei"}},
+    {"void",
+     "init",
+     "Empties *x and sets its apiVersion and kind (borrowed constants): the start of "
+     "an object to write.",
+     NULL,
+     {"struct %s *x"},
+     {NULL}},
+    {"kcr_err",
+     "get",
+     "A cached read (kcr_manager_get_typed): object ns/name from the manager's "
+     "informer of the kind's resource, decoded as flags say - 0 a view borrowing from "
+     "*obj (kcr_obj_unref it after the last use of *out), KCR_TYPED_COPY a copy in "
+     "arena a (obj may be NULL). Errors: those of kcr_manager_get_typed "
+     "(KCR_ENOTFOUND: not in the cache).",
+     "kcr_manager_get_typed",
+     {"kcr_manager *m", "const char *ns", "const char *name", "unsigned flags",
+      "struct kcr_arena *a", "struct %s *out", "kcr_obj **obj", "struct kcr_errinfo *ei"},
+     {"m", "&%s_type", "&%s_gvr", "ns", "name", "flags", "a", "out", "obj", "ei"}},
+    {"kcr_err",
+     "apply",
+     "Server-side apply of *in (kcr_typed_apply): the members that are set, to the "
+     "object its metadata names, as opts' field manager; with result (not NULL), the "
+     "applied object as the apiserver answers it, a copy in arena a. Errors: those of "
+     "kcr_typed_apply.",
+     "kcr_typed_apply",
+     {"kcr_client *c", "const struct %s *in", "const struct kcr_apply_opts *opts",
+      "struct kcr_arena *a", "struct %s *result", "struct kcr_errinfo *ei"},
+     {"c", "&%s_type", "&%s_gvr", "in", "opts", "a", "result", "ei"}},
+};
+
+/* *out = the NULL-terminated list l with each "%s" made the prefix p;
+ * returns its length. */
+static size_t kfn_list(const char *const *l, const char *p, const char ***out)
+{
+  size_t n = 0;
+  while(l[n])
+    n++;
+  *out = xalloc((n + 1) * sizeof(**out));
+  for(size_t i = 0; i < n; i++)
+    (*out)[i] = strstr(l[i], "%s") ? xprintf(l[i], p) : l[i];
+  (*out)[n] = NULL;
+  return n;
+}
+
 static void h_kind(struct kcr_buf *b, const struct kind *k)
 {
   char *P = upper(k->prefix);
@@ -335,39 +411,12 @@ static void h_kind(struct kcr_buf *b, const struct kind *k)
     out(b, "extern const struct kcr_type %s_type;\n", p);
   }
   out(b, "\n");
-  comment(
-      b, 0,
-      "Decodes an object's JSON text into *out (kcr_typed_decode: flags 0 for a view "
-      "borrowing from the text, KCR_TYPED_COPY for a copy; arrays, maps and unescaped "
-      "strings in arena a). Errors: those of kcr_typed_decode.");
-  const char *dec[] = {"const char *json",
-                       "size_t len",
-                       "unsigned flags",
-                       "struct kcr_arena *a",
-                       xprintf("struct %s *out", p),
-                       "struct kcr_errinfo *ei"};
-  call(b, 0, xprintf("kcr_err %s_decode(", p), dec, 6, ");");
-  comment(
-      b, 0,
-      xprintf("%s_decode of a cached object's text (kcr_obj_json, checked when it was "
-              "stored): a view borrows from o, so keep the reference while *out is in "
-              "use.",
-              p));
-  const char *obj[] = {"const kcr_obj *o", "unsigned flags", "struct kcr_arena *a",
-                       xprintf("struct %s *out", p), "struct kcr_errinfo *ei"};
-  call(b, 0, xprintf("kcr_err %s_from_obj(", p), obj, 5, ");");
-  comment(b, 0,
-          "Appends the JSON text of *in to out: the members whose has_ is set "
-          "(kcr_typed_encode). Errors: those of kcr_typed_encode.");
-  const char *enc[] = {xprintf("const struct %s *in", p), "struct kcr_buf *out",
-                       "struct kcr_errinfo *ei"};
-  call(b, 0, xprintf("kcr_err %s_encode(", p), enc, 3, ");");
-  comment(
-      b, 0,
-      "Empties *x and sets its apiVersion and kind (borrowed constants): the start of "
-      "an object to write.");
-  const char *ini[] = {xprintf("struct %s *x", p)};
-  call(b, 0, xprintf("void %s_init(", p), ini, 1, ");");
+  for(size_t i = 0; i < sizeof(kfns) / sizeof(kfns[0]); i++) {
+    const char **params;
+    size_t np = kfn_list(kfns[i].params, p, &params);
+    comment(b, 0, kfns[i].doc);
+    call(b, 0, xprintf("%s %s_%s(", kfns[i].ret, p, kfns[i].name), params, np, ");");
+  }
 }
 
 /* ---- source ---- */
@@ -511,21 +560,21 @@ static void c_kind(struct kcr_buf *b, const struct kind *k)
     call(b, 0, head, gvr, 4, "};");
   c_types(b, k->root, p);
 
-  const char *dec[] = {"const char *json",
-                       "size_t len",
-                       "unsigned flags",
-                       "struct kcr_arena *a",
-                       xprintf("struct %s *out", p),
-                       "struct kcr_errinfo *ei"};
-  const char *decb[] = {xprintf("&%s_type", p), "json", "len", "flags", "a", "out", "ei"};
   out(b, "\n");
-  call(b, 0, xprintf("kcr_err %s_decode(", p), dec, 6, ")");
-  out(b, "{\n");
-  call(b, 2, "return kcr_typed_decode(", decb, 7, ");");
-  out(b, "}\n\n");
+  for(size_t i = 0; i < sizeof(kfns) / sizeof(kfns[0]); i++) {
+    const char **params, **args;
+    size_t np = kfn_list(kfns[i].params, p, &params),
+           na = kfn_list(kfns[i].args, p, &args);
+    if(!kfns[i].fwd)
+      continue; /* from_obj and init: below */
+    call(b, 0, xprintf("%s %s_%s(", kfns[i].ret, p, kfns[i].name), params, np, ")");
+    out(b, "{\n");
+    call(b, 2, xprintf("return %s(", kfns[i].fwd), args, na, ");");
+    out(b, "}\n\n");
+  }
 
-  const char *obj[] = {"const kcr_obj *o", "unsigned flags", "struct kcr_arena *a",
-                       xprintf("struct %s *out", p), "struct kcr_errinfo *ei"};
+  const char **obj;
+  size_t nobj = kfn_list(kfns[1].params, p, &obj);
   const char *objb[] = {xprintf("&%s_type", p),
                         "json",
                         "len",
@@ -534,20 +583,12 @@ static void c_kind(struct kcr_buf *b, const struct kind *k)
                         "out",
                         "ei"};
   const char *err[] = {"ei", "KCR_EINVAL", xprintf("\"%s_from_obj: no object\"", p)};
-  call(b, 0, xprintf("kcr_err %s_from_obj(", p), obj, 5, ")");
+  call(b, 0, xprintf("kcr_err %s_from_obj(", p), obj, nobj, ")");
   out(b,
       "{\n  size_t len = 0;\n  const char *json = o ? kcr_obj_json(o, &len) : NULL;\n\n");
   out(b, "  if(!json)\n");
   call(b, 4, "return kcr_errinfo_set(", err, 3, ");");
   call(b, 2, "return kcr_typed_decode(", objb, 7, ");");
-  out(b, "}\n\n");
-
-  const char *enc[] = {xprintf("const struct %s *in", p), "struct kcr_buf *out",
-                       "struct kcr_errinfo *ei"};
-  const char *encb[] = {xprintf("&%s_type", p), "in", "out", "ei"};
-  call(b, 0, xprintf("kcr_err %s_encode(", p), enc, 3, ")");
-  out(b, "{\n");
-  call(b, 2, "return kcr_typed_encode(", encb, 4, ");");
   out(b, "}\n\n");
 
   out(b, "void %s_init(struct %s *x)\n{\n  memset(x, 0, sizeof(*x));\n", p, p);
@@ -582,8 +623,9 @@ void emit(const char *base, const char *input, const char *sha, const struct kin
   if(lib)
     out(h, "#include \"api.h\"\n#include \"typed.h\"\n\n");
   else
-    out(h, "#include \"kcr/meta.h\"\n#include \"kcr/path.h\"\n#include "
-           "\"kcr/store.h\"\n#include \"kcr/typed.h\"\n\n");
+    out(h, "#include \"kcr/client.h\"\n#include \"kcr/manager.h\"\n#include "
+           "\"kcr/meta.h\"\n#include \"kcr/path.h\"\n#include \"kcr/store.h\"\n#include "
+           "\"kcr/typed.h\"\n\n");
   out(h, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n");
   for(size_t i = 0; i < n; i++)
     h_kind(h, &kinds[i]);
