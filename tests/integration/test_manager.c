@@ -2,7 +2,9 @@
  * the control plane: it reconciles, serves /metrics (scraped and parsed),
  * /healthz and /readyz, exits 0 on SIGTERM; with two replicas and leader
  * election exactly one reconciles, SIGKILL hands over within the lease
- * duration and SIGTERM hands over at once (the lease is released). */
+ * duration and SIGTERM hands over at once (the lease is released). And
+ * examples/first, the controller of docs/getting-started.md, does what the
+ * guide says it does. */
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <netinet/in.h>
@@ -361,12 +363,72 @@ static void one_replica_leads_and_hands_over(void **state)
   free(ns);
 }
 
+/* The data value of key k of ConfigMap ns/name (caller frees), or NULL. */
+static char *data_of(const char *ns, const char *name, const char *k)
+{
+  cJSON *o = NULL;
+  char *v = NULL;
+  if(!kcr_get(cl, &(struct kcr_ref){&itest_configmaps, ns, name}, &o, NULL)) {
+    const char *s = kcr_json_member_str(kcr_json_at(o, "/data"), k);
+    v = s ? strdup(s) : NULL;
+  }
+  cJSON_Delete(o);
+  return v;
+}
+
+static bool wait_data(const char *ns, const char *name, const char *k, const char *want)
+{
+  for(int i = 0; i < 300; i++) {
+    char *v = data_of(ns, name, k);
+    bool same = v && !strcmp(v, want);
+    free(v);
+    if(same)
+      return true;
+    itest_sleep_ms(100);
+  }
+  return false;
+}
+
+static void the_getting_started_controller_copies_ping_to_pong(void **state)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  char *ns = itest_namespace(cl, "first");
+  const char *bin = itest_env("KCR_FIRST_BIN");
+  cJSON *o = itest_json("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+                        "{\"name\":\"echo\",\"labels\":{\"first.kcr.io/echo\":\"true\"}},"
+                        "\"data\":{\"ping\":\"one\"}}");
+  const char *mp = "{\"data\":{\"ping\":\"two\"}}";
+  struct proc p = {0};
+
+  itest_expect(
+      KCR_OK,
+      kcr_create(cl, &(struct kcr_ref){&itest_configmaps, ns}, o, NULL, NULL, &ei), &ei);
+  p.pid = fork();
+  assert_true(p.pid >= 0);
+  if(p.pid == 0) {
+    execl(bin, bin, (char *)NULL);
+    _exit(127);
+  }
+  assert_true(wait_data(ns, "echo", "pong", "one"));
+  itest_expect(KCR_OK,
+               kcr_patch(cl, &(struct kcr_ref){&itest_configmaps, ns, "echo"},
+                         &(struct kcr_patch_opts){KCR_PATCH_MERGE}, mp, strlen(mp), NULL,
+                         &ei),
+               &ei);
+  assert_true(wait_data(ns, "echo", "pong", "two"));
+  assert_int_equal(0, stop(&p, SIGTERM));
+  cJSON_Delete(o);
+  kcr_errinfo_cleanup(&ei);
+  itest_namespace_drop(cl, ns);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(reconciles_serves_metrics_and_stops_cleanly),
       cmocka_unit_test(greets_by_the_name_label_and_counts_its_group),
       cmocka_unit_test(one_replica_leads_and_hands_over),
+      cmocka_unit_test(the_getting_started_controller_copies_ping_to_pong),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
