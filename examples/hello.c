@@ -60,13 +60,6 @@ static void map_same_name(kcr_obj *o, kcr_map_emit emit, void *ctx, void *ud)
   free(name);
 }
 
-/* Data key k of a ConfigMap (typed, k8s.h), or no string. */
-static struct kcr_str data(const struct core_v1_config_map *cm, const char *k)
-{
-  size_t i = kcr_str_index(cm->data.k, cm->data.n, k);
-  return i < cm->data.n ? cm->data.v[i] : kcr_str_c(NULL);
-}
-
 static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
                          struct kcr_result *res, void *ud)
 {
@@ -95,21 +88,20 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
   if(!want || !count)
     rc = KCR_ENOMEM;
   /* Level-based: write only when the observed state differs. */
-  if(!rc && (!kcr_str_eq(data(&cm, "greeting"), want) ||
-             !kcr_str_eq(data(&cm, "greeted"), count))) {
+  if(!rc && (!kcr_str_eq(KCR_MAP_STR(cm.data, "greeting"), want) ||
+             !kcr_str_eq(KCR_MAP_STR(cm.data, "greeted"), count))) {
     /* What hello owns, and nothing else: server-side apply. */
-    struct kcr_str keys[] = {kcr_str_c("greeted"), kcr_str_c("greeter"),
-                             kcr_str_c("greeting")};
-    struct kcr_str vals[] = {kcr_str_c(count), kcr_str_c(h->identity), kcr_str_c(want)};
     struct core_v1_config_map p;
     core_v1_config_map_init(&p);
     KCR_SET(p.metadata, name, kcr_str_c(req->name));
     KCR_SET(p.metadata, namespace_, kcr_str_c(req->ns));
-    KCR_SET(p, data, ((struct core_v1_config_map_data){.k = keys, .v = vals, .n = 3}));
-    rc = core_v1_config_map_apply(
-        kcr_ctx_client(cx), &p,
-        &(struct kcr_apply_opts){.field_manager = "hello", .force = true}, NULL, NULL,
-        &ei);
+    rc = KCR_SET_STRMAP(p, data, a, "greeted", count, "greeter", h->identity, "greeting",
+                        want);
+    if(!rc)
+      rc = core_v1_config_map_apply(
+          kcr_ctx_client(cx), &p,
+          &(struct kcr_apply_opts){.field_manager = "hello", .force = true}, NULL, NULL,
+          &ei);
     /* The returned code is the kind of error (apierrors.IsNotFound & co.),
      * ei the server's Status: see docs/library-guide.md, "Handling API
      * errors". */

@@ -24,18 +24,16 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
     return KCR_OK;
   if(rc)
     return rc;
-  size_t ping = kcr_str_index(cm.data.k, cm.data.n, "ping"),
-         pong = kcr_str_index(cm.data.k, cm.data.n, "pong");
+  struct kcr_str ping = KCR_MAP_STR(cm.data, "ping"); /* s NULL: no such key */
   /* Level-based: write only when what is there differs from what should be. */
-  if(ping < cm.data.n &&
-     (pong == cm.data.n || !kcr_str_same(cm.data.v[pong], cm.data.v[ping]))) {
+  if(ping.s && !kcr_str_same(KCR_MAP_STR(cm.data, "pong"), ping)) {
     struct kcr_str key = kcr_str_c("pong");
     struct core_v1_config_map want;
     core_v1_config_map_init(&want); /* only the fields this controller owns */
     KCR_SET(want.metadata, name, kcr_str_c(req->name));
     KCR_SET(want.metadata, namespace_, kcr_str_c(req->ns));
     KCR_SET(want, data,
-            ((struct core_v1_config_map_data){.k = &key, .v = &cm.data.v[ping], .n = 1}));
+            ((struct core_v1_config_map_data){.k = &key, .v = &ping, .n = 1}));
     rc = core_v1_config_map_apply(kcr_ctx_client(cx), &want,
                                   &(struct kcr_apply_opts){.field_manager = "first"},
                                   NULL, NULL, &ei);

@@ -95,6 +95,36 @@ struct kcr_raw {
 /* Sets member x of struct lvalue s to v and marks it present. */
 #define KCR_SET(s, x, v) ((s).x = (v), (s).has_##x = true)
 
+/* Maps of strings - labels, annotations, a ConfigMap's data: any generated
+ * struct with struct kcr_str *k, *v and size_t n. */
+
+/* The value of key c (a C string) in map m: no string (s NULL) when the key
+ * is absent; the last, when it is there twice.
+ *   if(!kcr_str_eq(KCR_MAP_STR(cm.data, "greeting"), want)) ... */
+#define KCR_MAP_STR(m, c) kcr_strmap_get((m).k, (m).v, (m).n, (c))
+static inline struct kcr_str
+kcr_strmap_get(const struct kcr_str *k, const struct kcr_str *v, size_t n, const char *c)
+{
+  size_t i = kcr_str_index(k, n, c);
+  return i < n ? v[i] : kcr_str_c(NULL);
+}
+
+/* Sets map member x of struct lvalue s to the pairs of C strings given -
+ * key, value, key, value ... (borrowed, not copied) - its arrays in arena
+ * a, and marks it present:
+ *   KCR_SET_STRMAP(p, data, a, "greeting", want, "greeter", id);
+ * Errors: KCR_EINVAL (a key without a value: a NULL value ends the list
+ * there), KCR_ENOMEM; x is then unchanged. */
+#define KCR_SET_STRMAP(s, x, a, ...)                                                     \
+  kcr_strmap_set((a), &(s).x.k, &(s).x.v, &(s).x.n, &(s).has_##x, __VA_ARGS__,           \
+                 (const char *)NULL)
+/* What KCR_SET_STRMAP calls: *k, *v, *n the map's members, *has its
+ * presence; the pairs end with a NULL key. Errors: KCR_EINVAL (as above,
+ * or a, k, v, n or has NULL), KCR_ENOMEM. Pure; a is the caller's. */
+KCR_API kcr_err kcr_strmap_set(struct kcr_arena *a, struct kcr_str **k,
+                               struct kcr_str **v, size_t *n, bool *has, const char *key,
+                               ...);
+
 enum kcr_tkind {
   KCR_TK_BOOL = 1,
   KCR_TK_INT,

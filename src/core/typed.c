@@ -12,6 +12,7 @@
  * depth); an object's members are found by binary search in its sorted
  * fields; an array grows in the arena by doubling. Errors name the JSON Pointer of the
  * value, built from a chain of frames on the stack only when one fails. */
+#include <stdarg.h>
 #include <string.h>
 
 #include "core/json-int.h"
@@ -656,4 +657,37 @@ const struct kcr_meta_v1_object_meta *kcr_typed_meta(const struct kcr_type *t,
   if(!x || x->type != &kcr_meta_v1_object_meta_type)
     return NULL;
   return (const void *)((const char *)obj + x->off);
+}
+
+kcr_err kcr_strmap_set(struct kcr_arena *a, struct kcr_str **k, struct kcr_str **v,
+                       size_t *n, bool *has, const char *key, ...)
+{
+  va_list ap;
+  size_t m = 0;
+  struct kcr_str *nk, *nv;
+
+  if(!a || !k || !v || !n || !has)
+    return KCR_EINVAL;
+  va_start(ap, key);
+  for(const char *c = key; c; c = va_arg(ap, const char *), m++)
+    if(!va_arg(ap, const char *)) {
+      va_end(ap);
+      return KCR_EINVAL; /* a key without a value */
+    }
+  va_end(ap);
+  if(m > SIZE_MAX / (2 * sizeof(*nk)) ||
+     !(nk = kcr_arena_alloc(a, (m ? m : 1) * sizeof(*nk))) ||
+     !(nv = kcr_arena_alloc(a, (m ? m : 1) * sizeof(*nv))))
+    return KCR_ENOMEM;
+  va_start(ap, key);
+  for(size_t i = 0; i < m; i++) {
+    nk[i] = kcr_str_c(i ? va_arg(ap, const char *) : key);
+    nv[i] = kcr_str_c(va_arg(ap, const char *));
+  }
+  va_end(ap);
+  *k = nk;
+  *v = nv;
+  *n = m;
+  *has = true;
+  return KCR_OK;
 }

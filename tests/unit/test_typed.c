@@ -351,6 +351,35 @@ static void setting_a_member_makes_its_objects_present(void **state)
   kcr_buf_cleanup(&b);
 }
 
+/* Maps of strings, read by key and set from pairs (labels here; a
+ * ConfigMap's data, annotations alike). */
+static void a_map_of_strings_is_read_by_key_and_set_from_pairs(void **state)
+{
+  struct kcr_arena a = KCR_ARENA_INIT;
+  struct kcr_buf b = KCR_BUF_INIT;
+  struct ebd e;
+
+  ebd_init(&e);
+  assert_int_equal(KCR_OK, KCR_SET_STRMAP(e.metadata, labels, &a, "a", "1", "b", "2"));
+  assert_true(e.metadata.has_labels && e.metadata.labels.n == 2);
+  assert_true(kcr_str_eq(KCR_MAP_STR(e.metadata.labels, "b"), "2"));
+  assert_null(KCR_MAP_STR(e.metadata.labels, "c").s);
+  assert_int_equal(KCR_OK, ebd_encode(&e, &b, NULL));
+  assert_non_null(
+      strstr(kcr_buf_str(&b), "\"metadata\":{\"labels\":{\"a\":\"1\",\"b\":\"2\"}}"));
+  /* a key without a value: refused, the map as it was */
+  assert_int_equal(KCR_EINVAL, KCR_SET_STRMAP(e.metadata, labels, &a, "x", "1", "y"));
+  assert_int_equal(KCR_EINVAL, KCR_SET_STRMAP(e.metadata, labels, &a, "x", (char *)NULL));
+  assert_int_equal(2, e.metadata.labels.n);
+  /* none: an empty map, present */
+  ebd_init(&e);
+  assert_int_equal(KCR_OK, KCR_SET_STRMAP(e.metadata, labels, &a, (char *)NULL));
+  assert_true(e.metadata.has_labels && e.metadata.labels.n == 0);
+  assert_null(KCR_MAP_STR(e.metadata.labels, "a").s);
+  kcr_buf_cleanup(&b);
+  kcr_arena_cleanup(&a);
+}
+
 /* A typed cached read refuses, before it looks, a view without the
  * reference the view borrows from (kcr_manager_get_typed). */
 static void a_cached_view_needs_its_reference(void **state)
@@ -416,6 +445,7 @@ int main(void)
       cmocka_unit_test(the_one_pass_walk_stays_in_its_text),
       cmocka_unit_test(setting_a_member_makes_its_objects_present),
       cmocka_unit_test(a_cached_view_needs_its_reference),
+      cmocka_unit_test(a_map_of_strings_is_read_by_key_and_set_from_pairs),
       cmocka_unit_test(every_allocation_failure_is_an_error),
   };
   tfail_init();
