@@ -24,14 +24,10 @@
 #include "kcr/manager.h"
 #include "kcr/status.h"
 #include "vfm_delay.h"
+#include "vfms.h" /* typed VFMs: kcr_generate_types(... CRDS ..._vfms.yaml) */
 
 #define ANN_DELAY "vfm-sim.ebdman.example.com/delay"
 #define ANN_FAIL  "vfm-sim.ebdman.example.com/fail"
-
-static const struct kcr_gvr vfms = {.group = "ebdman.example.com",
-                                    .version = "v1alpha1",
-                                    .resource = "vfms",
-                                    .namespaced = true};
 
 /* When each VFM generation started progressing (in memory). */
 struct start {
@@ -91,7 +87,8 @@ static uint64_t started_at(struct sim *s, const char *key, int64_t gen)
   return at;
 }
 
-static kcr_err report(kcr_ctx *cx, struct sim *s, const cJSON *vfm, const char *status,
+/* Writes Ready for the cached VFM o (its text is the comparison's base). */
+static kcr_err report(kcr_ctx *cx, struct sim *s, const kcr_obj *o, const char *status,
                       const char *reason, const char *msg, int64_t gen)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
@@ -102,7 +99,9 @@ static kcr_err report(kcr_ctx *cx, struct sim *s, const cJSON *vfm, const char *
                        .observed_generation = gen};
   struct kcr_status_desired d = {.conds = &c, .n = 1, .observed_generation = gen};
   enum kcr_write_result res;
-  kcr_err rc = kcr_status_write(s->status, vfm, &d, &res, &ei);
+  size_t len;
+  const char *json = kcr_obj_json(o, &len);
+  kcr_err rc = kcr_status_write_text(s->status, json, len, &d, &res, &ei);
   if(rc)
     KCR_CLOG(cx, KCR_LOG_WARN, "status write failed", KCR_S("err", kcr_err_name(rc)),
              KCR_S("detail", ei.message));
@@ -118,38 +117,37 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
 {
   struct sim *s = ud;
   kcr_obj *o = kcr_store_ref(kcr_informer_store(s->vfms), req->ns, req->name);
-  cJSON *vfm;
-  const char *fail, *delay_s;
+  struct vfm v;
   uint64_t delay = s->default_delay_ms, wait;
-  int64_t gen;
   kcr_err rc;
 
   if(!o)
     return KCR_OK;
-  kcr_obj_parse(o, &vfm); /* NULL: out of memory */
-  gen = kcr_obj_generation(o);
-  kcr_obj_unref(o);
-  if(!vfm)
-    return KCR_ENOMEM;
-  fail = kcr_json_member_str(kcr_json_at(vfm, "/metadata/annotations"), ANN_FAIL);
-  delay_s = kcr_json_member_str(kcr_json_at(vfm, "/metadata/annotations"), ANN_DELAY);
+  /* A copy: its strings are NUL-terminated C strings (s NULL when absent). */
+  if((rc = vfm_from_obj(o, KCR_TYPED_COPY, kcr_ctx_arena(cx), &v, NULL))) {
+    kcr_obj_unref(o);
+    return rc;
+  }
+  int64_t gen = v.metadata.generation;
+  const char *fail = KCR_MAP_STR(v.metadata.annotations, ANN_FAIL).s,
+             *delay_s = KCR_MAP_STR(v.metadata.annotations, ANN_DELAY).s;
   if(delay_s && vfm_sim_delay_parse(delay_s, &delay)) {
-    rc = report(cx, s, vfm, "False", "Failed",
+    rc = report(cx, s, o, "False", "Failed",
                 "annotation " ANN_DELAY " is not a duration from 0 to " VFM_SIM_MAX_DELAY
                 " such as 500ms or 2s",
                 gen);
   } else if(fail) {
-    rc = report(cx, s, vfm, "False", "Failed", fail, gen);
+    rc = report(cx, s, o, "False", "Failed", fail, gen);
   } else if(!delay) {
-    rc = report(cx, s, vfm, "True", "Ready", "vfm is available", gen);
+    rc = report(cx, s, o, "True", "Ready", "vfm is available", gen);
   } else if(!(wait = vfm_sim_wait_ms(started_at(s, req->key, gen), delay,
                                      kcr_time_mono_ms()))) {
-    rc = report(cx, s, vfm, "True", "Ready", "vfm is available", gen);
+    rc = report(cx, s, o, "True", "Ready", "vfm is available", gen);
   } else {
-    rc = report(cx, s, vfm, "False", "Progressing", "vfm is starting", gen);
+    rc = report(cx, s, o, "False", "Progressing", "vfm is starting", gen);
     res->requeue_after_ms = wait; /* at most VFM_SIM_MAX_DELAY_MS */
   }
-  cJSON_Delete(vfm);
+  kcr_obj_unref(o);
   return rc;
 }
 
@@ -196,14 +194,14 @@ int main(int argc, char **argv)
     return 2;
   }
   struct kcr_status_writer_opts so = {.client = kcr_manager_client(m),
-                                      .gvr = &vfms,
+                                      .gvr = &vfm_gvr,
                                       .api_version = "ebdman.example.com/v1alpha1",
                                       .kind = "VFM",
                                       .field_manager = "vfm-sim",
                                       .mode = KCR_STATUS_APPLY,
                                       .metrics = kcr_manager_metrics(m)};
-  if(kcr_manager_informer(m, &(struct kcr_informer_opts){.gvr = &vfms, .ns = ns}, &s.vfms,
-                          &ei) ||
+  if(kcr_manager_informer(m, &(struct kcr_informer_opts){.gvr = &vfm_gvr, .ns = ns},
+                          &s.vfms, &ei) ||
      kcr_status_writer_new(&so, &s.status, &ei) ||
      kcr_controller_new(&(struct kcr_controller_opts){.name = "vfm-sim",
                                                       .workers = workers,
