@@ -73,10 +73,10 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
    * view: it borrows o's text, so o is released at the end. */
   kcr_err rc = core_v1_config_map_get(h->m, req->ns, req->name, 0, a, &cm, &o, &ei);
 
-  if(rc == KCR_ENOTFOUND) /* deleted: nothing to do */
-    return KCR_OK;
-  if(rc)
-    return rc;
+  if(rc) {
+    kcr_errinfo_cleanup(&ei);
+    return rc == KCR_ENOTFOUND ? KCR_OK : rc; /* not found: deleted, nothing to do */
+  }
   /* The label index finds the ConfigMaps that greet the same name. */
   char *name = name_label(o);
   if(name && !kcr_store_ref_by_index(h->store, KCR_INDEX_LABEL_PREFIX NAME_LABEL, name,

@@ -20,10 +20,10 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
   kcr_err rc =
       core_v1_config_map_get(m, req->ns, req->name, 0, kcr_ctx_arena(cx), &cm, &o, &ei);
 
-  if(rc == KCR_ENOTFOUND) /* deleted: nothing to do */
-    return KCR_OK;
-  if(rc)
-    return rc;
+  if(rc) {
+    kcr_errinfo_cleanup(&ei);
+    return rc == KCR_ENOTFOUND ? KCR_OK : rc; /* not found: deleted, nothing to do */
+  }
   struct kcr_str ping = KCR_MAP_STR(cm.data, "ping"); /* s NULL: no such key */
   /* Level-based: write only when what is there differs from what should be. */
   if(ping.s && !kcr_str_same(KCR_MAP_STR(cm.data, "pong"), ping)) {

@@ -169,15 +169,18 @@ KCR_API kcr_err kcr_manager_get(kcr_manager *m, const struct kcr_gvr *gvr, const
                                 const char *name, kcr_obj **out, struct kcr_errinfo *ei);
 /* kcr_manager_get, decoded into a typed object (kcr/typed.h): *out, a
  * t->size struct, decoded from the cached object's text as flags say - 0
- * a view that borrows from the object, whose reference goes to *obj
- * (release it with kcr_obj_unref after the last use of *out), or
- * KCR_TYPED_COPY a copy, everything in arena a (obj may then be NULL: the
- * reference is released here). What kcr-gen's <kind>_get calls:
+ * a view that borrows from the object, or KCR_TYPED_COPY a copy,
+ * everything in arena a. With obj (required for a view) the object's
+ * reference goes to *obj: release it with kcr_obj_unref, for a view after
+ * the last use of *out; with obj NULL (a copy only) it is released here.
+ * What kcr-gen's <kind>_get calls:
  *   rc = ebd_get(m, req->ns, req->name, 0, kcr_ctx_arena(cx), &e, &o, &ei);
  * Errors: those of kcr_manager_get (KCR_ENOTFOUND: not in the cache),
  * KCR_EINVAL (t, a or out missing; obj NULL for a view), those of
  * kcr_typed_decode (the cached text is not of type t: KCR_EPARSE naming
- * the value), KCR_ENOMEM. On error *obj is NULL and no reference is kept.
+ * the value), KCR_ENOMEM. On error *obj is NULL, no reference is kept, and
+ * *out must not be used (a view's strings may point into the released
+ * object).
  * Thread safety: as kcr_manager_get; a is the caller's. */
 KCR_API kcr_err kcr_manager_get_typed(kcr_manager *m, const struct kcr_type *t,
                                       const struct kcr_gvr *gvr, const char *ns,

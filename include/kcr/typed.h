@@ -113,6 +113,7 @@ kcr_strmap_get(const struct kcr_str *k, const struct kcr_str *v, size_t n, const
  * key, value, key, value ... (borrowed, not copied) - its arrays in arena
  * a, and marks it present:
  *   KCR_SET_STRMAP(p, data, a, "greeting", want, "greeter", id);
+ * An empty map (present, no pairs): KCR_SET_STRMAP(p, data, a, (char *)NULL).
  * Errors: KCR_EINVAL (a key without a value: a NULL value ends the list
  * there), KCR_ENOMEM; x is then unchanged. */
 #define KCR_SET_STRMAP(s, x, a, ...)                                                     \

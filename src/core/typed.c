@@ -486,7 +486,10 @@ kcr_err kcr_typed_decode(const struct kcr_type *t, const char *text, size_t len,
                            : !a   ? "arena"
                                   : "text");
   memset(out, 0, t->size);
-  if(flags & KCR_TYPED_TRUSTED) {
+  if(!len) {
+    v.at = "";
+    v.n = 0;
+  } else if(flags & KCR_TYPED_TRUSTED) {
     v.at = ws(text, text + len);
     v.n = len - (size_t)(v.at - text);
   } else if(kcr_json_check(text ? text : "", len, &v)) {

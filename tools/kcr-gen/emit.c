@@ -563,18 +563,21 @@ static void c_kind(struct kcr_buf *b, const struct kind *k)
   out(b, "\n");
   for(size_t i = 0; i < sizeof(kfns) / sizeof(kfns[0]); i++) {
     const char **params, **args;
-    size_t np = kfn_list(kfns[i].params, p, &params),
-           na = kfn_list(kfns[i].args, p, &args);
     if(!kfns[i].fwd)
       continue; /* from_obj and init: below */
+    size_t np = kfn_list(kfns[i].params, p, &params),
+           na = kfn_list(kfns[i].args, p, &args);
     call(b, 0, xprintf("%s %s_%s(", kfns[i].ret, p, kfns[i].name), params, np, ")");
     out(b, "{\n");
     call(b, 2, xprintf("return %s(", kfns[i].fwd), args, na, ");");
     out(b, "}\n\n");
   }
 
-  const char **obj;
-  size_t nobj = kfn_list(kfns[1].params, p, &obj);
+  const char **obj = NULL;
+  size_t nobj = 0;
+  for(size_t i = 0; i < sizeof(kfns) / sizeof(kfns[0]); i++)
+    if(!strcmp(kfns[i].name, "from_obj"))
+      nobj = kfn_list(kfns[i].params, p, &obj);
   const char *objb[] = {xprintf("&%s_type", p),
                         "json",
                         "len",
