@@ -68,27 +68,74 @@ static void comment(struct kcr_buf *b, int indent, const char *text)
   out(b, col + 3 > COLS ? "\n%*s */\n" : " */\n", indent, "");
 }
 
-/* head(args[0], ..., args[n - 1])tail at indent, its arguments packed
- * greedily and continued under the first, as clang-format lays out a call
- * or a declaration that does not fit. */
-static void call(struct kcr_buf *b, int indent, const char *head, const char *const *args,
-                 size_t n, const char *tail)
+/* Packs args (the last followed by tail, the others by ',') greedily into
+ * lines starting at column at (the first one at column first); returns
+ * the number of lines, or 0 when an argument does not fit in COLS. With b,
+ * writes them (the first line's text goes after what is on it). */
+static int pack(struct kcr_buf *b, int first, int at, const char *const *args, size_t n,
+                const char *tail)
 {
-  int at = indent + (int)strlen(head), col = at;
+  int col = first, lines = 1;
 
-  out(b, "%*s%s", indent, "", head);
   for(size_t i = 0; i < n; i++) {
     char *a = xprintf("%s%s", args[i], i + 1 < n ? "," : tail);
     int w = (int)strlen(a);
     if(i && col + 1 + w > COLS) {
-      out(b, "\n%*s%s", at, "", a);
+      if(b)
+        out(b, "\n%*s%s", at, "", a);
       col = at + w;
+      lines++;
     } else {
-      out(b, "%s%s", i ? " " : "", a);
+      if(b)
+        out(b, "%s%s", i ? " " : "", a);
       col += (i ? 1 : 0) + w;
     }
+    if(col > COLS && !b)
+      return 0;
   }
-  out(b, "\n");
+  if(b)
+    out(b, "\n");
+  return lines;
+}
+
+/* head(args[0], ..., args[n - 1])tail at indent, laid out as clang-format
+ * lays out a call, a declaration or an initialiser that does not fit on
+ * one line: the arguments packed and continued under the first when they
+ * all fit so (for an initialiser's "{", only when that takes no more lines
+ * than a break after the brace); else, for a function's declaration
+ * ("type name(" at column 0), the one of two layouts with fewer lines (the
+ * first on a tie) - the return type on a line of its own and the
+ * arguments under the first, or a break after the open bracket and the
+ * arguments packed 4 columns in - and for the others the latter. */
+static void call(struct kcr_buf *b, int indent, const char *head, const char *const *args,
+                 size_t n, const char *tail)
+{
+  int at = indent + (int)strlen(head);
+  const char *name = strchr(head, ' ');
+  bool decl = !indent && name && !strchr(head, '=') && head[strlen(head) - 1] == '(';
+  int own = 0, after;
+
+  out(b, "%*s", indent, "");
+  int aligned = pack(NULL, at, at, args, n, tail);
+  after = pack(NULL, indent + 4, indent + 4, args, n, tail);
+  /* an initialiser's braces: the fewer lines (aligned on a tie) */
+  if(aligned && (head[strlen(head) - 1] != '{' || !after || aligned <= after + 1)) {
+    out(b, "%s", head);
+    pack(b, at, at, args, n, tail);
+    return;
+  }
+  if(decl) {
+    int w = (int)strlen(name + 1);
+    own = pack(NULL, w, w, args, n, tail);
+    own = own ? own + 1 : 0;
+  }
+  if(own && (!after || own <= after + 1)) {
+    out(b, "%.*s\n%s", (int)(name - head), head, name + 1);
+    pack(b, (int)strlen(name + 1), (int)strlen(name + 1), args, n, tail);
+    return;
+  }
+  out(b, "%s\n%*s", head, indent + 4, "");
+  pack(b, indent + 4, indent + 4, args, n, tail);
 }
 
 /* `lhs = rhs;` at indent, broken after '=' when it does not fit, and rhs
@@ -541,23 +588,7 @@ static void c_kind(struct kcr_buf *b, const struct kind *k)
   out(b, "\n");
   const char *gvr[] = {xprintf("%s_GROUP", P), xprintf("%s_VERSION", P),
                        xprintf("%s_RESOURCE", P), k->namespaced ? "true" : "false"};
-  char *one = xprintf("%s, %s, %s, %s};", gvr[0], gvr[1], gvr[2], gvr[3]);
-  char *head = xprintf("const struct kcr_gvr %s_gvr = {", p);
-  int lines = 1, col = (int)strlen(head);
-  for(size_t i = 0; i < 4; i++) { /* how call() would pack them */
-    int w = (int)strlen(gvr[i]) + (i < 3 ? 1 : 2);
-    if(i && col + 1 + w > COLS) {
-      lines++;
-      col = (int)strlen(head) + w;
-    } else {
-      col += (i ? 1 : 0) + w;
-    }
-  }
-  /* clang-format breaks after the brace rather than use three lines */
-  if(lines > 2 && 4 + strlen(one) <= COLS)
-    out(b, "%s\n    %s\n", head, one);
-  else
-    call(b, 0, head, gvr, 4, "};");
+  call(b, 0, xprintf("const struct kcr_gvr %s_gvr = {", p), gvr, 4, "};");
   c_types(b, k->root, p);
 
   out(b, "\n");
@@ -637,7 +668,12 @@ void emit(const char *base, const char *input, const char *sha, const struct kin
   if(!lib) {
     out(h, "\n");
     comment(h, 0, "The description of every kind above, in order, then NULL.");
-    out(h, "extern const struct kcr_type *const %s_types[];\n", base);
+    char *decl = xprintf("*const %s_types[];", base);
+    /* clang-format breaks before the declarator that does not fit */
+    out(h,
+        29 + strlen(decl) <= COLS ? "extern const struct kcr_type %s\n"
+                                  : "extern const struct kcr_type\n    %s\n",
+        decl);
   }
   out(h, "\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
 
