@@ -27,6 +27,7 @@
 #include "kcr/manager.h"
 #include "kcr/metrics.h"
 #include "kcr/path.h"
+#include "kcr/quantity.h"
 #include "kcr/queue.h"
 #include "kcr/status.h"
 #include "kcr/store.h"

@@ -151,7 +151,8 @@ static int def_node(struct rd *r, const char *name, const yaml_node_t *at,
     s->kind = strstr(name, "IntOrString") ? S_INTSTR : S_STR;
     if(s->kind == S_STR) {
       s->format = xstrdup("quantity");
-      s->desc = xstrdup("A Quantity (\"100m\", \"1Gi\"): the apiserver writes a string.");
+      s->desc = xstrdup("A Quantity (\"100m\", \"1Gi\"): the apiserver writes a string; "
+                        "kcr_quantity_scaled reads it as a number.");
     }
     *out = s;
     return 1;
