@@ -32,8 +32,7 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
     core_v1_config_map_init(&want); /* only the fields this controller owns */
     KCR_SET(want.metadata, name, kcr_str_c(req->name));
     KCR_SET(want.metadata, namespace_, kcr_str_c(req->ns));
-    KCR_SET(want, data,
-            ((struct core_v1_config_map_data){.k = &key, .v = &ping, .n = 1}));
+    KCR_SET(want, data, ((struct kcr_strmap){.k = &key, .v = &ping, .n = 1}));
     rc = core_v1_config_map_apply(kcr_ctx_client(cx), &want,
                                   &(struct kcr_apply_opts){.field_manager = "first"},
                                   NULL, NULL, &ei);

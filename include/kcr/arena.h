@@ -24,7 +24,8 @@ struct kcr_arena {
 
 /* Memory owned by the arena, valid until kcr_arena_reset/kcr_arena_cleanup
  * (never free() it); NULL if out of memory. alloc: n bytes aligned for any
- * type; strdup: a copy of s; printf: formatted text. */
+ * type, not zeroed (memset what you do not set: a typed object's has_
+ * flags, for one); strdup: a copy of s; printf: formatted text. */
 KCR_API void *kcr_arena_alloc(struct kcr_arena *a, size_t n);
 KCR_API char *kcr_arena_strdup(struct kcr_arena *a, const char *s);
 KCR_API char *kcr_arena_printf(struct kcr_arena *a, const char *fmt, ...)

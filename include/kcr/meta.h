@@ -43,12 +43,6 @@ struct kcr_meta_v1_condition {
 };
 KCR_API extern const struct kcr_type kcr_meta_v1_condition_type;
 
-/* io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelectorRequirement/values: an array */
-struct kcr_meta_v1_label_selector_requirement_values {
-  struct kcr_str *v;
-  size_t n;
-};
-
 /* io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelectorRequirement: A label selector
  * requirement is a selector that contains values, a key, and an operator that relates
  * the key and values. */
@@ -61,20 +55,13 @@ struct kcr_meta_v1_label_selector_requirement {
   struct kcr_str operator_;
   /* values is an array of string values. [list-type atomic] */
   bool has_values;
-  struct kcr_meta_v1_label_selector_requirement_values values;
+  struct kcr_strlist values;
 };
 KCR_API extern const struct kcr_type kcr_meta_v1_label_selector_requirement_type;
 
 /* io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector/matchExpressions: an array */
 struct kcr_meta_v1_label_selector_match_expressions {
   struct kcr_meta_v1_label_selector_requirement *v;
-  size_t n;
-};
-
-/* io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector/matchLabels: a map */
-struct kcr_meta_v1_label_selector_match_labels {
-  struct kcr_str *k;
-  struct kcr_str *v;
   size_t n;
 };
 
@@ -86,7 +73,7 @@ struct kcr_meta_v1_label_selector {
   struct kcr_meta_v1_label_selector_match_expressions match_expressions;
   /* matchLabels is a map of {key,value} pairs. */
   bool has_match_labels;
-  struct kcr_meta_v1_label_selector_match_labels match_labels;
+  struct kcr_strmap match_labels;
 };
 KCR_API extern const struct kcr_type kcr_meta_v1_label_selector_type;
 
@@ -158,26 +145,6 @@ struct kcr_meta_v1_managed_fields_entry {
 };
 KCR_API extern const struct kcr_type kcr_meta_v1_managed_fields_entry_type;
 
-/* io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta/annotations: a map */
-struct kcr_meta_v1_object_meta_annotations {
-  struct kcr_str *k;
-  struct kcr_str *v;
-  size_t n;
-};
-
-/* io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta/finalizers: an array */
-struct kcr_meta_v1_object_meta_finalizers {
-  struct kcr_str *v;
-  size_t n;
-};
-
-/* io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta/labels: a map */
-struct kcr_meta_v1_object_meta_labels {
-  struct kcr_str *k;
-  struct kcr_str *v;
-  size_t n;
-};
-
 /* io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta/managedFields: an array */
 struct kcr_meta_v1_object_meta_managed_fields {
   struct kcr_meta_v1_managed_fields_entry *v;
@@ -221,7 +188,7 @@ struct kcr_meta_v1_object_meta {
   /* Annotations is an unstructured key value map stored with a resource that may be
    * set by external tools to store and retrieve arbitrary metadata. */
   bool has_annotations;
-  struct kcr_meta_v1_object_meta_annotations annotations;
+  struct kcr_strmap annotations;
   /* CreationTimestamp is a timestamp representing the server time when this object was
    * created. [date-time] */
   bool has_creation_timestamp;
@@ -236,7 +203,7 @@ struct kcr_meta_v1_object_meta {
   struct kcr_str deletion_timestamp;
   /* Must be empty before the object is deleted from the registry. [list-type set] */
   bool has_finalizers;
-  struct kcr_meta_v1_object_meta_finalizers finalizers;
+  struct kcr_strlist finalizers;
   /* GenerateName is an optional prefix, used by the server, to generate a unique name
    * ONLY IF the Name field has not been provided. */
   bool has_generate_name;
@@ -247,7 +214,7 @@ struct kcr_meta_v1_object_meta {
   /* Map of string keys and values that can be used to organize and categorize (scope
    * and select) objects. */
   bool has_labels;
-  struct kcr_meta_v1_object_meta_labels labels;
+  struct kcr_strmap labels;
   /* ManagedFields maps workflow-id and version to the set of fields that are managed
    * by that workflow. [list-type atomic] */
   bool has_managed_fields;

@@ -16,9 +16,10 @@
  *   preserve-unknown,      struct kcr_raw: the JSON text, byte for byte
  *    embedded resources
  *   object                 a generated struct, by value
- *   array                  struct { T *v; size_t n; }
- *   map (additional-       struct { struct kcr_str *k; T *v; size_t n; }
- *    Properties)
+ *   array                  struct { T *v; size_t n; }; of plain strings
+ *                           struct kcr_strlist (below)
+ *   map (additional-       struct { struct kcr_str *k; T *v; size_t n; }; of
+ *    Properties)            plain strings struct kcr_strmap (below)
  *   ... of nullable items  the same with `bool *null;` before n: null[i]
  *                           says item i is JSON null (v[i] zero)
  *
@@ -95,8 +96,19 @@ struct kcr_raw {
 /* Sets member x of struct lvalue s to v and marks it present. */
 #define KCR_SET(s, x, v) ((s).x = (v), (s).has_##x = true)
 
-/* Maps of strings - labels, annotations, a ConfigMap's data: any generated
- * struct with struct kcr_str *k, *v and size_t n. */
+/* Arrays and maps of plain strings - finalizers, a container's args;
+ * labels, annotations, a ConfigMap's data - are these two types in every
+ * generated struct, so one assigns to another:
+ *   KCR_SET(child.metadata, labels, owner.metadata.labels); */
+struct kcr_strlist {
+  struct kcr_str *v;
+  size_t n;
+};
+struct kcr_strmap {
+  struct kcr_str *k;
+  struct kcr_str *v;
+  size_t n;
+};
 
 /* The value of key c (a C string) in map m: no string (s NULL) when the key
  * is absent; the last, when it is there twice.
@@ -223,6 +235,9 @@ KCR_API extern const struct kcr_type kcr_type_number;
 KCR_API extern const struct kcr_type kcr_type_string;
 KCR_API extern const struct kcr_type kcr_type_intstr;
 KCR_API extern const struct kcr_type kcr_type_raw;
+/* The descriptions of struct kcr_strlist and struct kcr_strmap. */
+KCR_API extern const struct kcr_type kcr_strlist_type;
+KCR_API extern const struct kcr_type kcr_strmap_type;
 
 /* Flags of kcr_typed_decode. */
 #define KCR_TYPED_COPY 1u /* copy every string into the arena (see above) */
@@ -262,6 +277,30 @@ struct kcr_meta_v1_object_meta; /* kcr/meta.h */
  * (also for t or obj NULL). Borrowed from obj. Pure. */
 KCR_API const struct kcr_meta_v1_object_meta *kcr_typed_meta(const struct kcr_type *t,
                                                              const void *obj);
+
+/* Makes the owner - an object of apiVersion api_version and kind kind, its
+ * metadata owner - the controller of the object whose metadata is child (an
+ * object being built for apply or create), as controller-runtime's
+ * SetControllerReference does: child's ownerReferences gains {apiVersion,
+ * kind, name, uid, controller: true, blockOwnerDeletion: true}, so the
+ * child is garbage-collected with its owner and its events map to it. A
+ * reference to the same owner uid without controller is upgraded in place;
+ * an owner that already controls child is left as it is (idempotent).
+ * Generated code calls it as <kind>_set_controller_of(a, &child.metadata,
+ * &owner, ei), with the kind's own apiVersion and kind.
+ * Memory: the new array and copies of the owner's name and uid are in arena
+ * a; api_version and kind are borrowed (the generated constants). All or
+ * nothing: on any error child is unchanged.
+ * Errors: KCR_EINVAL (the message says why: a or child NULL; an owner
+ * without apiVersion, kind, name or uid; a namespaced owner in another
+ * namespace than child's - set child's namespace first; child already
+ * controlled by another uid), KCR_ENOMEM. ei may be NULL. Pure; a is the
+ * caller's. */
+KCR_API kcr_err kcr_typed_set_controller(struct kcr_arena *a,
+                                         struct kcr_meta_v1_object_meta *child,
+                                         const char *api_version, const char *kind,
+                                         const struct kcr_meta_v1_object_meta *owner,
+                                         struct kcr_errinfo *ei);
 
 #ifdef __cplusplus
 }

@@ -23,150 +23,135 @@ static const struct kcr_tfield f1[] = {
 const struct kcr_type kcr_meta_v1_condition_type =
     KCR_TOBJECT("kcr_meta_v1_condition", s1, f1);
 
-typedef struct kcr_meta_v1_label_selector_requirement_values s2;
-static const struct kcr_type t2 = KCR_TARRAY(NULL, s2, &kcr_type_string);
-
-typedef struct kcr_meta_v1_label_selector_requirement s3;
-static const struct kcr_tfield f3[] = {
+typedef struct kcr_meta_v1_label_selector_requirement s2;
+static const struct kcr_tfield f2[] = {
     /* io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelectorRequirement/key */
-    KCR_TFIELD(s3, "key", key, &kcr_type_string),
+    KCR_TFIELD(s2, "key", key, &kcr_type_string),
     /* io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelectorRequirement/operator */
-    KCR_TFIELD(s3, "operator", operator_, &kcr_type_string),
+    KCR_TFIELD(s2, "operator", operator_, &kcr_type_string),
     /* io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelectorRequirement/values */
-    KCR_TFIELD(s3, "values", values, &t2),
+    KCR_TFIELD(s2, "values", values, &kcr_strlist_type),
 };
 const struct kcr_type kcr_meta_v1_label_selector_requirement_type =
-    KCR_TOBJECT("kcr_meta_v1_label_selector_requirement", s3, f3);
+    KCR_TOBJECT("kcr_meta_v1_label_selector_requirement", s2, f2);
 
-typedef struct kcr_meta_v1_label_selector_match_expressions s4;
-static const struct kcr_type t4 =
-    KCR_TARRAY(NULL, s4, &kcr_meta_v1_label_selector_requirement_type);
+typedef struct kcr_meta_v1_label_selector_match_expressions s3;
+static const struct kcr_type t3 =
+    KCR_TARRAY(NULL, s3, &kcr_meta_v1_label_selector_requirement_type);
 
-typedef struct kcr_meta_v1_label_selector_match_labels s5;
-static const struct kcr_type t5 = KCR_TMAP(NULL, s5, &kcr_type_string);
-
-typedef struct kcr_meta_v1_label_selector s6;
-static const struct kcr_tfield f6[] = {
+typedef struct kcr_meta_v1_label_selector s4;
+static const struct kcr_tfield f4[] = {
     /* io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector/matchExpressions */
-    KCR_TFIELD(s6, "matchExpressions", match_expressions, &t4),
+    KCR_TFIELD(s4, "matchExpressions", match_expressions, &t3),
     /* io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector/matchLabels */
-    KCR_TFIELD(s6, "matchLabels", match_labels, &t5),
+    KCR_TFIELD(s4, "matchLabels", match_labels, &kcr_strmap_type),
 };
 const struct kcr_type kcr_meta_v1_label_selector_type =
-    KCR_TOBJECT("kcr_meta_v1_label_selector", s6, f6);
+    KCR_TOBJECT("kcr_meta_v1_label_selector", s4, f4);
 
-typedef struct kcr_meta_v1_shard_info s7;
-static const struct kcr_tfield f7[] = {
+typedef struct kcr_meta_v1_shard_info s5;
+static const struct kcr_tfield f5[] = {
     /* io.k8s.apimachinery.pkg.apis.meta.v1.ShardInfo/selector */
-    KCR_TFIELD(s7, "selector", selector, &kcr_type_string),
+    KCR_TFIELD(s5, "selector", selector, &kcr_type_string),
 };
 const struct kcr_type kcr_meta_v1_shard_info_type =
-    KCR_TOBJECT("kcr_meta_v1_shard_info", s7, f7);
+    KCR_TOBJECT("kcr_meta_v1_shard_info", s5, f5);
 
-typedef struct kcr_meta_v1_list_meta s8;
-static const struct kcr_tfield f8[] = {
+typedef struct kcr_meta_v1_list_meta s6;
+static const struct kcr_tfield f6[] = {
     /* io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta/continue */
-    KCR_TFIELD(s8, "continue", continue_, &kcr_type_string),
+    KCR_TFIELD(s6, "continue", continue_, &kcr_type_string),
     /* io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta/remainingItemCount */
-    KCR_TFIELD(s8, "remainingItemCount", remaining_item_count, &kcr_type_int),
+    KCR_TFIELD(s6, "remainingItemCount", remaining_item_count, &kcr_type_int),
     /* io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta/resourceVersion */
-    KCR_TFIELD(s8, "resourceVersion", resource_version, &kcr_type_string),
+    KCR_TFIELD(s6, "resourceVersion", resource_version, &kcr_type_string),
     /* io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta/selfLink */
-    KCR_TFIELD(s8, "selfLink", self_link, &kcr_type_string),
+    KCR_TFIELD(s6, "selfLink", self_link, &kcr_type_string),
     /* io.k8s.apimachinery.pkg.apis.meta.v1.ShardInfo */
-    KCR_TFIELD(s8, "shardInfo", shard_info, &kcr_meta_v1_shard_info_type),
+    KCR_TFIELD(s6, "shardInfo", shard_info, &kcr_meta_v1_shard_info_type),
 };
 const struct kcr_type kcr_meta_v1_list_meta_type =
-    KCR_TOBJECT("kcr_meta_v1_list_meta", s8, f8);
+    KCR_TOBJECT("kcr_meta_v1_list_meta", s6, f6);
 
-typedef struct kcr_meta_v1_managed_fields_entry s9;
-static const struct kcr_tfield f9[] = {
+typedef struct kcr_meta_v1_managed_fields_entry s7;
+static const struct kcr_tfield f7[] = {
     /* io.k8s.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry/apiVersion */
-    KCR_TFIELD(s9, "apiVersion", api_version, &kcr_type_string),
+    KCR_TFIELD(s7, "apiVersion", api_version, &kcr_type_string),
     /* io.k8s.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry/fieldsType */
-    KCR_TFIELD(s9, "fieldsType", fields_type, &kcr_type_string),
+    KCR_TFIELD(s7, "fieldsType", fields_type, &kcr_type_string),
     /* io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1 */
-    KCR_TFIELD(s9, "fieldsV1", fields_v1, &kcr_type_raw),
+    KCR_TFIELD(s7, "fieldsV1", fields_v1, &kcr_type_raw),
     /* io.k8s.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry/manager */
-    KCR_TFIELD(s9, "manager", manager, &kcr_type_string),
+    KCR_TFIELD(s7, "manager", manager, &kcr_type_string),
     /* io.k8s.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry/operation */
-    KCR_TFIELD(s9, "operation", operation, &kcr_type_string),
+    KCR_TFIELD(s7, "operation", operation, &kcr_type_string),
     /* io.k8s.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry/subresource */
-    KCR_TFIELD(s9, "subresource", subresource, &kcr_type_string),
+    KCR_TFIELD(s7, "subresource", subresource, &kcr_type_string),
     /* io.k8s.apimachinery.pkg.apis.meta.v1.Time */
-    KCR_TFIELD(s9, "time", time, &kcr_type_string),
+    KCR_TFIELD(s7, "time", time, &kcr_type_string),
 };
 const struct kcr_type kcr_meta_v1_managed_fields_entry_type =
-    KCR_TOBJECT("kcr_meta_v1_managed_fields_entry", s9, f9);
+    KCR_TOBJECT("kcr_meta_v1_managed_fields_entry", s7, f7);
 
-typedef struct kcr_meta_v1_object_meta_annotations s10;
-static const struct kcr_type t10 = KCR_TMAP(NULL, s10, &kcr_type_string);
+typedef struct kcr_meta_v1_object_meta_managed_fields s8;
+static const struct kcr_type t8 =
+    KCR_TARRAY(NULL, s8, &kcr_meta_v1_managed_fields_entry_type);
 
-typedef struct kcr_meta_v1_object_meta_finalizers s11;
-static const struct kcr_type t11 = KCR_TARRAY(NULL, s11, &kcr_type_string);
-
-typedef struct kcr_meta_v1_object_meta_labels s12;
-static const struct kcr_type t12 = KCR_TMAP(NULL, s12, &kcr_type_string);
-
-typedef struct kcr_meta_v1_object_meta_managed_fields s13;
-static const struct kcr_type t13 =
-    KCR_TARRAY(NULL, s13, &kcr_meta_v1_managed_fields_entry_type);
-
-typedef struct kcr_meta_v1_owner_reference s14;
-static const struct kcr_tfield f14[] = {
+typedef struct kcr_meta_v1_owner_reference s9;
+static const struct kcr_tfield f9[] = {
     /* io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference/apiVersion */
-    KCR_TFIELD(s14, "apiVersion", api_version, &kcr_type_string),
+    KCR_TFIELD(s9, "apiVersion", api_version, &kcr_type_string),
     /* io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference/blockOwnerDeletion */
-    KCR_TFIELD(s14, "blockOwnerDeletion", block_owner_deletion, &kcr_type_bool),
+    KCR_TFIELD(s9, "blockOwnerDeletion", block_owner_deletion, &kcr_type_bool),
     /* io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference/controller */
-    KCR_TFIELD(s14, "controller", controller, &kcr_type_bool),
+    KCR_TFIELD(s9, "controller", controller, &kcr_type_bool),
     /* io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference/kind */
-    KCR_TFIELD(s14, "kind", kind, &kcr_type_string),
+    KCR_TFIELD(s9, "kind", kind, &kcr_type_string),
     /* io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference/name */
-    KCR_TFIELD(s14, "name", name, &kcr_type_string),
+    KCR_TFIELD(s9, "name", name, &kcr_type_string),
     /* io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference/uid */
-    KCR_TFIELD(s14, "uid", uid, &kcr_type_string),
+    KCR_TFIELD(s9, "uid", uid, &kcr_type_string),
 };
 const struct kcr_type kcr_meta_v1_owner_reference_type =
-    KCR_TOBJECT("kcr_meta_v1_owner_reference", s14, f14);
+    KCR_TOBJECT("kcr_meta_v1_owner_reference", s9, f9);
 
-typedef struct kcr_meta_v1_object_meta_owner_references s15;
-static const struct kcr_type t15 =
-    KCR_TARRAY(NULL, s15, &kcr_meta_v1_owner_reference_type);
+typedef struct kcr_meta_v1_object_meta_owner_references s10;
+static const struct kcr_type t10 =
+    KCR_TARRAY(NULL, s10, &kcr_meta_v1_owner_reference_type);
 
-typedef struct kcr_meta_v1_object_meta s16;
-static const struct kcr_tfield f16[] = {
+typedef struct kcr_meta_v1_object_meta s11;
+static const struct kcr_tfield f11[] = {
     /* io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta/annotations */
-    KCR_TFIELD(s16, "annotations", annotations, &t10),
+    KCR_TFIELD(s11, "annotations", annotations, &kcr_strmap_type),
     /* io.k8s.apimachinery.pkg.apis.meta.v1.Time */
-    KCR_TFIELD(s16, "creationTimestamp", creation_timestamp, &kcr_type_string),
+    KCR_TFIELD(s11, "creationTimestamp", creation_timestamp, &kcr_type_string),
     /* io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta/deletionGracePeriodSeconds */
-    KCR_TFIELD(s16, "deletionGracePeriodSeconds", deletion_grace_period_seconds,
+    KCR_TFIELD(s11, "deletionGracePeriodSeconds", deletion_grace_period_seconds,
                &kcr_type_int),
     /* io.k8s.apimachinery.pkg.apis.meta.v1.Time */
-    KCR_TFIELD(s16, "deletionTimestamp", deletion_timestamp, &kcr_type_string),
+    KCR_TFIELD(s11, "deletionTimestamp", deletion_timestamp, &kcr_type_string),
     /* io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta/finalizers */
-    KCR_TFIELD(s16, "finalizers", finalizers, &t11),
+    KCR_TFIELD(s11, "finalizers", finalizers, &kcr_strlist_type),
     /* io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta/generateName */
-    KCR_TFIELD(s16, "generateName", generate_name, &kcr_type_string),
+    KCR_TFIELD(s11, "generateName", generate_name, &kcr_type_string),
     /* io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta/generation */
-    KCR_TFIELD(s16, "generation", generation, &kcr_type_int),
+    KCR_TFIELD(s11, "generation", generation, &kcr_type_int),
     /* io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta/labels */
-    KCR_TFIELD(s16, "labels", labels, &t12),
+    KCR_TFIELD(s11, "labels", labels, &kcr_strmap_type),
     /* io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta/managedFields */
-    KCR_TFIELD(s16, "managedFields", managed_fields, &t13),
+    KCR_TFIELD(s11, "managedFields", managed_fields, &t8),
     /* io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta/name */
-    KCR_TFIELD(s16, "name", name, &kcr_type_string),
+    KCR_TFIELD(s11, "name", name, &kcr_type_string),
     /* io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta/namespace */
-    KCR_TFIELD(s16, "namespace", namespace_, &kcr_type_string),
+    KCR_TFIELD(s11, "namespace", namespace_, &kcr_type_string),
     /* io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta/ownerReferences */
-    KCR_TFIELD(s16, "ownerReferences", owner_references, &t15),
+    KCR_TFIELD(s11, "ownerReferences", owner_references, &t10),
     /* io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta/resourceVersion */
-    KCR_TFIELD(s16, "resourceVersion", resource_version, &kcr_type_string),
+    KCR_TFIELD(s11, "resourceVersion", resource_version, &kcr_type_string),
     /* io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta/selfLink */
-    KCR_TFIELD(s16, "selfLink", self_link, &kcr_type_string),
+    KCR_TFIELD(s11, "selfLink", self_link, &kcr_type_string),
     /* io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta/uid */
-    KCR_TFIELD(s16, "uid", uid, &kcr_type_string),
+    KCR_TFIELD(s11, "uid", uid, &kcr_type_string),
 };
 const struct kcr_type kcr_meta_v1_object_meta_type =
-    KCR_TOBJECT("kcr_meta_v1_object_meta", s16, f16);
+    KCR_TOBJECT("kcr_meta_v1_object_meta", s11, f11);

@@ -32,6 +32,10 @@ const struct kcr_type kcr_type_intstr = {
     .name = "int-or-string", .kind = KCR_TK_INTSTR, .size = sizeof(struct kcr_intstr)};
 const struct kcr_type kcr_type_raw = {
     .name = "raw", .kind = KCR_TK_RAW, .size = sizeof(struct kcr_raw)};
+const struct kcr_type kcr_strlist_type =
+    KCR_TARRAY("strings", struct kcr_strlist, &kcr_type_string);
+const struct kcr_type kcr_strmap_type =
+    KCR_TMAP("map of strings", struct kcr_strmap, &kcr_type_string);
 
 /* The layout of every array member, and of every map member. */
 struct arr {
@@ -692,5 +696,97 @@ kcr_err kcr_strmap_set(struct kcr_arena *a, struct kcr_str **k, struct kcr_str *
   *v = nv;
   *n = m;
   *has = true;
+  return KCR_OK;
+}
+
+/* x copied into a, NUL-terminated; false when out of memory. */
+static bool str_copy(struct kcr_arena *a, struct kcr_str x, struct kcr_str *out)
+{
+  char *s = kcr_arena_alloc(a, x.n + 1);
+
+  if(!s)
+    return false;
+  if(x.n)
+    memcpy(s, x.s, x.n);
+  s[x.n] = '\0';
+  *out = (struct kcr_str){.s = s, .n = x.n};
+  return true;
+}
+
+static bool str_same(struct kcr_str x, struct kcr_str y)
+{
+  return x.n == y.n && (!x.n || !memcmp(x.s, y.s, x.n));
+}
+
+kcr_err kcr_typed_set_controller(struct kcr_arena *a,
+                                 struct kcr_meta_v1_object_meta *child,
+                                 const char *api_version, const char *kind,
+                                 const struct kcr_meta_v1_object_meta *owner,
+                                 struct kcr_errinfo *ei)
+{
+  struct kcr_meta_v1_object_meta_owner_references *refs;
+  struct kcr_meta_v1_owner_reference *nv, *r;
+  struct kcr_str ons, cns;
+
+  if(!a || !child)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "owner reference: no %s",
+                           a ? "child metadata" : "arena");
+  if(!api_version || !*api_version || !kind || !*kind || !owner || !owner->has_name ||
+     !owner->name.n || !owner->has_uid || !owner->uid.n)
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "owner reference: the owner needs apiVersion, kind, "
+                           "metadata.name and metadata.uid (an owner read from the "
+                           "cache or the apiserver has them)");
+  ons = owner->has_namespace_ ? owner->namespace_ : kcr_str_c(NULL);
+  cns = child->has_namespace_ ? child->namespace_ : kcr_str_c(NULL);
+  if(ons.n && !str_same(ons, cns))
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "owner reference: %s %.*s/%.*s cannot own an object in "
+                           "namespace \"%.*s\" (cross-namespace owner references are "
+                           "not allowed)",
+                           kind, KCR_STR_ARG(ons), KCR_STR_ARG(owner->name),
+                           KCR_STR_ARG(cns));
+  refs = &child->owner_references;
+  if(!child->has_owner_references)
+    refs->n = 0;
+  for(size_t i = 0; i < refs->n; i++) {
+    r = &refs->v[i];
+    if(!r->has_controller || !r->controller)
+      continue;
+    if(str_same(r->uid, owner->uid))
+      return KCR_OK; /* already ours */
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "owner reference: the object is already controlled by %.*s "
+                           "%.*s (uid %.*s); only one controller reference is allowed",
+                           KCR_STR_ARG(r->kind), KCR_STR_ARG(r->name),
+                           KCR_STR_ARG(r->uid));
+  }
+  for(size_t i = 0; i < refs->n; i++) {
+    r = &refs->v[i]; /* a reference to the same owner is upgraded in place */
+    if(!r->has_uid || !str_same(r->uid, owner->uid))
+      continue;
+    KCR_SET(*r, controller, true);
+    KCR_SET(*r, block_owner_deletion, true);
+    return KCR_OK;
+  }
+  /* Everything new is made first and attached last, so on ENOMEM the child
+   * is as it was. */
+  if(refs->n >= SIZE_MAX / sizeof(*nv) - 1 ||
+     !(nv = kcr_arena_alloc(a, (refs->n + 1) * sizeof(*nv))))
+    return KCR_ENOMEM;
+  if(refs->n)
+    memcpy(nv, refs->v, refs->n * sizeof(*nv));
+  r = &nv[refs->n];
+  memset(r, 0, sizeof(*r));
+  if(!str_copy(a, owner->name, &r->name) || !str_copy(a, owner->uid, &r->uid))
+    return KCR_ENOMEM;
+  r->has_name = r->has_uid = true;
+  KCR_SET(*r, api_version, kcr_str_c(api_version));
+  KCR_SET(*r, kind, kcr_str_c(kind));
+  KCR_SET(*r, controller, true);
+  KCR_SET(*r, block_owner_deletion, true);
+  refs->v = nv;
+  refs->n++;
+  child->has_owner_references = true;
   return KCR_OK;
 }

@@ -101,7 +101,7 @@ static void a_typed_object_is_applied_where_its_metadata_says(void **state)
   core_v1_config_map_init(&p);
   KCR_SET(p.metadata, name, kcr_str_c("typed1"));
   KCR_SET(p.metadata, namespace_, kcr_str_c(ns));
-  KCR_SET(p, data, ((struct core_v1_config_map_data){.k = k, .v = v, .n = 2}));
+  KCR_SET(p, data, ((struct kcr_strmap){.k = k, .v = v, .n = 2}));
   itest_expect(KCR_OK, core_v1_config_map_apply(cl, &p, &opts, &a, &got, &ei), &ei);
   assert_true(kcr_str_eq(got.metadata.name, "typed1") &&
               kcr_str_eq(got.metadata.namespace_, ns));
@@ -117,6 +117,21 @@ static void a_typed_object_is_applied_where_its_metadata_says(void **state)
   itest_expect(KCR_OK, core_v1_config_map_apply(cl, &p, &opts, &a, &got, &ei), &ei);
   assert_int_equal(1, got.data.n);
   assert_true(kcr_str_eq(got.data.k[0], "b"));
+
+  /* owned by the ConfigMap read back: the apiserver takes the reference */
+  struct core_v1_config_map owner = got, child;
+  core_v1_config_map_init(&child);
+  KCR_SET(child.metadata, name, kcr_str_c("typed1-child"));
+  KCR_SET(child.metadata, namespace_, kcr_str_c(ns));
+  itest_expect(KCR_OK,
+               core_v1_config_map_set_controller_of(&a, &child.metadata, &owner, &ei),
+               &ei);
+  itest_expect(KCR_OK, core_v1_config_map_apply(cl, &child, &opts, &a, &got, &ei), &ei);
+  assert_int_equal(1, got.metadata.owner_references.n);
+  struct kcr_meta_v1_owner_reference *r = &got.metadata.owner_references.v[0];
+  assert_true(kcr_str_eq(r->api_version, "v1") && kcr_str_eq(r->kind, "ConfigMap") &&
+              kcr_str_eq(r->name, "typed1") && r->controller && r->block_owner_deletion);
+  assert_true(kcr_str_same(r->uid, owner.metadata.uid));
 
   /* refused here, each naming what is missing */
   p.metadata.has_namespace_ = false;

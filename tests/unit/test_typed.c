@@ -374,11 +374,82 @@ static void a_map_of_strings_is_read_by_key_and_set_from_pairs(void **state)
   assert_int_equal(KCR_EINVAL, KCR_SET_STRMAP(e.metadata, labels, &a, "x", "1", "y"));
   assert_int_equal(KCR_EINVAL, KCR_SET_STRMAP(e.metadata, labels, &a, "x", (char *)NULL));
   assert_int_equal(2, e.metadata.labels.n);
+  /* one type for every map of strings: labels become a spec's map as they are */
+  KCR_SET(e.spec.vfm, config, e.metadata.labels);
+  assert_true(kcr_str_eq(KCR_MAP_STR(e.spec.vfm.config, "a"), "1"));
   /* none: an empty map, present */
   ebd_init(&e);
   assert_int_equal(KCR_OK, KCR_SET_STRMAP(e.metadata, labels, &a, (char *)NULL));
   assert_true(e.metadata.has_labels && e.metadata.labels.n == 0);
   assert_null(KCR_MAP_STR(e.metadata.labels, "a").s);
+  kcr_buf_cleanup(&b);
+  kcr_arena_cleanup(&a);
+}
+
+/* <kind>_set_controller_of (kcr_typed_set_controller): the owner's
+ * reference is added once, with the kind's apiVersion and kind and copies
+ * of its name and uid; a plain reference to it is upgraded; an owner in
+ * another namespace, without a uid, or besides another controller is
+ * refused with the child unchanged. */
+static void an_owner_becomes_the_controller_once(void **state)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_arena a = KCR_ARENA_INIT;
+  struct kcr_buf b = KCR_BUF_INIT;
+  struct kcr_meta_v1_owner_reference refs[2];
+  struct ebd owner, other, child;
+  char uid[] = "u-1";
+
+  ebd_init(&owner);
+  KCR_SET(owner.metadata, name, kcr_str_c("o"));
+  KCR_SET(owner.metadata, namespace_, kcr_str_c("ns"));
+  KCR_SET(owner.metadata, uid, kcr_str_c(uid));
+  ebd_init(&child);
+  KCR_SET(child.metadata, name, kcr_str_c("c"));
+  assert_int_equal(KCR_EINVAL, ebd_set_controller_of(&a, &child.metadata, &owner, &ei));
+  assert_non_null(strstr(ei.message, "cannot own an object in namespace \"\""));
+  assert_false(child.metadata.has_owner_references);
+  KCR_SET(child.metadata, namespace_, kcr_str_c("ns"));
+  assert_int_equal(KCR_OK, ebd_set_controller_of(&a, &child.metadata, &owner, &ei));
+  uid[0] = 'X'; /* the child keeps a copy */
+  assert_int_equal(KCR_OK, ebd_encode(&child, &b, NULL));
+  assert_non_null(strstr(kcr_buf_str(&b),
+                         "\"ownerReferences\":[{\"apiVersion\":\"ebdman.example.com/"
+                         "v1alpha1\",\"blockOwnerDeletion\":true,\"controller\":true,"
+                         "\"kind\":\"EBD\",\"name\":\"o\",\"uid\":\"u-1\"}]"));
+  uid[0] = 'u';
+  assert_int_equal(KCR_OK, ebd_set_controller_of(&a, &child.metadata, &owner, &ei));
+  assert_int_equal(1, child.metadata.owner_references.n);
+  other = owner;
+  KCR_SET(other.metadata, uid, kcr_str_c("u-2"));
+  assert_int_equal(KCR_EINVAL, ebd_set_controller_of(&a, &child.metadata, &other, &ei));
+  assert_non_null(strstr(ei.message, "already controlled by EBD o (uid u-1)"));
+  assert_int_equal(1, child.metadata.owner_references.n);
+
+  /* a plain reference to the owner (a cluster-scoped one here) is upgraded
+   * in place; the others stay as they were */
+  memset(refs, 0, sizeof(refs));
+  KCR_SET(refs[0], uid, kcr_str_c("u-3"));
+  KCR_SET(refs[1], uid, kcr_str_c("u-2"));
+  KCR_SET(refs[1], controller, false);
+  child.metadata.owner_references.v = refs;
+  child.metadata.owner_references.n = 2;
+  other.metadata.has_namespace_ = false;
+  assert_int_equal(KCR_OK, ebd_set_controller_of(&a, &child.metadata, &other, &ei));
+  assert_int_equal(2, child.metadata.owner_references.n);
+  assert_ptr_equal(refs, child.metadata.owner_references.v);
+  assert_true(refs[1].controller && refs[1].block_owner_deletion);
+  assert_false(refs[0].has_controller || refs[0].has_block_owner_deletion);
+
+  /* what an owner must have */
+  KCR_SET(other.metadata, uid, kcr_str_c(""));
+  assert_int_equal(KCR_EINVAL, ebd_set_controller_of(&a, &child.metadata, &other, &ei));
+  assert_non_null(strstr(ei.message, "metadata.uid"));
+  assert_int_equal(KCR_EINVAL, ebd_set_controller_of(&a, &child.metadata, NULL, &ei));
+  assert_int_equal(KCR_EINVAL, ebd_set_controller_of(NULL, &child.metadata, &owner, &ei));
+  assert_int_equal(KCR_EINVAL, ebd_set_controller_of(&a, NULL, &owner, NULL));
+  assert_int_equal(2, child.metadata.owner_references.n);
+  kcr_errinfo_cleanup(&ei);
   kcr_buf_cleanup(&b);
   kcr_arena_cleanup(&a);
 }
@@ -427,12 +498,34 @@ static bool decode_encode(void *ud)
   return ok;
 }
 
+/* Out of memory anywhere in kcr_typed_set_controller: KCR_ENOMEM and the
+ * child without the reference. */
+static bool set_controller(void *ud)
+{
+  struct kcr_arena a = {.block_size = 32};
+  struct ebd owner, child;
+  bool ok;
+  kcr_err rc;
+
+  (void)ud;
+  ebd_init(&owner);
+  KCR_SET(owner.metadata, name, kcr_str_c("a-rather-long-name-for-a-new-block"));
+  KCR_SET(owner.metadata, uid, kcr_str_c("a-uid-long-enough-for-a-new-block-too"));
+  ebd_init(&child);
+  rc = ebd_set_controller_of(&a, &child.metadata, &owner, NULL);
+  ok = rc ? rc == KCR_ENOMEM && !child.metadata.has_owner_references
+          : child.metadata.owner_references.n == 1;
+  kcr_arena_cleanup(&a);
+  return ok;
+}
+
 static void every_allocation_failure_is_an_error(void **state)
 {
   struct torture view = {0}, copy = {.flags = KCR_TYPED_COPY};
 
   tfail_torture("widget view", decode_encode, &view);
   tfail_torture("widget copy", decode_encode, &copy);
+  tfail_torture("set controller", set_controller, NULL);
 }
 
 int main(void)
@@ -448,6 +541,7 @@ int main(void)
       cmocka_unit_test(the_one_pass_walk_stays_in_its_text),
       cmocka_unit_test(setting_a_member_makes_its_objects_present),
       cmocka_unit_test(a_cached_view_needs_its_reference),
+      cmocka_unit_test(an_owner_becomes_the_controller_once),
       cmocka_unit_test(a_map_of_strings_is_read_by_key_and_set_from_pairs),
       cmocka_unit_test(every_allocation_failure_is_an_error),
   };

@@ -263,6 +263,12 @@ int build(struct rd *r, const yaml_node_t *n, const char *path, bool root_meta,
   } else {
     return bad(r, n, xprintf("unknown type \"%s\"", type), path);
   }
+  /* Arrays and maps of plain strings are libkcr's struct kcr_strlist and
+   * struct kcr_strmap, one type each: labels, a ConfigMap's data, a
+   * container's args assign to one another. */
+  if((s->kind == S_ARR || s->kind == S_MAP) && s->elem->kind == S_STR &&
+     !s->elem_nullable)
+    s->ext = xstrdup(s->kind == S_ARR ? "kcr_strlist" : "kcr_strmap");
   return 0;
 }
 

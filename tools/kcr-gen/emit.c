@@ -101,8 +101,8 @@ static int pack(struct kcr_buf *b, int first, int at, const char *const *args, s
 /* head(args[0], ..., args[n - 1])tail at indent, laid out as clang-format
  * lays out a call, a declaration or an initialiser that does not fit on
  * one line: the arguments packed and continued under the first when they
- * all fit so (for an initialiser's "{", only when that takes no more lines
- * than a break after the brace); else, for a function's declaration
+ * all fit so (for a call or an initialiser's "{", only when that takes no
+ * more lines than a break after the bracket); else, for a function's declaration
  * ("type name(" at column 0), the one of two layouts with fewer lines (the
  * first on a tie) - the return type on a line of its own and the
  * arguments under the first, or a break after the open bracket and the
@@ -118,8 +118,9 @@ static void call(struct kcr_buf *b, int indent, const char *head, const char *co
   out(b, "%*s", indent, "");
   int aligned = pack(NULL, at, at, args, n, tail);
   after = pack(NULL, indent + 4, indent + 4, args, n, tail);
-  /* an initialiser's braces: the fewer lines (aligned on a tie) */
-  if(aligned && (head[strlen(head) - 1] != '{' || !after || aligned <= after + 1)) {
+  /* but for a declaration, the fewer lines (aligned on a tie; after counts
+   * the lines below the bracket's) */
+  if(aligned && (decl || !after || aligned <= after + 1)) {
     out(b, "%s", head);
     pack(b, at, at, args, n, tail);
     return;
@@ -355,7 +356,8 @@ static void macros(struct kcr_buf *b, const char *const *names, const char *cons
 }
 
 /* The functions every kind gets, in the header and the source alike: the
- * parameters ("%s" in one is the kind's prefix), the contract the header
+ * parameters ("%s" in one is the kind's prefix, "%S" it in capitals), the
+ * contract the header
  * states, and for one that forwards, the library function and its
  * arguments; from_obj and init have bodies of their own. */
 static const struct kfn {
@@ -414,10 +416,22 @@ static const struct kfn {
      {"kcr_client *c", "const struct %s *in", "const struct kcr_apply_opts *opts",
       "struct kcr_arena *a", "struct %s *result", "struct kcr_errinfo *ei"},
      {"c", "&%s_type", "&%s_gvr", "in", "opts", "a", "result", "ei"}},
+    {"kcr_err",
+     "set_controller_of",
+     "Makes *owner the controller of the object whose metadata is child "
+     "(kcr_typed_set_controller: an ownerReference with controller and "
+     "blockOwnerDeletion, the name and uid copied into arena a; idempotent). Errors: "
+     "those of kcr_typed_set_controller (KCR_EINVAL: an owner without name or uid, "
+     "another namespace, another controller).",
+     "kcr_typed_set_controller",
+     {"struct kcr_arena *a", "struct kcr_meta_v1_object_meta *child",
+      "const struct %s *owner", "struct kcr_errinfo *ei"},
+     {"a", "child", "%S_API_VERSION", "%S_KIND", "kcr_typed_meta(&%s_type, owner)",
+      "ei"}},
 };
 
-/* *out = the NULL-terminated list l with each "%s" made the prefix p;
- * returns its length. */
+/* *out = the NULL-terminated list l with each "%s" made the prefix p, and
+ * a leading "%S" p in capitals; returns its length. */
 static size_t kfn_list(const char *const *l, const char *p, const char ***out)
 {
   size_t n = 0;
@@ -425,7 +439,9 @@ static size_t kfn_list(const char *const *l, const char *p, const char ***out)
     n++;
   *out = xalloc((n + 1) * sizeof(**out));
   for(size_t i = 0; i < n; i++)
-    (*out)[i] = strstr(l[i], "%s") ? xprintf(l[i], p) : l[i];
+    (*out)[i] = strstr(l[i], "%S")   ? xprintf("%s%s", upper(p), l[i] + 2)
+                : strstr(l[i], "%s") ? xprintf(l[i], p)
+                                     : l[i];
   (*out)[n] = NULL;
   return n;
 }

@@ -33,8 +33,10 @@ struct schema {
    * one node for all its uses, one C type named after it (def_cname), whose
    * description is exported as <cname>_type. */
   char *def, *def_cname;
-  /* S_OBJ of libkcr's kcr/meta.h (ObjectMeta ...): its C name; the type
-   * and its description are libkcr's, not written again. */
+  /* A type of libkcr's - S_OBJ of kcr/meta.h (ObjectMeta ...), an array or
+   * map of plain strings (kcr_strlist, kcr_strmap of kcr/typed.h): its C
+   * name; the type and its description <ext>_type are libkcr's, not written
+   * again. */
   char *ext;
   bool named, written; /* names.c, emit.c: done once for a shared node */
 };
