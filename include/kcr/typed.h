@@ -24,14 +24,13 @@
  *                           says item i is JSON null (v[i] zero)
  *
  * Presence. Every member x has a `bool has_x` beside it: set when x was in
- * the text (required members too: decoding does not check, validation
- * will), and written by encoding only when set - so unset, zero and empty
- * are three different things, as server-side apply needs (writing a zero
- * you did not mean takes ownership of the field). An object member is
- * also written when a member inside it is: setting e.spec.vfm.image and
- * its has_ is enough, the objects around it follow. A member the schema
- * marks nullable has a `bool null_x` too: x was JSON null (has_x set,
- * x zero). null for a member that is not nullable reads as absent, as Go's
+ * the text (required members too: decoding does not check,
+ * kcr_typed_validate does), and written by encoding only when set - so unset, zero and
+ * empty are three different things, as server-side apply needs (writing a zero you did
+ * not mean takes ownership of the field). An object member is also written when a member
+ * inside it is: setting e.spec.vfm.image and its has_ is enough, the objects around it
+ * follow. A member the schema marks nullable has a `bool null_x` too: x was JSON null
+ * (has_x set, x zero). null for a member that is not nullable reads as absent, as Go's
  * decoder reads it. KCR_SET(s, x, v) sets a member and its has_ at once.
  *
  * Ownership. A decoded struct borrows; what it borrows from depends on the
@@ -175,6 +174,32 @@ struct kcr_type {
 };
 #define KCR_TNULLABLE_ITEMS 1u
 
+/* What the schema asks of a member's value, for kcr_typed_validate: the
+ * flags say which of the other members hold. kcr-gen writes one for each
+ * member the schema constrains. */
+struct kcr_tcheck {
+  unsigned flags;          /* KCR_TC_* */
+  double min, max;         /* minimum, maximum: integers and numbers */
+  int64_t min_n;           /* minLength (code points), minItems, minProperties */
+  int64_t max_n;           /* maxLength, maxItems, maxProperties */
+  const char *const *keys; /* list-type map: x-kubernetes-list-map-keys */
+  size_t nkeys;
+  const struct kcr_tcheck *items; /* of each element or map value, or NULL */
+};
+#define KCR_TC_REQUIRED  0x1u    /* in the object's required list */
+#define KCR_TC_MIN       0x2u    /* min holds */
+#define KCR_TC_MAX       0x4u    /* max holds */
+#define KCR_TC_EXCL_MIN  0x8u    /* exclusiveMinimum: the value must be > min */
+#define KCR_TC_EXCL_MAX  0x10u   /* exclusiveMaximum: < max */
+#define KCR_TC_MIN_N     0x20u   /* min_n holds */
+#define KCR_TC_MAX_N     0x40u   /* max_n holds */
+#define KCR_TC_ENUM      0x80u   /* only the listed values (a CRD's enum) */
+#define KCR_TC_SET       0x100u  /* list-type set: items unique */
+#define KCR_TC_MAP       0x200u  /* list-type map: keys unique */
+#define KCR_TC_DATE_TIME 0x400u  /* format date-time, as the apiserver checks it */
+#define KCR_TC_DATE      0x800u  /* format date */
+#define KCR_TC_BYTE      0x1000u /* format byte: standard base64 */
+
 /* One member of an object. */
 struct kcr_tfield {
   const char *name; /* the JSON name */
@@ -183,6 +208,7 @@ struct kcr_tfield {
   size_t has;   /* of its bool has_x */
   size_t null_; /* of its bool null_x, or KCR_TNONE */
   const struct kcr_type *type;
+  const struct kcr_tcheck *check; /* what the schema asks of it, or NULL */
 };
 
 /* For the code kcr-gen writes: the description of member m of struct
@@ -200,6 +226,16 @@ struct kcr_tfield {
   {                                                                                      \
     json, sizeof(json) - 1, offsetof(S, m), offsetof(S, has_##m), offsetof(S, null_##m), \
         desc                                                                             \
+  }
+/* ... and what the schema asks of it (a struct kcr_tcheck *) */
+#define KCR_TFIELD_CHECK(S, json, m, desc, check)                                        \
+  {                                                                                      \
+    json, sizeof(json) - 1, offsetof(S, m), offsetof(S, has_##m), KCR_TNONE, desc, check \
+  }
+#define KCR_TFIELD_NULLABLE_CHECK(S, json, m, desc, check)                               \
+  {                                                                                      \
+    json, sizeof(json) - 1, offsetof(S, m), offsetof(S, has_##m), offsetof(S, null_##m), \
+        desc, check                                                                      \
   }
 #define KCR_TOBJECT(name, S, fields)                                                     \
   {                                                                                      \
@@ -270,6 +306,33 @@ KCR_API kcr_err kcr_typed_decode(const struct kcr_type *t, const char *text, siz
  * error). On error out holds part of the text. ei may be NULL. */
 KCR_API kcr_err kcr_typed_encode(const struct kcr_type *t, const void *in,
                                  struct kcr_buf *out, struct kcr_errinfo *ei);
+
+/* Flags of kcr_typed_validate. */
+/* An apply configuration, not a whole object: required members may be
+ * absent (you send only what you own; the apiserver checks the merge). */
+#define KCR_VALIDATE_PARTIAL 1u
+
+/* Checks *in (type t) against what its schema asks, as the apiserver
+ * checks a custom resource (k8s.io/kube-openapi's validator): every
+ * member present - set, or an object with a member set - or, unless
+ * flags has KCR_VALIDATE_PARTIAL, required and absent; minimum and
+ * maximum (exclusive too; an integer against the bound truncated to an
+ * integer, as Go compares); minLength and maxLength in Unicode code points
+ * (an invalid UTF-8 byte counts one, as Go's utf8.RuneCount); minItems,
+ * maxItems, minProperties, maxProperties; a CRD's enum (a value it does not
+ * list - v 0 - fails; the built-in kinds' enums are open and not checked);
+ * list-type set items and list-type map keys unique (compared as their
+ * JSON text); format date-time, date and byte. Not evaluated here, and
+ * listed as such in the generated comments: pattern (the apiserver's are
+ * RE2, which POSIX regex is not), x-kubernetes-validations (CEL),
+ * multipleOf and the other formats. Members JSON null are not checked
+ * further. Stops at the first failure.
+ * Errors: KCR_EINVAL (t or in NULL; or a value that fails, with the JSON
+ * Pointer of the value and the rule in ei: "/spec/vfm/replicas: 0 is less
+ * than the minimum 1"), KCR_ENOMEM (comparing list items). ei may be NULL.
+ * Pure. */
+KCR_API kcr_err kcr_typed_validate(const struct kcr_type *t, const void *in,
+                                   unsigned flags, struct kcr_errinfo *ei);
 
 struct kcr_meta_v1_object_meta; /* kcr/meta.h */
 /* The metadata of *obj, an object of type t: its member "metadata" when

@@ -12,7 +12,10 @@
  * depth); an object's members are found by binary search in its sorted
  * fields; an array grows in the arena by doubling. Errors name the JSON Pointer of the
  * value, built from a chain of frames on the stack only when one fails. */
+#include <inttypes.h>
 #include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/json-int.h"
@@ -63,8 +66,9 @@ struct map_null {
 /* Where a value is: a member name (escaped, as in the text) or an index. */
 struct frame {
   const struct frame *up;
-  struct kcr_jv name; /* n 0: an element, idx */
-  const char *cname;  /* a name of the description (encoding) */
+  struct kcr_jv name;        /* n 0: an element, idx */
+  const char *cname;         /* a name of the description (encoding) */
+  const struct kcr_str *key; /* a map's key (validation) */
   size_t idx;
 };
 
@@ -82,6 +86,13 @@ static void put_frames(struct kcr_buf *b, const struct frame *f)
   put_frames(b, f->up);
   if(f->cname) {
     kcr_json_ptr_append(b, f->cname);
+  } else if(f->key) {
+    char *c = f->key->s ? strndup(f->key->s, f->key->n) : NULL;
+    if(c && strlen(c) == f->key->n)
+      kcr_json_ptr_append(b, c);
+    else
+      kcr_buf_puts(b, "/?");
+    free(c);
   } else if(f->name.n >= 2) {
     struct kcr_arena a = KCR_ARENA_INIT;
     struct kcr_str s;
@@ -558,13 +569,11 @@ static kcr_err enc_object(const struct kcr_type *t, const char *in, struct kcr_b
   return kcr_buf_err(b);
 }
 
-static kcr_err enc_elements(const struct kcr_type *t, const void *in, struct kcr_buf *b,
-                            const struct frame *up, struct kcr_errinfo *ei)
+/* The array or map at in (of description t), whatever its layout. */
+static struct map_null items(const struct kcr_type *t, const void *in)
 {
   bool map = t->kind == KCR_TK_MAP;
-  struct frame f = {.up = up};
   struct map_null m = {0};
-  kcr_err rc;
 
   if(map && (t->flags & KCR_TNULLABLE_ITEMS)) {
     memcpy(&m, in, sizeof(m));
@@ -581,6 +590,17 @@ static kcr_err enc_elements(const struct kcr_type *t, const void *in, struct kcr
     memcpy(&x, in, sizeof(x));
     m = (struct map_null){.v = x.v, .n = x.n};
   }
+  return m;
+}
+
+static kcr_err enc_elements(const struct kcr_type *t, const void *in, struct kcr_buf *b,
+                            const struct frame *up, struct kcr_errinfo *ei)
+{
+  bool map = t->kind == KCR_TK_MAP;
+  struct frame f = {.up = up};
+  struct map_null m = items(t, in);
+  kcr_err rc;
+
   kcr_buf_append(b, map ? "{" : "[", 1);
   for(size_t i = 0; i < m.n; i++) {
     if(i)
@@ -789,4 +809,344 @@ kcr_err kcr_typed_set_controller(struct kcr_arena *a,
   refs->n++;
   child->has_owner_references = true;
   return KCR_OK;
+}
+
+/* ---- validation ---- */
+
+static kcr_err invalid(struct kcr_errinfo *ei, const struct frame *f, const char *fmt,
+                       ...) __attribute__((format(printf, 3, 4)));
+static kcr_err invalid(struct kcr_errinfo *ei, const struct frame *f, const char *fmt,
+                       ...)
+{
+  char m[256];
+  va_list ap;
+
+  va_start(ap, fmt);
+  vsnprintf(m, sizeof(m), fmt, ap);
+  va_end(ap);
+  return fail(ei, KCR_EINVAL, f, m, NULL);
+}
+
+/* Code points in s as Go's utf8.RuneCount counts them: a byte that does
+ * not start a well-formed sequence counts one. */
+static int64_t runes(struct kcr_str s)
+{
+  const unsigned char *p = (const unsigned char *)s.s;
+  int64_t n = 0;
+
+  for(size_t i = 0; i < s.n; n++) {
+    unsigned c = p[i], len = c < 0x80   ? 1
+                             : c < 0xc2 ? 0
+                             : c < 0xe0 ? 2
+                             : c < 0xf0 ? 3
+                             : c < 0xf5 ? 4
+                                        : 0;
+    unsigned lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
+    unsigned hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+    bool ok = len > 0 && i + len <= s.n;
+    for(unsigned k = 1; ok && k < len; k++, lo = 0x80, hi = 0xbf)
+      ok = p[i + k] >= lo && p[i + k] <= hi;
+    i += ok ? len : 1;
+  }
+  return n;
+}
+
+static bool digits(const char *p, size_t n)
+{
+  for(size_t i = 0; i < n; i++)
+    if(p[i] < '0' || p[i] > '9')
+      return false;
+  return true;
+}
+
+static int num(const char *p, size_t n)
+{
+  int v = 0;
+  for(size_t i = 0; i < n; i++)
+    v = v * 10 + (p[i] - '0');
+  return v;
+}
+
+/* RFC 3339 full-date, as Go's time.Parse("2006-01-02") takes it. */
+static bool is_date(const char *p, size_t n)
+{
+  static const int days[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  int y, m, d;
+
+  if(n != 10 || !digits(p, 4) || p[4] != '-' || !digits(p + 5, 2) || p[7] != '-' ||
+     !digits(p + 8, 2))
+    return false;
+  y = num(p, 4), m = num(p + 5, 2), d = num(p + 8, 2);
+  if(m < 1 || m > 12 || d < 1 || d > days[m - 1])
+    return false;
+  return m != 2 || d < 29 || (y % 4 == 0 && (y % 100 != 0 || y % 400 == 0));
+}
+
+/* z or [+-]hh:mm, and nothing after */
+static bool is_zone(const char *p, size_t n)
+{
+  return (n == 1 && (*p == 'z' || *p == 'Z')) ||
+         (n == 6 && (*p == '+' || *p == '-') && digits(p + 1, 2) && p[3] == ':' &&
+          digits(p + 4, 2));
+}
+
+/* kube-openapi's strfmt.IsDateTime: a date, "t" (either case), then up to
+ * the next "t": hh:mm:ss, optionally any one character and digits, then
+ * the zone; hh <= 23, mm and ss <= 59. */
+static bool is_date_time(struct kcr_str s)
+{
+  const char *t, *e, *end = s.s + s.n;
+  size_t n;
+
+  if(s.n < 4)
+    return false;
+  for(t = s.s; t < end && *t != 't' && *t != 'T'; t++)
+    ;
+  if(t == end || !is_date(s.s, (size_t)(t - s.s)))
+    return false;
+  for(e = ++t; e < end && *e != 't' && *e != 'T'; e++)
+    ;
+  n = (size_t)(e - t);
+  if(n < 9 || !digits(t, 2) || t[2] != ':' || !digits(t + 3, 2) || t[5] != ':' ||
+     !digits(t + 6, 2) || num(t, 2) > 23 || num(t + 3, 2) > 59 || num(t + 6, 2) > 59)
+    return false;
+  if(is_zone(t + 8, n - 8))
+    return true;
+  /* the fraction: one character (a whole UTF-8 sequence, not a newline),
+   * digits, the zone */
+  size_t i = 8, len = 1;
+  unsigned char c = (unsigned char)t[i];
+  if(c == '\n')
+    return false;
+  if(c >= 0xc0)
+    len = c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
+  if(runes((struct kcr_str){.s = t + i, .n = n - i < len ? n - i : len}) != 1)
+    len = 1; /* an invalid byte is one character to Go's regexp too */
+  i += len;
+  size_t d = i;
+  while(i < n && t[i] >= '0' && t[i] <= '9')
+    i++;
+  return i > d && is_zone(t + i, n - i);
+}
+
+/* govalidator.IsBase64: groups of four of the standard alphabet, the last
+ * padded with = or ==; not empty. */
+static bool is_base64(struct kcr_str s)
+{
+  size_t pad = s.n >= 2 && s.s[s.n - 1] == '=' ? (s.s[s.n - 2] == '=' ? 2 : 1) : 0;
+
+  if(!s.n || s.n % 4)
+    return false;
+  for(size_t i = 0; i < s.n - pad; i++) {
+    char c = s.s[i];
+    if(!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+         c == '+' || c == '/'))
+      return false;
+  }
+  return true;
+}
+
+/* An integer against a bound as kube-openapi compares them: as integers
+ * when the bound is one (within int64), else as floats. <0, 0, >0. */
+static int int_cmp(int64_t v, double b)
+{
+  if(b >= -9223372036854775808.0 && b < 9223372036854775808.0 &&
+     b == (double)(int64_t)b) {
+    int64_t i = (int64_t)b;
+    return v < i ? -1 : v > i;
+  }
+  return (double)v < b ? -1 : (double)v > b;
+}
+
+static kcr_err bounds(const struct kcr_tcheck *c, int lo, int hi, const char *shown,
+                      const struct frame *f, struct kcr_errinfo *ei)
+{
+  if((c->flags & KCR_TC_MIN) && (lo < 0 || (lo == 0 && (c->flags & KCR_TC_EXCL_MIN))))
+    return invalid(ei, f, "%s is %s the minimum %.17g", shown,
+                   c->flags & KCR_TC_EXCL_MIN ? "not above" : "less than", c->min);
+  if((c->flags & KCR_TC_MAX) && (hi > 0 || (hi == 0 && (c->flags & KCR_TC_EXCL_MAX))))
+    return invalid(ei, f, "%s is %s the maximum %.17g", shown,
+                   c->flags & KCR_TC_EXCL_MAX ? "not below" : "more than", c->max);
+  return KCR_OK;
+}
+
+static kcr_err count(const struct kcr_tcheck *c, int64_t n, const char *what,
+                     const struct frame *f, struct kcr_errinfo *ei)
+{
+  if((c->flags & KCR_TC_MIN_N) && n < c->min_n)
+    return invalid(ei, f, "%" PRId64 " %s, fewer than the %" PRId64 " required", n, what,
+                   c->min_n);
+  if((c->flags & KCR_TC_MAX_N) && n > c->max_n)
+    return invalid(ei, f, "%" PRId64 " %s, more than the %" PRId64 " allowed", n, what,
+                   c->max_n);
+  return KCR_OK;
+}
+
+static kcr_err validate(const struct kcr_type *t, const void *in,
+                        const struct kcr_tcheck *c, unsigned flags, const struct frame *f,
+                        struct kcr_errinfo *ei);
+
+static kcr_err val_object(const struct kcr_type *t, const char *in, unsigned flags,
+                          const struct frame *up, struct kcr_errinfo *ei)
+{
+  struct frame f = {.up = up};
+  kcr_err rc;
+
+  for(size_t i = 0; i < t->nfields; i++) {
+    const struct kcr_tfield *x = &t->fields[i];
+    f.cname = x->name;
+    if(!written(x, in)) {
+      if(x->check && (x->check->flags & KCR_TC_REQUIRED) &&
+         !(flags & KCR_VALIDATE_PARTIAL))
+        return invalid(ei, &f, "required, and absent");
+      continue;
+    }
+    if(x->null_ != KCR_TNONE && in[x->null_] && in[x->has])
+      continue;
+    if((rc = validate(x->type, in + x->off, x->check, flags, &f, ei)))
+      return rc;
+  }
+  return KCR_OK;
+}
+
+/* Whether the items i and j of the array at m (elements of type e) are the
+ * same for a list-type set (whole items) or map (the keys of c). */
+static kcr_err same_items(const struct kcr_type *e, const struct map_null *m,
+                          const struct kcr_tcheck *c, size_t i, size_t j, bool *same)
+{
+  struct kcr_buf a = KCR_BUF_INIT, b = KCR_BUF_INIT;
+  kcr_err rc = KCR_OK;
+  const char *x = (const char *)m->v + i * e->size, *y = (const char *)m->v + j * e->size;
+
+  *same = false;
+  if(m->null && (m->null[i] || m->null[j])) {
+    *same = m->null[i] && m->null[j];
+    return KCR_OK;
+  }
+  if((c->flags & KCR_TC_MAP) && e->kind == KCR_TK_OBJECT) {
+    for(size_t k = 0; !rc && k < c->nkeys; k++) {
+      const struct kcr_tfield *fx = NULL;
+      for(size_t q = 0; q < e->nfields && !fx; q++)
+        if(!strcmp(e->fields[q].name, c->keys[k]))
+          fx = &e->fields[q];
+      if(!fx)
+        continue;
+      kcr_buf_append(&a, x[fx->has] ? "1" : "0", 1);
+      kcr_buf_append(&b, y[fx->has] ? "1" : "0", 1);
+      if(x[fx->has] && !(rc = encode(fx->type, x + fx->off, &a, NULL, NULL)))
+        rc = kcr_buf_append(&a, ",", 1);
+      if(!rc && y[fx->has] && !(rc = encode(fx->type, y + fx->off, &b, NULL, NULL)))
+        rc = kcr_buf_append(&b, ",", 1);
+    }
+  } else {
+    if(!(rc = encode(e, x, &a, NULL, NULL)))
+      rc = encode(e, y, &b, NULL, NULL);
+  }
+  if(!rc && !(rc = kcr_buf_err(&a)) && !(rc = kcr_buf_err(&b)))
+    *same = a.len == b.len && !memcmp(kcr_buf_str(&a), kcr_buf_str(&b), a.len);
+  kcr_buf_cleanup(&a);
+  kcr_buf_cleanup(&b);
+  return rc == KCR_EINVAL ? KCR_OK : rc; /* what cannot be encoded is not the same */
+}
+
+static kcr_err val_elements(const struct kcr_type *t, const void *in,
+                            const struct kcr_tcheck *c, unsigned flags,
+                            const struct frame *up, struct kcr_errinfo *ei)
+{
+  bool map = t->kind == KCR_TK_MAP;
+  struct frame f = {.up = up};
+  struct map_null m = items(t, in);
+  kcr_err rc;
+
+  if(c && (rc = count(c, (int64_t)m.n, map ? "properties" : "items", up, ei)))
+    return rc;
+  for(size_t i = 0; i < m.n; i++) {
+    f.idx = i;
+    f.key = map ? &m.k[i] : NULL;
+    if(!(m.null && m.null[i]) &&
+       (rc = validate(t->elem, (const char *)m.v + i * t->elem->size, c ? c->items : NULL,
+                      flags, &f, ei)))
+      return rc;
+  }
+  if(!map && c && (c->flags & (KCR_TC_SET | KCR_TC_MAP)))
+    for(size_t i = 1; i < m.n; i++)
+      for(size_t j = 0; j < i; j++) {
+        bool same;
+        if((rc = same_items(t->elem, &m, c, i, j, &same)))
+          return rc;
+        if(same) {
+          f.idx = i;
+          return invalid(ei, &f, "the same %s as item %zu (list-type %s)",
+                         c->flags & KCR_TC_MAP ? "keys" : "value", j,
+                         c->flags & KCR_TC_MAP ? "map" : "set");
+        }
+      }
+  return KCR_OK;
+}
+
+static kcr_err validate(const struct kcr_type *t, const void *in,
+                        const struct kcr_tcheck *c, unsigned flags, const struct frame *f,
+                        struct kcr_errinfo *ei)
+{
+  char shown[48];
+
+  switch(t->kind) {
+  case KCR_TK_INT: {
+    int64_t v = *(const int64_t *)in;
+    if(!c)
+      return KCR_OK;
+    snprintf(shown, sizeof(shown), "%" PRId64, v);
+    return bounds(c, (c->flags & KCR_TC_MIN) ? int_cmp(v, c->min) : 1,
+                  (c->flags & KCR_TC_MAX) ? int_cmp(v, c->max) : -1, shown, f, ei);
+  }
+  case KCR_TK_NUMBER: {
+    double v = *(const double *)in;
+    if(!c)
+      return KCR_OK;
+    snprintf(shown, sizeof(shown), "%.17g", v);
+    return bounds(c, v < c->min ? -1 : v > c->min, v < c->max ? -1 : v > c->max, shown, f,
+                  ei);
+  }
+  case KCR_TK_STRING: {
+    struct kcr_str s = *(const struct kcr_str *)in;
+    kcr_err rc;
+    if(!c)
+      return KCR_OK;
+    if((rc = count(c, runes(s), "characters", f, ei)))
+      return rc;
+    if((c->flags & KCR_TC_DATE_TIME) && !is_date_time(s))
+      return invalid(ei, f, "\"%.*s\" is not a date-time (RFC 3339)",
+                     (int)(s.n > 64 ? 64 : s.n), s.s ? s.s : "");
+    if((c->flags & KCR_TC_DATE) && !is_date(s.s, s.n))
+      return invalid(ei, f, "\"%.*s\" is not a date (RFC 3339 full-date)",
+                     (int)(s.n > 64 ? 64 : s.n), s.s ? s.s : "");
+    if((c->flags & KCR_TC_BYTE) && !is_base64(s))
+      return invalid(ei, f, "not base64 (format byte)");
+    return KCR_OK;
+  }
+  case KCR_TK_ENUM: {
+    const struct kcr_enum *e = in;
+    bool listed = e->v > 0 && (size_t)e->v < t->nvalues;
+    for(size_t i = 1; !listed && !e->v && e->text.s && i < t->nvalues; i++)
+      listed = kcr_str_eq(e->text, t->values[i]);
+    if(c && (c->flags & KCR_TC_ENUM) && !listed)
+      return invalid(ei, f, "\"%.*s\" is not one of the %zu values the schema lists",
+                     (int)(e->text.n > 64 ? 64 : e->text.n), e->text.s ? e->text.s : "",
+                     t->nvalues - 1);
+    return KCR_OK;
+  }
+  case KCR_TK_OBJECT: return val_object(t, in, flags, f, ei);
+  case KCR_TK_ARRAY:
+  case KCR_TK_MAP: return val_elements(t, in, c, flags, f, ei);
+  default: return KCR_OK; /* booleans, int-or-string, raw text: no rule here */
+  }
+}
+
+kcr_err kcr_typed_validate(const struct kcr_type *t, const void *in, unsigned flags,
+                           struct kcr_errinfo *ei)
+{
+  if(!t || !in)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_typed_validate: no %s",
+                           t ? "object" : "description");
+  return validate(t, in, NULL, flags, NULL, ei);
 }

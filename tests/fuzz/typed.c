@@ -8,7 +8,8 @@
  * (KCR_EPARSE); a text it accepts decodes alike as KCR_TYPED_TRUSTED
  * (the one-pass walk that does not check again); what encoding writes decodes again, to
  * an object that encodes to the same bytes (a fixed point); a decode that fails reports
- * it in ei. */
+ * it in ei; kcr_typed_validate gives the view and the copy the same verdict, a
+ * refusal with its message, and what is valid is valid with KCR_VALIDATE_PARTIAL. */
 #include "fuzz.h"
 #include KCR_FUZZ_TYPED_HEADER
 
@@ -22,8 +23,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
   return 0;
 }
 
-/* Decodes text as t in the form flags say and encodes it into out (empty
- * when decoding failed); returns the decode's result. */
+/* The verdict of the last round's validation (KCR_EINVAL: invalid). */
+static kcr_err verdict;
+
+/* Decodes text as t in the form flags say, validates it (verdict) and
+ * encodes it into out (empty when decoding failed); returns the decode's
+ * result. */
 static kcr_err round(const struct kcr_type *t, const char *text, size_t n, unsigned flags,
                      struct kcr_arena *a, struct kcr_buf *out)
 {
@@ -34,8 +39,14 @@ static kcr_err round(const struct kcr_type *t, const char *text, size_t n, unsig
   FUZZ_CHECK(obj);
   rc = kcr_typed_decode(t, text, n, flags, a, obj, &ei);
   FUZZ_CHECK(!rc || ei.message);
-  if(!rc)
+  verdict = KCR_OK;
+  if(!rc) {
+    verdict = kcr_typed_validate(t, obj, 0, &ei);
+    FUZZ_CHECK(!verdict || (verdict == KCR_EINVAL && ei.message));
+    /* what is valid is valid as a part too */
+    FUZZ_CHECK(verdict || !kcr_typed_validate(t, obj, KCR_VALIDATE_PARTIAL, NULL));
     FUZZ_CHECK(kcr_typed_encode(t, obj, out, NULL) == KCR_OK);
+  }
   kcr_errinfo_cleanup(&ei);
   free(obj);
   return rc;
@@ -56,10 +67,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   /* no text is NULL, as a caller may pass it (the contract allows it) */
   const char *text = size > 1 ? (const char *)data + 1 : NULL;
   size_t n = size - 1;
-  kcr_err rv = round(t, text, n, 0, &a, &v);
+  kcr_err rv = round(t, text, n, 0, &a, &v), vv = verdict;
   kcr_err rcp = round(t, text, n, KCR_TYPED_COPY, &a, &c);
 
-  FUZZ_CHECK(rv == rcp);
+  FUZZ_CHECK(rv == rcp && vv == verdict); /* a view and a copy alike */
   bool checked = text && !kcr_json_check(text, n, &jv);
   if(!checked)
     FUZZ_CHECK(rv == KCR_EPARSE);

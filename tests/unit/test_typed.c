@@ -454,6 +454,111 @@ static void an_owner_becomes_the_controller_once(void **state)
   kcr_arena_cleanup(&a);
 }
 
+/* <kind>_validate (kcr_typed_validate) asks what the widget's schema asks,
+ * as the apiserver does: required members, bounds (exclusive too),
+ * lengths in code points, counts, list-type set and map uniqueness,
+ * formats, enums; null and absent members are not checked further, and
+ * KCR_VALIDATE_PARTIAL leaves required members to the apiserver. Each
+ * failure names the value's JSON Pointer and the rule. */
+static void validation_asks_what_the_schema_asks(void **state)
+{
+#define SPEC(x) "{\"spec\":{\"size\":1," x "}}"
+  static const struct {
+    const char *json;
+    unsigned flags;
+    const char *err; /* NULL: valid */
+  } cases[] = {
+      {"{\"spec\":{\"size\":1}}", 0, NULL},
+      {"{}", 0, NULL}, /* no spec: nothing in it is asked for */
+      {"{\"spec\":{}}", 0, "/spec/size: required, and absent"},
+      {"{\"spec\":{}}", KCR_VALIDATE_PARTIAL, NULL},
+      {"{\"spec\":{\"label\":null}}", KCR_VALIDATE_PARTIAL, NULL},
+      {SPEC("\"ratio\":0"), 0, "/spec/ratio: 0 is not above the minimum 0"},
+      {SPEC("\"ratio\":1"), 0, NULL},
+      {SPEC("\"ratio\":1.5"), 0, "/spec/ratio: 1.5 is more than the maximum 1"},
+      {SPEC("\"tags\":[\"a\",\"\"]"), 0,
+       "/spec/tags/1: 0 characters, fewer than the 1 required"},
+      {SPEC("\"tags\":[\"\xc3\xa9\xc3\xa9\xc3\xa9\"]"), 0, NULL}, /* 3 code points */
+      {SPEC("\"tags\":[\"abcd\"]"), 0,
+       "/spec/tags/0: 4 characters, more than the 3 allowed"},
+      {SPEC("\"tags\":[\"a\",\"b\",\"c\",\"d\"]"), 0,
+       "/spec/tags: 4 items, more than the 3 allowed"},
+      {SPEC("\"tags\":[\"a\",\"b\",\"a\"]"), 0,
+       "/spec/tags/2: the same value as item 0 (list-type set)"},
+      {SPEC("\"tags\":null"), 0, NULL},
+      {SPEC("\"servers\":{\"a\":{}}"), 0, "/spec/servers/a/host: required, and absent"},
+      {SPEC("\"servers\":{\"a/b\":{\"host\":\"x\",\"weight\":100}}"), 0,
+       "/spec/servers/a~1b/weight: 100 is not below the maximum 100"},
+      {SPEC("\"servers\":{\"a\":{\"host\":\"x\",\"weight\":-6}}"), 0,
+       "/spec/servers/a/weight: -6 is less than the minimum -5"},
+      {SPEC("\"servers\":{\"a\":{\"host\":\"h\xc3\xa9\",\"weight\":-5}}"), 0, NULL},
+      /* an invalid UTF-8 byte counts one, as Go's utf8.RuneCount */
+      {SPEC("\"servers\":{\"a\":{\"host\":\"h\xff\xfe\"}}"), 0,
+       "/spec/servers/a/host: 3 characters, more than the 2 allowed"},
+      {SPEC("\"servers\":{\"a\":{\"host\":\"x\"},\"b\":{\"host\":\"x\"},\"c\":{\"host\":"
+            "\"x\"}}"),
+       0, "/spec/servers: 3 properties, more than the 2 allowed"},
+      {SPEC("\"servers\":{\"a\":{\"host\":\"x\",\"secret\":\"aGk=\",\"day\":\"2024-02-"
+            "29\"}}"),
+       0, NULL},
+      {SPEC("\"servers\":{\"a\":{\"host\":\"x\",\"secret\":\"aGk\"}}"), 0,
+       "/spec/servers/a/secret: not base64 (format byte)"},
+      {SPEC("\"servers\":{\"a\":{\"host\":\"x\",\"secret\":\"\"}}"), 0,
+       "/spec/servers/a/secret: not base64 (format byte)"},
+      {SPEC("\"servers\":{\"a\":{\"host\":\"x\",\"day\":\"2023-02-29\"}}"), 0,
+       "/spec/servers/a/day: \"2023-02-29\" is not a date (RFC 3339 full-date)"},
+      {SPEC("\"when\":\"2026-12-05T10:00:00Z\""), 0, NULL},
+      {SPEC("\"when\":\"2026-12-05t23:59:59.5+01:00\""), 0, NULL},
+      {SPEC("\"when\":\"2026-12-05T24:00:00Z\""), 0,
+       "/spec/when: \"2026-12-05T24:00:00Z\" is not a date-time (RFC 3339)"},
+      {SPEC("\"when\":\"2026-12-05 10:00:00Z\""), 0,
+       "/spec/when: \"2026-12-05 10:00:00Z\" is not a date-time (RFC 3339)"},
+      {SPEC("\"action\":\"nope\""), 0,
+       "/spec/action: \"nope\" is not one of the 6 values the schema lists"},
+      {"{\"status\":{\"conditions\":[{\"type\":\"A\",\"status\":\"True\"},"
+       "{\"type\":\"B\",\"status\":\"True\"},{\"type\":\"A\",\"status\":\"False\"}]}}",
+       0, "/status/conditions/2: the same keys as item 0 (list-type map)"},
+      {"{\"status\":{\"conditions\":[{\"type\":\"A\"}]}}", 0,
+       "/status/conditions/0/status: required, and absent"},
+  };
+#undef SPEC
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_arena a = KCR_ARENA_INIT;
+  struct widget w;
+
+  for(size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    assert_int_equal(KCR_OK,
+                     widget_decode(cases[i].json, strlen(cases[i].json), 0, &a, &w, &ei));
+    kcr_err rc = widget_validate(&w, cases[i].flags, &ei);
+    if(!cases[i].err) {
+      if(rc)
+        fail_msg("%s: %s", cases[i].json, ei.message);
+      continue;
+    }
+    assert_int_equal(KCR_EINVAL, rc);
+    assert_string_equal(cases[i].err, ei.message);
+  }
+  /* the sample: a server without its required host, a status the enum
+   * does not list */
+  assert_int_equal(KCR_OK, widget_decode(widget, strlen(widget), 0, &a, &w, &ei));
+  assert_int_equal(KCR_EINVAL, widget_validate(&w, 0, &ei));
+  assert_string_equal("/spec/servers/b/host: required, and absent", ei.message);
+  w.spec.servers.n = 1;
+  assert_int_equal(KCR_EINVAL, widget_validate(&w, 0, &ei));
+  assert_string_equal("/status/conditions/1/status: \"Maybe\" is not one of the 3 values "
+                      "the schema lists",
+                      ei.message);
+  w.status.conditions.n = 1;
+  assert_int_equal(KCR_OK, widget_validate(&w, 0, &ei));
+  /* a listed value given as text alone (v 0) is listed */
+  w.status.conditions.v[0].status = (struct kcr_enum){.text = kcr_str_c("True")};
+  assert_int_equal(KCR_OK, widget_validate(&w, 0, &ei));
+  assert_int_equal(KCR_EINVAL, kcr_typed_validate(NULL, &w, 0, &ei));
+  assert_int_equal(KCR_EINVAL, widget_validate(NULL, 0, NULL));
+  kcr_errinfo_cleanup(&ei);
+  kcr_arena_cleanup(&a);
+}
+
 /* A typed cached read refuses, before it looks, a view without the
  * reference the view borrows from (kcr_manager_get_typed). */
 static void a_cached_view_needs_its_reference(void **state)
@@ -519,6 +624,35 @@ static bool set_controller(void *ud)
   return ok;
 }
 
+/* Out of memory while comparing list items: KCR_ENOMEM, never a verdict
+ * on what was not compared. */
+static bool validate_set(void *ud)
+{
+  static const char json[] =
+      "{\"spec\":{\"size\":1,\"tags\":[\"a\",\"b\",\"b\"]},\"status\":{\"conditions\":["
+      "{\"type\":\"A\",\"status\":\"True\"},{\"type\":\"A\",\"status\":\"True\"}]}}";
+  struct kcr_arena a = KCR_ARENA_INIT;
+  struct widget w;
+  kcr_err rc;
+  bool ok;
+
+  (void)ud;
+  rc = widget_decode(json, strlen(json), KCR_TYPED_COPY, &a, &w, NULL);
+  if(rc) {
+    ok = rc == KCR_ENOMEM;
+  } else {
+    rc = widget_validate(&w, 0, NULL);
+    ok = rc == KCR_ENOMEM || rc == KCR_EINVAL;
+    if(rc == KCR_EINVAL) { /* the verdict stands: the set, then the map */
+      w.spec.tags.n = 2;
+      rc = widget_validate(&w, 0, NULL);
+      ok = rc == KCR_ENOMEM || rc == KCR_EINVAL;
+    }
+  }
+  kcr_arena_cleanup(&a);
+  return ok;
+}
+
 static void every_allocation_failure_is_an_error(void **state)
 {
   struct torture view = {0}, copy = {.flags = KCR_TYPED_COPY};
@@ -526,6 +660,7 @@ static void every_allocation_failure_is_an_error(void **state)
   tfail_torture("widget view", decode_encode, &view);
   tfail_torture("widget copy", decode_encode, &copy);
   tfail_torture("set controller", set_controller, NULL);
+  tfail_torture("validate", validate_set, NULL);
 }
 
 int main(void)
@@ -542,6 +677,7 @@ int main(void)
       cmocka_unit_test(setting_a_member_makes_its_objects_present),
       cmocka_unit_test(a_cached_view_needs_its_reference),
       cmocka_unit_test(an_owner_becomes_the_controller_once),
+      cmocka_unit_test(validation_asks_what_the_schema_asks),
       cmocka_unit_test(a_map_of_strings_is_read_by_key_and_set_from_pairs),
       cmocka_unit_test(every_allocation_failure_is_an_error),
   };

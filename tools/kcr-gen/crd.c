@@ -22,9 +22,12 @@
  *   any other object (no properties)             raw
  * oneOf/anyOf/allOf/not in a structural schema only validate (the types
  * come from properties), so they type nothing; they are noted. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "kcr/typed.h"
 
 #include "schema.h"
 
@@ -99,6 +102,80 @@ static void note_add(struct schema *s, const char *what)
 {
   char *n = s->note ? xprintf("%s; %s", s->note, what) : xstrdup(what);
   s->note = n;
+}
+
+/* The number at key of schema n into *d (and *flag set in s->checks):
+ * 0 absent or read, -1 not a number. */
+static int number(struct rd *r, const yaml_node_t *n, const char *key, struct schema *s,
+                  unsigned flag, double *d, long long *ll)
+{
+  yaml_node_t *v = get(r, n, key);
+  char *t, *end;
+
+  if(!v)
+    return 0;
+  if(!(t = scalar(v)) || !*t)
+    return bad(r, v, xprintf("%s that is not a number", key), s->path);
+  errno = 0;
+  if(d)
+    *d = strtod(t, &end);
+  else
+    *ll = strtoll(t, &end, 10);
+  if(*end || errno || (ll && *ll < 0))
+    return bad(r, v,
+               xprintf("%s \"%s\" that is not a %s", key, t, d ? "number" : "count"),
+               s->path);
+  s->checks |= flag;
+  return 0;
+}
+
+/* What kcr_typed_validate is to check of s (kcr/typed.h's KCR_TC_*), and
+ * what it cannot, noted for the comments. */
+static int checks(struct rd *r, const yaml_node_t *n, struct schema *s)
+{
+  static const char *const counts[][2] = {{"minLength", "maxLength"},
+                                          {"minItems", "maxItems"},
+                                          {"minProperties", "maxProperties"}};
+  yaml_node_t *v;
+  char *lt = sget(r, n, "x-kubernetes-list-type");
+
+  if(number(r, n, "minimum", s, KCR_TC_MIN, &s->min, NULL) ||
+     number(r, n, "maximum", s, KCR_TC_MAX, &s->max, NULL))
+    return -1;
+  if((s->checks & KCR_TC_MIN) && yes(r, n, "exclusiveMinimum"))
+    s->checks |= KCR_TC_EXCL_MIN;
+  if((s->checks & KCR_TC_MAX) && yes(r, n, "exclusiveMaximum"))
+    s->checks |= KCR_TC_EXCL_MAX;
+  for(size_t i = 0; i < 3; i++)
+    if(number(r, n, counts[i][0], s, KCR_TC_MIN_N, NULL, &s->min_n) ||
+       number(r, n, counts[i][1], s, KCR_TC_MAX_N, NULL, &s->max_n))
+      return -1;
+  if(lt && !strcmp(lt, "set"))
+    s->checks |= KCR_TC_SET;
+  if(lt && !strcmp(lt, "map") && (v = get(r, n, "x-kubernetes-list-map-keys")) &&
+     v->type == YAML_SEQUENCE_NODE) {
+    size_t nk = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+    s->keys = xalloc((nk + 1) * sizeof(char *));
+    for(size_t i = 0; i < nk; i++) {
+      char *k = scalar(yaml_document_get_node(r->doc, v->data.sequence.items.start[i]));
+      if(!k)
+        return bad(r, v, "a list-map key that is not a string", s->path);
+      s->keys[s->nkeys++] = k;
+    }
+    s->checks |= KCR_TC_MAP;
+  }
+  if(s->format && (!strcmp(s->format, "date-time") || !strcmp(s->format, "datetime")))
+    s->checks |= KCR_TC_DATE_TIME;
+  if(s->format && !strcmp(s->format, "date"))
+    s->checks |= KCR_TC_DATE;
+  if(s->format && !strcmp(s->format, "byte"))
+    s->checks |= KCR_TC_BYTE;
+  if((v = get(r, n, "pattern")))
+    note_add(s, xprintf("pattern %s: not checked by kcr_typed_validate (RE2)",
+                        scalar(v) ? scalar(v) : "?"));
+  if(get(r, n, "multipleOf"))
+    note_add(s, "multipleOf: not checked by kcr_typed_validate");
+  return 0;
 }
 
 static int prop_cmp(const void *a, const void *b)
@@ -193,6 +270,9 @@ int build(struct rd *r, const yaml_node_t *n, const char *path, bool root_meta,
     note_add(s, xprintf("list-type %s", scalar(v)));
   if((v = get(r, n, "x-kubernetes-map-type")) && v->type == YAML_SCALAR_NODE)
     note_add(s, xprintf("map-type %s", scalar(v)));
+  s->checked = !r->oa;
+  if(s->checked && checks(r, n, s))
+    return -1;
 
   if(yes(r, n, "x-kubernetes-preserve-unknown-fields")) {
     s->kind = S_RAW;
@@ -216,6 +296,8 @@ int build(struct rd *r, const yaml_node_t *n, const char *path, bool root_meta,
     if((v = get(r, n, "enum")) && v->type == YAML_SEQUENCE_NODE) {
       size_t nv = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
       s->kind = S_ENUM;
+      if(s->checked) /* a CRD's enum is enforced; Kubernetes' own are open */
+        s->checks |= KCR_TC_ENUM;
       s->values = xalloc((nv + 1) * sizeof(char *));
       s->consts = xalloc((nv + 1) * sizeof(char *));
       for(size_t i = 0; i < nv; i++) {

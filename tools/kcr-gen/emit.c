@@ -10,6 +10,7 @@
 
 #include "emit.h"
 #include "kcr/version.h"
+#include "kcr/typed.h"
 
 #define COLS 90
 
@@ -102,11 +103,12 @@ static int pack(struct kcr_buf *b, int first, int at, const char *const *args, s
  * lays out a call, a declaration or an initialiser that does not fit on
  * one line: the arguments packed and continued under the first when they
  * all fit so (for a call or an initialiser's "{", only when that takes no
- * more lines than a break after the bracket); else, for a function's declaration
- * ("type name(" at column 0), the one of two layouts with fewer lines (the
- * first on a tie) - the return type on a line of its own and the
- * arguments under the first, or a break after the open bracket and the
- * arguments packed 4 columns in - and for the others the latter. */
+ * more lines than a break after the bracket); else, for a function's
+ * declaration ("type name(" at column 0), the return type on a line of its
+ * own and the arguments under the first, unless a break after the open
+ * bracket and the arguments packed 4 columns in saves two lines or more
+ * (clang-format's penalties: 100 for that break, 60 for the return type's,
+ * about 30 a line) - and for the others the latter. */
 static void call(struct kcr_buf *b, int indent, const char *head, const char *const *args,
                  size_t n, const char *tail)
 {
@@ -130,7 +132,7 @@ static void call(struct kcr_buf *b, int indent, const char *head, const char *co
     own = pack(NULL, w, w, args, n, tail);
     own = own ? own + 1 : 0;
   }
-  if(own && (!after || own <= after + 1)) {
+  if(own && (!after || own <= after + 2)) {
     out(b, "%.*s\n%s", (int)(name - head), head, name + 1);
     pack(b, (int)strlen(name + 1), (int)strlen(name + 1), args, n, tail);
     return;
@@ -417,6 +419,16 @@ static const struct kfn {
       "struct kcr_arena *a", "struct %s *result", "struct kcr_errinfo *ei"},
      {"c", "&%s_type", "&%s_gvr", "in", "opts", "a", "result", "ei"}},
     {"kcr_err",
+     "validate",
+     "Checks *x against what the schema asks (kcr_typed_validate: required members - "
+     "unless flags has KCR_VALIDATE_PARTIAL, for an apply configuration -, bounds, "
+     "lengths, counts, enums, unique list items and keys, formats; not patterns or "
+     "CEL rules). Errors: KCR_EINVAL with the JSON Pointer of the first value that "
+     "fails and why, KCR_ENOMEM.",
+     "kcr_typed_validate",
+     {"const struct %s *x", "unsigned flags", "struct kcr_errinfo *ei"},
+     {"&%s_type", "x", "flags", "ei"}},
+    {"kcr_err",
      "set_controller_of",
      "Makes *owner the controller of the object whose metadata is child "
      "(kcr_typed_set_controller: an ownerReference with controller and "
@@ -487,7 +499,101 @@ static void h_kind(struct kcr_buf *b, const struct kind *k)
 /* The source names its descriptions by number (s<id> the struct's typedef,
  * f<id> its members, t<id> its description, v<id> an enum's values), so
  * that no line of it is longer for a long path. */
-static int next_id;
+static int next_id, next_check;
+
+/* Whether s, or an element or value of it, has something for
+ * kcr_typed_validate to check. */
+static bool wants_check(const struct schema *s)
+{
+  return s->checks || ((s->kind == S_ARR || s->kind == S_MAP) && wants_check(s->elem));
+}
+
+/* The shortest text of d that reads back as d. */
+static char *shortest(double d)
+{
+  for(int prec = 15;; prec++) {
+    char *t = xprintf("%.*g", prec, d);
+    if(strtod(t, NULL) == d || prec >= 17)
+      return t; /* xprintf's: kcr-gen's heap, freed at exit */
+  }
+}
+
+/* `static const struct kcr_tcheck c<N> = {...};` for s (and the checks of
+ * its items before it, and its list-map keys k<N>), a comment above saying
+ * what it checks; returns N. */
+static int c_check(struct kcr_buf *b, const struct schema *s, bool required)
+{
+  static const struct {
+    unsigned flag;
+    const char *what;
+  } names[] = {{KCR_TC_REQUIRED, "required"},
+               {KCR_TC_MIN, "minimum"},
+               {KCR_TC_MAX, "maximum"},
+               {KCR_TC_EXCL_MIN, "exclusive minimum"},
+               {KCR_TC_EXCL_MAX, "exclusive maximum"},
+               {KCR_TC_MIN_N, "at least"},
+               {KCR_TC_MAX_N, "at most"},
+               {KCR_TC_ENUM, "enum"},
+               {KCR_TC_SET, "list-type set"},
+               {KCR_TC_MAP, "list-type map"},
+               {KCR_TC_DATE_TIME, "date-time"},
+               {KCR_TC_DATE, "date"},
+               {KCR_TC_BYTE, "byte"}};
+  unsigned flags = s->checks | (required ? KCR_TC_REQUIRED : 0);
+  int items = 0, id;
+  struct kcr_buf what = KCR_BUF_INIT;
+
+  if((s->kind == S_ARR || s->kind == S_MAP) && wants_check(s->elem))
+    items = c_check(b, s->elem, false);
+  id = ++next_check;
+  out(b, "\n");
+  if(s->nkeys) {
+    const char **keys = xalloc(s->nkeys * sizeof(*keys));
+    for(size_t i = 0; i < s->nkeys; i++)
+      keys[i] = lit(s->keys[i]);
+    call(b, 0, xprintf("static const char *const k%d[] = {", id), keys, s->nkeys, "};");
+    for(size_t i = 0; i < s->nkeys; i++)
+      free((char *)keys[i]);
+  }
+  out(&what, "%s:", s->path);
+  for(size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+    if(flags & names[i].flag) {
+      out(&what, " %s", names[i].what);
+      if(names[i].flag == KCR_TC_MIN)
+        out(&what, " %s", shortest(s->min));
+      if(names[i].flag == KCR_TC_MAX)
+        out(&what, " %s", shortest(s->max));
+      if(names[i].flag == KCR_TC_MIN_N)
+        out(&what, " %lld", s->min_n);
+      if(names[i].flag == KCR_TC_MAX_N)
+        out(&what, " %lld", s->max_n);
+      out(&what, ",");
+    }
+  if(items)
+    out(&what, " items c%d,", items);
+  what.ptr[--what.len] = '\0'; /* the last comma */
+  comment(b, 0, kcr_buf_str(&what));
+  kcr_buf_cleanup(&what);
+  const char *args[8];
+  size_t na = 0;
+  args[na++] = xprintf(".flags = 0x%xu", flags);
+  if(flags & KCR_TC_MIN)
+    args[na++] = xprintf(".min = %s", shortest(s->min));
+  if(flags & KCR_TC_MAX)
+    args[na++] = xprintf(".max = %s", shortest(s->max));
+  if(flags & KCR_TC_MIN_N)
+    args[na++] = xprintf(".min_n = %lld", s->min_n);
+  if(flags & KCR_TC_MAX_N)
+    args[na++] = xprintf(".max_n = %lld", s->max_n);
+  if(s->nkeys) {
+    args[na++] = xprintf(".keys = k%d", id);
+    args[na++] = xprintf(".nkeys = %zu", s->nkeys);
+  }
+  if(items)
+    args[na++] = xprintf(".items = &c%d", items);
+  call(b, 0, xprintf("static const struct kcr_tcheck c%d = {", id), args, na, "};");
+  return id;
+}
 
 static const char *c_desc(const struct schema *s, char *own, size_t n)
 {
@@ -569,6 +675,11 @@ static void c_types(struct kcr_buf *b, struct schema *s, const char *root)
   }
   for(size_t i = 0; i < s->nprops; i++)
     c_types(b, s->props[i].s, NULL);
+  int *checks = xalloc((s->nprops + 1) * sizeof(*checks));
+  for(size_t i = 0; i < s->nprops; i++)
+    checks[i] = s->checked && (wants_check(s->props[i].s) || s->props[i].required)
+                    ? c_check(b, s->props[i].s, s->props[i].required)
+                    : 0;
   s->id = ++next_id;
   out(b, "\n");
   c_typedef(b, s);
@@ -577,9 +688,13 @@ static void c_types(struct kcr_buf *b, struct schema *s, const char *root)
     const struct prop *p = &s->props[i];
     char sid[16];
     snprintf(sid, sizeof(sid), "s%d", s->id);
-    const char *args[] = {sid, lit(p->json), p->member, c_desc(p->s, t, sizeof(t))};
+    const char *args[] = {sid, lit(p->json), p->member, c_desc(p->s, t, sizeof(t)),
+                          checks[i] ? xprintf("&c%d", checks[i]) : NULL};
+    const char *m =
+        p->nullable ? (checks[i] ? "KCR_TFIELD_NULLABLE_CHECK(" : "KCR_TFIELD_NULLABLE(")
+                    : (checks[i] ? "KCR_TFIELD_CHECK(" : "KCR_TFIELD(");
     comment(b, 4, p->s->path); /* also keeps the entries one per line */
-    call(b, 4, p->nullable ? "KCR_TFIELD_NULLABLE(" : "KCR_TFIELD(", args, 4, "),");
+    call(b, 4, m, args, checks[i] ? 5 : 4, "),");
     free((char *)args[1]);
   }
   out(b, "};\n");
@@ -660,7 +775,7 @@ void emit(const char *base, const char *input, const char *sha, const struct kin
                     "DO NOT EDIT: regenerate it (docs/typed-objects.md).";
 
   lib = nt > 0;
-  next_id = 0;
+  next_id = next_check = 0;
   for(char *q = G; *q; q++)
     if(!((*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9')))
       *q = '_';

@@ -27,8 +27,18 @@ struct schema {
   char **consts;       /* their C constants */
   size_t nvalues;
   char *unknown; /* S_ENUM: the constant for an unlisted value */
-  int line;      /* in the YAML file */
-  int id;        /* emit.c: the number of its local names in the source */
+  /* What kcr_typed_validate checks (kcr/typed.h's KCR_TC_* flags, but
+   * KCR_TC_REQUIRED, which is the property's), and its figures */
+  unsigned checks;
+  bool checked; /* a CRD's node: validation asked of it, required included (the
+                 * built-in kinds' OpenAPI describes Go types; the apiserver
+                 * validates those in Go, so nothing is asked from it) */
+  double min, max;
+  long long min_n, max_n;
+  char **keys; /* list-map keys */
+  size_t nkeys;
+  int line; /* in the YAML file */
+  int id;   /* emit.c: the number of its local names in the source */
   /* A named definition of an OpenAPI document ("io.k8s.api.core.v1.PodSpec"):
    * one node for all its uses, one C type named after it (def_cname), whose
    * description is exported as <cname>_type. */
