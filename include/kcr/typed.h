@@ -199,6 +199,7 @@ struct kcr_tcheck {
 #define KCR_TC_DATE_TIME 0x400u  /* format date-time, as the apiserver checks it */
 #define KCR_TC_DATE      0x800u  /* format date */
 #define KCR_TC_BYTE      0x1000u /* format byte: standard base64 */
+#define KCR_TC_DEFAULT   0x2000u /* the schema has a default (the apiserver sets it) */
 
 /* One member of an object. */
 struct kcr_tfield {
@@ -322,15 +323,15 @@ KCR_API kcr_err kcr_typed_encode(const struct kcr_type *t, const void *in,
  * maxItems, minProperties, maxProperties; a CRD's enum (a value it does not
  * list - v 0 - fails; the built-in kinds' enums are open and not checked);
  * list-type set items and list-type map keys unique (compared as their
- * JSON text); format date-time, date and byte. Not evaluated here, and
- * listed as such in the generated comments: pattern (the apiserver's are
- * RE2, which POSIX regex is not), x-kubernetes-validations (CEL),
- * multipleOf and the other formats. Members JSON null are not checked
- * further. Stops at the first failure.
- * Errors: KCR_EINVAL (t or in NULL; or a value that fails, with the JSON
- * Pointer of the value and the rule in ei: "/spec/vfm/replicas: 0 is less
- * than the minimum 1"), KCR_ENOMEM (comparing list items). ei may be NULL.
- * Pure. */
+ * JSON text), and each list-type map item carrying its keys (but those
+ * the schema defaults) - server-side apply tells items apart by them, so
+ * an apply configuration needs them too; format date-time, date and byte. Not evaluated
+ * here, and listed as such in the generated comments: pattern (the apiserver's are RE2,
+ * which POSIX regex is not), x-kubernetes-validations (CEL), multipleOf and the other
+ * formats. Members JSON null are not checked further. Stops at the first failure. Errors:
+ * KCR_EINVAL (t or in NULL; or a value that fails, with the JSON Pointer of the value and
+ * the rule in ei: "/spec/vfm/replicas: 0 is less than the minimum 1"), KCR_ENOMEM
+ * (comparing list items). ei may be NULL. Pure. */
 KCR_API kcr_err kcr_typed_validate(const struct kcr_type *t, const void *in,
                                    unsigned flags, struct kcr_errinfo *ei);
 

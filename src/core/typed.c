@@ -1009,6 +1009,15 @@ static kcr_err val_object(const struct kcr_type *t, const char *in, unsigned fla
   return KCR_OK;
 }
 
+/* The member of object type e named key (a list-map key), or NULL. */
+static const struct kcr_tfield *key_field(const struct kcr_type *e, const char *key)
+{
+  for(size_t q = 0; q < e->nfields; q++)
+    if(!strcmp(e->fields[q].name, key))
+      return &e->fields[q];
+  return NULL;
+}
+
 /* Whether the items i and j of the array at m (elements of type e) are the
  * same for a list-type set (whole items) or map (the keys of c). */
 static kcr_err same_items(const struct kcr_type *e, const struct map_null *m,
@@ -1025,10 +1034,7 @@ static kcr_err same_items(const struct kcr_type *e, const struct map_null *m,
   }
   if((c->flags & KCR_TC_MAP) && e->kind == KCR_TK_OBJECT) {
     for(size_t k = 0; !rc && k < c->nkeys; k++) {
-      const struct kcr_tfield *fx = NULL;
-      for(size_t q = 0; q < e->nfields && !fx; q++)
-        if(!strcmp(e->fields[q].name, c->keys[k]))
-          fx = &e->fields[q];
+      const struct kcr_tfield *fx = key_field(e, c->keys[k]);
       if(!fx)
         continue;
       kcr_buf_append(&a, x[fx->has] ? "1" : "0", 1);
@@ -1068,6 +1074,16 @@ static kcr_err val_elements(const struct kcr_type *t, const void *in,
                       flags, &f, ei)))
       return rc;
   }
+  if(!map && c && (c->flags & KCR_TC_MAP) && t->elem->kind == KCR_TK_OBJECT)
+    for(size_t i = 0; i < m.n; i++)
+      for(size_t k = 0; k < c->nkeys && !(m.null && m.null[i]); k++) {
+        const struct kcr_tfield *x = key_field(t->elem, c->keys[k]);
+        if(x && !written(x, (const char *)m.v + i * t->elem->size) &&
+           !(x->check && (x->check->flags & KCR_TC_DEFAULT))) {
+          f.idx = i;
+          return invalid(ei, &f, "no \"%s\", a key of this list-type map", c->keys[k]);
+        }
+      }
   if(!map && c && (c->flags & (KCR_TC_SET | KCR_TC_MAP)))
     for(size_t i = 1; i < m.n; i++)
       for(size_t j = 0; j < i; j++) {

@@ -520,6 +520,13 @@ static void validation_asks_what_the_schema_asks(void **state)
        0, "/status/conditions/2: the same keys as item 0 (list-type map)"},
       {"{\"status\":{\"conditions\":[{\"type\":\"A\"}]}}", 0,
        "/status/conditions/0/status: required, and absent"},
+      /* a list-map item carries its keys, but those the schema defaults */
+      {SPEC("\"ports\":[{\"port\":80},{\"port\":80,\"protocol\":\"UDP\"}]"), 0, NULL},
+      {"{\"spec\":{\"ports\":[{\"port\":1}]}}", KCR_VALIDATE_PARTIAL, NULL},
+      {"{\"spec\":{\"ports\":[{\"protocol\":\"UDP\"}]}}", KCR_VALIDATE_PARTIAL,
+       "/spec/ports/0: no \"port\", a key of this list-type map"},
+      {SPEC("\"ports\":[{\"protocol\":\"UDP\"}]"), 0,
+       "/spec/ports/0/port: required, and absent"},
   };
 #undef SPEC
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;

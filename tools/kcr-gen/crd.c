@@ -170,6 +170,8 @@ static int checks(struct rd *r, const yaml_node_t *n, struct schema *s)
     s->checks |= KCR_TC_DATE;
   if(s->format && !strcmp(s->format, "byte"))
     s->checks |= KCR_TC_BYTE;
+  if(get(r, n, "default"))
+    s->checks |= KCR_TC_DEFAULT;
   if((v = get(r, n, "pattern")))
     note_add(s, xprintf("pattern %s: not checked by kcr_typed_validate (RE2)",
                         scalar(v) ? scalar(v) : "?"));

@@ -538,7 +538,8 @@ static int c_check(struct kcr_buf *b, const struct schema *s, bool required)
                {KCR_TC_MAP, "list-type map"},
                {KCR_TC_DATE_TIME, "date-time"},
                {KCR_TC_DATE, "date"},
-               {KCR_TC_BYTE, "byte"}};
+               {KCR_TC_BYTE, "byte"},
+               {KCR_TC_DEFAULT, "defaulted"}};
   unsigned flags = s->checks | (required ? KCR_TC_REQUIRED : 0);
   int items = 0, id;
   struct kcr_buf what = KCR_BUF_INIT;
