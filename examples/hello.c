@@ -64,19 +64,17 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
                          struct kcr_result *res, void *ud)
 {
   struct hello *h = ud;
-  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_errinfo *ei = kcr_ctx_ei(cx); /* this reconcile's, like its arena */
   struct kcr_arena *a = kcr_ctx_arena(cx);
   struct core_v1_config_map cm;
   kcr_obj *o, **same;
   size_t nsame = 0;
   /* A cached read from the manager's informer of ConfigMaps, as a typed
    * view: it borrows o's text, so o is released at the end. */
-  kcr_err rc = core_v1_config_map_get(h->m, req->ns, req->name, 0, a, &cm, &o, &ei);
+  kcr_err rc = core_v1_config_map_get(h->m, req->ns, req->name, 0, a, &cm, &o, ei);
 
-  if(rc) {
-    kcr_errinfo_cleanup(&ei);
+  if(rc)
     return rc == KCR_ENOTFOUND ? KCR_OK : rc; /* not found: deleted, nothing to do */
-  }
   /* The label index finds the ConfigMaps that greet the same name. */
   char *name = name_label(o);
   if(name && !kcr_store_ref_by_index(h->store, KCR_INDEX_LABEL_PREFIX NAME_LABEL, name,
@@ -101,28 +99,24 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
       rc = core_v1_config_map_apply(
           kcr_ctx_client(cx), &p,
           &(struct kcr_apply_opts){.field_manager = "hello", .force = true}, NULL, NULL,
-          &ei);
+          ei);
     /* The returned code is the kind of error (apierrors.IsNotFound & co.),
      * ei the server's Status: see docs/library-guide.md, "Handling API
      * errors". */
     if(rc == KCR_ENOTFOUND) { /* deleted meanwhile: nothing left to greet */
       rc = KCR_OK;
     } else if(rc == KCR_EFORBIDDEN &&
-              kcr_errinfo_has_cause(&ei, "NamespaceTerminating", NULL)) {
+              kcr_errinfo_has_cause(ei, "NamespaceTerminating", NULL)) {
       rc = KCR_OK; /* the namespace is being deleted, and the ConfigMap with it */
     } else if(rc == KCR_EINVALID) { /* the same write would fail the same way */
       KCR_CLOG(cx, KCR_LOG_ERROR, "greeting refused by validation; not retrying",
-               KCR_S("detail", ei.message));
+               KCR_S("detail", ei->message));
       rc = KCR_ETERMINAL;
-    } else if(rc) { /* a conflict, 429, 5xx or transport error: retried */
-      KCR_CLOG(cx, KCR_LOG_ERROR, "apply failed", KCR_S("err", kcr_err_name(rc)),
-               KCR_S("detail", ei.message));
-    } else {
-      KCR_CLOG(cx, KCR_LOG_INFO, "greeted");
+    } else if(!rc) { /* an error (a conflict, 429, 5xx ...): logged with ei's */
+      KCR_CLOG(cx, KCR_LOG_INFO, "greeted"); /* message by the controller, retried */
     }
   }
   kcr_obj_unref(o);
-  kcr_errinfo_cleanup(&ei);
   return rc;
 }
 

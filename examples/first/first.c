@@ -13,17 +13,15 @@ static kcr_manager *m;
 static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
                          struct kcr_result *res, void *ud)
 {
-  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_errinfo *ei = kcr_ctx_ei(cx); /* this reconcile's, like its arena */
   struct core_v1_config_map cm;
   kcr_obj *o;
   /* A cached read as a typed view: it borrows from o until kcr_obj_unref. */
   kcr_err rc =
-      core_v1_config_map_get(m, req->ns, req->name, 0, kcr_ctx_arena(cx), &cm, &o, &ei);
+      core_v1_config_map_get(m, req->ns, req->name, 0, kcr_ctx_arena(cx), &cm, &o, ei);
 
-  if(rc) {
-    kcr_errinfo_cleanup(&ei);
+  if(rc)
     return rc == KCR_ENOTFOUND ? KCR_OK : rc; /* not found: deleted, nothing to do */
-  }
   struct kcr_str ping = KCR_MAP_STR(cm.data, "ping"); /* s NULL: no such key */
   /* Level-based: write only when what is there differs from what should be. */
   if(ping.s && !kcr_str_same(KCR_MAP_STR(cm.data, "pong"), ping)) {
@@ -35,15 +33,12 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
     KCR_SET(want, data, ((struct kcr_strmap){.k = &key, .v = &ping, .n = 1}));
     rc = core_v1_config_map_apply(kcr_ctx_client(cx), &want,
                                   &(struct kcr_apply_opts){.field_manager = "first"},
-                                  NULL, NULL, &ei);
+                                  NULL, NULL, ei);
     if(rc == KCR_ENOTFOUND) /* deleted meanwhile */
       rc = KCR_OK;
-    else if(rc) /* returned: the key is retried with backoff */
-      KCR_CLOG(cx, KCR_LOG_ERROR, "apply failed", KCR_S("detail", ei.message));
   }
   kcr_obj_unref(o);
-  kcr_errinfo_cleanup(&ei);
-  return rc;
+  return rc; /* an error: logged with ei's message, the key retried with backoff */
 }
 
 int main(int argc, char **argv)

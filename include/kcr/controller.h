@@ -94,6 +94,14 @@ typedef kcr_err (*kcr_reconcile_fn)(kcr_ctx *cx, const struct kcr_request *req,
 KCR_API kcr_client *kcr_ctx_client(kcr_ctx *cx);
 /* Scratch memory, reset when the reconcile returns. */
 KCR_API struct kcr_arena *kcr_ctx_arena(kcr_ctx *cx);
+/* An error info for this reconcile's calls, as the arena is its memory:
+ * empty when the reconcile starts, emptied (kcr_errinfo_cleanup) after it
+ * returns, so pass it to every call and never clean it yourself. When the
+ * reconcile returns an error, the controller's "reconciler error" log line
+ * carries its message as "detail" (the last call's that failed: the
+ * server's Status message, or the library's), as controller-runtime logs
+ * the error a Reconcile returns. */
+KCR_API struct kcr_errinfo *kcr_ctx_ei(kcr_ctx *cx);
 /* A random id naming this reconcile in every log line. */
 KCR_API const char *kcr_ctx_id(kcr_ctx *cx);
 /* The controller's name. */

@@ -76,6 +76,7 @@ struct worker {
 struct kcr_ctx {
   kcr_controller *c;
   struct kcr_arena arena;
+  struct kcr_errinfo ei; /* kcr_ctx_ei: emptied after each reconcile */
   char id[17];
   char ns[256]; /* the request's namespace, split from the key */
   const struct kcr_request *req;
@@ -101,6 +102,7 @@ struct kcr_controller {
 
 kcr_client *kcr_ctx_client(kcr_ctx *cx) { return cx->c->o.client; }
 struct kcr_arena *kcr_ctx_arena(kcr_ctx *cx) { return &cx->arena; }
+struct kcr_errinfo *kcr_ctx_ei(kcr_ctx *cx) { return &cx->ei; }
 const char *kcr_ctx_id(kcr_ctx *cx) { return cx->id; }
 const char *kcr_ctx_controller_name(kcr_ctx *cx) { return cx->c->name; }
 
@@ -543,18 +545,21 @@ static void process(kcr_controller *c, kcr_ctx *cx, const char *key, int prio)
     kcr_metric_inc(c->m_errors, lv, 1);
     kcr_metric_inc(c->m_terminal, lv, 1);
     KCR_CLOG(cx, KCR_LOG_ERROR, "terminal reconciler error; not retrying",
-             KCR_S("err", kcr_err_name(rc)));
+             KCR_S("err", kcr_err_name(rc)),
+             KCR_S("detail", cx->ei.message ? cx->ei.message : kcr_strerror(rc)));
     result = "terminal";
   } else {
     kcr_queue_add_with(
         c->q, key, &(struct kcr_queue_add_opts){.priority = prio, .rate_limited = true});
     kcr_metric_inc(c->m_errors, lv, 1);
     KCR_CLOG(cx, KCR_LOG_ERROR, "reconciler error; requeued with backoff",
-             KCR_S("err", kcr_err_name(rc)), KCR_S("detail", kcr_strerror(rc)),
+             KCR_S("err", kcr_err_name(rc)),
+             KCR_S("detail", cx->ei.message ? cx->ei.message : kcr_strerror(rc)),
              KCR_I("requeues", kcr_queue_num_requeues(c->q, key)));
     result = "error";
   }
   kcr_metric_inc(c->m_total, (const char *[]){c->name, result, NULL}, 1);
+  kcr_errinfo_cleanup(&cx->ei);
   cx->req = NULL;
 }
 
@@ -562,7 +567,7 @@ static void *worker_main(void *p)
 {
   struct worker *w = p;
   kcr_controller *c = w->c;
-  kcr_ctx cx = {.c = c, .arena = KCR_ARENA_INIT};
+  kcr_ctx cx = {.c = c, .arena = KCR_ARENA_INIT, .ei = KCR_ERRINFO_INIT};
   uint64_t timeout = w == c->w ? REQUEUE_CHECK_MS : KCR_FOREVER; /* one checks */
   char *key;
   int prio;

@@ -253,6 +253,74 @@ static void a_small_requeue_delay_reconciles_again(void **state)
   assert_true(calls_with_requeue(5, 3, 30000) >= 3);
 }
 
+/* ---- the reconcile's error info (kcr_ctx_ei) ---- */
+
+struct ctx_ei {
+  struct tsig calls;
+  atomic_int n;
+};
+
+/* First call: a GET that fails fills the context's error info, and the
+ * error is returned; second: the info is empty again. */
+static kcr_err fail_once(kcr_ctx *cx, const struct kcr_request *req,
+                         struct kcr_result *res, void *ud)
+{
+  struct ctx_ei *t = ud;
+  struct kcr_errinfo *ei = kcr_ctx_ei(cx);
+  static const struct kcr_gvr secrets = {"", "v1", "secrets", true};
+  struct kcr_ref gone = {&secrets, "ns", "gone"}; /* the API answers 404 */
+  int n = atomic_fetch_add(&t->n, 1);
+  kcr_err rc = KCR_OK;
+
+  TCHECK(ei && !ei->message && !ei->code); /* empty at the start, every time */
+  if(n == 0) {
+    rc = kcr_get(kcr_ctx_client(cx), &gone, NULL, ei);
+    TCHECK(rc == KCR_ENOTFOUND && ei->message);
+  }
+  tsig_add(&t->calls, 1);
+  return rc;
+}
+
+/* A reconcile passes kcr_ctx_ei to its calls and never frees it: the
+ * controller logs a returned error with that info's message and empties it
+ * before the next reconcile (LeakSanitizer: nothing left). */
+static void a_returned_error_is_logged_with_the_context_s_message(void **state)
+{
+  atomic_int requests = 0;
+  kcr_client *cl = twire_client(api, &requests);
+  struct ctx_ei t = {0};
+  enum kcr_log_level lvl = kcr_log_get_level();
+  FILE *f = tmpfile();
+  char log[8192];
+  kcr_controller *c;
+  size_t n;
+
+  assert_non_null(f);
+  tsig_init(&t.calls);
+  assert_int_equal(
+      KCR_OK, kcr_controller_new(
+                  &(struct kcr_controller_opts){
+                      .name = "ctx-ei", .reconcile = fail_once, .ud = &t, .client = cl},
+                  &c, NULL));
+  kcr_client_free(cl);
+  kcr_log_set_fd(fileno(f));
+  kcr_log_set_level(KCR_LOG_INFO);
+  assert_int_equal(KCR_OK, kcr_controller_start(c));
+  assert_int_equal(KCR_OK, kcr_controller_enqueue(c, "ns", "a"));
+  assert_true(tsig_wait(&t.calls, 2, 30000)); /* the retry after the error */
+  kcr_controller_free(c);
+  kcr_log_set_level(lvl);
+  kcr_log_set_fd(2);
+  rewind(f);
+  n = fread(log, 1, sizeof(log) - 1, f);
+  log[n] = '\0';
+  fclose(f);
+  assert_non_null(strstr(log, "reconciler error; requeued with backoff"));
+  assert_non_null(strstr(log, "twire says NotFound"));
+  tcheck_report();
+  tsig_cleanup(&t.calls);
+}
+
 /* ---- start is all or nothing (issue 8, item 9) ---- */
 
 static atomic_int start_calls;
@@ -823,6 +891,7 @@ int main(void)
       cmocka_unit_test(busy_can_be_read_from_any_thread_while_stop_reaps),
       cmocka_unit_test(a_requeue_delay_past_int64_max_is_never_a_hot_loop),
       cmocka_unit_test(a_small_requeue_delay_reconciles_again),
+      cmocka_unit_test(a_returned_error_is_logged_with_the_context_s_message),
       cmocka_unit_test(a_worker_thread_that_cannot_start_fails_start_and_leaves_none),
       cmocka_unit_test(new_refuses_invalid_options_naming_them),
       cmocka_unit_test(for_predicates_filter_events),
