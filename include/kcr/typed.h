@@ -317,8 +317,11 @@ KCR_API kcr_err kcr_typed_encode(const struct kcr_type *t, const void *in,
  * checks a custom resource (k8s.io/kube-openapi's validator): every
  * member present - set, or an object with a member set - or, unless
  * flags has KCR_VALIDATE_PARTIAL, required and absent; minimum and
- * maximum (exclusive too; an integer against the bound truncated to an
- * integer, as Go compares); minLength and maxLength in Unicode code points
+ * maximum (exclusive too; a value written as an integer - an integer
+ * member, a whole number below 10^15 - against the bound as Go's int64()
+ * converts it, others as doubles, as the apiserver reads and compares
+ * them; an integer member's bound that is no integer refuses every value,
+ * as the apiserver does); minLength and maxLength in Unicode code points
  * (an invalid UTF-8 byte counts one, as Go's utf8.RuneCount); minItems,
  * maxItems, minProperties, maxProperties; a CRD's enum (a value it does not
  * list - v 0 - fails; the built-in kinds' enums are open and not checked);
@@ -348,18 +351,21 @@ KCR_API const struct kcr_meta_v1_object_meta *kcr_typed_meta(const struct kcr_ty
  * SetControllerReference does: child's ownerReferences gains {apiVersion,
  * kind, name, uid, controller: true, blockOwnerDeletion: true}, so the
  * child is garbage-collected with its owner and its events map to it. A
- * reference to the same owner uid without controller is upgraded in place;
- * an owner that already controls child is left as it is (idempotent).
+ * reference to the same object - the same group, kind and name, whatever
+ * its uid or version (controller-runtime's referSameObject: an owner made
+ * again under its name) - is replaced by that one; so calling it again
+ * changes nothing (idempotent).
  * Generated code calls it as <kind>_set_controller_of(a, &child.metadata,
  * &owner, ei), with the kind's own apiVersion and kind.
- * Memory: the new array and copies of the owner's name and uid are in arena
- * a; api_version and kind are borrowed (the generated constants). All or
- * nothing: on any error child is unchanged.
+ * Memory: a new array (the old one, which child may share with another
+ * object, is never written) and copies of the owner's name and uid, in
+ * arena a; api_version and kind are borrowed (the generated constants).
+ * All or nothing: on any error child is unchanged.
  * Errors: KCR_EINVAL (the message says why: a or child NULL; an owner
  * without apiVersion, kind, name or uid; a namespaced owner in another
  * namespace than child's - set child's namespace first; child already
- * controlled by another uid), KCR_ENOMEM. ei may be NULL. Pure; a is the
- * caller's. */
+ * controlled by another object), KCR_ENOMEM. ei may be NULL. Pure; a is
+ * the caller's. */
 KCR_API kcr_err kcr_typed_set_controller(struct kcr_arena *a,
                                          struct kcr_meta_v1_object_meta *child,
                                          const char *api_version, const char *kind,

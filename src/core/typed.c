@@ -13,6 +13,7 @@
  * fields; an array grows in the arena by doubling. Errors name the JSON Pointer of the
  * value, built from a chain of frames on the stack only when one fails. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -738,15 +739,31 @@ static bool str_same(struct kcr_str x, struct kcr_str y)
   return x.n == y.n && (!x.n || !memcmp(x.s, y.s, x.n));
 }
 
+/* The group of an apiVersion: what comes before its "/", "" for core. */
+static struct kcr_str group_of(struct kcr_str av)
+{
+  const char *slash = av.s ? memchr(av.s, '/', av.n) : NULL;
+  return slash ? (struct kcr_str){.s = av.s, .n = (size_t)(slash - av.s)} : kcr_str_c("");
+}
+
+/* controller-runtime's referSameObject: the same group, kind and name. */
+static bool same_object(const struct kcr_meta_v1_owner_reference *r, struct kcr_str av,
+                        struct kcr_str kind, struct kcr_str name)
+{
+  return str_same(group_of(r->api_version), group_of(av)) && str_same(r->kind, kind) &&
+         str_same(r->name, name);
+}
+
 kcr_err kcr_typed_set_controller(struct kcr_arena *a,
                                  struct kcr_meta_v1_object_meta *child,
                                  const char *api_version, const char *kind,
                                  const struct kcr_meta_v1_object_meta *owner,
                                  struct kcr_errinfo *ei)
 {
-  struct kcr_meta_v1_object_meta_owner_references *refs;
-  struct kcr_meta_v1_owner_reference *nv, *r;
-  struct kcr_str ons, cns;
+  const struct kcr_meta_v1_object_meta_owner_references *refs;
+  struct kcr_meta_v1_owner_reference *nv, *r, want;
+  struct kcr_str ons, cns, av = kcr_str_c(api_version), k = kcr_str_c(kind);
+  size_t n, at;
 
   if(!a || !child)
     return kcr_errinfo_set(ei, KCR_EINVAL, "owner reference: no %s",
@@ -767,46 +784,37 @@ kcr_err kcr_typed_set_controller(struct kcr_arena *a,
                            kind, KCR_STR_ARG(ons), KCR_STR_ARG(owner->name),
                            KCR_STR_ARG(cns));
   refs = &child->owner_references;
-  if(!child->has_owner_references)
-    refs->n = 0;
-  for(size_t i = 0; i < refs->n; i++) {
+  n = child->has_owner_references ? refs->n : 0;
+  at = n; /* where the reference goes: replacing the one to the same object */
+  for(size_t i = 0; i < n; i++) {
     r = &refs->v[i];
-    if(!r->has_controller || !r->controller)
-      continue;
-    if(str_same(r->uid, owner->uid))
-      return KCR_OK; /* already ours */
-    return kcr_errinfo_set(ei, KCR_EINVAL,
-                           "owner reference: the object is already controlled by %.*s "
-                           "%.*s (uid %.*s); only one controller reference is allowed",
-                           KCR_STR_ARG(r->kind), KCR_STR_ARG(r->name),
-                           KCR_STR_ARG(r->uid));
+    if(r->has_controller && r->controller && !same_object(r, av, k, owner->name))
+      return kcr_errinfo_set(ei, KCR_EINVAL,
+                             "owner reference: the object is already controlled by %.*s "
+                             "%.*s (uid %.*s); only one controller reference is allowed",
+                             KCR_STR_ARG(r->kind), KCR_STR_ARG(r->name),
+                             KCR_STR_ARG(r->uid));
+    if(at == n && same_object(r, av, k, owner->name))
+      at = i;
   }
-  for(size_t i = 0; i < refs->n; i++) {
-    r = &refs->v[i]; /* a reference to the same owner is upgraded in place */
-    if(!r->has_uid || !str_same(r->uid, owner->uid))
-      continue;
-    KCR_SET(*r, controller, true);
-    KCR_SET(*r, block_owner_deletion, true);
-    return KCR_OK;
-  }
-  /* Everything new is made first and attached last, so on ENOMEM the child
-   * is as it was. */
-  if(refs->n >= SIZE_MAX / sizeof(*nv) - 1 ||
-     !(nv = kcr_arena_alloc(a, (refs->n + 1) * sizeof(*nv))))
+  /* A new array with the reference in place, attached last: on ENOMEM the
+   * child is as it was, and an array the child shares with another object
+   * is never written. */
+  memset(&want, 0, sizeof(want));
+  if(!str_copy(a, owner->name, &want.name) || !str_copy(a, owner->uid, &want.uid) ||
+     n >= SIZE_MAX / sizeof(*nv) - 1 ||
+     !(nv = kcr_arena_alloc(a, (n + (at == n)) * sizeof(*nv))))
     return KCR_ENOMEM;
-  if(refs->n)
-    memcpy(nv, refs->v, refs->n * sizeof(*nv));
-  r = &nv[refs->n];
-  memset(r, 0, sizeof(*r));
-  if(!str_copy(a, owner->name, &r->name) || !str_copy(a, owner->uid, &r->uid))
-    return KCR_ENOMEM;
-  r->has_name = r->has_uid = true;
-  KCR_SET(*r, api_version, kcr_str_c(api_version));
-  KCR_SET(*r, kind, kcr_str_c(kind));
-  KCR_SET(*r, controller, true);
-  KCR_SET(*r, block_owner_deletion, true);
-  refs->v = nv;
-  refs->n++;
+  want.has_name = want.has_uid = true;
+  KCR_SET(want, api_version, av);
+  KCR_SET(want, kind, k);
+  KCR_SET(want, controller, true);
+  KCR_SET(want, block_owner_deletion, true);
+  if(n)
+    memcpy(nv, refs->v, n * sizeof(*nv));
+  nv[at] = want;
+  child->owner_references.v = nv;
+  child->owner_references.n = n + (at == n);
   child->has_owner_references = true;
   return KCR_OK;
 }
@@ -946,27 +954,56 @@ static bool is_base64(struct kcr_str s)
   return true;
 }
 
-/* An integer against a bound as kube-openapi compares them: as integers
- * when the bound is one (within int64), else as floats. <0, 0, >0. */
-static int int_cmp(int64_t v, double b)
+static bool in_int64(double b)
 {
-  if(b >= -9223372036854775808.0 && b < 9223372036854775808.0 &&
-     b == (double)(int64_t)b) {
-    int64_t i = (int64_t)b;
-    return v < i ? -1 : v > i;
-  }
-  return (double)v < b ? -1 : (double)v > b;
+  return b >= -9223372036854775808.0 && b < 9223372036854775808.0;
 }
 
-static kcr_err bounds(const struct kcr_tcheck *c, int lo, int hi, const char *shown,
-                      const struct frame *f, struct kcr_errinfo *ei)
+/* A value against c's bounds as kube-openapi's numberValidator compares
+ * it: one the JSON text writes as an integer (is_int: an integer member, or
+ * a whole number below 10^15, as the encoder writes it, which the
+ * apiserver then reads as an int64) against the bound converted as Go's
+ * int64(bound) converts it on amd64 (toward zero; INT64_MIN outside int64);
+ * any other as doubles. An integer member's bound must be an integer
+ * within int64: the apiserver refuses every value against another. */
+static kcr_err num_bounds(const struct kcr_tcheck *c, bool int_member, bool is_int,
+                          int64_t iv, double dv, const struct frame *f,
+                          struct kcr_errinfo *ei)
 {
-  if((c->flags & KCR_TC_MIN) && (lo < 0 || (lo == 0 && (c->flags & KCR_TC_EXCL_MIN))))
-    return invalid(ei, f, "%s is %s the minimum %.17g", shown,
-                   c->flags & KCR_TC_EXCL_MIN ? "not above" : "less than", c->min);
-  if((c->flags & KCR_TC_MAX) && (hi > 0 || (hi == 0 && (c->flags & KCR_TC_EXCL_MAX))))
-    return invalid(ei, f, "%s is %s the maximum %.17g", shown,
-                   c->flags & KCR_TC_EXCL_MAX ? "not below" : "more than", c->max);
+  static const struct {
+    unsigned has, excl;
+    const char *name, *past, *at;
+    int sign;
+  } side[2] = {
+      {KCR_TC_MIN, KCR_TC_EXCL_MIN, "minimum", "less than", "not above", -1},
+      {KCR_TC_MAX, KCR_TC_EXCL_MAX, "maximum", "more than", "not below", 1},
+  };
+  char shown[48];
+
+  if(is_int)
+    snprintf(shown, sizeof(shown), "%" PRId64, iv);
+  else
+    snprintf(shown, sizeof(shown), "%.17g", dv);
+  for(int k = 0; k < 2; k++) {
+    double b = k ? c->max : c->min;
+    int cmp;
+    if(!(c->flags & side[k].has))
+      continue;
+    if(int_member && !(in_int64(b) && b == trunc(b)))
+      return invalid(ei, f,
+                     "the schema's %s %.17g is not an integer: the apiserver refuses "
+                     "every value against it",
+                     side[k].name, b);
+    if(is_int) {
+      int64_t ib = in_int64(b) ? (int64_t)b : INT64_MIN;
+      cmp = iv < ib ? -1 : iv > ib;
+    } else {
+      cmp = dv < b ? -1 : dv > b;
+    }
+    if(cmp * side[k].sign > 0 || (cmp == 0 && (c->flags & side[k].excl)))
+      return invalid(ei, f, "%s is %s the %s %.17g", shown,
+                     cmp ? side[k].past : side[k].at, side[k].name, b);
+  }
   return KCR_OK;
 }
 
@@ -986,12 +1023,37 @@ static kcr_err validate(const struct kcr_type *t, const void *in,
                         const struct kcr_tcheck *c, unsigned flags, const struct frame *f,
                         struct kcr_errinfo *ei);
 
-static kcr_err val_object(const struct kcr_type *t, const char *in, unsigned flags,
+/* A string's rules: its length in code points, its format. */
+static kcr_err str_rules(const struct kcr_tcheck *c, struct kcr_str s,
+                         const struct frame *f, struct kcr_errinfo *ei)
+{
+  kcr_err rc;
+
+  if((rc = count(c, runes(s), "characters", f, ei)))
+    return rc;
+  if((c->flags & KCR_TC_DATE_TIME) && !is_date_time(s))
+    return invalid(ei, f, "\"%.*s\" is not a date-time (RFC 3339)",
+                   (int)(s.n > 64 ? 64 : s.n), s.s ? s.s : "");
+  if((c->flags & KCR_TC_DATE) && !is_date(s.s, s.n))
+    return invalid(ei, f, "\"%.*s\" is not a date (RFC 3339 full-date)",
+                   (int)(s.n > 64 ? 64 : s.n), s.s ? s.s : "");
+  if((c->flags & KCR_TC_BYTE) && !is_base64(s))
+    return invalid(ei, f, "not base64 (format byte)");
+  return KCR_OK;
+}
+
+static kcr_err val_object(const struct kcr_type *t, const char *in,
+                          const struct kcr_tcheck *c, unsigned flags,
                           const struct frame *up, struct kcr_errinfo *ei)
 {
   struct frame f = {.up = up};
+  int64_t present = 0;
   kcr_err rc;
 
+  for(size_t i = 0; c && i < t->nfields; i++)
+    present += written(&t->fields[i], in);
+  if(c && (rc = count(c, present, "properties", up, ei)))
+    return rc;
   for(size_t i = 0; i < t->nfields; i++) {
     const struct kcr_tfield *x = &t->fields[i];
     f.cname = x->name;
@@ -1018,41 +1080,89 @@ static const struct kcr_tfield *key_field(const struct kcr_type *e, const char *
   return NULL;
 }
 
-/* Whether the items i and j of the array at m (elements of type e) are the
- * same for a list-type set (whole items) or map (the keys of c). */
-static kcr_err same_items(const struct kcr_type *e, const struct map_null *m,
-                          const struct kcr_tcheck *c, size_t i, size_t j, bool *same)
+/* Appends to b what tells item i of the array at m (elements of type e)
+ * apart: for a list-type set the item's JSON text, for a map (c's flags)
+ * each key's presence and text. Errors: KCR_EINVAL (an item that cannot be
+ * encoded), KCR_ENOMEM. */
+static kcr_err item_text(const struct kcr_type *e, const struct map_null *m,
+                         const struct kcr_tcheck *c, size_t i, struct kcr_buf *b)
 {
-  struct kcr_buf a = KCR_BUF_INIT, b = KCR_BUF_INIT;
+  const char *x = (const char *)m->v + i * e->size;
   kcr_err rc = KCR_OK;
-  const char *x = (const char *)m->v + i * e->size, *y = (const char *)m->v + j * e->size;
 
-  *same = false;
-  if(m->null && (m->null[i] || m->null[j])) {
-    *same = m->null[i] && m->null[j];
-    return KCR_OK;
+  if(m->null && m->null[i])
+    return kcr_buf_append(b, "null", 4);
+  if(!(c->flags & KCR_TC_MAP) || e->kind != KCR_TK_OBJECT)
+    return encode(e, x, b, NULL, NULL);
+  for(size_t k = 0; !rc && k < c->nkeys; k++) {
+    const struct kcr_tfield *fx = key_field(e, c->keys[k]);
+    if(!fx)
+      continue;
+    kcr_buf_append(b, x[fx->has] ? "1" : "0", 1);
+    if(x[fx->has] && !(rc = encode(fx->type, x + fx->off, b, NULL, NULL)))
+      rc = kcr_buf_append(b, ",", 1);
   }
-  if((c->flags & KCR_TC_MAP) && e->kind == KCR_TK_OBJECT) {
-    for(size_t k = 0; !rc && k < c->nkeys; k++) {
-      const struct kcr_tfield *fx = key_field(e, c->keys[k]);
-      if(!fx)
-        continue;
-      kcr_buf_append(&a, x[fx->has] ? "1" : "0", 1);
-      kcr_buf_append(&b, y[fx->has] ? "1" : "0", 1);
-      if(x[fx->has] && !(rc = encode(fx->type, x + fx->off, &a, NULL, NULL)))
-        rc = kcr_buf_append(&a, ",", 1);
-      if(!rc && y[fx->has] && !(rc = encode(fx->type, y + fx->off, &b, NULL, NULL)))
-        rc = kcr_buf_append(&b, ",", 1);
+  return rc ? rc : kcr_buf_err(b);
+}
+
+struct item {
+  const char *s;   /* its text (once the buffer is whole) */
+  size_t at, n, i; /* where the text is in the buffer, its length, its index */
+};
+
+static int item_cmp(const void *pa, const void *pb)
+{
+  const struct item *a = pa, *b = pb;
+  int d = memcmp(a->s, b->s, a->n < b->n ? a->n : b->n);
+
+  if(d || a->n != b->n)
+    return d ? d : a->n < b->n ? -1 : 1;
+  return a->i < b->i ? -1 : a->i > b->i;
+}
+
+/* The first item (by index) of the array at m that is the same as an
+ * earlier one for a list-type set or map: *dup and *first, or *dup n.
+ * Sorted, not compared pairwise: n log n for a long list. Errors: KCR_ENOMEM. */
+static kcr_err first_duplicate(const struct kcr_type *e, const struct map_null *m,
+                               const struct kcr_tcheck *c, size_t *dup, size_t *first)
+{
+  struct kcr_buf b = KCR_BUF_INIT;
+  struct item *it = m->n ? calloc(m->n, sizeof(*it)) : NULL;
+  kcr_err rc = KCR_OK;
+
+  *dup = m->n;
+  if(m->n && !it)
+    return KCR_ENOMEM;
+  for(size_t i = 0; i < m->n; i++) {
+    it[i].at = b.len;
+    it[i].i = i;
+    rc = item_text(e, m, c, i, &b);
+    if(rc == KCR_EINVAL) { /* what cannot be encoded is the same as nothing */
+      rc = KCR_OK;
+      b.len = it[i].at;
+      kcr_buf_printf(&b, "\x01%zu", i);
     }
-  } else {
-    if(!(rc = encode(e, x, &a, NULL, NULL)))
-      rc = encode(e, y, &b, NULL, NULL);
+    if(rc || (rc = kcr_buf_err(&b)))
+      break;
+    it[i].n = b.len - it[i].at;
   }
-  if(!rc && !(rc = kcr_buf_err(&a)) && !(rc = kcr_buf_err(&b)))
-    *same = a.len == b.len && !memcmp(kcr_buf_str(&a), kcr_buf_str(&b), a.len);
-  kcr_buf_cleanup(&a);
+  if(!rc && m->n > 1) {
+    for(size_t i = 0; i < m->n; i++)
+      it[i].s = b.ptr + it[i].at;
+    qsort(it, m->n, sizeof(*it), item_cmp);
+    for(size_t k = 1; k < m->n; k++) {
+      bool same = it[k].n == it[k - 1].n && !memcmp(it[k].s, it[k - 1].s, it[k].n);
+      bool start = k == 1 || !(it[k - 1].n == it[k - 2].n &&
+                               !memcmp(it[k - 1].s, it[k - 2].s, it[k - 1].n));
+      if(same && start && it[k].i < *dup) {
+        *dup = it[k].i;
+        *first = it[k - 1].i;
+      }
+    }
+  }
+  free(it);
   kcr_buf_cleanup(&b);
-  return rc == KCR_EINVAL ? KCR_OK : rc; /* what cannot be encoded is not the same */
+  return rc;
 }
 
 static kcr_err val_elements(const struct kcr_type *t, const void *in,
@@ -1084,19 +1194,18 @@ static kcr_err val_elements(const struct kcr_type *t, const void *in,
           return invalid(ei, &f, "no \"%s\", a key of this list-type map", c->keys[k]);
         }
       }
-  if(!map && c && (c->flags & (KCR_TC_SET | KCR_TC_MAP)))
-    for(size_t i = 1; i < m.n; i++)
-      for(size_t j = 0; j < i; j++) {
-        bool same;
-        if((rc = same_items(t->elem, &m, c, i, j, &same)))
-          return rc;
-        if(same) {
-          f.idx = i;
-          return invalid(ei, &f, "the same %s as item %zu (list-type %s)",
-                         c->flags & KCR_TC_MAP ? "keys" : "value", j,
-                         c->flags & KCR_TC_MAP ? "map" : "set");
-        }
-      }
+  /* (items kept as JSON text are not compared: their text is not canonical) */
+  if(!map && c && (c->flags & (KCR_TC_SET | KCR_TC_MAP)) && t->elem->kind != KCR_TK_RAW) {
+    size_t dup, first;
+    if((rc = first_duplicate(t->elem, &m, c, &dup, &first)))
+      return rc;
+    if(dup < m.n) {
+      f.idx = dup;
+      return invalid(ei, &f, "the same %s as item %zu (list-type %s)",
+                     c->flags & KCR_TC_MAP ? "keys" : "value", first,
+                     c->flags & KCR_TC_MAP ? "map" : "set");
+    }
+  }
   return KCR_OK;
 }
 
@@ -1104,42 +1213,16 @@ static kcr_err validate(const struct kcr_type *t, const void *in,
                         const struct kcr_tcheck *c, unsigned flags, const struct frame *f,
                         struct kcr_errinfo *ei)
 {
-  char shown[48];
-
   switch(t->kind) {
-  case KCR_TK_INT: {
-    int64_t v = *(const int64_t *)in;
-    if(!c)
-      return KCR_OK;
-    snprintf(shown, sizeof(shown), "%" PRId64, v);
-    return bounds(c, (c->flags & KCR_TC_MIN) ? int_cmp(v, c->min) : 1,
-                  (c->flags & KCR_TC_MAX) ? int_cmp(v, c->max) : -1, shown, f, ei);
-  }
+  case KCR_TK_INT:
+    return c ? num_bounds(c, true, true, *(const int64_t *)in, 0, f, ei) : KCR_OK;
   case KCR_TK_NUMBER: {
     double v = *(const double *)in;
-    if(!c)
-      return KCR_OK;
-    snprintf(shown, sizeof(shown), "%.17g", v);
-    return bounds(c, v < c->min ? -1 : v > c->min, v < c->max ? -1 : v > c->max, shown, f,
-                  ei);
+    bool whole = v == 0 || (fabs(v) < 1e15 && v == trunc(v)); /* written as such */
+    return c ? num_bounds(c, false, whole, whole ? (int64_t)v : 0, v, f, ei) : KCR_OK;
   }
-  case KCR_TK_STRING: {
-    struct kcr_str s = *(const struct kcr_str *)in;
-    kcr_err rc;
-    if(!c)
-      return KCR_OK;
-    if((rc = count(c, runes(s), "characters", f, ei)))
-      return rc;
-    if((c->flags & KCR_TC_DATE_TIME) && !is_date_time(s))
-      return invalid(ei, f, "\"%.*s\" is not a date-time (RFC 3339)",
-                     (int)(s.n > 64 ? 64 : s.n), s.s ? s.s : "");
-    if((c->flags & KCR_TC_DATE) && !is_date(s.s, s.n))
-      return invalid(ei, f, "\"%.*s\" is not a date (RFC 3339 full-date)",
-                     (int)(s.n > 64 ? 64 : s.n), s.s ? s.s : "");
-    if((c->flags & KCR_TC_BYTE) && !is_base64(s))
-      return invalid(ei, f, "not base64 (format byte)");
-    return KCR_OK;
-  }
+  case KCR_TK_STRING:
+    return c ? str_rules(c, *(const struct kcr_str *)in, f, ei) : KCR_OK;
   case KCR_TK_ENUM: {
     const struct kcr_enum *e = in;
     bool listed = e->v > 0 && (size_t)e->v < t->nvalues;
@@ -1149,12 +1232,23 @@ static kcr_err validate(const struct kcr_type *t, const void *in,
       return invalid(ei, f, "\"%.*s\" is not one of the %zu values the schema lists",
                      (int)(e->text.n > 64 ? 64 : e->text.n), e->text.s ? e->text.s : "",
                      t->nvalues - 1);
-    return KCR_OK;
+    if(!c)
+      return KCR_OK;
+    return str_rules(
+        c, e->v > 0 && (size_t)e->v < t->nvalues ? kcr_str_c(t->values[e->v]) : e->text,
+        f, ei);
   }
-  case KCR_TK_OBJECT: return val_object(t, in, flags, f, ei);
+  case KCR_TK_INTSTR: { /* the rules of the type the value has */
+    const struct kcr_intstr *x = in;
+    if(!c)
+      return KCR_OK;
+    return x->is_str ? str_rules(c, x->s, f, ei)
+                     : num_bounds(c, false, true, x->i, 0, f, ei);
+  }
+  case KCR_TK_OBJECT: return val_object(t, in, c, flags, f, ei);
   case KCR_TK_ARRAY:
   case KCR_TK_MAP: return val_elements(t, in, c, flags, f, ei);
-  default: return KCR_OK; /* booleans, int-or-string, raw text: no rule here */
+  default: return KCR_OK; /* booleans, raw text: no rule here */
   }
 }
 

@@ -386,11 +386,13 @@ static void a_map_of_strings_is_read_by_key_and_set_from_pairs(void **state)
   kcr_arena_cleanup(&a);
 }
 
-/* <kind>_set_controller_of (kcr_typed_set_controller): the owner's
- * reference is added once, with the kind's apiVersion and kind and copies
- * of its name and uid; a plain reference to it is upgraded; an owner in
- * another namespace, without a uid, or besides another controller is
- * refused with the child unchanged. */
+/* <kind>_set_controller_of (kcr_typed_set_controller), as controller-
+ * runtime's SetControllerReference: the owner's reference is added once,
+ * with the kind's apiVersion and kind and copies of its name and uid; a
+ * reference to the same object (group, kind, name: an owner made again
+ * has a new uid) is replaced, in a new array; an owner in another
+ * namespace, without a uid, or besides another controller is refused with
+ * the child unchanged. */
 static void an_owner_becomes_the_controller_once(void **state)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
@@ -420,26 +422,40 @@ static void an_owner_becomes_the_controller_once(void **state)
   uid[0] = 'u';
   assert_int_equal(KCR_OK, ebd_set_controller_of(&a, &child.metadata, &owner, &ei));
   assert_int_equal(1, child.metadata.owner_references.n);
+  /* the owner made again under its name: the reference follows its uid */
   other = owner;
   KCR_SET(other.metadata, uid, kcr_str_c("u-2"));
+  assert_int_equal(KCR_OK, ebd_set_controller_of(&a, &child.metadata, &other, &ei));
+  assert_int_equal(1, child.metadata.owner_references.n);
+  assert_true(kcr_str_eq(child.metadata.owner_references.v[0].uid, "u-2"));
+  /* another object: refused, the child as it was */
+  KCR_SET(other.metadata, name, kcr_str_c("p"));
   assert_int_equal(KCR_EINVAL, ebd_set_controller_of(&a, &child.metadata, &other, &ei));
-  assert_non_null(strstr(ei.message, "already controlled by EBD o (uid u-1)"));
+  assert_non_null(strstr(ei.message, "already controlled by EBD o (uid u-2)"));
   assert_int_equal(1, child.metadata.owner_references.n);
 
-  /* a plain reference to the owner (a cluster-scoped one here) is upgraded
-   * in place; the others stay as they were */
+  /* a plain reference to the same object, in another version of its group
+   * (a cluster-scoped owner here), is replaced in a new array - the
+   * child's old one, which it may share, is not written - and the others
+   * stay as they were */
   memset(refs, 0, sizeof(refs));
   KCR_SET(refs[0], uid, kcr_str_c("u-3"));
-  KCR_SET(refs[1], uid, kcr_str_c("u-2"));
+  KCR_SET(refs[1], api_version, kcr_str_c("ebdman.example.com/v1"));
+  KCR_SET(refs[1], kind, kcr_str_c("EBD"));
+  KCR_SET(refs[1], name, kcr_str_c("p"));
   KCR_SET(refs[1], controller, false);
   child.metadata.owner_references.v = refs;
   child.metadata.owner_references.n = 2;
   other.metadata.has_namespace_ = false;
   assert_int_equal(KCR_OK, ebd_set_controller_of(&a, &child.metadata, &other, &ei));
   assert_int_equal(2, child.metadata.owner_references.n);
-  assert_ptr_equal(refs, child.metadata.owner_references.v);
-  assert_true(refs[1].controller && refs[1].block_owner_deletion);
-  assert_false(refs[0].has_controller || refs[0].has_block_owner_deletion);
+  assert_ptr_not_equal(refs, child.metadata.owner_references.v);
+  assert_false(refs[1].controller);
+  struct kcr_meta_v1_owner_reference *r = child.metadata.owner_references.v;
+  assert_true(r[1].controller && r[1].block_owner_deletion &&
+              kcr_str_eq(r[1].uid, "u-2") &&
+              kcr_str_eq(r[1].api_version, "ebdman.example.com/v1alpha1"));
+  assert_true(kcr_str_eq(r[0].uid, "u-3") && !r[0].has_controller);
 
   /* what an owner must have */
   KCR_SET(other.metadata, uid, kcr_str_c(""));
@@ -520,6 +536,23 @@ static void validation_asks_what_the_schema_asks(void **state)
        0, "/status/conditions/2: the same keys as item 0 (list-type map)"},
       {"{\"status\":{\"conditions\":[{\"type\":\"A\"}]}}", 0,
        "/status/conditions/0/status: required, and absent"},
+      /* numbers as the apiserver reads them: a whole one is an int64 and
+       * meets the bound truncated (0 against 0.5 is fine, 2 against an
+       * exclusive 2.5 is not), others are doubles */
+      {SPEC("\"scale\":0"), 0, NULL},
+      {SPEC("\"scale\":0.25"), 0, "/spec/scale: 0.25 is less than the minimum 0.5"},
+      {SPEC("\"scale\":2.4"), 0, NULL},
+      {SPEC("\"scale\":2"), 0, "/spec/scale: 2 is not below the maximum 2.5"},
+      /* an enum's and an int-or-string's value meet the rules of its type */
+      {SPEC("\"tier\":\"a\""), 0, NULL},
+      {SPEC("\"tier\":\"bb\""), 0, "/spec/tier: 2 characters, more than the 1 allowed"},
+      {SPEC("\"port\":70000"), 0, "/spec/port: 70000 is more than the maximum 65535"},
+      {SPEC("\"port\":\"123456\""), 0,
+       "/spec/port: 6 characters, more than the 5 allowed"},
+      /* an object's properties are counted */
+      {SPEC("\"limits\":{\"cpu\":\"1\"}"), 0,
+       "/spec/limits: 1 properties, fewer than the 2 required"},
+      {SPEC("\"limits\":{\"cpu\":\"1\",\"pods\":3}"), 0, NULL},
       /* a list-map item carries its keys, but those the schema defaults */
       {SPEC("\"ports\":[{\"port\":80},{\"port\":80,\"protocol\":\"UDP\"}]"), 0, NULL},
       {"{\"spec\":{\"ports\":[{\"port\":1}]}}", KCR_VALIDATE_PARTIAL, NULL},
@@ -531,6 +564,7 @@ static void validation_asks_what_the_schema_asks(void **state)
 #undef SPEC
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   struct kcr_arena a = KCR_ARENA_INIT;
+  struct kcr_buf big = KCR_BUF_INIT;
   struct widget w;
 
   for(size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -545,6 +579,19 @@ static void validation_asks_what_the_schema_asks(void **state)
     assert_int_equal(KCR_EINVAL, rc);
     assert_string_equal(cases[i].err, ei.message);
   }
+  /* a long list-map: its duplicate found by sorting, not pair by pair */
+  kcr_buf_puts(&big, "{\"spec\":{\"size\":1,\"ports\":[");
+  for(int i = 0; i < 20000; i++)
+    kcr_buf_printf(&big, "{\"port\":%d,\"protocol\":\"%s\"},", i / 2,
+                   i % 2 ? "UDP" : "TCP");
+  kcr_buf_puts(&big, "{\"port\":7,\"protocol\":\"UDP\"}]}}");
+  assert_int_equal(KCR_OK, widget_decode(big.ptr, big.len, 0, &a, &w, &ei));
+  assert_int_equal(KCR_EINVAL, widget_validate(&w, 0, &ei));
+  assert_string_equal("/spec/ports/20000: the same keys as item 15 (list-type map)",
+                      ei.message);
+  w.spec.ports.n--;
+  assert_int_equal(KCR_OK, widget_validate(&w, 0, &ei));
+  kcr_buf_cleanup(&big);
   /* the sample: a server without its required host, a status the enum
    * does not list */
   assert_int_equal(KCR_OK, widget_decode(widget, strlen(widget), 0, &a, &w, &ei));

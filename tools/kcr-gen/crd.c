@@ -23,6 +23,7 @@
  * oneOf/anyOf/allOf/not in a structural schema only validate (the types
  * come from properties), so they type nothing; they are noted. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,10 +122,11 @@ static int number(struct rd *r, const yaml_node_t *n, const char *key, struct sc
     *d = strtod(t, &end);
   else
     *ll = strtoll(t, &end, 10);
-  if(*end || errno || (ll && *ll < 0))
-    return bad(r, v,
-               xprintf("%s \"%s\" that is not a %s", key, t, d ? "number" : "count"),
-               s->path);
+  if(*end || errno || (ll && *ll < 0) || (d && !isfinite(*d)))
+    return bad(
+        r, v,
+        xprintf("%s \"%s\" that is not a %s", key, t, d ? "finite number" : "count"),
+        s->path);
   s->checks |= flag;
   return 0;
 }
@@ -142,6 +144,20 @@ static int checks(struct rd *r, const yaml_node_t *n, struct schema *s)
   if(number(r, n, "minimum", s, KCR_TC_MIN, &s->min, NULL) ||
      number(r, n, "maximum", s, KCR_TC_MAX, &s->max, NULL))
     return -1;
+  char *type = sget(r, n, "type");
+  bool i32 = s->format && !strcmp(s->format, "int32");
+  for(int k = 0; type && !strcmp(type, "integer") && k < 2; k++) {
+    double b = k ? s->max : s->min;
+    if((s->checks & (k ? KCR_TC_MAX : KCR_TC_MIN)) &&
+       (b != trunc(b) || b < (i32 ? -2147483648.0 : -9223372036854775808.0) ||
+        b >= (i32 ? 2147483648.0 : 9223372036854775808.0)))
+      return bad(r, n,
+                 xprintf("%s %.17g of an %s member is not an %s: the apiserver "
+                         "refuses every value against it",
+                         k ? "maximum" : "minimum", b, i32 ? "int32" : "integer",
+                         i32 ? "int32" : "int64"),
+                 s->path);
+  }
   if((s->checks & KCR_TC_MIN) && yes(r, n, "exclusiveMinimum"))
     s->checks |= KCR_TC_EXCL_MIN;
   if((s->checks & KCR_TC_MAX) && yes(r, n, "exclusiveMaximum"))
@@ -177,6 +193,18 @@ static int checks(struct rd *r, const yaml_node_t *n, struct schema *s)
                         scalar(v) ? scalar(v) : "?"));
   if(get(r, n, "multipleOf"))
     note_add(s, "multipleOf: not checked by kcr_typed_validate");
+  if(get(r, n, "not") || get(r, n, "allOf"))
+    note_add(s, "not/allOf: not checked by kcr_typed_validate");
+  if(type && strcmp(type, "string") && get(r, n, "enum"))
+    note_add(s, xprintf("enum of %ss: not checked by kcr_typed_validate", type));
+  static const char *const typing[] = {"date-time",     "datetime", "date",  "byte",
+                                       "int32",         "int64",    "float", "double",
+                                       "int-or-string", "password"};
+  bool known = !s->format;
+  for(size_t i = 0; !known && i < sizeof(typing) / sizeof(typing[0]); i++)
+    known = !strcmp(s->format, typing[i]);
+  if(!known)
+    note_add(s, xprintf("format %s: not checked by kcr_typed_validate", s->format));
   return 0;
 }
 
@@ -347,6 +375,10 @@ int build(struct rd *r, const yaml_node_t *n, const char *path, bool root_meta,
   } else {
     return bad(r, n, xprintf("unknown type \"%s\"", type), path);
   }
+  if(s->kind == S_ARR && s->elem->kind == S_RAW &&
+     (s->checks & (KCR_TC_SET | KCR_TC_MAP)))
+    note_add(s, "items kept as JSON text: their uniqueness is not checked by "
+                "kcr_typed_validate");
   /* Arrays and maps of plain strings are libkcr's struct kcr_strlist and
    * struct kcr_strmap, one type each: labels, a ConfigMap's data, a
    * container's args assign to one another. */

@@ -40,15 +40,18 @@ static char *lit(const char *s)
 }
 
 /* A block comment of text at indent, its words wrapped at COLS ("*" + "/"
- * in the text written "*|"). */
+ * in the text written "*\/", which leaves a pattern readable). */
 static void comment(struct kcr_buf *b, int indent, const char *text)
 {
-  char *safe = xstrdup(text);
+  char *safe = xalloc(2 * strlen(text) + 1), *q = safe;
   const char *p = safe;
 
-  for(char *q = safe; *q; q++)
-    if(q[0] == '*' && q[1] == '/')
-      q[1] = '|';
+  for(const char *t = text; *t; t++) {
+    *q++ = *t;
+    if(t[0] == '*' && t[1] == '/')
+      *q++ = '\\';
+  }
+  *q = '\0';
   int col = indent + 2, start = 1;
 
   out(b, "%*s/*", indent, "");
@@ -120,9 +123,11 @@ static void call(struct kcr_buf *b, int indent, const char *head, const char *co
   out(b, "%*s", indent, "");
   int aligned = pack(NULL, at, at, args, n, tail);
   after = pack(NULL, indent + 4, indent + 4, args, n, tail);
-  /* but for a declaration, the fewer lines (aligned on a tie; after counts
-   * the lines below the bracket's) */
-  if(aligned && (decl || !after || aligned <= after + 1)) {
+  /* but for a declaration, the fewer lines (aligned on a tie - but for
+   * designated initialisers, which clang-format breaks after the brace;
+   * after counts the lines below the bracket's) */
+  bool desig = n && args[0][0] == '.' && head[strlen(head) - 1] == '{';
+  if(aligned && (decl || !after || aligned <= after + 1 - desig)) {
     out(b, "%s", head);
     pack(b, at, at, args, n, tail);
     return;
@@ -757,6 +762,10 @@ static void c_kind(struct kcr_buf *b, const struct kind *k)
   call(b, 2, "return kcr_typed_decode(", objb, 7, ");");
   out(b, "}\n\n");
 
+  if(!api && !kind) { /* a short function: on one line, as clang-format puts it */
+    out(b, "void %s_init(struct %s *x) { memset(x, 0, sizeof(*x)); }\n", p, p);
+    return;
+  }
   out(b, "void %s_init(struct %s *x)\n{\n  memset(x, 0, sizeof(*x));\n", p, p);
   if(api)
     out(b, "  x->has_%s = true;\n  x->%s = kcr_str_c(%s_API_VERSION);\n", api->member,
