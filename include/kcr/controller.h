@@ -96,11 +96,14 @@ KCR_API kcr_client *kcr_ctx_client(kcr_ctx *cx);
 KCR_API struct kcr_arena *kcr_ctx_arena(kcr_ctx *cx);
 /* An error info for this reconcile's calls, as the arena is its memory:
  * empty when the reconcile starts, emptied (kcr_errinfo_cleanup) after it
- * returns, so pass it to every call and never clean it yourself. When the
+ * returns, so pass it to every call; there is nothing to free. A call that
+ * fails fills it (one that succeeds may leave it as it was); when the
  * reconcile returns an error, the controller's "reconciler error" log line
- * carries its message as "detail" (the last call's that failed: the
- * server's Status message, or the library's), as controller-runtime logs
- * the error a Reconcile returns. */
+ * carries its message as "detail" - the server's Status message or the
+ * library's - as controller-runtime logs the error a Reconcile returns. A
+ * failure the reconcile handles (a validation it reports in a condition)
+ * may stay there; kcr_errinfo_cleanup(ei) empties it, if the reconcile
+ * then returns another error whose log should not carry that message. */
 KCR_API struct kcr_errinfo *kcr_ctx_ei(kcr_ctx *cx);
 /* A random id naming this reconcile in every log line. */
 KCR_API const char *kcr_ctx_id(kcr_ctx *cx);

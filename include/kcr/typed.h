@@ -120,6 +120,25 @@ kcr_strmap_get(const struct kcr_str *k, const struct kcr_str *v, size_t n, const
   return i < n ? v[i] : kcr_str_c(NULL);
 }
 
+/* Whether maps a and b hold the same keys with the same values, in any
+ * order (an absent map - NULL - and an empty one are the same, as the
+ * apiserver drops an empty map): what a level-based reconcile compares
+ * before it writes (labels, a ConfigMap's data). Keys are unique in what
+ * the apiserver stores; a key repeated in a or b counts its last value.
+ * Pure; quadratic in the number of keys (maps of a few dozen). */
+KCR_API bool kcr_strmap_same(const struct kcr_strmap *a, const struct kcr_strmap *b);
+/* Sets key to value (C strings, borrowed) in *m: the value replaced where
+ * key is there, else the pair appended - in new arrays in arena a, so *m's
+ * old arrays (which it may share with another object) are not written; for
+ * maps whose keys are known only at run time:
+ *   for(size_t i = 0; i < b.spec.targets.n; i++)
+ *     rc = kcr_strmap_put(a, &cm.data, key_of(i), path_of(i));
+ *   cm.has_data = true;
+ * Errors: KCR_EINVAL (a, m, key or value NULL), KCR_ENOMEM; *m is then
+ * unchanged. Pure; a is the caller's. */
+KCR_API kcr_err kcr_strmap_put(struct kcr_arena *a, struct kcr_strmap *m, const char *key,
+                               const char *value);
+
 /* Sets map member x of struct lvalue s to the pairs of C strings given -
  * key, value, key, value ... (borrowed, not copied) - its arrays in arena
  * a, and marks it present:
@@ -221,12 +240,12 @@ struct kcr_tfield {
  * or NULL. */
 #define KCR_TFIELD(S, json, m, desc)                                                     \
   {                                                                                      \
-    json, sizeof(json) - 1, offsetof(S, m), offsetof(S, has_##m), KCR_TNONE, desc        \
+    json, sizeof(json) - 1, offsetof(S, m), offsetof(S, has_##m), KCR_TNONE, desc, NULL  \
   }
 #define KCR_TFIELD_NULLABLE(S, json, m, desc)                                            \
   {                                                                                      \
     json, sizeof(json) - 1, offsetof(S, m), offsetof(S, has_##m), offsetof(S, null_##m), \
-        desc                                                                             \
+        desc, NULL                                                                       \
   }
 /* ... and what the schema asks of it (a struct kcr_tcheck *) */
 #define KCR_TFIELD_CHECK(S, json, m, desc, check)                                        \
@@ -241,15 +260,15 @@ struct kcr_tfield {
 #define KCR_TOBJECT(name, S, fields)                                                     \
   {                                                                                      \
     name, KCR_TK_OBJECT, sizeof(S), fields, sizeof(fields) / sizeof(fields[0]), NULL,    \
-        NULL, 0                                                                          \
+        NULL, 0, 0                                                                       \
   }
 #define KCR_TARRAY(name, S, elem)                                                        \
   {                                                                                      \
-    name, KCR_TK_ARRAY, sizeof(S), NULL, 0, elem, NULL, 0                                \
+    name, KCR_TK_ARRAY, sizeof(S), NULL, 0, elem, NULL, 0, 0                             \
   }
 #define KCR_TMAP(name, S, elem)                                                          \
   {                                                                                      \
-    name, KCR_TK_MAP, sizeof(S), NULL, 0, elem, NULL, 0                                  \
+    name, KCR_TK_MAP, sizeof(S), NULL, 0, elem, NULL, 0, 0                               \
   }
 #define KCR_TARRAY_NULLABLE(name, S, elem)                                               \
   {                                                                                      \
@@ -262,7 +281,7 @@ struct kcr_tfield {
 #define KCR_TENUM(name, values)                                                          \
   {                                                                                      \
     name, KCR_TK_ENUM, sizeof(struct kcr_enum), NULL, 0, NULL, values,                   \
-        sizeof(values) / sizeof(values[0])                                               \
+        sizeof(values) / sizeof(values[0]), 0                                            \
   }
 
 /* The scalar types, for elements of arrays and maps. */

@@ -720,6 +720,67 @@ kcr_err kcr_strmap_set(struct kcr_arena *a, struct kcr_str **k, struct kcr_str *
   return KCR_OK;
 }
 
+/* The value of the last key k in m, or no string. */
+static struct kcr_str strmap_at(const struct kcr_strmap *m, struct kcr_str k, bool *found)
+{
+  *found = false;
+  for(size_t i = m ? m->n : 0; i-- > 0;)
+    if(m->k[i].n == k.n && (!k.n || !memcmp(m->k[i].s, k.s, k.n))) {
+      *found = true;
+      return m->v[i];
+    }
+  return kcr_str_c(NULL);
+}
+
+/* Whether every key of a is in b with the same value (each map's last). */
+static bool strmap_within(const struct kcr_strmap *a, const struct kcr_strmap *b)
+{
+  for(size_t i = 0; a && i < a->n; i++) {
+    bool in_a, in_b;
+    struct kcr_str w = strmap_at(a, a->k[i], &in_a), v = strmap_at(b, a->k[i], &in_b);
+    if(!in_b || v.n != w.n || (v.n && memcmp(v.s, w.s, v.n)))
+      return false;
+  }
+  return true;
+}
+
+bool kcr_strmap_same(const struct kcr_strmap *a, const struct kcr_strmap *b)
+{
+  return strmap_within(a, b) && strmap_within(b, a);
+}
+
+kcr_err kcr_strmap_put(struct kcr_arena *a, struct kcr_strmap *m, const char *key,
+                       const char *value)
+{
+  struct kcr_str *nk, *nv;
+  size_t n, at;
+  bool found;
+
+  if(!a || !m || !key || !value)
+    return KCR_EINVAL;
+  n = m->n;
+  strmap_at(m, kcr_str_c(key), &found);
+  for(at = n; found && at-- > 0;)
+    if(kcr_str_eq(m->k[at], key))
+      break;
+  if(n >= SIZE_MAX / sizeof(*nk) - 1 ||
+     !(nk = kcr_arena_alloc(a, (n + !found) * sizeof(*nk))) ||
+     !(nv = kcr_arena_alloc(a, (n + !found) * sizeof(*nv))))
+    return KCR_ENOMEM;
+  if(n) {
+    memcpy(nk, m->k, n * sizeof(*nk));
+    memcpy(nv, m->v, n * sizeof(*nv));
+  }
+  if(!found)
+    at = n;
+  nk[at] = kcr_str_c(key);
+  nv[at] = kcr_str_c(value);
+  m->k = nk;
+  m->v = nv;
+  m->n = n + !found;
+  return KCR_OK;
+}
+
 /* x copied into a, NUL-terminated; false when out of memory. */
 static bool str_copy(struct kcr_arena *a, struct kcr_str x, struct kcr_str *out)
 {
@@ -1196,7 +1257,7 @@ static kcr_err val_elements(const struct kcr_type *t, const void *in,
       }
   /* (items kept as JSON text are not compared: their text is not canonical) */
   if(!map && c && (c->flags & (KCR_TC_SET | KCR_TC_MAP)) && t->elem->kind != KCR_TK_RAW) {
-    size_t dup, first;
+    size_t dup, first = 0;
     if((rc = first_duplicate(t->elem, &m, c, &dup, &first)))
       return rc;
     if(dup < m.n) {

@@ -377,6 +377,25 @@ static void a_map_of_strings_is_read_by_key_and_set_from_pairs(void **state)
   /* one type for every map of strings: labels become a spec's map as they are */
   KCR_SET(e.spec.vfm, config, e.metadata.labels);
   assert_true(kcr_str_eq(KCR_MAP_STR(e.spec.vfm.config, "a"), "1"));
+  /* compared in any order; absent and empty alike */
+  struct kcr_strmap x = {0}, y = {0};
+  assert_true(kcr_strmap_same(&x, NULL));
+  assert_int_equal(KCR_OK, kcr_strmap_put(&a, &x, "a", "1"));
+  assert_int_equal(KCR_OK, kcr_strmap_put(&a, &x, "b", "2"));
+  assert_true(kcr_strmap_same(&x, &e.metadata.labels));
+  assert_int_equal(KCR_OK, kcr_strmap_put(&a, &y, "b", "2"));
+  assert_false(kcr_strmap_same(&x, &y));
+  assert_false(kcr_strmap_same(&y, &x));
+  assert_int_equal(KCR_OK, kcr_strmap_put(&a, &y, "a", "9"));
+  assert_false(kcr_strmap_same(&x, &y));
+  /* put replaces a key's value in new arrays: x's are not written */
+  const struct kcr_str *old_v = x.v;
+  assert_int_equal(KCR_OK, kcr_strmap_put(&a, &x, "a", "9"));
+  assert_int_equal(2, x.n);
+  assert_true(kcr_str_eq(old_v[0], "1") && old_v != x.v);
+  assert_true(kcr_strmap_same(&x, &y));
+  assert_int_equal(KCR_EINVAL, kcr_strmap_put(&a, &x, "c", NULL));
+  assert_int_equal(2, x.n);
   /* none: an empty map, present */
   ebd_init(&e);
   assert_int_equal(KCR_OK, KCR_SET_STRMAP(e.metadata, labels, &a, (char *)NULL));
