@@ -1111,14 +1111,20 @@ static kcr_err val_object(const struct kcr_type *t, const char *in,
   int64_t present = 0;
   kcr_err rc;
 
-  for(size_t i = 0; c && i < t->nfields; i++)
-    present += written(&t->fields[i], in);
-  if(c && (rc = count(c, present, "properties", up, ei)))
-    return rc;
+  if(c && (c->flags & (KCR_TC_MIN_N | KCR_TC_MAX_N))) {
+    for(size_t i = 0; i < t->nfields; i++)
+      present += written(&t->fields[i], in);
+    if((rc = count(c, present, "properties", up, ei)))
+      return rc;
+  }
   for(size_t i = 0; i < t->nfields; i++) {
     const struct kcr_tfield *x = &t->fields[i];
+    unsigned k = x->type->kind;
+    /* a scalar nothing is asked of: nothing to look at */
+    if(!x->check && k != KCR_TK_OBJECT && k != KCR_TK_ARRAY && k != KCR_TK_MAP)
+      continue;
     f.cname = x->name;
-    if(!written(x, in)) {
+    if(!in[x->has] && (k != KCR_TK_OBJECT || !written(x, in))) {
       if(x->check && (x->check->flags & KCR_TC_REQUIRED) &&
          !(flags & KCR_VALIDATE_PARTIAL))
         return invalid(ei, &f, "required, and absent");
