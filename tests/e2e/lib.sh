@@ -844,7 +844,7 @@ _cleanup() {
   local rc=$? label ns
   set +e
   trap - EXIT INT TERM
-  for label in "${E2E_PROCS[@]}"; do
+  for label in $(_procs_lifo); do
     [[ -n ${E2E_PID[$label]:-} ]] && stop_proc "$label" TERM
   done
   if ((rc != 0)); then
@@ -990,12 +990,25 @@ e2e_init() {
   install_rbac
 }
 
-# e2e_done: stops the processes still running with SIGTERM and checks that
-# each shuts down cleanly (exit status 0: signal handled, lease released,
-# and under ASan no leak), then prints the summary line.
+# _procs_lifo: the labels of the processes started, the last started first.
+# What starts later may need what started before it - ebdman the chaos proxy
+# that is its only way to the apiserver - so it is stopped first: stopped
+# after its proxy, ebdman would spend its shutdown grace retrying the Events
+# it still holds against nothing, past stop_proc's 15 s.
+_procs_lifo() {
+  local i
+  for ((i = ${#E2E_PROCS[@]} - 1; i >= 0; i--)); do
+    printf '%s\n' "${E2E_PROCS[i]}"
+  done
+}
+
+# e2e_done: stops the processes still running with SIGTERM, the last started
+# first (_procs_lifo), and checks that each shuts down cleanly (exit status
+# 0: signal handled, lease released, and under ASan no leak), then prints
+# the summary line.
 e2e_done() {
   local label
-  for label in "${E2E_PROCS[@]}"; do
+  for label in $(_procs_lifo); do
     [[ -n ${E2E_PID[$label]:-} ]] || continue
     stop_proc "$label" TERM
     expect_eq "${E2E_KIND[$label]} $label: exit status after SIGTERM" 0 "$E2E_EXIT"
