@@ -366,6 +366,38 @@ KCR_API kcr_err kcr_typed_apply(kcr_client *c, const struct kcr_type *t,
                                 const struct kcr_apply_opts *opts, struct kcr_arena *a,
                                 void *result, struct kcr_errinfo *ei);
 
+/* kcr_typed_apply for a caller that needs nothing of the answer but the
+ * applied object's metadata.resourceVersion (to know when its cache holds
+ * its own write - kcr/written.h - as kcr_apply_rv does for a tree): the
+ * answer is not decoded. *rv is a new string (free it), or NULL when the
+ * answer carries no plain-string resourceVersion (still KCR_OK: the apply
+ * was made).
+ * Errors: those of kcr_typed_apply (*rv NULL; KCR_EINVAL also for rv NULL),
+ * and KCR_EPARSE when the answer's text breaks off before the value.
+ * Thread safety: as kcr_apply; in is only read. */
+KCR_API kcr_err kcr_typed_apply_rv(kcr_client *c, const struct kcr_type *t,
+                                   const struct kcr_gvr *gvr, const void *in,
+                                   const struct kcr_apply_opts *opts, char **rv,
+                                   struct kcr_errinfo *ei);
+
+/* GET one object from the apiserver (not a cache: what kcr_get reads,
+ * managedFields included) into *out, a t->size struct of the caller's, as
+ * a copy (KCR_TYPED_COPY) in arena a - the answer's text is not kept. For
+ * the reads a cache cannot answer: an object no informer holds, or the
+ * whole story of one a write found other than the cache said:
+ *   struct core_v1_config_map cm;
+ *   rc = kcr_typed_get(c, &core_v1_config_map_type,
+ *                      &(struct kcr_ref){.gvr = &gvr, .ns = ns, .name = name},
+ *                      a, &cm, &ei);
+ * Errors: KCR_EINVAL (t, a or out NULL; ref names no object, or an invalid
+ * segment), the request errors as kcr_get (KCR_ENOTFOUND: no such
+ * object), and those of kcr_typed_decode (an answer of another shape than
+ * t: KCR_EPARSE with the JSON Pointer). On error *out may be partly
+ * written. Thread safety: as kcr_get; a is the caller's. */
+KCR_API kcr_err kcr_typed_get(kcr_client *c, const struct kcr_type *t,
+                              const struct kcr_ref *ref, struct kcr_arena *a, void *out,
+                              struct kcr_errinfo *ei);
+
 enum kcr_propagation {
   KCR_PROPAGATE_DEFAULT = 0,
   KCR_PROPAGATE_BACKGROUND,

@@ -43,72 +43,154 @@ const char *const ebdman_vfm_keep[] = {"/spec", "/metadata/annotations",
                                        "/status/conditions", NULL};
 const char *const ebdman_configmap_keep[] = {"/data", "/metadata/annotations", NULL};
 
-/* The uid of obj's controller ownerReference, or NULL. */
-static const char *controller_uid(const cJSON *obj)
+typedef struct kcr_meta_v1_object_meta meta;
+
+/* The uid of m's controller ownerReference (s NULL: none). */
+static struct kcr_str controller_uid(const meta *m)
 {
-  const cJSON *r;
-  cJSON_ArrayForEach(r, kcr_json_at(obj, "/metadata/ownerReferences"))
-  {
-    if(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "controller")))
-      return kcr_json_member_str(r, "uid");
+  for(size_t i = 0; m && i < m->owner_references.n; i++) {
+    const struct kcr_meta_v1_owner_reference *r = &m->owner_references.v[i];
+    if(r->has_controller && r->controller && r->has_uid)
+      return r->uid;
   }
-  return NULL;
+  return kcr_str_c(NULL);
 }
 
-/* Absent and {} are the same for maps the server may drop when empty. */
-static bool same_map(const cJSON *a, const cJSON *b)
+static bool propagated(struct kcr_str name)
 {
-  bool ea = !a || (cJSON_IsObject(a) && !a->child),
-       eb = !b || (cJSON_IsObject(b) && !b->child);
-  if(ea || eb)
-    return ea && eb;
-  return cJSON_Compare(a, b, 1);
+  size_t plen = sizeof(EBDMAN_VFM_ANNOTATION_PREFIX) - 1;
+  return name.n >= plen && !memcmp(name.s, EBDMAN_VFM_ANNOTATION_PREFIX, plen);
 }
 
-/* The annotations ebdman propagates: the same set with the same values.
- * Annotations are a map of strings; anything else (an array has members
- * without names) is no match. */
-static bool same_annotations(const cJSON *want, const cJSON *have)
+/* The annotations ebdman propagates: the same set with the same values. */
+static bool same_annotations(const meta *want, const meta *have)
 {
-  const cJSON *wann = kcr_json_at(want, "/metadata/annotations"),
-              *hann = kcr_json_at(have, "/metadata/annotations"), *a;
-  size_t plen = strlen(EBDMAN_VFM_ANNOTATION_PREFIX);
+  const struct kcr_strmap *w = &want->annotations, *h = &have->annotations;
 
-  if((wann && !cJSON_IsObject(wann)) || (hann && !cJSON_IsObject(hann)))
-    return false;
-  cJSON_ArrayForEach(a, wann)
-  {
-    const char *v = a->string ? kcr_json_member_str(hann, a->string) : NULL;
-    if(!v || !cJSON_IsString(a) || strcmp(v, a->valuestring))
+  for(size_t i = 0; i < w->n; i++) {
+    size_t j = h->n;
+    while(j-- > 0 && !kcr_str_same(h->k[j], w->k[i])) {
+    }
+    if(j >= h->n || !kcr_str_same(h->v[j], w->v[i]))
       return false;
   }
-  cJSON_ArrayForEach(a, hann)
-  {
-    if(a->string && !strncmp(a->string, EBDMAN_VFM_ANNOTATION_PREFIX, plen) &&
-       !cJSON_GetObjectItemCaseSensitive(wann, a->string))
+  for(size_t j = 0; j < h->n; j++) {
+    size_t i = w->n;
+    if(!propagated(h->k[j]))
+      continue;
+    while(i-- > 0 && !kcr_str_same(w->k[i], h->k[j])) {
+    }
+    if(i >= w->n)
       return false;
   }
   return true;
 }
 
-bool ebdman_child_same_content(const cJSON *have, const cJSON *want, const char *field)
+bool ebdman_configmap_same(const struct core_v1_config_map *have,
+                           const struct core_v1_config_map *want)
 {
-  return have && same_map(kcr_json_at(want, field), kcr_json_at(have, field));
+  return have && kcr_strmap_same(&have->data, &want->data);
 }
 
-enum ebdman_child_plan ebdman_child_plan(const cJSON *have, const cJSON *want,
-                                         const char *field)
+bool ebdman_vfm_same(const struct vfm *have, const struct vfm *want)
 {
-  const char *ours = controller_uid(want), *theirs;
+  const struct vfm_spec *h = have ? &have->spec : NULL, *w = &want->spec;
+
+  return h && h->has_image == w->has_image &&
+         (!w->has_image || kcr_str_same(h->image, w->image)) &&
+         h->has_replicas == w->has_replicas &&
+         (!w->has_replicas || h->replicas == w->replicas) &&
+         kcr_strmap_same(&h->config, &w->config);
+}
+
+enum ebdman_child_plan ebdman_child_plan(const meta *have, const meta *want,
+                                         bool same_content)
+{
+  struct kcr_str ours = controller_uid(want), theirs;
 
   if(!have)
     return EBDMAN_CHILD_CREATE;
   theirs = controller_uid(have);
-  if(!ours || !theirs || strcmp(ours, theirs))
+  if(!ours.n || !theirs.s || !kcr_str_same(ours, theirs))
     return EBDMAN_CHILD_CONFLICT;
-  if(ebdman_child_same_content(have, want, field) && same_annotations(want, have))
+  if(same_content && same_annotations(want, have))
     return EBDMAN_CHILD_KEEP;
   return EBDMAN_CHILD_UPDATE;
+}
+
+/* What every child of ebd has: metadata (name, the EBD's namespace, the
+ * labels, the propagated annotations, the controller reference). */
+static kcr_err child_meta(const struct ebd *ebd, struct kcr_arena *a, struct kcr_str name,
+                          meta *m, struct kcr_errinfo *ei)
+{
+  const struct kcr_strmap *from = &ebd->metadata.annotations;
+  char *ebd_name = NULL;
+  kcr_err rc;
+  size_t k = 0;
+
+  if(!ebd->metadata.name.n)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "the EBD has no metadata.name");
+  if(!(ebd_name = kcr_arena_alloc(a, ebd->metadata.name.n + 1)))
+    return KCR_ENOMEM;
+  memcpy(ebd_name, ebd->metadata.name.s, ebd->metadata.name.n);
+  ebd_name[ebd->metadata.name.n] = '\0';
+  KCR_SET(*m, name, name);
+  if(ebd->metadata.has_namespace_)
+    KCR_SET(*m, namespace_, ebd->metadata.namespace_);
+  if((rc = KCR_SET_STRMAP(*m, labels, a, "app.kubernetes.io/managed-by", "ebdman",
+                          "ebdman.example.com/ebd", ebd_name)))
+    return rc;
+  for(size_t i = 0; i < from->n; i++)
+    k += propagated(from->k[i]);
+  if(k) {
+    struct kcr_strmap *to = &m->annotations;
+    to->k = kcr_arena_alloc(a, k * sizeof(*to->k));
+    to->v = kcr_arena_alloc(a, k * sizeof(*to->v));
+    if(!to->k || !to->v)
+      return KCR_ENOMEM;
+    to->n = 0;
+    for(size_t i = 0; i < from->n; i++)
+      if(propagated(from->k[i])) {
+        to->k[to->n] = from->k[i];
+        to->v[to->n++] = from->v[i];
+      }
+    m->has_annotations = true;
+  }
+  return ebd_set_controller_of(a, m, ebd, ei);
+}
+
+kcr_err ebdman_configmap_for(const struct ebd *ebd, struct kcr_arena *a,
+                             struct core_v1_config_map *out, struct kcr_errinfo *ei)
+{
+  struct kcr_str name = {.n = ebd->metadata.name.n + sizeof("-config") - 1};
+  char *at;
+
+  core_v1_config_map_init(out);
+  if(!ebd->metadata.name.n)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "the EBD has no metadata.name");
+  if(!(at = kcr_arena_alloc(a, name.n + 1)))
+    return KCR_ENOMEM;
+  memcpy(at, ebd->metadata.name.s, ebd->metadata.name.n);
+  memcpy(at + ebd->metadata.name.n, "-config", sizeof("-config"));
+  name.s = at;
+  KCR_SET(*out, data, ebd->spec.vfm.config);
+  return child_meta(ebd, a, name, &out->metadata, ei);
+}
+
+kcr_err ebdman_vfm_for(const struct ebd *ebd, struct kcr_arena *a, struct vfm *out,
+                       struct kcr_errinfo *ei)
+{
+  const struct ebd_spec_vfm *from = &ebd->spec.vfm;
+
+  vfm_init(out);
+  out->has_spec = true;
+  if(from->has_image)
+    KCR_SET(out->spec, image, from->image);
+  if(from->has_replicas)
+    KCR_SET(out->spec, replicas, from->replicas);
+  if(from->has_config)
+    KCR_SET(out->spec, config, from->config);
+  return child_meta(ebd, a, ebd->metadata.name, &out->metadata, ei);
 }
 
 static bool empty_map(const struct kcr_span *s)
@@ -140,29 +222,26 @@ bool ebdman_child_kept_as_is(const char *ebd_uid, const struct kcr_span *src,
     return false;
   if(!none_propagated(ebd_ann, true) || !none_propagated(have_ann, false))
     return false;
-  if(src->at && *src->at == '{')
+  if(src->at && *src->at != '{')
+    return false; /* no object: it does not decode */
+  if(src->at)
     return (have->at && have->n == src->n && !memcmp(have->at, src->at, src->n)) ||
            (!have->at && empty_map(src));
   return !have->at || empty_map(have); /* an EBD without that part: {} */
 }
 
-kcr_err ebdman_child_precondition(cJSON *want, enum ebdman_child_plan plan,
-                                  const cJSON *have)
+kcr_err ebdman_child_precondition(meta *want, enum ebdman_child_plan plan,
+                                  const meta *have)
 {
-  cJSON *meta = cJSON_GetObjectItemCaseSensitive(want, "metadata");
-  const char *uid = kcr_json_str(have, "/metadata/uid");
-
-  if(!cJSON_IsObject(meta) ||
-     (plan != EBDMAN_CHILD_CREATE && plan != EBDMAN_CHILD_UPDATE) ||
-     (plan == EBDMAN_CHILD_UPDATE && (!uid || !*uid)))
+  if((plan != EBDMAN_CHILD_CREATE && plan != EBDMAN_CHILD_UPDATE) ||
+     (plan == EBDMAN_CHILD_UPDATE && (!have || !have->has_uid || !have->uid.n)))
     return KCR_EINVAL;
-  cJSON_DeleteItemFromObjectCaseSensitive(meta, "resourceVersion");
-  cJSON_DeleteItemFromObjectCaseSensitive(meta, "uid");
-  if(plan == EBDMAN_CHILD_CREATE)
-    return cJSON_AddStringToObject(meta, "resourceVersion", EBDMAN_CREATE_ONLY_RV)
-               ? KCR_OK
-               : KCR_ENOMEM;
-  return cJSON_AddStringToObject(meta, "uid", uid) ? KCR_OK : KCR_ENOMEM;
+  want->has_resource_version = plan == EBDMAN_CHILD_CREATE;
+  want->resource_version =
+      kcr_str_c(plan == EBDMAN_CHILD_CREATE ? EBDMAN_CREATE_ONLY_RV : NULL);
+  want->has_uid = plan == EBDMAN_CHILD_UPDATE;
+  want->uid = plan == EBDMAN_CHILD_UPDATE ? have->uid : kcr_str_c(NULL);
+  return KCR_OK;
 }
 
 /* Appends printf text to out[n] at *at (truncating, always terminated). */
@@ -182,76 +261,70 @@ static void put(char *out, size_t n, size_t *at, const char *fmt, ...)
 }
 
 /* "Kind name (uid U)" of one ownerReference. */
-static void put_ref(char *out, size_t n, size_t *at, const cJSON *r)
+static void put_ref(char *out, size_t n, size_t *at,
+                    const struct kcr_meta_v1_owner_reference *r)
 {
-  const char *kind = kcr_json_member_str(r, "kind"),
-             *name = kcr_json_member_str(r, "name"), *uid = kcr_json_member_str(r, "uid");
-  put(out, n, at, "%s %s (uid %s)", kind ? kind : "?", name ? name : "?",
-      uid ? uid : "?");
+  put(out, n, at, "%.*s %.*s (uid %.*s)",
+      KCR_STR_ARG(r->kind.n ? r->kind : kcr_str_c("?")),
+      KCR_STR_ARG(r->name.n ? r->name : kcr_str_c("?")),
+      KCR_STR_ARG(r->uid.n ? r->uid : kcr_str_c("?")));
 }
 
 /* Who owns have: its controller, else its other owners, else "no owner". */
-static void put_owners(char *out, size_t n, size_t *at, const cJSON *have)
+static void put_owners(char *out, size_t n, size_t *at, const meta *have)
 {
-  const cJSON *refs = kcr_json_at(have, "/metadata/ownerReferences"), *r;
-  int others = 0;
+  const struct kcr_meta_v1_object_meta_owner_references *refs = &have->owner_references;
 
-  cJSON_ArrayForEach(r, refs)
-  {
-    if(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "controller"))) {
+  for(size_t i = 0; i < refs->n; i++) {
+    if(refs->v[i].has_controller && refs->v[i].controller) {
       put(out, n, at, "its controller is ");
-      put_ref(out, n, at, r);
+      put_ref(out, n, at, &refs->v[i]);
       return;
     }
   }
-  cJSON_ArrayForEach(r, refs)
-  {
-    put(out, n, at, others++ ? ", " : "it has no controller; its owners are ");
-    put_ref(out, n, at, r);
+  for(size_t i = 0; i < refs->n; i++) {
+    put(out, n, at, i ? ", " : "it has no controller; its owners are ");
+    put_ref(out, n, at, &refs->v[i]);
   }
-  if(!others)
+  if(!refs->n)
     put(out, n, at, "it has no owner");
 }
 
 /* The field managers that wrote have (managedFields; known when it was
  * read with a GET - caches drop them), at most four, each once; not those
  * that wrote only a subresource (the status its controller reports). */
-static void put_managers(char *out, size_t n, size_t *at, const cJSON *have)
+static void put_managers(char *out, size_t n, size_t *at, const meta *have)
 {
-  const cJSON *mf;
-  const char *seen[4];
+  struct kcr_str seen[4];
   int k = 0;
 
-  cJSON_ArrayForEach(mf, kcr_json_at(have, "/metadata/managedFields"))
-  {
-    const char *m = kcr_json_member_str(mf, "manager"),
-               *sub = kcr_json_member_str(mf, "subresource");
-    bool dup = sub && *sub;
-    for(int i = 0; i < k && m; i++)
-      dup = dup || !strcmp(seen[i], m);
-    if(!m || !*m || dup)
+  for(size_t i = 0; i < have->managed_fields.n; i++) {
+    const struct kcr_meta_v1_managed_fields_entry *mf = &have->managed_fields.v[i];
+    struct kcr_str m = mf->manager;
+    bool dup = mf->subresource.n > 0;
+    for(int j = 0; j < k; j++)
+      dup = dup || kcr_str_same(seen[j], m);
+    if(!m.n || dup)
       continue;
     if(k == 4) {
       put(out, n, at, ", ...");
       break;
     }
-    put(out, n, at, k ? ", %s" : "; written by %s", m);
+    put(out, n, at, k ? ", %.*s" : "; written by %.*s", KCR_STR_ARG(m));
     seen[k++] = m;
   }
 }
 
-void ebdman_child_conflict_msg(char *out, size_t n, const cJSON *want, const cJSON *have)
+void ebdman_child_conflict_msg(char *out, size_t n, const char *kind, const meta *want,
+                               const meta *have)
 {
-  const char *kind = kcr_json_str(want, "/kind"),
-             *ns = kcr_json_str(want, "/metadata/namespace"),
-             *name = kcr_json_str(want, "/metadata/name");
   size_t at = 0;
 
   if(!n)
     return;
   *out = '\0';
-  put(out, n, &at, "%s %s/%s exists and is not this EBD's (", kind ? kind : "child",
-      ns ? ns : "", name ? name : "");
+  put(out, n, &at, "%s %.*s/%.*s exists and is not this EBD's (", kind ? kind : "child",
+      KCR_STR_ARG(want->namespace_), KCR_STR_ARG(want->name));
   put_owners(out, n, &at, have);
   put_managers(out, n, &at, have);
   put(out, n, &at,

@@ -55,34 +55,43 @@ static const char *fit(const struct ebdman_observed *ob, const char *msg)
   return cut;
 }
 
+/* The VFM's message as a condition's: copied (the VFM's strings are not C
+ * strings) and, when longer than a condition holds, cut (fit). */
+static const char *fit_str(const struct ebdman_observed *ob, struct kcr_str msg,
+                           const char *none)
+{
+  char *c;
+
+  if(!msg.n)
+    return none;
+  if(!ob->arena || !(c = kcr_arena_alloc(ob->arena, msg.n + 1)))
+    return none;
+  memcpy(c, msg.s, msg.n);
+  c[msg.n] = '\0';
+  return fit(ob, c);
+}
+
 /* VFMHealthy from the VFM's own Ready condition, as its owner reports it.
  * Returns whether the VFM reports that it failed (its owner gave up). */
 static bool vfm_health(const struct ebdman_observed *ob, struct kcr_cond *c)
 {
-  struct kcr_cond ready;
-  int64_t vgen;
+  const struct vfm_status_conditions_item *ready = ob->vfm_ready;
 
   if(ob->vfm_read_error) {
     set(c, "VFMHealthy", "False", "Error", fit(ob, ob->vfm_read_error), ob->generation);
     return false;
   }
-  if(!ob->vfm_seen || ob->applied_new_spec ||
-     kcr_cond_get(ob->vfm_conditions, "Ready", &ready)) {
+  if(!ob->vfm_seen || ob->applied_new_spec || !ready ||
+     (ready->observed_generation && ready->observed_generation < ob->vfm_generation)) {
+    /* not there yet, or its owner has not looked at the current spec */
     set(c, "VFMHealthy", "False", "Progressing", "vfm custom resource is not ready",
         ob->generation);
-    return false;
-  }
-  vgen = ob->vfm_generation;
-  if(ready.observed_generation && ready.observed_generation < vgen) {
-    /* The owner has not looked at the current spec yet. */
-    set(c, "VFMHealthy", "False", "Progressing", "vfm custom resource is not ready",
-        ob->generation);
-  } else if(!strcmp(ready.status, "True")) {
+  } else if(ready->status.v == VFM_STATUS_CONDITIONS_ITEM_STATUS_TRUE) {
     set(c, "VFMHealthy", "True", "Ready", "vfm custom resource is ready", ob->generation);
-  } else if(!strcmp(ready.status, "False") && !strcmp(ready.reason, "Failed")) {
+  } else if(ready->status.v == VFM_STATUS_CONDITIONS_ITEM_STATUS_FALSE &&
+            kcr_str_eq(ready->reason, "Failed")) {
     set(c, "VFMHealthy", "False", "Error",
-        *ready.message ? fit(ob, ready.message) : "vfm custom resource failed",
-        ob->generation);
+        fit_str(ob, ready->message, "vfm custom resource failed"), ob->generation);
     return true;
   } else {
     set(c, "VFMHealthy", "False", "Progressing", "vfm custom resource is not ready",
@@ -91,34 +100,35 @@ static bool vfm_health(const struct ebdman_observed *ob, struct kcr_cond *c)
   return false;
 }
 
-void ebdman_observe_vfm(struct ebdman_observed *ob, const cJSON *vfm)
+void ebdman_observe_vfm(struct ebdman_observed *ob, const struct vfm *vfm)
 {
+  const struct vfm_status_conditions *cs = vfm ? &vfm->status.conditions : NULL;
+
   ob->vfm_seen = vfm != NULL;
-  ob->vfm_conditions = kcr_json_at(vfm, "/status/conditions");
-  ob->vfm_generation = kcr_json_int(vfm, "/metadata/generation", 0);
+  ob->vfm_ready = NULL;
+  for(size_t i = 0; cs && i < cs->n && !ob->vfm_ready; i++)
+    if(kcr_str_eq(cs->v[i].type, "Ready"))
+      ob->vfm_ready = &cs->v[i];
+  ob->vfm_generation = vfm ? vfm->metadata.generation : 0;
 }
 
-void ebdman_observe_vfm_obj(struct ebdman_observed *ob, const kcr_obj *vfm, cJSON **hold)
+void ebdman_observe_vfm_obj(struct ebdman_observed *ob, const kcr_obj *vfm,
+                            struct kcr_arena *a, struct vfm *hold)
 {
-  static const char *const paths[] = {"/metadata/name", "/status/conditions"};
-  struct kcr_span sp[2];
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
 
-  *hold = NULL;
-  kcr_obj_spans(vfm, paths, sp, 2);
-  if(!sp[0].at) { /* a text the walk cannot pass: the whole tree */
-    if(kcr_obj_parse(vfm, hold))
+  if(vfm_from_obj(vfm, 0, a, hold, &ei)) {
+    ob->vfm_read_error = a ? kcr_arena_printf(a,
+                                              "reading the vfm custom resource from "
+                                              "the cache failed: %s",
+                                              ei.message ? ei.message : "out of memory")
+                           : NULL;
+    if(!ob->vfm_read_error)
       ob->vfm_read_error = "reading the vfm custom resource from the cache failed";
-    else
-      ebdman_observe_vfm(ob, *hold);
-    return;
+  } else {
+    ebdman_observe_vfm(ob, hold);
   }
-  if(sp[1].at && kcr_json_parse(sp[1].at, sp[1].n, hold, NULL)) {
-    ob->vfm_read_error = "reading the vfm custom resource from the cache failed";
-    return;
-  }
-  ob->vfm_seen = true;
-  ob->vfm_conditions = *hold;
-  ob->vfm_generation = kcr_obj_generation(vfm);
+  kcr_errinfo_cleanup(&ei);
 }
 
 size_t ebdman_conditions(const struct ebdman_observed *ob,
@@ -150,78 +160,4 @@ size_t ebdman_conditions(const struct ebdman_observed *ob,
       first == inst || vfm_failed ? EBDMAN_COND_STALLED : EBDMAN_COND_RECONCILING, "True",
       ready->reason, ready->message, ob->generation);
   return EBDMAN_NCOND;
-}
-
-/* A child of the EBD named `name`: apiVersion, kind, the EBD's namespace,
- * the managed-by and ebd labels, the EBD's annotations that start with
- * EBDMAN_VFM_ANNOTATION_PREFIX, and the controller ownerReference. Complete
- * or NULL (out of memory, or an EBD without a name). metadata.annotations is
- * read as the map it should be: any other JSON (an array, a string) carries
- * no annotation. */
-static cJSON *child(const cJSON *ebd, const char *api_version, const char *kind,
-                    const char *name)
-{
-  const char *ebd_name = kcr_json_str(ebd, "/metadata/name");
-  const char *ns = kcr_json_str(ebd, "/metadata/namespace");
-  const cJSON *anns = kcr_json_at(ebd, "/metadata/annotations"), *a;
-  cJSON *o = cJSON_CreateObject(), *labels, *ann = NULL;
-  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
-  size_t plen = strlen(EBDMAN_VFM_ANNOTATION_PREFIX);
-  bool ok;
-
-  ok = o && ebd_name && name && cJSON_AddStringToObject(o, "apiVersion", api_version) &&
-       cJSON_AddStringToObject(o, "kind", kind) &&
-       !kcr_json_set_str(o, "/metadata/name", name) &&
-       (!ns || !kcr_json_set_str(o, "/metadata/namespace", ns)) &&
-       (labels = kcr_json_obj(o, "/metadata/labels")) &&
-       cJSON_AddStringToObject(labels, "app.kubernetes.io/managed-by", "ebdman") &&
-       cJSON_AddStringToObject(labels, "ebdman.example.com/ebd", ebd_name);
-  anns = cJSON_IsObject(anns) ? anns : NULL;
-  cJSON_ArrayForEach(a, anns)
-  {
-    if(ok && a->string && cJSON_IsString(a) &&
-       !strncmp(a->string, EBDMAN_VFM_ANNOTATION_PREFIX, plen))
-      ok = (ann || (ann = kcr_json_obj(o, "/metadata/annotations"))) &&
-           cJSON_AddStringToObject(ann, a->string, a->valuestring);
-  }
-  ok = ok && !kcr_owner_set_controller(o, ebd, &ei);
-  kcr_errinfo_cleanup(&ei);
-  if(!ok) {
-    cJSON_Delete(o);
-    o = NULL;
-  }
-  return o;
-}
-
-cJSON *ebdman_configmap_for(const cJSON *ebd)
-{
-  char name[300];
-  const char *ebd_name = kcr_json_str(ebd, "/metadata/name");
-  const cJSON *cfg = kcr_json_at(ebd, "/spec/vfm/config");
-  cJSON *o, *data;
-
-  if(!ebd_name)
-    return NULL;
-  snprintf(name, sizeof(name), "%s-config", ebd_name);
-  o = child(ebd, "v1", "ConfigMap", name);
-  data = cJSON_IsObject(cfg) ? cJSON_Duplicate(cfg, 1) : cJSON_CreateObject();
-  if(!o || !data || !cJSON_AddItemToObject(o, "data", data)) {
-    cJSON_Delete(o);
-    cJSON_Delete(data);
-    return NULL;
-  }
-  return o;
-}
-
-cJSON *ebdman_vfm_for(const cJSON *ebd)
-{
-  const cJSON *spec = kcr_json_at(ebd, "/spec/vfm");
-  cJSON *o = child(ebd, EBDMAN_API_VERSION, "VFM", kcr_json_str(ebd, "/metadata/name"));
-  cJSON *s = cJSON_IsObject(spec) ? cJSON_Duplicate(spec, 1) : cJSON_CreateObject();
-  if(!o || !s || !cJSON_AddItemToObject(o, "spec", s)) {
-    cJSON_Delete(o);
-    cJSON_Delete(s);
-    return NULL;
-  }
-  return o;
 }

@@ -6,7 +6,9 @@
  *   2. install without waiting: for each child (ConfigMap <name>-config, VFM
  *      <name>) compare the cached child with the desired one - first as
  *      text (kept_as_is: ours, and its content the EBD's byte for byte, as
- *      most reconciles find it), else as trees - and server-side apply it
+ *      most reconciles find it), else as typed objects (kcr-gen's EBD, VFM
+ *      and ConfigMap, decoded as views of the cached text) - and
+ *      server-side apply it
  *      only if it differs (deterministic names, idempotent, no
  *      request at steady state) - and never to an object that is not this
  *      EBD's: each apply carries a precondition (create-only, or pinned to
@@ -25,13 +27,16 @@
  *      (kcr_obj_status_write, which parses it only where the text cannot
  *      be read as the tree would be: its conditions quoting a message with
  *      an escape); the
- *      reconciler itself parses the EBD only when a child has to be built;
+ *      reconciler itself decodes the EBD only when a child has to be built
+ *      or, once per EBD after a start, its stored conditions are read;
  *   4. record events for transitions (Installed, InstallFailed, BecameReady,
  *      BecameUnready).
  * Never polls: VFMs and ConfigMaps are watched and map to their owner EBD.
  *
  * Errors: a child the server refuses (422 schema, 403 RBAC, 404 missing
- * CRD) is reported as Installed=False/InstallFailed and not retried until
+ * CRD), and an EBD or a child read with a GET that does not decode as its
+ * schema says (which the apiserver never sends), is reported as
+ * Installed=False/InstallFailed with the error and not retried until
  * something changes; a conflict waits for the other object to go (its
  * deletion wakes the EBD, or a re-check every 30 s when no informer of ours
  * shows it); transient errors (5xx, timeouts) return the error so the key
@@ -105,10 +110,16 @@ static void child_key(char *out, size_t n, const char *resource, const char *ns,
   snprintf(out, n, "%s/%s/%s%s", resource, ns ? ns : "", name ? name : "", suffix);
 }
 
-/* A digest of the child as wanted (before its precondition), in out[17]. */
-static void digest(const cJSON *want, char out[17])
+/* A digest of the child as wanted (before its precondition), in out[17]:
+ * of its JSON text (kcr_typed_encode). Out of memory: "" (then no record). */
+static void digest(const struct kcr_type *t, const void *want, char out[17])
 {
-  snprintf(out, 17, "%016llx", (unsigned long long)kcr_json_hash(want));
+  struct kcr_buf b = KCR_BUF_INIT;
+
+  *out = '\0';
+  if(!kcr_typed_encode(t, want, &b, NULL))
+    snprintf(out, 17, "%016llx", (unsigned long long)kcr_hash(b.ptr, b.len));
+  kcr_buf_cleanup(&b);
 }
 
 /* How often an EBD whose child name is taken by an object no informer of
@@ -143,92 +154,130 @@ struct install {
   bool recheck; /* someone else's child our cache does not show: its
                    removal wakes nobody, so look again later */
   /* The child as the informer's cache held it when the plan was made, and
-   * - when the plan needed a tree (not kept_as_is) - that copy parsed
-   * (projected: the fields ebdman_child_plan reads and the metadata); NULL
-   * when absent, the tree also when out of memory or not needed (then the
-   * create-only apply finds out whether it exists). Kept for the caller,
-   * which reads the VFM's health from the same tree when the cache still
-   * holds that object: each cached child is parsed at most once per
-   * reconcile. Released by install_cleanup. */
+   * - when the plan needed more than the texts (not kept_as_is) - that copy
+   * decoded (a view borrowing from seen, in the reconcile's arena); NULL
+   * when absent, the decoded one also when it does not decode or was not
+   * needed (then the create-only apply finds out whether it exists). Kept
+   * for the caller, which reads the VFM's health from the same decoded copy
+   * when the cache still holds that object: each cached child is decoded at
+   * most once per reconcile. Released by install_cleanup. */
   kcr_obj *seen;
-  cJSON *seen_tree;
-  cJSON *want; /* the child as wanted, when it had to be built */
+  void *seen_typed;
 };
 
-static void install_cleanup(struct install *r)
-{
-  kcr_obj_unref(r->seen);
-  cJSON_Delete(r->seen_tree);
-  cJSON_Delete(r->want);
-}
+static void install_cleanup(struct install *r) { kcr_obj_unref(r->seen); }
 
-/* The EBD being reconciled: its cached object, its tree, and where in its
- * text the parts its children copy are (kcr_obj_spans of ebd_paths). */
-enum {
-  EBD_NAME,
-  EBD_API_VERSION,
-  EBD_KIND,
-  EBD_VFM,
-  EBD_CONFIG,
-  EBD_ANNOTATIONS,
-  EBD_NSPAN
-};
-static const char *const ebd_paths[EBD_NSPAN] = {
-    [EBD_NAME] = "/metadata/name",
-    [EBD_API_VERSION] = "/apiVersion",
-    [EBD_KIND] = "/kind",
-    [EBD_VFM] = "/spec/vfm",
-    [EBD_CONFIG] = "/spec/vfm/config",
-    [EBD_ANNOTATIONS] = "/metadata/annotations",
+/* The EBD being reconciled: its cached object, where in its text the parts
+ * its children copy are (kcr_obj_spans of ebd_paths), and - when a child
+ * has to be built - the object decoded. */
+enum { SP_NAME, SP_API_VERSION, SP_KIND, SP_VFM, SP_CONFIG, SP_ANNOTATIONS, SP_NSPAN };
+static const char *const ebd_paths[SP_NSPAN] = {
+    [SP_NAME] = "/metadata/name",
+    [SP_API_VERSION] = "/apiVersion",
+    [SP_KIND] = "/kind",
+    [SP_VFM] = "/spec/vfm",
+    [SP_CONFIG] = "/spec/vfm/config",
+    [SP_ANNOTATIONS] = "/metadata/annotations",
 };
 struct ebd_in {
   kcr_obj *o;
-  cJSON *tree; /* parsed when a child has to be built (ebd_tree) */
-  struct kcr_span sp[EBD_NSPAN];
+  struct kcr_span sp[SP_NSPAN];
+  struct ebd typed; /* decoded when first needed (ebd_typed) */
+  kcr_err typed_rc; /* -1: not decoded yet */
+  const char *typed_error;
 };
 
-/* The EBD's tree, parsed on first use; NULL when out of memory. */
-static const cJSON *ebd_tree(struct ebd_in *in)
+/* The EBD decoded (a view borrowing from in->o, in arena a), or NULL with
+ * *rc (KCR_ENOMEM, or KCR_EPARSE/ERANGE for a text that is no EBD of this
+ * schema - the apiserver sends none - with in->typed_error saying why). */
+static const struct ebd *ebd_typed(struct ebd_in *in, struct kcr_arena *a, kcr_err *rc)
 {
-  if(!in->tree)
-    kcr_obj_parse(in->o, &in->tree);
-  return in->tree;
+  if(in->typed_rc == (kcr_err)-1) {
+    struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+    in->typed_rc = ebd_from_obj(in->o, 0, a, &in->typed, &ei);
+    if(in->typed_rc)
+      in->typed_error = kcr_arena_printf(a, "reading the EBD failed: %s",
+                                         ei.message ? ei.message : "out of memory");
+    kcr_errinfo_cleanup(&ei);
+  }
+  *rc = in->typed_rc;
+  return in->typed_rc ? NULL : &in->typed;
 }
 
-/* One kind of child: its resource, what its name adds to the EBD's, its
- * content (a copy of a part of the EBD) and how it is built. */
+/* One kind of child: its resource and type, what its name adds to the
+ * EBD's, its content (a copy of a part of the EBD), how it is built and
+ * compared. */
 struct child {
   const struct kcr_gvr *gvr;
+  const struct kcr_type *type;
+  const char *kind;
   const char *suffix;
   const char *field; /* the content: "/data", "/spec" */
-  int src;           /* the EBD's part it copies: EBD_CONFIG, EBD_VFM */
-  cJSON *(*build)(const cJSON *ebd);
+  int src;           /* the EBD's part it copies: SP_CONFIG, SP_VFM */
+  kcr_err (*build)(const struct ebd *ebd, struct kcr_arena *a, void *out,
+                   struct kcr_errinfo *ei);
+  bool (*same)(const void *have, const void *want);
 };
+
+static kcr_err build_cm(const struct ebd *ebd, struct kcr_arena *a, void *out,
+                        struct kcr_errinfo *ei)
+{
+  return ebdman_configmap_for(ebd, a, out, ei);
+}
+
+static kcr_err build_vfm(const struct ebd *ebd, struct kcr_arena *a, void *out,
+                         struct kcr_errinfo *ei)
+{
+  return ebdman_vfm_for(ebd, a, out, ei);
+}
+
+static bool same_cm(const void *have, const void *want)
+{
+  return ebdman_configmap_same(have, want);
+}
+
+static bool same_vfm(const void *have, const void *want)
+{
+  return ebdman_vfm_same(have, want);
+}
+
 static const struct child child_cm = {.gvr = &ebdman_configmaps,
+                                      .type = &core_v1_config_map_type,
+                                      .kind = "ConfigMap",
                                       .suffix = "-config",
                                       .field = "/data",
-                                      .src = EBD_CONFIG,
-                                      .build = ebdman_configmap_for};
+                                      .src = SP_CONFIG,
+                                      .build = build_cm,
+                                      .same = same_cm};
 static const struct child child_vfm = {.gvr = &ebdman_vfms,
+                                       .type = &vfm_type,
+                                       .kind = "VFM",
                                        .suffix = "",
                                        .field = "/spec",
-                                       .src = EBD_VFM,
-                                       .build = ebdman_vfm_for};
+                                       .src = SP_VFM,
+                                       .build = build_vfm,
+                                       .same = same_vfm};
 
-static void conflict(kcr_ctx *cx, const cJSON *want, const cJSON *have, bool in_cache,
-                     struct install *r)
+/* The metadata of a child of ch's type (every kind kcr-gen writes has it). */
+static struct kcr_meta_v1_object_meta *meta_of(const struct child *ch, void *obj)
+{
+  return obj ? (struct kcr_meta_v1_object_meta *)kcr_typed_meta(ch->type, obj) : NULL;
+}
+
+static void conflict(kcr_ctx *cx, const struct child *ch, const char *name, void *want,
+                     void *have, bool in_cache, struct install *r)
 {
   char msg[1024];
 
-  ebdman_child_conflict_msg(msg, sizeof(msg), want, have);
+  ebdman_child_conflict_msg(msg, sizeof(msg), ch->kind, meta_of(ch, want),
+                            meta_of(ch, have));
   r->failed = true;
   r->reason = EBDMAN_REASON_CHILD_CONFLICT;
   r->msg = kcr_arena_strdup(kcr_ctx_arena(cx), msg); /* NULL: the default text */
   r->recheck = !in_cache;
   KCR_CLOG(cx, KCR_LOG_WARN,
            "a child's name is taken by someone else's object; not touching it",
-           KCR_S("kind", kcr_json_str(want, "/kind")),
-           KCR_S("child", kcr_json_str(want, "/metadata/name")), KCR_S("detail", msg));
+           KCR_S("kind", ch->kind), KCR_S("child", name), KCR_S("detail", msg));
 }
 
 /* Whether s is a string of one byte or more. */
@@ -246,41 +295,49 @@ static bool kept_as_is(const struct child *ch, const struct ebd_in *ebd,
 
   /* The EBD's text could be followed, and a child can be built of it (its
    * controller reference names the EBD's apiVersion and kind). */
-  if(!ebd->sp[EBD_NAME].at || !string_span(&ebd->sp[EBD_API_VERSION]) ||
-     !string_span(&ebd->sp[EBD_KIND]))
+  if(!ebd->sp[SP_NAME].at || !string_span(&ebd->sp[SP_API_VERSION]) ||
+     !string_span(&ebd->sp[SP_KIND]))
     return false;
   kcr_obj_spans(have, paths, h, 3);
   return h[0].at && /* nor the child's: absence would say nothing */
          ebdman_child_kept_as_is(kcr_obj_uid(ebd->o), &ebd->sp[ch->src],
-                                 &ebd->sp[EBD_ANNOTATIONS], kcr_obj_controller(have)->uid,
+                                 &ebd->sp[SP_ANNOTATIONS], kcr_obj_controller(have)->uid,
                                  &h[1], &h[2]);
 }
 
+/* A new object of ch's type in the reconcile's arena (not zeroed: decoding
+ * and building zero it), or NULL. */
+static void *new_child(kcr_ctx *cx, const struct child *ch)
+{
+  return kcr_arena_alloc(kcr_ctx_arena(cx), ch->type->size);
+}
+
 /* Installs one child: plans from the cached copy (ebdman_child_plan; kept
- * in r->seen and, when parsed, r->seen_tree) and applies with the plan's
+ * in r->seen and, when decoded, r->seen_typed) and applies with the plan's
  * precondition, so that the apply does only what was decided. When the
  * plan is a conflict, or the apiserver refuses the precondition (the cache
  * was wrong), reads the child with a GET and plans once more from that; a
  * second refusal is retried with backoff. At most three requests. No
  * request when an earlier apply of the same child is still on its way to
- * the cache (wrote), and no tree when the texts show the cached child kept
- * as it is (kept_as_is). Returns a transient error to retry, or OK with
- * r->failed set for a permanent refusal or a conflict; in every case the
- * caller releases r with install_cleanup. */
+ * the cache (wrote), and nothing decoded when the texts show the cached
+ * child kept as it is (kept_as_is). Returns a transient error to retry, or
+ * OK with r->failed set for a permanent refusal, a conflict, or an EBD or
+ * child that does not decode; in every case the caller releases r with
+ * install_cleanup. */
 static kcr_err install(kcr_ctx *cx, kcr_written *wrote, kcr_informer *inf,
                        const struct child *ch, struct ebd_in *ebd, struct install *r)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_arena *a = kcr_ctx_arena(cx);
   struct kcr_buf text = KCR_BUF_INIT;
-  const char *ns = *kcr_obj_ns(ebd->o) ? kcr_obj_ns(ebd->o) : NULL, *kind;
+  const char *ns = *kcr_obj_ns(ebd->o) ? kcr_obj_ns(ebd->o) : NULL, *kind = ch->kind;
   char name[300], key[384], sum[17] = "";
   struct kcr_ref ref = {.gvr = ch->gvr, .ns = ns, .name = name};
-  const char *field = ch->field;
   enum ebdman_child_plan plan;
-  const cJSON *have;
-  cJSON *want, *got = NULL; /* read with a GET */
-  char *rv = NULL;          /* the apply's answer: the child's new resourceVersion */
-  bool fresh = false, in_cache, pending;
+  const struct ebd *e;
+  void *want, *have = NULL, *got = NULL; /* read with a GET */
+  char *rv = NULL; /* the apply's answer: the child's new resourceVersion */
+  bool fresh = false, unreadable = false, in_cache, pending;
   kcr_err rc = KCR_OK;
 
   snprintf(name, sizeof(name), "%s%s", kcr_obj_name(ebd->o), ch->suffix);
@@ -291,23 +348,39 @@ static kcr_err install(kcr_ctx *cx, kcr_written *wrote, kcr_informer *inf,
   pending = kcr_written_pending(wrote, key, r->seen ? kcr_obj_rv(r->seen) : NULL, &text);
   if(!pending && r->seen && kept_as_is(ch, ebd, r->seen))
     goto out;
-  want = r->want = ebd_tree(ebd) ? ch->build(ebd->tree) : NULL;
-  if(!want) {
+  if(!(e = ebd_typed(ebd, a, &rc)) || !(want = new_child(cx, ch))) {
+    if(e || rc == KCR_ENOMEM) {
+      rc = KCR_ENOMEM; /* retried */
+      goto out;
+    }
     r->failed = true;
-    r->msg = "out of memory building the children";
+    r->msg = ebd->typed_error;
+    rc = KCR_OK;
     goto out;
   }
-  kind = kcr_json_str(want, "/kind");
-  if(r->seen)
-    kcr_obj_parse(r->seen, &r->seen_tree);
-  have = r->seen_tree;
+  if((rc = ch->build(e, a, want, &ei))) {
+    if(rc != KCR_ENOMEM) {
+      r->failed = true;
+      r->msg = kcr_arena_printf(a, "building the %s: %s", kind,
+                                ei.message ? ei.message : kcr_strerror(rc));
+      rc = KCR_OK;
+    }
+    goto out;
+  }
+  if(r->seen && (have = new_child(cx, ch))) {
+    size_t len;
+    const char *json = kcr_obj_json(r->seen, &len);
+    if(kcr_typed_decode(ch->type, json, len, KCR_TYPED_TRUSTED, a, have, NULL))
+      have = NULL; /* planned as absent: the create-only apply finds out */
+  }
+  r->seen_typed = have;
   in_cache = have != NULL;
   if(pending) {
-    digest(want, sum);
+    digest(ch->type, want, sum);
     if(!strcmp(kcr_buf_str(&text), sum)) {
       /* As the apply left it: its spec is new if the cache's is not it. */
       r->applied = true;
-      r->new_content = !ebdman_child_same_content(have, want, field);
+      r->new_content = !ch->same(have, want);
       KCR_CLOG(cx, KCR_LOG_DEBUG,
                "child as an earlier apply wrote it; the cache is behind",
                KCR_S("kind", kind), KCR_S("child", name));
@@ -315,26 +388,27 @@ static kcr_err install(kcr_ctx *cx, kcr_written *wrote, kcr_informer *inf,
     }
   }
   for(;;) {
-    plan = ebdman_child_plan(have, want, field);
+    plan = ebdman_child_plan(meta_of(ch, have), meta_of(ch, want), ch->same(have, want));
     if(plan == EBDMAN_CHILD_KEEP)
       break;
     if(plan == EBDMAN_CHILD_CONFLICT && fresh) {
-      conflict(cx, want, have, in_cache, r);
+      conflict(cx, ch, name, want, have, in_cache, r);
       break;
     }
     if(plan != EBDMAN_CHILD_CONFLICT) {
-      r->new_content = !ebdman_child_same_content(have, want, field);
+      r->new_content = !ch->same(have, want);
       if(!*sum)
-        digest(want, sum); /* before the precondition: what is wanted */
-      rc = ebdman_child_precondition(want, plan, have);
+        digest(ch->type, want, sum); /* before the precondition: what is wanted */
+      rc = ebdman_child_precondition(meta_of(ch, want), plan, meta_of(ch, have));
       if(!rc)
-        rc = kcr_apply_rv(kcr_ctx_client(cx), &ref, want,
-                          &(struct kcr_apply_opts){.field_manager = EBDMAN_FIELD_MANAGER,
-                                                   .force = true},
-                          &rv, &ei);
+        rc = kcr_typed_apply_rv(kcr_ctx_client(cx), ch->type, ch->gvr, want,
+                                &(struct kcr_apply_opts){
+                                    .field_manager = EBDMAN_FIELD_MANAGER, .force = true},
+                                &rv, &ei);
       if(!rc) {
         r->applied = true;
-        kcr_written_put(wrote, key, rv, sum, strlen(sum));
+        if(*sum)
+          kcr_written_put(wrote, key, rv, sum, strlen(sum));
         KCR_CLOG(
             cx, KCR_LOG_DEBUG, "applied child", KCR_S("kind", kind), KCR_S("child", name),
             KCR_S("precondition", plan == EBDMAN_CHILD_CREATE ? "create-only" : "uid"));
@@ -350,11 +424,15 @@ static kcr_err install(kcr_ctx *cx, kcr_written *wrote, kcr_informer *inf,
       }
     }
     /* The full story (the cache drops managedFields and may be behind). */
-    cJSON_Delete(got);
     kcr_errinfo_cleanup(&ei);
-    rc = kcr_get(kcr_ctx_client(cx), &ref, &got, &ei);
-    have = got;
+    if(!got && !(got = new_child(cx, ch))) {
+      rc = KCR_ENOMEM;
+      break;
+    }
+    rc = kcr_typed_get(kcr_ctx_client(cx), ch->type, &ref, a, got, &ei);
+    have = rc ? NULL : got;
     fresh = true;
+    unreadable = rc == KCR_EPARSE || rc == KCR_ERANGE;
     if(rc == KCR_ENOTFOUND)
       rc = KCR_OK; /* have is NULL: absent */
     else if(rc)
@@ -366,15 +444,15 @@ static kcr_err install(kcr_ctx *cx, kcr_written *wrote, kcr_informer *inf,
      * as such, and not logged as a 403. */
     r->failed = true;
     r->reason = EBDMAN_REASON_NAMESPACE_TERMINATING;
-    r->msg = kcr_arena_printf(kcr_ctx_arena(cx),
-                              "%s %s cannot be created: namespace %s is being deleted",
+    r->msg = kcr_arena_printf(a, "%s %s cannot be created: namespace %s is being deleted",
                               kind, name, ref.ns);
     KCR_CLOG(cx, KCR_LOG_DEBUG, "the namespace is being deleted; not installing",
              KCR_S("kind", kind), KCR_S("child", name));
     rc = KCR_OK;
-  } else if(rc && permanent(rc)) {
+  } else if(rc && (permanent(rc) || unreadable)) {
+    /* refused; or what the GET read is no object of the child's schema */
     r->failed = true;
-    r->msg = kcr_arena_printf(kcr_ctx_arena(cx), "%s %s: %s", kind, name,
+    r->msg = kcr_arena_printf(a, "%s %s: %s", kind, name,
                               ei.message ? ei.message : kcr_strerror(rc));
     KCR_CLOG(cx, KCR_LOG_WARN, "child refused by the server", KCR_S("kind", kind),
              KCR_S("err", kcr_err_name(rc)), KCR_S("detail", ei.message));
@@ -385,7 +463,6 @@ static kcr_err install(kcr_ctx *cx, kcr_written *wrote, kcr_informer *inf,
   }
 out:
   free(rv);
-  cJSON_Delete(got);
   kcr_buf_cleanup(&text);
   kcr_errinfo_cleanup(&ei);
   return rc;
@@ -401,27 +478,18 @@ static void record(struct ebdman *e, const kcr_obj *ebd, const char *type,
 
 /* Events for transitions: from what we announced last (or, after a restart,
  * the stored conditions) to the new conditions. */
-/* The stored status.conditions of the EBD (NULL: none, or out of memory),
- * a new tree. */
-static cJSON *stored_conditions(const kcr_obj *ebd)
+/* The stored status.conditions item of type `type` of the EBD (NULL: none,
+ * or the EBD does not decode). */
+static const struct ebd_status_conditions_item *stored_condition(const struct ebd *e,
+                                                                 const char *type)
 {
-  static const char *const paths[] = {"/metadata/name", "/status/conditions"};
-  struct kcr_span sp[2];
-  cJSON *t = NULL, *whole = NULL;
-
-  kcr_obj_spans(ebd, paths, sp, 2);
-  if(sp[1].at) {
-    kcr_json_parse(sp[1].at, sp[1].n, &t, NULL);
-  } else if(!sp[0].at && !kcr_obj_parse(ebd, &whole)) { /* a text the walk cannot pass */
-    cJSON *st = cJSON_GetObjectItemCaseSensitive(whole, "status");
-    t = cJSON_IsObject(st) ? cJSON_DetachItemFromObjectCaseSensitive(st, "conditions")
-                           : NULL;
-    cJSON_Delete(whole);
-  }
-  return t;
+  for(size_t i = 0; e && i < e->status.conditions.n; i++)
+    if(kcr_str_eq(e->status.conditions.v[i].type, type))
+      return &e->status.conditions.v[i];
+  return NULL;
 }
 
-static void transitions(struct ebdman *e, kcr_ctx *cx, const kcr_obj *ebd,
+static void transitions(struct ebdman *e, kcr_ctx *cx, struct ebd_in *in,
                         const struct kcr_cond *now)
 {
   const struct kcr_cond *ni = &now[EBDMAN_COND_INSTALLED], *nr = &now[EBDMAN_COND_READY];
@@ -429,8 +497,10 @@ static void transitions(struct ebdman *e, kcr_ctx *cx, const kcr_obj *ebd,
   char msg_hash[17];
   struct announced *a;
   int was_ready, was_installed;
+  const kcr_obj *ebd = in->o;
+  const struct ebd_status_conditions_item *oi = NULL, * or = NULL;
   bool msg_changed, first;
-  cJSON *old = NULL;
+  kcr_err rc;
 
   /* Messages are the server's and users' words: keyed (kcr/hash.h). */
   snprintf(msg_hash, sizeof(msg_hash), "%016llx",
@@ -439,25 +509,27 @@ static void transitions(struct ebdman *e, kcr_ctx *cx, const kcr_obj *ebd,
   a = announced_for(e, kcr_obj_uid(ebd));
   first = a && (a->ready < 0 || a->installed < 0);
   pthread_mutex_unlock(&e->mu);
-  if(first) /* what is stored is read only then, and not under the lock */
-    old = stored_conditions(ebd);
+  if(first) { /* what is stored is read only then, and not under the lock */
+    const struct ebd *old = ebd_typed(in, kcr_ctx_arena(cx), &rc);
+    or = stored_condition(old, "Ready");
+    oi = stored_condition(old, "Installed");
+  }
   pthread_mutex_lock(&e->mu);
   /* forget may have run meanwhile (the EBD was deleted): then nothing */
   a = announced_find(e, kcr_obj_uid(ebd), kcr_hash_str(kcr_obj_uid(ebd)));
   if(!a) {
     pthread_mutex_unlock(&e->mu);
-    cJSON_Delete(old);
     return;
   }
-  if(a->ready < 0) /* first look since start: the stored status is the past */
-    a->ready = kcr_cond_is_true(old, "Ready") ? 1 : kcr_cond_find(old, "Ready") ? 0 : -1;
-  if(a->installed < 0) {
-    struct kcr_cond oi;
-    if(!kcr_cond_get(old, "Installed", &oi)) {
-      a->installed = !strcmp(oi.status, "True");
-      snprintf(a->install_msg_hash, sizeof(a->install_msg_hash), "%016llx",
-               (unsigned long long)kcr_hash_str(oi.message));
-    }
+  if(a->ready < 0 && or) /* first look since start: the stored status is the past */
+    a->ready = or->status.v == EBD_STATUS_CONDITIONS_ITEM_STATUS_TRUE;
+  if(a->installed < 0 && oi) {
+    a->installed = oi->status.v == EBD_STATUS_CONDITIONS_ITEM_STATUS_TRUE;
+    /* kcr_hash_str of the message as a C string: its bytes up to a NUL */
+    snprintf(a->install_msg_hash, sizeof(a->install_msg_hash), "%016llx",
+             (unsigned long long)kcr_hash(
+                 oi->message.s ? oi->message.s : "",
+                 oi->message.s ? strnlen(oi->message.s, oi->message.n) : 0));
   }
   was_ready = a->ready;
   was_installed = a->installed;
@@ -466,7 +538,6 @@ static void transitions(struct ebdman *e, kcr_ctx *cx, const kcr_obj *ebd,
   a->installed = installed;
   snprintf(a->install_msg_hash, sizeof(a->install_msg_hash), "%s", msg_hash);
   pthread_mutex_unlock(&e->mu);
-  cJSON_Delete(old);
 
   if(installed && was_installed != 1)
     record(e, ebd, "Normal", "Installed", "Install",
@@ -586,16 +657,16 @@ static void map_by_name(kcr_obj *o, kcr_map_emit emit, void *ctx, void *ud)
   emit(kcr_obj_ns(o), ebd, ctx);
 }
 
-/* What ob says of our VFM, vo (its controller is the EBD): from the tree
- * install parsed when it planned from this very copy, else from vo's text
- * (ebdman_observe_vfm_obj; *vfm_tree gets what it parsed). */
-static void observe_vfm(struct ebdman_observed *ob, const kcr_obj *vo,
-                        const struct install *iv, cJSON **vfm_tree)
+/* What ob says of our VFM, vo (its controller is the EBD): from the copy
+ * install decoded when it planned from this very one, else decoded now
+ * (ebdman_observe_vfm_obj, into *hold). */
+static void observe_vfm(kcr_ctx *cx, struct ebdman_observed *ob, const kcr_obj *vo,
+                        const struct install *iv, struct vfm *hold)
 {
-  if(vo == iv->seen && iv->seen_tree)
-    ebdman_observe_vfm(ob, iv->seen_tree);
+  if(vo == iv->seen && iv->seen_typed)
+    ebdman_observe_vfm(ob, iv->seen_typed);
   else
-    ebdman_observe_vfm_obj(ob, vo, vfm_tree);
+    ebdman_observe_vfm_obj(ob, vo, kcr_ctx_arena(cx), hold);
 }
 
 static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
@@ -607,10 +678,10 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
   struct kcr_cond conds[EBDMAN_NCOND];
   size_t nconds;
   enum kcr_write_result wr;
-  struct ebd_in in = {.o =
-                          kcr_store_ref(kcr_informer_store(e->ebds), req->ns, req->name)};
+  struct ebd_in in = {.o = kcr_store_ref(kcr_informer_store(e->ebds), req->ns, req->name),
+                      .typed_rc = (kcr_err)-1};
   kcr_obj *o = in.o, *vo;
-  cJSON *vfm_tree = NULL;
+  struct vfm vfm_hold;
   struct install icm = {0}, ivfm = {0};
   kcr_err rc = KCR_OK;
 
@@ -618,7 +689,7 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
     return KCR_OK; /* deleted: children go with it (ownerReferences) */
   if(kcr_obj_deleting(o))
     goto out;
-  kcr_obj_spans(o, ebd_paths, in.sp, EBD_NSPAN);
+  kcr_obj_spans(o, ebd_paths, in.sp, SP_NSPAN);
   ob.generation = kcr_obj_generation(o);
   ob.arena = kcr_ctx_arena(cx);
   rc = install(cx, e->wrote, e->cms, &child_cm, &in, &icm);
@@ -642,9 +713,9 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
   vo = kcr_store_ref(kcr_informer_store(e->vfms), req->ns, req->name);
   if(vo && kcr_obj_controller(vo)->uid &&
      !strcmp(kcr_obj_controller(vo)->uid, kcr_obj_uid(o)))
-    observe_vfm(&ob, vo, &ivfm, &vfm_tree);
+    observe_vfm(cx, &ob, vo, &ivfm, &vfm_hold);
+  nconds = ebdman_conditions(&ob, conds); /* copies what it keeps of the VFM's */
   kcr_obj_unref(vo);
-  nconds = ebdman_conditions(&ob, conds);
   struct kcr_status_desired d = {
       .conds = conds, .n = nconds, .observed_generation = ob.generation};
   rc = kcr_obj_status_write(e->status, o, &d, &wr, &ei);
@@ -659,12 +730,10 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
              KCR_S("reason", conds[EBDMAN_COND_READY].reason),
              KCR_I("observedGeneration", ob.generation));
   }
-  transitions(e, cx, o, conds);
+  transitions(e, cx, &in, conds);
 out:
   install_cleanup(&icm);
   install_cleanup(&ivfm);
-  cJSON_Delete(vfm_tree);
-  cJSON_Delete(in.tree);
   kcr_obj_unref(o);
   kcr_errinfo_cleanup(&ei);
   return rc;

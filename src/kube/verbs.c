@@ -465,32 +465,39 @@ kcr_err kcr_apply(kcr_client *c, const struct kcr_ref *ref, const cJSON *obj,
   return apply(c, ref, obj, opts, out, NULL, ei);
 }
 
+/* *rv = a copy of the metadata.resourceVersion of an apply's answer text
+ * (NULL when it has none, or not a plain string). Errors: KCR_EPARSE (the
+ * text breaks off before it), KCR_ENOMEM. */
+static kcr_err answer_rv(const struct kcr_buf *text, char **rv, struct kcr_errinfo *ei)
+{
+  const char *at = NULL;
+  size_t n = 0;
+  kcr_err found =
+      kcr__json_find(kcr_buf_str(text), text->len, "/metadata/resourceVersion", &at, &n);
+
+  if(found == KCR_EPARSE)
+    return kcr_errinfo_set(ei, KCR_EPARSE,
+                           "apply: the answer (%zu bytes) breaks off before its "
+                           "metadata.resourceVersion",
+                           text->len);
+  if(found == KCR_OK && n >= 2 && *at == '"' && !memchr(at, '\\', n) &&
+     !(*rv = strndup(at + 1, n - 2)))
+    return KCR_ENOMEM;
+  return KCR_OK; /* else none, or not a plain string: no rv */
+}
+
 kcr_err kcr_apply_rv(kcr_client *c, const struct kcr_ref *ref, const cJSON *obj,
                      const struct kcr_apply_opts *opts, char **rv, struct kcr_errinfo *ei)
 {
   struct kcr_buf text = KCR_BUF_INIT;
-  const char *at = NULL;
-  size_t n = 0;
-  kcr_err rc, found;
+  kcr_err rc;
 
   if(!rv)
     return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_apply_rv: no rv");
   *rv = NULL;
   rc = apply(c, ref, obj, opts, NULL, &text, ei);
-  if(rc)
-    goto out;
-  found =
-      kcr__json_find(kcr_buf_str(&text), text.len, "/metadata/resourceVersion", &at, &n);
-  if(found == KCR_EPARSE)
-    rc = kcr_errinfo_set(ei, KCR_EPARSE,
-                         "apply: the answer (%zu bytes) breaks off before its "
-                         "metadata.resourceVersion",
-                         text.len);
-  else if(found == KCR_OK && n >= 2 && *at == '"' && !memchr(at, '\\', n) &&
-          !(*rv = strndup(at + 1, n - 2)))
-    rc = KCR_ENOMEM;
-  /* else none, or not a plain string: no rv */
-out:
+  if(!rc)
+    rc = answer_rv(&text, rv, ei);
   kcr_buf_cleanup(&text);
   return rc;
 }
@@ -511,24 +518,23 @@ static kcr_err meta_str(const char *fn, const char *what, bool has, struct kcr_s
   return KCR_OK;
 }
 
-kcr_err kcr_typed_apply(kcr_client *c, const struct kcr_type *t,
-                        const struct kcr_gvr *gvr, const void *in,
-                        const struct kcr_apply_opts *opts, struct kcr_arena *a,
-                        void *result, struct kcr_errinfo *ei)
+/* kcr_typed_apply up to the answer's text, in *text. */
+static kcr_err typed_apply(const char *fn, kcr_client *c, const struct kcr_type *t,
+                           const struct kcr_gvr *gvr, const void *in,
+                           const struct kcr_apply_opts *opts, struct kcr_buf *text,
+                           struct kcr_errinfo *ei)
 {
-  static const char fn[] = "kcr_typed_apply";
   const struct kcr_meta_v1_object_meta *m = kcr_typed_meta(t, in);
-  struct kcr_buf body = KCR_BUF_INIT, text = KCR_BUF_INIT;
+  struct kcr_buf body = KCR_BUF_INIT;
   char *name = NULL, *ns = NULL;
   kcr_err rc;
 
-  if(!t || !gvr || !in || !opts || (result && !a))
+  if(!t || !gvr || !in || !opts)
     return kcr_errinfo_set(ei, KCR_EINVAL, "%s: no %s", fn,
-                           !t      ? "type"
-                           : !gvr  ? "resource"
-                           : !in   ? "object"
-                           : !opts ? "options"
-                                   : "arena for the result");
+                           !t     ? "type"
+                           : !gvr ? "resource"
+                           : !in  ? "object"
+                                  : "options");
   if(!opts->field_manager || !*opts->field_manager)
     return kcr_errinfo_set(ei, KCR_EINVAL, "server-side apply needs a fieldManager");
   if(!m)
@@ -545,14 +551,67 @@ kcr_err kcr_typed_apply(kcr_client *c, const struct kcr_type *t,
                                                 .field_manager = opts->field_manager,
                                                 .force = opts->force,
                                                 .dry_run = opts->dry_run},
-                       body.ptr, body.len, &text, ei);
-  if(!rc && result)
-    rc = kcr_typed_decode(t, text.ptr, text.len, KCR_TYPED_COPY, a, result, ei);
+                       body.ptr, body.len, text, ei);
 out:
   kcr_buf_cleanup(&body);
-  kcr_buf_cleanup(&text);
   free(name);
   free(ns);
+  return rc;
+}
+
+kcr_err kcr_typed_apply(kcr_client *c, const struct kcr_type *t,
+                        const struct kcr_gvr *gvr, const void *in,
+                        const struct kcr_apply_opts *opts, struct kcr_arena *a,
+                        void *result, struct kcr_errinfo *ei)
+{
+  struct kcr_buf text = KCR_BUF_INIT;
+  kcr_err rc;
+
+  if(result && !a)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_typed_apply: no arena for the result");
+  rc = typed_apply("kcr_typed_apply", c, t, gvr, in, opts, &text, ei);
+  if(!rc && result)
+    rc = kcr_typed_decode(t, text.ptr, text.len, KCR_TYPED_COPY, a, result, ei);
+  kcr_buf_cleanup(&text);
+  return rc;
+}
+
+kcr_err kcr_typed_apply_rv(kcr_client *c, const struct kcr_type *t,
+                           const struct kcr_gvr *gvr, const void *in,
+                           const struct kcr_apply_opts *opts, char **rv,
+                           struct kcr_errinfo *ei)
+{
+  struct kcr_buf text = KCR_BUF_INIT;
+  kcr_err rc;
+
+  if(!rv)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_typed_apply_rv: no rv");
+  *rv = NULL;
+  rc = typed_apply("kcr_typed_apply_rv", c, t, gvr, in, opts, &text, ei);
+  if(!rc)
+    rc = answer_rv(&text, rv, ei);
+  kcr_buf_cleanup(&text);
+  return rc;
+}
+
+kcr_err kcr_typed_get(kcr_client *c, const struct kcr_type *t, const struct kcr_ref *ref,
+                      struct kcr_arena *a, void *out, struct kcr_errinfo *ei)
+{
+  struct kcr_buf p = KCR_BUF_INIT, text = KCR_BUF_INIT;
+  kcr_err rc;
+
+  if(!t || !a || !out)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_typed_get: no %s",
+                           !t   ? "type"
+                           : !a ? "arena"
+                                : "result");
+  rc = ref_path(&p, "GET", ref, true, ei);
+  if(!rc)
+    rc = do_json_text(c, "GET", &p, NULL, NULL, 0, NULL, &text, ei);
+  if(!rc)
+    rc = kcr_typed_decode(t, text.ptr, text.len, KCR_TYPED_COPY, a, out, ei);
+  kcr_buf_cleanup(&p);
+  kcr_buf_cleanup(&text);
   return rc;
 }
 

@@ -157,6 +157,69 @@ static void a_typed_object_is_applied_where_its_metadata_says(void **state)
   kcr_arena_cleanup(&a);
 }
 
+/* kcr_typed_get reads from the apiserver (managedFields included);
+ * kcr_typed_apply_rv answers the resourceVersion the apply made, which the
+ * next read shows. */
+static void
+a_typed_object_is_read_from_the_server_and_applied_for_its_version(void **state)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_arena a = KCR_ARENA_INIT;
+  struct kcr_apply_opts opts = {.field_manager = "kcr-test-typed"};
+  const struct kcr_gvr cms = {
+      .version = "v1", .resource = "configmaps", .namespaced = true};
+  struct kcr_ref ref = {.gvr = &cms, .ns = ns, .name = "typed2"};
+  struct core_v1_config_map p, got;
+  char *rv = NULL;
+
+  core_v1_config_map_init(&p);
+  KCR_SET(p.metadata, name, kcr_str_c("typed2"));
+  KCR_SET(p.metadata, namespace_, kcr_str_c(ns));
+  itest_expect(KCR_OK, KCR_SET_STRMAP(p, data, &a, "k", "v1"), &ei);
+  itest_expect(
+      KCR_OK, kcr_typed_apply_rv(cl, &core_v1_config_map_type, &cms, &p, &opts, &rv, &ei),
+      &ei);
+  assert_non_null(rv);
+  itest_expect(KCR_OK, kcr_typed_get(cl, &core_v1_config_map_type, &ref, &a, &got, &ei),
+               &ei);
+  assert_true(kcr_str_eq(got.metadata.resource_version, rv));
+  assert_true(kcr_str_eq(KCR_MAP_STR(got.data, "k"), "v1"));
+  assert_true(got.metadata.has_managed_fields && got.metadata.managed_fields.n == 1);
+  free(rv);
+  rv = NULL;
+
+  /* a changed value: a new version, read back as such */
+  itest_expect(KCR_OK, KCR_SET_STRMAP(p, data, &a, "k", "v2"), &ei);
+  itest_expect(
+      KCR_OK, kcr_typed_apply_rv(cl, &core_v1_config_map_type, &cms, &p, &opts, &rv, &ei),
+      &ei);
+  itest_expect(KCR_OK, kcr_typed_get(cl, &core_v1_config_map_type, &ref, &a, &got, &ei),
+               &ei);
+  assert_true(kcr_str_eq(got.metadata.resource_version, rv));
+  assert_true(kcr_str_eq(KCR_MAP_STR(got.data, "k"), "v2"));
+  free(rv);
+
+  /* absent: the server's 404; refused locally, nothing sent */
+  ref.name = "typed2-absent";
+  itest_expect(KCR_ENOTFOUND,
+               kcr_typed_get(cl, &core_v1_config_map_type, &ref, &a, &got, &ei), &ei);
+  itest_expect(KCR_EINVAL,
+               kcr_typed_get(cl, &core_v1_config_map_type, &ref, NULL, &got, &ei), &ei);
+  itest_expect(
+      KCR_EINVAL,
+      kcr_typed_apply_rv(cl, &core_v1_config_map_type, &cms, &p, &opts, NULL, &ei), &ei);
+  p.metadata.has_name = false;
+  rv = (char *)"stale";
+  itest_expect(
+      KCR_EINVAL,
+      kcr_typed_apply_rv(cl, &core_v1_config_map_type, &cms, &p, &opts, &rv, &ei), &ei);
+  assert_null(rv);
+  assert_non_null(strstr(ei.message, "no metadata.name"));
+
+  kcr_errinfo_cleanup(&ei);
+  kcr_arena_cleanup(&a);
+}
+
 static void stale_update_is_a_conflict_with_the_servers_message(void **state)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
@@ -805,6 +868,8 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(configmap_crud),
       cmocka_unit_test(a_typed_object_is_applied_where_its_metadata_says),
+      cmocka_unit_test(
+          a_typed_object_is_read_from_the_server_and_applied_for_its_version),
       cmocka_unit_test(stale_update_is_a_conflict_with_the_servers_message),
       cmocka_unit_test(custom_resource_status_subresource),
       cmocka_unit_test(list_pages_over_a_thousand_objects),

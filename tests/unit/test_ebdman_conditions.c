@@ -13,6 +13,7 @@
 
 #include "ebdman.h"
 #include "tfail.h"
+#include "ebdman_adapt.h"
 
 static cJSON *vfm(int64_t gen, const char *status, const char *reason, const char *msg,
                   int64_t ogen)
@@ -45,7 +46,7 @@ static void ready_vfm_makes_everything_ready(void **state)
 {
   cJSON *v = vfm(2, "True", "Ready", "ok", 2);
   struct ebdman_observed ob = {.generation = 5};
-  ebdman_observe_vfm(&ob, v);
+  observe(&ob, v);
   struct kcr_cond c[EBDMAN_NCOND];
   ebdman_conditions(&ob, c);
   expect(&c[EBDMAN_COND_INSTALLED], "Installed", "True", "Installed",
@@ -66,12 +67,12 @@ static void missing_or_unreported_vfm_is_progressing(void **state)
   expect(&c[EBDMAN_COND_READY], "Ready", "False", "Progressing",
          "vfm custom resource is not ready", 1);
   cJSON *v = vfm(1, NULL, NULL, NULL, 0); /* no conditions yet */
-  ebdman_observe_vfm(&ob, v);
+  observe(&ob, v);
   ebdman_conditions(&ob, c);
   assert_string_equal("Progressing", c[EBDMAN_COND_VFM].reason);
   cJSON_Delete(v);
   v = vfm(1, "Unknown", "Starting", "", 1);
-  ebdman_observe_vfm(&ob, v);
+  observe(&ob, v);
   ebdman_conditions(&ob, c);
   assert_string_equal("Progressing", c[EBDMAN_COND_VFM].reason);
   cJSON_Delete(v);
@@ -82,7 +83,7 @@ static void stale_ready_is_still_progressing(void **state)
   /* Ready=True, but for generation 1 while the VFM is at 2. */
   cJSON *v = vfm(2, "True", "Ready", "ok", 1);
   struct ebdman_observed ob = {.generation = 3};
-  ebdman_observe_vfm(&ob, v);
+  observe(&ob, v);
   struct kcr_cond c[EBDMAN_NCOND];
   ebdman_conditions(&ob, c);
   expect(&c[EBDMAN_COND_VFM], "VFMHealthy", "False", "Progressing",
@@ -90,7 +91,7 @@ static void stale_ready_is_still_progressing(void **state)
   /* And right after this reconcile applied a new spec, the cached VFM is old. */
   cJSON_Delete(v);
   v = vfm(2, "True", "Ready", "ok", 2);
-  ebdman_observe_vfm(&ob, v);
+  observe(&ob, v);
   ob.applied_new_spec = true;
   ebdman_conditions(&ob, c);
   assert_string_equal("Progressing", c[EBDMAN_COND_VFM].reason);
@@ -101,7 +102,7 @@ static void failed_vfm_is_an_error_with_its_message(void **state)
 {
   cJSON *v = vfm(1, "False", "Failed", "disk on fire", 1);
   struct ebdman_observed ob = {.generation = 1};
-  ebdman_observe_vfm(&ob, v);
+  observe(&ob, v);
   struct kcr_cond c[EBDMAN_NCOND];
   ebdman_conditions(&ob, c);
   expect(&c[EBDMAN_COND_VFM], "VFMHealthy", "False", "Error", "disk on fire", 1);
@@ -109,12 +110,12 @@ static void failed_vfm_is_an_error_with_its_message(void **state)
   cJSON_Delete(v);
   /* False for another reason is just not ready yet. */
   v = vfm(1, "False", "Progressing", "pulling", 1);
-  ebdman_observe_vfm(&ob, v);
+  observe(&ob, v);
   ebdman_conditions(&ob, c);
   assert_string_equal("Progressing", c[EBDMAN_COND_VFM].reason);
   cJSON_Delete(v);
   /* Reading it failed. */
-  ebdman_observe_vfm(&ob, NULL);
+  observe(&ob, NULL);
   ob.vfm_read_error = "cache read failed";
   ebdman_conditions(&ob, c);
   expect(&c[EBDMAN_COND_VFM], "VFMHealthy", "False", "Error", "cache read failed", 1);
@@ -145,7 +146,7 @@ static void overlong_messages_are_cut_to_the_condition_limit(void **state)
       cJSON_CreateString(long_msg)));
   for(int with_arena = 0; with_arena < 2; with_arena++) {
     struct ebdman_observed ob = {.generation = 1};
-    ebdman_observe_vfm(&ob, v);
+    observe(&ob, v);
     ob.arena = with_arena ? &arena : NULL;
     size_t nc = ebdman_conditions(&ob, c); /* the VFM's message */
     assert_int_equal(EBDMAN_NCOND, nc);
@@ -178,7 +179,7 @@ static void install_failure_wins_the_summary(void **state)
                                .install_failed = true,
                                .install_error = "VFM x: spec.image: Invalid value"};
   struct kcr_cond c[EBDMAN_NCOND];
-  ebdman_observe_vfm(&ob, v);
+  observe(&ob, v);
   ebdman_conditions(&ob, c);
   expect(&c[EBDMAN_COND_INSTALLED], "Installed", "False", "InstallFailed",
          "VFM x: spec.image: Invalid value", 4);
@@ -242,7 +243,7 @@ static void ready_is_current_without_abnormal_conditions(void **state)
 {
   cJSON *v = vfm(2, "True", "Ready", "ok", 2);
   struct ebdman_observed ob = {.generation = 5};
-  ebdman_observe_vfm(&ob, v);
+  observe(&ob, v);
   struct kcr_cond c[EBDMAN_NCOND];
   const char *msg;
   size_t n = ebdman_conditions(&ob, c);
@@ -271,7 +272,7 @@ static void progressing_is_reconciling(void **state)
 
   for(size_t i = 0; i < nv; i++) {
     struct ebdman_observed ob = {.generation = 7};
-    ebdman_observe_vfm(&ob, vs[i]);
+    observe(&ob, vs[i]);
     ob.applied_new_spec = i == 4;
     ob.vfm_read_error = i == nv - 1 ? "cache read failed" : NULL;
     size_t n = ebdman_conditions(&ob, c);
@@ -293,7 +294,7 @@ static void failed_vfm_is_stalled_with_its_message(void **state)
 {
   cJSON *v = vfm(1, "False", "Failed", "disk on fire", 1);
   struct ebdman_observed ob = {.generation = 2};
-  ebdman_observe_vfm(&ob, v);
+  observe(&ob, v);
   struct kcr_cond c[EBDMAN_NCOND];
   const char *msg;
   size_t n = ebdman_conditions(&ob, c);
@@ -321,7 +322,7 @@ static void refused_install_is_stalled_with_the_reason(void **state)
                                  .install_failed = true,
                                  .install_reason = reasons[i],
                                  .install_error = "VFM x: spec.image: Invalid value"};
-    ebdman_observe_vfm(&ob, i ? v : NULL);
+    observe(&ob, i ? v : NULL);
     size_t n = ebdman_conditions(&ob, c);
     assert_int_equal(4, n);
     expect_flux_conventions(c, n, 3);
@@ -341,7 +342,7 @@ static void children_are_owned_and_named(void **state)
       "\"name\":\"a\",\"namespace\":\"ns\",\"uid\":\"u-1\",\"annotations\":{"
       "\"vfm-sim.ebdman.example.com/delay\":\"1s\",\"other\":\"x\"}},\"spec\":{\"vfm\":{"
       "\"image\":\"img\",\"replicas\":2,\"config\":{\"k\":\"v\"}}}}");
-  cJSON *cm = ebdman_configmap_for(ebd), *v = ebdman_vfm_for(ebd);
+  cJSON *cm = child_for(ebd, false), *v = child_for(ebd, true);
   assert_string_equal("a-config", kcr_json_str(cm, "/metadata/name"));
   assert_string_equal("v", kcr_json_str(cm, "/data/k"));
   assert_string_equal("a", kcr_json_str(v, "/metadata/name"));
@@ -358,10 +359,11 @@ static void children_are_owned_and_named(void **state)
   cJSON_Delete(ebd);
 }
 
-/* metadata.annotations should be a map; an EBD read from anywhere else (a
- * test, a broken server) can hold any JSON there. Items of an array have no
- * key: such annotations carry nothing to copy. */
-static void children_ignore_annotations_that_are_not_a_map(void **state)
+/* metadata.annotations is a map of strings (the apiserver stores nothing
+ * else); an EBD with anything else there does not decode, and the error
+ * names the member - what the reconcile reports as Installed=False - while
+ * null is no annotations: nothing to copy. */
+static void an_ebd_whose_annotations_are_not_a_map_does_not_decode(void **state)
 {
   static const char *const shapes[] = {
       ("[\"vfm-sim.ebdman.example.com/delay\", "
@@ -374,28 +376,36 @@ static void children_ignore_annotations_that_are_not_a_map(void **state)
       "{\"vfm-sim.ebdman.example.com/delay\":5,\"vfm-sim.ebdman.example.com/fail\":[1]}",
   };
   for(size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+    struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+    struct ebd e;
     char text[512];
+    kcr_err rc;
+
     snprintf(text, sizeof(text),
              "{\"apiVersion\":\"ebdman.example.com/v1alpha1\",\"kind\":\"EBD\","
              "\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"uid\":\"u-1\","
              "\"annotations\":%s},\"spec\":{\"vfm\":{\"image\":\"img\"}}}",
              shapes[i]);
-    cJSON *ebd = cJSON_Parse(text);
-    assert_non_null(ebd);
-    cJSON *cm = ebdman_configmap_for(ebd), *v = ebdman_vfm_for(ebd);
-    assert_non_null(cm);
-    assert_non_null(v);
-    assert_string_equal("a-config", kcr_json_str(cm, "/metadata/name"));
-    assert_string_equal("a", kcr_json_str(v, "/metadata/name"));
-    assert_string_equal("a", kcr_json_member_str(kcr_json_at(v, "/metadata/labels"),
-                                                 "ebdman.example.com/ebd"));
-    if(kcr_json_at(v, "/metadata/annotations") ||
-       kcr_json_at(cm, "/metadata/annotations"))
-      fail_msg("annotations %s: copied something", shapes[i]);
-    cJSON_Delete(cm);
-    cJSON_Delete(v);
-    cJSON_Delete(ebd);
+    rc = ebd_decode(text, strlen(text), 0, &ta, &e, &ei);
+    if(!strcmp(shapes[i], "null")) {
+      cJSON *ebd = cJSON_Parse(text), *cm = child_for(ebd, false),
+            *v = child_for(ebd, true);
+      assert_int_equal(KCR_OK, rc);
+      assert_non_null(cm);
+      assert_non_null(v);
+      assert_null(kcr_json_at(v, "/metadata/annotations"));
+      assert_null(kcr_json_at(cm, "/metadata/annotations"));
+      cJSON_Delete(cm);
+      cJSON_Delete(v);
+      cJSON_Delete(ebd);
+    } else {
+      assert_int_equal(KCR_EPARSE, rc);
+      if(!strstr(ei.message, "/metadata/annotations"))
+        fail_msg("annotations %s: %s", shapes[i], ei.message);
+    }
+    kcr_errinfo_cleanup(&ei);
   }
+  (void)state;
 }
 
 /* Without a name there is nothing to name the children after. */
@@ -404,7 +414,7 @@ static void an_ebd_without_a_name_has_no_children(void **state)
   cJSON *ebd = cJSON_Parse("{\"apiVersion\":\"ebdman.example.com/v1alpha1\",\"kind\":"
                            "\"EBD\",\"metadata\":{\"namespace\":\"ns\",\"uid\":\"u-1\"},"
                            "\"spec\":{\"vfm\":{\"image\":\"img\"}}}");
-  cJSON *cm = ebdman_configmap_for(ebd), *v = ebdman_vfm_for(ebd);
+  cJSON *cm = child_for(ebd, false), *v = child_for(ebd, true);
   assert_null(cm);
   assert_null(v);
   cJSON_Delete(ebd);
@@ -420,7 +430,7 @@ struct building {
 static bool build_children(void *ud)
 {
   struct building *b = ud;
-  cJSON *cm = ebdman_configmap_for(b->ebd), *v = ebdman_vfm_for(b->ebd);
+  cJSON *cm = child_for(b->ebd, false), *v = child_for(b->ebd, true);
   bool ok = (!cm || cJSON_Compare(cm, b->cm, 1)) && (!v || cJSON_Compare(v, b->vfm, 1));
   cJSON_Delete(cm);
   cJSON_Delete(v);
@@ -435,7 +445,7 @@ static void children_are_complete_or_null_when_memory_runs_out(void **state)
       "\"vfm-sim.ebdman.example.com/delay\":\"1s\",\"other\":\"x\","
       "\"vfm-sim.ebdman.example.com/fail\":\"no\"}},\"spec\":{\"vfm\":{"
       "\"image\":\"img\",\"replicas\":2,\"config\":{\"k\":\"v\"}}}}");
-  struct building b = {ebd, ebdman_configmap_for(ebd), ebdman_vfm_for(ebd)};
+  struct building b = {ebd, child_for(ebd, false), child_for(ebd, true)};
   assert_non_null(b.cm);
   assert_non_null(b.vfm);
   tfail_torture("ebdman_configmap_for/ebdman_vfm_for", build_children, &b);
@@ -444,10 +454,11 @@ static void children_are_complete_or_null_when_memory_runs_out(void **state)
   cJSON_Delete(ebd);
 }
 
-/* A cached VFM is observed as its tree says: from the text of its
- * status.conditions alone, and - for a text kcr_obj_spans cannot walk (a
- * spec nested deeper than it follows) - from the whole tree, not as a read
- * error. */
+/* A cached VFM is observed as its decoded text says, as the same VFM
+ * decoded from its tree; one that does not decode - a spec nested deeper
+ * than the typed decoder follows (KCR__JSON_SKIP_DEPTH; the apiserver
+ * prunes such unknown members of a VFM) - is a read error that says why,
+ * never a crash or a VFM taken as healthy. */
 static void a_cached_vfm_reads_as_its_tree(void **state)
 {
   for(int deep = 0; deep < 2; deep++)
@@ -455,8 +466,9 @@ static void a_cached_vfm_reads_as_its_tree(void **state)
       cJSON *v = ready == 2 ? vfm(3, NULL, NULL, NULL, 0)
                             : vfm(3, ready ? "True" : "False", ready ? "Ready" : "Failed",
                                   "m", 3),
-            *spec = cJSON_CreateObject(), *at = spec, *hold = NULL;
-      struct ebdman_observed a = {.generation = 1}, b = {.generation = 1};
+            *spec = cJSON_CreateObject(), *at = spec;
+      struct vfm hold;
+      struct ebdman_observed a = {.generation = 1}, b = {.generation = 1, .arena = &ta};
       struct kcr_cond ca[EBDMAN_NCOND], cb[EBDMAN_NCOND];
       kcr_obj *o = NULL;
 
@@ -465,23 +477,35 @@ static void a_cached_vfm_reads_as_its_tree(void **state)
       cJSON_AddItemToObject(v, "spec", spec);
       assert_int_equal(KCR_OK, kcr_json_set_str(v, "/metadata/name", "v"));
       assert_int_equal(KCR_OK, kcr_obj_from_json(v, 0, &o, NULL));
-      ebdman_observe_vfm(&a, v);
-      ebdman_observe_vfm_obj(&b, o, &hold);
-      assert_null(b.vfm_read_error);
-      assert_true(b.vfm_seen);
-      assert_int_equal(3, b.vfm_generation);
-      ebdman_conditions(&a, ca);
+      ebdman_observe_vfm_obj(&b, o, &ta, &hold);
       ebdman_conditions(&b, cb);
-      for(int i = 0; i < EBDMAN_NCOND - 1; i++) {
-        assert_string_equal(ca[i].status, cb[i].status);
-        assert_string_equal(ca[i].reason, cb[i].reason);
-        assert_string_equal(ca[i].message, cb[i].message);
+      if(deep) {
+        assert_non_null(b.vfm_read_error);
+        assert_non_null(strstr(b.vfm_read_error, "/spec"));
+        assert_string_equal("False", cb[EBDMAN_COND_VFM].status);
+        assert_string_equal("Error", cb[EBDMAN_COND_VFM].reason);
+      } else {
+        observe(&a, v);
+        ebdman_conditions(&a, ca);
+        assert_null(b.vfm_read_error);
+        assert_true(b.vfm_seen);
+        assert_int_equal(3, b.vfm_generation);
+        for(int i = 0; i < EBDMAN_NCOND - 1; i++) {
+          assert_string_equal(ca[i].status, cb[i].status);
+          assert_string_equal(ca[i].reason, cb[i].reason);
+          assert_string_equal(ca[i].message, cb[i].message);
+        }
       }
-      cJSON_Delete(hold);
       kcr_obj_unref(o);
       cJSON_Delete(v);
     }
   (void)state;
+}
+
+static int empty_ta(void **state)
+{
+  kcr_arena_cleanup(&ta);
+  return 0;
 }
 
 int main(void)
@@ -500,9 +524,9 @@ int main(void)
       cmocka_unit_test(failed_vfm_is_stalled_with_its_message),
       cmocka_unit_test(refused_install_is_stalled_with_the_reason),
       cmocka_unit_test(children_are_owned_and_named),
-      cmocka_unit_test(children_ignore_annotations_that_are_not_a_map),
+      cmocka_unit_test(an_ebd_whose_annotations_are_not_a_map_does_not_decode),
       cmocka_unit_test(an_ebd_without_a_name_has_no_children),
       cmocka_unit_test(children_are_complete_or_null_when_memory_runs_out),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return cmocka_run_group_tests(tests, NULL, empty_ta);
 }
