@@ -183,7 +183,8 @@ struct ebd_in {
   kcr_obj *o;
   struct kcr_span sp[SP_NSPAN];
   struct ebd typed; /* decoded when first needed (ebd_typed) */
-  kcr_err typed_rc; /* -1: not decoded yet */
+  bool decoded;     /* typed_rc says how decoding it went */
+  kcr_err typed_rc;
   const char *typed_error;
 };
 
@@ -192,7 +193,8 @@ struct ebd_in {
  * schema - the apiserver sends none - with in->typed_error saying why). */
 static const struct ebd *ebd_typed(struct ebd_in *in, struct kcr_arena *a, kcr_err *rc)
 {
-  if(in->typed_rc == (kcr_err)-1) {
+  if(!in->decoded) {
+    in->decoded = true;
     struct kcr_errinfo ei = KCR_ERRINFO_INIT;
     in->typed_rc = ebd_from_obj(in->o, 0, a, &in->typed, &ei);
     if(in->typed_rc)
@@ -678,8 +680,8 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
   struct kcr_cond conds[EBDMAN_NCOND];
   size_t nconds;
   enum kcr_write_result wr;
-  struct ebd_in in = {.o = kcr_store_ref(kcr_informer_store(e->ebds), req->ns, req->name),
-                      .typed_rc = (kcr_err)-1};
+  struct ebd_in in = {.o =
+                          kcr_store_ref(kcr_informer_store(e->ebds), req->ns, req->name)};
   kcr_obj *o = in.o, *vo;
   struct vfm vfm_hold;
   struct install icm = {0}, ivfm = {0};
