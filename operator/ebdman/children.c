@@ -260,6 +260,9 @@ static void put(char *out, size_t n, size_t *at, const char *fmt, ...)
   *at = k < 0 ? n : *at + (size_t)k;
 }
 
+/* s, or "" when it is no string (absent): never NULL to %.*s. */
+static struct kcr_str or_empty(struct kcr_str s) { return s.s ? s : kcr_str_c(""); }
+
 /* "Kind name (uid U)" of one ownerReference. */
 static void put_ref(char *out, size_t n, size_t *at,
                     const struct kcr_meta_v1_owner_reference *r)
@@ -324,7 +327,7 @@ void ebdman_child_conflict_msg(char *out, size_t n, const char *kind, const meta
     return;
   *out = '\0';
   put(out, n, &at, "%s %.*s/%.*s exists and is not this EBD's (", kind ? kind : "child",
-      KCR_STR_ARG(want->namespace_), KCR_STR_ARG(want->name));
+      KCR_STR_ARG(or_empty(want->namespace_)), KCR_STR_ARG(or_empty(want->name)));
   put_owners(out, n, &at, have);
   put_managers(out, n, &at, have);
   put(out, n, &at,

@@ -94,9 +94,9 @@ void ebdman_observe_vfm_obj(struct ebdman_observed *ob, const kcr_obj *vfm,
  * config) - always present, so an apply of an empty one removes what an
  * earlier one set. Strings are borrowed from ebd, arrays in a: keep both
  * while *out is in use.
- * Errors: KCR_EINVAL (ei says why: an EBD without metadata.name, or one
- * that cannot own - no apiVersion, kind or uid), KCR_ENOMEM; *out is then
- * not to be sent. Pure. */
+ * Errors: KCR_EINVAL (ei says why: an EBD without metadata.name or
+ * metadata.uid; the reference's apiVersion and kind are the generated
+ * constants), KCR_ENOMEM; *out is then not to be sent. Pure. */
 kcr_err ebdman_configmap_for(const struct ebd *ebd, struct kcr_arena *a,
                              struct core_v1_config_map *out, struct kcr_errinfo *ei);
 kcr_err ebdman_vfm_for(const struct ebd *ebd, struct kcr_arena *a, struct vfm *out,
@@ -176,7 +176,8 @@ kcr_err ebdman_child_precondition(struct kcr_meta_v1_object_meta *want,
 /* Writes to out[n] (always terminated when n > 0, cut when too long) the
  * Installed message for a child of kind `kind` that is someone else's:
  * want's namespace/name, have's controller or owners, the field managers
- * that wrote it (when have carries managedFields), and what to do. Pure. */
+ * that wrote it (when have carries managedFields), and what to do. want
+ * and have are not NULL; absent members read as empty. Pure. */
 void ebdman_child_conflict_msg(char *out, size_t n, const char *kind,
                                const struct kcr_meta_v1_object_meta *want,
                                const struct kcr_meta_v1_object_meta *have);

@@ -34,8 +34,9 @@
  * Never polls: VFMs and ConfigMaps are watched and map to their owner EBD.
  *
  * Errors: a child the server refuses (422 schema, 403 RBAC, 404 missing
- * CRD), and an EBD or a child read with a GET that does not decode as its
- * schema says (which the apiserver never sends), is reported as
+ * CRD), and - when a child has to be built - an EBD or a child read with a
+ * GET that does not decode as its schema says (which the apiserver never
+ * sends), is reported as
  * Installed=False/InstallFailed with the error and not retried until
  * something changes; a conflict waits for the other object to go (its
  * deletion wakes the EBD, or a re-check every 30 s when no informer of ours
@@ -170,11 +171,9 @@ static void install_cleanup(struct install *r) { kcr_obj_unref(r->seen); }
 /* The EBD being reconciled: its cached object, where in its text the parts
  * its children copy are (kcr_obj_spans of ebd_paths), and - when a child
  * has to be built - the object decoded. */
-enum { SP_NAME, SP_API_VERSION, SP_KIND, SP_VFM, SP_CONFIG, SP_ANNOTATIONS, SP_NSPAN };
+enum { SP_NAME, SP_VFM, SP_CONFIG, SP_ANNOTATIONS, SP_NSPAN };
 static const char *const ebd_paths[SP_NSPAN] = {
     [SP_NAME] = "/metadata/name",
-    [SP_API_VERSION] = "/apiVersion",
-    [SP_KIND] = "/kind",
     [SP_VFM] = "/spec/vfm",
     [SP_CONFIG] = "/spec/vfm/config",
     [SP_ANNOTATIONS] = "/metadata/annotations",
@@ -282,12 +281,6 @@ static void conflict(kcr_ctx *cx, const struct child *ch, const char *name, void
            KCR_S("kind", ch->kind), KCR_S("child", name), KCR_S("detail", msg));
 }
 
-/* Whether s is a string of one byte or more. */
-static bool string_span(const struct kcr_span *s)
-{
-  return s->at && *s->at == '"' && s->n > 2;
-}
-
 /* ebdman_child_kept_as_is on the cached child `have` and the EBD. */
 static bool kept_as_is(const struct child *ch, const struct ebd_in *ebd,
                        const kcr_obj *have)
@@ -295,10 +288,9 @@ static bool kept_as_is(const struct child *ch, const struct ebd_in *ebd,
   const char *paths[] = {"/metadata/name", ch->field, "/metadata/annotations"};
   struct kcr_span h[3];
 
-  /* The EBD's text could be followed, and a child can be built of it (its
-   * controller reference names the EBD's apiVersion and kind). */
-  if(!ebd->sp[SP_NAME].at || !string_span(&ebd->sp[SP_API_VERSION]) ||
-     !string_span(&ebd->sp[SP_KIND]))
+  /* The EBD's text could be followed and has a name (and, as
+   * ebdman_child_kept_as_is checks, a uid): a child can be built of it. */
+  if(!ebd->sp[SP_NAME].at)
     return false;
   kcr_obj_spans(have, paths, h, 3);
   return h[0].at && /* nor the child's: absence would say nothing */

@@ -1,18 +1,20 @@
 /* The operator's pure functions on any EBD: the children it applies
- * (ebdman_configmap_for, ebdman_vfm_for), the conditions it reports
+ * (ebdman_configmap_for, ebdman_vfm_for, on the EBD decoded as reconcile
+ * decodes it: a typed view of its stored text), the conditions it reports
  * (ebdman_conditions, with the input also standing for the VFM observed and
  * the message of its Installed condition for the server's refusal), and
  * `ebdman status`'s table, sort and watch bookkeeping.
  * Input: JSON, the EBD (an array: a list of EBDs for the table).
- * Checked: for an EBD with apiVersion, kind, metadata.name and
- * metadata.uid both children are built, named after it (ConfigMap
- * "<name>-config"), in its namespace, with exactly one ownerReference, the
- * controller one, to it, carrying its spec (VFM) and spec.vfm.config
- * (ConfigMap data) and no annotation without the vfm-sim prefix; every
- * condition computed passes kcr_cond_validate (what the status write
- * requires); a child the texts judge kept as is (ebdman_child_kept_as_is)
- * is one ebdman_child_plan keeps, for the child as made and for the input
- * standing for the cached child. */
+ * Checked: for an EBD that decodes, with metadata.name and metadata.uid,
+ * both children are built, named after it (ConfigMap "<name>-config"), in
+ * its namespace, with exactly one ownerReference, the controller one, to
+ * it, carrying its spec.vfm (VFM) and spec.vfm.config (ConfigMap data) and
+ * no annotation without the vfm-sim prefix; what is sent reads back the
+ * same and the cache can hold it; every condition computed passes
+ * kcr_cond_validate (what the status write requires); a child the texts
+ * judge kept as is (ebdman_child_kept_as_is) is one ebdman_child_plan
+ * keeps on the typed objects, for the child as made and for the input
+ * standing for the cached child (that decodes as its kind). */
 #include "ebdman.h"
 #include "fuzz.h"
 
@@ -27,131 +29,180 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
   return 0;
 }
 
-static void check_child(const cJSON *ebd, const cJSON *o, const char *kind,
-                        const char *want_name)
-{
-  const cJSON *refs = kcr_json_at(o, "/metadata/ownerReferences"), *ref, *a;
-  const char *ns = kcr_json_str(ebd, "/metadata/namespace");
-  kcr_obj *obj = NULL;
-  char *text;
-  cJSON *back = NULL;
+/* One kind of child, as reconcile.c's table has it. */
+struct kind {
+  const struct kcr_type *type;
+  const char *kind, *suffix, *field, *src;
+  kcr_err (*build)(const struct ebd *, struct kcr_arena *, void *, struct kcr_errinfo *);
+  bool (*same)(const void *have, const void *want);
+};
 
-  FUZZ_CHECK(!strcmp(kcr_json_str(o, "/kind"), kind));
-  if(want_name)
-    FUZZ_CHECK(!strcmp(kcr_json_str(o, "/metadata/name"), want_name));
-  FUZZ_CHECK(!ns == !kcr_json_str(o, "/metadata/namespace"));
-  FUZZ_CHECK(!ns || !strcmp(ns, kcr_json_str(o, "/metadata/namespace")));
-  FUZZ_CHECK(cJSON_GetArraySize(refs) == 1);
-  ref = cJSON_GetArrayItem(refs, 0);
-  FUZZ_CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ref, "controller")));
-  FUZZ_CHECK(!strcmp(kcr_json_str(ref, "/uid"), kcr_json_str(ebd, "/metadata/uid")));
-  FUZZ_CHECK(!strcmp(kcr_json_str(ref, "/name"), kcr_json_str(ebd, "/metadata/name")));
-  cJSON_ArrayForEach(a, kcr_json_at(o, "/metadata/annotations"))
-  {
-    FUZZ_CHECK(!strncmp(a->string, EBDMAN_VFM_ANNOTATION_PREFIX,
-                        strlen(EBDMAN_VFM_ANNOTATION_PREFIX)));
-  }
-  /* What is sent reads back the same, and the cache can hold it. */
-  text = kcr_json_to_text(o);
-  FUZZ_CHECK(text);
-  FUZZ_CHECK(kcr_json_parse(text, strlen(text), &back, NULL) == KCR_OK);
-  FUZZ_CHECK(fuzz_same_json(back, o));
+static kcr_err build_cm(const struct ebd *e, struct kcr_arena *a, void *out,
+                        struct kcr_errinfo *ei)
+{
+  return ebdman_configmap_for(e, a, out, ei);
+}
+
+static kcr_err build_vfm(const struct ebd *e, struct kcr_arena *a, void *out,
+                         struct kcr_errinfo *ei)
+{
+  return ebdman_vfm_for(e, a, out, ei);
+}
+
+static bool same_cm(const void *h, const void *w) { return ebdman_configmap_same(h, w); }
+
+static bool same_vfm(const void *h, const void *w) { return ebdman_vfm_same(h, w); }
+
+static const struct kind kinds[] = {
+    {&core_v1_config_map_type, "ConfigMap", "-config", "/data", "/spec/vfm/config",
+     build_cm, same_cm},
+    {&vfm_type, "VFM", "", "/spec", "/spec/vfm", build_vfm, same_vfm},
+};
+
+static struct kcr_meta_v1_object_meta *meta(const struct kind *k, void *o)
+{
+  return o ? (struct kcr_meta_v1_object_meta *)kcr_typed_meta(k->type, o) : NULL;
+}
+
+/* The child c built of e (tree: ebd) as sent: its text; checks what it says. */
+static char *check_child(const struct kind *k, const struct ebd *e, void *c)
+{
+  const struct kcr_meta_v1_object_meta *m = meta(k, c);
+  struct kcr_buf b = KCR_BUF_INIT;
+  size_t sl = strlen(k->suffix);
+  cJSON *back = NULL;
+  kcr_obj *obj = NULL;
+
+  FUZZ_CHECK(m->name.n == e->metadata.name.n + sl &&
+             !memcmp(m->name.s, e->metadata.name.s, e->metadata.name.n) &&
+             !memcmp(m->name.s + e->metadata.name.n, k->suffix, sl));
+  FUZZ_CHECK(m->has_namespace_ == e->metadata.has_namespace_ &&
+             (!m->has_namespace_ || kcr_str_same(m->namespace_, e->metadata.namespace_)));
+  FUZZ_CHECK(m->owner_references.n == 1);
+  const struct kcr_meta_v1_owner_reference *r = &m->owner_references.v[0];
+  FUZZ_CHECK(r->controller && kcr_str_same(r->uid, e->metadata.uid) &&
+             kcr_str_same(r->name, e->metadata.name));
+  for(size_t i = 0; i < m->annotations.n; i++)
+    FUZZ_CHECK(m->annotations.k[i].n >= strlen(EBDMAN_VFM_ANNOTATION_PREFIX) &&
+               !memcmp(m->annotations.k[i].s, EBDMAN_VFM_ANNOTATION_PREFIX,
+                       strlen(EBDMAN_VFM_ANNOTATION_PREFIX)));
+  /* What is sent is JSON, of the kind, and the cache can hold it. */
+  FUZZ_CHECK(kcr_typed_encode(k->type, c, &b, NULL) == KCR_OK);
+  FUZZ_CHECK(kcr_json_parse(b.ptr, b.len, &back, NULL) == KCR_OK);
+  FUZZ_CHECK(!strcmp(kcr_json_str(back, "/kind"), k->kind));
   /* (A name that is empty as a C string: "\u0000x" is never served.) */
-  if(*kcr_json_str(o, "/metadata/name")) {
-    FUZZ_CHECK(kcr_obj_from_json(o, 0, &obj, NULL) == KCR_OK);
+  if(*kcr_json_str(back, "/metadata/name")) {
+    FUZZ_CHECK(kcr_obj_from_json(back, 0, &obj, NULL) == KCR_OK);
     kcr_obj_unref(obj);
   }
   cJSON_Delete(back);
-  free(text);
+  return kcr_buf_take(&b);
 }
 
 /* The text judges a child kept as is (ebdman_child_kept_as_is) only where
- * the trees do (ebdman_child_plan KEEP), as reconcile reads them: the EBD
- * and the child from their stored texts, the child wanted built from the
- * stored EBD - for the child as made, and for the input itself standing
- * for the cached child (without a key twice in it, which the API server
- * never sends). */
-static void judged_by_text(const cJSON *ebd, cJSON *(*build)(const cJSON *),
-                           const char *field, const char *src)
+ * the typed objects do (ebdman_child_plan KEEP), as reconcile reads them:
+ * the EBD and the cached child as views of their stored texts, the child
+ * wanted built from the EBD - for the child as made (text), and for the
+ * input itself standing for the cached child (without a key twice in it,
+ * which the API server never sends). */
+static void judged_by_text(const struct kind *k, kcr_obj *eo, const struct ebd *e,
+                           void *want, const char *text, const cJSON *input,
+                           struct kcr_arena *a)
 {
-  const char *ep[] = {"/metadata/name", src, "/metadata/annotations"},
-             *hp[] = {"/metadata/name", field, "/metadata/annotations"};
-  struct kcr_span e[3], h[3];
-  kcr_obj *eo = NULL, *ho = NULL;
-  cJSON *et = NULL, *want;
+  const char *ep[] = {"/metadata/name", k->src, "/metadata/annotations"},
+             *hp[] = {"/metadata/name", k->field, "/metadata/annotations"};
+  struct kcr_span es[3], h[3];
+  cJSON *made = NULL;
 
-  if(kcr_obj_from_json(ebd, 0, &eo, NULL))
-    return;
-  FUZZ_CHECK(kcr_obj_parse(eo, &et) == KCR_OK);
-  kcr_obj_spans(eo, ep, e, 3);
-  want = build(et);
-  const cJSON *haves[] = {want, ebd};
-  for(int i = 0; i < 2 && want; i++) {
-    cJSON *ht = NULL;
-    if(kcr_obj_from_json(haves[i], 0, &ho, NULL))
+  (void)e;
+  kcr_obj_spans(eo, ep, es, 3);
+  FUZZ_CHECK(kcr_json_parse(text, strlen(text), &made, NULL) == KCR_OK);
+  const cJSON *haves[] = {made, input};
+  for(int i = 0; i < 2; i++) {
+    kcr_obj *ho = NULL;
+    size_t len;
+    void *have;
+    if(fuzz_has_duplicate_keys_deep(haves[i]) ||
+       kcr_obj_from_json(haves[i], 0, &ho, NULL))
       continue;
     kcr_obj_spans(ho, hp, h, 3);
-    FUZZ_CHECK(kcr_obj_parse(ho, &ht) == KCR_OK);
-    /* (identical content with a key twice is no match for cJSON_Compare:
-     * the API server never sends one) */
-    if(e[0].at && h[0].at && !fuzz_has_duplicate_keys_deep(ht) &&
-       ebdman_child_kept_as_is(kcr_obj_uid(eo), &e[1], &e[2], kcr_obj_controller(ho)->uid,
-                               &h[1], &h[2]))
-      FUZZ_CHECK(ebdman_child_plan(ht, want, field) == EBDMAN_CHILD_KEEP);
-    cJSON_Delete(ht);
+    if(es[0].at && h[0].at &&
+       ebdman_child_kept_as_is(kcr_obj_uid(eo), &es[1], &es[2],
+                               kcr_obj_controller(ho)->uid, &h[1], &h[2])) {
+      const char *json = kcr_obj_json(ho, &len);
+      FUZZ_CHECK((have = kcr_arena_alloc(a, k->type->size)));
+      /* (a child that does not decode as its kind - labels that are no
+       * map of strings ... - is one the apiserver never sends) */
+      if(!kcr_typed_decode(k->type, json, len, KCR_TYPED_TRUSTED, a, have, NULL))
+        FUZZ_CHECK(ebdman_child_plan(meta(k, have), meta(k, want), k->same(have, want)) ==
+                   EBDMAN_CHILD_KEEP);
+    }
     kcr_obj_unref(ho);
   }
-  cJSON_Delete(want);
-  cJSON_Delete(et);
+  cJSON_Delete(made);
+}
+
+static void children(const cJSON *doc)
+{
+  struct kcr_arena a = KCR_ARENA_INIT;
+  kcr_obj *eo = NULL;
+  struct ebd e;
+
+  if(kcr_obj_from_json(doc, 0, &eo, NULL))
+    return;
+  if(ebd_from_obj(eo, 0, &a, &e, NULL) == KCR_OK) {
+    for(size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+      const struct kind *k = &kinds[i];
+      void *c = kcr_arena_alloc(&a, k->type->size);
+      FUZZ_CHECK(c);
+      kcr_err rc = k->build(&e, &a, c, NULL);
+      if(e.metadata.name.n && e.metadata.uid.n)
+        FUZZ_CHECK(rc == KCR_OK);
+      if(rc)
+        continue;
+      /* the content is the EBD's */
+      if(i == 0)
+        FUZZ_CHECK(
+            kcr_strmap_same(&((struct core_v1_config_map *)c)->data, &e.spec.vfm.config));
+      else {
+        const struct vfm_spec *s = &((struct vfm *)c)->spec;
+        FUZZ_CHECK(s->has_image == e.spec.vfm.has_image &&
+                   kcr_str_same(s->image, e.spec.vfm.image) &&
+                   s->has_replicas == e.spec.vfm.has_replicas &&
+                   s->replicas == e.spec.vfm.replicas &&
+                   s->has_config == e.spec.vfm.has_config &&
+                   kcr_strmap_same(&s->config, &e.spec.vfm.config));
+      }
+      char *text = check_child(k, &e, c);
+      judged_by_text(k, eo, &e, c, text, doc, &a);
+      free(text);
+    }
+  }
+  kcr_arena_cleanup(&a);
   kcr_obj_unref(eo);
 }
 
-static void children(const cJSON *ebd)
-{
-  const char *name = kcr_json_str(ebd, "/metadata/name");
-  const char *uid = kcr_json_str(ebd, "/metadata/uid");
-  cJSON *cm = ebdman_configmap_for(ebd), *vfm = ebdman_vfm_for(ebd);
-  const cJSON *spec = kcr_json_at(ebd, "/spec/vfm");
-  const cJSON *cfg = kcr_json_at(ebd, "/spec/vfm/config");
-  char cm_name[512];
-
-  if(name && uid && *uid && kcr_json_str(ebd, "/apiVersion") &&
-     kcr_json_str(ebd, "/kind")) {
-    FUZZ_CHECK(cm && vfm);
-  }
-  if(cm) {
-    snprintf(cm_name, sizeof(cm_name), "%s-config", name);
-    check_child(ebd, cm, "ConfigMap", strlen(name) <= 253 ? cm_name : NULL);
-    if(cJSON_IsObject(cfg))
-      FUZZ_CHECK(fuzz_same_json(kcr_json_at(cm, "/data"), cfg));
-    judged_by_text(ebd, ebdman_configmap_for, "/data", "/spec/vfm/config");
-  }
-  if(vfm) {
-    check_child(ebd, vfm, "VFM", name);
-    if(cJSON_IsObject(spec))
-      FUZZ_CHECK(fuzz_same_json(kcr_json_at(vfm, "/spec"), spec));
-    judged_by_text(ebd, ebdman_vfm_for, "/spec", "/spec/vfm");
-  }
-  cJSON_Delete(cm);
-  cJSON_Delete(vfm);
-}
-
-static void conditions(const cJSON *ebd)
+static void conditions(const cJSON *doc)
 {
   struct kcr_cond installed, out[EBDMAN_NCOND];
-  struct kcr_arena arena = KCR_ARENA_INIT;
+  struct kcr_arena arena = KCR_ARENA_INIT, decoded = KCR_ARENA_INIT;
   struct ebdman_observed ob = {.generation =
-                                   kcr_json_int(ebd, "/metadata/generation", 0)};
-  bool had_installed = kcr_cond_get(kcr_json_at(ebd, "/status/conditions"), "Installed",
+                                   kcr_json_int(doc, "/metadata/generation", 0)};
+  bool had_installed = kcr_cond_get(kcr_json_at(doc, "/status/conditions"), "Installed",
                                     &installed) == KCR_OK;
+  char *text = kcr_json_to_text(doc);
+  struct vfm v;
+  bool is_vfm;
 
+  FUZZ_CHECK(text);
+  is_vfm = vfm_decode(text, strlen(text), KCR_TYPED_COPY, &decoded, &v, NULL) == KCR_OK;
   if(ob.generation < 0) /* the API server never serves one */
     ob.generation = 0;
   for(int variant = 0; variant < 4; variant++) {
     ob.install_failed = variant == 1;
     ob.install_error = variant == 1 && had_installed ? installed.message : NULL;
     ob.applied_new_spec = variant == 2;
-    ebdman_observe_vfm(&ob, variant == 3 ? NULL : ebd);
+    ebdman_observe_vfm(&ob, variant == 3 || !is_vfm ? NULL : &v);
     ob.vfm_read_error = variant == 3 && had_installed ? installed.message : NULL;
     ob.arena = variant & 1 ? &arena : NULL; /* where long messages are cut */
     size_t n = ebdman_conditions(&ob, out);
@@ -165,6 +216,8 @@ static void conditions(const cJSON *ebd)
       kcr_errinfo_cleanup(&ei);
     }
   }
+  free(text);
+  kcr_arena_cleanup(&decoded);
   kcr_arena_cleanup(&arena);
 }
 

@@ -3,8 +3,10 @@
  * objects (kcr-gen's ConfigMap, VFM, EBD); the tests make their cases as
  * trees, which these turn into typed objects - decoded from the tree's
  * text, as the cache's or the apiserver's text is - before they call
- * ebdman, and turn what ebdman builds back into trees. Everything they
- * decode lives in ta, which the including test empties. */
+ * ebdman, and turn what ebdman builds back into trees. What they decode
+ * are views, as reconcile decodes the cache's objects: they borrow from
+ * objects made of the trees (kcr_obj_from_json), held - with the arena ta
+ * - until the including test's teardown calls adapt_cleanup. */
 #ifndef EBDMAN_ADAPT_H
 #define EBDMAN_ADAPT_H
 
@@ -14,28 +16,66 @@
 #include "ebdman.h"
 #include "tfail.h"
 
-static struct kcr_arena ta = KCR_ARENA_INIT; /* emptied by teardown */
+static struct kcr_arena ta = KCR_ARENA_INIT;
+static kcr_obj **held; /* what the views borrow from */
+static size_t nheld, capheld;
 
-/* j decoded as a t (a copy in ta) into *out; NULL j: *out NULL, KCR_OK. */
-static inline kcr_err typed_try(const struct kcr_type *t, const cJSON *j, void **out)
+static inline void adapt_cleanup(void)
 {
-  char *text;
+  kcr_objs_unref(held, nheld); /* the references and the array */
+  held = NULL;
+  nheld = capheld = 0;
+  kcr_arena_cleanup(&ta);
+}
+
+/* j decoded as a t into *out: with view, as the cache's objects are - a
+ * view of the text of an object made of j (held; the cache's copy has no
+ * managedFields), or, for a tree no cache would hold (no metadata.name), a
+ * copy of its printed text - else as a GET's answer is, a copy of the
+ * printed text (allocating nothing that outlives the call but in ta); in
+ * ta. NULL j: *out NULL, KCR_OK. */
+static inline kcr_err typed_as(const struct kcr_type *t, const cJSON *j, void **out,
+                               bool view)
+{
+  kcr_obj *o = NULL;
+  const char *json;
+  char *text = NULL;
+  size_t len;
   kcr_err rc;
 
   *out = NULL;
   if(!j)
     return KCR_OK;
   tfail_exempt(true);
-  text = cJSON_PrintUnformatted(j);
+  if(view && kcr_obj_from_json(j, 0, &o, NULL) == KCR_OK) {
+    if(nheld == capheld) {
+      capheld = capheld ? 2 * capheld : 64;
+      held = realloc(held, capheld * sizeof(*held));
+    }
+    assert_non_null(held);
+    held[nheld++] = o;
+    json = kcr_obj_json(o, &len);
+  } else {
+    text = cJSON_PrintUnformatted(j);
+    assert_non_null(text);
+    json = text;
+    len = strlen(text);
+  }
   *out = kcr_arena_alloc(&ta, t->size);
   tfail_exempt(false);
-  assert_non_null(text);
   assert_non_null(*out);
-  rc = kcr_typed_decode(t, text, strlen(text), KCR_TYPED_COPY, &ta, *out, NULL);
+  rc = kcr_typed_decode(t, json, len, o ? KCR_TYPED_TRUSTED : KCR_TYPED_COPY, &ta, *out,
+                        NULL);
   free(text);
   if(rc)
     *out = NULL;
   return rc;
+}
+
+/* typed_as, as the cache's objects are decoded (a view). */
+static inline kcr_err typed_try(const struct kcr_type *t, const cJSON *j, void **out)
+{
+  return typed_as(t, j, out, true);
 }
 
 static inline const struct kcr_type *type_of(const char *field)
@@ -104,7 +144,7 @@ static inline void conflict_msg(char *out, size_t n, const cJSON *want, const cJ
              *field = strcmp(kind, "VFM") ? "/data" : "/spec";
   void *h, *w;
 
-  assert_int_equal(KCR_OK, typed_try(type_of(field), have, &h));
+  assert_int_equal(KCR_OK, typed_as(type_of(field), have, &h, false)); /* a GET's */
   assert_int_equal(KCR_OK, typed_try(type_of(field), want, &w));
   ebdman_child_conflict_msg(out, n, kind, meta_of(field, w), meta_of(field, h));
 }
@@ -124,7 +164,7 @@ static inline cJSON *child_for(const cJSON *ebd, bool vfm)
   c = kcr_arena_alloc(&ta, t->size);
   tfail_exempt(false);
   assert_non_null(c);
-  if(typed_try(&ebd_type, ebd, &e))
+  if(typed_as(&ebd_type, ebd, &e, false)) /* (a copy: run under the torture) */
     return NULL;
   rc = vfm ? ebdman_vfm_for(e, &ta, c, NULL) : ebdman_configmap_for(e, &ta, c, NULL);
   if(rc)

@@ -48,7 +48,7 @@ static int teardown(void **state)
   cJSON_Delete(f->ebd);
   cJSON_Delete(f->cm);
   cJSON_Delete(f->vfm);
-  kcr_arena_cleanup(&ta);
+  adapt_cleanup();
   return 0;
 }
 

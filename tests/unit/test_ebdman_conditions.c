@@ -504,7 +504,7 @@ static void a_cached_vfm_reads_as_its_tree(void **state)
 
 static int empty_ta(void **state)
 {
-  kcr_arena_cleanup(&ta);
+  adapt_cleanup();
   return 0;
 }
 
