@@ -193,6 +193,45 @@ kcr_err ebdman_vfm_for(const struct ebd *ebd, struct kcr_arena *a, struct vfm *o
   return child_meta(ebd, a, ebd->metadata.name, &out->metadata, ei);
 }
 
+static kcr_err build_cm(const struct ebd *ebd, struct kcr_arena *a, void *out,
+                        struct kcr_errinfo *ei)
+{
+  return ebdman_configmap_for(ebd, a, out, ei);
+}
+
+static kcr_err build_vfm(const struct ebd *ebd, struct kcr_arena *a, void *out,
+                         struct kcr_errinfo *ei)
+{
+  return ebdman_vfm_for(ebd, a, out, ei);
+}
+
+static bool same_cm(const void *have, const void *want)
+{
+  return ebdman_configmap_same(have, want);
+}
+
+static bool same_vfm(const void *have, const void *want)
+{
+  return ebdman_vfm_same(have, want);
+}
+
+const struct ebdman_child_kind ebdman_child_configmap = {.gvr = &ebdman_configmaps,
+                                                         .type = &core_v1_config_map_type,
+                                                         .kind = "ConfigMap",
+                                                         .suffix = "-config",
+                                                         .field = "/data",
+                                                         .src = "/spec/vfm/config",
+                                                         .build = build_cm,
+                                                         .same = same_cm};
+const struct ebdman_child_kind ebdman_child_vfm = {.gvr = &ebdman_vfms,
+                                                   .type = &vfm_type,
+                                                   .kind = "VFM",
+                                                   .suffix = "",
+                                                   .field = "/spec",
+                                                   .src = "/spec/vfm",
+                                                   .build = build_vfm,
+                                                   .same = same_vfm};
+
 static bool empty_map(const struct kcr_span *s)
 {
   return s->n == 2 && !memcmp(s->at, "{}", 2);

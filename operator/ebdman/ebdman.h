@@ -121,6 +121,25 @@ enum ebdman_child_plan {
  * deleted (403 with cause NamespaceTerminating). */
 #define EBDMAN_REASON_NAMESPACE_TERMINATING "NamespaceTerminating"
 
+/* One kind of child, for code that handles both alike (reconcile.c, the
+ * fuzz target, the unit tests): its resource and type, what its name adds
+ * to the EBD's, its content (field, a copy of the EBD's part src - paths),
+ * how it is built (ebdman_configmap_for / ebdman_vfm_for, out a t->size
+ * object) and how a stored copy's content is compared with the wanted one
+ * (ebdman_configmap_same / ebdman_vfm_same). */
+struct ebdman_child_kind {
+  const struct kcr_gvr *gvr;
+  const struct kcr_type *type;
+  const char *kind;   /* "ConfigMap", "VFM" */
+  const char *suffix; /* "-config", "" */
+  const char *field;  /* "/data", "/spec" */
+  const char *src;    /* "/spec/vfm/config", "/spec/vfm" */
+  kcr_err (*build)(const struct ebd *ebd, struct kcr_arena *a, void *out,
+                   struct kcr_errinfo *ei);
+  bool (*same)(const void *have, const void *want);
+};
+extern const struct ebdman_child_kind ebdman_child_configmap, ebdman_child_vfm;
+
 /* What the caches of the children keep (kcr_informer_opts.keep), besides
  * the metadata every cache keeps (name, uid, generation, ownerReferences
  * ...): the content and the propagated annotations ebdman_child_plan

@@ -205,68 +205,15 @@ static const struct ebd *ebd_typed(struct ebd_in *in, struct kcr_arena *a, kcr_e
   return in->typed_rc ? NULL : &in->typed;
 }
 
-/* One kind of child: its resource and type, what its name adds to the
- * EBD's, its content (a copy of a part of the EBD), how it is built and
- * compared. */
-struct child {
-  const struct kcr_gvr *gvr;
-  const struct kcr_type *type;
-  const char *kind;
-  const char *suffix;
-  const char *field; /* the content: "/data", "/spec" */
-  int src;           /* the EBD's part it copies: SP_CONFIG, SP_VFM */
-  kcr_err (*build)(const struct ebd *ebd, struct kcr_arena *a, void *out,
-                   struct kcr_errinfo *ei);
-  bool (*same)(const void *have, const void *want);
-};
-
-static kcr_err build_cm(const struct ebd *ebd, struct kcr_arena *a, void *out,
-                        struct kcr_errinfo *ei)
-{
-  return ebdman_configmap_for(ebd, a, out, ei);
-}
-
-static kcr_err build_vfm(const struct ebd *ebd, struct kcr_arena *a, void *out,
-                         struct kcr_errinfo *ei)
-{
-  return ebdman_vfm_for(ebd, a, out, ei);
-}
-
-static bool same_cm(const void *have, const void *want)
-{
-  return ebdman_configmap_same(have, want);
-}
-
-static bool same_vfm(const void *have, const void *want)
-{
-  return ebdman_vfm_same(have, want);
-}
-
-static const struct child child_cm = {.gvr = &ebdman_configmaps,
-                                      .type = &core_v1_config_map_type,
-                                      .kind = "ConfigMap",
-                                      .suffix = "-config",
-                                      .field = "/data",
-                                      .src = SP_CONFIG,
-                                      .build = build_cm,
-                                      .same = same_cm};
-static const struct child child_vfm = {.gvr = &ebdman_vfms,
-                                       .type = &vfm_type,
-                                       .kind = "VFM",
-                                       .suffix = "",
-                                       .field = "/spec",
-                                       .src = SP_VFM,
-                                       .build = build_vfm,
-                                       .same = same_vfm};
-
 /* The metadata of a child of ch's type (every kind kcr-gen writes has it). */
-static struct kcr_meta_v1_object_meta *meta_of(const struct child *ch, void *obj)
+static struct kcr_meta_v1_object_meta *meta_of(const struct ebdman_child_kind *ch,
+                                               void *obj)
 {
   return obj ? (struct kcr_meta_v1_object_meta *)kcr_typed_meta(ch->type, obj) : NULL;
 }
 
-static void conflict(kcr_ctx *cx, const struct child *ch, const char *name, void *want,
-                     void *have, bool in_cache, struct install *r)
+static void conflict(kcr_ctx *cx, const struct ebdman_child_kind *ch, const char *name,
+                     void *want, void *have, bool in_cache, struct install *r)
 {
   char msg[1024];
 
@@ -281,8 +228,18 @@ static void conflict(kcr_ctx *cx, const struct child *ch, const char *name, void
            KCR_S("kind", ch->kind), KCR_S("child", name), KCR_S("detail", msg));
 }
 
+/* The span of the EBD's part at path src, or NULL when it is none of
+ * ebd_paths (then nothing is judged by the text). */
+static const struct kcr_span *src_span(const struct ebd_in *ebd, const char *src)
+{
+  for(int i = 0; i < SP_NSPAN; i++)
+    if(!strcmp(ebd_paths[i], src))
+      return &ebd->sp[i];
+  return NULL;
+}
+
 /* ebdman_child_kept_as_is on the cached child `have` and the EBD. */
-static bool kept_as_is(const struct child *ch, const struct ebd_in *ebd,
+static bool kept_as_is(const struct ebdman_child_kind *ch, const struct ebd_in *ebd,
                        const kcr_obj *have)
 {
   const char *paths[] = {"/metadata/name", ch->field, "/metadata/annotations"};
@@ -290,18 +247,18 @@ static bool kept_as_is(const struct child *ch, const struct ebd_in *ebd,
 
   /* The EBD's text could be followed and has a name (and, as
    * ebdman_child_kept_as_is checks, a uid): a child can be built of it. */
-  if(!ebd->sp[SP_NAME].at)
+  if(!ebd->sp[SP_NAME].at || !src_span(ebd, ch->src))
     return false;
   kcr_obj_spans(have, paths, h, 3);
   return h[0].at && /* nor the child's: absence would say nothing */
-         ebdman_child_kept_as_is(kcr_obj_uid(ebd->o), &ebd->sp[ch->src],
+         ebdman_child_kept_as_is(kcr_obj_uid(ebd->o), src_span(ebd, ch->src),
                                  &ebd->sp[SP_ANNOTATIONS], kcr_obj_controller(have)->uid,
                                  &h[1], &h[2]);
 }
 
 /* A new object of ch's type in the reconcile's arena (not zeroed: decoding
  * and building zero it), or NULL. */
-static void *new_child(kcr_ctx *cx, const struct child *ch)
+static void *new_child(kcr_ctx *cx, const struct ebdman_child_kind *ch)
 {
   return kcr_arena_alloc(kcr_ctx_arena(cx), ch->type->size);
 }
@@ -319,7 +276,8 @@ static void *new_child(kcr_ctx *cx, const struct child *ch)
  * child that does not decode; in every case the caller releases r with
  * install_cleanup. */
 static kcr_err install(kcr_ctx *cx, kcr_written *wrote, kcr_informer *inf,
-                       const struct child *ch, struct ebd_in *ebd, struct install *r)
+                       const struct ebdman_child_kind *ch, struct ebd_in *ebd,
+                       struct install *r)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   struct kcr_arena *a = kcr_ctx_arena(cx);
@@ -686,9 +644,9 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
   kcr_obj_spans(o, ebd_paths, in.sp, SP_NSPAN);
   ob.generation = kcr_obj_generation(o);
   ob.arena = kcr_ctx_arena(cx);
-  rc = install(cx, e->wrote, e->cms, &child_cm, &in, &icm);
+  rc = install(cx, e->wrote, e->cms, &ebdman_child_configmap, &in, &icm);
   if(!rc && !icm.failed)
-    rc = install(cx, e->wrote, e->vfms, &child_vfm, &in, &ivfm);
+    rc = install(cx, e->wrote, e->vfms, &ebdman_child_vfm, &in, &ivfm);
   if(rc)
     goto out; /* transient: retried with backoff */
   if(icm.failed || ivfm.failed) {

@@ -29,43 +29,16 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
   return 0;
 }
 
-/* One kind of child, as reconcile.c's table has it. */
-struct kind {
-  const struct kcr_type *type;
-  const char *kind, *suffix, *field, *src;
-  kcr_err (*build)(const struct ebd *, struct kcr_arena *, void *, struct kcr_errinfo *);
-  bool (*same)(const void *have, const void *want);
-};
+static const struct ebdman_child_kind *const kinds[] = {&ebdman_child_configmap,
+                                                        &ebdman_child_vfm};
 
-static kcr_err build_cm(const struct ebd *e, struct kcr_arena *a, void *out,
-                        struct kcr_errinfo *ei)
-{
-  return ebdman_configmap_for(e, a, out, ei);
-}
-
-static kcr_err build_vfm(const struct ebd *e, struct kcr_arena *a, void *out,
-                         struct kcr_errinfo *ei)
-{
-  return ebdman_vfm_for(e, a, out, ei);
-}
-
-static bool same_cm(const void *h, const void *w) { return ebdman_configmap_same(h, w); }
-
-static bool same_vfm(const void *h, const void *w) { return ebdman_vfm_same(h, w); }
-
-static const struct kind kinds[] = {
-    {&core_v1_config_map_type, "ConfigMap", "-config", "/data", "/spec/vfm/config",
-     build_cm, same_cm},
-    {&vfm_type, "VFM", "", "/spec", "/spec/vfm", build_vfm, same_vfm},
-};
-
-static struct kcr_meta_v1_object_meta *meta(const struct kind *k, void *o)
+static struct kcr_meta_v1_object_meta *meta(const struct ebdman_child_kind *k, void *o)
 {
   return o ? (struct kcr_meta_v1_object_meta *)kcr_typed_meta(k->type, o) : NULL;
 }
 
 /* The child c built of e (tree: ebd) as sent: its text; checks what it says. */
-static char *check_child(const struct kind *k, const struct ebd *e, void *c)
+static char *check_child(const struct ebdman_child_kind *k, const struct ebd *e, void *c)
 {
   const struct kcr_meta_v1_object_meta *m = meta(k, c);
   struct kcr_buf b = KCR_BUF_INIT;
@@ -105,9 +78,9 @@ static char *check_child(const struct kind *k, const struct ebd *e, void *c)
  * wanted built from the EBD - for the child as made (text), and for the
  * input itself standing for the cached child (without a key twice in it,
  * which the API server never sends). */
-static void judged_by_text(const struct kind *k, kcr_obj *eo, const struct ebd *e,
-                           void *want, const char *text, const cJSON *input,
-                           struct kcr_arena *a)
+static void judged_by_text(const struct ebdman_child_kind *k, kcr_obj *eo,
+                           const struct ebd *e, void *want, const char *text,
+                           const cJSON *input, struct kcr_arena *a)
 {
   const char *ep[] = {"/metadata/name", k->src, "/metadata/annotations"},
              *hp[] = {"/metadata/name", k->field, "/metadata/annotations"};
@@ -152,7 +125,7 @@ static void children(const cJSON *doc)
     return;
   if(ebd_from_obj(eo, 0, &a, &e, NULL) == KCR_OK) {
     for(size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-      const struct kind *k = &kinds[i];
+      const struct ebdman_child_kind *k = kinds[i];
       void *c = kcr_arena_alloc(&a, k->type->size);
       FUZZ_CHECK(c);
       kcr_err rc = k->build(&e, &a, c, NULL);

@@ -78,9 +78,16 @@ static inline kcr_err typed_try(const struct kcr_type *t, const cJSON *j, void *
   return typed_as(t, j, out, true);
 }
 
+/* The kind of child whose content is at field ("/data", "/spec"). */
+static inline const struct ebdman_child_kind *kind_of(const char *field)
+{
+  return !strcmp(field, ebdman_child_configmap.field) ? &ebdman_child_configmap
+                                                      : &ebdman_child_vfm;
+}
+
 static inline const struct kcr_type *type_of(const char *field)
 {
-  return !strcmp(field, "/data") ? &core_v1_config_map_type : &vfm_type;
+  return kind_of(field)->type;
 }
 
 static inline struct kcr_meta_v1_object_meta *meta_of(const char *field, void *o)
@@ -90,8 +97,7 @@ static inline struct kcr_meta_v1_object_meta *meta_of(const char *field, void *o
 
 static inline bool same_typed(const void *have, const void *want, const char *field)
 {
-  return !strcmp(field, "/data") ? ebdman_configmap_same(have, want)
-                                 : ebdman_vfm_same(have, want);
+  return kind_of(field)->same(have, want);
 }
 
 /* ebdman_child_plan on the trees have (NULL: absent; one that does not
