@@ -368,10 +368,10 @@ KCR_API kcr_err kcr_typed_apply(kcr_client *c, const struct kcr_type *t,
 
 /* kcr_typed_apply for a caller that needs nothing of the answer but the
  * applied object's metadata.resourceVersion (to know when its cache holds
- * its own write - kcr/written.h - as kcr_apply_rv does for a tree): the
- * answer is not decoded. *rv is a new string (free it), or NULL when the
- * answer carries no plain-string resourceVersion (still KCR_OK: the apply
- * was made).
+ * its own write - kcr_written, kcr/status.h - as kcr_apply_rv does for a
+ * tree): the answer is not decoded. *rv is a new string (free it), or NULL
+ * when the answer carries no plain-string resourceVersion (still KCR_OK:
+ * the apply was made).
  * Errors: those of kcr_typed_apply (*rv NULL; KCR_EINVAL also for rv NULL),
  * and KCR_EPARSE when the answer's text breaks off before the value.
  * Thread safety: as kcr_apply; in is only read. */
