@@ -117,10 +117,8 @@ kcr_err kcr_quantity_scaled(struct kcr_str q, int scale, int64_t *out)
     v = v * 10 + d[j];
   }
   for(long k = 0; t > 0 && k < t; k++)
-    v *= 10; /* nd + t <= 19: fits */
-  if(up)
-    v++;
-  if(v > INT64_MAX)
+    v *= 10;                                   /* nd + t <= 19: fits */
+  if(v > INT64_MAX || (up && ++v > INT64_MAX)) /* (checked first: v++ could wrap) */
     return fail(out, KCR_ERANGE);
   *out = neg ? -(int64_t)v : (int64_t)v;
   return KCR_OK;

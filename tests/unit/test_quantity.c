@@ -45,6 +45,9 @@ static const struct {
     {"123456789012345678901234567890m", 0, 0, 0, R, R, R},
     {"9223372036854775808", 0, 0, 0, R, R, R},
     {"8Ei", 0, 0, 0, R, R, R}, /* Go caps it at 2^63 - 1 */
+    /* 2^64 - 1 milli-units and a fraction: rounding up must not wrap to 0
+     * (fuzz_quantity) */
+    {"18446744073709551615.2m", 18446744073709552, 0, 0, 0, R, R},
     {"1e100", 0, 0, 0, R, R, R},
     {"1K", 0, 0, 0, KCR_EINVAL, KCR_EINVAL, KCR_EINVAL},
     {"1kb", 0, 0, 0, KCR_EINVAL, KCR_EINVAL, KCR_EINVAL},
