@@ -23,41 +23,28 @@
 
 struct hello {
   kcr_manager *m;
-  kcr_store *store; /* the informer's: its label index */
   const char *identity;
 };
 
 #define NAME_LABEL "hello.kcr.io/name"
+#define BY_NAME    KCR_INDEX_LABEL_PREFIX NAME_LABEL /* the informer's label index */
 
-/* The name a ConfigMap greets by its label (owned), or NULL: none, or not
- * a string. A label read in place: its key has dots and a slash. */
-static char *name_label(const kcr_obj *o)
-{
-  struct kcr_span label;
-  char *name = NULL;
-  if(kcr_obj_label(o, NAME_LABEL, &label) || kcr_span_strdup(&label, &name))
-    return NULL;
-  return name;
-}
-
-/* Every ConfigMap that greets the same name as o, found by the label
- * index: their counts change when o comes, goes or is relabelled (the map
+/* Every ConfigMap that greets the same name as cm, found by the label
+ * index: their counts change when cm comes, goes or is relabelled (the map
  * sees the old object of an update too, so the old name's group hears of
- * it). */
-static void map_same_name(kcr_obj *o, kcr_map_emit emit, void *ctx, void *ud)
+ * it). The list's copies go into the call's arena a. */
+static void map_same_name(const struct core_v1_config_map *cm, struct kcr_arena *a,
+                          kcr_map_emit emit, void *ctx, void *ud)
 {
   struct hello *h = ud;
-  char *name = name_label(o);
-  kcr_obj **same;
+  struct kcr_str name = KCR_MAP_STR(cm->metadata.labels, NAME_LABEL);
+  struct core_v1_config_map *same;
   size_t n;
 
-  if(name && !kcr_store_ref_by_index(h->store, KCR_INDEX_LABEL_PREFIX NAME_LABEL, name,
-                                     &same, &n)) {
+  if(name.n && !core_v1_config_map_list(h->m, NULL, BY_NAME, name, KCR_TYPED_COPY, a,
+                                        &same, &n, NULL, NULL))
     for(size_t i = 0; i < n; i++)
-      emit(kcr_obj_ns(same[i]), kcr_obj_name(same[i]), ctx);
-    kcr_objs_unref(same, n);
-  }
-  free(name);
+      emit(same[i].metadata.namespace_.s, same[i].metadata.name.s, ctx);
 }
 
 static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
@@ -66,24 +53,26 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
   struct hello *h = ud;
   struct kcr_errinfo *ei = kcr_ctx_ei(cx); /* this reconcile's, like its arena */
   struct kcr_arena *a = kcr_ctx_arena(cx);
-  struct core_v1_config_map cm;
-  kcr_obj *o, **same;
-  size_t nsame = 0;
+  struct core_v1_config_map cm, *same;
+  size_t nsame = 1;
   /* A cached read from the manager's informer of ConfigMaps, as a typed
-   * view: it borrows o's text, so o is released at the end. */
-  kcr_err rc = core_v1_config_map_get(h->m, req->ns, req->name, 0, a, &cm, &o, ei);
+   * copy in the reconcile's arena (flags 0 with a kcr_obj ** instead of
+   * NULL: a view that borrows the cached text, docs/typed-objects.md). */
+  kcr_err rc =
+      core_v1_config_map_get(h->m, req->ns, req->name, KCR_TYPED_COPY, a, &cm, NULL, ei);
 
   if(rc)
     return rc == KCR_ENOTFOUND ? KCR_OK : rc; /* not found: deleted, nothing to do */
   /* The label index finds the ConfigMaps that greet the same name. */
-  char *name = name_label(o);
-  if(name && !kcr_store_ref_by_index(h->store, KCR_INDEX_LABEL_PREFIX NAME_LABEL, name,
-                                     &same, &nsame))
-    kcr_objs_unref(same, nsame);
-  char *want = kcr_arena_printf(a, "Hello, %s!", name ? name : req->name);
-  char *count = kcr_arena_printf(a, "%zu", name ? nsame : 1);
-  free(name);
-  if(!want || !count)
+  struct kcr_str name = KCR_MAP_STR(cm.metadata.labels, NAME_LABEL);
+  if(name.n)
+    rc = core_v1_config_map_list(h->m, NULL, BY_NAME, name, KCR_TYPED_COPY, a, &same,
+                                 &nsame, NULL, ei);
+  else
+    name = kcr_str_c(req->name);
+  char *want = kcr_arena_printf(a, "Hello, %.*s!", KCR_STR_ARG(name));
+  char *count = kcr_arena_printf(a, "%zu", nsame);
+  if(!rc && (!want || !count))
     rc = KCR_ENOMEM;
   /* Level-based: write only when the observed state differs. */
   if(!rc && (!kcr_str_eq(KCR_MAP_STR(cm.data, "greeting"), want) ||
@@ -116,7 +105,6 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
       KCR_CLOG(cx, KCR_LOG_INFO, "greeted"); /* message by the controller, retried */
     }
   }
-  kcr_obj_unref(o);
   return rc;
 }
 
@@ -173,7 +161,7 @@ int main(int argc, char **argv)
   kcr_informer *cms;
   h.m = m;
   if(kcr_manager_informer(m, &io, &cms, &ei) ||
-     kcr_store_add_label_index(h.store = kcr_informer_store(cms), NAME_LABEL) ||
+     kcr_store_add_label_index(kcr_informer_store(cms), NAME_LABEL) ||
      kcr_controller_new(&(struct kcr_controller_opts){.name = "hello",
                                                       .workers = workers,
                                                       .reconcile = reconcile,
@@ -182,7 +170,7 @@ int main(int argc, char **argv)
                                                       .metrics = kcr_manager_metrics(m)},
                         &ctl, &ei) ||
      kcr_controller_for(ctl, cms, NULL) ||
-     kcr_controller_watches(ctl, cms, map_same_name, &h, NULL) ||
+     core_v1_config_map_watches(ctl, cms, map_same_name, &h, NULL) ||
      kcr_manager_add(m, ctl)) {
     fprintf(stderr, "hello: setting up the controller failed%s%s\n",
             ei.message ? ": " : "", ei.message ? ei.message : "");

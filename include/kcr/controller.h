@@ -221,6 +221,25 @@ KCR_API kcr_err kcr_controller_owns(kcr_controller *c, kcr_informer *inf,
 KCR_API kcr_err kcr_controller_watches(kcr_controller *c, kcr_informer *inf,
                                        kcr_map_fn fn, void *ud,
                                        const struct kcr_source_opts *opts);
+/* watches, typed: fn is a map function that gets each object as a view of
+ * type t (kcr/typed.h; valid during the call) and an arena for the call's
+ * scratch memory (emptied after it), called as
+ * call(fn, view, arena, emit, ctx, ud). What kcr-gen's <kind>_watches
+ * registers (the caller converts fn back to its type; see kcr_fnptr):
+ *   static void map_group(const struct ebd *e, struct kcr_arena *a,
+ *                         kcr_map_emit emit, void *ctx, void *ud)
+ *   { ... emit(ns, name, ctx); }
+ *   ebd_watches(ctl, ebds, map_group, &my, NULL);
+ * An object that does not decode as t is logged at error level with its
+ * key and the decoder's message and maps to nothing. t, call and fn are
+ * required (KCR_EINVAL). */
+typedef void (*kcr_typed_map_call)(kcr_fnptr fn, const void *obj, struct kcr_arena *a,
+                                   kcr_map_emit emit, void *ctx, void *ud);
+KCR_API kcr_err kcr_controller_watches_typed(kcr_controller *c, kcr_informer *inf,
+                                             const struct kcr_type *t,
+                                             kcr_typed_map_call call, kcr_fnptr fn,
+                                             void *ud,
+                                             const struct kcr_source_opts *opts);
 /* Starts the workers. All or nothing: if a thread cannot be made, the ones
  * started are stopped and joined and KCR_ENOMEM is returned (the controller
  * is then stopped for good). KCR_EINVAL if started or stopped before. */

@@ -50,6 +50,31 @@ struct kcr_informer_handlers {
   void *ud;
 };
 
+/* A function pointer of any type. kcr-gen's wrappers hand a typed callback
+ * to the library as one, with a caller that converts it back to its own
+ * type before calling it (C converts a function pointer to another
+ * function pointer type and back unchanged; calling it through the wrong
+ * type would be undefined). */
+typedef void (*kcr_fnptr)(void);
+
+/* Event handlers that get typed objects (kcr/typed.h), what kcr-gen's
+ * <kind>_add_handlers registers: each object is decoded as a view of type
+ * t, valid during the call only (copy what you keep), and passed to the
+ * handler through call_obj or call_pair. An object that does not decode as
+ * t (the schema t came from is not the server's) is logged at error level
+ * with its key and the decoder's message, and its handler is not called.
+ * Any handler may be NULL; the calls are those of kcr_informer_handlers. */
+struct kcr_typed_handlers {
+  const struct kcr_type *t; /* required */
+  kcr_fnptr on_add;         /* call_obj(on_add, obj, ud) */
+  kcr_fnptr on_update;      /* call_pair(on_update, old, cur, ud); a resync
+                               passes one view as both */
+  kcr_fnptr on_delete;      /* call_obj(on_delete, last known obj, ud) */
+  void (*call_obj)(kcr_fnptr fn, const void *obj, void *ud);
+  void (*call_pair)(kcr_fnptr fn, const void *old, const void *cur, void *ud);
+  void *ud;
+};
+
 /* Options for kcr_informer_new(); zero means the default shown. */
 struct kcr_informer_opts {
   kcr_client *client;        /* required; the informer takes a reference */
@@ -126,6 +151,12 @@ KCR_API kcr_err kcr_informer_new(const struct kcr_informer_opts *opts, kcr_infor
  * setup thread, before start. */
 KCR_API kcr_err kcr_informer_add_handlers(kcr_informer *inf,
                                           const struct kcr_informer_handlers *h);
+/* Adds typed handlers (h is copied; they count among the 16 sets), before
+ * start. Errors: KCR_EINVAL (started, 16 sets already, no h or h->t, a
+ * handler without its caller). Thread safety: the setup thread, before
+ * start. */
+KCR_API kcr_err kcr_informer_add_typed_handlers(kcr_informer *inf,
+                                                const struct kcr_typed_handlers *h);
 /* The informer's store: borrowed, valid until kcr_informer_free(). Add
  * indexes to it before start; read it from any thread. */
 KCR_API kcr_store *kcr_informer_store(kcr_informer *inf);

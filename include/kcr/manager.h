@@ -187,6 +187,36 @@ KCR_API kcr_err kcr_manager_get_typed(kcr_manager *m, const struct kcr_type *t,
                                       const char *name, unsigned flags,
                                       struct kcr_arena *a, void *out, kcr_obj **obj,
                                       struct kcr_errinfo *ei);
+/* A cached list across informers, as controller-runtime's
+ * mgr.GetClient().List from its cache, decoded into typed objects
+ * (kcr/typed.h): the objects of the manager's informers of gvr in
+ * namespace ns - the informer of ns, or else the one of every namespace
+ * (keeping ns's objects); ns NULL or "" (or a cluster-scoped gvr): every
+ * informer of the resource - and, with index (not NULL), only those that
+ * the store's index of that name maps to value (kcr_store_add_index;
+ * kcr_store_add_label_index's KCR_INDEX_LABEL_PREFIX "app" holds the
+ * objects labelled app=value). *items is an array of *n t->size structs in
+ * arena a (NULL when *n is 0), in no particular order, each decoded as
+ * flags say: 0 views borrowing from the objects, whose references go to
+ * *objs (release them with kcr_objs_unref(*objs, *n) after the last use of
+ * the items), or KCR_TYPED_COPY copies (objs may then be NULL: released
+ * here). What kcr-gen's <kind>_list calls:
+ *   rc = core_v1_config_map_list(m, req->ns, KCR_INDEX_LABEL_PREFIX "app",
+ *                                kcr_str_c("web"), KCR_TYPED_COPY, a, &cms, &n,
+ *                                NULL, ei);
+ * Errors: KCR_EINVAL (no informer of the resource for ns - a setup
+ * mistake -, no index of that name, an index without value.s, t, a,
+ * items, n or gvr missing, a view without objs; ei names which), those of
+ * kcr_typed_decode (an object not of type t: KCR_EPARSE, ei names the
+ * object and the value), KCR_ENOMEM. On error *items, *n and *objs are
+ * empty and no reference is kept. Thread safety: any thread, from setup
+ * on; a is the caller's. */
+KCR_API kcr_err kcr_manager_list_typed(kcr_manager *m, const struct kcr_type *t,
+                                       const struct kcr_gvr *gvr, const char *ns,
+                                       const char *index, struct kcr_str value,
+                                       unsigned flags, struct kcr_arena *a, void **items,
+                                       size_t *n, kcr_obj ***objs,
+                                       struct kcr_errinfo *ei);
 /* An event recorder owned by the manager, as controller-runtime's
  * mgr.GetEventRecorderFor: made from opts as kcr_recorder_new does, with
  * the manager's client when opts->client (and opts->sink) is NULL and the

@@ -64,6 +64,9 @@ struct source {
   char *owner_group, *owner_kind;
   kcr_map_fn map;
   void *map_ud;
+  const struct kcr_type *t; /* a typed map: tcall(tfn, view, ...) */
+  kcr_typed_map_call tcall;
+  kcr_fnptr tfn;
 };
 
 struct worker {
@@ -343,6 +346,23 @@ static int event_prio(const struct source *s, kcr_obj *old, kcr_obj *cur, int ev
   return s->prio;
 }
 
+/* Maps o with the source's map function, typed or not. A typed one gets a
+ * view in an arena of the call's (route runs on informer threads and on a
+ * worker's requeue_everything). */
+static void map(struct source *s, kcr_obj *o, struct emit_ctx *e)
+{
+  struct kcr_arena a = KCR_ARENA_INIT;
+  const void *v;
+
+  if(!s->t) {
+    s->map(o, emit_key, e, s->map_ud);
+    return;
+  }
+  if((v = kcr__obj_view(s->t, o, &a, s->c->name)))
+    s->tcall(s->tfn, v, &a, emit_key, e, s->map_ud);
+  kcr_arena_cleanup(&a);
+}
+
 static void route(struct source *s, kcr_obj *old, kcr_obj *cur, int ev)
 {
   struct emit_ctx e = {.c = s->c};
@@ -373,9 +393,9 @@ static void route(struct source *s, kcr_obj *old, kcr_obj *cur, int ev)
     /* Both objects of an update, as controller-runtime's
      * EnqueueRequestsFromMapFunc: a child relabelled away from its owner
      * must wake the former owner too. The queue folds the duplicates. */
-    s->map(cur, emit_key, &e, s->map_ud);
+    map(s, cur, &e);
     if(old && !same_version(old, cur))
-      s->map(old, emit_key, &e, s->map_ud);
+      map(s, old, &e);
     break;
   }
 }
@@ -469,6 +489,17 @@ kcr_err kcr_controller_watches(kcr_controller *c, kcr_informer *inf, kcr_map_fn 
 {
   struct source s = {.kind = SRC_WATCHES, .map = fn, .map_ud = ud};
   if(!fn)
+    return KCR_EINVAL;
+  return add_source(c, inf, &s, opts, KCR_QUEUE_PRIORITY_HIGH);
+}
+
+kcr_err kcr_controller_watches_typed(kcr_controller *c, kcr_informer *inf,
+                                     const struct kcr_type *t, kcr_typed_map_call call,
+                                     kcr_fnptr fn, void *ud,
+                                     const struct kcr_source_opts *opts)
+{
+  struct source s = {.kind = SRC_WATCHES, .t = t, .tcall = call, .tfn = fn, .map_ud = ud};
+  if(!t || !call || !fn)
     return KCR_EINVAL;
   return add_source(c, inf, &s, opts, KCR_QUEUE_PRIORITY_HIGH);
 }

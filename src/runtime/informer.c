@@ -42,6 +42,7 @@
 
 #include "core/assert-int.h"
 #include "core/json-int.h"
+#include "kcr/arena.h"
 #include "kcr/backoff.h"
 #include "kcr/informer.h"
 #include "kcr/json.h"
@@ -64,6 +65,11 @@ struct kcr_informer {
   unsigned obj_flags;     /* for kcr__obj_from_json */
   struct kcr_informer_handlers h[MAX_HANDLERS];
   size_t nh;
+  struct typed_slot { /* what h[i].ud points to for typed handlers */
+    kcr_informer *inf;
+    struct kcr_typed_handlers h;
+  } typed[MAX_HANDLERS];
+  size_t ntyped;
 
   pthread_mutex_t mu;
   pthread_cond_t cv; /* stop requests, sync */
@@ -211,6 +217,63 @@ kcr_err kcr_informer_add_handlers(kcr_informer *inf,
     return KCR_EINVAL;
   inf->h[inf->nh++] = *h;
   return KCR_OK;
+}
+
+/* Typed handlers: each object decoded as a view in an arena of the call's
+ * (handlers run on two threads: watch and resync). */
+static void t_obj(struct typed_slot *ts, kcr_obj *o, kcr_fnptr fn)
+{
+  struct kcr_arena a = KCR_ARENA_INIT;
+  const void *v = kcr__obj_view(ts->h.t, o, &a, ts->inf->name);
+  if(v)
+    ts->h.call_obj(fn, v, ts->h.ud);
+  kcr_arena_cleanup(&a);
+}
+
+static void t_add(kcr_obj *o, void *ud)
+{
+  struct typed_slot *ts = ud;
+  t_obj(ts, o, ts->h.on_add);
+}
+
+static void t_update(kcr_obj *old, kcr_obj *cur, void *ud)
+{
+  struct typed_slot *ts = ud;
+  struct kcr_arena a = KCR_ARENA_INIT;
+  const void *vc = kcr__obj_view(ts->h.t, cur, &a, ts->inf->name);
+  const void *vo =
+      old == cur || !vc ? vc : kcr__obj_view(ts->h.t, old, &a, ts->inf->name);
+  if(vo)
+    ts->h.call_pair(ts->h.on_update, vo, vc, ts->h.ud);
+  kcr_arena_cleanup(&a);
+}
+
+static void t_delete(kcr_obj *o, void *ud)
+{
+  struct typed_slot *ts = ud;
+  t_obj(ts, o, ts->h.on_delete);
+}
+
+kcr_err kcr_informer_add_typed_handlers(kcr_informer *inf,
+                                        const struct kcr_typed_handlers *h)
+{
+  struct typed_slot *ts;
+  kcr_err rc;
+
+  if(!h || !h->t || ((h->on_add || h->on_delete) && !h->call_obj) ||
+     (h->on_update && !h->call_pair))
+    return KCR_EINVAL;
+  ts = &inf->typed[inf->ntyped];
+  ts->inf = inf;
+  ts->h = *h;
+  rc = kcr_informer_add_handlers(
+      inf, &(struct kcr_informer_handlers){.on_add = h->on_add ? t_add : NULL,
+                                           .on_update = h->on_update ? t_update : NULL,
+                                           .on_delete = h->on_delete ? t_delete : NULL,
+                                           .ud = ts});
+  if(!rc)
+    inf->ntyped++;
+  return rc;
 }
 
 kcr_store *kcr_informer_store(kcr_informer *inf) { return inf->store; }

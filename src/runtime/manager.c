@@ -374,6 +374,142 @@ kcr_err kcr_manager_get_typed(kcr_manager *m, const struct kcr_type *t,
   return rc;
 }
 
+/* The stores kcr_manager_list_typed reads for gvr in ns (NULL: every
+ * namespace): every informer of the resource, or the one of ns, else the
+ * one of every namespace (*filter set: keep only ns's objects). 0: none. */
+static size_t list_stores(kcr_manager *m, const char *res, const char *ns,
+                          kcr_store *out[MAX_INFORMERS], bool *filter)
+{
+  kcr_store *all = NULL;
+  size_t n = 0;
+
+  *filter = false;
+  pthread_mutex_lock(&m->inf_mu);
+  for(size_t i = 0; i < m->ninf; i++) {
+    if(strcmp(m->inf[i].res, res))
+      continue;
+    if(!ns || !strcmp(m->inf[i].ns, ns))
+      out[n++] = kcr_informer_store(m->inf[i].inf);
+    else if(!*m->inf[i].ns)
+      all = kcr_informer_store(m->inf[i].inf);
+  }
+  pthread_mutex_unlock(&m->inf_mu);
+  if(!n && all) {
+    out[n++] = all;
+    *filter = true;
+  }
+  return n;
+}
+
+kcr_err kcr_manager_list_typed(kcr_manager *m, const struct kcr_type *t,
+                               const struct kcr_gvr *gvr, const char *ns,
+                               const char *index, struct kcr_str value, unsigned flags,
+                               struct kcr_arena *a, void **items, size_t *n,
+                               kcr_obj ***objs, struct kcr_errinfo *ei)
+{
+  kcr_store *st[MAX_INFORMERS];
+  kcr_obj **got = NULL, **part;
+  size_t ngot = 0, npart, nst, kept = 0;
+  char res[RES_MAX], *key = NULL;
+  bool filter;
+  kcr_err rc = KCR_OK;
+
+  if(objs)
+    *objs = NULL;
+  if(items)
+    *items = NULL;
+  if(n)
+    *n = 0;
+  if(!t || !a || !items || !n || (!objs && !(flags & KCR_TYPED_COPY)) || !gvr ||
+     !gvr->version || !gvr->resource || (index && !value.s))
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_manager_list_typed: %s",
+                           !t || !a || !items || !n ? "t, a, items and n are required"
+                           : !gvr || !gvr->version || !gvr->resource
+                               ? "gvr (with version and resource) is required"
+                           : index ? "an index needs a value"
+                                   : "a view (flags without KCR_TYPED_COPY) needs objs, "
+                                     "the references it borrows from");
+  if(!gvr->namespaced || (ns && !*ns))
+    ns = NULL;
+  res_name(gvr, res);
+  if(!(nst = list_stores(m, res, ns, st, &filter)))
+    return kcr_errinfo_set(
+        ei, KCR_EINVAL,
+        "kcr_manager_list_typed: no informer of %s%s%s in this manager "
+        "(register one with kcr_manager_informer)",
+        res, ns ? " for namespace " : "", ns ? ns : "");
+  /* An index value holding a NUL matches nothing: index values are C strings. */
+  if(index && !memchr(value.s, 0, value.n) && !(key = kcr_arena_alloc(a, value.n + 1)))
+    return KCR_ENOMEM;
+  if(index && !key)
+    return KCR_OK;
+  if(key) {
+    memcpy(key, value.s, value.n);
+    key[value.n] = 0;
+  }
+  for(size_t i = 0; i < nst && !rc; i++) {
+    rc = index ? kcr_store_ref_by_index(st[i], index, key, &part, &npart)
+               : kcr_store_ref_all(st[i], &part, &npart);
+    if(rc == KCR_EINVAL)
+      rc = kcr_errinfo_set(ei, KCR_EINVAL,
+                           "kcr_manager_list_typed: the store of %s has no index \"%s\" "
+                           "(kcr_store_add_index, kcr_store_add_label_index)",
+                           res, index);
+    if(rc)
+      break;
+    if(!got || !npart) { /* the first store's, or nothing to add */
+      kcr_obj **keep = got ? got : part;
+      if(keep != part)
+        free(part);
+      got = keep;
+      ngot += npart;
+      continue;
+    }
+    kcr_obj **g = realloc(got, (ngot + npart) * sizeof(*got));
+    if(!g) {
+      kcr_objs_unref(part, npart);
+      rc = KCR_ENOMEM;
+      break;
+    }
+    got = g;
+    memcpy(got + ngot, part, npart * sizeof(*got));
+    ngot += npart;
+    free(part);
+  }
+  for(size_t i = 0; i < ngot; i++) /* the namespace's, from a cluster-wide store */
+    if(rc || (filter && strcmp(kcr_obj_ns(got[i]), ns)))
+      kcr_obj_unref(got[i]);
+    else
+      got[kept++] = got[i];
+  char *v = rc || !kept ? NULL : kcr_arena_alloc(a, kept * t->size);
+  if(!rc && kept && !v)
+    rc = KCR_ENOMEM;
+  for(size_t i = 0; i < kept && !rc; i++) {
+    size_t len = 0;
+    const char *json = kcr_obj_json(got[i], &len); /* checked when it was stored */
+    rc =
+        kcr_typed_decode(t, json, len, flags | KCR_TYPED_TRUSTED, a, v + i * t->size, ei);
+    if(rc && ei) { /* the object's key before the decoder's message */
+      char *why = ei->message;
+      ei->message = NULL;
+      kcr_errinfo_set(ei, rc, "kcr_manager_list_typed: %s: %s", kcr_obj_key(got[i]),
+                      why ? why : kcr_strerror(rc));
+      free(why);
+    }
+  }
+  if(rc) {
+    kcr_objs_unref(got, kept);
+    return rc;
+  }
+  *items = v;
+  *n = kept;
+  if(objs)
+    *objs = got;
+  else
+    kcr_objs_unref(got, kept);
+  return KCR_OK;
+}
+
 kcr_err kcr_manager_recorder(kcr_manager *m, const struct kcr_recorder_opts *ro,
                              kcr_recorder **out, struct kcr_errinfo *ei)
 {

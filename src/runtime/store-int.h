@@ -40,6 +40,17 @@ kcr_err kcr__obj_from_text(const char *text, size_t len, unsigned flags,
                            const struct kcr__proj *proj,
                            const struct kcr__json_want *known, size_t nknown,
                            kcr_obj **out, struct kcr_errinfo *ei);
+struct kcr_arena;
+struct kcr_type;
+/* A view (kcr/typed.h) of type t of o's text, in arena a (a t->size struct
+ * there), for the typed callbacks of informers and controllers; o must
+ * outlive it. NULL when it does not decode (o is not of type t: the schema
+ * the type came from is not the server's) or memory ran out - logged at
+ * error level with o's key, the decoder's message and who (the informer or
+ * controller whose callback is then not called). Thread safety: any
+ * thread; a is the caller's. */
+void *kcr__obj_view(const struct kcr_type *t, const kcr_obj *o, struct kcr_arena *a,
+                    const char *who);
 /* Whether a and b have the same text but for their status (absent in
  * either, or not) and their metadata.resourceVersion - compared as the
  * stored texts, so false also when only the order of members differs, or

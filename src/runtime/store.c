@@ -46,6 +46,8 @@
 #include "kcr/hash.h"
 #include "kcr/htab.h"
 #include "kcr/json.h"
+#include "kcr/log.h"
+#include "kcr/typed.h"
 #include "status/status-int.h"
 #include "kcr/store.h"
 #include "runtime/projection-int.h"
@@ -1459,4 +1461,26 @@ bool kcr__obj_same_but_status(const kcr_obj *a, const kcr_obj *b)
 {
   struct cut x, y;
   return cut_of(a, &x) && cut_of(b, &y) && cuts_equal(&x, &y);
+}
+
+void *kcr__obj_view(const struct kcr_type *t, const kcr_obj *o, struct kcr_arena *a,
+                    const char *who)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  size_t len = 0;
+  const char *json = kcr_obj_json(o, &len); /* checked when it was stored */
+  void *v = kcr_arena_alloc(a, t->size);
+  kcr_err rc =
+      v ? kcr_typed_decode(t, json, len, KCR_TYPED_TRUSTED, a, v, &ei) : KCR_ENOMEM;
+
+  if(rc) {
+    KCR_LOG(KCR_LOG_ERROR,
+            "an object does not decode as its type: its typed callback is "
+            "not called",
+            KCR_S("by", who), KCR_S("object", kcr_obj_key(o)), KCR_S("type", t->name),
+            KCR_S("error", ei.message ? ei.message : kcr_strerror(rc)));
+    v = NULL;
+  }
+  kcr_errinfo_cleanup(&ei);
+  return v;
 }

@@ -117,7 +117,9 @@ static void call(struct kcr_buf *b, int indent, const char *head, const char *co
 {
   int at = indent + (int)strlen(head);
   const char *name = strchr(head, ' ');
-  bool decl = !indent && name && !strchr(head, '=') && head[strlen(head) - 1] == '(';
+  bool td = !strncmp(head, "typedef ", 8); /* aligned when it fits, never split */
+  bool decl =
+      !indent && name && !strchr(head, '=') && head[strlen(head) - 1] == '(' && !td;
   int own = 0, after;
 
   out(b, "%*s", indent, "");
@@ -127,7 +129,7 @@ static void call(struct kcr_buf *b, int indent, const char *head, const char *co
    * designated initialisers, which clang-format breaks after the brace;
    * after counts the lines below the bracket's) */
   bool desig = n && args[0][0] == '.' && head[strlen(head) - 1] == '{';
-  if(aligned && (decl || !after || aligned <= after + 1 - desig)) {
+  if(aligned && (decl || td || !after || aligned <= after + 1 - desig)) {
     out(b, "%s", head);
     pack(b, at, at, args, n, tail);
     return;
@@ -369,7 +371,7 @@ static void macros(struct kcr_buf *b, const char *const *names, const char *cons
  * arguments; from_obj and init have bodies of their own. */
 static const struct kfn {
   const char *ret, *name, *doc, *fwd;
-  const char *params[9], *args[11]; /* NULL-terminated */
+  const char *params[11], *args[11]; /* NULL-terminated */
 } kfns[] = {
     {"kcr_err",
      "decode",
@@ -413,6 +415,40 @@ static const struct kfn {
      {"kcr_manager *m", "const char *ns", "const char *name", "unsigned flags",
       "struct kcr_arena *a", "struct %s *out", "kcr_obj **obj", "struct kcr_errinfo *ei"},
      {"m", "&%s_type", "&%s_gvr", "ns", "name", "flags", "a", "out", "obj", "ei"}},
+    {"kcr_err",
+     "list",
+     "A cached list (kcr_manager_list_typed): the objects of the manager's informers of "
+     "the kind's resource in namespace ns (NULL: every namespace) - with index, only "
+     "those the store's index maps to value (KCR_INDEX_LABEL_PREFIX \"app\": labelled "
+     "app=value) - as *n structs in arena a, decoded as flags say: 0 views borrowing "
+     "from *objs (kcr_objs_unref(*objs, *n) after the last use of *items), "
+     "KCR_TYPED_COPY copies (objs may be NULL). Errors: those of "
+     "kcr_manager_list_typed (KCR_EINVAL: no informer of the resource, no such index).",
+     NULL,
+     {"kcr_manager *m", "const char *ns", "const char *index", "struct kcr_str value",
+      "unsigned flags", "struct kcr_arena *a", "struct %s **items", "size_t *n",
+      "kcr_obj ***objs", "struct kcr_errinfo *ei"},
+     {NULL}},
+    {"kcr_err",
+     "watches",
+     "An event source of controller c (kcr_controller_watches_typed): reconcile the keys "
+     "fn emits for each object of inf, a view of the kind valid during the call (both "
+     "objects of an update). An object that does not decode as the kind is logged and "
+     "mapped to nothing. Errors: those of kcr_controller_watches_typed.",
+     "kcr_controller_watches_typed",
+     {"kcr_controller *c", "kcr_informer *inf", "%s_map_fn fn", "void *ud",
+      "const struct kcr_source_opts *opts"},
+     {"c", "inf", "&%s_type", "%s_call_map", "(kcr_fnptr)fn", "ud", "opts"}},
+    {"kcr_err",
+     "add_handlers",
+     "Adds h's handlers to inf, before it starts (kcr_informer_add_typed_handlers; h is "
+     "copied): each gets the objects as views of the kind, valid during the call. An "
+     "object that does not decode as the kind is logged and its handler not called. "
+     "Errors: those of kcr_informer_add_typed_handlers (KCR_EINVAL: started, 16 sets "
+     "already, no h).",
+     NULL,
+     {"kcr_informer *inf", "const struct %s_handlers *h"},
+     {NULL}},
     {"kcr_err",
      "apply",
      "Server-side apply of *in (kcr_typed_apply): the members that are set, to the "
@@ -491,6 +527,31 @@ static void h_kind(struct kcr_buf *b, const struct kind *k)
     out(b, "extern const struct kcr_type %s_type;\n", p);
   }
   out(b, "\n");
+  comment(
+      b, 0,
+      xprintf("A map function of %s objects (%s_watches): emit(ns, name, ctx) for each "
+              "object to reconcile; obj is a view, valid during the call, and a an "
+              "arena for the call's scratch memory, emptied after it.",
+              k->kind, p));
+  const char *mapp[] = {xprintf("const struct %s *obj", p), "struct kcr_arena *a",
+                        "kcr_map_emit emit", "void *ctx", "void *ud"};
+  call(b, 0, xprintf("typedef void (*%s_map_fn)(", p), mapp, 5, ");");
+  comment(
+      b, 0,
+      xprintf("Informer handlers of %s objects (%s_add_handlers); any may be NULL. The "
+              "objects are views, valid during the call; on_update gets one view as both "
+              "for a resync, on_delete the last known object.",
+              k->kind, p));
+  const char *objp[] = {xprintf("const struct %s *obj", p), "void *ud"};
+  call(b, 0, xprintf("typedef void (*%s_obj_fn)(", p), objp, 2, ");");
+  const char *pairp[] = {xprintf("const struct %s *old", p),
+                         xprintf("const struct %s *cur", p), "void *ud"};
+  call(b, 0, xprintf("typedef void (*%s_pair_fn)(", p), pairp, 3, ");");
+  out(b, "struct %s_handlers {\n", p);
+  out(b, "  %s_obj_fn on_add;\n", p);
+  out(b, "  %s_pair_fn on_update;\n", p);
+  out(b, "  %s_obj_fn on_delete;\n", p);
+  out(b, "  void *ud;\n};\n\n");
   for(size_t i = 0; i < sizeof(kfns) / sizeof(kfns[0]); i++) {
     const char **params;
     size_t np = kfn_list(kfns[i].params, p, &params);
@@ -728,11 +789,33 @@ static void c_kind(struct kcr_buf *b, const struct kind *k)
   call(b, 0, xprintf("const struct kcr_gvr %s_gvr = {", p), gvr, 4, "};");
   c_types(b, k->root, p);
 
+  /* the typed callbacks, called back as their own types (kcr_fnptr) */
   out(b, "\n");
+  const char *cmap[] = {"kcr_fnptr fn",      "const void *obj", "struct kcr_arena *a",
+                        "kcr_map_emit emit", "void *ctx",       "void *ud"};
+  call(b, 0, xprintf("static void %s_call_map(", p), cmap, 6, ")");
+  const char *amap[] = {xprintf("(const struct %s *)obj", p), "a", "emit", "ctx", "ud"};
+  out(b, "{\n");
+  call(b, 2, xprintf("((%s_map_fn)fn)(", p), amap, 5, ");");
+  out(b, "}\n\n");
+  const char *cobj[] = {"kcr_fnptr fn", "const void *obj", "void *ud"};
+  call(b, 0, xprintf("static void %s_call_obj(", p), cobj, 3, ")");
+  const char *aobj[] = {xprintf("(const struct %s *)obj", p), "ud"};
+  out(b, "{\n");
+  call(b, 2, xprintf("((%s_obj_fn)fn)(", p), aobj, 2, ");");
+  out(b, "}\n\n");
+  const char *cpair[] = {"kcr_fnptr fn", "const void *old", "const void *cur",
+                         "void *ud"};
+  call(b, 0, xprintf("static void %s_call_pair(", p), cpair, 4, ")");
+  const char *apair[] = {xprintf("(const struct %s *)old", p),
+                         xprintf("(const struct %s *)cur", p), "ud"};
+  out(b, "{\n");
+  call(b, 2, xprintf("((%s_pair_fn)fn)(", p), apair, 3, ");");
+  out(b, "}\n\n");
   for(size_t i = 0; i < sizeof(kfns) / sizeof(kfns[0]); i++) {
     const char **params, **args;
     if(!kfns[i].fwd)
-      continue; /* from_obj and init: below */
+      continue; /* from_obj, list, add_handlers and init: below */
     size_t np = kfn_list(kfns[i].params, p, &params),
            na = kfn_list(kfns[i].args, p, &args);
     call(b, 0, xprintf("%s %s_%s(", kfns[i].ret, p, kfns[i].name), params, np, ")");
@@ -761,6 +844,33 @@ static void c_kind(struct kcr_buf *b, const struct kind *k)
   call(b, 4, "return kcr_errinfo_set(", err, 3, ");");
   call(b, 2, "return kcr_typed_decode(", objb, 7, ");");
   out(b, "}\n\n");
+
+  const char **lp = NULL;
+  size_t nlp = 0;
+  for(size_t i = 0; i < sizeof(kfns) / sizeof(kfns[0]); i++)
+    if(!strcmp(kfns[i].name, "list"))
+      nlp = kfn_list(kfns[i].params, p, &lp);
+  call(b, 0, xprintf("kcr_err %s_list(", p), lp, nlp, ")");
+  out(b, "{\n");
+  assign(b, 2, "const struct kcr_type *t", xprintf("&%s_type", p));
+  assign(b, 2, "const struct kcr_gvr *g", xprintf("&%s_gvr", p));
+  out(b, "  void *v = NULL;\n  kcr_err rc = kcr_manager_list_typed(m, t, g, ns, index, "
+         "value, flags, a,\n                                      items ? &v : NULL, n, "
+         "objs, ei);\n\n");
+  out(b, "  if(items)\n");
+  assign(b, 4, "*items", xprintf("(struct %s *)v", p));
+  out(b, "  return rc;\n}\n\n");
+
+  call(b, 0, xprintf("kcr_err %s_add_handlers(", p),
+       (const char *[]){"kcr_informer *inf", xprintf("const struct %s_handlers *h", p)},
+       2, ")");
+  out(b, "{\n  struct kcr_typed_handlers th;\n\n  if(!h)\n    return KCR_EINVAL;\n");
+  out(b, "  memset(&th, 0, sizeof(th));\n  th.t = &%s_type;\n", p);
+  out(b,
+      "  th.on_add = (kcr_fnptr)h->on_add;\n  th.on_update = (kcr_fnptr)h->on_update;\n");
+  out(b, "  th.on_delete = (kcr_fnptr)h->on_delete;\n");
+  out(b, "  th.call_obj = %s_call_obj;\n  th.call_pair = %s_call_pair;\n", p, p);
+  out(b, "  th.ud = h->ud;\n  return kcr_informer_add_typed_handlers(inf, &th);\n}\n\n");
 
   if(!api && !kind) { /* a short function: on one line, as clang-format puts it */
     out(b, "void %s_init(struct %s *x) { memset(x, 0, sizeof(*x)); }\n", p, p);

@@ -246,6 +246,7 @@ void names_assign(struct kind *kinds, size_t n, struct schema **types, size_t nt
       continue;
     k->prefix = k->root->cname = unique(&global, k->prefix, k->root->path, false);
     k->root->named = true;
+    take(&global, xprintf("%s_handlers", k->prefix)); /* a struct of its own */
   }
   for(size_t i = 0; i < n; i++)
     if(kinds[i].root->kind == S_OBJ && !kinds[i].root->props[0].member)
