@@ -261,8 +261,8 @@ kcr_err kcr_informer_add_typed_handlers(kcr_informer *inf,
   kcr_err rc;
 
   if(!h || !h->t || ((h->on_add || h->on_delete) && !h->call_obj) ||
-     (h->on_update && !h->call_pair))
-    return KCR_EINVAL;
+     (h->on_update && !h->call_pair) || inf->started || inf->nh == MAX_HANDLERS)
+    return KCR_EINVAL; /* before the slot is taken: ntyped <= nh */
   ts = &inf->typed[inf->ntyped];
   ts->inf = inf;
   ts->h = *h;

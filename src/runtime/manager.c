@@ -426,9 +426,10 @@ kcr_err kcr_manager_list_typed(kcr_manager *m, const struct kcr_type *t,
                            !t || !a || !items || !n ? "t, a, items and n are required"
                            : !gvr || !gvr->version || !gvr->resource
                                ? "gvr (with version and resource) is required"
-                           : index ? "an index needs a value"
-                                   : "a view (flags without KCR_TYPED_COPY) needs objs, "
-                                     "the references it borrows from");
+                           : index && !value.s
+                               ? "an index needs a value"
+                               : "a view (flags without KCR_TYPED_COPY) needs objs, "
+                                 "the references it borrows from");
   if(!gvr->namespaced || (ns && !*ns))
     ns = NULL;
   res_name(gvr, res);

@@ -934,6 +934,33 @@ static void watch_timeouts_are_milliseconds_sent_as_whole_seconds(void **state)
   tcheck_report();
 }
 
+static void typed_call_obj(kcr_fnptr fn, const void *obj, void *ud) {}
+static void typed_on_add(void) {}
+
+/* Typed handler sets count among the 16 of an informer: the 17th and every
+ * later one is refused, and a refused one takes no slot (it wrote the 17th
+ * slot past the array, then ntyped, and the next call crashed). */
+static void the_seventeenth_typed_handler_set_is_refused(void **state)
+{
+  kcr_client *cl = twire_client(api_paged, NULL);
+  kcr_informer *inf;
+  struct kcr_typed_handlers h = {
+      .t = &kcr_type_string, .on_add = typed_on_add, .call_obj = typed_call_obj};
+
+  assert_int_equal(
+      KCR_OK,
+      kcr_informer_new(&(struct kcr_informer_opts){.client = cl, .gvr = &cms, .ns = "ns"},
+                       &inf, NULL));
+  for(int i = 0; i < 16; i++)
+    assert_int_equal(KCR_OK, kcr_informer_add_typed_handlers(inf, &h));
+  for(int i = 0; i < 4; i++)
+    assert_int_equal(KCR_EINVAL, kcr_informer_add_typed_handlers(inf, &h));
+  h.call_obj = NULL; /* a handler without its caller */
+  assert_int_equal(KCR_EINVAL, kcr_informer_add_typed_handlers(inf, &h));
+  kcr_informer_free(inf);
+  kcr_client_free(cl);
+}
+
 int main(void)
 {
   tfail_init();
@@ -950,6 +977,7 @@ int main(void)
       cmocka_unit_test(a_keep_list_projects_listed_and_watched_objects),
       cmocka_unit_test(new_refuses_invalid_options_naming_them),
       cmocka_unit_test(watch_timeouts_are_milliseconds_sent_as_whole_seconds),
+      cmocka_unit_test(the_seventeenth_typed_handler_set_is_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

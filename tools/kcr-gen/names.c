@@ -246,7 +246,11 @@ void names_assign(struct kind *kinds, size_t n, struct schema **types, size_t nt
       continue;
     k->prefix = k->root->cname = unique(&global, k->prefix, k->root->path, false);
     k->root->named = true;
-    take(&global, xprintf("%s_handlers", k->prefix)); /* a struct of its own */
+    /* the names of its callbacks' types: in C++ a member's struct of the same
+     * name would clash with the typedef */
+    static const char *const own[] = {"handlers", "map_fn", "obj_fn", "pair_fn"};
+    for(size_t j = 0; j < sizeof(own) / sizeof(own[0]); j++)
+      take(&global, xprintf("%s_%s", k->prefix, own[j]));
   }
   for(size_t i = 0; i < n; i++)
     if(kinds[i].root->kind == S_OBJ && !kinds[i].root->props[0].member)
