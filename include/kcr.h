@@ -20,6 +20,7 @@
 #include "kcr/httpd.h"
 #include "kcr/informer.h"
 #include "kcr/json.h"
+#include "kcr/jsonpatch.h"
 #include "kcr/jsontext.h"
 #include "kcr/leader.h"
 #include "kcr/log.h"
@@ -35,5 +36,6 @@
 #include "kcr/typed.h"
 #include "kcr/version.h"
 #include "kcr/watch.h"
+#include "kcr/webhook.h"
 
 #endif

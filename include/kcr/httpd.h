@@ -27,6 +27,11 @@
  *                   "ping" that always passes.
  *   /healthz/NAME   one check alone: 200 "ok", or 500 "internal server
  *   /readyz/NAME    error: REASON"; 404 for an unknown name.
+ *   a handler's path  kcr_httpd_add_handler: POST only (others get 405
+ *                   with Allow: POST), the body read whole first, at most
+ *                   the handler's max_body (else 413, refused from its
+ *                   Content-Length before reading when it has one); what
+ *                   the webhooks of kcr/webhook.h are served on.
  *   anything else   404 (with opts.auth_client: everything but /metrics).
  *
  * Hostile clients: a connection costs a file descriptor, not a thread, and a
@@ -38,10 +43,16 @@
  * 10 s, one that has not delivered a complete request within 10 s is closed
  * when the next connection arrives. See the DESIGN comment in httpd.c.
  *
+ * A request body that has not arrived 10 s after its head closes the
+ * connection (a trickle restarts the idle timeout, not this deadline).
+ * Stopping drains: no new connection is accepted, and answers being made
+ * or sent are given up to opts.drain_ms to finish before the connections
+ * are closed.
+ *
  * Threads: the server runs on libmicrohttpd's internal pool of 4 threads,
  * each polling many connections with poll(). Checks and collect callbacks
  * run on those threads, concurrently with each other and with themselves;
- * they must be thread-safe and quick: a check that blocks holds up the
+ * so do handlers. They must be thread-safe and quick: one that blocks holds up the
  * connections of its pool thread (new connections go to the others).
  * Client misbehaviour (aborted requests, ...) is logged as a warning at most
  * once a minute, with a count of the rest.
@@ -59,8 +70,10 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "api.h"
+#include "buf.h"
 #include "client.h"
 #include "err.h"
 #include "metrics.h"
@@ -115,7 +128,48 @@ struct kcr_httpd_opts {
    * belong on a plain server of their own. Use it with tls.enabled: a bearer
    * token must not cross the network in clear. NULL: /metrics is open. */
   kcr_client *auth_client;
+  /* How long kcr_httpd_stop() waits for requests in flight; 0: 10000. */
+  uint64_t drain_ms;
 };
+
+/* The largest request body a handler takes unless it says otherwise:
+ * 7 MiB, as controller-runtime's webhook server (an AdmissionReview holds
+ * the object and the old one, each up to the apiserver's 3 MiB). */
+#define KCR_HTTP_BODY_MAX ((size_t)7 << 20)
+
+/* A request to a handler (kcr_httpd_add_handler), valid during the call. */
+struct kcr_httpd_request {
+  const char *method;       /* "POST" */
+  const char *path;         /* the path the handler was added for */
+  const char *content_type; /* the Content-Type header; NULL without one */
+  const char *body;         /* len bytes, NUL-terminated after them */
+  size_t len;
+  const void *conn_; /* private: kcr_httpd_request_arg reads the query here */
+};
+
+/* Answers a request: appends the answer's body to out (nothing: an empty
+ * body), may set *ctype to its Content-Type (a string that outlives the
+ * call; default "application/json"), and returns the HTTP status code.
+ * A code outside 200..599, or out holding an error (kcr/buf.h), sends 500
+ * "handler failed" instead. Called on a server thread, concurrently with
+ * itself. */
+typedef int (*kcr_httpd_handler_fn)(void *ud, const struct kcr_httpd_request *rq,
+                                    struct kcr_buf *out, const char **ctype);
+
+/* Serves POST requests on path with fn (see the endpoint list above).
+ * path starts with '/', holds no white space, control byte, '?' or '#',
+ * and is not /metrics, nor under /healthz or /readyz; it is copied.
+ * max_body: the largest body taken, 0 for KCR_HTTP_BODY_MAX. ud is
+ * borrowed for the server's life. Before or after start.
+ * Errors: KCR_EINVAL (h or fn NULL, a bad path), KCR_EEXIST (path taken),
+ * KCR_ENOMEM. Thread safety: any thread. */
+KCR_API kcr_err kcr_httpd_add_handler(kcr_httpd *h, const char *path, size_t max_body,
+                                      kcr_httpd_handler_fn fn, void *ud);
+
+/* The query argument key of the request ("timeout" in "?timeout=10s"),
+ * decoded, or NULL when absent. Valid during the handler's call. */
+KCR_API const char *kcr_httpd_request_arg(const struct kcr_httpd_request *rq,
+                                          const char *key);
 
 /* Creates a stopped server after checking the address's syntax and
  * loading (or making) its TLS certificate; nothing is bound yet. opts may

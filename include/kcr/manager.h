@@ -11,8 +11,8 @@
  *   kcr_manager_add(m, ctl);
  *   return kcr_manager_run(m);
  *
- * kcr_manager_run starts, in order: the metrics/health servers, the
- * informers, waits for every informer to sync (a clear error naming the one
+ * kcr_manager_run starts, in order: the metrics/health and webhook
+ * servers, the informers, waits for every informer to sync (a clear error naming the one
  * that did not, after sync_timeout_ms), leader election (blocks until this
  * instance leads), the controllers. SIGTERM/SIGINT (or kcr_manager_stop):
  * stop taking new work, let in-flight reconciles finish within grace_ms,
@@ -52,6 +52,7 @@
 #include "events.h"
 #include "informer.h"
 #include "metrics.h"
+#include "webhook.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -82,6 +83,16 @@ struct kcr_manager_opts {
                                     certificate made by kcr_manager_new */
   const char *metrics_cert_name; /* "tls.crt", in metrics_cert_dir */
   const char *metrics_key_name;  /* "tls.key", in metrics_cert_dir */
+  /* The webhook server (kcr/webhook.h; kcr_manager_add_webhook): HTTPS on
+   * this address (controller-runtime's default port is 9443: ":9443"),
+   * with the certificate and key read from webhook_cert_dir. NULL, "" or
+   * "0": no webhook server. It starts before the informers and serves
+   * whether or not this replica leads (every replica answers admission
+   * reviews), and stops last. */
+  const char *webhook_addr;
+  const char *webhook_cert_dir;  /* "/tmp/k8s-webhook-server/serving-certs" */
+  const char *webhook_cert_name; /* "tls.crt", in webhook_cert_dir */
+  const char *webhook_key_name;  /* "tls.key", in webhook_cert_dir */
   bool leader_elect;             /* false: no election, this instance always leads */
   const char *lease_namespace;   /* the config's namespace, else "default" */
   const char *lease_name;        /* "<name>-leader" */
@@ -259,6 +270,16 @@ KCR_API bool kcr_manager_leading(kcr_manager *m);
  * health address, the metrics server's (unless metrics_secure: that one
  * serves no probes). Thread safety: any thread. */
 KCR_API int kcr_manager_health_port(kcr_manager *m);
+/* Serves an admission webhook on the manager's webhook server
+ * (kcr_webhook_add; opts->metrics NULL: the manager's registry). Before or
+ * after run. Errors: KCR_EINVAL (no webhook_addr was given: ei says so),
+ * and kcr_webhook_add's. Thread safety: any thread. */
+KCR_API kcr_err kcr_manager_add_webhook(kcr_manager *m,
+                                        const struct kcr_webhook_opts *opts,
+                                        struct kcr_errinfo *ei);
+/* The webhook server's TCP port (bound from kcr_manager_new on; the
+ * kernel's choice for port 0), 0 without one. Any thread. */
+KCR_API int kcr_manager_webhook_port(kcr_manager *m);
 /* Frees the controllers first - each waits for its in-flight reconciles, so
  * nothing they use is freed under them (see kcr_controller_free) - then the
  * recorders of kcr_manager_recorder, the elector, the informers, the

@@ -98,6 +98,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/assert-int.h"
@@ -107,6 +108,7 @@
 #include "kcr/httpd.h"
 #include "kcr/log.h"
 #include "kcr/time.h"
+#include "runtime/httpd-int.h"
 #include "runtime/metricsauth-int.h"
 #include "runtime/tlscert-int.h"
 
@@ -133,6 +135,23 @@ struct check {
 struct checklist {
   struct check *v;
   size_t n, cap;
+};
+
+/* A POST endpoint (kcr_httpd_add_handler). */
+struct handler {
+  char *path;
+  size_t max_body;
+  kcr_httpd_handler_fn fn;
+  void *ud;
+  void (*free_ud)(void *); /* NULL: ud is borrowed */
+};
+
+/* A request to a handler whose body is being read (MHD's request context). */
+struct hreq {
+  struct handler hd; /* a copy: the list may grow meanwhile */
+  struct kcr_buf body;
+  uint64_t start_ms; /* first byte of the body (the head was complete) */
+  bool too_big;      /* refused with 413 once the body is read */
 };
 
 /* One client connection (MHD's socket context), in the table. */
@@ -164,8 +183,11 @@ struct kcr_httpd {
   int listen_fd;             /* under life_mu; >= 0 while listening */
   struct MHD_Daemon *daemon; /* under life_mu; set while serving */
   atomic_int bound_port;
-  pthread_mutex_t checks_mu; /* both check lists */
+  pthread_mutex_t checks_mu; /* both check lists and the handlers */
   struct checklist healthz, readyz;
+  struct handler *hv; /* under checks_mu; only grows */
+  size_t hn, hcap;
+  uint64_t drain_ms;        /* kcr_httpd_stop waits this long for answers in flight */
   pthread_mutex_t conns_mu; /* the connection table */
   struct conn *oldest, *newest;
   struct loglimit log;
@@ -359,6 +381,74 @@ kcr_err kcr_httpd_add_readyz(kcr_httpd *h, const char *name, kcr_check_fn fn, vo
   return h ? add_check(h, &h->readyz, name, fn, ud) : KCR_EINVAL;
 }
 
+static bool valid_handler_path(const char *s)
+{
+  if(!s || s[0] != '/' || !strcmp(s, "/metrics") || !strncmp(s, "/healthz", 8) ||
+     !strncmp(s, "/readyz", 7))
+    return false;
+  for(; *s; s++)
+    if((unsigned char)*s <= ' ' || *s == '?' || *s == '#' || *s == 0x7f)
+      return false;
+  return true;
+}
+
+kcr_err kcr__httpd_add_handler_owned(kcr_httpd *h, const char *path, size_t max_body,
+                                     kcr_httpd_handler_fn fn, void *ud,
+                                     void (*free_ud)(void *))
+{
+  char *dup;
+  kcr_err rc = KCR_OK;
+
+  if(!h || !fn || !valid_handler_path(path))
+    return KCR_EINVAL;
+  if(!(dup = strdup(path)))
+    return KCR_ENOMEM;
+  pthread_mutex_lock(&h->checks_mu);
+  for(size_t i = 0; i < h->hn; i++)
+    if(!strcmp(h->hv[i].path, path)) {
+      rc = KCR_EEXIST;
+      goto out;
+    }
+  if(h->hn == h->hcap) {
+    size_t cap = h->hcap ? h->hcap * 2 : 4;
+    struct handler *v = realloc(h->hv, cap * sizeof(*v));
+    if(!v) {
+      rc = KCR_ENOMEM;
+      goto out;
+    }
+    h->hv = v;
+    h->hcap = cap;
+  }
+  h->hv[h->hn++] =
+      (struct handler){dup, max_body ? max_body : KCR_HTTP_BODY_MAX, fn, ud, free_ud};
+  dup = NULL;
+out:
+  pthread_mutex_unlock(&h->checks_mu);
+  free(dup);
+  return rc;
+}
+
+kcr_err kcr_httpd_add_handler(kcr_httpd *h, const char *path, size_t max_body,
+                              kcr_httpd_handler_fn fn, void *ud)
+{
+  return kcr__httpd_add_handler_owned(h, path, max_body, fn, ud, NULL);
+}
+
+/* The handler of path, copied into *out; false when none. */
+static bool find_handler(kcr_httpd *h, const char *path, struct handler *out)
+{
+  bool found = false;
+
+  pthread_mutex_lock(&h->checks_mu);
+  for(size_t i = 0; i < h->hn && !found; i++)
+    if(!strcmp(h->hv[i].path, path)) {
+      *out = h->hv[i];
+      found = true;
+    }
+  pthread_mutex_unlock(&h->checks_mu);
+  return found;
+}
+
 /* A copy of the list (names borrowed); *v is NULL when empty. */
 static kcr_err snapshot(kcr_httpd *h, const struct checklist *l, struct check **v,
                         size_t *n)
@@ -394,7 +484,7 @@ static bool run_check(const struct check *ck, char reason[REASON_MAX])
 
 static enum MHD_Result send_response(struct MHD_Connection *c, unsigned int code,
                                      const char *ctype, struct MHD_Response *r,
-                                     bool allow)
+                                     const char *allow)
 {
   enum MHD_Result ret;
 
@@ -402,8 +492,7 @@ static enum MHD_Result send_response(struct MHD_Connection *c, unsigned int code
     return MHD_NO;
   if(MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype) != MHD_YES ||
      MHD_add_response_header(r, "X-Content-Type-Options", "nosniff") != MHD_YES ||
-     (allow &&
-      MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD") != MHD_YES)) {
+     (allow && MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow) != MHD_YES)) {
     MHD_destroy_response(r);
     return MHD_NO;
   }
@@ -413,7 +502,7 @@ static enum MHD_Result send_response(struct MHD_Connection *c, unsigned int code
 }
 
 static enum MHD_Result reply_static(struct MHD_Connection *c, unsigned int code,
-                                    const char *text, bool allow)
+                                    const char *text, const char *allow)
 {
   struct MHD_Response *r = MHD_create_response_from_buffer(
       strlen(text), (void *)(uintptr_t)text, MHD_RESPMEM_PERSISTENT);
@@ -433,7 +522,7 @@ static enum MHD_Result reply_buf(struct MHD_Connection *c, unsigned int code,
   r = MHD_create_response_from_buffer(len, p, MHD_RESPMEM_MUST_FREE);
   if(!r)
     free(p);
-  return send_response(c, code, ctype, r, false);
+  return send_response(c, code, ctype, r, NULL);
 }
 
 /* method: "GET" or "HEAD"; authorised as the verb "get" or "head", as
@@ -445,7 +534,7 @@ static enum MHD_Result serve_metrics(kcr_httpd *h, struct MHD_Connection *c,
   kcr_err rc;
 
   if(!h->metrics)
-    return reply_static(c, MHD_HTTP_NOT_FOUND, "404 page not found\n", false);
+    return reply_static(c, MHD_HTTP_NOT_FOUND, "404 page not found\n", NULL);
   if(h->auth) {
     char msg[320];
     const char *auth =
@@ -531,13 +620,13 @@ static enum MHD_Result serve_one(kcr_httpd *h, struct MHD_Connection *c,
   if(!ck) {
     free(v);
     if(!strcmp(name, "ping")) /* the implicit check, as controller-runtime */
-      return reply_static(c, MHD_HTTP_OK, "ok", false);
-    return reply_static(c, MHD_HTTP_NOT_FOUND, "404 page not found\n", false);
+      return reply_static(c, MHD_HTTP_OK, "ok", NULL);
+    return reply_static(c, MHD_HTTP_NOT_FOUND, "404 page not found\n", NULL);
   }
   ok = run_check(ck, reason);
   free(v);
   if(ok)
-    return reply_static(c, MHD_HTTP_OK, "ok", false);
+    return reply_static(c, MHD_HTTP_OK, "ok", NULL);
   if(kcr_buf_printf(&body, "internal server error: %s\n",
                     reason[0] ? reason : "check failed"))
     return MHD_NO;
@@ -559,7 +648,7 @@ static enum MHD_Result route(kcr_httpd *h, struct MHD_Connection *c, const char 
   if(!strcmp(url, "/metrics"))
     return serve_metrics(h, c, method);
   if(h->auth) /* an authenticated metrics server serves nothing else */
-    return reply_static(c, MHD_HTTP_NOT_FOUND, "404 page not found\n", false);
+    return reply_static(c, MHD_HTTP_NOT_FOUND, "404 page not found\n", NULL);
   for(size_t i = 0; i < sizeof(eps) / sizeof(eps[0]); i++) {
     size_t plen = strlen(eps[i].prefix);
     const struct checklist *l = (const struct checklist *)((const char *)h + eps[i].list);
@@ -570,7 +659,7 @@ static enum MHD_Result route(kcr_httpd *h, struct MHD_Connection *c, const char 
     if(url[plen] == '/')
       return serve_one(h, c, l, url + plen + 1);
   }
-  return reply_static(c, MHD_HTTP_NOT_FOUND, "404 page not found\n", false);
+  return reply_static(c, MHD_HTTP_NOT_FOUND, "404 page not found\n", NULL);
 }
 
 /* ---- the connection table (see DESIGN) ---------------------------------- */
@@ -756,27 +845,125 @@ static void log_flush(kcr_httpd *h)
 
 /* ---- MHD callbacks ------------------------------------------------------- */
 
+/* Runs the handler on the complete body and sends its answer. */
+static enum MHD_Result serve_handler(kcr_httpd *h, struct MHD_Connection *c,
+                                     const char *url, struct hreq *rq)
+{
+  struct kcr_buf out = KCR_BUF_INIT;
+  const char *ctype = NULL;
+  struct kcr_httpd_request r = {.method = MHD_HTTP_METHOD_POST,
+                                .path = url,
+                                .content_type = MHD_lookup_connection_value(
+                                    c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE),
+                                .body = rq->body.ptr ? rq->body.ptr : "",
+                                .len = rq->body.len,
+                                .conn_ = c};
+  int code;
+
+  if(rq->too_big)
+    return reply_static(c, MHD_HTTP_CONTENT_TOO_LARGE, "413 request body too large\n",
+                        NULL);
+  if(kcr_buf_err(&rq->body))
+    return reply_static(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "500 out of memory\n", NULL);
+  code = rq->hd.fn(rq->hd.ud, &r, &out, &ctype);
+  if(code < 200 || code > 599 || kcr_buf_err(&out)) {
+    kcr_buf_cleanup(&out);
+    return reply_static(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "500 handler failed\n", NULL);
+  }
+  if(!out.ptr && kcr_buf_puts(&out, ""))
+    return MHD_NO;
+  return reply_buf(c, (unsigned int)code, ctype ? ctype : "application/json", &out);
+}
+
+/* A request to a handler: the head (first call), the body in parts, then
+ * the answer (a call with no more body). */
+static enum MHD_Result on_handler(kcr_httpd *h, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *upload_data,
+                                  size_t *upload_size, void **req_cls,
+                                  const struct handler *hd)
+{
+  struct hreq *rq = *req_cls;
+  const char *cl;
+
+  if(!rq) {
+    if(strcmp(method, MHD_HTTP_METHOD_POST)) {
+      conn_phase(h, c, true);
+      return reply_static(c, MHD_HTTP_METHOD_NOT_ALLOWED, "405 method not allowed\n",
+                          "POST");
+    }
+    cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if(cl && strtoull(cl, NULL, 10) > hd->max_body) { /* refused before reading it */
+      conn_phase(h, c, true);
+      return reply_static(c, MHD_HTTP_CONTENT_TOO_LARGE, "413 request body too large\n",
+                          NULL);
+    }
+    if(!(rq = calloc(1, sizeof(*rq))))
+      return MHD_NO;
+    rq->hd = *hd;
+    rq->start_ms = kcr_time_mono_ms();
+    *req_cls = rq;
+    return MHD_YES;
+  }
+  if(*upload_size) {
+    /* A body still arriving after the deadline (a trickle, which restarts
+     * MHD's idle timeout with every byte) closes the connection. */
+    if(kcr_time_mono_ms() - rq->start_ms > REQUEST_DEADLINE_MS) {
+      log_limited(h, "closed a connection whose request body took longer than 10 s");
+      return MHD_NO;
+    }
+    if(rq->body.len + *upload_size > rq->hd.max_body)
+      rq->too_big = true;
+    else if(!rq->too_big)
+      kcr_buf_append(&rq->body, upload_data, *upload_size);
+    *upload_size = 0;
+    return MHD_YES;
+  }
+  conn_phase(h, c, true);
+  return serve_handler(h, c, url, rq);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_size,
                                   void **req_cls)
 {
   kcr_httpd *h = cls;
+  struct handler hd;
   enum MHD_Result ret;
 
-  conn_phase(h, c, true);
   tl_serving = h;
-  if(strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
-    ret = reply_static(c, MHD_HTTP_METHOD_NOT_ALLOWED, "405 method not allowed\n", true);
-  else
-    ret = route(h, c, method, url);
+  if(*req_cls || find_handler(h, url, &hd)) {
+    ret = on_handler(h, c, url, method, upload_data, upload_size, req_cls, &hd);
+  } else {
+    conn_phase(h, c, true);
+    if(strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
+      ret = reply_static(c, MHD_HTTP_METHOD_NOT_ALLOWED, "405 method not allowed\n",
+                         "GET, HEAD");
+    else
+      ret = route(h, c, method, url);
+  }
   tl_serving = NULL;
   return ret;
+}
+
+const char *kcr_httpd_request_arg(const struct kcr_httpd_request *rq, const char *key)
+{
+  if(!rq || !rq->conn_ || !key)
+    return NULL;
+  return MHD_lookup_connection_value((struct MHD_Connection *)rq->conn_,
+                                     MHD_GET_ARGUMENT_KIND, key);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
                          enum MHD_RequestTerminationCode toe)
 {
+  struct hreq *rq = *req_cls;
+
+  if(rq) {
+    kcr_buf_cleanup(&rq->body);
+    free(rq);
+    *req_cls = NULL;
+  }
   conn_phase(cls, c, false);
 }
 
@@ -882,6 +1069,7 @@ kcr_err kcr_httpd_new(const struct kcr_httpd_opts *opts, kcr_httpd **out,
   h->listen_fd = -1;
   atomic_init(&h->bound_port, 0);
   h->metrics = kcr_metrics_ref(opts->metrics);
+  h->drain_ms = opts->drain_ms ? opts->drain_ms : 10000;
   if(!(h->addr = strdup(opts->addr ? opts->addr : ":8080"))) {
     rc = KCR_ENOMEM;
     goto fail;
@@ -942,7 +1130,7 @@ static kcr_err serve(kcr_httpd *h, int fd, struct kcr_errinfo *ei)
     memset(&st, 0, sizeof(st));
   /* One option pair per line. */
   /* clang-format off */
-  d = MHD_start_daemon(MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
+  d = MHD_start_daemon(MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC |
                        (h->tls_cert ? MHD_USE_TLS : 0),
                        0 /* port: the passed socket's */, NULL, NULL, on_request, h,
                        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, /* first, as MHD asks */
@@ -1000,6 +1188,29 @@ out:
 
 int kcr_httpd_port(const kcr_httpd *h) { return h ? atomic_load(&h->bound_port) : 0; }
 
+/* Waits, at most drain_ms, until no connection has a request being
+ * answered (busy: from the complete request to the answer sent). */
+static void drain(kcr_httpd *h)
+{
+  uint64_t end = kcr_time_mono_ms() + h->drain_ms;
+  size_t busy;
+
+  for(;;) {
+    busy = 0;
+    pthread_mutex_lock(&h->conns_mu);
+    for(struct conn *c = h->oldest; c; c = c->next)
+      busy += c->busy && !c->closing;
+    pthread_mutex_unlock(&h->conns_mu);
+    if(!busy || kcr_time_mono_ms() >= end)
+      break;
+    nanosleep(&(struct timespec){0, 5000000}, NULL);
+  }
+  if(busy)
+    KCR_LOG(KCR_LOG_WARN, "http server: stopping with requests still in flight",
+            KCR_S("addr", h->addr), KCR_I("requests", busy),
+            KCR_I("drainMs", h->drain_ms));
+}
+
 void kcr_httpd_stop(kcr_httpd *h)
 {
   struct MHD_Daemon *d;
@@ -1018,8 +1229,14 @@ void kcr_httpd_stop(kcr_httpd *h)
   h->daemon = NULL;
   h->listen_fd = -1;
   atomic_store(&h->bound_port, 0);
-  if(d)
-    MHD_stop_daemon(d); /* joins the server threads, closes the socket */
+  if(d) {
+    /* Accept nothing new, let the answers in flight go out, then stop. */
+    MHD_socket lfd = MHD_quiesce_daemon(d);
+    if(lfd != MHD_INVALID_SOCKET)
+      close(lfd);
+    drain(h);
+    MHD_stop_daemon(d); /* joins the server threads, closes the connections */
+  }
   if(fd >= 0)
     close(fd); /* listening, never served */
   pthread_mutex_lock(&h->conns_mu);
@@ -1043,6 +1260,12 @@ void kcr_httpd_free(kcr_httpd *h)
   kcr_httpd_stop(h);
   checklist_cleanup(&h->healthz);
   checklist_cleanup(&h->readyz);
+  for(size_t i = 0; i < h->hn; i++) {
+    free(h->hv[i].path);
+    if(h->hv[i].free_ud)
+      h->hv[i].free_ud(h->hv[i].ud);
+  }
+  free(h->hv);
   pthread_mutex_destroy(&h->log.mu);
   pthread_mutex_destroy(&h->conns_mu);
   pthread_mutex_destroy(&h->checks_mu);

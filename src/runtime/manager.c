@@ -49,6 +49,7 @@
 #include "kcr/buf.h"
 #include "kcr/events.h"
 #include "kcr/httpd.h"
+#include "kcr/webhook.h"
 #include "kcr/leader.h"
 #include "kcr/manager.h"
 #include "kcr/time.h"
@@ -78,7 +79,8 @@ struct kcr_manager {
   size_t nctl;
   kcr_recorder *rec[MAX_RECORDERS];
   size_t nrec;
-  kcr_httpd *srv[2];
+  kcr_httpd *srv[3]; /* metrics, health, webhooks; each may be NULL */
+  atomic_bool webhooks_serving;
   kcr_leader *leader;
   atomic_bool leader_ready; /* m->leader may be read by other threads */
   sem_t wake;
@@ -94,6 +96,9 @@ static bool may_write(void *ud)
   kcr_leader *le = atomic_load(&m->leader_ready) ? m->leader : NULL;
   return le && kcr_leader_may_write(le);
 }
+
+static kcr_err open_servers(kcr_manager *m, struct kcr_errinfo *ei);
+static kcr_err open_webhook_server(kcr_manager *m, struct kcr_errinfo *ei);
 
 static void observe(const char *method, long code, double secs, void *ud)
 {
@@ -141,6 +146,7 @@ kcr_err kcr_manager_new(const struct kcr_manager_opts *o, kcr_manager **out,
   atomic_init(&m->stop, false);
   atomic_init(&m->lost, false);
   atomic_init(&m->leader_ready, false);
+  atomic_init(&m->webhooks_serving, false);
   if(rc || !m->name) {
     kcr_manager_free(m);
     return rc ? rc : KCR_ENOMEM;
@@ -184,6 +190,8 @@ kcr_err kcr_manager_new(const struct kcr_manager_opts *o, kcr_manager **out,
     return rc ? rc : KCR_ENOMEM;
   }
   rc = open_servers(m, ei);
+  if(!rc)
+    rc = open_webhook_server(m, ei);
   if(rc) {
     kcr_manager_free(m);
     return rc;
@@ -645,19 +653,87 @@ static kcr_err open_servers(kcr_manager *m, struct kcr_errinfo *ei)
   return rc;
 }
 
+static bool webhooks_serving(void *ud, char *reason, size_t n)
+{
+  kcr_manager *m = ud;
+  if(atomic_load(&m->webhooks_serving))
+    return true;
+  snprintf(reason, n, "the webhook server is not serving");
+  return false;
+}
+
+/* The webhook server: made and bound now, served from run. Its readiness
+ * check on the health server does not wait for the informers. */
+static kcr_err open_webhook_server(kcr_manager *m, struct kcr_errinfo *ei)
+{
+  const char *a = m->o.webhook_addr;
+  const char *d = m->o.webhook_cert_dir ? m->o.webhook_cert_dir
+                                        : "/tmp/k8s-webhook-server/serving-certs";
+  struct kcr_buf cert = KCR_BUF_INIT, key = KCR_BUF_INIT;
+  kcr_err rc;
+
+  if(!a || !*a || !strcmp(a, "0"))
+    return KCR_OK;
+  kcr_buf_printf(&cert, "%s/%s", d,
+                 m->o.webhook_cert_name ? m->o.webhook_cert_name : "tls.crt");
+  kcr_buf_printf(&key, "%s/%s", d,
+                 m->o.webhook_key_name ? m->o.webhook_key_name : "tls.key");
+  rc = kcr_buf_err(&cert) ? kcr_buf_err(&cert) : kcr_buf_err(&key);
+  if(!rc)
+    rc = kcr_httpd_new(
+        &(struct kcr_httpd_opts){
+            .addr = a,
+            .tls = {.enabled = true, .cert_file = cert.ptr, .key_file = key.ptr}},
+        &m->srv[2], ei);
+  if(!rc)
+    rc = kcr_httpd_listen(m->srv[2], ei);
+  for(int i = 0; !rc && i < 2; i++)
+    if(m->srv[i] && (i == 1 || !m->o.metrics_secure))
+      rc = kcr_httpd_add_readyz(m->srv[i], "webhooks", webhooks_serving, m);
+  kcr_buf_cleanup(&cert);
+  kcr_buf_cleanup(&key);
+  return rc;
+}
+
+kcr_err kcr_manager_add_webhook(kcr_manager *m, const struct kcr_webhook_opts *opts,
+                                struct kcr_errinfo *ei)
+{
+  struct kcr_webhook_opts o;
+
+  if(!m || !opts)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_manager_add_webhook: no manager or opts");
+  if(!m->srv[2])
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "manager %s: no webhook server (set "
+                           "kcr_manager_opts.webhook_addr)",
+                           m->name);
+  o = *opts;
+  if(!o.metrics)
+    o.metrics = m->metrics;
+  return kcr_webhook_add(m->srv[2], &o, ei);
+}
+
+int kcr_manager_webhook_port(kcr_manager *m) { return m ? kcr_httpd_port(m->srv[2]) : 0; }
+
 static kcr_err start_servers(kcr_manager *m)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   kcr_err rc = KCR_OK;
 
-  for(int i = 0; i < 2 && !rc; i++) {
+  for(int i = 0; i < 3 && !rc; i++) {
     if(!m->srv[i])
       continue;
     rc = kcr_httpd_start(m->srv[i], &ei);
     if(rc)
-      KCR_LOG(KCR_LOG_ERROR, "manager: cannot start the metrics/health server",
-              KCR_S("address", i ? m->o.health_addr : m->o.metrics_addr),
+      KCR_LOG(KCR_LOG_ERROR,
+              i == 2 ? "manager: cannot start the webhook server"
+                     : "manager: cannot start the metrics/health server",
+              KCR_S("address", i == 2   ? m->o.webhook_addr
+                               : i == 1 ? m->o.health_addr
+                                        : m->o.metrics_addr),
               KCR_S("detail", ei.message));
+    else if(i == 2)
+      atomic_store(&m->webhooks_serving, true);
   }
   kcr_errinfo_cleanup(&ei);
   return rc;
@@ -843,9 +919,10 @@ out:
     kcr_leader_stop(m->leader); /* releases the lease if we hold it */
   for(size_t i = 0; i < m->ninf; i++)
     kcr_informer_stop(m->inf[i].inf);
-  for(int i = 0; i < 2; i++)
+  for(int i = 0; i < 3; i++)
     if(m->srv[i])
       kcr_httpd_stop(m->srv[i]);
+  atomic_store(&m->webhooks_serving, false);
   if(have_sig_th) {
     pthread_kill(sig_th, SIGTERM);
     pthread_join(sig_th, NULL);
@@ -878,7 +955,7 @@ void kcr_manager_free(kcr_manager *m)
     free(m->inf[i].ns);
     free(m->inf[i].opts);
   }
-  for(int i = 0; i < 2; i++)
+  for(int i = 0; i < 3; i++)
     kcr_httpd_free(m->srv[i]);
   kcr_client_free(m->client);
   kcr_metrics_free(m->metrics);

@@ -648,6 +648,161 @@ static int teardown(void **state)
   return 0;
 }
 
+/* ---- POST handlers (kcr_httpd_add_handler) -------------------------------- */
+
+struct echo {
+  atomic_int calls;
+  atomic_bool entered; /* the slow handler has started */
+  int sleep_ms;
+};
+
+/* Answers "LEN:ARG:CTYPE" (the body's length, the query's "timeout" and
+ * the Content-Type), after sleeping sleep_ms. */
+static int echo(void *ud, const struct kcr_httpd_request *rq, struct kcr_buf *out,
+                const char **ctype)
+{
+  struct echo *e = ud;
+  const char *arg = kcr_httpd_request_arg(rq, "timeout");
+
+  atomic_fetch_add(&e->calls, 1);
+  atomic_store(&e->entered, true);
+  if(e->sleep_ms)
+    usleep((useconds_t)e->sleep_ms * 1000);
+  assert_int_equal('\0', rq->body[rq->len]);
+  kcr_buf_printf(out, "%zu:%s:%s", rq->len, arg ? arg : "-",
+                 rq->content_type ? rq->content_type : "-");
+  *ctype = "text/plain";
+  return 201;
+}
+
+/* Sends req (len bytes) on a new connection and reads the whole answer
+ * into out (the server closes: Connection: close in req). */
+static void exchange(int port, const char *req, size_t len, struct kcr_buf *out)
+{
+  int fd = dial(port);
+  size_t off = 0;
+
+  assert_true(fd >= 0);
+  while(off < len) {
+    ssize_t n = write(fd, req + off, len - off);
+    if(n <= 0)
+      break;
+    off += (size_t)n;
+  }
+  read_all(fd, out);
+  close(fd);
+}
+
+static void exchange_str(int port, const char *req, struct kcr_buf *out)
+{
+  exchange(port, req, strlen(req), out);
+}
+
+static void handlers_take_posts_with_their_body(void **state)
+{
+  struct echo e = {0};
+  kcr_httpd *h = new_server("127.0.0.1:0");
+  struct kcr_buf r = KCR_BUF_INIT, req = KCR_BUF_INIT;
+  size_t big = 300000;
+
+  assert_int_equal(KCR_OK, kcr_httpd_add_handler(h, "/hook", 400000, echo, &e));
+  assert_int_equal(KCR_OK, kcr_httpd_start(h, NULL));
+  /* a body of 300 kB, in many reads */
+  kcr_buf_printf(&req,
+                 "POST /hook?timeout=10s HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                 "application/json\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
+                 big);
+  for(size_t i = 0; i < big; i++)
+    kcr_buf_append(&req, "a", 1);
+  exchange(kcr_httpd_port(h), req.ptr, req.len, &r);
+  assert_non_null(strstr(kcr_buf_str(&r), "HTTP/1.1 201"));
+  assert_non_null(strstr(kcr_buf_str(&r), "300000:10s:application/json"));
+  assert_non_null(strstr(kcr_buf_str(&r), "Content-Type: text/plain"));
+  kcr_buf_reset(&r);
+  /* GET on a handler's path: 405, Allow: POST */
+  exchange_str(kcr_httpd_port(h),
+               "GET /hook HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", &r);
+  assert_non_null(strstr(kcr_buf_str(&r), "HTTP/1.1 405"));
+  assert_non_null(strstr(kcr_buf_str(&r), "Allow: POST"));
+  kcr_buf_reset(&r);
+  /* over the limit, told by Content-Length: 413 before the body is read */
+  exchange_str(kcr_httpd_port(h),
+               "POST /hook HTTP/1.1\r\nHost: x\r\nContent-Length: 400001\r\n"
+               "Connection: close\r\n\r\n",
+               &r);
+  assert_non_null(strstr(kcr_buf_str(&r), "HTTP/1.1 413"));
+  kcr_buf_reset(&r);
+  /* over the limit in chunks: 413 once read */
+  kcr_buf_reset(&req);
+  kcr_buf_puts(&req, "POST /hook HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                     "Connection: close\r\n\r\n");
+  for(int i = 0; i < 5; i++) {
+    kcr_buf_printf(&req, "%x\r\n", 100000);
+    for(int j = 0; j < 100000; j++)
+      kcr_buf_append(&req, "b", 1);
+    kcr_buf_puts(&req, "\r\n");
+  }
+  kcr_buf_puts(&req, "0\r\n\r\n");
+  exchange(kcr_httpd_port(h), req.ptr, req.len, &r);
+  assert_non_null(strstr(kcr_buf_str(&r), "HTTP/1.1 413"));
+  assert_int_equal(1, atomic_load(&e.calls)); /* only the first reached it */
+  kcr_buf_cleanup(&r);
+  kcr_buf_cleanup(&req);
+  kcr_httpd_free(h);
+}
+
+static void handler_paths_are_checked(void **state)
+{
+  struct echo e = {0};
+  kcr_httpd *h = new_server("127.0.0.1:0");
+  static const char *const bad[] = {"hook", "/metrics", "/healthz/x", "/readyz",
+                                    "/a b", "/a?b",     "/a#b",       ""};
+
+  for(size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+    assert_int_equal(KCR_EINVAL, kcr_httpd_add_handler(h, bad[i], 0, echo, &e));
+  assert_int_equal(KCR_EINVAL, kcr_httpd_add_handler(h, "/x", 0, NULL, &e));
+  assert_int_equal(KCR_OK, kcr_httpd_add_handler(h, "/x", 0, echo, &e));
+  assert_int_equal(KCR_EEXIST, kcr_httpd_add_handler(h, "/x", 0, echo, &e));
+  kcr_httpd_free(h);
+}
+
+struct post_arg {
+  int port;
+  struct kcr_buf answer;
+};
+
+static void *post_once(void *p)
+{
+  struct post_arg *a = p;
+  static const char req[] = "POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+                            "Connection: close\r\n\r\n{}";
+  exchange(a->port, req, sizeof(req) - 1, &a->answer);
+  return NULL;
+}
+
+static void stop_lets_answers_in_flight_finish(void **state)
+{
+  struct echo e = {.sleep_ms = 700};
+  kcr_httpd *h = new_server("127.0.0.1:0");
+  struct post_arg a = {0};
+  pthread_t th;
+
+  assert_int_equal(KCR_OK, kcr_httpd_add_handler(h, "/slow", 0, echo, &e));
+  assert_int_equal(KCR_OK, kcr_httpd_start(h, NULL));
+  a.port = kcr_httpd_port(h);
+  assert_int_equal(0, pthread_create(&th, NULL, post_once, &a));
+  while(!atomic_load(&e.entered))
+    usleep(1000);
+  kcr_httpd_stop(h); /* while the handler sleeps */
+  pthread_join(th, NULL);
+  assert_non_null(strstr(kcr_buf_str(&a.answer), "HTTP/1.1 201"));
+  assert_non_null(strstr(kcr_buf_str(&a.answer), "2:-:-"));
+  /* and nothing new is accepted once stopped */
+  assert_true(dial(a.port) < 0);
+  kcr_buf_cleanup(&a.answer);
+  kcr_httpd_free(h);
+}
+
 int main(void)
 {
   tfail_init(); /* first: the torture test fails allocations in turn */
@@ -667,6 +822,9 @@ int main(void)
       cmocka_unit_test(listen_permission_denied_names_the_address),
       cmocka_unit_test(listen_start_stop_in_every_order),
       cmocka_unit_test(lifecycle_survives_allocation_failures),
+      cmocka_unit_test(handlers_take_posts_with_their_body),
+      cmocka_unit_test(handler_paths_are_checked),
+      cmocka_unit_test(stop_lets_answers_in_flight_finish),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
