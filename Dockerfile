@@ -9,6 +9,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build pkg-config \
       libcurl4-openssl-dev libssl-dev libcjson-dev libyaml-dev libmicrohttpd-dev \
+      libgnutls28-dev \
       ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src

@@ -96,10 +96,16 @@ struct kcr_httpd_tls {
   /* PEM files, read (and checked: parsed, key matching the certificate) by
    * kcr_httpd_new; both or neither. Neither: a self-signed certificate for
    * "localhost" (ECDSA P-256, one year) is made by kcr_httpd_new, as
-   * controller-runtime's metrics server makes one. The files are read
-   * once: a rotated certificate takes a restart. */
+   * controller-runtime's metrics server makes one. The files are looked at
+   * again (stat) at the first TLS handshake reload_ms after the last look,
+   * and when either changed (a new inode, as a Secret volume's update
+   * makes, or new contents) the pair is loaded and served from the next
+   * handshake on, without a restart, as controller-runtime's certwatcher
+   * does; a pair that does not load is logged (rate-limited) and the
+   * served one kept. */
   const char *cert_file;
   const char *key_file;
+  uint64_t reload_ms; /* 0: 10000 */
 };
 
 /* Options for kcr_httpd_new(); zero means the default shown. */
@@ -214,6 +220,18 @@ KCR_API kcr_err kcr_httpd_listen(kcr_httpd *h, struct kcr_errinfo *ei);
  * 0, maybe on another port). Thread safety: any thread (serialised with
  * listen and stop). */
 KCR_API kcr_err kcr_httpd_start(kcr_httpd *h, struct kcr_errinfo *ei);
+
+/* Serves cert (a PEM certificate chain, the leaf first) with key (its PEM
+ * private key) from the next TLS handshake on, in place of the current
+ * ones: connections and requests in flight go on. Both are checked first
+ * (parse, key matching). What a server with cert files then serves: this,
+ * until the files change. Errors: KCR_EINVAL (a NULL argument, or a
+ * server without TLS), KCR_ECONFIG (not PEM, a key that is not the
+ * certificate's, a chain longer than 16), KCR_ENOMEM; the served
+ * certificate is then unchanged. Thread safety: any thread, while serving
+ * too. */
+KCR_API kcr_err kcr_httpd_set_cert(kcr_httpd *h, const char *cert, const char *key,
+                                   struct kcr_errinfo *ei);
 
 /* The TCP port number (1..65535) bound by kcr_httpd_listen() or
  * kcr_httpd_start() - the one the kernel chose for port 0 - or 0 when

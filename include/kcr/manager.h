@@ -85,7 +85,8 @@ struct kcr_manager_opts {
   const char *metrics_key_name;  /* "tls.key", in metrics_cert_dir */
   /* The webhook server (kcr/webhook.h; kcr_manager_add_webhook): HTTPS on
    * this address (controller-runtime's default port is 9443: ":9443"),
-   * with the certificate and key read from webhook_cert_dir. NULL, "" or
+   * with the certificate and key read from webhook_cert_dir (and read again
+   * when they change: kcr_httpd_tls.cert_file). NULL, "" or
    * "0": no webhook server. It starts before the informers and serves
    * whether or not this replica leads (every replica answers admission
    * reviews), and stops last. */

@@ -73,18 +73,37 @@
  * other checks; names are owned by the server and live until free, so the
  * snapshot's borrowed pointers stay valid.
  *
+ * TLS. libmicrohttpd does TLS with GnuTLS; we give it the certificate
+ * through its certificate callback (MHD_OPTION_HTTPS_CERT_CALLBACK) rather
+ * than as fixed PEM, so a new certificate is served from the next
+ * handshake on, without a restart (kcr_httpd_set_cert, and the cert files
+ * looked at again - stat, then load when they changed - by the first
+ * handshake reload_ms after the last look). The callback has no user
+ * pointer: it finds its server in a thread-local set when the connection
+ * starts (MHD's STARTED notification runs on the pool thread that then
+ * does the connection's handshake, and a pool thread serves one server).
+ * GnuTLS keeps using the chain and key the callback returned during the
+ * handshake, and does not free them (retrieve_function2), so a replaced
+ * chain stays allocated TLS_KEEP_MS (5 minutes, far longer than any
+ * handshake) before it is freed, and the rest at kcr_httpd_free.
+ *
  * Invariants: daemon != NULL iff serving, listen_fd >= 0 iff listening (never
  * both); bound_port is the bound port while listening or serving, else 0;
  * check lists only grow; the connection table is ordered by since_ms and
  * empty when not serving.
  *
  * Lock order: life_mu, then (held across MHD_stop_daemon(), which joins the
- * server threads) the leaves checks_mu, conns_mu and log.mu, which server
- * threads take one at a time and never while logging or calling MHD. A
- * server thread calling kcr_httpd_stop() on its own server would join
+ * server threads) the leaves checks_mu, conns_mu, log.mu and tls_mu, which
+ * server threads take one at a time and never while logging or calling
+ * MHD. The one nesting: a handshake that reloads the files holds reload_mu
+ * (taken with trylock, so no handshake waits for another's reload) while it
+ * takes tls_mu and logs (log.mu). A server thread calling kcr_httpd_stop()
+ * on its own server would join
  * itself: a thread-local marks server threads and such a call is refused. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <gnutls/abstract.h>
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -125,6 +144,18 @@
 /* GnuTLS priorities: TLS 1.2 and 1.3 only, as Go's (controller-runtime's)
  * default minimum. */
 #define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+#define TLS_CHAIN_MAX  16          /* certificates in a served chain */
+#define TLS_KEEP_MS    (5 * 60000) /* a replaced certificate is freed after */
+#define TLS_RELOAD_MS  10000       /* files looked at, by default */
+
+/* One certificate chain and key as GnuTLS serves them (see DESIGN, TLS). */
+struct tlsgen {
+  struct tlsgen *older;
+  gnutls_pcert_st pcert[TLS_CHAIN_MAX];
+  unsigned n;
+  gnutls_privkey_t key;
+  uint64_t replaced_ms; /* when a newer one took its place; 0 while current */
+};
 
 struct check {
   char *name;
@@ -177,7 +208,13 @@ struct kcr_httpd {
   char *host; /* NULL: all interfaces */
   char port[6];
   kcr_metrics *metrics;
-  char *tls_cert, *tls_key;  /* PEM; both NULL: plain HTTP */
+  bool tls;                    /* HTTPS */
+  pthread_mutex_t tls_mu;      /* tls_gen */
+  struct tlsgen *tls_gen;      /* the served one first, then replaced ones */
+  char *cert_file, *key_file;  /* NULL: certificate made or given, not reloaded */
+  pthread_mutex_t reload_mu;   /* the fields below; trylock: one thread looks */
+  struct stat cert_st, key_st; /* of the files last loaded */
+  uint64_t reload_ms, checked_ms;
   kcr__mauth *auth;          /* NULL: /metrics is open to all */
   pthread_mutex_t life_mu;   /* listen/start/stop */
   int listen_fd;             /* under life_mu; >= 0 while listening */
@@ -195,6 +232,10 @@ struct kcr_httpd {
 
 /* The server whose request this thread is handling, if any. */
 static _Thread_local const kcr_httpd *tl_serving;
+/* The server whose connections this pool thread serves: set when a
+ * connection starts (MHD's STARTED notification runs on the thread that
+ * then does the connection's handshake), read by the certificate callback. */
+static _Thread_local kcr_httpd *tl_tls;
 
 /* ---- address ------------------------------------------------------------- */
 
@@ -987,6 +1028,7 @@ static void on_connection(void *cls, struct MHD_Connection *mc, void **sctx,
     }
     return;
   }
+  tl_tls = h; /* the handshake follows on this thread: tls_cert_cb */
   fdi = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
   ai = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
   if(!fdi)
@@ -1025,28 +1067,211 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
   log_limited(cls, msg);
 }
 
-/* ---- lifecycle ----------------------------------------------------------- */
+/* ---- TLS: the served certificate (see DESIGN, TLS) ------------------------ */
+
+static void tlsgen_free(struct tlsgen *g)
+{
+  if(!g)
+    return;
+  for(unsigned i = 0; i < g->n; i++)
+    gnutls_pcert_deinit(&g->pcert[i]);
+  if(g->key)
+    gnutls_privkey_deinit(g->key);
+  free(g);
+}
+
+/* The chain cert and its key, PEM (checked already), for GnuTLS. */
+static kcr_err tlsgen_new(const char *cert, const char *key, struct tlsgen **out,
+                          struct kcr_errinfo *ei)
+{
+  gnutls_datum_t cd = {(unsigned char *)(uintptr_t)cert, (unsigned)strlen(cert)};
+  gnutls_datum_t kd = {(unsigned char *)(uintptr_t)key, (unsigned)strlen(key)};
+  struct tlsgen *g = calloc(1, sizeof(*g));
+  int r;
+
+  *out = NULL;
+  if(!g)
+    return KCR_ENOMEM;
+  g->n = TLS_CHAIN_MAX;
+  r = gnutls_pcert_list_import_x509_raw(g->pcert, &g->n, &cd, GNUTLS_X509_FMT_PEM, 0);
+  if(r < 0) {
+    g->n = 0;
+    tlsgen_free(g);
+    return kcr_errinfo_set(ei, r == GNUTLS_E_MEMORY_ERROR ? KCR_ENOMEM : KCR_ECONFIG,
+                           "httpd: the certificate chain cannot be served (at most %d "
+                           "certificates): %s",
+                           TLS_CHAIN_MAX, gnutls_strerror(r));
+  }
+  if((r = gnutls_privkey_init(&g->key)) < 0 ||
+     (r = gnutls_privkey_import_x509_raw(g->key, &kd, GNUTLS_X509_FMT_PEM, NULL, 0)) <
+         0) {
+    tlsgen_free(g);
+    return kcr_errinfo_set(ei, r == GNUTLS_E_MEMORY_ERROR ? KCR_ENOMEM : KCR_ECONFIG,
+                           "httpd: the key cannot be served: %s", gnutls_strerror(r));
+  }
+  *out = g;
+  return KCR_OK;
+}
+
+/* Serves g from now on; replaced chains are freed TLS_KEEP_MS after they
+ * were replaced (a handshake that took one may still be using it). */
+static void tls_swap(kcr_httpd *h, struct tlsgen *g)
+{
+  uint64_t now = kcr_time_mono_ms();
+  struct tlsgen **pp, *dead = NULL;
+
+  pthread_mutex_lock(&h->tls_mu);
+  if(h->tls_gen)
+    h->tls_gen->replaced_ms = now;
+  g->older = h->tls_gen;
+  h->tls_gen = g;
+  for(pp = &g->older; *pp;) {
+    struct tlsgen *o = *pp;
+    if(now - o->replaced_ms >= TLS_KEEP_MS) {
+      *pp = o->older;
+      o->older = dead;
+      dead = o;
+    } else {
+      pp = &o->older;
+    }
+  }
+  pthread_mutex_unlock(&h->tls_mu);
+  while(dead) {
+    struct tlsgen *o = dead;
+    dead = o->older;
+    tlsgen_free(o);
+  }
+}
+
+/* Checks cert and key and serves them (both PEM text; what names them). */
+static kcr_err tls_use(kcr_httpd *h, const char *cert, const char *key, const char *what,
+                       struct kcr_errinfo *ei)
+{
+  struct tlsgen *g;
+  kcr_err rc = kcr__tlscert_check(cert, key, what, what, ei);
+
+  if(!rc && !(rc = tlsgen_new(cert, key, &g, ei)))
+    tls_swap(h, g);
+  return rc;
+}
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+  return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
+         a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+         a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+         a->st_ctim.tv_sec == b->st_ctim.tv_sec &&
+         a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/* Loads the files into a new chain when they changed since last loaded.
+ * A pair that does not load (a half-written update, a key not yet the
+ * certificate's) is logged and retried next time; the served chain stays. */
+static void tls_reload(kcr_httpd *h, bool force)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct stat cs, ks;
+  char *cert = NULL, *key = NULL;
+  uint64_t now = kcr_time_mono_ms();
+  kcr_err rc;
+
+  if(!h->cert_file || pthread_mutex_trylock(&h->reload_mu))
+    return; /* no files, or another thread is looking */
+  if(!force && now - h->checked_ms < h->reload_ms)
+    goto out;
+  h->checked_ms = now;
+  if(stat(h->cert_file, &cs) || stat(h->key_file, &ks) ||
+     (same_file(&cs, &h->cert_st) && same_file(&ks, &h->key_st)))
+    goto out;
+  rc = kcr__tlscert_load(h->cert_file, h->key_file, &cert, &key, &ei);
+  if(!rc)
+    rc = tls_use(h, cert, key, h->cert_file, &ei);
+  if(rc) {
+    log_limited(h, ei.message ? ei.message : "cannot reload the TLS certificate");
+  } else {
+    h->cert_st = cs;
+    h->key_st = ks;
+    KCR_LOG(KCR_LOG_INFO, "http server: TLS certificate reloaded", KCR_S("addr", h->addr),
+            KCR_S("certFile", h->cert_file));
+  }
+  free(cert);
+  kcr__wipe_str(key);
+  kcr_errinfo_cleanup(&ei);
+out:
+  pthread_mutex_unlock(&h->reload_mu);
+}
+
+/* GnuTLS asks which chain to present: the served one (the files looked at
+ * first when reload_ms has passed). */
+static int tls_cert_cb(gnutls_session_t s, const gnutls_datum_t *req_ca_dn, int nreqs,
+                       const gnutls_pk_algorithm_t *algos, int nalgos,
+                       gnutls_pcert_st **pcert, unsigned int *n, gnutls_privkey_t *key)
+{
+  kcr_httpd *h = tl_tls;
+
+  if(!h)
+    return -1; /* cannot happen (see tl_tls); fail the handshake, not the process */
+  tls_reload(h, false);
+  pthread_mutex_lock(&h->tls_mu);
+  *pcert = h->tls_gen->pcert;
+  *n = h->tls_gen->n;
+  *key = h->tls_gen->key;
+  pthread_mutex_unlock(&h->tls_mu);
+  return 0;
+}
+
+kcr_err kcr_httpd_set_cert(kcr_httpd *h, const char *cert, const char *key,
+                           struct kcr_errinfo *ei)
+{
+  if(!h || !cert || !key)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_httpd_set_cert: a NULL argument");
+  if(!h->tls)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "httpd %s: no TLS (tls.enabled)", h->addr);
+  return tls_use(h, cert, key, "given", ei);
+}
 
 static kcr_err tls_setup(kcr_httpd *h, const struct kcr_httpd_tls *t,
                          struct kcr_errinfo *ei)
 {
+  char *cert = NULL, *key = NULL;
+  kcr_err rc;
+
   if(!t->enabled) {
     if(t->cert_file || t->key_file)
       return kcr_errinfo_set(ei, KCR_EINVAL,
                              "httpd: a TLS certificate without tls.enabled");
     return KCR_OK;
   }
-  if(MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+  if(MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES ||
+     MHD_is_feature_supported(MHD_FEATURE_HTTPS_CERT_CALLBACK) != MHD_YES)
     return kcr_errinfo_set(ei, KCR_ECONFIG,
                            "httpd: HTTPS asked for, but libmicrohttpd was built "
-                           "without TLS (Debian's uses GnuTLS)");
+                           "without TLS or its certificate callback (Debian's has both)");
   if(!t->cert_file != !t->key_file)
     return kcr_errinfo_set(ei, KCR_EINVAL,
                            "httpd: tls.cert_file and tls.key_file go together");
-  if(t->cert_file)
-    return kcr__tlscert_load(t->cert_file, t->key_file, &h->tls_cert, &h->tls_key, ei);
-  return kcr__tlscert_self_signed(&h->tls_cert, &h->tls_key, ei);
+  h->tls = true;
+  h->reload_ms = t->reload_ms ? t->reload_ms : TLS_RELOAD_MS;
+  if(t->cert_file) {
+    if(!(h->cert_file = strdup(t->cert_file)) || !(h->key_file = strdup(t->key_file)))
+      return KCR_ENOMEM;
+    if(stat(h->cert_file, &h->cert_st) || stat(h->key_file, &h->key_st)) {
+      memset(&h->cert_st, 0, sizeof(h->cert_st)); /* load says why */
+      memset(&h->key_st, 0, sizeof(h->key_st));
+    }
+    rc = kcr__tlscert_load(t->cert_file, t->key_file, &cert, &key, ei);
+  } else {
+    rc = kcr__tlscert_self_signed(&cert, &key, ei);
+  }
+  if(!rc)
+    rc = tls_use(h, cert, key, t->cert_file ? t->cert_file : "self-signed", ei);
+  free(cert);
+  kcr__wipe_str(key);
+  h->checked_ms = kcr_time_mono_ms();
+  return rc;
 }
+
+/* ---- lifecycle ----------------------------------------------------------- */
 
 kcr_err kcr_httpd_new(const struct kcr_httpd_opts *opts, kcr_httpd **out,
                       struct kcr_errinfo *ei)
@@ -1066,6 +1291,8 @@ kcr_err kcr_httpd_new(const struct kcr_httpd_opts *opts, kcr_httpd **out,
   pthread_mutex_init(&h->checks_mu, NULL);
   pthread_mutex_init(&h->conns_mu, NULL);
   pthread_mutex_init(&h->log.mu, NULL);
+  pthread_mutex_init(&h->tls_mu, NULL);
+  pthread_mutex_init(&h->reload_mu, NULL);
   h->listen_fd = -1;
   atomic_init(&h->bound_port, 0);
   h->metrics = kcr_metrics_ref(opts->metrics);
@@ -1131,7 +1358,7 @@ static kcr_err serve(kcr_httpd *h, int fd, struct kcr_errinfo *ei)
   /* One option pair per line. */
   /* clang-format off */
   d = MHD_start_daemon(MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC |
-                       (h->tls_cert ? MHD_USE_TLS : 0),
+                       (h->tls ? MHD_USE_TLS : 0),
                        0 /* port: the passed socket's */, NULL, NULL, on_request, h,
                        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, /* first, as MHD asks */
                        MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
@@ -1141,8 +1368,7 @@ static kcr_err serve(kcr_httpd *h, int fd, struct kcr_errinfo *ei)
                        MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
                        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
                        /* TLS last: without it, the list ends here */
-                       h->tls_cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, h->tls_cert,
-                       MHD_OPTION_HTTPS_MEM_KEY, h->tls_key,
+                       h->tls ? MHD_OPTION_HTTPS_CERT_CALLBACK : MHD_OPTION_END, tls_cert_cb,
                        MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES,
                        MHD_OPTION_END);
   /* clang-format on */
@@ -1179,7 +1405,7 @@ kcr_err kcr_httpd_start(kcr_httpd *h, struct kcr_errinfo *ei)
   }
   atomic_store(&h->bound_port, port);
   KCR_LOG(KCR_LOG_INFO, "serving metrics and health probes", KCR_S("addr", h->addr),
-          KCR_I("port", port), KCR_S("scheme", h->tls_cert ? "https" : "http"),
+          KCR_I("port", port), KCR_S("scheme", h->tls ? "https" : "http"),
           KCR_S("metricsAuth", h->auth ? "TokenReview+SubjectAccessReview" : "none"));
 out:
   pthread_mutex_unlock(&h->life_mu);
@@ -1272,8 +1498,15 @@ void kcr_httpd_free(kcr_httpd *h)
   pthread_mutex_destroy(&h->life_mu);
   kcr__mauth_free(h->auth);
   kcr_metrics_free(h->metrics);
-  free(h->tls_cert);
-  kcr__wipe_str(h->tls_key);
+  while(h->tls_gen) {
+    struct tlsgen *g = h->tls_gen;
+    h->tls_gen = g->older;
+    tlsgen_free(g);
+  }
+  free(h->cert_file);
+  free(h->key_file);
+  pthread_mutex_destroy(&h->tls_mu);
+  pthread_mutex_destroy(&h->reload_mu);
   free(h->addr);
   free(h->host);
   free(h);

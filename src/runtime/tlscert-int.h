@@ -15,6 +15,12 @@
 kcr_err kcr__tlscert_load(const char *cert_file, const char *key_file, char **cert,
                           char **key, struct kcr_errinfo *ei);
 
+/* Checks that the PEM texts cert (a certificate, first of a chain) and key
+ * (a private key) parse and that the key is the certificate's; cert_what
+ * and key_what name them in messages. Errors: KCR_ECONFIG. */
+kcr_err kcr__tlscert_check(const char *cert, const char *key, const char *cert_what,
+                           const char *key_what, struct kcr_errinfo *ei);
+
 /* Makes a new ECDSA P-256 key and a self-signed certificate for it (CN and
  * DNS name "localhost", IP 127.0.0.1, valid for one year), as PEM text,
  * owned as above. Errors: KCR_ENOMEM (OpenSSL failed: ei says where). */

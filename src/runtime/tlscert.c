@@ -82,44 +82,52 @@ static const char *ssl_reason(char *buf, size_t n)
   return buf;
 }
 
-kcr_err kcr__tlscert_load(const char *cert_file, const char *key_file, char **cert,
-                          char **key, struct kcr_errinfo *ei)
+kcr_err kcr__tlscert_check(const char *cert, const char *key, const char *cert_what,
+                           const char *key_what, struct kcr_errinfo *ei)
 {
   X509 *x = NULL;
   EVP_PKEY *pk = NULL;
   BIO *b = NULL;
   char why[256];
-  kcr_err rc;
+  kcr_err rc = KCR_OK;
 
-  *cert = *key = NULL;
-  if((rc = read_file(cert_file, "certificate", cert, ei)) ||
-     (rc = read_file(key_file, "key", key, ei)))
-    goto out;
   ERR_clear_error();
-  if(!(b = BIO_new_mem_buf(*cert, -1)) || !(x = PEM_read_bio_X509(b, NULL, NULL, NULL))) {
+  if(!(b = BIO_new_mem_buf(cert, -1)) || !(x = PEM_read_bio_X509(b, NULL, NULL, NULL))) {
     rc = kcr_errinfo_set(ei, KCR_ECONFIG,
-                         "the TLS certificate %s is not a PEM certificate: %s", cert_file,
+                         "the TLS certificate %s is not a PEM certificate: %s", cert_what,
                          ssl_reason(why, sizeof(why)));
     goto out;
   }
   BIO_free(b);
-  if(!(b = BIO_new_mem_buf(*key, -1)) ||
+  if(!(b = BIO_new_mem_buf(key, -1)) ||
      !(pk = PEM_read_bio_PrivateKey(b, NULL, NULL, NULL))) {
     rc = kcr_errinfo_set(ei, KCR_ECONFIG, "the TLS key %s is not a PEM private key: %s",
-                         key_file, ssl_reason(why, sizeof(why)));
+                         key_what, ssl_reason(why, sizeof(why)));
     goto out;
   }
   if(X509_check_private_key(x, pk) != 1) {
     ERR_clear_error();
     rc = kcr_errinfo_set(ei, KCR_ECONFIG,
-                         "the TLS key %s is not the key of the certificate %s", key_file,
-                         cert_file);
+                         "the TLS key %s is not the key of the certificate %s", key_what,
+                         cert_what);
     goto out;
   }
 out:
   BIO_free(b);
   X509_free(x);
   EVP_PKEY_free(pk);
+  return rc;
+}
+
+kcr_err kcr__tlscert_load(const char *cert_file, const char *key_file, char **cert,
+                          char **key, struct kcr_errinfo *ei)
+{
+  kcr_err rc;
+
+  *cert = *key = NULL;
+  if(!(rc = read_file(cert_file, "certificate", cert, ei)) &&
+     !(rc = read_file(key_file, "key", key, ei)))
+    rc = kcr__tlscert_check(*cert, *key, cert_file, key_file, ei);
   if(rc) {
     free(*cert);
     kcr__wipe_str(*key);
