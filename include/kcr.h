@@ -8,6 +8,7 @@
 #include "kcr/backoff.h"
 #include "kcr/base64.h"
 #include "kcr/buf.h"
+#include "kcr/certs.h"
 #include "kcr/cli.h"
 #include "kcr/client.h"
 #include "kcr/cond.h"

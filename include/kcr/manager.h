@@ -47,6 +47,7 @@
 #include <stdint.h>
 
 #include "api.h"
+#include "certs.h"
 #include "client.h"
 #include "controller.h"
 #include "events.h"
@@ -94,6 +95,14 @@ struct kcr_manager_opts {
   const char *webhook_cert_dir;  /* "/tmp/k8s-webhook-server/serving-certs" */
   const char *webhook_cert_name; /* "tls.crt", in webhook_cert_dir */
   const char *webhook_key_name;  /* "tls.key", in webhook_cert_dir */
+  /* Non-NULL: no certificate files; the library makes, keeps (a Secret),
+   * rotates and serves the webhook server's certificates and writes the
+   * caBundles (kcr/certs.h). Read during kcr_manager_new; the manager sets
+   * client (its own, without the leader-election write gate), server and,
+   * unless given, leading (kcr_manager_leading) and ns (the lease
+   * namespace). The Secret is read or made when run starts, before the
+   * server serves. Excludes webhook_cert_dir. */
+  const struct kcr_certs_opts *webhook_certs;
   bool leader_elect;             /* false: no election, this instance always leads */
   const char *lease_namespace;   /* the config's namespace, else "default" */
   const char *lease_name;        /* "<name>-leader" */

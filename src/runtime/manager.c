@@ -48,6 +48,7 @@
 
 #include "kcr/buf.h"
 #include "kcr/events.h"
+#include "kcr/certs.h"
 #include "kcr/httpd.h"
 #include "kcr/webhook.h"
 #include "kcr/leader.h"
@@ -80,6 +81,7 @@ struct kcr_manager {
   kcr_recorder *rec[MAX_RECORDERS];
   size_t nrec;
   kcr_httpd *srv[3]; /* metrics, health, webhooks; each may be NULL */
+  kcr_certs *certs;  /* the webhook server's certificates, when the library's */
   atomic_bool webhooks_serving;
   kcr_leader *leader;
   atomic_bool leader_ready; /* m->leader may be read by other threads */
@@ -99,6 +101,7 @@ static bool may_write(void *ud)
 
 static kcr_err open_servers(kcr_manager *m, struct kcr_errinfo *ei);
 static kcr_err open_webhook_server(kcr_manager *m, struct kcr_errinfo *ei);
+static kcr_err open_certs(kcr_manager *m, struct kcr_errinfo *ei);
 
 static void observe(const char *method, long code, double secs, void *ud)
 {
@@ -662,6 +665,45 @@ static bool webhooks_serving(void *ud, char *reason, size_t n)
   return false;
 }
 
+static bool certs_leading(void *ud) { return kcr_manager_leading(ud); }
+
+/* The webhook server with the library's certificates (kcr/certs.h): a
+ * self-signed stand-in until kcr_certs_start (run) serves the Secret's. */
+static kcr_err open_certs(kcr_manager *m, struct kcr_errinfo *ei)
+{
+  struct kcr_certs_opts co = *m->o.webhook_certs;
+  struct kcr_client_opts clo = m->o.client;
+  kcr_client *c = NULL;
+  kcr_err rc;
+
+  /* Its own client: every replica may create the Secret before anyone
+   * leads, so no leader-election write gate. */
+  clo.config = m->o.config;
+  clo.observe = observe;
+  clo.observe_ud = m;
+  if((rc = kcr_httpd_new(
+          &(struct kcr_httpd_opts){.addr = m->o.webhook_addr, .tls = {.enabled = true}},
+          &m->srv[2], ei)) ||
+     (rc = kcr_client_new(&clo, &c, ei)))
+    return rc;
+  co.client = c;
+  co.server = m->srv[2];
+  if(!co.leading) {
+    co.leading = certs_leading;
+    co.leading_ud = m;
+  }
+  if(!co.ns)
+    co.ns = m->lease_ns;
+  rc = kcr_certs_new(&co, &m->certs, ei);
+  kcr_client_free(c); /* the certs hold their own reference */
+  if(!rc)
+    rc = kcr_httpd_listen(m->srv[2], ei);
+  for(int i = 0; !rc && i < 2; i++)
+    if(m->srv[i] && (i == 1 || !m->o.metrics_secure))
+      rc = kcr_httpd_add_readyz(m->srv[i], "webhooks", webhooks_serving, m);
+  return rc;
+}
+
 /* The webhook server: made and bound now, served from run. Its readiness
  * check on the health server does not wait for the informers. */
 static kcr_err open_webhook_server(kcr_manager *m, struct kcr_errinfo *ei)
@@ -674,6 +716,14 @@ static kcr_err open_webhook_server(kcr_manager *m, struct kcr_errinfo *ei)
 
   if(!a || !*a || !strcmp(a, "0"))
     return KCR_OK;
+  if(m->o.webhook_certs) {
+    if(m->o.webhook_cert_dir)
+      return kcr_errinfo_set(ei, KCR_EINVAL,
+                             "manager %s: webhook_certs and "
+                             "webhook_cert_dir exclude each other",
+                             m->name);
+    return open_certs(m, ei);
+  }
   kcr_buf_printf(&cert, "%s/%s", d,
                  m->o.webhook_cert_name ? m->o.webhook_cert_name : "tls.crt");
   kcr_buf_printf(&key, "%s/%s", d,
@@ -865,6 +915,16 @@ int kcr_manager_run(kcr_manager *m)
     pthread_sigmask(SIG_BLOCK, &set, NULL); /* inherited by every thread below */
     have_sig_th = !pthread_create(&sig_th, NULL, signal_thread, m);
   }
+  if(m->certs) { /* the certificate first: the server serves it from the start */
+    struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+    if(kcr_certs_start(m->certs, &ei)) {
+      KCR_LOG(KCR_LOG_ERROR, "manager: cannot read or make the webhook certificates",
+              KCR_S("detail", ei.message ? ei.message : "?"));
+      kcr_errinfo_cleanup(&ei);
+      status = 2;
+      goto out;
+    }
+  }
   if(start_servers(m)) {
     status = 2;
     goto out;
@@ -919,6 +979,7 @@ out:
     kcr_leader_stop(m->leader); /* releases the lease if we hold it */
   for(size_t i = 0; i < m->ninf; i++)
     kcr_informer_stop(m->inf[i].inf);
+  kcr_certs_stop(m->certs);
   for(int i = 0; i < 3; i++)
     if(m->srv[i])
       kcr_httpd_stop(m->srv[i]);
@@ -955,6 +1016,7 @@ void kcr_manager_free(kcr_manager *m)
     free(m->inf[i].ns);
     free(m->inf[i].opts);
   }
+  kcr_certs_free(m->certs); /* before the server it hands certificates to */
   for(int i = 0; i < 3; i++)
     kcr_httpd_free(m->srv[i]);
   kcr_client_free(m->client);

@@ -16,6 +16,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -149,49 +150,111 @@ static char *bio_text(BIO *b)
   return s;
 }
 
-static bool add_ext(X509 *x, int nid, const char *value)
+static bool add_ext(X509V3_CTX *ctx, X509 *x, int nid, const char *value)
 {
-  X509V3_CTX ctx;
   X509_EXTENSION *e;
   bool ok;
 
-  X509V3_set_ctx(&ctx, x, x, NULL, NULL, 0);
-  if(!(e = X509V3_EXT_conf_nid(NULL, &ctx, nid, value)))
+  if(!(e = X509V3_EXT_conf_nid(NULL, ctx, nid, value)))
     return false;
   ok = X509_add_ext(x, e, -1) == 1;
   X509_EXTENSION_free(e);
   return ok;
 }
 
-kcr_err kcr__tlscert_self_signed(char **cert, char **key, struct kcr_errinfo *ei)
+/* The PEM certificate pem as an X509 (caller frees), NULL if it is none. */
+static X509 *pem_x509(const char *pem)
 {
-  EVP_PKEY *pk = NULL;
-  X509 *x = NULL;
+  BIO *b = BIO_new_mem_buf(pem, -1);
+  X509 *x = b ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
+
+  BIO_free(b);
+  ERR_clear_error();
+  return x;
+}
+
+static EVP_PKEY *pem_key(const char *pem)
+{
+  BIO *b = BIO_new_mem_buf(pem, -1);
+  EVP_PKEY *k = b ? PEM_read_bio_PrivateKey(b, NULL, NULL, NULL) : NULL;
+
+  BIO_free(b);
+  ERR_clear_error();
+  return k;
+}
+
+/* "DNS:a,DNS:b,IP:1.2.3.4" into buf; false when it does not fit. */
+static bool san_text(const struct kcr__certspec *s, char *buf, size_t n)
+{
+  size_t k = 0;
+  int w;
+
+  buf[0] = '\0';
+  for(int pass = 0; pass < 2; pass++) {
+    const char *const *v = pass ? s->ips : s->dns;
+    for(; v && *v; v++) {
+      w = snprintf(buf + k, n - k, "%s%s:%s", k ? "," : "", pass ? "IP" : "DNS", *v);
+      if(w < 0 || (size_t)w >= n - k)
+        return false;
+      k += (size_t)w;
+    }
+  }
+  return true;
+}
+
+kcr_err kcr__tlscert_make(const struct kcr__certspec *s, const char *ca_cert,
+                          const char *ca_key, char **cert, char **key,
+                          struct kcr_errinfo *ei)
+{
+  EVP_PKEY *pk = NULL, *cak = NULL;
+  X509 *x = NULL, *ca = NULL;
   X509_NAME *name;
+  X509V3_CTX ctx;
   BIO *cb = NULL, *kb = NULL;
   unsigned char serial[16];
   BIGNUM *bn = NULL;
-  const char *step = "key";
+  char san[4096];
+  const char *step = "issuer";
   kcr_err rc = KCR_ENOMEM;
+  bool ok;
 
   *cert = *key = NULL;
+  if(!san_text(s, san, sizeof(san)))
+    return kcr_errinfo_set(ei, KCR_EINVAL, "a certificate's names are longer than 4 KiB");
+  if(ca_cert && (!(ca = pem_x509(ca_cert)) || !(cak = pem_key(ca_key)))) {
+    rc = KCR_ECONFIG;
+    goto out;
+  }
+  step = "key";
   if(!(pk = EVP_EC_gen("P-256")))
     goto out;
   step = "certificate";
   if(!(x = X509_new()) || RAND_bytes(serial, sizeof(serial)) != 1)
     goto out;
   serial[0] &= 0x7f; /* positive */
-  if(!(bn = BN_bin2bn(serial, sizeof(serial), NULL)) ||
-     !BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(x)) || X509_set_version(x, 2) != 1 ||
-     !X509_gmtime_adj(X509_getm_notBefore(x), -3600) ||
-     !X509_gmtime_adj(X509_getm_notAfter(x), 365L * 24 * 3600) ||
-     X509_set_pubkey(x, pk) != 1 || !(name = X509_get_subject_name(x)) ||
-     X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                                (const unsigned char *)"localhost", -1, -1, 0) != 1 ||
-     X509_set_issuer_name(x, name) != 1 ||
-     !add_ext(x, NID_subject_alt_name, "DNS:localhost,IP:127.0.0.1") ||
-     !add_ext(x, NID_basic_constraints, "critical,CA:FALSE") ||
-     !add_ext(x, NID_ext_key_usage, "serverAuth") || X509_sign(x, pk, EVP_sha256()) <= 0)
+  ok = (bn = BN_bin2bn(serial, sizeof(serial), NULL)) &&
+       BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(x)) && X509_set_version(x, 2) == 1 &&
+       X509_gmtime_adj(X509_getm_notBefore(x), -3600) && /* clocks a little behind */
+       X509_gmtime_adj(X509_getm_notAfter(x), s->lifetime_s) &&
+       X509_set_pubkey(x, pk) == 1 && (name = X509_get_subject_name(x)) &&
+       X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)s->cn,
+                                  -1, -1, 0) == 1 &&
+       X509_set_issuer_name(x, ca ? X509_get_subject_name(ca) : name) == 1;
+  if(!ok)
+    goto out;
+  X509V3_set_ctx(&ctx, ca ? ca : x, x, NULL, NULL, 0);
+  ok = (!san[0] || add_ext(&ctx, x, NID_subject_alt_name, san)) &&
+       add_ext(&ctx, x, NID_subject_key_identifier, "hash") &&
+       (!ca || add_ext(&ctx, x, NID_authority_key_identifier, "keyid:always")) &&
+       (s->ca ? add_ext(&ctx, x, NID_basic_constraints, "critical,CA:TRUE") &&
+                    add_ext(&ctx, x, NID_key_usage,
+                            "critical,keyCertSign,cRLSign,"
+                            "digitalSignature")
+              : add_ext(&ctx, x, NID_basic_constraints, "critical,CA:FALSE") &&
+                    add_ext(&ctx, x, NID_key_usage, "critical,digitalSignature") &&
+                    add_ext(&ctx, x, NID_ext_key_usage, "serverAuth")) &&
+       X509_sign(x, ca ? cak : pk, EVP_sha256()) > 0;
+  if(!ok)
     goto out;
   step = "PEM";
   if(!(cb = BIO_new(BIO_s_mem())) || !(kb = BIO_new(BIO_s_secmem())) ||
@@ -203,8 +266,11 @@ kcr_err kcr__tlscert_self_signed(char **cert, char **key, struct kcr_errinfo *ei
 out:
   if(rc) {
     char why[256];
-    kcr_errinfo_set(ei, rc, "cannot make a self-signed TLS certificate (%s): %s", step,
-                    ssl_reason(why, sizeof(why)));
+    if(rc == KCR_ECONFIG)
+      kcr_errinfo_set(ei, rc, "the issuing CA's certificate or key is not PEM");
+    else
+      kcr_errinfo_set(ei, rc, "cannot make a TLS certificate (%s): %s", step,
+                      ssl_reason(why, sizeof(why)));
     free(*cert);
     kcr__wipe_str(*key);
     *cert = *key = NULL;
@@ -213,6 +279,61 @@ out:
   BIO_free(kb);
   BN_free(bn);
   X509_free(x);
+  X509_free(ca);
   EVP_PKEY_free(pk);
+  EVP_PKEY_free(cak);
   return rc;
+}
+
+kcr_err kcr__tlscert_self_signed(char **cert, char **key, struct kcr_errinfo *ei)
+{
+  static const char *const dns[] = {"localhost", NULL}, *const ips[] = {"127.0.0.1",
+                                                                        NULL};
+  struct kcr__certspec s = {
+      .cn = "localhost", .dns = dns, .ips = ips, .lifetime_s = 365L * 24 * 3600};
+
+  return kcr__tlscert_make(&s, NULL, NULL, cert, key, ei);
+}
+
+kcr_err kcr__tlscert_times(const char *pem, time_t *not_before, time_t *not_after)
+{
+  X509 *x = pem_x509(pem);
+  struct tm nb, na;
+  kcr_err rc = KCR_EPARSE;
+
+  if(x && ASN1_TIME_to_tm(X509_get0_notBefore(x), &nb) == 1 &&
+     ASN1_TIME_to_tm(X509_get0_notAfter(x), &na) == 1) {
+    *not_before = timegm(&nb);
+    *not_after = timegm(&na);
+    rc = KCR_OK;
+  }
+  X509_free(x);
+  return rc;
+}
+
+bool kcr__tlscert_issued_by(const char *leaf, const char *ca)
+{
+  X509 *l = pem_x509(leaf), *c = pem_x509(ca);
+  EVP_PKEY *k = c ? X509_get0_pubkey(c) : NULL;
+  bool ok = l && c && k && X509_check_issued(c, l) == X509_V_OK && X509_verify(l, k) == 1;
+
+  X509_free(l);
+  X509_free(c);
+  ERR_clear_error();
+  return ok;
+}
+
+bool kcr__tlscert_has_names(const char *pem, const char *const *dns,
+                            const char *const *ips)
+{
+  X509 *x = pem_x509(pem);
+  bool ok = x != NULL;
+
+  for(; ok && dns && *dns; dns++)
+    ok = X509_check_host(x, *dns, strlen(*dns), X509_CHECK_FLAG_NO_WILDCARDS, NULL) == 1;
+  for(; ok && ips && *ips; ips++)
+    ok = X509_check_ip_asc(x, *ips, 0) == 1;
+  X509_free(x);
+  ERR_clear_error();
+  return ok;
 }
