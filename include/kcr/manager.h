@@ -287,6 +287,12 @@ KCR_API int kcr_manager_health_port(kcr_manager *m);
 KCR_API kcr_err kcr_manager_add_webhook(kcr_manager *m,
                                         const struct kcr_webhook_opts *opts,
                                         struct kcr_errinfo *ei);
+/* Serves a CRD conversion webhook on the manager's webhook server
+ * (kcr_conversion_add; opts->metrics NULL: the manager's registry). As
+ * kcr_manager_add_webhook otherwise. */
+KCR_API kcr_err kcr_manager_add_conversion(kcr_manager *m,
+                                           const struct kcr_conversion_opts *opts,
+                                           struct kcr_errinfo *ei);
 /* The webhook server's TCP port (bound from kcr_manager_new on; the
  * kernel's choice for port 0), 0 without one. Any thread. */
 KCR_API int kcr_manager_webhook_port(kcr_manager *m);

@@ -178,6 +178,94 @@ KCR_API kcr_err kcr_webhook_review(const struct kcr_webhook_opts *opts, const ch
                                    size_t len, const char *content_type,
                                    struct kcr_buf *out);
 
+/* ---- CRD conversion (apiextensions.k8s.io ConversionReview) --------------
+ *
+ * Hub and spoke, as controller-runtime's conversion webhook: one version is
+ * the hub, and every other version (a spoke) has a converter to the hub and
+ * one from it; a review asking for version B of an object stored as A runs
+ * A -> hub -> B (a step is skipped when A or B is the hub; an object already
+ * in B is passed through unchanged). Every object of a review is converted,
+ * or the whole review fails with a message naming the object and the step
+ * (the apiserver then fails the request that needed it); convertedObjects
+ * keep the request's order.
+ *
+ * A converter gets one object's JSON text and appends the converted
+ * object's to out (decode a typed copy of the one version, build the
+ * other, encode it). The library then sets apiVersion to the target and
+ * checks metadata: the apiserver keeps every metadata field of the object
+ * but labels and annotations, so a converter may change those two and no
+ * other - a field it drops is put back from the input, a field it changes
+ * fails the review ("changed metadata.name").
+ *
+ * Lossless round trips: when a spoke cannot hold everything the hub can (a
+ * field added in the hub), converting hub -> spoke would lose it and a
+ * client that reads the spoke and writes it back would erase it. The
+ * library keeps it: after hub -> spoke it converts the result back, and
+ * when that is not the hub object it started from, it stores the hub
+ * object's spec and status in the spoke's annotation
+ * KCR_CONVERSION_ANNOTATION; converting that spoke to the hub, the stored
+ * values of what the spoke could not hold are put back (a value the client
+ * changed through the spoke wins) and the annotation is removed, so it is
+ * never seen in the hub version.
+ *
+ * Threads, ownership: as admission handlers; text handed to a converter
+ * is valid during the call. */
+
+#define KCR_CONVERSION_ANNOTATION "conversion.kcr.io/hub-data"
+
+/* One conversion being made: passed to converters. */
+typedef struct kcr_conversion kcr_conversion;
+
+/* Converts the object in (JSON text) and appends the result to out.
+ * Errors: any kcr_err fails the review, with kcr_conversion_ei's message
+ * when the converter set one. */
+typedef kcr_err (*kcr_convert_fn)(kcr_conversion *cv, struct kcr_str in,
+                                  struct kcr_buf *out, void *ud);
+
+/* A spoke: its version and its two converters. */
+struct kcr_conversion_version {
+  const char *version;   /* "v1alpha1" */
+  kcr_convert_fn to_hub; /* this version -> the hub */
+  kcr_convert_fn from_hub;
+};
+
+struct kcr_conversion_opts {
+  const char *path;  /* required: the URL path ("/convert") */
+  const char *name;  /* in metrics and logs; default the path */
+  const char *group; /* required: the CRD's group */
+  const char *hub;   /* required: the hub version ("v1beta1") */
+  /* required: every served version but the hub (read during the call) */
+  const struct kcr_conversion_version *versions;
+  size_t nversions;
+  void *ud;             /* passed to every converter; borrowed */
+  kcr_metrics *metrics; /* referenced; NULL: none */
+  size_t max_body;      /* 0: KCR_HTTP_BODY_MAX */
+};
+
+/* The call's scratch memory and error info (as kcr_admission_arena/_ei). */
+KCR_API struct kcr_arena *kcr_conversion_arena(kcr_conversion *cv);
+KCR_API struct kcr_errinfo *kcr_conversion_ei(kcr_conversion *cv);
+
+/* Serves the conversion webhook on srv at opts->path. Metrics: those of
+ * admission webhooks (requests, in flight, latency) and
+ * kcr_webhook_rejections_total{webhook,code="500"} for failed reviews.
+ * Errors: KCR_EINVAL (a required option missing, a version listed twice or
+ * equal to the hub, a converter missing, a bad path), KCR_EEXIST (the path
+ * is taken), KCR_ENOMEM, the metric registry's; ei says which. Thread
+ * safety: any thread. */
+KCR_API kcr_err kcr_conversion_add(kcr_httpd *srv, const struct kcr_conversion_opts *opts,
+                                   struct kcr_errinfo *ei);
+
+/* The answer to one ConversionReview body (a ConversionReview of the
+ * request's apiVersion, apiextensions.k8s.io/v1 or v1beta1), appended to
+ * out, as the server sends it, for tests without a server. A body that is
+ * no review is answered with result Failure and what was wrong.
+ * Errors: KCR_EINVAL (opts invalid as for kcr_conversion_add; body or out
+ * NULL), KCR_ENOMEM. */
+KCR_API kcr_err kcr_conversion_review(const struct kcr_conversion_opts *opts,
+                                      const char *body, size_t len,
+                                      const char *content_type, struct kcr_buf *out);
+
 #ifdef __cplusplus
 }
 #endif

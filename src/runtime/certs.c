@@ -52,8 +52,9 @@ static const struct kcr_gvr vwcs = {.group = "admissionregistration.k8s.io",
 static const struct kcr_gvr mwcs = {.group = "admissionregistration.k8s.io",
                                     .version = "v1",
                                     .resource = "mutatingwebhookconfigurations"};
-static const struct kcr_gvr crds = {
-    .group = "apiextensions.k8s.io", .version = "v1", .resource = "customresourcedefinitions"};
+static const struct kcr_gvr crds = {.group = "apiextensions.k8s.io",
+                                    .version = "v1",
+                                    .resource = "customresourcedefinitions"};
 
 struct kcr_certs {
   struct kcr__certs_cfg cfg;
@@ -271,9 +272,10 @@ static kcr_err put_data(cJSON *data, const char *name, const char *v)
   EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)v, (int)n);
   cJSON *s = cJSON_CreateString(b64);
   kcr__wipe_free(b64, strlen(b64));
-  if(!s)
+  if(!s || !cJSON_AddItemToObject(data, name, s)) {
+    cJSON_Delete(s);
     return KCR_ENOMEM;
-  cJSON_AddItemToObject(data, name, s);
+  }
   return KCR_OK;
 }
 
@@ -340,8 +342,8 @@ static kcr_err read_or_make(kcr_certs *c, cJSON **s, struct kcr_errinfo *ei)
   kcr__certs_state_free(&st);
   if(!rc) {
     cJSON *made = NULL;
-    rc = kcr_create(c->client, &(struct kcr_ref){.gvr = &secrets, .ns = c->ns}, *s, NULL, &made,
-                    ei);
+    rc = kcr_create(c->client, &(struct kcr_ref){.gvr = &secrets, .ns = c->ns}, *s, NULL,
+                    &made, ei);
     if(!rc)
       KCR_LOG(KCR_LOG_INFO, "certs: made the webhook CA and serving certificate",
               KCR_S("name", c->secret), KCR_S("namespace", c->ns));

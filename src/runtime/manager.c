@@ -745,22 +745,46 @@ static kcr_err open_webhook_server(kcr_manager *m, struct kcr_errinfo *ei)
   return rc;
 }
 
+/* The webhook server, or NULL with ei saying how to get one. */
+static kcr_httpd *webhook_server(kcr_manager *m, const void *opts, struct kcr_errinfo *ei)
+{
+  if(!m || !opts) {
+    kcr_errinfo_set(ei, KCR_EINVAL, "manager: no manager or no webhook options");
+    return NULL;
+  }
+  if(!m->srv[2])
+    kcr_errinfo_set(ei, KCR_EINVAL,
+                    "manager %s: no webhook server (set kcr_manager_opts.webhook_addr)",
+                    m->name);
+  return m->srv[2];
+}
+
 kcr_err kcr_manager_add_webhook(kcr_manager *m, const struct kcr_webhook_opts *opts,
                                 struct kcr_errinfo *ei)
 {
+  kcr_httpd *srv = webhook_server(m, opts, ei);
   struct kcr_webhook_opts o;
 
-  if(!m || !opts)
-    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_manager_add_webhook: no manager or opts");
-  if(!m->srv[2])
-    return kcr_errinfo_set(ei, KCR_EINVAL,
-                           "manager %s: no webhook server (set "
-                           "kcr_manager_opts.webhook_addr)",
-                           m->name);
+  if(!srv)
+    return KCR_EINVAL;
   o = *opts;
   if(!o.metrics)
     o.metrics = m->metrics;
-  return kcr_webhook_add(m->srv[2], &o, ei);
+  return kcr_webhook_add(srv, &o, ei);
+}
+
+kcr_err kcr_manager_add_conversion(kcr_manager *m, const struct kcr_conversion_opts *opts,
+                                   struct kcr_errinfo *ei)
+{
+  kcr_httpd *srv = webhook_server(m, opts, ei);
+  struct kcr_conversion_opts o;
+
+  if(!srv)
+    return KCR_EINVAL;
+  o = *opts;
+  if(!o.metrics)
+    o.metrics = m->metrics;
+  return kcr_conversion_add(srv, &o, ei);
 }
 
 int kcr_manager_webhook_port(kcr_manager *m) { return m ? kcr_httpd_port(m->srv[2]) : 0; }

@@ -27,6 +27,7 @@
 #include "kcr/time.h"
 #include "kcr/webhook.h"
 #include "runtime/httpd-int.h"
+#include "runtime/webhook-int.h"
 
 #define WARNING_MAX 120 /* characters of a warning the apiserver keeps */
 
@@ -35,8 +36,7 @@ struct webhook {
   kcr_admission_fn admit;
   void *ud;
   bool mutating, remove_fields;
-  kcr_metrics *reg;
-  kcr_metric *m_req, *m_inflight, *m_lat, *m_rej;
+  struct kcr__whm m;
 };
 
 struct warning {
@@ -313,13 +313,6 @@ static kcr_err read_request(struct kcr_jv v, struct kcr_arena *a,
   return KCR_OK;
 }
 
-static bool json_content(const char *ct)
-{
-  size_t n = strlen("application/json");
-  return ct && !strncasecmp(ct, "application/json", n) &&
-         (!ct[n] || ct[n] == ';' || ct[n] == ' ');
-}
-
 /* Reads body into api (the review's apiVersion) and rq; on error *why
  * says what was wrong: KCR_EPARSE (no review: 400), KCR_ENOMEM. */
 static kcr_err read_review(const char *body, size_t len, const char *ctype,
@@ -332,7 +325,7 @@ static kcr_err read_review(const char *body, size_t len, const char *ctype,
   kcr_err rc = KCR_OK;
 
   *why = "the Content-Type is not application/json";
-  if(!json_content(ctype))
+  if(!kcr__wh_json_content(ctype))
     return KCR_EPARSE;
   *why = "the request body is empty";
   if(!len)
@@ -508,27 +501,12 @@ static int serve(void *ud, const struct kcr_httpd_request *r, struct kcr_buf *ou
                  const char **ctype)
 {
   const struct webhook *wh = ud;
-  const char *const who[] = {wh->name, NULL};
-  const char *timeout = kcr_httpd_request_arg(r, "timeout");
-  uint64_t t0 = kcr_time_mono_ns(), limit_ms, took_ms;
+  struct kcr__whcall call;
   struct outcome oc;
-  char code[8];
 
-  kcr_metric_inc(wh->m_inflight, who, 1);
+  kcr__whm_begin(&wh->m, wh->name, &call);
   review(wh, r->body, r->len, r->content_type, out, &oc);
-  kcr_metric_inc(wh->m_inflight, who, -1);
-  took_ms = (kcr_time_mono_ns() - t0) / 1000000;
-  kcr_metric_observe(wh->m_lat, who, (double)(kcr_time_mono_ns() - t0) / 1e9);
-  kcr_metric_inc(wh->m_req, (const char *[]){wh->name, "200"}, 1);
-  if(!oc.allowed) {
-    snprintf(code, sizeof(code), "%d", oc.code);
-    kcr_metric_inc(wh->m_rej, (const char *[]){wh->name, code}, 1);
-  }
-  if(timeout && !kcr_duration_parse(timeout, &limit_ms) && took_ms > limit_ms)
-    KCR_LOG(KCR_LOG_WARN,
-            "webhook: answered after the caller's timeout (its failurePolicy applied)",
-            KCR_S("webhook", wh->name), KCR_I("tookMs", took_ms),
-            KCR_S("timeout", timeout));
+  kcr__whm_end(&wh->m, &call, r, oc.allowed ? 0 : oc.code);
   *ctype = "application/json";
   return 200;
 }
@@ -539,57 +517,103 @@ static void webhook_free(void *p)
 
   if(!wh)
     return;
-  kcr_metrics_free(wh->reg);
+  kcr__whm_cleanup(&wh->m);
   free(wh->path);
   free(wh->name);
   free(wh);
 }
 
+/* ---- shared with conversion.c (webhook-int.h) ----------------------------- */
+
 static const double latency_buckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
                                          0.01,   0.025,   0.05,   0.1,   0.25,   0.5,
                                          1,      2.5,     5,      10};
 
-static kcr_err metrics_init(struct webhook *wh, struct kcr_errinfo *ei)
+kcr_err kcr__whm_init(struct kcr__whm *m, kcr_metrics *reg, const char *name,
+                      struct kcr_errinfo *ei)
 {
   static const char *const by_name[] = {"webhook", NULL};
   static const char *const by_code[] = {"webhook", "code", NULL};
   kcr_err rc;
 
-  if(!wh->reg)
+  memset(m, 0, sizeof(*m));
+  if(!(m->reg = kcr_metrics_ref(reg)))
     return KCR_OK;
   if((rc = kcr_metric_counter(
-          wh->reg,
+          reg,
           &(struct kcr_metric_opts){.name = "controller_runtime_webhook_requests_total",
                                     .help = "Total number of admission requests by HTTP "
                                             "status code.",
                                     .label_names = by_code},
-          &wh->m_req, ei)) ||
-     (rc = kcr_metric_gauge(wh->reg,
+          &m->req, ei)) ||
+     (rc = kcr_metric_gauge(reg,
                             &(struct kcr_metric_opts){
                                 .name = "controller_runtime_webhook_requests_in_flight",
                                 .help = "Current number of admission requests being "
                                         "served.",
                                 .label_names = by_name},
-                            &wh->m_inflight, ei)) ||
+                            &m->inflight, ei)) ||
      (rc = kcr_metric_histogram(
-          wh->reg,
+          reg,
           &(struct kcr_metric_opts){
               .name = "controller_runtime_webhook_latency_seconds",
               .help = "Histogram of the latency of processing admission requests",
               .label_names = by_name,
               .bounds = latency_buckets,
               .nbounds = sizeof(latency_buckets) / sizeof(latency_buckets[0])},
-          &wh->m_lat, ei)) ||
-     (rc = kcr_metric_counter(wh->reg,
+          &m->lat, ei)) ||
+     (rc = kcr_metric_counter(reg,
                               &(struct kcr_metric_opts){
                                   .name = "kcr_webhook_rejections_total",
                                   .help = "Admission requests denied, by the code of the "
                                           "Status returned.",
                                   .label_names = by_code},
-                              &wh->m_rej, ei)))
+                              &m->rej, ei)))
     return rc;
-  kcr_metric_set(wh->m_inflight, (const char *[]){wh->name, NULL}, 0);
+  kcr_metric_set(m->inflight, (const char *[]){name, NULL}, 0);
   return KCR_OK;
+}
+
+void kcr__whm_cleanup(struct kcr__whm *m)
+{
+  kcr_metrics_free(m->reg);
+  memset(m, 0, sizeof(*m));
+}
+
+void kcr__whm_begin(const struct kcr__whm *m, const char *name, struct kcr__whcall *c)
+{
+  c->name = name;
+  c->t0 = kcr_time_mono_ns();
+  kcr_metric_inc(m->inflight, (const char *[]){name, NULL}, 1);
+}
+
+void kcr__whm_end(const struct kcr__whm *m, const struct kcr__whcall *c,
+                  const struct kcr_httpd_request *r, int rejected_code)
+{
+  const char *const who[] = {c->name, NULL};
+  const char *timeout = kcr_httpd_request_arg(r, "timeout");
+  uint64_t ns = kcr_time_mono_ns() - c->t0, limit_ms;
+  char code[16];
+
+  kcr_metric_inc(m->inflight, who, -1);
+  kcr_metric_observe(m->lat, who, (double)ns / 1e9);
+  kcr_metric_inc(m->req, (const char *[]){c->name, "200"}, 1);
+  if(rejected_code) {
+    snprintf(code, sizeof(code), "%d", rejected_code);
+    kcr_metric_inc(m->rej, (const char *[]){c->name, code}, 1);
+  }
+  if(timeout && !kcr_duration_parse(timeout, &limit_ms) && ns / 1000000 > limit_ms)
+    KCR_LOG(KCR_LOG_WARN,
+            "webhook: answered after the caller's timeout (its failurePolicy applied)",
+            KCR_S("webhook", c->name), KCR_I("tookMs", ns / 1000000),
+            KCR_S("timeout", timeout));
+}
+
+bool kcr__wh_json_content(const char *ct)
+{
+  size_t n = strlen("application/json");
+  return ct && !strncasecmp(ct, "application/json", n) &&
+         (!ct[n] || ct[n] == ';' || ct[n] == ' ');
 }
 
 /* A webhook from opts, without metric families. */
@@ -626,8 +650,7 @@ kcr_err kcr_webhook_add(kcr_httpd *srv, const struct kcr_webhook_opts *opts,
     return kcr_errinfo_set(ei, KCR_EINVAL, "webhook: no server");
   if((rc = webhook_new(opts, &wh, ei)))
     return rc;
-  wh->reg = kcr_metrics_ref(opts->metrics);
-  if((rc = metrics_init(wh, ei)))
+  if((rc = kcr__whm_init(&wh->m, opts->metrics, wh->name, ei)))
     goto fail;
   rc = kcr__httpd_add_handler_owned(srv, wh->path, opts->max_body, serve, wh,
                                     webhook_free);

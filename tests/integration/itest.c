@@ -408,3 +408,26 @@ void itest_controlplane(const char *args)
   assert_int_equal(0, system(cmd));
   free(cmd);
 }
+
+static void *itest_run_main(void *p)
+{
+  struct itest_run *r = p;
+  r->status = kcr_manager_run(r->m);
+  return NULL;
+}
+
+void itest_run_start(struct itest_run *r, kcr_manager *m)
+{
+  r->m = m;
+  r->status = -1;
+  assert_int_equal(0, pthread_create(&r->th, NULL, itest_run_main, r));
+}
+
+void itest_run_stop(struct itest_run *r, int want)
+{
+  kcr_manager_stop(r->m);
+  pthread_join(r->th, NULL);
+  assert_int_equal(want, r->status);
+  kcr_manager_free(r->m);
+  r->m = NULL;
+}

@@ -4,6 +4,7 @@
 #ifndef KCR_ITEST_H
 #define KCR_ITEST_H
 
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -80,6 +81,16 @@ void itest_done(kcr_client *c, char *ns);
     itest_done(cl, ns);                                                                  \
     return 0;                                                                            \
   }
+/* kcr_manager_run on a thread of its own: start, then stop (kcr_manager_stop,
+ * join, its exit status checked against want, the manager freed). */
+struct itest_run {
+  kcr_manager *m;
+  pthread_t th;
+  int status;
+};
+void itest_run_start(struct itest_run *r, kcr_manager *m);
+void itest_run_stop(struct itest_run *r, int want);
+
 /* Parses JSON text (printf format) into a tree; fails the test if malformed. */
 cJSON *itest_json(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Asserts rc == want, printing the error info when not. */

@@ -106,19 +106,6 @@ static kcr_err mutate(kcr_admission *adm, const struct kcr_admission_request *rq
 
 /* ---- fixtures ------------------------------------------------------------- */
 
-struct run {
-  kcr_manager *m;
-  pthread_t th;
-  int status;
-};
-
-static void *run_main(void *p)
-{
-  struct run *r = p;
-  r->status = kcr_manager_run(r->m);
-  return NULL;
-}
-
 static void write_file(const char *path, const char *text)
 {
   FILE *f = fopen(path, "w");
@@ -230,7 +217,7 @@ static void the_apiserver_calls_validating_and_mutating_webhooks(void **state)
   struct kcr_config_opts co = {0};
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   char dir[] = "/tmp/kcr-webhook-XXXXXX", *ca, *metrics;
-  struct run r = {0};
+  struct itest_run r = {0};
   cJSON *obj, *out = NULL;
   struct kcr_buf text = KCR_BUF_INIT;
   kcr_err rc;
@@ -264,7 +251,7 @@ static void the_apiserver_calls_validating_and_mutating_webhooks(void **state)
       kcr_manager_add_webhook(
           r.m, &(struct kcr_webhook_opts){.path = "/validate", .admit = validate}, &ei));
   kcr_errinfo_cleanup(&ei);
-  assert_int_equal(0, pthread_create(&r.th, NULL, run_main, &r));
+  itest_run_start(&r, r.m);
   install_configs(kcr_manager_webhook_port(r.m), ca);
 
   /* The configurations reach the apiserver's admission chain within a
@@ -371,10 +358,7 @@ static void the_apiserver_calls_validating_and_mutating_webhooks(void **state)
                                   "webhook=\"defaulter\",le=\"0.0001\"}"));
   kcr_buf_cleanup(&text);
 
-  kcr_manager_stop(r.m);
-  pthread_join(r.th, NULL);
-  assert_int_equal(0, r.status);
-  kcr_manager_free(r.m);
+  itest_run_stop(&r, 0);
   free(ca);
   char cmd[600];
   snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
