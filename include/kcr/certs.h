@@ -26,10 +26,14 @@
  * Who does what. Every replica reads the Secret at start - and creates it
  * when it is absent (create, and on AlreadyExists read the winner's) - and
  * then every poll_ms, and serves its certificate (kcr_httpd_set_cert, in
- * place: answers in flight go on). Only the replica that leads
- * (opts.leading) renews, rotates and writes the caBundles, so two replicas
- * never race to rotate; every write is conditional on the Secret's
- * resourceVersion and a conflict waits for the next round.
+ * place: answers in flight go on). The replica that leads (opts.leading)
+ * renews, rotates and writes the caBundles, so two replicas never race to
+ * rotate. Any replica repairs what cannot work - a Secret without a usable
+ * CA or serving certificate, a caBundle without the stored signing CA - so
+ * that a webhook the informers need (conversion) is trusted before anyone
+ * leads. Every Secret write is conditional on its resourceVersion; after a
+ * conflict the round serves and injects what was stored, never its own
+ * unsaved plan, and the next round reads again.
  *
  * Lifetimes and renewal points. The serving certificate is renewed once
  * two thirds of its lifetime have passed (90 days: at 60), or when it does
@@ -107,13 +111,13 @@ struct kcr_certs_opts {
 KCR_API kcr_err kcr_certs_new(const struct kcr_certs_opts *opts, kcr_certs **out,
                               struct kcr_errinfo *ei);
 
-/* Reads the Secret, or makes it when absent, and serves its certificate
- * (when the leading replica, after renewing what is due); then starts the
- * thread that does a round every poll_ms. Errors: the client's (the
- * apiserver cannot be reached, RBAC: ei says which request), KCR_ECONFIG
- * (the Secret exists but holds no usable certificate and this replica
- * does not lead, so may not replace it), KCR_EIO (no thread); nothing is
- * served then and the thread is not started. */
+/* Does a first round (kcr_certs_sync: the Secret read, or made when
+ * absent, or repaired when it holds nothing usable - by any replica, leader
+ * or not - and its certificate served), then starts the thread that does
+ * one every poll_ms. A Secret whose certificate cannot be served yet is
+ * logged, and the rounds go on. Errors: those of the first round (the
+ * apiserver cannot be reached, RBAC: ei says which request), KCR_EINVAL
+ * (c NULL or started), KCR_EIO (no thread). */
 KCR_API kcr_err kcr_certs_start(kcr_certs *c, struct kcr_errinfo *ei);
 
 /* One round now, as the thread does: read the Secret, serve its

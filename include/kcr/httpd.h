@@ -167,7 +167,8 @@ typedef int (*kcr_httpd_handler_fn)(void *ud, const struct kcr_httpd_request *rq
  * and is not /metrics, nor under /healthz or /readyz; it is copied.
  * max_body: the largest body taken, 0 for KCR_HTTP_BODY_MAX. ud is
  * borrowed for the server's life. Before or after start.
- * Errors: KCR_EINVAL (h or fn NULL, a bad path), KCR_EEXIST (path taken),
+ * Errors: KCR_EINVAL (h or fn NULL, a bad path, a server with
+ * opts.auth_client: it serves /metrics alone), KCR_EEXIST (path taken),
  * KCR_ENOMEM. Thread safety: any thread. */
 KCR_API kcr_err kcr_httpd_add_handler(kcr_httpd *h, const char *path, size_t max_body,
                                       kcr_httpd_handler_fn fn, void *ud);

@@ -131,8 +131,9 @@ typedef kcr_err (*kcr_admission_fn)(kcr_admission *adm,
  * counts. Out of memory: the denial stands with a message saying so. */
 KCR_API void kcr_admission_deny(kcr_admission *adm, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Adds a warning (printf-formatted; at most 120 characters are kept, as the
- * apiserver truncates them). Errors: KCR_EINVAL (adm NULL), KCR_ENOMEM. */
+/* Adds a warning (printf-formatted; at most 256 bytes are kept, cut at a
+ * character's start, as the apiserver truncates longer ones; keep them
+ * under 120 characters, as it advises). Errors: KCR_EINVAL (adm NULL), KCR_ENOMEM. */
 KCR_API kcr_err kcr_admission_warn(kcr_admission *adm, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Mutating webhooks: the object as it should be, JSON text (copied). The
@@ -192,10 +193,10 @@ KCR_API kcr_err kcr_webhook_review(const struct kcr_webhook_opts *opts, const ch
  * A converter gets one object's JSON text and appends the converted
  * object's to out (decode a typed copy of the one version, build the
  * other, encode it). The library then sets apiVersion to the target and
- * checks metadata: the apiserver keeps every metadata field of the object
- * but labels and annotations, so a converter may change those two and no
- * other - a field it drops is put back from the input, a field it changes
- * fails the review ("changed metadata.name").
+ * kind to the input's, and checks metadata: the apiserver keeps every metadata field of
+ * the object but labels and annotations, so a converter may change those two and no other
+ * - a field it drops is put back from the input, a field it changes fails the review
+ * ("changed metadata.name").
  *
  * Lossless round trips: when a spoke cannot hold everything the hub can (a
  * field added in the hub), converting hub -> spoke would lose it and a
@@ -203,7 +204,10 @@ KCR_API kcr_err kcr_webhook_review(const struct kcr_webhook_opts *opts, const ch
  * library keeps it: after hub -> spoke it converts the result back, and
  * when that is not the hub object it started from, it stores the hub
  * object's spec and status in the spoke's annotation
- * KCR_CONVERSION_ANNOTATION; converting that spoke to the hub, the stored
+ * KCR_CONVERSION_ANNOTATION (unless their text passes 128 KiB - the
+ * apiserver allows 256 KiB of annotations - which is logged, and then lost
+ * to a client that writes through the spoke); converting that spoke to the
+ * hub, the stored
  * values of what the spoke could not hold are put back (a value the client
  * changed through the spoke wins) and the annotation is removed, so it is
  * never seen in the hub version.

@@ -3,6 +3,7 @@
 #ifndef KCR_RUNTIME_CERTS_INT_H
 #define KCR_RUNTIME_CERTS_INT_H
 
+#include <stdbool.h>
 #include <time.h>
 
 #include "kcr/err.h"
@@ -32,6 +33,16 @@ struct kcr__certs_cfg {
 #define KCR__CERTS_OLD_CA_GONE 8u  /* the old CA left the bundle */
 #define KCR__CERTS_BUNDLE      16u /* the bundle made again */
 #define KCR__CERTS_NEW_CERT    32u /* a new serving certificate */
+/* Set with the above when what was stored could not be served or trusted
+ * (no usable CA, no usable serving certificate or one the CA did not sign,
+ * a bundle without the signing CA): any replica may write such a plan, not
+ * only the leader. Renewals that are merely due, rotation steps and new
+ * names are the leader's. */
+#define KCR__CERTS_REPAIR 64u
+
+typedef struct kcr_certs kcr_certs;
+/* True once a round has served a certificate from the Secret. Any thread. */
+bool kcr__certs_serving(kcr_certs *c);
 
 /* Brings st to what it should be at now (kcr/certs.h: renewal points and
  * the rotation's steps 1, 3 and 4; step 2 is the caller's). Errors:

@@ -147,7 +147,7 @@ kcr_err kcr__certs_plan(const struct kcr__certs_cfg *cfg, struct kcr__certs_stat
     kcr__certs_state_free(st);
     st->ca = cert;
     st->ca_key = key;
-    *changed |= KCR__CERTS_NEW_CA;
+    *changed |= KCR__CERTS_NEW_CA | KCR__CERTS_REPAIR;
   }
   kcr__tlscert_times(st->ca, &nb, &na);
   if(st->next && !usable(st->next, st->next_key, now, &nb, &na)) {
@@ -193,12 +193,13 @@ kcr_err kcr__certs_plan(const struct kcr__certs_cfg *cfg, struct kcr__certs_stat
     if(!(b = concat(st->ca, st->next)))
       return KCR_ENOMEM;
     set_str(&st->bundle, b);
-    *changed |= KCR__CERTS_BUNDLE;
+    *changed |= KCR__CERTS_BUNDLE | KCR__CERTS_REPAIR;
   }
   /* The serving certificate: issued by the signing CA, with the names
    * asked for, and a third of its lifetime left. */
-  if(!usable(st->tls, st->tls_key, now, &nb, &na) ||
-     !kcr__tlscert_issued_by(st->tls, st->ca) ||
+  bool broken = !usable(st->tls, st->tls_key, now, &nb, &na) ||
+                !kcr__tlscert_issued_by(st->tls, st->ca);
+  if(broken ||
      !kcr__tlscert_has_names(st->tls, (const char *const *)cfg->dns,
                              (const char *const *)cfg->ips) ||
      now >= na - cfg->cert_lifetime_s / 3) {
@@ -210,7 +211,7 @@ kcr_err kcr__certs_plan(const struct kcr__certs_cfg *cfg, struct kcr__certs_stat
       return rc;
     set_str(&st->tls, cert);
     set_key(&st->tls_key, key);
-    *changed |= KCR__CERTS_NEW_CERT;
+    *changed |= KCR__CERTS_NEW_CERT | (broken ? KCR__CERTS_REPAIR : 0);
   }
   return KCR_OK;
 }
@@ -362,42 +363,61 @@ static kcr_err read_or_make(kcr_certs *c, cJSON **s, struct kcr_errinfo *ei)
 
 /* ---- caBundles ------------------------------------------------------------- */
 
-/* Sets clientConfig.caBundle of every webhook of a webhook configuration,
- * or of a CRD's conversion webhook; *changed when one differed. */
-static bool set_bundles(cJSON *obj, bool crd, const char *b64, bool *changed)
+/* The base64 caBundle b64 holds the PEM certificate ca. */
+static bool bundle_has(const char *b64, const char *ca)
 {
-  cJSON *cc, *wh;
+  unsigned char *pem;
+  size_t n;
+  bool has = false;
+
+  if(b64 && !kcr_base64_decode(b64, strlen(b64), &pem, &n)) {
+    has = strstr((char *)pem, ca) != NULL;
+    free(pem);
+  }
+  return has;
+}
+
+/* Sets clientConfig.caBundle of every webhook of a webhook configuration,
+ * or of a CRD's conversion webhook, to b64 - only where it lacks the CA
+ * must_hold when that is given; *changed when one was set. */
+static bool set_bundles(cJSON *obj, bool crd, const char *b64, const char *must_hold,
+                        bool *changed)
+{
+  cJSON *cc, *wh, *one[1], **list = one;
+  size_t n = 0;
 
   if(crd) {
     const char *strategy = kcr_json_str(obj, "/spec/conversion/strategy");
     if(!strategy || strcmp(strategy, "Webhook"))
       return true; /* no conversion webhook: nothing to hold */
-    if(!(cc = kcr_json_obj(obj, "/spec/conversion/webhook/clientConfig")))
+    if(!(one[0] = kcr_json_obj(obj, "/spec/conversion/webhook")))
       return false;
-    const char *have = kcr_json_str(cc, "/caBundle");
-    if(!have || strcmp(have, b64)) {
-      *changed = true;
-      return !kcr_json_set_str(cc, "/caBundle", b64);
-    }
-    return true;
+    n = 1;
   }
-  cJSON_ArrayForEach(wh, cJSON_GetObjectItemCaseSensitive(obj, "webhooks"))
-  {
+  for(size_t i = 0;; i++) {
+    if(crd) {
+      if(i == n)
+        break;
+      wh = list[i];
+    } else if(!(wh = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(obj, "webhooks"),
+                                        (int)i))) {
+      break;
+    }
     if(!(cc = kcr_json_obj(wh, "/clientConfig")))
       return false;
     const char *have = kcr_json_str(cc, "/caBundle");
-    if(!have || strcmp(have, b64)) {
-      *changed = true;
-      if(kcr_json_set_str(cc, "/caBundle", b64))
-        return false;
-    }
+    if(must_hold ? bundle_has(have, must_hold) : have && !strcmp(have, b64))
+      continue;
+    *changed = true;
+    if(kcr_json_set_str(cc, "/caBundle", b64))
+      return false;
   }
   return true;
 }
 
-/* Writes bundle into every caBundle named; *all when every one of them
- * holds it now. */
-static void inject(kcr_certs *c, const char *bundle, bool *all)
+/* Writes bundle into every caBundle named (with must_hold: only those that
+ * lack that CA); *all when every one of them holds it now. */
+static void inject(kcr_certs *c, const char *bundle, const char *must_hold, bool *all)
 {
   static const struct kcr_gvr *const kinds[] = {&vwcs, &mwcs, &crds};
   size_t n = strlen(bundle);
@@ -414,13 +434,14 @@ static void inject(kcr_certs *c, const char *bundle, bool *all)
       cJSON *obj = NULL;
       bool changed = false;
       kcr_err rc = kcr_get(c->client, &ref, &obj, &ei);
-      if(!rc && !set_bundles(obj, k == 2, b64, &changed))
+      if(!rc && !set_bundles(obj, k == 2, b64, must_hold, &changed))
         rc = KCR_ENOMEM;
       if(!rc && changed)
         rc = kcr_update(c->client, &ref, obj, NULL, NULL, &ei);
       if(!rc && changed)
         KCR_LOG(KCR_LOG_INFO, "certs: caBundle written",
-                KCR_S("resource", kinds[k]->resource), KCR_S("name", *name));
+                KCR_S("resource", kinds[k]->resource), KCR_S("name", *name),
+                KCR_B("repair", must_hold != NULL));
       if(rc) {
         *all = false;
         KCR_LOG(rc == KCR_ECONFLICT ? KCR_LOG_DEBUG : KCR_LOG_WARN,
@@ -460,36 +481,64 @@ static void serve(kcr_certs *c, const struct kcr__certs_state *st)
           KCR_S("name", c->secret));
 }
 
-static kcr_err round_locked(kcr_certs *c, struct kcr_errinfo *ei)
+/* Writes state pl into a copy of the Secret s and updates it; on success
+ * *s becomes the object the server returned (its new resourceVersion).
+ * KCR_ECONFLICT: written meanwhile, *s unchanged. */
+static kcr_err store(kcr_certs *c, cJSON **s, const struct kcr__certs_state *pl,
+                     struct kcr_errinfo *ei)
 {
   const struct kcr_ref ref = {.gvr = &secrets, .ns = c->ns, .name = c->secret};
-  struct kcr__certs_state st = {0};
+  cJSON *w = cJSON_Duplicate(*s, true), *out = NULL;
+  kcr_err rc = w ? write_state(w, pl) : KCR_ENOMEM;
+
+  if(!rc)
+    rc = kcr_update(c->client, &ref, w, NULL, &out, ei);
+  cJSON_Delete(w);
+  if(!rc) {
+    cJSON_Delete(*s);
+    *s = out;
+  } else {
+    cJSON_Delete(out);
+  }
+  return rc;
+}
+
+static kcr_err round_locked(kcr_certs *c, struct kcr_errinfo *ei)
+{
+  struct kcr__certs_state st = {0}, pl = {0};
   cJSON *s = NULL;
   unsigned changed = 0;
-  bool lead = leading(c), all;
+  bool lead = leading(c), conflicted = false, all;
   kcr_err rc = read_or_make(c, &s, ei);
 
   if(rc)
     return rc;
   read_state(s, &st);
-  if(lead && !(rc = kcr__certs_plan(&c->cfg, &st, time(NULL), &changed, ei)) && changed) {
-    if(!(rc = write_state(s, &st)))
-      rc = kcr_update(c->client, &ref, s, NULL, NULL, ei);
+  /* The plan is made on a state of its own: st stays what is stored until
+   * the write succeeds. The leader renews and rotates; any replica repairs
+   * a Secret that holds no usable CA or serving certificate (before anyone
+   * leads: a conversion webhook may be needed for the informers to sync). */
+  read_state(s, &pl);
+  rc = kcr__certs_plan(&c->cfg, &pl, time(NULL), &changed, ei);
+  if(!rc && changed && (lead || (changed & KCR__CERTS_REPAIR))) {
+    rc = store(c, &s, &pl, ei);
     if(rc == KCR_ECONFLICT) { /* written meanwhile: the next round reads it */
       kcr_errinfo_cleanup(ei);
       rc = KCR_OK;
-      kcr__certs_state_free(&st);
-      read_state(s, &st); /* what was read: serve it */
-      changed = 0;
+      conflicted = true;
     } else if(!rc) {
       KCR_LOG(KCR_LOG_INFO, "certs: Secret updated", KCR_S("name", c->secret),
-              KCR_B("newCA", changed & KCR__CERTS_NEW_CA),
+              KCR_B("leading", lead), KCR_B("newCA", changed & KCR__CERTS_NEW_CA),
               KCR_B("rotationStarted", changed & KCR__CERTS_ROTATING),
               KCR_B("newCAPromoted", changed & KCR__CERTS_PROMOTED),
               KCR_B("oldCARemoved", changed & KCR__CERTS_OLD_CA_GONE),
               KCR_B("newServingCert", changed & KCR__CERTS_NEW_CERT));
+      kcr__certs_state_free(&st);
+      st = pl;
+      memset(&pl, 0, sizeof(pl));
     }
   }
+  kcr__certs_state_free(&pl);
   if(!rc) {
     serve(c, &st);
     if(st.bundle) {
@@ -500,18 +549,20 @@ static kcr_err round_locked(kcr_certs *c, struct kcr_errinfo *ei)
       }
     }
   }
-  if(!rc && lead && st.bundle) {
-    inject(c, st.bundle, &all);
+  /* caBundles: the leader writes the stored bundle; another replica only
+   * one that lacks the stored signing CA (a configuration re-applied before
+   * anyone leads). Never a bundle that was not stored. */
+  if(!rc && !conflicted && st.bundle && st.ca) {
+    inject(c, st.bundle, lead ? NULL : st.ca, &all);
     /* step 2 done: every caBundle holds the next CA */
-    if(all && st.next && !st.bundled) {
+    if(lead && all && st.next && !st.bundled) {
       st.bundled = time(NULL);
-      if(!(rc = write_state(s, &st)))
-        rc = kcr_update(c->client, &ref, s, NULL, NULL, ei);
+      rc = store(c, &s, &st, ei);
       if(rc == KCR_ECONFLICT) {
         kcr_errinfo_cleanup(ei);
         rc = KCR_OK;
       }
-    } else if(!all && st.next) {
+    } else if(lead && !all && st.next) {
       KCR_LOG(KCR_LOG_WARN,
               "certs: CA rotation waits until every caBundle named holds the new CA",
               KCR_S("name", c->secret));
@@ -520,6 +571,16 @@ static kcr_err round_locked(kcr_certs *c, struct kcr_errinfo *ei)
   kcr__certs_state_free(&st);
   cJSON_Delete(s);
   return rc;
+}
+
+bool kcr__certs_serving(kcr_certs *c)
+{
+  bool yes;
+
+  pthread_mutex_lock(&c->round_mu);
+  yes = c->served != NULL;
+  pthread_mutex_unlock(&c->round_mu);
+  return yes;
 }
 
 kcr_err kcr_certs_sync(kcr_certs *c, struct kcr_errinfo *ei)
@@ -584,10 +645,8 @@ kcr_err kcr_certs_start(kcr_certs *c, struct kcr_errinfo *ei)
     return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_certs_start: no certs, or started");
   if((rc = kcr_certs_sync(c, ei)))
     return rc;
-  if(!c->served)
-    KCR_LOG(KCR_LOG_ERROR,
-            "certs: the Secret holds no usable serving certificate; the leader will "
-            "make one",
+  if(!kcr__certs_serving(c))
+    KCR_LOG(KCR_LOG_ERROR, "certs: no certificate from the Secret served yet (retried)",
             KCR_S("name", c->secret), KCR_S("namespace", c->ns));
   c->stop = false;
   if(pthread_create(&c->th, NULL, loop, c))

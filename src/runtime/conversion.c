@@ -28,6 +28,10 @@
 #include "runtime/httpd-int.h"
 #include "runtime/webhook-int.h"
 
+/* The round-trip annotation's largest text: the apiserver allows 256 KiB
+ * of annotations in all. */
+#define STASH_MAX (128u << 10)
+
 struct spoke {
   char *version;
   kcr_convert_fn to_hub, from_hub;
@@ -197,6 +201,15 @@ static bool put_stash(cJSON *spoke, const cJSON *hub)
   }
   text = s ? kcr_json_to_text(s) : NULL;
   cJSON_Delete(s);
+  if(text && strlen(text) > STASH_MAX) { /* annotations are limited to 256 KiB in all */
+    const char *name = kcr_json_str(spoke, "/metadata/name");
+    KCR_LOG(KCR_LOG_WARN,
+            "conversion webhook: what the version cannot hold is too large to keep; a "
+            "client writing through it loses it",
+            KCR_S("name", name ? name : ""), KCR_I("bytes", strlen(text)));
+    free(text);
+    return true;
+  }
   ok = text && !kcr_json_set_str(
                    spoke, "/metadata/annotations/conversion.kcr.io~1hub-data", text);
   free(text);
@@ -304,9 +317,12 @@ static kcr_err convert(const struct conv *c, kcr_conversion *cv, struct kcr_str 
   if(!rc)
     rc = fix_metadata(in, res, why, nwhy);
   snprintf(api, sizeof(api), "%s/%s", c->group, to);
-  if(!rc) {
+  if(!rc) { /* apiVersion the target's, kind the input's (it never changes) */
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(in, "kind");
     cJSON_DeleteItemFromObjectCaseSensitive(res, "apiVersion");
-    if(!cJSON_AddStringToObject(res, "apiVersion", api))
+    cJSON_DeleteItemFromObjectCaseSensitive(res, "kind");
+    if(!cJSON_AddStringToObject(res, "apiVersion", api) ||
+       (kind && !add_copy(res, "kind", kind)))
       rc = KCR_ENOMEM;
   }
   if(rc == KCR_ENOMEM && !why[0])

@@ -440,7 +440,7 @@ kcr_err kcr__httpd_add_handler_owned(kcr_httpd *h, const char *path, size_t max_
   char *dup;
   kcr_err rc = KCR_OK;
 
-  if(!h || !fn || !valid_handler_path(path))
+  if(!h || !fn || !valid_handler_path(path) || h->auth) /* auth: /metrics alone */
     return KCR_EINVAL;
   if(!(dup = strdup(path)))
     return KCR_ENOMEM;
@@ -940,6 +940,9 @@ static enum MHD_Result on_handler(kcr_httpd *h, struct MHD_Connection *c, const 
     }
     if(!(rq = calloc(1, sizeof(*rq))))
       return MHD_NO;
+    /* A new phase: on a kept-alive connection the last answer's time must
+     * not count against this request (its body has REQUEST_DEADLINE_MS). */
+    conn_phase(h, c, false);
     rq->hd = *hd;
     rq->start_ms = kcr_time_mono_ms();
     *req_cls = rq;

@@ -51,6 +51,7 @@
 #include "kcr/certs.h"
 #include "kcr/httpd.h"
 #include "kcr/webhook.h"
+#include "runtime/certs-int.h"
 #include "kcr/leader.h"
 #include "kcr/manager.h"
 #include "kcr/time.h"
@@ -659,10 +660,15 @@ static kcr_err open_servers(kcr_manager *m, struct kcr_errinfo *ei)
 static bool webhooks_serving(void *ud, char *reason, size_t n)
 {
   kcr_manager *m = ud;
-  if(atomic_load(&m->webhooks_serving))
-    return true;
-  snprintf(reason, n, "the webhook server is not serving");
-  return false;
+  if(!atomic_load(&m->webhooks_serving)) {
+    snprintf(reason, n, "the webhook server is not serving");
+    return false;
+  }
+  if(m->certs && !kcr__certs_serving(m->certs)) {
+    snprintf(reason, n, "no webhook certificate from the Secret yet");
+    return false;
+  }
+  return true;
 }
 
 static bool certs_leading(void *ud) { return kcr_manager_leading(ud); }

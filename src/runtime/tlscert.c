@@ -213,12 +213,19 @@ kcr_err kcr__tlscert_make(const struct kcr__certspec *s, const char *ca_cert,
   BIO *cb = NULL, *kb = NULL;
   unsigned char serial[16];
   BIGNUM *bn = NULL;
-  char san[4096];
+  char san[4096], cn[65];
   const char *step = "issuer";
   kcr_err rc = KCR_ENOMEM;
   bool ok;
 
   *cert = *key = NULL;
+  /* A common name holds at most 64 bytes (RFC 5280's ub-common-name): cut
+   * at a character's start. Clients check the subjectAltName. */
+  size_t cnl = strlen(s->cn);
+  if(cnl > 64)
+    for(cnl = 64; cnl && ((unsigned char)s->cn[cnl] & 0xC0) == 0x80;)
+      cnl--;
+  snprintf(cn, sizeof(cn), "%.*s", (int)cnl, s->cn);
   if(!san_text(s, san, sizeof(san)))
     return kcr_errinfo_set(ei, KCR_EINVAL, "a certificate's names are longer than 4 KiB");
   if(ca_cert && (!(ca = pem_x509(ca_cert)) || !(cak = pem_key(ca_key)))) {
@@ -237,7 +244,7 @@ kcr_err kcr__tlscert_make(const struct kcr__certspec *s, const char *ca_cert,
        X509_gmtime_adj(X509_getm_notBefore(x), -3600) && /* clocks a little behind */
        X509_gmtime_adj(X509_getm_notAfter(x), s->lifetime_s) &&
        X509_set_pubkey(x, pk) == 1 && (name = X509_get_subject_name(x)) &&
-       X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)s->cn,
+       X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)cn,
                                   -1, -1, 0) == 1 &&
        X509_set_issuer_name(x, ca ? X509_get_subject_name(ca) : name) == 1;
   if(!ok)

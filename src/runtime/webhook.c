@@ -29,7 +29,8 @@
 #include "runtime/httpd-int.h"
 #include "runtime/webhook-int.h"
 
-#define WARNING_MAX 120 /* characters of a warning the apiserver keeps */
+#define WARNING_MAX 256 /* bytes of a warning the apiserver keeps (it truncates longer)  \
+                         */
 
 struct webhook {
   char *path, *name;

@@ -162,12 +162,32 @@ static void expired_or_damaged_state_is_made_anew(void **state)
   free(st.tls_key);
   st.tls_key = key;
   free(cert);
-  assert_int_equal(KCR__CERTS_NEW_CERT, plan(&st, now));
+  /* (not merely due: broken, which any replica may repair) */
+  assert_int_equal(KCR__CERTS_NEW_CERT | KCR__CERTS_REPAIR, plan(&st, now));
   /* a bundle that lost the signing CA */
   free(st.bundle);
   st.bundle = strdup("garbage");
-  assert_int_equal(KCR__CERTS_BUNDLE, plan(&st, now));
+  assert_int_equal(KCR__CERTS_BUNDLE | KCR__CERTS_REPAIR, plan(&st, now));
   assert_string_equal(st.ca, st.bundle);
+  kcr__certs_state_free(&st);
+}
+
+static void long_names_still_get_certificates(void **state)
+{
+  /* kubebuilder's "<project>-webhook-service.<project>-system.svc" passes
+   * 64 bytes, a common name's limit, with projects of 18 letters; so does
+   * a CA named after a Secret of 62 */
+  static char *longdns[] = {
+      "a-rather-long-project-name-webhook-service.a-rather-long-project-name-system.svc",
+      NULL};
+  struct kcr__certs_cfg c = cfg;
+  struct kcr__certs_state st = {0};
+  unsigned changed;
+
+  c.dns = longdns;
+  c.name = "a-secret-name-of-sixty-two-characters-for-the-ca-common-name-x";
+  assert_int_equal(KCR_OK, kcr__certs_plan(&c, &st, time(NULL), &changed, NULL));
+  assert_true(kcr__tlscert_has_names(st.tls, (const char *const *)longdns, NULL));
   kcr__certs_state_free(&st);
 }
 
@@ -198,6 +218,7 @@ int main(void)
       cmocka_unit_test(the_serving_certificate_is_renewed_at_two_thirds),
       cmocka_unit_test(the_ca_rotates_in_order),
       cmocka_unit_test(expired_or_damaged_state_is_made_anew),
+      cmocka_unit_test(long_names_still_get_certificates),
       cmocka_unit_test(allocation_failures_leave_a_freeable_state),
   };
   tfail_init();

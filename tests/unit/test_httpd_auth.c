@@ -224,6 +224,12 @@ static void authorised_tokens_get_metrics_others_401_or_403(void **state)
 }
 
 /* An authenticated metrics server serves /metrics alone, over TLS only. */
+static int post_handler(void *ud, const struct kcr_httpd_request *rq, struct kcr_buf *out,
+                        const char **ctype)
+{
+  return 200;
+}
+
 static void only_metrics_and_only_over_tls(void **state)
 {
   struct fx *f = fx_new(&(struct kcr_httpd_tls){.enabled = true});
@@ -243,6 +249,9 @@ static void only_metrics_and_only_over_tls(void **state)
   assert_true(r.code != 200);
   reply_cleanup(&r);
   assert_int_equal(0, atomic_load(&f->api.tokenreviews));
+  /* nor does it take POST handlers, which would bypass the reviews */
+  assert_int_equal(KCR_EINVAL,
+                   kcr_httpd_add_handler(f->h, "/hook", 0, post_handler, NULL));
   fx_free(f);
 }
 

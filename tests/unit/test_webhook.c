@@ -125,7 +125,7 @@ static kcr_err deny_422(kcr_admission *adm, const struct kcr_admission_request *
                         void *ud)
 {
   kcr_admission_warn(adm, "first %s", "warning");
-  kcr_admission_warn(adm, "%0200d", 7); /* cut to 120 characters */
+  kcr_admission_warn(adm, "%0300d", 7); /* cut to 256 bytes */
   kcr_admission_deny(adm, 422, "spec.size: must be at most %d", 10);
   return KCR_OK;
 }
@@ -155,7 +155,7 @@ static void a_denial_carries_its_status_and_warnings(void **state)
   assert_string_equal("spec.size: must be at most 10",
                       kcr_json_str(t, "/response/status/message"));
   assert_string_equal("first warning", kcr_json_str(t, "/response/warnings/0"));
-  assert_int_equal(120, strlen(kcr_json_str(t, "/response/warnings/1")));
+  assert_int_equal(256, strlen(kcr_json_str(t, "/response/warnings/1")));
   cJSON_Delete(t);
   /* no code: 403 Forbidden; the message escaped */
   t = answer(&(struct kcr_webhook_opts){.path = "/v", .admit = deny_default}, body,
