@@ -220,6 +220,45 @@ static void what_is_no_review_fails_saying_so(void **state)
   kcr_buf_cleanup(&out);
 }
 
+/* ttoy's v1 -> v2, forgetting kind on the way. */
+static kcr_err to_hub_without_kind(kcr_conversion *cv, struct kcr_str in,
+                                   struct kcr_buf *out, void *ud)
+{
+  struct kcr_buf mid = KCR_BUF_INIT;
+  cJSON *t = NULL;
+  kcr_err rc = ttoy_v1_to_hub(cv, in, &mid, ud);
+  if(!rc)
+    rc = kcr_json_parse(mid.ptr, mid.len, &t, NULL);
+  kcr_buf_cleanup(&mid);
+  if(rc)
+    return rc;
+  cJSON_DeleteItemFromObjectCaseSensitive(t, "kind");
+  char *text = kcr_json_to_text(t);
+  rc = text ? kcr_buf_puts(out, text) : KCR_ENOMEM;
+  free(text);
+  cJSON_Delete(t);
+  return rc;
+}
+
+static void kind_is_kept_whatever_the_converter_writes(void **state)
+{
+  const struct kcr_conversion_version v = {"v1", to_hub_without_kind, ttoy_v1_from_hub};
+  struct kcr_conversion_opts o = opts;
+  struct kcr_buf out = KCR_BUF_INIT;
+  cJSON *t = NULL;
+  char *body = review_of("toy.kcr.io/v2", "{\"apiVersion\":\"toy.kcr.io/v1\",\"kind\":"
+                                          "\"Toy\",\"metadata\":{\"name\":\"a\"},"
+                                          "\"spec\":{\"name\":\"A B\"}}");
+  o.versions = &v;
+  assert_int_equal(
+      KCR_OK, kcr_conversion_review(&o, body, strlen(body), "application/json", &out));
+  assert_int_equal(KCR_OK, kcr_json_parse(out.ptr, out.len, &t, NULL));
+  assert_string_equal("Toy", kcr_json_str(t, "/response/convertedObjects/0/kind"));
+  cJSON_Delete(t);
+  kcr_buf_cleanup(&out);
+  free(body);
+}
+
 static bool review_under_failure(void *ud)
 {
   const char *body = ud;
@@ -264,6 +303,7 @@ int main(void)
       cmocka_unit_test(what_v1_cannot_hold_survives_a_trip_through_it),
       cmocka_unit_test(one_failure_fails_the_review),
       cmocka_unit_test(what_is_no_review_fails_saying_so),
+      cmocka_unit_test(kind_is_kept_whatever_the_converter_writes),
       cmocka_unit_test(allocation_failures_give_an_answer_or_an_error),
   };
   tfail_init();

@@ -803,6 +803,42 @@ static void stop_lets_answers_in_flight_finish(void **state)
   kcr_httpd_free(h);
 }
 
+/* A POST on a connection kept alive past most of REQUEST_DEADLINE_MS: its
+ * body arriving while a new connection makes the server sweep slow ones
+ * must not count the idle time before it (the sweep closed it). */
+static void a_kept_alive_post_is_not_swept_for_its_idle_time(void **state)
+{
+  struct echo e = {0};
+  kcr_httpd *h = new_server("127.0.0.1:0");
+  static const char first[] =
+      "POST /k HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}";
+  static const char head[] = "POST /k HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n"
+                             "Connection: close\r\n\r\n{}";
+  struct kcr_buf r = KCR_BUF_INIT;
+  char b[4096];
+  ssize_t n;
+  int fd, other;
+
+  assert_int_equal(KCR_OK, kcr_httpd_add_handler(h, "/k", 0, echo, &e));
+  assert_int_equal(KCR_OK, kcr_httpd_start(h, NULL));
+  assert_true((fd = dial(kcr_httpd_port(h))) >= 0);
+  assert_int_equal(sizeof(first) - 1, write(fd, first, sizeof(first) - 1));
+  n = read(fd, b, sizeof(b)); /* the first answer; the connection stays */
+  assert_true(n > 0);
+  usleep(9300000); /* idle, under MHD's 10 s idle timeout */
+  assert_int_equal(sizeof(head) - 1, write(fd, head, sizeof(head) - 1));
+  usleep(1200000); /* half the body sent; 10.5 s since the last answer */
+  assert_true((other = dial(kcr_httpd_port(h))) >= 0); /* the sweep runs */
+  usleep(200000);
+  assert_int_equal(2, write(fd, "{}", 2));
+  read_all(fd, &r);
+  assert_non_null(strstr(kcr_buf_str(&r), "HTTP/1.1 201"));
+  close(other);
+  close(fd);
+  kcr_buf_cleanup(&r);
+  kcr_httpd_free(h);
+}
+
 int main(void)
 {
   tfail_init(); /* first: the torture test fails allocations in turn */
@@ -825,6 +861,7 @@ int main(void)
       cmocka_unit_test(handlers_take_posts_with_their_body),
       cmocka_unit_test(handler_paths_are_checked),
       cmocka_unit_test(stop_lets_answers_in_flight_finish),
+      cmocka_unit_test(a_kept_alive_post_is_not_swept_for_its_idle_time),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
