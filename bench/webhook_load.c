@@ -33,15 +33,16 @@
 
 /* ---- serve ----------------------------------------------------------------- */
 
-static kcr_err validate(kcr_admission *adm, const struct kcr_admission_request *rq, void *ud)
+static kcr_err validate(kcr_admission *adm, const struct kcr_admission_request *rq,
+                        void *ud)
 {
   struct core_v1_config_map cm;
   kcr_err rc;
 
   if(!rq->object.s)
     return KCR_OK;
-  rc = core_v1_config_map_decode(rq->object.s, rq->object.n, 0, kcr_admission_arena(adm), &cm,
-                                 kcr_admission_ei(adm));
+  rc = core_v1_config_map_decode(rq->object.s, rq->object.n, 0, kcr_admission_arena(adm),
+                                 &cm, kcr_admission_ei(adm));
   if(rc)
     return rc;
   if(kcr_str_eq(KCR_MAP_STR(cm.metadata.labels, "forbidden"), "true"))
@@ -63,11 +64,11 @@ static int serve(const char *cert, const char *key)
   pthread_sigmask(SIG_BLOCK, &set, NULL);
   kcr_log_set_level(KCR_LOG_WARN);
   if(kcr_metrics_new(NULL, &reg, &ei) ||
-     kcr_httpd_new(&(struct kcr_httpd_opts){.addr = "127.0.0.1:0",
-                                            .tls = {.enabled = true,
-                                                    .cert_file = cert,
-                                                    .key_file = key}},
-                   &h, &ei) ||
+     kcr_httpd_new(
+         &(struct kcr_httpd_opts){
+             .addr = "127.0.0.1:0",
+             .tls = {.enabled = true, .cert_file = cert, .key_file = key}},
+         &h, &ei) ||
      kcr_webhook_add(h,
                      &(struct kcr_webhook_opts){
                          .path = "/validate", .admit = validate, .metrics = reg},
@@ -109,7 +110,8 @@ static void sleep_until_ns(uint64_t t)
 {
   uint64_t now = kcr_time_mono_ns();
   if(t > now) {
-    struct timespec ts = {(time_t)((t - now) / 1000000000u), (long)((t - now) % 1000000000u)};
+    struct timespec ts = {(time_t)((t - now) / 1000000000u),
+                          (long)((t - now) % 1000000000u)};
     nanosleep(&ts, NULL);
   }
 }
@@ -165,20 +167,21 @@ static int load(int argc, char **argv)
     fprintf(stderr, "webhook_load load: bad rate, seconds or connections\n");
     return 2;
   }
-  snprintf(body, sizeof(body),
-           "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
-           "\"request\":{\"uid\":\"3b9a4c2e-bench\",\"kind\":{\"group\":\"\",\"version\":"
-           "\"v1\",\"kind\":\"ConfigMap\"},\"resource\":{\"group\":\"\",\"version\":\"v1\","
-           "\"resource\":\"configmaps\"},\"name\":\"bench\",\"namespace\":\"bench\","
-           "\"operation\":\"CREATE\",\"userInfo\":{\"username\":\"bench\",\"groups\":["
-           "\"system:authenticated\"]},\"object\":{\"apiVersion\":\"v1\",\"kind\":"
-           "\"ConfigMap\",\"metadata\":{\"name\":\"bench\",\"namespace\":\"bench\","
-           "\"labels\":{\"app.kubernetes.io/name\":\"bench\",\"tier\":\"web\"},"
-           "\"annotations\":{\"note\":\"%s\"}},\"data\":{\"a\":\"1\",\"b\":\"2\"}},"
-           "\"oldObject\":null,\"dryRun\":true,\"options\":{\"kind\":\"CreateOptions\","
-           "\"apiVersion\":\"meta.k8s.io/v1\"}}}",
-           "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab"
-           "cdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef01234567");
+  snprintf(
+      body, sizeof(body),
+      "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+      "\"request\":{\"uid\":\"3b9a4c2e-bench\",\"kind\":{\"group\":\"\",\"version\":"
+      "\"v1\",\"kind\":\"ConfigMap\"},\"resource\":{\"group\":\"\",\"version\":\"v1\","
+      "\"resource\":\"configmaps\"},\"name\":\"bench\",\"namespace\":\"bench\","
+      "\"operation\":\"CREATE\",\"userInfo\":{\"username\":\"bench\",\"groups\":["
+      "\"system:authenticated\"]},\"object\":{\"apiVersion\":\"v1\",\"kind\":"
+      "\"ConfigMap\",\"metadata\":{\"name\":\"bench\",\"namespace\":\"bench\","
+      "\"labels\":{\"app.kubernetes.io/name\":\"bench\",\"tier\":\"web\"},"
+      "\"annotations\":{\"note\":\"%s\"}},\"data\":{\"a\":\"1\",\"b\":\"2\"}},"
+      "\"oldObject\":null,\"dryRun\":true,\"options\":{\"kind\":\"CreateOptions\","
+      "\"apiVersion\":\"meta.k8s.io/v1\"}}}",
+      "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab"
+      "cdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef01234567");
   if(!(lat_ms = calloc((size_t)total, sizeof(double))))
     return 1;
   curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -189,8 +192,8 @@ static int load(int argc, char **argv)
     pthread_join(th[i], NULL);
   double secs = (double)(kcr_time_mono_ns() - t0) / 1e9;
   qsort(lat_ms, (size_t)total, sizeof(double), cmp);
-  printf("sent %ld errors %ld rate %.1f/s p50 %.3f p90 %.3f p99 %.3f max %.3f ms\n", total,
-         atomic_load(&errors), (double)total / secs, lat_ms[total / 2],
+  printf("sent %ld errors %ld rate %.1f/s p50 %.3f p90 %.3f p99 %.3f max %.3f ms\n",
+         total, atomic_load(&errors), (double)total / secs, lat_ms[total / 2],
          lat_ms[(long)(total * 0.9)], lat_ms[(long)(total * 0.99)], lat_ms[total - 1]);
   free(lat_ms);
   curl_global_cleanup();

@@ -29,8 +29,8 @@
 #include "runtime/httpd-int.h"
 #include "runtime/webhook-int.h"
 
-#define WARNING_MAX 256 /* bytes of a warning the apiserver keeps (it truncates longer)  \
-                         */
+/* The bytes of a warning the apiserver keeps: it cuts longer ones. */
+#define WARNING_MAX 256
 
 struct webhook {
   char *path, *name;
