@@ -44,7 +44,10 @@
  * when the next connection arrives. See the DESIGN comment in httpd.c.
  *
  * A request body that has not arrived 10 s after its head closes the
- * connection (a trickle restarts the idle timeout, not this deadline).
+ * connection (a trickle restarts the idle timeout, not this deadline), and
+ * the bodies being read hold at most opts.body_budget bytes together: a
+ * body that would pass it is refused with 503 once read, so many slow
+ * clients cannot make the server hold max_body each.
  * Stopping drains: no new connection is accepted, and answers being made
  * or sent are given up to opts.drain_ms to finish before the connections
  * are closed.
@@ -136,6 +139,11 @@ struct kcr_httpd_opts {
   kcr_client *auth_client;
   /* How long kcr_httpd_stop() waits for requests in flight; 0: 10000. */
   uint64_t drain_ms;
+  /* Bytes of request bodies the server holds at once, over every
+   * connection; a body that would pass it is refused with 503 once read
+   * (retry later). 0: 64 MiB. Memory is about twice this at most (a
+   * buffer grows by doubling). */
+  size_t body_budget;
 };
 
 /* The largest request body a handler takes unless it says otherwise:

@@ -182,7 +182,9 @@ struct hreq {
   struct handler hd; /* a copy: the list may grow meanwhile */
   struct kcr_buf body;
   uint64_t start_ms; /* first byte of the body (the head was complete) */
+  size_t held;       /* bytes of the server's body budget this body holds */
   bool too_big;      /* refused with 413 once the body is read */
+  bool over_budget;  /* refused with 503: the bodies in flight fill the budget */
 };
 
 /* One client connection (MHD's socket context), in the table. */
@@ -225,6 +227,8 @@ struct kcr_httpd {
   struct handler *hv; /* under checks_mu; only grows */
   size_t hn, hcap;
   uint64_t drain_ms;        /* kcr_httpd_stop waits this long for answers in flight */
+  size_t body_budget;       /* bytes of request bodies held at once, in all */
+  atomic_size_t buffered;   /* held now */
   pthread_mutex_t conns_mu; /* the connection table */
   struct conn *oldest, *newest;
   struct loglimit log;
@@ -904,6 +908,11 @@ static enum MHD_Result serve_handler(kcr_httpd *h, struct MHD_Connection *c,
   if(rq->too_big)
     return reply_static(c, MHD_HTTP_CONTENT_TOO_LARGE, "413 request body too large\n",
                         NULL);
+  if(rq->over_budget) {
+    log_limited(h, "refused a request: the bodies in flight fill the server's budget");
+    return reply_static(c, MHD_HTTP_SERVICE_UNAVAILABLE,
+                        "503 too many request bodies in flight; retry\n", NULL);
+  }
   if(kcr_buf_err(&rq->body))
     return reply_static(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "500 out of memory\n", NULL);
   code = rq->hd.fn(rq->hd.ud, &r, &out, &ctype);
@@ -955,10 +964,20 @@ static enum MHD_Result on_handler(kcr_httpd *h, struct MHD_Connection *c, const 
       log_limited(h, "closed a connection whose request body took longer than 10 s");
       return MHD_NO;
     }
-    if(rq->body.len + *upload_size > rq->hd.max_body)
+    if(rq->body.len + *upload_size > rq->hd.max_body) {
       rq->too_big = true;
-    else if(!rq->too_big)
-      kcr_buf_append(&rq->body, upload_data, *upload_size);
+    } else if(!rq->too_big && !rq->over_budget) {
+      /* Every body counts against the server's budget, so that many slow
+       * clients cannot make it hold max_body each. */
+      size_t n = *upload_size, was = atomic_fetch_add(&h->buffered, n);
+      if(was + n > h->body_budget) {
+        atomic_fetch_sub(&h->buffered, n);
+        rq->over_budget = true;
+      } else {
+        rq->held += n;
+        kcr_buf_append(&rq->body, upload_data, n);
+      }
+    }
     *upload_size = 0;
     return MHD_YES;
   }
@@ -1004,6 +1023,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
   struct hreq *rq = *req_cls;
 
   if(rq) {
+    atomic_fetch_sub(&((kcr_httpd *)cls)->buffered, rq->held);
     kcr_buf_cleanup(&rq->body);
     free(rq);
     *req_cls = NULL;
@@ -1300,6 +1320,8 @@ kcr_err kcr_httpd_new(const struct kcr_httpd_opts *opts, kcr_httpd **out,
   atomic_init(&h->bound_port, 0);
   h->metrics = kcr_metrics_ref(opts->metrics);
   h->drain_ms = opts->drain_ms ? opts->drain_ms : 10000;
+  h->body_budget = opts->body_budget ? opts->body_budget : (size_t)64 << 20;
+  atomic_init(&h->buffered, 0);
   if(!(h->addr = strdup(opts->addr ? opts->addr : ":8080"))) {
     rc = KCR_ENOMEM;
     goto fail;

@@ -803,6 +803,56 @@ static void stop_lets_answers_in_flight_finish(void **state)
   kcr_httpd_free(h);
 }
 
+/* Bodies count against one budget for the whole server: while one client
+ * holds part of it with a slow body, another body that would pass it is
+ * refused (503) once read, and the first still gets its answer. */
+static void bodies_in_flight_share_one_budget(void **state)
+{
+  struct echo e = {0};
+  kcr_httpd *h = NULL;
+  struct kcr_buf r = KCR_BUF_INIT, big = KCR_BUF_INIT;
+  char body[701];
+  int slow;
+
+  assert_int_equal(KCR_OK, kcr_httpd_new(&(struct kcr_httpd_opts){.addr = "127.0.0.1:0",
+                                                                  .body_budget = 1000},
+                                         &h, NULL));
+  assert_int_equal(KCR_OK, kcr_httpd_add_handler(h, "/b", 0, echo, &e));
+  assert_int_equal(KCR_OK, kcr_httpd_start(h, NULL));
+  memset(body, 'x', 700);
+  body[700] = '\0';
+  /* 600 of 700 bytes held by a slow client */
+  assert_true((slow = dial(kcr_httpd_port(h))) >= 0);
+  kcr_buf_printf(&big,
+                 "POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 700\r\n"
+                 "Connection: close\r\n\r\n%.600s",
+                 body);
+  assert_int_equal((ssize_t)big.len, write(slow, big.ptr, big.len));
+  usleep(300000);
+  /* another 700: over the budget of 1000 */
+  kcr_buf_reset(&big);
+  kcr_buf_printf(&big,
+                 "POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 700\r\n"
+                 "Connection: close\r\n\r\n%s",
+                 body);
+  exchange(kcr_httpd_port(h), big.ptr, big.len, &r);
+  assert_non_null(strstr(kcr_buf_str(&r), "HTTP/1.1 503"));
+  /* the slow one finishes and is answered */
+  kcr_buf_reset(&r);
+  assert_int_equal(100, write(slow, body, 100));
+  read_all(slow, &r);
+  assert_non_null(strstr(kcr_buf_str(&r), "HTTP/1.1 201"));
+  assert_non_null(strstr(kcr_buf_str(&r), "700:"));
+  close(slow);
+  /* and the budget is free again */
+  kcr_buf_reset(&r);
+  exchange(kcr_httpd_port(h), big.ptr, big.len, &r);
+  assert_non_null(strstr(kcr_buf_str(&r), "HTTP/1.1 201"));
+  kcr_buf_cleanup(&r);
+  kcr_buf_cleanup(&big);
+  kcr_httpd_free(h);
+}
+
 /* A POST on a connection kept alive past most of REQUEST_DEADLINE_MS: its
  * body arriving while a new connection makes the server sweep slow ones
  * must not count the idle time before it (the sweep closed it). */
@@ -862,6 +912,7 @@ int main(void)
       cmocka_unit_test(handler_paths_are_checked),
       cmocka_unit_test(stop_lets_answers_in_flight_finish),
       cmocka_unit_test(a_kept_alive_post_is_not_swept_for_its_idle_time),
+      cmocka_unit_test(bodies_in_flight_share_one_budget),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
