@@ -39,6 +39,10 @@
  *            --metrics-cert-path DIR               .metrics_cert_dir
  *            --metrics-cert-name NAME              .metrics_cert_name
  *            --metrics-cert-key NAME               .metrics_key_name
+ *            --webhook-bind-address ADDR           .webhook_addr ("0": none)
+ *            --webhook-cert-path DIR               .webhook_cert_dir
+ *            --webhook-cert-name NAME              .webhook_cert_name
+ *            --webhook-cert-key NAME               .webhook_key_name
  *            --health-probe-bind-address ADDR      .health_addr
  *            --leader-elect                        .leader_elect
  *            --leader-election-id NAME             .lease_name

@@ -201,6 +201,52 @@ void ebdman_child_conflict_msg(char *out, size_t n, const char *kind,
                                const struct kcr_meta_v1_object_meta *want,
                                const struct kcr_meta_v1_object_meta *have);
 
+/* ---- admission webhooks (webhooks.c) ---- */
+
+/* What the webhooks read: the children's caches (NULL: not judged) and
+ * the image spec.vfm.image defaults to (NULL or "": none). Borrowed for
+ * the webhook server's life. */
+struct ebdman_webhooks {
+  kcr_informer *vfms, *cms;
+  const char *default_image;
+};
+/* Their paths, as kubebuilder names them. */
+#define EBDMAN_VALIDATE_PATH "/validate-ebdman-example-com-v1alpha1-ebd"
+#define EBDMAN_MUTATE_PATH   "/mutate-ebdman-example-com-v1alpha1-ebd"
+
+/* What admission makes of a child of a new EBD found in a cache. */
+enum ebdman_admit {
+  EBDMAN_ADMIT_ALLOW, /* none, or the EBD's own */
+  EBDMAN_ADMIT_WARN,  /* a deleted EBD's of the same name: the garbage
+                         collector removes it, then the reconcile installs */
+  EBDMAN_ADMIT_DENY,  /* someone else's: the reconcile's ChildConflict */
+};
+/* Judges have (the stored child of kind `kind`, "VFM" or "ConfigMap"; NULL:
+ * none) for an EBD of uid ebd_uid (NULL or "": not known yet) whose child
+ * would be want (its namespace and name): ALLOW when there is none or its
+ * controller is that EBD; WARN when its controller is another EBD (any
+ * version of EBDMAN_GROUP); DENY otherwise - no controller, or another
+ * kind's. msg[n] gets the warning or denial (ebdman_child_conflict_msg's
+ * text), "" on ALLOW. Pure. */
+enum ebdman_admit ebdman_child_admit(const char *kind, const char *ebd_uid,
+                                     const struct kcr_meta_v1_object_meta *want,
+                                     const struct kcr_meta_v1_object_meta *have,
+                                     char *msg, size_t n);
+/* The validating webhook (ud: struct ebdman_webhooks): on CREATE, denies
+ * (403) an EBD whose VFM or labelled ConfigMap name the caches show held by
+ * an object that is not its (ebdman_child_admit), and warns about one a
+ * deleted EBD still holds. Advisory: a child the caches do not hold yet (not
+ * synced, an unlabelled ConfigMap, two creations at once) passes, and the
+ * reconcile's ChildConflict stays authoritative. Other operations pass. */
+kcr_err ebdman_validate_ebd(kcr_admission *adm, const struct kcr_admission_request *rq,
+                            void *ud);
+/* The defaulting webhook (ud: struct ebdman_webhooks): on CREATE and
+ * UPDATE of an EBD without spec.vfm.image, sets it to default_image; else
+ * changes nothing (an empty image is left for the schema to refuse).
+ * Idempotent. */
+kcr_err ebdman_default_ebd(kcr_admission *adm, const struct kcr_admission_request *rq,
+                           void *ud);
+
 /* What `ebdman run` was told (kcr/cli.h's standard sets fill config and
  * manager; ebdman_run sets the manager's config and user agent). */
 struct ebdman_run_opts {
@@ -209,6 +255,14 @@ struct ebdman_run_opts {
   const char *ns; /* NULL: all namespaces */
   int workers;
   uint64_t resync_ms;
+  /* Webhooks (served when manager.webhook_addr is set): the Secret the
+   * library keeps their certificates in (NULL: manager.webhook_cert_dir's
+   * files), the Service and IP address the certificate names, and the
+   * webhook configurations whose caBundle it writes. */
+  const char *certs_secret, *service, *ip;
+  const char *validating_config, *mutating_config;
+  uint64_t cert_lifetime_ms, ca_lifetime_ms; /* 0: the library's (kcr/certs.h) */
+  const char *default_image;
 };
 int ebdman_run(const struct ebdman_run_opts *o);
 

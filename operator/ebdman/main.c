@@ -67,7 +67,9 @@ int cmd_run(int argc, char **argv)
                   .metrics_secure = true,
                   .health_addr = ":8081"},
       .workers = 4,
-      .resync_ms = 10ull * 3600 * 1000};
+      .resync_ms = 10ull * 3600 * 1000,
+      .validating_config = "ebdman-validating-webhook-configuration",
+      .mutating_config = "ebdman-mutating-webhook-configuration"};
   const struct kcr_flag flags[] = {
       {"namespace", KCR_FLAG_STRING, &ro.ns,
        "watch EBDs and their children in one namespace (default: all)", .arg = "NS"},
@@ -75,6 +77,38 @@ int cmd_run(int argc, char **argv)
        .max = 256},
       {"resync", KCR_FLAG_DURATION, &ro.resync_ms,
        "safety re-check of every EBD; 0 disables it"},
+      {"webhook-certs-secret", KCR_FLAG_STRING, &ro.certs_secret,
+       "make, keep and rotate the webhook certificates in this Secret (in the "
+       "--leader-election-namespace) and write their CA into the webhook "
+       "configurations' caBundle, in place of --webhook-cert-path's files",
+       .arg = "NAME"},
+      {"webhook-service", KCR_FLAG_STRING, &ro.service,
+       "with --webhook-certs-secret: the webhook Service, in the same namespace, "
+       "whose names the certificate holds",
+       .arg = "NAME"},
+      {"webhook-ip", KCR_FLAG_STRING, &ro.ip,
+       "with --webhook-certs-secret: an IP address the certificate holds (for a "
+       "clientConfig.url)",
+       .arg = "IP"},
+      {"validating-webhook-configuration", KCR_FLAG_STRING, &ro.validating_config,
+       "with --webhook-certs-secret: the ValidatingWebhookConfiguration whose caBundle "
+       "is written",
+       .arg = "NAME"},
+      {"mutating-webhook-configuration", KCR_FLAG_STRING, &ro.mutating_config,
+       "with --webhook-certs-secret: the MutatingWebhookConfiguration whose caBundle "
+       "is written",
+       .arg = "NAME"},
+      {"webhook-cert-lifetime", KCR_FLAG_DURATION, &ro.cert_lifetime_ms,
+       "with --webhook-certs-secret: how long a serving certificate is valid (renewed "
+       "at two thirds)",
+       .min = 1000, .max = INT64_MAX, .def = "2160h"},
+      {"webhook-ca-lifetime", KCR_FLAG_DURATION, &ro.ca_lifetime_ms,
+       "with --webhook-certs-secret: how long a CA is valid (rotated at two thirds)",
+       .min = 1000, .max = INT64_MAX, .def = "8760h"},
+      {"default-vfm-image", KCR_FLAG_STRING, &ro.default_image,
+       "the image an EBD without spec.vfm.image gets (the defaulting webhook; needs "
+       "--webhook-bind-address)",
+       .arg = "IMAGE"},
       {"graceful-shutdown-timeout", KCR_FLAG_DURATION, &ro.manager.grace_ms,
        "how long reconciles under way get to finish after SIGTERM; ebdman exits "
        "without waiting for those still running then",

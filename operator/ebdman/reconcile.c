@@ -69,8 +69,9 @@ struct ebdman {
   kcr_status_writer *status;
   kcr_written *wrote; /* the children's last applies, by child_key */
   kcr_recorder *events;
-  pthread_mutex_t mu;        /* guards announced */
-  struct kcr_htab announced; /* struct announced by uid */
+  struct ebdman_webhooks hooks; /* what the webhooks read */
+  pthread_mutex_t mu;           /* guards announced */
+  struct kcr_htab announced;    /* struct announced by uid */
 };
 
 /* The record for uid (h = kcr_hash_str(uid)), or NULL; call with e->mu
@@ -691,6 +692,104 @@ out:
   return rc;
 }
 
+/* The library's webhook certificates (kcr/certs.h), when asked for with
+ * --webhook-certs-secret: what the certificate names and the caBundles
+ * to write. */
+struct webhook_certs {
+  struct kcr_certs_opts o;
+  char dns[2][300];
+  const char *dns_names[3], *ips[2], *vwc[2], *mwc[2];
+};
+
+/* Refuses webhook flags that do not go together. */
+static kcr_err webhook_flags(const struct ebdman_run_opts *ro, struct kcr_errinfo *ei)
+{
+  const char *a = ro->manager.webhook_addr;
+  bool serving = a && *a && strcmp(a, "0");
+
+  if(ro->default_image && !serving)
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "--default-vfm-image needs --webhook-bind-address (the "
+                           "defaulting webhook sets it)");
+  if(!ro->certs_secret)
+    return KCR_OK;
+  if(!serving)
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "--webhook-certs-secret needs --webhook-bind-address");
+  if(ro->manager.webhook_cert_dir)
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "--webhook-certs-secret and --webhook-cert-path exclude each "
+                           "other: the certificates are either ebdman's or yours");
+  if(!ro->service && !ro->ip)
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "--webhook-certs-secret needs --webhook-service or "
+                           "--webhook-ip: the names the certificate is for");
+  return KCR_OK;
+}
+
+static void webhook_certs(const struct ebdman_run_opts *ro, struct kcr_manager_opts *mo,
+                          struct webhook_certs *c)
+{
+  const char *ns = mo->lease_namespace;
+
+  if(!ro->certs_secret)
+    return;
+  if(!ns)
+    ns = kcr_config_namespace(mo->config);
+  if(!ns)
+    ns = "default";
+  *c = (struct webhook_certs){.o = {.ns = ns,
+                                    .secret = ro->certs_secret,
+                                    .validating_webhooks = c->vwc,
+                                    .mutating_webhooks = c->mwc,
+                                    .cert_lifetime_ms = ro->cert_lifetime_ms,
+                                    .ca_lifetime_ms = ro->ca_lifetime_ms},
+                              .vwc = {ro->validating_config},
+                              .mwc = {ro->mutating_config}};
+  if(ro->service) {
+    /* The Service's names, as the apiserver calls them (clientConfig.service). */
+    snprintf(c->dns[0], sizeof(c->dns[0]), "%s.%s.svc", ro->service, ns);
+    snprintf(c->dns[1], sizeof(c->dns[1]), "%s.%s.svc.cluster.local", ro->service, ns);
+    c->dns_names[0] = c->dns[0];
+    c->dns_names[1] = c->dns[1];
+    c->o.dns_names = c->dns_names;
+  }
+  if(ro->ip) {
+    c->ips[0] = ro->ip;
+    c->o.ip_addresses = c->ips;
+  }
+  mo->webhook_certs = &c->o;
+}
+
+/* The admission webhooks, on the manager's webhook server when there is
+ * one (webhooks.c). */
+static kcr_err add_webhooks(kcr_manager *m, struct ebdman *e,
+                            const struct ebdman_run_opts *ro, struct kcr_errinfo *ei)
+{
+  const char *a = ro->manager.webhook_addr;
+
+  if(!a || !*a || !strcmp(a, "0"))
+    return KCR_OK;
+  e->hooks = (struct ebdman_webhooks){
+      .vfms = e->vfms, .cms = e->cms, .default_image = ro->default_image};
+  kcr_err rc =
+      kcr_manager_add_webhook(m,
+                              &(struct kcr_webhook_opts){.path = EBDMAN_VALIDATE_PATH,
+                                                         .name = "validate-ebd",
+                                                         .admit = ebdman_validate_ebd,
+                                                         .ud = &e->hooks},
+                              ei);
+  if(!rc)
+    rc = kcr_manager_add_webhook(m,
+                                 &(struct kcr_webhook_opts){.path = EBDMAN_MUTATE_PATH,
+                                                            .name = "default-ebd",
+                                                            .admit = ebdman_default_ebd,
+                                                            .ud = &e->hooks,
+                                                            .mutating = true},
+                                 ei);
+  return rc;
+}
+
 int ebdman_run(const struct ebdman_run_opts *ro)
 {
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
@@ -701,6 +800,7 @@ int ebdman_run(const struct ebdman_run_opts *ro)
   struct kcr_hnode *n;
   kcr_manager *m = NULL;
   kcr_controller *ctl = NULL;
+  struct webhook_certs certs;
   kcr_err rc;
   int status = 1;
 
@@ -711,12 +811,15 @@ int ebdman_run(const struct ebdman_run_opts *ro)
   snprintf(ua, sizeof(ua), "ebdman/%s (%s; pid %ld) libkcr/%s", EBDMAN_VERSION, host,
            (long)getpid(), kcr_version());
   mo.client.user_agent = ua;
-  rc = kcr_config_load(&ro->config, &mo.config, &ei);
+  rc = webhook_flags(ro, &ei);
+  if(!rc)
+    rc = kcr_config_load(&ro->config, &mo.config, &ei);
   if(!rc) {
     /* Which configuration: a kubeconfig file's path or "in-cluster". */
     KCR_LOG(KCR_LOG_INFO, "client configuration loaded",
             KCR_S("config", kcr_config_origin(mo.config)),
             KCR_S("server", kcr_config_server(mo.config)));
+    webhook_certs(ro, &mo, &certs);
     rc = kcr_manager_new(&mo, &m, &ei);
   }
   kcr_config_free(mo.config); /* the manager's client holds its own reference */
@@ -783,7 +886,7 @@ int ebdman_run(const struct ebdman_run_opts *ro)
      kcr_controller_owns(ctl, e.cms, EBDMAN_GROUP, "EBD", NULL) ||
      kcr_controller_watches(ctl, e.vfms, map_by_name, "", NULL) ||
      kcr_controller_watches(ctl, e.cms, map_by_name, "-config", NULL) ||
-     kcr_manager_add(m, ctl)) {
+     kcr_manager_add(m, ctl) || add_webhooks(m, &e, ro, &ei)) {
     fprintf(stderr, "ebdman: setting up the controller failed%s%s\n",
             ei.message ? ": " : "", ei.message ? ei.message : "");
     kcr_controller_free(ctl);

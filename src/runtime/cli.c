@@ -41,7 +41,7 @@ static const char *const log_encoders[] = {"console", "json", NULL};
 static const char *const transports[] = {"auto", "curl", NULL}; /* enum kcr_transport */
 
 struct table {
-  struct kcr_flag head[14]; /* config and manager sets */
+  struct kcr_flag head[18]; /* config and manager sets */
   size_t nhead;
   const struct kcr_flag *own; /* the program's */
   size_t nown;
@@ -106,6 +106,23 @@ static void table_init(struct table *t, const struct kcr_cli *cli)
         "metrics-cert-key",    KCR_FLAG_STRING,
         &mo->metrics_key_name, "the key's file name in --metrics-cert-path",
         .arg = "NAME",         .def = mo->metrics_key_name ? NULL : "tls.key"};
+    t->head[n++] = (struct kcr_flag){
+        "webhook-bind-address", KCR_FLAG_STRING,
+        &mo->webhook_addr,      "the address the webhook server binds to; 0 disables it",
+        .arg = "ADDR",          .def = mo->webhook_addr ? NULL : "0"};
+    t->head[n++] = (struct kcr_flag){
+        "webhook-cert-path", KCR_FLAG_STRING, &mo->webhook_cert_dir,
+        "the directory that holds the webhook server's certificate and key, read again "
+        "when they change (when not given: /tmp/k8s-webhook-server/serving-certs)",
+        .arg = "DIR"};
+    t->head[n++] = (struct kcr_flag){
+        "webhook-cert-name",    KCR_FLAG_STRING,
+        &mo->webhook_cert_name, "the certificate's file name in --webhook-cert-path",
+        .arg = "NAME",          .def = mo->webhook_cert_name ? NULL : "tls.crt"};
+    t->head[n++] = (struct kcr_flag){
+        "webhook-cert-key",    KCR_FLAG_STRING,
+        &mo->webhook_key_name, "the key's file name in --webhook-cert-path",
+        .arg = "NAME",         .def = mo->webhook_key_name ? NULL : "tls.key"};
     t->head[n++] = (struct kcr_flag){
         "health-probe-bind-address", KCR_FLAG_STRING, &mo->health_addr,
         "the address the /healthz and /readyz endpoint binds to; 0 disables it",

@@ -40,6 +40,7 @@ E2E_PASSED=0
 E2E_FAILED=0
 E2E_TMP=
 E2E_NAMESPACES=()
+E2E_CLUSTER_OBJECTS=() # TYPE/NAME of cluster-scoped objects deleted on exit
 E2E_PROCS=()           # labels of started processes
 declare -A E2E_PID=() E2E_LOG=() E2E_METRICS=() E2E_HEALTH=() E2E_KIND=()
 E2E_START=$SECONDS
@@ -682,13 +683,27 @@ via_proxy() {
 # scrape LABEL: the process's /metrics text.
 scrape() { curl -sf --max-time 5 "http://127.0.0.1:${E2E_METRICS[$1]}/metrics"; }
 
+# api_metric NAME [LABEL="VALUE"...]: as metric, of the apiserver's /metrics.
+api_metric() {
+  local name=$1 text
+  shift
+  text=$(k get --raw /metrics) || { echo "cannot read the apiserver's /metrics"; return 1; }
+  _metric_sum "$name" "$*" <<<"$text"
+}
+
 # metric LABEL NAME [LABEL="VALUE"...]: sum of the series of NAME that carry all
 # the given label pairs (0 when none). Fails when /metrics cannot be read.
 metric() {
   local label=$1 name=$2 text
   shift 2
   text=$(scrape "$label") || { echo "cannot scrape /metrics of $label"; return 1; }
-  awk -v name="$name" -v filt="$*" '
+  _metric_sum "$name" "$*" <<<"$text"
+}
+
+# _metric_sum NAME FILTER: the sum of NAME's series in the text on stdin that
+# carry every label pair of FILTER (space-separated).
+_metric_sum() {
+  awk -v name="$1" -v filt="$2" '
     BEGIN { n = split(filt, F, " ") }
     /^#/ || NF < 2 { next }
     {
@@ -698,7 +713,7 @@ metric() {
       for (i = 1; i <= n; i++) if (index(series, F[i]) == 0) next
       sum += $NF
     }
-    END { printf "%.0f\n", sum }' <<<"$text"
+    END { printf "%.0f\n", sum }'
 }
 
 # reconciles LABEL: reconciles the ebd controller of LABEL has finished.
@@ -841,7 +856,7 @@ check_no_forbidden() {
 # ---- setup -------------------------------------------------------------------
 
 _cleanup() {
-  local rc=$? label ns
+  local rc=$? label ns o
   set +e
   trap - EXIT INT TERM
   for label in $(_procs_lifo); do
@@ -858,6 +873,10 @@ _cleanup() {
     done
     echo "e2e $E2E_NAME: $E2E_PASSED passed, $((E2E_FAILED > 0 ? E2E_FAILED : 1)) failed ($((SECONDS - E2E_START)) s; logs kept in $E2E_TMP)"
   fi
+  for o in "${E2E_CLUSTER_OBJECTS[@]}"; do
+    k delete "$o" --ignore-not-found --wait=false >/dev/null 2>&1 ||
+      echo "e2e $E2E_NAME: could not delete $o: delete it by hand"
+  done
   for ns in "${E2E_NAMESPACES[@]}"; do
     k delete namespace "$ns" --wait=false >/dev/null 2>&1
   done

@@ -60,7 +60,8 @@ expect_ok help "usage: ebdman" -h
 expect_ok help "usage: ebdman run" run --help
 # The flags every manager program shares, with controller-runtime's names.
 manager_flags=(--kubeconfig --metrics-bind-address --metrics-secure --metrics-cert-path
-  --metrics-cert-name --metrics-cert-key --health-probe-bind-address --leader-elect
+  --metrics-cert-name --metrics-cert-key --webhook-bind-address --webhook-cert-path
+  --webhook-cert-name --webhook-cert-key --health-probe-bind-address --leader-elect
   --leader-election-id --leader-election-namespace --leader-elect-lease-duration
   --leader-elect-renew-deadline --leader-elect-retry-period --zap-log-level --zap-encoder)
 for f in "${manager_flags[@]}" --namespace --workers --resync --graceful-shutdown-timeout; do
@@ -90,6 +91,15 @@ expect_usage_error '--leader-elect-lease-duration: "0" is not valid' \
 expect_usage_error "--namespace: missing value" run --namespace
 expect_usage_error "--namespace: missing value" run --namespace --leader-elect
 expect_usage_error 'unexpected argument "extra"' run extra
+expect_usage_error "--default-vfm-image needs --webhook-bind-address" \
+  run --default-vfm-image x:1
+expect_usage_error "--webhook-certs-secret needs --webhook-bind-address" \
+  run --webhook-certs-secret s --webhook-service svc
+expect_usage_error "--webhook-certs-secret needs --webhook-service or --webhook-ip" \
+  run --webhook-certs-secret s --webhook-bind-address :0
+expect_usage_error "--webhook-certs-secret and --webhook-cert-path exclude each other" \
+  run --webhook-certs-secret s --webhook-ip 127.0.0.1 --webhook-bind-address :0 \
+  --webhook-cert-path /tmp
 expect_usage_error "nosuch" nosuch
 expect_usage_error "unknown flag --bogus" status --bogus
 expect_usage_error "unknown flag -n (did you mean --namespace?)" status -n x

@@ -10,7 +10,8 @@
 #     ServiceAccount token and CA, the kubernetes Service IP), RBAC is exactly
 #     config/rbac (no request refused), metrics are served over HTTPS to an
 #     authorised token only, and `kubectl logs` shows key=value lines.
-#  3. N EBDs converge through it (vfm-sim runs on the host).
+#  3. N EBDs converge through it (vfm-sim runs on the host); its webhooks,
+#     with the certificates it made, are called through their Service.
 #  4. Two replicas, then `kubectl rollout restart`: leadership moves to a new
 #     Pod while three writers change the EBDs' specs; the apiserver's audit
 #     log shows one writer at a time and no gap between two leaders' writes
@@ -176,6 +177,20 @@ expect_eq "GET https://$ip:8443/metrics without a token" 401 \
 expect_eq "GET /metrics with a token not allowed to" 403 "$(metrics_code stranger)"
 wait_eq 30 "GET /metrics with a token bound to ebdman-metrics-reader" 200 metrics_code scraper
 
+# Webhooks (config/webhook): the certificates ebdman made (Secret), for the
+# Service's names, their CA in both configurations' caBundle; the apiserver
+# reaches the Service through its endpoint (--enable-aggregator-routing).
+bundle() { k get "$1" "ebdman-$2-webhook-configuration" -o jsonpath='{.webhooks[0].clientConfig.caBundle}'; }
+has_bundles() { [[ -n $(bundle validatingwebhookconfiguration validating) && -n $(bundle mutatingwebhookconfiguration mutating) ]]; }
+wait_for 60 "ebdman wrote the caBundle of both webhook configurations" has_bundles
+expect_eq "the caBundle is the Secret's ca.crt" \
+  "$(k -n "$E2E_SYSTEM_NS" get secret ebdman-webhook-certs -o jsonpath='{.data.ca\.crt}')" \
+  "$(bundle validatingwebhookconfiguration validating)"
+expect_contains "the serving certificate names the Service" \
+  "DNS:ebdman-webhook-service.$E2E_SYSTEM_NS.svc" \
+  "$(k -n "$E2E_SYSTEM_NS" get secret ebdman-webhook-certs -o jsonpath='{.data.tls\.crt}' |
+    base64 -d | openssl x509 -noout -ext subjectAltName)"
+
 # ---- 3. EBDs converge through the Pod -----------------------------------------
 retry k apply -k "$KCR_SOURCE_DIR/config/vfm-sim" >/dev/null || fail "kubectl apply -k config/vfm-sim failed"
 E2E_VFMSIM_KUBECONFIG=$E2E_TMP/vfm-sim-sa.kubeconfig
@@ -189,6 +204,22 @@ for i in $(seq -w 1 "$n"); do ebd_yaml "e-$i" registry.example.com/vfm:1.0 1; do
 wait_for $((60 + n / 5)) "$n EBDs current through the Pod" conditions_current "$ns" "$n"
 check_children "$ns"
 log "leader with $n EBDs: RSS $(rss_mib "$pid")"
+
+# The validating webhook through the Service: a VFM name that is someone
+# else's is refused at creation (config/webhook: failurePolicy Ignore, so a
+# webhook the apiserver cannot reach would let it through).
+printf 'apiVersion: ebdman.example.com/v1alpha1\nkind: VFM\nmetadata:\n  name: taken\nspec:\n  image: theirs/x:1\n' |
+  k -n "$ns" create -f - >/dev/null
+denied() {
+  local out
+  out=$(ebd_yaml taken registry.example.com/vfm:1.0 1 | k -n "$ns" create --dry-run=server -f - 2>&1)
+  echo "$out"
+  [[ $out == *'denied the request: VFM '"$ns"'/taken exists and is not this EBD'* ]]
+}
+wait_for 30 "an EBD whose VFM name is taken is refused by the webhook, through its Service" denied
+expect_eq "no fail-open admission (the apiserver reached the webhooks)" 0 \
+  "$(api_metric apiserver_admission_webhook_fail_open_count)"
+k -n "$ns" delete vfm taken --wait=true >/dev/null
 
 # audit_writes: the writes the apiserver audited from ebdman Pods (the user
 # agent names the Pod) since the test started, in time order:

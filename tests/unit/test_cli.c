@@ -389,6 +389,10 @@ static void usage_lists_every_flag_with_its_default(void **state)
                                       "--metrics-cert-path DIR",
                                       "--metrics-cert-name NAME",
                                       "--metrics-cert-key NAME",
+                                      "--webhook-bind-address ADDR",
+                                      "--webhook-cert-path DIR",
+                                      "--webhook-cert-name NAME",
+                                      "--webhook-cert-key NAME",
                                       "--health-probe-bind-address ADDR",
                                       "--leader-elect ",
                                       "--leader-election-id NAME",
@@ -462,6 +466,12 @@ static void the_manager_set_fills_the_opts(void **state)
   assert_string_equal("/certs", mo.metrics_cert_dir);
   assert_string_equal("c.pem", mo.metrics_cert_name);
   assert_string_equal("k.pem", mo.metrics_key_name);
+  expect_ok(&cli, "--webhook-bind-address", ":9443", "--webhook-cert-path=/w",
+            "--webhook-cert-name", "w.crt", "--webhook-cert-key=w.key");
+  assert_string_equal(":9443", mo.webhook_addr);
+  assert_string_equal("/w", mo.webhook_cert_dir);
+  assert_string_equal("w.crt", mo.webhook_cert_name);
+  assert_string_equal("w.key", mo.webhook_key_name);
   expect_ok(&cli, "--metrics-secure=false");
   assert_false(mo.metrics_secure);
   assert_int_equal(KCR_TRANSPORT_AUTO, mo.client.transport);

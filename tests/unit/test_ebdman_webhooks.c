@@ -1,0 +1,204 @@
+/* ebdman's admission webhooks without a server (webhooks.c): how a child
+ * found in a cache is judged (ebdman_child_admit), the validating webhook
+ * with no cache, and the defaulting webhook answered with kcr_webhook_review
+ * - its patch applied with the reference applier, then run again on its
+ * own result (idempotent: no patch), fields it does not know kept. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ebdman.h"
+#include "kcr/base64.h"
+#include "kcr/json.h"
+#include "tjsonpatch.h"
+
+typedef struct kcr_meta_v1_object_meta meta;
+
+static const meta want = {.name = {"a", 1}, .namespace_ = {"ns", 2}};
+
+static meta owned_by(struct kcr_meta_v1_owner_reference *ref, const char *api,
+                     const char *kind, const char *uid, bool controller)
+{
+  *ref = (struct kcr_meta_v1_owner_reference){.api_version = kcr_str_c(api),
+                                              .kind = kcr_str_c(kind),
+                                              .name = kcr_str_c("a"),
+                                              .uid = kcr_str_c(uid),
+                                              .has_controller = true,
+                                              .controller = controller};
+  return (meta){.name = kcr_str_c("a"),
+                .owner_references = {.v = ref, .n = 1},
+                .has_owner_references = true};
+}
+
+static void a_child_is_judged_by_its_controller(void **state)
+{
+  struct kcr_meta_v1_owner_reference ref;
+  char msg[1024];
+  meta have = {.name = kcr_str_c("a")};
+
+  (void)state;
+  assert_int_equal(EBDMAN_ADMIT_ALLOW,
+                   ebdman_child_admit("VFM", "u1", &want, NULL, msg, sizeof(msg)));
+  assert_string_equal("", msg);
+  /* no owner: someone else's */
+  assert_int_equal(EBDMAN_ADMIT_DENY,
+                   ebdman_child_admit("VFM", "u1", &want, &have, msg, sizeof(msg)));
+  assert_non_null(strstr(msg, "VFM ns/a exists and is not this EBD's (it has no owner"));
+  assert_non_null(strstr(msg, "delete or rename that VFM, or use another EBD name"));
+  /* controlled by a ConfigMap */
+  have = owned_by(&ref, "v1", "ConfigMap", "c1", true);
+  assert_int_equal(EBDMAN_ADMIT_DENY,
+                   ebdman_child_admit("VFM", "u1", &want, &have, msg, sizeof(msg)));
+  assert_non_null(strstr(msg, "its controller is ConfigMap a (uid c1)"));
+  /* an EBD that owns it without being its controller */
+  have = owned_by(&ref, EBDMAN_API_VERSION, "EBD", "u0", false);
+  assert_int_equal(EBDMAN_ADMIT_DENY,
+                   ebdman_child_admit("VFM", "u1", &want, &have, msg, sizeof(msg)));
+  /* an EBD of another group */
+  have = owned_by(&ref, "ebdman.example.org/v1alpha1", "EBD", "u0", true);
+  assert_int_equal(EBDMAN_ADMIT_DENY,
+                   ebdman_child_admit("VFM", "u1", &want, &have, msg, sizeof(msg)));
+  have = owned_by(&ref, "ebdman.example.com", "EBD", "u0", true);
+  assert_int_equal(EBDMAN_ADMIT_DENY,
+                   ebdman_child_admit("VFM", "u1", &want, &have, msg, sizeof(msg)));
+  /* a deleted EBD's (another uid, any version of the group): a warning */
+  have = owned_by(&ref, "ebdman.example.com/v1beta1", "EBD", "u0", true);
+  assert_int_equal(EBDMAN_ADMIT_WARN,
+                   ebdman_child_admit("ConfigMap", "u1", &want, &have, msg, sizeof(msg)));
+  assert_non_null(strstr(msg, "ConfigMap ns/a still belongs to a deleted EBD"));
+  assert_int_equal(EBDMAN_ADMIT_WARN,
+                   ebdman_child_admit("VFM", NULL, &want, &have, msg, sizeof(msg)));
+  /* the EBD's own */
+  assert_int_equal(EBDMAN_ADMIT_ALLOW,
+                   ebdman_child_admit("VFM", "u0", &want, &have, msg, sizeof(msg)));
+  assert_string_equal("", msg);
+  /* msg may be left out */
+  assert_int_equal(EBDMAN_ADMIT_WARN,
+                   ebdman_child_admit("VFM", "u1", &want, &have, NULL, 0));
+}
+
+#define EBD_NO_IMAGE                                                                     \
+  "{\"apiVersion\":\"ebdman.example.com/v1alpha1\",\"kind\":\"EBD\",\"metadata\":{"      \
+  "\"name\":\"a\",\"namespace\":\"ns\",\"uid\":\"u1\",\"labels\":{\"x/y\":\"1\"}},"      \
+  "\"spec\":{\"vfm\":{\"replicas\":1,\"config\":{\"k\":\"v\"}},\"future\":[1,2]},"       \
+  "\"status\":{\"observedGeneration\":0}}"
+#define EBD_IMAGE                                                                        \
+  "{\"apiVersion\":\"ebdman.example.com/v1alpha1\",\"kind\":\"EBD\",\"metadata\":{"      \
+  "\"name\":\"a\",\"namespace\":\"ns\"},\"spec\":{\"vfm\":{\"image\":\"mine:2\"}}}"
+
+static char *review(const char *op, const char *obj)
+{
+  char *s;
+  assert_true(
+      asprintf(&s,
+               "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+               "\"request\":{\"uid\":\"r1\",\"kind\":{\"group\":\"ebdman.example.com\","
+               "\"version\":\"v1alpha1\",\"kind\":\"EBD\"},\"resource\":{\"group\":"
+               "\"ebdman.example.com\",\"version\":\"v1alpha1\",\"resource\":\"ebds\"},"
+               "\"name\":\"a\",\"namespace\":\"ns\",\"operation\":\"%s\","
+               "\"userInfo\":{\"username\":\"alice\"},\"object\":%s,\"oldObject\":%s}}",
+               op, strcmp(op, "DELETE") ? obj : "null",
+               strcmp(op, "CREATE") ? obj : "null") > 0);
+  return s;
+}
+
+/* The answer to a review of obj by a webhook; *patch its JSON Patch
+ * (NULL: none). Asserts it was allowed. */
+static void answer(const struct kcr_webhook_opts *o, const char *op, const char *obj,
+                   char **patch, char **warning)
+{
+  struct kcr_buf out = KCR_BUF_INIT;
+  char *body = review(op, obj);
+  cJSON *t = NULL;
+  const char *b64;
+
+  assert_int_equal(KCR_OK,
+                   kcr_webhook_review(o, body, strlen(body), "application/json", &out));
+  assert_int_equal(KCR_OK, kcr_json_parse(out.ptr, out.len, &t, NULL));
+  assert_true(cJSON_IsTrue(kcr_json_at(t, "/response/allowed")));
+  *patch = NULL;
+  if((b64 = kcr_json_str(t, "/response/patch"))) {
+    unsigned char *p;
+    size_t n;
+    assert_string_equal("JSONPatch", kcr_json_str(t, "/response/patchType"));
+    assert_int_equal(KCR_OK, kcr_base64_decode(b64, strlen(b64), &p, &n));
+    *patch = (char *)p;
+  }
+  if(warning) {
+    const char *w = kcr_json_str(t, "/response/warnings/0");
+    *warning = w ? strdup(w) : NULL;
+  }
+  cJSON_Delete(t);
+  kcr_buf_cleanup(&out);
+  free(body);
+}
+
+static void the_image_is_defaulted_once(void **state)
+{
+  struct ebdman_webhooks w = {.default_image = "registry.example.com/vfm:1.0"};
+  struct kcr_webhook_opts o = {.path = EBDMAN_MUTATE_PATH,
+                               .admit = ebdman_default_ebd,
+                               .ud = &w,
+                               .mutating = true};
+  static const char *const ops[] = {"CREATE", "UPDATE"};
+  char *patch, *applied, *again;
+  const char *why;
+
+  (void)state;
+  for(size_t i = 0; i < 2; i++) {
+    answer(&o, ops[i], EBD_NO_IMAGE, &patch, NULL);
+    assert_non_null(patch);
+    assert_string_equal("[{\"op\":\"add\",\"path\":\"/spec/vfm/image\",\"value\":"
+                        "\"registry.example.com/vfm:1.0\"}]",
+                        patch);
+    applied = tjp_apply(EBD_NO_IMAGE, strlen(EBD_NO_IMAGE), patch, strlen(patch), &why);
+    assert_non_null(applied);
+    /* what the typed EBD does not know (spec.future) is kept */
+    assert_non_null(strstr(applied, "\"future\":[1,2]"));
+    /* idempotent: on its own result it patches nothing */
+    answer(&o, ops[i], applied, &again, NULL);
+    assert_null(again);
+    free(applied);
+    free(patch);
+  }
+  /* an image given is kept; deletions are not mutated */
+  answer(&o, "CREATE", EBD_IMAGE, &patch, NULL);
+  assert_null(patch);
+  answer(&o, "DELETE", EBD_NO_IMAGE, &patch, NULL);
+  assert_null(patch);
+  /* no default configured: nothing */
+  w.default_image = NULL;
+  answer(&o, "CREATE", EBD_NO_IMAGE, &patch, NULL);
+  assert_null(patch);
+}
+
+static void without_caches_every_ebd_is_admitted(void **state)
+{
+  struct ebdman_webhooks w = {0};
+  struct kcr_webhook_opts o = {
+      .path = EBDMAN_VALIDATE_PATH, .admit = ebdman_validate_ebd, .ud = &w};
+  char *patch, *warning;
+
+  (void)state;
+  answer(&o, "CREATE", EBD_IMAGE, &patch, &warning);
+  assert_null(patch);
+  assert_null(warning);
+  answer(&o, "UPDATE", EBD_IMAGE, &patch, &warning);
+  assert_null(warning);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(a_child_is_judged_by_its_controller),
+      cmocka_unit_test(the_image_is_defaulted_once),
+      cmocka_unit_test(without_caches_every_ebd_is_admitted),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
