@@ -261,7 +261,8 @@ struct ebdman_run_opts {
    * webhook configurations whose caBundle it writes. */
   const char *certs_secret, *service, *ip;
   const char *validating_config, *mutating_config;
-  uint64_t cert_lifetime_ms, ca_lifetime_ms; /* 0: the library's (kcr/certs.h) */
+  /* 0: the library's (kcr/certs.h) */
+  uint64_t cert_lifetime_ms, ca_lifetime_ms, ca_grace_ms, certs_poll_ms;
   const char *default_image;
 };
 int ebdman_run(const struct ebdman_run_opts *o);

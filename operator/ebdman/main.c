@@ -105,6 +105,13 @@ int cmd_run(int argc, char **argv)
       {"webhook-ca-lifetime", KCR_FLAG_DURATION, &ro.ca_lifetime_ms,
        "with --webhook-certs-secret: how long a CA is valid (rotated at two thirds)",
        .min = 1000, .max = INT64_MAX, .def = "8760h"},
+      {"webhook-ca-grace", KCR_FLAG_DURATION, &ro.ca_grace_ms,
+       "with --webhook-certs-secret: in a CA rotation, how long both CAs are trusted "
+       "before the new one signs, and again before the old one goes",
+       .min = 1000, .max = INT64_MAX, .def = "5m"},
+      {"webhook-certs-poll", KCR_FLAG_DURATION, &ro.certs_poll_ms,
+       "with --webhook-certs-secret: how often every replica reads the Secret",
+       .min = 1000, .max = INT64_MAX, .def = "10s"},
       {"default-vfm-image", KCR_FLAG_STRING, &ro.default_image,
        "the image an EBD without spec.vfm.image gets (the defaulting webhook; needs "
        "--webhook-bind-address)",

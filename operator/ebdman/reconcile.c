@@ -743,7 +743,9 @@ static void webhook_certs(const struct ebdman_run_opts *ro, struct kcr_manager_o
                                     .validating_webhooks = c->vwc,
                                     .mutating_webhooks = c->mwc,
                                     .cert_lifetime_ms = ro->cert_lifetime_ms,
-                                    .ca_lifetime_ms = ro->ca_lifetime_ms},
+                                    .ca_lifetime_ms = ro->ca_lifetime_ms,
+                                    .grace_ms = ro->ca_grace_ms,
+                                    .poll_ms = ro->certs_poll_ms},
                               .vwc = {ro->validating_config},
                               .mwc = {ro->mutating_config}};
   if(ro->service) {

@@ -995,6 +995,51 @@ install_rbac() {
     fail "the token kubeconfig's identity" "system:serviceaccount:$E2E_SYSTEM_NS:$E2E_SA" "$who"
 }
 
+# install_webhooks VPORT MPORT: config/default's two webhook configurations
+# (config/webhook), called by URL at https://127.0.0.1:VPORT (validating) and
+# MPORT (mutating) - the apiserver has no route to a Service here - only for
+# $E2E_NS, failurePolicy Fail and timeoutSeconds 5 (so that a webhook that is
+# not reached fails the test); deleted on exit. The caBundle is left for
+# ebdman to write (--webhook-certs-secret), and the certificates' Secret of
+# an earlier test is deleted.
+E2E_VWC=ebdman-validating-webhook-configuration
+E2E_MWC=ebdman-mutating-webhook-configuration
+E2E_CERTS_SECRET=ebdman-webhook-certs
+install_webhooks() {
+  local rendered=$E2E_TMP/webhooks.yaml
+  k delete secret -n "$E2E_SYSTEM_NS" "$E2E_CERTS_SECRET" --ignore-not-found >/dev/null
+  E2E_CLUSTER_OBJECTS+=("validatingwebhookconfiguration/$E2E_VWC" "mutatingwebhookconfiguration/$E2E_MWC")
+  k kustomize "$KCR_SOURCE_DIR/config/default" |
+    select_kinds ValidatingWebhookConfiguration MutatingWebhookConfiguration >"$rendered"
+  expect_eq "config/default's webhook configurations" "$E2E_MWC $E2E_VWC" \
+    "$(awk '/^metadata:/ { m = 1; next } m && /^  name:/ { print $2; m = 0 }' "$rendered" | sort | xargs)"
+  retry k apply -f "$rendered" >/dev/null || fail "applying config/default's webhook configurations failed"
+  _webhook_url validatingwebhookconfiguration "$E2E_VWC" "$1" /validate-ebdman-example-com-v1alpha1-ebd
+  _webhook_url mutatingwebhookconfiguration "$E2E_MWC" "$2" /mutate-ebdman-example-com-v1alpha1-ebd
+  webhook_policy validatingwebhookconfiguration "$E2E_VWC" Fail 5
+  webhook_policy mutatingwebhookconfiguration "$E2E_MWC" Fail 5
+  pass "webhook configurations installed (https://127.0.0.1:$1 and :$2, failurePolicy Fail, only $E2E_NS)"
+}
+_webhook_url() {
+  k patch "$1" "$2" --type=json -p "[
+    {\"op\":\"replace\",\"path\":\"/webhooks/0/clientConfig\",
+     \"value\":{\"url\":\"https://127.0.0.1:$3$4\"}},
+    {\"op\":\"replace\",\"path\":\"/webhooks/0/namespaceSelector\",
+     \"value\":{\"matchLabels\":{\"kubernetes.io/metadata.name\":\"$E2E_NS\"}}}]" >/dev/null
+}
+# webhook_policy KIND NAME POLICY TIMEOUT: its failurePolicy and timeoutSeconds.
+webhook_policy() {
+  k patch "$1" "$2" --type=json -p "[
+    {\"op\":\"replace\",\"path\":\"/webhooks/0/failurePolicy\",\"value\":\"$3\"},
+    {\"op\":\"replace\",\"path\":\"/webhooks/0/timeoutSeconds\",\"value\":$4}]" >/dev/null
+}
+# has_bundles: both configurations carry a caBundle.
+webhook_bundle() { k get "$1" "$2" -o jsonpath='{.webhooks[0].clientConfig.caBundle}'; }
+has_bundles() {
+  [[ -n $(webhook_bundle validatingwebhookconfiguration "$E2E_VWC") &&
+    -n $(webhook_bundle mutatingwebhookconfiguration "$E2E_MWC") ]]
+}
+
 # e2e_init: checks the environment, makes the temp dir, installs the EXIT
 # trap, the CRDs, the RBAC and the ServiceAccount kubeconfigs.
 e2e_init() {

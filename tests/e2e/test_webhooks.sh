@@ -34,43 +34,17 @@ e2e_init
 
 new_ns
 ns=$E2E_NS
-vwc=ebdman-validating-webhook-configuration
-mwc=ebdman-mutating-webhook-configuration
+vwc=$E2E_VWC
+mwc=$E2E_MWC
 vname=vebd-v1alpha1.ebdman.example.com
 mname=mebd-v1alpha1.ebdman.example.com
-secret=ebdman-webhook-certs
+secret=$E2E_CERTS_SECRET
 default_image=registry.example.com/vfm:default
 free_port
 wport=$E2E_PORT
 
 # --- the webhook configurations of config/default, called by URL
-k delete secret -n "$E2E_SYSTEM_NS" "$secret" --ignore-not-found >/dev/null
-E2E_CLUSTER_OBJECTS+=("validatingwebhookconfiguration/$vwc" "mutatingwebhookconfiguration/$mwc")
-k kustomize "$KCR_SOURCE_DIR/config/default" |
-  select_kinds ValidatingWebhookConfiguration MutatingWebhookConfiguration >"$E2E_TMP/webhooks.yaml"
-expect_eq "config/default's webhook configurations" "$mwc $vwc" \
-  "$(awk '/^metadata:/ { m = 1; next } m && /^  name:/ { print $2; m = 0 }' "$E2E_TMP/webhooks.yaml" | sort | xargs)"
-k apply -f "$E2E_TMP/webhooks.yaml" >/dev/null
-# to_url KIND NAME PATH: the webhook called at that path of ebdman's port,
-# only for the test's namespace (the caBundle is ebdman's to write).
-to_url() {
-  k patch "$1" "$2" --type=json -p "[
-    {\"op\":\"replace\",\"path\":\"/webhooks/0/clientConfig\",
-     \"value\":{\"url\":\"https://127.0.0.1:$wport$3\"}},
-    {\"op\":\"replace\",\"path\":\"/webhooks/0/namespaceSelector\",
-     \"value\":{\"matchLabels\":{\"kubernetes.io/metadata.name\":\"$ns\"}}}]" >/dev/null
-}
-# policy KIND NAME POLICY TIMEOUT: its failurePolicy and timeoutSeconds.
-policy() {
-  k patch "$1" "$2" --type=json -p "[
-    {\"op\":\"replace\",\"path\":\"/webhooks/0/failurePolicy\",\"value\":\"$3\"},
-    {\"op\":\"replace\",\"path\":\"/webhooks/0/timeoutSeconds\",\"value\":$4}]" >/dev/null
-}
-to_url validatingwebhookconfiguration "$vwc" /validate-ebdman-example-com-v1alpha1-ebd
-to_url mutatingwebhookconfiguration "$mwc" /mutate-ebdman-example-com-v1alpha1-ebd
-policy validatingwebhookconfiguration "$vwc" Fail 5
-policy mutatingwebhookconfiguration "$mwc" Fail 5
-pass "webhook configurations installed (URL https://127.0.0.1:$wport, failurePolicy Fail, only $ns)"
+install_webhooks "$wport" "$wport"
 
 # --- someone else's VFM, before ebdman starts (so its cache holds it)
 printf 'apiVersion: ebdman.example.com/v1alpha1\nkind: VFM\nmetadata:\n  name: taken\nspec:\n  image: theirs/x:1\n' |
@@ -79,12 +53,10 @@ printf 'apiVersion: ebdman.example.com/v1alpha1\nkind: VFM\nmetadata:\n  name: t
 start_sim_and_op "$ns" 100ms --webhook-bind-address "127.0.0.1:$wport" \
   --webhook-certs-secret "$secret" --webhook-ip 127.0.0.1 \
   --leader-election-namespace "$E2E_SYSTEM_NS" --default-vfm-image "$default_image"
-bundle() { k get "$1" "$2" -o jsonpath='{.webhooks[0].clientConfig.caBundle}'; }
-has_bundles() { [[ -n $(bundle validatingwebhookconfiguration "$vwc") && -n $(bundle mutatingwebhookconfiguration "$mwc") ]]; }
 wait_for 60 "ebdman wrote the caBundle of both configurations" has_bundles
 expect_eq "the caBundle is the Secret's ca.crt" \
   "$(k get secret -n "$E2E_SYSTEM_NS" "$secret" -o jsonpath='{.data.ca\.crt}')" \
-  "$(bundle validatingwebhookconfiguration "$vwc")"
+  "$(webhook_bundle validatingwebhookconfiguration "$vwc")"
 ready() { curl -sf "http://127.0.0.1:${E2E_HEALTH[op]}/readyz" >/dev/null; }
 wait_for 60 "ebdman ready (its webhooks serve the Secret's certificate)" ready
 # the VFM cache has synced once a reconcile has run: wait for an EBD
@@ -145,8 +117,8 @@ expect_eq "updates and status writes do not call the validating webhook" "$v" \
 # --- a webhook that does not answer in time, and one that is gone
 rej() { api_metric apiserver_admission_webhook_rejection_count "name=\"$1\"" 'error_type="calling_webhook_error"'; }
 fo() { api_metric apiserver_admission_webhook_fail_open_count "name=\"$1\""; }
-policy validatingwebhookconfiguration "$vwc" Fail 2
-policy mutatingwebhookconfiguration "$mwc" Fail 2
+webhook_policy validatingwebhookconfiguration "$vwc" Fail 2
+webhook_policy mutatingwebhookconfiguration "$mwc" Fail 2
 r0=$(rej "$mname")
 kill -STOP "${E2E_PID[op]}"
 t0=$SECONDS
@@ -154,8 +126,8 @@ out=$(ebd slow | k -n "$ns" create -f - 2>&1) && fail "EBD slow admitted while e
 expect_contains "Fail, stopped: the mutating webhook timed out" "failed calling webhook \"$mname\"" "$out"
 log "Fail while stopped: $out ($((SECONDS - t0)) s)"
 expect_eq "the apiserver counted a calling_webhook_error" 1 $(($(rej "$mname") - r0))
-policy validatingwebhookconfiguration "$vwc" Ignore 2
-policy mutatingwebhookconfiguration "$mwc" Ignore 2
+webhook_policy validatingwebhookconfiguration "$vwc" Ignore 2
+webhook_policy mutatingwebhookconfiguration "$mwc" Ignore 2
 fm0=$(fo "$mname") fv0=$(fo "$vname")
 ebd late mine/late:1 | k -n "$ns" create -f - >/dev/null
 expect_eq "Ignore, stopped: admitted past the validating webhook (fail open)" 1 $(($(fo "$vname") - fv0))
@@ -164,7 +136,7 @@ expect_contains "Ignore, stopped: an EBD without an image is refused by the sche
   "spec.vfm.image: Required value" "$out"
 expect_eq "the mutating webhook failed open" 1 $(($(fo "$mname") - fm0))
 kill -CONT "${E2E_PID[op]}"
-policy mutatingwebhookconfiguration "$mwc" Fail 5
+webhook_policy mutatingwebhookconfiguration "$mwc" Fail 5
 ebd resumed | k -n "$ns" create -f - >/dev/null ||
   fail "EBD resumed refused after ebdman was continued (Fail)"
 expect_eq "resumed: defaulted once ebdman answers again" "$default_image" \
@@ -173,7 +145,7 @@ stop_proc op
 fv0=$(fo "$vname")
 ebd gone1 mine/x:1 | k -n "$ns" create -f - >/dev/null
 expect_eq "Ignore, ebdman gone: admitted (fail open)" 1 $(($(fo "$vname") - fv0))
-policy validatingwebhookconfiguration "$vwc" Fail 2
+webhook_policy validatingwebhookconfiguration "$vwc" Fail 2
 out=$(ebd gone2 mine/x:1 | k -n "$ns" create -f - 2>&1) && fail "EBD gone2 admitted while ebdman is gone (Fail)" "refused" "$out"
 expect_contains "Fail, ebdman gone: refused" "failed calling webhook \"$vname\"" "$out"
 
