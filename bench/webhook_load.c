@@ -7,7 +7,7 @@
  *                                        /metrics on a second, plain port;
  *                                        prints "PORT METRICS_PORT", runs until
  *                                        SIGTERM
- *   webhook_load load URL RATE SECONDS [CONNS]
+ *   webhook_load load URL RATE SECONDS [CONNS [REVIEW]]
  *                                        posts AdmissionReviews to URL at RATE per
  *                                        second for SECONDS, open loop: request i
  *                                        is due at start + i/RATE, on CONNS (4)
@@ -17,7 +17,8 @@
  *                                        waits); prints one line: sent, errors,
  *                                        achieved rate, latency p50 p90 p99 max (ms)
  *
- * The review is a CREATE of a ConfigMap of about 1 KiB. */
+ * The review is a CREATE of a ConfigMap of about 1 KiB, or the text of the
+ * file REVIEW (an answer counts as an error unless it is allowed). */
 #include <curl/curl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -97,7 +98,8 @@ static long total;
 static uint64_t t0;
 static atomic_long next_i, errors;
 static double *lat_ms; /* per request, -1 until answered */
-static char body[2048];
+static char body_buf[2048];
+static char *body = body_buf; /* the review posted */
 
 static size_t sink(char *p, size_t sz, size_t n, void *ud)
 {
@@ -168,7 +170,7 @@ static int load(int argc, char **argv)
     return 2;
   }
   snprintf(
-      body, sizeof(body),
+      body_buf, sizeof(body_buf),
       "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
       "\"request\":{\"uid\":\"3b9a4c2e-bench\",\"kind\":{\"group\":\"\",\"version\":"
       "\"v1\",\"kind\":\"ConfigMap\"},\"resource\":{\"group\":\"\",\"version\":\"v1\","
@@ -182,6 +184,20 @@ static int load(int argc, char **argv)
       "\"apiVersion\":\"meta.k8s.io/v1\"}}}",
       "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab"
       "cdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef01234567");
+  if(argc > 6) { /* the review from a file */
+    FILE *f = fopen(argv[6], "r");
+    struct kcr_buf b = KCR_BUF_INIT;
+    char chunk[4096];
+    size_t n;
+    while(f && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+      kcr_buf_append(&b, chunk, n);
+    if(!f || kcr_buf_err(&b) || !b.len) {
+      fprintf(stderr, "webhook_load load: cannot read %s\n", argv[6]);
+      return 2;
+    }
+    fclose(f);
+    body = kcr_buf_take(&b);
+  }
   if(!(lat_ms = calloc((size_t)total, sizeof(double))))
     return 1;
   curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -196,6 +212,8 @@ static int load(int argc, char **argv)
          total, atomic_load(&errors), (double)total / secs, lat_ms[total / 2],
          lat_ms[(long)(total * 0.9)], lat_ms[(long)(total * 0.99)], lat_ms[total - 1]);
   free(lat_ms);
+  if(body != body_buf)
+    free(body);
   curl_global_cleanup();
   return 0;
 }
@@ -206,6 +224,8 @@ int main(int argc, char **argv)
     return serve(argv[2], argv[3]);
   if(argc >= 5 && !strcmp(argv[1], "load"))
     return load(argc, argv);
-  fprintf(stderr, "usage: webhook_load serve CERT KEY | load URL RATE SECONDS [CONNS]\n");
+  fprintf(
+      stderr,
+      "usage: webhook_load serve CERT KEY | load URL RATE SECONDS [CONNS [REVIEW]]\n");
   return 2;
 }

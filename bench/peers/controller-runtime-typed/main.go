@@ -26,6 +26,7 @@
 //
 //	ebdman-cr-typed run [--workers N] [--metrics-bind-address ADDR]
 //	                    [--health-probe-bind-address ADDR] [--zap-log-level L] [--kubeconfig P]
+//	ebdman-cr-typed webhook ...   (webhook.go: only the validating webhook)
 package main
 
 import (
@@ -61,6 +62,10 @@ func init() {
 
 func main() {
 	args := os.Args[1:]
+	if len(args) > 0 && args[0] == "webhook" {
+		runWebhook(args[1:])
+		return
+	}
 	if len(args) > 0 && args[0] == "run" {
 		args = args[1:]
 	}
