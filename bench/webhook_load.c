@@ -191,11 +191,13 @@ static int load(int argc, char **argv)
     size_t n;
     while(f && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
       kcr_buf_append(&b, chunk, n);
+    if(f)
+      fclose(f);
     if(!f || kcr_buf_err(&b) || !b.len) {
       fprintf(stderr, "webhook_load load: cannot read %s\n", argv[6]);
+      kcr_buf_cleanup(&b);
       return 2;
     }
-    fclose(f);
     body = kcr_buf_take(&b);
   }
   if(!(lat_ms = calloc((size_t)total, sizeof(double))))

@@ -208,6 +208,7 @@ void ebdman_child_conflict_msg(char *out, size_t n, const char *kind,
  * the webhook server's life. */
 struct ebdman_webhooks {
   kcr_informer *vfms, *cms;
+  const char *ns; /* the one namespace ebdman manages (NULL: all): others pass */
   const char *default_image;
 };
 /* Their paths, as kubebuilder names them. */
@@ -222,17 +223,20 @@ enum ebdman_admit {
   EBDMAN_ADMIT_DENY,  /* someone else's: the reconcile's ChildConflict */
 };
 /* Judges have (the stored child of kind `kind`, "VFM" or "ConfigMap"; NULL:
- * none) for an EBD of uid ebd_uid (NULL or "": not known yet) whose child
- * would be want (its namespace and name): ALLOW when there is none or its
- * controller is that EBD; WARN when its controller is another EBD (any
- * version of EBDMAN_GROUP); DENY otherwise - no controller, or another
- * kind's. msg[n] gets the warning or denial (ebdman_child_conflict_msg's
- * text), "" on ALLOW. Pure. */
-enum ebdman_admit ebdman_child_admit(const char *kind, const char *ebd_uid,
+ * none) for an EBD named ebd_name of uid ebd_uid (NULL or "": not known
+ * yet) whose child would be want (its namespace and name): ALLOW when there
+ * is none or its controller is that EBD; WARN when its controller is an
+ * earlier EBD of the same name (any version of EBDMAN_GROUP, another uid:
+ * one deleted, whose child the garbage collector removes); DENY otherwise -
+ * no controller, another kind's, an EBD of another name. msg[n] gets the
+ * warning or denial (ebdman_child_conflict_msg's text), "" on ALLOW. Pure. */
+enum ebdman_admit ebdman_child_admit(const char *kind, struct kcr_str ebd_name,
+                                     const char *ebd_uid,
                                      const struct kcr_meta_v1_object_meta *want,
                                      const struct kcr_meta_v1_object_meta *have,
                                      char *msg, size_t n);
-/* The validating webhook (ud: struct ebdman_webhooks): on CREATE, denies
+/* Both webhooks pass what is outside ud->ns untouched.
+ * The validating webhook (ud: struct ebdman_webhooks): on CREATE, denies
  * (403) an EBD whose VFM or labelled ConfigMap name the caches show held by
  * an object that is not its (ebdman_child_admit), and warns about one a
  * deleted EBD still holds. Advisory: a child the caches do not hold yet (not
@@ -242,7 +246,8 @@ kcr_err ebdman_validate_ebd(kcr_admission *adm, const struct kcr_admission_reque
                             void *ud);
 /* The defaulting webhook (ud: struct ebdman_webhooks): on CREATE and
  * UPDATE of an EBD without spec.vfm.image, sets it to default_image; else
- * changes nothing (an empty image is left for the schema to refuse).
+ * changes nothing (an empty image, and an object that does not decode as an
+ * EBD, are left for the schema to refuse with its own message).
  * Idempotent. */
 kcr_err ebdman_default_ebd(kcr_admission *adm, const struct kcr_admission_request *rq,
                            void *ud);

@@ -738,16 +738,19 @@ static void webhook_certs(const struct ebdman_run_opts *ro, struct kcr_manager_o
     ns = kcr_config_namespace(mo->config);
   if(!ns)
     ns = "default";
-  *c = (struct webhook_certs){.o = {.ns = ns,
-                                    .secret = ro->certs_secret,
-                                    .validating_webhooks = c->vwc,
-                                    .mutating_webhooks = c->mwc,
-                                    .cert_lifetime_ms = ro->cert_lifetime_ms,
-                                    .ca_lifetime_ms = ro->ca_lifetime_ms,
-                                    .grace_ms = ro->ca_grace_ms,
-                                    .poll_ms = ro->certs_poll_ms},
-                              .vwc = {ro->validating_config},
-                              .mwc = {ro->mutating_config}};
+  *c = (struct webhook_certs){
+      .o = {.ns = ns,
+            .secret = ro->certs_secret,
+            .validating_webhooks = c->vwc,
+            .mutating_webhooks = c->mwc,
+            .cert_lifetime_ms = ro->cert_lifetime_ms,
+            .ca_lifetime_ms = ro->ca_lifetime_ms,
+            .grace_ms = ro->ca_grace_ms,
+            .poll_ms = ro->certs_poll_ms},
+      /* "": none */
+      .vwc = {ro->validating_config && *ro->validating_config ? ro->validating_config
+                                                              : NULL},
+      .mwc = {ro->mutating_config && *ro->mutating_config ? ro->mutating_config : NULL}};
   if(ro->service) {
     /* The Service's names, as the apiserver calls them (clientConfig.service). */
     snprintf(c->dns[0], sizeof(c->dns[0]), "%s.%s.svc", ro->service, ns);
@@ -773,7 +776,7 @@ static kcr_err add_webhooks(kcr_manager *m, struct ebdman *e,
   if(!a || !*a || !strcmp(a, "0"))
     return KCR_OK;
   e->hooks = (struct ebdman_webhooks){
-      .vfms = e->vfms, .cms = e->cms, .default_image = ro->default_image};
+      .vfms = e->vfms, .cms = e->cms, .ns = ro->ns, .default_image = ro->default_image};
   kcr_err rc =
       kcr_manager_add_webhook(m,
                               &(struct kcr_webhook_opts){.path = EBDMAN_VALIDATE_PATH,
@@ -888,7 +891,8 @@ int ebdman_run(const struct ebdman_run_opts *ro)
      kcr_controller_owns(ctl, e.cms, EBDMAN_GROUP, "EBD", NULL) ||
      kcr_controller_watches(ctl, e.vfms, map_by_name, "", NULL) ||
      kcr_controller_watches(ctl, e.cms, map_by_name, "-config", NULL) ||
-     kcr_manager_add(m, ctl) || add_webhooks(m, &e, ro, &ei)) {
+     /* before kcr_manager_add: after it the manager owns ctl */
+     add_webhooks(m, &e, ro, &ei) || kcr_manager_add(m, ctl)) {
     fprintf(stderr, "ebdman: setting up the controller failed%s%s\n",
             ei.message ? ": " : "", ei.message ? ei.message : "");
     kcr_controller_free(ctl);

@@ -20,9 +20,9 @@ static bool ebd_controller(const struct kcr_meta_v1_owner_reference *ref)
          ref->api_version.s[g] == '/';
 }
 
-enum ebdman_admit ebdman_child_admit(const char *kind, const char *ebd_uid,
-                                     const meta *want, const meta *have, char *msg,
-                                     size_t n)
+enum ebdman_admit ebdman_child_admit(const char *kind, struct kcr_str ebd_name,
+                                     const char *ebd_uid, const meta *want,
+                                     const meta *have, char *msg, size_t n)
 {
   if(n)
     *msg = '\0';
@@ -34,15 +34,26 @@ enum ebdman_admit ebdman_child_admit(const char *kind, const char *ebd_uid,
       continue;
     if(ebd_uid && *ebd_uid && kcr_str_eq(ref->uid, ebd_uid))
       return EBDMAN_ADMIT_ALLOW;
+    if(!kcr_str_same(ref->name, ebd_name))
+      break; /* another EBD's, by name: it stays */
     if(n)
       snprintf(msg, n,
-               "%s %.*s/%.*s still belongs to a deleted EBD of this name; ebdman "
-               "installs this EBD's once the garbage collector has removed it",
-               kind, KCR_STR_ARG(want->namespace_), KCR_STR_ARG(want->name));
+               "%s %.*s/%.*s belongs to an earlier EBD named %.*s (uid %.*s); ebdman "
+               "installs this EBD's once that one is deleted and the garbage collector "
+               "has removed it",
+               kind, KCR_STR_ARG(want->namespace_), KCR_STR_ARG(want->name),
+               KCR_STR_ARG(ref->name), KCR_STR_ARG(ref->uid));
     return EBDMAN_ADMIT_WARN;
   }
   ebdman_child_conflict_msg(msg, n, kind, want, have);
   return EBDMAN_ADMIT_DENY;
+}
+
+/* Whether the request is for a namespace this ebdman manages (--namespace). */
+static bool managed(const struct ebdman_webhooks *w,
+                    const struct kcr_admission_request *rq)
+{
+  return !w->ns || kcr_str_eq(rq->namespace_, w->ns);
 }
 
 /* Judges the child of kind ch named after the EBD (ns, name, uid) from
@@ -73,8 +84,8 @@ static bool admit_child(kcr_admission *adm, kcr_informer *inf,
   }
   kcr_obj_unref(o);
   meta want = {.name = kcr_str_c(child), .namespace_ = kcr_str_c(ns)};
-  verdict = ebdman_child_admit(ch->kind, uid, &want, kcr_typed_meta(ch->type, have), msg,
-                               sizeof(msg));
+  verdict = ebdman_child_admit(ch->kind, kcr_str_c(name), uid, &want,
+                               kcr_typed_meta(ch->type, have), msg, sizeof(msg));
   if(verdict == EBDMAN_ADMIT_DENY)
     kcr_admission_deny(adm, 0, "%s", msg);
   else if(verdict == EBDMAN_ADMIT_WARN)
@@ -92,7 +103,7 @@ kcr_err ebdman_validate_ebd(kcr_admission *adm, const struct kcr_admission_reque
   kcr_err rc;
 
   /* A name cannot change, so only a creation can take a child's name. */
-  if(rq->operation != KCR_ADMISSION_CREATE || !rq->object.s)
+  if(rq->operation != KCR_ADMISSION_CREATE || !rq->object.s || !managed(w, rq))
     return KCR_OK;
   if((rc = ebd_decode(rq->object.s, rq->object.n, 0, a, &e, kcr_admission_ei(adm))))
     return rc;
@@ -116,12 +127,13 @@ kcr_err ebdman_default_ebd(kcr_admission *adm, const struct kcr_admission_reques
   struct ebd e;
   kcr_err rc;
 
-  if(!w->default_image || !*w->default_image || !rq->object.s ||
+  if(!w->default_image || !*w->default_image || !rq->object.s || !managed(w, rq) ||
      (rq->operation != KCR_ADMISSION_CREATE && rq->operation != KCR_ADMISSION_UPDATE))
     return KCR_OK;
-  if((rc = ebd_decode(rq->object.s, rq->object.n, 0, kcr_admission_arena(adm), &e,
-                      kcr_admission_ei(adm))))
-    return rc;
+  /* Mutating webhooks run before the schema is checked: an EBD that is not
+   * one is left unchanged for the schema to refuse with its own message. */
+  if(ebd_decode(rq->object.s, rq->object.n, 0, kcr_admission_arena(adm), &e, NULL))
+    return KCR_OK;
   if(e.spec.vfm.has_image) /* also "": the schema refuses it, with its message */
     return KCR_OK;
   KCR_SET(e.spec.vfm, image, kcr_str_c(w->default_image));

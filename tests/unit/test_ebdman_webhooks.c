@@ -43,44 +43,53 @@ static void a_child_is_judged_by_its_controller(void **state)
   meta have = {.name = kcr_str_c("a")};
 
   (void)state;
-  assert_int_equal(EBDMAN_ADMIT_ALLOW,
-                   ebdman_child_admit("VFM", "u1", &want, NULL, msg, sizeof(msg)));
+  assert_int_equal(EBDMAN_ADMIT_ALLOW, ebdman_child_admit("VFM", kcr_str_c("a"), "u1",
+                                                          &want, NULL, msg, sizeof(msg)));
   assert_string_equal("", msg);
   /* no owner: someone else's */
-  assert_int_equal(EBDMAN_ADMIT_DENY,
-                   ebdman_child_admit("VFM", "u1", &want, &have, msg, sizeof(msg)));
+  assert_int_equal(EBDMAN_ADMIT_DENY, ebdman_child_admit("VFM", kcr_str_c("a"), "u1",
+                                                         &want, &have, msg, sizeof(msg)));
   assert_non_null(strstr(msg, "VFM ns/a exists and is not this EBD's (it has no owner"));
   assert_non_null(strstr(msg, "delete or rename that VFM, or use another EBD name"));
   /* controlled by a ConfigMap */
   have = owned_by(&ref, "v1", "ConfigMap", "c1", true);
-  assert_int_equal(EBDMAN_ADMIT_DENY,
-                   ebdman_child_admit("VFM", "u1", &want, &have, msg, sizeof(msg)));
+  assert_int_equal(EBDMAN_ADMIT_DENY, ebdman_child_admit("VFM", kcr_str_c("a"), "u1",
+                                                         &want, &have, msg, sizeof(msg)));
   assert_non_null(strstr(msg, "its controller is ConfigMap a (uid c1)"));
   /* an EBD that owns it without being its controller */
   have = owned_by(&ref, EBDMAN_API_VERSION, "EBD", "u0", false);
-  assert_int_equal(EBDMAN_ADMIT_DENY,
-                   ebdman_child_admit("VFM", "u1", &want, &have, msg, sizeof(msg)));
+  assert_int_equal(EBDMAN_ADMIT_DENY, ebdman_child_admit("VFM", kcr_str_c("a"), "u1",
+                                                         &want, &have, msg, sizeof(msg)));
   /* an EBD of another group */
   have = owned_by(&ref, "ebdman.example.org/v1alpha1", "EBD", "u0", true);
-  assert_int_equal(EBDMAN_ADMIT_DENY,
-                   ebdman_child_admit("VFM", "u1", &want, &have, msg, sizeof(msg)));
+  assert_int_equal(EBDMAN_ADMIT_DENY, ebdman_child_admit("VFM", kcr_str_c("a"), "u1",
+                                                         &want, &have, msg, sizeof(msg)));
   have = owned_by(&ref, "ebdman.example.com", "EBD", "u0", true);
-  assert_int_equal(EBDMAN_ADMIT_DENY,
-                   ebdman_child_admit("VFM", "u1", &want, &have, msg, sizeof(msg)));
+  assert_int_equal(EBDMAN_ADMIT_DENY, ebdman_child_admit("VFM", kcr_str_c("a"), "u1",
+                                                         &want, &have, msg, sizeof(msg)));
   /* a deleted EBD's (another uid, any version of the group): a warning */
   have = owned_by(&ref, "ebdman.example.com/v1beta1", "EBD", "u0", true);
   assert_int_equal(EBDMAN_ADMIT_WARN,
-                   ebdman_child_admit("ConfigMap", "u1", &want, &have, msg, sizeof(msg)));
-  assert_non_null(strstr(msg, "ConfigMap ns/a still belongs to a deleted EBD"));
-  assert_int_equal(EBDMAN_ADMIT_WARN,
-                   ebdman_child_admit("VFM", NULL, &want, &have, msg, sizeof(msg)));
+                   ebdman_child_admit("ConfigMap", kcr_str_c("a"), "u1", &want, &have,
+                                      msg, sizeof(msg)));
+  assert_non_null(
+      strstr(msg, "ConfigMap ns/a belongs to an earlier EBD named a (uid u0)"));
+  assert_int_equal(EBDMAN_ADMIT_WARN, ebdman_child_admit("VFM", kcr_str_c("a"), NULL,
+                                                         &want, &have, msg, sizeof(msg)));
+  /* an EBD of another name: it stays, so someone else's */
+  ref.name = kcr_str_c("b");
+  assert_int_equal(EBDMAN_ADMIT_DENY, ebdman_child_admit("VFM", kcr_str_c("a"), "u1",
+                                                         &want, &have, msg, sizeof(msg)));
+  assert_non_null(strstr(msg, "its controller is EBD b (uid u0)"));
+  ref.name = kcr_str_c("a");
   /* the EBD's own */
-  assert_int_equal(EBDMAN_ADMIT_ALLOW,
-                   ebdman_child_admit("VFM", "u0", &want, &have, msg, sizeof(msg)));
+  assert_int_equal(
+      EBDMAN_ADMIT_ALLOW,
+      ebdman_child_admit("VFM", kcr_str_c("a"), "u0", &want, &have, msg, sizeof(msg)));
   assert_string_equal("", msg);
   /* msg may be left out */
-  assert_int_equal(EBDMAN_ADMIT_WARN,
-                   ebdman_child_admit("VFM", "u1", &want, &have, NULL, 0));
+  assert_int_equal(EBDMAN_ADMIT_WARN, ebdman_child_admit("VFM", kcr_str_c("a"), "u1",
+                                                         &want, &have, NULL, 0));
 }
 
 #define EBD_NO_IMAGE                                                                     \
@@ -91,6 +100,10 @@ static void a_child_is_judged_by_its_controller(void **state)
 #define EBD_IMAGE                                                                        \
   "{\"apiVersion\":\"ebdman.example.com/v1alpha1\",\"kind\":\"EBD\",\"metadata\":{"      \
   "\"name\":\"a\",\"namespace\":\"ns\"},\"spec\":{\"vfm\":{\"image\":\"mine:2\"}}}"
+
+#define EBD_BAD_REPLICAS                                                                 \
+  "{\"apiVersion\":\"ebdman.example.com/v1alpha1\",\"kind\":\"EBD\",\"metadata\":{"      \
+  "\"name\":\"a\",\"namespace\":\"ns\"},\"spec\":{\"vfm\":{\"replicas\":\"three\"}}}"
 
 static char *review(const char *op, const char *obj)
 {
@@ -172,6 +185,18 @@ static void the_image_is_defaulted_once(void **state)
   assert_null(patch);
   answer(&o, "DELETE", EBD_NO_IMAGE, &patch, NULL);
   assert_null(patch);
+  /* not an EBD (mutating webhooks run before the schema): left for the
+   * schema to refuse, not answered with an error */
+  answer(&o, "CREATE", EBD_BAD_REPLICAS, &patch, NULL);
+  assert_null(patch);
+  /* another namespace than the one managed: untouched */
+  w.ns = "other";
+  answer(&o, "CREATE", EBD_NO_IMAGE, &patch, NULL);
+  assert_null(patch);
+  w.ns = "ns";
+  answer(&o, "CREATE", EBD_NO_IMAGE, &patch, NULL);
+  assert_non_null(patch);
+  free(patch);
   /* no default configured: nothing */
   w.default_image = NULL;
   answer(&o, "CREATE", EBD_NO_IMAGE, &patch, NULL);
