@@ -203,11 +203,11 @@ void ebdman_child_conflict_msg(char *out, size_t n, const char *kind,
 
 /* ---- admission webhooks (webhooks.c) ---- */
 
-/* What the webhooks read: the children's caches (NULL: not judged) and
- * the image spec.vfm.image defaults to (NULL or "": none). Borrowed for
- * the webhook server's life. */
+/* What the webhooks read: the children's caches (the informers' stores;
+ * NULL: not judged) and the image spec.vfm.image defaults to (NULL or "":
+ * none). Borrowed for the webhook server's life. */
 struct ebdman_webhooks {
-  kcr_informer *vfms, *cms;
+  kcr_store *vfms, *cms;
   const char *ns; /* the one namespace ebdman manages (NULL: all): others pass */
   const char *default_image;
 };

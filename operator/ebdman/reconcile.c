@@ -775,8 +775,10 @@ static kcr_err add_webhooks(kcr_manager *m, struct ebdman *e,
 
   if(!a || !*a || !strcmp(a, "0"))
     return KCR_OK;
-  e->hooks = (struct ebdman_webhooks){
-      .vfms = e->vfms, .cms = e->cms, .ns = ro->ns, .default_image = ro->default_image};
+  e->hooks = (struct ebdman_webhooks){.vfms = kcr_informer_store(e->vfms),
+                                      .cms = kcr_informer_store(e->cms),
+                                      .ns = ro->ns,
+                                      .default_image = ro->default_image};
   kcr_err rc =
       kcr_manager_add_webhook(m,
                               &(struct kcr_webhook_opts){.path = EBDMAN_VALIDATE_PATH,

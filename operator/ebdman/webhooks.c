@@ -57,8 +57,8 @@ static bool managed(const struct ebdman_webhooks *w,
 }
 
 /* Judges the child of kind ch named after the EBD (ns, name, uid) from
- * the cache inf: denies or warns through adm. Returns whether it denied. */
-static bool admit_child(kcr_admission *adm, kcr_informer *inf,
+ * the cache store: denies or warns through adm. Returns whether it denied. */
+static bool admit_child(kcr_admission *adm, kcr_store *store,
                         const struct ebdman_child_kind *ch, const char *ns,
                         const char *name, const char *uid)
 {
@@ -70,10 +70,10 @@ static bool admit_child(kcr_admission *adm, kcr_informer *inf,
   size_t len;
   const char *json;
 
-  if(!inf)
+  if(!store)
     return false;
   snprintf(child, sizeof(child), "%s%s", name, ch->suffix);
-  if(!(o = kcr_store_ref(kcr_informer_store(inf), ns, child)))
+  if(!(o = kcr_store_ref(store, ns, child)))
     return false;
   json = kcr_obj_json(o, &len);
   have = kcr_arena_alloc(a, ch->type->size);

@@ -1,8 +1,9 @@
-/* ebdman's admission webhooks without a server (webhooks.c): how a child
- * found in a cache is judged (ebdman_child_admit), the validating webhook
- * with no cache, and the defaulting webhook answered with kcr_webhook_review
- * - its patch applied with the reference applier, then run again on its
- * own result (idempotent: no patch), fields it does not know kept. */
+/* ebdman's admission webhooks without a server (webhooks.c), answered with
+ * kcr_webhook_review: how a child found in a cache is judged
+ * (ebdman_child_admit); the validating webhook judging from stores filled by
+ * hand; the defaulting webhook's patch applied with the reference applier,
+ * then run again on its own result (idempotent: no patch), fields it does
+ * not know kept. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 #include "ebdman.h"
 #include "kcr/base64.h"
 #include "kcr/json.h"
+#include "kcr/store.h"
 #include "tjsonpatch.h"
 
 typedef struct kcr_meta_v1_object_meta meta;
@@ -203,19 +205,105 @@ static void the_image_is_defaulted_once(void **state)
   assert_null(patch);
 }
 
-static void without_caches_every_ebd_is_admitted(void **state)
+/* Puts the object of JSON text json into store s. */
+static void put(kcr_store *s, const char *json)
+{
+  cJSON *t = NULL;
+  kcr_obj *o = NULL, *old = NULL;
+  assert_int_equal(KCR_OK, kcr_json_parse(json, strlen(json), &t, NULL));
+  assert_int_equal(KCR_OK, kcr_obj_from_json(t, 0, &o, NULL));
+  assert_int_equal(KCR_OK, kcr_store_put(s, o, &old));
+  assert_null(old);
+  cJSON_Delete(t);
+}
+
+#define EBD_NAMED(name, uid)                                                             \
+  "{\"apiVersion\":\"ebdman.example.com/v1alpha1\",\"kind\":\"EBD\",\"metadata\":{"      \
+  "\"name\":\"" name "\",\"namespace\":\"ns\",\"uid\":\"" uid "\"},"                     \
+  "\"spec\":{\"vfm\":{\"image\":\"x:1\"}}}"
+#define OWNED_BY(kind, name, uid)                                                        \
+  "\"ownerReferences\":[{\"apiVersion\":\"" kind "\",\"kind\":\"" name "\","             \
+  "\"name\":\"old\",\"uid\":\"" uid "\",\"controller\":true}]"
+
+/* The answer's allowed, its Status message (or "") and first warning (or
+ * ""), for a review of obj by the validating webhook of w. */
+static bool validated(struct ebdman_webhooks *w, const char *op, const char *obj,
+                      const char *ns, char *msg, size_t n, char *warning, size_t nw)
+{
+  struct kcr_webhook_opts o = {
+      .path = EBDMAN_VALIDATE_PATH, .admit = ebdman_validate_ebd, .ud = w};
+  struct kcr_buf out = KCR_BUF_INIT, body = KCR_BUF_INIT;
+  cJSON *t = NULL;
+  const char *s;
+  bool allowed;
+
+  kcr_buf_printf(&body,
+                 "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+                 "\"request\":{\"uid\":\"r1\",\"kind\":{\"group\":\"ebdman.example.com\","
+                 "\"version\":\"v1alpha1\",\"kind\":\"EBD\"},\"namespace\":\"%s\","
+                 "\"operation\":\"%s\",\"userInfo\":{\"username\":\"alice\"},"
+                 "\"object\":%s}}",
+                 ns, op, obj);
+  assert_int_equal(KCR_OK,
+                   kcr_webhook_review(&o, body.ptr, body.len, "application/json", &out));
+  assert_int_equal(KCR_OK, kcr_json_parse(out.ptr, out.len, &t, NULL));
+  allowed = cJSON_IsTrue(kcr_json_at(t, "/response/allowed"));
+  s = kcr_json_str(t, "/response/status/message");
+  snprintf(msg, n, "%s", s ? s : "");
+  s = kcr_json_str(t, "/response/warnings/0");
+  snprintf(warning, nw, "%s", s ? s : "");
+  if(!allowed)
+    assert_int_equal(403,
+                     (int)cJSON_GetNumberValue(kcr_json_at(t, "/response/status/code")));
+  cJSON_Delete(t);
+  kcr_buf_cleanup(&out);
+  kcr_buf_cleanup(&body);
+  return allowed;
+}
+
+static void a_taken_child_name_is_refused_from_the_caches(void **state)
 {
   struct ebdman_webhooks w = {0};
-  struct kcr_webhook_opts o = {
-      .path = EBDMAN_VALIDATE_PATH, .admit = ebdman_validate_ebd, .ud = &w};
-  char *patch, *warning;
+  char msg[1024], warning[512];
 
   (void)state;
-  answer(&o, "CREATE", EBD_IMAGE, &patch, &warning);
-  assert_null(patch);
-  assert_null(warning);
-  answer(&o, "UPDATE", EBD_IMAGE, &patch, &warning);
-  assert_null(warning);
+  assert_int_equal(KCR_OK, kcr_store_new(NULL, &w.vfms, NULL));
+  assert_int_equal(KCR_OK, kcr_store_new(NULL, &w.cms, NULL));
+  /* without caches, everything passes */
+  assert_true(validated(&w, "CREATE", EBD_NAMED("taken", "u1"), "ns", msg, sizeof(msg),
+                        warning, sizeof(warning)));
+  put(w.vfms,
+      "{\"kind\":\"VFM\",\"metadata\":{\"name\":\"taken\",\"namespace\":\"ns\"}}");
+  put(w.cms, "{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cm-config\",\"namespace\":"
+             "\"ns\"," OWNED_BY("v1", "ConfigMap", "c1") "}}");
+  put(w.vfms,
+      "{\"kind\":\"VFM\",\"metadata\":{\"name\":\"old\",\"namespace\":\"ns\"," OWNED_BY(
+          "ebdman.example.com/v1alpha1", "EBD", "u0") "}}");
+  /* someone else's VFM, someone else's ConfigMap: refused with the message */
+  assert_false(validated(&w, "CREATE", EBD_NAMED("taken", "u1"), "ns", msg, sizeof(msg),
+                         warning, sizeof(warning)));
+  assert_non_null(
+      strstr(msg, "VFM ns/taken exists and is not this EBD's (it has no owner)"));
+  assert_false(validated(&w, "CREATE", EBD_NAMED("cm", "u1"), "ns", msg, sizeof(msg),
+                         warning, sizeof(warning)));
+  assert_non_null(strstr(msg, "ConfigMap ns/cm-config exists and is not this EBD's (its "
+                              "controller is ConfigMap old (uid c1)"));
+  /* an earlier EBD's of the same name: a warning */
+  assert_true(validated(&w, "CREATE", EBD_NAMED("old", "u1"), "ns", msg, sizeof(msg),
+                        warning, sizeof(warning)));
+  assert_non_null(
+      strstr(warning, "VFM ns/old belongs to an earlier EBD named old (uid u0)"));
+  /* free names; updates; namespaces ebdman does not manage */
+  assert_true(validated(&w, "CREATE", EBD_NAMED("free", "u1"), "ns", msg, sizeof(msg),
+                        warning, sizeof(warning)));
+  assert_string_equal("", warning);
+  assert_true(validated(&w, "UPDATE", EBD_NAMED("taken", "u1"), "ns", msg, sizeof(msg),
+                        warning, sizeof(warning)));
+  w.ns = "elsewhere";
+  assert_true(validated(&w, "CREATE", EBD_NAMED("taken", "u1"), "ns", msg, sizeof(msg),
+                        warning, sizeof(warning)));
+  kcr_store_free(w.vfms);
+  kcr_store_free(w.cms);
 }
 
 int main(void)
@@ -223,7 +311,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(a_child_is_judged_by_its_controller),
       cmocka_unit_test(the_image_is_defaulted_once),
-      cmocka_unit_test(without_caches_every_ebd_is_admitted),
+      cmocka_unit_test(a_taken_child_name_is_refused_from_the_caches),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
