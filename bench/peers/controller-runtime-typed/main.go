@@ -96,12 +96,7 @@ func main() {
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: *metricsAddr},
 		HealthProbeBindAddress: *healthAddr,
-		Cache: cache.Options{
-			DefaultTransform: cache.TransformStripManagedFields(),
-			ByObject: map[client.Object]cache.ByObject{
-				&corev1.ConfigMap{}: {Label: labels.SelectorFromSet(labels.Set{managedBy: "ebdman"})},
-			},
-		},
+		Cache:                  cacheOptions(),
 	})
 	if err != nil {
 		fail(log, err, "creating the manager")
@@ -120,6 +115,17 @@ func main() {
 	log.Info("ebdman-cr-typed starting", "workers", *workers)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		fail(log, err, "running the manager")
+	}
+}
+
+// cacheOptions: what both modes cache - managedFields stripped (as libkcr's
+// informer does), ConfigMaps only with ebdman's managed-by label.
+func cacheOptions() cache.Options {
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.ConfigMap{}: {Label: labels.SelectorFromSet(labels.Set{managedBy: "ebdman"})},
+		},
 	}
 }
 
