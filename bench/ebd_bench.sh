@@ -399,7 +399,7 @@ mkdir -p "$out/yaml"
 awk -v n="$n" -v p="$parallel" -v ns="$ns" -v dir="$out/yaml" 'BEGIN {
   for (i = 0; i < n; i++) {
     f = sprintf("%s/ebds-%02d.yaml", dir, i % p)
-    printf "---\napiVersion: ebdman.example.com/v1alpha1\nkind: EBD\nmetadata:\n  name: ebd-%05d\n  namespace: %s\nspec:\n  vfm:\n    image: registry.example.com/vfm:1.0\n    replicas: 1\n    config:\n      mode: fast\n      index: \"%d\"\n", i, ns, i > f
+    printf "---\napiVersion: ebdman.example.com/v1beta1\nkind: EBD\nmetadata:\n  name: ebd-%05d\n  namespace: %s\nspec:\n  vfmTemplate:\n    image: registry.example.com/vfm:1.0\n    replicas: 1\n    config:\n      mode: fast\n      index: \"%d\"\n", i, ns, i > f
   }
 }'
 

@@ -28,7 +28,7 @@
 #include "kcr.h"
 
 static const struct kcr_gvr ebds = {.group = "ebdman.example.com",
-                                    .version = "v1alpha1",
+                                    .version = "v1beta1",
                                     .resource = "ebds",
                                     .namespaced = true};
 

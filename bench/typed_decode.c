@@ -80,8 +80,8 @@ static void ebd_once(enum way w, const char *text, size_t len, struct kcr_arena 
            strlen(kcr_json_str(o, "/metadata/namespace")) +
            strlen(kcr_json_str(o, "/metadata/uid")) +
            (size_t)kcr_json_int(o, "/metadata/generation", 0) +
-           strlen(kcr_json_str(o, "/spec/vfm/image")) +
-           (size_t)kcr_json_int(o, "/spec/vfm/replicas", 0) +
+           strlen(kcr_json_str(o, "/spec/vfmTemplate/image")) +
+           (size_t)kcr_json_int(o, "/spec/vfmTemplate/replicas", 0) +
            strlen(kcr_json_member_str(kcr_json_at(o, "/metadata/labels"), "team"));
     cJSON_ArrayForEach(c, kcr_json_at(o, "/status/conditions"))
     {
@@ -94,8 +94,8 @@ static void ebd_once(enum way w, const char *text, size_t len, struct kcr_arena 
     ebd_decode(text, len, KCR_TYPED_TRUSTED | (w == COPY ? KCR_TYPED_COPY : 0), a, &e,
                NULL);
     acc += e.metadata.name.n + e.metadata.namespace_.n + e.metadata.uid.n +
-           (size_t)e.metadata.generation + e.spec.vfm.image.n +
-           (size_t)e.spec.vfm.replicas;
+           (size_t)e.metadata.generation + e.spec.vfm_template.image.n +
+           (size_t)e.spec.vfm_template.replicas;
     size_t i = kcr_str_index(e.metadata.labels.k, e.metadata.labels.n, "team");
     acc += i < e.metadata.labels.n ? e.metadata.labels.v[i].n : 0;
     for(size_t j = 0; j < e.status.conditions.n; j++)

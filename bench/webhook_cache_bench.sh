@@ -77,11 +77,11 @@ pids+=($!) epid=$!
 pids+=($!) ppid=$!
 
 review() { # NAME: an EBD CREATE review
-  printf '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"5f0c2a3e-bench","kind":{"group":"ebdman.example.com","version":"v1alpha1","kind":"EBD"},"resource":{"group":"ebdman.example.com","version":"v1alpha1","resource":"ebds"},"name":"%s","namespace":"bench","operation":"CREATE","userInfo":{"username":"bench","groups":["system:authenticated"]},"object":{"apiVersion":"ebdman.example.com/v1alpha1","kind":"EBD","metadata":{"name":"%s","namespace":"bench","uid":"0c7d6a5e-1111-4a4a-9b9b-5e5e5e5e5e5e","labels":{"app.kubernetes.io/name":"bench"}},"spec":{"vfm":{"image":"registry.example.com/vfm:1.0","replicas":1,"config":{"name":"%s","mode":"fast"}}}},"oldObject":null,"dryRun":false,"options":{"kind":"CreateOptions","apiVersion":"meta.k8s.io/v1"}}}' "$1" "$1" "$1"
+  printf '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"5f0c2a3e-bench","kind":{"group":"ebdman.example.com","version":"v1beta1","kind":"EBD"},"resource":{"group":"ebdman.example.com","version":"v1beta1","resource":"ebds"},"name":"%s","namespace":"bench","operation":"CREATE","userInfo":{"username":"bench","groups":["system:authenticated"]},"object":{"apiVersion":"ebdman.example.com/v1beta1","kind":"EBD","metadata":{"name":"%s","namespace":"bench","uid":"0c7d6a5e-1111-4a4a-9b9b-5e5e5e5e5e5e","labels":{"app.kubernetes.io/name":"bench"}},"spec":{"vfmTemplate":{"image":"registry.example.com/vfm:1.0","replicas":1,"config":{"name":"%s","mode":"fast"}}}},"oldObject":null,"dryRun":false,"options":{"kind":"CreateOptions","apiVersion":"meta.k8s.io/v1"}}}' "$1" "$1" "$1"
 }
 review fresh-ebd >"$tmp/allow.json"
 review vfm-00000 >"$tmp/deny.json"
-post() { curl -sk --max-time 5 -H 'Content-Type: application/json' --data-binary "@$2" "https://127.0.0.1:$1/validate-ebdman-example-com-v1alpha1-ebd"; }
+post() { curl -sk --max-time 5 -H 'Content-Type: application/json' --data-binary "@$2" "https://127.0.0.1:$1/validate-ebdman-example-com-v1beta1-ebd"; }
 # up, and the cache synced: the review of a taken name is denied
 for p in "$pe" "$pp"; do
   for ((i = 0; i < 300; i++)); do
@@ -104,7 +104,7 @@ for ((r = 1; r <= runs; r++)); do
     for who in $order; do
       if [[ $who == ebdman ]]; then pid=$epid p=$pe; else pid=$ppid p=$pp; fi
       c0=$(cpu_ticks "$pid")
-      line=$("$load" load "https://127.0.0.1:$p/validate-ebdman-example-com-v1alpha1-ebd" "$rate" "$seconds" 4 "$tmp/allow.json")
+      line=$("$load" load "https://127.0.0.1:$p/validate-ebdman-example-com-v1beta1-ebd" "$rate" "$seconds" 4 "$tmp/allow.json")
       c1=$(cpu_ticks "$pid")
       read -r _ sent _ errs _ achieved _ p50 _ p90 _ p99 _ max _ <<<"$line"
       cpu_ms=$(((c1 - c0) * 1000 / hz))
@@ -123,9 +123,9 @@ if [[ -x $dryrun ]]; then
     printf 'apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\n'
     printf 'metadata:\n  name: bench-validating\nwebhooks:\n- name: vebd.bench.example.com\n'
     printf '  admissionReviewVersions: [v1]\n  clientConfig:\n'
-    printf '    url: https://127.0.0.1:%s/validate-ebdman-example-com-v1alpha1-ebd\n' "$pe"
+    printf '    url: https://127.0.0.1:%s/validate-ebdman-example-com-v1beta1-ebd\n' "$pe"
     printf '    caBundle: %s\n' "$(base64 -w0 "$tmp/certs/tls.crt")"
-    printf '  rules:\n  - {apiGroups: [ebdman.example.com], apiVersions: [v1alpha1], operations: [CREATE], resources: [ebds], scope: Namespaced}\n'
+    printf '  rules:\n  - {apiGroups: [ebdman.example.com], apiVersions: [v1beta1], operations: [CREATE], resources: [ebds], scope: Namespaced}\n'
     printf '  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: bench}}\n'
     printf '  failurePolicy: Fail\n  sideEffects: None\n  timeoutSeconds: 5\n'
   } >"$tmp/vwc.yaml"
@@ -136,7 +136,7 @@ if [[ -x $dryrun ]]; then
     for who in $order; do
       if [[ $who == ebdman ]]; then pid=$epid p=$pe; else pid=$ppid p=$pp; fi
       k patch validatingwebhookconfiguration bench-validating --type=json -p \
-        "[{\"op\":\"replace\",\"path\":\"/webhooks/0/clientConfig/url\",\"value\":\"https://127.0.0.1:$p/validate-ebdman-example-com-v1alpha1-ebd\"}]" >/dev/null
+        "[{\"op\":\"replace\",\"path\":\"/webhooks/0/clientConfig/url\",\"value\":\"https://127.0.0.1:$p/validate-ebdman-example-com-v1beta1-ebd\"}]" >/dev/null
       sleep 2 # the apiserver's webhook configuration cache
       c0=$(cpu_ticks "$pid")
       line=$("$dryrun" --namespace bench --rate 50 --duration "${seconds}s" --threads 8 \

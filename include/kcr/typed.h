@@ -28,10 +28,10 @@
  * kcr_typed_validate does), and written by encoding only when set - so unset, zero and
  * empty are three different things, as server-side apply needs (writing a zero you did
  * not mean takes ownership of the field). An object member is also written when a member
- * inside it is: setting e.spec.vfm.image and its has_ is enough, the objects around it
- * follow. A member the schema marks nullable has a `bool null_x` too: x was JSON null
- * (has_x set, x zero). null for a member that is not nullable reads as absent, as Go's
- * decoder reads it. KCR_SET(s, x, v) sets a member and its has_ at once.
+ * inside it is: setting e.spec.vfm_template.image and its has_ is enough, the objects
+ * around it follow. A member the schema marks nullable has a `bool null_x` too: x was
+ * JSON null (has_x set, x zero). null for a member that is not nullable reads as absent,
+ * as Go's decoder reads it. KCR_SET(s, x, v) sets a member and its has_ at once.
  *
  * Ownership. A decoded struct borrows; what it borrows from depends on the
  * form:
@@ -316,7 +316,7 @@ KCR_API kcr_err kcr_typed_decode(const struct kcr_type *t, const char *text, siz
 
 /* Appends the JSON text of *in (type t) to out: of every object the
  * members whose has_ is set - and an object member with a member written,
- * its has_ set or not (e.spec.vfm.image set makes spec and vfm present;
+ * its has_ set or not (e.spec.vfm_template.image set makes spec and vfm_template present;
  * to leave such a member out, zero it) -, null for those whose null_ (and
  * has_) is set, an enum's
  * listed value or its text, a raw member's text as it is.
@@ -352,7 +352,7 @@ KCR_API kcr_err kcr_typed_encode(const struct kcr_type *t, const void *in,
  * which POSIX regex is not), x-kubernetes-validations (CEL), multipleOf and the other
  * formats. Members JSON null are not checked further. Stops at the first failure. Errors:
  * KCR_EINVAL (t or in NULL; or a value that fails, with the JSON Pointer of the value and
- * the rule in ei: "/spec/vfm/replicas: 0 is less than the minimum 1"), KCR_ENOMEM
+ * the rule in ei: "/spec/vfmTemplate/replicas: 0 is less than the minimum 1"), KCR_ENOMEM
  * (comparing list items). ei may be NULL. Pure. */
 KCR_API kcr_err kcr_typed_validate(const struct kcr_type *t, const void *in,
                                    unsigned flags, struct kcr_errinfo *ei);

@@ -173,14 +173,14 @@ kcr_err ebdman_configmap_for(const struct ebd *ebd, struct kcr_arena *a,
   memcpy(at, ebd->metadata.name.s, ebd->metadata.name.n);
   memcpy(at + ebd->metadata.name.n, "-config", sizeof("-config"));
   name.s = at;
-  KCR_SET(*out, data, ebd->spec.vfm.config);
+  KCR_SET(*out, data, ebd->spec.vfm_template.config);
   return child_meta(ebd, a, name, &out->metadata, ei);
 }
 
 kcr_err ebdman_vfm_for(const struct ebd *ebd, struct kcr_arena *a, struct vfm *out,
                        struct kcr_errinfo *ei)
 {
-  const struct ebd_spec_vfm *from = &ebd->spec.vfm;
+  const struct ebd_spec_vfm_template *from = &ebd->spec.vfm_template;
 
   vfm_init(out);
   out->has_spec = true;
@@ -220,7 +220,8 @@ const struct ebdman_child_kind ebdman_child_configmap = {.gvr = &ebdman_configma
                                                          .kind = "ConfigMap",
                                                          .suffix = "-config",
                                                          .field = "/data",
-                                                         .src = "/spec/vfm/config",
+                                                         .src =
+                                                             "/spec/vfmTemplate/config",
                                                          .build = build_cm,
                                                          .same = same_cm};
 const struct ebdman_child_kind ebdman_child_vfm = {.gvr = &ebdman_vfms,
@@ -228,7 +229,7 @@ const struct ebdman_child_kind ebdman_child_vfm = {.gvr = &ebdman_vfms,
                                                    .kind = "VFM",
                                                    .suffix = "",
                                                    .field = "/spec",
-                                                   .src = "/spec/vfm",
+                                                   .src = "/spec/vfmTemplate",
                                                    .build = build_vfm,
                                                    .same = same_vfm};
 

@@ -20,7 +20,7 @@
 #include "ebdman.h"
 
 const struct kcr_gvr ebdman_ebds = {
-    .group = EBDMAN_GROUP, .version = "v1alpha1", .resource = "ebds", .namespaced = true};
+    .group = EBDMAN_GROUP, .version = "v1beta1", .resource = "ebds", .namespaced = true};
 const struct kcr_gvr ebdman_vfms = {
     .group = EBDMAN_GROUP, .version = "v1alpha1", .resource = "vfms", .namespaced = true};
 const struct kcr_gvr ebdman_configmaps = {

@@ -22,7 +22,7 @@
 #include "vfms.h"
 
 #define EBDMAN_GROUP         "ebdman.example.com"
-#define EBDMAN_API_VERSION   "ebdman.example.com/v1alpha1"
+#define EBDMAN_API_VERSION   "ebdman.example.com/v1beta1"
 #define EBDMAN_FIELD_MANAGER "ebdman"
 /* ebdman is released with libkcr and carries its version. */
 #define EBDMAN_VERSION KCR_VERSION
@@ -90,7 +90,7 @@ void ebdman_observe_vfm_obj(struct ebdman_observed *ob, const kcr_obj *vfm,
  * app.kubernetes.io/managed-by=ebdman and ebdman.example.com/ebd=<name>;
  * the EBD's annotations that start with EBDMAN_VFM_ANNOTATION_PREFIX; the
  * EBD as controller ownerReference; and the content: the ConfigMap's data
- * is spec.vfm.config, the VFM's spec is spec.vfm (image, replicas,
+ * is spec.vfmTemplate.config, the VFM's spec is spec.vfmTemplate (image, replicas,
  * config) - always present, so an apply of an empty one removes what an
  * earlier one set. Strings are borrowed from ebd, arrays in a: keep both
  * while *out is in use.
@@ -133,7 +133,7 @@ struct ebdman_child_kind {
   const char *kind;   /* "ConfigMap", "VFM" */
   const char *suffix; /* "-config", "" */
   const char *field;  /* "/data", "/spec" */
-  const char *src;    /* "/spec/vfm/config", "/spec/vfm" */
+  const char *src;    /* "/spec/vfmTemplate/config", "/spec/vfmTemplate" */
   kcr_err (*build)(const struct ebd *ebd, struct kcr_arena *a, void *out,
                    struct kcr_errinfo *ei);
   bool (*same)(const void *have, const void *want);
@@ -171,7 +171,7 @@ bool ebdman_vfm_same(const struct vfm *have, const struct vfm *want);
  * objects decoded from those texts gives KEEP; false leaves the decision to
  * it. True when the child's controller uid is the EBD's uid (non-empty),
  * its content `have` (data, spec) is the EBD's part it copies, `src`
- * (spec.vfm.config, spec.vfm), byte for byte - or both are empty ({} and
+ * (spec.vfmTemplate.config, spec.vfmTemplate), byte for byte - or both are empty ({} and
  * absent alike) - and neither the EBD's annotations (ebd_ann) nor the
  * child's (have_ann, a map or absent) hold one ebdman propagates (a name
  * with the prefix; any escape in them leaves it to the decoded objects).
@@ -204,7 +204,7 @@ void ebdman_child_conflict_msg(char *out, size_t n, const char *kind,
 /* ---- admission webhooks (webhooks.c) ---- */
 
 /* What the webhooks read: the children's caches (the informers' stores;
- * NULL: not judged) and the image spec.vfm.image defaults to (NULL or "":
+ * NULL: not judged) and the image spec.vfmTemplate.image defaults to (NULL or "":
  * none). Borrowed for the webhook server's life. */
 struct ebdman_webhooks {
   kcr_store *vfms, *cms;
@@ -212,8 +212,8 @@ struct ebdman_webhooks {
   const char *default_image;
 };
 /* Their paths, as kubebuilder names them. */
-#define EBDMAN_VALIDATE_PATH "/validate-ebdman-example-com-v1alpha1-ebd"
-#define EBDMAN_MUTATE_PATH   "/mutate-ebdman-example-com-v1alpha1-ebd"
+#define EBDMAN_VALIDATE_PATH "/validate-ebdman-example-com-v1beta1-ebd"
+#define EBDMAN_MUTATE_PATH   "/mutate-ebdman-example-com-v1beta1-ebd"
 
 /* What admission makes of a child of a new EBD found in a cache. */
 enum ebdman_admit {
@@ -245,12 +245,41 @@ enum ebdman_admit ebdman_child_admit(const char *kind, struct kcr_str ebd_name,
 kcr_err ebdman_validate_ebd(kcr_admission *adm, const struct kcr_admission_request *rq,
                             void *ud);
 /* The defaulting webhook (ud: struct ebdman_webhooks): on CREATE and
- * UPDATE of an EBD without spec.vfm.image, sets it to default_image; else
+ * UPDATE of an EBD without spec.vfmTemplate.image, sets it to default_image; else
  * changes nothing (an empty image, and an object that does not decode as an
  * EBD, are left for the schema to refuse with its own message).
  * Idempotent. */
 kcr_err ebdman_default_ebd(kcr_admission *adm, const struct kcr_admission_request *rq,
                            void *ud);
+
+/* ---- CRD conversion (convert.c) ---- */
+
+/* The conversion webhook's path (the CRD's spec.conversion names it). */
+#define EBDMAN_CONVERT_PATH "/convert"
+/* EBD conversion: v1beta1 the hub, v1alpha1 its spoke, whose spec.vfm is
+ * the hub's spec.vfmTemplate (content unchanged; the text is copied but for
+ * that member's name). For kcr_manager_add_conversion or, in tests,
+ * kcr_conversion_review. Read-only, any thread. */
+extern const struct kcr_conversion_opts ebdman_conversion;
+
+/* ---- storage migration (migrate.c) ---- */
+
+/* The EBD CRD's name, and the resource CRDs are. */
+#define EBDMAN_CRD "ebds.ebdman.example.com"
+extern const struct kcr_gvr ebdman_crds;
+/* Whether the CRD crd (a parsed CustomResourceDefinition) has objects
+ * stored in a version other than its storage version: status.storedVersions
+ * holds another. *storage gets the storage version's name (borrowed from
+ * crd; NULL, and false, when no version has storage: true). Pure. */
+bool ebdman_migration_needed(const cJSON *crd, const char **storage);
+/* The storage migration's reconcile (ud: the store of an informer of the
+ * CRD): when ebdman_migration_needed, rewrites every EBD (listed from the
+ * apiserver, all namespaces) so that the apiserver stores it in the
+ * storage version, then sets the CRD's status.storedVersions to that one
+ * version, with the CRD's resourceVersion as precondition. Errors: those
+ * of the requests (a conflict on the CRD: requeued with backoff). */
+kcr_err ebdman_migrate_reconcile(kcr_ctx *cx, const struct kcr_request *req,
+                                 struct kcr_result *res, void *ud);
 
 /* What `ebdman run` was told (kcr/cli.h's standard sets fill config and
  * manager; ebdman_run sets the manager's config and user agent). */
@@ -263,12 +292,13 @@ struct ebdman_run_opts {
   /* Webhooks (served when manager.webhook_addr is set): the Secret the
    * library keeps their certificates in (NULL: manager.webhook_cert_dir's
    * files), the Service and IP address the certificate names, and the
-   * webhook configurations whose caBundle it writes. */
+   * webhook configurations and CRD whose caBundle it writes. */
   const char *certs_secret, *service, *ip;
-  const char *validating_config, *mutating_config;
+  const char *validating_config, *mutating_config, *conversion_crd;
   /* 0: the library's (kcr/certs.h) */
   uint64_t cert_lifetime_ms, ca_lifetime_ms, ca_grace_ms, certs_poll_ms;
   const char *default_image;
+  bool migrate_storage; /* run the storage migration (needs ns NULL) */
 };
 int ebdman_run(const struct ebdman_run_opts *o);
 

@@ -69,7 +69,9 @@ int cmd_run(int argc, char **argv)
       .workers = 4,
       .resync_ms = 10ull * 3600 * 1000,
       .validating_config = "ebdman-validating-webhook-configuration",
-      .mutating_config = "ebdman-mutating-webhook-configuration"};
+      .mutating_config = "ebdman-mutating-webhook-configuration",
+      .conversion_crd = EBDMAN_CRD,
+      .migrate_storage = true};
   const struct kcr_flag flags[] = {
       {"namespace", KCR_FLAG_STRING, &ro.ns,
        "watch EBDs and their children in one namespace (default: all)", .arg = "NS"},
@@ -98,6 +100,10 @@ int cmd_run(int argc, char **argv)
        "with --webhook-certs-secret: the MutatingWebhookConfiguration whose caBundle "
        "is written",
        .arg = "NAME"},
+      {"conversion-crd", KCR_FLAG_STRING, &ro.conversion_crd,
+       "with --webhook-certs-secret: the CustomResourceDefinition whose conversion "
+       "webhook's caBundle is written (when its strategy is Webhook)",
+       .arg = "NAME"},
       {"webhook-cert-lifetime", KCR_FLAG_DURATION, &ro.cert_lifetime_ms,
        "with --webhook-certs-secret: how long a serving certificate is valid (renewed "
        "at two thirds)",
@@ -113,9 +119,14 @@ int cmd_run(int argc, char **argv)
        "with --webhook-certs-secret: how often every replica reads the Secret",
        .min = 1000, .max = INT64_MAX, .def = "10s"},
       {"default-vfm-image", KCR_FLAG_STRING, &ro.default_image,
-       "the image an EBD without spec.vfm.image gets (the defaulting webhook; needs "
+       "the image an EBD without spec.vfmTemplate.image gets (the defaulting webhook; "
+       "needs "
        "--webhook-bind-address)",
        .arg = "IMAGE"},
+      {"migrate-storage", KCR_FLAG_BOOL, &ro.migrate_storage,
+       "while the EBD CRD lists a stored version other than its storage version, "
+       "rewrite every EBD and then say so in its status.storedVersions (the leader "
+       "does; off with --namespace, which cannot list every EBD)"},
       {"graceful-shutdown-timeout", KCR_FLAG_DURATION, &ro.manager.grace_ms,
        "how long reconciles under way get to finish after SIGTERM; ebdman exits "
        "without waiting for those still running then",

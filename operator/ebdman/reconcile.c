@@ -175,8 +175,8 @@ static void install_cleanup(struct install *r) { kcr_obj_unref(r->seen); }
 enum { SP_NAME, SP_VFM, SP_CONFIG, SP_ANNOTATIONS, SP_NSPAN };
 static const char *const ebd_paths[SP_NSPAN] = {
     [SP_NAME] = "/metadata/name",
-    [SP_VFM] = "/spec/vfm",
-    [SP_CONFIG] = "/spec/vfm/config",
+    [SP_VFM] = "/spec/vfmTemplate",
+    [SP_CONFIG] = "/spec/vfmTemplate/config",
     [SP_ANNOTATIONS] = "/metadata/annotations",
 };
 struct ebd_in {
@@ -698,7 +698,7 @@ out:
 struct webhook_certs {
   struct kcr_certs_opts o;
   char dns[2][300];
-  const char *dns_names[3], *ips[2], *vwc[2], *mwc[2];
+  const char *dns_names[3], *ips[2], *vwc[2], *mwc[2], *crds[2];
 };
 
 /* Refuses webhook flags that do not go together. */
@@ -743,6 +743,7 @@ static void webhook_certs(const struct ebdman_run_opts *ro, struct kcr_manager_o
             .secret = ro->certs_secret,
             .validating_webhooks = c->vwc,
             .mutating_webhooks = c->mwc,
+            .crds = c->crds,
             .cert_lifetime_ms = ro->cert_lifetime_ms,
             .ca_lifetime_ms = ro->ca_lifetime_ms,
             .grace_ms = ro->ca_grace_ms,
@@ -750,7 +751,8 @@ static void webhook_certs(const struct ebdman_run_opts *ro, struct kcr_manager_o
       /* "": none */
       .vwc = {ro->validating_config && *ro->validating_config ? ro->validating_config
                                                               : NULL},
-      .mwc = {ro->mutating_config && *ro->mutating_config ? ro->mutating_config : NULL}};
+      .mwc = {ro->mutating_config && *ro->mutating_config ? ro->mutating_config : NULL},
+      .crds = {ro->conversion_crd && *ro->conversion_crd ? ro->conversion_crd : NULL}};
   if(ro->service) {
     /* The Service's names, as the apiserver calls them (clientConfig.service). */
     snprintf(c->dns[0], sizeof(c->dns[0]), "%s.%s.svc", ro->service, ns);
@@ -766,8 +768,8 @@ static void webhook_certs(const struct ebdman_run_opts *ro, struct kcr_manager_o
   mo->webhook_certs = &c->o;
 }
 
-/* The admission webhooks, on the manager's webhook server when there is
- * one (webhooks.c). */
+/* The admission webhooks (webhooks.c) and the EBD conversion webhook
+ * (convert.c), on the manager's webhook server when there is one. */
 static kcr_err add_webhooks(kcr_manager *m, struct ebdman *e,
                             const struct ebdman_run_opts *ro, struct kcr_errinfo *ei)
 {
@@ -794,6 +796,41 @@ static kcr_err add_webhooks(kcr_manager *m, struct ebdman *e,
                                                             .ud = &e->hooks,
                                                             .mutating = true},
                                  ei);
+  if(!rc)
+    rc = kcr_manager_add_conversion(m, &ebdman_conversion, ei);
+  return rc;
+}
+
+/* The storage migration (migrate.c): a controller of the EBD CRD alone,
+ * which runs on the leader, as every controller. */
+static kcr_err add_migration(kcr_manager *m, const struct ebdman_run_opts *ro,
+                             struct kcr_errinfo *ei)
+{
+  kcr_informer *inf;
+  kcr_controller *c = NULL;
+  kcr_err rc;
+
+  if(!ro->migrate_storage)
+    return KCR_OK;
+  if(ro->ns) {
+    KCR_LOG(KCR_LOG_INFO, "storage migration off: --namespace cannot list every EBD",
+            KCR_S("namespace", ro->ns));
+    return KCR_OK;
+  }
+  if((rc = kcr_manager_informer(
+          m,
+          &(struct kcr_informer_opts){.gvr = &ebdman_crds,
+                                      .field_selector = "metadata.name=" EBDMAN_CRD},
+          &inf, ei)) ||
+     (rc = kcr_controller_new(
+          &(struct kcr_controller_opts){.name = "storage-migration",
+                                        .reconcile = ebdman_migrate_reconcile,
+                                        .ud = kcr_informer_store(inf),
+                                        .client = kcr_manager_client(m),
+                                        .metrics = kcr_manager_metrics(m)},
+          &c, ei)) ||
+     (rc = kcr_controller_for(c, inf, NULL)) || (rc = kcr_manager_add(m, c)))
+    kcr_controller_free(c);
   return rc;
 }
 
@@ -894,7 +931,8 @@ int ebdman_run(const struct ebdman_run_opts *ro)
      kcr_controller_watches(ctl, e.vfms, map_by_name, "", NULL) ||
      kcr_controller_watches(ctl, e.cms, map_by_name, "-config", NULL) ||
      /* before kcr_manager_add: after it the manager owns ctl */
-     add_webhooks(m, &e, ro, &ei) || kcr_manager_add(m, ctl)) {
+     add_webhooks(m, &e, ro, &ei) || add_migration(m, ro, &ei) ||
+     kcr_manager_add(m, ctl)) {
     fprintf(stderr, "ebdman: setting up the controller failed%s%s\n",
             ei.message ? ": " : "", ei.message ? ei.message : "");
     kcr_controller_free(ctl);

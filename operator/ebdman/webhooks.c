@@ -1,7 +1,7 @@
 /* ebdman's admission webhooks: a validating one that refuses an EBD whose
  * child's name is already someone else's object (the ChildConflict the
  * reconcile would report, caught at creation from the children's caches),
- * and a defaulting one that fills in spec.vfm.image from the operator's
+ * and a defaulting one that fills in spec.vfmTemplate.image from the operator's
  * --default-vfm-image. docs/operations.md, "Webhooks", says how they are
  * installed and what each failure policy does. */
 #include <string.h>
@@ -134,9 +134,9 @@ kcr_err ebdman_default_ebd(kcr_admission *adm, const struct kcr_admission_reques
    * one is left unchanged for the schema to refuse with its own message. */
   if(ebd_decode(rq->object.s, rq->object.n, 0, kcr_admission_arena(adm), &e, NULL))
     return KCR_OK;
-  if(e.spec.vfm.has_image) /* also "": the schema refuses it, with its message */
+  if(e.spec.vfm_template.has_image) /* also "": the schema refuses it, with its message */
     return KCR_OK;
-  KCR_SET(e.spec.vfm, image, kcr_str_c(w->default_image));
+  KCR_SET(e.spec.vfm_template, image, kcr_str_c(w->default_image));
   if(!(rc = ebd_encode(&e, &text, kcr_admission_ei(adm))))
     rc = kcr_admission_set_object(adm, text.ptr, text.len);
   kcr_buf_cleanup(&text);

@@ -527,8 +527,8 @@ static kcr_err encode(const struct kcr_type *t, const void *in, struct kcr_buf *
                       const struct frame *f, struct kcr_errinfo *ei);
 
 /* Whether member x of the object at in is written: its has_ is set, or it
- * is an object with a member written - so setting e.spec.vfm.image (and
- * its has_) makes spec and vfm present, as a Go struct holding it is. */
+ * is an object with a member written - so setting e.spec.vfm_template.image (and
+ * its has_) makes spec and vfm_template present, as a Go struct holding it is. */
 static bool written(const struct kcr_tfield *x, const char *in)
 {
   if(in[x->has])

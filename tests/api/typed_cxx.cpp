@@ -35,15 +35,14 @@ int main()
 
   struct ebd e;
   ebd_init(&e);
-  KCR_SET(e.spec.vfm, image, kcr_str_c("nginx"));
-  e.has_spec = e.spec.has_vfm = true;
+  KCR_SET(e.spec.vfm_template, image, kcr_str_c("nginx"));
+  e.has_spec = e.spec.has_vfm_template = true;
   kcr_buf_reset(&b);
-  check(
-      ebd_encode(&e, &b, nullptr) == KCR_OK &&
-          std::strcmp(kcr_buf_str(&b),
-                      "{\"apiVersion\":\"ebdman.example.com/v1alpha1\",\"kind\":\"EBD\","
-                      "\"spec\":{\"vfm\":{\"image\":\"nginx\"}}}") == 0,
-      "build and encode");
+  check(ebd_encode(&e, &b, nullptr) == KCR_OK &&
+            std::strcmp(kcr_buf_str(&b),
+                        "{\"apiVersion\":\"ebdman.example.com/v1beta1\",\"kind\":\"EBD\","
+                        "\"spec\":{\"vfmTemplate\":{\"image\":\"nginx\"}}}") == 0,
+        "build and encode");
   check(std::strcmp(ebd_gvr.resource, "ebds") == 0 && ebd_gvr.namespaced, "gvr");
   kcr_buf_cleanup(&b);
   kcr_arena_cleanup(&a);

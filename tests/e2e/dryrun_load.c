@@ -6,7 +6,7 @@
  *               [--kubeconfig K] [--image IMAGE]
  *
  * Request i (from 0) is sent at start + i / rate by one of the threads; an
- * EBD named dryrun-<i> with spec.vfm.replicas 1 and, with --image, that
+ * EBD named dryrun-<i> with spec.vfmTemplate.replicas 1 and, with --image, that
  * image (without it, the defaulting webhook is called too). Prints one
  * line: "sent=N ok=N failed=N p50_ms=X p99_ms=X max_ms=X late=N", then up
  * to five failures (code and message), and exits 1 when any failed. late
@@ -33,7 +33,7 @@ static char errors[5][512];
 static int nerrors;
 
 static const struct kcr_gvr ebds = {.group = "ebdman.example.com",
-                                    .version = "v1alpha1",
+                                    .version = "v1beta1",
                                     .resource = "ebds",
                                     .namespaced = true};
 
@@ -62,7 +62,7 @@ static void *worker(void *arg)
     char name[64];
     snprintf(name, sizeof(name), "dryrun-%06llu", (unsigned long long)i);
     cJSON *o = cJSON_CreateObject(), *md, *spec, *vfm;
-    cJSON_AddStringToObject(o, "apiVersion", "ebdman.example.com/v1alpha1");
+    cJSON_AddStringToObject(o, "apiVersion", "ebdman.example.com/v1beta1");
     cJSON_AddStringToObject(o, "kind", "EBD");
     md = cJSON_AddObjectToObject(o, "metadata");
     cJSON_AddStringToObject(md, "name", name);
@@ -110,7 +110,7 @@ int main(int argc, char **argv)
        .max = INT64_MAX},
       {"threads", KCR_FLAG_INT, &threads, "requests in flight at most", .min = 1,
        .max = 256},
-      {"image", KCR_FLAG_STRING, &image, "spec.vfm.image (default: none)",
+      {"image", KCR_FLAG_STRING, &image, "spec.vfmTemplate.image (default: none)",
        .arg = "IMAGE"},
   };
   kcr_cli_parse_or_exit(&(struct kcr_cli){.prog = "dryrun-load",

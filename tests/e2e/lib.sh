@@ -41,6 +41,7 @@ E2E_FAILED=0
 E2E_TMP=
 E2E_NAMESPACES=()
 E2E_CLUSTER_OBJECTS=() # TYPE/NAME of cluster-scoped objects deleted on exit
+E2E_EXIT_HOOKS=()      # functions _cleanup calls after deleting those
 E2E_PROCS=()           # labels of started processes
 declare -A E2E_PID=() E2E_LOG=() E2E_METRICS=() E2E_HEALTH=() E2E_KIND=()
 E2E_START=$SECONDS
@@ -199,7 +200,7 @@ wait_clock_past() {
 ebd_yaml() {
   local name=$1 image=$2 replicas=${3:-1}
   shift 3 2>/dev/null || shift $#
-  printf -- '---\napiVersion: ebdman.example.com/v1alpha1\nkind: EBD\nmetadata:\n  name: %s\n' "$name"
+  printf -- '---\napiVersion: ebdman.example.com/v1beta1\nkind: EBD\nmetadata:\n  name: %s\n' "$name"
   if (($# >= 2)); then
     printf '  annotations:\n'
     while (($# >= 2)); do
@@ -207,7 +208,7 @@ ebd_yaml() {
       shift 2
     done
   fi
-  printf 'spec:\n  vfm:\n    image: "%s"\n    replicas: %s\n    config:\n      name: "%s"\n' \
+  printf 'spec:\n  vfmTemplate:\n    image: "%s"\n    replicas: %s\n    config:\n      name: "%s"\n' \
     "$image" "$replicas" "$name"
 }
 
@@ -242,9 +243,9 @@ check_children() {
   local ns=$1 n kind d
   local ref='{.metadata.ownerReferences[?(@.controller==true)].uid}|{.metadata.ownerReferences[?(@.controller==true)].kind}|{.metadata.ownerReferences[?(@.controller==true)].apiVersion}|{.metadata.ownerReferences[?(@.controller==true)].name}|{.metadata.ownerReferences[?(@.controller==true)].blockOwnerDeletion}|{.metadata.ownerReferences[*].uid}'
   n=$(grep -c . "$E2E_TMP/ebds.txt" || true)
-  awk '{ printf "%s|%s|EBD|ebdman.example.com/v1alpha1|%s|true|%s|%s\n", $1, $2, $1, $2, $1 }' \
+  awk '{ printf "%s|%s|EBD|ebdman.example.com/v1beta1|%s|true|%s|%s\n", $1, $2, $1, $2, $1 }' \
     "$E2E_TMP/ebds.txt" | sort >"$E2E_TMP/want-vfms.txt"
-  awk '{ printf "%s-config|%s|EBD|ebdman.example.com/v1alpha1|%s|true|%s|%s\n", $1, $2, $1, $2, $1 }' \
+  awk '{ printf "%s-config|%s|EBD|ebdman.example.com/v1beta1|%s|true|%s|%s\n", $1, $2, $1, $2, $1 }' \
     "$E2E_TMP/ebds.txt" | sort >"$E2E_TMP/want-configmaps.txt"
   k -n "$ns" get vfms -o jsonpath="{range .items[*]}{.metadata.name}|$ref|{.metadata.labels.ebdman\.example\.com/ebd}{\"\\n\"}{end}" |
     sort >"$E2E_TMP/vfms.txt"
@@ -271,7 +272,7 @@ check_children() {
 _current_report() {
   local ns=$1 fields t f
   fields="{.kind}{\"\\t\"}{.metadata.name}{\"\\t\"}{.metadata.uid}{\"\\t\"}{.metadata.generation}"
-  fields+="{\"\\t\"}{.status.observedGeneration}{\"\\t\"}{.spec.vfm}{\"\\t\"}{.spec}"
+  fields+="{\"\\t\"}{.status.observedGeneration}{\"\\t\"}{.spec.vfmTemplate}{\"\\t\"}{.spec}"
   fields+="{\"\\t\"}{.metadata.annotations.vfm-sim\\.ebdman\\.example\\.com/fail}"
   fields+="{\"\\t\"}{.metadata.annotations.vfm-sim\\.ebdman\\.example\\.com/delay}"
   for t in Ready Installed VFMHealthy Stalled Reconciling; do
@@ -355,13 +356,13 @@ _current_report() {
 # conditions_current NS N: succeeds when NS holds exactly N EBDs and every
 # one is current whatever its generation: status.observedGeneration and the
 # observedGeneration of Ready, Installed and VFMHealthy equal
-# metadata.generation; Installed is True; its VFM carries the EBD's spec.vfm
+# metadata.generation; Installed is True; its VFM carries the EBD's spec.vfmTemplate
 # and vfm-sim annotations, and vfm-sim has settled on it (Ready reported for
 # the VFM's current generation, not Progressing); VFMHealthy and Ready say
 # what that report says (True -> True/Ready; False/Failed -> False/Error with
 # its message; ebdman's conditions.c), so do Stalled (True for Failed) and
 # Reconciling (True when not ready for another reason; neither when ready),
-# and its ConfigMap holds spec.vfm.config.
+# and its ConfigMap holds spec.vfmTemplate.config.
 # Prints "N EBDs, M not current" and the first mismatches (for wait_for).
 conditions_current() {
   local out
@@ -728,7 +729,7 @@ require_audit_log() {
     fail "the control plane's audit log" "\$KCR_AUDIT_LOG naming a file" "'${KCR_AUDIT_LOG:-}'"
 }
 
-# Load for hand-over tests: three writers, each bumping spec.vfm.replicas
+# Load for hand-over tests: three writers, each bumping spec.vfmTemplate.replicas
 # of a third of the EBDs e-1..e-N of namespace NS (names zero-padded to N's
 # width) over and over, until storm_stop (or the end of the test).
 storm_start() { # storm_start NS N
@@ -747,7 +748,7 @@ storm_writer() { # storm_writer NS N FIRST LAST
   while [[ -f $E2E_TMP/storm ]] && kill -0 $$ 2>/dev/null; do
     for ((i = $3; i <= $4 && i <= $2; i++)); do
       k -n "$1" patch ebd "e-$(printf "%0${#2}d" "$i")" --type merge \
-        -p "{\"spec\":{\"vfm\":{\"replicas\":$r}}}" >/dev/null 2>&1 || true
+        -p "{\"spec\":{\"vfmTemplate\":{\"replicas\":$r}}}" >/dev/null 2>&1 || true
       [[ -f $E2E_TMP/storm ]] || break
     done
     r=$((r + 1))
@@ -877,6 +878,9 @@ _cleanup() {
     k delete "$o" --ignore-not-found --wait=false >/dev/null 2>&1 ||
       echo "e2e $E2E_NAME: could not delete $o: delete it by hand"
   done
+  for o in "${E2E_EXIT_HOOKS[@]}"; do
+    "$o" || echo "e2e $E2E_NAME: $o failed: later tests may find the cluster changed"
+  done
   for ns in "${E2E_NAMESPACES[@]}"; do
     k delete namespace "$ns" --wait=false >/dev/null 2>&1
   done
@@ -913,8 +917,18 @@ retry() {
 }
 
 # install_crds: applies config/crd/bases (server-side, idempotent) and waits
-# until both CRDs are Established and served.
+# until both CRDs are Established and served. An EBD CRD that a test left
+# otherwise (a conversion webhook, a version not served, something stored
+# but as v1beta1: test_conversion.sh) is deleted first - with every EBD -
+# since apply cannot undo what another field manager set.
 install_crds() {
+  local state
+  state=$(k get crd ebds.ebdman.example.com -o jsonpath='{.spec.conversion.strategy} {.spec.versions[*].served} {.status.storedVersions}' 2>/dev/null || true)
+  if [[ -n $state && $state != 'None true true ["v1beta1"]' && $state != 'None true true ' ]]; then
+    log "the EBD CRD is not as config/crd/bases has it ($state): replacing it"
+    k delete crd ebds.ebdman.example.com --timeout=120s >/dev/null ||
+      fail "could not delete the EBD CRD a test left changed"
+  fi
   retry k apply --server-side --force-conflicts --field-manager=kcr-e2e \
     -f "$KCR_SOURCE_DIR/config/crd/bases" >/dev/null ||
     fail "kubectl apply -f config/crd/bases failed"
@@ -1014,8 +1028,8 @@ install_webhooks() {
   expect_eq "config/default's webhook configurations" "$E2E_MWC $E2E_VWC" \
     "$(awk '/^metadata:/ { m = 1; next } m && /^  name:/ { print $2; m = 0 }' "$rendered" | sort | xargs)"
   retry k apply -f "$rendered" >/dev/null || fail "applying config/default's webhook configurations failed"
-  _webhook_url validatingwebhookconfiguration "$E2E_VWC" "$1" /validate-ebdman-example-com-v1alpha1-ebd
-  _webhook_url mutatingwebhookconfiguration "$E2E_MWC" "$2" /mutate-ebdman-example-com-v1alpha1-ebd
+  _webhook_url validatingwebhookconfiguration "$E2E_VWC" "$1" /validate-ebdman-example-com-v1beta1-ebd
+  _webhook_url mutatingwebhookconfiguration "$E2E_MWC" "$2" /mutate-ebdman-example-com-v1beta1-ebd
   webhook_policy validatingwebhookconfiguration "$E2E_VWC" Fail 5
   webhook_policy mutatingwebhookconfiguration "$E2E_MWC" Fail 5
   pass "webhook configurations installed (https://127.0.0.1:$1 and :$2, failurePolicy Fail, only $E2E_NS)"

@@ -3,10 +3,10 @@
 # ebdman.
 # 1. Invalid EBD specs are refused at admission by the CRD's schema and CEL
 #    rules, each with a message naming the field and the rule (printed in
-#    the test's output as kubectl prints it): a spec.vfm.image with
+#    the test's output as kubectl prints it): a spec.vfmTemplate.image with
 #    whitespace or empty, replicas out of 1..100, a config key that cannot
-#    be a ConfigMap key, a config value that is not a string, spec, spec.vfm
-#    or spec.vfm.image missing. None of them is stored.
+#    be a ConfigMap key, a config value that is not a string, spec, spec.vfmTemplate
+#    or spec.vfmTemplate.image missing. None of them is stored.
 # 2. A config bigger than a ConfigMap holds (1 MiB; the EBD itself is
 #    accepted): Installed=False/InstallFailed naming the ConfigMap and the
 #    limit (1048576 bytes), Ready the same, an InstallFailed event, no VFM;
@@ -57,43 +57,43 @@ requests_quiet() {
 
 # --- 1. admission
 # refused WHAT SPEC-VFM-YAML EXPECTED-TEXT: kubectl create of an EBD "bad"
-# with that spec.vfm fails, printing EXPECTED-TEXT.
+# with that spec.vfmTemplate fails, printing EXPECTED-TEXT.
 refused() {
   local what=$1 body=$2 want=$3 out rc=0
-  out=$(printf 'apiVersion: ebdman.example.com/v1alpha1\nkind: EBD\nmetadata:\n  name: bad\n%s\n' \
+  out=$(printf 'apiVersion: ebdman.example.com/v1beta1\nkind: EBD\nmetadata:\n  name: bad\n%s\n' \
     "$body" | k -n "$ns" create -f - 2>&1) || rc=$?
   expect_eq "$what: kubectl exit status" 1 "$rc"
   expect_contains "$what: kubectl says" "$want" "$out"
   printf '    kubectl: %s\n' "$(printf '%s' "$out" | tr '\n' ' ')"
 }
-vfm() { printf 'spec:\n  vfm:\n%s' "$(printf '    %s\n' "$@")"; }
+vfm() { printf 'spec:\n  vfmTemplate:\n%s' "$(printf '    %s\n' "$@")"; }
 refused "image with a space" "$(vfm 'image: "bad image"')" \
-  "spec.vfm.image: Invalid value: \"bad image\": spec.vfm.image in body should match '^[^\\s]+\$'"
-refused "empty image" "$(vfm 'image: ""')" "spec.vfm.image in body should be at least 1 chars long"
+  "spec.vfmTemplate.image: Invalid value: \"bad image\": spec.vfmTemplate.image in body should match '^[^\\s]+\$'"
+refused "empty image" "$(vfm 'image: ""')" "spec.vfmTemplate.image in body should be at least 1 chars long"
 refused "replicas 0" "$(vfm 'image: img' 'replicas: 0')" \
-  "spec.vfm.replicas in body should be greater than or equal to 1"
+  "spec.vfmTemplate.replicas in body should be greater than or equal to 1"
 refused "replicas 101" "$(vfm 'image: img' 'replicas: 101')" \
-  "spec.vfm.replicas in body should be less than or equal to 100"
+  "spec.vfmTemplate.replicas in body should be less than or equal to 100"
 refused "config key with a space" "$(vfm 'image: img' 'config:' '  ok: "1"' '  "a b": "2"')" \
-  "spec.vfm.config: Invalid value: config key \"a b\" cannot be a ConfigMap key: ebdman renders config into a ConfigMap, whose keys are 1 to 253 letters, digits, '-', '_' and '.', and neither '.' nor starting with '..'"
+  "spec.vfmTemplate.config: Invalid value: config key \"a b\" cannot be a ConfigMap key: ebdman renders config into a ConfigMap, whose keys are 1 to 253 letters, digits, '-', '_' and '.', and neither '.' nor starting with '..'"
 refused "config key starting with .." "$(vfm 'image: img' 'config:' '  "..data": "1"')" \
   "config key \"..data\" cannot be a ConfigMap key"
 refused "config key of 254 characters" "$(vfm 'image: img' 'config:' "  $(printf '%*s' 254 '' | tr ' ' k): \"1\"")" \
   "cannot be a ConfigMap key"
 refused "config value not a string" "$(vfm 'image: img' 'config:' '  count: 5')" \
-  "spec.vfm.config.count in body must be of type string"
-refused "no image" "$(vfm 'replicas: 1')" "spec.vfm.image: Required value"
-refused "no spec.vfm" "spec: {}" "spec.vfm: Required value"
+  "spec.vfmTemplate.config.count in body must be of type string"
+refused "no image" "$(vfm 'replicas: 1')" "spec.vfmTemplate.image: Required value"
+refused "no spec.vfmTemplate" "spec: {}" "spec.vfmTemplate: Required value"
 refused "no spec" "" "spec: Required value"
 wait_for 10 "none of the refused EBDs exists" gone "$ns" ebd bad
 ebd_yaml fine "registry.example.com/vfm:1.0" 1 | k -n "$ns" create -f - >/dev/null
-k -n "$ns" patch ebd fine --type merge -p '{"spec":{"vfm":{"config":{"key-1.x_Y":"v"}}}}' >/dev/null
+k -n "$ns" patch ebd fine --type merge -p '{"spec":{"vfmTemplate":{"config":{"key-1.x_Y":"v"}}}}' >/dev/null
 pass "a config key of letters, digits, '-', '_' and '.' is accepted"
 
 # --- 2. a config too big for a ConfigMap
 t=$SECONDS
 {
-  printf 'apiVersion: ebdman.example.com/v1alpha1\nkind: EBD\nmetadata:\n  name: big\nspec:\n  vfm:\n'
+  printf 'apiVersion: ebdman.example.com/v1beta1\nkind: EBD\nmetadata:\n  name: big\nspec:\n  vfmTemplate:\n'
   printf '    image: registry.example.com/vfm:1.0\n    config:\n      blob: "'
   head -c 1100000 /dev/zero | tr '\0' x
   printf '"\n'
@@ -124,7 +124,7 @@ sleep 10
 r1=$(reconciles op) q1=$(requests op)
 expect_eq "reconciles in 10 s after big was refused (no hot loop)" 0 "$((r1 - r0))"
 expect_eq "requests in 10 s after big was refused (no retry loop)" 0 "$((q1 - q0))"
-k -n "$ns" patch ebd big --type json -p '[{"op":"replace","path":"/spec/vfm/config","value":{"blob":"small"}}]' >/dev/null
+k -n "$ns" patch ebd big --type json -p '[{"op":"replace","path":"/spec/vfmTemplate/config","value":{"blob":"small"}}]' >/dev/null
 wait_eq 60 "big: Ready after shrinking the config" "True/Ready/2" cond_summary "$ns" ebd big Ready
 expect_eq "big: Installed" "True/Installed/2" "$(cond_summary "$ns" ebd big Installed)"
 expect_eq "big: ConfigMap data" '{"blob":"small"}' "$(jp "$ns" configmap big-config '{.data}')"

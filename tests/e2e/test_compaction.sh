@@ -198,7 +198,7 @@ check_conditions_current "$ns" "$total"
 expect_eq "EBDs (names)" "$(names | tr '\n' ' ')" "$(awk '{print $1}' "$E2E_TMP/ebds.txt" | sort | tr '\n' ' ')"
 expect_eq "every EBD's replicas/fail annotation as last applied" \
   "$(for e in $(names); do printf '%s %s/%s\n' "$e" "${want_r[$e]}" "${want_fail[$e]}"; done)" \
-  "$(k -n "$ns" get ebds -o jsonpath='{range .items[*]}{.metadata.name} {.spec.vfm.replicas}/{.metadata.annotations.vfm-sim\.ebdman\.example\.com/fail}{"\n"}{end}' | sort)"
+  "$(k -n "$ns" get ebds -o jsonpath='{range .items[*]}{.metadata.name} {.spec.vfmTemplate.replicas}/{.metadata.annotations.vfm-sim\.ebdman\.example\.com/fail}{"\n"}{end}' | sort)"
 expect_eq "EBDs Ready (all but the failing ones)" \
   "$(for e in $(names); do [[ -z ${want_fail[$e]} ]] && echo "$e"; done | grep -c . || true)" \
   "$(count_ready "$ns")"

@@ -83,7 +83,7 @@ expect_eq "a: Reconciling/Stalled after recovery (removed)" "R=/ S=/" "$(abnorma
 stop_proc op
 expect_eq "ebdman: exit status after SIGTERM" 0 "$E2E_EXIT"
 k -n "$ns" annotate ebd a --overwrite "$delay_ann=6s" >/dev/null
-k -n "$ns" patch ebd a --type merge -p '{"spec":{"vfm":{"replicas":2}}}' >/dev/null
+k -n "$ns" patch ebd a --type merge -p '{"spec":{"vfmTemplate":{"replicas":2}}}' >/dev/null
 expect_eq "a: generation after the spec change" 2 "$(generation "$ns" ebd a)"
 expect_eq "a: kstatus before ebdman saw the new spec" \
   "InProgress: EBD generation is 2, but latest observed generation is 1" "$(kst a)"

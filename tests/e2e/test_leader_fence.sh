@@ -53,7 +53,7 @@ storm() { # storm FIRST LAST: bumps replicas until the flag file goes away
   local r=2 i
   while [[ -f $E2E_TMP/storm ]]; do
     for ((i = $1; i <= $2; i++)); do
-      k -n "$ns" patch ebd "e$i" --type merge -p "{\"spec\":{\"vfm\":{\"replicas\":$r}}}" \
+      k -n "$ns" patch ebd "e$i" --type merge -p "{\"spec\":{\"vfmTemplate\":{\"replicas\":$r}}}" \
         >/dev/null 2>&1 || true
     done
     r=$((r + 1))
@@ -115,7 +115,7 @@ else
 fi
 
 # The new leader carries on.
-k -n "$ns" patch ebd e1 --type merge -p '{"spec":{"vfm":{"image":"registry.example.com/vfm:2.0"}}}' >/dev/null
+k -n "$ns" patch ebd e1 --type merge -p '{"spec":{"vfmTemplate":{"image":"registry.example.com/vfm:2.0"}}}' >/dev/null
 wait_eq 60 "EBDs Ready at their latest generation after one more change" "$n" all_current
 
 check_no_forbidden "$standby" sim

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e spec_change: patching spec.vfm (replicas, config) bumps the EBD's
+# e2e spec_change: patching spec.vfmTemplate (replicas, config) bumps the EBD's
 # generation; status.observedGeneration and every condition's
 # observedGeneration follow it; the VFM's spec and the ConfigMap's data
 # follow the new spec (a removed config key disappears from the ConfigMap);
@@ -15,14 +15,14 @@ ns=$E2E_NS
 start_sim_and_op "$ns" 500ms
 
 cat <<'EOF' | k -n "$ns" apply -f - >/dev/null
-apiVersion: ebdman.example.com/v1alpha1
+apiVersion: ebdman.example.com/v1beta1
 kind: EBD
 metadata:
   name: shifting
   annotations:
     vfm-sim.ebdman.example.com/delay: "4s"
 spec:
-  vfm:
+  vfmTemplate:
     image: registry.example.com/vfm:1.0
     replicas: 1
     config:
@@ -47,7 +47,7 @@ vfm_gen1=$(generation "$ns" vfm shifting)
 
 # Generation 2: replicas and config change.
 k -n "$ns" patch ebd shifting --type merge \
-  -p '{"spec":{"vfm":{"replicas":3,"config":{"mode":"careful","extra":"yes"}}}}' >/dev/null
+  -p '{"spec":{"vfmTemplate":{"replicas":3,"config":{"mode":"careful","extra":"yes"}}}}' >/dev/null
 expect_eq "shifting: generation after the patch" "2" "$(generation "$ns" ebd shifting)"
 # vfm-sim takes 4 s for the new generation: meanwhile the status describes
 # generation 2 as progressing (fresh, not a stale Ready=True of generation 1).
@@ -66,7 +66,7 @@ expect_eq "VFM Ready observedGeneration (vfm-sim saw the new spec)" "$((vfm_gen1
 
 # Generation 3: a config key removed, the image changed.
 k -n "$ns" patch ebd shifting --type merge \
-  -p '{"spec":{"vfm":{"image":"registry.example.com/vfm:2.0","config":{"level":null}}}}' >/dev/null
+  -p '{"spec":{"vfmTemplate":{"image":"registry.example.com/vfm:2.0","config":{"level":null}}}}' >/dev/null
 expect_eq "shifting: generation after the second patch" "3" "$(generation "$ns" ebd shifting)"
 wait_eq 60 "shifting: observedGeneration and conditions at generation 3" \
   "3 True/Ready/3 True/Installed/3 True/Ready/3" all_conds

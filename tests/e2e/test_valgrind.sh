@@ -57,7 +57,7 @@ wait_eq 30 "c-20: Installed (its ConfigMap is someone else's)" "False/ChildConfl
 scrape op >/dev/null || fail "scraping ebdman's /metrics"
 for ((i = 1; i <= 5; i++)); do
   k -n "$ns" patch ebd "$(printf 'c-%02d' "$i")" --type merge \
-    -p '{"spec":{"vfm":{"replicas":2,"config":{"step":"two"}}}}' >/dev/null
+    -p '{"spec":{"vfmTemplate":{"replicas":2,"config":{"step":"two"}}}}' >/dev/null
 done
 k -n "$ns" delete ebd c-06 c-07 c-08 c-09 c-10 --wait=false >/dev/null
 k -n "$ns" delete configmap c-20-config >/dev/null

@@ -15,7 +15,7 @@
 #   --dry-run=server; an EBD without a conflict is admitted by a dry run and
 #   not stored; with the webhook skipped (label ebdman.example.com/webhooks=
 #   skip) the reconcile still reports ChildConflict (it is authoritative);
-# - the defaulting webhook sets spec.vfm.image when it is left out, and is
+# - the defaulting webhook sets spec.vfmTemplate.image when it is left out, and is
 #   not called at all when the EBD names its image (matchConditions);
 # - the status writes of ebdman call no webhook (the rules name ebds, not
 #   ebds/status);
@@ -36,8 +36,8 @@ new_ns
 ns=$E2E_NS
 vwc=$E2E_VWC
 mwc=$E2E_MWC
-vname=vebd-v1alpha1.ebdman.example.com
-mname=mebd-v1alpha1.ebdman.example.com
+vname=vebd-v1beta1.ebdman.example.com
+mname=mebd-v1beta1.ebdman.example.com
 secret=$E2E_CERTS_SECRET
 default_image=registry.example.com/vfm:default
 free_port
@@ -60,15 +60,15 @@ expect_eq "the caBundle is the Secret's ca.crt" \
 ready() { curl -sf "http://127.0.0.1:${E2E_HEALTH[op]}/readyz" >/dev/null; }
 wait_for 60 "ebdman ready (its webhooks serve the Secret's certificate)" ready
 # the VFM cache has synced once a reconcile has run: wait for an EBD
-printf 'apiVersion: ebdman.example.com/v1alpha1\nkind: EBD\nmetadata:\n  name: first\nspec:\n  vfm:\n    image: mine/x:1\n' |
+printf 'apiVersion: ebdman.example.com/v1beta1\nkind: EBD\nmetadata:\n  name: first\nspec:\n  vfmTemplate:\n    image: mine/x:1\n' |
   k -n "$ns" create -f - >/dev/null
 wait_eq 60 "first: Ready" "True/Ready/1" cond_summary "$ns" ebd first Ready
 
 # --- validating: a taken name is refused, at creation and in a dry run
 ebd() { # ebd NAME [IMAGE] [LABELS]: the EBD's YAML
-  printf 'apiVersion: ebdman.example.com/v1alpha1\nkind: EBD\nmetadata:\n  name: %s\n' "$1"
+  printf 'apiVersion: ebdman.example.com/v1beta1\nkind: EBD\nmetadata:\n  name: %s\n' "$1"
   [[ -n ${3:-} ]] && printf '  labels:\n    %s\n' "$3"
-  printf 'spec:\n  vfm:\n'
+  printf 'spec:\n  vfmTemplate:\n'
   if [[ -n ${2:-} ]]; then printf '    image: %s\n' "$2"; else printf '    replicas: 1\n'; fi
 }
 for dry in "" --dry-run=server; do
@@ -95,8 +95,8 @@ wait_eq 60 "taken (webhook skipped): Installed" "False/ChildConflict/1" \
 # --- defaulting: the image filled in, the webhook not called when given
 m0=$(metric op controller_runtime_webhook_requests_total 'webhook="default-ebd"')
 ebd noimage | k -n "$ns" create -f - >/dev/null
-expect_eq "noimage: spec.vfm.image defaulted" "$default_image" \
-  "$(jp "$ns" ebd noimage '{.spec.vfm.image}')"
+expect_eq "noimage: spec.vfmTemplate.image defaulted" "$default_image" \
+  "$(jp "$ns" ebd noimage '{.spec.vfmTemplate.image}')"
 wait_eq 60 "noimage: Ready" "True/Ready/1" cond_summary "$ns" ebd noimage Ready
 expect_eq "noimage: its VFM has the default image" "$default_image" \
   "$(jp "$ns" vfm noimage '{.spec.image}')"
@@ -105,7 +105,7 @@ expect_eq "the defaulting webhook was called once for noimage" 1 $((m1 - m0))
 ebd named mine/named:1 | k -n "$ns" create -f - >/dev/null
 k -n "$ns" label ebd named color=blue >/dev/null
 wait_eq 60 "named: Ready" "True/Ready/1" cond_summary "$ns" ebd named Ready
-expect_eq "named: its image kept" mine/named:1 "$(jp "$ns" ebd named '{.spec.vfm.image}')"
+expect_eq "named: its image kept" mine/named:1 "$(jp "$ns" ebd named '{.spec.vfmTemplate.image}')"
 expect_eq "the defaulting webhook was not called for an EBD with an image (create, label, status writes)" \
   "$m1" "$(metric op controller_runtime_webhook_requests_total 'webhook="default-ebd"')"
 v=$(metric op controller_runtime_webhook_requests_total 'webhook="validate-ebd"')
@@ -133,7 +133,7 @@ schema_refuses() {
   local out
   out=$(ebd "slow-$RANDOM" | k -n "$ns" create -f - 2>&1) && { echo "admitted"; return 1; }
   echo "$out"
-  [[ $out == *"spec.vfm.image: Required value"* ]]
+  [[ $out == *"spec.vfmTemplate.image: Required value"* ]]
 }
 webhook_policy validatingwebhookconfiguration "$vwc" Fail 2
 webhook_policy mutatingwebhookconfiguration "$mwc" Fail 2
@@ -156,7 +156,7 @@ webhook_policy mutatingwebhookconfiguration "$mwc" Fail 5
 ebd resumed | k -n "$ns" create -f - >/dev/null ||
   fail "EBD resumed refused after ebdman was continued"
 expect_eq "resumed: defaulted once ebdman answers again" "$default_image" \
-  "$(jp "$ns" ebd resumed '{.spec.vfm.image}')"
+  "$(jp "$ns" ebd resumed '{.spec.vfmTemplate.image}')"
 stop_proc op
 fv0=$(fo "$vname")
 wait_for 30 "Ignore, ebdman gone: admitted" admitted gone mine/x:1

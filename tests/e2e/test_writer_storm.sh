@@ -6,8 +6,8 @@
 # first "hot" ones, so that each is edited many times - for a fixed time):
 #   label     sets a label                        (metadata only)
 #   note      sets an annotation ebdman ignores   (metadata only)
-#   replicas  merge-patches spec.vfm.replicas     (generation + 1)
-#   config    read-modify-write of spec.vfm.config, guarded by the
+#   replicas  merge-patches spec.vfmTemplate.replicas     (generation + 1)
+#   config    read-modify-write of spec.vfmTemplate.config, guarded by the
 #             resourceVersion it read: every write in between (ebdman's
 #             status writes included) makes it fail with 409 - counted
 #   fail      sets and clears vfm-sim's fail annotation on a third of them
@@ -58,13 +58,13 @@ writer() {
       note) v="pass $r" cmd=(annotate ebd "$e" "storm-note=$v" --overwrite) ;;
       replicas)
         v=$((r % 7 + 2))
-        cmd=(patch ebd "$e" --type merge -p "{\"spec\":{\"vfm\":{\"replicas\":$v}}}")
+        cmd=(patch ebd "$e" --type merge -p "{\"spec\":{\"vfmTemplate\":{\"replicas\":$v}}}")
         ;;
       config)
         rv=$(jp "$ns" ebd "$e" '{.metadata.resourceVersion}' 2>/dev/null) || continue
         v=p$r
         cmd=(patch ebd "$e" --type merge
-          -p "{\"metadata\":{\"resourceVersion\":\"$rv\"},\"spec\":{\"vfm\":{\"config\":{\"storm\":\"$v\"}}}}")
+          -p "{\"metadata\":{\"resourceVersion\":\"$rv\"},\"spec\":{\"vfmTemplate\":{\"config\":{\"storm\":\"$v\"}}}}")
         ;;
       fail)
         ((i % 3 == 0)) || continue
@@ -134,7 +134,7 @@ maxgen=$(awk '$3 > m { m = $3 } END { print m + 0 }' "$E2E_TMP/ebds.txt")
 expect_gt "highest generation reached" 5 "$maxgen"
 
 # Nobody's last write lost.
-k -n "$ns" get ebds -o jsonpath='{range .items[*]}{.metadata.name}{"\t"}{.metadata.labels.storm-label}{"\t"}{.metadata.annotations.storm-note}{"\t"}{.spec.vfm.replicas}{"\t"}{.spec.vfm.config.storm}{"\t"}{.metadata.annotations.vfm-sim\.ebdman\.example\.com/fail}{"\n"}{end}' \
+k -n "$ns" get ebds -o jsonpath='{range .items[*]}{.metadata.name}{"\t"}{.metadata.labels.storm-label}{"\t"}{.metadata.annotations.storm-note}{"\t"}{.spec.vfmTemplate.replicas}{"\t"}{.spec.vfmTemplate.config.storm}{"\t"}{.metadata.annotations.vfm-sim\.ebdman\.example\.com/fail}{"\n"}{end}' \
   >"$E2E_TMP/final.txt"
 col=2
 for w in label note replicas config fail; do # ("" for fail: cleared, absent)

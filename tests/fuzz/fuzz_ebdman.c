@@ -8,12 +8,11 @@
  * Checked: for an EBD that decodes, with metadata.name and metadata.uid,
  * both children are built, named after it (ConfigMap "<name>-config"), in
  * its namespace, with exactly one ownerReference, the controller one, to
- * it, carrying its spec.vfm (VFM) and spec.vfm.config (ConfigMap data) and
- * no annotation without the vfm-sim prefix; what is sent reads back the
- * same and the cache can hold it; every condition computed passes
- * kcr_cond_validate (what the status write requires); a child the texts
- * judge kept as is (ebdman_child_kept_as_is) is one ebdman_child_plan
- * keeps on the typed objects, for the child as made and for the input
+ * it, carrying its spec.vfmTemplate (VFM) and spec.vfmTemplate.config (ConfigMap data)
+ * and no annotation without the vfm-sim prefix; what is sent reads back the same and the
+ * cache can hold it; every condition computed passes kcr_cond_validate (what the status
+ * write requires); a child the texts judge kept as is (ebdman_child_kept_as_is) is one
+ * ebdman_child_plan keeps on the typed objects, for the child as made and for the input
  * standing for the cached child (that decodes as its kind). */
 #include "ebdman.h"
 #include "fuzz.h"
@@ -135,16 +134,16 @@ static void children(const cJSON *doc)
         continue;
       /* the content is the EBD's */
       if(i == 0)
-        FUZZ_CHECK(
-            kcr_strmap_same(&((struct core_v1_config_map *)c)->data, &e.spec.vfm.config));
+        FUZZ_CHECK(kcr_strmap_same(&((struct core_v1_config_map *)c)->data,
+                                   &e.spec.vfm_template.config));
       else {
         const struct vfm_spec *s = &((struct vfm *)c)->spec;
-        FUZZ_CHECK(s->has_image == e.spec.vfm.has_image &&
-                   kcr_str_same(s->image, e.spec.vfm.image) &&
-                   s->has_replicas == e.spec.vfm.has_replicas &&
-                   s->replicas == e.spec.vfm.replicas &&
-                   s->has_config == e.spec.vfm.has_config &&
-                   kcr_strmap_same(&s->config, &e.spec.vfm.config));
+        FUZZ_CHECK(s->has_image == e.spec.vfm_template.has_image &&
+                   kcr_str_same(s->image, e.spec.vfm_template.image) &&
+                   s->has_replicas == e.spec.vfm_template.has_replicas &&
+                   s->replicas == e.spec.vfm_template.replicas &&
+                   s->has_config == e.spec.vfm_template.has_config &&
+                   kcr_strmap_same(&s->config, &e.spec.vfm_template.config));
       }
       char *text = check_child(k, &e, c);
       judged_by_text(k, eo, &e, c, text, doc, &a);

@@ -11,7 +11,8 @@
 #     config/rbac (no request refused), metrics are served over HTTPS to an
 #     authorised token only, and `kubectl logs` shows key=value lines.
 #  3. N EBDs converge through it (vfm-sim runs on the host); its webhooks,
-#     with the certificates it made, are called through their Service.
+#     with the certificates it made, are called through their Service: the
+#     admission webhooks, and the EBD CRD's conversion webhook.
 #  4. Two replicas, then `kubectl rollout restart`: leadership moves to a new
 #     Pod while three writers change the EBDs' specs; the apiserver's audit
 #     log shows one writer at a time and no gap between two leaders' writes
@@ -220,6 +221,19 @@ wait_for 30 "an EBD whose VFM name is taken is refused by the webhook, through i
 expect_eq "no fail-open admission (the apiserver reached the webhooks)" 0 \
   "$(api_metric apiserver_admission_webhook_fail_open_count)"
 k -n "$ns" delete vfm taken --wait=true >/dev/null
+
+# The conversion webhook through the Service: config/default's EBD CRD
+# converts through ebdman (its caBundle written by ebdman), so an EBD stored
+# as v1beta1 reads in v1alpha1 with spec.vfm.
+crd_bundle() { k get crd ebds.ebdman.example.com -o jsonpath='{.spec.conversion.webhook.clientConfig.caBundle}'; }
+has_crd_bundle() { [[ -n $(crd_bundle) ]]; }
+wait_for 60 "ebdman wrote the EBD CRD's conversion caBundle" has_crd_bundle
+expect_eq "the CRD's caBundle is the Secret's ca.crt" \
+  "$(k -n "$E2E_SYSTEM_NS" get secret ebdman-webhook-certs -o jsonpath='{.data.ca\.crt}')" "$(crd_bundle)"
+first=$(k -n "$ns" get ebds -o jsonpath='{.items[0].metadata.name}')
+as_v1alpha1() { k -n "$ns" get ebds.v1alpha1.ebdman.example.com "$first" -o jsonpath='{.apiVersion} {.spec.vfm.image}' 2>/dev/null; }
+wait_eq 30 "$first read as v1alpha1, converted by ebdman through its Service" \
+  "ebdman.example.com/v1alpha1 registry.example.com/vfm:1.0" as_v1alpha1
 
 # audit_writes: the writes the apiserver audited from ebdman Pods (the user
 # agent names the Pod) since the test started, in time order:

@@ -20,9 +20,9 @@
 #include "tfail.h"
 
 #define EBD_JSON                                                                         \
-  "{\"apiVersion\":\"ebdman.example.com/v1alpha1\",\"kind\":\"EBD\",\"metadata\":{"      \
+  "{\"apiVersion\":\"ebdman.example.com/v1beta1\",\"kind\":\"EBD\",\"metadata\":{"       \
   "\"name\":\"web\",\"namespace\":\"team\",\"uid\":\"ebd-uid\",\"annotations\":{"        \
-  "\"vfm-sim.ebdman.example.com/delay\":\"1s\"}},\"spec\":{\"vfm\":{"                    \
+  "\"vfm-sim.ebdman.example.com/delay\":\"1s\"}},\"spec\":{\"vfmTemplate\":{"            \
   "\"image\":\"img\",\"replicas\":2,\"config\":{\"k\":\"v\"}}}}"
 
 /* The EBD's wanted ConfigMap and VFM. */
@@ -410,10 +410,12 @@ static void the_text_keeps_a_child_only_where_the_trees_do(void **state)
    * map), as are the CRD's properties, which kcr-gen encodes in order. */
   static const char *const ebds[] = {
       "{}",
-      "{\"vfm\":{\"config\":{\"a\":\"1\",\"b\":\"2\"},\"image\":\"i\",\"replicas\":1}}",
-      "{\"vfm\":{\"config\":{},\"image\":\"i\"}}",
-      "{\"vfm\":{}}",
-      "{\"vfm\":{\"config\":{\"k\":\"\\u2028\"},\"image\":\"caf\\u00e9 \\\"q\\\"\"}}",
+      "{\"vfmTemplate\":{\"config\":{\"a\":\"1\",\"b\":\"2\"},\"image\":\"i\","
+      "\"replicas\":1}}",
+      "{\"vfmTemplate\":{\"config\":{},\"image\":\"i\"}}",
+      "{\"vfmTemplate\":{}}",
+      "{\"vfmTemplate\":{\"config\":{\"k\":\"\\u2028\"},\"image\":\"caf\\u00e9 "
+      "\\\"q\\\"\"}}",
   };
   static const char *const anns[] = {
       NULL,
@@ -494,15 +496,15 @@ static void the_text_keeps_a_child_only_where_the_trees_do(void **state)
                                   "annotations", cJSON_Parse("[]"));
             break;
           case OTHER_CONTROLLER:
-            set_owners(have, "[{\"apiVersion\":\"ebdman.example.com/v1alpha1\","
+            set_owners(have, "[{\"apiVersion\":\"ebdman.example.com/v1beta1\","
                              "\"kind\":\"EBD\",\"name\":\"web\",\"uid\":\"old-uid\","
                              "\"controller\":true}]");
             break;
           case NO_OWNER: set_owners(have, NULL); break;
           }
-          kept =
-              kept_as_is(ebd, want, have, kind ? ebdman_vfm_keep : ebdman_configmap_keep,
-                         ptr, kind ? "/spec/vfm" : "/spec/vfm/config", &plan);
+          kept = kept_as_is(
+              ebd, want, have, kind ? ebdman_vfm_keep : ebdman_configmap_keep, ptr,
+              kind ? "/spec/vfmTemplate" : "/spec/vfmTemplate/config", &plan);
           if(kept && plan != EBDMAN_CHILD_KEEP)
             fail_msg("kept as is by the text, plan %d by the trees: spec %s, "
                      "annotations %s, %s, change %d",

@@ -338,9 +338,10 @@ static void refused_install_is_stalled_with_the_reason(void **state)
 static void children_are_owned_and_named(void **state)
 {
   cJSON *ebd = cJSON_Parse(
-      "{\"apiVersion\":\"ebdman.example.com/v1alpha1\",\"kind\":\"EBD\",\"metadata\":{"
+      "{\"apiVersion\":\"ebdman.example.com/v1beta1\",\"kind\":\"EBD\",\"metadata\":{"
       "\"name\":\"a\",\"namespace\":\"ns\",\"uid\":\"u-1\",\"annotations\":{"
-      "\"vfm-sim.ebdman.example.com/delay\":\"1s\",\"other\":\"x\"}},\"spec\":{\"vfm\":{"
+      "\"vfm-sim.ebdman.example.com/"
+      "delay\":\"1s\",\"other\":\"x\"}},\"spec\":{\"vfmTemplate\":{"
       "\"image\":\"img\",\"replicas\":2,\"config\":{\"k\":\"v\"}}}}");
   cJSON *cm = child_for(ebd, false), *v = child_for(ebd, true);
   assert_string_equal("a-config", kcr_json_str(cm, "/metadata/name"));
@@ -382,9 +383,9 @@ static void an_ebd_whose_annotations_are_not_a_map_does_not_decode(void **state)
     kcr_err rc;
 
     snprintf(text, sizeof(text),
-             "{\"apiVersion\":\"ebdman.example.com/v1alpha1\",\"kind\":\"EBD\","
+             "{\"apiVersion\":\"ebdman.example.com/v1beta1\",\"kind\":\"EBD\","
              "\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"uid\":\"u-1\","
-             "\"annotations\":%s},\"spec\":{\"vfm\":{\"image\":\"img\"}}}",
+             "\"annotations\":%s},\"spec\":{\"vfmTemplate\":{\"image\":\"img\"}}}",
              shapes[i]);
     rc = ebd_decode(text, strlen(text), 0, &ta, &e, &ei);
     if(!strcmp(shapes[i], "null")) {
@@ -411,9 +412,9 @@ static void an_ebd_whose_annotations_are_not_a_map_does_not_decode(void **state)
 /* Without a name there is nothing to name the children after. */
 static void an_ebd_without_a_name_has_no_children(void **state)
 {
-  cJSON *ebd = cJSON_Parse("{\"apiVersion\":\"ebdman.example.com/v1alpha1\",\"kind\":"
+  cJSON *ebd = cJSON_Parse("{\"apiVersion\":\"ebdman.example.com/v1beta1\",\"kind\":"
                            "\"EBD\",\"metadata\":{\"namespace\":\"ns\",\"uid\":\"u-1\"},"
-                           "\"spec\":{\"vfm\":{\"image\":\"img\"}}}");
+                           "\"spec\":{\"vfmTemplate\":{\"image\":\"img\"}}}");
   cJSON *cm = child_for(ebd, false), *v = child_for(ebd, true);
   assert_null(cm);
   assert_null(v);
@@ -440,10 +441,10 @@ static bool build_children(void *ud)
 static void children_are_complete_or_null_when_memory_runs_out(void **state)
 {
   cJSON *ebd = cJSON_Parse(
-      "{\"apiVersion\":\"ebdman.example.com/v1alpha1\",\"kind\":\"EBD\",\"metadata\":{"
+      "{\"apiVersion\":\"ebdman.example.com/v1beta1\",\"kind\":\"EBD\",\"metadata\":{"
       "\"name\":\"a\",\"namespace\":\"ns\",\"uid\":\"u-1\",\"annotations\":{"
       "\"vfm-sim.ebdman.example.com/delay\":\"1s\",\"other\":\"x\","
-      "\"vfm-sim.ebdman.example.com/fail\":\"no\"}},\"spec\":{\"vfm\":{"
+      "\"vfm-sim.ebdman.example.com/fail\":\"no\"}},\"spec\":{\"vfmTemplate\":{"
       "\"image\":\"img\",\"replicas\":2,\"config\":{\"k\":\"v\"}}}}");
   struct building b = {ebd, child_for(ebd, false), child_for(ebd, true)};
   assert_non_null(b.cm);

@@ -95,17 +95,20 @@ static void a_child_is_judged_by_its_controller(void **state)
 }
 
 #define EBD_NO_IMAGE                                                                     \
-  "{\"apiVersion\":\"ebdman.example.com/v1alpha1\",\"kind\":\"EBD\",\"metadata\":{"      \
+  "{\"apiVersion\":\"ebdman.example.com/v1beta1\",\"kind\":\"EBD\",\"metadata\":{"       \
   "\"name\":\"a\",\"namespace\":\"ns\",\"uid\":\"u1\",\"labels\":{\"x/y\":\"1\"}},"      \
-  "\"spec\":{\"vfm\":{\"replicas\":1,\"config\":{\"k\":\"v\"}},\"future\":[1,2]},"       \
+  "\"spec\":{\"vfmTemplate\":{\"replicas\":1,\"config\":{\"k\":\"v\"}},\"future\":[1,2]" \
+  "},"                                                                                   \
   "\"status\":{\"observedGeneration\":0}}"
 #define EBD_IMAGE                                                                        \
-  "{\"apiVersion\":\"ebdman.example.com/v1alpha1\",\"kind\":\"EBD\",\"metadata\":{"      \
-  "\"name\":\"a\",\"namespace\":\"ns\"},\"spec\":{\"vfm\":{\"image\":\"mine:2\"}}}"
+  "{\"apiVersion\":\"ebdman.example.com/v1beta1\",\"kind\":\"EBD\",\"metadata\":{"       \
+  "\"name\":\"a\",\"namespace\":\"ns\"},\"spec\":{\"vfmTemplate\":{\"image\":\"mine:"    \
+  "2\"}}}"
 
 #define EBD_BAD_REPLICAS                                                                 \
-  "{\"apiVersion\":\"ebdman.example.com/v1alpha1\",\"kind\":\"EBD\",\"metadata\":{"      \
-  "\"name\":\"a\",\"namespace\":\"ns\"},\"spec\":{\"vfm\":{\"replicas\":\"three\"}}}"
+  "{\"apiVersion\":\"ebdman.example.com/v1beta1\",\"kind\":\"EBD\",\"metadata\":{"       \
+  "\"name\":\"a\",\"namespace\":\"ns\"},\"spec\":{\"vfmTemplate\":{\"replicas\":"        \
+  "\"three\"}}}"
 
 static char *review(const char *op, const char *obj)
 {
@@ -169,7 +172,7 @@ static void the_image_is_defaulted_once(void **state)
   for(size_t i = 0; i < 2; i++) {
     answer(&o, ops[i], EBD_NO_IMAGE, &patch, NULL);
     assert_non_null(patch);
-    assert_string_equal("[{\"op\":\"add\",\"path\":\"/spec/vfm/image\",\"value\":"
+    assert_string_equal("[{\"op\":\"add\",\"path\":\"/spec/vfmTemplate/image\",\"value\":"
                         "\"registry.example.com/vfm:1.0\"}]",
                         patch);
     applied = tjp_apply(EBD_NO_IMAGE, strlen(EBD_NO_IMAGE), patch, strlen(patch), &why);
@@ -218,9 +221,9 @@ static void put(kcr_store *s, const char *json)
 }
 
 #define EBD_NAMED(name, uid)                                                             \
-  "{\"apiVersion\":\"ebdman.example.com/v1alpha1\",\"kind\":\"EBD\",\"metadata\":{"      \
+  "{\"apiVersion\":\"ebdman.example.com/v1beta1\",\"kind\":\"EBD\",\"metadata\":{"       \
   "\"name\":\"" name "\",\"namespace\":\"ns\",\"uid\":\"" uid "\"},"                     \
-  "\"spec\":{\"vfm\":{\"image\":\"x:1\"}}}"
+  "\"spec\":{\"vfmTemplate\":{\"image\":\"x:1\"}}}"
 #define OWNED_BY(kind, name, uid)                                                        \
   "\"ownerReferences\":[{\"apiVersion\":\"" kind "\",\"kind\":\"" name "\","             \
   "\"name\":\"old\",\"uid\":\"" uid "\",\"controller\":true}]"
@@ -278,7 +281,7 @@ static void a_taken_child_name_is_refused_from_the_caches(void **state)
              "\"ns\"," OWNED_BY("v1", "ConfigMap", "c1") "}}");
   put(w.vfms,
       "{\"kind\":\"VFM\",\"metadata\":{\"name\":\"old\",\"namespace\":\"ns\"," OWNED_BY(
-          "ebdman.example.com/v1alpha1", "EBD", "u0") "}}");
+          "ebdman.example.com/v1beta1", "EBD", "u0") "}}");
   /* someone else's VFM, someone else's ConfigMap: refused with the message */
   assert_false(validated(&w, "CREATE", EBD_NAMED("taken", "u1"), "ns", msg, sizeof(msg),
                          warning, sizeof(warning)));

@@ -149,12 +149,12 @@ static void an_object_built_in_c_writes_only_what_was_set(void **state)
   struct ebd e;
 
   ebd_init(&e);
-  KCR_SET(e.spec.vfm, image, kcr_str_c("nginx"));
-  KCR_SET(e.spec.vfm, replicas, 0); /* a zero that was meant */
-  e.has_spec = e.spec.has_vfm = true;
+  KCR_SET(e.spec.vfm_template, image, kcr_str_c("nginx"));
+  KCR_SET(e.spec.vfm_template, replicas, 0); /* a zero that was meant */
+  e.has_spec = e.spec.has_vfm_template = true;
   assert_int_equal(KCR_OK, ebd_encode(&e, &b, NULL));
-  assert_string_equal("{\"apiVersion\":\"ebdman.example.com/v1alpha1\",\"kind\":\"EBD\","
-                      "\"spec\":{\"vfm\":{\"image\":\"nginx\",\"replicas\":0}}}",
+  assert_string_equal("{\"apiVersion\":\"ebdman.example.com/v1beta1\",\"kind\":\"EBD\","
+                      "\"spec\":{\"vfmTemplate\":{\"image\":\"nginx\",\"replicas\":0}}}",
                       kcr_buf_str(&b));
   /* metadata is typed too */
   KCR_SET(e.metadata, name, kcr_str_c("e1"));
@@ -162,9 +162,9 @@ static void an_object_built_in_c_writes_only_what_was_set(void **state)
   e.has_metadata = true;
   kcr_buf_reset(&b);
   assert_int_equal(KCR_OK, ebd_encode(&e, &b, NULL));
-  assert_string_equal("{\"apiVersion\":\"ebdman.example.com/v1alpha1\",\"kind\":\"EBD\","
+  assert_string_equal("{\"apiVersion\":\"ebdman.example.com/v1beta1\",\"kind\":\"EBD\","
                       "\"metadata\":{\"name\":\"e1\",\"namespace\":\"ns\"},"
-                      "\"spec\":{\"vfm\":{\"image\":\"nginx\",\"replicas\":0}}}",
+                      "\"spec\":{\"vfmTemplate\":{\"image\":\"nginx\",\"replicas\":0}}}",
                       kcr_buf_str(&b));
   /* a raw member must hold one JSON value */
   struct widget w;
@@ -323,7 +323,7 @@ static void the_one_pass_walk_stays_in_its_text(void **state)
 /* Encoding writes an object member when something inside it is set, so
  * an object to apply is built by setting its leaves; has_ alone writes an
  * empty object, nothing set writes nothing. Regression: the objects around
- * a set member had to be marked by hand (e.has_spec = e.spec.has_vfm =
+ * a set member had to be marked by hand (e.has_spec = e.spec.has_vfm_template =
  * true), and forgetting one dropped the member without a word. */
 static void setting_a_member_makes_its_objects_present(void **state)
 {
@@ -332,16 +332,16 @@ static void setting_a_member_makes_its_objects_present(void **state)
 
   ebd_init(&e);
   KCR_SET(e.metadata, name, kcr_str_c("n"));
-  KCR_SET(e.spec.vfm, image, kcr_str_c("i"));
+  KCR_SET(e.spec.vfm_template, image, kcr_str_c("i"));
   assert_int_equal(KCR_OK, ebd_encode(&e, &b, NULL));
   assert_string_equal(
       "{\"apiVersion\":\"" EBD_API_VERSION "\",\"kind\":\"EBD\","
-      "\"metadata\":{\"name\":\"n\"},\"spec\":{\"vfm\":{\"image\":\"i\"}}}",
+      "\"metadata\":{\"name\":\"n\"},\"spec\":{\"vfmTemplate\":{\"image\":\"i\"}}}",
       kcr_buf_str(&b));
   kcr_buf_reset(&b);
   ebd_init(&e);
   e.has_spec = true;
-  e.spec.vfm.replicas = 3; /* without has_: not written */
+  e.spec.vfm_template.replicas = 3; /* without has_: not written */
   assert_int_equal(KCR_OK, ebd_encode(&e, &b, NULL));
   assert_string_equal("{\"apiVersion\":\"" EBD_API_VERSION
                       "\",\"kind\":\"EBD\",\"spec\":{}}",
@@ -375,8 +375,8 @@ static void a_map_of_strings_is_read_by_key_and_set_from_pairs(void **state)
   assert_int_equal(KCR_EINVAL, KCR_SET_STRMAP(e.metadata, labels, &a, "x", (char *)NULL));
   assert_int_equal(2, e.metadata.labels.n);
   /* one type for every map of strings: labels become a spec's map as they are */
-  KCR_SET(e.spec.vfm, config, e.metadata.labels);
-  assert_true(kcr_str_eq(KCR_MAP_STR(e.spec.vfm.config, "a"), "1"));
+  KCR_SET(e.spec.vfm_template, config, e.metadata.labels);
+  assert_true(kcr_str_eq(KCR_MAP_STR(e.spec.vfm_template.config, "a"), "1"));
   /* compared in any order; absent and empty alike */
   struct kcr_strmap x = {0}, y = {0};
   assert_true(kcr_strmap_same(&x, NULL));
@@ -436,7 +436,7 @@ static void an_owner_becomes_the_controller_once(void **state)
   assert_int_equal(KCR_OK, ebd_encode(&child, &b, NULL));
   assert_non_null(strstr(kcr_buf_str(&b),
                          "\"ownerReferences\":[{\"apiVersion\":\"ebdman.example.com/"
-                         "v1alpha1\",\"blockOwnerDeletion\":true,\"controller\":true,"
+                         "v1beta1\",\"blockOwnerDeletion\":true,\"controller\":true,"
                          "\"kind\":\"EBD\",\"name\":\"o\",\"uid\":\"u-1\"}]"));
   uid[0] = 'u';
   assert_int_equal(KCR_OK, ebd_set_controller_of(&a, &child.metadata, &owner, &ei));
@@ -473,7 +473,7 @@ static void an_owner_becomes_the_controller_once(void **state)
   struct kcr_meta_v1_owner_reference *r = child.metadata.owner_references.v;
   assert_true(r[1].controller && r[1].block_owner_deletion &&
               kcr_str_eq(r[1].uid, "u-2") &&
-              kcr_str_eq(r[1].api_version, "ebdman.example.com/v1alpha1"));
+              kcr_str_eq(r[1].api_version, "ebdman.example.com/v1beta1"));
   assert_true(kcr_str_eq(r[0].uid, "u-3") && !r[0].has_controller);
 
   /* what an owner must have */

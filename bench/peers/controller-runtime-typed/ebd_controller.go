@@ -21,7 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	ebdv1alpha1 "example.com/ebdman-cr-typed/api/v1alpha1"
-	ebdac "example.com/ebdman-cr-typed/api/v1alpha1/applyconfiguration/api/v1alpha1"
+	vfmac "example.com/ebdman-cr-typed/api/v1alpha1/applyconfiguration/api/v1alpha1"
+	ebdv1beta1 "example.com/ebdman-cr-typed/api/v1beta1"
+	ebdac "example.com/ebdman-cr-typed/api/v1beta1/applyconfiguration/api/v1beta1"
 )
 
 const (
@@ -45,7 +47,7 @@ type EBDReconciler struct {
 // ConfigMaps they own.
 func (r *EBDReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&ebdv1alpha1.EBD{}).
+		For(&ebdv1beta1.EBD{}).
 		Owns(&ebdv1alpha1.VFM{}).
 		Owns(&corev1.ConfigMap{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
@@ -66,7 +68,7 @@ func (r *EBDReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 // Reconcile applies the EBD's children when the cached ones differ, then
 // writes the conditions it owns when they changed.
 func (r *EBDReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	var ebd ebdv1alpha1.EBD
+	var ebd ebdv1beta1.EBD
 	if err := r.Get(ctx, req.NamespacedName, &ebd); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -77,38 +79,38 @@ func (r *EBDReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	anns := propagatedAnnotations(&ebd)
 	labels := map[string]string{managedBy: "ebdman", ebdLabel: ebd.Name}
 	owner := metav1ac.OwnerReference().
-		WithAPIVersion(ebdv1alpha1.GroupVersion.String()).WithKind("EBD").
+		WithAPIVersion(ebdv1beta1.GroupVersion.String()).WithKind("EBD").
 		WithName(ebd.Name).WithUID(ebd.UID).
 		WithController(true).WithBlockOwnerDeletion(true)
 
-	// The ConfigMap <name>-config, data = spec.vfm.config.
+	// The ConfigMap <name>-config, data = spec.vfmTemplate.config.
 	cmKey := types.NamespacedName{Namespace: ebd.Namespace, Name: ebd.Name + "-config"}
 	var cm corev1.ConfigMap
 	var failMsg string
 	var err error
 	if !(r.Get(ctx, cmKey, &cm) == nil && ownedBy(&cm, ebd.UID, anns) &&
-		equality.Semantic.DeepEqual(cm.Data, ebd.Spec.VFM.Config)) {
+		equality.Semantic.DeepEqual(cm.Data, ebd.Spec.VFMTemplate.Config)) {
 		ac := corev1ac.ConfigMap(cmKey.Name, cmKey.Namespace).
 			WithLabels(labels).WithAnnotations(anns).WithOwnerReferences(owner).
-			WithData(ebd.Spec.VFM.Config)
+			WithData(ebd.Spec.VFMTemplate.Config)
 		if _, failMsg, err = r.apply(ctx, ac, "ConfigMap", cmKey.Name); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
 
-	// The VFM <name>, spec = spec.vfm. Applying a new spec makes the cached
-	// VFM's Ready stale; applying only metadata (annotations) does not.
+	// The VFM <name>, spec = spec.vfmTemplate. Applying a new spec makes the
+	// cached VFM's Ready stale; applying only metadata (annotations) does not.
 	var vfm ebdv1alpha1.VFM
 	appliedSpec := false
+	want := ebdv1alpha1.VFMSpec(ebd.Spec.VFMTemplate)
 	haveVFM := r.Get(ctx, req.NamespacedName, &vfm) == nil
-	sameSpec := haveVFM && equality.Semantic.DeepEqual(vfm.Spec, ebd.Spec.VFM)
+	sameSpec := haveVFM && equality.Semantic.DeepEqual(vfm.Spec, want)
 	if failMsg == "" && !(haveVFM && ownedBy(&vfm, ebd.UID, anns) && sameSpec) {
-		want := ebd.Spec.VFM
-		spec := ebdac.VFMSpec().WithImage(want.Image).WithConfig(want.Config)
+		spec := vfmac.VFMSpec().WithImage(want.Image).WithConfig(want.Config)
 		if want.Replicas != nil {
 			spec.WithReplicas(*want.Replicas)
 		}
-		ac := ebdac.VFM(ebd.Name, ebd.Namespace).
+		ac := vfmac.VFM(ebd.Name, ebd.Namespace).
 			WithLabels(labels).WithAnnotations(anns).WithOwnerReferences(owner).
 			WithSpec(spec)
 		applied := false
@@ -160,7 +162,7 @@ func (r *EBDReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 }
 
 // propagatedAnnotations: the EBD's annotations the children carry.
-func propagatedAnnotations(ebd *ebdv1alpha1.EBD) map[string]string {
+func propagatedAnnotations(ebd *ebdv1beta1.EBD) map[string]string {
 	var anns map[string]string
 	for k, v := range ebd.Annotations {
 		if strings.HasPrefix(k, annPrefix) {
@@ -240,7 +242,7 @@ func vfmHealth(vfm *ebdv1alpha1.VFM, appliedNewSpec bool, gen int64) metav1.Cond
 }
 
 // transitions records the events ebdman records on condition transitions.
-func (r *EBDReconciler) transitions(ebd *ebdv1alpha1.EBD, old []metav1.Condition, inst, ready metav1.Condition) {
+func (r *EBDReconciler) transitions(ebd *ebdv1beta1.EBD, old []metav1.Condition, inst, ready metav1.Condition) {
 	oi, or := meta.FindStatusCondition(old, condInstalled), meta.FindStatusCondition(old, condReady)
 	if inst.Status == metav1.ConditionTrue && (oi == nil || oi.Status != metav1.ConditionTrue) {
 		r.Recorder.Eventf(ebd, nil, corev1.EventTypeNormal, "Installed", "Install", "configmap and vfm custom resource applied")

@@ -1,16 +1,18 @@
 // ebdman-cr-typed: the ebdman operator written with
 // sigs.k8s.io/controller-runtime the way kubebuilder users write it, as a
-// peer for bench/ebd_bench.sh (--operator-bin). Go types for EBD and VFM
-// (api/v1alpha1, with controller-gen's DeepCopy methods and apply
-// configurations), registered in the manager's scheme; the same contract as
-// operator/ebdman and as the unstructured peer (../controller-runtime):
+// peer for bench/ebd_bench.sh (--operator-bin). Go types for EBD v1beta1
+// (api/v1beta1) and VFM v1alpha1 (api/v1alpha1), with controller-gen's
+// DeepCopy methods and apply configurations, registered in the manager's
+// scheme; the same contract as operator/ebdman and as the unstructured peer
+// (../controller-runtime):
 //
 //   - for each EBD, server-side apply (field manager "ebdman", force) of a
-//     ConfigMap <name>-config (data = spec.vfm.config) and a VFM <name>
-//     (spec = spec.vfm), both labelled app.kubernetes.io/managed-by=ebdman and
-//     ebdman.example.com/ebd=<name>, carrying the EBD's
-//     vfm-sim.ebdman.example.com/* annotations and a controller
-//     ownerReference; a child is applied only when the cached one differs;
+//     ConfigMap <name>-config (data = spec.vfmTemplate.config) and a VFM
+//     <name> (spec = spec.vfmTemplate), both labelled
+//     app.kubernetes.io/managed-by=ebdman and ebdman.example.com/ebd=<name>,
+//     carrying the EBD's vfm-sim.ebdman.example.com/* annotations and a
+//     controller ownerReference; a child is applied only when the cached one
+//     differs;
 //   - conditions Installed, VFMHealthy, Ready with observedGeneration, set
 //     with meta.SetStatusCondition, written by a status SSA of only the
 //     conditions it owns plus status.observedGeneration, and only when
@@ -51,13 +53,15 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	ebdv1alpha1 "example.com/ebdman-cr-typed/api/v1alpha1"
+	ebdv1beta1 "example.com/ebdman-cr-typed/api/v1beta1"
 )
 
 var scheme = runtime.NewScheme()
 
 func init() {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(ebdv1alpha1.AddToScheme(scheme))
+	utilruntime.Must(ebdv1alpha1.AddToScheme(scheme)) // VFM
+	utilruntime.Must(ebdv1beta1.AddToScheme(scheme))  // EBD
 }
 
 func main() {

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	ebdv1alpha1 "example.com/ebdman-cr-typed/api/v1alpha1"
+	ebdv1beta1 "example.com/ebdman-cr-typed/api/v1beta1"
 )
 
 type ebdValidator struct {
@@ -44,7 +45,7 @@ func (v *ebdValidator) Handle(ctx context.Context, req admission.Request) admiss
 	if req.Operation != admissionv1.Create {
 		return admission.Allowed("")
 	}
-	ebd := &ebdv1alpha1.EBD{}
+	ebd := &ebdv1beta1.EBD{}
 	if err := v.dec.Decode(req, ebd); err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
@@ -109,7 +110,7 @@ func runWebhook(args []string) {
 			fail(log, err, "making the informers")
 		}
 	}
-	mgr.GetWebhookServer().Register("/validate-ebdman-example-com-v1alpha1-ebd",
+	mgr.GetWebhookServer().Register("/validate-ebdman-example-com-v1beta1-ebd",
 		&webhook.Admission{Handler: &ebdValidator{c: mgr.GetClient(), dec: admission.NewDecoder(scheme)}})
 	log.Info("ebdman-cr-typed webhook starting", "port", *port)
 	if err := mgr.Start(ctx); err != nil {

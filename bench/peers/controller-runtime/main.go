@@ -3,11 +3,12 @@
 // contract as operator/ebdman:
 //
 //   - for each EBD, server-side apply (field manager "ebdman", force) of a
-//     ConfigMap <name>-config (data = spec.vfm.config) and a VFM <name>
-//     (spec = spec.vfm), both labelled app.kubernetes.io/managed-by=ebdman and
-//     ebdman.example.com/ebd=<name>, carrying the EBD's
-//     vfm-sim.ebdman.example.com/* annotations and a controller
-//     ownerReference; a child is applied only when the cached one differs;
+//     ConfigMap <name>-config (data = spec.vfmTemplate.config) and a VFM
+//     <name> (spec = spec.vfmTemplate), both labelled
+//     app.kubernetes.io/managed-by=ebdman and ebdman.example.com/ebd=<name>,
+//     carrying the EBD's vfm-sim.ebdman.example.com/* annotations and a
+//     controller ownerReference; a child is applied only when the cached one
+//     differs;
 //   - conditions Installed, VFMHealthy, Ready with observedGeneration, set
 //     with meta.SetStatusCondition, written by a status SSA of only the
 //     conditions it owns plus status.observedGeneration, and only when
@@ -15,11 +16,12 @@
 //   - events Installed / InstallFailed / BecameReady / BecameUnready on
 //     transitions (events.k8s.io, like ebdman's recorder).
 //
-// Unstructured objects throughout (no codegen), read from the informers'
-// cache (client.CacheOptions.Unstructured: without it every Get of an
-// unstructured object is a GET to the API server). The caches strip
-// managedFields (like libkcr's informer); ConfigMaps are watched with the
-// managed-by label selector only.
+// EBDs are read and written as ebdman.example.com/v1beta1 (the CRD's
+// storage version), VFMs as v1alpha1. Unstructured objects throughout (no
+// codegen), read from the informers' cache (client.CacheOptions.Unstructured:
+// without it every Get of an unstructured object is a GET to the API
+// server). The caches strip managedFields (like libkcr's informer);
+// ConfigMaps are watched with the managed-by label selector only.
 //
 //	ebdman-cr run [--workers N] [--metrics-bind-address ADDR]
 //	              [--health-probe-bind-address ADDR] [--zap-log-level L] [--kubeconfig P]
@@ -56,14 +58,14 @@ import (
 
 const (
 	group        = "ebdman.example.com"
-	apiVersion   = group + "/v1alpha1"
+	apiVersion   = group + "/v1beta1" // the EBD's (the owner references'); VFMs stay v1alpha1
 	fieldManager = "ebdman"
 	annPrefix    = "vfm-sim.ebdman.example.com/"
 	managedBy    = "app.kubernetes.io/managed-by"
 )
 
 var (
-	ebdGVK = schema.GroupVersionKind{Group: group, Version: "v1alpha1", Kind: "EBD"}
+	ebdGVK = schema.GroupVersionKind{Group: group, Version: "v1beta1", Kind: "EBD"}
 	vfmGVK = schema.GroupVersionKind{Group: group, Version: "v1alpha1", Kind: "VFM"}
 	cmGVK  = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 )
@@ -216,8 +218,8 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	gen := ebd.GetGeneration()
-	spec, _, _ := unstructured.NestedMap(ebd.Object, "spec", "vfm")
-	cfg, _, _ := unstructured.NestedMap(ebd.Object, "spec", "vfm", "config")
+	spec, _, _ := unstructured.NestedMap(ebd.Object, "spec", "vfmTemplate")
+	cfg, _, _ := unstructured.NestedMap(ebd.Object, "spec", "vfmTemplate", "config")
 
 	cm := child(ebd, cmGVK, ebd.GetName()+"-config")
 	if cfg == nil {

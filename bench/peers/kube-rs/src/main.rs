@@ -3,11 +3,12 @@
 //! operator/ebdman and bench/peers/controller-runtime:
 //!
 //!   - for each EBD, server-side apply (field manager "ebdman", force) of a
-//!     ConfigMap `<name>-config` (data = spec.vfm.config) and a VFM `<name>`
-//!     (spec = spec.vfm), both labelled app.kubernetes.io/managed-by=ebdman
-//!     and ebdman.example.com/ebd=<name>, carrying the EBD's
-//!     vfm-sim.ebdman.example.com/* annotations and a controller
-//!     ownerReference; a child is applied only when the cached one differs;
+//!     ConfigMap `<name>-config` (data = spec.vfmTemplate.config) and a VFM
+//!     `<name>` (spec = spec.vfmTemplate), both labelled
+//!     app.kubernetes.io/managed-by=ebdman and ebdman.example.com/ebd=<name>,
+//!     carrying the EBD's vfm-sim.ebdman.example.com/* annotations and a
+//!     controller ownerReference; a child is applied only when the cached one
+//!     differs;
 //!   - conditions Installed, VFMHealthy, Ready with observedGeneration and a
 //!     lastTransitionTime that moves only when a status flips (the semantics
 //!     of meta.SetStatusCondition), written by a status SSA of only the
@@ -16,9 +17,11 @@
 //!   - events Installed / InstallFailed / BecameReady / BecameUnready on
 //!     transitions (events.k8s.io, kube::runtime::events::Recorder).
 //!
-//! Typed objects (`#[derive(CustomResource)]`), read from the controller's
-//! reflector stores; the stores strip managedFields; ConfigMaps are watched
-//! with the managed-by label selector only.
+//! Typed objects (`#[derive(CustomResource)]`: EBD as
+//! ebdman.example.com/v1beta1, the CRD's storage version; VFM as v1alpha1),
+//! read from the controller's reflector stores; the stores strip
+//! managedFields; ConfigMaps are watched with the managed-by label selector
+//! only.
 //!
 //! ```text
 //! ebdman-rs run [--workers N] [--metrics-bind-address ADDR]
@@ -60,13 +63,13 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tracing::{debug, error, info, warn};
 
 const GROUP: &str = "ebdman.example.com";
-const API_VERSION: &str = "ebdman.example.com/v1alpha1";
+const API_VERSION: &str = "ebdman.example.com/v1beta1"; // the EBD's
 const FIELD_MANAGER: &str = "ebdman";
 const ANN_PREFIX: &str = "vfm-sim.ebdman.example.com/";
 const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 const REPORTER: &str = "ebdman.example.com/ebdman";
 
-/// VFMSpec: the desired state of a VFM, also an EBD's spec.vfm.
+/// VFMSpec: the desired state of a VFM, also an EBD's spec.vfmTemplate.
 #[derive(CustomResource, Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(
     group = "ebdman.example.com",
@@ -93,19 +96,21 @@ pub struct VfmStatus {
     pub observed_generation: Option<i64>,
 }
 
-/// EBDSpec: what a user asks for.
+/// EBDSpec: what a user asks for (v1beta1: v1alpha1's spec.vfm is
+/// spec.vfmTemplate).
 #[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]
 #[kube(
     group = "ebdman.example.com",
-    version = "v1alpha1",
+    version = "v1beta1",
     kind = "EBD",
     root = "Ebd",
     namespaced,
     status = "EbdStatus",
     shortname = "ebd"
 )]
+#[serde(rename_all = "camelCase")]
 pub struct EbdSpec {
-    pub vfm: VfmSpec,
+    pub vfm_template: VfmSpec,
 }
 
 #[derive(Deserialize, Serialize, Clone, Debug, Default, JsonSchema)]
@@ -364,10 +369,10 @@ async fn reconcile(ebd: Arc<Ebd>, ctx: Arc<Ctx>) -> Result<Action, Error> {
 
     let cm = ConfigMap {
         metadata: child_meta(&ebd, format!("{name}-config")),
-        data: Some(ebd.spec.vfm.config.clone().unwrap_or_default()),
+        data: Some(ebd.spec.vfm_template.config.clone().unwrap_or_default()),
         ..Default::default()
     };
-    let mut vfm = Vfm::new(&name, ebd.spec.vfm.clone());
+    let mut vfm = Vfm::new(&name, ebd.spec.vfm_template.clone());
     vfm.metadata = child_meta(&ebd, name.clone());
 
     let cm_ok = ctx
@@ -948,5 +953,25 @@ mod tests {
             &None,
             &Some(BTreeMap::from([("k".into(), "v".into())]))
         ));
+    }
+
+    #[test]
+    fn ebd_is_v1beta1_with_spec_vfm_template() {
+        assert_eq!(Ebd::api_version(&()), API_VERSION);
+        assert_eq!(Vfm::api_version(&()), "ebdman.example.com/v1alpha1");
+        let ebd: Ebd = serde_json::from_value(serde_json::json!({
+            "apiVersion": "ebdman.example.com/v1beta1",
+            "kind": "EBD",
+            "metadata": {"name": "a", "namespace": "n", "uid": "u"},
+            "spec": {"vfmTemplate": {"image": "i", "replicas": 2, "config": {"k": "v"}}},
+        }))
+        .unwrap();
+        assert_eq!(ebd.spec.vfm_template.image, "i");
+        assert_eq!(ebd.spec.vfm_template.replicas, Some(2));
+        let back = serde_json::to_value(&ebd.spec).unwrap();
+        assert_eq!(back["vfmTemplate"]["config"]["k"], "v");
+        assert!(back.get("vfm_template").is_none());
+        let owner = child_meta(&ebd, "a".into()).owner_references.unwrap();
+        assert_eq!(owner[0].api_version, "ebdman.example.com/v1beta1");
     }
 }

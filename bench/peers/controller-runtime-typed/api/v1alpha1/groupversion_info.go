@@ -1,9 +1,10 @@
 // Package v1alpha1 contains the API Schema definitions for the
-// ebdman.example.com v1alpha1 API group (EBD and VFM), written the kubebuilder
-// way: Go types with markers, from which controller-gen generates the
-// DeepCopy methods (zz_generated.deepcopy.go) and the apply configurations
-// (applyconfiguration/). The CRDs themselves are the repository's
-// config/crd/bases; these types follow them.
+// ebdman.example.com v1alpha1 API group that this peer uses: VFM (the EBD
+// is v1beta1, in ../v1beta1; its spec.vfmTemplate has VFMSpec's fields).
+// Written the kubebuilder way: Go types with markers, from which
+// controller-gen generates the DeepCopy methods (zz_generated.deepcopy.go)
+// and the apply configurations (applyconfiguration/). The CRDs themselves
+// are the repository's config/crd/bases; these types follow them.
 //
 // +kubebuilder:object:generate=true
 // +kubebuilder:ac:generate=true

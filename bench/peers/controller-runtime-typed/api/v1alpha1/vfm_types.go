@@ -5,7 +5,7 @@ import (
 )
 
 // VFMSpec is the desired state of a VFM (copied from the owning EBD's
-// spec.vfm).
+// spec.vfmTemplate).
 type VFMSpec struct {
 	// config holds the VFM's key/value configuration.
 	// +optional

@@ -16,12 +16,6 @@ import (
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
 	// Group=ebdman.example.com, Version=v1alpha1
-	case v1alpha1.SchemeGroupVersion.WithKind("EBD"):
-		return &apiv1alpha1.EBDApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("EBDSpec"):
-		return &apiv1alpha1.EBDSpecApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("EBDStatus"):
-		return &apiv1alpha1.EBDStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("VFM"):
 		return &apiv1alpha1.VFMApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("VFMSpec"):

@@ -23,44 +23,6 @@ func Parser() *typed.Parser {
 var parserOnce sync.Once
 var parser *typed.Parser
 var schemaYAML = typed.YAMLObject(`types:
-- name: com.example.ebdman-cr-typed.api.v1alpha1.EBD
-  map:
-    fields:
-    - name: apiVersion
-      type:
-        scalar: string
-    - name: kind
-      type:
-        scalar: string
-    - name: metadata
-      type:
-        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
-    - name: spec
-      type:
-        namedType: com.example.ebdman-cr-typed.api.v1alpha1.EBDSpec
-    - name: status
-      type:
-        namedType: com.example.ebdman-cr-typed.api.v1alpha1.EBDStatus
-- name: com.example.ebdman-cr-typed.api.v1alpha1.EBDSpec
-  map:
-    fields:
-    - name: vfm
-      type:
-        namedType: com.example.ebdman-cr-typed.api.v1alpha1.VFMSpec
-- name: com.example.ebdman-cr-typed.api.v1alpha1.EBDStatus
-  map:
-    fields:
-    - name: conditions
-      type:
-        list:
-          elementType:
-            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
-          elementRelationship: associative
-          keys:
-          - type
-    - name: observedGeneration
-      type:
-        scalar: numeric
 - name: com.example.ebdman-cr-typed.api.v1alpha1.VFM
   map:
     fields:

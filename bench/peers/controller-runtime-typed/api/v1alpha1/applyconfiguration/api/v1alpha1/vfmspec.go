@@ -6,7 +6,7 @@ package v1alpha1
 // with apply.
 //
 // VFMSpec is the desired state of a VFM (copied from the owning EBD's
-// spec.vfm).
+// spec.vfmTemplate).
 type VFMSpecApplyConfiguration struct {
 	// config holds the VFM's key/value configuration.
 	Config map[string]string `json:"config,omitempty"`

@@ -1,4 +1,4 @@
-package v1alpha1
+package v1beta1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -6,9 +6,33 @@ import (
 
 // EBDSpec is the desired state of an EBD.
 type EBDSpec struct {
-	// vfm describes the VFM custom resource ebdman installs for this EBD.
+	// vfmTemplate is the spec of the VFM custom resource ebdman installs for
+	// this EBD (spec.vfm in v1alpha1).
 	// +required
-	VFM VFMSpec `json:"vfm"`
+	VFMTemplate VFMTemplateSpec `json:"vfmTemplate"`
+}
+
+// VFMTemplateSpec is the spec of the VFM an EBD asks for. Its fields are
+// those of v1alpha1.VFMSpec, in the same order, so that a VFMTemplateSpec
+// converts to a VFMSpec (ebdv1alpha1.VFMSpec(t)).
+type VFMTemplateSpec struct {
+	// config is passed to the VFM as key/value pairs (ebdman renders it into a
+	// ConfigMap owned by the EBD).
+	// +optional
+	Config map[string]string `json:"config,omitempty"`
+
+	// image is the VFM container image (an image reference, so no whitespace).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:Pattern=`^[^\s]+$`
+	// +required
+	Image string `json:"image"`
+
+	// replicas is the number of VFM instances.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
 }
 
 // EBDStatus is the observed state of an EBD; written only by ebdman, through
@@ -34,6 +58,7 @@ type EBDStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:storageversion
 // +kubebuilder:resource:scope=Namespaced,shortName=ebd
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
