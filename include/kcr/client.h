@@ -188,6 +188,7 @@ struct kcr_http_request {
   const char *method; /* "GET", "POST", "PUT", "PATCH", "DELETE" */
   const char *path;
   const char *content_type; /* for a body; default application/json */
+  const char *accept;       /* the Accept header; NULL: application/json */
   const char *body;
   size_t body_len;
   uint64_t timeout_ms; /* 0: the client's timeout_ms; KCR_FOREVER: no limit */
@@ -206,7 +207,8 @@ struct kcr_http_response {
  * fails, with what the last attempt got: a call that succeeds after
  * retries leaves ei as it was (the same holds for every call below).
  * Errors: KCR_EINVAL (req or its method missing, a path not starting with
- * '/'), the request errors (see above). */
+ * '/', a control character in accept or content_type), the request errors
+ * (see above). */
 KCR_API kcr_err kcr_client_do(kcr_client *c, const struct kcr_http_request *req,
                               struct kcr_http_response *resp, struct kcr_errinfo *ei);
 
@@ -215,6 +217,13 @@ KCR_API kcr_err kcr_client_do(kcr_client *c, const struct kcr_http_request *req,
  * kcr_path), the request errors. */
 KCR_API kcr_err kcr_get(kcr_client *c, const struct kcr_ref *ref, cJSON **out,
                         struct kcr_errinfo *ei);
+/* kcr_get of the object's metadata alone (Accept KCR_ACCEPT_METADATA): a
+ * meta.k8s.io/v1 PartialObjectMetadata (the full object from a server
+ * that cannot). For what a controller reads rarely and need not cache -
+ * whether a Secret exists, whose it is - without its data on the wire.
+ * Errors: those of kcr_get. */
+KCR_API kcr_err kcr_get_metadata(kcr_client *c, const struct kcr_ref *ref, cJSON **out,
+                                 struct kcr_errinfo *ei);
 
 struct kcr_list_opts {
   const char *label_selector;
@@ -228,7 +237,21 @@ struct kcr_list_opts {
    * kcr_watch_opts.drop_managed_fields does for watch events; the informer
    * sets both unless keep_managed_fields). */
   bool drop_managed_fields;
+  /* true: ask for the items' metadata alone (Accept KCR_ACCEPT_METADATA_LIST):
+   * a meta.k8s.io/v1 PartialObjectMetadataList whose items are
+   * PartialObjectMetadata - apiVersion meta.k8s.io/v1, kind
+   * PartialObjectMetadata, metadata - whatever the resource; filtered,
+   * paged and selected as a full list. A server that cannot (an aggregated
+   * API without the support) answers with the full objects instead. */
+  bool metadata_only;
 };
+/* The Accept headers of metadata-only reads (client-go's metadata client
+ * sends the same, protobuf aside): one object or a watch's events, a list;
+ * each falls back to plain JSON, the full objects. */
+#define KCR_ACCEPT_METADATA                                                              \
+  "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+#define KCR_ACCEPT_METADATA_LIST                                                         \
+  "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 /* GET one page of a collection (ref->name NULL); opts may be NULL. The
  * List's metadata.continue says whether more pages follow.
  * Errors: KCR_EINVAL (ref names an object, or an invalid segment), the

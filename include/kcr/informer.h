@@ -102,6 +102,21 @@ struct kcr_informer_opts {
                                    the cache and the handlers with one
                                    wake-up; 0: KCR_INFORMER_WATCH_BATCH_MS */
   bool watch_unbatched;          /* true: no batch, each read at once */
+  /* true: a metadata-only cache. The list and the watch ask the server for
+   * the objects' metadata alone (kcr_list_opts.metadata_only,
+   * kcr_watch_opts.metadata_only: filtered on the server, so neither the
+   * wire nor the store carries spec, status or data), and the store holds
+   * meta.k8s.io/v1 PartialObjectMetadata objects - apiVersion meta.k8s.io/v1,
+   * kind PartialObjectMetadata, metadata - whatever the resource: handlers
+   * must not read the resource's kind from them, nor decode them as its
+   * type. managedFields are dropped as for full objects, and a keep list
+   * projects them as any object. For kinds a controller only needs to
+   * know exist, whose owners, labels or annotations it reads (Secrets,
+   * Pods of other controllers). With the manager (kcr_manager_informer) a
+   * metadata-only informer and a full one of the same resource are two
+   * caches, and the manager's cached reads (kcr_manager_get,
+   * kcr_manager_list_typed) read the full one. */
+  bool metadata_only;
 };
 /* The default watch batch: 50 ms, far below what a controller's queue and
  * writes take, enough to read a burst's events a few at a time. */

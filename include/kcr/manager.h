@@ -153,7 +153,11 @@ KCR_API kcr_metrics *kcr_manager_metrics(kcr_manager *m);
  *     keep_managed_fields - belong to the resource: every informer of one
  *     resource has the same ones, so an object looked up by resource is
  *     found the same way whichever informer holds it. An every-namespace
- *     informer is the only one of its resource.
+ *     informer is the only one of its resource. A metadata-only informer
+ *     (kcr_informer_opts.metadata_only) is of another resource under these
+ *     rules, "<group>/<version>/<resource> (metadata)": it may sit beside
+ *     full ones of the same resource, with options of its own, and the
+ *     cached reads by gvr below never read it.
  *  2. Ownership. The manager makes, starts, stops and frees its
  *     informers; a kcr_informer * it hands out is borrowed until
  *     kcr_manager_free (not beyond), and so is its store.

@@ -86,6 +86,10 @@ struct kcr_watch_opts {
    * object's bytes and of no use to a cache that strips them anyway (the
    * informer sets this unless keep_managed_fields). */
   bool drop_managed_fields;
+  /* true: events carry the objects' metadata alone (Accept
+   * KCR_ACCEPT_METADATA, kcr/client.h): meta.k8s.io/v1 PartialObjectMetadata
+   * whatever the resource (the full objects from a server that cannot). */
+  bool metadata_only;
   /* true: ADDED, MODIFIED, DELETED and BOOKMARK events carry the object's
    * text (ev->object_text) instead of a tree, for a callback that reads the
    * text itself at a fraction of a tree's cost (the informer does). The

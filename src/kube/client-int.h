@@ -41,8 +41,8 @@ void kcr__conn_put(kcr_client *c, struct kcr__conn *conn, bool broken);
  * (transport.c, DESIGN: Sent twice). *hdrs receives the header list to
  * free (kcr__headers_free) after the transfer. */
 kcr_err kcr__conn_prepare(kcr_client *c, struct kcr__conn *conn, const char *method,
-                          const char *path, const char *content_type, bool ungated,
-                          struct curl_slist **hdrs, struct kcr_errinfo *ei);
+                          const char *path, const char *content_type, const char *accept,
+                          bool ungated, struct curl_slist **hdrs, struct kcr_errinfo *ei);
 /* Frees a header list made by kcr__conn_prepare, wiping the Authorization
  * header's bytes first. */
 void kcr__headers_free(struct curl_slist *hdrs);
@@ -75,9 +75,9 @@ bool kcr__own_streams(const kcr_client *c, const char *path);
  * KCR_ECANCELED (woken), KCR_ETIMEDOUT, KCR_ETRANSPORT (with ei);
  * KCR_ENOMEM; credential errors.
  * Thread-safe: a connection is the caller's for the call. */
-kcr_err kcr__own_stream(kcr_client *c, const char *path, uint64_t timeout_ms, int wake_fd,
-                        uint64_t batch_ms, kcr__h1_body_fn fn, void *ud, long *code,
-                        struct kcr_errinfo *ei);
+kcr_err kcr__own_stream(kcr_client *c, const char *path, const char *accept,
+                        uint64_t timeout_ms, int wake_fd, uint64_t batch_ms,
+                        kcr__h1_body_fn fn, void *ud, long *code, struct kcr_errinfo *ei);
 /* Whether the exchanges of our own may run on libcurl v: the versions they
  * were tested with, [KCR__OWN_CURL_MIN, KCR__OWN_CURL_END), with OpenSSL.
  * Pure. */
@@ -115,6 +115,7 @@ struct kcr__wire_request {
   const char *method; /* "GET", "POST", ... */
   const char *path;   /* with the query string */
   const char *content_type;
+  const char *accept; /* the Accept header: NULL for application/json */
   const char *body;
   size_t body_len;
   bool watch;                  /* a watch: stream events until done */

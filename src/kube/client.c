@@ -634,6 +634,16 @@ static void sleep_ms(uint64_t ms)
     ;
 }
 
+/* A header value as it may be sent: no control byte (a CR or LF would end
+ * the header and start another). NULL is fine (none). */
+static bool header_value_ok(const char *v)
+{
+  for(; v && *v; v++)
+    if((unsigned char)*v < 0x20 || *v == 0x7f)
+      return false;
+  return true;
+}
+
 kcr_err kcr_client_do(kcr_client *c, const struct kcr_http_request *req,
                       struct kcr_http_response *resp, struct kcr_errinfo *ei)
 {
@@ -649,6 +659,10 @@ kcr_err kcr_client_do(kcr_client *c, const struct kcr_http_request *req,
     return kcr_errinfo_set(ei, KCR_EINVAL,
                            "kcr_client_do: a request needs a method and a path "
                            "starting with '/'");
+  if(!header_value_ok(req->accept) || !header_value_ok(req->content_type))
+    return kcr_errinfo_set(
+        ei, KCR_EINVAL, "kcr_client_do: %s %s: a control character in the %s header",
+        req->method, req->path, header_value_ok(req->accept) ? "Content-Type" : "Accept");
   max_retries = req->max_retries < 0    ? 0
                 : req->max_retries == 0 ? c->opts.max_retries
                                         : req->max_retries;

@@ -202,6 +202,7 @@ static kcr_err wire_exchange(struct kcr__xfer *x, struct kcr_errinfo *ei)
   struct kcr__wire_request wr = {.method = req->method,
                                  .path = req->path,
                                  .content_type = x->ctype,
+                                 .accept = req->accept,
                                  .body = req->body,
                                  .body_len = req->body_len};
   void *wud;

@@ -72,9 +72,24 @@ void kcr__headers_free(struct curl_slist *hdrs)
   curl_slist_free_all(hdrs);
 }
 
+/* l with the header "name: value" appended (a new head, NULL when memory
+ * ran out: l is then unchanged). */
+static struct curl_slist *add_header(struct curl_slist *l, const char *name,
+                                     const char *value)
+{
+  struct kcr_buf h = KCR_BUF_INIT;
+  struct curl_slist *n = NULL;
+
+  kcr_buf_printf(&h, "%s: %s", name, value);
+  if(!kcr_buf_err(&h))
+    n = curl_slist_append(l, h.ptr);
+  kcr_buf_cleanup(&h);
+  return n;
+}
+
 kcr_err kcr__conn_prepare(kcr_client *c, struct kcr__conn *conn, const char *method,
-                          const char *path, const char *content_type, bool ungated,
-                          struct curl_slist **hdrs, struct kcr_errinfo *ei)
+                          const char *path, const char *content_type, const char *accept,
+                          bool ungated, struct curl_slist **hdrs, struct kcr_errinfo *ei)
 {
   const struct kcr__target *t = kcr__client_target(c);
   struct kcr_credentials cr = {0};
@@ -117,18 +132,12 @@ kcr_err kcr__conn_prepare(kcr_client *c, struct kcr__conn *conn, const char *met
     curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, NULL);
   }
   kcr__client_cert(conn, &cr);
-  n = curl_slist_append(l, "Accept: application/json");
-  if(!n)
+  if(!(n = add_header(l, "Accept", accept ? accept : "application/json")))
     goto out;
   l = n;
   if(content_type) {
-    struct kcr_buf ct = KCR_BUF_INIT;
-    kcr_buf_puts(&ct, "Content-Type: ");
-    if(kcr_buf_puts(&ct, content_type) || !(n = curl_slist_append(l, ct.ptr))) {
-      kcr_buf_cleanup(&ct);
+    if(!(n = add_header(l, "Content-Type", content_type)))
       goto out;
-    }
-    kcr_buf_cleanup(&ct);
     l = n;
   }
   if(t->host_hdr) {
@@ -208,8 +217,8 @@ static kcr_err curl_prepare(struct kcr__xfer *x, struct kcr_errinfo *ei)
    * kcr__conn_prepare() then sets the method (HTTPGET / CUSTOMREQUEST). */
   curl_easy_setopt(h, CURLOPT_POSTFIELDS, NULL);
   curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)-1);
-  rc = kcr__conn_prepare(x->c, x->conn, req->method, req->path, x->ctype, req->ungated,
-                         &x->hdrs, ei);
+  rc = kcr__conn_prepare(x->c, x->conn, req->method, req->path, x->ctype, req->accept,
+                         req->ungated, &x->hdrs, ei);
   if(rc)
     return rc;
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, kcr__curl_ms(x->timeout_ms, true));

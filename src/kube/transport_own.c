@@ -234,7 +234,9 @@ static kcr_err own_request(const struct kcr__xfer *x, struct kcr_buf *m)
   kcr_buf_puts(m, t->own_host);
   kcr_buf_puts(m, "User-Agent: ");
   kcr_buf_puts(m, ua);
-  kcr_buf_puts(m, "\r\nAccept: application/json\r\n");
+  kcr_buf_puts(m, "\r\nAccept: ");
+  kcr_buf_puts(m, req->accept ? req->accept : "application/json");
+  kcr_buf_puts(m, "\r\n");
   if(ct) {
     char len[24], *d = len + sizeof(len);
     size_t v = req->body_len;
@@ -557,11 +559,12 @@ bool kcr__own_streams(const kcr_client *c, const char *path)
   return !kcr__client_wire(c, &wud) && kcr__client_target(c)->own_ok && plain_path(path);
 }
 
-kcr_err kcr__own_stream(kcr_client *c, const char *path, uint64_t timeout_ms, int wake_fd,
-                        uint64_t batch_ms, kcr__h1_body_fn fn, void *ud, long *code,
-                        struct kcr_errinfo *ei)
+kcr_err kcr__own_stream(kcr_client *c, const char *path, const char *accept,
+                        uint64_t timeout_ms, int wake_fd, uint64_t batch_ms,
+                        kcr__h1_body_fn fn, void *ud, long *code, struct kcr_errinfo *ei)
 {
-  struct kcr_http_request req = {.method = "GET", .path = path, .timeout_ms = timeout_ms};
+  struct kcr_http_request req = {
+      .method = "GET", .path = path, .accept = accept, .timeout_ms = timeout_ms};
   struct kcr_http_response resp = {.body = KCR_BUF_INIT};
   struct kcr__sink sink = {
       .fn = fn, .ud = ud, .code = code, .wake_fd = wake_fd, .batch_ms = batch_ms};

@@ -24,14 +24,17 @@
 #include "kcr/time.h"
 
 /* Performs a request whose answer is one JSON object: parsed into *out,
- * or, with text set, its text moved to *text (out NULL). */
-static kcr_err do_json_text(kcr_client *c, const char *method, const struct kcr_buf *path,
-                            const char *ctype, const char *body, size_t len, cJSON **out,
-                            struct kcr_buf *text, struct kcr_errinfo *ei)
+ * or, with text set, its text moved to *text (out NULL). accept: the
+ * Accept header (NULL: JSON). */
+static kcr_err do_json_accept(kcr_client *c, const char *method,
+                              const struct kcr_buf *path, const char *ctype,
+                              const char *accept, const char *body, size_t len,
+                              cJSON **out, struct kcr_buf *text, struct kcr_errinfo *ei)
 {
   struct kcr_http_request req = {.method = method,
                                  .path = path->ptr,
                                  .content_type = ctype,
+                                 .accept = accept,
                                  .body = body,
                                  .body_len = len};
   struct kcr_http_response resp = {.body = KCR_BUF_INIT};
@@ -51,11 +54,24 @@ static kcr_err do_json_text(kcr_client *c, const char *method, const struct kcr_
   return rc;
 }
 
+static kcr_err do_json_text(kcr_client *c, const char *method, const struct kcr_buf *path,
+                            const char *ctype, const char *body, size_t len, cJSON **out,
+                            struct kcr_buf *text, struct kcr_errinfo *ei)
+{
+  return do_json_accept(c, method, path, ctype, NULL, body, len, out, text, ei);
+}
+
 static kcr_err do_json(kcr_client *c, const char *method, const struct kcr_buf *path,
                        const char *ctype, const char *body, size_t len, cJSON **out,
                        struct kcr_errinfo *ei)
 {
   return do_json_text(c, method, path, ctype, body, len, out, NULL, ei);
+}
+
+/* The Accept header of a list with opts o (NULL: JSON). */
+static const char *list_accept(const struct kcr_list_opts *o)
+{
+  return o && o->metadata_only ? KCR_ACCEPT_METADATA_LIST : NULL;
 }
 
 /* kcr_path for the client's calls, with a message saying what was wrong. */
@@ -93,17 +109,29 @@ static kcr_err write_query(struct kcr_buf *p, const struct kcr_write_opts *wo)
   return kcr_buf_err(p);
 }
 
-kcr_err kcr_get(kcr_client *c, const struct kcr_ref *ref, cJSON **out,
-                struct kcr_errinfo *ei)
+static kcr_err get_accept(kcr_client *c, const struct kcr_ref *ref, const char *accept,
+                          cJSON **out, struct kcr_errinfo *ei)
 {
   struct kcr_buf p = KCR_BUF_INIT;
   kcr_err rc = ref_path(&p, "GET", ref, true, ei);
   if(!rc)
-    rc = do_json(c, "GET", &p, NULL, NULL, 0, out, ei);
+    rc = do_json_accept(c, "GET", &p, NULL, accept, NULL, 0, out, NULL, ei);
   else if(out)
     *out = NULL;
   kcr_buf_cleanup(&p);
   return rc;
+}
+
+kcr_err kcr_get(kcr_client *c, const struct kcr_ref *ref, cJSON **out,
+                struct kcr_errinfo *ei)
+{
+  return get_accept(c, ref, NULL, out, ei);
+}
+
+kcr_err kcr_get_metadata(kcr_client *c, const struct kcr_ref *ref, cJSON **out,
+                         struct kcr_errinfo *ei)
+{
+  return get_accept(c, ref, KCR_ACCEPT_METADATA, out, ei);
 }
 
 static kcr_err list_query(struct kcr_buf *p, const struct kcr_list_opts *o)
@@ -133,10 +161,10 @@ kcr_err kcr_list(kcr_client *c, const struct kcr_ref *ref,
     rc = list_query(&p, opts);
   if(rc || !out || !opts || !opts->drop_managed_fields) {
     if(!rc)
-      rc = do_json(c, "GET", &p, NULL, NULL, 0, out, ei);
+      rc = do_json_accept(c, "GET", &p, NULL, list_accept(opts), NULL, 0, out, NULL, ei);
     goto out;
   }
-  rc = do_json_text(c, "GET", &p, NULL, NULL, 0, NULL, &body, ei);
+  rc = do_json_accept(c, "GET", &p, NULL, list_accept(opts), NULL, 0, NULL, &body, ei);
   if(!rc)
     rc = kcr__json_parse_dropping(kcr_buf_str(&body), body.len, "/items/*/metadata",
                                   "managedFields", &scratch, out, ei);
@@ -224,7 +252,7 @@ static kcr_err page_texts(kcr_client *c, const struct kcr_ref *ref,
   if(!rc)
     rc = list_query(&p, o);
   if(!rc)
-    rc = do_json_text(c, "GET", &p, NULL, NULL, 0, NULL, &body, ei);
+    rc = do_json_accept(c, "GET", &p, NULL, list_accept(o), NULL, 0, NULL, &body, ei);
   if(rc)
     goto out;
   kcr__json_scan(kcr_buf_str(&body), body.len, w, 3, &objlen, &compact);

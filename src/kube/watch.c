@@ -175,6 +175,7 @@ struct kcr_watch {
   uint64_t timeout_s; /* 0: the server's default */
   uint64_t batch_ms;
   bool allow_bookmarks, drop_managed_fields, object_text;
+  const char *accept; /* NULL: JSON; KCR_ACCEPT_METADATA (metadata_only) */
   kcr_watch_fn fn;
   void *ud;
   char *rv;
@@ -234,6 +235,7 @@ kcr_err kcr_watch_new(const struct kcr_watch_opts *o, kcr_watch **out,
     w->timeout_s = INT32_MAX;
   w->allow_bookmarks = o->allow_bookmarks;
   w->drop_managed_fields = o->drop_managed_fields;
+  w->accept = o->metadata_only ? KCR_ACCEPT_METADATA : NULL;
   w->object_text = o->object_text;
   w->batch_ms = o->batch_ms;
   w->gvr = (struct kcr_gvr){.group = w->group,
@@ -479,7 +481,7 @@ static kcr_err run_curl(kcr_watch *w, const char *path, struct kcr__conn **connp
   w->h = conn->h;
   conn->errbuf[0] = '\0';
   curl_easy_setopt(conn->h, CURLOPT_POSTFIELDS, NULL);
-  rc = kcr__conn_prepare(w->c, conn, "GET", path, NULL, false, &hdrs, ei);
+  rc = kcr__conn_prepare(w->c, conn, "GET", path, NULL, w->accept, false, &hdrs, ei);
   if(rc)
     goto out;
   curl_easy_setopt(conn->h, CURLOPT_TIMEOUT_MS, (long)stream_ms(w));
@@ -504,8 +506,8 @@ static kcr_err run_own(kcr_watch *w, const char *path, CURLcode *cc, bool *cance
                        struct kcr_errinfo *ei)
 {
   uint64_t ms = stream_ms(w);
-  kcr_err rc = kcr__own_stream(w->c, path, ms ? ms : KCR_FOREVER, w->wake_fd, w->batch_ms,
-                               feed, w, &w->code, ei);
+  kcr_err rc = kcr__own_stream(w->c, path, w->accept, ms ? ms : KCR_FOREVER, w->wake_fd,
+                               w->batch_ms, feed, w, &w->code, ei);
   *canceled = atomic_load(&w->canceled);
   *cc = rc ? CURLE_RECV_ERROR : CURLE_OK;
   return rc;
@@ -515,8 +517,11 @@ static kcr_err run_own(kcr_watch *w, const char *path, CURLcode *cc, bool *cance
 static kcr_err run_wire(kcr_watch *w, const char *path, kcr__wire_fn wire, void *wud,
                         CURLcode *cc, bool *canceled, struct kcr_errinfo *ei)
 {
-  struct kcr__wire_request req = {
-      .method = "GET", .path = path, .watch = true, .canceled = &w->canceled};
+  struct kcr__wire_request req = {.method = "GET",
+                                  .path = path,
+                                  .accept = w->accept,
+                                  .watch = true,
+                                  .canceled = &w->canceled};
   long retry_after = -1;
   kcr_err rc = wire(wud, &req, &w->code, &retry_after, feed, w, ei);
   *canceled = atomic_load(&w->canceled);

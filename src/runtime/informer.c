@@ -403,7 +403,8 @@ static enum state do_list(kcr_informer *inf)
   struct kcr_ref ref = {.gvr = &inf->gvr, .ns = inf->ns};
   struct kcr_list_opts lo = {.label_selector = inf->lsel,
                              .field_selector = inf->fsel,
-                             .limit = inf->o.page_size};
+                             .limit = inf->o.page_size,
+                             .metadata_only = inf->o.metadata_only};
   kcr_obj **prev = NULL, **gone = NULL;
   size_t ngone = 0;
   char *rv = NULL;
@@ -540,6 +541,7 @@ static enum state do_watch(kcr_informer *inf)
                               .timeout_ms = watch_timeout_ms(inf),
                               .allow_bookmarks = true,
                               .drop_managed_fields = !inf->o.keep_managed_fields,
+                              .metadata_only = inf->o.metadata_only,
                               .object_text = true,
                               .batch_ms = inf->o.watch_unbatched ? 0
                                           : inf->o.watch_batch_ms

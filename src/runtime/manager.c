@@ -231,6 +231,10 @@ static bool informer_id(const struct kcr_informer_opts *io, struct shared_inform
   char res[RES_MAX];
 
   res_name(io->gvr, res);
+  /* A metadata-only cache is another cache of the resource, never the one
+   * cached reads by gvr find (kcr_manager_get ...): a name of its own. */
+  if(io->metadata_only)
+    snprintf(res + strlen(res), RES_MAX - strlen(res), " (metadata)");
   kcr_buf_printf(&o, "labels \"%s\", fields \"%s\"",
                  io->label_selector ? io->label_selector : "",
                  io->field_selector ? io->field_selector : "");

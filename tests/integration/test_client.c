@@ -495,7 +495,8 @@ static void list_pages_over_a_thousand_objects(void **state)
   assert_non_null(conn);
   assert_int_equal(KCR_OK, kcr_path(&path, &coll));
   itest_expect(KCR_OK,
-               kcr__conn_prepare(cl, conn, "GET", path.ptr, NULL, true, &hdrs, &ei), &ei);
+               kcr__conn_prepare(cl, conn, "GET", path.ptr, NULL, NULL, true, &hdrs, &ei),
+               &ei);
   curl_easy_setopt(conn->h, CURLOPT_WRITEFUNCTION, keep_body);
   curl_easy_setopt(conn->h, CURLOPT_WRITEDATA, &body);
   curl_easy_setopt(conn->h, CURLOPT_HEADERFUNCTION, note_encoding);
@@ -693,7 +694,7 @@ static void connections_are_http1_and_keep_their_tls_buffers(void **state)
   pr.h = conn->h;
   itest_expect(KCR_OK,
                kcr__conn_prepare(cl, conn, "GET", "/api/v1/namespaces/default", NULL,
-                                 true, &hdrs, &ei),
+                                 NULL, true, &hdrs, &ei),
                &ei);
   curl_easy_setopt(conn->h, CURLOPT_WRITEFUNCTION, probe_body);
   curl_easy_setopt(conn->h, CURLOPT_WRITEDATA, &pr);

@@ -3,7 +3,8 @@
  * and deletes; objects deleted while it could not watch (apiserver down,
  * history compacted) are noticed through 410 -> relist with delete events;
  * an apiserver restart is recovered from without help; listed objects come
- * without managedFields unless asked for. */
+ * without managedFields unless asked for; a metadata-only informer holds
+ * PartialObjectMetadata, listed and watched, and the server sent no data. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -422,6 +423,98 @@ static void a_keep_list_stores_only_those_fields(void **state)
   itest_namespace_drop(cl, ns);
 }
 
+/* A metadata-only informer: listed and watched objects are
+ * meta.k8s.io/v1 PartialObjectMetadata, with labels, annotations and
+ * owners but neither data nor managedFields; its store holds a fraction of
+ * a full informer's bytes for 32 KiB ConfigMaps; deletes arrive. The same
+ * through kcr_list_each (a PartialObjectMetadataList). */
+static kcr_err note_partial(const cJSON *item, void *ud)
+{
+  int *n = ud;
+  if(!strcmp("PartialObjectMetadata", kcr_json_str(item, "/kind")) &&
+     !kcr_json_at(item, "/data") && kcr_json_str(item, "/metadata/labels/l"))
+    (*n)++;
+  return KCR_OK;
+}
+
+static void a_metadata_only_informer_holds_metadata(void **state)
+{
+  char *ns = itest_namespace(cl, "meta");
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_ref coll = {&itest_configmaps, ns}, a = {&itest_configmaps, ns, "cm-0"};
+  kcr_informer *meta, *whole;
+  cJSON *made = NULL, *t;
+  char rv[32];
+  int partial = 0;
+  static const char patch[] = "{\"metadata\":{\"annotations\":{\"n\":\"2\"}},"
+                              "\"data\":{\"k\":\"changed\"}}";
+
+  for(int i = 0; i < 8; i++) {
+    cJSON *cm =
+        itest_json("{\"metadata\":{\"name\":\"cm-%d\",\"labels\":{\"l\":\"%d\"},"
+                   "\"annotations\":{\"n\":\"1\"}},\"data\":{\"k\":\"%032768d\"}}",
+                   i, i, i);
+    itest_expect(KCR_OK, kcr_create(cl, &coll, cm, NULL, NULL, &ei), &ei);
+    cJSON_Delete(cm);
+  }
+  itest_expect(KCR_OK,
+               kcr_list_each(cl, &coll, &(struct kcr_list_opts){.metadata_only = true},
+                             note_partial, &partial, NULL, &ei),
+               &ei);
+  assert_int_equal(8, partial);
+  assert_int_equal(KCR_OK,
+                   kcr_informer_new(&(struct kcr_informer_opts){.client = cl,
+                                                                .gvr = &itest_configmaps,
+                                                                .ns = ns,
+                                                                .metadata_only = true},
+                                    &meta, NULL));
+  assert_int_equal(KCR_OK, kcr_informer_new(
+                               &(struct kcr_informer_opts){
+                                   .client = cl, .gvr = &itest_configmaps, .ns = ns},
+                               &whole, NULL));
+  assert_int_equal(KCR_OK, kcr_informer_start(meta));
+  assert_int_equal(KCR_OK, kcr_informer_start(whole));
+  assert_true(kcr_informer_wait_synced(meta, 60000));
+  assert_true(kcr_informer_wait_synced(whole, 60000));
+
+  /* listed */
+  assert_int_equal(8, kcr_store_len(kcr_informer_store(meta)));
+  t = cached_at(meta, ns, "cm-3", NULL);
+  assert_string_equal("meta.k8s.io/v1", kcr_json_str(t, "/apiVersion"));
+  assert_string_equal("PartialObjectMetadata", kcr_json_str(t, "/kind"));
+  assert_string_equal("3", kcr_json_str(t, "/metadata/labels/l"));
+  assert_string_equal("1", kcr_json_str(t, "/metadata/annotations/n"));
+  assert_non_null(kcr_json_str(t, "/metadata/uid"));
+  assert_null(kcr_json_at(t, "/data"));
+  assert_null(kcr_json_at(t, "/metadata/managedFields"));
+  cJSON_Delete(t);
+  /* 8 x 32 KiB of data in the full cache, none in this one */
+  assert_true(kcr_store_bytes(kcr_informer_store(meta)) * 20 <
+              kcr_store_bytes(kcr_informer_store(whole)));
+
+  /* watched: an update, then a delete */
+  itest_expect(KCR_OK,
+               kcr_patch(cl, &a, &(struct kcr_patch_opts){KCR_PATCH_MERGE}, patch,
+                         strlen(patch), &made, &ei),
+               &ei);
+  snprintf(rv, sizeof(rv), "%s", kcr_json_str(made, "/metadata/resourceVersion"));
+  t = cached_at(meta, ns, "cm-0", rv);
+  assert_string_equal("PartialObjectMetadata", kcr_json_str(t, "/kind"));
+  assert_string_equal("2", kcr_json_str(t, "/metadata/annotations/n"));
+  assert_null(kcr_json_at(t, "/data"));
+  cJSON_Delete(t);
+  itest_expect(KCR_OK, kcr_delete(cl, &a, NULL, NULL, &ei), &ei);
+  for(int i = 0; i < 300 && kcr_store_len(kcr_informer_store(meta)) != 7; i++)
+    itest_sleep_ms(100);
+  assert_int_equal(7, kcr_store_len(kcr_informer_store(meta)));
+
+  kcr_informer_free(meta);
+  kcr_informer_free(whole);
+  cJSON_Delete(made);
+  kcr_errinfo_cleanup(&ei);
+  itest_namespace_drop(cl, ns);
+}
+
 static kcr_err note_mf(const cJSON *item, void *ud)
 {
   *(int *)ud += kcr_json_at(item, "/metadata/managedFields") != NULL;
@@ -511,6 +604,7 @@ int main(void)
       cmocka_unit_test(resync_replays_every_object),
       cmocka_unit_test(a_keep_list_stores_only_those_fields),
       cmocka_unit_test(listed_objects_come_without_managed_fields),
+      cmocka_unit_test(a_metadata_only_informer_holds_metadata),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

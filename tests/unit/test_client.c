@@ -676,6 +676,131 @@ static void a_watch_keeps_its_client(void **state)
   kcr_watch_free(w);
 }
 
+/* The Accept header each request carried, by kind of request. */
+struct accepts {
+  char list[160], watch[160], get[160];
+};
+
+static void note_accept(char *to, const struct kcr__wire_request *req)
+{
+  snprintf(to, 160, "%s", req->accept ? req->accept : "(json)");
+}
+
+static kcr_err record_accept(struct twire_call *call, void *ud)
+{
+  struct accepts *a = ud;
+  if(call->req->watch) {
+    note_accept(a->watch, call->req);
+    twire_stream(call, 200);
+    twire_send(call, "{\"type\":\"ADDED\",\"object\":{\"apiVersion\":\"meta.k8s.io/v1\","
+                     "\"kind\":\"PartialObjectMetadata\",\"metadata\":{\"name\":\"o\","
+                     "\"resourceVersion\":\"5\"}}}");
+    return KCR_OK;
+  }
+  if(twire_is(call, "GET", "/api/v1/namespaces/ns/configmaps/x")) {
+    note_accept(a->get, call->req);
+    return twire_reply(call, 200, "{\"metadata\":{\"name\":\"x\"}}");
+  }
+  note_accept(a->list, call->req);
+  return twire_reply(call, 200,
+                     "{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":"
+                     "\"meta.k8s.io/v1\",\"metadata\":{\"resourceVersion\":\"5\"},"
+                     "\"items\":[]}");
+}
+
+static kcr_err stop_at_first(struct kcr_watch_event *ev, void *ud)
+{
+  return KCR_ECANCELED;
+}
+
+/* metadata_only asks for PartialObjectMetadata(List), on a list (each of
+ * the three list calls), a watch and an informer's list and watch, and so
+ * does kcr_get_metadata; every
+ * other request, and the same ones without it, accept plain JSON. A raw
+ * request's accept and content type may not hold a control character (the
+ * header would end there). */
+static void metadata_only_reads_ask_for_partial_object_metadata(void **state)
+{
+  struct accepts a = {"", "", ""};
+  kcr_client *c = twire_client(record_accept, &a);
+  struct kcr_ref coll = {&cms, "ns"};
+  struct kcr_list_opts mo = {.metadata_only = true};
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  cJSON *out = NULL;
+  kcr_watch *w;
+  kcr_informer *inf;
+
+  assert_int_equal(KCR_OK, kcr_list(c, &coll, &mo, &out, NULL));
+  assert_string_equal(KCR_ACCEPT_METADATA_LIST, a.list);
+  cJSON_Delete(out);
+  strcpy(a.list, "");
+  assert_int_equal(KCR_OK,
+                   kcr_list_each(c, &coll, &mo, count_item, &(int){0}, NULL, NULL));
+  assert_string_equal(KCR_ACCEPT_METADATA_LIST, a.list);
+  strcpy(a.list, "");
+  assert_int_equal(KCR_OK, kcr_list_each_text(c, &coll, &mo, collect_text,
+                                              &(struct kcr_buf)KCR_BUF_INIT, NULL, NULL));
+  assert_string_equal(KCR_ACCEPT_METADATA_LIST, a.list);
+  assert_int_equal(KCR_OK, kcr_list(c, &coll, NULL, &out, NULL));
+  assert_string_equal("(json)", a.list);
+  cJSON_Delete(out);
+  assert_int_equal(KCR_OK, kcr_get(c, &(struct kcr_ref){&cms, "ns", "x"}, &out, NULL));
+  assert_string_equal("(json)", a.get);
+  cJSON_Delete(out);
+  assert_int_equal(KCR_OK,
+                   kcr_get_metadata(c, &(struct kcr_ref){&cms, "ns", "x"}, &out, NULL));
+  assert_string_equal(KCR_ACCEPT_METADATA, a.get);
+  cJSON_Delete(out);
+
+  assert_int_equal(KCR_OK,
+                   kcr_watch_new(&(struct kcr_watch_opts){.client = c,
+                                                          .ref = &coll,
+                                                          .on_event = stop_at_first,
+                                                          .resource_version = "1",
+                                                          .metadata_only = true},
+                                 &w, NULL));
+  kcr_watch_run(w, &ei);
+  assert_string_equal(KCR_ACCEPT_METADATA, a.watch);
+  kcr_watch_free(w);
+  kcr_errinfo_cleanup(&ei);
+
+  strcpy(a.list, "");
+  strcpy(a.watch, "");
+  assert_int_equal(KCR_OK,
+                   kcr_informer_new(
+                       &(struct kcr_informer_opts){
+                           .client = c, .gvr = &cms, .ns = "ns", .metadata_only = true},
+                       &inf, NULL));
+  assert_int_equal(KCR_OK, kcr_informer_start(inf));
+  assert_true(kcr_informer_wait_synced(inf, 10000));
+  for(int i = 0; i < 200 && !*a.watch; i++)
+    usleep(10000);
+  assert_string_equal(KCR_ACCEPT_METADATA_LIST, a.list);
+  assert_string_equal(KCR_ACCEPT_METADATA, a.watch);
+  kcr_informer_free(inf);
+
+  struct kcr_http_response resp = {.body = KCR_BUF_INIT};
+  assert_int_equal(KCR_EINVAL,
+                   kcr_client_do(c,
+                                 &(struct kcr_http_request){.method = "GET",
+                                                            .path = "/api",
+                                                            .accept = "a\r\nX-Evil: 1"},
+                                 &resp, &ei));
+  assert_non_null(strstr(ei.message, "Accept"));
+  assert_int_equal(KCR_EINVAL, kcr_client_do(c,
+                                             &(struct kcr_http_request){
+                                                 .method = "POST",
+                                                 .path = "/api",
+                                                 .body = "{}",
+                                                 .body_len = 2,
+                                                 .content_type = "application/json\n"},
+                                             &resp, &ei));
+  assert_non_null(strstr(ei.message, "Content-Type"));
+  kcr_buf_cleanup(&resp.body);
+  kcr_errinfo_cleanup(&ei);
+  kcr_client_free(c);
+}
+
 static void invalid_arguments_are_einval_with_a_message(void **state)
 {
   struct last l = {0};
@@ -1006,6 +1131,7 @@ int main(void)
       cmocka_unit_test(a_malformed_watch_line_is_logged_without_its_content),
       cmocka_unit_test(watch_timeouts_are_ms_rounded_up_to_seconds),
       cmocka_unit_test(a_watch_keeps_its_client),
+      cmocka_unit_test(metadata_only_reads_ask_for_partial_object_metadata),
       cmocka_unit_test(invalid_arguments_are_einval_with_a_message),
       cmocka_unit_test(delete_sends_grace_period_only_when_given),
       cmocka_unit_test(apply_options_reach_the_query),

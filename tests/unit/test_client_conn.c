@@ -485,7 +485,7 @@ static void check_a_read_is_resent(bool tls)
   /* the first request: a write for the own path (its pool), a GET for curl */
   if(tls) {
     assert_int_equal(KCR_OK, create(c, small, sizeof(small) - 1, 0, &ei));
-    rc = kcr__own_stream(c, cms_path, 0, -1, 0, keep_body, &body, &code, &ei);
+    rc = kcr__own_stream(c, cms_path, NULL, 0, -1, 0, keep_body, &body, &code, &ei);
   } else {
     struct kcr_http_request req = {.method = "GET", .path = cms_path};
     struct kcr_http_response resp = {.body = KCR_BUF_INIT};
@@ -544,7 +544,7 @@ static void check_no_answer_on_a_new_connection(bool tls)
   print_message("%s\n", ei.message);
   assert_int_equal(1, atomic_load(&sv.posts));
   if(tls) {
-    rc = kcr__own_stream(c, cms_path, 0, -1, 0, keep_body, &body, &code, &ei);
+    rc = kcr__own_stream(c, cms_path, NULL, 0, -1, 0, keep_body, &body, &code, &ei);
   } else {
     struct kcr_http_request req = {.method = "GET", .path = cms_path};
     struct kcr_http_response resp = {.body = KCR_BUF_INIT};

@@ -1655,7 +1655,7 @@ static void load_use_free(const char *yaml)
   conn = kcr__conn_get(c);
   assert_non_null(conn);
   assert_int_equal(KCR_OK, kcr__conn_prepare(c, conn, "GET", "/api/v1/namespaces", NULL,
-                                             false, &hdrs, &ei));
+                                             NULL, false, &hdrs, &ei));
   curl_easy_setopt(conn->h, CURLOPT_HTTPHEADER, NULL);
   kcr__headers_free(hdrs);
   kcr__conn_put(c, conn, false);

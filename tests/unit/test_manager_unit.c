@@ -622,6 +622,19 @@ static void one_resource_has_one_set_of_cache_options(void **state)
       kcr_manager_informer(m, &(struct kcr_informer_opts){.gvr = &cms, .keep = keep},
                            &refused, &ei));
   assert_non_null(strstr(ei.message, "every namespace"));
+  /* A metadata-only cache is another cache: beside the full one, with
+   * options of its own, and found again as itself. */
+  kcr_informer *meta, *meta_again;
+  assert_int_equal(KCR_OK,
+                   kcr_manager_informer(
+                       m, &(struct kcr_informer_opts){.gvr = &cms, .metadata_only = true},
+                       &meta, &ei));
+  assert_ptr_not_equal(proj, meta);
+  assert_int_equal(KCR_OK,
+                   kcr_manager_informer(
+                       m, &(struct kcr_informer_opts){.gvr = &cms, .metadata_only = true},
+                       &meta_again, &ei));
+  assert_ptr_equal(meta, meta_again);
   kcr_errinfo_cleanup(&ei);
   kcr_manager_free(m);
   api_cleanup(&a);
