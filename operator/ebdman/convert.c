@@ -2,11 +2,13 @@
  * CRD's conversion webhook (kcr/webhook.h "CRD conversion").
  *
  * The two versions differ in one member: v1alpha1's spec.vfm is v1beta1's
- * spec.vfmTemplate, with the same content. So a conversion is a rename done on
- * the text: every byte but that member name is copied as it came, and no
- * number or string goes through a decoder (an int64 beyond 2^53, a string
- * with an escape, member order: all kept). The library sets apiVersion and
- * checks that the metadata did not change. */
+ * spec.vfmTemplate, with the same content. So a conversion is a rename done
+ * on the object's text: the converter copies every value but that member's
+ * name as it came, without decoding it. (The library parses each object
+ * and prints it again around the converter, so what the apiserver gets
+ * back holds the same values - an int64 beyond 2^53 included, member order
+ * kept - not the same bytes: escapes and white space are normalised.) The
+ * library sets apiVersion and checks that the metadata did not change. */
 #include <string.h>
 
 #include "ebdman.h"
@@ -27,7 +29,8 @@ static kcr_err rename_in_spec(kcr_conversion *cv, struct kcr_str in, struct kcr_
   bool first = true;
   int r, s;
 
-  if(kcr_json_check(in.s, in.n, &obj) || !kcr_jiter_init(&it, obj))
+  if(kcr_json_check(in.s, in.n, &obj) || kcr_jv_type(obj) != KCR_JT_OBJECT ||
+     !kcr_jiter_init(&it, obj))
     return kcr_errinfo_set(ei, KCR_EPARSE, "the EBD is not a JSON object");
   kcr_buf_puts(out, "{");
   while((r = kcr_jiter_next(&it, &name, &val)) == 1) {
@@ -36,7 +39,8 @@ static kcr_err rename_in_spec(kcr_conversion *cv, struct kcr_str in, struct kcr_
     first = false;
     kcr_buf_append(out, name.at, name.n);
     kcr_buf_puts(out, ":");
-    if(!kcr_jv_str_is(name, "spec", 4) || !kcr_jiter_init(&sit, val)) {
+    if(!kcr_jv_str_is(name, "spec", 4) || kcr_jv_type(val) != KCR_JT_OBJECT ||
+       !kcr_jiter_init(&sit, val)) {
       kcr_buf_append(out, val.at, val.n);
       continue;
     }

@@ -272,12 +272,32 @@ extern const struct kcr_gvr ebdman_crds;
  * holds another. *storage gets the storage version's name (borrowed from
  * crd; NULL, and false, when no version has storage: true). Pure. */
 bool ebdman_migration_needed(const cJSON *crd, const char **storage);
-/* The storage migration's reconcile (ud: the store of an informer of the
- * CRD): when ebdman_migration_needed, rewrites every EBD (listed from the
- * apiserver, all namespaces) so that the apiserver stores it in the
- * storage version, then sets the CRD's status.storedVersions to that one
- * version, with the CRD's resourceVersion as precondition. Errors: those
- * of the requests (a conflict on the CRD: requeued with backoff). */
+/* How long a new storage version must have been seen before EBDs are
+ * rewritten: each apiserver of a replicated control plane switches when it
+ * sees the CRD change, and one that has not yet would store a rewritten
+ * EBD in the old version. */
+#define EBDMAN_MIGRATION_SETTLE_MS 30000
+/* The storage migration's state (its reconcile's ud): the store of an
+ * informer of the CRD, and when the storage version needing a migration
+ * was first seen ("uid/version"). */
+struct ebdman_migration {
+  kcr_store *crds;
+  uint64_t settle_ms; /* EBDMAN_MIGRATION_SETTLE_MS */
+  char seen[128];
+  uint64_t seen_at; /* kcr_time_mono_ms */
+};
+/* The storage migration's reconcile (ud: struct ebdman_migration): when
+ * ebdman_migration_needed and the CRD converts through its webhook (with
+ * strategy None a v1alpha1 EBD reads without its spec.vfm: not run, logged),
+ * once the storage version has been seen for settle_ms (else requeued
+ * after what is left), lists every EBD's metadata from the apiserver (all
+ * namespaces), rewrites each with an empty merge patch carrying its
+ * resourceVersion (the apiserver stores it again, in the storage version;
+ * a conflict or not found means written since or gone), and when all
+ * succeeded sets the CRD's status.storedVersions to that one version with
+ * the CRD's resourceVersion as precondition. An EBD that cannot be written
+ * does not stop the others; the error names how many failed and the first.
+ * Errors: those of the requests (requeued with backoff). */
 kcr_err ebdman_migrate_reconcile(kcr_ctx *cx, const struct kcr_request *req,
                                  struct kcr_result *res, void *ud);
 

@@ -806,6 +806,7 @@ static kcr_err add_webhooks(kcr_manager *m, struct ebdman *e,
 static kcr_err add_migration(kcr_manager *m, const struct ebdman_run_opts *ro,
                              struct kcr_errinfo *ei)
 {
+  static struct ebdman_migration mig = {.settle_ms = EBDMAN_MIGRATION_SETTLE_MS};
   kcr_informer *inf;
   kcr_controller *c = NULL;
   kcr_err rc;
@@ -817,15 +818,18 @@ static kcr_err add_migration(kcr_manager *m, const struct ebdman_run_opts *ro,
             KCR_S("namespace", ro->ns));
     return KCR_OK;
   }
-  if((rc = kcr_manager_informer(
-          m,
-          &(struct kcr_informer_opts){.gvr = &ebdman_crds,
-                                      .field_selector = "metadata.name=" EBDMAN_CRD},
-          &inf, ei)) ||
-     (rc = kcr_controller_new(
+  rc = kcr_manager_informer(
+      m,
+      &(struct kcr_informer_opts){.gvr = &ebdman_crds,
+                                  .field_selector = "metadata.name=" EBDMAN_CRD},
+      &inf, ei);
+  if(rc)
+    return rc;
+  mig.crds = kcr_informer_store(inf);
+  if((rc = kcr_controller_new(
           &(struct kcr_controller_opts){.name = "storage-migration",
                                         .reconcile = ebdman_migrate_reconcile,
-                                        .ud = kcr_informer_store(inf),
+                                        .ud = &mig,
                                         .client = kcr_manager_client(m),
                                         .metrics = kcr_manager_metrics(m)},
           &c, ei)) ||

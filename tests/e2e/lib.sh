@@ -916,6 +916,30 @@ retry() {
   return 1
 }
 
+# ebd_crd_v1alpha1_only: the EBD CRD as it was before v1beta1, made from
+# config/crd/bases: v1alpha1 alone, the storage version, not deprecated.
+ebd_crd_v1alpha1_only() {
+  awk '/^  - additionalPrinterColumns:/ { blocks++ }
+       blocks == 2 { next }
+       /^    deprecated: true$/ { next }
+       /^    deprecationWarning:/ { dw = 1; next }
+       dw && /^      / { next }
+       { dw = 0 }
+       /^    storage: false$/ { print "    storage: true"; next }
+       { print }' "$KCR_SOURCE_DIR/config/crd/bases/ebdman.example.com_ebds.yaml"
+}
+
+# delete_ebd_crd: deletes the EBD CRD, and every EBD with it. Its
+# conversion is set to None first: deleting EBDs stored in another version
+# would otherwise need a conversion webhook that may be gone, and the
+# deletion would never end (kubernetes/kubernetes#71925).
+delete_ebd_crd() {
+  k patch crd ebds.ebdman.example.com --type merge \
+    -p '{"spec":{"conversion":{"strategy":"None","webhook":null}}}' >/dev/null 2>&1 || true
+  k delete crd ebds.ebdman.example.com --ignore-not-found --timeout=120s >/dev/null ||
+    fail "could not delete the EBD CRD"
+}
+
 # install_crds: applies config/crd/bases (server-side, idempotent) and waits
 # until both CRDs are Established and served. An EBD CRD that a test left
 # otherwise (a conversion webhook, a version not served, something stored
@@ -924,10 +948,9 @@ retry() {
 install_crds() {
   local state
   state=$(k get crd ebds.ebdman.example.com -o jsonpath='{.spec.conversion.strategy} {.spec.versions[*].served} {.status.storedVersions}' 2>/dev/null || true)
-  if [[ -n $state && $state != 'None true true ["v1beta1"]' && $state != 'None true true ' ]]; then
+  if [[ -n $state && $state != 'None true true ["v1beta1"]' ]]; then
     log "the EBD CRD is not as config/crd/bases has it ($state): replacing it"
-    k delete crd ebds.ebdman.example.com --timeout=120s >/dev/null ||
-      fail "could not delete the EBD CRD a test left changed"
+    delete_ebd_crd
   fi
   retry k apply --server-side --force-conflicts --field-manager=kcr-e2e \
     -f "$KCR_SOURCE_DIR/config/crd/bases" >/dev/null ||

@@ -20,9 +20,14 @@
 #    in its own shape, an update through v1alpha1 reaches the VFM, and an
 #    admission webhook that names v1beta1 alone (matchPolicy Equivalent)
 #    defaults a v1alpha1 request.
-# 4. The storage migration: ebdman (the leader) rewrites every EBD and sets
-#    the CRD's status.storedVersions to [v1beta1]; etcd then holds every EBD
-#    as v1beta1; v1alpha1 set served: false leaves every EBD readable.
+# 4. The storage migration: ebdman (the leader) sets the CRD's
+#    status.storedVersions to [v1beta1] and etcd holds every EBD as v1beta1.
+#    The status writes of the cold start store each EBD again too, so the
+#    migration's own rewrite is checked apart: K EBDs are put back into etcd
+#    as v1alpha1 (status and all, so the reconcile has nothing to write) and
+#    storedVersions back to both; the migration rewrites exactly those, and
+#    ebdman writes no status meanwhile. Then v1alpha1 set served: false
+#    leaves every EBD readable.
 # 5. No request of ebdman was refused: config/rbac suffices.
 # At the end the CRD is put back as config/crd/bases has it.
 # KCR_CONVERSION_EBDS: how many stored v1alpha1 EBDs (default 100).
@@ -43,7 +48,8 @@ wport=$E2E_PORT
 default_image=registry.example.com/vfm:default
 k delete secret -n "$E2E_SYSTEM_NS" "$E2E_CERTS_SECRET" --ignore-not-found >/dev/null
 # Whatever happens, later tests get the CRD as config/crd/bases has it.
-restore_crd() { k delete crd "$crd" --timeout=120s >/dev/null 2>&1 || true; install_crds; }
+# (In a subshell: a failure here must not end the cleanup that calls it.)
+restore_crd() { (install_crds); }
 
 # stored_versions: "NAME APIVERSION" of each EBD of $ns as etcd holds it
 # (etcd's JSON gateway: a range over the namespace's keys, values base64).
@@ -52,7 +58,7 @@ stored_versions() {
   curl -sf --max-time 10 -X POST "$KCR_ETCD_ENDPOINT/v3/kv/range" -d "{\"key\":\"$(printf %s "$prefix" | base64 -w0)\",\"range_end\":\"$(printf %s "${prefix%/}0" | base64 -w0)\"}" |
     grep -o '"value":"[^"]*"' | cut -d'"' -f4 |
     while read -r v; do
-      printf '%s' "$v" | base64 -d |
+      { printf '%s' "$v" | base64 -d; echo; } |
         sed -n 's/^{"apiVersion":"\([^"]*\)","kind":"EBD",.*"name":"\([^"]*\)","namespace".*/\2 \1/p'
     done
 }
@@ -60,19 +66,9 @@ stored_as() { stored_versions | awk -v v="$1" '$2 == v' | grep -c . || true; }
 
 # --- 1. before v1beta1: the CRD with v1alpha1 alone, stored --------------
 # (a CRD whose status.storedVersions holds v1beta1 cannot drop it: replace it)
-old_crd() {
-  awk '/^  - additionalPrinterColumns:/ { blocks++ }
-       blocks == 2 { next }
-       /^    deprecated: true$/ { next }
-       /^    deprecationWarning:/ { dw = 1; next }
-       dw && /^      / { next }
-       { dw = 0 }
-       /^    storage: false$/ { print "    storage: true"; next }
-       { print }' "$bases"
-}
-k delete crd "$crd" --timeout=120s >/dev/null
+delete_ebd_crd
 E2E_EXIT_HOOKS+=(restore_crd)
-old_crd | k create -f - >/dev/null
+ebd_crd_v1alpha1_only | k create -f - >/dev/null
 k wait --for=condition=Established --timeout=60s "crd/$crd" >/dev/null
 expect_eq "the old CRD: v1alpha1 alone, stored" "v1alpha1 true" \
   "$(k get crd "$crd" -o jsonpath='{.spec.versions[*].name} {.spec.versions[*].storage}')"
@@ -103,7 +99,7 @@ install_webhooks "$wport" "$wport"
 start_vfm_sim sim --namespace "$ns" --delay 100ms
 # All namespaces (the migration lists every EBD), so no --namespace.
 start_ebdman op --webhook-bind-address "127.0.0.1:$wport" \
-  --webhook-certs-secret "$E2E_CERTS_SECRET" --webhook-ip 127.0.0.1 \
+  --webhook-certs-secret "$E2E_CERTS_SECRET" --webhook-ip 127.0.0.1 --leader-elect \
   --leader-election-namespace "$E2E_SYSTEM_NS" --default-vfm-image "$default_image"
 expect_eq "the CRD's caBundle is the Secret's ca.crt" \
   "$(k get secret -n "$E2E_SYSTEM_NS" "$E2E_CERTS_SECRET" -o jsonpath='{.data.ca\.crt}')" \
@@ -165,11 +161,39 @@ for e in new-beta new-alpha; do
 done
 
 # --- 4. the storage migration ---------------------------------------------
-wait_eq 120 "the CRD's status.storedVersions" '["v1beta1"]' \
+# (it waits until the storage version has been seen for 30 s)
+wait_eq 150 "the CRD's status.storedVersions" '["v1beta1"]' \
   k get crd "$crd" -o jsonpath='{.status.storedVersions}'
 expect_gt "ebdman logged the migration (times)" 0 "$(grep -c 'storage migration done' "${E2E_LOG[op]}" || true)"
 expect_eq "etcd holds every EBD as v1beta1" "$total" "$(stored_as ebdman.example.com/v1beta1)"
 expect_eq "and none as v1alpha1" 0 "$(stored_as ebdman.example.com/v1alpha1)"
+# The migration's own rewrite: K EBDs put back as v1alpha1, behind the
+# apiserver's back (etcd's JSON gateway), as they were before the upgrade.
+k_back=10
+etcd_put_v1alpha1() { # NAME
+  local key=/registry/ebdman.example.com/ebds/$ns/$1 v
+  v=$(curl -sf --max-time 10 -X POST "$KCR_ETCD_ENDPOINT/v3/kv/range" \
+    -d "{\"key\":\"$(printf %s "$key" | base64 -w0)\"}" | grep -o '"value":"[^"]*"' | cut -d'"' -f4 |
+    base64 -d | sed 's|^{"apiVersion":"ebdman.example.com/v1beta1",|{"apiVersion":"ebdman.example.com/v1alpha1",|; s|"spec":{"vfmTemplate":|"spec":{"vfm":|')
+  [[ $v == '{"apiVersion":"ebdman.example.com/v1alpha1",'*'"spec":{"vfm":'* ]] || return 1
+  v+=$'\n' # as the apiserver writes it
+  curl -sf --max-time 10 -X POST "$KCR_ETCD_ENDPOINT/v3/kv/put" \
+    -d "{\"key\":\"$(printf %s "$key" | base64 -w0)\",\"value\":\"$(printf %s "$v" | base64 -w0)\"}" >/dev/null
+}
+written0=$(metric op kcr_status_writes_total 'result="written"')
+for ((i = 0; i < k_back; i++)); do
+  etcd_put_v1alpha1 "$(printf 'old-%03d' "$i")" || fail "putting old-$i back as v1alpha1 in etcd failed"
+done
+expect_eq "etcd holds $k_back EBDs as v1alpha1 again" "$k_back" "$(stored_as ebdman.example.com/v1alpha1)"
+expect_eq "and they read as before, in v1alpha1" "$(printf '%s\n' "$before" | grep '^old-00')" \
+  "$(k -n "$ns" get "$alpha" -o jsonpath="$view{.spec.vfm}{\"\\n\"}{end}" | grep '^old-00')"
+k patch crd "$crd" --subresource=status --type merge \
+  -p '{"status":{"storedVersions":["v1alpha1","v1beta1"]}}' >/dev/null
+wait_eq 60 "the migration again: status.storedVersions" '["v1beta1"]' \
+  k get crd "$crd" -o jsonpath='{.status.storedVersions}'
+expect_eq "the migration rewrote them: none stored as v1alpha1" 0 "$(stored_as ebdman.example.com/v1alpha1)"
+expect_eq "while ebdman wrote no status (nothing changed for it)" "$written0" \
+  "$(metric op kcr_status_writes_total 'result="written"')"
 expect_eq "v1alpha1 is the CRD's first version" v1alpha1 \
   "$(k get crd "$crd" -o jsonpath='{.spec.versions[0].name}')"
 k patch crd "$crd" --type json -p '[{"op":"replace","path":"/spec/versions/0/served","value":false}]' >/dev/null

@@ -4,7 +4,11 @@
 #  1. scripts/image packs the Release ebdman into an OCI image (no registry,
 #     no container engine); `ctr images import` loads it into the node.
 #  2. `kubectl apply -k tests/node/overlay` - config/default as shipped, only
-#     the image name and pull policy changed - gives an Available Deployment:
+#     the image name and pull policy changed - over the EBD CRD of a release
+#     before v1beta1 with EBDs stored as v1alpha1, gives an Available
+#     Deployment (its Pod Ready before its caches sync, which needs its own
+#     conversion webhook through the Service), those EBDs reconciled and
+#     migrated to v1beta1 storage, and:
 #     the container runs as uid 65532 with a read-only root filesystem, both
 #     probes answer, the client uses the in-cluster configuration (mounted
 #     ServiceAccount token and CA, the kubernetes Service IP), RBAC is exactly
@@ -91,7 +95,22 @@ sel=control-plane=controller-manager
 ctr_ images import "$tmp/ebdman.tar" >/dev/null || fail "ctr images import $tmp/ebdman.tar failed"
 pass "image $image imported into the node's containerd"
 
-# ---- 2. install as users do ---------------------------------------------------
+# ---- 2. install as users do, over EBDs of a release before v1beta1 -------------
+# The EBD CRD as it was (v1alpha1 alone) and EBDs stored as v1alpha1: the
+# new Pod's caches (v1beta1) sync only through its own conversion webhook,
+# which the apiserver calls through the webhook Service - whose endpoints
+# are the Ready Pods. So the Pod must be Ready before its caches sync
+# (readinessProbe /readyz/webhooks), or the rollout waits for itself.
+ebd_crd_v1alpha1_only | k create -f - >/dev/null
+k wait --for=condition=Established --timeout=60s crd/ebds.ebdman.example.com >/dev/null ||
+  fail "the v1alpha1 CRD not Established in 60 s"
+new_ns
+old_ns=$E2E_NS
+n_old=5
+wait_for 30 "v1alpha1 EBDs served" k get ebds.v1alpha1.ebdman.example.com -A -o name
+for i in $(seq 1 "$n_old"); do
+  printf -- '---\napiVersion: ebdman.example.com/v1alpha1\nkind: EBD\nmetadata:\n  name: old-%s\nspec:\n  vfm:\n    image: registry.example.com/vfm:0.9\n' "$i"
+done | k -n "$old_ns" create -f - >/dev/null
 k apply -k "$KCR_SOURCE_DIR/tests/node/overlay" >"$E2E_TMP/apply.txt" ||
   fail "kubectl apply -k tests/node/overlay failed: $(cat "$E2E_TMP/apply.txt")"
 k wait --for=condition=Established --timeout=60s \
@@ -103,6 +122,19 @@ if ! k -n "$E2E_SYSTEM_NS" wait "$deploy" --for=condition=Available --timeout=12
   fail "Deployment ebdman-controller-manager not Available in 120 s"
 fi
 pass "kubectl apply -k tests/node/overlay: Deployment Available"
+old_templates() {
+  k -n "$old_ns" get ebds.v1beta1.ebdman.example.com \
+    -o jsonpath='{range .items[*]}{.spec.vfmTemplate.image}{"\n"}{end}' | grep -c 'vfm:0.9' || true
+}
+wait_eq 60 "the $n_old EBDs stored as v1alpha1 read as v1beta1, converted through the Service" \
+  "$n_old" old_templates
+old_installed() {
+  k -n "$old_ns" get ebds -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Installed")].status}{"\n"}{end}' |
+    grep -c '^True$' || true
+}
+wait_eq 60 "and reconciled: Installed" "$n_old" old_installed
+wait_eq 150 "the leader's storage migration: status.storedVersions" '["v1beta1"]' \
+  k get crd ebds.ebdman.example.com -o jsonpath='{.status.storedVersions}'
 
 # pods: the names of the operator's Pods that are not being deleted.
 pods() {

@@ -1,6 +1,6 @@
 /* ebdman's EBD conversion (operator/ebdman/convert.c) through the library's
  * ConversionReview handling (kcr_conversion_review): v1alpha1's spec.vfm is
- * v1beta1's spec.vfmTemplate, every other byte kept - integers past 2^53,
+ * v1beta1's spec.vfmTemplate, every other value kept - integers past 2^53,
  * escapes, member order, status - both ways, the round trip exact (so no
  * hub-data annotation), and a spec holding both names refused; and which
  * CRDs the storage migration acts on (ebdman_migration_needed). */
@@ -152,6 +152,39 @@ static void what_has_no_spec_or_no_vfm_converts_unchanged(void **state)
   free(got);
 }
 
+/* A spec that is no object (an array, null: the schema refuses them, so
+ * only a hand-made review holds one) is copied unchanged, not walked as if
+ * it were one (which made "{:1}" of an array); a member named vfm deeper
+ * than spec (a config key) is no spec.vfm. */
+static void only_specs_own_vfm_is_renamed(void **state)
+{
+  const char *why = NULL;
+  char *got;
+
+  (void)state;
+  got = convert("ebdman.example.com/v1beta1",
+                "{\"apiVersion\":\"ebdman.example.com/v1alpha1\",\"kind\":\"EBD\","
+                "\"metadata\":{\"name\":\"a\",\"uid\":\"u\"},\"spec\":[1,{\"vfm\":2}]},"
+                "{\"apiVersion\":\"ebdman.example.com/v1alpha1\",\"kind\":\"EBD\","
+                "\"metadata\":{\"name\":\"b\",\"uid\":\"v\"},\"spec\":null},"
+                "{\"apiVersion\":\"ebdman.example.com/v1alpha1\",\"kind\":\"EBD\","
+                "\"metadata\":{\"name\":\"c\",\"uid\":\"w\"},\"spec\":{\"vfm\":{"
+                "\"config\":{\"vfm\":\"x\"}}}}",
+                &why);
+  if(!got)
+    fail_msg("the review failed: %s", why);
+  assert_same_json(
+      "[{\"apiVersion\":\"ebdman.example.com/v1beta1\",\"kind\":\"EBD\","
+      "\"metadata\":{\"name\":\"a\",\"uid\":\"u\"},\"spec\":[1,{\"vfm\":2}]},"
+      "{\"apiVersion\":\"ebdman.example.com/v1beta1\",\"kind\":\"EBD\","
+      "\"metadata\":{\"name\":\"b\",\"uid\":\"v\"},\"spec\":null},"
+      "{\"apiVersion\":\"ebdman.example.com/v1beta1\",\"kind\":\"EBD\","
+      "\"metadata\":{\"name\":\"c\",\"uid\":\"w\"},\"spec\":{\"vfmTemplate\":{"
+      "\"config\":{\"vfm\":\"x\"}}}}]",
+      got);
+  free(got);
+}
+
 /* A spec with both names cannot come from a pruned object; converting it
  * would drop one of the two, so the review fails, naming the object. */
 static void a_spec_with_both_names_fails_the_review(void **state)
@@ -168,6 +201,15 @@ static void a_spec_with_both_names_fails_the_review(void **state)
   assert_non_null(why);
   assert_non_null(strstr(why, "both"));
   assert_non_null(strstr(why, "already holds vfmTemplate"));
+  /* and the other way */
+  why = NULL;
+  assert_null(convert("ebdman.example.com/v1alpha1",
+                      "{\"apiVersion\":\"ebdman.example.com/v1beta1\",\"kind\":\"EBD\","
+                      "\"metadata\":{\"name\":\"both\",\"uid\":\"u\"},\"spec\":{"
+                      "\"vfmTemplate\":{},\"vfm\":{}}}",
+                      &why));
+  assert_non_null(why);
+  assert_non_null(strstr(why, "already holds vfm"));
 }
 
 static cJSON *crd(const char *versions, const char *stored)
@@ -218,6 +260,7 @@ int main(void)
       cmocka_unit_test(v1alpha1_reads_as_v1beta1_and_back),
       cmocka_unit_test(several_objects_keep_their_order),
       cmocka_unit_test(what_has_no_spec_or_no_vfm_converts_unchanged),
+      cmocka_unit_test(only_specs_own_vfm_is_renamed),
       cmocka_unit_test(a_spec_with_both_names_fails_the_review),
       cmocka_unit_test(migration_is_needed_while_another_version_is_stored),
   };
