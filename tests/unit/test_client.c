@@ -2,6 +2,7 @@
  * limits on what the server sends, Retry-After arithmetic, the write gate,
  * and watch delivery (rv moves only past delivered events); and, without
  * the network, which servers the client reaches through a proxy. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -676,21 +677,42 @@ static void a_watch_keeps_its_client(void **state)
   kcr_watch_free(w);
 }
 
-/* The Accept header each request carried, by kind of request. */
+/* The Accept header each request carried, by kind of request; written on
+ * the threads that send them (an informer's), read on the test's: under mu. */
 struct accepts {
+  pthread_mutex_t mu;
   char list[160], watch[160], get[160];
 };
 
-static void note_accept(char *to, const struct kcr__wire_request *req)
+static void note_accept(struct accepts *a, char *to, const struct kcr__wire_request *req)
 {
+  pthread_mutex_lock(&a->mu);
   snprintf(to, 160, "%s", req->accept ? req->accept : "(json)");
+  pthread_mutex_unlock(&a->mu);
+}
+
+/* A copy of field (one of a's), taken under a's lock. */
+static const char *accepted(struct accepts *a, const char *field)
+{
+  static char copy[160];
+  pthread_mutex_lock(&a->mu);
+  snprintf(copy, sizeof(copy), "%s", field);
+  pthread_mutex_unlock(&a->mu);
+  return copy;
+}
+
+static void forget(struct accepts *a, char *field)
+{
+  pthread_mutex_lock(&a->mu);
+  field[0] = '\0';
+  pthread_mutex_unlock(&a->mu);
 }
 
 static kcr_err record_accept(struct twire_call *call, void *ud)
 {
   struct accepts *a = ud;
   if(call->req->watch) {
-    note_accept(a->watch, call->req);
+    note_accept(a, a->watch, call->req);
     twire_stream(call, 200);
     twire_send(call, "{\"type\":\"ADDED\",\"object\":{\"apiVersion\":\"meta.k8s.io/v1\","
                      "\"kind\":\"PartialObjectMetadata\",\"metadata\":{\"name\":\"o\","
@@ -698,10 +720,10 @@ static kcr_err record_accept(struct twire_call *call, void *ud)
     return KCR_OK;
   }
   if(twire_is(call, "GET", "/api/v1/namespaces/ns/configmaps/x")) {
-    note_accept(a->get, call->req);
+    note_accept(a, a->get, call->req);
     return twire_reply(call, 200, "{\"metadata\":{\"name\":\"x\"}}");
   }
-  note_accept(a->list, call->req);
+  note_accept(a, a->list, call->req);
   return twire_reply(call, 200,
                      "{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":"
                      "\"meta.k8s.io/v1\",\"metadata\":{\"resourceVersion\":\"5\"},"
@@ -721,7 +743,7 @@ static kcr_err stop_at_first(struct kcr_watch_event *ev, void *ud)
  * header would end there). */
 static void metadata_only_reads_ask_for_partial_object_metadata(void **state)
 {
-  struct accepts a = {"", "", ""};
+  struct accepts a = {PTHREAD_MUTEX_INITIALIZER, "", "", ""};
   kcr_client *c = twire_client(record_accept, &a);
   struct kcr_ref coll = {&cms, "ns"};
   struct kcr_list_opts mo = {.metadata_only = true};
@@ -731,25 +753,25 @@ static void metadata_only_reads_ask_for_partial_object_metadata(void **state)
   kcr_informer *inf;
 
   assert_int_equal(KCR_OK, kcr_list(c, &coll, &mo, &out, NULL));
-  assert_string_equal(KCR_ACCEPT_METADATA_LIST, a.list);
+  assert_string_equal(KCR_ACCEPT_METADATA_LIST, accepted(&a, a.list));
   cJSON_Delete(out);
-  strcpy(a.list, "");
+  forget(&a, a.list);
   assert_int_equal(KCR_OK,
                    kcr_list_each(c, &coll, &mo, count_item, &(int){0}, NULL, NULL));
-  assert_string_equal(KCR_ACCEPT_METADATA_LIST, a.list);
-  strcpy(a.list, "");
+  assert_string_equal(KCR_ACCEPT_METADATA_LIST, accepted(&a, a.list));
+  forget(&a, a.list);
   assert_int_equal(KCR_OK, kcr_list_each_text(c, &coll, &mo, collect_text,
                                               &(struct kcr_buf)KCR_BUF_INIT, NULL, NULL));
-  assert_string_equal(KCR_ACCEPT_METADATA_LIST, a.list);
+  assert_string_equal(KCR_ACCEPT_METADATA_LIST, accepted(&a, a.list));
   assert_int_equal(KCR_OK, kcr_list(c, &coll, NULL, &out, NULL));
-  assert_string_equal("(json)", a.list);
+  assert_string_equal("(json)", accepted(&a, a.list));
   cJSON_Delete(out);
   assert_int_equal(KCR_OK, kcr_get(c, &(struct kcr_ref){&cms, "ns", "x"}, &out, NULL));
-  assert_string_equal("(json)", a.get);
+  assert_string_equal("(json)", accepted(&a, a.get));
   cJSON_Delete(out);
   assert_int_equal(KCR_OK,
                    kcr_get_metadata(c, &(struct kcr_ref){&cms, "ns", "x"}, &out, NULL));
-  assert_string_equal(KCR_ACCEPT_METADATA, a.get);
+  assert_string_equal(KCR_ACCEPT_METADATA, accepted(&a, a.get));
   cJSON_Delete(out);
 
   assert_int_equal(KCR_OK,
@@ -760,12 +782,12 @@ static void metadata_only_reads_ask_for_partial_object_metadata(void **state)
                                                           .metadata_only = true},
                                  &w, NULL));
   kcr_watch_run(w, &ei);
-  assert_string_equal(KCR_ACCEPT_METADATA, a.watch);
+  assert_string_equal(KCR_ACCEPT_METADATA, accepted(&a, a.watch));
   kcr_watch_free(w);
   kcr_errinfo_cleanup(&ei);
 
-  strcpy(a.list, "");
-  strcpy(a.watch, "");
+  forget(&a, a.list);
+  forget(&a, a.watch);
   assert_int_equal(KCR_OK,
                    kcr_informer_new(
                        &(struct kcr_informer_opts){
@@ -773,10 +795,10 @@ static void metadata_only_reads_ask_for_partial_object_metadata(void **state)
                        &inf, NULL));
   assert_int_equal(KCR_OK, kcr_informer_start(inf));
   assert_true(kcr_informer_wait_synced(inf, 10000));
-  for(int i = 0; i < 200 && !*a.watch; i++)
+  for(int i = 0; i < 200 && !*accepted(&a, a.watch); i++)
     usleep(10000);
-  assert_string_equal(KCR_ACCEPT_METADATA_LIST, a.list);
-  assert_string_equal(KCR_ACCEPT_METADATA, a.watch);
+  assert_string_equal(KCR_ACCEPT_METADATA_LIST, accepted(&a, a.list));
+  assert_string_equal(KCR_ACCEPT_METADATA, accepted(&a, a.watch));
   kcr_informer_free(inf);
 
   struct kcr_http_response resp = {.body = KCR_BUF_INIT};
