@@ -83,7 +83,12 @@ enum kcr_flag_kind {
   KCR_FLAG_INT,        /* int: a decimal number within [min, max] */
   KCR_FLAG_DURATION,   /* uint64_t milliseconds (kcr_duration_parse: "90s", "1h30m",
                           a bare number is seconds) within [min, max] ms */
-  KCR_FLAG_CHOICE      /* int: the index of the value in choices */
+  KCR_FLAG_CHOICE,     /* int: the index of the value in choices */
+  KCR_FLAG_STRINGS     /* const char *[max + 1]: a non-empty value, given up to
+                          max times (--namespace a --namespace b); each is
+                          added after the last non-NULL entry, so the array
+                          starts all NULL (no default) and stays
+                          NULL-terminated */
 };
 
 struct kcr_flag {
@@ -96,7 +101,9 @@ struct kcr_flag {
                                  VALUE, N, DURATION, the choices joined by '|' */
   int64_t min, max;           /* KCR_FLAG_INT, KCR_FLAG_DURATION (ms): the accepted
                                  range, inclusive; both 0: any int / any duration;
-                                 max INT64_MAX: no upper bound */
+                                 max INT64_MAX: no upper bound. KCR_FLAG_STRINGS:
+                                 max is how many values the array holds (>= 1),
+                                 min 0 */
   const char *const *choices; /* KCR_FLAG_CHOICE: the values, NULL-terminated */
   const char *def;            /* the default as the usage shows it, in place of the
                                  value's (for a default computed later); NULL: the

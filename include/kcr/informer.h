@@ -1,7 +1,8 @@
 /* kcr/informer.h - keeps a local cache (kcr_store) of one resource in sync
  * with the API server and tells handlers about every change.
  *
- * State machine, on its own thread:
+ * State machine, on its own thread (one per namespace with
+ * opts.namespaces or opts.namespace_selector, all into one store):
  *   EMPTY -> LISTING (paged LIST) -> WATCHING (from the list's
  *   resourceVersion, with bookmarks and a random 5-10 min timeout)
  *   WATCHING --server timeout--> WATCHING (re-watch from the last RV)
@@ -80,6 +81,27 @@ struct kcr_informer_opts {
   kcr_client *client;        /* required; the informer takes a reference */
   const struct kcr_gvr *gvr; /* required (version and resource); copied */
   const char *ns;            /* NULL: all namespaces (or cluster-scoped) */
+  /* Several namespaces, NULL-terminated (copied): one store, and a list and
+   * watch per namespace, each on its own thread (what controller-runtime's
+   * cache.Options.DefaultNamespaces does). They work with a Role in each
+   * namespace - no cluster-wide RBAC - and only the selected namespaces'
+   * objects cross the wire. Excludes ns; the gvr must be namespaced. */
+  const char *const *namespaces;
+  /* The namespaces whose labels match this label selector ("team=a",
+   * "env in (prod,staging)"), followed as they change: a namespace that
+   * gains the labels (or is made with them) gets a list and watch of its
+   * own, and one that loses them (or is deleted) has it stopped and its
+   * objects taken out of the store without on_delete - they were not
+   * deleted, so no cleanup logic is to run for them (a reconcile of their
+   * key finds them gone from the cache, as for any key). The namespaces
+   * themselves are watched metadata-only: needs cluster-wide list and
+   * watch on namespaces, besides list and watch of the resource in each
+   * selected namespace. Synced once the namespaces are listed and every
+   * namespace selected then is; a namespace selected later is listed
+   * while the informer stays synced, so a cached read there can miss
+   * objects until its list is in (kcr_informer_selects_namespace says
+   * whether a namespace is selected). Excludes ns and namespaces. */
+  const char *namespace_selector;
   const char *label_selector;
   const char *field_selector;
   uint64_t resync_ms;            /* 0: no periodic resync */
@@ -154,8 +176,11 @@ struct kcr_informer_opts {
  * KCR_EINVAL (no opts, client or gvr, no gvr->version or gvr->resource, a
  * negative page_size, watch_timeout_max_ms below watch_timeout_min_ms, a
  * keep path that is not a JSON Pointer ("spec", "a~2") or is "" (the
- * object: a keep path names a member); ei names the field, for a path its
- * index, text and what is wrong), KCR_EEXIST (opts.metrics has a
+ * object: a keep path names a member), ns with namespaces, a
+ * namespace_selector with either, namespaces or namespace_selector for a
+ * gvr that is not namespaced, an empty namespaces list or a name in it
+ * that is "" or holds '/' or ',', a namespace_selector of ""; ei names the
+ * field, for a path its index, text and what is wrong), KCR_EEXIST (opts.metrics has a
  * kcr_informer_* family of another type or with other labels; ei names
  * it), KCR_ENOMEM. On error *out is NULL.
  * Thread safety: any thread. */
@@ -190,6 +215,12 @@ KCR_API bool kcr_informer_has_synced(kcr_informer *inf);
 /* Waits until synced, stopped, or timeout_ms passed (0: do not wait;
  * KCR_FOREVER: no limit); true if synced. Thread safety: any thread. */
 KCR_API bool kcr_informer_wait_synced(kcr_informer *inf, uint64_t timeout_ms);
+/* Whether the informer lists and watches namespace ns: true for every
+ * namespace when it is of every namespace (or of a cluster-scoped
+ * resource), for its ns or namespaces, and for the namespaces its
+ * namespace_selector selects now; false for ns NULL. Thread safety: any
+ * thread. */
+KCR_API bool kcr_informer_selects_namespace(kcr_informer *inf, const char *ns);
 /* Stops the threads (cancels the watch; a LIST in flight is waited for, up
  * to the client's request timeout) and joins them; handlers are not called
  * after it returns. Idempotent. Thread safety: any thread but the

@@ -147,13 +147,17 @@ KCR_API kcr_metrics *kcr_manager_metrics(kcr_manager *m);
  * share, under these rules (later features - informers added and removed
  * while running, several namespaces per informer, per-shard stores -
  * extend them and keep them):
- *  1. Identity. An informer is (resource, namespace); NULL ns means every
- *     namespace. The other options that shape the cache - label and field
+ *  1. Identity. An informer is (resource, namespaces): NULL ns means
+ *     every namespace; ns or namespaces (kcr_informer_opts) a set of
+ *     namespaces, the same set in any order being the same informer; a
+ *     namespace_selector the namespaces it selects. A namespace is in at
+ *     most one informer of a resource (an object is cached once), and an
+ *     informer of every namespace or of a namespace selector is the only
+ *     one of its resource. The other options that shape the cache - label and field
  *     selectors, keep list (the same paths in the same order),
  *     keep_managed_fields - belong to the resource: every informer of one
  *     resource has the same ones, so an object looked up by resource is
- *     found the same way whichever informer holds it. An every-namespace
- *     informer is the only one of its resource. A metadata-only informer
+ *     found the same way whichever informer holds it. A metadata-only informer
  *     (kcr_informer_opts.metadata_only) is of another resource under these
  *     rules, "<group>/<version>/<resource> (metadata)": it may sit beside
  *     full ones of the same resource, with options of its own, and the
@@ -173,17 +177,37 @@ KCR_API kcr_metrics *kcr_manager_metrics(kcr_manager *m);
  * fills in client and metrics. *out is borrowed (rule 2) and started and
  * stopped by run. Errors: KCR_EINVAL (no opts or gvr, 32 informers
  * already, or kcr_informer_new's; ei names the field), KCR_EEXIST (an
- * informer of the resource with other selectors or keep list, or one of
- * every namespace beside one of a namespace - rule 1; ei names both),
+ * informer of the resource with other selectors or keep list, one of every
+ * namespace or of a namespace selector beside another, or a namespace in
+ * two - rule 1; ei names both),
  * KCR_ENOMEM. On error *out is NULL. Thread safety: the setup thread,
  * before run. */
 KCR_API kcr_err kcr_manager_informer(kcr_manager *m, const struct kcr_informer_opts *opts,
                                      kcr_informer **out, struct kcr_errinfo *ei);
+/* Makes reads of gvr's resource uncached, as controller-runtime's
+ * client.CacheOptions.DisableFor: kcr_manager_get (and the typed _get)
+ * sends a GET to the apiserver each time, kcr_manager_list_typed (the
+ * typed _list) a LIST of the namespace (without an index: an index needs
+ * a cache), and the resource is never listed or watched - for kinds a
+ * controller reads rarely (the Secret a reconcile mounts by name), whose
+ * cache would grow with the cluster. The objects are store objects as the
+ * cache would hold them (managedFields dropped). Calling it again for the
+ * same resource does nothing. A metadata-only informer of the resource
+ * (kcr_manager_informer with metadata_only) may sit beside it. Errors:
+ * KCR_EINVAL (no gvr, version or resource; 16 uncached resources
+ * already), KCR_EEXIST (the resource has an informer: its reads are
+ * cached; ei says so), KCR_ENOMEM. Thread safety: the setup thread,
+ * before run. */
+KCR_API kcr_err kcr_manager_uncached(kcr_manager *m, const struct kcr_gvr *gvr,
+                                     struct kcr_errinfo *ei);
 /* A cached read across informers, as controller-runtime's
  * mgr.GetClient().Get from its cache: a new reference (rule 3 above) to
  * object ns/name (ns ignored for a cluster-scoped gvr) from the manager's
- * informer of that resource - the one of namespace ns, or else the one of
- * every namespace. With a keep list the object is the projected one.
+ * informer of that resource - the one whose namespaces hold ns, or else
+ * the one of every namespace or of a namespace selector. With a keep list
+ * the object is the projected one.
+ * With kcr_manager_uncached(gvr) it is a GET instead, and its errors
+ * kcr_get's (KCR_ENOTFOUND: no such object).
  * Errors: KCR_ENOTFOUND (no such object in the cache: not there, not
  * synced yet, or filtered out by the resource's selectors), KCR_EINVAL (no
  * informer of that resource for ns in this manager - a setup mistake, not
@@ -215,10 +239,10 @@ KCR_API kcr_err kcr_manager_get_typed(kcr_manager *m, const struct kcr_type *t,
 /* A cached list across informers, as controller-runtime's
  * mgr.GetClient().List from its cache, decoded into typed objects
  * (kcr/typed.h): the objects of the manager's informers of gvr in
- * namespace ns - the informer of ns, or else the one of every namespace
- * (keeping ns's objects); ns NULL or "" (or a cluster-scoped gvr): every
- * informer of the resource - and, with index (not NULL), only those that
- * the store's index of that name maps to value (kcr_store_add_index;
+ * namespace ns - the informer whose namespaces hold ns, or else the one of
+ * every namespace or of a namespace selector (keeping ns's objects); ns NULL or "" (or a
+ * cluster-scoped gvr): every informer of the resource - and, with index (not NULL), only
+ * those that the store's index of that name maps to value (kcr_store_add_index;
  * kcr_store_add_label_index's KCR_INDEX_LABEL_PREFIX "app" holds the
  * objects labelled app=value). *items is an array of *n t->size structs in
  * arena a (NULL when *n is 0), in no particular order, each decoded as

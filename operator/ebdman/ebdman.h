@@ -208,7 +208,10 @@ void ebdman_child_conflict_msg(char *out, size_t n, const char *kind,
  * none). Borrowed for the webhook server's life. */
 struct ebdman_webhooks {
   kcr_store *vfms, *cms;
-  const char *ns; /* the one namespace ebdman manages (NULL: all): others pass */
+  /* The EBD informer: a request for a namespace it does not select
+   * (kcr_informer_selects_namespace: --namespace, --namespace-selector)
+   * passes untouched. NULL: every namespace is ebdman's. */
+  kcr_informer *ebds;
   const char *default_image;
 };
 /* Their paths, as kubebuilder names them. */
@@ -235,7 +238,7 @@ enum ebdman_admit ebdman_child_admit(const char *kind, struct kcr_str ebd_name,
                                      const struct kcr_meta_v1_object_meta *want,
                                      const struct kcr_meta_v1_object_meta *have,
                                      char *msg, size_t n);
-/* Both webhooks pass what is outside ud->ns untouched.
+/* Both webhooks pass what is outside ud->ebds's namespaces untouched.
  * The validating webhook (ud: struct ebdman_webhooks): on CREATE, denies
  * (403) an EBD whose VFM or labelled ConfigMap name the caches show held by
  * an object that is not its (ebdman_child_admit), and warns about one a
@@ -301,12 +304,19 @@ struct ebdman_migration {
 kcr_err ebdman_migrate_reconcile(kcr_ctx *cx, const struct kcr_request *req,
                                  struct kcr_result *res, void *ud);
 
+/* How many --namespace flags `ebdman run` takes. */
+#define EBDMAN_MAX_NAMESPACES 64
+
 /* What `ebdman run` was told (kcr/cli.h's standard sets fill config and
  * manager; ebdman_run sets the manager's config and user agent). */
 struct ebdman_run_opts {
   struct kcr_config_opts config;
   struct kcr_manager_opts manager;
-  const char *ns; /* NULL: all namespaces */
+  /* The namespaces ebdman manages: those named (--namespace, repeated),
+   * or those whose labels match namespace_selector (--namespace-selector);
+   * neither: every namespace. */
+  const char *namespaces[EBDMAN_MAX_NAMESPACES + 1];
+  const char *namespace_selector;
   int workers;
   uint64_t resync_ms;
   /* Webhooks (served when manager.webhook_addr is set): the Secret the
@@ -318,7 +328,7 @@ struct ebdman_run_opts {
   /* 0: the library's (kcr/certs.h) */
   uint64_t cert_lifetime_ms, ca_lifetime_ms, ca_grace_ms, certs_poll_ms;
   const char *default_image;
-  bool migrate_storage; /* run the storage migration (needs ns NULL) */
+  bool migrate_storage; /* run the storage migration (every namespace only) */
 };
 int ebdman_run(const struct ebdman_run_opts *o);
 

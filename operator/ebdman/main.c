@@ -73,8 +73,15 @@ int cmd_run(int argc, char **argv)
       .conversion_crd = EBDMAN_CRD,
       .migrate_storage = true};
   const struct kcr_flag flags[] = {
-      {"namespace", KCR_FLAG_STRING, &ro.ns,
-       "watch EBDs and their children in one namespace (default: all)", .arg = "NS"},
+      {"namespace", KCR_FLAG_STRINGS, ro.namespaces,
+       "watch EBDs and their children in this namespace; repeat it for several "
+       "(default: all)",
+       .arg = "NS", .max = EBDMAN_MAX_NAMESPACES},
+      {"namespace-selector", KCR_FLAG_STRING, &ro.namespace_selector,
+       "watch EBDs and their children in the namespaces whose labels match this "
+       "selector (team=a), followed as labels change; needs list and watch on "
+       "namespaces",
+       .arg = "SELECTOR"},
       {"workers", KCR_FLAG_INT, &ro.workers, "concurrent reconciles", .min = 1,
        .max = 256},
       {"resync", KCR_FLAG_DURATION, &ro.resync_ms,
@@ -126,7 +133,8 @@ int cmd_run(int argc, char **argv)
       {"migrate-storage", KCR_FLAG_BOOL, &ro.migrate_storage,
        "while the EBD CRD lists a stored version other than its storage version, "
        "rewrite every EBD and then say so in its status.storedVersions (the leader "
-       "does; off with --namespace, which cannot list every EBD)"},
+       "does; off with --namespace and --namespace-selector, which cannot list "
+       "every EBD)"},
       {"graceful-shutdown-timeout", KCR_FLAG_DURATION, &ro.manager.grace_ms,
        "how long reconciles under way get to finish after SIGTERM; ebdman exits "
        "without waiting for those still running then",

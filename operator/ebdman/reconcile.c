@@ -701,12 +701,15 @@ struct webhook_certs {
   const char *dns_names[3], *ips[2], *vwc[2], *mwc[2], *crds[2];
 };
 
-/* Refuses webhook flags that do not go together. */
+/* Refuses flags that do not go together. */
 static kcr_err webhook_flags(const struct ebdman_run_opts *ro, struct kcr_errinfo *ei)
 {
   const char *a = ro->manager.webhook_addr;
   bool serving = a && *a && strcmp(a, "0");
 
+  if(ro->namespaces[0] && ro->namespace_selector)
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "--namespace and --namespace-selector exclude each other");
   if(ro->default_image && !serving)
     return kcr_errinfo_set(ei, KCR_EINVAL,
                            "--default-vfm-image needs --webhook-bind-address (the "
@@ -777,10 +780,11 @@ static kcr_err add_webhooks(kcr_manager *m, struct ebdman *e,
 
   if(!a || !*a || !strcmp(a, "0"))
     return KCR_OK;
-  e->hooks = (struct ebdman_webhooks){.vfms = kcr_informer_store(e->vfms),
-                                      .cms = kcr_informer_store(e->cms),
-                                      .ns = ro->ns,
-                                      .default_image = ro->default_image};
+  e->hooks = (struct ebdman_webhooks){
+      .vfms = kcr_informer_store(e->vfms),
+      .cms = kcr_informer_store(e->cms),
+      .ebds = ro->namespaces[0] || ro->namespace_selector ? e->ebds : NULL,
+      .default_image = ro->default_image};
   kcr_err rc =
       kcr_manager_add_webhook(m,
                               &(struct kcr_webhook_opts){.path = EBDMAN_VALIDATE_PATH,
@@ -813,9 +817,10 @@ static kcr_err add_migration(kcr_manager *m, const struct ebdman_run_opts *ro,
 
   if(!ro->migrate_storage)
     return KCR_OK;
-  if(ro->ns) {
-    KCR_LOG(KCR_LOG_INFO, "storage migration off: --namespace cannot list every EBD",
-            KCR_S("namespace", ro->ns));
+  if(ro->namespaces[0] || ro->namespace_selector) {
+    KCR_LOG(KCR_LOG_INFO,
+            "storage migration off: with --namespace or --namespace-selector ebdman "
+            "cannot list every EBD");
     return KCR_OK;
   }
   rc = kcr_manager_informer(
@@ -876,13 +881,21 @@ int ebdman_run(const struct ebdman_run_opts *ro)
     kcr_errinfo_cleanup(&ei);
     return 2;
   }
-  struct kcr_informer_opts ebds = {
-      .gvr = &ebdman_ebds, .ns = ro->ns, .resync_ms = ro->resync_ms};
+  /* Every cache holds the namespaces ebdman manages, and no more. */
+  const char *const *nss = ro->namespaces[0] ? ro->namespaces : NULL;
+  const char *nssel = ro->namespace_selector;
+  struct kcr_informer_opts ebds = {.gvr = &ebdman_ebds,
+                                   .namespaces = nss,
+                                   .namespace_selector = nssel,
+                                   .resync_ms = ro->resync_ms};
   /* The children's caches hold only what ebdman reads of them (children.c). */
-  struct kcr_informer_opts vfms = {
-      .gvr = &ebdman_vfms, .ns = ro->ns, .keep = ebdman_vfm_keep};
+  struct kcr_informer_opts vfms = {.gvr = &ebdman_vfms,
+                                   .namespaces = nss,
+                                   .namespace_selector = nssel,
+                                   .keep = ebdman_vfm_keep};
   struct kcr_informer_opts cms = {.gvr = &ebdman_configmaps,
-                                  .ns = ro->ns,
+                                  .namespaces = nss,
+                                  .namespace_selector = nssel,
                                   .label_selector = "app.kubernetes.io/managed-by=ebdman",
                                   .keep = ebdman_configmap_keep};
   struct kcr_status_writer_opts so = {.client = kcr_manager_client(m),
@@ -942,8 +955,14 @@ int ebdman_run(const struct ebdman_run_opts *ro)
     kcr_controller_free(ctl);
     goto out;
   }
+  char nsl[1024] = "(all)";
+  for(size_t i = 0, len = 0; ro->namespaces[i] && len < sizeof(nsl); i++)
+    len += (size_t)snprintf(nsl + len, sizeof(nsl) - len, "%s%s", i ? "," : "",
+                            ro->namespaces[i]);
+  if(ro->namespace_selector)
+    snprintf(nsl, sizeof(nsl), "selected by %s", ro->namespace_selector);
   KCR_LOG(KCR_LOG_INFO, "ebdman starting", KCR_S("version", EBDMAN_VERSION),
-          KCR_S("namespace", ro->ns ? ro->ns : "(all)"), KCR_I("workers", ro->workers),
+          KCR_S("namespaces", nsl), KCR_I("workers", ro->workers),
           KCR_B("leaderElect", mo.leader_elect));
   status = kcr_manager_run(m);
   if(kcr_manager_busy(m)) {

@@ -49,11 +49,19 @@ enum ebdman_admit ebdman_child_admit(const char *kind, struct kcr_str ebd_name,
   return EBDMAN_ADMIT_DENY;
 }
 
-/* Whether the request is for a namespace this ebdman manages (--namespace). */
+/* Whether the request is for a namespace this ebdman manages (--namespace,
+ * --namespace-selector). */
 static bool managed(const struct ebdman_webhooks *w,
                     const struct kcr_admission_request *rq)
 {
-  return !w->ns || kcr_str_eq(rq->namespace_, w->ns);
+  char ns[64]; /* a namespace name has at most 63 bytes */
+  if(!w->ebds)
+    return true;
+  if(rq->namespace_.n >= sizeof(ns))
+    return false;
+  memcpy(ns, rq->namespace_.s, rq->namespace_.n);
+  ns[rq->namespace_.n] = 0;
+  return kcr_informer_selects_namespace(w->ebds, ns);
 }
 
 /* Judges the child of kind ch named after the EBD (ns, name, uid) from

@@ -211,11 +211,12 @@ static kcr_err check_flags(const struct table *t, struct kcr_errinfo *ei)
        !strcmp(f->name, "help"))
       return kcr_errinfo_set(ei, KCR_EINVAL, "flag table: bad name \"%s\"",
                              f->name ? f->name : "(null)");
-    if(!f->value || f->kind < KCR_FLAG_STRING || f->kind > KCR_FLAG_CHOICE ||
-       (f->kind == KCR_FLAG_CHOICE && (!f->choices || !f->choices[0])) || f->min > f->max)
+    if(!f->value || f->kind < KCR_FLAG_STRING || f->kind > KCR_FLAG_STRINGS ||
+       (f->kind == KCR_FLAG_CHOICE && (!f->choices || !f->choices[0])) ||
+       (f->kind == KCR_FLAG_STRINGS && (f->max < 1 || f->min)) || f->min > f->max)
       return kcr_errinfo_set(ei, KCR_EINVAL,
-                             "flag table: --%s: no value, bad kind, no choices or "
-                             "min > max",
+                             "flag table: --%s: no value, bad kind, no choices, "
+                             "min > max, or a list without max",
                              f->name);
     for(size_t j = 0; j < i; j++)
       if(!strcmp(table_at(t, j)->name, f->name))
@@ -269,6 +270,9 @@ static void want(const struct kcr_flag *f, char *out, size_t n)
 
   switch(f->kind) {
   case KCR_FLAG_STRING: snprintf(out, n, "a non-empty value"); break;
+  case KCR_FLAG_STRINGS:
+    snprintf(out, n, "a non-empty value, given at most %lld times", (long long)f->max);
+    break;
   case KCR_FLAG_BOOL: snprintf(out, n, "true or false"); break;
   case KCR_FLAG_INT:
     if(!is_range(f))
@@ -360,6 +364,16 @@ static bool store(const struct kcr_flag *f, const char *v)
       return false;
     *(const char **)f->value = v;
     return true;
+  case KCR_FLAG_STRINGS: {
+    const char **a = f->value;
+    int64_t i = 0;
+    while(i < f->max && a[i])
+      i++;
+    if(!*v || i == f->max)
+      return false;
+    a[i] = v;
+    return true;
+  }
   case KCR_FLAG_BOOL:
     if(!parse_bool(v, &b))
       return false;
@@ -604,6 +618,13 @@ static void flag_default(const struct kcr_flag *f, char *out, size_t n)
     if(*(const char *const *)f->value)
       snprintf(out, n, "%s", *(const char *const *)f->value);
     break;
+  case KCR_FLAG_STRINGS: {
+    const char *const *a = f->value;
+    size_t len = 0;
+    for(int64_t i = 0; i < f->max && a[i] && len < n; i++)
+      len += (size_t)snprintf(out + len, n - len, "%s%s", i ? "," : "", a[i]);
+    break;
+  }
   case KCR_FLAG_BOOL:
     if(*(const bool *)f->value)
       snprintf(out, n, "true");

@@ -12,6 +12,19 @@
  *     of streaming) before it broke, and grows only while watches fail at
  *     once.
  *
+ * That loop is a feed (struct feed): one of every namespace, or of the
+ * one namespace - whose list replaces the whole store - or, with
+ * opts.namespaces or opts.namespace_selector, one per namespace, each on
+ * its own thread with its own resourceVersion and backoff, all into the
+ * one store: a namespace's list puts its objects one by one and takes out
+ * those of its namespace the list lacks (the feed counts what it holds,
+ * so a first list of a namespace scans nothing), leaving the other
+ * namespaces' objects alone. wmu makes the feeds one store writer at a
+ * time (kcr/store.h); handlers run outside it, on the feeds' threads. With
+ * a selector a metadata-only informer of the namespaces adds feeds as
+ * namespaces enter the selection and stops and empties them (no on_delete)
+ * as they leave.
+ *
  * A second thread runs the periodic resync when asked for.
  *
  * Listed items and watched objects become store objects in one step, from
@@ -28,10 +41,12 @@
  * watch ends without moving past it and the next watch (from the last
  * delivered rv) brings it again.
  *
- * Stopping: `stopping` is set under mu, the current watch is canceled
+ * Stopping: `stopping` is set under mu, the current watches are canceled
  * (kcr_watch_cancel is safe from any thread) and backoff sleeps wait on a
- * condvar, so stop is prompt. Lock order: inf->mu only; it is never held
- * while calling handlers or doing I/O. `stats` is written and read under mu
+ * condvar, so stop is prompt; the namespaces' informer stops first, so no
+ * feed comes or goes meanwhile. Lock order: inf->mu, then the namespaces'
+ * informer's mu; wmu is never held with mu; neither is held while calling
+ * handlers or doing I/O. `stats` is written and read under mu
  * (readers on other threads: kcr_informer_stats). */
 #include <limits.h>
 #include <pthread.h>
@@ -56,6 +71,27 @@
 
 enum state { ST_LISTING, ST_WATCHING, ST_STOPPED };
 
+/* One list-and-watch loop of the informer, on its own thread: of every
+ * namespace (ns NULL; or of the cluster-scoped resource), of the one
+ * namespace, or of one namespace of a set (opts.namespaces,
+ * opts.namespace_selector). */
+struct feed {
+  kcr_informer *inf;
+  char *ns;         /* NULL: every namespace */
+  bool whole;       /* the only feed: a list replaces the whole store */
+  char *rv;         /* where the next watch starts; feed thread */
+  kcr_watch *watch; /* current watch, under inf->mu */
+  bool stopping;    /* under inf->mu: this feed alone stops */
+  bool synced;      /* under inf->mu */
+  bool has_th;
+  pthread_t th;
+  struct kcr_backoff backoff;
+  unsigned seed;
+  kcr_err last_err; /* to log a repeated error once */
+  size_t held;      /* the store's objects of ns (not whole): under inf->wmu */
+  struct feed *next;
+};
+
 struct kcr_informer {
   struct kcr_informer_opts o;
   struct kcr_gvr gvr;
@@ -74,19 +110,21 @@ struct kcr_informer {
   pthread_mutex_t mu;
   pthread_cond_t cv; /* stop requests, sync */
   bool stopping, started, synced;
-  kcr_watch *watch; /* current watch, under mu */
-  pthread_t th, resync_th;
+  struct feed *feeds;  /* under mu (the list; each feed's own fields as said) */
+  kcr_informer *nsinf; /* opts.namespace_selector: the namespaces' informer */
+  pthread_mutex_t wmu; /* one store writer at a time (kcr/store.h) */
+  pthread_t resync_th;
   bool has_resync_th;
 
-  char *rv; /* where the next watch starts; informer thread */
-  struct kcr_backoff backoff;
-  unsigned seed;
-  kcr_err last_err;                /* to log a repeated error once */
   struct kcr_informer_stats stats; /* under mu */
   kcr_metric *m_objects, *m_bytes;
 };
 
 static char *dup0(const char *s) { return s ? strdup(s) : NULL; }
+static struct feed *feed_new(kcr_informer *inf, const char *ns, bool whole);
+static void feed_free(struct feed *f);
+static void ns_entered(kcr_obj *o, void *ud);
+static void ns_left(kcr_obj *o, void *ud);
 
 /* The options with defaults filled in, or KCR_EINVAL naming the field. */
 static kcr_err check_opts(const struct kcr_informer_opts *in, struct kcr_informer_opts *o,
@@ -107,6 +145,34 @@ static kcr_err check_opts(const struct kcr_informer_opts *in, struct kcr_informe
   if(o->page_size < 0)
     return kcr_errinfo_set(ei, KCR_EINVAL, "%s: page_size must not be negative, not %ld",
                            fn, o->page_size);
+  if(o->ns && o->namespaces)
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "%s: ns and namespaces exclude each other (one namespace: "
+                           "either; several: namespaces)",
+                           fn);
+  if(o->namespace_selector && (o->ns || o->namespaces))
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "%s: namespace_selector excludes ns and namespaces", fn);
+  if((o->namespaces || o->namespace_selector) && !o->gvr->namespaced)
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "%s: namespaces or namespace_selector given for %s, which "
+                           "is not namespaced (gvr->namespaced)",
+                           fn, o->gvr->resource);
+  if(o->namespaces && !o->namespaces[0])
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "%s: namespaces is empty (NULL, not an empty list, means "
+                           "every namespace)",
+                           fn);
+  for(size_t i = 0; o->namespaces && o->namespaces[i]; i++)
+    if(!*o->namespaces[i] || strpbrk(o->namespaces[i], "/,"))
+      return kcr_errinfo_set(ei, KCR_EINVAL,
+                             "%s: namespaces[%zu] \"%s\" is not a namespace name", fn, i,
+                             o->namespaces[i]);
+  if(o->namespace_selector && !*o->namespace_selector)
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "%s: namespace_selector is \"\" (every namespace: leave ns, "
+                           "namespaces and namespace_selector NULL)",
+                           fn);
   for(size_t i = 0; o->keep && o->keep[i]; i++) {
     const char *why = kcr__proj_bad_path(o->keep[i]);
     if(why)
@@ -130,6 +196,59 @@ static kcr_err check_opts(const struct kcr_informer_opts *in, struct kcr_informe
   return KCR_OK;
 }
 
+/* The feeds opts asks for, into inf->feeds (before start): one of ns or
+ * every namespace, or one per namespace of opts.namespaces (duplicates
+ * once), or none yet (a selector: the namespaces' informer adds them). */
+static kcr_err make_feeds(kcr_informer *inf, const struct kcr_informer_opts *o)
+{
+  size_t n = 0;
+  if(o->namespace_selector)
+    return KCR_OK;
+  if(!o->namespaces)
+    return (inf->feeds = feed_new(inf, inf->ns, true)) ? KCR_OK : KCR_ENOMEM;
+  while(o->namespaces[n])
+    n++;
+  for(size_t i = 0; i < n; i++) {
+    struct feed *f, **pp;
+    for(pp = &inf->feeds; *pp && strcmp((*pp)->ns, o->namespaces[i]); pp = &(*pp)->next)
+      ;
+    if(*pp)
+      continue;
+    if(!(f = feed_new(inf, o->namespaces[i], false)))
+      return KCR_ENOMEM;
+    *pp = f;
+  }
+  if(!inf->feeds->next) /* one namespace: as ns */
+    inf->feeds->whole = true;
+  return KCR_OK;
+}
+
+/* opts.namespace_selector: the namespaces' informer - metadata only, no
+ * metrics of its own - whose adds and deletes start and stop feeds. */
+static kcr_err make_nsinf(kcr_informer *inf, const struct kcr_informer_opts *o,
+                          struct kcr_errinfo *ei)
+{
+  static const struct kcr_gvr namespaces = {.version = "v1", .resource = "namespaces"};
+  kcr_err rc;
+  if(!o->namespace_selector)
+    return KCR_OK;
+  rc = kcr_informer_new(
+      &(struct kcr_informer_opts){.client = o->client,
+                                  .gvr = &namespaces,
+                                  .label_selector = o->namespace_selector,
+                                  .metadata_only = true,
+                                  .keep = (const char *[]){NULL},
+                                  .watch_timeout_min_ms = o->watch_timeout_min_ms,
+                                  .watch_timeout_max_ms = o->watch_timeout_max_ms,
+                                  .watch_unbatched = true},
+      &inf->nsinf, ei);
+  if(!rc)
+    rc = kcr_informer_add_handlers(
+        inf->nsinf, &(struct kcr_informer_handlers){
+                        .on_add = ns_entered, .on_delete = ns_left, .ud = inf});
+  return rc;
+}
+
 kcr_err kcr_informer_new(const struct kcr_informer_opts *opts, kcr_informer **out,
                          struct kcr_errinfo *ei)
 {
@@ -147,7 +266,9 @@ kcr_err kcr_informer_new(const struct kcr_informer_opts *opts, kcr_informer **ou
   if(!inf)
     return KCR_ENOMEM;
   inf->o = *o;
-  inf->o.keep = NULL; /* the caller's: compiled into proj */
+  inf->o.keep = NULL;       /* the caller's: compiled into proj */
+  inf->o.namespaces = NULL; /* the caller's: made into feeds */
+  inf->o.namespace_selector = NULL;
   inf->o.client = kcr_client_ref(o->client);
   inf->o.metrics = kcr_metrics_ref(o->metrics);
   inf->obj_flags = o->keep_managed_fields ? KCR_OBJ_KEEP_MANAGED_FIELDS : 0;
@@ -169,9 +290,8 @@ kcr_err kcr_informer_new(const struct kcr_informer_opts *opts, kcr_informer **ou
                               .resource = inf->resource,
                               .namespaced = o->gvr->namespaced};
   inf->o.gvr = &inf->gvr;
-  inf->backoff = (struct kcr_backoff)KCR_BACKOFF_REFLECTOR;
-  inf->seed = (unsigned)kcr_time_mono_ns();
   pthread_mutex_init(&inf->mu, NULL);
+  pthread_mutex_init(&inf->wmu, NULL);
   {
     pthread_condattr_t ca; /* deadlines on the monotonic clock */
     pthread_condattr_init(&ca);
@@ -181,9 +301,13 @@ kcr_err kcr_informer_new(const struct kcr_informer_opts *opts, kcr_informer **ou
   }
   if(!inf->group || !inf->version || !inf->resource || !inf->name || !inf->store ||
      (o->ns && !inf->ns) || (o->label_selector && !inf->lsel) ||
-     (o->field_selector && !inf->fsel) || (o->keep && !inf->proj)) {
+     (o->field_selector && !inf->fsel) || (o->keep && !inf->proj) || make_feeds(inf, o)) {
     kcr_informer_free(inf);
     return KCR_ENOMEM;
+  }
+  if((rc = make_nsinf(inf, o, ei))) {
+    kcr_informer_free(inf);
+    return rc;
   }
   if(o->metrics) {
     static const char *const l[] = {"informer", NULL};
@@ -315,7 +439,7 @@ static void count(kcr_informer *inf, uint64_t *field)
   pthread_mutex_unlock(&inf->mu);
 }
 
-static bool stopping(kcr_informer *inf)
+static bool inf_stopping(kcr_informer *inf)
 {
   pthread_mutex_lock(&inf->mu);
   bool s = inf->stopping;
@@ -323,122 +447,196 @@ static bool stopping(kcr_informer *inf)
   return s;
 }
 
-/* Sleeps ms or until stop; returns false if stopping. */
-static bool sleep_unless_stopped(kcr_informer *inf, uint64_t ms)
+/* Whether feed f is to stop: the informer stops, or f alone does (its
+ * namespace left the selection). Takes mu. */
+static bool stopping(struct feed *f)
+{
+  pthread_mutex_lock(&f->inf->mu);
+  bool s = f->inf->stopping || f->stopping;
+  pthread_mutex_unlock(&f->inf->mu);
+  return s;
+}
+
+/* Sleeps ms or until f (NULL: the informer) is to stop; returns false if
+ * it is. */
+static bool sleep_unless_stopped(kcr_informer *inf, struct feed *f, uint64_t ms)
 {
   struct timespec ts = kcr_time_mono_after(ms);
   bool s;
   pthread_mutex_lock(&inf->mu);
-  while(!inf->stopping && pthread_cond_timedwait(&inf->cv, &inf->mu, &ts) == 0)
+  while(!inf->stopping && !(f && f->stopping) &&
+        pthread_cond_timedwait(&inf->cv, &inf->mu, &ts) == 0)
     ;
-  s = inf->stopping;
+  s = inf->stopping || (f && f->stopping);
   pthread_mutex_unlock(&inf->mu);
   return !s;
 }
 
 /* Logs an error once per distinct code in a row, then backs off. */
-static bool fail_and_wait(kcr_informer *inf, const char *what, kcr_err rc,
+static bool fail_and_wait(struct feed *f, const char *what, kcr_err rc,
                           const struct kcr_errinfo *ei)
 {
-  uint64_t delay = kcr_backoff_next(&inf->backoff);
+  kcr_informer *inf = f->inf;
+  uint64_t delay = kcr_backoff_next(&f->backoff);
+  const char *ns = f->ns ? f->ns : "";
   count(inf, &inf->stats.errors);
-  if(rc != inf->last_err && rc == KCR_EUNAUTHORIZED)
+  if(rc != f->last_err && rc == KCR_EUNAUTHORIZED)
     /* The apiserver says no more than "Unauthorized": say whose
      * credentials, and what makes them fail. */
     KCR_LOG(KCR_LOG_WARN, "informer: request failed; retrying with backoff",
-            KCR_S("informer", inf->name), KCR_S("op", what),
+            KCR_S("informer", inf->name), KCR_S("namespace", ns), KCR_S("op", what),
             KCR_S("err", kcr_err_name(rc)), KCR_S("detail", ei->message),
             KCR_S("kubeconfig", kcr_config_origin(kcr_client_config(inf->o.client))),
             KCR_S("hint", "the apiserver refused the user's credentials: an expired "
                           "client certificate, or a token that expired or whose "
                           "ServiceAccount was deleted"),
             KCR_I("retryInMs", delay));
-  else if(rc != inf->last_err)
+  else if(rc != f->last_err)
     KCR_LOG(KCR_LOG_WARN, "informer: request failed; retrying with backoff",
-            KCR_S("informer", inf->name), KCR_S("op", what),
+            KCR_S("informer", inf->name), KCR_S("namespace", ns), KCR_S("op", what),
             KCR_S("err", kcr_err_name(rc)), KCR_S("detail", ei->message),
             KCR_I("retryInMs", delay));
   else
     KCR_LOG(KCR_LOG_DEBUG, "informer: still failing", KCR_S("informer", inf->name),
-            KCR_S("op", what), KCR_S("err", kcr_err_name(rc)), KCR_I("retryInMs", delay));
-  inf->last_err = rc;
-  return sleep_unless_stopped(inf, delay);
+            KCR_S("namespace", ns), KCR_S("op", what), KCR_S("err", kcr_err_name(rc)),
+            KCR_I("retryInMs", delay));
+  f->last_err = rc;
+  return sleep_unless_stopped(inf, f, delay);
 }
 
-struct collect {
-  kcr_informer *inf;
-  kcr_obj **objs;
-  size_t n, cap;
-};
-
-static kcr_err collect_item(const char *text, size_t len, void *ud)
+static int cmp_key(const void *a, const void *b)
 {
-  struct collect *c = ud;
-  kcr_obj *o;
-  kcr_err rc;
-  if(c->n == c->cap) {
-    size_t ncap = c->cap ? c->cap * 2 : 256;
-    kcr_obj **n = realloc(c->objs, ncap * sizeof(*n));
-    if(!n)
-      return KCR_ENOMEM;
-    c->objs = n;
-    c->cap = ncap;
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The store's objects of namespace ns that are not in keep[0..nkeep)
+ * (sorted keys; NULL, 0: all of them), taken out of the store into
+ * *gone[0..*ngone). Under wmu. Errors: KCR_ENOMEM (nothing taken). */
+static kcr_err take_ns(kcr_informer *inf, const char *ns, const char **keep, size_t nkeep,
+                       kcr_obj ***gone, size_t *ngone)
+{
+  kcr_obj **all;
+  size_t n, k = 0;
+  kcr_err rc = kcr_store_ref_all(inf->store, &all, &n);
+
+  *gone = NULL;
+  *ngone = 0;
+  if(rc)
+    return rc;
+  for(size_t i = 0; i < n; i++) {
+    const char *key = kcr_obj_key(all[i]);
+    if(strcmp(kcr_obj_ns(all[i]), ns) ||
+       (nkeep && bsearch(&key, keep, nkeep, sizeof(*keep), cmp_key))) {
+      kcr_obj_unref(all[i]);
+      continue;
+    }
+    kcr_obj *old = NULL;
+    kcr_store_delete_key(inf->store, key, &old);
+    kcr_obj_unref(old); /* the store's; all[i] is ours */
+    all[k++] = all[i];
   }
-  rc = kcr__obj_from_text(text, len, c->inf->obj_flags | KCR__OBJ_CHECKED, c->inf->proj,
-                          NULL, 0, &o, NULL);
-  if(rc == KCR_EINVAL) {
-    KCR_LOG(KCR_LOG_WARN, "informer: skipping listed item without a name",
-            KCR_S("informer", c->inf->name));
-    return KCR_OK;
+  *gone = all;
+  *ngone = k;
+  return KCR_OK;
+}
+
+/* A feed of one namespace of several: the listed objects are put into
+ * the store one by one, and the namespace's objects the list lacks are
+ * taken out (the other namespaces' objects stay). prev[i] gets the object
+ * c->objs[i] replaced (NULL: new), *gone what vanished. On error what was
+ * put stays (newer objects, announced by the caller) and the list is
+ * tried again. Under wmu. */
+static kcr_err put_listed(struct feed *f, struct kcr__obj_list *c, kcr_obj **prev,
+                          size_t *nput, kcr_obj ***gone, size_t *ngone)
+{
+  kcr_informer *inf = f->inf;
+  const char **keys = NULL;
+  kcr_err rc = KCR_OK;
+
+  *nput = 0;
+  for(size_t i = 0; i < c->n && !rc; i++) {
+    kcr_obj_ref(c->objs[i]); /* one for the store */
+    if((rc = kcr_store_put(inf->store, c->objs[i], &prev[i]))) {
+      kcr_obj_unref(c->objs[i]);
+      break;
+    }
+    if(!prev[i])
+      f->held++;
+    (*nput)++;
   }
+  if(rc || f->held == c->n) /* nothing else of ns is cached */
+    return rc;
+  if(!(keys = malloc(c->n * sizeof(*keys) + 1)))
+    return KCR_ENOMEM;
+  for(size_t i = 0; i < c->n; i++)
+    keys[i] = kcr_obj_key(c->objs[i]);
+  qsort(keys, c->n, sizeof(*keys), cmp_key);
+  rc = take_ns(inf, f->ns, keys, c->n, gone, ngone);
   if(!rc)
-    c->objs[c->n++] = o;
+    f->held -= *ngone;
+  free(keys);
   return rc;
 }
 
-static enum state do_list(kcr_informer *inf)
+static enum state do_list(struct feed *f)
 {
+  kcr_informer *inf = f->inf;
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
-  struct collect c = {.inf = inf};
-  struct kcr_ref ref = {.gvr = &inf->gvr, .ns = inf->ns};
+  struct kcr__obj_list c = {.who = inf->name, .flags = inf->obj_flags, .proj = inf->proj};
+  struct kcr_ref ref = {.gvr = &inf->gvr, .ns = f->ns};
   struct kcr_list_opts lo = {.label_selector = inf->lsel,
                              .field_selector = inf->fsel,
                              .limit = inf->o.page_size,
                              .metadata_only = inf->o.metadata_only};
   kcr_obj **prev = NULL, **gone = NULL;
-  size_t ngone = 0;
+  size_t ngone = 0, nput = 0;
   char *rv = NULL;
   kcr_err rc;
 
   enum state next;
 
   count(inf, &inf->stats.lists);
-  rc = kcr_list_each_text(inf->o.client, &ref, &lo, collect_item, &c, &rv, &ei);
+  rc = kcr_list_each_text(inf->o.client, &ref, &lo, kcr__obj_list_add, &c, &rv, &ei);
   /* Remember what was cached to tell adds from updates. */
   if(!rc && c.n && !(prev = calloc(c.n, sizeof(*prev))))
     rc = kcr_errinfo_set(&ei, KCR_ENOMEM, "out of memory handling the list");
-  for(size_t i = 0; !rc && i < c.n; i++) {
+  if(!rc && !f->whole) {
+    pthread_mutex_lock(&inf->wmu);
+    rc = put_listed(f, &c, prev, &nput, &gone, &ngone);
+    pthread_mutex_unlock(&inf->wmu);
+    if(rc)
+      kcr_errinfo_set(&ei, rc, "out of memory putting the list into the store");
+  }
+  for(size_t i = 0; !rc && f->whole && i < c.n; i++) {
     prev[i] = kcr_store_ref_key(inf->store, kcr_obj_key(c.objs[i]));
     kcr_obj_ref(c.objs[i]); /* one for the store, one for the events below */
   }
-  if(!rc && (rc = kcr_store_replace(inf->store, c.objs, c.n, &gone, &ngone))) {
-    kcr_errinfo_set(&ei, rc, "out of memory replacing the store");
-    for(size_t i = 0; i < c.n; i++)
-      kcr_obj_unref(c.objs[i]); /* the store did not take them */
+  if(!rc && f->whole) {
+    pthread_mutex_lock(&inf->wmu);
+    rc = kcr_store_replace(inf->store, c.objs, c.n, &gone, &ngone);
+    pthread_mutex_unlock(&inf->wmu);
+    if(rc) {
+      kcr_errinfo_set(&ei, rc, "out of memory replacing the store");
+      for(size_t i = 0; i < c.n; i++)
+        kcr_obj_unref(c.objs[i]); /* the store did not take them */
+    }
   }
-  if(rc) { /* store, rv and synced stay as they were: list again later */
+  if(rc) { /* rv and synced stay as they were: list again later */
+    for(size_t i = 0; i < nput; i++) /* what one namespace's list put, told */
+      prev[i] ? emit_update(inf, prev[i], c.objs[i]) : emit_add(inf, c.objs[i]);
     kcr_objs_unref(c.objs, c.n);
     kcr_objs_unref(prev, prev ? c.n : 0);
     free(rv);
-    next = fail_and_wait(inf, "list", rc, &ei) ? ST_LISTING : ST_STOPPED;
+    next = fail_and_wait(f, "list", rc, &ei) ? ST_LISTING : ST_STOPPED;
     kcr_errinfo_cleanup(&ei);
     return next;
   }
-  free(inf->rv);
-  inf->rv = rv;
+  free(f->rv);
+  f->rv = rv;
   update_gauges(inf);
   KCR_LOG(KCR_LOG_DEBUG, "informer: listed", KCR_S("informer", inf->name),
-          KCR_I("objects", c.n), KCR_I("vanished", ngone), KCR_S("resourceVersion", rv));
+          KCR_S("namespace", f->ns ? f->ns : ""), KCR_I("objects", c.n),
+          KCR_I("vanished", ngone), KCR_S("resourceVersion", rv));
   for(size_t i = 0; i < c.n; i++) {
     if(prev[i])
       emit_update(inf, prev[i], c.objs[i]);
@@ -451,11 +649,11 @@ static enum state do_list(kcr_informer *inf)
   kcr_objs_unref(prev, c.n);
   /* Synced means the store holds the list and every handler has seen it. */
   pthread_mutex_lock(&inf->mu);
-  inf->synced = true;
+  f->synced = true;
   pthread_cond_broadcast(&inf->cv);
   pthread_mutex_unlock(&inf->mu);
   kcr_objs_unref(c.objs, c.n);
-  inf->last_err = KCR_OK;
+  f->last_err = KCR_OK;
   return ST_WATCHING;
 }
 
@@ -463,7 +661,8 @@ static kcr_err on_event(struct kcr_watch_event *ev, void *ud)
 {
   /* (ei of the watch is not reachable here: the watch ends with rc, and
    * fail_and_wait logs "store could not take an event" for ENOMEM.) */
-  kcr_informer *inf = ud;
+  struct feed *f = ud;
+  kcr_informer *inf = f->inf;
   kcr_obj *o = NULL, *old = NULL;
   /* what the watch's check found: stepped over, not walked again */
   const struct kcr__json_want known[2] = {
@@ -489,7 +688,11 @@ static kcr_err on_event(struct kcr_watch_event *ev, void *ud)
   case KCR_WATCH_ADDED:
   case KCR_WATCH_MODIFIED:
     kcr_obj_ref(o); /* one for the store */
+    pthread_mutex_lock(&inf->wmu);
     rc = kcr_store_put(inf->store, o, &old);
+    if(!rc && !old)
+      f->held++;
+    pthread_mutex_unlock(&inf->wmu);
     if(rc) {
       /* Not stored: fail the callback, so the watch does not move past this
        * event and the next one delivers it again. */
@@ -502,7 +705,11 @@ static kcr_err on_event(struct kcr_watch_event *ev, void *ud)
       emit_add(inf, o);
     break;
   case KCR_WATCH_DELETED:
+    pthread_mutex_lock(&inf->wmu);
     kcr_store_delete_key(inf->store, kcr_obj_key(o), &old);
+    if(old)
+      f->held--;
+    pthread_mutex_unlock(&inf->wmu);
     emit_delete(inf, o);
     break;
   default: break;
@@ -515,30 +722,31 @@ static kcr_err on_event(struct kcr_watch_event *ev, void *ud)
 
 /* A random watch timeout in [min, max] ms, as the whole seconds the API
  * takes (rounded up, so at least 1). */
-static uint64_t watch_timeout_ms(kcr_informer *inf)
+static uint64_t watch_timeout_ms(struct feed *f)
 {
-  uint64_t ms = inf->o.watch_timeout_min_ms;
-  uint64_t span = inf->o.watch_timeout_max_ms - ms;
+  uint64_t ms = f->inf->o.watch_timeout_min_ms;
+  uint64_t span = f->inf->o.watch_timeout_max_ms - ms;
 
   if(span) {
-    uint64_t r = (uint64_t)rand_r(&inf->seed) << 31 ^ (uint64_t)rand_r(&inf->seed);
+    uint64_t r = (uint64_t)rand_r(&f->seed) << 31 ^ (uint64_t)rand_r(&f->seed);
     ms += span == UINT64_MAX ? r : r % (span + 1);
   }
   return ms; /* the watch sends it as whole seconds, rounded up */
 }
 
-static enum state do_watch(kcr_informer *inf)
+static enum state do_watch(struct feed *f)
 {
+  kcr_informer *inf = f->inf;
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
-  struct kcr_ref ref = {.gvr = &inf->gvr, .ns = inf->ns};
+  struct kcr_ref ref = {.gvr = &inf->gvr, .ns = f->ns};
   struct kcr_watch_opts wo = {.client = inf->o.client,
                               .ref = &ref,
                               .on_event = on_event,
-                              .ud = inf,
-                              .resource_version = inf->rv,
+                              .ud = f,
+                              .resource_version = f->rv,
                               .label_selector = inf->lsel,
                               .field_selector = inf->fsel,
-                              .timeout_ms = watch_timeout_ms(inf),
+                              .timeout_ms = watch_timeout_ms(f),
                               .allow_bookmarks = true,
                               .drop_managed_fields = !inf->o.keep_managed_fields,
                               .metadata_only = inf->o.metadata_only,
@@ -556,35 +764,36 @@ static enum state do_watch(kcr_informer *inf)
   pthread_mutex_unlock(&inf->mu);
   rc = kcr_watch_new(&wo, &w, &ei);
   if(rc)
-    return fail_and_wait(inf, "watch", rc, &ei) ? ST_WATCHING : ST_STOPPED;
+    return fail_and_wait(f, "watch", rc, &ei) ? ST_WATCHING : ST_STOPPED;
   pthread_mutex_lock(&inf->mu);
-  if(inf->stopping)
+  if(inf->stopping || f->stopping)
     kcr_watch_cancel(w);
-  inf->watch = w;
+  f->watch = w;
   pthread_mutex_unlock(&inf->mu);
   count(inf, &inf->stats.watches);
   rc = kcr_watch_run(w, &ei);
   pthread_mutex_lock(&inf->mu);
-  inf->watch = NULL;
+  f->watch = NULL;
   pthread_mutex_unlock(&inf->mu);
   if(kcr_watch_rv(w)) {
     char *rv = strdup(kcr_watch_rv(w));
     if(rv) {
-      free(inf->rv);
-      inf->rv = rv;
+      free(f->rv);
+      f->rv = rv;
     }
   }
   kcr_watch_free(w);
   enum state next = ST_WATCHING;
   switch(rc) {
   case KCR_OK: /* the server's timeout: watch again from rv */
-    inf->last_err = KCR_OK;
+    f->last_err = KCR_OK;
     break;
   case KCR_ECANCELED: next = ST_STOPPED; break;
   case KCR_EGONE:
     count(inf, &inf->stats.relists_gone);
     KCR_LOG(KCR_LOG_INFO, "informer: resourceVersion too old; listing again",
-            KCR_S("informer", inf->name), KCR_S("resourceVersion", inf->rv));
+            KCR_S("informer", inf->name), KCR_S("namespace", f->ns ? f->ns : ""),
+            KCR_S("resourceVersion", f->rv));
     next = ST_LISTING;
     break;
   default:
@@ -595,9 +804,9 @@ static enum state do_watch(kcr_informer *inf)
      * back off further (client-go's "very short watch" rule). */
     pthread_mutex_lock(&inf->mu);
     if(inf->stats.events > events0 || kcr_time_mono_ms() - t0 >= 1000)
-      kcr_backoff_reset(&inf->backoff);
+      kcr_backoff_reset(&f->backoff);
     pthread_mutex_unlock(&inf->mu);
-    next = fail_and_wait(inf, "watch", rc, &ei) ? ST_WATCHING : ST_STOPPED;
+    next = fail_and_wait(f, "watch", rc, &ei) ? ST_WATCHING : ST_STOPPED;
   }
   kcr_errinfo_cleanup(&ei);
   return next;
@@ -605,61 +814,216 @@ static enum state do_watch(kcr_informer *inf)
 
 static void *run(void *p)
 {
-  kcr_informer *inf = p;
+  struct feed *f = p;
   enum state st = ST_LISTING;
-  while(st != ST_STOPPED && !stopping(inf))
-    st = st == ST_LISTING ? do_list(inf) : do_watch(inf);
+  while(st != ST_STOPPED && !stopping(f))
+    st = st == ST_LISTING ? do_list(f) : do_watch(f);
   return NULL;
 }
 
 static void *run_resync(void *p)
 {
   kcr_informer *inf = p;
-  while(sleep_unless_stopped(inf, inf->o.resync_ms)) {
+  while(sleep_unless_stopped(inf, NULL, inf->o.resync_ms)) {
     kcr_obj **objs;
     size_t n;
     if(!kcr_informer_has_synced(inf) || kcr_store_ref_all(inf->store, &objs, &n))
       continue;
-    for(size_t i = 0; i < n && !stopping(inf); i++)
+    for(size_t i = 0; i < n && !inf_stopping(inf); i++)
       emit_update(inf, objs[i], objs[i]);
     kcr_objs_unref(objs, n);
   }
   return NULL;
 }
 
+/* A feed of namespace ns (NULL: every namespace), not started. NULL when
+ * out of memory. */
+static struct feed *feed_new(kcr_informer *inf, const char *ns, bool whole)
+{
+  struct feed *f = calloc(1, sizeof(*f));
+  if(!f)
+    return NULL;
+  f->inf = inf;
+  f->whole = whole;
+  f->backoff = (struct kcr_backoff)KCR_BACKOFF_REFLECTOR;
+  f->seed = (unsigned)kcr_time_mono_ns() ^ (unsigned)(uintptr_t)f;
+  if(ns && !(f->ns = strdup(ns))) {
+    free(f);
+    return NULL;
+  }
+  return f;
+}
+
+static void feed_free(struct feed *f)
+{
+  if(f) {
+    free(f->ns);
+    free(f->rv);
+    free(f);
+  }
+}
+
+/* Stops f's thread (f is out of inf->feeds, or the informer stops) and
+ * joins it. Not under mu. */
+static void feed_join(struct feed *f)
+{
+  kcr_informer *inf = f->inf;
+  pthread_mutex_lock(&inf->mu);
+  f->stopping = true;
+  if(f->watch)
+    kcr_watch_cancel(f->watch);
+  pthread_cond_broadcast(&inf->cv);
+  pthread_mutex_unlock(&inf->mu);
+  if(f->has_th)
+    pthread_join(f->th, NULL);
+  f->has_th = false;
+}
+
+/* opts.namespace_selector: a namespace entered the selection. Its feed
+ * starts at once when the informer runs. On the namespaces' informer's
+ * thread. */
+static void ns_entered(kcr_obj *o, void *ud)
+{
+  kcr_informer *inf = ud;
+  const char *ns = kcr_obj_name(o);
+  struct feed *f, **pp;
+
+  pthread_mutex_lock(&inf->mu);
+  for(pp = &inf->feeds; *pp && strcmp((*pp)->ns, ns); pp = &(*pp)->next)
+    ;
+  if(*pp || inf->stopping) {
+    pthread_mutex_unlock(&inf->mu);
+    return;
+  }
+  if(!(f = feed_new(inf, ns, false)) ||
+     (inf->started && pthread_create(&f->th, NULL, run, f))) {
+    pthread_mutex_unlock(&inf->mu);
+    /* The namespace's objects stay out of the cache until its next
+     * event or the namespaces' next list; said, not hidden. */
+    KCR_LOG(KCR_LOG_ERROR,
+            "informer: out of memory starting the feed of a selected namespace",
+            KCR_S("informer", inf->name), KCR_S("namespace", ns));
+    feed_free(f);
+    return;
+  }
+  f->has_th = inf->started;
+  *pp = f;
+  pthread_mutex_unlock(&inf->mu);
+  KCR_LOG(KCR_LOG_INFO, "informer: namespace entered the selection",
+          KCR_S("informer", inf->name), KCR_S("namespace", ns));
+}
+
+/* opts.namespace_selector: a namespace left the selection (lost the label,
+ * or was deleted). Its feed stops and its objects leave the store without
+ * on_delete: they were not deleted, and no cleanup is to run for them. */
+static void ns_left(kcr_obj *o, void *ud)
+{
+  kcr_informer *inf = ud;
+  const char *ns = kcr_obj_name(o);
+  struct feed *f, **pp;
+  kcr_obj **gone = NULL;
+  size_t ngone = 0;
+
+  pthread_mutex_lock(&inf->mu);
+  for(pp = &inf->feeds; *pp && strcmp((*pp)->ns, ns); pp = &(*pp)->next)
+    ;
+  f = *pp;
+  if(f)
+    *pp = f->next;
+  pthread_mutex_unlock(&inf->mu);
+  if(!f)
+    return;
+  feed_join(f);
+  pthread_mutex_lock(&inf->wmu);
+  if(take_ns(inf, ns, NULL, 0, &gone, &ngone)) /* out of memory: said */
+    KCR_LOG(KCR_LOG_ERROR,
+            "informer: out of memory emptying the cache of a namespace that left "
+            "the selection; its objects stay cached",
+            KCR_S("informer", inf->name), KCR_S("namespace", ns));
+  pthread_mutex_unlock(&inf->wmu);
+  kcr_objs_unref(gone, ngone);
+  update_gauges(inf);
+  KCR_LOG(KCR_LOG_INFO,
+          "informer: namespace left the selection; its objects left the cache",
+          KCR_S("informer", inf->name), KCR_S("namespace", ns), KCR_I("objects", ngone));
+  feed_free(f);
+}
+
+/* Stops and joins every feed thread (the informer is stopping). */
+static void stop_feeds(kcr_informer *inf)
+{
+  pthread_mutex_lock(&inf->mu);
+  for(struct feed *f = inf->feeds; f; f = f->next)
+    if(f->watch)
+      kcr_watch_cancel(f->watch);
+  pthread_cond_broadcast(&inf->cv);
+  pthread_mutex_unlock(&inf->mu);
+  /* No feed comes or goes now: the namespaces' informer has stopped. */
+  for(struct feed *f = inf->feeds; f; f = f->next)
+    if(f->has_th) {
+      pthread_join(f->th, NULL);
+      f->has_th = false;
+    }
+}
+
 kcr_err kcr_informer_start(kcr_informer *inf)
 {
+  kcr_err rc = KCR_OK;
+
   if(inf->started)
     return KCR_EINVAL;
   /* All or nothing, and nothing listed on failure: the resync thread (which
-   * only sleeps at first) before the list/watch thread. */
+   * only sleeps at first) before the list/watch threads. */
   if(inf->o.resync_ms) {
     if(pthread_create(&inf->resync_th, NULL, run_resync, inf))
       return KCR_ENOMEM;
     inf->has_resync_th = true;
   }
-  if(pthread_create(&inf->th, NULL, run, inf)) {
-    if(inf->has_resync_th) {
-      pthread_mutex_lock(&inf->mu);
-      inf->stopping = true;
-      pthread_cond_broadcast(&inf->cv);
-      pthread_mutex_unlock(&inf->mu);
+  pthread_mutex_lock(&inf->mu);
+  for(struct feed *f = inf->feeds; f && !rc; f = f->next)
+    if(pthread_create(&f->th, NULL, run, f))
+      rc = KCR_ENOMEM;
+    else
+      f->has_th = true;
+  inf->started = !rc;
+  pthread_mutex_unlock(&inf->mu);
+  if(!rc && inf->nsinf && (rc = kcr_informer_start(inf->nsinf)))
+    inf->started = false;
+  if(rc) {
+    pthread_mutex_lock(&inf->mu);
+    inf->stopping = true;
+    pthread_mutex_unlock(&inf->mu);
+    stop_feeds(inf);
+    if(inf->has_resync_th)
       pthread_join(inf->resync_th, NULL);
-      inf->has_resync_th = false;
-      pthread_mutex_lock(&inf->mu);
-      inf->stopping = false;
-      pthread_mutex_unlock(&inf->mu);
-    }
-    return KCR_ENOMEM;
+    inf->has_resync_th = false;
+    pthread_mutex_lock(&inf->mu);
+    inf->stopping = false;
+    pthread_mutex_unlock(&inf->mu);
   }
-  inf->started = true;
-  return KCR_OK;
+  return rc;
+}
+
+/* Under mu: every feed has listed, and with a namespace selector the
+ * namespaces too (nsdone). Once true, stays true (as a single feed's
+ * synced: a later relist does not unsync). */
+static bool synced_locked(kcr_informer *inf, bool nsdone)
+{
+  if(inf->synced)
+    return true;
+  if(!nsdone)
+    return false;
+  for(struct feed *f = inf->feeds; f; f = f->next)
+    if(!f->synced)
+      return false;
+  return inf->synced = true;
 }
 
 bool kcr_informer_has_synced(kcr_informer *inf)
 {
+  bool nsdone = !inf->nsinf || kcr_informer_has_synced(inf->nsinf);
   pthread_mutex_lock(&inf->mu);
-  bool s = inf->synced;
+  bool s = synced_locked(inf, nsdone);
   pthread_mutex_unlock(&inf->mu);
   return s;
 }
@@ -669,10 +1033,13 @@ bool kcr_informer_wait_synced(kcr_informer *inf, uint64_t timeout_ms)
   uint64_t deadline = kcr_time_deadline_ms(timeout_ms); /* KCR_FOREVER: never */
   bool s;
   pthread_mutex_lock(&inf->mu);
-  while(!inf->synced && !inf->stopping && kcr_time_mono_ms() < deadline) {
-    /* sync and stop broadcast cv; the timed wait only bounds the deadline */
+  while(!synced_locked(inf, !inf->nsinf || kcr_informer_has_synced(inf->nsinf)) &&
+        !inf->stopping && kcr_time_mono_ms() < deadline) {
+    /* feeds' syncs and stop broadcast cv; the timed wait bounds the
+     * deadline and sees the namespaces' informer sync */
     uint64_t left = deadline - kcr_time_mono_ms();
-    struct timespec ts = kcr_time_mono_after(left < 1000 ? left : 1000);
+    uint64_t step = inf->nsinf ? 50 : 1000;
+    struct timespec ts = kcr_time_mono_after(left < step ? left : step);
     pthread_cond_timedwait(&inf->cv, &inf->mu, &ts);
   }
   s = inf->synced;
@@ -680,16 +1047,28 @@ bool kcr_informer_wait_synced(kcr_informer *inf, uint64_t timeout_ms)
   return s;
 }
 
+bool kcr_informer_selects_namespace(kcr_informer *inf, const char *ns)
+{
+  bool in = false;
+  if(!ns)
+    return false;
+  pthread_mutex_lock(&inf->mu);
+  for(struct feed *f = inf->feeds; f && !in; f = f->next)
+    in = !f->ns || !strcmp(f->ns, ns);
+  pthread_mutex_unlock(&inf->mu);
+  return in;
+}
+
 void kcr_informer_stop(kcr_informer *inf)
 {
   pthread_mutex_lock(&inf->mu);
   inf->stopping = true;
-  if(inf->watch)
-    kcr_watch_cancel(inf->watch);
   pthread_cond_broadcast(&inf->cv);
   pthread_mutex_unlock(&inf->mu);
+  if(inf->nsinf) /* first: then no feed comes or goes */
+    kcr_informer_stop(inf->nsinf);
+  stop_feeds(inf);
   if(inf->started) {
-    pthread_join(inf->th, NULL);
     if(inf->has_resync_th)
       pthread_join(inf->resync_th, NULL);
     inf->started = false;
@@ -702,9 +1081,16 @@ void kcr_informer_free(kcr_informer *inf)
   if(!inf)
     return;
   kcr_informer_stop(inf);
+  kcr_informer_free(inf->nsinf);
+  while(inf->feeds) {
+    struct feed *f = inf->feeds;
+    inf->feeds = f->next;
+    feed_free(f);
+  }
   kcr_store_free(inf->store);
   kcr__proj_free(inf->proj);
   pthread_mutex_destroy(&inf->mu);
+  pthread_mutex_destroy(&inf->wmu);
   pthread_cond_destroy(&inf->cv);
   free(inf->group);
   free(inf->version);
@@ -713,7 +1099,6 @@ void kcr_informer_free(kcr_informer *inf)
   free(inf->lsel);
   free(inf->fsel);
   free(inf->name);
-  free(inf->rv);
   kcr_client_free(inf->o.client);
   kcr_metrics_free(inf->o.metrics);
   free(inf);

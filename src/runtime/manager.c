@@ -56,15 +56,18 @@
 #include "kcr/manager.h"
 #include "kcr/time.h"
 #include "runtime/events-int.h"
+#include "runtime/store-int.h"
 
 #define MAX_INFORMERS   32
 #define MAX_CONTROLLERS 16
 #define MAX_RECORDERS   8
+#define MAX_UNCACHED    16
 
 struct shared_informer {
   kcr_informer *inf;
   char *res;  /* group/version/resource */
-  char *ns;   /* "" for every namespace */
+  char *ns;   /* "" for every namespace, "a,b" for a set (sorted), "@sel"
+                 for a namespace selector */
   char *opts; /* labels|fields|keep: the same for every informer of res */
 };
 
@@ -77,6 +80,8 @@ struct kcr_manager {
   pthread_mutex_t inf_mu; /* inf and ninf: registration vs kcr_manager_get */
   struct shared_informer inf[MAX_INFORMERS];
   size_t ninf;
+  char *uncached[MAX_UNCACHED]; /* resources read through (kcr_manager_uncached) */
+  size_t nuncached;             /* under inf_mu, as inf */
   kcr_controller *ctl[MAX_CONTROLLERS];
   size_t nctl;
   kcr_recorder *rec[MAX_RECORDERS];
@@ -221,6 +226,68 @@ static void res_name(const struct kcr_gvr *g, char out[RES_MAX])
   snprintf(out, RES_MAX, "%s/%s/%s", g->group ? g->group : "", g->version, g->resource);
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The namespaces of an informer as its identity has them (see struct
+ * shared_informer): owned, NULL when memory ran out. */
+static char *ns_id(const struct kcr_informer_opts *io)
+{
+  struct kcr_buf b = KCR_BUF_INIT;
+  const char **v;
+  size_t n = 0;
+
+  if(io->namespace_selector) {
+    kcr_buf_printf(&b, "@%s", io->namespace_selector);
+    return kcr_buf_take(&b);
+  }
+  if(!io->namespaces)
+    return strdup(io->ns ? io->ns : "");
+  while(io->namespaces[n])
+    n++;
+  if(!(v = malloc((n + 1) * sizeof(*v))))
+    return NULL;
+  memcpy(v, io->namespaces, n * sizeof(*v));
+  qsort(v, n, sizeof(*v), cmp_str);
+  for(size_t i = 0; i < n; i++)
+    if(!i || strcmp(v[i], v[i - 1]))
+      kcr_buf_printf(&b, "%s%s", i ? "," : "", v[i]);
+  free(v);
+  return kcr_buf_take(&b);
+}
+
+/* Whether the informer of namespaces id (as ns_id writes them) holds
+ * namespace ns by name: one of its set. "" and selectors: no (they are
+ * the fallback). */
+static bool ns_in(const char *id, const char *ns)
+{
+  size_t n = strlen(ns);
+  if(!*id || *id == '@')
+    return false;
+  for(const char *p = id; p; p = strchr(p, ','), p = p ? p + 1 : NULL)
+    if(!strncmp(p, ns, n) && (p[n] == ',' || !p[n]))
+      return true;
+  return false;
+}
+
+/* The first namespace of set a also in set b (ns_id's sets), copied into
+ * out; false when none. */
+static bool ns_overlap(const char *a, const char *b, char *out, size_t outn)
+{
+  for(const char *p = a; p; p = strchr(p, ','), p = p ? p + 1 : NULL) {
+    size_t n = strcspn(p, ",");
+    if(n < outn) {
+      memcpy(out, p, n);
+      out[n] = 0;
+      if(ns_in(b, out))
+        return true;
+    }
+  }
+  return false;
+}
+
 /* The parts of an informer's identity (see the registry rules in
  * manager.h): resource, namespace ("" for all) and the options that must
  * agree across the informers of one resource. Owned strings; false when
@@ -246,7 +313,7 @@ static bool informer_id(const struct kcr_informer_opts *io, struct shared_inform
     kcr_buf_puts(&o, "]");
   id->res = strdup(res);
   id->opts = kcr_buf_take(&o); /* NULL if an append failed: errors stick */
-  id->ns = strdup(io->ns ? io->ns : "");
+  id->ns = ns_id(io);
   if(id->res && id->opts && id->ns)
     return true;
   free(id->res);
@@ -260,6 +327,7 @@ kcr_err kcr_manager_informer(kcr_manager *m, const struct kcr_informer_opts *io,
 {
   struct kcr_informer_opts o;
   struct shared_informer id;
+  char both[256];
   bool kept = false;
   kcr_err rc = KCR_OK;
 
@@ -274,6 +342,12 @@ kcr_err kcr_manager_informer(kcr_manager *m, const struct kcr_informer_opts *io,
   if(!informer_id(io, &id))
     return KCR_ENOMEM;
   pthread_mutex_lock(&m->inf_mu);
+  for(size_t i = 0; i < m->nuncached && !rc; i++)
+    if(!strcmp(m->uncached[i], id.res))
+      rc = kcr_errinfo_set(ei, KCR_EEXIST,
+                           "kcr_manager_informer: %s: reads of it are uncached "
+                           "(kcr_manager_uncached); it has no informer",
+                           id.res);
   for(size_t i = 0; i < m->ninf && !rc && !*out; i++) {
     const struct shared_informer *x = &m->inf[i];
     if(strcmp(x->res, id.res))
@@ -287,11 +361,20 @@ kcr_err kcr_manager_informer(kcr_manager *m, const struct kcr_informer_opts *io,
                           id.res, x->opts, id.opts);
     else if(!strcmp(x->ns, id.ns))
       *out = x->inf;
-    else if(!*x->ns || !*id.ns)
+    else if(!*x->ns || !*id.ns || *x->ns == '@' || *id.ns == '@')
       rc = kcr_errinfo_set(ei, KCR_EEXIST,
-                           "kcr_manager_informer: %s: an informer of %s is registered; "
-                           "one of every namespace excludes one of a single namespace",
-                           id.res, *x->ns ? x->ns : "every namespace");
+                           "kcr_manager_informer: %s: an informer of %s%s is registered; "
+                           "one of every namespace, or of a namespace selector, is "
+                           "the only informer of its resource (asked: %s%s)",
+                           id.res, *x->ns == '@' ? "the namespaces selected by " : "",
+                           !*x->ns ? "every namespace" : x->ns + (*x->ns == '@'),
+                           *id.ns == '@' ? "the namespaces selected by " : "",
+                           !*id.ns ? "every namespace" : id.ns + (*id.ns == '@'));
+    else if(ns_overlap(x->ns, id.ns, both, sizeof(both)))
+      rc = kcr_errinfo_set(ei, KCR_EEXIST,
+                           "kcr_manager_informer: %s: namespace %s is in two informers "
+                           "(%s and %s); an object is cached once",
+                           id.res, both, x->ns, id.ns);
   }
   if(!rc && !*out && m->ninf == MAX_INFORMERS)
     rc = kcr_errinfo_set(ei, KCR_EINVAL, "kcr_manager_informer: more than %d informers",
@@ -316,6 +399,83 @@ kcr_err kcr_manager_informer(kcr_manager *m, const struct kcr_informer_opts *io,
   return rc;
 }
 
+kcr_err kcr_manager_uncached(kcr_manager *m, const struct kcr_gvr *gvr,
+                             struct kcr_errinfo *ei)
+{
+  char res[RES_MAX], *r;
+  kcr_err rc = KCR_OK;
+
+  if(!gvr || !gvr->version || !gvr->resource)
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "kcr_manager_uncached: gvr (with version and resource) is "
+                           "required");
+  res_name(gvr, res);
+  if(!(r = strdup(res)))
+    return KCR_ENOMEM;
+  pthread_mutex_lock(&m->inf_mu);
+  for(size_t i = 0; i < m->ninf && !rc; i++)
+    if(!strcmp(m->inf[i].res, res))
+      rc = kcr_errinfo_set(ei, KCR_EEXIST,
+                           "kcr_manager_uncached: %s has an informer: its reads are "
+                           "cached",
+                           res);
+  for(size_t i = 0; i < m->nuncached && !rc && r; i++)
+    if(!strcmp(m->uncached[i], res)) { /* already: fine */
+      free(r);
+      r = NULL;
+    }
+  if(!rc && r && m->nuncached == MAX_UNCACHED)
+    rc = kcr_errinfo_set(ei, KCR_EINVAL, "kcr_manager_uncached: more than %d resources",
+                         MAX_UNCACHED);
+  if(!rc && r) {
+    m->uncached[m->nuncached++] = r;
+    r = NULL;
+  }
+  pthread_mutex_unlock(&m->inf_mu);
+  free(r);
+  return rc;
+}
+
+static bool is_uncached(kcr_manager *m, const char *res)
+{
+  bool found = false;
+  pthread_mutex_lock(&m->inf_mu);
+  for(size_t i = 0; i < m->nuncached && !found; i++)
+    found = !strcmp(m->uncached[i], res);
+  pthread_mutex_unlock(&m->inf_mu);
+  return found;
+}
+
+/* kcr_manager_get of an uncached resource: a GET, made a store object
+ * (managedFields dropped, as the caches drop them). */
+static kcr_err get_through(kcr_manager *m, const struct kcr_gvr *gvr, const char *ns,
+                           const char *name, kcr_obj **out, struct kcr_errinfo *ei)
+{
+  struct kcr_ref ref = {.gvr = gvr, .ns = gvr->namespaced ? ns : NULL, .name = name};
+  cJSON *t = NULL;
+  kcr_err rc = kcr_get(m->client, &ref, &t, ei);
+  if(!rc)
+    rc = kcr_obj_from_json(t, 0, out, ei);
+  cJSON_Delete(t);
+  return rc;
+}
+
+/* kcr_manager_list_typed's objects of an uncached resource: a LIST. */
+static kcr_err list_through(kcr_manager *m, const struct kcr_gvr *gvr, const char *ns,
+                            kcr_obj ***got, size_t *ngot, struct kcr_errinfo *ei)
+{
+  struct kcr__obj_list l = {.who = "kcr_manager_list_typed"};
+  kcr_err rc = kcr_list_each_text(m->client, &(struct kcr_ref){.gvr = gvr, .ns = ns},
+                                  NULL, kcr__obj_list_add, &l, NULL, ei);
+  if(rc) {
+    kcr_objs_unref(l.objs, l.n);
+    return rc;
+  }
+  *got = l.objs;
+  *ngot = l.n;
+  return KCR_OK;
+}
+
 kcr_err kcr_manager_get(kcr_manager *m, const struct kcr_gvr *gvr, const char *ns,
                         const char *name, kcr_obj **out, struct kcr_errinfo *ei)
 {
@@ -333,13 +493,15 @@ kcr_err kcr_manager_get(kcr_manager *m, const struct kcr_gvr *gvr, const char *n
                            "kcr_manager_get: %s is namespaced: a namespace is required",
                            gvr->resource);
   res_name(gvr, res);
+  if(is_uncached(m, res))
+    return get_through(m, gvr, ns, name, out, ei);
   pthread_mutex_lock(&m->inf_mu);
   for(size_t i = 0; i < m->ninf && !inf; i++) {
     if(strcmp(m->inf[i].res, res))
       continue;
-    if(!*m->inf[i].ns)
+    if(!*m->inf[i].ns || *m->inf[i].ns == '@')
       all = m->inf[i].inf;
-    else if(ns && !strcmp(m->inf[i].ns, ns))
+    else if(ns && ns_in(m->inf[i].ns, ns))
       inf = m->inf[i].inf;
   }
   pthread_mutex_unlock(&m->inf_mu);
@@ -391,8 +553,9 @@ kcr_err kcr_manager_get_typed(kcr_manager *m, const struct kcr_type *t,
 }
 
 /* The stores kcr_manager_list_typed reads for gvr in ns (NULL: every
- * namespace): every informer of the resource, or the one of ns, else the
- * one of every namespace (*filter set: keep only ns's objects). 0: none. */
+ * namespace): every informer of the resource, or the one whose namespaces
+ * hold ns, else the one of every namespace or of a namespace selector
+ * (*filter set: keep only ns's objects). 0: none. */
 static size_t list_stores(kcr_manager *m, const char *res, const char *ns,
                           kcr_store *out[MAX_INFORMERS], bool *filter)
 {
@@ -404,10 +567,12 @@ static size_t list_stores(kcr_manager *m, const char *res, const char *ns,
   for(size_t i = 0; i < m->ninf; i++) {
     if(strcmp(m->inf[i].res, res))
       continue;
-    if(!ns || !strcmp(m->inf[i].ns, ns))
+    if(!ns || ns_in(m->inf[i].ns, ns)) {
       out[n++] = kcr_informer_store(m->inf[i].inf);
-    else if(!*m->inf[i].ns)
+      *filter = ns && strcmp(m->inf[i].ns, ns); /* a set of several */
+    } else if(!*m->inf[i].ns || *m->inf[i].ns == '@') {
       all = kcr_informer_store(m->inf[i].inf);
+    }
   }
   pthread_mutex_unlock(&m->inf_mu);
   if(!n && all) {
@@ -449,7 +614,16 @@ kcr_err kcr_manager_list_typed(kcr_manager *m, const struct kcr_type *t,
   if(!gvr->namespaced || (ns && !*ns))
     ns = NULL;
   res_name(gvr, res);
-  if(!(nst = list_stores(m, res, ns, st, &filter)))
+  if(is_uncached(m, res)) {
+    if(index)
+      return kcr_errinfo_set(ei, KCR_EINVAL,
+                             "kcr_manager_list_typed: %s is uncached "
+                             "(kcr_manager_uncached): it has no index \"%s\"",
+                             res, index);
+    nst = 0;
+    filter = false;
+    rc = list_through(m, gvr, ns, &got, &ngot, ei);
+  } else if(!(nst = list_stores(m, res, ns, st, &filter)))
     return kcr_errinfo_set(
         ei, KCR_EINVAL,
         "kcr_manager_list_typed: no informer of %s%s%s in this manager "
@@ -1058,6 +1232,8 @@ void kcr_manager_free(kcr_manager *m)
   sem_destroy(&m->wake);
   pthread_mutex_destroy(&m->inf_mu);
   free(m->name);
+  for(size_t i = 0; i < m->nuncached; i++)
+    free(m->uncached[i]);
   free(m->lease_ns);
   free(m->lease_name);
   free(m);

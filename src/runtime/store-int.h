@@ -40,6 +40,20 @@ kcr_err kcr__obj_from_text(const char *text, size_t len, unsigned flags,
                            const struct kcr__proj *proj,
                            const struct kcr__json_want *known, size_t nknown,
                            kcr_obj **out, struct kcr_errinfo *ei);
+/* Objects made from listed items (kcr_list_each_text's fn, with ud a
+ * struct kcr__obj_list): each item's text through kcr__obj_from_text with
+ * flags | KCR__OBJ_CHECKED and proj (NULL: everything), appended to
+ * objs[0..n) (grown as needed; release with kcr_objs_unref(objs, n)). An
+ * item without a name is logged at warning level, naming who, and skipped.
+ * Errors: KCR_ENOMEM, kcr__obj_from_text's. */
+struct kcr__obj_list {
+  const char *who; /* for the log: the informer or the reader */
+  unsigned flags;
+  const struct kcr__proj *proj;
+  kcr_obj **objs;
+  size_t n, cap;
+};
+kcr_err kcr__obj_list_add(const char *text, size_t len, void *ud);
 struct kcr_arena;
 struct kcr_type;
 /* A view (kcr/typed.h) of type t of o's text, in arena a (a t->size struct

@@ -64,7 +64,8 @@ manager_flags=(--kubeconfig --metrics-bind-address --metrics-secure --metrics-ce
   --webhook-cert-name --webhook-cert-key --health-probe-bind-address --leader-elect
   --leader-election-id --leader-election-namespace --leader-elect-lease-duration
   --leader-elect-renew-deadline --leader-elect-retry-period --zap-log-level --zap-encoder)
-for f in "${manager_flags[@]}" --namespace --workers --resync --graceful-shutdown-timeout; do
+for f in "${manager_flags[@]}" --namespace --namespace-selector --workers --resync \
+  --graceful-shutdown-timeout; do
   expect_contains "ebdman run --help documents the flag" "  $f " "$CLI_OUT"
 done
 expect_ok help "usage: ebdman status" status --help
@@ -91,6 +92,12 @@ expect_usage_error '--leader-elect-lease-duration: "0" is not valid' \
 expect_usage_error "--namespace: missing value" run --namespace
 expect_usage_error "--namespace: missing value" run --namespace --leader-elect
 expect_usage_error 'unexpected argument "extra"' run extra
+expect_usage_error "--namespace and --namespace-selector exclude each other" \
+  run --namespace a --namespace b --namespace-selector team=a
+many=()
+for i in $(seq 65); do many+=(--namespace "n$i"); done
+expect_usage_error '--namespace: "n65" is not valid: want a non-empty value, given at most 64 times' \
+  run "${many[@]}"
 expect_usage_error "--default-vfm-image needs --webhook-bind-address" \
   run --default-vfm-image x:1
 expect_usage_error "--webhook-certs-secret needs --webhook-bind-address" \

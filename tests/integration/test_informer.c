@@ -2,13 +2,16 @@
  * objects and stays equal to a fresh LIST under concurrent creates, updates
  * and deletes; objects deleted while it could not watch (apiserver down,
  * history compacted) are noticed through 410 -> relist with delete events;
- * an apiserver restart is recovered from without help; listed objects come
+ * an apiserver restart is recovered from without help; several namespaces
+ * in one store, listed and watched each, and namespaces chosen by a label
+ * selector followed as the label comes and goes; listed objects come
  * without managedFields unless asked for; a metadata-only informer holds
  * PartialObjectMetadata, listed and watched, and the server sent no data. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "itest.h"
 #include "kcr/informer.h"
@@ -223,6 +226,48 @@ static void converges_on_2000_objects_under_churn(void **state)
   itest_namespace_drop(cl, ns);
 }
 
+/* An informer of several namespaces (namespaces) or of those sel selects,
+ * with c's handlers, started and synced. */
+static kcr_informer *start_multi(const char *const *namespaces, const char *sel,
+                                 struct counts *c)
+{
+  kcr_informer *inf;
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_informer_opts o = {.client = cl,
+                                .gvr = &itest_configmaps,
+                                .namespaces = namespaces,
+                                .namespace_selector = sel,
+                                .page_size = 2};
+  struct kcr_informer_handlers h = {on_add, on_update, on_delete, c};
+  itest_expect(KCR_OK, kcr_informer_new(&o, &inf, &ei), &ei);
+  assert_int_equal(KCR_OK, kcr_informer_add_handlers(inf, &h));
+  assert_int_equal(KCR_OK, kcr_informer_start(inf));
+  assert_true(kcr_informer_wait_synced(inf, 60000));
+  kcr_errinfo_cleanup(&ei);
+  return inf;
+}
+
+/* The store's objects of namespace ns. */
+static int count_ns(kcr_informer *inf, const char *ns)
+{
+  kcr_obj **objs;
+  size_t n;
+  int k = 0;
+  assert_int_equal(KCR_OK, kcr_store_ref_all(kcr_informer_store(inf), &objs, &n));
+  for(size_t i = 0; i < n; i++)
+    k += !strcmp(kcr_obj_ns(objs[i]), ns);
+  kcr_objs_unref(objs, n);
+  return k;
+}
+
+/* Waits up to 30 s for the store to hold want objects of ns. */
+static void wait_ns(kcr_informer *inf, const char *ns, int want)
+{
+  for(int i = 0; i < 300 && count_ns(inf, ns) != want; i++)
+    itest_sleep_ms(100);
+  assert_int_equal(want, count_ns(inf, ns));
+}
+
 static void deletes_missed_while_down_are_found_by_relist(void **state)
 {
   char *ns = itest_namespace(cl, "gone");
@@ -232,6 +277,14 @@ static void deletes_missed_while_down_are_found_by_relist(void **state)
   run_parallel(&seed, 1);
   kcr_informer *inf = start_informer(ns, &c, 0);
   assert_int_equal(20, kcr_store_len(kcr_informer_store(inf)));
+  /* Beside it, an informer of ns and a second namespace in one store:
+   * its relist of ns must find the same three, and keep ns2's objects. */
+  char *ns2 = itest_namespace(cl, "gone2");
+  struct counts c2 = {.mu = PTHREAD_MUTEX_INITIALIZER};
+  struct churn seed2 = {ns2, 0, 5, 'c'};
+  run_parallel(&seed2, 1);
+  kcr_informer *multi = start_multi((const char *[]){ns, ns2, NULL}, NULL, &c2);
+  assert_int_equal(25, kcr_store_len(kcr_informer_store(multi)));
 
   /* The apiserver goes away; while it is down, three objects are removed
    * behind its back (straight from etcd) and history is compacted. */
@@ -281,6 +334,20 @@ static void deletes_missed_while_down_are_found_by_relist(void **state)
   kcr_informer_get_stats(inf, &st);
   assert_true(st.relists_gone >= 1);
   assert_true(st.lists >= 2);
+  for(int i = 0; i < 100 && (atomic_load(&c2.deletes) < 3 ||
+                             kcr_store_len(kcr_informer_store(multi)) != 22);
+      i++)
+    itest_sleep_ms(100);
+  assert_int_equal(3, atomic_load(&c2.deletes));
+  assert_int_equal(22, kcr_store_len(kcr_informer_store(multi)));
+  assert_int_equal(5, count_ns(multi, ns2));
+  pthread_mutex_lock(&c2.mu);
+  qsort(c2.deleted, (size_t)c2.ndeleted, sizeof(c2.deleted[0]),
+        (int (*)(const void *, const void *))strcmp);
+  assert_string_equal("cm-00002", c2.deleted[2]);
+  pthread_mutex_unlock(&c2.mu);
+  kcr_informer_free(multi);
+  itest_namespace_drop(cl, ns2);
 
   /* And it keeps working: a new object arrives through the new watch. */
   struct churn more = {ns, 100, 1, 'c'};
@@ -596,6 +663,130 @@ static void listed_objects_come_without_managed_fields(void **state)
   itest_namespace_drop(cl, ns);
 }
 
+/* An informer of two namespaces out of three: one store with the objects
+ * of both, listed and watched per namespace; nothing of the third. */
+static void several_namespaces_share_one_store(void **state)
+{
+  char *a = itest_namespace(cl, "nsa"), *b = itest_namespace(cl, "nsb"),
+       *x = itest_namespace(cl, "nsx");
+  struct counts c = {.mu = PTHREAD_MUTEX_INITIALIZER};
+  struct churn seed[] = {{a, 0, 3, 'c'}, {b, 0, 4, 'c'}, {x, 0, 5, 'c'}};
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_informer *bad;
+
+  run_parallel(seed, 3);
+  /* a twice: one feed */
+  kcr_informer *inf = start_multi((const char *[]){b, a, a, NULL}, NULL, &c);
+  assert_int_equal(7, kcr_store_len(kcr_informer_store(inf)));
+  assert_int_equal(3, count_ns(inf, a));
+  assert_int_equal(4, count_ns(inf, b));
+  assert_int_equal(7, atomic_load(&c.adds));
+  assert_true(kcr_informer_selects_namespace(inf, a));
+  assert_true(kcr_informer_selects_namespace(inf, b));
+  assert_false(kcr_informer_selects_namespace(inf, x));
+
+  struct churn more[] = {{a, 10, 2, 'c'}, {b, 0, 1, 'd'}, {x, 10, 3, 'c'}};
+  run_parallel(more, 3);
+  wait_ns(inf, a, 5);
+  wait_ns(inf, b, 3);
+  assert_int_equal(0, count_ns(inf, x));
+  for(int i = 0; i < 100 && atomic_load(&c.deletes) < 1; i++)
+    itest_sleep_ms(100);
+  assert_int_equal(1, atomic_load(&c.deletes));
+  assert_int_equal(9, atomic_load(&c.adds));
+  kcr_informer_free(inf);
+
+  /* Options that do not go together, named. */
+  assert_int_equal(KCR_EINVAL, kcr_informer_new(
+                                   &(struct kcr_informer_opts){
+                                       .client = cl,
+                                       .gvr = &itest_configmaps,
+                                       .ns = a,
+                                       .namespaces = (const char *[]){b, NULL}},
+                                   &bad, &ei));
+  assert_non_null(strstr(ei.message, "ns and namespaces"));
+  assert_int_equal(
+      KCR_EINVAL,
+      kcr_informer_new(&(struct kcr_informer_opts){.client = cl,
+                                                   .gvr = &itest_configmaps,
+                                                   .namespaces = (const char *[]){NULL}},
+                       &bad, &ei));
+  assert_non_null(strstr(ei.message, "namespaces is empty"));
+  assert_int_equal(
+      KCR_EINVAL,
+      kcr_informer_new(&(struct kcr_informer_opts){.client = cl,
+                                                   .gvr = &itest_namespaces,
+                                                   .namespace_selector = "a=b"},
+                       &bad, &ei));
+  assert_non_null(strstr(ei.message, "not namespaced"));
+  kcr_errinfo_cleanup(&ei);
+  itest_namespace_drop(cl, a);
+  itest_namespace_drop(cl, b);
+  itest_namespace_drop(cl, x);
+}
+
+/* Sets or removes label kcr-sel=<v> on namespace ns. */
+static void label_ns(const char *ns, const char *v)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  char body[256];
+  snprintf(body, sizeof(body), "{\"metadata\":{\"labels\":{\"kcr-sel\":%s%s%s}}}",
+           v ? "\"" : "", v ? v : "null", v ? "\"" : "");
+  itest_expect(KCR_OK,
+               kcr_patch(cl, &(struct kcr_ref){&itest_namespaces, NULL, ns},
+                         &(struct kcr_patch_opts){KCR_PATCH_MERGE}, body, strlen(body),
+                         NULL, &ei),
+               &ei);
+  kcr_errinfo_cleanup(&ei);
+}
+
+/* Namespaces chosen by a label selector and followed as the label comes
+ * and goes: a namespace that gains it is listed and watched, one that
+ * loses it leaves the cache without on_delete. */
+static void a_namespace_selector_follows_labels(void **state)
+{
+  char *a = itest_namespace(cl, "sela"), *b = itest_namespace(cl, "selb");
+  struct counts c = {.mu = PTHREAD_MUTEX_INITIALIZER};
+  struct churn seed[] = {{a, 0, 3, 'c'}, {b, 0, 4, 'c'}};
+  char sel[64], v[32];
+
+  snprintf(v, sizeof(v), "%08x", (unsigned)rand() ^ (unsigned)getpid());
+  snprintf(sel, sizeof(sel), "kcr-sel=%s", v);
+  run_parallel(seed, 2);
+  label_ns(a, v);
+  kcr_informer *inf = start_multi(NULL, sel, &c);
+  assert_int_equal(3, kcr_store_len(kcr_informer_store(inf)));
+  assert_true(kcr_informer_selects_namespace(inf, a));
+  assert_false(kcr_informer_selects_namespace(inf, b));
+
+  /* b gains the label: listed, then watched */
+  label_ns(b, v);
+  wait_ns(inf, b, 4);
+  assert_true(kcr_informer_selects_namespace(inf, b));
+  struct churn more = {b, 10, 2, 'c'};
+  run_parallel(&more, 1);
+  wait_ns(inf, b, 6);
+
+  /* a loses it: its objects leave, no on_delete; and nothing more of a
+   * arrives */
+  label_ns(a, NULL);
+  wait_ns(inf, a, 0);
+  assert_false(kcr_informer_selects_namespace(inf, a));
+  assert_int_equal(0, atomic_load(&c.deletes));
+  struct churn late = {a, 10, 2, 'c'};
+  run_parallel(&late, 1);
+  itest_sleep_ms(500);
+  assert_int_equal(0, count_ns(inf, a));
+  assert_int_equal(6, kcr_store_len(kcr_informer_store(inf)));
+
+  /* and back */
+  label_ns(a, v);
+  wait_ns(inf, a, 5);
+  kcr_informer_free(inf);
+  itest_namespace_drop(cl, a);
+  itest_namespace_drop(cl, b);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -605,6 +796,8 @@ int main(void)
       cmocka_unit_test(a_keep_list_stores_only_those_fields),
       cmocka_unit_test(listed_objects_come_without_managed_fields),
       cmocka_unit_test(a_metadata_only_informer_holds_metadata),
+      cmocka_unit_test(several_namespaces_share_one_store),
+      cmocka_unit_test(a_namespace_selector_follows_labels),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -310,6 +310,38 @@ static void the_last_of_a_repeated_flag_wins(void **state)
   assert_false(p.watch);
 }
 
+/* A list flag (KCR_FLAG_STRINGS) collects each value given, in order, up
+ * to max; one more is refused naming the limit. The usage shows the values
+ * given before the parse (none here). */
+static void a_list_flag_collects_every_value_up_to_max(void **state)
+{
+  const char *ns[3 + 1] = {0};
+  struct kcr_flag f[] = {{"namespace", KCR_FLAG_STRINGS, ns, "a namespace; repeat it",
+                          .arg = "NS", .max = 3}};
+  struct kcr_cli cli = {.prog = "prog", .flags = f, .nflags = 1};
+
+  expect_ok(&cli, "--namespace", "a", "--namespace=b");
+  assert_string_equal("a", ns[0]);
+  assert_string_equal("b", ns[1]);
+  assert_null(ns[2]);
+  expect_ok(&cli, "--namespace", "c");
+  assert_string_equal("c", ns[2]);
+  assert_null(ns[3]);
+  memset(ns, 0, sizeof(ns));
+  expect_error(&cli,
+               "--namespace: \"d\" is not valid: want a non-empty value, given at most 3 "
+               "times",
+               "--namespace", "a", "--namespace", "b", "--namespace", "c", "--namespace",
+               "d");
+  assert_null(ns[3]);
+  memset(ns, 0, sizeof(ns));
+  expect_error(&cli,
+               "--namespace: \"\" is not valid: want a non-empty value, given at most 3 "
+               "times",
+               "--namespace=");
+  assert_null(ns[0]);
+}
+
 static void positional_arguments_go_to_argv_out_in_order(void **state)
 {
   const char *args[2] = {"configmaps", NULL};
@@ -538,6 +570,8 @@ static void a_bad_table_is_refused(void **state)
   struct kcr_flag dashed[] = {{"--n", KCR_FLAG_INT, &n, "dashes"}};
   struct kcr_flag help[] = {{"help", KCR_FLAG_BOOL, &(bool){0}, "help"}};
   struct kcr_flag range[] = {{"n", KCR_FLAG_INT, &n, "range", .min = 2, .max = 1}};
+  const char *list[2] = {0};
+  struct kcr_flag nomax[] = {{"n", KCR_FLAG_STRINGS, list, "no max"}};
   const struct {
     struct kcr_cli cli;
     const char *want;
@@ -545,11 +579,17 @@ static void a_bad_table_is_refused(void **state)
       {{.prog = "p", .flags = twice, .nflags = 1, .config = &co},
        "flag table: --kubeconfig is there twice"},
       {{.prog = "p", .flags = novalue, .nflags = 1},
-       "flag table: --n: no value, bad kind, no choices or min > max"},
+       "flag table: --n: no value, bad kind, no choices, min > max, or a list without "
+       "max"},
       {{.prog = "p", .flags = nochoices, .nflags = 1},
-       "flag table: --n: no value, bad kind, no choices or min > max"},
+       "flag table: --n: no value, bad kind, no choices, min > max, or a list without "
+       "max"},
       {{.prog = "p", .flags = range, .nflags = 1},
-       "flag table: --n: no value, bad kind, no choices or min > max"},
+       "flag table: --n: no value, bad kind, no choices, min > max, or a list without "
+       "max"},
+      {{.prog = "p", .flags = nomax, .nflags = 1},
+       "flag table: --n: no value, bad kind, no choices, min > max, or a list without "
+       "max"},
       {{.prog = "p", .flags = dashed, .nflags = 1}, "flag table: bad name \"--n\""},
       {{.prog = "p", .flags = help, .nflags = 1}, "flag table: bad name \"help\""},
       {{.prog = NULL}, "flag table: no program name"},
@@ -605,6 +645,7 @@ int main(void)
       cmocka_unit_test(unknown_flags_and_stray_arguments_are_refused),
       cmocka_unit_test(a_missing_value_is_named),
       cmocka_unit_test(the_last_of_a_repeated_flag_wins),
+      cmocka_unit_test(a_list_flag_collects_every_value_up_to_max),
       cmocka_unit_test(positional_arguments_go_to_argv_out_in_order),
       cmocka_unit_test(help_stops_the_parse),
       cmocka_unit_test(usage_lists_every_flag_with_its_default),

@@ -17,8 +17,10 @@
 #include "ebdman.h"
 #include "kcr/base64.h"
 #include "kcr/json.h"
+#include "kcr/informer.h"
 #include "kcr/store.h"
 #include "tjsonpatch.h"
+#include "twire.h"
 
 typedef struct kcr_meta_v1_object_meta meta;
 
@@ -128,6 +130,29 @@ static char *review(const char *op, const char *obj)
 
 /* The answer to a review of obj by a webhook; *patch its JSON Patch
  * (NULL: none). Asserts it was allowed. */
+static kcr_err no_api(struct twire_call *call, void *ud)
+{
+  (void)call, (void)ud;
+  return KCR_EIO; /* never started: never called */
+}
+
+/* An EBD informer of the one namespace ns (--namespace ns), not started:
+ * what the webhooks ask which namespaces are ebdman's. */
+static kcr_informer *ebds_of(const char *ns)
+{
+  static const struct kcr_gvr ebds = {"ebdman.example.com", "v1beta1", "ebds", true};
+  kcr_client *cl = twire_client(no_api, NULL);
+  kcr_informer *inf;
+  assert_int_equal(
+      KCR_OK,
+      kcr_informer_new(
+          &(struct kcr_informer_opts){
+              .client = cl, .gvr = &ebds, .namespaces = (const char *[]){ns, NULL}},
+          &inf, NULL));
+  kcr_client_free(cl); /* the informer holds its own reference */
+  return inf;
+}
+
 static void answer(const struct kcr_webhook_opts *o, const char *op, const char *obj,
                    char **patch, char **warning)
 {
@@ -195,13 +220,16 @@ static void the_image_is_defaulted_once(void **state)
   answer(&o, "CREATE", EBD_BAD_REPLICAS, &patch, NULL);
   assert_null(patch);
   /* another namespace than the one managed: untouched */
-  w.ns = "other";
+  w.ebds = ebds_of("other");
   answer(&o, "CREATE", EBD_NO_IMAGE, &patch, NULL);
   assert_null(patch);
-  w.ns = "ns";
+  kcr_informer_free(w.ebds);
+  w.ebds = ebds_of("ns");
   answer(&o, "CREATE", EBD_NO_IMAGE, &patch, NULL);
   assert_non_null(patch);
   free(patch);
+  kcr_informer_free(w.ebds);
+  w.ebds = NULL;
   /* no default configured: nothing */
   w.default_image = NULL;
   answer(&o, "CREATE", EBD_NO_IMAGE, &patch, NULL);
@@ -302,9 +330,10 @@ static void a_taken_child_name_is_refused_from_the_caches(void **state)
   assert_string_equal("", warning);
   assert_true(validated(&w, "UPDATE", EBD_NAMED("taken", "u1"), "ns", msg, sizeof(msg),
                         warning, sizeof(warning)));
-  w.ns = "elsewhere";
+  w.ebds = ebds_of("elsewhere");
   assert_true(validated(&w, "CREATE", EBD_NAMED("taken", "u1"), "ns", msg, sizeof(msg),
                         warning, sizeof(warning)));
+  kcr_informer_free(w.ebds);
   kcr_store_free(w.vfms);
   kcr_store_free(w.cms);
 }

@@ -39,7 +39,7 @@ struct api {
   pthread_cond_t cv;
   struct tlease l;
   enum put_mode mode;
-  int lease_writes, releases, lists, watches, patches;
+  int lease_writes, releases, lists, watches, patches, gets;
   int event_posts, event_patches, event_patches_after_release;
   bool hold_list;    /* LISTs wait for release_list, then answer list_code */
   bool list_held;    /* a LIST is being held */
@@ -126,6 +126,16 @@ static kcr_err api(struct twire_call *call, void *ud)
   pthread_mutex_lock(&a->mu);
   if(lease_request(a, call, &rc)) {
     /* rc: its answer */
+  } else if(twire_is(call, "GET", CMS "/a")) {
+    a->gets++;
+    rc = twire_reply(
+        call, 200,
+        "{\"metadata\":{\"name\":\"a\",\"namespace\":\"default\","
+        "\"resourceVersion\":\"%d\",\"managedFields\":[{\"manager\":\"x\"}]}}",
+        a->gets);
+  } else if(twire_is(call, "GET", CMS "/")) {
+    a->gets++;
+    rc = twire_reply(call, 404, "%s", twire_status_json(404, "NotFound"));
   } else if(twire_is(call, "GET", CMS)) {
     rc = list_request(a, call);
   } else if(twire_is(call, "POST", EVS)) {
@@ -640,6 +650,139 @@ static void one_resource_has_one_set_of_cache_options(void **state)
   api_cleanup(&a);
 }
 
+/* Namespace sets in the registry (rule 1): the same set in any order is one
+ * informer; a namespace is in at most one informer of a resource; an
+ * informer of a namespace selector is the only one of its resource; a read
+ * of a namespace finds the informer whose set holds it. */
+static void namespace_sets_are_one_informer_and_never_overlap(void **state)
+{
+  static const struct kcr_gvr secrets = {"", "v1", "secrets", true};
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct api a;
+  kcr_manager *m;
+  kcr_informer *ab, *ba, *cd, *refused = (kcr_informer *)1;
+  kcr_obj *o = (kcr_obj *)1;
+
+  api_init(&a);
+  m = manager(&a, &(struct mopts){0});
+  assert_int_equal(KCR_OK,
+                   kcr_manager_informer(
+                       m,
+                       &(struct kcr_informer_opts){
+                           .gvr = &cms, .namespaces = (const char *[]){"a", "b", NULL}},
+                       &ab, &ei));
+  assert_int_equal(
+      KCR_OK, kcr_manager_informer(
+                  m,
+                  &(struct kcr_informer_opts){
+                      .gvr = &cms, .namespaces = (const char *[]){"b", "a", "b", NULL}},
+                  &ba, &ei));
+  assert_ptr_equal(ab, ba);
+  assert_int_equal(KCR_OK,
+                   kcr_manager_informer(
+                       m,
+                       &(struct kcr_informer_opts){
+                           .gvr = &cms, .namespaces = (const char *[]){"c", "d", NULL}},
+                       &cd, &ei));
+  assert_ptr_not_equal(ab, cd);
+  assert_int_equal(KCR_EEXIST,
+                   kcr_manager_informer(
+                       m,
+                       &(struct kcr_informer_opts){
+                           .gvr = &cms, .namespaces = (const char *[]){"e", "b", NULL}},
+                       &refused, &ei));
+  assert_null(refused);
+  assert_non_null(strstr(ei.message, "namespace b is in two informers (a,b and b,e)"));
+  assert_int_equal(KCR_EEXIST, kcr_manager_informer(
+                                   m, &(struct kcr_informer_opts){.gvr = &cms, .ns = "d"},
+                                   &refused, &ei));
+  assert_non_null(strstr(ei.message, "namespace d is in two informers"));
+  assert_int_equal(
+      KCR_EEXIST,
+      kcr_manager_informer(
+          m, &(struct kcr_informer_opts){.gvr = &cms, .namespace_selector = "t=x"},
+          &refused, &ei));
+  assert_non_null(strstr(ei.message, "the namespaces selected by t=x"));
+  /* A selector's informer first: nothing beside it. */
+  assert_int_equal(
+      KCR_OK,
+      kcr_manager_informer(
+          m, &(struct kcr_informer_opts){.gvr = &secrets, .namespace_selector = "t=x"},
+          &ab, &ei));
+  assert_int_equal(
+      KCR_EEXIST,
+      kcr_manager_informer(m, &(struct kcr_informer_opts){.gvr = &secrets, .ns = "a"},
+                           &refused, &ei));
+  assert_non_null(strstr(ei.message, "of the namespaces selected by t=x is registered"));
+  /* Reads: d is cd's (not cached yet: not found), e nobody's (a mistake). */
+  assert_int_equal(KCR_ENOTFOUND, kcr_manager_get(m, &cms, "d", "x", &o, &ei));
+  assert_int_equal(KCR_EINVAL, kcr_manager_get(m, &cms, "e", "x", &o, &ei));
+  assert_non_null(strstr(ei.message, "namespace e"));
+  assert_int_equal(KCR_ENOTFOUND, kcr_manager_get(m, &secrets, "any", "x", &o, &ei));
+  kcr_errinfo_cleanup(&ei);
+  kcr_manager_free(m);
+  api_cleanup(&a);
+}
+
+/* An uncached resource (kcr_manager_uncached, controller-runtime's
+ * DisableFor): each read is a GET or a LIST to the apiserver, never a
+ * watch; not found is KCR_ENOTFOUND; it cannot also have an informer, and
+ * an index needs one. */
+static void uncached_reads_go_to_the_apiserver_each_time(void **state)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_arena ar = KCR_ARENA_INIT;
+  struct api a;
+  kcr_manager *m;
+  kcr_informer *inf = (kcr_informer *)1;
+  kcr_obj *o = NULL, **objs = NULL;
+  void *items = NULL;
+  size_t n = 0;
+
+  api_init(&a);
+  m = manager(&a, &(struct mopts){0});
+  assert_int_equal(KCR_OK, kcr_manager_uncached(m, &cms, &ei));
+  assert_int_equal(KCR_OK, kcr_manager_uncached(m, &cms, &ei)); /* again: nothing */
+  for(int i = 1; i <= 2; i++) {
+    assert_int_equal(KCR_OK, kcr_manager_get(m, &cms, "default", "a", &o, &ei));
+    assert_string_equal("a", kcr_obj_name(o));
+    assert_int_equal(i, atoi(kcr_obj_rv(o))); /* a fresh GET each time */
+    assert_null(strstr(kcr_obj_json(o, NULL), "managedFields"));
+    kcr_obj_unref(o);
+  }
+  assert_int_equal(KCR_ENOTFOUND, kcr_manager_get(m, &cms, "default", "b", &o, &ei));
+  assert_null(o);
+  assert_int_equal(3, api_get(&a, &a.gets));
+  assert_int_equal(KCR_OK, kcr_manager_list_typed(m, &kcr_meta_v1_object_meta_type, &cms,
+                                                  "default", NULL, (struct kcr_str){0}, 0,
+                                                  &ar, &items, &n, &objs, &ei));
+  assert_int_equal(1, n);
+  assert_string_equal("a", kcr_obj_name(objs[0]));
+  kcr_objs_unref(objs, n);
+  assert_int_equal(1, api_get(&a, &a.lists));
+  assert_int_equal(KCR_EINVAL,
+                   kcr_manager_list_typed(m, &kcr_meta_v1_object_meta_type, &cms,
+                                          "default", "idx", kcr_str_c("v"), 0, &ar,
+                                          &items, &n, &objs, &ei));
+  assert_non_null(strstr(ei.message, "uncached"));
+  assert_int_equal(
+      KCR_EEXIST,
+      kcr_manager_informer(m, &(struct kcr_informer_opts){.gvr = &cms}, &inf, &ei));
+  assert_null(inf);
+  assert_non_null(strstr(ei.message, "uncached"));
+  /* a metadata-only cache of it is another resource: allowed */
+  assert_int_equal(
+      KCR_OK,
+      kcr_manager_informer(
+          m, &(struct kcr_informer_opts){.gvr = &cms, .metadata_only = true}, &inf, &ei));
+  assert_int_equal(0, api_get(&a, &a.watches));
+  kcr_arena_cleanup(&ar);
+  kcr_errinfo_cleanup(&ei);
+  kcr_manager_free(m);
+  tcheck_report();
+  api_cleanup(&a);
+}
+
 /* kcr_manager_get reads the cache of the manager's informer of a resource:
  * a new reference, valid after the manager is gone; an object not in the
  * cache is KCR_ENOTFOUND, a resource or namespace without an informer
@@ -869,6 +1012,8 @@ int main(void)
       cmocka_unit_test(informer_and_add_refuse_bad_arguments),
       cmocka_unit_test(one_resource_has_one_set_of_cache_options),
       cmocka_unit_test(get_reads_the_informer_of_the_resource),
+      cmocka_unit_test(namespace_sets_are_one_informer_and_never_overlap),
+      cmocka_unit_test(uncached_reads_go_to_the_apiserver_each_time),
       cmocka_unit_test(a_recorder_and_a_status_writer_may_outlive_their_manager),
       cmocka_unit_test(the_manager_flushes_its_recorders_before_releasing_the_lease),
   };

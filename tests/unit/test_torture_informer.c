@@ -38,6 +38,15 @@ static const struct kcr_gvr cms = {"", "v1", "configmaps", true};
  * the informer stops. */
 static kcr_err api(struct twire_call *call, void *ud)
 {
+  if(twire_is(call, "GET", "/api/v1/namespaces/ns2/configmaps")) { /* empty */
+    if(!call->req->watch)
+      return twire_reply(call, 200,
+                         "{\"kind\":\"ConfigMapList\",\"metadata\":{\"resourceVersion\":"
+                         "\"10\"},\"items\":[]}");
+    twire_stream(call, 200);
+    twire_wait_cancel(call, 30000);
+    return KCR_OK;
+  }
   if(!twire_is(call, "GET", "/api/v1/namespaces/ns/configmaps"))
     return twire_reply(call, 404, "%s", twire_status_json(404, "NotFound"));
   if(!call->req->watch)
@@ -80,6 +89,10 @@ static bool has(kcr_store *s, const char *name)
   return o != NULL;
 }
 
+/* Whether informer_life and informer_new use two namespaces (ns and an
+ * empty ns2: one store, a feed each) rather than ns alone. */
+static bool two_namespaces;
+
 static bool informer_life(void *ud)
 {
   kcr_client *c = ud;
@@ -97,7 +110,12 @@ static bool informer_life(void *ud)
       KCR_OK,
       kcr_informer_new(
           &(struct kcr_informer_opts){
-              .client = c, .gvr = &cms, .ns = "ns", .page_size = 2, .metrics = reg},
+              .client = c,
+              .gvr = &cms,
+              .ns = two_namespaces ? NULL : "ns",
+              .namespaces = two_namespaces ? (const char *[]){"ns", "ns2", NULL} : NULL,
+              .page_size = 2,
+              .metrics = reg},
           &inf, NULL));
   assert_int_equal(KCR_OK,
                    kcr_informer_add_handlers(inf, &(struct kcr_informer_handlers){
@@ -137,13 +155,16 @@ static bool informer_new(void *ud)
   (void)kcr_metrics_new(NULL, &reg, NULL); /* NULL when out of memory */
   kcr_err rc =
       reg ? kcr_informer_new(
-                &(struct kcr_informer_opts){.client = c,
-                                            .gvr = &cms,
-                                            .ns = "ns",
-                                            .label_selector = "app=x",
-                                            .field_selector = "a=b",
-                                            .keep = (const char *[]){"/data", NULL},
-                                            .metrics = reg},
+                &(struct kcr_informer_opts){
+                    .client = c,
+                    .gvr = &cms,
+                    .ns = two_namespaces ? NULL : "ns",
+                    .namespaces =
+                        two_namespaces ? (const char *[]){"ns", "ns2", NULL} : NULL,
+                    .label_selector = "app=x",
+                    .field_selector = "a=b",
+                    .keep = (const char *[]){"/data", NULL},
+                    .metrics = reg},
                 &inf, NULL)
           : KCR_ENOMEM;
   bool ok;
@@ -180,12 +201,23 @@ static void informer_syncs_with_the_whole_list_or_not_at_all(void **state)
   assert_true(ok);
 }
 
+/* The same with a feed per namespace into one store (put one by one,
+ * not swapped in whole). */
+static void two_namespaces_sync_with_the_whole_list_or_not_at_all(void **state)
+{
+  two_namespaces = true;
+  informer_syncs_with_the_whole_list_or_not_at_all(state);
+  informer_new_fails_cleanly(state);
+  two_namespaces = false;
+}
+
 int main(void)
 {
   tfail_init();
   kcr_log_set_fd(open("/dev/null", 1));
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(informer_syncs_with_the_whole_list_or_not_at_all),
+      cmocka_unit_test(two_namespaces_sync_with_the_whole_list_or_not_at_all),
       /* Last: while the set-up crashes under a failed allocation (see the
        * report of issue 8), the others still run and report. */
       cmocka_unit_test(informer_new_fails_cleanly),
