@@ -3,17 +3,23 @@
  *
  * State machine, on its own thread (one per namespace with
  * opts.namespaces or opts.namespace_selector, all into one store):
- *   EMPTY -> LISTING (paged LIST) -> WATCHING (from the list's
- *   resourceVersion, with bookmarks and a random 5-10 min timeout)
+ *   EMPTY -> LISTING (a streaming list: one watch with sendInitialEvents
+ *   whose initial events are applied at their end bookmark, the stream
+ *   then going on as the watch; a paged LIST where the server cannot, or
+ *   with opts.paged_list) -> WATCHING (from the list's resourceVersion,
+ *   with bookmarks and a random 5-10 min timeout)
  *   WATCHING --server timeout--> WATCHING (re-watch from the last RV)
  *   WATCHING --410 Gone--> LISTING (relist; the store is swapped in one step
- *                          and deletes are emitted for objects that vanished)
+ *                          - one namespace's part of it, object by object,
+ *                          with several namespaces - and deletes are
+ *                          emitted for objects that vanished)
  *   any error --> backoff 0.8 s .. 30 s with jitter (reset after 2 healthy
  *                 minutes), then retry the same state.
  * Optional periodic resync calls on_update(obj, obj) for every cached
  * object, so level-based controllers re-check everything.
  *
- * Handlers run on the informer's threads (watch thread, resync thread) and
+ * Handlers run on the informer's threads (the list/watch threads - one
+ * per namespace with several, concurrently - and the resync thread) and
  * must be quick and thread-safe (typically: compute a key, add it to a
  * queue). The store is updated before handlers are called, so a reconciler
  * woken by a handler reads at least that state.
@@ -139,7 +145,27 @@ struct kcr_informer_opts {
    * caches, and the manager's cached reads (kcr_manager_get,
    * kcr_manager_list_typed) read the full one. */
   bool metadata_only;
+  /* The list is a streaming list by default (client-go's WatchList, on by
+   * default since 0.35): one watch with sendInitialEvents=true
+   * (kcr_watch_opts.send_initial_events) brings every object as an event,
+   * then a bookmark at which they are applied to the store as a list
+   * would be - on_add, on_update, on_delete as for a list, and synced -
+   * and then goes on as the watch. No page of objects is held, and on a
+   * relist an object that did not change (the same uid and
+   * resourceVersion) is the cached one again rather than a second copy.
+   * A server that refuses it (the WatchList feature gate off: 422; an
+   * older or aggregated apiserver: 400, 406, 501), or that sends no end
+   * bookmark within initial_events_wait_ms of the last event (one that
+   * ignores the parameters), gets a paged LIST instead, counted in
+   * kcr_informer_list_fallbacks_total{informer, reason} and
+   * kcr_informer_stats.list_fallbacks; the next relist tries streaming
+   * again. true: always a paged LIST. */
+  bool paged_list;
+  uint64_t initial_events_wait_ms; /* 0: KCR_INFORMER_INITIAL_EVENTS_WAIT_MS */
 };
+/* How long a streaming list waits for its end bookmark after the last
+ * event before it lists in pages instead: 10 s. */
+#define KCR_INFORMER_INITIAL_EVENTS_WAIT_MS 10000
 /* The default watch batch: 50 ms, far below what a controller's queue and
  * writes take, enough to read a burst's events a few at a time. */
 #define KCR_INFORMER_WATCH_BATCH_MS 50
@@ -205,7 +231,8 @@ KCR_API kcr_store *kcr_informer_store(kcr_informer *inf);
 KCR_API const char *kcr_informer_name(const kcr_informer *inf);
 /* Starts the threads. All or nothing: KCR_ENOMEM if a thread cannot be made
  * (then nothing runs and nothing was listed; start may be tried again),
- * KCR_EINVAL if already started. Thread safety: the setup thread. */
+ * KCR_EINVAL if already started or stopped. Thread safety: the setup
+ * thread. */
 KCR_API kcr_err kcr_informer_start(kcr_informer *inf);
 /* True once the first LIST has been applied to the store and every handler
  * has been called for its objects. A LIST whose objects the store cannot
@@ -221,10 +248,11 @@ KCR_API bool kcr_informer_wait_synced(kcr_informer *inf, uint64_t timeout_ms);
  * namespace_selector selects now; false for ns NULL. Thread safety: any
  * thread. */
 KCR_API bool kcr_informer_selects_namespace(kcr_informer *inf, const char *ns);
-/* Stops the threads (cancels the watch; a LIST in flight is waited for, up
- * to the client's request timeout) and joins them; handlers are not called
- * after it returns. Idempotent. Thread safety: any thread but the
- * informer's own (not from a handler). */
+/* Stops the threads (cancels the watches; a LIST in flight ends after the
+ * page it is reading) and joins them; handlers are not called after it
+ * returns. Idempotent. A stopped informer does not start again (start:
+ * KCR_EINVAL). Thread safety: any thread but the informer's own (not from
+ * a handler). */
 KCR_API void kcr_informer_stop(kcr_informer *inf);
 /* Stops if needed and frees, the store too (objects others hold references
  * to stay valid). NULL is a no-op. No other call on inf may be running or
@@ -233,7 +261,12 @@ KCR_API void kcr_informer_free(kcr_informer *inf);
 
 /* Counters for tests and diagnostics. */
 struct kcr_informer_stats {
-  uint64_t lists, watches, relists_gone, errors, events;
+  uint64_t lists;   /* paged LISTs made */
+  uint64_t watches; /* watches made; a streaming list counts as one once
+                       its initial events are in the store */
+  uint64_t relists_gone, errors, events;
+  uint64_t stream_lists;   /* streaming lists begun (opts.paged_list) */
+  uint64_t list_fallbacks; /* streaming lists that became paged LISTs */
 };
 /* Copies the counters into *st (read together under the informer's lock).
  * Thread safety: any thread. */

@@ -62,6 +62,11 @@ struct kcr_watch_event {
    * again. */
   const char *metadata_text, *managed_fields_text;
   size_t metadata_len, managed_fields_len;
+  /* A BOOKMARK that ends the initial events of a streaming list
+   * (kcr_watch_opts.send_initial_events): its object carries the
+   * annotation "k8s.io/initial-events-end": "true". Its resourceVersion is
+   * the one the state so far is at. False for every other event. */
+  bool initial_events_end;
 };
 
 /* Called for each event, in order, on the thread in kcr_watch_run. A
@@ -108,6 +113,17 @@ struct kcr_watch_opts {
    * for a stream on one of the client's own connections (https without a
    * proxy); others read as they arrive. The informer sets 50 ms. */
   uint64_t batch_ms;
+  /* true: a streaming list (the apiserver's WatchList, client-go's default
+   * since 0.35): each run asks for sendInitialEvents=true with
+   * resourceVersionMatch=NotOlderThan, so the stream first brings every
+   * object as an ADDED event (at least as new as resource_version; NULL or
+   * "": as a fresh consistent list), then a BOOKMARK with
+   * ev->initial_events_end (needs allow_bookmarks), then the changes. A
+   * server without it (the WatchList feature gate off, an older or an
+   * aggregated apiserver) refuses it (kcr_watch_run fails with ei->code 422,
+   * or 400, 406, 501) or ignores it (no end bookmark ever comes); the
+   * informer falls back to a paged LIST then. */
+  bool send_initial_events;
 };
 
 typedef struct kcr_watch kcr_watch;

@@ -55,7 +55,9 @@ static bool managed(const struct ebdman_webhooks *w,
                     const struct kcr_admission_request *rq)
 {
   char ns[64]; /* a namespace name has at most 63 bytes */
-  if(!w->ebds)
+  /* Before the namespaces are known, every request is judged: passing one
+   * ebdman will manage would skip its defaulting. */
+  if(!w->ebds || !kcr_informer_has_synced(w->ebds))
     return true;
   if(rq->namespace_.n >= sizeof(ns))
     return false;

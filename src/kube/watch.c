@@ -85,6 +85,25 @@ const char *kcr_watch_type_name(enum kcr_watch_type t)
   return (unsigned)t <= KCR_WATCH_ERROR ? type_names[t] : "UNKNOWN";
 }
 
+/* Whether a BOOKMARK's object has the annotation "k8s.io/initial-events-end":
+ * "true" (metav1.InitialEventsAnnotationKey). A bookmark is rare and small:
+ * its text is parsed to read it exactly (out of memory: false, and the
+ * streaming list falls back as for a server that sends no end). */
+static bool initial_events_end(const struct kcr_watch_event *ev)
+{
+  static const char *const path = "/metadata/annotations/k8s.io~1initial-events-end";
+  cJSON *t = NULL;
+  const char *v;
+  bool end;
+  if(ev->object)
+    return (v = kcr_json_str(ev->object, path)) && !strcmp(v, "true");
+  if(kcr_json_parse(ev->object_text, ev->object_len, &t, NULL))
+    return false;
+  end = (v = kcr_json_str(t, path)) && !strcmp(v, "true");
+  cJSON_Delete(t);
+  return end;
+}
+
 kcr_err kcr__watch_decode(const char *line, size_t len, struct kcr_buf *scratch,
                           struct kcr_watch_event *ev, struct kcr_errinfo *ei)
 {
@@ -115,6 +134,7 @@ kcr_err kcr__watch_decode(const char *line, size_t len, struct kcr_buf *scratch,
   ev->type = (enum kcr_watch_type)i;
   ev->object = obj;
   ev->resource_version = kcr_json_str(obj, "/metadata/resourceVersion");
+  ev->initial_events_end = ev->type == KCR_WATCH_BOOKMARK && initial_events_end(ev);
   obj = NULL;
 out:
   cJSON_Delete(obj);
@@ -162,6 +182,7 @@ kcr_err kcr__watch_decode_text(const char *line, size_t len, struct kcr_buf *rvb
     ev->managed_fields_text = w[4].at;
     ev->managed_fields_len = w[4].n;
   }
+  ev->initial_events_end = ev->type == KCR_WATCH_BOOKMARK && initial_events_end(ev);
   return KCR_OK;
 }
 
@@ -174,7 +195,7 @@ struct kcr_watch {
   char *group, *version, *resource, *ns, *label_selector, *field_selector;
   uint64_t timeout_s; /* 0: the server's default */
   uint64_t batch_ms;
-  bool allow_bookmarks, drop_managed_fields, object_text;
+  bool allow_bookmarks, drop_managed_fields, object_text, send_initial_events;
   const char *accept; /* NULL: JSON; KCR_ACCEPT_METADATA (metadata_only) */
   kcr_watch_fn fn;
   void *ud;
@@ -234,6 +255,7 @@ kcr_err kcr_watch_new(const struct kcr_watch_opts *o, kcr_watch **out,
   if(w->timeout_s > INT32_MAX)
     w->timeout_s = INT32_MAX;
   w->allow_bookmarks = o->allow_bookmarks;
+  w->send_initial_events = o->send_initial_events;
   w->drop_managed_fields = o->drop_managed_fields;
   w->accept = o->metadata_only ? KCR_ACCEPT_METADATA : NULL;
   w->object_text = o->object_text;
@@ -422,6 +444,10 @@ static kcr_err watch_path(const kcr_watch *w, struct kcr_buf *p)
   kcr_query_add(p, "resourceVersion", w->rv);
   if(w->allow_bookmarks)
     kcr_query_add(p, "allowWatchBookmarks", "true");
+  if(w->send_initial_events) {
+    kcr_query_add(p, "sendInitialEvents", "true");
+    kcr_query_add(p, "resourceVersionMatch", "NotOlderThan");
+  }
   if(w->timeout_s)
     kcr_query_add_int(p, "timeoutSeconds", (long long)w->timeout_s);
   kcr_query_add(p, "labelSelector", w->label_selector);

@@ -1,9 +1,16 @@
 /* DESIGN: the informer, an explicit state machine on one thread.
  *
- *   EMPTY/LISTING: kcr_list_each_text collects every page into new objects, then
- *     kcr_store_replace swaps them in; handlers get on_add for new keys,
- *     on_update(old, new) for keys already cached, on_delete for keys that
- *     vanished (missed deletes while we were not watching). -> WATCHING.
+ *   EMPTY/LISTING: a streaming list (do_stream: a watch with
+ *     sendInitialEvents whose initial events are gathered - an unchanged
+ *     object as the cached one - until the end bookmark), or a paged LIST
+ *     (do_list: kcr_list_each_text collects every page into new objects)
+ *     where the server refuses streaming or sends no end bookmark in time
+ *     (the timer thread cancels it), or with opts.paged_list. Either way
+ *     apply_list puts the list in the store (kcr_store_replace swaps it
+ *     in); handlers get on_add for new keys, on_update(old, new) for keys
+ *     already cached, on_delete for keys that vanished (missed deletes
+ *     while we were not watching). -> WATCHING (the streaming list's own
+ *     stream goes on as the watch).
  *   WATCHING: one watch from `rv` with a random timeout; ADDED/MODIFIED put
  *     into the store, DELETED removes; the watch tracks rv (bookmarks too).
  *     Server timeout -> watch again from rv. 410 -> LISTING. Errors ->
@@ -59,10 +66,12 @@
 #include "core/json-int.h"
 #include "kcr/arena.h"
 #include "kcr/backoff.h"
+#include "kcr/buf.h"
 #include "kcr/informer.h"
 #include "kcr/json.h"
 #include "kcr/log.h"
 #include "kcr/time.h"
+#include "kcr/path.h"
 #include "kcr/watch.h"
 #include "runtime/projection-int.h"
 #include "runtime/store-int.h"
@@ -82,14 +91,26 @@ struct feed {
   char *rv;         /* where the next watch starts; feed thread */
   kcr_watch *watch; /* current watch, under inf->mu */
   bool stopping;    /* under inf->mu: this feed alone stops */
+  atomic_bool quit; /* stopping, or the informer is: a LIST ends at its next item */
   bool synced;      /* under inf->mu */
   bool has_th;
   pthread_t th;
   struct kcr_backoff backoff;
   unsigned seed;
-  kcr_err last_err; /* to log a repeated error once */
-  size_t held;      /* the store's objects of ns (not whole): under inf->wmu */
+  kcr_err last_err;     /* to log a repeated error once */
+  size_t held;          /* the store's objects of ns (not whole): under inf->wmu */
+  struct initial *init; /* a streaming list's, until it is applied: feed thread */
   struct feed *next;
+};
+
+/* The initial events of a streaming list (sendInitialEvents), gathered
+ * until the end bookmark and then applied as a list. */
+struct initial {
+  struct kcr__obj_list l; /* feed thread */
+  bool applied;           /* under inf->mu (the watchdog reads it) */
+  bool ended;             /* under inf->mu: the stream is over */
+  bool timed_out;         /* under inf->mu: the watchdog canceled it */
+  uint64_t last_ms;       /* under inf->mu: when the last event came */
 };
 
 struct kcr_informer {
@@ -108,23 +129,43 @@ struct kcr_informer {
   size_t ntyped;
 
   pthread_mutex_t mu;
-  pthread_cond_t cv; /* stop requests, sync */
+  pthread_cond_t cv; /* stop requests, sync, go */
   bool stopping, started, synced;
+  bool go;             /* under mu: every thread was made; the feeds may list */
   struct feed *feeds;  /* under mu (the list; each feed's own fields as said) */
   kcr_informer *nsinf; /* opts.namespace_selector: the namespaces' informer */
   pthread_mutex_t wmu; /* one store writer at a time (kcr/store.h) */
-  pthread_t resync_th;
-  bool has_resync_th;
+  pthread_t resync_th, timer_th;
+  bool has_resync_th, has_timer_th;
 
   struct kcr_informer_stats stats; /* under mu */
-  kcr_metric *m_objects, *m_bytes;
+  kcr_metric *m_objects, *m_bytes, *m_fallbacks;
 };
+
+/* The index of the store by namespace, with several namespaces: what a
+ * namespace's relist and its leaving look up. */
+#define NS_INDEX "kcr.informer/namespace"
+static void index_ns(const kcr_obj *o, kcr_index_emit emit, void *ctx)
+{
+  emit(kcr_obj_ns(o), ctx);
+}
 
 static char *dup0(const char *s) { return s ? strdup(s) : NULL; }
 static struct feed *feed_new(kcr_informer *inf, const char *ns, bool whole);
 static void feed_free(struct feed *f);
 static void ns_entered(kcr_obj *o, void *ud);
 static void ns_left(kcr_obj *o, void *ud);
+static void ns_seen(kcr_obj *old, kcr_obj *cur, void *ud);
+
+/* Whether ns is a namespace's name (an RFC 1123 label, as kcr_path takes
+ * it). */
+static bool namespace_name(const struct kcr_gvr *gvr, const char *ns)
+{
+  struct kcr_buf b = KCR_BUF_INIT;
+  kcr_err rc = kcr_path(&b, &(struct kcr_ref){.gvr = gvr, .ns = ns});
+  kcr_buf_cleanup(&b);
+  return rc != KCR_EINVAL;
+}
 
 /* The options with defaults filled in, or KCR_EINVAL naming the field. */
 static kcr_err check_opts(const struct kcr_informer_opts *in, struct kcr_informer_opts *o,
@@ -164,7 +205,7 @@ static kcr_err check_opts(const struct kcr_informer_opts *in, struct kcr_informe
                            "every namespace)",
                            fn);
   for(size_t i = 0; o->namespaces && o->namespaces[i]; i++)
-    if(!*o->namespaces[i] || strpbrk(o->namespaces[i], "/,"))
+    if(!namespace_name(o->gvr, o->namespaces[i]))
       return kcr_errinfo_set(ei, KCR_EINVAL,
                              "%s: namespaces[%zu] \"%s\" is not a namespace name", fn, i,
                              o->namespaces[i]);
@@ -181,6 +222,8 @@ static kcr_err check_opts(const struct kcr_informer_opts *in, struct kcr_informe
   }
   if(!o->page_size)
     o->page_size = 500;
+  if(!o->initial_events_wait_ms)
+    o->initial_events_wait_ms = KCR_INFORMER_INITIAL_EVENTS_WAIT_MS;
   if(!o->watch_timeout_min_ms)
     o->watch_timeout_min_ms = 300000;
   if(!o->watch_timeout_max_ms)
@@ -203,7 +246,7 @@ static kcr_err make_feeds(kcr_informer *inf, const struct kcr_informer_opts *o)
 {
   size_t n = 0;
   if(o->namespace_selector)
-    return KCR_OK;
+    return kcr_store_add_index(inf->store, NS_INDEX, index_ns);
   if(!o->namespaces)
     return (inf->feeds = feed_new(inf, inf->ns, true)) ? KCR_OK : KCR_ENOMEM;
   while(o->namespaces[n])
@@ -218,9 +261,11 @@ static kcr_err make_feeds(kcr_informer *inf, const struct kcr_informer_opts *o)
       return KCR_ENOMEM;
     *pp = f;
   }
-  if(!inf->feeds->next) /* one namespace: as ns */
+  if(!inf->feeds->next) { /* one namespace: as ns */
     inf->feeds->whole = true;
-  return KCR_OK;
+    return KCR_OK;
+  }
+  return kcr_store_add_index(inf->store, NS_INDEX, index_ns);
 }
 
 /* opts.namespace_selector: the namespaces' informer - metadata only, no
@@ -244,8 +289,9 @@ static kcr_err make_nsinf(kcr_informer *inf, const struct kcr_informer_opts *o,
       &inf->nsinf, ei);
   if(!rc)
     rc = kcr_informer_add_handlers(
-        inf->nsinf, &(struct kcr_informer_handlers){
-                        .on_add = ns_entered, .on_delete = ns_left, .ud = inf});
+        inf->nsinf,
+        &(struct kcr_informer_handlers){
+            .on_add = ns_entered, .on_update = ns_seen, .on_delete = ns_left, .ud = inf});
   return rc;
 }
 
@@ -325,6 +371,18 @@ kcr_err kcr_informer_new(const struct kcr_informer_opts *opts, kcr_informer **ou
               .help = "Bytes held by the objects in the informer's cache",
               .label_names = l},
           &inf->m_bytes, ei);
+    if(!rc) {
+      static const char *const lr[] = {"informer", "reason", NULL};
+      rc = kcr_metric_counter(
+          o->metrics,
+          &(struct kcr_metric_opts){
+              .name = "kcr_informer_list_fallbacks_total",
+              .help = "Streaming lists that became paged LISTs: the server refused "
+                      "sendInitialEvents (reason refused) or sent no end bookmark "
+                      "(reason no_end_bookmark)",
+              .label_names = lr},
+          &inf->m_fallbacks, ei);
+    }
     if(rc) {
       kcr_informer_free(inf);
       return rc;
@@ -517,7 +575,7 @@ static kcr_err take_ns(kcr_informer *inf, const char *ns, const char **keep, siz
 {
   kcr_obj **all;
   size_t n, k = 0;
-  kcr_err rc = kcr_store_ref_all(inf->store, &all, &n);
+  kcr_err rc = kcr_store_ref_by_index(inf->store, NS_INDEX, ns, &all, &n);
 
   *gone = NULL;
   *ngone = 0;
@@ -525,8 +583,7 @@ static kcr_err take_ns(kcr_informer *inf, const char *ns, const char **keep, siz
     return rc;
   for(size_t i = 0; i < n; i++) {
     const char *key = kcr_obj_key(all[i]);
-    if(strcmp(kcr_obj_ns(all[i]), ns) ||
-       (nkeep && bsearch(&key, keep, nkeep, sizeof(*keep), cmp_key))) {
+    if(nkeep && bsearch(&key, keep, nkeep, sizeof(*keep), cmp_key)) {
       kcr_obj_unref(all[i]);
       continue;
     }
@@ -578,83 +635,162 @@ static kcr_err put_listed(struct feed *f, struct kcr__obj_list *c, kcr_obj **pre
   return rc;
 }
 
-static enum state do_list(struct feed *f)
+/* Applies a whole list - c's objects (taken) at resourceVersion rv (taken)
+ * - to the store: the whole store, or one namespace's part of it; tells
+ * the handlers (on_update for keys cached before, on_add for new ones,
+ * on_delete for those that vanished) and marks the feed synced. On error
+ * f->rv and synced stay as they were and the list is to be made again;
+ * the whole store is left as it was, one namespace's keeps what was put
+ * (newer objects, told). ei says what failed. */
+static kcr_err apply_list(struct feed *f, struct kcr__obj_list *c, char *rv,
+                          struct kcr_errinfo *ei)
 {
   kcr_informer *inf = f->inf;
-  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
-  struct kcr__obj_list c = {.who = inf->name, .flags = inf->obj_flags, .proj = inf->proj};
-  struct kcr_ref ref = {.gvr = &inf->gvr, .ns = f->ns};
-  struct kcr_list_opts lo = {.label_selector = inf->lsel,
-                             .field_selector = inf->fsel,
-                             .limit = inf->o.page_size,
-                             .metadata_only = inf->o.metadata_only};
   kcr_obj **prev = NULL, **gone = NULL;
   size_t ngone = 0, nput = 0;
-  char *rv = NULL;
-  kcr_err rc;
+  kcr_err rc = KCR_OK;
 
-  enum state next;
-
-  count(inf, &inf->stats.lists);
-  rc = kcr_list_each_text(inf->o.client, &ref, &lo, kcr__obj_list_add, &c, &rv, &ei);
   /* Remember what was cached to tell adds from updates. */
-  if(!rc && c.n && !(prev = calloc(c.n, sizeof(*prev))))
-    rc = kcr_errinfo_set(&ei, KCR_ENOMEM, "out of memory handling the list");
+  if(c->n && !(prev = calloc(c->n, sizeof(*prev))))
+    rc = kcr_errinfo_set(ei, KCR_ENOMEM, "out of memory handling the list");
   if(!rc && !f->whole) {
     pthread_mutex_lock(&inf->wmu);
-    rc = put_listed(f, &c, prev, &nput, &gone, &ngone);
+    rc = put_listed(f, c, prev, &nput, &gone, &ngone);
     pthread_mutex_unlock(&inf->wmu);
     if(rc)
-      kcr_errinfo_set(&ei, rc, "out of memory putting the list into the store");
+      kcr_errinfo_set(ei, rc, "out of memory putting the list into the store");
   }
-  for(size_t i = 0; !rc && f->whole && i < c.n; i++) {
-    prev[i] = kcr_store_ref_key(inf->store, kcr_obj_key(c.objs[i]));
-    kcr_obj_ref(c.objs[i]); /* one for the store, one for the events below */
+  for(size_t i = 0; !rc && f->whole && i < c->n; i++) {
+    prev[i] = kcr_store_ref_key(inf->store, kcr_obj_key(c->objs[i]));
+    kcr_obj_ref(c->objs[i]); /* one for the store, one for the events below */
   }
   if(!rc && f->whole) {
     pthread_mutex_lock(&inf->wmu);
-    rc = kcr_store_replace(inf->store, c.objs, c.n, &gone, &ngone);
+    rc = kcr_store_replace(inf->store, c->objs, c->n, &gone, &ngone);
     pthread_mutex_unlock(&inf->wmu);
     if(rc) {
-      kcr_errinfo_set(&ei, rc, "out of memory replacing the store");
-      for(size_t i = 0; i < c.n; i++)
-        kcr_obj_unref(c.objs[i]); /* the store did not take them */
+      kcr_errinfo_set(ei, rc, "out of memory replacing the store");
+      for(size_t i = 0; i < c->n; i++)
+        kcr_obj_unref(c->objs[i]); /* the store did not take them */
     }
   }
-  if(rc) { /* rv and synced stay as they were: list again later */
+  if(rc) {
     for(size_t i = 0; i < nput; i++) /* what one namespace's list put, told */
-      prev[i] ? emit_update(inf, prev[i], c.objs[i]) : emit_add(inf, c.objs[i]);
-    kcr_objs_unref(c.objs, c.n);
-    kcr_objs_unref(prev, prev ? c.n : 0);
+      prev[i] ? emit_update(inf, prev[i], c->objs[i]) : emit_add(inf, c->objs[i]);
+    kcr_objs_unref(c->objs, c->n);
+    kcr_objs_unref(prev, prev ? c->n : 0);
     free(rv);
-    next = fail_and_wait(f, "list", rc, &ei) ? ST_LISTING : ST_STOPPED;
-    kcr_errinfo_cleanup(&ei);
-    return next;
+    return rc;
   }
   free(f->rv);
   f->rv = rv;
   update_gauges(inf);
   KCR_LOG(KCR_LOG_DEBUG, "informer: listed", KCR_S("informer", inf->name),
-          KCR_S("namespace", f->ns ? f->ns : ""), KCR_I("objects", c.n),
+          KCR_S("namespace", f->ns ? f->ns : ""), KCR_I("objects", c->n),
           KCR_I("vanished", ngone), KCR_S("resourceVersion", rv));
-  for(size_t i = 0; i < c.n; i++) {
+  for(size_t i = 0; i < c->n; i++) {
     if(prev[i])
-      emit_update(inf, prev[i], c.objs[i]);
+      emit_update(inf, prev[i], c->objs[i]);
     else
-      emit_add(inf, c.objs[i]);
+      emit_add(inf, c->objs[i]);
   }
   for(size_t i = 0; i < ngone; i++)
     emit_delete(inf, gone[i]);
   kcr_objs_unref(gone, ngone);
-  kcr_objs_unref(prev, c.n);
+  kcr_objs_unref(prev, c->n);
   /* Synced means the store holds the list and every handler has seen it. */
   pthread_mutex_lock(&inf->mu);
   f->synced = true;
   pthread_cond_broadcast(&inf->cv);
   pthread_mutex_unlock(&inf->mu);
-  kcr_objs_unref(c.objs, c.n);
+  kcr_objs_unref(c->objs, c->n);
   f->last_err = KCR_OK;
-  return ST_WATCHING;
+  return KCR_OK;
+}
+
+/* The paged LIST. */
+static enum state do_list(struct feed *f)
+{
+  kcr_informer *inf = f->inf;
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr__obj_list c = {
+      .who = inf->name, .flags = inf->obj_flags, .proj = inf->proj, .quit = &f->quit};
+  struct kcr_ref ref = {.gvr = &inf->gvr, .ns = f->ns};
+  struct kcr_list_opts lo = {.label_selector = inf->lsel,
+                             .field_selector = inf->fsel,
+                             .limit = inf->o.page_size,
+                             .metadata_only = inf->o.metadata_only};
+  char *rv = NULL;
+  enum state next = ST_WATCHING;
+  kcr_err rc;
+
+  count(inf, &inf->stats.lists);
+  rc = kcr_list_each_text(inf->o.client, &ref, &lo, kcr__obj_list_add, &c, &rv, &ei);
+  if(rc) {
+    kcr_objs_unref(c.objs, c.n);
+    free(rv);
+  } else {
+    rc = apply_list(f, &c, rv, &ei);
+  }
+  if(rc == KCR_ECANCELED) /* stopped while listing */
+    next = ST_STOPPED;
+  else if(rc) /* list again later */
+    next = fail_and_wait(f, "list", rc, &ei) ? ST_LISTING : ST_STOPPED;
+  kcr_errinfo_cleanup(&ei);
+  return next;
+}
+
+/* A streaming list's initial event: o (taken) joins the list. An object
+ * the store holds unchanged (the same uid and resourceVersion) is the
+ * stored one again, so a relist does not hold two copies of what did not
+ * change. The watchdog learns that the stream is alive. */
+static kcr_err initial_event(struct feed *f, const struct kcr_watch_event *ev, kcr_obj *o)
+{
+  kcr_informer *inf = f->inf;
+  kcr_obj *cached;
+  kcr_err rc = KCR_OK;
+
+  pthread_mutex_lock(&inf->mu);
+  f->init->last_ms = kcr_time_mono_ms();
+  pthread_mutex_unlock(&inf->mu);
+  if(ev->type == KCR_WATCH_DELETED) { /* not sent before the end; nothing to list */
+    kcr_obj_unref(o);
+    return KCR_OK;
+  }
+  cached = kcr_store_ref_key(inf->store, kcr_obj_key(o));
+  if(cached && !strcmp(kcr_obj_uid(cached), kcr_obj_uid(o)) &&
+     !strcmp(kcr_obj_rv(cached), kcr_obj_rv(o))) {
+    kcr_obj_unref(o);
+    o = cached;
+  } else {
+    kcr_obj_unref(cached);
+  }
+  if((rc = kcr__obj_list_push(&f->init->l, o)))
+    kcr_obj_unref(o); /* not gathered: the stream ends, and the list is made again */
+  return rc;
+}
+
+/* The end bookmark of a streaming list: what came is applied as a list at
+ * the bookmark's resourceVersion, and the stream goes on as a watch. */
+static kcr_err initial_end(struct feed *f, const struct kcr_watch_event *ev)
+{
+  kcr_informer *inf = f->inf;
+  struct kcr__obj_list l = f->init->l;
+  char *rv = ev->resource_version ? strdup(ev->resource_version) : NULL;
+  kcr_err rc;
+
+  if(ev->resource_version && !rv)
+    return KCR_ENOMEM;
+  f->init->l = (struct kcr__obj_list){0};
+  rc = apply_list(f, &l, rv, NULL);
+  pthread_mutex_lock(&inf->mu);
+  f->init->applied = !rc;
+  if(!rc) { /* from now on the stream is the feed's watch */
+    inf->stats.watches++;
+    f->init = NULL;
+  }
+  pthread_mutex_unlock(&inf->mu);
+  return rc;
 }
 
 static kcr_err on_event(struct kcr_watch_event *ev, void *ud)
@@ -670,6 +806,8 @@ static kcr_err on_event(struct kcr_watch_event *ev, void *ud)
       {.at = ev->managed_fields_text, .n = ev->managed_fields_len}};
   kcr_err rc;
 
+  if(f->init && ev->type == KCR_WATCH_BOOKMARK)
+    return ev->initial_events_end ? initial_end(f, ev) : KCR_OK;
   if(ev->type == KCR_WATCH_BOOKMARK)
     return KCR_OK;
   count(inf, &inf->stats.events);
@@ -684,6 +822,8 @@ static kcr_err on_event(struct kcr_watch_event *ev, void *ud)
   }
   if(rc)
     return rc;
+  if(f->init)
+    return initial_event(f, ev, o);
   switch(ev->type) {
   case KCR_WATCH_ADDED:
   case KCR_WATCH_MODIFIED:
@@ -734,20 +874,22 @@ static uint64_t watch_timeout_ms(struct feed *f)
   return ms; /* the watch sends it as whole seconds, rounded up */
 }
 
-static enum state do_watch(struct feed *f)
+/* Makes the feed's watch: from f->rv, or with initial a streaming list. */
+static kcr_err new_watch(struct feed *f, bool initial, kcr_watch **w,
+                         struct kcr_errinfo *ei)
 {
   kcr_informer *inf = f->inf;
-  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   struct kcr_ref ref = {.gvr = &inf->gvr, .ns = f->ns};
   struct kcr_watch_opts wo = {.client = inf->o.client,
                               .ref = &ref,
                               .on_event = on_event,
                               .ud = f,
-                              .resource_version = f->rv,
+                              .resource_version = initial ? NULL : f->rv,
                               .label_selector = inf->lsel,
                               .field_selector = inf->fsel,
                               .timeout_ms = watch_timeout_ms(f),
                               .allow_bookmarks = true,
+                              .send_initial_events = initial,
                               .drop_managed_fields = !inf->o.keep_managed_fields,
                               .metadata_only = inf->o.metadata_only,
                               .object_text = true,
@@ -755,23 +897,22 @@ static enum state do_watch(struct feed *f)
                                           : inf->o.watch_batch_ms
                                               ? inf->o.watch_batch_ms
                                               : KCR_INFORMER_WATCH_BATCH_MS};
-  uint64_t t0 = kcr_time_mono_ms(), events0;
-  kcr_watch *w;
+  return kcr_watch_new(&wo, w, ei);
+}
+
+/* Runs watch w as the feed's current one (kcr_informer_stop cancels it),
+ * then frees it and keeps the resourceVersion it got to. */
+static kcr_err run_watch(struct feed *f, kcr_watch *w, struct kcr_errinfo *ei)
+{
+  kcr_informer *inf = f->inf;
   kcr_err rc;
 
-  pthread_mutex_lock(&inf->mu);
-  events0 = inf->stats.events;
-  pthread_mutex_unlock(&inf->mu);
-  rc = kcr_watch_new(&wo, &w, &ei);
-  if(rc)
-    return fail_and_wait(f, "watch", rc, &ei) ? ST_WATCHING : ST_STOPPED;
   pthread_mutex_lock(&inf->mu);
   if(inf->stopping || f->stopping)
     kcr_watch_cancel(w);
   f->watch = w;
   pthread_mutex_unlock(&inf->mu);
-  count(inf, &inf->stats.watches);
-  rc = kcr_watch_run(w, &ei);
+  rc = kcr_watch_run(w, ei);
   pthread_mutex_lock(&inf->mu);
   f->watch = NULL;
   pthread_mutex_unlock(&inf->mu);
@@ -783,19 +924,26 @@ static enum state do_watch(struct feed *f)
     }
   }
   kcr_watch_free(w);
-  enum state next = ST_WATCHING;
+  return rc;
+}
+
+/* The next state after a watch that ran (rc: how it ended; it began at t0
+ * with events0 events counted). */
+static enum state after_watch(struct feed *f, kcr_err rc, struct kcr_errinfo *ei,
+                              uint64_t t0, uint64_t events0)
+{
+  kcr_informer *inf = f->inf;
   switch(rc) {
   case KCR_OK: /* the server's timeout: watch again from rv */
     f->last_err = KCR_OK;
-    break;
-  case KCR_ECANCELED: next = ST_STOPPED; break;
+    return ST_WATCHING;
+  case KCR_ECANCELED: return ST_STOPPED;
   case KCR_EGONE:
     count(inf, &inf->stats.relists_gone);
     KCR_LOG(KCR_LOG_INFO, "informer: resourceVersion too old; listing again",
             KCR_S("informer", inf->name), KCR_S("namespace", f->ns ? f->ns : ""),
             KCR_S("resourceVersion", f->rv));
-    next = ST_LISTING;
-    break;
+    return ST_LISTING;
   default:
     /* A watch that worked - delivered an event, or streamed for a second -
      * and then broke (a connection cut mid-stream): not a reason to wait
@@ -806,18 +954,156 @@ static enum state do_watch(struct feed *f)
     if(inf->stats.events > events0 || kcr_time_mono_ms() - t0 >= 1000)
       kcr_backoff_reset(&f->backoff);
     pthread_mutex_unlock(&inf->mu);
+    return fail_and_wait(f, "watch", rc, ei) ? ST_WATCHING : ST_STOPPED;
+  }
+}
+
+static uint64_t events_now(kcr_informer *inf)
+{
+  pthread_mutex_lock(&inf->mu);
+  uint64_t n = inf->stats.events;
+  pthread_mutex_unlock(&inf->mu);
+  return n;
+}
+
+static enum state do_watch(struct feed *f)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  uint64_t t0 = kcr_time_mono_ms(), events0 = events_now(f->inf);
+  kcr_watch *w;
+  enum state next;
+  kcr_err rc = new_watch(f, false, &w, &ei);
+
+  if(rc) {
     next = fail_and_wait(f, "watch", rc, &ei) ? ST_WATCHING : ST_STOPPED;
+  } else {
+    count(f->inf, &f->inf->stats.watches);
+    next = after_watch(f, run_watch(f, w, &ei), &ei, t0, events0);
   }
   kcr_errinfo_cleanup(&ei);
   return next;
 }
 
+/* The timer thread (with streaming lists): cancels a feed's streaming
+ * list when no event has come for initial_events_wait_ms before the end
+ * bookmark (a server that ignored sendInitialEvents and will never send
+ * one); the feed then lists in pages. One per informer, made with the
+ * others at start, so a start that can make its threads runs to the end. */
+static void *run_timer(void *p)
+{
+  kcr_informer *inf = p;
+
+  pthread_mutex_lock(&inf->mu);
+  while(!inf->stopping) {
+    uint64_t now = kcr_time_mono_ms(), wait = 60000;
+    for(struct feed *f = inf->feeds; f; f = f->next) {
+      struct initial *in = f->init;
+      uint64_t due;
+      if(!in || in->applied || in->ended || in->timed_out)
+        continue;
+      due = in->last_ms + inf->o.initial_events_wait_ms;
+      if(now >= due) {
+        in->timed_out = true;
+        if(f->watch)
+          kcr_watch_cancel(f->watch);
+      } else if(due - now < wait) {
+        wait = due - now;
+      }
+    }
+    struct timespec ts = kcr_time_mono_after(wait);
+    pthread_cond_timedwait(&inf->cv, &inf->mu, &ts);
+  }
+  pthread_mutex_unlock(&inf->mu);
+  return NULL;
+}
+
+/* Whether a refused streaming list is one a paged LIST replaces: the
+ * server does not do it (422: the WatchList gate is off; 400, 406, 501:
+ * an older or an aggregated apiserver). */
+static bool stream_refused(const struct kcr_errinfo *ei)
+{
+  return ei->code == 422 || ei->code == 400 || ei->code == 406 || ei->code == 501;
+}
+
+/* The streaming list (kcr_watch_opts.send_initial_events): the initial
+ * events are gathered and applied at the end bookmark, and the same
+ * stream goes on as the watch. A server that refuses it, or sends no end
+ * bookmark, gets a paged LIST instead - this time: the next relist tries
+ * streaming again. */
+static enum state do_stream(struct feed *f)
+{
+  kcr_informer *inf = f->inf;
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct initial in = {
+      .l = {.who = inf->name, .flags = inf->obj_flags, .proj = inf->proj},
+      .last_ms = kcr_time_mono_ms()};
+  uint64_t t0 = kcr_time_mono_ms(), events0 = events_now(inf);
+  const char *why = NULL;
+  kcr_watch *w;
+  enum state next;
+  kcr_err rc = new_watch(f, true, &w, &ei);
+
+  if(rc) {
+    next = fail_and_wait(f, "list", rc, &ei) ? ST_LISTING : ST_STOPPED;
+    kcr_errinfo_cleanup(&ei);
+    return next;
+  }
+  pthread_mutex_lock(&inf->mu);
+  f->init = &in; /* the timer thread watches it from now on */
+  inf->stats.stream_lists++;
+  pthread_cond_broadcast(&inf->cv);
+  pthread_mutex_unlock(&inf->mu);
+  rc = run_watch(f, w, &ei);
+  pthread_mutex_lock(&inf->mu);
+  in.ended = true;
+  f->init = NULL;
+  pthread_mutex_unlock(&inf->mu);
+  if(in.applied) { /* listed; then it was a watch */
+    next = after_watch(f, rc, &ei, t0, events0);
+    kcr_errinfo_cleanup(&ei);
+    return next;
+  }
+  kcr_objs_unref(in.l.objs, in.l.n);
+  if(rc == KCR_ECANCELED && in.timed_out && !stopping(f))
+    why = "no_end_bookmark";
+  else if(rc != KCR_ECANCELED && stream_refused(&ei))
+    why = "refused";
+  if(!why) { /* stopped, or failed as any request can: stream again */
+    next = rc == KCR_ECANCELED                 ? ST_STOPPED
+           : fail_and_wait(f, "list", rc, &ei) ? ST_LISTING
+                                               : ST_STOPPED;
+    kcr_errinfo_cleanup(&ei);
+    return next;
+  }
+  pthread_mutex_lock(&inf->mu);
+  inf->stats.list_fallbacks++;
+  pthread_mutex_unlock(&inf->mu);
+  kcr_metric_inc(inf->m_fallbacks, (const char *[]){inf->name, why, NULL}, 1);
+  KCR_LOG(KCR_LOG_INFO, "informer: no streaming list here; listing in pages",
+          KCR_S("informer", inf->name), KCR_S("namespace", f->ns ? f->ns : ""),
+          KCR_S("reason", why), KCR_I("code", ei.code),
+          KCR_S("detail", ei.message ? ei.message : ""));
+  kcr_errinfo_cleanup(&ei);
+  return do_list(f);
+}
+
+/* Whether lists are streamed (the default) or paged. */
+static bool inf_streams(const kcr_informer *inf) { return !inf->o.paged_list; }
+
 static void *run(void *p)
 {
   struct feed *f = p;
+  kcr_informer *inf = f->inf;
   enum state st = ST_LISTING;
+
+  pthread_mutex_lock(&inf->mu);
+  while(!inf->go && !inf->stopping && !f->stopping)
+    pthread_cond_wait(&inf->cv, &inf->mu);
+  pthread_mutex_unlock(&inf->mu);
   while(st != ST_STOPPED && !stopping(f))
-    st = st == ST_LISTING ? do_list(f) : do_watch(f);
+    st = st == ST_WATCHING     ? do_watch(f)
+         : inf_streams(f->inf) ? do_stream(f)
+                               : do_list(f);
   return NULL;
 }
 
@@ -845,6 +1131,7 @@ static struct feed *feed_new(kcr_informer *inf, const char *ns, bool whole)
     return NULL;
   f->inf = inf;
   f->whole = whole;
+  atomic_init(&f->quit, false);
   f->backoff = (struct kcr_backoff)KCR_BACKOFF_REFLECTOR;
   f->seed = (unsigned)kcr_time_mono_ns() ^ (unsigned)(uintptr_t)f;
   if(ns && !(f->ns = strdup(ns))) {
@@ -870,6 +1157,7 @@ static void feed_join(struct feed *f)
   kcr_informer *inf = f->inf;
   pthread_mutex_lock(&inf->mu);
   f->stopping = true;
+  atomic_store(&f->quit, true);
   if(f->watch)
     kcr_watch_cancel(f->watch);
   pthread_cond_broadcast(&inf->cv);
@@ -887,21 +1175,35 @@ static void ns_entered(kcr_obj *o, void *ud)
   kcr_informer *inf = ud;
   const char *ns = kcr_obj_name(o);
   struct feed *f, **pp;
+  kcr_obj **held = NULL;
+  size_t nheld = 0;
 
   pthread_mutex_lock(&inf->mu);
   for(pp = &inf->feeds; *pp && strcmp((*pp)->ns, ns); pp = &(*pp)->next)
     ;
-  if(*pp || inf->stopping) {
-    pthread_mutex_unlock(&inf->mu);
+  bool skip = *pp || inf->stopping;
+  pthread_mutex_unlock(&inf->mu);
+  if(skip)
     return;
-  }
-  if(!(f = feed_new(inf, ns, false)) ||
-     (inf->started && pthread_create(&f->th, NULL, run, f))) {
+  /* What the store holds of ns already (left behind when it left and the
+   * store could not be emptied): the feed's first list must see it. Only
+   * this thread adds and removes feeds, so nothing changed meanwhile. */
+  if(kcr_store_ref_by_index(inf->store, NS_INDEX, ns, &held, &nheld))
+    nheld = 0;
+  kcr_objs_unref(held, nheld);
+  pthread_mutex_lock(&inf->mu);
+  for(pp = &inf->feeds; *pp; pp = &(*pp)->next)
+    ;
+  if((f = feed_new(inf, ns, false)))
+    f->held = nheld;
+  if(!f || (inf->started && pthread_create(&f->th, NULL, run, f))) {
     pthread_mutex_unlock(&inf->mu);
-    /* The namespace's objects stay out of the cache until its next
-     * event or the namespaces' next list; said, not hidden. */
+    /* The namespace's objects stay out of the cache until its next event
+     * or the namespaces' next list (ns_seen tries again); said, not
+     * hidden. */
     KCR_LOG(KCR_LOG_ERROR,
-            "informer: out of memory starting the feed of a selected namespace",
+            "informer: cannot start the feed of a selected namespace (out of memory "
+            "or threads); tried again at its next event",
             KCR_S("informer", inf->name), KCR_S("namespace", ns));
     feed_free(f);
     return;
@@ -911,6 +1213,14 @@ static void ns_entered(kcr_obj *o, void *ud)
   pthread_mutex_unlock(&inf->mu);
   KCR_LOG(KCR_LOG_INFO, "informer: namespace entered the selection",
           KCR_S("informer", inf->name), KCR_S("namespace", ns));
+}
+
+/* A selected namespace changed (or was listed again): still selected;
+ * its feed is started if it could not be before. */
+static void ns_seen(kcr_obj *old, kcr_obj *cur, void *ud)
+{
+  (void)old;
+  ns_entered(cur, ud);
 }
 
 /* opts.namespace_selector: a namespace left the selection (lost the label,
@@ -953,9 +1263,11 @@ static void ns_left(kcr_obj *o, void *ud)
 static void stop_feeds(kcr_informer *inf)
 {
   pthread_mutex_lock(&inf->mu);
-  for(struct feed *f = inf->feeds; f; f = f->next)
+  for(struct feed *f = inf->feeds; f; f = f->next) {
+    atomic_store(&f->quit, true);
     if(f->watch)
       kcr_watch_cancel(f->watch);
+  }
   pthread_cond_broadcast(&inf->cv);
   pthread_mutex_unlock(&inf->mu);
   /* No feed comes or goes now: the namespaces' informer has stopped. */
@@ -970,14 +1282,21 @@ kcr_err kcr_informer_start(kcr_informer *inf)
 {
   kcr_err rc = KCR_OK;
 
-  if(inf->started)
+  if(inf->started || inf_stopping(inf)) /* running, or stopped for good */
     return KCR_EINVAL;
-  /* All or nothing, and nothing listed on failure: the resync thread (which
-   * only sleeps at first) before the list/watch threads. */
+  /* All or nothing, and nothing listed on failure: every thread is made
+   * before any lists (the feeds wait for go). */
   if(inf->o.resync_ms) {
     if(pthread_create(&inf->resync_th, NULL, run_resync, inf))
-      return KCR_ENOMEM;
-    inf->has_resync_th = true;
+      rc = KCR_ENOMEM;
+    else
+      inf->has_resync_th = true;
+  }
+  if(!rc && inf_streams(inf)) {
+    if(pthread_create(&inf->timer_th, NULL, run_timer, inf))
+      rc = KCR_ENOMEM;
+    else
+      inf->has_timer_th = true;
   }
   pthread_mutex_lock(&inf->mu);
   for(struct feed *f = inf->feeds; f && !rc; f = f->next)
@@ -985,20 +1304,29 @@ kcr_err kcr_informer_start(kcr_informer *inf)
       rc = KCR_ENOMEM;
     else
       f->has_th = true;
-  inf->started = !rc;
+  inf->started = !rc; /* from now on a namespace that enters gets a thread */
   pthread_mutex_unlock(&inf->mu);
-  if(!rc && inf->nsinf && (rc = kcr_informer_start(inf->nsinf)))
-    inf->started = false;
-  if(rc) {
-    pthread_mutex_lock(&inf->mu);
+  if(!rc && inf->nsinf)
+    rc = kcr_informer_start(inf->nsinf);
+  pthread_mutex_lock(&inf->mu);
+  if(rc)
     inf->stopping = true;
-    pthread_mutex_unlock(&inf->mu);
+  else
+    inf->go = true;
+  pthread_cond_broadcast(&inf->cv);
+  pthread_mutex_unlock(&inf->mu);
+  if(rc) {
+    inf->started = false;
     stop_feeds(inf);
     if(inf->has_resync_th)
       pthread_join(inf->resync_th, NULL);
-    inf->has_resync_th = false;
+    if(inf->has_timer_th)
+      pthread_join(inf->timer_th, NULL);
+    inf->has_resync_th = inf->has_timer_th = false;
     pthread_mutex_lock(&inf->mu);
-    inf->stopping = false;
+    inf->stopping = false; /* may be tried again */
+    for(struct feed *f = inf->feeds; f; f = f->next)
+      atomic_store(&f->quit, false);
     pthread_mutex_unlock(&inf->mu);
   }
   return rc;
@@ -1071,8 +1399,10 @@ void kcr_informer_stop(kcr_informer *inf)
   if(inf->started) {
     if(inf->has_resync_th)
       pthread_join(inf->resync_th, NULL);
+    if(inf->has_timer_th)
+      pthread_join(inf->timer_th, NULL);
     inf->started = false;
-    inf->has_resync_th = false;
+    inf->has_resync_th = inf->has_timer_th = false;
   }
 }
 

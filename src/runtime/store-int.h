@@ -3,6 +3,7 @@
 #ifndef KCR_RUNTIME_STORE_INT_H
 #define KCR_RUNTIME_STORE_INT_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "kcr/store.h"
@@ -50,10 +51,14 @@ struct kcr__obj_list {
   const char *who; /* for the log: the informer or the reader */
   unsigned flags;
   const struct kcr__proj *proj;
+  const atomic_bool *quit; /* when set and true: KCR_ECANCELED at the next item */
   kcr_obj **objs;
   size_t n, cap;
 };
 kcr_err kcr__obj_list_add(const char *text, size_t len, void *ud);
+/* Appends o (its reference moves to the list) to l->objs. Errors:
+ * KCR_ENOMEM (then the reference is still the caller's). */
+kcr_err kcr__obj_list_push(struct kcr__obj_list *l, kcr_obj *o);
 struct kcr_arena;
 struct kcr_type;
 /* A view (kcr/typed.h) of type t of o's text, in arena a (a t->size struct

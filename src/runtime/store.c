@@ -1463,11 +1463,8 @@ bool kcr__obj_same_but_status(const kcr_obj *a, const kcr_obj *b)
   return cut_of(a, &x) && cut_of(b, &y) && cuts_equal(&x, &y);
 }
 
-kcr_err kcr__obj_list_add(const char *text, size_t len, void *ud)
+kcr_err kcr__obj_list_push(struct kcr__obj_list *l, kcr_obj *o)
 {
-  struct kcr__obj_list *l = ud;
-  kcr_obj *o;
-  kcr_err rc;
   if(l->n == l->cap) {
     size_t ncap = l->cap ? l->cap * 2 : 256;
     kcr_obj **n = realloc(l->objs, ncap * sizeof(*n));
@@ -1476,14 +1473,26 @@ kcr_err kcr__obj_list_add(const char *text, size_t len, void *ud)
     l->objs = n;
     l->cap = ncap;
   }
+  l->objs[l->n++] = o;
+  return KCR_OK;
+}
+
+kcr_err kcr__obj_list_add(const char *text, size_t len, void *ud)
+{
+  struct kcr__obj_list *l = ud;
+  kcr_obj *o;
+  kcr_err rc;
+
+  if(l->quit && atomic_load(l->quit))
+    return KCR_ECANCELED;
   rc = kcr__obj_from_text(text, len, l->flags | KCR__OBJ_CHECKED, l->proj, NULL, 0, &o,
                           NULL);
   if(rc == KCR_EINVAL) {
     KCR_LOG(KCR_LOG_WARN, "skipping a listed item without a name", KCR_S("by", l->who));
     return KCR_OK;
   }
-  if(!rc)
-    l->objs[l->n++] = o;
+  if(!rc && (rc = kcr__obj_list_push(l, o)))
+    kcr_obj_unref(o);
   return rc;
 }
 

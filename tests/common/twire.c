@@ -18,6 +18,7 @@ struct wire {
   struct wire *next;
   twire_fn fn;
   void *ud;
+  bool watchlist; /* fn answers streaming lists itself (twire_watchlist) */
 };
 
 /* Every wire made (reachable, so not reported as a leak). */
@@ -31,8 +32,13 @@ static kcr_err trampoline(void *ud, const struct kcr__wire_request *req, long *c
   struct wire *w = ud;
   struct twire_call call = {req, code, retry_after_s, write, wctx, ei, false};
   kcr_err rc;
+  char v[8];
   tfail_exempt(true); /* the fake's own memory is not the code under test's */
-  rc = w->fn(&call, w->ud);
+  if(req->watch && !w->watchlist && twire_query(&call, "sendInitialEvents", v, sizeof(v)))
+    /* as an apiserver with the WatchList gate off: the client lists in pages */
+    rc = twire_reply(&call, 422, "%s", twire_status_json(422, "Invalid"));
+  else
+    rc = w->fn(&call, w->ud);
   tfail_exempt(false);
   return rc;
 }
@@ -80,6 +86,14 @@ static struct wire *wire_new(twire_fn fn, void *ud)
   pthread_mutex_unlock(&wires_mu);
   assert_non_null(w);
   return w;
+}
+
+void twire_watchlist(twire_fn fn, void *ud, bool on)
+{
+  struct wire *w = wire_new(fn, ud);
+  pthread_mutex_lock(&wires_mu);
+  w->watchlist = on;
+  pthread_mutex_unlock(&wires_mu);
 }
 
 void twire_attach(kcr_client *c, twire_fn fn, void *ud)

@@ -43,6 +43,13 @@ kcr_client *twire_client(twire_fn fn, void *ud);
 /* The same with client options (timeouts, max_response_bytes ...). */
 kcr_client *twire_client_opts(twire_fn fn, void *ud, const struct kcr_client_opts *o);
 
+/* Streaming lists (watch with sendInitialEvents=true, kcr/watch.h): by
+ * default the wire answers them itself with 422 Invalid, as an apiserver
+ * with the WatchList feature gate off does, so an informer lists in pages
+ * and a fake needs to serve only LIST and WATCH. twire_watchlist(fn, ud,
+ * true) hands them to fn (the fake of a streaming-list test). */
+void twire_watchlist(twire_fn fn, void *ud, bool on);
+
 /* The config twire clients use (server https://twire.invalid, a token),
  * for objects that make their own client (a manager): new, caller owns. */
 kcr_config *twire_config(void);

@@ -79,19 +79,28 @@ static kcr_err on_event(struct kcr_watch_event *ev, void *ud)
   unsigned i = r->events++;
 
   FUZZ_CHECK(ev->type <= KCR_WATCH_BOOKMARK); /* ERROR events end the run */
+  /* the end of a streaming list's initial events: a bookmark annotated so */
+  static const char *const end = "/metadata/annotations/k8s.io~1initial-events-end";
+  FUZZ_CHECK(!ev->initial_events_end || ev->type == KCR_WATCH_BOOKMARK);
   if(ev->object_text) { /* object_text: the object's text, checked whole */
     cJSON *t = NULL;
-    const char *trv;
+    const char *trv, *e;
     FUZZ_CHECK(r->text && !ev->object && ev->object_len && *ev->object_text == '{');
     FUZZ_CHECK(kcr_json_parse(ev->object_text, ev->object_len, &t, NULL) == KCR_OK);
     trv = kcr_json_str(t, "/metadata/resourceVersion");
     FUZZ_CHECK(trv ? ev->resource_version && !strcmp(trv, ev->resource_version)
                    : !ev->resource_version);
+    e = kcr_json_str(t, end);
+    FUZZ_CHECK(ev->initial_events_end ==
+               (ev->type == KCR_WATCH_BOOKMARK && e && !strcmp(e, "true")));
     cJSON_Delete(t);
   } else {
+    const char *e = kcr_json_str(ev->object, end);
     FUZZ_CHECK(cJSON_IsObject(ev->object));
     rv = kcr_json_str(ev->object, "/metadata/resourceVersion");
     FUZZ_CHECK(rv == ev->resource_version);
+    FUZZ_CHECK(ev->initial_events_end ==
+               (ev->type == KCR_WATCH_BOOKMARK && e && !strcmp(e, "true")));
   }
   rv = ev->resource_version;
   if(i < 32 && r->fail_mask >> i & 1)

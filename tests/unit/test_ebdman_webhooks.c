@@ -130,27 +130,44 @@ static char *review(const char *op, const char *obj)
 
 /* The answer to a review of obj by a webhook; *patch its JSON Patch
  * (NULL: none). Asserts it was allowed. */
-static kcr_err no_api(struct twire_call *call, void *ud)
+/* No EBDs: an empty list, then a watch with nothing to say. */
+static kcr_err no_ebds(struct twire_call *call, void *ud)
 {
-  (void)call, (void)ud;
-  return KCR_EIO; /* never started: never called */
+  (void)ud;
+  if(!call->req->watch)
+    return twire_reply(call, 200,
+                       "{\"kind\":\"EBDList\",\"metadata\":{\"resourceVersion\":\"1\"},"
+                       "\"items\":[]}");
+  twire_stream(call, 200);
+  twire_wait_cancel(call, 30000);
+  return KCR_OK;
 }
 
-/* An EBD informer of the one namespace ns (--namespace ns), not started:
- * what the webhooks ask which namespaces are ebdman's. */
+static const struct kcr_gvr ebds_gvr = {"ebdman.example.com", "v1beta1", "ebds", true};
+
+/* An EBD informer of the namespaces of opts (client and gvr filled in),
+ * started and synced when sync: what the webhooks ask which namespaces
+ * are ebdman's. */
+static kcr_informer *ebds_informer(struct kcr_informer_opts o, bool sync)
+{
+  kcr_client *cl = twire_client(no_ebds, NULL);
+  kcr_informer *inf;
+  o.client = cl;
+  o.gvr = &ebds_gvr;
+  assert_int_equal(KCR_OK, kcr_informer_new(&o, &inf, NULL));
+  kcr_client_free(cl); /* the informer holds its own reference */
+  if(sync) {
+    assert_int_equal(KCR_OK, kcr_informer_start(inf));
+    assert_true(kcr_informer_wait_synced(inf, 30000));
+  }
+  return inf;
+}
+
+/* --namespace ns */
 static kcr_informer *ebds_of(const char *ns)
 {
-  static const struct kcr_gvr ebds = {"ebdman.example.com", "v1beta1", "ebds", true};
-  kcr_client *cl = twire_client(no_api, NULL);
-  kcr_informer *inf;
-  assert_int_equal(
-      KCR_OK,
-      kcr_informer_new(
-          &(struct kcr_informer_opts){
-              .client = cl, .gvr = &ebds, .namespaces = (const char *[]){ns, NULL}},
-          &inf, NULL));
-  kcr_client_free(cl); /* the informer holds its own reference */
-  return inf;
+  return ebds_informer(
+      (struct kcr_informer_opts){.namespaces = (const char *[]){ns, NULL}}, true);
 }
 
 static void answer(const struct kcr_webhook_opts *o, const char *op, const char *obj,
@@ -219,7 +236,14 @@ static void the_image_is_defaulted_once(void **state)
    * schema to refuse, not answered with an error */
   answer(&o, "CREATE", EBD_BAD_REPLICAS, &patch, NULL);
   assert_null(patch);
-  /* another namespace than the one managed: untouched */
+  /* another namespace than the one managed: untouched - once the informer
+   * knows its namespaces; before, judged (a selector's are not known yet) */
+  w.ebds =
+      ebds_informer((struct kcr_informer_opts){.namespace_selector = "team=x"}, false);
+  answer(&o, "CREATE", EBD_NO_IMAGE, &patch, NULL);
+  assert_non_null(patch);
+  free(patch);
+  kcr_informer_free(w.ebds);
   w.ebds = ebds_of("other");
   answer(&o, "CREATE", EBD_NO_IMAGE, &patch, NULL);
   assert_null(patch);

@@ -980,10 +980,241 @@ static void the_seventeenth_typed_handler_set_is_refused(void **state)
   kcr_client_free(cl);
 }
 
+/* ---- streaming lists (issue 31) ---- */
+
+#define CMU(name, uid, rv)                                                               \
+  "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" name         \
+  "\",\"namespace\":\"ns\",\"uid\":\"" uid "\",\"resourceVersion\":\"" rv "\"}}"
+#define END_BOOKMARK(rv)                                                                 \
+  "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":"     \
+  "\"" rv "\",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}}}"
+
+/* A server with streaming lists: the first stream brings a, b, c, the end
+ * bookmark, then a change of a and 410; the second (the relist) brings a
+ * unchanged, b changed, no c, the end bookmark, and stays open. Never a
+ * LIST. */
+static kcr_err api_streaming_list(struct twire_call *call, void *ud)
+{
+  struct fake *f = ud;
+  int n;
+
+  if(!call->req->watch)
+    return not_found(call);
+  n = atomic_fetch_add(&f->watches, 1);
+  TCHECK(query_is(call, "sendInitialEvents", "true"));
+  TCHECK(query_is(call, "resourceVersionMatch", "NotOlderThan"));
+  TCHECK(query_is(call, "allowWatchBookmarks", "true"));
+  TCHECK(!twire_query(call, "resourceVersion", (char[8]){0}, 8));
+  twire_stream(call, 200);
+  if(n == 0) {
+    if(send_event(call, "ADDED", CMU("a", "ua", "1")) &&
+       send_event(call, "ADDED", CMU("b", "ub", "2")) &&
+       send_event(call, "BOOKMARK", BOOKMARK("3")) && /* not the end */
+       send_event(call, "ADDED", CMU("c", "uc", "4")) &&
+       send_event(call, "BOOKMARK", END_BOOKMARK("5")) &&
+       send_event(call, "MODIFIED", CMU("a", "ua", "6")) && tflag_wait(&f->go, 60000))
+      twire_send(call, "{\"type\":\"ERROR\",\"object\":%s}", GONE);
+    return KCR_OK;
+  }
+  if(n == 1 && send_event(call, "ADDED", CMU("a", "ua", "6")) &&
+     send_event(call, "ADDED", CMU("b", "ub", "7")) &&
+     send_event(call, "BOOKMARK", END_BOOKMARK("8")))
+    twire_wait_cancel(call, 60000);
+  return KCR_OK;
+}
+
+/* A streaming list fills the store at its end bookmark, as a LIST would,
+ * and the stream goes on as the watch; the relist after a 410 is streamed
+ * too, and keeps the cached object of what did not change (the same
+ * pointer: no second copy), tells updates for all it brought and deletes
+ * what vanished. */
+static void a_streaming_list_is_applied_at_its_end_bookmark(void **state)
+{
+  static const char *const want[] = {"add a 1",      "add b 2",      "add c 4",
+                                     "update a 1>6", "update a 6>6", "update b 2>7",
+                                     "delete c 4"};
+  struct fake f;
+  struct kcr_informer_stats st;
+  kcr_obj *a6, *again;
+
+  fake_start(&f, api_streaming_list, 0);
+  twire_watchlist(api_streaming_list, &f, true);
+  assert_int_equal(KCR_OK, kcr_informer_start(f.inf));
+  assert_true(kcr_informer_wait_synced(f.inf, 30000));
+  assert_int_equal(3, kcr_store_len(kcr_informer_store(f.inf)));
+  assert_true(evlog_wait(f.log, 4, 30000)); /* and the change of a */
+  a6 = kcr_store_ref(kcr_informer_store(f.inf), "ns", "a");
+  assert_string_equal("6", kcr_obj_rv(a6));
+  atomic_store(&f.go, true); /* 410: streamed again */
+  assert_true(evlog_wait(f.log, 7, 30000));
+  stop_and_expect(&f, want, 7, 2);
+  again = kcr_store_ref(kcr_informer_store(f.inf), "ns", "a");
+  assert_ptr_equal(a6, again); /* unchanged: the cached object, not a copy */
+  kcr_informer_get_stats(f.inf, &st);
+  assert_int_equal(0, st.lists);
+  assert_int_equal(2, st.stream_lists);
+  assert_int_equal(2, st.watches);
+  assert_int_equal(0, st.list_fallbacks);
+  assert_int_equal(1, st.relists_gone);
+  kcr_obj_unref(a6);
+  kcr_obj_unref(again);
+  twire_watchlist(api_streaming_list, &f, false);
+  fake_finish(&f);
+}
+
+/* A server that ignores sendInitialEvents: the objects come as ADDED, and
+ * no end bookmark ever; after initial_events_wait_ms the informer lists in
+ * pages, says why in the metric, and watches from the LIST. */
+static kcr_err api_ignores(struct twire_call *call, void *ud)
+{
+  struct fake *f = ud;
+  if(call->req->watch) {
+    int n = atomic_fetch_add(&f->watches, 1);
+    twire_stream(call, 200);
+    if(n == 0) { /* the streaming list, answered as a plain watch */
+      TCHECK(query_is(call, "sendInitialEvents", "true"));
+      if(send_event(call, "ADDED", CMU("a", "ua", "1")))
+        twire_wait_cancel(call, 60000);
+    } else {
+      TCHECK(query_is(call, "resourceVersion", "9"));
+      TCHECK(!twire_query(call, "sendInitialEvents", (char[8]){0}, 8));
+      twire_wait_cancel(call, 60000);
+    }
+    return KCR_OK;
+  }
+  if(!twire_is(call, "GET", PATH))
+    return not_found(call);
+  first_page(f);
+  return list_reply(call, "9", NULL, CMU("a", "ua", "1") "," CMU("b", "ub", "2"));
+}
+
+static void no_end_bookmark_means_a_paged_list(void **state)
+{
+  static const char *const want[] = {"add a 1", "add b 2"};
+  struct fake f;
+  struct kcr_informer_stats st;
+  kcr_metrics *reg;
+  kcr_informer *inf;
+  uint64_t t0;
+
+  fake_start(&f, api_ignores, 0);
+  twire_watchlist(api_ignores, &f, true);
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
+  kcr_informer_free(f.inf);
+  assert_int_equal(
+      KCR_OK, kcr_informer_new(&(struct kcr_informer_opts){.client = f.cl,
+                                                           .gvr = &cms,
+                                                           .ns = "ns",
+                                                           .metrics = reg,
+                                                           .initial_events_wait_ms = 300},
+                               &inf, NULL));
+  f.inf = inf;
+  assert_int_equal(
+      KCR_OK, kcr_informer_add_handlers(inf, &(struct kcr_informer_handlers){
+                                                 on_add, on_update, on_delete, f.log}));
+  t0 = kcr_time_mono_ms();
+  assert_int_equal(KCR_OK, kcr_informer_start(inf));
+  assert_true(kcr_informer_wait_synced(inf, 30000));
+  assert_true(kcr_time_mono_ms() - t0 >= 300);
+  while(atomic_load(&f.watches) < 2)
+    nanosleep(&(struct timespec){0, 10000000}, NULL);
+  stop_and_expect(&f, want, 2, 2);
+  kcr_informer_get_stats(inf, &st);
+  assert_int_equal(1, st.stream_lists);
+  assert_int_equal(1, st.list_fallbacks);
+  assert_int_equal(1, st.lists);
+  {
+    struct kcr_buf out = KCR_BUF_INIT;
+    assert_int_equal(KCR_OK, kcr_metrics_render(reg, &out));
+    if(!strstr(out.ptr, "kcr_informer_list_fallbacks_total{informer=\"configmaps\","
+                        "reason=\"no_end_bookmark\"} 1"))
+      fail_msg("no fallback counted:\n%s", out.ptr);
+    kcr_buf_cleanup(&out);
+  }
+  twire_watchlist(api_ignores, &f, false);
+  fake_finish(&f);
+  kcr_metrics_free(reg);
+}
+
+/* ---- namespaces chosen by a selector (issue 31) ---- */
+
+#define NSOBJ(n)                                                                         \
+  "{\"kind\":\"Namespace\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" n            \
+  "\",\"uid\":\"u" n "\",\"resourceVersion\":\"3\",\"labels\":{\"t\":\"x\"}}}"
+
+/* Namespace a is selected; once the test says go, the namespaces' watch
+ * brings a change of a (a label added, say). Each namespace's ConfigMaps:
+ * one, named after it. */
+static kcr_err api_selected(struct twire_call *call, void *ud)
+{
+  struct fake *f = ud;
+  char ns[64];
+
+  if(twire_is(call, "GET", "/api/v1/namespaces") &&
+     sscanf(call->req->path, "/api/v1/namespaces/%63[^/?]/configmaps", ns) != 1) {
+    TCHECK(query_is(call, "labelSelector", "t=x"));
+    if(!call->req->watch)
+      return twire_reply(call, 200,
+                         "{\"kind\":\"NamespaceList\",\"metadata\":{\"resourceVersion\":"
+                         "\"3\"},\"items\":[" NSOBJ("a") "]}");
+    twire_stream(call, 200);
+    if(tflag_wait(&f->go, 60000))
+      send_event(call, "MODIFIED", NSOBJ("a"));
+    twire_wait_cancel(call, 60000);
+    return KCR_OK;
+  }
+  if(sscanf(call->req->path, "/api/v1/namespaces/%63[^/?]/configmaps", ns) != 1)
+    return not_found(call);
+  if(!call->req->watch)
+    return twire_reply(call, 200,
+                       "{\"kind\":\"ConfigMapList\",\"metadata\":{\"resourceVersion\":"
+                       "\"10\"},\"items\":[{\"metadata\":{\"name\":\"%s\",\"namespace\":"
+                       "\"%s\",\"uid\":\"c%s\",\"resourceVersion\":\"5\"}}]}",
+                       ns, ns, ns);
+  twire_stream(call, 200);
+  twire_wait_cancel(call, 60000);
+  return KCR_OK;
+}
+
+/* The feed of a selected namespace whose thread could not be made is
+ * made at the namespace's next event (review of issue 31: only adds and
+ * deletes were handled, so the namespace stayed out of the cache). */
+static void a_selected_namespace_whose_feed_failed_is_tried_again(void **state)
+{
+  struct fake f;
+  kcr_informer *inf;
+
+  fake_start(&f, api_selected, 0);
+  kcr_informer_free(f.inf);
+  assert_int_equal(
+      KCR_OK, kcr_informer_new(&(struct kcr_informer_opts){.client = f.cl,
+                                                           .gvr = &cms,
+                                                           .namespace_selector = "t=x"},
+                               &inf, NULL));
+  f.inf = inf;
+  /* threads: the timer, the namespaces' informer's timer and feed, then
+   * the feed of a - which fails */
+  tfail_threads_arm(4);
+  assert_int_equal(KCR_OK, kcr_informer_start(inf));
+  assert_true(kcr_informer_wait_synced(inf, 30000));
+  tfail_threads_arm(0);
+  assert_false(kcr_informer_selects_namespace(inf, "a"));
+  assert_int_equal(0, kcr_store_len(kcr_informer_store(inf)));
+  atomic_store(&f.go, true); /* a's next event */
+  for(int i = 0; i < 300 && kcr_store_len(kcr_informer_store(inf)) != 1; i++)
+    nanosleep(&(struct timespec){0, 10000000}, NULL);
+  assert_true(kcr_informer_selects_namespace(inf, "a"));
+  assert_int_equal(1, kcr_store_len(kcr_informer_store(inf)));
+  fake_finish(&f);
+}
+
 int main(void)
 {
   tfail_init();
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(a_selected_namespace_whose_feed_failed_is_tried_again),
+      cmocka_unit_test(a_streaming_list_is_applied_at_its_end_bookmark),
+      cmocka_unit_test(no_end_bookmark_means_a_paged_list),
       cmocka_unit_test(handlers_see_a_paged_list_and_the_watch_exactly_once_in_order),
       cmocka_unit_test(stats_can_be_read_from_another_thread_while_events_flow),
       cmocka_unit_test(a_watch_cut_after_events_does_not_grow_the_backoff),

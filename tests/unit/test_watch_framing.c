@@ -241,6 +241,47 @@ static kcr_err stop_at_second(const char *line, size_t len, void *ud)
   return ++*n == 2 ? KCR_ECANCELED : KCR_OK;
 }
 
+/* The BOOKMARK that ends a streaming list's initial events (annotation
+ * k8s.io/initial-events-end: "true") is marked, from the text and from a
+ * tree alike; other bookmarks and an ADDED object with that annotation are
+ * not. */
+static void the_initial_events_end_bookmark_is_marked(void **state)
+{
+  static const struct {
+    const char *line;
+    bool end;
+  } cases[] = {
+      {"{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\","
+       "\"metadata\":{\"resourceVersion\":\"42\",\"creationTimestamp\":null,"
+       "\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}}}}",
+       true},
+      {"{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\","
+       "\"metadata\":{\"resourceVersion\":\"43\",\"creationTimestamp\":null}}}",
+       false},
+      {"{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"44\","
+       "\"annotations\":{\"k8s.io/initial-events-end\":\"false\"}}}}",
+       false},
+      {"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":"
+       "\"45\","
+       "\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}}}}",
+       false},
+  };
+  struct kcr_buf rvbuf = KCR_BUF_INIT;
+  struct kcr_watch_event ev;
+
+  for(size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    const char *l = cases[i].line;
+    assert_int_equal(KCR_OK, kcr__watch_decode_text(l, strlen(l), &rvbuf, &ev));
+    if(ev.initial_events_end != cases[i].end)
+      fail_msg("text, case %zu: initial_events_end %d", i, ev.initial_events_end);
+    assert_int_equal(KCR_OK, kcr__watch_decode(l, strlen(l), NULL, &ev, NULL));
+    if(ev.initial_events_end != cases[i].end)
+      fail_msg("tree, case %zu: initial_events_end %d", i, ev.initial_events_end);
+    cJSON_Delete(ev.object);
+  }
+  kcr_buf_cleanup(&rvbuf);
+}
+
 static void callback_error_stops_feeding(void **state)
 {
   struct kcr__framer f = {0};
@@ -262,6 +303,7 @@ int main(void)
       cmocka_unit_test(bad_documents_are_refused),
       cmocka_unit_test(managed_fields_are_left_out_on_request),
       cmocka_unit_test(events_decode_to_their_object_s_text),
+      cmocka_unit_test(the_initial_events_end_bookmark_is_marked),
       cmocka_unit_test(callback_error_stops_feeding),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -107,8 +107,10 @@ cp_wait_url() {
 # stdin is /dev/null and stdout/stderr go to the log so it holds no pipe of
 # whoever started it (a test runner may wait for its pipes to close).
 cp_start_apiserver() {
-  local dir=$1 cmdline
+  local dir=$1 cmdline a
+  shift
   cmdline=$(<"$dir/apiserver.cmd")
+  for a in "$@"; do cmdline+=" $(printf '%q' "$a")"; done # this start only
   (eval "exec $cmdline") </dev/null >>"$dir/apiserver.log" 2>&1 &
   echo $! >"$dir/apiserver.pid"
 }
