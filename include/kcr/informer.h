@@ -152,11 +152,14 @@ struct kcr_informer_opts {
    * would be - on_add, on_update, on_delete as for a list, and synced -
    * and then goes on as the watch. No page of objects is held, and on a
    * relist an object that did not change (the same uid and
-   * resourceVersion) is the cached one again rather than a second copy.
-   * A server that refuses it (the WatchList feature gate off: 422; an
-   * older or aggregated apiserver: 400, 406, 501), or that sends no end
-   * bookmark within initial_events_wait_ms of the last event (one that
-   * ignores the parameters), gets a paged LIST instead, counted in
+   * resourceVersion) is the cached one again rather than a second copy -
+   * and is not told again (a paged relist tells on_update for every
+   * object it brings). A server that refuses it (the WatchList feature
+   * gate off: 422; an older or aggregated apiserver: 400, 406, 501), or
+   * that ignores the parameters - sends an event other than ADDED before
+   * the end bookmark, no end bookmark within initial_events_wait_ms of
+   * the last event (nor within 6 times that of the start), or ends the
+   * stream without one - gets a paged LIST instead, counted in
    * kcr_informer_list_fallbacks_total{informer, reason} and
    * kcr_informer_stats.list_fallbacks; the next relist tries streaming
    * again. true: always a paged LIST. */
@@ -261,6 +264,7 @@ KCR_API void kcr_informer_free(kcr_informer *inf);
 
 /* Counters for tests and diagnostics. */
 struct kcr_informer_stats {
+  /* events: watch events handled, a streaming list's initial ones too */
   uint64_t lists;   /* paged LISTs made */
   uint64_t watches; /* watches made; a streaming list counts as one once
                        its initial events are in the store */

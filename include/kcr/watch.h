@@ -134,7 +134,8 @@ KCR_API const char *kcr_watch_type_name(enum kcr_watch_type t);
 /* Makes a watch (no I/O yet) in *out (NULL on error). opts and its strings
  * are copied; the watch takes a reference to opts->client.
  * Errors: KCR_EINVAL (opts, client, ref, ref->gvr or on_event missing, ref
- * names an object, or an invalid segment: see kcr_path), KCR_ENOMEM. */
+ * names an object, send_initial_events without allow_bookmarks, or an
+ * invalid segment: see kcr_path), KCR_ENOMEM. */
 KCR_API kcr_err kcr_watch_new(const struct kcr_watch_opts *opts, kcr_watch **out,
                               struct kcr_errinfo *ei);
 /* Runs the stream to its end. May be called again to re-watch from

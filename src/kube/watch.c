@@ -233,6 +233,11 @@ kcr_err kcr_watch_new(const struct kcr_watch_opts *o, kcr_watch **out,
     return kcr_errinfo_set(ei, KCR_EINVAL,
                            "kcr_watch_new: the ref names an object; watches go to the "
                            "collection (select one object with a field selector)");
+  if(o->send_initial_events && !o->allow_bookmarks)
+    return kcr_errinfo_set(
+        ei, KCR_EINVAL,
+        "kcr_watch_new: send_initial_events needs allow_bookmarks (the "
+        "end of the initial events is a bookmark)");
   w = calloc(1, sizeof(*w));
   if(!w)
     return KCR_ENOMEM;

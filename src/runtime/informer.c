@@ -107,9 +107,12 @@ struct feed {
  * until the end bookmark and then applied as a list. */
 struct initial {
   struct kcr__obj_list l; /* feed thread */
-  bool applied;           /* under inf->mu (the watchdog reads it) */
+  bool applying;          /* under inf->mu: at the end bookmark; the timer is off */
+  bool applied;           /* under inf->mu */
   bool ended;             /* under inf->mu: the stream is over */
-  bool timed_out;         /* under inf->mu: the watchdog canceled it */
+  bool timed_out;         /* under inf->mu: the timer canceled it */
+  bool ignored;           /* feed thread: the server does not stream lists */
+  uint64_t started_ms;    /* when the stream was asked for */
   uint64_t last_ms;       /* under inf->mu: when the last event came */
 };
 
@@ -676,7 +679,8 @@ static kcr_err apply_list(struct feed *f, struct kcr__obj_list *c, char *rv,
   }
   if(rc) {
     for(size_t i = 0; i < nput; i++) /* what one namespace's list put, told */
-      prev[i] ? emit_update(inf, prev[i], c->objs[i]) : emit_add(inf, c->objs[i]);
+      if(prev[i] != c->objs[i])
+        prev[i] ? emit_update(inf, prev[i], c->objs[i]) : emit_add(inf, c->objs[i]);
     kcr_objs_unref(c->objs, c->n);
     kcr_objs_unref(prev, prev ? c->n : 0);
     free(rv);
@@ -689,6 +693,8 @@ static kcr_err apply_list(struct feed *f, struct kcr__obj_list *c, char *rv,
           KCR_S("namespace", f->ns ? f->ns : ""), KCR_I("objects", c->n),
           KCR_I("vanished", ngone), KCR_S("resourceVersion", rv));
   for(size_t i = 0; i < c->n; i++) {
+    if(prev[i] == c->objs[i]) /* unchanged (a streaming list's): nothing to tell */
+      continue;
     if(prev[i])
       emit_update(inf, prev[i], c->objs[i]);
     else
@@ -753,9 +759,12 @@ static kcr_err initial_event(struct feed *f, const struct kcr_watch_event *ev, k
   pthread_mutex_lock(&inf->mu);
   f->init->last_ms = kcr_time_mono_ms();
   pthread_mutex_unlock(&inf->mu);
-  if(ev->type == KCR_WATCH_DELETED) { /* not sent before the end; nothing to list */
+  if(ev->type != KCR_WATCH_ADDED) {
+    /* Before the end bookmark a streaming list sends ADDED alone: this is
+     * a server that ignored sendInitialEvents and watches - list in pages. */
     kcr_obj_unref(o);
-    return KCR_OK;
+    f->init->ignored = true;
+    return KCR_ECANCELED;
   }
   cached = kcr_store_ref_key(inf->store, kcr_obj_key(o));
   if(cached && !strcmp(kcr_obj_uid(cached), kcr_obj_uid(o)) &&
@@ -776,14 +785,26 @@ static kcr_err initial_end(struct feed *f, const struct kcr_watch_event *ev)
 {
   kcr_informer *inf = f->inf;
   struct kcr__obj_list l = f->init->l;
-  char *rv = ev->resource_version ? strdup(ev->resource_version) : NULL;
+  char *rv;
+  bool late;
   kcr_err rc;
 
-  if(ev->resource_version && !rv)
+  if(!ev->resource_version || !*ev->resource_version) { /* nowhere to go on from */
+    f->init->ignored = true;
+    return KCR_ECANCELED;
+  }
+  pthread_mutex_lock(&inf->mu);
+  late = f->init->timed_out; /* the timer canceled the stream already */
+  f->init->applying = !late;
+  pthread_mutex_unlock(&inf->mu);
+  if(late)
+    return KCR_ECANCELED;
+  if(!(rv = strdup(ev->resource_version)))
     return KCR_ENOMEM;
   f->init->l = (struct kcr__obj_list){0};
   rc = apply_list(f, &l, rv, NULL);
   pthread_mutex_lock(&inf->mu);
+  f->init->applying = false;
   f->init->applied = !rc;
   if(!rc) { /* from now on the stream is the feed's watch */
     inf->stats.watches++;
@@ -908,7 +929,7 @@ static kcr_err run_watch(struct feed *f, kcr_watch *w, struct kcr_errinfo *ei)
   kcr_err rc;
 
   pthread_mutex_lock(&inf->mu);
-  if(inf->stopping || f->stopping)
+  if(inf->stopping || f->stopping || (f->init && f->init->timed_out))
     kcr_watch_cancel(w);
   f->watch = w;
   pthread_mutex_unlock(&inf->mu);
@@ -916,7 +937,8 @@ static kcr_err run_watch(struct feed *f, kcr_watch *w, struct kcr_errinfo *ei)
   pthread_mutex_lock(&inf->mu);
   f->watch = NULL;
   pthread_mutex_unlock(&inf->mu);
-  if(kcr_watch_rv(w)) {
+  /* (a streaming list not applied is no place to watch from) */
+  if(!f->init && kcr_watch_rv(w)) {
     char *rv = strdup(kcr_watch_rv(w));
     if(rv) {
       free(f->rv);
@@ -989,6 +1011,22 @@ static enum state do_watch(struct feed *f)
  * bookmark (a server that ignored sendInitialEvents and will never send
  * one); the feed then lists in pages. One per informer, made with the
  * others at start, so a start that can make its threads runs to the end. */
+/* When a streaming list that has no end bookmark yet is given up: wait_ms
+ * after its last event, and at most INITIAL_EVENTS_CAP times wait_ms after
+ * it began (a server that ignores the parameters on a busy resource never
+ * falls silent). Saturates. */
+#define INITIAL_EVENTS_CAP 6
+static uint64_t deadline(const struct initial *in, uint64_t wait_ms)
+{
+  uint64_t quiet = in->last_ms + wait_ms, cap;
+  if(quiet < in->last_ms)
+    quiet = UINT64_MAX;
+  cap = wait_ms > UINT64_MAX / INITIAL_EVENTS_CAP ? UINT64_MAX
+                                                  : wait_ms * INITIAL_EVENTS_CAP;
+  cap = in->started_ms + cap < in->started_ms ? UINT64_MAX : in->started_ms + cap;
+  return quiet < cap ? quiet : cap;
+}
+
 static void *run_timer(void *p)
 {
   kcr_informer *inf = p;
@@ -999,9 +1037,9 @@ static void *run_timer(void *p)
     for(struct feed *f = inf->feeds; f; f = f->next) {
       struct initial *in = f->init;
       uint64_t due;
-      if(!in || in->applied || in->ended || in->timed_out)
+      if(!in || in->applying || in->applied || in->ended || in->timed_out)
         continue;
-      due = in->last_ms + inf->o.initial_events_wait_ms;
+      due = deadline(in, inf->o.initial_events_wait_ms);
       if(now >= due) {
         in->timed_out = true;
         if(f->watch)
@@ -1036,6 +1074,7 @@ static enum state do_stream(struct feed *f)
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   struct initial in = {
       .l = {.who = inf->name, .flags = inf->obj_flags, .proj = inf->proj},
+      .started_ms = kcr_time_mono_ms(),
       .last_ms = kcr_time_mono_ms()};
   uint64_t t0 = kcr_time_mono_ms(), events0 = events_now(inf);
   const char *why = NULL;
@@ -1059,13 +1098,16 @@ static enum state do_stream(struct feed *f)
   f->init = NULL;
   pthread_mutex_unlock(&inf->mu);
   if(in.applied) { /* listed; then it was a watch */
-    next = after_watch(f, rc, &ei, t0, events0);
+    next = rc == KCR_ECANCELED && !stopping(f) ? ST_WATCHING
+                                               : after_watch(f, rc, &ei, t0, events0);
     kcr_errinfo_cleanup(&ei);
     return next;
   }
   kcr_objs_unref(in.l.objs, in.l.n);
-  if(rc == KCR_ECANCELED && in.timed_out && !stopping(f))
-    why = "no_end_bookmark";
+  if(stopping(f))
+    why = NULL;
+  else if((rc == KCR_ECANCELED && (in.timed_out || in.ignored)) || rc == KCR_OK)
+    why = "no_end_bookmark"; /* (OK: the stream ended without one) */
   else if(rc != KCR_ECANCELED && stream_refused(&ei))
     why = "refused";
   if(!why) { /* stopped, or failed as any request can: stream again */

@@ -125,8 +125,13 @@ static void evlog_expect(struct evlog *l, const char *const *want, int n)
   assert_true(same);
 }
 
+static atomic_int slow_add_ms; /* on_add takes this long (0: at once) */
+
 static void on_add(kcr_obj *o, void *ud)
 {
+  int ms = atomic_load(&slow_add_ms);
+  if(ms)
+    nanosleep(&(struct timespec){ms / 1000, (long)(ms % 1000) * 1000000}, NULL);
   evlog_put(ud, "add %s %s", kcr_obj_name(o), kcr_obj_rv(o));
 }
 
@@ -1030,9 +1035,9 @@ static kcr_err api_streaming_list(struct twire_call *call, void *ud)
  * what vanished. */
 static void a_streaming_list_is_applied_at_its_end_bookmark(void **state)
 {
+  /* the relist's a is unchanged: not told again */
   static const char *const want[] = {"add a 1",      "add b 2",      "add c 4",
-                                     "update a 1>6", "update a 6>6", "update b 2>7",
-                                     "delete c 4"};
+                                     "update a 1>6", "update b 2>7", "delete c 4"};
   struct fake f;
   struct kcr_informer_stats st;
   kcr_obj *a6, *again;
@@ -1046,8 +1051,8 @@ static void a_streaming_list_is_applied_at_its_end_bookmark(void **state)
   a6 = kcr_store_ref(kcr_informer_store(f.inf), "ns", "a");
   assert_string_equal("6", kcr_obj_rv(a6));
   atomic_store(&f.go, true); /* 410: streamed again */
-  assert_true(evlog_wait(f.log, 7, 30000));
-  stop_and_expect(&f, want, 7, 2);
+  assert_true(evlog_wait(f.log, 6, 30000));
+  stop_and_expect(&f, want, 6, 2);
   again = kcr_store_ref(kcr_informer_store(f.inf), "ns", "a");
   assert_ptr_equal(a6, again); /* unchanged: the cached object, not a copy */
   kcr_informer_get_stats(f.inf, &st);
@@ -1062,9 +1067,49 @@ static void a_streaming_list_is_applied_at_its_end_bookmark(void **state)
   fake_finish(&f);
 }
 
+/* Handlers slower than initial_events_wait_ms while the list is applied
+ * at its end bookmark: the timer must not take that for a missing end
+ * bookmark (review of issue 31: it canceled the stream mid-apply, and the
+ * feed then stopped for good while the informer said synced). The stream
+ * goes on as the watch, and the relist after its 410 comes. */
+static void a_slow_apply_is_not_a_missing_end_bookmark(void **state)
+{
+  struct fake f;
+  struct kcr_informer_stats st;
+  kcr_informer *inf;
+
+  fake_start(&f, api_streaming_list, 0);
+  twire_watchlist(api_streaming_list, &f, true);
+  kcr_informer_free(f.inf);
+  assert_int_equal(
+      KCR_OK, kcr_informer_new(&(struct kcr_informer_opts){.client = f.cl,
+                                                           .gvr = &cms,
+                                                           .ns = "ns",
+                                                           .initial_events_wait_ms = 100},
+                               &inf, NULL));
+  f.inf = inf;
+  assert_int_equal(
+      KCR_OK, kcr_informer_add_handlers(inf, &(struct kcr_informer_handlers){
+                                                 on_add, on_update, on_delete, f.log}));
+  atomic_store(&slow_add_ms, 150); /* 3 adds: 450 ms of applying */
+  assert_int_equal(KCR_OK, kcr_informer_start(inf));
+  assert_true(kcr_informer_wait_synced(inf, 30000));
+  atomic_store(&slow_add_ms, 0);
+  assert_true(evlog_wait(f.log, 4, 30000)); /* the change of a, watched */
+  atomic_store(&f.go, true);                /* 410: streamed again */
+  assert_true(evlog_wait(f.log, 6, 30000));
+  kcr_informer_stop(inf);
+  kcr_informer_get_stats(inf, &st);
+  assert_int_equal(2, st.stream_lists);
+  assert_int_equal(0, st.list_fallbacks);
+  twire_watchlist(api_streaming_list, &f, false);
+  fake_finish(&f);
+}
+
 /* A server that ignores sendInitialEvents: the objects come as ADDED, and
  * no end bookmark ever; after initial_events_wait_ms the informer lists in
  * pages, says why in the metric, and watches from the LIST. */
+static atomic_bool ignored_with_a_change; /* api_ignores: a MODIFIED follows */
 static kcr_err api_ignores(struct twire_call *call, void *ud)
 {
   struct fake *f = ud;
@@ -1073,7 +1118,9 @@ static kcr_err api_ignores(struct twire_call *call, void *ud)
     twire_stream(call, 200);
     if(n == 0) { /* the streaming list, answered as a plain watch */
       TCHECK(query_is(call, "sendInitialEvents", "true"));
-      if(send_event(call, "ADDED", CMU("a", "ua", "1")))
+      if(send_event(call, "ADDED", CMU("a", "ua", "1")) &&
+         (!atomic_load(&ignored_with_a_change) ||
+          send_event(call, "MODIFIED", CMU("a", "ua", "2"))))
         twire_wait_cancel(call, 60000);
     } else {
       TCHECK(query_is(call, "resourceVersion", "9"));
@@ -1088,7 +1135,25 @@ static kcr_err api_ignores(struct twire_call *call, void *ud)
   return list_reply(call, "9", NULL, CMU("a", "ua", "1") "," CMU("b", "ub", "2"));
 }
 
+/* The informer on api_ignores (initial_events_wait_ms wait_ms) lists in
+ * pages after its streaming list; it took at least (or less than) ms. */
+static void ignored_then_paged(uint64_t wait_ms, bool at_least, uint64_t ms);
+
 static void no_end_bookmark_means_a_paged_list(void **state)
+{
+  ignored_then_paged(300, true, 300);
+}
+
+/* A MODIFIED before the end bookmark: a server that does not stream lists
+ * - a paged LIST at once, not after initial_events_wait_ms. */
+static void a_change_before_the_end_bookmark_means_a_paged_list(void **state)
+{
+  atomic_store(&ignored_with_a_change, true);
+  ignored_then_paged(60000, false, 20000);
+  atomic_store(&ignored_with_a_change, false);
+}
+
+static void ignored_then_paged(uint64_t wait_ms, bool at_least, uint64_t ms)
 {
   static const char *const want[] = {"add a 1", "add b 2"};
   struct fake f;
@@ -1102,12 +1167,13 @@ static void no_end_bookmark_means_a_paged_list(void **state)
   assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
   kcr_informer_free(f.inf);
   assert_int_equal(
-      KCR_OK, kcr_informer_new(&(struct kcr_informer_opts){.client = f.cl,
-                                                           .gvr = &cms,
-                                                           .ns = "ns",
-                                                           .metrics = reg,
-                                                           .initial_events_wait_ms = 300},
-                               &inf, NULL));
+      KCR_OK,
+      kcr_informer_new(&(struct kcr_informer_opts){.client = f.cl,
+                                                   .gvr = &cms,
+                                                   .ns = "ns",
+                                                   .metrics = reg,
+                                                   .initial_events_wait_ms = wait_ms},
+                       &inf, NULL));
   f.inf = inf;
   assert_int_equal(
       KCR_OK, kcr_informer_add_handlers(inf, &(struct kcr_informer_handlers){
@@ -1115,7 +1181,10 @@ static void no_end_bookmark_means_a_paged_list(void **state)
   t0 = kcr_time_mono_ms();
   assert_int_equal(KCR_OK, kcr_informer_start(inf));
   assert_true(kcr_informer_wait_synced(inf, 30000));
-  assert_true(kcr_time_mono_ms() - t0 >= 300);
+  if(at_least)
+    assert_true(kcr_time_mono_ms() - t0 >= ms);
+  else
+    assert_true(kcr_time_mono_ms() - t0 < ms);
   while(atomic_load(&f.watches) < 2)
     nanosleep(&(struct timespec){0, 10000000}, NULL);
   stop_and_expect(&f, want, 2, 2);
@@ -1215,6 +1284,8 @@ int main(void)
       cmocka_unit_test(a_selected_namespace_whose_feed_failed_is_tried_again),
       cmocka_unit_test(a_streaming_list_is_applied_at_its_end_bookmark),
       cmocka_unit_test(no_end_bookmark_means_a_paged_list),
+      cmocka_unit_test(a_slow_apply_is_not_a_missing_end_bookmark),
+      cmocka_unit_test(a_change_before_the_end_bookmark_means_a_paged_list),
       cmocka_unit_test(handlers_see_a_paged_list_and_the_watch_exactly_once_in_order),
       cmocka_unit_test(stats_can_be_read_from_another_thread_while_events_flow),
       cmocka_unit_test(a_watch_cut_after_events_does_not_grow_the_backoff),
