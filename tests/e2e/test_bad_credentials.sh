@@ -146,7 +146,8 @@ kubeconfig "$E2E_TMP/absent.kubeconfig" "$absent_url" "$pki/ca.crt" "    token: 
 WANT[wrong_ca]='certificate'
 WANT[expired]='Unauthorized.*kubeconfig=.*expired client certificate'
 WANT[revoked]='Unauthorized.*kubeconfig=.*ServiceAccount was deleted'
-WANT[no_rbac]='forbidden.*cannot list resource'
+# (a cache's list is a streaming list: a watch, so "cannot watch")
+WANT[no_rbac]='forbidden.*cannot (list|watch) resource'
 WANT[absent]='[Cc]onnect'
 
 # requests CASE: what the case has sent so far.
