@@ -39,6 +39,11 @@
  *   any other error                      -> rate-limited requeue (5 ms .. 1000 s)
  * A key is never reconciled by two workers at once. The reconciler must be
  * idempotent and level-based: read current state, never trust the event.
+ * While the informer of one of its sources is over its byte budget
+ * (kcr_informer_over_budget: its cache emptied until it lists again) no
+ * key is reconciled - a worker holds the key it took, the others' keys
+ * wait in the queue, deduplicated - so no reconcile reads "not found"
+ * from an emptied cache and acts on it.
  *
  * Metrics (controller-runtime's names): controller_runtime_reconcile_total
  * {controller,result}, controller_runtime_reconcile_errors_total,

@@ -48,7 +48,8 @@ extern "C" {
   XX(ETOOLARGE, 23, "response too large")                                                \
   XX(ERANGE, 24, "number out of range")                                                  \
   XX(EUNCERTAIN, 25, "outcome unknown: the request was sent but no answer came")         \
-  XX(ENOTKEPT, 26, "not kept in the cache (the informer's keep list drops it)")
+  XX(ENOTKEPT, 26, "not kept in the cache (the informer's keep list drops it)")          \
+  XX(EBUDGET, 27, "over the cache's byte budget")
 
 typedef enum kcr_err {
 #define XX(name, num, msg) KCR_##name = num,

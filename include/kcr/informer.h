@@ -165,6 +165,28 @@ struct kcr_informer_opts {
    * again. true: always a paged LIST. */
   bool paged_list;
   uint64_t initial_events_wait_ms; /* 0: KCR_INFORMER_INITIAL_EVENTS_WAIT_MS */
+  /* A byte budget for the cache (0: none): the bytes of the objects in the
+   * store (kcr_store_bytes) plus those in flight - a list's objects not yet
+   * applied and the page of a paged LIST being read. Going over it, at any
+   * point (a list, a relist, a watch event), the informer does not grow
+   * on: it empties its store (without on_delete - nothing was deleted),
+   * turns unsynced, stops its watches (every namespace's, with several),
+   * logs an error naming the budget, the bytes and what it selects, and
+   * lists again after backoff (0.8 s .. 30 s), as long as it takes to fit.
+   * Meanwhile kcr_informer_over_budget is true, kcr_informer_why_unsynced
+   * says why (the manager's /readyz shows it), the workers of every
+   * controller with it as a source take no keys, and the manager's cached
+   * reads of it fail with KCR_EBUDGET rather than answer "not found" from
+   * an empty cache. Once a list fits, the store is filled again as at
+   * start - on_add for every object; an object deleted meanwhile gets no
+   * on_delete, as after a restart - and the informer is synced again.
+   * A streaming relist reuses unchanged objects (see paged_list), so it
+   * costs only what changed on top of the store; a paged relist holds
+   * what it lists beside the store until it is applied, so with paged
+   * lists leave room for the store twice plus a page (page_size objects).
+   * Counted in kcr_informer_budget_exceeded_total{informer} and
+   * kcr_informer_stats.budget_exceeded. */
+  uint64_t max_bytes;
 };
 /* How long a streaming list waits for its end bookmark after the last
  * event before it lists in pages instead: 10 s. */
@@ -251,6 +273,16 @@ KCR_API bool kcr_informer_wait_synced(kcr_informer *inf, uint64_t timeout_ms);
  * namespace_selector selects now; false for ns NULL. Thread safety: any
  * thread. */
 KCR_API bool kcr_informer_selects_namespace(kcr_informer *inf, const char *ns);
+/* True from the moment the cache went over opts.max_bytes (and was
+ * emptied) until a list fits again and the informer is synced again.
+ * Thread safety: any thread. */
+KCR_API bool kcr_informer_over_budget(kcr_informer *inf);
+/* Why the informer is not synced now, as a sentence naming it, into buf
+ * (n bytes, truncated to fit, NUL-terminated when n > 0): "informer X has
+ * not synced", or for one over its budget the budget, the bytes it reached
+ * and what it selects. Returns false, with buf "", when it is synced.
+ * Thread safety: any thread. */
+KCR_API bool kcr_informer_why_unsynced(kcr_informer *inf, char *buf, size_t n);
 /* Stops the threads (cancels the watches; a LIST in flight ends after the
  * page it is reading) and joins them; handlers are not called after it
  * returns. Idempotent. A stopped informer does not start again (start:
@@ -269,8 +301,9 @@ struct kcr_informer_stats {
   uint64_t watches; /* watches made; a streaming list counts as one once
                        its initial events are in the store */
   uint64_t relists_gone, errors, events;
-  uint64_t stream_lists;   /* streaming lists begun (opts.paged_list) */
-  uint64_t list_fallbacks; /* streaming lists that became paged LISTs */
+  uint64_t stream_lists;    /* streaming lists begun (opts.paged_list) */
+  uint64_t list_fallbacks;  /* streaming lists that became paged LISTs */
+  uint64_t budget_exceeded; /* times the cache went over opts.max_bytes */
 };
 /* Copies the counters into *st (read together under the informer's lock).
  * Thread safety: any thread. */

@@ -209,7 +209,10 @@ KCR_API kcr_err kcr_manager_uncached(kcr_manager *m, const struct kcr_gvr *gvr,
  * With kcr_manager_uncached(gvr) it is a GET instead, and its errors
  * kcr_get's (KCR_ENOTFOUND: no such object).
  * Errors: KCR_ENOTFOUND (no such object in the cache: not there, not
- * synced yet, or filtered out by the resource's selectors), KCR_EINVAL (no
+ * synced yet, or filtered out by the resource's selectors), KCR_EBUDGET
+ * (the informer is over its byte budget, kcr_informer_opts.max_bytes: its
+ * cache is emptied until it lists again, so "not found" would be a lie; ei
+ * says why, as kcr_informer_why_unsynced), KCR_EINVAL (no
  * informer of that resource for ns in this manager - a setup mistake, not
  * an absent object - no or an empty ns for a namespaced gvr, or no gvr,
  * name or out; ei names which). On error
@@ -255,7 +258,9 @@ KCR_API kcr_err kcr_manager_get_typed(kcr_manager *m, const struct kcr_type *t,
  *                                NULL, ei);
  * Errors: KCR_EINVAL (no informer of the resource for ns - a setup
  * mistake -, no index of that name, an index without value.s, t, a,
- * items, n or gvr missing, a view without objs; ei names which), those of
+ * items, n or gvr missing, a view without objs; ei names which),
+ * KCR_EBUDGET (an informer it reads is over its byte budget: see
+ * kcr_manager_get), those of
  * kcr_typed_decode (an object not of type t: KCR_EPARSE, ei names the
  * object and the value), KCR_ENOMEM. On error *items, *n and *objs are
  * empty and no reference is kept. Thread safety: any thread, from setup

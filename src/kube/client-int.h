@@ -90,6 +90,17 @@ bool kcr__client_may_write(kcr_client *c);
 kcr_err kcr__too_large(const kcr_client *c, const char *method, const char *path,
                        struct kcr_errinfo *ei);
 
+/* kcr_list_each_text, with pfn (may be NULL) called with the byte length
+ * of each page's body once it has arrived, before its items go to fn: for
+ * a caller that counts the bytes it holds (the informer's byte budget). A
+ * non-OK return from pfn stops the listing and is returned, as fn's.
+ * Errors: as kcr_list_each_text. */
+typedef kcr_err (*kcr__list_page_fn)(size_t len, void *ud);
+kcr_err kcr__list_each_text_paged(kcr_client *c, const struct kcr_ref *ref,
+                                  const struct kcr_list_opts *opts, kcr__list_page_fn pfn,
+                                  kcr_list_text_fn fn, void *ud, char **rv,
+                                  struct kcr_errinfo *ei);
+
 /* kcr_patch and kcr_update, with the text of the server's answer in *text
  * (replaced; the caller cleans it up in every case - on error it holds
  * what kcr_client_do kept) instead of a tree: for a caller that needs only a

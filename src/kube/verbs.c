@@ -229,8 +229,9 @@ static bool page_str(const struct kcr__json_want *w, char **out, kcr_err *rc)
  * walk follows), from the parsed page, each item printed compact (so fn
  * always gets compact, well-formed text). */
 static kcr_err page_texts(kcr_client *c, const struct kcr_ref *ref,
-                          const struct kcr_list_opts *o, kcr_list_text_fn fn, void *ud,
-                          struct page_marks *m, struct kcr_errinfo *ei)
+                          const struct kcr_list_opts *o, kcr__list_page_fn pfn,
+                          kcr_list_text_fn fn, void *ud, struct page_marks *m,
+                          struct kcr_errinfo *ei)
 {
   struct kcr__json_want w[3] = {{.path = "/metadata/resourceVersion"},
                                 {.path = "/metadata/continue"},
@@ -253,6 +254,8 @@ static kcr_err page_texts(kcr_client *c, const struct kcr_ref *ref,
     rc = list_query(&p, o);
   if(!rc)
     rc = do_json_accept(c, "GET", &p, NULL, list_accept(o), NULL, 0, NULL, &body, ei);
+  if(!rc && pfn)
+    rc = pfn(body.len, ud);
   if(rc)
     goto out;
   kcr__json_scan(kcr_buf_str(&body), body.len, w, 3, &objlen, &compact);
@@ -299,11 +302,12 @@ out:
   return rc;
 }
 
-/* kcr_list_each and kcr_list_each_text: one of tfn and xfn. */
+/* kcr_list_each and kcr_list_each_text: one of tfn and xfn (pfn with xfn
+ * only). */
 static kcr_err list_pages(kcr_client *c, const struct kcr_ref *ref,
                           const struct kcr_list_opts *opts, kcr_list_item_fn tfn,
-                          kcr_list_text_fn xfn, void *ud, char **rv,
-                          struct kcr_errinfo *ei)
+                          kcr__list_page_fn pfn, kcr_list_text_fn xfn, void *ud,
+                          char **rv, struct kcr_errinfo *ei)
 {
   struct kcr_list_opts o = {0};
   char *token = NULL;
@@ -320,7 +324,7 @@ static kcr_err list_pages(kcr_client *c, const struct kcr_ref *ref,
   for(;;) {
     struct page_marks m = {NULL, NULL};
     rc = tfn ? page_trees(c, ref, &o, tfn, ud, &m, ei)
-             : page_texts(c, ref, &o, xfn, ud, &m, ei);
+             : page_texts(c, ref, &o, pfn, xfn, ud, &m, ei);
     if(!rc && rv && m.rv) {
       free(*rv);
       *rv = m.rv;
@@ -355,7 +359,7 @@ kcr_err kcr_list_each(kcr_client *c, const struct kcr_ref *ref,
 {
   if(!fn)
     return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_list_each: no item function");
-  return list_pages(c, ref, opts, fn, NULL, ud, rv, ei);
+  return list_pages(c, ref, opts, fn, NULL, NULL, ud, rv, ei);
 }
 
 kcr_err kcr_list_each_text(kcr_client *c, const struct kcr_ref *ref,
@@ -366,7 +370,19 @@ kcr_err kcr_list_each_text(kcr_client *c, const struct kcr_ref *ref,
     *rv = NULL;
   if(!fn)
     return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_list_each_text: no item function");
-  return list_pages(c, ref, opts, NULL, fn, ud, rv, ei);
+  return list_pages(c, ref, opts, NULL, NULL, fn, ud, rv, ei);
+}
+
+kcr_err kcr__list_each_text_paged(kcr_client *c, const struct kcr_ref *ref,
+                                  const struct kcr_list_opts *opts, kcr__list_page_fn pfn,
+                                  kcr_list_text_fn fn, void *ud, char **rv,
+                                  struct kcr_errinfo *ei)
+{
+  if(rv)
+    *rv = NULL;
+  if(!fn)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_list_each_text: no item function");
+  return list_pages(c, ref, opts, NULL, pfn, fn, ud, rv, ei);
 }
 
 static kcr_err send_obj(kcr_client *c, const char *method, const struct kcr_ref *ref,

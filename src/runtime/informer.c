@@ -73,6 +73,7 @@
 #include "kcr/time.h"
 #include "kcr/path.h"
 #include "kcr/watch.h"
+#include "kube/client-int.h"
 #include "runtime/projection-int.h"
 #include "runtime/store-int.h"
 
@@ -99,6 +100,8 @@ struct feed {
   unsigned seed;
   kcr_err last_err;     /* to log a repeated error once */
   size_t held;          /* the store's objects of ns (not whole): under inf->wmu */
+  unsigned gen;         /* under inf->wmu: inf->gen when its list was applied */
+  size_t inflight;      /* bytes of its list not applied yet: feed thread */
   struct initial *init; /* a streaming list's, until it is applied: feed thread */
   struct feed *next;
 };
@@ -142,7 +145,14 @@ struct kcr_informer {
   bool has_resync_th, has_timer_th;
 
   struct kcr_informer_stats stats; /* under mu */
-  kcr_metric *m_objects, *m_bytes, *m_fallbacks;
+  kcr_metric *m_objects, *m_bytes, *m_fallbacks, *m_budget;
+
+  /* The byte budget (opts.max_bytes). */
+  atomic_size_t inflight; /* every feed's inflight */
+  unsigned gen;           /* under wmu: one more each time the store is emptied */
+  atomic_bool over;       /* written under mu: emptied, not synced again since */
+  size_t over_bytes;      /* under mu: the bytes it reached */
+  char *what;             /* what it selects, for the messages */
 };
 
 /* The index of the store by namespace, with several namespaces: what a
@@ -245,6 +255,38 @@ static kcr_err check_opts(const struct kcr_informer_opts *in, struct kcr_informe
 /* The feeds opts asks for, into inf->feeds (before start): one of ns or
  * every namespace, or one per namespace of opts.namespaces (duplicates
  * once), or none yet (a selector: the namespaces' informer adds them). */
+/* What the informer selects, in words, for messages (malloc'd; NULL: out
+ * of memory): "namespaces a,b; label selector x=y; metadata only". */
+static char *describe(const struct kcr_informer_opts *o)
+{
+  struct kcr_buf b = KCR_BUF_INIT;
+  kcr_err rc;
+
+  if(o->namespace_selector)
+    rc = kcr_buf_printf(&b, "the namespaces labelled %s", o->namespace_selector);
+  else if(o->ns)
+    rc = kcr_buf_printf(&b, "namespace %s", o->ns);
+  else if(o->namespaces) {
+    rc = kcr_buf_printf(&b, "namespaces ");
+    for(size_t i = 0; !rc && o->namespaces[i]; i++)
+      rc = kcr_buf_printf(&b, "%s%s", i ? "," : "", o->namespaces[i]);
+  } else
+    rc = kcr_buf_printf(&b, "%s", o->gvr->namespaced ? "every namespace" : "the cluster");
+  if(!rc && o->label_selector)
+    rc = kcr_buf_printf(&b, "; label selector %s", o->label_selector);
+  if(!rc && o->field_selector)
+    rc = kcr_buf_printf(&b, "; field selector %s", o->field_selector);
+  if(!rc && o->metadata_only)
+    rc = kcr_buf_printf(&b, "; metadata only");
+  if(!rc && o->keep)
+    rc = kcr_buf_printf(&b, "; a keep list");
+  if(rc) {
+    kcr_buf_cleanup(&b);
+    return NULL;
+  }
+  return kcr_buf_take(&b);
+}
+
 static kcr_err make_feeds(kcr_informer *inf, const struct kcr_informer_opts *o)
 {
   size_t n = 0;
@@ -314,6 +356,8 @@ kcr_err kcr_informer_new(const struct kcr_informer_opts *opts, kcr_informer **ou
   inf = calloc(1, sizeof(*inf));
   if(!inf)
     return KCR_ENOMEM;
+  atomic_init(&inf->inflight, 0);
+  atomic_init(&inf->over, false);
   inf->o = *o;
   inf->o.keep = NULL;       /* the caller's: compiled into proj */
   inf->o.namespaces = NULL; /* the caller's: made into feeds */
@@ -350,7 +394,8 @@ kcr_err kcr_informer_new(const struct kcr_informer_opts *opts, kcr_informer **ou
   }
   if(!inf->group || !inf->version || !inf->resource || !inf->name || !inf->store ||
      (o->ns && !inf->ns) || (o->label_selector && !inf->lsel) ||
-     (o->field_selector && !inf->fsel) || (o->keep && !inf->proj) || make_feeds(inf, o)) {
+     (o->field_selector && !inf->fsel) || (o->keep && !inf->proj) ||
+     !(inf->what = describe(o)) || make_feeds(inf, o)) {
     kcr_informer_free(inf);
     return KCR_ENOMEM;
   }
@@ -386,6 +431,15 @@ kcr_err kcr_informer_new(const struct kcr_informer_opts *opts, kcr_informer **ou
               .label_names = lr},
           &inf->m_fallbacks, ei);
     }
+    if(!rc)
+      rc = kcr_metric_counter(
+          o->metrics,
+          &(struct kcr_metric_opts){
+              .name = "kcr_informer_budget_exceeded_total",
+              .help = "Times the informer's cache went over its byte budget (max_bytes) "
+                      "and was emptied to be listed again",
+              .label_names = l},
+          &inf->m_budget, ei);
     if(rc) {
       kcr_informer_free(inf);
       return rc;
@@ -533,6 +587,87 @@ static bool sleep_unless_stopped(kcr_informer *inf, struct feed *f, uint64_t ms)
   return !s;
 }
 
+/* ---- the byte budget (opts.max_bytes) ----
+ *
+ * What counts: the store's bytes and every feed's list in flight - its
+ * gathered objects (a streaming list's reused ones are the store's, not
+ * counted twice) and the page being read. Going over it empties the store
+ * at once (go_over) and makes every feed list again: a new generation
+ * (inf->gen, under wmu). A feed's part of the store is of the generation
+ * its last list was applied in; a watch event of an older one is not put
+ * (the feed lists again first), so nothing of before the emptying comes
+ * back half. */
+
+static void hold(struct feed *f, size_t n)
+{
+  f->inflight += n;
+  atomic_fetch_add(&f->inf->inflight, n);
+}
+
+static void release(struct feed *f, size_t n)
+{
+  f->inflight -= n;
+  atomic_fetch_sub(&f->inf->inflight, n);
+}
+
+/* Whether the feed's part of the store was emptied since its list. */
+static bool stale(struct feed *f)
+{
+  pthread_mutex_lock(&f->inf->wmu);
+  bool st = f->gen != f->inf->gen;
+  pthread_mutex_unlock(&f->inf->wmu);
+  return st;
+}
+
+/* The cache reached used bytes, over its budget: empty the store (no
+ * on_delete: nothing was deleted), unsync, cancel every feed's watch, so
+ * each lists again (after backoff) into the new generation. */
+static void go_over(struct feed *f, size_t used)
+{
+  kcr_informer *inf = f->inf;
+
+  pthread_mutex_lock(&inf->wmu);
+  inf->gen++;
+  kcr__store_clear(inf->store);
+  pthread_mutex_unlock(&inf->wmu);
+  pthread_mutex_lock(&inf->mu);
+  atomic_store(&inf->over, true);
+  inf->over_bytes = used;
+  inf->synced = false;
+  inf->stats.budget_exceeded++;
+  for(struct feed *g = inf->feeds; g; g = g->next) {
+    g->synced = false;
+    if(g->watch && g != f) /* (f's own ends with KCR_EBUDGET) */
+      kcr_watch_cancel(g->watch);
+  }
+  pthread_cond_broadcast(&inf->cv);
+  pthread_mutex_unlock(&inf->mu);
+  update_gauges(inf);
+  kcr_metric_inc(inf->m_budget, (const char *[]){inf->name, NULL}, 1);
+  KCR_LOG(KCR_LOG_ERROR,
+          "informer: over its byte budget; its cache is emptied and listed again with "
+          "backoff until it fits",
+          KCR_S("informer", inf->name), KCR_I("maxBytes", inf->o.max_bytes),
+          KCR_I("bytes", used), KCR_S("selects", inf->what),
+          KCR_S("hint", "raise max_bytes, or select less: namespaces, a label selector, "
+                        "a keep list, metadata_only"));
+}
+
+/* KCR_EBUDGET, having emptied the cache, if it is over its budget now. */
+static kcr_err check_budget(struct feed *f)
+{
+  kcr_informer *inf = f->inf;
+  size_t used;
+
+  if(!inf->o.max_bytes)
+    return KCR_OK;
+  used = kcr_store_bytes(inf->store) + atomic_load(&inf->inflight);
+  if(used <= inf->o.max_bytes)
+    return KCR_OK;
+  go_over(f, used);
+  return KCR_EBUDGET;
+}
+
 /* Logs an error once per distinct code in a row, then backs off. */
 static bool fail_and_wait(struct feed *f, const char *what, kcr_err rc,
                           const struct kcr_errinfo *ei)
@@ -552,7 +687,7 @@ static bool fail_and_wait(struct feed *f, const char *what, kcr_err rc,
                           "client certificate, or a token that expired or whose "
                           "ServiceAccount was deleted"),
             KCR_I("retryInMs", delay));
-  else if(rc != f->last_err)
+  else if(rc != f->last_err && rc != KCR_EBUDGET) /* (go_over said it) */
     KCR_LOG(KCR_LOG_WARN, "informer: request failed; retrying with backoff",
             KCR_S("informer", inf->name), KCR_S("namespace", ns), KCR_S("op", what),
             KCR_S("err", kcr_err_name(rc)), KCR_S("detail", ei->message),
@@ -653,11 +788,16 @@ static kcr_err apply_list(struct feed *f, struct kcr__obj_list *c, char *rv,
   size_t ngone = 0, nput = 0;
   kcr_err rc = KCR_OK;
 
+  release(f, f->inflight); /* the store holds (or drops) them from here on */
   /* Remember what was cached to tell adds from updates. */
   if(c->n && !(prev = calloc(c->n, sizeof(*prev))))
     rc = kcr_errinfo_set(ei, KCR_ENOMEM, "out of memory handling the list");
   if(!rc && !f->whole) {
     pthread_mutex_lock(&inf->wmu);
+    if(f->gen != inf->gen) { /* emptied since: it holds nothing */
+      f->held = 0;
+      f->gen = inf->gen;
+    }
     rc = put_listed(f, c, prev, &nput, &gone, &ngone);
     pthread_mutex_unlock(&inf->wmu);
     if(rc)
@@ -670,6 +810,8 @@ static kcr_err apply_list(struct feed *f, struct kcr__obj_list *c, char *rv,
   if(!rc && f->whole) {
     pthread_mutex_lock(&inf->wmu);
     rc = kcr_store_replace(inf->store, c->objs, c->n, &gone, &ngone);
+    if(!rc)
+      f->gen = inf->gen;
     pthread_mutex_unlock(&inf->wmu);
     if(rc) {
       kcr_errinfo_set(ei, rc, "out of memory replacing the store");
@@ -714,13 +856,43 @@ static kcr_err apply_list(struct feed *f, struct kcr__obj_list *c, char *rv,
   return KCR_OK;
 }
 
+/* A paged LIST's objects, counted as in flight with the page being read. */
+struct gather {
+  struct kcr__obj_list l;
+  struct feed *f;
+  size_t page; /* the bytes of the page being read */
+};
+
+static kcr_err gather_page(size_t len, void *ud)
+{
+  struct gather *g = ud;
+  release(g->f, g->page);
+  hold(g->f, g->page = len);
+  return check_budget(g->f);
+}
+
+static kcr_err gather_item(const char *text, size_t len, void *ud)
+{
+  struct gather *g = ud;
+  size_t n0 = g->l.n;
+  kcr_err rc = kcr__obj_list_add(text, len, &g->l);
+  if(rc || g->l.n == n0) /* (an item without a name is skipped) */
+    return rc;
+  hold(g->f, kcr_obj_size(g->l.objs[n0]));
+  return check_budget(g->f);
+}
+
 /* The paged LIST. */
 static enum state do_list(struct feed *f)
 {
   kcr_informer *inf = f->inf;
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
-  struct kcr__obj_list c = {
-      .who = inf->name, .flags = inf->obj_flags, .proj = inf->proj, .quit = &f->quit};
+  struct gather g = {.l = {.who = inf->name,
+                           .flags = inf->obj_flags,
+                           .proj = inf->proj,
+                           .quit = &f->quit},
+                     .f = f};
+  struct kcr__obj_list c;
   struct kcr_ref ref = {.gvr = &inf->gvr, .ns = f->ns};
   struct kcr_list_opts lo = {.label_selector = inf->lsel,
                              .field_selector = inf->fsel,
@@ -731,8 +903,11 @@ static enum state do_list(struct feed *f)
   kcr_err rc;
 
   count(inf, &inf->stats.lists);
-  rc = kcr_list_each_text(inf->o.client, &ref, &lo, kcr__obj_list_add, &c, &rv, &ei);
+  rc = kcr__list_each_text_paged(inf->o.client, &ref, &lo, gather_page, gather_item, &g,
+                                 &rv, &ei);
+  c = g.l;
   if(rc) {
+    release(f, f->inflight);
     kcr_objs_unref(c.objs, c.n);
     free(rv);
   } else {
@@ -773,10 +948,16 @@ static kcr_err initial_event(struct feed *f, const struct kcr_watch_event *ev, k
     o = cached;
   } else {
     kcr_obj_unref(cached);
+    cached = NULL;
   }
-  if((rc = kcr__obj_list_push(&f->init->l, o)))
+  if((rc = kcr__obj_list_push(&f->init->l, o))) {
     kcr_obj_unref(o); /* not gathered: the stream ends, and the list is made again */
-  return rc;
+    return rc;
+  }
+  if(cached) /* the store's: no more bytes */
+    return KCR_OK;
+  hold(f, kcr_obj_size(o));
+  return check_budget(f);
 }
 
 /* The end bookmark of a streaming list: what came is applied as a list at
@@ -850,7 +1031,8 @@ static kcr_err on_event(struct kcr_watch_event *ev, void *ud)
   case KCR_WATCH_MODIFIED:
     kcr_obj_ref(o); /* one for the store */
     pthread_mutex_lock(&inf->wmu);
-    rc = kcr_store_put(inf->store, o, &old);
+    /* (emptied for the budget since the feed's list: it lists again first) */
+    rc = f->gen != inf->gen ? KCR_EBUDGET : kcr_store_put(inf->store, o, &old);
     if(!rc && !old)
       f->held++;
     pthread_mutex_unlock(&inf->wmu);
@@ -860,6 +1042,8 @@ static kcr_err on_event(struct kcr_watch_event *ev, void *ud)
       kcr_obj_unref(o);
       break;
     }
+    if((rc = check_budget(f))) /* emptied: nothing to tell */
+      break;
     if(old)
       emit_update(inf, old, o);
     else
@@ -867,11 +1051,15 @@ static kcr_err on_event(struct kcr_watch_event *ev, void *ud)
     break;
   case KCR_WATCH_DELETED:
     pthread_mutex_lock(&inf->wmu);
-    kcr_store_delete_key(inf->store, kcr_obj_key(o), &old);
+    if(f->gen != inf->gen)
+      rc = KCR_EBUDGET;
+    else
+      kcr_store_delete_key(inf->store, kcr_obj_key(o), &old);
     if(old)
       f->held--;
     pthread_mutex_unlock(&inf->wmu);
-    emit_delete(inf, o);
+    if(!rc)
+      emit_delete(inf, o);
     break;
   default: break;
   }
@@ -959,7 +1147,9 @@ static enum state after_watch(struct feed *f, kcr_err rc, struct kcr_errinfo *ei
   case KCR_OK: /* the server's timeout: watch again from rv */
     f->last_err = KCR_OK;
     return ST_WATCHING;
-  case KCR_ECANCELED: return ST_STOPPED;
+  case KCR_ECANCELED: /* stopping, or emptied for the budget (run lists again) */
+    return stopping(f) ? ST_STOPPED : ST_WATCHING;
+  case KCR_EBUDGET: /* emptied: run lists again after backoff */ return ST_WATCHING;
   case KCR_EGONE:
     count(inf, &inf->stats.relists_gone);
     KCR_LOG(KCR_LOG_INFO, "informer: resourceVersion too old; listing again",
@@ -1104,6 +1294,7 @@ static enum state do_stream(struct feed *f)
     return next;
   }
   kcr_objs_unref(in.l.objs, in.l.n);
+  release(f, f->inflight);
   if(stopping(f))
     why = NULL;
   else if((rc == KCR_ECANCELED && (in.timed_out || in.ignored)) || rc == KCR_OK)
@@ -1111,7 +1302,7 @@ static enum state do_stream(struct feed *f)
   else if(rc != KCR_ECANCELED && stream_refused(&ei))
     why = "refused";
   if(!why) { /* stopped, or failed as any request can: stream again */
-    next = rc == KCR_ECANCELED                 ? ST_STOPPED
+    next = stopping(f)                         ? ST_STOPPED
            : fail_and_wait(f, "list", rc, &ei) ? ST_LISTING
                                                : ST_STOPPED;
     kcr_errinfo_cleanup(&ei);
@@ -1142,10 +1333,16 @@ static void *run(void *p)
   while(!inf->go && !inf->stopping && !f->stopping)
     pthread_cond_wait(&inf->cv, &inf->mu);
   pthread_mutex_unlock(&inf->mu);
-  while(st != ST_STOPPED && !stopping(f))
+  while(st != ST_STOPPED && !stopping(f)) {
+    if(st == ST_WATCHING && stale(f)) { /* emptied for the budget: list again */
+      if(!sleep_unless_stopped(inf, f, kcr_backoff_next(&f->backoff)))
+        break;
+      st = ST_LISTING;
+    }
     st = st == ST_WATCHING     ? do_watch(f)
          : inf_streams(f->inf) ? do_stream(f)
                                : do_list(f);
+  }
   return NULL;
 }
 
@@ -1386,6 +1583,7 @@ static bool synced_locked(kcr_informer *inf, bool nsdone)
   for(struct feed *f = inf->feeds; f; f = f->next)
     if(!f->synced)
       return false;
+  atomic_store(&inf->over, false); /* listed within the budget again */
   return inf->synced = true;
 }
 
@@ -1415,6 +1613,32 @@ bool kcr_informer_wait_synced(kcr_informer *inf, uint64_t timeout_ms)
   s = inf->synced;
   pthread_mutex_unlock(&inf->mu);
   return s;
+}
+
+bool kcr_informer_over_budget(kcr_informer *inf) { return atomic_load(&inf->over); }
+
+bool kcr_informer_why_unsynced(kcr_informer *inf, char *buf, size_t n)
+{
+  bool synced = kcr_informer_has_synced(inf), over;
+  size_t used;
+
+  if(n)
+    *buf = '\0';
+  if(synced)
+    return false;
+  pthread_mutex_lock(&inf->mu);
+  over = atomic_load(&inf->over);
+  used = inf->over_bytes;
+  pthread_mutex_unlock(&inf->mu);
+  if(over)
+    snprintf(buf, n,
+             "informer %s is over its byte budget: it reached %zu bytes, max_bytes is "
+             "%llu (it selects %s); its cache is emptied and listed again with backoff "
+             "until it fits",
+             inf->name, used, (unsigned long long)inf->o.max_bytes, inf->what);
+  else
+    snprintf(buf, n, "informer %s has not synced", inf->name);
+  return true;
 }
 
 bool kcr_informer_selects_namespace(kcr_informer *inf, const char *ns)
@@ -1471,6 +1695,7 @@ void kcr_informer_free(kcr_informer *inf)
   free(inf->lsel);
   free(inf->fsel);
   free(inf->name);
+  free(inf->what);
   kcr_client_free(inf->o.client);
   kcr_metrics_free(inf->o.metrics);
   free(inf);

@@ -476,6 +476,14 @@ static kcr_err list_through(kcr_manager *m, const struct kcr_gvr *gvr, const cha
   return KCR_OK;
 }
 
+/* KCR_EBUDGET for a cached read of inf, over its byte budget. */
+static kcr_err over_budget(kcr_informer *inf, struct kcr_errinfo *ei)
+{
+  char why[512];
+  kcr_informer_why_unsynced(inf, why, sizeof(why));
+  return kcr_errinfo_set(ei, KCR_EBUDGET, "%s", *why ? why : "over its byte budget");
+}
+
 kcr_err kcr_manager_get(kcr_manager *m, const struct kcr_gvr *gvr, const char *ns,
                         const char *name, kcr_obj **out, struct kcr_errinfo *ei)
 {
@@ -512,6 +520,8 @@ kcr_err kcr_manager_get(kcr_manager *m, const struct kcr_gvr *gvr, const char *n
                            "kcr_manager_get: no informer of %s%s%s in this manager "
                            "(register one with kcr_manager_informer)",
                            res, ns ? " for namespace " : "", ns ? ns : "");
+  if(kcr_informer_over_budget(inf)) /* its empty cache would say "not found" */
+    return over_budget(inf, ei);
   /* The store's objects are immutable and refcounted: the reference stays
    * valid after the informer is gone. */
   *out = kcr_store_ref(kcr_informer_store(inf), gvr->namespaced ? ns : NULL, name);
@@ -557,9 +567,9 @@ kcr_err kcr_manager_get_typed(kcr_manager *m, const struct kcr_type *t,
  * hold ns, else the one of every namespace or of a namespace selector
  * (*filter set: keep only ns's objects). 0: none. */
 static size_t list_stores(kcr_manager *m, const char *res, const char *ns,
-                          kcr_store *out[MAX_INFORMERS], bool *filter)
+                          kcr_informer *out[MAX_INFORMERS], bool *filter)
 {
-  kcr_store *all = NULL;
+  kcr_informer *all = NULL;
   size_t n = 0;
 
   *filter = false;
@@ -568,10 +578,10 @@ static size_t list_stores(kcr_manager *m, const char *res, const char *ns,
     if(strcmp(m->inf[i].res, res))
       continue;
     if(!ns || ns_in(m->inf[i].ns, ns)) {
-      out[n++] = kcr_informer_store(m->inf[i].inf);
+      out[n++] = m->inf[i].inf;
       *filter = ns && strcmp(m->inf[i].ns, ns); /* a set of several */
     } else if(!*m->inf[i].ns || *m->inf[i].ns == '@') {
-      all = kcr_informer_store(m->inf[i].inf);
+      all = m->inf[i].inf;
     }
   }
   pthread_mutex_unlock(&m->inf_mu);
@@ -588,7 +598,7 @@ kcr_err kcr_manager_list_typed(kcr_manager *m, const struct kcr_type *t,
                                struct kcr_arena *a, void **items, size_t *n,
                                kcr_obj ***objs, struct kcr_errinfo *ei)
 {
-  kcr_store *st[MAX_INFORMERS];
+  kcr_informer *st[MAX_INFORMERS];
   kcr_obj **got = NULL, **part;
   size_t ngot = 0, npart, nst, kept = 0;
   char res[RES_MAX], *key = NULL;
@@ -638,9 +648,13 @@ kcr_err kcr_manager_list_typed(kcr_manager *m, const struct kcr_type *t,
     memcpy(key, value.s, value.n);
     key[value.n] = 0;
   }
+  for(size_t i = 0; i < nst; i++)
+    if(kcr_informer_over_budget(st[i])) /* its empty cache would list nothing */
+      return over_budget(st[i], ei);
   for(size_t i = 0; i < nst && !rc; i++) {
-    rc = index ? kcr_store_ref_by_index(st[i], index, key, &part, &npart)
-               : kcr_store_ref_all(st[i], &part, &npart);
+    kcr_store *sti = kcr_informer_store(st[i]);
+    rc = index ? kcr_store_ref_by_index(sti, index, key, &part, &npart)
+               : kcr_store_ref_all(sti, &part, &npart);
     if(rc == KCR_EINVAL)
       rc = kcr_errinfo_set(ei, KCR_EINVAL,
                            "kcr_manager_list_typed: the store of %s has no index \"%s\" "
@@ -757,12 +771,9 @@ bool kcr_manager_leading(kcr_manager *m)
 static bool informers_synced(void *ud, char *reason, size_t n)
 {
   kcr_manager *m = ud;
-  for(size_t i = 0; i < m->ninf; i++) {
-    if(!kcr_informer_has_synced(m->inf[i].inf)) {
-      snprintf(reason, n, "informer %s has not synced", kcr_informer_name(m->inf[i].inf));
+  for(size_t i = 0; i < m->ninf; i++)
+    if(kcr_informer_why_unsynced(m->inf[i].inf, reason, n))
       return false;
-    }
-  }
   return true;
 }
 

@@ -76,6 +76,10 @@ void *kcr__obj_view(const struct kcr_type *t, const kcr_obj *o, struct kcr_arena
  * when a text has no resourceVersion or cannot be walked. Thread safety:
  * any thread. */
 bool kcr__obj_same_but_status(const kcr_obj *a, const kcr_obj *b);
+/* Empties the store, dropping its references to the objects (others'
+ * stay valid), with no allocation: cannot fail. The writer's (one writer
+ * at a time, kcr/store.h); readers wait while it runs. */
+void kcr__store_clear(kcr_store *s);
 /* The length of the longest hash chain of the object table (the cost of the
  * worst lookup). Takes the read lock. */
 size_t kcr__store_max_chain(kcr_store *s);

@@ -1388,6 +1388,17 @@ kcr_err kcr_store_replace(kcr_store *s, kcr_obj **objs, size_t n, kcr_obj ***gon
   return KCR_OK;
 }
 
+void kcr__store_clear(kcr_store *s)
+{
+  pthread_rwlock_wrlock(&s->lock);
+  s->written = true;
+  tclear(&s->objs, obj_unref_void, false);
+  for(size_t i = 0; i < s->nidx; i++)
+    tclear(&s->idx[i].values, keyset_free, true);
+  s->bytes = 0;
+  pthread_rwlock_unlock(&s->lock);
+}
+
 /* An object's text as up to three pieces: all of it but its status member
  * (name, value and the comma that joins it) and its resourceVersion's
  * value. */

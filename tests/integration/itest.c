@@ -431,3 +431,20 @@ void itest_run_stop(struct itest_run *r, int want)
   kcr_manager_free(r->m);
   r->m = NULL;
 }
+
+long itest_http_get(int port, const char *path, struct kcr_buf *body)
+{
+  char url[128];
+  long code = 0;
+  CURL *h = curl_easy_init();
+  snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
+  kcr_buf_reset(body);
+  curl_easy_setopt(h, CURLOPT_URL, url);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, body);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 2000L);
+  if(curl_easy_perform(h) == CURLE_OK)
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+  curl_easy_cleanup(h);
+  return code;
+}

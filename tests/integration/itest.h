@@ -91,6 +91,9 @@ struct itest_run {
 void itest_run_start(struct itest_run *r, kcr_manager *m);
 void itest_run_stop(struct itest_run *r, int want);
 
+/* GET http://127.0.0.1:port/path (2 s timeout), the body into *body
+ * (reset first); returns the status code, 0 when no answer came. */
+long itest_http_get(int port, const char *path, struct kcr_buf *body);
 /* Parses JSON text (printf format) into a tree; fails the test if malformed. */
 cJSON *itest_json(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Asserts rc == want, printing the error info when not. */

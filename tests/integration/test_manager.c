@@ -77,35 +77,12 @@ static void spawn(struct proc *p, const char *id, const char *ns, bool elect)
   }
 }
 
-static size_t sink(char *ptr, size_t sz, size_t n, void *ud)
-{
-  return kcr_buf_append(ud, ptr, sz * n) ? 0 : sz * n;
-}
-
-/* GET http://127.0.0.1:port/path; returns the status code (0 if no answer). */
-static long http_get(int port, const char *path, struct kcr_buf *body)
-{
-  char url[128];
-  long code = 0;
-  CURL *h = curl_easy_init();
-  snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
-  kcr_buf_reset(body);
-  curl_easy_setopt(h, CURLOPT_URL, url);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, body);
-  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 2000L);
-  if(curl_easy_perform(h) == CURLE_OK)
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-  curl_easy_cleanup(h);
-  return code;
-}
-
 /* Value of one series ("name{labels}" exactly as exposed) or -1. */
 static double metric(int port, const char *series)
 {
   struct kcr_buf b = KCR_BUF_INIT;
   double v = -1;
-  if(http_get(port, "/metrics", &b) == 200) {
+  if(itest_http_get(port, "/metrics", &b) == 200) {
     size_t n = strlen(series);
     for(const char *l = kcr_buf_str(&b); l && *l;
         l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
@@ -123,7 +100,8 @@ static void wait_ready(struct proc *p)
 {
   struct kcr_buf b = KCR_BUF_INIT;
   long code = 0;
-  for(int i = 0; i < 300 && (code = http_get(p->metrics_port, "/readyz", &b)) != 200; i++)
+  for(int i = 0;
+      i < 300 && (code = itest_http_get(p->metrics_port, "/readyz", &b)) != 200; i++)
     itest_sleep_ms(100);
   kcr_buf_cleanup(&b);
   assert_int_equal(200, code);
@@ -177,7 +155,7 @@ static void reconciles_serves_metrics_and_stops_cleanly(void **state)
   struct kcr_buf b = KCR_BUF_INIT;
   spawn(&p, "solo", ns, false);
   wait_ready(&p);
-  assert_int_equal(200, http_get(p.metrics_port, "/healthz", &b));
+  assert_int_equal(200, itest_http_get(p.metrics_port, "/healthz", &b));
 
   greet_me(ns, "world");
   char *who = wait_greeted(ns, "world", 20000);

@@ -1277,6 +1277,164 @@ static void a_selected_namespace_whose_feed_failed_is_tried_again(void **state)
   fake_finish(&f);
 }
 
+/* ---- the byte budget (max_bytes) ---- */
+
+#define BUDGET 4096
+/* A ConfigMap c of about 8 KiB: over BUDGET alone. */
+static char big_c[9000];
+
+static void make_big_c(const char *rv)
+{
+  char fill[8193];
+  memset(fill, 'x', sizeof(fill) - 1);
+  fill[sizeof(fill) - 1] = 0;
+  snprintf(big_c, sizeof(big_c),
+           "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"c\","
+           "\"namespace\":\"ns\",\"uid\":\"uc\",\"resourceVersion\":\"%s\"},"
+           "\"data\":{\"k\":\"%s\"}}",
+           rv, fill);
+}
+
+/* Streaming lists: the first brings a and b and then, when the test says
+ * go, the big c as a watch event; the second (the relist after the cache
+ * was emptied) brings a, b and c again; the third a and b only (c was
+ * deleted) and stays open. */
+static kcr_err api_budget_stream(struct twire_call *call, void *ud)
+{
+  struct fake *f = ud;
+  int n;
+
+  if(!call->req->watch)
+    return not_found(call);
+  n = atomic_fetch_add(&f->watches, 1);
+  twire_stream(call, 200);
+  if(n == 0) {
+    if(send_event(call, "ADDED", CMU("a", "ua", "1")) &&
+       send_event(call, "ADDED", CMU("b", "ub", "2")) &&
+       send_event(call, "BOOKMARK", END_BOOKMARK("3")) && tflag_wait(&f->go, 60000) &&
+       send_event(call, "ADDED", big_c))
+      twire_wait_cancel(call, 60000);
+    return KCR_OK;
+  }
+  if(n == 1) {
+    if(send_event(call, "ADDED", CMU("a", "ua", "1")) &&
+       send_event(call, "ADDED", CMU("b", "ub", "2")) && send_event(call, "ADDED", big_c))
+      twire_wait_cancel(call, 60000);
+    return KCR_OK;
+  }
+  if(send_event(call, "ADDED", CMU("a", "ua", "1")) &&
+     send_event(call, "ADDED", CMU("b", "ub", "2")) &&
+     send_event(call, "BOOKMARK", END_BOOKMARK("9")))
+    twire_wait_cancel(call, 60000);
+  return KCR_OK;
+}
+
+/* Paged LISTs: a, b and the big c do not fit (the page alone is over the
+ * budget), twice; then a and b do. */
+static kcr_err api_budget_paged(struct twire_call *call, void *ud)
+{
+  struct fake *f = ud;
+
+  if(call->req->watch) {
+    twire_stream(call, 200);
+    twire_wait_cancel(call, 60000);
+    return KCR_OK;
+  }
+  if(!twire_is(call, "GET", PATH))
+    return not_found(call);
+  switch(first_page(f)) {
+  case 1:
+  case 2: {
+    char items[9400];
+    snprintf(items, sizeof(items), "%s,%s,%s", CMU("a", "ua", "1"), CMU("b", "ub", "2"),
+             big_c);
+    return list_reply(call, "6", NULL, items);
+  }
+  default:
+    return list_reply(call, "9", NULL, CMU("a", "ua", "1") "," CMU("b", "ub", "2"));
+  }
+}
+
+static kcr_informer *budget_informer(struct fake *f, bool paged, kcr_metrics *mx)
+{
+  kcr_informer *inf;
+  assert_int_equal(KCR_OK,
+                   kcr_informer_new(&(struct kcr_informer_opts){.client = f->cl,
+                                                                .gvr = &cms,
+                                                                .ns = "ns",
+                                                                .paged_list = paged,
+                                                                .metrics = mx,
+                                                                .max_bytes = BUDGET},
+                                    &inf, NULL));
+  assert_int_equal(
+      KCR_OK, kcr_informer_add_handlers(inf, &(struct kcr_informer_handlers){
+                                                 on_add, on_update, on_delete, f->log}));
+  return inf;
+}
+
+/* Going over the budget empties the cache (no delete told: nothing was
+ * deleted), unsyncs the informer and says why; it lists again with
+ * backoff while the list does not fit, and fills and syncs again, as at
+ * start, once it does. Either way of listing. */
+static void over_budget_then_fits(twire_fn api, bool paged)
+{
+  static const char *const want[] = {"add a 1", "add b 2", "add a 1", "add b 2"};
+  struct fake f;
+  struct kcr_informer_stats st;
+  kcr_metrics *mx = NULL;
+  struct kcr_buf text = KCR_BUF_INIT;
+  char why[512];
+
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &mx, NULL));
+  make_big_c("6");
+  fake_start(&f, api, 0);
+  kcr_informer_free(f.inf);
+  f.inf = budget_informer(&f, paged, mx);
+  twire_watchlist(api, &f, !paged);
+  assert_int_equal(KCR_OK, kcr_informer_start(f.inf));
+  if(!paged) {
+    assert_true(kcr_informer_wait_synced(f.inf, 30000));
+    assert_int_equal(2, kcr_store_len(kcr_informer_store(f.inf)));
+    assert_false(kcr_informer_why_unsynced(f.inf, why, sizeof(why)));
+    assert_string_equal("", why);
+    atomic_store(&f.go, true); /* the big c comes as a watch event */
+  }
+  for(int i = 0; i < 30000 && !kcr_informer_over_budget(f.inf); i++)
+    nanosleep(&(struct timespec){0, 1000000}, NULL);
+  assert_true(kcr_informer_over_budget(f.inf));
+  assert_int_equal(0, kcr_store_len(kcr_informer_store(f.inf)));
+  assert_false(kcr_informer_has_synced(f.inf));
+  assert_true(kcr_informer_why_unsynced(f.inf, why, sizeof(why)));
+  assert_non_null(strstr(why, "informer configmaps is over its byte budget"));
+  assert_non_null(strstr(why, "max_bytes is 4096"));
+  assert_non_null(strstr(why, "namespace ns"));
+  /* listed again (and over again) with backoff, then it fits */
+  assert_true(kcr_informer_wait_synced(f.inf, 30000));
+  assert_false(kcr_informer_over_budget(f.inf));
+  assert_int_equal(2, kcr_store_len(kcr_informer_store(f.inf)));
+  stop_and_expect(&f, want, paged ? 2 : 4, 2);
+  kcr_informer_get_stats(f.inf, &st);
+  assert_int_equal(2, st.budget_exceeded);
+  assert_int_equal(KCR_OK, kcr_metrics_render(mx, &text));
+  assert_non_null(
+      strstr(kcr_buf_str(&text),
+             "kcr_informer_budget_exceeded_total{informer=\"configmaps\"} 2"));
+  kcr_buf_cleanup(&text);
+  kcr_metrics_free(mx);
+  twire_watchlist(api, &f, false);
+  fake_finish(&f);
+}
+
+static void a_watch_event_over_the_budget_empties_the_cache_until_it_fits(void **state)
+{
+  over_budget_then_fits(api_budget_stream, false);
+}
+
+static void a_paged_list_over_the_budget_is_listed_again_until_it_fits(void **state)
+{
+  over_budget_then_fits(api_budget_paged, true);
+}
+
 int main(void)
 {
   tfail_init();
@@ -1299,6 +1457,8 @@ int main(void)
       cmocka_unit_test(new_refuses_invalid_options_naming_them),
       cmocka_unit_test(watch_timeouts_are_milliseconds_sent_as_whole_seconds),
       cmocka_unit_test(the_seventeenth_typed_handler_set_is_refused),
+      cmocka_unit_test(a_watch_event_over_the_budget_empties_the_cache_until_it_fits),
+      cmocka_unit_test(a_paged_list_over_the_budget_is_listed_again_until_it_fits),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
