@@ -40,7 +40,9 @@
  * A key is never reconciled by two workers at once. The reconciler must be
  * idempotent and level-based: read current state, never trust the event.
  * While the informer of one of its sources is over its byte budget
- * (kcr_informer_over_budget: its cache emptied until it lists again) no
+ * (kcr_informer_over_budget: its cache emptied until it lists again), or
+ * awaits its CRD (kcr_informer_opts.await_crd: not synced because the CRD
+ * does not serve the resource, or does again but the list is not in), no
  * key is reconciled - a worker holds the key it took, the others' keys
  * wait in the queue, deduplicated - so no reconcile reads "not found"
  * from an emptied cache and acts on it.

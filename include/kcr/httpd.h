@@ -23,7 +23,8 @@
  *                     [-]informers failed: not synced
  *                     readyz check failed
  *                   With ?verbose a passing answer lists the checks too and
- *                   ends "healthz check passed". No checks: an implicit
+ *                   ends "healthz check passed"; a passing check with a
+ *                   note shows it: "[+]informers ok: NOTE". No checks: an implicit
  *                   "ping" that always passes.
  *   /healthz/NAME   one check alone: 200 "ok", or 500 "internal server
  *   /readyz/NAME    error: REASON"; 404 for an unknown name.
@@ -89,7 +90,9 @@ typedef struct kcr_httpd kcr_httpd;
 
 /* A health or readiness check. Returns true when healthy; when not, may
  * write a one-line reason (NUL-terminated, at most n bytes including the NUL;
- * the buffer starts out empty) that the answer shows after "failed: ".
+ * the buffer starts out empty) that the answer shows after "failed: ". A
+ * passing check may write a note there too, shown after "ok: " in the
+ * lines of a failing or ?verbose answer ("[+]informers ok: ...").
  * Called on a server thread, possibly concurrently with itself. */
 typedef bool (*kcr_check_fn)(void *ud, char *reason, size_t n);
 

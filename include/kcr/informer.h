@@ -187,6 +187,23 @@ struct kcr_informer_opts {
    * Counted in kcr_informer_budget_exceeded_total{informer} and
    * kcr_informer_stats.budget_exceeded. */
   uint64_t max_bytes;
+  /* The resource is a custom resource whose CustomResourceDefinition may
+   * not be installed yet, or may go: the informer also watches that CRD
+   * (named <resource>.<group>, by a field selector on its name; needs get,
+   * list and watch on customresourcedefinitions in apiextensions.k8s.io,
+   * cluster-wide) and lists and watches the resource only while the CRD is
+   * Established and serves gvr->version. Until then it is not synced,
+   * kcr_informer_awaiting_crd is true once the CRD is known not to serve,
+   * kcr_informer_why_unsynced says which CRD and why (not installed, not
+   * Established, version not served), and the workers of the controllers
+   * with it as a source take no keys; a manager does not wait for it at
+   * start (the other controllers run; its /readyz passes and names it).
+   * The informer lists within moments of the CRD becoming Established (a
+   * watch event, not a poll). When the CRD stops serving the version, or is
+   * deleted (its objects are deleted first, and told with on_delete as
+   * usual), the store is emptied without on_delete and the informer waits
+   * again. KCR_EINVAL for a gvr of the core group (no CRD serves it). */
+  bool await_crd;
 };
 /* How long a streaming list waits for its end bookmark after the last
  * event before it lists in pages instead: 10 s. */
@@ -261,8 +278,10 @@ KCR_API const char *kcr_informer_name(const kcr_informer *inf);
 KCR_API kcr_err kcr_informer_start(kcr_informer *inf);
 /* True once the first LIST has been applied to the store and every handler
  * has been called for its objects. A LIST whose objects the store cannot
- * take (out of memory) leaves it false and is retried after backoff.
- * Thread safety: any thread. */
+ * take (out of memory) leaves it false and is retried after backoff. It
+ * turns false again while the cache is emptied: over opts.max_bytes, or
+ * (opts.await_crd) while the resource is not served, until the next list
+ * is in. Thread safety: any thread. */
 KCR_API bool kcr_informer_has_synced(kcr_informer *inf);
 /* Waits until synced, stopped, or timeout_ms passed (0: do not wait;
  * KCR_FOREVER: no limit); true if synced. Thread safety: any thread. */
@@ -277,11 +296,18 @@ KCR_API bool kcr_informer_selects_namespace(kcr_informer *inf, const char *ns);
  * emptied) until a list fits again and the informer is synced again.
  * Thread safety: any thread. */
 KCR_API bool kcr_informer_over_budget(kcr_informer *inf);
+/* With opts.await_crd: true while the informer's CRD is known not to
+ * serve its resource - its CRD read and found missing, not Established,
+ * or without gvr->version served - so the informer waits for it rather
+ * than lists; false before the CRD was first read, and while it serves.
+ * Always false without await_crd. Thread safety: any thread. */
+KCR_API bool kcr_informer_awaiting_crd(kcr_informer *inf);
 /* Why the informer is not synced now, as a sentence naming it, into buf
  * (n bytes, truncated to fit, NUL-terminated when n > 0): "informer X has
- * not synced", or for one over its budget the budget, the bytes it reached
- * and what it selects. Returns false, with buf "", when it is synced.
- * Thread safety: any thread. */
+ * not synced", for one over its budget the budget, the bytes it reached
+ * and what it selects, for one awaiting its CRD the CRD and why it does
+ * not serve. Returns false, with buf "", when it is synced. Thread
+ * safety: any thread. */
 KCR_API bool kcr_informer_why_unsynced(kcr_informer *inf, char *buf, size_t n);
 /* Stops the threads (cancels the watches; a LIST in flight ends after the
  * page it is reading) and joins them; handlers are not called after it

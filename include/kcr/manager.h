@@ -13,14 +13,14 @@
  *
  * kcr_manager_run starts, in order: the metrics/health and webhook
  * servers, the informers, waits for every informer to sync (a clear error naming the one
- * that did not, after sync_timeout_ms), leader election (blocks until this
- * instance leads), the controllers. SIGTERM/SIGINT (or kcr_manager_stop):
- * stop taking new work, let in-flight reconciles finish within grace_ms,
- * flush the recorders of kcr_manager_recorder (in what is left of
- * grace_ms, while the lease is still renewed), release the lease, stop
- * informers and servers; returns 0. A start step
- * that fails (server, informer or controller thread, sync timeout) stops
- * what was started and returns 1 (2 for a server that cannot start).
+ * that did not, after sync_timeout_ms) but those awaiting their CRD
+ * (kcr_informer_opts.await_crd: only their controllers wait), leader election (blocks
+ * until this instance leads), the controllers. SIGTERM/SIGINT (or kcr_manager_stop): stop
+ * taking new work, let in-flight reconciles finish within grace_ms, flush the recorders
+ * of kcr_manager_recorder (in what is left of grace_ms, while the lease is still
+ * renewed), release the lease, stop informers and servers; returns 0. A start step that
+ * fails (server, informer or controller thread, sync timeout) stops what was started and
+ * returns 1 (2 for a server that cannot start).
  *
  * Leader election fences writes: with leader_elect, the manager's client
  * refuses every mutating request (KCR_ECANCELED, before anything is sent)
@@ -33,8 +33,9 @@
  * still running; kcr_manager_free would wait for them).
  *
  * /healthz: "ping" (the process is serving). /readyz: "informers" (all
- * synced). Leadership is the separate gauge leader_election_master_status,
- * so a standby replica is ready without leading.
+ * synced; one awaiting its CRD passes, named in the check's note:
+ * "[+]informers ok: informer X waits for ..." with ?verbose). Leadership is the separate
+ * gauge leader_election_master_status, so a standby replica is ready without leading.
  *
  * Thread safety: set up (new, informer, recorder, add) from one thread before run;
  * run from one thread; kcr_manager_stop from any thread (or a signal

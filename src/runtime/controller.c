@@ -47,6 +47,7 @@
 #include "core/assert-int.h"
 #include "kcr/controller.h"
 #include "kcr/time.h"
+#include "runtime/informer-int.h"
 #include "runtime/store-int.h"
 
 #define MAX_SOURCES      16
@@ -594,12 +595,12 @@ static void process(kcr_controller *c, kcr_ctx *cx, const char *key, int prio)
   cx->req = NULL;
 }
 
-/* A source whose informer is over its byte budget (kcr_informer_over_budget:
- * its cache emptied until it lists again), or NULL. */
-static kcr_informer *source_over_budget(kcr_controller *c)
+/* A source whose cache is not to be read now, or NULL: emptied for its
+ * byte budget, or awaiting its CRD (kcr__informer_holds_keys). */
+static kcr_informer *source_holding(kcr_controller *c)
 {
   for(size_t i = 0; i < c->nsrc; i++)
-    if(kcr_informer_over_budget(c->src[i].inf))
+    if(kcr__informer_holds_keys(c->src[i].inf))
       return c->src[i].inf;
   return NULL;
 }
@@ -615,7 +616,7 @@ static void *worker_main(void *p)
 
   cx.seed = (unsigned)(kcr_time_mono_ns() ^ (uintptr_t)w);
   for(;;) {
-    kcr_informer *over;
+    kcr_informer *held;
     kcr_err rc = kcr_queue_take_with_priority(c->q, timeout, &key, &prio);
     if(atomic_load(&c->requeue_all) && !atomic_load(&c->stopping))
       requeue_everything(c);
@@ -623,10 +624,11 @@ static void *worker_main(void *p)
       continue;
     if(rc)
       break; /* shut down */
-    /* Not while a source's cache is emptied: the reconcile would read
-     * "not found" there. The key waits (no other worker takes it). */
-    while((over = source_over_budget(c)) && !atomic_load(&c->stopping))
-      kcr_informer_wait_synced(over, 100);
+    /* Not while a source's cache is emptied or its CRD missing: the
+     * reconcile would read "not found" there. The key waits (no other
+     * worker takes it). */
+    while((held = source_holding(c)) && !atomic_load(&c->stopping))
+      kcr_informer_wait_synced(held, 100);
     if(!atomic_load(&c->stopping))
       process(c, &cx, key, prio);
     kcr_queue_done(c->q, key);

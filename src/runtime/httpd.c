@@ -621,7 +621,10 @@ static enum MHD_Result serve_all(kcr_httpd *h, struct MHD_Connection *c, const c
     kcr_buf_puts(&body, "[+]ping ok\n");
   for(size_t i = 0; i < n && !kcr_buf_err(&body); i++) {
     if(run_check(&v[i], reason)) {
-      kcr_buf_printf(&body, "[+]%s ok\n", v[i].name);
+      if(reason[0]) /* a note: passing, but worth saying */
+        kcr_buf_printf(&body, "[+]%s ok: %s\n", v[i].name, reason);
+      else
+        kcr_buf_printf(&body, "[+]%s ok\n", v[i].name);
       continue;
     }
     failed = true;

@@ -74,10 +74,12 @@
 #include "kcr/path.h"
 #include "kcr/watch.h"
 #include "kube/client-int.h"
+#include "runtime/informer-int.h"
 #include "runtime/projection-int.h"
 #include "runtime/store-int.h"
 
 #define MAX_HANDLERS 16
+#define NOT_SERVED   "the resource's CustomResourceDefinition stopped serving it"
 
 enum state { ST_LISTING, ST_WATCHING, ST_STOPPED };
 
@@ -153,6 +155,12 @@ struct kcr_informer {
   atomic_bool over;       /* written under mu: emptied, not synced again since */
   size_t over_bytes;      /* under mu: the bytes it reached */
   char *what;             /* what it selects, for the messages */
+
+  /* opts.await_crd: the CRD's informer, whose events set served. */
+  kcr_informer *crdinf;
+  atomic_bool served; /* written under mu: the feeds may list (true without
+                         await_crd) */
+  char crd_why[96];   /* under mu: why the CRD does not serve */
 };
 
 /* The index of the store by namespace, with several namespaces: what a
@@ -169,6 +177,9 @@ static void feed_free(struct feed *f);
 static void ns_entered(kcr_obj *o, void *ud);
 static void ns_left(kcr_obj *o, void *ud);
 static void ns_seen(kcr_obj *old, kcr_obj *cur, void *ud);
+static void crd_seen(kcr_obj *o, void *ud);
+static void crd_changed(kcr_obj *old, kcr_obj *cur, void *ud);
+static void crd_deleted(kcr_obj *o, void *ud);
 
 /* Whether ns is a namespace's name (an RFC 1123 label, as kcr_path takes
  * it). */
@@ -233,6 +244,11 @@ static kcr_err check_opts(const struct kcr_informer_opts *in, struct kcr_informe
       return kcr_errinfo_set(ei, KCR_EINVAL, "%s: keep[%zu] \"%s\" %s", fn, i, o->keep[i],
                              why);
   }
+  if(o->await_crd && (!o->gvr->group || !*o->gvr->group))
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "%s: await_crd for %s, of the core group: no "
+                           "CustomResourceDefinition serves it",
+                           fn, o->gvr->resource);
   if(!o->page_size)
     o->page_size = 500;
   if(!o->initial_events_wait_ms)
@@ -340,6 +356,41 @@ static kcr_err make_nsinf(kcr_informer *inf, const struct kcr_informer_opts *o,
   return rc;
 }
 
+/* opts.await_crd: the informer of the resource's CRD (by name: one object),
+ * keeping only what tells whether it serves; its events set served. */
+static kcr_err make_crdinf(kcr_informer *inf, const struct kcr_informer_opts *o,
+                           struct kcr_errinfo *ei)
+{
+  static const struct kcr_gvr crds = {.group = "apiextensions.k8s.io",
+                                      .version = "v1",
+                                      .resource = "customresourcedefinitions"};
+  char fsel[320];
+  kcr_err rc;
+
+  if(!o->await_crd)
+    return KCR_OK;
+  snprintf(inf->crd_why, sizeof(inf->crd_why), "it is not installed");
+  snprintf(fsel, sizeof(fsel), "metadata.name=%s", inf->name);
+  rc = kcr_informer_new(
+      &(struct kcr_informer_opts){
+          .client = o->client,
+          .gvr = &crds,
+          .field_selector = fsel,
+          .keep = (const char *[]){"/spec/versions", "/status/conditions", NULL},
+          .paged_list = o->paged_list,
+          .watch_timeout_min_ms = o->watch_timeout_min_ms,
+          .watch_timeout_max_ms = o->watch_timeout_max_ms,
+          .watch_unbatched = true},
+      &inf->crdinf, ei);
+  if(!rc)
+    rc = kcr_informer_add_handlers(
+        inf->crdinf, &(struct kcr_informer_handlers){.on_add = crd_seen,
+                                                     .on_update = crd_changed,
+                                                     .on_delete = crd_deleted,
+                                                     .ud = inf});
+  return rc;
+}
+
 kcr_err kcr_informer_new(const struct kcr_informer_opts *opts, kcr_informer **out,
                          struct kcr_errinfo *ei)
 {
@@ -358,6 +409,7 @@ kcr_err kcr_informer_new(const struct kcr_informer_opts *opts, kcr_informer **ou
     return KCR_ENOMEM;
   atomic_init(&inf->inflight, 0);
   atomic_init(&inf->over, false);
+  atomic_init(&inf->served, !o->await_crd);
   inf->o = *o;
   inf->o.keep = NULL;       /* the caller's: compiled into proj */
   inf->o.namespaces = NULL; /* the caller's: made into feeds */
@@ -399,7 +451,7 @@ kcr_err kcr_informer_new(const struct kcr_informer_opts *opts, kcr_informer **ou
     kcr_informer_free(inf);
     return KCR_ENOMEM;
   }
-  if((rc = make_nsinf(inf, o, ei))) {
+  if((rc = make_nsinf(inf, o, ei)) || (rc = make_crdinf(inf, o, ei))) {
     kcr_informer_free(inf);
     return rc;
   }
@@ -619,30 +671,40 @@ static bool stale(struct feed *f)
   return st;
 }
 
-/* The cache reached used bytes, over its budget: empty the store (no
- * on_delete: nothing was deleted), unsync, cancel every feed's watch, so
- * each lists again (after backoff) into the new generation. */
-static void go_over(struct feed *f, size_t used)
+/* Empties the store (no on_delete: nothing was deleted) into a new
+ * generation, unsyncs, and cancels every feed's watch but except's (which
+ * ends by itself), so each lists again before it puts anything. Not under
+ * mu or wmu. */
+static void empty_cache(kcr_informer *inf, struct feed *except)
 {
-  kcr_informer *inf = f->inf;
-
   pthread_mutex_lock(&inf->wmu);
   inf->gen++;
   kcr__store_clear(inf->store);
   pthread_mutex_unlock(&inf->wmu);
   pthread_mutex_lock(&inf->mu);
-  atomic_store(&inf->over, true);
-  inf->over_bytes = used;
   inf->synced = false;
-  inf->stats.budget_exceeded++;
   for(struct feed *g = inf->feeds; g; g = g->next) {
     g->synced = false;
-    if(g->watch && g != f) /* (f's own ends with KCR_EBUDGET) */
+    if(g->watch && g != except)
       kcr_watch_cancel(g->watch);
   }
   pthread_cond_broadcast(&inf->cv);
   pthread_mutex_unlock(&inf->mu);
   update_gauges(inf);
+}
+
+/* The cache reached used bytes, over its budget: empty it, so every feed
+ * lists again (after backoff) into the new generation. */
+static void go_over(struct feed *f, size_t used)
+{
+  kcr_informer *inf = f->inf;
+
+  pthread_mutex_lock(&inf->mu);
+  atomic_store(&inf->over, true);
+  inf->over_bytes = used;
+  inf->stats.budget_exceeded++;
+  pthread_mutex_unlock(&inf->mu);
+  empty_cache(inf, f); /* (f's own watch ends with KCR_EBUDGET) */
   kcr_metric_inc(inf->m_budget, (const char *[]){inf->name, NULL}, 1);
   KCR_LOG(KCR_LOG_ERROR,
           "informer: over its byte budget; its cache is emptied and listed again with "
@@ -651,6 +713,101 @@ static void go_over(struct feed *f, size_t used)
           KCR_I("bytes", used), KCR_S("selects", inf->what),
           KCR_S("hint", "raise max_bytes, or select less: namespaces, a label selector, "
                         "a keep list, metadata_only"));
+}
+
+/* ---- the CRD gate (opts.await_crd) ----
+ *
+ * served says whether the feeds may list: set under mu by the CRD
+ * informer's handlers (on its thread), read by the feeds. Turning false
+ * empties the cache as the budget does (a new generation), after served is
+ * cleared, so a list applied after the emptying sees served false under
+ * wmu and is dropped (apply_list). */
+
+/* Whether the CRD object o serves the informer's version; else why, into
+ * why. */
+static bool crd_serves(kcr_informer *inf, const kcr_obj *o, char *why, size_t n)
+{
+  cJSON *t = NULL, *v;
+  bool est = false, served = false, listed = false;
+
+  if(kcr_obj_parse(o, &t)) {
+    snprintf(why, n, "cannot be read (out of memory)");
+    return false;
+  }
+  cJSON_ArrayForEach(v, kcr_json_at(t, "/status/conditions"))
+  {
+    const char *ty = kcr_json_str(v, "/type"), *st = kcr_json_str(v, "/status");
+    if(ty && st && !strcmp(ty, "Established"))
+      est = !strcmp(st, "True");
+  }
+  cJSON_ArrayForEach(v, kcr_json_at(t, "/spec/versions"))
+  {
+    const char *name = kcr_json_str(v, "/name");
+    if(name && !strcmp(name, inf->version)) {
+      listed = true;
+      served = cJSON_IsTrue(kcr_json_at(v, "/served"));
+    }
+  }
+  cJSON_Delete(t);
+  if(!listed)
+    snprintf(why, n, "it has no version %s", inf->version);
+  else if(!served)
+    snprintf(why, n, "its version %s is not served", inf->version);
+  else if(!est)
+    snprintf(why, n, "it is not Established yet");
+  return listed && served && est;
+}
+
+/* The CRD is now o (NULL: deleted): the feeds list, or stop and empty the
+ * cache, as it says. On the CRD informer's thread. */
+static void crd_is(kcr_informer *inf, const kcr_obj *o)
+{
+  char why[sizeof(inf->crd_why)] = "it is not installed";
+  bool now = o && crd_serves(inf, o, why, sizeof(why)), was;
+
+  pthread_mutex_lock(&inf->mu);
+  was = atomic_load(&inf->served);
+  atomic_store(&inf->served, now);
+  snprintf(inf->crd_why, sizeof(inf->crd_why), "%s", now ? "" : why);
+  pthread_cond_broadcast(&inf->cv);
+  pthread_mutex_unlock(&inf->mu);
+  if(now && !was)
+    KCR_LOG(KCR_LOG_INFO, "informer: its CustomResourceDefinition serves it; listing",
+            KCR_S("informer", inf->name), KCR_S("version", inf->version));
+  else if(!now && was) {
+    empty_cache(inf, NULL);
+    KCR_LOG(KCR_LOG_WARN,
+            "informer: its CustomResourceDefinition does not serve it; cache emptied, "
+            "waiting for it",
+            KCR_S("informer", inf->name), KCR_S("version", inf->version),
+            KCR_S("why", why));
+  }
+}
+
+static void crd_seen(kcr_obj *o, void *ud) { crd_is(ud, o); }
+static void crd_changed(kcr_obj *old, kcr_obj *cur, void *ud)
+{
+  (void)old;
+  crd_is(ud, cur);
+}
+static void crd_deleted(kcr_obj *o, void *ud)
+{
+  (void)o;
+  crd_is(ud, NULL);
+}
+
+/* Waits while the resource is not served (opts.await_crd); false if f is
+ * to stop. */
+static bool wait_served(struct feed *f)
+{
+  kcr_informer *inf = f->inf;
+  bool s;
+  pthread_mutex_lock(&inf->mu);
+  while(!atomic_load(&inf->served) && !inf->stopping && !f->stopping)
+    pthread_cond_wait(&inf->cv, &inf->mu);
+  s = inf->stopping || f->stopping;
+  pthread_mutex_unlock(&inf->mu);
+  return !s;
 }
 
 /* KCR_EBUDGET, having emptied the cache, if it is over its budget now. */
@@ -687,7 +844,8 @@ static bool fail_and_wait(struct feed *f, const char *what, kcr_err rc,
                           "client certificate, or a token that expired or whose "
                           "ServiceAccount was deleted"),
             KCR_I("retryInMs", delay));
-  else if(rc != f->last_err && rc != KCR_EBUDGET) /* (go_over said it) */
+  else if(rc != f->last_err && rc != KCR_EBUDGET && /* (go_over said it) */
+          atomic_load(&inf->served))                /* (crd_is said it) */
     KCR_LOG(KCR_LOG_WARN, "informer: request failed; retrying with backoff",
             KCR_S("informer", inf->name), KCR_S("namespace", ns), KCR_S("op", what),
             KCR_S("err", kcr_err_name(rc)), KCR_S("detail", ei->message),
@@ -697,6 +855,8 @@ static bool fail_and_wait(struct feed *f, const char *what, kcr_err rc,
             KCR_S("namespace", ns), KCR_S("op", what), KCR_S("err", kcr_err_name(rc)),
             KCR_I("retryInMs", delay));
   f->last_err = rc;
+  if(!atomic_load(&inf->served)) /* the CRD went: run waits for it instead */
+    return !stopping(f);
   return sleep_unless_stopped(inf, f, delay);
 }
 
@@ -798,10 +958,14 @@ static kcr_err apply_list(struct feed *f, struct kcr__obj_list *c, char *rv,
       f->held = 0;
       f->gen = inf->gen;
     }
-    rc = put_listed(f, c, prev, &nput, &gone, &ngone);
+    rc = atomic_load(&inf->served) ? put_listed(f, c, prev, &nput, &gone, &ngone)
+                                   : KCR_ENOTFOUND;
     pthread_mutex_unlock(&inf->wmu);
     if(rc)
-      kcr_errinfo_set(ei, rc, "out of memory putting the list into the store");
+      kcr_errinfo_set(ei, rc,
+                      rc == KCR_ENOTFOUND ? NOT_SERVED
+                                          : "out of memory putting "
+                                            "the list into the store");
   }
   for(size_t i = 0; !rc && f->whole && i < c->n; i++) {
     prev[i] = kcr_store_ref_key(inf->store, kcr_obj_key(c->objs[i]));
@@ -809,12 +973,15 @@ static kcr_err apply_list(struct feed *f, struct kcr__obj_list *c, char *rv,
   }
   if(!rc && f->whole) {
     pthread_mutex_lock(&inf->wmu);
-    rc = kcr_store_replace(inf->store, c->objs, c->n, &gone, &ngone);
+    rc = atomic_load(&inf->served)
+             ? kcr_store_replace(inf->store, c->objs, c->n, &gone, &ngone)
+             : KCR_ENOTFOUND;
     if(!rc)
       f->gen = inf->gen;
     pthread_mutex_unlock(&inf->wmu);
     if(rc) {
-      kcr_errinfo_set(ei, rc, "out of memory replacing the store");
+      kcr_errinfo_set(
+          ei, rc, rc == KCR_ENOTFOUND ? NOT_SERVED : "out of memory replacing the store");
       for(size_t i = 0; i < c->n; i++)
         kcr_obj_unref(c->objs[i]); /* the store did not take them */
     }
@@ -1334,7 +1501,12 @@ static void *run(void *p)
     pthread_cond_wait(&inf->cv, &inf->mu);
   pthread_mutex_unlock(&inf->mu);
   while(st != ST_STOPPED && !stopping(f)) {
-    if(st == ST_WATCHING && stale(f)) { /* emptied for the budget: list again */
+    if(!atomic_load(&inf->served)) { /* opts.await_crd: wait for the CRD */
+      if(!wait_served(f))
+        break;
+      kcr_backoff_reset(&f->backoff);
+      st = ST_LISTING;
+    } else if(st == ST_WATCHING && stale(f)) { /* emptied for the budget: list again */
       if(!sleep_unless_stopped(inf, f, kcr_backoff_next(&f->backoff)))
         break;
       st = ST_LISTING;
@@ -1547,6 +1719,8 @@ kcr_err kcr_informer_start(kcr_informer *inf)
   pthread_mutex_unlock(&inf->mu);
   if(!rc && inf->nsinf)
     rc = kcr_informer_start(inf->nsinf);
+  if(!rc && inf->crdinf)
+    rc = kcr_informer_start(inf->crdinf);
   pthread_mutex_lock(&inf->mu);
   if(rc)
     inf->stopping = true;
@@ -1578,7 +1752,7 @@ static bool synced_locked(kcr_informer *inf, bool nsdone)
 {
   if(inf->synced)
     return true;
-  if(!nsdone)
+  if(!nsdone || !atomic_load(&inf->served))
     return false;
   for(struct feed *f = inf->feeds; f; f = f->next)
     if(!f->synced)
@@ -1617,9 +1791,22 @@ bool kcr_informer_wait_synced(kcr_informer *inf, uint64_t timeout_ms)
 
 bool kcr_informer_over_budget(kcr_informer *inf) { return atomic_load(&inf->over); }
 
+bool kcr_informer_awaiting_crd(kcr_informer *inf)
+{
+  return inf->crdinf && !atomic_load(&inf->served) &&
+         kcr_informer_has_synced(inf->crdinf);
+}
+
+bool kcr__informer_holds_keys(kcr_informer *inf)
+{
+  return atomic_load(&inf->over) || (inf->crdinf && !kcr_informer_has_synced(inf));
+}
+
 bool kcr_informer_why_unsynced(kcr_informer *inf, char *buf, size_t n)
 {
-  bool synced = kcr_informer_has_synced(inf), over;
+  bool synced = kcr_informer_has_synced(inf), over, served;
+  bool crd_read = inf->crdinf && kcr_informer_has_synced(inf->crdinf);
+  char why[sizeof(inf->crd_why)];
   size_t used;
 
   if(n)
@@ -1629,8 +1816,18 @@ bool kcr_informer_why_unsynced(kcr_informer *inf, char *buf, size_t n)
   pthread_mutex_lock(&inf->mu);
   over = atomic_load(&inf->over);
   used = inf->over_bytes;
+  served = atomic_load(&inf->served);
+  memcpy(why, inf->crd_why, sizeof(why));
   pthread_mutex_unlock(&inf->mu);
-  if(over)
+  if(!served && !crd_read)
+    snprintf(buf, n, "informer %s has not read its CustomResourceDefinition %s yet",
+             inf->name, inf->name);
+  else if(!served)
+    snprintf(buf, n,
+             "informer %s waits for its CustomResourceDefinition %s to serve version "
+             "%s: %s",
+             inf->name, inf->name, inf->version, why);
+  else if(over)
     snprintf(buf, n,
              "informer %s is over its byte budget: it reached %zu bytes, max_bytes is "
              "%llu (it selects %s); its cache is emptied and listed again with backoff "
@@ -1661,6 +1858,8 @@ void kcr_informer_stop(kcr_informer *inf)
   pthread_mutex_unlock(&inf->mu);
   if(inf->nsinf) /* first: then no feed comes or goes */
     kcr_informer_stop(inf->nsinf);
+  if(inf->crdinf)
+    kcr_informer_stop(inf->crdinf);
   stop_feeds(inf);
   if(inf->started) {
     if(inf->has_resync_th)
@@ -1678,6 +1877,7 @@ void kcr_informer_free(kcr_informer *inf)
     return;
   kcr_informer_stop(inf);
   kcr_informer_free(inf->nsinf);
+  kcr_informer_free(inf->crdinf);
   while(inf->feeds) {
     struct feed *f = inf->feeds;
     inf->feeds = f->next;

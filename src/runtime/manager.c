@@ -768,13 +768,33 @@ bool kcr_manager_leading(kcr_manager *m)
          (atomic_load(&m->leader_ready) && kcr_leader_is_leader(m->leader));
 }
 
+/* /readyz "informers": every informer synced, but for those awaiting
+ * their CRD (kcr_informer_opts.await_crd), which pass with a note naming
+ * them: the manager runs without them, and only their controllers wait. */
 static bool informers_synced(void *ud, char *reason, size_t n)
 {
   kcr_manager *m = ud;
-  for(size_t i = 0; i < m->ninf; i++)
-    if(kcr_informer_why_unsynced(m->inf[i].inf, reason, n))
-      return false;
-  return true;
+  struct kcr_buf note = KCR_BUF_INIT;
+  char why[256];
+  bool ok = true;
+
+  pthread_mutex_lock(&m->inf_mu);
+  for(size_t i = 0; i < m->ninf && ok; i++) {
+    kcr_informer *inf = m->inf[i].inf;
+    if(!kcr_informer_why_unsynced(inf, why, sizeof(why)))
+      continue;
+    if(kcr_informer_awaiting_crd(inf))
+      kcr_buf_printf(&note, "%s%s", note.len ? "; " : "", why);
+    else {
+      snprintf(reason, n, "%s", why);
+      ok = false;
+    }
+  }
+  pthread_mutex_unlock(&m->inf_mu);
+  if(ok && note.len)
+    snprintf(reason, n, "%s", kcr_buf_str(&note));
+  kcr_buf_cleanup(&note);
+  return ok;
 }
 
 static bool ping(void *ud, char *reason, size_t n) { return true; }
@@ -1036,15 +1056,20 @@ static bool wait_synced(kcr_manager *m)
 {
   uint64_t deadline = kcr_time_deadline_ms(m->o.sync_timeout_ms); /* FOREVER: never */
   for(size_t i = 0; i < m->ninf; i++) {
-    while(!kcr_informer_has_synced(m->inf[i].inf)) {
+    /* (one awaiting its CRD is not waited for: only its controllers wait) */
+    while(!kcr_informer_has_synced(m->inf[i].inf) &&
+          !kcr_informer_awaiting_crd(m->inf[i].inf)) {
       uint64_t now = kcr_time_mono_ms();
       if(atomic_load(&m->stop))
         return false;
       if(now >= deadline) {
+        char why[256];
+        kcr_informer_why_unsynced(m->inf[i].inf, why, sizeof(why));
         KCR_LOG(KCR_LOG_ERROR,
                 "manager: timed out waiting for caches to sync; check the "
-                "resource exists (CRD installed) and RBAC allows list and watch",
-                KCR_S("informer", kcr_informer_name(m->inf[i].inf)),
+                "resource exists (CRD installed: or set await_crd to run without "
+                "it until it is) and RBAC allows list and watch",
+                KCR_S("informer", kcr_informer_name(m->inf[i].inf)), KCR_S("why", why),
                 KCR_I("timeoutMs", m->o.sync_timeout_ms));
         return false;
       }

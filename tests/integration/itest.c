@@ -448,3 +448,52 @@ long itest_http_get(int port, const char *path, struct kcr_buf *body)
   curl_easy_cleanup(h);
   return code;
 }
+
+kcr_err itest_seen_reconcile(kcr_ctx *cx, const struct kcr_request *req,
+                             struct kcr_result *res, void *ud)
+{
+  struct itest_seen *s = ud;
+  (void)cx;
+  (void)res;
+  pthread_mutex_lock(&s->mu);
+  if(s->n < ITEST_MAX_SEEN)
+    snprintf(s->key[s->n++], sizeof(s->key[0]), "%s", req->key);
+  pthread_mutex_unlock(&s->mu);
+  return KCR_OK;
+}
+
+bool itest_saw(struct itest_seen *s, const char *ns, const char *name)
+{
+  char key[128];
+  bool found = false;
+  snprintf(key, sizeof(key), "%s/%s", ns, name);
+  pthread_mutex_lock(&s->mu);
+  for(int i = 0; i < s->n && !found; i++)
+    found = !strcmp(s->key[i], key);
+  pthread_mutex_unlock(&s->mu);
+  return found;
+}
+
+bool itest_wait_saw(struct itest_seen *s, const char *ns, const char *name, long ms)
+{
+  for(long t = 0; t < ms && !itest_saw(s, ns, name); t += 20)
+    itest_sleep_ms(20);
+  return itest_saw(s, ns, name);
+}
+
+kcr_controller *itest_seen_controller(kcr_manager *m, kcr_client *c, const char *name,
+                                      kcr_informer *inf, struct itest_seen *s)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_controller *ctl;
+  itest_expect(
+      KCR_OK,
+      kcr_controller_new(
+          &(struct kcr_controller_opts){
+              .name = name, .reconcile = itest_seen_reconcile, .ud = s, .client = c},
+          &ctl, &ei),
+      &ei);
+  itest_expect(KCR_OK, kcr_controller_for(ctl, inf, NULL), &ei);
+  itest_expect(KCR_OK, kcr_manager_add(m, ctl), &ei);
+  return ctl;
+}

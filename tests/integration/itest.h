@@ -94,6 +94,29 @@ void itest_run_stop(struct itest_run *r, int want);
 /* GET http://127.0.0.1:port/path (2 s timeout), the body into *body
  * (reset first); returns the status code, 0 when no answer came. */
 long itest_http_get(int port, const char *path, struct kcr_buf *body);
+
+/* The keys a controller reconciled, in order (the first ITEST_MAX_SEEN):
+ * itest_seen_reconcile is a reconciler that notes them, with the struct
+ * as its ud; initialise with ITEST_SEEN_INIT. */
+#define ITEST_MAX_SEEN 64
+struct itest_seen {
+  pthread_mutex_t mu;
+  int n;
+  char key[ITEST_MAX_SEEN][128];
+};
+#define ITEST_SEEN_INIT                                                                  \
+  {                                                                                      \
+    .mu = PTHREAD_MUTEX_INITIALIZER                                                      \
+  }
+kcr_err itest_seen_reconcile(kcr_ctx *cx, const struct kcr_request *req,
+                             struct kcr_result *res, void *ud);
+/* Whether ns/name was reconciled; itest_wait_saw waits up to ms for it. */
+bool itest_saw(struct itest_seen *s, const char *ns, const char *name);
+bool itest_wait_saw(struct itest_seen *s, const char *ns, const char *name, long ms);
+/* A controller named name on client c, For(inf), noting into s, added to
+ * m (which frees it). */
+kcr_controller *itest_seen_controller(kcr_manager *m, kcr_client *c, const char *name,
+                                      kcr_informer *inf, struct itest_seen *s);
 /* Parses JSON text (printf format) into a tree; fails the test if malformed. */
 cJSON *itest_json(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Asserts rc == want, printing the error info when not. */

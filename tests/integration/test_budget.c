@@ -21,46 +21,8 @@ ITEST_CLIENT_FIXTURE
 #define BUDGET    (64 << 10)
 #define BIG_BYTES (96 << 10)
 #define SEL       "kcr-budget=yes"
-#define MAX_SEEN  64
 
 static const struct kcr_gvr secrets = {"", "v1", "secrets", true};
-
-/* The keys a controller reconciled, in order. */
-struct seen {
-  pthread_mutex_t mu;
-  int n;
-  char key[MAX_SEEN][128];
-};
-
-static kcr_err note(kcr_ctx *cx, const struct kcr_request *req, struct kcr_result *res,
-                    void *ud)
-{
-  struct seen *s = ud;
-  pthread_mutex_lock(&s->mu);
-  if(s->n < MAX_SEEN)
-    snprintf(s->key[s->n++], sizeof(s->key[0]), "%s", req->key);
-  pthread_mutex_unlock(&s->mu);
-  return KCR_OK;
-}
-
-static bool saw(struct seen *s, const char *ns, const char *name)
-{
-  char key[128];
-  bool found = false;
-  snprintf(key, sizeof(key), "%s/%s", ns, name);
-  pthread_mutex_lock(&s->mu);
-  for(int i = 0; i < s->n && !found; i++)
-    found = !strcmp(s->key[i], key);
-  pthread_mutex_unlock(&s->mu);
-  return found;
-}
-
-static bool wait_saw(struct seen *s, const char *ns, const char *name, long ms)
-{
-  for(long t = 0; t < ms && !saw(s, ns, name); t += 20)
-    itest_sleep_ms(20);
-  return saw(s, ns, name);
-}
 
 /* Creates a ConfigMap (labelled SEL) with a value of size bytes, or a
  * Secret. */
@@ -99,30 +61,13 @@ static bool wait_over(kcr_informer *inf, bool over, long ms)
   return kcr_informer_over_budget(inf) == over;
 }
 
-static kcr_controller *controller(kcr_manager *m, const char *name, kcr_informer *inf,
-                                  struct seen *s)
-{
-  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
-  kcr_controller *c;
-  itest_expect(KCR_OK,
-               kcr_controller_new(
-                   &(struct kcr_controller_opts){
-                       .name = name, .reconcile = note, .ud = s, .client = cl},
-                   &c, &ei),
-               &ei);
-  itest_expect(KCR_OK, kcr_controller_for(c, inf, NULL), &ei);
-  itest_expect(KCR_OK, kcr_manager_add(m, c), &ei);
-  return c;
-}
-
 static void over_the_budget_the_cache_empties_and_the_rest_keeps_working(void **state)
 {
   char *ns = itest_namespace(cl, "budget");
   struct kcr_config_opts co = {0};
   struct kcr_manager_opts mo = {.name = "budget", .health_addr = "127.0.0.1:0"};
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
-  struct seen cms = {.mu = PTHREAD_MUTEX_INITIALIZER},
-              secs = {.mu = PTHREAD_MUTEX_INITIALIZER};
+  struct itest_seen cms = ITEST_SEEN_INIT, secs = ITEST_SEEN_INIT;
   struct kcr_informer_stats st;
   struct kcr_buf body = KCR_BUF_INIT;
   struct itest_run run;
@@ -149,12 +94,12 @@ static void over_the_budget_the_cache_empties_and_the_rest_keeps_working(void **
                kcr_manager_informer(
                    m, &(struct kcr_informer_opts){.gvr = &secrets, .ns = ns}, &isec, &ei),
                &ei);
-  ccm = controller(m, "budget-cms", icm, &cms);
-  controller(m, "budget-secrets", isec, &secs);
+  ccm = itest_seen_controller(m, cl, "budget-cms", icm, &cms);
+  itest_seen_controller(m, cl, "budget-secrets", isec, &secs);
   port = kcr_manager_health_port(m);
   itest_run_start(&run, m);
-  assert_true(wait_saw(&cms, ns, "a", 30000));
-  assert_true(wait_saw(&secs, ns, "s1", 30000));
+  assert_true(itest_wait_saw(&cms, ns, "a", 30000));
+  assert_true(itest_wait_saw(&secs, ns, "s1", 30000));
   assert_int_equal(200, itest_http_get(port, "/readyz", &body));
 
   /* Over the budget: emptied, unsynced, and said so everywhere. */
@@ -174,20 +119,20 @@ static void over_the_budget_the_cache_empties_and_the_rest_keeps_working(void **
   /* The other informer and its controller go on; the emptied one's
    * controller takes no keys. */
   make(&secrets, ns, "s2", 100);
-  assert_true(wait_saw(&secs, ns, "s2", 30000));
+  assert_true(itest_wait_saw(&secs, ns, "s2", 30000));
   make(&itest_configmaps, ns, "b", 100);
   assert_int_equal(KCR_OK, kcr_controller_enqueue(ccm, ns, "queued"));
   itest_sleep_ms(2000);
-  assert_false(saw(&cms, ns, "b"));
-  assert_false(saw(&cms, ns, "queued"));      /* queued, not taken */
-  assert_true(kcr_informer_over_budget(icm)); /* listed again, over again */
+  assert_false(itest_saw(&cms, ns, "b"));
+  assert_false(itest_saw(&cms, ns, "queued")); /* queued, not taken */
+  assert_true(kcr_informer_over_budget(icm));  /* listed again, over again */
 
   /* Fits again: listed, synced, ready, and what waited is reconciled. */
   drop(ns, "big");
   assert_true(kcr_informer_wait_synced(icm, 60000));
   assert_false(kcr_informer_over_budget(icm));
-  assert_true(wait_saw(&cms, ns, "b", 30000));
-  assert_true(wait_saw(&cms, ns, "queued", 30000));
+  assert_true(itest_wait_saw(&cms, ns, "b", 30000));
+  assert_true(itest_wait_saw(&cms, ns, "queued", 30000));
   itest_expect(KCR_OK, kcr_manager_get(m, &itest_configmaps, ns, "a", &o, &ei), &ei);
   kcr_obj_unref(o);
   assert_int_equal(200, itest_http_get(port, "/readyz", &body));
