@@ -881,18 +881,22 @@ int ebdman_run(const struct ebdman_run_opts *ro)
     kcr_errinfo_cleanup(&ei);
     return 2;
   }
-  /* Every cache holds the namespaces ebdman manages, and no more. */
+  /* Every cache holds the namespaces ebdman manages, and no more. The
+   * CRDs may come after ebdman (or go, and come back): their caches wait
+   * for them, and so does the EBD controller, while the webhooks serve. */
   const char *const *nss = ro->namespaces[0] ? ro->namespaces : NULL;
   const char *nssel = ro->namespace_selector;
   struct kcr_informer_opts ebds = {.gvr = &ebdman_ebds,
                                    .namespaces = nss,
                                    .namespace_selector = nssel,
-                                   .resync_ms = ro->resync_ms};
+                                   .resync_ms = ro->resync_ms,
+                                   .await_crd = true};
   /* The children's caches hold only what ebdman reads of them (children.c). */
   struct kcr_informer_opts vfms = {.gvr = &ebdman_vfms,
                                    .namespaces = nss,
                                    .namespace_selector = nssel,
-                                   .keep = ebdman_vfm_keep};
+                                   .keep = ebdman_vfm_keep,
+                                   .await_crd = true};
   struct kcr_informer_opts cms = {.gvr = &ebdman_configmaps,
                                   .namespaces = nss,
                                   .namespace_selector = nssel,
