@@ -37,7 +37,8 @@
  * "[+]informers ok: informer X waits for ..." with ?verbose). Leadership is the separate
  * gauge leader_election_master_status, so a standby replica is ready without leading.
  *
- * Thread safety: set up (new, informer, recorder, add) from one thread before run;
+ * Thread safety: set up (new, informer, recorder, add) from one thread before run
+ * (informers may also come and go while it runs: rule 5 below);
  * run from one thread; kcr_manager_stop from any thread (or a signal
  * handler); kcr_manager_busy, _leading, _client, _metrics, _get and
  * _health_port from any thread. */
@@ -171,20 +172,48 @@ KCR_API kcr_metrics *kcr_manager_metrics(kcr_manager *m);
  *     informer is gone. Release it with kcr_obj_unref.
  *  4. Lookups never block on I/O: the registry has its own lock, held
  *     only to find an informer.
+ *  5. Informers come and go while run runs. kcr_manager_informer called
+ *     then (from any thread: a reconcile, a webhook) makes the informer
+ *     and starts it at once; the manager does not wait for it - until its
+ *     list is in, cached reads of it say KCR_ENOTFOUND, so wait with
+ *     kcr_informer_wait_synced first - and neither handlers nor indexes
+ *     can be added to it (kcr_informer_add_handlers refuses a started
+ *     informer, kcr_store_add_index a written store): it serves cached
+ *     reads (kcr_manager_get, kcr_manager_list_typed without an index), so
+ *     register at setup what a controller watches. Until it syncs,
+ *     /readyz passes and names it
+ *     (a note). kcr_manager_remove_informer takes one out. A
+ *     lookup that found an informer just before it was removed reads its
+ *     emptied store: "not found", never freed memory.
  *
  * kcr_manager_informer: the informer for (gvr, ns) in *out, made on the
  * first request and returned again for the same (gvr, ns, selectors, keep
  * list); the other fields of later requests are then ignored. The manager
  * fills in client and metrics. *out is borrowed (rule 2) and started and
- * stopped by run. Errors: KCR_EINVAL (no opts or gvr, 32 informers
- * already, or kcr_informer_new's; ei names the field), KCR_EEXIST (an
+ * stopped by run (started at once when run runs: rule 5). Errors: KCR_EINVAL (no opts or
+ * gvr, 32 informers already, or kcr_informer_new's; ei names the field), KCR_EEXIST (an
  * informer of the resource with other selectors or keep list, one of every
  * namespace or of a namespace selector beside another, or a namespace in
  * two - rule 1; ei names both),
- * KCR_ENOMEM. On error *out is NULL. Thread safety: the setup thread,
- * before run. */
+ * KCR_ENOMEM (also: its threads could not be made while run runs). On
+ * error *out is NULL. Thread safety: the setup thread before run; any
+ * thread while run runs (rule 5). */
 KCR_API kcr_err kcr_manager_informer(kcr_manager *m, const struct kcr_informer_opts *opts,
                                      kcr_informer **out, struct kcr_errinfo *ei);
+/* Removes inf, an informer of m's registry, before or while run runs
+ * (rule 5): it is stopped (its threads joined: not from one of its own
+ * handlers) and its store emptied without on_delete; the manager's cached
+ * reads of its resource and namespaces then fail with KCR_EINVAL as for
+ * one never made, and kcr_manager_informer may make a new one for them.
+ * References to its objects stay valid (rule 3), and so do inf and its
+ * store - stopped and empty - until kcr_manager_free (rule 2), so a
+ * pointer kept elsewhere does not dangle. Errors: KCR_EINVAL (inf NULL,
+ * not in m's registry - never made by it, or removed already - or a
+ * source of one of m's controllers, whose sources stay while it runs; ei
+ * names it), KCR_ENOMEM (nothing removed). Thread safety: any thread but
+ * inf's own. */
+KCR_API kcr_err kcr_manager_remove_informer(kcr_manager *m, kcr_informer *inf,
+                                            struct kcr_errinfo *ei);
 /* Makes reads of gvr's resource uncached, as controller-runtime's
  * client.CacheOptions.DisableFor: kcr_manager_get (and the typed _get)
  * sends a GET to the apiserver each time, kcr_manager_list_typed (the

@@ -47,6 +47,7 @@
 #include "core/assert-int.h"
 #include "kcr/controller.h"
 #include "kcr/time.h"
+#include "runtime/controller-int.h"
 #include "runtime/informer-int.h"
 #include "runtime/store-int.h"
 
@@ -603,6 +604,14 @@ static kcr_informer *source_holding(kcr_controller *c)
     if(kcr__informer_holds_keys(c->src[i].inf))
       return c->src[i].inf;
   return NULL;
+}
+
+bool kcr__controller_has_source(kcr_controller *c, kcr_informer *inf)
+{
+  for(size_t i = 0; i < c->nsrc; i++)
+    if(c->src[i].inf == inf)
+      return true;
+  return false;
 }
 
 static void *worker_main(void *p)

@@ -14,4 +14,10 @@
  * A reconcile would read "not found" there. Thread safety: any thread. */
 bool kcr__informer_holds_keys(kcr_informer *inf);
 
+/* The manager removed inf from its registry: stops it (as
+ * kcr_informer_stop: not from its own threads) and empties its store
+ * (without on_delete; references to its objects stay valid), its gauges
+ * to 0. inf stays valid until freed. */
+void kcr__informer_retire(kcr_informer *inf);
+
 #endif

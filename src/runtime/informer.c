@@ -1871,6 +1871,12 @@ void kcr_informer_stop(kcr_informer *inf)
   }
 }
 
+void kcr__informer_retire(kcr_informer *inf)
+{
+  kcr_informer_stop(inf);
+  empty_cache(inf, NULL);
+}
+
 void kcr_informer_free(kcr_informer *inf)
 {
   if(!inf)

@@ -11,7 +11,12 @@
  * semaphore.
  *
  * The informer registry (rules in manager.h): inf[] under inf_mu, so that
- * kcr_manager_get may look from any thread while informers are registered.
+ * kcr_manager_get may look from any thread while informers are registered,
+ * added or removed - also while run runs: one added then is started at
+ * once (under inf_mu, so run's start and stop of every informer see it or
+ * start it); one removed is stopped, emptied and kept in retired[] until
+ * free, so a pointer a lookup took before the removal stays valid (an
+ * empty, stopped informer).
  * Each entry is (resource, namespace or "" for all, options); the options
  * string is the same for every entry of a resource, and an all-namespaces
  * entry is the only one of its resource.
@@ -55,7 +60,9 @@
 #include "kcr/leader.h"
 #include "kcr/manager.h"
 #include "kcr/time.h"
+#include "runtime/controller-int.h"
 #include "runtime/events-int.h"
+#include "runtime/informer-int.h"
 #include "runtime/store-int.h"
 
 #define MAX_INFORMERS   32
@@ -69,6 +76,7 @@ struct shared_informer {
   char *ns;   /* "" for every namespace, "a,b" for a set (sorted), "@sel"
                  for a namespace selector */
   char *opts; /* labels|fields|keep: the same for every informer of res */
+  bool late;  /* added while run runs: not part of /readyz until synced */
 };
 
 struct kcr_manager {
@@ -80,6 +88,10 @@ struct kcr_manager {
   pthread_mutex_t inf_mu; /* inf and ninf: registration vs kcr_manager_get */
   struct shared_informer inf[MAX_INFORMERS];
   size_t ninf;
+  bool inf_running;       /* under inf_mu: run started the informers and has
+                             not stopped them; one added now starts at once */
+  kcr_informer **retired; /* under inf_mu: removed, stopped, freed by free */
+  size_t nretired;
   char *uncached[MAX_UNCACHED]; /* resources read through (kcr_manager_uncached) */
   size_t nuncached;             /* under inf_mu, as inf */
   kcr_controller *ctl[MAX_CONTROLLERS];
@@ -384,7 +396,15 @@ kcr_err kcr_manager_informer(kcr_manager *m, const struct kcr_informer_opts *io,
     o.client = m->client;
     o.metrics = m->metrics;
     rc = kcr_informer_new(&o, &id.inf, ei);
+    if(!rc && m->inf_running && (rc = kcr_informer_start(id.inf))) {
+      kcr_informer_free(id.inf);
+      rc = kcr_errinfo_set(ei, rc,
+                           "kcr_manager_informer: %s: cannot start it (out of "
+                           "threads?)",
+                           id.res);
+    }
     if(!rc) {
+      id.late = m->inf_running;
       m->inf[m->ninf++] = id;
       *out = id.inf;
       kept = true;
@@ -397,6 +417,53 @@ kcr_err kcr_manager_informer(kcr_manager *m, const struct kcr_informer_opts *io,
     free(id.ns);
   }
   return rc;
+}
+
+kcr_err kcr_manager_remove_informer(kcr_manager *m, kcr_informer *inf,
+                                    struct kcr_errinfo *ei)
+{
+  struct shared_informer x = {0};
+  kcr_informer **r;
+  bool found;
+  size_t i;
+
+  if(!inf)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "kcr_manager_remove_informer: no informer");
+  /* (controllers are added before run, from the setup thread: nctl is
+   * settled while anyone can remove) */
+  for(size_t c = 0; c < m->nctl; c++)
+    if(kcr__controller_has_source(m->ctl[c], inf))
+      return kcr_errinfo_set(ei, KCR_EINVAL,
+                             "kcr_manager_remove_informer: informer %s is a source of "
+                             "controller %s; a controller's sources stay while it runs",
+                             kcr_informer_name(inf), kcr_controller_name(m->ctl[c]));
+  pthread_mutex_lock(&m->inf_mu);
+  for(i = 0; i < m->ninf && m->inf[i].inf != inf; i++)
+    ;
+  found = i < m->ninf;
+  r = found ? realloc(m->retired, (m->nretired + 1) * sizeof(*r)) : NULL;
+  if(r) {
+    x = m->inf[i];
+    memmove(&m->inf[i], &m->inf[i + 1], (m->ninf - i - 1) * sizeof(m->inf[0]));
+    m->ninf--;
+    m->retired = r;
+    m->retired[m->nretired++] = inf;
+  }
+  pthread_mutex_unlock(&m->inf_mu);
+  if(!x.inf)
+    return found ? KCR_ENOMEM
+                 : kcr_errinfo_set(ei, KCR_EINVAL,
+                                   "kcr_manager_remove_informer: informer %s is not "
+                                   "in this manager's registry (never made by it, "
+                                   "or removed already)",
+                                   kcr_informer_name(inf));
+  kcr__informer_retire(inf); /* stopped and emptied; freed by kcr_manager_free */
+  KCR_LOG(KCR_LOG_INFO, "manager: informer removed", KCR_S("informer", x.res),
+          KCR_S("namespaces", *x.ns ? x.ns : "every namespace"));
+  free(x.res);
+  free(x.ns);
+  free(x.opts);
+  return KCR_OK;
 }
 
 kcr_err kcr_manager_uncached(kcr_manager *m, const struct kcr_gvr *gvr,
@@ -769,8 +836,10 @@ bool kcr_manager_leading(kcr_manager *m)
 }
 
 /* /readyz "informers": every informer synced, but for those awaiting
- * their CRD (kcr_informer_opts.await_crd), which pass with a note naming
- * them: the manager runs without them, and only their controllers wait. */
+ * their CRD (kcr_informer_opts.await_crd) and those added while running
+ * (not over their budget), which pass with a note naming them: the
+ * manager runs without them, and only their controllers and readers
+ * wait. */
 static bool informers_synced(void *ud, char *reason, size_t n)
 {
   kcr_manager *m = ud;
@@ -783,8 +852,10 @@ static bool informers_synced(void *ud, char *reason, size_t n)
     kcr_informer *inf = m->inf[i].inf;
     if(!kcr_informer_why_unsynced(inf, why, sizeof(why)))
       continue;
-    if(kcr_informer_awaiting_crd(inf))
-      kcr_buf_printf(&note, "%s%s", note.len ? "; " : "", why);
+    if(kcr_informer_awaiting_crd(inf) ||
+       (m->inf[i].late && !kcr_informer_over_budget(inf)))
+      kcr_buf_printf(&note, "%s%s%s", note.len ? "; " : "", why,
+                     m->inf[i].late ? " (added while running)" : "");
     else {
       snprintf(reason, n, "%s", why);
       ok = false;
@@ -1051,33 +1122,59 @@ static void *signal_thread(void *p)
   return NULL;
 }
 
-/* Waits until all informers synced; names the first that did not. */
+/* The first informer not synced (but for those awaiting their CRD), or
+ * NULL. One removed meanwhile stays valid (retired) and is stopped. */
+static kcr_informer *first_unsynced(kcr_manager *m)
+{
+  kcr_informer *inf = NULL;
+  pthread_mutex_lock(&m->inf_mu);
+  for(size_t i = 0; i < m->ninf && !inf; i++)
+    if(!kcr_informer_has_synced(m->inf[i].inf) &&
+       !kcr_informer_awaiting_crd(m->inf[i].inf))
+      inf = m->inf[i].inf;
+  pthread_mutex_unlock(&m->inf_mu);
+  return inf;
+}
+
+/* Waits until all informers synced (one awaiting its CRD is not waited
+ * for: only its controllers wait); names the first that did not. */
 static bool wait_synced(kcr_manager *m)
 {
   uint64_t deadline = kcr_time_deadline_ms(m->o.sync_timeout_ms); /* FOREVER: never */
-  for(size_t i = 0; i < m->ninf; i++) {
-    /* (one awaiting its CRD is not waited for: only its controllers wait) */
-    while(!kcr_informer_has_synced(m->inf[i].inf) &&
-          !kcr_informer_awaiting_crd(m->inf[i].inf)) {
-      uint64_t now = kcr_time_mono_ms();
-      if(atomic_load(&m->stop))
-        return false;
-      if(now >= deadline) {
-        char why[256];
-        kcr_informer_why_unsynced(m->inf[i].inf, why, sizeof(why));
-        KCR_LOG(KCR_LOG_ERROR,
-                "manager: timed out waiting for caches to sync; check the "
-                "resource exists (CRD installed: or set await_crd to run without "
-                "it until it is) and RBAC allows list and watch",
-                KCR_S("informer", kcr_informer_name(m->inf[i].inf)), KCR_S("why", why),
-                KCR_I("timeoutMs", m->o.sync_timeout_ms));
-        return false;
-      }
-      kcr_informer_wait_synced(m->inf[i].inf,
-                               deadline - now < 200 ? deadline - now : 200);
+  kcr_informer *inf;
+  while((inf = first_unsynced(m))) {
+    uint64_t now = kcr_time_mono_ms();
+    if(atomic_load(&m->stop))
+      return false;
+    if(now >= deadline) {
+      char why[256];
+      kcr_informer_why_unsynced(inf, why, sizeof(why));
+      KCR_LOG(KCR_LOG_ERROR,
+              "manager: timed out waiting for caches to sync; check the "
+              "resource exists (CRD installed: or set await_crd to run without "
+              "it until it is) and RBAC allows list and watch",
+              KCR_S("informer", kcr_informer_name(inf)), KCR_S("why", why),
+              KCR_I("timeoutMs", m->o.sync_timeout_ms));
+      return false;
     }
+    kcr_informer_wait_synced(inf, deadline - now < 200 ? deadline - now : 200);
   }
   return true;
+}
+
+/* Stops every informer (run is ending); none added from now on starts. */
+static void stop_informers(kcr_manager *m)
+{
+  kcr_informer *v[MAX_INFORMERS];
+  size_t n;
+  pthread_mutex_lock(&m->inf_mu);
+  m->inf_running = false;
+  n = m->ninf;
+  for(size_t i = 0; i < n; i++)
+    v[i] = m->inf[i].inf;
+  pthread_mutex_unlock(&m->inf_mu);
+  for(size_t i = 0; i < n; i++)
+    kcr_informer_stop(v[i]);
 }
 
 static bool become_leader(kcr_manager *m)
@@ -1173,19 +1270,26 @@ int kcr_manager_run(kcr_manager *m)
     status = 2;
     goto out;
   }
-  for(size_t i = 0; i < m->ninf; i++) {
+  pthread_mutex_lock(&m->inf_mu);
+  m->inf_running = true; /* from now on an informer added starts at once */
+  for(size_t i = 0; i < m->ninf && !status; i++) {
     if(kcr_informer_start(m->inf[i].inf)) {
       KCR_LOG(KCR_LOG_ERROR, "manager: cannot start an informer (out of threads?)",
               KCR_S("informer", kcr_informer_name(m->inf[i].inf)));
       status = 1;
-      goto out;
     }
   }
+  pthread_mutex_unlock(&m->inf_mu);
+  if(status)
+    goto out;
   if(!wait_synced(m)) {
     status = atomic_load(&m->stop) ? 0 : 1;
     goto out;
   }
-  KCR_LOG(KCR_LOG_INFO, "manager: caches synced", KCR_I("informers", m->ninf));
+  pthread_mutex_lock(&m->inf_mu);
+  size_t ninf = m->ninf;
+  pthread_mutex_unlock(&m->inf_mu);
+  KCR_LOG(KCR_LOG_INFO, "manager: caches synced", KCR_I("informers", ninf));
   if(m->o.leader_elect && !become_leader(m)) {
     status = atomic_load(&m->lost) ? 1 : 0;
     goto out;
@@ -1221,8 +1325,7 @@ out:
   flush_recorders(m, grace_end);
   if(m->leader)
     kcr_leader_stop(m->leader); /* releases the lease if we hold it */
-  for(size_t i = 0; i < m->ninf; i++)
-    kcr_informer_stop(m->inf[i].inf);
+  stop_informers(m);
   kcr_certs_stop(m->certs);
   for(int i = 0; i < 3; i++)
     if(m->srv[i])
@@ -1260,6 +1363,9 @@ void kcr_manager_free(kcr_manager *m)
     free(m->inf[i].ns);
     free(m->inf[i].opts);
   }
+  for(size_t i = 0; i < m->nretired; i++)
+    kcr_informer_free(m->retired[i]);
+  free(m->retired);
   kcr_certs_free(m->certs); /* before the server it hands certificates to */
   for(int i = 0; i < 3; i++)
     kcr_httpd_free(m->srv[i]);
