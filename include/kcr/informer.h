@@ -150,11 +150,11 @@ struct kcr_informer_opts {
    * (kcr_watch_opts.send_initial_events) brings every object as an event,
    * then a bookmark at which they are applied to the store as a list
    * would be - on_add, on_update, on_delete as for a list, and synced -
-   * and then goes on as the watch. No page of objects is held, and on a
-   * relist an object that did not change (the same uid and
-   * resourceVersion) is the cached one again rather than a second copy -
-   * and is not told again (a paged relist tells on_update for every
-   * object it brings). A server that refuses it (the WatchList feature
+   * and then goes on as the watch. No page of objects is held. On a
+   * relist, streaming or paged, an object that did not change (the same
+   * uid and resourceVersion) is the cached one again rather than a
+   * second copy, and is not told again (on_update comes for what
+   * changed). A server that refuses it (the WatchList feature
    * gate off: 422; an older or aggregated apiserver: 400, 406, 501), or
    * that ignores the parameters - sends an event other than ADDED before
    * the end bookmark, no end bookmark within initial_events_wait_ms of
@@ -180,10 +180,9 @@ struct kcr_informer_opts {
    * an empty cache. Once a list fits, the store is filled again as at
    * start - on_add for every object; an object deleted meanwhile gets no
    * on_delete, as after a restart - and the informer is synced again.
-   * A streaming relist reuses unchanged objects (see paged_list), so it
-   * costs only what changed on top of the store; a paged relist holds
-   * what it lists beside the store until it is applied, so with paged
-   * lists leave room for the store twice plus a page (page_size objects).
+   * A relist reuses unchanged objects (see paged_list), so it costs what
+   * changed on top of the store, and a paged one a page more (page_size
+   * objects' text).
    * Counted in kcr_informer_budget_exceeded_total{informer} and
    * kcr_informer_stats.budget_exceeded. */
   uint64_t max_bytes;

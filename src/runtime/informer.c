@@ -3,13 +3,15 @@
  *   EMPTY/LISTING: a streaming list (do_stream: a watch with
  *     sendInitialEvents whose initial events are gathered - an unchanged
  *     object as the cached one - until the end bookmark), or a paged LIST
- *     (do_list: kcr_list_each_text collects every page into new objects)
+ *     (do_list: kcr_list_each_text collects every page's items into
+ *     objects, an unchanged one as the cached one)
  *     where the server refuses streaming or sends no end bookmark in time
  *     (the timer thread cancels it), or with opts.paged_list. Either way
  *     apply_list puts the list in the store (kcr_store_replace swaps it
  *     in); handlers get on_add for new keys, on_update(old, new) for keys
- *     already cached, on_delete for keys that vanished (missed deletes
- *     while we were not watching). -> WATCHING (the streaming list's own
+ *     cached with another resourceVersion (nothing for unchanged ones),
+ *     on_delete for keys that vanished (missed deletes while we were not
+ *     watching). -> WATCHING (the streaming list's own
  *     stream goes on as the watch).
  *   WATCHING: one watch from `rv` with a random timeout; ADDED/MODIFIED put
  *     into the store, DELETED removes; the watch tracks rv (bookmarks too).
@@ -935,7 +937,8 @@ static kcr_err put_listed(struct feed *f, struct kcr__obj_list *c, kcr_obj **pre
 
 /* Applies a whole list - c's objects (taken) at resourceVersion rv (taken)
  * - to the store: the whole store, or one namespace's part of it; tells
- * the handlers (on_update for keys cached before, on_add for new ones,
+ * the handlers (on_update for keys cached before - but for unchanged
+ * ones, the cached object itself - on_add for new ones,
  * on_delete for those that vanished) and marks the feed synced. On error
  * f->rv and synced stay as they were and the list is to be made again;
  * the whole store is left as it was, one namespace's keeps what was put
@@ -1038,13 +1041,35 @@ static kcr_err gather_page(size_t len, void *ud)
   return check_budget(g->f);
 }
 
+/* A listed object o (taken) that the store holds unchanged - the same
+ * uid and resourceVersion - is the stored one again, so a relist holds no
+ * second copy of what did not change (and tells nothing of it). Returns
+ * the object to gather, and whether it is the store's (no bytes of its
+ * own). */
+static kcr_obj *reuse_cached(kcr_informer *inf, kcr_obj *o, bool *reused)
+{
+  kcr_obj *cached = kcr_store_ref_key(inf->store, kcr_obj_key(o));
+  *reused = cached && !strcmp(kcr_obj_uid(cached), kcr_obj_uid(o)) &&
+            !strcmp(kcr_obj_rv(cached), kcr_obj_rv(o));
+  if(!*reused) {
+    kcr_obj_unref(cached);
+    return o;
+  }
+  kcr_obj_unref(o);
+  return cached;
+}
+
 static kcr_err gather_item(const char *text, size_t len, void *ud)
 {
   struct gather *g = ud;
   size_t n0 = g->l.n;
+  bool reused;
   kcr_err rc = kcr__obj_list_add(text, len, &g->l);
   if(rc || g->l.n == n0) /* (an item without a name is skipped) */
     return rc;
+  g->l.objs[n0] = reuse_cached(g->f->inf, g->l.objs[n0], &reused);
+  if(reused) /* the store's: no more bytes */
+    return KCR_OK;
   hold(g->f, kcr_obj_size(g->l.objs[n0]));
   return check_budget(g->f);
 }
@@ -1095,7 +1120,7 @@ static enum state do_list(struct feed *f)
 static kcr_err initial_event(struct feed *f, const struct kcr_watch_event *ev, kcr_obj *o)
 {
   kcr_informer *inf = f->inf;
-  kcr_obj *cached;
+  bool reused;
   kcr_err rc = KCR_OK;
 
   pthread_mutex_lock(&inf->mu);
@@ -1108,20 +1133,12 @@ static kcr_err initial_event(struct feed *f, const struct kcr_watch_event *ev, k
     f->init->ignored = true;
     return KCR_ECANCELED;
   }
-  cached = kcr_store_ref_key(inf->store, kcr_obj_key(o));
-  if(cached && !strcmp(kcr_obj_uid(cached), kcr_obj_uid(o)) &&
-     !strcmp(kcr_obj_rv(cached), kcr_obj_rv(o))) {
-    kcr_obj_unref(o);
-    o = cached;
-  } else {
-    kcr_obj_unref(cached);
-    cached = NULL;
-  }
+  o = reuse_cached(inf, o, &reused);
   if((rc = kcr__obj_list_push(&f->init->l, o))) {
     kcr_obj_unref(o); /* not gathered: the stream ends, and the list is made again */
     return rc;
   }
-  if(cached) /* the store's: no more bytes */
+  if(reused) /* the store's: no more bytes */
     return KCR_OK;
   hold(f, kcr_obj_size(o));
   return check_budget(f);
