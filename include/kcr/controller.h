@@ -44,8 +44,10 @@
  * awaits its CRD (kcr_informer_opts.await_crd: not synced because the CRD
  * does not serve the resource, or does again but the list is not in), no
  * key is reconciled - a worker holds the key it took, the others' keys
- * wait in the queue, deduplicated - so no reconcile reads "not found"
- * from an emptied cache and acts on it.
+ * wait in the queue, deduplicated - so no reconcile begun while the cache
+ * is emptied reads "not found" there and acts on it (one already running
+ * when it empties may: kcr_manager_get then says KCR_EBUDGET for the
+ * budget; level-based reconcilers correct it on the next pass).
  *
  * Metrics (controller-runtime's names): controller_runtime_reconcile_total
  * {controller,result}, controller_runtime_reconcile_errors_total,

@@ -271,7 +271,9 @@ KCR_API kcr_store *kcr_informer_store(kcr_informer *inf);
  * Borrowed, valid until kcr_informer_free(). Thread safety: any thread. */
 KCR_API const char *kcr_informer_name(const kcr_informer *inf);
 /* Starts the threads. All or nothing: KCR_ENOMEM if a thread cannot be made
- * (then nothing runs and nothing was listed; start may be tried again),
+ * (then nothing runs and nothing was listed; start may be tried again -
+ * but with namespace_selector and await_crd both, a failure after the
+ * first of their informers started is final, as a stop),
  * KCR_EINVAL if already started or stopped. Thread safety: the setup
  * thread. */
 KCR_API kcr_err kcr_informer_start(kcr_informer *inf);
@@ -310,7 +312,8 @@ KCR_API bool kcr_informer_awaiting_crd(kcr_informer *inf);
 KCR_API bool kcr_informer_why_unsynced(kcr_informer *inf, char *buf, size_t n);
 /* Stops the threads (cancels the watches; a LIST in flight ends after the
  * page it is reading) and joins them; handlers are not called after it
- * returns. Idempotent. A stopped informer does not start again (start:
+ * returns. Idempotent, also from two threads at once (the second returns
+ * when the first has stopped it). A stopped informer does not start again (start:
  * KCR_EINVAL). Thread safety: any thread but the informer's own (not from
  * a handler). */
 KCR_API void kcr_informer_stop(kcr_informer *inf);

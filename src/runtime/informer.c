@@ -81,7 +81,9 @@
 #include "runtime/store-int.h"
 
 #define MAX_HANDLERS 16
-#define NOT_SERVED   "the resource's CustomResourceDefinition stopped serving it"
+#define DROPPED                                                                          \
+  "not applied: the cache was emptied while it was listed (over its byte budget, or "    \
+  "its CustomResourceDefinition stopped serving it)"
 
 enum state { ST_LISTING, ST_WATCHING, ST_STOPPED };
 
@@ -104,7 +106,7 @@ struct feed {
   unsigned seed;
   kcr_err last_err;     /* to log a repeated error once */
   size_t held;          /* the store's objects of ns (not whole): under inf->wmu */
-  unsigned gen;         /* under inf->wmu: inf->gen when its list was applied */
+  unsigned gen;         /* feed thread: inf->gen when its list was begun and applied */
   size_t inflight;      /* bytes of its list not applied yet: feed thread */
   struct initial *init; /* a streaming list's, until it is applied: feed thread */
   struct feed *next;
@@ -121,6 +123,7 @@ struct initial {
   bool ignored;           /* feed thread: the server does not stream lists */
   uint64_t started_ms;    /* when the stream was asked for */
   uint64_t last_ms;       /* under inf->mu: when the last event came */
+  unsigned gen;           /* inf->gen when the stream was asked for */
 };
 
 struct kcr_informer {
@@ -141,10 +144,12 @@ struct kcr_informer {
   pthread_mutex_t mu;
   pthread_cond_t cv; /* stop requests, sync, go */
   bool stopping, started, synced;
-  bool go;             /* under mu: every thread was made; the feeds may list */
-  struct feed *feeds;  /* under mu (the list; each feed's own fields as said) */
-  kcr_informer *nsinf; /* opts.namespace_selector: the namespaces' informer */
-  pthread_mutex_t wmu; /* one store writer at a time (kcr/store.h) */
+  bool go;                 /* under mu: every thread was made; the feeds may list */
+  struct feed *feeds;      /* under mu (the list; each feed's own fields as said) */
+  kcr_informer *nsinf;     /* opts.namespace_selector: the namespaces' informer */
+  pthread_mutex_t wmu;     /* one store writer at a time (kcr/store.h) */
+  pthread_mutex_t stop_mu; /* one kcr_informer_stop at a time: the second
+                              waits for the first (joins are not shared) */
   pthread_t resync_th, timer_th;
   bool has_resync_th, has_timer_th;
 
@@ -153,7 +158,9 @@ struct kcr_informer {
 
   /* The byte budget (opts.max_bytes). */
   atomic_size_t inflight; /* every feed's inflight */
-  unsigned gen;           /* under wmu: one more each time the store is emptied */
+  atomic_uint gen;        /* one more each time the store is emptied: under mu,
+                             before the emptying (so a list or event that sees
+                             the old one under wmu is cleared after) */
   atomic_bool over;       /* written under mu: emptied, not synced again since */
   size_t over_bytes;      /* under mu: the bytes it reached */
   char *what;             /* what it selects, for the messages */
@@ -179,6 +186,7 @@ static void feed_free(struct feed *f);
 static void ns_entered(kcr_obj *o, void *ud);
 static void ns_left(kcr_obj *o, void *ud);
 static void ns_seen(kcr_obj *old, kcr_obj *cur, void *ud);
+static bool synced_locked(kcr_informer *inf, bool nsdone);
 static void crd_seen(kcr_obj *o, void *ud);
 static void crd_changed(kcr_obj *old, kcr_obj *cur, void *ud);
 static void crd_deleted(kcr_obj *o, void *ud);
@@ -412,6 +420,7 @@ kcr_err kcr_informer_new(const struct kcr_informer_opts *opts, kcr_informer **ou
   atomic_init(&inf->inflight, 0);
   atomic_init(&inf->over, false);
   atomic_init(&inf->served, !o->await_crd);
+  atomic_init(&inf->gen, 0);
   inf->o = *o;
   inf->o.keep = NULL;       /* the caller's: compiled into proj */
   inf->o.namespaces = NULL; /* the caller's: made into feeds */
@@ -439,6 +448,7 @@ kcr_err kcr_informer_new(const struct kcr_informer_opts *opts, kcr_informer **ou
   inf->o.gvr = &inf->gvr;
   pthread_mutex_init(&inf->mu, NULL);
   pthread_mutex_init(&inf->wmu, NULL);
+  pthread_mutex_init(&inf->stop_mu, NULL);
   {
     pthread_condattr_t ca; /* deadlines on the monotonic clock */
     pthread_condattr_init(&ca);
@@ -647,10 +657,14 @@ static bool sleep_unless_stopped(kcr_informer *inf, struct feed *f, uint64_t ms)
  * gathered objects (a streaming list's reused ones are the store's, not
  * counted twice) and the page being read. Going over it empties the store
  * at once (go_over) and makes every feed list again: a new generation
- * (inf->gen, under wmu). A feed's part of the store is of the generation
- * its last list was applied in; a watch event of an older one is not put
- * (the feed lists again first), so nothing of before the emptying comes
- * back half. */
+ * (inf->gen). A feed's part of the store is of the generation its last
+ * list was begun in; a list begun in an older one is dropped (apply_list),
+ * a watch event of an older one is not put (the feed lists again first),
+ * and a feed is synced only if no emptying came while its list was told,
+ * so nothing of before the emptying comes back half. The order that makes
+ * it so (empty_cache): unsync and a new generation under mu, then the
+ * clear under wmu; the feeds check the generation under wmu when they
+ * write, and under mu when they mark themselves synced. */
 
 static void hold(struct feed *f, size_t n)
 {
@@ -665,31 +679,34 @@ static void release(struct feed *f, size_t n)
 }
 
 /* Whether the feed's part of the store was emptied since its list. */
-static bool stale(struct feed *f)
-{
-  pthread_mutex_lock(&f->inf->wmu);
-  bool st = f->gen != f->inf->gen;
-  pthread_mutex_unlock(&f->inf->wmu);
-  return st;
-}
+static bool stale(struct feed *f) { return f->gen != atomic_load(&f->inf->gen); }
 
 /* Empties the store (no on_delete: nothing was deleted) into a new
- * generation, unsyncs, and cancels every feed's watch but except's (which
+ * generation, unsynced first - with over set (used bytes) when it is for
+ * the budget, in the same step, so no reader sees it synced, or not over,
+ * while it is empty - and cancels every feed's watch but except's (which
  * ends by itself), so each lists again before it puts anything. Not under
  * mu or wmu. */
-static void empty_cache(kcr_informer *inf, struct feed *except)
+static void empty_cache(kcr_informer *inf, struct feed *except, bool over, size_t used)
 {
+  pthread_mutex_lock(&inf->mu);
+  if(over) {
+    atomic_store(&inf->over, true);
+    inf->over_bytes = used;
+    inf->stats.budget_exceeded++;
+  }
+  atomic_fetch_add(&inf->gen, 1);
+  inf->synced = false;
+  for(struct feed *g = inf->feeds; g; g = g->next)
+    g->synced = false;
+  pthread_mutex_unlock(&inf->mu);
   pthread_mutex_lock(&inf->wmu);
-  inf->gen++;
   kcr__store_clear(inf->store);
   pthread_mutex_unlock(&inf->wmu);
   pthread_mutex_lock(&inf->mu);
-  inf->synced = false;
-  for(struct feed *g = inf->feeds; g; g = g->next) {
-    g->synced = false;
+  for(struct feed *g = inf->feeds; g; g = g->next)
     if(g->watch && g != except)
       kcr_watch_cancel(g->watch);
-  }
   pthread_cond_broadcast(&inf->cv);
   pthread_mutex_unlock(&inf->mu);
   update_gauges(inf);
@@ -701,12 +718,7 @@ static void go_over(struct feed *f, size_t used)
 {
   kcr_informer *inf = f->inf;
 
-  pthread_mutex_lock(&inf->mu);
-  atomic_store(&inf->over, true);
-  inf->over_bytes = used;
-  inf->stats.budget_exceeded++;
-  pthread_mutex_unlock(&inf->mu);
-  empty_cache(inf, f); /* (f's own watch ends with KCR_EBUDGET) */
+  empty_cache(inf, f, true, used); /* (f's own watch ends with KCR_EBUDGET) */
   kcr_metric_inc(inf->m_budget, (const char *[]){inf->name, NULL}, 1);
   KCR_LOG(KCR_LOG_ERROR,
           "informer: over its byte budget; its cache is emptied and listed again with "
@@ -777,7 +789,7 @@ static void crd_is(kcr_informer *inf, const kcr_obj *o)
     KCR_LOG(KCR_LOG_INFO, "informer: its CustomResourceDefinition serves it; listing",
             KCR_S("informer", inf->name), KCR_S("version", inf->version));
   else if(!now && was) {
-    empty_cache(inf, NULL);
+    empty_cache(inf, NULL, false, 0);
     KCR_LOG(KCR_LOG_WARN,
             "informer: its CustomResourceDefinition does not serve it; cache emptied, "
             "waiting for it",
@@ -943,10 +955,20 @@ static kcr_err put_listed(struct feed *f, struct kcr__obj_list *c, kcr_obj **pre
  * f->rv and synced stay as they were and the list is to be made again;
  * the whole store is left as it was, one namespace's keeps what was put
  * (newer objects, told). ei says what failed. */
+/* Under wmu: why a list begun in generation gen0 is not to be applied -
+ * the cache was emptied since, or the CRD stopped serving - or KCR_OK. */
+static kcr_err list_dropped(kcr_informer *inf, unsigned gen0)
+{
+  if(atomic_load(&inf->gen) == gen0 && atomic_load(&inf->served))
+    return KCR_OK;
+  return atomic_load(&inf->over) ? KCR_EBUDGET : KCR_ENOTFOUND;
+}
+
 static kcr_err apply_list(struct feed *f, struct kcr__obj_list *c, char *rv,
-                          struct kcr_errinfo *ei)
+                          unsigned gen0, struct kcr_errinfo *ei)
 {
   kcr_informer *inf = f->inf;
+  bool nsdone;
   kcr_obj **prev = NULL, **gone = NULL;
   size_t ngone = 0, nput = 0;
   kcr_err rc = KCR_OK;
@@ -957,18 +979,18 @@ static kcr_err apply_list(struct feed *f, struct kcr__obj_list *c, char *rv,
     rc = kcr_errinfo_set(ei, KCR_ENOMEM, "out of memory handling the list");
   if(!rc && !f->whole) {
     pthread_mutex_lock(&inf->wmu);
-    if(f->gen != inf->gen) { /* emptied since: it holds nothing */
-      f->held = 0;
-      f->gen = inf->gen;
+    if(!(rc = list_dropped(inf, gen0))) {
+      if(f->gen != gen0) { /* emptied since its last list: it holds nothing */
+        f->held = 0;
+        f->gen = gen0;
+      }
+      rc = put_listed(f, c, prev, &nput, &gone, &ngone);
     }
-    rc = atomic_load(&inf->served) ? put_listed(f, c, prev, &nput, &gone, &ngone)
-                                   : KCR_ENOTFOUND;
     pthread_mutex_unlock(&inf->wmu);
     if(rc)
-      kcr_errinfo_set(ei, rc,
-                      rc == KCR_ENOTFOUND ? NOT_SERVED
-                                          : "out of memory putting "
-                                            "the list into the store");
+      kcr_errinfo_set(ei, rc, "%s",
+                      rc == KCR_ENOMEM ? "out of memory putting the list into the store"
+                                       : DROPPED);
   }
   for(size_t i = 0; !rc && f->whole && i < c->n; i++) {
     prev[i] = kcr_store_ref_key(inf->store, kcr_obj_key(c->objs[i]));
@@ -976,15 +998,13 @@ static kcr_err apply_list(struct feed *f, struct kcr__obj_list *c, char *rv,
   }
   if(!rc && f->whole) {
     pthread_mutex_lock(&inf->wmu);
-    rc = atomic_load(&inf->served)
-             ? kcr_store_replace(inf->store, c->objs, c->n, &gone, &ngone)
-             : KCR_ENOTFOUND;
-    if(!rc)
-      f->gen = inf->gen;
+    if(!(rc = list_dropped(inf, gen0)) &&
+       !(rc = kcr_store_replace(inf->store, c->objs, c->n, &gone, &ngone)))
+      f->gen = gen0;
     pthread_mutex_unlock(&inf->wmu);
     if(rc) {
-      kcr_errinfo_set(
-          ei, rc, rc == KCR_ENOTFOUND ? NOT_SERVED : "out of memory replacing the store");
+      kcr_errinfo_set(ei, rc, "%s",
+                      rc == KCR_ENOMEM ? "out of memory replacing the store" : DROPPED);
       for(size_t i = 0; i < c->n; i++)
         kcr_obj_unref(c->objs[i]); /* the store did not take them */
     }
@@ -1016,9 +1036,16 @@ static kcr_err apply_list(struct feed *f, struct kcr__obj_list *c, char *rv,
     emit_delete(inf, gone[i]);
   kcr_objs_unref(gone, ngone);
   kcr_objs_unref(prev, c->n);
-  /* Synced means the store holds the list and every handler has seen it. */
+  /* Synced means the store holds the list and every handler has seen it -
+   * unless the cache was emptied meanwhile (then run lists again). The
+   * informer's own synced is worked out now, not only when asked, so that
+   * over clears without a reader. */
+  nsdone = !inf->nsinf || kcr_informer_has_synced(inf->nsinf);
   pthread_mutex_lock(&inf->mu);
-  f->synced = true;
+  if(atomic_load(&inf->gen) == gen0) {
+    f->synced = true;
+    synced_locked(inf, nsdone);
+  }
   pthread_cond_broadcast(&inf->cv);
   pthread_mutex_unlock(&inf->mu);
   kcr_objs_unref(c->objs, c->n);
@@ -1092,6 +1119,7 @@ static enum state do_list(struct feed *f)
                              .metadata_only = inf->o.metadata_only};
   char *rv = NULL;
   enum state next = ST_WATCHING;
+  unsigned gen0 = atomic_load(&inf->gen);
   kcr_err rc;
 
   count(inf, &inf->stats.lists);
@@ -1103,7 +1131,7 @@ static enum state do_list(struct feed *f)
     kcr_objs_unref(c.objs, c.n);
     free(rv);
   } else {
-    rc = apply_list(f, &c, rv, &ei);
+    rc = apply_list(f, &c, rv, gen0, &ei);
   }
   if(rc == KCR_ECANCELED) /* stopped while listing */
     next = ST_STOPPED;
@@ -1167,7 +1195,7 @@ static kcr_err initial_end(struct feed *f, const struct kcr_watch_event *ev)
   if(!(rv = strdup(ev->resource_version)))
     return KCR_ENOMEM;
   f->init->l = (struct kcr__obj_list){0};
-  rc = apply_list(f, &l, rv, NULL);
+  rc = apply_list(f, &l, rv, f->init->gen, NULL);
   pthread_mutex_lock(&inf->mu);
   f->init->applying = false;
   f->init->applied = !rc;
@@ -1216,7 +1244,7 @@ static kcr_err on_event(struct kcr_watch_event *ev, void *ud)
     kcr_obj_ref(o); /* one for the store */
     pthread_mutex_lock(&inf->wmu);
     /* (emptied for the budget since the feed's list: it lists again first) */
-    rc = f->gen != inf->gen ? KCR_EBUDGET : kcr_store_put(inf->store, o, &old);
+    rc = stale(f) ? KCR_EBUDGET : kcr_store_put(inf->store, o, &old);
     if(!rc && !old)
       f->held++;
     pthread_mutex_unlock(&inf->wmu);
@@ -1235,7 +1263,7 @@ static kcr_err on_event(struct kcr_watch_event *ev, void *ud)
     break;
   case KCR_WATCH_DELETED:
     pthread_mutex_lock(&inf->wmu);
-    if(f->gen != inf->gen)
+    if(stale(f))
       rc = KCR_EBUDGET;
     else
       kcr_store_delete_key(inf->store, kcr_obj_key(o), &old);
@@ -1301,7 +1329,9 @@ static kcr_err run_watch(struct feed *f, kcr_watch *w, struct kcr_errinfo *ei)
   kcr_err rc;
 
   pthread_mutex_lock(&inf->mu);
-  if(inf->stopping || f->stopping || (f->init && f->init->timed_out))
+  /* (a cache emptied before now: its sweep did not see this watch) */
+  if(inf->stopping || f->stopping || (f->init && f->init->timed_out) ||
+     (!f->init && stale(f)))
     kcr_watch_cancel(w);
   f->watch = w;
   pthread_mutex_unlock(&inf->mu);
@@ -1331,8 +1361,12 @@ static enum state after_watch(struct feed *f, kcr_err rc, struct kcr_errinfo *ei
   case KCR_OK: /* the server's timeout: watch again from rv */
     f->last_err = KCR_OK;
     return ST_WATCHING;
-  case KCR_ECANCELED: /* stopping, or emptied for the budget (run lists again) */
-    return stopping(f) ? ST_STOPPED : ST_WATCHING;
+  case KCR_ECANCELED: /* stopping, or emptied (run lists again), or else */
+    if(stopping(f))
+      return ST_STOPPED;
+    if(stale(f) || !atomic_load(&inf->served))
+      return ST_WATCHING;
+    return fail_and_wait(f, "watch", rc, ei) ? ST_WATCHING : ST_STOPPED;
   case KCR_EBUDGET: /* emptied: run lists again after backoff */ return ST_WATCHING;
   case KCR_EGONE:
     count(inf, &inf->stats.relists_gone);
@@ -1449,7 +1483,8 @@ static enum state do_stream(struct feed *f)
   struct initial in = {
       .l = {.who = inf->name, .flags = inf->obj_flags, .proj = inf->proj},
       .started_ms = kcr_time_mono_ms(),
-      .last_ms = kcr_time_mono_ms()};
+      .last_ms = kcr_time_mono_ms(),
+      .gen = atomic_load(&inf->gen)};
   uint64_t t0 = kcr_time_mono_ms(), events0 = events_now(inf);
   const char *why = NULL;
   kcr_watch *w;
@@ -1523,8 +1558,10 @@ static void *run(void *p)
         break;
       kcr_backoff_reset(&f->backoff);
       st = ST_LISTING;
-    } else if(st == ST_WATCHING && stale(f)) { /* emptied for the budget: list again */
-      if(!sleep_unless_stopped(inf, f, kcr_backoff_next(&f->backoff)))
+    } else if(st == ST_WATCHING && stale(f)) { /* emptied: list again */
+      /* after backoff when for the budget; at once for the CRD */
+      if(atomic_load(&inf->over) &&
+         !sleep_unless_stopped(inf, f, kcr_backoff_next(&f->backoff)))
         break;
       st = ST_LISTING;
     }
@@ -1709,6 +1746,7 @@ static void stop_feeds(kcr_informer *inf)
 kcr_err kcr_informer_start(kcr_informer *inf)
 {
   kcr_err rc = KCR_OK;
+  bool nested = false; /* a nested informer was started */
 
   if(inf->started || inf_stopping(inf)) /* running, or stopped for good */
     return KCR_EINVAL;
@@ -1734,10 +1772,10 @@ kcr_err kcr_informer_start(kcr_informer *inf)
       f->has_th = true;
   inf->started = !rc; /* from now on a namespace that enters gets a thread */
   pthread_mutex_unlock(&inf->mu);
-  if(!rc && inf->nsinf)
-    rc = kcr_informer_start(inf->nsinf);
-  if(!rc && inf->crdinf)
-    rc = kcr_informer_start(inf->crdinf);
+  if(!rc && inf->nsinf && !(rc = kcr_informer_start(inf->nsinf)))
+    nested = true;
+  if(!rc && inf->crdinf && !(rc = kcr_informer_start(inf->crdinf)))
+    nested = true;
   pthread_mutex_lock(&inf->mu);
   if(rc)
     inf->stopping = true;
@@ -1746,7 +1784,17 @@ kcr_err kcr_informer_start(kcr_informer *inf)
   pthread_cond_broadcast(&inf->cv);
   pthread_mutex_unlock(&inf->mu);
   if(rc) {
+    /* The nested informers first (then no feed comes or goes); one that
+     * ran cannot start again, and so neither can this one. */
+    if(nested) {
+      if(inf->nsinf)
+        kcr_informer_stop(inf->nsinf);
+      if(inf->crdinf)
+        kcr_informer_stop(inf->crdinf);
+    }
+    pthread_mutex_lock(&inf->mu);
     inf->started = false;
+    pthread_mutex_unlock(&inf->mu);
     stop_feeds(inf);
     if(inf->has_resync_th)
       pthread_join(inf->resync_th, NULL);
@@ -1754,9 +1802,9 @@ kcr_err kcr_informer_start(kcr_informer *inf)
       pthread_join(inf->timer_th, NULL);
     inf->has_resync_th = inf->has_timer_th = false;
     pthread_mutex_lock(&inf->mu);
-    inf->stopping = false; /* may be tried again */
+    inf->stopping = nested; /* may be tried again, unless a nested one ran */
     for(struct feed *f = inf->feeds; f; f = f->next)
-      atomic_store(&f->quit, false);
+      atomic_store(&f->quit, nested);
     pthread_mutex_unlock(&inf->mu);
   }
   return rc;
@@ -1816,6 +1864,8 @@ bool kcr_informer_awaiting_crd(kcr_informer *inf)
 
 bool kcr__informer_holds_keys(kcr_informer *inf)
 {
+  if(inf_stopping(inf)) /* stopped: it will not sync again; do not wait on it */
+    return false;
   return atomic_load(&inf->over) || (inf->crdinf && !kcr_informer_has_synced(inf));
 }
 
@@ -1869,6 +1919,7 @@ bool kcr_informer_selects_namespace(kcr_informer *inf, const char *ns)
 
 void kcr_informer_stop(kcr_informer *inf)
 {
+  pthread_mutex_lock(&inf->stop_mu);
   pthread_mutex_lock(&inf->mu);
   inf->stopping = true;
   pthread_cond_broadcast(&inf->cv);
@@ -1886,12 +1937,13 @@ void kcr_informer_stop(kcr_informer *inf)
     inf->started = false;
     inf->has_resync_th = inf->has_timer_th = false;
   }
+  pthread_mutex_unlock(&inf->stop_mu);
 }
 
 void kcr__informer_retire(kcr_informer *inf)
 {
   kcr_informer_stop(inf);
-  empty_cache(inf, NULL);
+  empty_cache(inf, NULL, false, 0);
 }
 
 void kcr_informer_free(kcr_informer *inf)
@@ -1910,6 +1962,7 @@ void kcr_informer_free(kcr_informer *inf)
   kcr__proj_free(inf->proj);
   pthread_mutex_destroy(&inf->mu);
   pthread_mutex_destroy(&inf->wmu);
+  pthread_mutex_destroy(&inf->stop_mu);
   pthread_cond_destroy(&inf->cv);
   free(inf->group);
   free(inf->version);

@@ -1122,14 +1122,15 @@ static void *signal_thread(void *p)
   return NULL;
 }
 
-/* The first informer not synced (but for those awaiting their CRD), or
- * NULL. One removed meanwhile stays valid (retired) and is stopped. */
+/* The first informer not synced (but for those awaiting their CRD and
+ * those added while run runs: rule 5), or NULL. One removed meanwhile
+ * stays valid (retired) and is stopped. */
 static kcr_informer *first_unsynced(kcr_manager *m)
 {
   kcr_informer *inf = NULL;
   pthread_mutex_lock(&m->inf_mu);
   for(size_t i = 0; i < m->ninf && !inf; i++)
-    if(!kcr_informer_has_synced(m->inf[i].inf) &&
+    if(!m->inf[i].late && !kcr_informer_has_synced(m->inf[i].inf) &&
        !kcr_informer_awaiting_crd(m->inf[i].inf))
       inf = m->inf[i].inf;
   pthread_mutex_unlock(&m->inf_mu);

@@ -202,6 +202,8 @@ static void a_missing_crd_holds_only_its_controller_until_it_is_installed(void *
   /* Removed: its objects go first (told), then the informer waits again. */
   crd_delete("gadgets");
   assert_true(wait_awaiting(igd, true, 30000));
+  for(int i = 0; i < 500 && kcr_store_len(kcr_informer_store(igd)); i++)
+    itest_sleep_ms(20); /* (awaiting and unsynced first, then emptied) */
   assert_int_equal(0, kcr_store_len(kcr_informer_store(igd)));
   assert_int_equal(200, itest_http_get(port, "/readyz?verbose", &body));
   assert_true(has(&body, "it is not installed"));
@@ -265,6 +267,8 @@ static void a_version_no_longer_served_empties_the_cache_without_deletes(void **
 
   crd_apply("gizmos", "Gizmo", true, true, false); /* v2 no longer served */
   assert_true(wait_awaiting(inf, true, 30000));
+  for(int i = 0; i < 500 && kcr_store_len(kcr_informer_store(inf)); i++)
+    itest_sleep_ms(20); /* (awaiting and unsynced first, then emptied) */
   assert_int_equal(0, kcr_store_len(kcr_informer_store(inf)));
   assert_int_equal(0, atomic_load(&n.deletes));
   assert_true(kcr_informer_why_unsynced(inf, why, sizeof(why)));

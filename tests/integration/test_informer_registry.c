@@ -136,6 +136,9 @@ static void informers_come_and_go_while_the_manager_runs(void **state)
   kcr_errinfo_cleanup(&ei);
   assert_int_equal(KCR_EINVAL, kcr_manager_remove_informer(w.m, isec, &ei));
   kcr_errinfo_cleanup(&ei);
+  make(&secrets, "Secret", ns, "s3"); /* its threads stopped: nothing comes in */
+  itest_sleep_ms(1000);
+  assert_int_equal(0, kcr_store_len(kcr_informer_store(isec)));
   assert_int_equal(200, itest_http_get(port, "/readyz", &body));
 
   /* And made again, from this thread. */
