@@ -238,6 +238,10 @@ static void res_name(const struct kcr_gvr *g, char out[RES_MAX])
   snprintf(out, RES_MAX, "%s/%s/%s", g->group ? g->group : "", g->version, g->resource);
 }
 
+/* An informer's reason for not being synced (kcr_informer_why_unsynced),
+ * as long as /readyz carries one. */
+#define WHY_MAX 512
+
 static int cmp_str(const void *a, const void *b)
 {
   return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -546,7 +550,7 @@ static kcr_err list_through(kcr_manager *m, const struct kcr_gvr *gvr, const cha
 /* KCR_EBUDGET for a cached read of inf, over its byte budget. */
 static kcr_err over_budget(kcr_informer *inf, struct kcr_errinfo *ei)
 {
-  char why[512];
+  char why[WHY_MAX];
   kcr_informer_why_unsynced(inf, why, sizeof(why));
   return kcr_errinfo_set(ei, KCR_EBUDGET, "%s", *why ? why : "over its byte budget");
 }
@@ -844,7 +848,7 @@ static bool informers_synced(void *ud, char *reason, size_t n)
 {
   kcr_manager *m = ud;
   struct kcr_buf note = KCR_BUF_INIT;
-  char why[256];
+  char why[WHY_MAX];
   bool ok = true;
 
   pthread_mutex_lock(&m->inf_mu);
@@ -1148,7 +1152,7 @@ static bool wait_synced(kcr_manager *m)
     if(atomic_load(&m->stop))
       return false;
     if(now >= deadline) {
-      char why[256];
+      char why[WHY_MAX];
       kcr_informer_why_unsynced(inf, why, sizeof(why));
       KCR_LOG(KCR_LOG_ERROR,
               "manager: timed out waiting for caches to sync; check the "

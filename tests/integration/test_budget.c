@@ -20,7 +20,8 @@ ITEST_CLIENT_FIXTURE
 
 #define BUDGET    (64 << 10)
 #define BIG_BYTES (96 << 10)
-#define SEL       "kcr-budget=yes"
+/* (long enough that the budget's sentence in /readyz is over 256 bytes) */
+#define SEL "kcr-budget=yes,!kcr-budget-a-label-no-object-has-so-the-sentence-is-long"
 
 static const struct kcr_gvr secrets = {"", "v1", "secrets", true};
 
@@ -113,6 +114,7 @@ static void over_the_budget_the_cache_empties_and_the_rest_keeps_working(void **
                                              "is over its byte budget"));
   assert_non_null(strstr(kcr_buf_str(&body), "max_bytes is 65536"));
   assert_non_null(strstr(kcr_buf_str(&body), "label selector " SEL));
+  assert_non_null(strstr(kcr_buf_str(&body), "listed again with backoff until it fits"));
   assert_int_equal(KCR_EBUDGET, kcr_manager_get(m, &itest_configmaps, ns, "a", &o, &ei));
   assert_null(o);
   assert_non_null(strstr(ei.message, "over its byte budget"));
