@@ -26,24 +26,7 @@
 #include <unistd.h>
 
 #include "kcr.h"
-
-/* A field of /proc/self/status in kB, or -1. */
-static long status_kb(const char *field)
-{
-  char line[256];
-  long v = -1;
-  size_t n = strlen(field);
-  FILE *f = fopen("/proc/self/status", "r");
-  if(!f)
-    return -1;
-  while(fgets(line, sizeof(line), f))
-    if(!strncmp(line, field, n) && line[n] == ':') {
-      v = strtol(line + n + 1, NULL, 10);
-      break;
-    }
-  fclose(f);
-  return v;
-}
+#include "proc_status.h"
 
 static void reset_peak(void)
 {
@@ -55,16 +38,17 @@ static void reset_peak(void)
   fclose(f);
 }
 
-static void report(const char *what, kcr_informer *inf, bool paged, uint64_t ms, long rss0)
+static void report(const char *what, kcr_informer *inf, bool paged, uint64_t ms,
+                   long rss0)
 {
   kcr_store *s = kcr_informer_store(inf);
-  long peak = status_kb("VmHWM");
+  long peak = proc_status("VmHWM");
   sleep(1);
   malloc_trim(0); /* settled: what stays in use, not what the heap kept */
   printf("%s mode=%s objects=%zu store_bytes=%zu sync_ms=%llu rss0_kb=%ld peak_kb=%ld "
          "settled_kb=%ld\n",
          what, paged ? "paged" : "stream", kcr_store_len(s), kcr_store_bytes(s),
-         (unsigned long long)ms, rss0, peak, status_kb("VmRSS"));
+         (unsigned long long)ms, rss0, peak, proc_status("VmRSS"));
   fflush(stdout);
 }
 
@@ -94,10 +78,8 @@ int main(int argc, char **argv)
       return 1;
     }
   }
-  struct kcr_gvr gvr = {.group = argv[2],
-                        .version = argv[3],
-                        .resource = argv[4],
-                        .namespaced = true};
+  struct kcr_gvr gvr = {
+      .group = argv[2], .version = argv[3], .resource = argv[4], .namespaced = true};
   if(kcr_config_load(&co, &cfg, &ei) ||
      kcr_client_new(&(struct kcr_client_opts){.config = cfg}, &c, &ei)) {
     fprintf(stderr, "list_peak: %s\n", ei.message ? ei.message : "no client");
@@ -105,13 +87,14 @@ int main(int argc, char **argv)
   }
   kcr_config_free(cfg);
   reset_peak();
-  rss0 = status_kb("VmRSS");
+  rss0 = proc_status("VmRSS");
   t0 = kcr_time_mono_ms();
-  if(kcr_informer_new(&(struct kcr_informer_opts){.client = c,
-                                                  .gvr = &gvr,
-                                                  .ns = strcmp(argv[1], "-") ? argv[1] : NULL,
-                                                  .paged_list = paged},
-                      &inf, &ei) ||
+  if(kcr_informer_new(
+         &(struct kcr_informer_opts){.client = c,
+                                     .gvr = &gvr,
+                                     .ns = strcmp(argv[1], "-") ? argv[1] : NULL,
+                                     .paged_list = paged},
+         &inf, &ei) ||
      kcr_informer_start(inf) || !kcr_informer_wait_synced(inf, 600000)) {
     fprintf(stderr, "list_peak: the informer did not sync: %s\n",
             ei.message ? ei.message : "timeout");
@@ -121,7 +104,7 @@ int main(int argc, char **argv)
   if(relist) {
     kcr_informer_get_stats(inf, &st0);
     reset_peak();
-    rss0 = status_kb("VmRSS");
+    rss0 = proc_status("VmRSS");
     printf("ready-for-relist\n");
     fflush(stdout);
     /* the 410, then the next watch: after the relist's list is in the store

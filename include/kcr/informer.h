@@ -2,7 +2,8 @@
  * with the API server and tells handlers about every change.
  *
  * State machine, on its own thread (one per namespace with
- * opts.namespaces or opts.namespace_selector, all into one store):
+ * opts.namespaces or opts.namespace_selector, all into one store - but one
+ * in all with opts.cluster_watch):
  *   EMPTY -> LISTING (a streaming list: one watch with sendInitialEvents
  *   whose initial events are applied at their end bookmark, the stream
  *   then going on as the watch; a paged LIST where the server cannot, or
@@ -108,6 +109,22 @@ struct kcr_informer_opts {
    * objects until its list is in (kcr_informer_selects_namespace says
    * whether a namespace is selected). Excludes ns and namespaces. */
   const char *namespace_selector;
+  /* With namespaces or namespace_selector: one list and watch of every
+   * namespace instead of one per namespace, whose objects outside the
+   * selected namespaces are dropped as they arrive - never stored, never
+   * told, not counted against max_bytes. Needs cluster-wide list and
+   * watch of the resource. Every object of the resource in the cluster
+   * then crosses the wire and is parsed: it pays only when most of them
+   * are in selected namespaces and many namespaces are selected (one
+   * connection and thread instead of one per namespace); bench/README.md
+   * section 10 measures where it starts to. With namespace_selector the
+   * watch starts once the namespaces are listed; a namespace that enters
+   * the selection makes it list again (unchanged objects stay the cached
+   * ones and are not told again), one that leaves has its objects taken
+   * out as without it (no on_delete). false (the default): a list and
+   * watch per namespace. KCR_EINVAL without namespaces or
+   * namespace_selector. */
+  bool cluster_watch;
   const char *label_selector;
   const char *field_selector;
   uint64_t resync_ms;            /* 0: no periodic resync */
@@ -246,7 +263,8 @@ struct kcr_informer_opts {
  * object: a keep path names a member), ns with namespaces, a
  * namespace_selector with either, namespaces or namespace_selector for a
  * gvr that is not namespaced, an empty namespaces list or a name in it
- * that is "" or holds '/' or ',', a namespace_selector of ""; ei names the
+ * that is "" or holds '/' or ',', a namespace_selector of "",
+ * cluster_watch without namespaces or namespace_selector; ei names the
  * field, for a path its index, text and what is wrong), KCR_EEXIST (opts.metrics has a
  * kcr_informer_* family of another type or with other labels; ei names
  * it), KCR_ENOMEM. On error *out is NULL.

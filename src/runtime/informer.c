@@ -98,6 +98,8 @@ struct feed {
   char *rv;         /* where the next watch starts; feed thread */
   kcr_watch *watch; /* current watch, under inf->mu */
   bool stopping;    /* under inf->mu: this feed alone stops */
+  bool relist;      /* under inf->mu: opts.cluster_watch, a namespace entered
+                       the selection: list again (the watch is canceled) */
   atomic_bool quit; /* stopping, or the informer is: a LIST ends at its next item */
   bool synced;      /* under inf->mu */
   bool has_th;
@@ -144,9 +146,11 @@ struct kcr_informer {
   pthread_mutex_t mu;
   pthread_cond_t cv; /* stop requests, sync, go */
   bool stopping, started, synced;
-  bool go;                 /* under mu: every thread was made; the feeds may list */
-  struct feed *feeds;      /* under mu (the list; each feed's own fields as said) */
-  kcr_informer *nsinf;     /* opts.namespace_selector: the namespaces' informer */
+  bool go;             /* under mu: every thread was made; the feeds may list */
+  struct feed *feeds;  /* under mu (the list; each feed's own fields as said) */
+  kcr_informer *nsinf; /* opts.namespace_selector: the namespaces' informer */
+  char **nsset;        /* opts.cluster_watch with opts.namespaces: sorted */
+  size_t nnsset;
   pthread_mutex_t wmu;     /* one store writer at a time (kcr/store.h) */
   pthread_mutex_t stop_mu; /* one kcr_informer_stop at a time: the second
                               waits for the first (joins are not shared) */
@@ -181,6 +185,29 @@ static void index_ns(const kcr_obj *o, kcr_index_emit emit, void *ctx)
 }
 
 static char *dup0(const char *s) { return s ? strdup(s) : NULL; }
+
+static int cmp_key(const void *a, const void *b)
+{
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* opts.cluster_watch: whether namespace ns is selected - one of
+ * opts.namespaces, or in the namespaces' informer's store (which is updated
+ * before ns_entered and ns_left are called). Always true without
+ * cluster_watch: the feeds' requests select. Any thread. */
+static bool wanted(kcr_informer *inf, const char *ns)
+{
+  kcr_obj *o;
+  if(!inf->o.cluster_watch)
+    return true;
+  if(!inf->nsinf)
+    return bsearch(&ns, inf->nsset, inf->nnsset, sizeof(*inf->nsset), cmp_key);
+  o = kcr_store_ref(inf->nsinf->store, NULL, ns);
+  bool in = o != NULL;
+  kcr_obj_unref(o);
+  return in;
+}
+
 static struct feed *feed_new(kcr_informer *inf, const char *ns, bool whole);
 static void feed_free(struct feed *f);
 static void ns_entered(kcr_obj *o, void *ud);
@@ -248,6 +275,13 @@ static kcr_err check_opts(const struct kcr_informer_opts *in, struct kcr_informe
                            "%s: namespace_selector is \"\" (every namespace: leave ns, "
                            "namespaces and namespace_selector NULL)",
                            fn);
+  if(o->cluster_watch && !o->namespaces && !o->namespace_selector)
+    return kcr_errinfo_set(
+        ei, KCR_EINVAL,
+        "%s: cluster_watch filters a set of namespaces: give namespaces "
+        "or namespace_selector with it (without them the informer "
+        "watches every namespace already)",
+        fn);
   for(size_t i = 0; o->keep && o->keep[i]; i++) {
     const char *why = kcr__proj_bad_path(o->keep[i]);
     if(why)
@@ -306,6 +340,8 @@ static char *describe(const struct kcr_informer_opts *o)
     rc = kcr_buf_printf(&b, "; metadata only");
   if(!rc && o->keep)
     rc = kcr_buf_printf(&b, "; a keep list");
+  if(!rc && o->cluster_watch)
+    rc = kcr_buf_printf(&b, "; one cluster-wide watch, filtered");
   if(rc) {
     kcr_buf_cleanup(&b);
     return NULL;
@@ -316,6 +352,21 @@ static char *describe(const struct kcr_informer_opts *o)
 static kcr_err make_feeds(kcr_informer *inf, const struct kcr_informer_opts *o)
 {
   size_t n = 0;
+  if(o->cluster_watch) { /* one feed of every namespace, filtered (wanted) */
+    if(!(inf->feeds = feed_new(inf, NULL, true)))
+      return KCR_ENOMEM;
+    if(o->namespace_selector) /* (what a namespace that leaves takes out) */
+      return kcr_store_add_index(inf->store, NS_INDEX, index_ns);
+    while(o->namespaces[n])
+      n++;
+    if(!(inf->nsset = calloc(n, sizeof(*inf->nsset))))
+      return KCR_ENOMEM;
+    for(inf->nnsset = 0; inf->nnsset < n; inf->nnsset++)
+      if(!(inf->nsset[inf->nnsset] = strdup(o->namespaces[inf->nnsset])))
+        return KCR_ENOMEM;
+    qsort(inf->nsset, n, sizeof(*inf->nsset), cmp_key);
+    return KCR_OK;
+  }
   if(o->namespace_selector)
     return kcr_store_add_index(inf->store, NS_INDEX, index_ns);
   if(!o->namespaces)
@@ -636,6 +687,24 @@ static bool stopping(struct feed *f)
   return s;
 }
 
+/* opts.cluster_watch: whether a namespace entered the selection since
+ * the feed's list began (relist_begin), so it is to list again. Takes mu. */
+static bool relist_due(struct feed *f)
+{
+  pthread_mutex_lock(&f->inf->mu);
+  bool r = f->relist;
+  pthread_mutex_unlock(&f->inf->mu);
+  return r;
+}
+
+/* A list begins: it sees every namespace selected from now on. */
+static void relist_begin(struct feed *f)
+{
+  pthread_mutex_lock(&f->inf->mu);
+  f->relist = false;
+  pthread_mutex_unlock(&f->inf->mu);
+}
+
 /* Sleeps ms or until f (NULL: the informer) is to stop; returns false if
  * it is. */
 static bool sleep_unless_stopped(kcr_informer *inf, struct feed *f, uint64_t ms)
@@ -874,11 +943,6 @@ static bool fail_and_wait(struct feed *f, const char *what, kcr_err rc,
   return sleep_unless_stopped(inf, f, delay);
 }
 
-static int cmp_key(const void *a, const void *b)
-{
-  return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 /* The store's objects of namespace ns that are not in keep[0..nkeep)
  * (sorted keys; NULL, 0: all of them), taken out of the store into
  * *gone[0..*ngone). Under wmu. Errors: KCR_ENOMEM (nothing taken). */
@@ -964,6 +1028,30 @@ static kcr_err list_dropped(kcr_informer *inf, unsigned gen0)
   return atomic_load(&inf->over) ? KCR_EBUDGET : KCR_ENOTFOUND;
 }
 
+/* opts.cluster_watch: takes out of a whole list c (each object with a
+ * reference for the store besides c's) and prev, kept in step, the
+ * objects of namespaces that are not selected now - those of a namespace
+ * that left the selection while the list was read (ns_left takes them out
+ * of the store under wmu, after the namespace left: what is applied after
+ * it must not bring them back). Under wmu. */
+static void drop_unwanted(kcr_informer *inf, struct kcr__obj_list *c, kcr_obj **prev)
+{
+  size_t k = 0;
+  if(!inf->o.cluster_watch)
+    return;
+  for(size_t i = 0; i < c->n; i++) {
+    if(wanted(inf, kcr_obj_ns(c->objs[i]))) {
+      c->objs[k] = c->objs[i];
+      prev[k++] = prev[i];
+      continue;
+    }
+    kcr_obj_unref(c->objs[i]); /* the store's */
+    kcr_obj_unref(c->objs[i]);
+    kcr_obj_unref(prev[i]);
+  }
+  c->n = k;
+}
+
 static kcr_err apply_list(struct feed *f, struct kcr__obj_list *c, char *rv,
                           unsigned gen0, struct kcr_errinfo *ei)
 {
@@ -998,9 +1086,11 @@ static kcr_err apply_list(struct feed *f, struct kcr__obj_list *c, char *rv,
   }
   if(!rc && f->whole) {
     pthread_mutex_lock(&inf->wmu);
-    if(!(rc = list_dropped(inf, gen0)) &&
-       !(rc = kcr_store_replace(inf->store, c->objs, c->n, &gone, &ngone)))
-      f->gen = gen0;
+    if(!(rc = list_dropped(inf, gen0))) {
+      drop_unwanted(inf, c, prev);
+      if(!(rc = kcr_store_replace(inf->store, c->objs, c->n, &gone, &ngone)))
+        f->gen = gen0;
+    }
     pthread_mutex_unlock(&inf->wmu);
     if(rc) {
       kcr_errinfo_set(ei, rc, "%s",
@@ -1094,6 +1184,10 @@ static kcr_err gather_item(const char *text, size_t len, void *ud)
   kcr_err rc = kcr__obj_list_add(text, len, &g->l);
   if(rc || g->l.n == n0) /* (an item without a name is skipped) */
     return rc;
+  if(!wanted(g->f->inf, kcr_obj_ns(g->l.objs[n0]))) { /* cluster_watch: not selected */
+    kcr_obj_unref(g->l.objs[--g->l.n]);
+    return KCR_OK;
+  }
   g->l.objs[n0] = reuse_cached(g->f->inf, g->l.objs[n0], &reused);
   if(reused) /* the store's: no more bytes */
     return KCR_OK;
@@ -1123,6 +1217,7 @@ static enum state do_list(struct feed *f)
   kcr_err rc;
 
   count(inf, &inf->stats.lists);
+  relist_begin(f);
   rc = kcr__list_each_text_paged(inf->o.client, &ref, &lo, gather_page, gather_item, &g,
                                  &rv, &ei);
   c = g.l;
@@ -1160,6 +1255,10 @@ static kcr_err initial_event(struct feed *f, const struct kcr_watch_event *ev, k
     kcr_obj_unref(o);
     f->init->ignored = true;
     return KCR_ECANCELED;
+  }
+  if(!wanted(inf, kcr_obj_ns(o))) { /* cluster_watch: not selected */
+    kcr_obj_unref(o);
+    return KCR_OK;
   }
   o = reuse_cached(inf, o, &reused);
   if((rc = kcr__obj_list_push(&f->init->l, o))) {
@@ -1214,6 +1313,7 @@ static kcr_err on_event(struct kcr_watch_event *ev, void *ud)
   struct feed *f = ud;
   kcr_informer *inf = f->inf;
   kcr_obj *o = NULL, *old = NULL;
+  bool skip; /* cluster_watch: of a namespace not selected */
   /* what the watch's check found: stepped over, not walked again */
   const struct kcr__json_want known[2] = {
       {.at = ev->metadata_text, .n = ev->metadata_len},
@@ -1243,11 +1343,18 @@ static kcr_err on_event(struct kcr_watch_event *ev, void *ud)
   case KCR_WATCH_MODIFIED:
     kcr_obj_ref(o); /* one for the store */
     pthread_mutex_lock(&inf->wmu);
-    /* (emptied for the budget since the feed's list: it lists again first) */
-    rc = stale(f) ? KCR_EBUDGET : kcr_store_put(inf->store, o, &old);
-    if(!rc && !old)
+    /* (emptied for the budget since the feed's list: it lists again first;
+     * cluster_watch: of a namespace not selected, under wmu so that one
+     * that just left - ns_left empties it under wmu - stays empty) */
+    skip = !stale(f) && !wanted(inf, kcr_obj_ns(o));
+    rc = stale(f) ? KCR_EBUDGET : skip ? KCR_OK : kcr_store_put(inf->store, o, &old);
+    if(!rc && !skip && !old)
       f->held++;
     pthread_mutex_unlock(&inf->wmu);
+    if(skip) {
+      kcr_obj_unref(o); /* the store's */
+      break;
+    }
     if(rc) {
       /* Not stored: fail the callback, so the watch does not move past this
        * event and the next one delivers it again. */
@@ -1263,14 +1370,15 @@ static kcr_err on_event(struct kcr_watch_event *ev, void *ud)
     break;
   case KCR_WATCH_DELETED:
     pthread_mutex_lock(&inf->wmu);
+    skip = !stale(f) && !wanted(inf, kcr_obj_ns(o));
     if(stale(f))
       rc = KCR_EBUDGET;
-    else
+    else if(!skip)
       kcr_store_delete_key(inf->store, kcr_obj_key(o), &old);
     if(old)
       f->held--;
     pthread_mutex_unlock(&inf->wmu);
-    if(!rc)
+    if(!rc && !skip)
       emit_delete(inf, o);
     break;
   default: break;
@@ -1330,7 +1438,7 @@ static kcr_err run_watch(struct feed *f, kcr_watch *w, struct kcr_errinfo *ei)
 
   pthread_mutex_lock(&inf->mu);
   /* (a cache emptied before now: its sweep did not see this watch) */
-  if(inf->stopping || f->stopping || (f->init && f->init->timed_out) ||
+  if(inf->stopping || f->stopping || f->relist || (f->init && f->init->timed_out) ||
      (!f->init && stale(f)))
     kcr_watch_cancel(w);
   f->watch = w;
@@ -1364,8 +1472,8 @@ static enum state after_watch(struct feed *f, kcr_err rc, struct kcr_errinfo *ei
   case KCR_ECANCELED: /* stopping, or emptied (run lists again), or else */
     if(stopping(f))
       return ST_STOPPED;
-    if(stale(f) || !atomic_load(&inf->served))
-      return ST_WATCHING;
+    if(stale(f) || !atomic_load(&inf->served) || relist_due(f))
+      return ST_WATCHING; /* (run lists again) */
     return fail_and_wait(f, "watch", rc, ei) ? ST_WATCHING : ST_STOPPED;
   case KCR_EBUDGET: /* emptied: run lists again after backoff */ return ST_WATCHING;
   case KCR_EGONE:
@@ -1489,9 +1597,10 @@ static enum state do_stream(struct feed *f)
   const char *why = NULL;
   kcr_watch *w;
   enum state next;
-  kcr_err rc = new_watch(f, true, &w, &ei);
+  kcr_err rc;
 
-  if(rc) {
+  relist_begin(f);
+  if((rc = new_watch(f, true, &w, &ei))) {
     next = fail_and_wait(f, "list", rc, &ei) ? ST_LISTING : ST_STOPPED;
     kcr_errinfo_cleanup(&ei);
     return next;
@@ -1516,7 +1625,10 @@ static enum state do_stream(struct feed *f)
   release(f, f->inflight);
   if(stopping(f))
     why = NULL;
-  else if((rc == KCR_ECANCELED && (in.timed_out || in.ignored)) || rc == KCR_OK)
+  else if(rc == KCR_ECANCELED && !in.timed_out && !in.ignored && relist_due(f)) {
+    kcr_errinfo_cleanup(&ei); /* canceled for a namespace that entered: again */
+    return ST_LISTING;
+  } else if((rc == KCR_ECANCELED && (in.timed_out || in.ignored)) || rc == KCR_OK)
     why = "no_end_bookmark"; /* (OK: the stream ended without one) */
   else if(rc != KCR_ECANCELED && stream_refused(&ei))
     why = "refused";
@@ -1552,11 +1664,19 @@ static void *run(void *p)
   while(!inf->go && !inf->stopping && !f->stopping)
     pthread_cond_wait(&inf->cv, &inf->mu);
   pthread_mutex_unlock(&inf->mu);
+  /* cluster_watch with a selector: the first list keeps the namespaces
+   * selected then, so it waits for them (each entering one would make it
+   * list again) */
+  while(inf->o.cluster_watch && inf->nsinf && !stopping(f) &&
+        !kcr_informer_wait_synced(inf->nsinf, 1000))
+    ;
   while(st != ST_STOPPED && !stopping(f)) {
     if(!atomic_load(&inf->served)) { /* opts.await_crd: wait for the CRD */
       if(!wait_served(f))
         break;
       kcr_backoff_reset(&f->backoff);
+      st = ST_LISTING;
+    } else if(st == ST_WATCHING && relist_due(f)) { /* a namespace entered */
       st = ST_LISTING;
     } else if(st == ST_WATCHING && stale(f)) { /* emptied: list again */
       /* after backoff when for the budget; at once for the CRD */
@@ -1643,6 +1763,18 @@ static void ns_entered(kcr_obj *o, void *ud)
   kcr_obj **held = NULL;
   size_t nheld = 0;
 
+  if(inf->o.cluster_watch) {
+    /* The one feed dropped ns's objects until now: it lists again (its
+     * watch is canceled; a list being read may have dropped them too). */
+    pthread_mutex_lock(&inf->mu);
+    inf->feeds->relist = true;
+    if(inf->feeds->watch)
+      kcr_watch_cancel(inf->feeds->watch);
+    pthread_mutex_unlock(&inf->mu);
+    KCR_LOG(KCR_LOG_INFO, "informer: namespace entered the selection; listing again",
+            KCR_S("informer", inf->name), KCR_S("namespace", ns));
+    return;
+  }
   pthread_mutex_lock(&inf->mu);
   for(pp = &inf->feeds; *pp && strcmp((*pp)->ns, ns); pp = &(*pp)->next)
     ;
@@ -1684,8 +1816,10 @@ static void ns_entered(kcr_obj *o, void *ud)
  * its feed is started if it could not be before. */
 static void ns_seen(kcr_obj *old, kcr_obj *cur, void *ud)
 {
+  kcr_informer *inf = ud;
   (void)old;
-  ns_entered(cur, ud);
+  if(!inf->o.cluster_watch) /* (there the feed cannot be missing) */
+    ns_entered(cur, ud);
 }
 
 /* opts.namespace_selector: a namespace left the selection (lost the label,
@@ -1699,16 +1833,19 @@ static void ns_left(kcr_obj *o, void *ud)
   kcr_obj **gone = NULL;
   size_t ngone = 0;
 
-  pthread_mutex_lock(&inf->mu);
-  for(pp = &inf->feeds; *pp && strcmp((*pp)->ns, ns); pp = &(*pp)->next)
-    ;
-  f = *pp;
-  if(f)
-    *pp = f->next;
-  pthread_mutex_unlock(&inf->mu);
-  if(!f)
-    return;
-  feed_join(f);
+  f = NULL;
+  if(!inf->o.cluster_watch) { /* (with it, the one feed filters ns out now) */
+    pthread_mutex_lock(&inf->mu);
+    for(pp = &inf->feeds; *pp && strcmp((*pp)->ns, ns); pp = &(*pp)->next)
+      ;
+    f = *pp;
+    if(f)
+      *pp = f->next;
+    pthread_mutex_unlock(&inf->mu);
+    if(!f)
+      return;
+    feed_join(f);
+  }
   pthread_mutex_lock(&inf->wmu);
   if(take_ns(inf, ns, NULL, 0, &gone, &ngone)) /* out of memory: said */
     KCR_LOG(KCR_LOG_ERROR,
@@ -1910,6 +2047,8 @@ bool kcr_informer_selects_namespace(kcr_informer *inf, const char *ns)
   bool in = false;
   if(!ns)
     return false;
+  if(inf->o.cluster_watch)
+    return wanted(inf, ns);
   pthread_mutex_lock(&inf->mu);
   for(struct feed *f = inf->feeds; f && !in; f = f->next)
     in = !f->ns || !strcmp(f->ns, ns);
@@ -1958,6 +2097,9 @@ void kcr_informer_free(kcr_informer *inf)
     inf->feeds = f->next;
     feed_free(f);
   }
+  for(size_t i = 0; i < inf->nnsset; i++)
+    free(inf->nsset[i]);
+  free(inf->nsset);
   kcr_store_free(inf->store);
   kcr__proj_free(inf->proj);
   pthread_mutex_destroy(&inf->mu);

@@ -228,6 +228,10 @@ static void converges_on_2000_objects_under_churn(void **state)
 
 /* An informer of several namespaces (namespaces) or of those sel selects,
  * with c's handlers, started and synced. */
+/* Namespace sets with one filtered cluster watch (opts.cluster_watch)
+ * instead of a watch per namespace: the tests of sets run both ways. */
+static bool cluster_watch;
+
 static kcr_informer *start_multi(const char *const *namespaces, const char *sel,
                                  struct counts *c)
 {
@@ -237,6 +241,7 @@ static kcr_informer *start_multi(const char *const *namespaces, const char *sel,
                                 .gvr = &itest_configmaps,
                                 .namespaces = namespaces,
                                 .namespace_selector = sel,
+                                .cluster_watch = cluster_watch,
                                 .page_size = 2};
   struct kcr_informer_handlers h = {on_add, on_update, on_delete, c};
   itest_expect(KCR_OK, kcr_informer_new(&o, &inf, &ei), &ei);
@@ -663,9 +668,18 @@ static void listed_objects_come_without_managed_fields(void **state)
   itest_namespace_drop(cl, ns);
 }
 
+/* The lists an informer made, streamed or paged. */
+static uint64_t lists_made(kcr_informer *inf)
+{
+  struct kcr_informer_stats st;
+  kcr_informer_get_stats(inf, &st);
+  return st.lists + st.stream_lists;
+}
+
 /* An informer of two namespaces out of three: one store with the objects
- * of both, listed and watched per namespace; nothing of the third. */
-static void several_namespaces_share_one_store(void **state)
+ * of both, listed and watched per namespace (or with one cluster watch,
+ * filtered); nothing of the third, not even its deletes. */
+static void several_namespaces(void)
 {
   char *a = itest_namespace(cl, "nsa"), *b = itest_namespace(cl, "nsb"),
        *x = itest_namespace(cl, "nsx");
@@ -684,9 +698,11 @@ static void several_namespaces_share_one_store(void **state)
   assert_true(kcr_informer_selects_namespace(inf, a));
   assert_true(kcr_informer_selects_namespace(inf, b));
   assert_false(kcr_informer_selects_namespace(inf, x));
+  assert_int_equal(cluster_watch ? 1 : 2, lists_made(inf));
 
-  struct churn more[] = {{a, 10, 2, 'c'}, {b, 0, 1, 'd'}, {x, 10, 3, 'c'}};
-  run_parallel(more, 3);
+  struct churn more[] = {
+      {a, 10, 2, 'c'}, {b, 0, 1, 'd'}, {x, 10, 3, 'c'}, {x, 0, 1, 'd'}};
+  run_parallel(more, 4);
   wait_ns(inf, a, 5);
   wait_ns(inf, b, 3);
   assert_int_equal(0, count_ns(inf, x));
@@ -694,6 +710,7 @@ static void several_namespaces_share_one_store(void **state)
     itest_sleep_ms(100);
   assert_int_equal(1, atomic_load(&c.deletes));
   assert_int_equal(9, atomic_load(&c.adds));
+  assert_int_equal(cluster_watch ? 1 : 2, lists_made(inf));
   kcr_informer_free(inf);
 
   /* Options that do not go together, named. */
@@ -719,10 +736,29 @@ static void several_namespaces_share_one_store(void **state)
                                                    .namespace_selector = "a=b"},
                        &bad, &ei));
   assert_non_null(strstr(ei.message, "not namespaced"));
+  assert_int_equal(KCR_EINVAL,
+                   kcr_informer_new(&(struct kcr_informer_opts){.client = cl,
+                                                                .gvr = &itest_configmaps,
+                                                                .ns = a,
+                                                                .cluster_watch = true},
+                                    &bad, &ei));
+  assert_non_null(strstr(ei.message, "cluster_watch filters a set of namespaces"));
   kcr_errinfo_cleanup(&ei);
   itest_namespace_drop(cl, a);
   itest_namespace_drop(cl, b);
   itest_namespace_drop(cl, x);
+}
+
+static void several_namespaces_share_one_store(void **state)
+{
+  cluster_watch = false;
+  several_namespaces();
+}
+
+static void several_namespaces_with_one_filtered_cluster_watch(void **state)
+{
+  cluster_watch = true;
+  several_namespaces();
 }
 
 /* Sets or removes label kcr-sel=<v> on namespace ns. */
@@ -741,9 +777,10 @@ static void label_ns(const char *ns, const char *v)
 }
 
 /* Namespaces chosen by a label selector and followed as the label comes
- * and goes: a namespace that gains it is listed and watched, one that
- * loses it leaves the cache without on_delete. */
-static void a_namespace_selector_follows_labels(void **state)
+ * and goes: a namespace that gains it is listed and watched (with one
+ * cluster watch: the watch lists again), one that loses it leaves the
+ * cache without on_delete. */
+static void namespace_selector(void)
 {
   char *a = itest_namespace(cl, "sela"), *b = itest_namespace(cl, "selb");
   struct counts c = {.mu = PTHREAD_MUTEX_INITIALIZER};
@@ -758,11 +795,15 @@ static void a_namespace_selector_follows_labels(void **state)
   assert_int_equal(3, kcr_store_len(kcr_informer_store(inf)));
   assert_true(kcr_informer_selects_namespace(inf, a));
   assert_false(kcr_informer_selects_namespace(inf, b));
+  /* (with one cluster watch: not before the namespaces are known) */
+  assert_int_equal(1, lists_made(inf));
 
   /* b gains the label: listed, then watched */
   label_ns(b, v);
   wait_ns(inf, b, 4);
   assert_true(kcr_informer_selects_namespace(inf, b));
+  assert_int_equal(2, lists_made(inf));
+  assert_int_equal(7, atomic_load(&c.adds)); /* a's not told again */
   struct churn more = {b, 10, 2, 'c'};
   run_parallel(&more, 1);
   wait_ns(inf, b, 6);
@@ -785,6 +826,18 @@ static void a_namespace_selector_follows_labels(void **state)
   kcr_informer_free(inf);
   itest_namespace_drop(cl, a);
   itest_namespace_drop(cl, b);
+}
+
+static void a_namespace_selector_follows_labels(void **state)
+{
+  cluster_watch = false;
+  namespace_selector();
+}
+
+static void a_namespace_selector_with_one_filtered_cluster_watch(void **state)
+{
+  cluster_watch = true;
+  namespace_selector();
 }
 
 /* Lists are streamed by default (sendInitialEvents, the apiserver's
@@ -843,7 +896,9 @@ int main(void)
       cmocka_unit_test(listed_objects_come_without_managed_fields),
       cmocka_unit_test(a_metadata_only_informer_holds_metadata),
       cmocka_unit_test(several_namespaces_share_one_store),
+      cmocka_unit_test(several_namespaces_with_one_filtered_cluster_watch),
       cmocka_unit_test(a_namespace_selector_follows_labels),
+      cmocka_unit_test(a_namespace_selector_with_one_filtered_cluster_watch),
       cmocka_unit_test(lists_are_streamed_and_paged_where_the_server_cannot),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

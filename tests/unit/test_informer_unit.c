@@ -1280,6 +1280,84 @@ static void a_selected_namespace_whose_feed_failed_is_tried_again(void **state)
   fake_finish(&f);
 }
 
+/* ---- one filtered cluster watch (cluster_watch) ---- */
+
+#define CMIN(name, ns)                                                                   \
+  "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" name         \
+  "\",\"namespace\":\"" ns "\",\"uid\":\"u" name "\",\"resourceVersion\":\"5\"}}"
+
+/* Namespaces a and b are selected; every namespace's ConfigMaps are one
+ * paged LIST: its first page holds a1, b1 and x1 (x: not selected); while
+ * the informer waits for the second page, b leaves the selection (the
+ * namespaces' watch deletes it); then the second page brings a2. */
+static kcr_err api_cluster(struct twire_call *call, void *ud)
+{
+  struct fake *f = ud;
+  char buf[64];
+
+  if(twire_is(call, "GET", "/api/v1/namespaces")) {
+    if(!call->req->watch)
+      return twire_reply(call, 200,
+                         "{\"kind\":\"NamespaceList\",\"metadata\":{\"resourceVersion\":"
+                         "\"3\"},\"items\":[" NSOBJ("a") "," NSOBJ("b") "]}");
+    twire_stream(call, 200);
+    if(tflag_wait(&f->go, 60000))
+      send_event(call, "DELETED", NSOBJ("b"));
+    twire_wait_cancel(call, 60000);
+    return KCR_OK;
+  }
+  if(!twire_is(call, "GET", "/api/v1/configmaps"))
+    return not_found(call);
+  if(call->req->watch) {
+    atomic_fetch_add(&f->watches, 1);
+    twire_stream(call, 200);
+    twire_wait_cancel(call, 60000);
+    return KCR_OK;
+  }
+  if(!twire_query(call, "continue", buf, sizeof(buf))) {
+    first_page(f);
+    return list_reply(call, "10", "p2",
+                      CMIN("a1", "a") "," CMIN("b1", "b") "," CMIN("x1", "x"));
+  }
+  atomic_store(&f->go, true); /* b leaves now */
+  for(int i = 0; i < 3000 && kcr_informer_selects_namespace(f->inf, "b"); i++)
+    nanosleep(&(struct timespec){0, 1000000}, NULL);
+  nanosleep(&(struct timespec){0, 200000000}, NULL); /* and is taken out */
+  return list_reply(call, "10", NULL, CMIN("a2", "a"));
+}
+
+/* A namespace that leaves the selection while the cluster watch's list is
+ * read: what the list gathered of it is not applied - only what is
+ * selected when the list is put into the store is (x's never was). */
+static void a_cluster_watch_applies_only_what_is_selected_at_the_end(void **state)
+{
+  struct fake f;
+  kcr_informer *inf;
+
+  fake_start(&f, api_cluster, 0);
+  kcr_informer_free(f.inf);
+  f.inf = NULL;
+  assert_int_equal(
+      KCR_OK, kcr_informer_new(&(struct kcr_informer_opts){.client = f.cl,
+                                                           .gvr = &cms,
+                                                           .namespace_selector = "t=x",
+                                                           .cluster_watch = true,
+                                                           .paged_list = true},
+                               &inf, NULL));
+  f.inf = inf;
+  assert_int_equal(
+      KCR_OK, kcr_informer_add_handlers(inf, &(struct kcr_informer_handlers){
+                                                 on_add, on_update, on_delete, f.log}));
+  assert_int_equal(KCR_OK, kcr_informer_start(inf));
+  assert_true(kcr_informer_wait_synced(inf, 30000));
+  assert_false(kcr_informer_selects_namespace(inf, "b"));
+  assert_true(kcr_informer_selects_namespace(inf, "a"));
+  assert_false(kcr_informer_selects_namespace(inf, "x"));
+  stop_and_expect(&f, (const char *[]){"add a1 5", "add a2 5"}, 2, 2);
+  assert_int_equal(1, atomic_load(&f.lists));
+  fake_finish(&f);
+}
+
 /* ---- the byte budget (max_bytes) ---- */
 
 #define BUDGET 4096
@@ -1445,6 +1523,7 @@ int main(void)
   tfail_init();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(a_selected_namespace_whose_feed_failed_is_tried_again),
+      cmocka_unit_test(a_cluster_watch_applies_only_what_is_selected_at_the_end),
       cmocka_unit_test(a_streaming_list_is_applied_at_its_end_bookmark),
       cmocka_unit_test(no_end_bookmark_means_a_paged_list),
       cmocka_unit_test(a_slow_apply_is_not_a_missing_end_bookmark),
