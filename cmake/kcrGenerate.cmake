@@ -3,7 +3,7 @@
 # (docs/typed-objects.md).
 #
 #   kcr_generate_types(TARGET <target> CRDS <crd.yaml>...
-#                      [VERSIONS <v>...] [OUTPUT_DIR <dir>])
+#                      [VERSIONS <v>...] [PATHS <path>...] [OUTPUT_DIR <dir>])
 #   kcr_generate_types(TARGET <target> KINDS <apiVersion/Kind>...
 #                      [NAME <base>] [OUTPUT_DIR <dir>])
 #
@@ -14,7 +14,11 @@
 # sources are added to <target> and OUTPUT_DIR to its include directories
 # (PUBLIC), so `#include "ebds.h"` works in the target and in what links it.
 # They are made again whenever a CRD file or kcr-gen changes. VERSIONS: only
-# these served versions (default: every served version).
+# these served versions (default: every served version). PATHS: only the
+# members on these paths (JSON Pointers from the object's root:
+# /spec/vfmTemplate/image, /status/conditions), in every kind of the call;
+# each kind's <prefix>_keep is then that list, for kcr_informer_opts.keep
+# (docs/typed-objects.md, "Only the paths you use").
 #
 # KINDS: built-in kinds (v1/ConfigMap, apps/v1/Deployment,
 # coordination.k8s.io/v1/Lease ...) from the OpenAPI snapshot in
@@ -50,9 +54,9 @@ function(kcr_generate_types)
   if(G_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "kcr_generate_types: unknown arguments: ${G_UNPARSED_ARGUMENTS}")
   endif()
-  if(G_PATHS)
-    message(FATAL_ERROR "kcr_generate_types: PATHS (a keep list of the paths a controller "
-                        "uses) is not implemented yet: leave it out")
+  if(G_PATHS AND G_KINDS)
+    message(FATAL_ERROR "kcr_generate_types: PATHS is for CRDS (the built-in kinds are "
+                        "generated whole)")
   endif()
   if(TARGET kcr-gen)
     set(gen kcr-gen)
@@ -68,6 +72,9 @@ function(kcr_generate_types)
   set(vers "")
   foreach(v IN LISTS G_VERSIONS)
     list(APPEND vers --version ${v})
+  endforeach()
+  foreach(p IN LISTS G_PATHS)
+    list(APPEND vers --path ${p})
   endforeach()
   if(G_KINDS)
     if(NOT G_NAME)

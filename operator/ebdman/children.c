@@ -39,8 +39,6 @@
 
 #include "ebdman.h"
 
-const char *const ebdman_vfm_keep[] = {"/spec", "/metadata/annotations",
-                                       "/status/conditions", NULL};
 const char *const ebdman_configmap_keep[] = {"/data", "/metadata/annotations", NULL};
 
 typedef struct kcr_meta_v1_object_meta meta;

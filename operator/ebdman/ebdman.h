@@ -144,9 +144,11 @@ extern const struct ebdman_child_kind ebdman_child_configmap, ebdman_child_vfm;
  * the metadata every cache keeps (name, uid, generation, ownerReferences
  * ...): the content and the propagated annotations ebdman_child_plan
  * compares, and for the VFM the conditions VFMHealthy is computed from.
- * Nothing sends a cached child back: a plan that needs more of a child
- * (a conflict's message) reads it with a GET. */
-extern const char *const ebdman_vfm_keep[];
+ * The VFM's is vfm_keep, the paths its type was generated with
+ * (CMakeLists.txt: PATHS), so its type has what its cache holds; the
+ * ConfigMap's type is the built-in kind, whole. Nothing sends a cached
+ * child back: a plan that needs more of a child (a conflict's message)
+ * reads it with a GET. */
 extern const char *const ebdman_configmap_keep[];
 
 /* Decides from `have`, the metadata of the stored child (from the cache or

@@ -895,7 +895,7 @@ int ebdman_run(const struct ebdman_run_opts *ro)
   struct kcr_informer_opts vfms = {.gvr = &ebdman_vfms,
                                    .namespaces = nss,
                                    .namespace_selector = nssel,
-                                   .keep = ebdman_vfm_keep,
+                                   .keep = vfm_keep,
                                    .await_crd = true};
   struct kcr_informer_opts cms = {.gvr = &ebdman_configmaps,
                                   .namespaces = nss,

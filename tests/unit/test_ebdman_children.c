@@ -173,7 +173,7 @@ static void projected_children_are_judged_as_whole_ones(void **state)
 {
   struct fix *f = *state;
   cJSON *cm = cached_copy(f->cm, ebdman_configmap_keep),
-        *vfm = cached_copy(f->vfm, ebdman_vfm_keep);
+        *vfm = cached_copy(f->vfm, vfm_keep);
   struct ebdman_observed ob = {.generation = 1, .arena = &ta};
   void *vt;
   assert_int_equal(KCR_OK, typed_try(&vfm_type, vfm, &vt));
@@ -502,9 +502,9 @@ static void the_text_keeps_a_child_only_where_the_trees_do(void **state)
             break;
           case NO_OWNER: set_owners(have, NULL); break;
           }
-          kept = kept_as_is(
-              ebd, want, have, kind ? ebdman_vfm_keep : ebdman_configmap_keep, ptr,
-              kind ? "/spec/vfmTemplate" : "/spec/vfmTemplate/config", &plan);
+          kept =
+              kept_as_is(ebd, want, have, kind ? vfm_keep : ebdman_configmap_keep, ptr,
+                         kind ? "/spec/vfmTemplate" : "/spec/vfmTemplate/config", &plan);
           if(kept && plan != EBDMAN_CHILD_KEEP)
             fail_msg("kept as is by the text, plan %d by the trees: spec %s, "
                      "annotations %s, %s, change %d",

@@ -526,6 +526,15 @@ static void h_kind(struct kcr_buf *b, const struct kind *k)
     out(b, "\n/* The description kcr_typed_decode and kcr_typed_encode walk. */\n");
     out(b, "extern const struct kcr_type %s_type;\n", p);
   }
+  if(k->nkeep) {
+    out(b, "\n");
+    comment(
+        b, 0,
+        "The paths this type was cut to (kcr-gen --path, PATHS of kcr_generate_types), "
+        "NULL-terminated: the cache's keep list (kcr_informer_opts.keep), so that the "
+        "cache holds what the type has.");
+    out(b, "extern const char *const %s_keep[];\n", p);
+  }
   out(b, "\n");
   comment(
       b, 0,
@@ -787,6 +796,15 @@ static void c_kind(struct kcr_buf *b, const struct kind *k)
   const char *gvr[] = {xprintf("%s_GROUP", P), xprintf("%s_VERSION", P),
                        xprintf("%s_RESOURCE", P), k->namespaced ? "true" : "false"};
   call(b, 0, xprintf("const struct kcr_gvr %s_gvr = {", p), gvr, 4, "};");
+  if(k->nkeep) {
+    const char **keep = xalloc((k->nkeep + 1) * sizeof(*keep));
+    for(size_t i = 0; i < k->nkeep; i++)
+      keep[i] = lit(k->keep[i]);
+    keep[k->nkeep] = "NULL";
+    call(b, 0, xprintf("const char *const %s_keep[] = {", p), keep, k->nkeep + 1, "};");
+    for(size_t i = 0; i < k->nkeep; i++)
+      free((char *)keep[i]);
+  }
   c_types(b, k->root, p);
 
   /* the typed callbacks, called back as their own types (kcr_fnptr) */

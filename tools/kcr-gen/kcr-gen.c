@@ -1,13 +1,16 @@
 /* kcr-gen - typed C objects from CustomResourceDefinitions.
  *
- *   kcr-gen [-o DIR] [--version V]... [--name BASE] [--check] CRD.yaml...
+ *   kcr-gen [-o DIR] [--version V]... [--path P]... [--name BASE] [--check]
+ *           CRD.yaml...
  *
  * For each CRD file, DIR/BASE.h and DIR/BASE.c: every served version of
  * every CRD in the file (or the versions --version names). BASE is the
  * file's name without directory and extension, and of a name controller-gen
  * writes (<group>_<plural>.yaml) the plural: ebdman.example.com_ebds.yaml
  * gives ebds.h. --check writes nothing and exits 1 when a file on disk is
- * not what the input gives now (a stale file). docs/typed-objects.md is the
+ * not what the input gives now (a stale file). --path P (JSON Pointers from
+ * the object's root: /spec/image) cuts each kind down to those paths (paths.c)
+ * and writes them as its keep list, <prefix>_keep. docs/typed-objects.md is the
  * user's guide; kcr/typed.h the engine the output runs on.
  *
  *   kcr-gen [-o DIR] --openapi DOC.json... --kind GVK... --name BASE [--check]
@@ -161,7 +164,8 @@ static int put(const char *path, const struct kcr_buf *text, bool check)
 static void usage(FILE *f)
 {
   fputs(
-      "usage: kcr-gen [-o DIR] [--version V]... [--name BASE] [--check] CRD.yaml...\n"
+      "usage: kcr-gen [-o DIR] [--version V]... [--path P]... [--name BASE] [--check] "
+      "CRD.yaml...\n"
       "       kcr-gen [-o DIR] --openapi DOC.json... --kind GVK... --name BASE "
       "[--check]\n"
       "Typed C objects (BASE.h, BASE.c) from each file of CustomResourceDefinitions,\n"
@@ -169,6 +173,8 @@ static void usage(FILE *f)
       "apiserver's OpenAPI v3 documents (the snapshot in share/kcr/openapi).\n"
       "  -o, --output DIR  where to write (default .)\n"
       "  --version V       only version V (repeat for more; default: every served one)\n"
+      "  --path P          only the members on path P (a JSON Pointer: /spec/image;\n"
+      "                    repeat), written as the keep list <prefix>_keep too\n"
       "  --name BASE       the output's base name (one input only)\n"
       "  --check           write nothing; exit 1 if an output is stale\n"
       "  --openapi DOC     an OpenAPI v3 document (repeat: every one the kinds need)\n"
@@ -200,7 +206,8 @@ static int write_out(const char *dir, const char *base, const char *shown,
 }
 
 static int one(const char *path, const char *dir, const char *name,
-               const char *const *only, size_t nonly, bool check)
+               const char *const *only, size_t nonly, const char *const *paths,
+               size_t npaths, bool check)
 {
   struct kind *kinds = NULL;
   size_t nk = 0;
@@ -210,9 +217,22 @@ static int one(const char *path, const char *dir, const char *name,
 
   if(slurp(path, &text, &len))
     return -1;
-  sha256_hex(text, len, sha);
+  if(npaths) { /* the output follows the paths too: they are input */
+    struct kcr_buf all = KCR_BUF_INIT;
+    kcr_buf_append(&all, text, len);
+    for(size_t i = 0; i < npaths; i++)
+      kcr_buf_printf(&all, "\n--path %s", paths[i]);
+    if(kcr_buf_err(&all))
+      xalloc((size_t)-1);
+    sha256_hex(all.ptr, all.len, sha);
+    kcr_buf_cleanup(&all);
+  } else {
+    sha256_hex(text, len, sha);
+  }
   rc = crd_read(path, text, len, only, nonly, &kinds, &nk);
   free(text);
+  if(!rc && npaths)
+    rc = paths_cut(kinds, nk, paths, npaths, path);
   if(!rc)
     rc = write_out(dir, name ? name : base_of(path),
                    strrchr(path, '/') ? strrchr(path, '/') + 1 : path, sha, kinds, nk,
@@ -266,6 +286,7 @@ int main(int argc, char **argv)
 {
   static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
                                        {"version", required_argument, NULL, 'V'},
+                                       {"path", required_argument, NULL, 'p'},
                                        {"name", required_argument, NULL, 'n'},
                                        {"check", no_argument, NULL, 'c'},
                                        {"openapi", required_argument, NULL, 'O'},
@@ -278,7 +299,8 @@ int main(int argc, char **argv)
   const char **only = xalloc((size_t)argc * sizeof(char *));
   const char **docs = xalloc((size_t)argc * sizeof(char *));
   const char **gvks = xalloc((size_t)argc * sizeof(char *));
-  size_t nonly = 0, ndocs = 0, ngvks = 0;
+  const char **paths = xalloc((size_t)argc * sizeof(char *));
+  size_t nonly = 0, ndocs = 0, ngvks = 0, npaths = 0;
   bool check = false, meta = false;
   int o, status = 0;
 
@@ -286,6 +308,7 @@ int main(int argc, char **argv)
     switch(o) {
     case 'o': dir = optarg; break;
     case 'V': only[nonly++] = optarg; break;
+    case 'p': paths[npaths++] = optarg; break;
     case 'n': name = optarg; break;
     case 'c': check = true; break;
     case 'O': docs[ndocs++] = optarg; break;
@@ -298,9 +321,10 @@ int main(int argc, char **argv)
   }
   if(ndocs || ngvks || meta) {
     int rc = -1;
-    if(!ndocs || optind < argc || nonly || (meta ? ngvks || name : !ngvks || !name))
+    if(!ndocs || optind < argc || nonly || npaths ||
+       (meta ? ngvks || name : !ngvks || !name))
       fputs("kcr-gen: --openapi DOC... with --kind GVK... and --name BASE (or --meta), "
-            "and no CRD file or --version\n",
+            "and no CRD file, --version or --path (paths are for CRDs)\n",
             stderr);
     else
       rc = openapi(docs, ndocs, gvks, ngvks, meta, dir, name, check);
@@ -315,7 +339,7 @@ int main(int argc, char **argv)
     return 2;
   }
   for(int i = optind; i < argc; i++) {
-    int rc = one(argv[i], dir, name, only, nonly, check);
+    int rc = one(argv[i], dir, name, only, nonly, paths, npaths, check);
     if(rc < 0) {
       kcr_arena_cleanup(&heap);
       return 2;

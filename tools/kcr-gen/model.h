@@ -65,12 +65,24 @@ struct kind {
   bool namespaced, status_sub;
   char *prefix; /* C names' prefix: "ebd" */
   struct schema *root;
+  char **keep; /* --path: the paths it was cut to (sorted, once each) */
+  size_t nkeep;
 };
 
 void *xalloc(size_t n);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Cuts kinds[0..nk) down to paths[0..np) (JSON Pointers from the object's
+ * root, RFC 6901 escaping): an object member on no path's way is taken out,
+ * one a path names (or is under) is kept whole, apiVersion, kind and
+ * metadata always; and sets each kind's keep list. A path that is not in
+ * a kind's schema, or runs through an array, a map, raw text or a scalar,
+ * is an error. Returns 0, or -1 after printing what is wrong (origin names
+ * the input). */
+int paths_cut(struct kind *kinds, size_t nk, const char *const *paths, size_t np,
+              const char *origin);
 
 /* Reads every CustomResourceDefinition in the multi-document YAML text
  * [0..len) (origin names it in messages) and appends one kind per served
