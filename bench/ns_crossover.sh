@@ -64,17 +64,19 @@ echo "ns_crossover.sh: made in $((SECONDS - s)) s" >&2
         s0=$(sent)
         coproc W { "$bin" watch "$prefix" "$k" "$mode" "$window"; }
         wpid=$W_PID
-        IFS= read -r line <&"${W[0]}"
+        IFS= read -r line <&"${W[0]}" || true
+        [[ $line == synced* ]] || { echo "ns_crossover.sh: no synced line from the watch (k=$k $mode)" >&2; exit 1; }
         echo "$line"
         s1=$(sent)
         "$bin" churn "$prefix" "$t" "$n" "$rate" $((window + 3000)) &
         churn_pid=$!
-        IFS= read -r line <&"${W[0]}"
+        IFS= read -r line <&"${W[0]}" || true
+        [[ $line == window* ]] || { echo "ns_crossover.sh: no window line from the watch (k=$k $mode)" >&2; exit 1; }
         echo "$line"
         s2=$(sent)
         echo "sent mode=$mode k=$k sync=$((s1 - s0)) window=$((s2 - s1))"
         wait "$churn_pid"
-        wait "$wpid" 2>/dev/null || true
+        wait "$wpid" || { echo "ns_crossover.sh: the watch failed (k=$k $mode)" >&2; exit 1; }
       done
     done
   done

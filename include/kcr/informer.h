@@ -112,18 +112,21 @@ struct kcr_informer_opts {
   /* With namespaces or namespace_selector: one list and watch of every
    * namespace instead of one per namespace, whose objects outside the
    * selected namespaces are dropped as they arrive - never stored, never
-   * told, not counted against max_bytes. Needs cluster-wide list and
+   * told, not counted against max_bytes (nor is the page of a paged LIST
+   * being read, which holds them too). Needs cluster-wide list and
    * watch of the resource. Every object of the resource in the cluster
-   * then crosses the wire and is parsed: it pays only when most of them
-   * are in selected namespaces and many namespaces are selected (one
-   * connection and thread instead of one per namespace); bench/README.md
-   * section 10 measures where it starts to. With namespace_selector the
-   * watch starts once the namespaces are listed; a namespace that enters
-   * the selection makes it list again (unchanged objects stay the cached
-   * ones and are not told again), one that leaves has its objects taken
-   * out as without it (no on_delete). false (the default): a list and
-   * watch per namespace. KCR_EINVAL without namespaces or
-   * namespace_selector. */
+   * then crosses the wire and is parsed, so the bytes sent follow the
+   * cluster, never the selection; what it saves is a connection, a thread
+   * and a list per namespace, which pays in CPU and memory once many
+   * namespaces are selected (bench/README.md section 10: from about 10-25
+   * of 100 equal namespaces). With namespace_selector the watch starts
+   * once the namespaces are listed; a namespace that enters the selection
+   * makes it list the whole resource again (unchanged objects stay the
+   * cached ones and are not told again; a streaming list under way is
+   * applied first, and the namespaces entering meanwhile make one relist),
+   * one that leaves has its objects taken out as without it (no
+   * on_delete). false (the default): a list and watch per namespace.
+   * KCR_EINVAL without namespaces or namespace_selector. */
   bool cluster_watch;
   const char *label_selector;
   const char *field_selector;
@@ -342,7 +345,8 @@ KCR_API void kcr_informer_free(kcr_informer *inf);
 
 /* Counters for tests and diagnostics. */
 struct kcr_informer_stats {
-  /* events: watch events handled, a streaming list's initial ones too */
+  /* events: watch events handled, a streaming list's initial ones too -
+   * with cluster_watch also those of namespaces not selected, dropped */
   uint64_t lists;   /* paged LISTs made */
   uint64_t watches; /* watches made; a streaming list counts as one once
                        its initial events are in the store */

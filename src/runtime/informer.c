@@ -32,7 +32,14 @@
  * time (kcr/store.h); handlers run outside it, on the feeds' threads. With
  * a selector a metadata-only informer of the namespaces adds feeds as
  * namespaces enter the selection and stops and empties them (no on_delete)
- * as they leave.
+ * as they leave. With opts.cluster_watch a namespace set has one feed of
+ * every namespace instead, whose objects of unselected namespaces are
+ * dropped (wanted) where they are gathered, where a watch event is put
+ * and where a list is applied - the last two under wmu, so that a
+ * namespace that left (the namespaces' store first, then ns_left's
+ * emptying under wmu) stays out and none of its objects is told gone; a
+ * namespace that enters sets the feed's relist flag, which ends its watch
+ * (a streaming list still gathering is applied first) for a list again.
  *
  * A second thread runs the periodic resync when asked for.
  *
@@ -54,8 +61,9 @@
  * (kcr_watch_cancel is safe from any thread) and backoff sleeps wait on a
  * condvar, so stop is prompt; the namespaces' informer stops first, so no
  * feed comes or goes meanwhile. Lock order: inf->mu, then the namespaces'
- * informer's mu; wmu is never held with mu; neither is held while calling
- * handlers or doing I/O. `stats` is written and read under mu
+ * informer's mu; wmu, then the namespaces' informer's store (wanted); wmu
+ * is never held with mu; neither is held while calling handlers or doing
+ * I/O. `stats` is written and read under mu
  * (readers on other threads: kcr_informer_stats). */
 #include <limits.h>
 #include <pthread.h>
@@ -1052,6 +1060,23 @@ static void drop_unwanted(kcr_informer *inf, struct kcr__obj_list *c, kcr_obj **
   c->n = k;
 }
 
+/* opts.cluster_watch: takes out of what a whole list found gone (gone[0..
+ * *n)) the objects of namespaces not selected now, unreferenced, untold: a
+ * namespace that left the selection - its ns_left, which takes its objects
+ * out without on_delete, may not have run yet - not a deletion. Under wmu. */
+static void drop_left(kcr_informer *inf, kcr_obj **gone, size_t *n)
+{
+  size_t k = 0;
+  if(!inf->o.cluster_watch)
+    return;
+  for(size_t i = 0; i < *n; i++)
+    if(wanted(inf, kcr_obj_ns(gone[i])))
+      gone[k++] = gone[i];
+    else
+      kcr_obj_unref(gone[i]);
+  *n = k;
+}
+
 static kcr_err apply_list(struct feed *f, struct kcr__obj_list *c, char *rv,
                           unsigned gen0, struct kcr_errinfo *ei)
 {
@@ -1088,8 +1113,10 @@ static kcr_err apply_list(struct feed *f, struct kcr__obj_list *c, char *rv,
     pthread_mutex_lock(&inf->wmu);
     if(!(rc = list_dropped(inf, gen0))) {
       drop_unwanted(inf, c, prev);
-      if(!(rc = kcr_store_replace(inf->store, c->objs, c->n, &gone, &ngone)))
+      if(!(rc = kcr_store_replace(inf->store, c->objs, c->n, &gone, &ngone))) {
         f->gen = gen0;
+        drop_left(inf, gone, &ngone);
+      }
     }
     pthread_mutex_unlock(&inf->wmu);
     if(rc) {
@@ -1153,6 +1180,8 @@ struct gather {
 static kcr_err gather_page(size_t len, void *ud)
 {
   struct gather *g = ud;
+  if(g->f->inf->o.cluster_watch) /* (other namespaces' objects: not counted) */
+    return KCR_OK;
   release(g->f, g->page);
   hold(g->f, g->page = len);
   return check_budget(g->f);
@@ -1302,6 +1331,10 @@ static kcr_err initial_end(struct feed *f, const struct kcr_watch_event *ev)
     inf->stats.watches++;
     f->init = NULL;
   }
+  /* (cluster_watch: a namespace entered while it was gathered - end the
+   * stream, and run lists again) */
+  if(!rc && f->relist)
+    rc = KCR_ECANCELED;
   pthread_mutex_unlock(&inf->mu);
   return rc;
 }
@@ -1438,8 +1471,8 @@ static kcr_err run_watch(struct feed *f, kcr_watch *w, struct kcr_errinfo *ei)
 
   pthread_mutex_lock(&inf->mu);
   /* (a cache emptied before now: its sweep did not see this watch) */
-  if(inf->stopping || f->stopping || f->relist || (f->init && f->init->timed_out) ||
-     (!f->init && stale(f)))
+  if(inf->stopping || f->stopping || (f->relist && !f->init) ||
+     (f->init && f->init->timed_out) || (!f->init && stale(f)))
     kcr_watch_cancel(w);
   f->watch = w;
   pthread_mutex_unlock(&inf->mu);
@@ -1625,10 +1658,7 @@ static enum state do_stream(struct feed *f)
   release(f, f->inflight);
   if(stopping(f))
     why = NULL;
-  else if(rc == KCR_ECANCELED && !in.timed_out && !in.ignored && relist_due(f)) {
-    kcr_errinfo_cleanup(&ei); /* canceled for a namespace that entered: again */
-    return ST_LISTING;
-  } else if((rc == KCR_ECANCELED && (in.timed_out || in.ignored)) || rc == KCR_OK)
+  else if((rc == KCR_ECANCELED && (in.timed_out || in.ignored)) || rc == KCR_OK)
     why = "no_end_bookmark"; /* (OK: the stream ended without one) */
   else if(rc != KCR_ECANCELED && stream_refused(&ei))
     why = "refused";
@@ -1764,14 +1794,21 @@ static void ns_entered(kcr_obj *o, void *ud)
   size_t nheld = 0;
 
   if(inf->o.cluster_watch) {
-    /* The one feed dropped ns's objects until now: it lists again (its
-     * watch is canceled; a list being read may have dropped them too). */
+    /* The one feed dropped ns's objects until now: it lists again - its
+     * watch is canceled, but not a streaming list still gathering: that
+     * one is applied first (the relist follows at once), or namespaces
+     * entering one after another would never let a list finish. Several
+     * entering meanwhile make one relist. */
     pthread_mutex_lock(&inf->mu);
-    inf->feeds->relist = true;
-    if(inf->feeds->watch)
-      kcr_watch_cancel(inf->feeds->watch);
+    struct feed *w = inf->feeds;
+    bool listed = w->synced;
+    w->relist = true;
+    if(w->watch && !w->init)
+      kcr_watch_cancel(w->watch);
     pthread_mutex_unlock(&inf->mu);
-    KCR_LOG(KCR_LOG_INFO, "informer: namespace entered the selection; listing again",
+    KCR_LOG(KCR_LOG_INFO,
+            listed ? "informer: namespace entered the selection; listing again"
+                   : "informer: namespace entered the selection",
             KCR_S("informer", inf->name), KCR_S("namespace", ns));
     return;
   }

@@ -1358,6 +1358,135 @@ static void a_cluster_watch_applies_only_what_is_selected_at_the_end(void **stat
   fake_finish(&f);
 }
 
+/* Namespace a is selected; b enters while the cluster watch's streaming
+ * list is under way (after a1, before b1 and the end bookmark). The list
+ * is applied all the same - entering namespaces do not cancel a list that
+ * is gathering, or a stream of them would never let one finish - and the
+ * relist follows. */
+static kcr_err api_cluster_stream(struct twire_call *call, void *ud)
+{
+  struct fake *f = ud;
+  bool initial = query_is(call, "sendInitialEvents", "true");
+
+  if(twire_is(call, "GET", "/api/v1/namespaces")) {
+    twire_stream(call, 200);
+    if(!initial) /* (the stream below goes on as the watch) */
+      return twire_wait_cancel(call, 60000), KCR_OK;
+    if(send_event(call, "ADDED", NSOBJ("a")) &&
+       send_event(call, "BOOKMARK", END_BOOKMARK("3")) && tflag_wait(&f->go, 60000))
+      send_event(call, "ADDED", NSOBJ("b"));
+    twire_wait_cancel(call, 60000);
+    return KCR_OK;
+  }
+  if(!twire_is(call, "GET", "/api/v1/configmaps") || !initial)
+    return not_found(call);
+  int n = atomic_fetch_add(&f->watches, 1);
+  twire_stream(call, 200);
+  if(n == 0 && send_event(call, "ADDED", CMIN("a1", "a"))) {
+    atomic_store(&f->go, true); /* b enters */
+    for(int i = 0; i < 3000 && !kcr_informer_selects_namespace(f->inf, "b"); i++)
+      nanosleep(&(struct timespec){0, 1000000}, NULL);
+    nanosleep(&(struct timespec){0, 200000000}, NULL); /* and ns_entered ran */
+    if(send_event(call, "ADDED", CMIN("b1", "b")) &&
+       send_event(call, "BOOKMARK", END_BOOKMARK("6")))
+      twire_wait_cancel(call, 1000); /* (the informer ends it to relist) */
+    return KCR_OK;
+  } else if(n == 1 && send_event(call, "ADDED", CMIN("a1", "a")) &&
+            send_event(call, "ADDED", CMIN("b1", "b"))) {
+    send_event(call, "BOOKMARK", END_BOOKMARK("7"));
+  }
+  twire_wait_cancel(call, 60000);
+  return KCR_OK;
+}
+
+static void a_namespace_entering_does_not_cancel_a_streaming_list(void **state)
+{
+  struct kcr_informer_stats st;
+  struct fake f;
+  kcr_informer *inf;
+
+  fake_start(&f, api_cluster_stream, 0);
+  kcr_informer_free(f.inf);
+  f.inf = NULL;
+  twire_watchlist(api_cluster_stream, &f, true);
+  assert_int_equal(
+      KCR_OK, kcr_informer_new(&(struct kcr_informer_opts){.client = f.cl,
+                                                           .gvr = &cms,
+                                                           .namespace_selector = "t=x",
+                                                           .cluster_watch = true},
+                               &inf, NULL));
+  f.inf = inf;
+  assert_int_equal(
+      KCR_OK, kcr_informer_add_handlers(inf, &(struct kcr_informer_handlers){
+                                                 on_add, on_update, on_delete, f.log}));
+  assert_int_equal(KCR_OK, kcr_informer_start(inf));
+  assert_true(kcr_informer_wait_synced(inf, 30000));
+  for(int i = 0; i < 3000 && atomic_load(&f.watches) < 2; i++)
+    nanosleep(&(struct timespec){0, 10000000}, NULL);
+  nanosleep(&(struct timespec){0, 200000000}, NULL); /* the relist applied */
+  assert_int_equal(2, atomic_load(&f.watches));
+  /* both streaming lists applied (a stream counts as a watch once applied):
+   * the first was not cut short by b entering */
+  kcr_informer_get_stats(inf, &st);
+  assert_int_equal(2, st.stream_lists);
+  assert_int_equal(2, st.watches);
+  /* b1 came in the first list (b was selected by then); the relist brought
+   * nothing new */
+  stop_and_expect(&f, (const char *[]){"add a1 5", "add b1 5"}, 2, 2);
+  twire_watchlist(api_cluster_stream, &f, false);
+  fake_finish(&f);
+}
+
+/* A paged LIST's page holds an object of a namespace that is not
+ * selected, bigger than max_bytes: dropped, and not counted either. */
+static char big_x[9000];
+
+static kcr_err api_cluster_big(struct twire_call *call, void *ud)
+{
+  if(!twire_is(call, "GET", "/api/v1/configmaps"))
+    return not_found(call);
+  if(call->req->watch) {
+    twire_stream(call, 200);
+    twire_wait_cancel(call, 60000);
+    return KCR_OK;
+  }
+  return twire_reply(call, 200,
+                     "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{"
+                     "\"resourceVersion\":\"10\"},\"items\":[" CMIN("a1", "a") ",%s]}",
+                     big_x);
+}
+
+static void a_cluster_watch_counts_only_selected_objects_against_the_budget(void **state)
+{
+  struct fake f;
+  kcr_informer *inf;
+
+  snprintf(
+      big_x, sizeof(big_x),
+      "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"x1\","
+      "\"namespace\":\"x\",\"uid\":\"ux\",\"resourceVersion\":\"5\"},\"data\":{\"k\":"
+      "\"%08000d\"}}",
+      0);
+  fake_start(&f, api_cluster_big, 0);
+  kcr_informer_free(f.inf);
+  f.inf = NULL;
+  assert_int_equal(KCR_OK, kcr_informer_new(
+                               &(struct kcr_informer_opts){
+                                   .client = f.cl,
+                                   .gvr = &cms,
+                                   .namespaces = (const char *[]){"a", "b", NULL},
+                                   .cluster_watch = true,
+                                   .paged_list = true,
+                                   .max_bytes = 4096},
+                               &inf, NULL));
+  f.inf = inf;
+  assert_int_equal(KCR_OK, kcr_informer_start(inf));
+  assert_true(kcr_informer_wait_synced(inf, 10000));
+  assert_false(kcr_informer_over_budget(inf));
+  assert_int_equal(1, kcr_store_len(kcr_informer_store(inf)));
+  fake_finish(&f);
+}
+
 /* ---- the byte budget (max_bytes) ---- */
 
 #define BUDGET 4096
@@ -1524,6 +1653,8 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(a_selected_namespace_whose_feed_failed_is_tried_again),
       cmocka_unit_test(a_cluster_watch_applies_only_what_is_selected_at_the_end),
+      cmocka_unit_test(a_namespace_entering_does_not_cancel_a_streaming_list),
+      cmocka_unit_test(a_cluster_watch_counts_only_selected_objects_against_the_budget),
       cmocka_unit_test(a_streaming_list_is_applied_at_its_end_bookmark),
       cmocka_unit_test(no_end_bookmark_means_a_paged_list),
       cmocka_unit_test(a_slow_apply_is_not_a_missing_end_bookmark),
