@@ -1326,6 +1326,30 @@ static kcr_err api_cluster(struct twire_call *call, void *ud)
   return list_reply(call, "10", NULL, CMIN("a2", "a"));
 }
 
+/* Replaces f's informer with one of the namespaces labelled t=x on one
+ * filtered cluster watch (paged: paged LISTs), with f's handlers; started
+ * and synced. */
+static kcr_informer *cluster_informer(struct fake *f, bool paged)
+{
+  kcr_informer *inf;
+  kcr_informer_free(f->inf);
+  f->inf = NULL;
+  assert_int_equal(
+      KCR_OK, kcr_informer_new(&(struct kcr_informer_opts){.client = f->cl,
+                                                           .gvr = &cms,
+                                                           .namespace_selector = "t=x",
+                                                           .cluster_watch = true,
+                                                           .paged_list = paged},
+                               &inf, NULL));
+  f->inf = inf;
+  assert_int_equal(
+      KCR_OK, kcr_informer_add_handlers(inf, &(struct kcr_informer_handlers){
+                                                 on_add, on_update, on_delete, f->log}));
+  assert_int_equal(KCR_OK, kcr_informer_start(inf));
+  assert_true(kcr_informer_wait_synced(inf, 30000));
+  return inf;
+}
+
 /* A namespace that leaves the selection while the cluster watch's list is
  * read: what the list gathered of it is not applied - only what is
  * selected when the list is put into the store is (x's never was). */
@@ -1335,21 +1359,7 @@ static void a_cluster_watch_applies_only_what_is_selected_at_the_end(void **stat
   kcr_informer *inf;
 
   fake_start(&f, api_cluster, 0);
-  kcr_informer_free(f.inf);
-  f.inf = NULL;
-  assert_int_equal(
-      KCR_OK, kcr_informer_new(&(struct kcr_informer_opts){.client = f.cl,
-                                                           .gvr = &cms,
-                                                           .namespace_selector = "t=x",
-                                                           .cluster_watch = true,
-                                                           .paged_list = true},
-                               &inf, NULL));
-  f.inf = inf;
-  assert_int_equal(
-      KCR_OK, kcr_informer_add_handlers(inf, &(struct kcr_informer_handlers){
-                                                 on_add, on_update, on_delete, f.log}));
-  assert_int_equal(KCR_OK, kcr_informer_start(inf));
-  assert_true(kcr_informer_wait_synced(inf, 30000));
+  inf = cluster_informer(&f, true);
   assert_false(kcr_informer_selects_namespace(inf, "b"));
   assert_true(kcr_informer_selects_namespace(inf, "a"));
   assert_false(kcr_informer_selects_namespace(inf, "x"));
@@ -1406,21 +1416,8 @@ static void a_namespace_entering_does_not_cancel_a_streaming_list(void **state)
   kcr_informer *inf;
 
   fake_start(&f, api_cluster_stream, 0);
-  kcr_informer_free(f.inf);
-  f.inf = NULL;
   twire_watchlist(api_cluster_stream, &f, true);
-  assert_int_equal(
-      KCR_OK, kcr_informer_new(&(struct kcr_informer_opts){.client = f.cl,
-                                                           .gvr = &cms,
-                                                           .namespace_selector = "t=x",
-                                                           .cluster_watch = true},
-                               &inf, NULL));
-  f.inf = inf;
-  assert_int_equal(
-      KCR_OK, kcr_informer_add_handlers(inf, &(struct kcr_informer_handlers){
-                                                 on_add, on_update, on_delete, f.log}));
-  assert_int_equal(KCR_OK, kcr_informer_start(inf));
-  assert_true(kcr_informer_wait_synced(inf, 30000));
+  inf = cluster_informer(&f, false);
   for(int i = 0; i < 3000 && atomic_load(&f.watches) < 2; i++)
     nanosleep(&(struct timespec){0, 10000000}, NULL);
   nanosleep(&(struct timespec){0, 200000000}, NULL); /* the relist applied */
