@@ -19,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	ebdv1alpha1 "example.com/ebdman-cr-typed/api/v1alpha1"
 	vfmac "example.com/ebdman-cr-typed/api/v1alpha1/applyconfiguration/api/v1alpha1"
@@ -44,15 +45,22 @@ type EBDReconciler struct {
 }
 
 // SetupWithManager registers the controller: EBDs, and the VFMs and
-// ConfigMaps they own.
-func (r *EBDReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
-	return ctrl.NewControllerManagedBy(mgr).
+// ConfigMaps they own. With namespaces, only those namespaces' events
+// reach the reconciler (a predicate: the caches still hold every
+// namespace's objects).
+func (r *EBDReconciler) SetupWithManager(mgr ctrl.Manager, workers int, namespaces []string) error {
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&ebdv1beta1.EBD{}).
 		Owns(&ebdv1alpha1.VFM{}).
 		Owns(&corev1.ConfigMap{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		Named("ebd").
-		Complete(r)
+		Named("ebd")
+	if len(namespaces) > 0 {
+		b = b.WithEventFilter(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return slices.Contains(namespaces, o.GetNamespace())
+		}))
+	}
+	return b.Complete(r)
 }
 
 // The RBAC config/rbac/role.yaml grants (the EBD's finalizers: for

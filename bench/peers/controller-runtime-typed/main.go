@@ -28,7 +28,17 @@
 //
 //	ebdman-cr-typed run [--workers N] [--metrics-bind-address ADDR]
 //	                    [--health-probe-bind-address ADDR] [--zap-log-level L] [--kubeconfig P]
+//	                    [--namespace NS]... [--reconcile-namespace NS]...
 //	ebdman-cr-typed webhook ...   (webhook.go: only the validating webhook)
+//
+// The last two flags of run are not part of the contract
+// (bench/cluster_size.sh, bench/README.md section 9): --namespace NS
+// (repeatable) restricts every cache to those namespaces
+// (cache.Options.DefaultNamespaces: the apiserver filters);
+// --reconcile-namespace NS (repeatable) keeps the caches cluster-wide,
+// controller-runtime's default, and drops the events of other namespaces
+// with a predicate (the client filters). Without them the peer watches and
+// reconciles every namespace.
 package main
 
 import (
@@ -36,6 +46,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 
 	"github.com/go-logr/logr"
 	uzap "go.uber.org/zap/zapcore"
@@ -79,6 +90,10 @@ func main() {
 	healthAddr := fs.String("health-probe-bind-address", ":8081", "health probe address")
 	logLevel := fs.String("zap-log-level", "info", "debug, info, warn, error")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig (default: $KUBECONFIG, in-cluster)")
+	var namespaces, reconcileNamespaces stringList
+	fs.Var(&namespaces, "namespace", "cache (and so reconcile) only this namespace; repeat it for several (default: all)")
+	fs.Var(&reconcileNamespaces, "reconcile-namespace",
+		"reconcile only EBDs in this namespace, caches still cluster-wide; repeat it for several (default: all)")
 	_ = fs.Parse(args)
 
 	lvl := map[string]uzap.Level{"debug": uzap.DebugLevel, "info": uzap.InfoLevel,
@@ -96,11 +111,18 @@ func main() {
 	if err != nil {
 		fail(log, err, "loading the kubeconfig")
 	}
+	cacheOpts := cacheOptions()
+	if len(namespaces) > 0 {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range namespaces {
+			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: *metricsAddr},
 		HealthProbeBindAddress: *healthAddr,
-		Cache:                  cacheOptions(),
+		Cache:                  cacheOpts,
 	})
 	if err != nil {
 		fail(log, err, "creating the manager")
@@ -113,10 +135,11 @@ func main() {
 		return nil
 	})
 	r := &EBDReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ebdman.example.com/ebdman")}
-	if err := r.SetupWithManager(mgr, *workers); err != nil {
+	if err := r.SetupWithManager(mgr, *workers, reconcileNamespaces); err != nil {
 		fail(log, err, "creating the controller")
 	}
-	log.Info("ebdman-cr-typed starting", "workers", *workers)
+	log.Info("ebdman-cr-typed starting", "workers", *workers, "namespaces", namespaces,
+		"reconcileNamespaces", reconcileNamespaces)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		fail(log, err, "running the manager")
 	}
@@ -132,6 +155,12 @@ func cacheOptions() cache.Options {
 		},
 	}
 }
+
+// stringList: a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
 func fail(log logr.Logger, err error, what string) {
 	log.Error(err, what)

@@ -27,6 +27,7 @@
 //! ebdman-rs run [--workers N] [--metrics-bind-address ADDR]
 //!               [--health-probe-bind-address ADDR] [--zap-log-level L] [--kubeconfig P]
 //!               [--debounce-ms MS]   (kube-rs controller debounce, default 0)
+//!               [--namespace NS]     (watch only NS: Api::namespaced; default all)
 //! ```
 use std::{
     collections::BTreeMap,
@@ -40,6 +41,7 @@ use std::{
 
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::{
+    NamespaceResourceScope,
     api::core::v1::ConfigMap,
     apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta, OwnerReference, Time},
     jiff::Timestamp,
@@ -631,12 +633,13 @@ struct Opts {
     log_level: tracing::Level,
     kubeconfig: Option<String>,
     debounce: Duration,
+    namespace: Option<String>,
 }
 
 fn usage() -> ! {
     eprintln!(
         "usage: ebdman-rs run [--workers N] [--metrics-bind-address ADDR] \
-         [--health-probe-bind-address ADDR] [--zap-log-level L] [--kubeconfig P] [--debounce-ms MS]"
+         [--health-probe-bind-address ADDR] [--zap-log-level L] [--kubeconfig P] [--debounce-ms MS] [--namespace NS]"
     );
     std::process::exit(2);
 }
@@ -649,6 +652,7 @@ fn parse_args() -> Opts {
         log_level: tracing::Level::INFO,
         kubeconfig: None,
         debounce: Duration::ZERO,
+        namespace: None,
     };
     let mut args = std::env::args().skip(1).peekable();
     if args.peek().map(String::as_str) == Some("run") {
@@ -676,6 +680,7 @@ fn parse_args() -> Opts {
             "--metrics-bind-address" => o.metrics_addr = value,
             "--health-probe-bind-address" => o.probe_addr = value,
             "--kubeconfig" => o.kubeconfig = Some(value),
+            "--namespace" => o.namespace = Some(value),
             "--debounce-ms" => {
                 o.debounce = Duration::from_millis(value.parse().unwrap_or_else(|_| usage()))
             }
@@ -715,6 +720,19 @@ async fn client(
     Ok(ClientBuilder::try_from(config)?.with_layer(&count).build())
 }
 
+/// What a watcher lists and watches: one namespace's objects with
+/// `--namespace` (the apiserver filters), every namespace's otherwise.
+fn api<K>(client: &Client, ns: Option<&str>) -> Api<K>
+where
+    K: Resource<Scope = NamespaceResourceScope>,
+    <K as Resource>::DynamicType: Default,
+{
+    match ns {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    }
+}
+
 /// The reflectors keep no managedFields.
 fn strip<K: Resource>(o: &mut K) {
     o.meta_mut().managed_fields = None;
@@ -742,20 +760,21 @@ async fn main() {
     let (ebd_store, ebd_writer) = reflector::store::<Ebd>();
     let (vfm_store, vfm_writer) = reflector::store::<Vfm>();
     let (cm_store, cm_writer) = reflector::store::<ConfigMap>();
-    let ebds = watcher(Api::<Ebd>::all(client.clone()), wc.clone())
+    let ns = o.namespace.as_deref();
+    let ebds = watcher(api::<Ebd>(&client, ns), wc.clone())
         .default_backoff()
         .modify(strip)
         .reflect(ebd_writer)
         .inspect_ok(mark_synced(&ready, 0))
         .applied_objects();
-    let vfms = watcher(Api::<Vfm>::all(client.clone()), wc.clone())
+    let vfms = watcher(api::<Vfm>(&client, ns), wc.clone())
         .default_backoff()
         .modify(strip)
         .reflect(vfm_writer)
         .inspect_ok(mark_synced(&ready, 1))
         .touched_objects();
     let cms = watcher(
-        Api::<ConfigMap>::all(client.clone()),
+        api::<ConfigMap>(&client, ns),
         wc.labels(&format!("{MANAGED_BY}=ebdman")),
     )
     .default_backoff()
@@ -778,7 +797,11 @@ async fn main() {
         recorder: Recorder::new(client, Reporter::from(REPORTER)),
         metrics,
     });
-    info!(workers = o.workers, "ebdman-rs starting");
+    info!(
+        workers = o.workers,
+        namespace = ns.unwrap_or("(all)"),
+        "ebdman-rs starting"
+    );
     Controller::for_stream(ebds, ebd_store)
         .owns_stream(vfms)
         .owns_stream(cms)
