@@ -131,7 +131,13 @@ converge=$((SECONDS - t_end))
 check_conditions_current "$ns" "$n"
 check_children "$ns"
 maxgen=$(awk '$3 > m { m = $3 } END { print m + 0 }' "$E2E_TMP/ebds.txt")
-expect_gt "highest generation reached" 5 "$maxgen"
+# Each pass of the replicas writer changes every hot EBD's spec (a value
+# other than the last pass's, and than the initial 1), and every pass but a
+# cut-short last one writes e-01 first: its generation, 1 at the start,
+# reaches at least the number of passes. (A fixed bound - "> 5" - depended on
+# how many passes the machine's speed allowed in storm_s.)
+expect_gt "highest generation reached (at least the replicas writer's passes)" \
+  "$(($(stat_of replicas passes) - 1))" "$maxgen"
 
 # Nobody's last write lost.
 k -n "$ns" get ebds -o jsonpath='{range .items[*]}{.metadata.name}{"\t"}{.metadata.labels.storm-label}{"\t"}{.metadata.annotations.storm-note}{"\t"}{.spec.vfmTemplate.replicas}{"\t"}{.spec.vfmTemplate.config.storm}{"\t"}{.metadata.annotations.vfm-sim\.ebdman\.example\.com/fail}{"\n"}{end}' \
