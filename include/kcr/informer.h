@@ -354,6 +354,9 @@ struct kcr_informer_stats {
   uint64_t stream_lists;    /* streaming lists begun (opts.paged_list) */
   uint64_t list_fallbacks;  /* streaming lists that became paged LISTs */
   uint64_t budget_exceeded; /* times the cache went over opts.max_bytes */
+  uint64_t feeds;           /* list-and-watch loops now: one per namespace of
+                               opts.namespaces or of those namespace_selector
+                               selects; one with cluster_watch, ns, or none */
 };
 /* Copies the counters into *st (read together under the informer's lock).
  * Thread safety: any thread. */

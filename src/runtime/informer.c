@@ -2160,5 +2160,8 @@ void kcr_informer_get_stats(kcr_informer *inf, struct kcr_informer_stats *st)
 {
   pthread_mutex_lock(&inf->mu);
   *st = inf->stats;
+  st->feeds = 0;
+  for(struct feed *f = inf->feeds; f; f = f->next)
+    st->feeds++;
   pthread_mutex_unlock(&inf->mu);
 }
