@@ -37,8 +37,13 @@
  * CRD), and - when a child has to be built - an EBD or a child read with a
  * GET that does not decode as its schema says (which the apiserver never
  * sends), is reported as
- * Installed=False/InstallFailed with the error and not retried until
- * something changes; a conflict waits for the other object to go (its
+ * Installed=False/InstallFailed with the error. What the EBD's spec causes
+ * (422, 400, a read that does not decode) is not retried until something
+ * changes; a refusal that goes away without the EBD changing - 403 or 401
+ * (a Role granted, a token renewed, a restarted apiserver whose authorizer
+ * has not loaded its roles yet) or 404 (the CRD installed) - is retried
+ * with the controller's backoff (5 ms doubling to 1000 s) while the
+ * condition says so; a conflict waits for the other object to go (its
  * deletion wakes the EBD, or a re-check every 30 s when no informer of ours
  * shows it); transient errors (5xx, timeouts) return the error so the key
  * is retried with backoff. */
@@ -135,6 +140,15 @@ static bool permanent(kcr_err rc)
          rc == KCR_ENOTFOUND || rc == KCR_EUNAUTHORIZED || rc == KCR_EINVAL;
 }
 
+/* A refusal that can pass with nothing of the EBD's changing, so no event
+ * would wake it: RBAC (a Role granted later, or a restarted apiserver that
+ * answers before its authorizer has the roles), credentials, or a resource
+ * not served yet (its CRD installed later). */
+static bool may_pass(kcr_err rc)
+{
+  return rc == KCR_EFORBIDDEN || rc == KCR_EUNAUTHORIZED || rc == KCR_ENOTFOUND;
+}
+
 /* Did the apiserver refuse an apply's precondition (children.c): 409 for a
  * create-only apply of an existing object or a uid-pinned one of a missing
  * object, 422 on metadata.uid for a uid-pinned one of another object? Then
@@ -153,8 +167,10 @@ struct install {
   bool failed;        /* not installed; reason (NULL: InstallFailed), msg */
   const char *reason; /* say why */
   const char *msg;
-  bool recheck; /* someone else's child our cache does not show: its
-                   removal wakes nobody, so look again later */
+  bool recheck;  /* someone else's child our cache does not show: its
+                    removal wakes nobody, so look again later */
+  kcr_err retry; /* failed with a refusal that may go away by itself
+                    (may_pass): returned once the status is written */
   /* The child as the informer's cache held it when the plan was made, and
    * - when the plan needed more than the texts (not kept_as_is) - that copy
    * decoded (a view borrowing from seen, in the reconcile's arena); NULL
@@ -408,7 +424,10 @@ static kcr_err install(kcr_ctx *cx, kcr_written *wrote, kcr_informer *inf,
     r->msg = kcr_arena_printf(a, "%s %s: %s", kind, name,
                               ei.message ? ei.message : kcr_strerror(rc));
     KCR_CLOG(cx, KCR_LOG_WARN, "child refused by the server", KCR_S("kind", kind),
-             KCR_S("err", kcr_err_name(rc)), KCR_S("detail", ei.message));
+             KCR_S("err", kcr_err_name(rc)), KCR_S("detail", ei.message),
+             KCR_S("retried", may_pass(rc) ? "with backoff" : "on a change"));
+    if(may_pass(rc))
+      r->retry = rc;
     rc = KCR_OK;
   } else if(rc) {
     KCR_CLOG(cx, KCR_LOG_WARN, "installing child failed; will retry", KCR_S("kind", kind),
@@ -684,6 +703,8 @@ static kcr_err reconcile(kcr_ctx *cx, const struct kcr_request *req,
              KCR_I("observedGeneration", ob.generation));
   }
   transitions(e, cx, &in, conds);
+  /* Said in the status; now retried with backoff. */
+  rc = icm.retry ? icm.retry : ivfm.retry;
 out:
   install_cleanup(&icm);
   install_cleanup(&ivfm);
