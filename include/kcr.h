@@ -31,6 +31,7 @@
 #include "kcr/path.h"
 #include "kcr/quantity.h"
 #include "kcr/queue.h"
+#include "kcr/shard.h"
 #include "kcr/status.h"
 #include "kcr/store.h"
 #include "kcr/time.h"

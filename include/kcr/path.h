@@ -54,6 +54,14 @@ struct kcr_ref {
  *     resource, a name on a namespaced resource without a namespace. */
 KCR_API kcr_err kcr_path(struct kcr_buf *out, const struct kcr_ref *ref);
 
+/* Whether s is an RFC 1123 label (lower-case letters, digits and '-', at
+ * most 63, starting and ending with a letter or digit: a namespace's name,
+ * a Service's) or an RFC 1123 subdomain (such labels joined by '.', at
+ * most 253: most objects' names, a Lease's, a ConfigMap's). NULL: false.
+ * Thread safety: pure. */
+KCR_API bool kcr_is_dns_label(const char *s);
+KCR_API bool kcr_is_dns_subdomain(const char *s);
+
 /* Appends "?key=value" or "&key=value" (value percent-encoded) depending on
  * whether out already holds a '?'. NULL or empty value: nothing appended.
  * Returns KCR_OK or out's error (kcr_buf_err: KCR_ENOMEM, or one from an

@@ -39,10 +39,12 @@ static bool dns_label(const char *s, size_t n)
   return true;
 }
 
-static bool label(const char *s) { return s && dns_label(s, strlen(s)); }
+bool kcr_is_dns_label(const char *s) { return s && dns_label(s, strlen(s)); }
+
+static bool label(const char *s) { return kcr_is_dns_label(s); }
 
 /* Labels joined by '.', at most 253 bytes. */
-static bool subdomain(const char *s)
+bool kcr_is_dns_subdomain(const char *s)
 {
   size_t n = s ? strlen(s) : 0;
 
@@ -97,7 +99,7 @@ kcr_err kcr_path(struct kcr_buf *out, const struct kcr_ref *ref)
     return KCR_EINVAL;
   if(g->namespaced && ref->name && !ref->ns)
     return KCR_EINVAL;
-  if(g->group && *g->group && !subdomain(g->group))
+  if(g->group && *g->group && !kcr_is_dns_subdomain(g->group))
     return KCR_EINVAL;
   /* Appends, not kcr_buf_printf: a path is built for every request. Room
    * for the usual path and query at once, not grown step by step. */

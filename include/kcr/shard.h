@@ -1,0 +1,194 @@
+/* kcr/shard.h - a ring of replicas that share a controller's objects, its
+ * membership kept on coordination.k8s.io/v1 Leases (no service of its own).
+ *
+ *   kcr_ring *r;
+ *   struct kcr_ring_opts o = {.client = c, .ns = "ebdman-system",
+ *                             .name = "ebdman", .identity = getenv("POD_NAME"),
+ *                             .on_change = reshard, .ud = app};
+ *   if(kcr_ring_new(&o, &r, &ei) || kcr_ring_start(r)) ...
+ *   kcr_ring_wait_joined(r, 30000);
+ *   kcr_ring_view *v = kcr_ring_view_get(r);
+ *   if(kcr_ring_view_mine(v, kcr_shard_hash(uid, strlen(uid)))) ... reconcile it
+ *   kcr_ring_view_unref(v);
+ *   ...
+ *   kcr_ring_stop(r);   -- leaves: the Lease's holder is cleared
+ *   kcr_ring_free(r);
+ *
+ * Membership. Each replica holds its own Lease, "<name>-<identity>" in ns,
+ * labelled kcr.dev/ring=<name>, with kcr/leader.h's elector (the same
+ * renewals, renew deadline and fence); identity is best the pod name of a
+ * StatefulSet, stable across restarts, so that a restarted replica takes
+ * its own Lease back at once and the assignment does not move. Every
+ * replica watches the ring's Leases (an informer with that label) and
+ * counts as members the holders of the Leases that are live: a holder is
+ * set and the Lease's record (its spec) was seen to change less than its
+ * leaseDurationSeconds ago, on this process's monotonic clock - as
+ * client-go judges a leader's expiry, so clocks that disagree between
+ * machines do not matter (renewTime is never compared with the local
+ * clock). A member that stops renewing is out one lease duration after
+ * its last renewal reached this replica's watch; one that leaves
+ * (kcr_ring_stop) clears its holder and is out as soon as that is seen.
+ * A Lease seen for the first time counts as renewed then.
+ *
+ * Assignment. An object belongs to a bucket, the top 8 bits of the 64-bit
+ * FNV-1a hash of its owner's uid (kcr_shard_hash: the apiserver's own hash
+ * for shardRange(object.metadata.uid, ...) selectors,
+ * k8s.io/apimachinery/pkg/sharding); the
+ * KCR_RING_BUCKETS buckets are shared out by kcr_ring_assign, a function
+ * of the sorted member identities alone, so every replica that sees the
+ * same members computes the same map. It is rendezvous hashing with
+ * bounded loads: every (bucket, member) pair has a score (a hash of
+ * "<identity>#<bucket>"), and in the order of the scores each bucket goes
+ * to the first member that is not full - full being floor(buckets /
+ * members), or ceil for the first (buckets mod members) to get there. So
+ * every member holds floor or ceil of buckets / members, and a member
+ * joining or leaving moves about its share of the buckets (1.0-1.7 times
+ * it in tests/unit/test_shard.c), not all of them as a modulo would. A
+ * member's buckets are scattered: up to about half of them are runs of
+ * one.
+ *
+ * The view. The current members and assignment are an immutable,
+ * reference-counted kcr_ring_view, replaced as a whole when the members
+ * change; its epoch counts the changes this replica has seen (local to it:
+ * the replicas' epochs are not comparable).
+ *
+ * Metrics (opts.metrics): kcr_ring_members{ring} and
+ * kcr_ring_buckets_owned{ring} gauges, kcr_ring_changes_total{ring}, and
+ * the elector's leader_election_master_status{name="<lease>"}.
+ *
+ * RBAC on leases in ns: get, create and update (the elector), patch (the
+ * label, by server-side apply), list and watch (the ring's informer).
+ *
+ * Thread safety: every function may be called from any thread, except
+ * kcr_ring_free, which must be the last call and not from on_change. */
+#ifndef KCR_SHARD_H
+#define KCR_SHARD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api.h"
+#include "client.h"
+#include "err.h"
+#include "metrics.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KCR_RING_BUCKETS 256u /* buckets: the hash's top 8 bits */
+#define KCR_RING_LABEL   "kcr.dev/ring"
+
+typedef struct kcr_ring kcr_ring;
+typedef struct kcr_ring_view kcr_ring_view;
+
+/* Called on the ring's thread after the view changed (kcr_ring_view_get
+ * returns the new one). Must return promptly; may call any kcr_ring
+ * function but kcr_ring_free and kcr_ring_stop's waiting form (it then
+ * only asks the ring to stop). */
+typedef void (*kcr_ring_fn)(kcr_ring *r, void *ud);
+
+/* Options for kcr_ring_new(); zero means the default shown. */
+struct kcr_ring_opts {
+  kcr_client *client;         /* required; the ring holds a reference */
+  const char *ns;             /* required: the Leases' namespace (copied) */
+  const char *name;           /* required: the ring's name, an RFC 1123
+                                 label (copied) */
+  const char *identity;       /* required: this replica's (copied); with
+                                 name, "<name>-<identity>" must be an RFC
+                                 1123 subdomain of at most 253 characters */
+  uint64_t lease_duration_ms; /* 0: 15000 (kcr/leader.h's rules) */
+  uint64_t renew_deadline_ms; /* 0: 10000 */
+  uint64_t retry_period_ms;   /* 0: 2000 */
+  kcr_metrics *metrics;       /* optional; the ring holds a reference */
+  kcr_ring_fn on_change;      /* optional */
+  void *ud;                   /* passed to on_change */
+};
+
+/* Makes a ring member (not started). Errors: KCR_EINVAL (a required
+ * option missing, a name that is no RFC 1123 label, a Lease name that is
+ * no RFC 1123 subdomain, durations against kcr/leader.h's rules; ei names
+ * which), KCR_EEXIST (opts.metrics has one of the ring's metrics with
+ * another type or labels), KCR_ENOMEM. On error *out is NULL. */
+KCR_API kcr_err kcr_ring_new(const struct kcr_ring_opts *opts, kcr_ring **out,
+                             struct kcr_errinfo *ei);
+
+/* Starts the ring's informer, its elector and its thread. The elector
+ * creates the Lease (or takes it back) and renews it; the informer
+ * follows the others. Errors: KCR_EINVAL (started or stopped before),
+ * KCR_ENOMEM, the informer's or elector's start errors. */
+KCR_API kcr_err kcr_ring_start(kcr_ring *r);
+
+/* Waits up to timeout_ms (KCR_FOREVER: no limit) until this replica holds
+ * its Lease and is a member of the current view. Returns whether it is.
+ * Not from on_change. */
+KCR_API bool kcr_ring_wait_joined(kcr_ring *r, uint64_t timeout_ms);
+
+/* True while this replica may write as a member: it holds its Lease and
+ * its last renewal started less than renew_deadline_ms ago (the elector's
+ * fence, kcr_leader_may_write). Lock-free. */
+KCR_API bool kcr_ring_may_write(kcr_ring *r);
+
+/* True once this replica held its Lease and then lost it (no renewal in
+ * the renew deadline, or taken by another holder): like a lost leader, the
+ * replica should stop and start again. */
+KCR_API bool kcr_ring_lost(kcr_ring *r);
+
+/* This replica's identity (borrowed; lives as long as r). */
+KCR_API const char *kcr_ring_identity(const kcr_ring *r);
+
+/* The current view, with a reference the caller releases with
+ * kcr_ring_view_unref. Never NULL: before the ring has seen its Leases the
+ * view has no member (epoch 0). */
+KCR_API kcr_ring_view *kcr_ring_view_get(kcr_ring *r);
+
+/* Releases a reference. NULL: no-op. */
+KCR_API void kcr_ring_view_unref(kcr_ring_view *v);
+
+/* The view's epoch: 0 before the first, then one more per change seen. */
+KCR_API uint64_t kcr_ring_view_epoch(const kcr_ring_view *v);
+
+/* The number of members, and member i's identity in byte order (borrowed
+ * from v; NULL when i is out of range). */
+KCR_API size_t kcr_ring_view_len(const kcr_ring_view *v);
+KCR_API const char *kcr_ring_view_member(const kcr_ring_view *v, size_t i);
+
+/* The identity of the member that owns hash's bucket (borrowed from v),
+ * NULL when the view has no member. */
+KCR_API const char *kcr_ring_view_owner(const kcr_ring_view *v, uint64_t hash);
+
+/* Whether hash's bucket is this replica's in v. */
+KCR_API bool kcr_ring_view_mine(const kcr_ring_view *v, uint64_t hash);
+
+/* The number of buckets this replica owns in v. */
+KCR_API size_t kcr_ring_view_owned(const kcr_ring_view *v);
+
+/* Leaves the ring: stops the elector (which clears the Lease's holder so
+ * the others take over at once), the informer and the thread; the view
+ * then has no member. Idempotent. From on_change it only asks. */
+KCR_API void kcr_ring_stop(kcr_ring *r);
+
+/* Stops (kcr_ring_stop) and frees. NULL: no-op. Views still referenced
+ * stay valid until released. */
+KCR_API void kcr_ring_free(kcr_ring *r);
+
+/* The 64-bit FNV-1a hash of s[0..n), the apiserver's sharding.HashField:
+ * the hash shardRange(object.metadata.uid, ...) compares. */
+KCR_API uint64_t kcr_shard_hash(const char *s, size_t n);
+
+/* The bucket of a hash: its top 8 bits. */
+KCR_API unsigned kcr_shard_bucket(uint64_t hash);
+
+/* Shares the KCR_RING_BUCKETS buckets out among n members: owner[b] gets
+ * the index in members of bucket b's owner. Depends only on the set of
+ * identities (not on their order in members). Errors: KCR_EINVAL (n == 0,
+ * a NULL or repeated identity, members or owner NULL), KCR_ENOMEM.
+ * Pure; any thread. */
+KCR_API kcr_err kcr_ring_assign(const char *const *members, size_t n,
+                                uint32_t owner[KCR_RING_BUCKETS]);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

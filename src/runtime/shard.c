@@ -1,0 +1,769 @@
+/* A ring of replicas on Leases (kcr/shard.h).
+ *
+ * DESIGN: three parts, each on its own thread.
+ *   - the elector (kcr/leader.h) holds this replica's Lease; the ring only
+ *     makes sure, before starting it, that the Lease exists with the ring's
+ *     label (a server-side apply of the label alone: the elector's PUTs keep
+ *     the metadata they read);
+ *   - the informer watches the ring's Leases; its handlers record, per
+ *     Lease, the holder, the duration and when its spec was last seen to
+ *     change (the local monotonic time: client-go's observedTime), and wake
+ *     the ring's thread;
+ *   - the ring's thread, once the informer has synced, computes the live
+ *     members from those records, and when the set differs from the
+ *     current view publishes a new view (with kcr_ring_assign's map) and
+ *     calls on_change. It wakes at the next expiry, at each record change,
+ *     and at least every retry period.
+ * Locks: mu guards the records, the view pointer and the flags; no lock is
+ * held while calling on_change, the informer or the elector. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kcr/informer.h"
+#include "kcr/json.h"
+#include "kcr/leader.h"
+#include "kcr/log.h"
+#include "kcr/path.h"
+#include "kcr/shard.h"
+#include "kcr/store.h"
+#include "kcr/time.h"
+
+static const struct kcr_gvr lease_gvr = {.group = "coordination.k8s.io",
+                                         .version = "v1",
+                                         .resource = "leases",
+                                         .namespaced = true};
+
+/* ---- hashing and the assignment (pure) ----------------------------------- */
+
+uint64_t kcr_shard_hash(const char *s, size_t n)
+{
+  uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a, as Go's hash/fnv New64a */
+  for(size_t i = 0; i < n; i++) {
+    h ^= (unsigned char)s[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+unsigned kcr_shard_bucket(uint64_t hash) { return (unsigned)(hash >> 56); }
+
+/* A bucket's score for a member: FNV-1a of "<identity>#<bucket>",
+ * finished with splitmix64's mixer so that every bit depends on all. */
+static uint64_t score(uint64_t member_hash, unsigned bucket)
+{
+  char pt[8];
+  int k = snprintf(pt, sizeof(pt), "#%u", bucket);
+  uint64_t h = member_hash;
+  for(int j = 0; j < k; j++) {
+    h ^= (unsigned char)pt[j];
+    h *= 0x100000001b3ull;
+  }
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebull;
+  return h ^ (h >> 31);
+}
+
+struct pair {
+  uint64_t score;
+  uint32_t bucket, who; /* who: index into the sorted members */
+};
+
+static int cmp_pair(const void *a, const void *b)
+{
+  const struct pair *x = a, *y = b;
+  if(x->score != y->score)
+    return x->score > y->score ? -1 : 1; /* highest first */
+  if(x->bucket != y->bucket)
+    return x->bucket < y->bucket ? -1 : 1;
+  return x->who < y->who ? -1 : x->who > y->who;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+kcr_err kcr_ring_assign(const char *const *members, size_t n,
+                        uint32_t owner[KCR_RING_BUCKETS])
+{
+  const char **sorted = NULL;
+  uint32_t *load = NULL;
+  struct pair *pairs = NULL;
+  bool taken[KCR_RING_BUCKETS] = {false};
+  size_t np = n * KCR_RING_BUCKETS, lo, extra, extra_used = 0;
+  kcr_err rc = KCR_ENOMEM;
+
+  if(!members || !owner || !n || n > UINT32_MAX / KCR_RING_BUCKETS)
+    return KCR_EINVAL;
+  sorted = malloc(n * sizeof(*sorted));
+  load = calloc(n, sizeof(*load));
+  pairs = malloc(np * sizeof(*pairs));
+  if(!sorted || !load || !pairs)
+    goto out;
+  for(size_t i = 0; i < n; i++) {
+    if(!members[i]) {
+      rc = KCR_EINVAL;
+      goto out;
+    }
+    sorted[i] = members[i];
+  }
+  /* Work on the sorted identities, so the input order does not matter. */
+  qsort(sorted, n, sizeof(*sorted), cmp_str);
+  for(size_t i = 1; i < n; i++)
+    if(!strcmp(sorted[i - 1], sorted[i])) {
+      rc = KCR_EINVAL;
+      goto out;
+    }
+  for(size_t i = 0; i < n; i++) {
+    uint64_t mh = kcr_shard_hash(sorted[i], strlen(sorted[i]));
+    for(uint32_t b = 0; b < KCR_RING_BUCKETS; b++)
+      pairs[i * KCR_RING_BUCKETS + b] =
+          (struct pair){.score = score(mh, b), .bucket = b, .who = (uint32_t)i};
+  }
+  /* Rendezvous hashing with bounded loads: every (bucket, member) pair in
+   * the order of its score; a bucket goes to the first member that is not
+   * full. Full is floor(buckets / n), and ceil for the first (buckets mod
+   * n) members to get there: the total is exactly the buckets, and a
+   * member that ends below its share was open all along, so it would have
+   * taken any bucket left: every bucket is given. */
+  qsort(pairs, np, sizeof(*pairs), cmp_pair);
+  lo = KCR_RING_BUCKETS / n;
+  extra = KCR_RING_BUCKETS % n;
+  for(size_t k = 0; k < np; k++) {
+    const struct pair *p = &pairs[k];
+    if(taken[p->bucket])
+      continue;
+    if(load[p->who] == lo) {
+      if(extra_used == extra)
+        continue;
+      extra_used++;
+    } else if(load[p->who] > lo) {
+      continue;
+    }
+    load[p->who]++;
+    taken[p->bucket] = true;
+    owner[p->bucket] = p->who;
+  }
+  /* Indexes into the caller's array. */
+  for(size_t b = 0; b < KCR_RING_BUCKETS; b++) {
+    const char *id = sorted[owner[b]];
+    for(uint32_t i = 0; i < n; i++)
+      if(members[i] == id) {
+        owner[b] = i;
+        break;
+      }
+  }
+  rc = KCR_OK;
+out:
+  free(sorted);
+  free(load);
+  free(pairs);
+  return rc;
+}
+
+/* ---- views --------------------------------------------------------------- */
+
+struct kcr_ring_view {
+  atomic_uint refs;
+  uint64_t epoch;
+  size_t n;
+  char **members; /* sorted */
+  long self;      /* index of this replica in members, -1: not a member */
+  size_t owned;   /* buckets of self */
+  uint32_t owner[KCR_RING_BUCKETS];
+};
+
+static void view_free(kcr_ring_view *v)
+{
+  for(size_t i = 0; i < v->n; i++)
+    free(v->members[i]);
+  free(v->members);
+  free(v);
+}
+
+void kcr_ring_view_unref(kcr_ring_view *v)
+{
+  if(v && atomic_fetch_sub(&v->refs, 1) == 1)
+    view_free(v);
+}
+
+uint64_t kcr_ring_view_epoch(const kcr_ring_view *v) { return v->epoch; }
+size_t kcr_ring_view_len(const kcr_ring_view *v) { return v->n; }
+size_t kcr_ring_view_owned(const kcr_ring_view *v) { return v->owned; }
+
+const char *kcr_ring_view_member(const kcr_ring_view *v, size_t i)
+{
+  return i < v->n ? v->members[i] : NULL;
+}
+
+const char *kcr_ring_view_owner(const kcr_ring_view *v, uint64_t hash)
+{
+  return v->n ? v->members[v->owner[kcr_shard_bucket(hash)]] : NULL;
+}
+
+bool kcr_ring_view_mine(const kcr_ring_view *v, uint64_t hash)
+{
+  return v->self >= 0 && v->owner[kcr_shard_bucket(hash)] == (uint32_t)v->self;
+}
+
+/* A view of the sorted, distinct members (taken over: the view frees
+ * them, also on error). NULL if out of memory. */
+static kcr_ring_view *view_new(uint64_t epoch, char **members, size_t n, const char *self)
+{
+  kcr_ring_view *v = calloc(1, sizeof(*v));
+
+  if(!v) {
+    for(size_t i = 0; i < n; i++)
+      free(members[i]);
+    free(members);
+    return NULL;
+  }
+  atomic_init(&v->refs, 1);
+  v->epoch = epoch;
+  v->members = members;
+  v->n = n;
+  v->self = -1;
+  if(n && kcr_ring_assign((const char *const *)members, n, v->owner)) {
+    view_free(v);
+    return NULL;
+  }
+  for(size_t i = 0; i < n; i++)
+    if(!strcmp(members[i], self))
+      v->self = (long)i;
+  for(size_t b = 0; v->self >= 0 && b < KCR_RING_BUCKETS; b++)
+    v->owned += v->owner[b] == (uint32_t)v->self;
+  return v;
+}
+
+/* ---- the ring ------------------------------------------------------------ */
+
+/* What this replica knows of one Lease of the ring. */
+struct record {
+  char *name;   /* the Lease's */
+  char *holder; /* "" when free */
+  char *spec;   /* the spec's text: a change restarts the clock */
+  uint64_t seen_ms, dur_ms;
+};
+
+struct kcr_ring {
+  struct kcr_ring_opts o;
+  char *ns, *name, *identity, *lease_name, *selector, *desc;
+  kcr_leader *le;
+  kcr_informer *inf;
+  kcr_metric *m_members, *m_owned, *m_changes;
+
+  pthread_mutex_t mu;
+  pthread_cond_t cv; /* CLOCK_MONOTONIC */
+  pthread_t th;
+  bool started, stopping, stopped, running;
+  bool dirty; /* a record changed since the thread last looked */
+  struct record *rec;
+  size_t nrec, caprec;
+  kcr_ring_view *view;
+};
+
+static kcr_err check_opts(const struct kcr_ring_opts *o, struct kcr_errinfo *ei)
+{
+  static const char *const fn = "kcr_ring_new";
+  if(!o)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: no options", fn);
+  if(!o->client)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: no client", fn);
+  if(!o->ns || !kcr_is_dns_label(o->ns))
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: ns '%s' is not a namespace's name", fn,
+                           o->ns ? o->ns : "(null)");
+  if(!o->name || !kcr_is_dns_label(o->name))
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "%s: name '%s' is not an RFC 1123 label (lower-case letters, "
+                           "digits, '-', at most 63)",
+                           fn, o->name ? o->name : "(null)");
+  if(!o->identity || !*o->identity)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: no identity (the pod's name)", fn);
+  return KCR_OK;
+}
+
+static void record_clear(struct record *r)
+{
+  free(r->name);
+  free(r->holder);
+  free(r->spec);
+}
+
+/* Wakes the thread (mu held). */
+static void poke(kcr_ring *r)
+{
+  r->dirty = true;
+  pthread_cond_broadcast(&r->cv);
+}
+
+/* Takes in the state of one Lease (add or update). */
+static void lease_seen(kcr_obj *o, kcr_ring *r)
+{
+  cJSON *tree = NULL;
+  const cJSON *spec;
+  char *text = NULL, *holder = NULL;
+  int64_t secs;
+  struct record *rec = NULL;
+
+  if(kcr_obj_parse(o, &tree))
+    return; /* out of memory: the next change or resync brings it again */
+  spec = kcr_json_at(tree, "/spec");
+  text = spec ? kcr_json_to_text(spec) : strdup("");
+  holder = strdup(spec ? (kcr_json_str(spec, "/holderIdentity") ?: "") : "");
+  secs = spec ? kcr_json_int(spec, "/leaseDurationSeconds", 0) : 0;
+  cJSON_Delete(tree);
+  if(!text || !holder)
+    goto out;
+  pthread_mutex_lock(&r->mu);
+  for(size_t i = 0; i < r->nrec; i++)
+    if(!strcmp(r->rec[i].name, kcr_obj_name(o)))
+      rec = &r->rec[i];
+  if(!rec && r->nrec == r->caprec) {
+    size_t cap = r->caprec ? 2 * r->caprec : 8;
+    struct record *nr = realloc(r->rec, cap * sizeof(*nr));
+    if(nr) {
+      r->rec = nr;
+      r->caprec = cap;
+    }
+  }
+  if(!rec && r->nrec < r->caprec && (r->rec[r->nrec].name = strdup(kcr_obj_name(o)))) {
+    rec = &r->rec[r->nrec++];
+    rec->holder = rec->spec = NULL;
+  }
+  if(rec && (!rec->spec || strcmp(rec->spec, text))) {
+    free(rec->spec);
+    free(rec->holder);
+    rec->spec = text;
+    rec->holder = holder;
+    text = holder = NULL;
+    rec->seen_ms = kcr_time_mono_ms();
+    /* as the elector: a Lease without a duration gets the ring's */
+    rec->dur_ms = secs > 0 ? (uint64_t)secs * 1000 : r->o.lease_duration_ms;
+    poke(r);
+  }
+  pthread_mutex_unlock(&r->mu);
+out:
+  free(text);
+  free(holder);
+}
+
+static void on_add(kcr_obj *o, void *ud) { lease_seen(o, ud); }
+static void on_update(kcr_obj *old, kcr_obj *cur, void *ud)
+{
+  (void)old;
+  lease_seen(cur, ud);
+}
+static void on_delete(kcr_obj *o, void *ud)
+{
+  kcr_ring *r = ud;
+  pthread_mutex_lock(&r->mu);
+  for(size_t i = 0; i < r->nrec; i++)
+    if(!strcmp(r->rec[i].name, kcr_obj_name(o))) {
+      record_clear(&r->rec[i]);
+      r->rec[i] = r->rec[--r->nrec];
+      poke(r);
+      break;
+    }
+  pthread_mutex_unlock(&r->mu);
+}
+
+/* The elector's callbacks: the thread looks again (joined or not). */
+static void elector_changed(void *ud)
+{
+  kcr_ring *r = ud;
+  pthread_mutex_lock(&r->mu);
+  poke(r);
+  pthread_mutex_unlock(&r->mu);
+}
+
+kcr_err kcr_ring_new(const struct kcr_ring_opts *opts, kcr_ring **out,
+                     struct kcr_errinfo *ei)
+{
+  static const char *const fn = "kcr_ring_new";
+  pthread_condattr_t ca;
+  kcr_ring *r;
+  kcr_err rc;
+
+  if(!out)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: no out", fn);
+  *out = NULL;
+  rc = check_opts(opts, ei);
+  if(rc)
+    return rc;
+  r = calloc(1, sizeof(*r));
+  if(!r)
+    return KCR_ENOMEM;
+  r->o = *opts;
+  pthread_mutex_init(&r->mu, NULL);
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&r->cv, &ca);
+  pthread_condattr_destroy(&ca);
+  r->o.client = kcr_client_ref(opts->client);
+  r->o.metrics = kcr_metrics_ref(opts->metrics);
+  r->ns = strdup(opts->ns);
+  r->name = strdup(opts->name);
+  r->identity = strdup(opts->identity);
+  if(asprintf(&r->lease_name, "%s-%s", opts->name, opts->identity) < 0)
+    r->lease_name = NULL;
+  if(asprintf(&r->selector, KCR_RING_LABEL "=%s", opts->name) < 0)
+    r->selector = NULL;
+  if(asprintf(&r->desc, "%s/%s", opts->ns, opts->name) < 0)
+    r->desc = NULL;
+  r->view = view_new(0, NULL, 0, "");
+  if(!r->ns || !r->name || !r->identity || !r->lease_name || !r->selector || !r->desc ||
+     !r->view) {
+    rc = KCR_ENOMEM;
+    goto fail;
+  }
+  if(!kcr_is_dns_subdomain(r->lease_name)) {
+    rc = kcr_errinfo_set(
+        ei, KCR_EINVAL,
+        "%s: the Lease name '%s' (name-identity) is not an RFC 1123 "
+        "subdomain (lower-case letters, digits, '-' and '.', at most 253)",
+        fn, r->lease_name);
+    goto fail;
+  }
+  r->o.ns = r->ns;
+  r->o.name = r->name;
+  r->o.identity = r->identity;
+  rc = kcr_leader_new(
+      &(struct kcr_leader_opts){.client = r->o.client,
+                                .ns = r->ns,
+                                .name = r->lease_name,
+                                .identity = r->identity,
+                                .lease_duration_ms = opts->lease_duration_ms,
+                                .renew_deadline_ms = opts->renew_deadline_ms,
+                                .retry_period_ms = opts->retry_period_ms,
+                                .metrics = opts->metrics,
+                                .on_started_leading = elector_changed,
+                                .on_stopped_leading = elector_changed,
+                                .ud = r},
+      &r->le, ei);
+  if(rc)
+    goto fail;
+  /* the elector's defaults, for Leases that state no duration */
+  r->o.lease_duration_ms = opts->lease_duration_ms ? opts->lease_duration_ms : 15000;
+  r->o.retry_period_ms = opts->retry_period_ms ? opts->retry_period_ms : 2000;
+  rc = kcr_informer_new(&(struct kcr_informer_opts){.client = r->o.client,
+                                                    .gvr = &lease_gvr,
+                                                    .ns = r->ns,
+                                                    .label_selector = r->selector},
+                        &r->inf, ei);
+  if(!rc)
+    rc = kcr_informer_add_handlers(
+        r->inf,
+        &(struct kcr_informer_handlers){
+            .on_add = on_add, .on_update = on_update, .on_delete = on_delete, .ud = r});
+  if(rc)
+    goto fail;
+  if(opts->metrics) {
+    const char *const labels[] = {"ring", NULL};
+    rc = kcr_metric_gauge(
+        opts->metrics,
+        &(struct kcr_metric_opts){
+            .name = "kcr_ring_members",
+            .help = "Live members of the ring, as this replica sees them.",
+            .label_names = labels},
+        &r->m_members, ei);
+    if(!rc)
+      rc = kcr_metric_gauge(
+          opts->metrics,
+          &(struct kcr_metric_opts){.name = "kcr_ring_buckets_owned",
+                                    .help = "Buckets of the ring this replica owns (of "
+                                            "256).",
+                                    .label_names = labels},
+          &r->m_owned, ei);
+    if(!rc)
+      rc = kcr_metric_counter(
+          opts->metrics,
+          &(struct kcr_metric_opts){.name = "kcr_ring_changes_total",
+                                    .help =
+                                        "Changes of the ring's members this replica saw.",
+                                    .label_names = labels},
+          &r->m_changes, ei);
+    if(rc)
+      goto fail;
+  }
+  *out = r;
+  return KCR_OK;
+fail:
+  kcr_ring_free(r);
+  return rc;
+}
+
+const char *kcr_ring_identity(const kcr_ring *r) { return r->identity; }
+bool kcr_ring_may_write(kcr_ring *r) { return kcr_leader_may_write(r->le); }
+bool kcr_ring_lost(kcr_ring *r) { return kcr_leader_lost(r->le); }
+
+kcr_ring_view *kcr_ring_view_get(kcr_ring *r)
+{
+  kcr_ring_view *v;
+  pthread_mutex_lock(&r->mu);
+  v = r->view;
+  atomic_fetch_add(&v->refs, 1);
+  pthread_mutex_unlock(&r->mu);
+  return v;
+}
+
+/* Waits (mu held) until ms from now, a poke or a stop. */
+static void wait_locked(kcr_ring *r, uint64_t ms)
+{
+  struct timespec ts = kcr_time_mono_after(ms);
+  while(!r->dirty && !r->stopping &&
+        pthread_cond_timedwait(&r->cv, &r->mu, &ts) != ETIMEDOUT)
+    ;
+}
+
+/* Makes sure our Lease exists with the ring's label (the elector reads and
+ * keeps the metadata). Retries every retry period; false if stopped. */
+static bool label_lease(kcr_ring *r)
+{
+  struct kcr_ref ref = {.gvr = &lease_gvr, .ns = r->ns, .name = r->lease_name};
+  kcr_err last = KCR_OK;
+
+  for(;;) {
+    struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+    cJSON *obj = cJSON_CreateObject(), *labels;
+    kcr_err rc = KCR_ENOMEM;
+    if(obj && cJSON_AddStringToObject(obj, "apiVersion", "coordination.k8s.io/v1") &&
+       cJSON_AddStringToObject(obj, "kind", "Lease") &&
+       (labels = kcr_json_obj(obj, "/metadata/labels")) &&
+       cJSON_AddStringToObject(labels, KCR_RING_LABEL, r->name) &&
+       !kcr_json_set_str(obj, "/metadata/name", r->lease_name) &&
+       !kcr_json_set_str(obj, "/metadata/namespace", r->ns))
+      rc = kcr_apply(r->o.client, &ref, obj,
+                     &(struct kcr_apply_opts){.field_manager = "kcr-ring"}, NULL, &ei);
+    cJSON_Delete(obj);
+    if(!rc) {
+      kcr_errinfo_cleanup(&ei);
+      return true;
+    }
+    if(rc != last)
+      KCR_LOG(KCR_LOG_WARN, "ring: cannot label this replica's Lease; retrying",
+              KCR_S("ring", r->desc), KCR_S("lease", r->lease_name),
+              KCR_S("err", kcr_err_name(rc)), KCR_S("detail", ei.message));
+    last = rc;
+    kcr_errinfo_cleanup(&ei);
+    pthread_mutex_lock(&r->mu);
+    wait_locked(r, r->o.retry_period_ms);
+    r->dirty = false;
+    bool stop = r->stopping;
+    pthread_mutex_unlock(&r->mu);
+    if(stop)
+      return false;
+  }
+}
+
+/* The live holders (mu held): sorted, distinct, copied; *next gets the
+ * monotonic time of the next expiry (or now + retry). */
+static kcr_err live_locked(kcr_ring *r, char ***out, size_t *n, uint64_t *next)
+{
+  uint64_t now = kcr_time_mono_ms();
+  char **m = calloc(r->nrec + 1, sizeof(*m));
+  size_t k = 0;
+
+  *next = now + r->o.retry_period_ms;
+  if(!m)
+    return KCR_ENOMEM;
+  for(size_t i = 0; i < r->nrec; i++) {
+    const struct record *rec = &r->rec[i];
+    uint64_t until = rec->seen_ms + rec->dur_ms;
+    if(!*rec->holder || until <= now)
+      continue;
+    if(until < *next)
+      *next = until;
+    if(!(m[k++] = strdup(rec->holder))) {
+      while(k)
+        free(m[--k]);
+      free(m);
+      return KCR_ENOMEM;
+    }
+  }
+  qsort(m, k, sizeof(*m), cmp_str);
+  for(size_t i = 1; i < k;) /* two Leases with one holder: one member */
+    if(!strcmp(m[i - 1], m[i])) {
+      free(m[i]);
+      memmove(&m[i], &m[i + 1], (k - i - 1) * sizeof(*m));
+      k--;
+    } else {
+      i++;
+    }
+  *out = m;
+  *n = k;
+  return KCR_OK;
+}
+
+static bool same_members(const kcr_ring_view *v, char **m, size_t n)
+{
+  if(v->n != n)
+    return false;
+  for(size_t i = 0; i < n; i++)
+    if(strcmp(v->members[i], m[i]))
+      return false;
+  return true;
+}
+
+static void publish(kcr_ring *r, kcr_ring_view *v)
+{
+  const char *const lv[] = {r->name, NULL};
+  kcr_ring_view *old;
+
+  pthread_mutex_lock(&r->mu);
+  old = r->view;
+  r->view = v;
+  pthread_cond_broadcast(&r->cv);
+  pthread_mutex_unlock(&r->mu);
+  kcr_metric_set(r->m_members, lv, (double)v->n);
+  kcr_metric_set(r->m_owned, lv, (double)v->owned);
+  kcr_metric_inc(r->m_changes, lv, 1);
+  KCR_LOG(KCR_LOG_INFO, "ring: members changed", KCR_S("ring", r->desc),
+          KCR_I("epoch", (long long)v->epoch), KCR_I("members", (long long)v->n),
+          KCR_I("bucketsOwned", (long long)v->owned), KCR_S("identity", r->identity));
+  kcr_ring_view_unref(old);
+  if(r->o.on_change)
+    r->o.on_change(r, r->o.ud);
+}
+
+static void *run(void *p)
+{
+  kcr_ring *r = p;
+
+  if(!label_lease(r) || kcr_leader_start(r->le))
+    goto done;
+  pthread_mutex_lock(&r->mu);
+  while(!r->stopping) {
+    char **m = NULL;
+    size_t n = 0;
+    uint64_t next = kcr_time_mono_ms() + r->o.retry_period_ms;
+    r->dirty = false;
+    /* Only a synced informer tells who the others are: a partial list
+     * would give this replica buckets that are someone else's. */
+    if(kcr_informer_has_synced(r->inf) && !live_locked(r, &m, &n, &next)) {
+      if(same_members(r->view, m, n)) {
+        for(size_t i = 0; i < n; i++)
+          free(m[i]);
+        free(m);
+      } else {
+        uint64_t epoch = r->view->epoch + 1;
+        pthread_mutex_unlock(&r->mu);
+        kcr_ring_view *v = view_new(epoch, m, n, r->identity);
+        if(v)
+          publish(r, v);
+        pthread_mutex_lock(&r->mu);
+        if(!v) /* out of memory: try again soon */
+          next = kcr_time_mono_ms() + 100;
+      }
+    }
+    uint64_t now = kcr_time_mono_ms();
+    /* +1: an expiry is "until <= now" */
+    wait_locked(r, next > now ? next - now + 1 : 1);
+  }
+  pthread_mutex_unlock(&r->mu);
+done:
+  return NULL;
+}
+
+kcr_err kcr_ring_start(kcr_ring *r)
+{
+  kcr_err rc;
+
+  pthread_mutex_lock(&r->mu);
+  if(r->started || r->stopping) {
+    pthread_mutex_unlock(&r->mu);
+    return KCR_EINVAL;
+  }
+  r->started = true;
+  pthread_mutex_unlock(&r->mu);
+  rc = kcr_informer_start(r->inf);
+  if(rc)
+    return rc;
+  if(pthread_create(&r->th, NULL, run, r))
+    return KCR_ENOMEM;
+  pthread_mutex_lock(&r->mu);
+  r->running = true;
+  pthread_mutex_unlock(&r->mu);
+  return KCR_OK;
+}
+
+bool kcr_ring_wait_joined(kcr_ring *r, uint64_t timeout_ms)
+{
+  bool forever = timeout_ms == KCR_FOREVER, joined;
+  struct timespec ts = kcr_time_mono_after(forever ? 0 : timeout_ms);
+
+  pthread_mutex_lock(&r->mu);
+  while(!(joined = r->view->self >= 0 && kcr_leader_is_leader(r->le)) && !r->stopping) {
+    if(forever)
+      pthread_cond_wait(&r->cv, &r->mu);
+    else if(pthread_cond_timedwait(&r->cv, &r->mu, &ts) == ETIMEDOUT)
+      break;
+  }
+  pthread_mutex_unlock(&r->mu);
+  return joined;
+}
+
+void kcr_ring_stop(kcr_ring *r)
+{
+  bool join, from_cb;
+  kcr_ring_view *empty;
+
+  pthread_mutex_lock(&r->mu);
+  if(r->stopped) {
+    pthread_mutex_unlock(&r->mu);
+    return;
+  }
+  from_cb = r->running && pthread_equal(pthread_self(), r->th);
+  r->stopping = true;
+  pthread_cond_broadcast(&r->cv);
+  join = r->running && !from_cb;
+  if(join)
+    r->running = false;
+  pthread_mutex_unlock(&r->mu);
+  if(from_cb)
+    return; /* asked; the waiting stop comes from elsewhere */
+  if(join)
+    pthread_join(r->th, NULL);
+  if(r->le)
+    kcr_leader_stop(r->le); /* clears the holder: the others see it leave */
+  if(r->inf)
+    kcr_informer_stop(r->inf);
+  pthread_mutex_lock(&r->mu);
+  empty = view_new(r->view ? r->view->epoch + 1 : 0, NULL, 0, "");
+  if(empty) {
+    kcr_ring_view_unref(r->view);
+    r->view = empty;
+  }
+  r->stopped = true;
+  pthread_cond_broadcast(&r->cv);
+  pthread_mutex_unlock(&r->mu);
+}
+
+void kcr_ring_free(kcr_ring *r)
+{
+  if(!r)
+    return;
+  kcr_ring_stop(r);
+  kcr_leader_free(r->le);
+  kcr_informer_free(r->inf);
+  for(size_t i = 0; i < r->nrec; i++)
+    record_clear(&r->rec[i]);
+  free(r->rec);
+  kcr_ring_view_unref(r->view);
+  kcr_client_free(r->o.client);
+  kcr_metrics_free(r->o.metrics);
+  pthread_mutex_destroy(&r->mu);
+  pthread_cond_destroy(&r->cv);
+  free(r->ns);
+  free(r->name);
+  free(r->identity);
+  free(r->lease_name);
+  free(r->selector);
+  free(r->desc);
+  free(r);
+}

@@ -1,0 +1,244 @@
+/* The ring's membership (kcr/shard.h) on the real apiserver's Leases:
+ * members agree on one assignment; a member that stops renewing is out one
+ * lease duration after its record last changed, judged on the local clock
+ * (a renewTime far in the past does not matter while the record changes);
+ * a member that leaves is out at once, its Lease's holder cleared; bad
+ * options are refused. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "itest.h"
+#include "kcr/json.h"
+#include "kcr/shard.h"
+#include "kcr/time.h"
+
+ITEST_CLIENT_FIXTURE
+
+static const struct kcr_gvr leases = {.group = "coordination.k8s.io",
+                                      .version = "v1",
+                                      .resource = "leases",
+                                      .namespaced = true};
+
+struct changes {
+  _Atomic int n;
+};
+
+static void count_change(kcr_ring *r, void *ud)
+{
+  (void)r;
+  struct changes *c = ud;
+  c->n++;
+}
+
+static kcr_ring *member(const char *ns, const char *id, uint64_t lease_ms,
+                        struct changes *ch)
+{
+  kcr_ring *r = NULL;
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  itest_expect(KCR_OK,
+               kcr_ring_new(&(struct kcr_ring_opts){.client = cl,
+                                                    .ns = ns,
+                                                    .name = "ring",
+                                                    .identity = id,
+                                                    .lease_duration_ms = lease_ms,
+                                                    .renew_deadline_ms = lease_ms * 3 / 4,
+                                                    .retry_period_ms = 400,
+                                                    .on_change = ch ? count_change : NULL,
+                                                    .ud = ch},
+                            &r, &ei),
+               &ei);
+  assert_int_equal(KCR_OK, kcr_ring_start(r));
+  kcr_errinfo_cleanup(&ei);
+  return r;
+}
+
+static size_t members_now(kcr_ring *r)
+{
+  kcr_ring_view *v = kcr_ring_view_get(r);
+  size_t n = kcr_ring_view_len(v);
+  kcr_ring_view_unref(v);
+  return n;
+}
+
+/* Waits up to ms until r sees n members; returns the time it took (ms). */
+static uint64_t wait_members(kcr_ring *r, size_t n, uint64_t ms)
+{
+  uint64_t t0 = kcr_time_mono_ms();
+  while(members_now(r) != n) {
+    if(kcr_time_mono_ms() - t0 > ms)
+      fail_msg("%s sees %zu members, not %zu, after %llu ms", kcr_ring_identity(r),
+               members_now(r), n, (unsigned long long)ms);
+    itest_sleep_ms(20);
+  }
+  return kcr_time_mono_ms() - t0;
+}
+
+static void members_agree_on_one_assignment(void **state)
+{
+  (void)state;
+  char *ns = itest_namespace(cl, "ring");
+  struct changes ch = {0};
+  kcr_ring *r[3] = {member(ns, "a", 3000, &ch), member(ns, "b", 3000, NULL),
+                    member(ns, "c", 3000, NULL)};
+  kcr_ring_view *v[3];
+  size_t owned = 0;
+
+  for(int i = 0; i < 3; i++)
+    assert_true(kcr_ring_wait_joined(r[i], 20000));
+  for(int i = 0; i < 3; i++)
+    wait_members(r[i], 3, 10000);
+  for(int i = 0; i < 3; i++) {
+    v[i] = kcr_ring_view_get(r[i]);
+    assert_true(kcr_ring_may_write(r[i]));
+    assert_string_equal(kcr_ring_view_member(v[i], 0), "a");
+    assert_string_equal(kcr_ring_view_member(v[i], 2), "c");
+    assert_null(kcr_ring_view_member(v[i], 3));
+    owned += kcr_ring_view_owned(v[i]);
+    assert_in_range(kcr_ring_view_owned(v[i]), 85, 86);
+  }
+  assert_int_equal(256, owned);
+  for(uint64_t b = 0; b < KCR_RING_BUCKETS; b++) {
+    uint64_t h = b << 56 | 0x1234;
+    int mine = 0;
+    for(int i = 0; i < 3; i++)
+      mine += kcr_ring_view_mine(v[i], h);
+    assert_int_equal(1, mine);
+    assert_string_equal(kcr_ring_view_owner(v[0], h), kcr_ring_view_owner(v[1], h));
+    assert_string_equal(kcr_ring_view_owner(v[0], h), kcr_ring_view_owner(v[2], h));
+  }
+  /* a's on_change ran for each view it published (1, 2 or 3 members) */
+  assert_true(ch.n >= 1 && (uint64_t)ch.n == kcr_ring_view_epoch(v[0]));
+  for(int i = 0; i < 3; i++) {
+    kcr_ring_view_unref(v[i]);
+    kcr_ring_free(r[i]);
+  }
+  itest_namespace_drop(cl, ns);
+}
+
+/* A Lease of the ring written by hand: holder id, 2 s, and a renewTime of
+ * the year 2000 (another machine's clock, far behind). */
+static void ghost_lease(const char *ns, const char *id, int renewal)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  char name[64];
+  snprintf(name, sizeof(name), "ring-%s", id);
+  cJSON *l = itest_json("{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\","
+                        "\"metadata\":{\"name\":\"ring-%s\",\"labels\":{\"" KCR_RING_LABEL
+                        "\":\"ring\"}},"
+                        "\"spec\":{\"holderIdentity\":\"%s\",\"leaseDurationSeconds\":2,"
+                        "\"renewTime\":\"2000-01-01T00:00:%02d.000000Z\"}}",
+                        id, id, renewal % 60);
+  itest_expect(
+      KCR_OK,
+      kcr_apply(cl, &(struct kcr_ref){&leases, ns, name}, l,
+                &(struct kcr_apply_opts){.field_manager = "ghost", .force = true}, NULL,
+                &ei),
+      &ei);
+  cJSON_Delete(l);
+  kcr_errinfo_cleanup(&ei);
+}
+
+static void a_member_that_stops_renewing_is_out_after_its_lease_duration(void **state)
+{
+  (void)state;
+  char *ns = itest_namespace(cl, "ring");
+  kcr_ring *a = member(ns, "a", 3000, NULL);
+  uint64_t t0, held;
+
+  assert_true(kcr_ring_wait_joined(a, 20000));
+  /* renewed every 0.5 s with a clock 26 years behind: a member all along */
+  ghost_lease(ns, "ghost", 0);
+  wait_members(a, 2, 5000);
+  for(int i = 1; i <= 8; i++) {
+    itest_sleep_ms(500);
+    ghost_lease(ns, "ghost", i);
+    assert_int_equal(2, members_now(a));
+  }
+  /* then no more: out 2 s after its last change reached the watch */
+  t0 = kcr_time_mono_ms();
+  held = wait_members(a, 1, 5000);
+  printf("the ghost stayed a member %llu ms after its last renewal was written\n",
+         (unsigned long long)held);
+  assert_true(kcr_time_mono_ms() - t0 >= 1900);
+  kcr_ring_free(a);
+  itest_namespace_drop(cl, ns);
+}
+
+static void a_member_that_leaves_is_out_at_once(void **state)
+{
+  (void)state;
+  char *ns = itest_namespace(cl, "ring");
+  /* 10 s leases: leaving must not wait for them */
+  kcr_ring *a = member(ns, "a", 10000, NULL), *b = member(ns, "b", 10000, NULL);
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  cJSON *l = NULL;
+  uint64_t took;
+
+  assert_true(kcr_ring_wait_joined(a, 20000));
+  assert_true(kcr_ring_wait_joined(b, 20000));
+  wait_members(a, 2, 10000);
+  kcr_ring_stop(b);
+  took = wait_members(a, 1, 3000);
+  printf("a member that left was out of the others' view in %llu ms\n",
+         (unsigned long long)took);
+  assert_false(kcr_ring_may_write(b));
+  assert_int_equal(0, members_now(b));
+  itest_expect(KCR_OK, kcr_get(cl, &(struct kcr_ref){&leases, ns, "ring-b"}, &l, &ei),
+               &ei);
+  assert_string_equal("", kcr_json_str(l, "/spec/holderIdentity") ?: "");
+  assert_string_equal("ring", kcr_json_str(l, "/metadata/labels/kcr.dev~1ring"));
+  cJSON_Delete(l);
+  kcr_errinfo_cleanup(&ei);
+  /* all the buckets are a's now */
+  kcr_ring_view *v = kcr_ring_view_get(a);
+  assert_int_equal(256, kcr_ring_view_owned(v));
+  kcr_ring_view_unref(v);
+  kcr_ring_free(b);
+  kcr_ring_free(a);
+  itest_namespace_drop(cl, ns);
+}
+
+static void bad_options_are_refused(void **state)
+{
+  (void)state;
+  kcr_ring *r = (kcr_ring *)1;
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  const struct kcr_ring_opts bad[] = {
+      {.ns = "default", .name = "ring", .identity = "a"},
+      {.client = cl, .name = "ring", .identity = "a"},
+      {.client = cl, .ns = "default", .name = "Ring", .identity = "a"},
+      {.client = cl, .ns = "default", .name = "ring"},
+      {.client = cl, .ns = "default", .name = "ring", .identity = "Pod_1"},
+      {.client = cl,
+       .ns = "default",
+       .name = "ring",
+       .identity = "a",
+       .lease_duration_ms = 1000,
+       .renew_deadline_ms = 2000},
+  };
+  for(size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+    assert_int_equal(KCR_EINVAL, kcr_ring_new(&bad[i], &r, &ei));
+    assert_null(r);
+    assert_non_null(ei.message);
+    kcr_errinfo_cleanup(&ei);
+    r = (kcr_ring *)1;
+  }
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(bad_options_are_refused),
+      cmocka_unit_test(members_agree_on_one_assignment),
+      cmocka_unit_test(a_member_that_stops_renewing_is_out_after_its_lease_duration),
+      cmocka_unit_test(a_member_that_leaves_is_out_at_once),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
