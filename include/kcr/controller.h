@@ -72,6 +72,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "queue.h"
+#include "shard.h"
 #include "status.h"
 
 #ifdef __cplusplus
@@ -249,6 +250,25 @@ KCR_API kcr_err kcr_controller_watches_typed(kcr_controller *c, kcr_informer *in
                                              kcr_typed_map_call call, kcr_fnptr fn,
                                              void *ud,
                                              const struct kcr_source_opts *opts);
+/* Shares this controller's work with the other replicas of ring r
+ * (kcr/shard.h): a key is reconciled here only while its bucket is this
+ * replica's in r's current view. The bucket is that of the For source's
+ * cached object's uid (kcr_shard_hash), or - for a key that cache does not
+ * hold, a deleted object - of the key text itself, so that one replica
+ * sees it. A key that is not this replica's is dropped when a worker takes
+ * it: its backoff forgotten, the reconciler not called, counted in
+ * kcr_controller_keys_not_owned_total{controller}. When the view changes,
+ * the For source's cached objects that became this replica's are queued.
+ * All replicas cache every object of their sources: this shares the
+ * reconciles, not the memory. Two replicas can take one key for the
+ * moment the views of a change reach them at different times (the
+ * hand-over of docs/scale-out.md is to come).
+ * Requires a For source; before kcr_controller_start. r must outlive the
+ * controller (kcr_controller_free unregisters from it). Errors: KCR_EINVAL
+ * (started, no For source, r NULL, sharded already), KCR_ERANGE (r has
+ * KCR_RING_LISTENERS listeners), KCR_EEXIST (the metric exists with
+ * another type or labels), KCR_ENOMEM. Thread safety: the setup thread. */
+KCR_API kcr_err kcr_controller_shard(kcr_controller *c, kcr_ring *r);
 /* Starts the workers. All or nothing: if a thread cannot be made, the ones
  * started are stopped and joined and KCR_ENOMEM is returned (the controller
  * is then stopped for good). KCR_EINVAL if started or stopped before. */

@@ -15,7 +15,8 @@
  * servers, the informers, waits for every informer to sync (a clear error naming the one
  * that did not, after sync_timeout_ms) but those awaiting their CRD
  * (kcr_informer_opts.await_crd: only their controllers wait), leader election (blocks
- * until this instance leads), the controllers. SIGTERM/SIGINT (or kcr_manager_stop): stop
+ * until this instance leads) - or, with opts.ring, joining the ring (blocks until this
+ * replica is a member) -, the controllers. SIGTERM/SIGINT (or kcr_manager_stop): stop
  * taking new work, let in-flight reconciles finish within grace_ms, flush the recorders
  * of kcr_manager_recorder (in what is left of grace_ms, while the lease is still
  * renewed), release the lease, stop informers and servers; returns 0. A start step that
@@ -105,7 +106,19 @@ struct kcr_manager_opts {
    * namespace). The Secret is read or made when run starts, before the
    * server serves. Excludes webhook_cert_dir. */
   const struct kcr_certs_opts *webhook_certs;
-  bool leader_elect;             /* false: no election, this instance always leads */
+  bool leader_elect; /* false: no election, this instance always leads */
+  /* Non-NULL: every replica runs the controllers, each on its share of
+   * the objects. The manager joins the ring of this name (kcr/shard.h) in
+   * lease_namespace as identity (default: the host name, a pod's name;
+   * give a StatefulSet's, stable across restarts) with the lease
+   * durations below, shards every controller added (kcr_controller_shard:
+   * each needs a For source by then), and starts the controllers once this
+   * replica is a member. Writes are fenced by the replica's own ring
+   * Lease as by a leader's, and losing it stops the manager (run returns
+   * 1). Nothing leads: kcr_manager_leading is false, so the library's
+   * webhook certificates are not written. Excludes leader_elect (for now:
+   * docs/scale-out.md). */
+  const char *ring;
   const char *lease_namespace;   /* the config's namespace, else "default" */
   const char *lease_name;        /* "<name>-leader" */
   const char *identity;          /* "<hostname>_<random hex>" */
@@ -145,6 +158,10 @@ KCR_API kcr_client *kcr_manager_client(kcr_manager *m);
  * (take a reference with kcr_metrics_ref to keep it longer; every libkcr
  * object given it takes its own). Any thread. */
 KCR_API kcr_metrics *kcr_manager_metrics(kcr_manager *m);
+/* The ring this manager joins (kcr_manager_opts.ring): borrowed, valid
+ * until kcr_manager_free; NULL without one. For its views (which buckets
+ * are this replica's) and listeners. Any thread. */
+KCR_API kcr_ring *kcr_manager_ring(kcr_manager *m);
 /* The informer registry. A manager keeps the informers its controllers
  * share, under these rules (later features - informers added and removed
  * while running, several namespaces per informer, per-shard stores -

@@ -76,8 +76,9 @@
 extern "C" {
 #endif
 
-#define KCR_RING_BUCKETS 256u /* buckets: the hash's top 8 bits */
-#define KCR_RING_LABEL   "kcr.dev/ring"
+#define KCR_RING_BUCKETS   256u /* buckets: the hash's top 8 bits */
+#define KCR_RING_LABEL     "kcr.dev/ring"
+#define KCR_RING_LISTENERS 32 /* kcr_ring_add_listener */
 
 typedef struct kcr_ring kcr_ring;
 typedef struct kcr_ring_view kcr_ring_view;
@@ -162,6 +163,17 @@ KCR_API bool kcr_ring_view_mine(const kcr_ring_view *v, uint64_t hash);
 
 /* The number of buckets this replica owns in v. */
 KCR_API size_t kcr_ring_view_owned(const kcr_ring_view *v);
+
+/* Adds fn (with ud) to what is called after the view changed, besides
+ * opts.on_change: how a controller (kcr_controller_shard) learns of a
+ * change. At most KCR_RING_LISTENERS; any time, also while running (a
+ * listener added runs from the next change on). Errors: KCR_EINVAL (fn
+ * NULL), KCR_ERANGE (full). */
+KCR_API kcr_err kcr_ring_add_listener(kcr_ring *r, kcr_ring_fn fn, void *ud);
+
+/* Removes the first listener added with this fn and ud; once it returns
+ * the listener is not running and will not run (not from a listener). */
+KCR_API void kcr_ring_remove_listener(kcr_ring *r, kcr_ring_fn fn, void *ud);
 
 /* Leaves the ring: stops the elector (which clears the Lease's holder so
  * the others take over at once), the informer and the thread; the view

@@ -735,6 +735,16 @@ static kcr_err webhook_flags(const struct ebdman_run_opts *ro, struct kcr_errinf
     return kcr_errinfo_set(ei, KCR_EINVAL,
                            "--default-vfm-image needs --webhook-bind-address (the "
                            "defaulting webhook sets it)");
+  if(ro->manager.ring && ro->manager.leader_elect)
+    return kcr_errinfo_set(
+        ei, KCR_EINVAL,
+        "--ring and --leader-elect exclude each other: in a ring every "
+        "replica reconciles its share");
+  if(ro->manager.ring && ro->certs_secret)
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "--ring and --webhook-certs-secret exclude each other: in a "
+                           "ring nothing leads, and the certificates are written by a "
+                           "leader (use --webhook-cert-path's files)");
   if(!ro->certs_secret)
     return KCR_OK;
   if(!serving)
@@ -988,7 +998,7 @@ int ebdman_run(const struct ebdman_run_opts *ro)
     snprintf(nsl, sizeof(nsl), "selected by %s", ro->namespace_selector);
   KCR_LOG(KCR_LOG_INFO, "ebdman starting", KCR_S("version", EBDMAN_VERSION),
           KCR_S("namespaces", nsl), KCR_I("workers", ro->workers),
-          KCR_B("leaderElect", mo.leader_elect));
+          KCR_B("leaderElect", mo.leader_elect), KCR_S("ring", mo.ring ? mo.ring : ""));
   status = kcr_manager_run(m);
   if(kcr_manager_busy(m)) {
     /* A reconcile outlived the grace period (or the lease was lost: its

@@ -41,7 +41,7 @@ static const char *const log_encoders[] = {"console", "json", NULL};
 static const char *const transports[] = {"auto", "curl", NULL}; /* enum kcr_transport */
 
 struct table {
-  struct kcr_flag head[18]; /* config and manager sets */
+  struct kcr_flag head[20]; /* config and manager sets */
   size_t nhead;
   const struct kcr_flag *own; /* the program's */
   size_t nown;
@@ -169,6 +169,20 @@ static void table_init(struct table *t, const struct kcr_cli *cli)
                           .min = 1,
                           .max = INT64_MAX,
                           .def = mo->retry_period_ms ? NULL : "2s"};
+    t->head[n++] = (struct kcr_flag){
+        "ring", KCR_FLAG_STRING, &mo->ring,
+        "every replica reconciles, each its share of the objects, as a member of "
+        "this ring (Leases <ring>-<identity> in --leader-election-namespace, the "
+        "durations of --leader-elect-*); excludes --leader-elect",
+        .arg = "NAME"};
+    t->head[n++] = (struct kcr_flag){
+        "ring-identity",
+        KCR_FLAG_STRING,
+        &mo->identity,
+        "this replica's name in the ring: best a StatefulSet pod's, stable across "
+        "restarts",
+        .arg = "NAME",
+        .def = mo->identity ? NULL : "the host name (in a pod, its name)"};
     t->head[n++] = (struct kcr_flag){
         "transport",
         KCR_FLAG_CHOICE,

@@ -98,9 +98,12 @@ struct kcr_controller {
   atomic_bool stopping;
   atomic_bool requeue_all; /* an event source lost a key: route everything */
   bool started;
-  pthread_mutex_t mu; /* the workers' done flags */
+  pthread_mutex_t mu; /* the workers' done flags; shard_view */
   pthread_cond_t done_cv;
   kcr_metric *m_total, *m_errors, *m_terminal, *m_time, *m_active, *m_max;
+  kcr_ring *ring;            /* kcr_controller_shard */
+  kcr_ring_view *shard_view; /* the view the last reshard queued for */
+  kcr_metric *m_not_owned;
 };
 
 /* ---- context ---- */
@@ -614,6 +617,94 @@ bool kcr__controller_has_source(kcr_controller *c, kcr_informer *inf)
   return false;
 }
 
+/* ---- sharing the work (kcr_controller_shard) ---- */
+
+static kcr_store *for_store(kcr_controller *c)
+{
+  for(size_t i = 0; i < c->nsrc; i++)
+    if(c->src[i].kind == SRC_FOR)
+      return kcr_informer_store(c->src[i].inf);
+  return NULL;
+}
+
+/* The hash that places a key: its cached object's uid, else the key. */
+static uint64_t key_hash(const char *key, const kcr_obj *o)
+{
+  const char *uid = o ? kcr_obj_uid(o) : "";
+  return *uid ? kcr_shard_hash(uid, strlen(uid)) : kcr_shard_hash(key, strlen(key));
+}
+
+static bool owned(kcr_controller *c, const char *key)
+{
+  kcr_obj *o = kcr_store_ref_key(for_store(c), key);
+  kcr_ring_view *v = kcr_ring_view_get(c->ring);
+  bool mine = kcr_ring_view_mine(v, key_hash(key, o));
+  kcr_ring_view_unref(v);
+  kcr_obj_unref(o);
+  return mine;
+}
+
+/* The ring's listener: queues the cached objects that became ours. */
+static void reshard(kcr_ring *r, void *ud)
+{
+  kcr_controller *c = ud;
+  kcr_ring_view *nv = kcr_ring_view_get(r), *ov;
+  kcr_obj **objs;
+  size_t n, queued = 0;
+
+  pthread_mutex_lock(&c->mu);
+  ov = c->shard_view;
+  c->shard_view = nv;
+  pthread_mutex_unlock(&c->mu);
+  if(!kcr_store_ref_all(for_store(c), &objs, &n)) {
+    for(size_t i = 0; i < n; i++) {
+      uint64_t h = key_hash(kcr_obj_key(objs[i]), objs[i]);
+      if(kcr_ring_view_mine(nv, h) && !(ov && kcr_ring_view_mine(ov, h))) {
+        add_key(c, kcr_queue_add(c->q, kcr_obj_key(objs[i])));
+        queued++;
+      }
+    }
+    kcr_objs_unref(objs, n);
+  } else {
+    atomic_store(&c->requeue_all, true); /* out of memory: route everything */
+  }
+  KCR_LOG(KCR_LOG_INFO, "controller: the ring changed; queued the objects now ours",
+          KCR_S("controller", c->name),
+          KCR_I("epoch", (long long)kcr_ring_view_epoch(nv)),
+          KCR_I("bucketsOwned", (long long)kcr_ring_view_owned(nv)),
+          KCR_I("queued", (long long)queued));
+  kcr_ring_view_unref(ov);
+}
+
+kcr_err kcr_controller_shard(kcr_controller *c, kcr_ring *r)
+{
+  kcr_err rc;
+
+  if(!r || c->started || c->ring || !for_store(c))
+    return KCR_EINVAL;
+  if(c->o.metrics) {
+    rc = kcr_metric_counter(
+        c->o.metrics,
+        &(struct kcr_metric_opts){.name = "kcr_controller_keys_not_owned_total",
+                                  .help = "Keys dropped without a reconcile: another "
+                                          "replica of the ring owns them.",
+                                  .label_names = (const char *[]){"controller", NULL}},
+        &c->m_not_owned, NULL);
+    if(rc)
+      return rc;
+    kcr_metric_inc(c->m_not_owned, (const char *[]){c->name, NULL}, 0);
+  }
+  c->shard_view = kcr_ring_view_get(r);
+  rc = kcr_ring_add_listener(r, reshard, c);
+  if(rc) {
+    kcr_ring_view_unref(c->shard_view);
+    c->shard_view = NULL;
+    return rc;
+  }
+  c->ring = r;
+  return KCR_OK;
+}
+
 static void *worker_main(void *p)
 {
   struct worker *w = p;
@@ -638,8 +729,14 @@ static void *worker_main(void *p)
      * worker takes it). */
     while((held = source_holding(c)) && !atomic_load(&c->stopping))
       kcr_informer_wait_synced(held, 100);
-    if(!atomic_load(&c->stopping))
+    if(atomic_load(&c->stopping))
+      ;
+    else if(c->ring && !owned(c, key)) {
+      kcr_queue_forget(c->q, key);
+      kcr_metric_inc(c->m_not_owned, (const char *[]){c->name, NULL}, 1);
+    } else {
       process(c, &cx, key, prio);
+    }
     kcr_queue_done(c->q, key);
     free(key);
   }
@@ -751,6 +848,9 @@ void kcr_controller_free(kcr_controller *c)
     KCR_ASSERT(left == 0);
     (void)left;
   }
+  if(c->ring)
+    kcr_ring_remove_listener(c->ring, reshard, c);
+  kcr_ring_view_unref(c->shard_view);
   kcr_queue_free(c->q);
   for(size_t i = 0; i < c->nsrc; i++) {
     free(c->src[i].owner_group);

@@ -49,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kcr/buf.h"
@@ -103,6 +104,7 @@ struct kcr_manager {
   atomic_bool webhooks_serving;
   kcr_leader *leader;
   atomic_bool leader_ready; /* m->leader may be read by other threads */
+  kcr_ring *ring;           /* kcr_manager_opts.ring */
   sem_t wake;
   atomic_bool stop, lost;
   int health_port;
@@ -115,6 +117,40 @@ static bool may_write(void *ud)
   kcr_manager *m = ud;
   kcr_leader *le = atomic_load(&m->leader_ready) ? m->leader : NULL;
   return le && kcr_leader_may_write(le);
+}
+
+/* The write gate with a ring: this replica's own ring Lease. */
+static bool ring_may_write(void *ud)
+{
+  kcr_manager *m = ud;
+  return kcr_ring_may_write(m->ring);
+}
+
+/* The ring of kcr_manager_opts.ring, made by kcr_manager_new. */
+static kcr_err open_ring(kcr_manager *m, struct kcr_errinfo *ei)
+{
+  char host[256];
+  const char *id = m->o.identity;
+
+  if(m->o.leader_elect)
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "kcr_manager_new: ring and leader_elect exclude each other");
+  if(!id || !*id) {
+    if(gethostname(host, sizeof(host)))
+      return kcr_errinfo_set(
+          ei, KCR_EINVAL, "kcr_manager_new: no identity for the ring, and no host name");
+    host[sizeof(host) - 1] = '\0';
+    id = host;
+  }
+  return kcr_ring_new(&(struct kcr_ring_opts){.client = m->client,
+                                              .ns = m->lease_ns,
+                                              .name = m->o.ring,
+                                              .identity = id,
+                                              .lease_duration_ms = m->o.lease_duration_ms,
+                                              .renew_deadline_ms = m->o.renew_deadline_ms,
+                                              .retry_period_ms = m->o.retry_period_ms,
+                                              .metrics = m->metrics},
+                      &m->ring, ei);
 }
 
 static kcr_err open_servers(kcr_manager *m, struct kcr_errinfo *ei);
@@ -216,6 +252,14 @@ kcr_err kcr_manager_new(const struct kcr_manager_opts *o, kcr_manager **out,
   if(rc) {
     kcr_manager_free(m);
     return rc;
+  }
+  if(o->ring) {
+    rc = open_ring(m, ei);
+    if(rc) {
+      kcr_manager_free(m);
+      return rc;
+    }
+    kcr_client_set_write_gate(m->client, ring_may_write, m);
   }
   if(o->leader_elect)
     kcr_client_set_write_gate(m->client, may_write, m);
@@ -815,6 +859,11 @@ kcr_err kcr_manager_add(kcr_manager *m, kcr_controller *c)
 {
   if(!c || m->nctl == MAX_CONTROLLERS)
     return KCR_EINVAL;
+  if(m->ring) {
+    kcr_err rc = kcr_controller_shard(c, m->ring);
+    if(rc)
+      return rc;
+  }
   m->ctl[m->nctl++] = c;
   return KCR_OK;
 }
@@ -833,8 +882,12 @@ int kcr_manager_busy(kcr_manager *m)
   return n;
 }
 
+kcr_ring *kcr_manager_ring(kcr_manager *m) { return m->ring; }
+
 bool kcr_manager_leading(kcr_manager *m)
 {
+  if(m->ring)
+    return false;
   return !m->o.leader_elect ||
          (atomic_load(&m->leader_ready) && kcr_leader_is_leader(m->leader));
 }
@@ -1213,6 +1266,28 @@ static bool become_leader(kcr_manager *m)
   return false;
 }
 
+/* Starts the ring and waits until this replica is a member (or stopped,
+ * or lost). */
+static bool join_ring(kcr_manager *m)
+{
+  if(kcr_ring_start(m->ring)) {
+    KCR_LOG(KCR_LOG_ERROR, "manager: cannot start the ring (out of threads?)");
+    return false;
+  }
+  KCR_LOG(KCR_LOG_INFO, "manager: joining the ring",
+          KCR_S("identity", kcr_ring_identity(m->ring)));
+  while(!atomic_load(&m->stop) && !kcr_ring_lost(m->ring))
+    if(kcr_ring_wait_joined(m->ring, 200)) {
+      kcr_ring_view *v = kcr_ring_view_get(m->ring);
+      KCR_LOG(KCR_LOG_INFO, "manager: joined the ring",
+              KCR_I("members", (long long)kcr_ring_view_len(v)),
+              KCR_I("bucketsOwned", (long long)kcr_ring_view_owned(v)));
+      kcr_ring_view_unref(v);
+      return true;
+    }
+  return false;
+}
+
 /* What is left of the time until deadline (KCR_FOREVER: no deadline). */
 static uint64_t ms_until(uint64_t deadline)
 {
@@ -1299,6 +1374,10 @@ int kcr_manager_run(kcr_manager *m)
     status = atomic_load(&m->lost) ? 1 : 0;
     goto out;
   }
+  if(m->ring && !join_ring(m)) {
+    status = atomic_load(&m->stop) ? 0 : 1;
+    goto out;
+  }
   for(; started < m->nctl; started++) {
     if(kcr_controller_start(m->ctl[started])) {
       KCR_LOG(KCR_LOG_ERROR, "manager: cannot start a controller (out of threads?)",
@@ -1307,11 +1386,27 @@ int kcr_manager_run(kcr_manager *m)
       goto out;
     }
   }
-  while(!atomic_load(&m->stop))
-    sem_wait(&m->wake);
+  while(!atomic_load(&m->stop)) {
+    if(!m->ring) {
+      sem_wait(&m->wake);
+      continue;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 200 * 1000000L;
+    if(ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000L;
+    }
+    sem_timedwait(&m->wake, &ts);
+    if(kcr_ring_lost(m->ring) && !atomic_exchange(&m->lost, true))
+      atomic_store(&m->stop, true);
+  }
   if(atomic_load(&m->lost)) {
-    KCR_LOG(KCR_LOG_ERROR, "manager: leader election lost; stopping without waiting "
-                           "for reconciles (their writes are fenced)");
+    KCR_LOG(KCR_LOG_ERROR, m->ring ? "manager: ring Lease lost; stopping without waiting "
+                                     "for reconciles (their writes are fenced)"
+                                   : "manager: leader election lost; stopping without "
+                                     "waiting for reconciles (their writes are fenced)");
     status = 1;
   }
 out:
@@ -1330,6 +1425,8 @@ out:
   flush_recorders(m, grace_end);
   if(m->leader)
     kcr_leader_stop(m->leader); /* releases the lease if we hold it */
+  if(m->ring)
+    kcr_ring_stop(m->ring); /* leaves: the others take its share at once */
   stop_informers(m);
   kcr_certs_stop(m->certs);
   for(int i = 0; i < 3; i++)
@@ -1357,11 +1454,12 @@ void kcr_manager_free(kcr_manager *m)
   /* Objects that outlive the manager may hold the client (a recorder): the
    * gate must no longer reach m or its elector, and the lease is no longer
    * ours to write under. Returns once no call of the old gate runs. */
-  if(m->client && m->o.leader_elect)
+  if(m->client && (m->o.leader_elect || m->ring))
     kcr_client_set_write_gate(m->client, kcr_write_gate_closed, NULL);
   if(m->client) /* the observer writes into m's metrics */
     kcr_client_set_observer(m->client, NULL, NULL);
   kcr_leader_free(m->leader);
+  kcr_ring_free(m->ring);
   for(size_t i = 0; i < m->ninf; i++) {
     kcr_informer_free(m->inf[i].inf);
     free(m->inf[i].res);

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kcr/buf.h"
 #include "kcr/informer.h"
 #include "kcr/json.h"
 #include "kcr/leader.h"
@@ -251,6 +252,11 @@ struct record {
   uint64_t seen_ms, dur_ms;
 };
 
+struct listener {
+  kcr_ring_fn fn;
+  void *ud;
+};
+
 struct kcr_ring {
   struct kcr_ring_opts o;
   char *ns, *name, *identity, *lease_name, *selector, *desc;
@@ -266,6 +272,9 @@ struct kcr_ring {
   struct record *rec;
   size_t nrec, caprec;
   kcr_ring_view *view;
+  struct listener lis[KCR_RING_LISTENERS];
+  size_t nlis;
+  pthread_mutex_t lis_mu; /* held while listeners run: removal waits */
 };
 
 static kcr_err check_opts(const struct kcr_ring_opts *o, struct kcr_errinfo *ei)
@@ -401,6 +410,7 @@ kcr_err kcr_ring_new(const struct kcr_ring_opts *opts, kcr_ring **out,
     return KCR_ENOMEM;
   r->o = *opts;
   pthread_mutex_init(&r->mu, NULL);
+  pthread_mutex_init(&r->lis_mu, NULL);
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
   pthread_cond_init(&r->cv, &ca);
@@ -522,34 +532,48 @@ static void wait_locked(kcr_ring *r, uint64_t ms)
 }
 
 /* Makes sure our Lease exists with the ring's label (the elector reads and
- * keeps the metadata). Retries every retry period; false if stopped. */
+ * keeps the metadata): a server-side apply of the label alone, ungated as
+ * the elector's own requests are (a manager's write gate opens only once
+ * the Lease is held). Retries every retry period; false if stopped. */
 static bool label_lease(kcr_ring *r)
 {
   struct kcr_ref ref = {.gvr = &lease_gvr, .ns = r->ns, .name = r->lease_name};
-  kcr_err last = KCR_OK;
+  struct kcr_buf path = KCR_BUF_INIT, body = KCR_BUF_INIT;
+  kcr_err last = KCR_OK, rc;
+  bool ok = false;
 
-  for(;;) {
+  /* The names are RFC 1123 (kcr_ring_new): nothing to escape in JSON. */
+  rc = kcr_path(&path, &ref);
+  if(!rc)
+    rc = kcr_query_add(&path, "fieldManager", "kcr-ring");
+  if(!rc)
+    rc = kcr_buf_printf(&body,
+                        "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\","
+                        "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\","
+                        "\"labels\":{\"" KCR_RING_LABEL "\":\"%s\"}}}",
+                        r->lease_name, r->ns, r->name);
+  while(!rc) {
     struct kcr_errinfo ei = KCR_ERRINFO_INIT;
-    cJSON *obj = cJSON_CreateObject(), *labels;
-    kcr_err rc = KCR_ENOMEM;
-    if(obj && cJSON_AddStringToObject(obj, "apiVersion", "coordination.k8s.io/v1") &&
-       cJSON_AddStringToObject(obj, "kind", "Lease") &&
-       (labels = kcr_json_obj(obj, "/metadata/labels")) &&
-       cJSON_AddStringToObject(labels, KCR_RING_LABEL, r->name) &&
-       !kcr_json_set_str(obj, "/metadata/name", r->lease_name) &&
-       !kcr_json_set_str(obj, "/metadata/namespace", r->ns))
-      rc = kcr_apply(r->o.client, &ref, obj,
-                     &(struct kcr_apply_opts){.field_manager = "kcr-ring"}, NULL, &ei);
-    cJSON_Delete(obj);
-    if(!rc) {
-      kcr_errinfo_cleanup(&ei);
-      return true;
+    struct kcr_http_response resp = {.body = KCR_BUF_INIT};
+    kcr_err e = kcr_client_do(
+        r->o.client,
+        &(struct kcr_http_request){.method = "PATCH",
+                                   .path = path.ptr,
+                                   .content_type = "application/apply-patch+yaml",
+                                   .body = body.ptr,
+                                   .body_len = body.len,
+                                   .ungated = true},
+        &resp, &ei);
+    kcr_buf_cleanup(&resp.body);
+    if(!e) {
+      ok = true;
+      break;
     }
-    if(rc != last)
+    if(e != last)
       KCR_LOG(KCR_LOG_WARN, "ring: cannot label this replica's Lease; retrying",
               KCR_S("ring", r->desc), KCR_S("lease", r->lease_name),
-              KCR_S("err", kcr_err_name(rc)), KCR_S("detail", ei.message));
-    last = rc;
+              KCR_S("err", kcr_err_name(e)), KCR_S("detail", ei.message));
+    last = e;
     kcr_errinfo_cleanup(&ei);
     pthread_mutex_lock(&r->mu);
     wait_locked(r, r->o.retry_period_ms);
@@ -557,8 +581,11 @@ static bool label_lease(kcr_ring *r)
     bool stop = r->stopping;
     pthread_mutex_unlock(&r->mu);
     if(stop)
-      return false;
+      break;
   }
+  kcr_buf_cleanup(&path);
+  kcr_buf_cleanup(&body);
+  return ok;
 }
 
 /* The live holders (mu held): sorted, distinct, copied; *next gets the
@@ -629,6 +656,36 @@ static void publish(kcr_ring *r, kcr_ring_view *v)
   kcr_ring_view_unref(old);
   if(r->o.on_change)
     r->o.on_change(r, r->o.ud);
+  pthread_mutex_lock(&r->lis_mu);
+  for(size_t i = 0; i < r->nlis; i++)
+    r->lis[i].fn(r, r->lis[i].ud);
+  pthread_mutex_unlock(&r->lis_mu);
+}
+
+kcr_err kcr_ring_add_listener(kcr_ring *r, kcr_ring_fn fn, void *ud)
+{
+  kcr_err rc = KCR_OK;
+  if(!fn)
+    return KCR_EINVAL;
+  pthread_mutex_lock(&r->lis_mu);
+  if(r->nlis == KCR_RING_LISTENERS)
+    rc = KCR_ERANGE;
+  else
+    r->lis[r->nlis++] = (struct listener){.fn = fn, .ud = ud};
+  pthread_mutex_unlock(&r->lis_mu);
+  return rc;
+}
+
+void kcr_ring_remove_listener(kcr_ring *r, kcr_ring_fn fn, void *ud)
+{
+  pthread_mutex_lock(&r->lis_mu);
+  for(size_t i = 0; i < r->nlis; i++)
+    if(r->lis[i].fn == fn && r->lis[i].ud == ud) {
+      memmove(&r->lis[i], &r->lis[i + 1], (r->nlis - i - 1) * sizeof(r->lis[0]));
+      r->nlis--;
+      break;
+    }
+  pthread_mutex_unlock(&r->lis_mu);
 }
 
 static void *run(void *p)
@@ -758,6 +815,7 @@ void kcr_ring_free(kcr_ring *r)
   kcr_client_free(r->o.client);
   kcr_metrics_free(r->o.metrics);
   pthread_mutex_destroy(&r->mu);
+  pthread_mutex_destroy(&r->lis_mu);
   pthread_cond_destroy(&r->cv);
   free(r->ns);
   free(r->name);

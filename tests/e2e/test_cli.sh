@@ -63,7 +63,8 @@ manager_flags=(--kubeconfig --metrics-bind-address --metrics-secure --metrics-ce
   --metrics-cert-name --metrics-cert-key --webhook-bind-address --webhook-cert-path
   --webhook-cert-name --webhook-cert-key --health-probe-bind-address --leader-elect
   --leader-election-id --leader-election-namespace --leader-elect-lease-duration
-  --leader-elect-renew-deadline --leader-elect-retry-period --zap-log-level --zap-encoder)
+  --leader-elect-renew-deadline --leader-elect-retry-period --ring --ring-identity --zap-log-level
+  --zap-encoder)
 for f in "${manager_flags[@]}" --namespace --namespace-selector --workers --resync \
   --graceful-shutdown-timeout; do
   expect_contains "ebdman run --help documents the flag" "  $f " "$CLI_OUT"

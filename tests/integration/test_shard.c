@@ -113,7 +113,10 @@ static void members_agree_on_one_assignment(void **state)
     assert_string_equal(kcr_ring_view_owner(v[0], h), kcr_ring_view_owner(v[1], h));
     assert_string_equal(kcr_ring_view_owner(v[0], h), kcr_ring_view_owner(v[2], h));
   }
-  /* a's on_change ran for each view it published (1, 2 or 3 members) */
+  /* a's on_change runs for each view it publishes (1, 2 or 3 members),
+   * just after the view is published */
+  for(int i = 0; i < 100 && (uint64_t)ch.n != kcr_ring_view_epoch(v[0]); i++)
+    itest_sleep_ms(10);
   assert_true(ch.n >= 1 && (uint64_t)ch.n == kcr_ring_view_epoch(v[0]));
   for(int i = 0; i < 3; i++) {
     kcr_ring_view_unref(v[i]);
@@ -232,6 +235,152 @@ static void bad_options_are_refused(void **state)
   }
 }
 
+#define NCM 24
+
+static bool saw(struct itest_seen *s, const char *ns, int i)
+{
+  char name[32];
+  snprintf(name, sizeof(name), "cm-%02d", i);
+  return itest_saw(s, ns, name);
+}
+
+static void managers_in_a_ring_share_the_reconciles(void **state)
+{
+  (void)state;
+  char *ns = itest_namespace(cl, "ring");
+  struct kcr_config_opts co = {0};
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_manager *m[2];
+  struct itest_run run[2];
+  struct itest_seen seen[2] = {ITEST_SEEN_INIT, ITEST_SEEN_INIT};
+  kcr_ring_view *v;
+  int both = 0;
+
+  for(int i = 0; i < 2; i++) {
+    kcr_informer *inf;
+    struct kcr_manager_opts mo = {.name = "ringed",
+                                  .health_addr = "127.0.0.1:0",
+                                  .no_signals = true,
+                                  .ring = "ctl",
+                                  .identity = i ? "m1" : "m0",
+                                  .lease_namespace = ns,
+                                  .lease_duration_ms = 3000,
+                                  .renew_deadline_ms = 2000,
+                                  .retry_period_ms = 400};
+    itest_expect(KCR_OK, kcr_config_load(&co, &mo.config, &ei), &ei);
+    itest_expect(KCR_OK, kcr_manager_new(&mo, &m[i], &ei), &ei);
+    kcr_config_free(mo.config);
+    assert_non_null(kcr_manager_ring(m[i]));
+    assert_false(kcr_manager_leading(m[i]));
+    itest_expect(KCR_OK,
+                 kcr_manager_informer(
+                     m[i],
+                     &(struct kcr_informer_opts){.gvr = &itest_configmaps, .ns = ns},
+                     &inf, &ei),
+                 &ei);
+    itest_seen_controller(m[i], kcr_manager_client(m[i]), "cm", inf, &seen[i]);
+    itest_run_start(&run[i], m[i]);
+  }
+  wait_members(kcr_manager_ring(m[0]), 2, 20000);
+  wait_members(kcr_manager_ring(m[1]), 2, 20000);
+  for(int i = 0; i < NCM; i++) {
+    cJSON *o = itest_json("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
+                          "\"metadata\":{\"name\":\"cm-%02d\"}}",
+                          i);
+    itest_expect(
+        KCR_OK,
+        kcr_create(cl, &(struct kcr_ref){&itest_configmaps, ns}, o, NULL, NULL, &ei),
+        &ei);
+    cJSON_Delete(o);
+  }
+  /* each by its owner, and only by it */
+  v = kcr_ring_view_get(kcr_manager_ring(m[0]));
+  for(int i = 0; i < NCM; i++) {
+    char name[32];
+    cJSON *o = NULL;
+    snprintf(name, sizeof(name), "cm-%02d", i);
+    itest_expect(KCR_OK,
+                 kcr_get(cl, &(struct kcr_ref){&itest_configmaps, ns, name}, &o, &ei),
+                 &ei);
+    const char *uid = kcr_json_str(o, "/metadata/uid");
+    const char *owner = kcr_ring_view_owner(v, kcr_shard_hash(uid, strlen(uid)));
+    int who = !strcmp(owner, "m1");
+    cJSON_Delete(o);
+    assert_true(itest_wait_saw(&seen[who], ns, name, 10000));
+  }
+  itest_sleep_ms(500); /* time for a wrong one to show */
+  for(int i = 0; i < NCM; i++)
+    both += saw(&seen[0], ns, i) && saw(&seen[1], ns, i);
+  assert_int_equal(0, both);
+  kcr_ring_view_unref(v);
+  /* m1 leaves: m0 takes its share at once (not after the lease) */
+  itest_run_stop(&run[1], 0); /* frees it */
+  uint64_t took = wait_members(kcr_manager_ring(m[0]), 1, 2000);
+  printf("a manager that stopped left m0's view in %llu ms\n", (unsigned long long)took);
+  for(int i = 0; i < NCM; i++) {
+    char name[32];
+    snprintf(name, sizeof(name), "cm-%02d", i);
+    assert_true(itest_wait_saw(&seen[0], ns, name, 10000));
+  }
+  itest_run_stop(&run[0], 0); /* frees the manager */
+  kcr_errinfo_cleanup(&ei);
+  itest_namespace_drop(cl, ns);
+}
+
+/* A replica whose ring Lease is taken (its holder overwritten) has lost it:
+ * its writes are fenced at once and its manager stops with status 1. */
+static void a_manager_that_loses_its_ring_lease_stops_with_1(void **state)
+{
+  (void)state;
+  char *ns = itest_namespace(cl, "ring");
+  struct kcr_config_opts co = {0};
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_manager_opts mo = {.name = "ringed",
+                                .health_addr = "127.0.0.1:0",
+                                .no_signals = true,
+                                .ring = "ctl",
+                                .identity = "m0",
+                                .lease_namespace = ns,
+                                .lease_duration_ms = 3000,
+                                .renew_deadline_ms = 2000,
+                                .retry_period_ms = 400};
+  struct itest_run run;
+  struct itest_seen seen = ITEST_SEEN_INIT;
+  kcr_manager *m;
+  kcr_informer *inf;
+  kcr_err rc = KCR_ECONFLICT;
+
+  itest_expect(KCR_OK, kcr_config_load(&co, &mo.config, &ei), &ei);
+  itest_expect(KCR_OK, kcr_manager_new(&mo, &m, &ei), &ei);
+  kcr_config_free(mo.config);
+  itest_expect(
+      KCR_OK,
+      kcr_manager_informer(
+          m, &(struct kcr_informer_opts){.gvr = &itest_configmaps, .ns = ns}, &inf, &ei),
+      &ei);
+  itest_seen_controller(m, kcr_manager_client(m), "cm", inf, &seen);
+  itest_run_start(&run, m);
+  assert_true(kcr_ring_wait_joined(kcr_manager_ring(m), 20000));
+  assert_true(kcr_ring_may_write(kcr_manager_ring(m)));
+  for(int i = 0; i < 20 && rc == KCR_ECONFLICT; i++) {
+    cJSON *l = NULL;
+    kcr_errinfo_cleanup(&ei);
+    itest_expect(KCR_OK, kcr_get(cl, &(struct kcr_ref){&leases, ns, "ctl-m0"}, &l, &ei),
+                 &ei);
+    assert_int_equal(KCR_OK, kcr_json_set_str(l, "/spec/holderIdentity", "intruder"));
+    rc = kcr_update(cl, &(struct kcr_ref){&leases, ns, "ctl-m0"}, l, NULL, NULL, &ei);
+    cJSON_Delete(l);
+  }
+  itest_expect(KCR_OK, rc, &ei);
+  for(int i = 0; i < 100 && !kcr_ring_lost(kcr_manager_ring(m)); i++)
+    itest_sleep_ms(100);
+  assert_true(kcr_ring_lost(kcr_manager_ring(m)));
+  assert_false(kcr_ring_may_write(kcr_manager_ring(m)));
+  itest_run_stop(&run, 1); /* had stopped by itself; frees m */
+  kcr_errinfo_cleanup(&ei);
+  itest_namespace_drop(cl, ns);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -239,6 +388,8 @@ int main(void)
       cmocka_unit_test(members_agree_on_one_assignment),
       cmocka_unit_test(a_member_that_stops_renewing_is_out_after_its_lease_duration),
       cmocka_unit_test(a_member_that_leaves_is_out_at_once),
+      cmocka_unit_test(managers_in_a_ring_share_the_reconciles),
+      cmocka_unit_test(a_manager_that_loses_its_ring_lease_stops_with_1),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

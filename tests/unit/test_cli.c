@@ -432,6 +432,8 @@ static void usage_lists_every_flag_with_its_default(void **state)
                                       "--leader-elect-lease-duration DURATION",
                                       "--leader-elect-renew-deadline DURATION",
                                       "--leader-elect-retry-period DURATION",
+                                      "--ring NAME",
+                                      "--ring-identity NAME",
                                       "--transport auto|curl",
                                       "--namespace NS",
                                       "--workers N",
