@@ -324,7 +324,8 @@ static void lease_seen(kcr_obj *o, kcr_ring *r)
     return; /* out of memory: the next change or resync brings it again */
   spec = kcr_json_at(tree, "/spec");
   text = spec ? kcr_json_to_text(spec) : strdup("");
-  holder = strdup(spec ? (kcr_json_str(spec, "/holderIdentity") ?: "") : "");
+  holder = spec ? (char *)kcr_json_str(spec, "/holderIdentity") : NULL;
+  holder = strdup(holder ? holder : "");
   secs = spec ? kcr_json_int(spec, "/leaseDurationSeconds", 0) : 0;
   cJSON_Delete(tree);
   if(!text || !holder)
