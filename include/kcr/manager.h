@@ -334,8 +334,11 @@ KCR_API kcr_err kcr_manager_list_typed(kcr_manager *m, const struct kcr_type *t,
 KCR_API kcr_err kcr_manager_recorder(kcr_manager *m, const struct kcr_recorder_opts *opts,
                                      kcr_recorder **out, struct kcr_errinfo *ei);
 /* Adds a controller, which the manager then owns (starts, stops and frees
- * it). Errors: KCR_EINVAL (c NULL, or 16 controllers already): the caller
- * still owns c. Thread safety: the setup thread, before run. */
+ * it); with opts.ring, shards it first (kcr_controller_shard). Errors:
+ * KCR_EINVAL (c NULL, or 16 controllers already; with a ring, c has no For
+ * source yet), and with a ring kcr_controller_shard's KCR_ERANGE,
+ * KCR_EEXIST and KCR_ENOMEM: the caller still owns c. Thread safety: the
+ * setup thread, before run. */
 KCR_API kcr_err kcr_manager_add(kcr_manager *m, kcr_controller *c);
 /* Runs until stopped (see above) and returns the process exit code it
  * suggests: 0 after a stop request (SIGTERM, SIGINT, kcr_manager_stop), 1

@@ -28,7 +28,13 @@
  * clock). A member that stops renewing is out one lease duration after
  * its last renewal reached this replica's watch; one that leaves
  * (kcr_ring_stop) clears its holder and is out as soon as that is seen.
- * A Lease seen for the first time counts as renewed then.
+ * A Lease counts only while its holder is the identity its name says
+ * (a Lease "<name>-a" held by b is no member). A Lease made while this
+ * replica watches counts from then; one that was there when it started
+ * (a dead member's stays held) counts once it is seen renewed, and the
+ * first view waits for that, or for two retry periods at most. Two
+ * processes with one identity share one Lease and both count as that
+ * member: give every replica its own (a StatefulSet's pod names).
  *
  * Assignment. An object belongs to a bucket, the top 8 bits of the 64-bit
  * FNV-1a hash of its owner's uid (kcr_shard_hash: the apiserver's own hash
@@ -84,9 +90,10 @@ typedef struct kcr_ring kcr_ring;
 typedef struct kcr_ring_view kcr_ring_view;
 
 /* Called on the ring's thread after the view changed (kcr_ring_view_get
- * returns the new one). Must return promptly; may call any kcr_ring
- * function but kcr_ring_free and kcr_ring_stop's waiting form (it then
- * only asks the ring to stop). */
+ * returns the new one). Must return promptly; must not call
+ * kcr_ring_free, kcr_ring_wait_joined, kcr_ring_add_listener or
+ * kcr_ring_remove_listener (kcr_ring_stop only asks the ring to stop
+ * from there). */
 typedef void (*kcr_ring_fn)(kcr_ring *r, void *ud);
 
 /* Options for kcr_ring_new(); zero means the default shown. */
@@ -114,10 +121,12 @@ struct kcr_ring_opts {
 KCR_API kcr_err kcr_ring_new(const struct kcr_ring_opts *opts, kcr_ring **out,
                              struct kcr_errinfo *ei);
 
-/* Starts the ring's informer, its elector and its thread. The elector
- * creates the Lease (or takes it back) and renews it; the informer
- * follows the others. Errors: KCR_EINVAL (started or stopped before),
- * KCR_ENOMEM, the informer's or elector's start errors. */
+/* Starts the ring's informer and its thread, which labels this replica's
+ * Lease (a server-side apply, retried until it succeeds) and starts the
+ * elector, which creates the Lease (or takes it back) and renews it; the
+ * informer follows the others. An elector that cannot start (no thread)
+ * is logged and makes kcr_ring_lost true. Errors: KCR_EINVAL (started or
+ * stopped before), KCR_ENOMEM (no thread), the informer's start errors. */
 KCR_API kcr_err kcr_ring_start(kcr_ring *r);
 
 /* Waits up to timeout_ms (KCR_FOREVER: no limit) until this replica holds
@@ -131,8 +140,9 @@ KCR_API bool kcr_ring_wait_joined(kcr_ring *r, uint64_t timeout_ms);
 KCR_API bool kcr_ring_may_write(kcr_ring *r);
 
 /* True once this replica held its Lease and then lost it (no renewal in
- * the renew deadline, or taken by another holder): like a lost leader, the
- * replica should stop and start again. */
+ * the renew deadline, or taken by another holder), or its elector could
+ * not start: like a lost leader, the replica should stop and start
+ * again. */
 KCR_API bool kcr_ring_lost(kcr_ring *r);
 
 /* This replica's identity (borrowed; lives as long as r). */
@@ -177,7 +187,8 @@ KCR_API void kcr_ring_remove_listener(kcr_ring *r, kcr_ring_fn fn, void *ud);
 
 /* Leaves the ring: stops the elector (which clears the Lease's holder so
  * the others take over at once), the informer and the thread; the view
- * then has no member. Idempotent. From on_change it only asks. */
+ * then has no member. Idempotent, but not from two threads at once. From
+ * on_change or a listener it only asks. */
 KCR_API void kcr_ring_stop(kcr_ring *r);
 
 /* Stops (kcr_ring_stop) and frees. NULL: no-op. Views still referenced

@@ -837,7 +837,8 @@ static kcr_err add_webhooks(kcr_manager *m, struct ebdman *e,
 }
 
 /* The storage migration (migrate.c): a controller of the EBD CRD alone,
- * which runs on the leader, as every controller. */
+ * which runs on the leader, as every controller - or, with --ring, on the
+ * replica that owns the CRD's bucket. */
 static kcr_err add_migration(kcr_manager *m, const struct ebdman_run_opts *ro,
                              struct kcr_errinfo *ei)
 {

@@ -14,8 +14,10 @@
  *     current view publishes a new view (with kcr_ring_assign's map) and
  *     calls on_change. It wakes at the next expiry, at each record change,
  *     and at least every retry period.
- * Locks: mu guards the records, the view pointer and the flags; no lock is
- * held while calling on_change, the informer or the elector. */
+ * Locks: mu guards the records, the view pointer and the flags; it is held
+ * while asking the informer whether it synced and the elector whether it
+ * leads (their own locks come after mu), never while calling on_change or
+ * the listeners, which run under lis_mu alone. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -250,6 +252,8 @@ struct record {
   char *holder; /* "" when free */
   char *spec;   /* the spec's text: a change restarts the clock */
   uint64_t seen_ms, dur_ms;
+  bool confirmed; /* seen to change, or made, since this ring listed:
+                     a Lease of the first list may be a dead member's */
 };
 
 struct listener {
@@ -268,7 +272,11 @@ struct kcr_ring {
   pthread_cond_t cv; /* CLOCK_MONOTONIC */
   pthread_t th;
   bool started, stopping, stopped, running;
-  bool dirty; /* a record changed since the thread last looked */
+  bool dirty;         /* a record changed since the thread last looked */
+  bool listed;        /* the informer synced once (the thread saw it) */
+  uint64_t listed_ms; /* when */
+  bool failed;        /* the thread could not start the elector */
+  bool relabel;       /* our Lease was deleted: label it again */
   struct record *rec;
   size_t nrec, caprec;
   kcr_ring_view *view;
@@ -345,6 +353,9 @@ static void lease_seen(kcr_obj *o, kcr_ring *r)
   if(!rec && r->nrec < r->caprec && (r->rec[r->nrec].name = strdup(kcr_obj_name(o)))) {
     rec = &r->rec[r->nrec++];
     rec->holder = rec->spec = NULL;
+    rec->confirmed = r->listed; /* made while we watch: by a live member */
+  } else if(rec && rec->spec && strcmp(rec->spec, text)) {
+    rec->confirmed = true; /* renewed (or taken) while we watch */
   }
   if(rec && (!rec->spec || strcmp(rec->spec, text))) {
     free(rec->spec);
@@ -373,6 +384,8 @@ static void on_delete(kcr_obj *o, void *ud)
 {
   kcr_ring *r = ud;
   pthread_mutex_lock(&r->mu);
+  if(!strcmp(kcr_obj_name(o), r->lease_name))
+    r->relabel = true; /* the elector makes it again, without the label */
   for(size_t i = 0; i < r->nrec; i++)
     if(!strcmp(r->rec[i].name, kcr_obj_name(o))) {
       record_clear(&r->rec[i]);
@@ -511,7 +524,13 @@ fail:
 
 const char *kcr_ring_identity(const kcr_ring *r) { return r->identity; }
 bool kcr_ring_may_write(kcr_ring *r) { return kcr_leader_may_write(r->le); }
-bool kcr_ring_lost(kcr_ring *r) { return kcr_leader_lost(r->le); }
+bool kcr_ring_lost(kcr_ring *r)
+{
+  pthread_mutex_lock(&r->mu);
+  bool failed = r->failed;
+  pthread_mutex_unlock(&r->mu);
+  return failed || kcr_leader_lost(r->le);
+}
 
 kcr_ring_view *kcr_ring_view_get(kcr_ring *r)
 {
@@ -547,6 +566,8 @@ static bool label_lease(kcr_ring *r)
   rc = kcr_path(&path, &ref);
   if(!rc)
     rc = kcr_query_add(&path, "fieldManager", "kcr-ring");
+  if(!rc)
+    rc = kcr_query_add(&path, "force", "true"); /* the label is the ring's */
   if(!rc)
     rc = kcr_buf_printf(&body,
                         "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\","
@@ -603,8 +624,21 @@ static kcr_err live_locked(kcr_ring *r, char ***out, size_t *n, uint64_t *next)
   for(size_t i = 0; i < r->nrec; i++) {
     const struct record *rec = &r->rec[i];
     uint64_t until = rec->seen_ms + rec->dur_ms;
+    size_t rn = strlen(r->name);
     if(!*rec->holder || until <= now)
       continue;
+    /* A member holds its own Lease, <ring>-<identity>: another holder of
+     * it (a process with another identity took it) is no member. */
+    if(strncmp(rec->name, r->name, rn) || rec->name[rn] != '-' ||
+       strcmp(rec->name + rn + 1, rec->holder))
+      continue;
+    if(!rec->confirmed) {
+      /* not renewed since we listed: maybe dead; look again when it
+       * could have been renewed */
+      if(until < *next)
+        *next = until;
+      continue;
+    }
     if(until < *next)
       *next = until;
     if(!(m[k++] = strdup(rec->holder))) {
@@ -689,21 +723,56 @@ void kcr_ring_remove_listener(kcr_ring *r, kcr_ring_fn fn, void *ud)
   pthread_mutex_unlock(&r->lis_mu);
 }
 
+/* Whether every held Lease of the ring is confirmed (mu held). */
+static bool all_confirmed_locked(const kcr_ring *r)
+{
+  for(size_t i = 0; i < r->nrec; i++)
+    if(*r->rec[i].holder && !r->rec[i].confirmed)
+      return false;
+  return true;
+}
+
 static void *run(void *p)
 {
   kcr_ring *r = p;
 
-  if(!label_lease(r) || kcr_leader_start(r->le))
+  if(!label_lease(r))
+    goto done; /* stopped */
+  if(kcr_leader_start(r->le)) {
+    KCR_LOG(KCR_LOG_ERROR, "ring: cannot start the elector (out of threads?)",
+            KCR_S("ring", r->desc));
+    pthread_mutex_lock(&r->mu);
+    r->failed = true;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
     goto done;
+  }
   pthread_mutex_lock(&r->mu);
   while(!r->stopping) {
     char **m = NULL;
     size_t n = 0;
-    uint64_t next = kcr_time_mono_ms() + r->o.retry_period_ms;
+    uint64_t now = kcr_time_mono_ms(), next = now + r->o.retry_period_ms;
     r->dirty = false;
+    if(r->relabel) {
+      r->relabel = false;
+      pthread_mutex_unlock(&r->mu);
+      label_lease(r);
+      pthread_mutex_lock(&r->mu);
+      continue;
+    }
     /* Only a synced informer tells who the others are: a partial list
-     * would give this replica buckets that are someone else's. */
-    if(kcr_informer_has_synced(r->inf) && !live_locked(r, &m, &n, &next)) {
+     * would give this replica buckets that are someone else's. The first
+     * list's Leases count once seen renewed (a dead member's Lease stays
+     * held), so the first view waits until each of them was, or for two
+     * renewals (retry periods) at most. */
+    if(!r->listed && kcr_informer_has_synced(r->inf)) {
+      r->listed = true;
+      r->listed_ms = now;
+    }
+    if(r->listed && r->view->epoch == 0 &&
+       now < r->listed_ms + 2 * r->o.retry_period_ms && !all_confirmed_locked(r)) {
+      next = r->listed_ms + 2 * r->o.retry_period_ms;
+    } else if(r->listed && !live_locked(r, &m, &n, &next)) {
       if(same_members(r->view, m, n)) {
         for(size_t i = 0; i < n; i++)
           free(m[i]);
@@ -719,7 +788,7 @@ static void *run(void *p)
           next = kcr_time_mono_ms() + 100;
       }
     }
-    uint64_t now = kcr_time_mono_ms();
+    now = kcr_time_mono_ms();
     /* +1: an expiry is "until <= now" */
     wait_locked(r, next > now ? next - now + 1 : 1);
   }
@@ -742,12 +811,13 @@ kcr_err kcr_ring_start(kcr_ring *r)
   rc = kcr_informer_start(r->inf);
   if(rc)
     return rc;
-  if(pthread_create(&r->th, NULL, run, r))
-    return KCR_ENOMEM;
   pthread_mutex_lock(&r->mu);
-  r->running = true;
+  if(pthread_create(&r->th, NULL, run, r))
+    rc = KCR_ENOMEM;
+  else
+    r->running = true;
   pthread_mutex_unlock(&r->mu);
-  return KCR_OK;
+  return rc;
 }
 
 bool kcr_ring_wait_joined(kcr_ring *r, uint64_t timeout_ms)
@@ -756,7 +826,8 @@ bool kcr_ring_wait_joined(kcr_ring *r, uint64_t timeout_ms)
   struct timespec ts = kcr_time_mono_after(forever ? 0 : timeout_ms);
 
   pthread_mutex_lock(&r->mu);
-  while(!(joined = r->view->self >= 0 && kcr_leader_is_leader(r->le)) && !r->stopping) {
+  while(!(joined = r->view->self >= 0 && kcr_leader_is_leader(r->le)) && !r->stopping &&
+        !r->failed) {
     if(forever)
       pthread_cond_wait(&r->cv, &r->mu);
     else if(pthread_cond_timedwait(&r->cv, &r->mu, &ts) == ETIMEDOUT)

@@ -95,7 +95,7 @@ static size_t runs(const char *own[KCR_RING_BUCKETS], const char *id)
   return r;
 }
 
-static void every_member_holds_its_share_in_few_runs(void **state)
+static void every_member_holds_its_share(void **state)
 {
   (void)state;
   const char *fmts[] = {"ebdman-%d", "replica-%02d.shard", "x%d"};
@@ -164,7 +164,7 @@ int main(void)
       cmocka_unit_test(the_hash_is_go_fnv1a_64),
       cmocka_unit_test(the_order_of_the_members_does_not_matter),
       cmocka_unit_test(bad_member_lists_are_refused),
-      cmocka_unit_test(every_member_holds_its_share_in_few_runs),
+      cmocka_unit_test(every_member_holds_its_share),
       cmocka_unit_test(a_member_joining_or_leaving_moves_about_its_share),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
