@@ -3,9 +3,9 @@
  *
  *   kcr_ring *r;
  *   struct kcr_ring_opts o = {.client = c, .ns = "ebdman-system",
- *                             .name = "ebdman", .identity = getenv("POD_NAME"),
- *                             .on_change = reshard, .ud = app};
- *   if(kcr_ring_new(&o, &r, &ei) || kcr_ring_start(r)) ...
+ *                             .name = "ebdman", .identity = getenv("POD_NAME")};
+ *   if(kcr_ring_new(&o, &r, &ei) || kcr_ring_add_listener(r, reshard, app) ||
+ *      kcr_ring_start(r)) ...  -- reshard: called after each change of the view
  *   kcr_ring_wait_joined(r, 30000);
  *   kcr_ring_view *v = kcr_ring_view_get(r);
  *   if(kcr_ring_view_mine(v, kcr_shard_hash(uid, strlen(uid)))) ... reconcile it
@@ -66,7 +66,7 @@
  * label, by server-side apply), list and watch (the ring's informer).
  *
  * Thread safety: every function may be called from any thread, except
- * kcr_ring_free, which must be the last call and not from on_change. */
+ * kcr_ring_free, which must be the last call and not from a listener. */
 #ifndef KCR_SHARD_H
 #define KCR_SHARD_H
 
@@ -89,9 +89,9 @@ extern "C" {
 typedef struct kcr_ring kcr_ring;
 typedef struct kcr_ring_view kcr_ring_view;
 
-/* Called on the ring's thread after the view changed (kcr_ring_view_get
- * returns the new one). Must return promptly; must not call
- * kcr_ring_free, kcr_ring_wait_joined, kcr_ring_add_listener or
+/* A listener (kcr_ring_add_listener): called on the ring's thread after
+ * the view changed (kcr_ring_view_get returns the new one). Must return promptly; must
+ * not call kcr_ring_free, kcr_ring_wait_joined, kcr_ring_add_listener or
  * kcr_ring_remove_listener (kcr_ring_stop only asks the ring to stop
  * from there). */
 typedef void (*kcr_ring_fn)(kcr_ring *r, void *ud);
@@ -109,8 +109,6 @@ struct kcr_ring_opts {
   uint64_t renew_deadline_ms; /* 0: 10000 */
   uint64_t retry_period_ms;   /* 0: 2000 */
   kcr_metrics *metrics;       /* optional; the ring holds a reference */
-  kcr_ring_fn on_change;      /* optional */
-  void *ud;                   /* passed to on_change */
 };
 
 /* Makes a ring member (not started). Errors: KCR_EINVAL (a required
@@ -131,7 +129,7 @@ KCR_API kcr_err kcr_ring_start(kcr_ring *r);
 
 /* Waits up to timeout_ms (KCR_FOREVER: no limit) until this replica holds
  * its Lease and is a member of the current view. Returns whether it is.
- * Not from on_change. */
+ * Not from a listener. */
 KCR_API bool kcr_ring_wait_joined(kcr_ring *r, uint64_t timeout_ms);
 
 /* True while this replica may write as a member: it holds its Lease and
@@ -174,8 +172,8 @@ KCR_API bool kcr_ring_view_mine(const kcr_ring_view *v, uint64_t hash);
 /* The number of buckets this replica owns in v. */
 KCR_API size_t kcr_ring_view_owned(const kcr_ring_view *v);
 
-/* Adds fn (with ud) to what is called after the view changed, besides
- * opts.on_change: how a controller (kcr_controller_shard) learns of a
+/* Adds fn (with ud) to what is called after the view changed, in the
+ * order added: how a controller (kcr_controller_shard) learns of a
  * change. At most KCR_RING_LISTENERS; any time, also while running (a
  * listener added runs from the next change on). Errors: KCR_EINVAL (fn
  * NULL), KCR_ERANGE (full). */
@@ -188,7 +186,7 @@ KCR_API void kcr_ring_remove_listener(kcr_ring *r, kcr_ring_fn fn, void *ud);
 /* Leaves the ring: stops the elector (which clears the Lease's holder so
  * the others take over at once), the informer and the thread; the view
  * then has no member. Idempotent, but not from two threads at once. From
- * on_change or a listener it only asks. */
+ * a listener it only asks. */
 KCR_API void kcr_ring_stop(kcr_ring *r);
 
 /* Stops (kcr_ring_stop) and frees. NULL: no-op. Views still referenced

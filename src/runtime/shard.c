@@ -12,12 +12,12 @@
  *   - the ring's thread, once the informer has synced, computes the live
  *     members from those records, and when the set differs from the
  *     current view publishes a new view (with kcr_ring_assign's map) and
- *     calls on_change. It wakes at the next expiry, at each record change,
+ *     calls the listeners. It wakes at the next expiry, at each record change,
  *     and at least every retry period.
  * Locks: mu guards the records, the view pointer and the flags; it is held
  * while asking the informer whether it synced and the elector whether it
- * leads (their own locks come after mu), never while calling on_change or
- * the listeners, which run under lis_mu alone. */
+ * leads (their own locks come after mu), never while calling the
+ * listeners, which run under lis_mu alone. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -610,13 +610,13 @@ static bool label_lease(kcr_ring *r)
   return ok;
 }
 
-/* The live holders (mu held): sorted, distinct, copied; *next gets the
+/* The live members (mu held): sorted, copied; *next gets the
  * monotonic time of the next expiry (or now + retry). */
 static kcr_err live_locked(kcr_ring *r, char ***out, size_t *n, uint64_t *next)
 {
   uint64_t now = kcr_time_mono_ms();
   char **m = calloc(r->nrec + 1, sizeof(*m));
-  size_t k = 0;
+  size_t k = 0, rn = strlen(r->name);
 
   *next = now + r->o.retry_period_ms;
   if(!m)
@@ -624,21 +624,14 @@ static kcr_err live_locked(kcr_ring *r, char ***out, size_t *n, uint64_t *next)
   for(size_t i = 0; i < r->nrec; i++) {
     const struct record *rec = &r->rec[i];
     uint64_t until = rec->seen_ms + rec->dur_ms;
-    size_t rn = strlen(r->name);
-    if(!*rec->holder || until <= now)
-      continue;
-    /* A member holds its own Lease, <ring>-<identity>: another holder of
-     * it (a process with another identity took it) is no member. */
-    if(strncmp(rec->name, r->name, rn) || rec->name[rn] != '-' ||
+    /* A member holds its own Lease, <ring>-<identity> (so no two Leases
+     * name one member): another holder of it (a process with another
+     * identity took it) is no member; nor is the holder of a Lease not
+     * renewed since we listed (maybe dead: its confirmation wakes us). */
+    if(!*rec->holder || until <= now || !rec->confirmed ||
+       strncmp(rec->name, r->name, rn) || rec->name[rn] != '-' ||
        strcmp(rec->name + rn + 1, rec->holder))
       continue;
-    if(!rec->confirmed) {
-      /* not renewed since we listed: maybe dead; look again when it
-       * could have been renewed */
-      if(until < *next)
-        *next = until;
-      continue;
-    }
     if(until < *next)
       *next = until;
     if(!(m[k++] = strdup(rec->holder))) {
@@ -649,14 +642,6 @@ static kcr_err live_locked(kcr_ring *r, char ***out, size_t *n, uint64_t *next)
     }
   }
   qsort(m, k, sizeof(*m), cmp_str);
-  for(size_t i = 1; i < k;) /* two Leases with one holder: one member */
-    if(!strcmp(m[i - 1], m[i])) {
-      free(m[i]);
-      memmove(&m[i], &m[i + 1], (k - i - 1) * sizeof(*m));
-      k--;
-    } else {
-      i++;
-    }
   *out = m;
   *n = k;
   return KCR_OK;
@@ -689,8 +674,6 @@ static void publish(kcr_ring *r, kcr_ring_view *v)
           KCR_I("epoch", (long long)v->epoch), KCR_I("members", (long long)v->n),
           KCR_I("bucketsOwned", (long long)v->owned), KCR_S("identity", r->identity));
   kcr_ring_view_unref(old);
-  if(r->o.on_change)
-    r->o.on_change(r, r->o.ud);
   pthread_mutex_lock(&r->lis_mu);
   for(size_t i = 0; i < r->nlis; i++)
     r->lis[i].fn(r, r->lis[i].ud);

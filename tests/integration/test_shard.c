@@ -49,11 +49,11 @@ static kcr_ring *member(const char *ns, const char *id, uint64_t lease_ms,
                                                     .identity = id,
                                                     .lease_duration_ms = lease_ms,
                                                     .renew_deadline_ms = lease_ms * 3 / 4,
-                                                    .retry_period_ms = 400,
-                                                    .on_change = ch ? count_change : NULL,
-                                                    .ud = ch},
+                                                    .retry_period_ms = 400},
                             &r, &ei),
                &ei);
+  if(ch)
+    assert_int_equal(KCR_OK, kcr_ring_add_listener(r, count_change, ch));
   assert_int_equal(KCR_OK, kcr_ring_start(r));
   kcr_errinfo_cleanup(&ei);
   return r;
@@ -113,7 +113,7 @@ static void members_agree_on_one_assignment(void **state)
     assert_string_equal(kcr_ring_view_owner(v[0], h), kcr_ring_view_owner(v[1], h));
     assert_string_equal(kcr_ring_view_owner(v[0], h), kcr_ring_view_owner(v[2], h));
   }
-  /* a's on_change runs for each view it publishes (1, 2 or 3 members),
+  /* a's listener runs for each view it publishes (1, 2 or 3 members),
    * just after the view is published */
   for(int i = 0; i < 100 && (uint64_t)ch.n != kcr_ring_view_epoch(v[0]); i++)
     itest_sleep_ms(10);
