@@ -173,6 +173,26 @@ typedef bool (*kcr_write_gate)(void *ud);
 KCR_API void kcr_client_set_write_gate(kcr_client *c, kcr_write_gate gate, void *ud);
 /* A gate that refuses every write. Pure. */
 KCR_API bool kcr_write_gate_closed(void *ud);
+/* A handle on c whose writes carry scope - a number the caller chooses, in
+ * a sharded manager the kcr_shard_hash of the object a reconcile is for -
+ * to the write gate, which reads it with kcr_write_scope(): so a gate can
+ * allow a write for one object and refuse it for another (kcr/manager.h's
+ * ring gate refuses a write for an object whose bucket this replica no
+ * longer owns). The handle shares everything else with c - connections,
+ * config, gate, observer (set on the handle, they are c's) - and costs one
+ * small allocation. Reads and watches through it are c's own. A handle of
+ * a handle has the new scope on the same root. *out has one reference,
+ * released with kcr_client_free; it holds one on c. Errors: KCR_EINVAL (c
+ * or out NULL), KCR_ENOMEM. Any thread. */
+KCR_API kcr_err kcr_client_scoped(kcr_client *c, uint64_t scope, kcr_client **out);
+/* For a write gate: true, and *scope (if not NULL) set, when the write
+ * being gated was made through a scoped handle (kcr_client_scoped), or
+ * through a client itself on a thread that runs a sharded controller's
+ * reconcile (kcr/controller.h: then the reconcile's scope - so a status
+ * writer's writes from a reconcile carry it too); false otherwise.
+ * Meaningful only inside a gate call (it reads the calling thread's
+ * request). Thread-safe. */
+KCR_API bool kcr_write_scope(uint64_t *scope);
 /* Replaces the request observer (opts.observe at creation); NULL removes it.
  * Any thread, any time: when it returns no call of the previous observer is
  * still running, so its ud may be freed. Must not be called from an

@@ -100,7 +100,11 @@ typedef kcr_err (*kcr_reconcile_fn)(kcr_ctx *cx, const struct kcr_request *req,
 
 /* The per-reconcile context. It and everything these accessors return are
  * borrowed: valid until the reconcile call returns, on its worker thread.
- * The controller's client (take kcr_client_ref to keep it longer). */
+ * The controller's client (take kcr_client_ref to keep it longer); in a
+ * sharded controller (kcr_controller_shard) a handle scoped to this
+ * reconcile's key, whose writes the manager's gate refuses once the key's
+ * bucket is no longer this replica's: write through it, its children's
+ * writes too. */
 KCR_API kcr_client *kcr_ctx_client(kcr_ctx *cx);
 /* Scratch memory, reset when the reconcile returns. */
 KCR_API struct kcr_arena *kcr_ctx_arena(kcr_ctx *cx);
@@ -252,17 +256,20 @@ KCR_API kcr_err kcr_controller_watches_typed(kcr_controller *c, kcr_informer *in
                                              const struct kcr_source_opts *opts);
 /* Shares this controller's work with the other replicas of ring r
  * (kcr/shard.h): a key is reconciled here only while its bucket is this
- * replica's in r's current view. The bucket is that of the For source's
- * cached object's uid (kcr_shard_hash), or - for a key that cache does not
- * hold, a deleted object - of the key text itself, so that one replica
- * sees it. A key that is not this replica's is dropped when a worker takes
- * it: its backoff forgotten, the reconciler not called, counted in
- * kcr_controller_keys_not_owned_total{controller}. When the view changes,
- * the For source's cached objects that became this replica's are queued.
- * All replicas cache every object of their sources: this shares the
- * reconciles, not the memory. Two replicas can take one key for the
- * moment the views of a change reach them at different times (the
- * hand-over of docs/scale-out.md is to come).
+ * replica's (kcr_ring_owns: assigned and handed over). The bucket is that of the For
+ * source's cached object's uid (kcr_shard_hash), or - for a key that cache does not hold,
+ * a deleted object - of the key text itself, so that one replica sees it. A key that is
+ * not this replica's is dropped when a worker takes it: its backoff forgotten, the
+ * reconciler not called, counted in kcr_controller_keys_not_owned_total{controller}. A
+ * reconcile's kcr_ctx_client is a handle scoped to its key's hash (kcr_client_scoped):
+ * with a manager's ring, a write through it is refused (KCR_ECANCELED) once that bucket
+ * is no longer this replica's, also in a reconcile that began before (writes through
+ * another client on the reconcile's thread, a status writer's, carry the key too). When a
+ * bucket leaves, the ring waits until the reconciles of its keys in flight returned
+ * (KCR_RING_DRAIN_MS at most) before it hands it over; when buckets
+ * arrive, the For source's cached objects in them are queued. All
+ * replicas cache every object of their sources: this shares the
+ * reconciles, not the memory.
  * Requires a For source; before kcr_controller_start. r must outlive the
  * controller (kcr_controller_free unregisters from it). Errors: KCR_EINVAL
  * (started, no For source, r NULL, sharded already), KCR_ERANGE (r has

@@ -114,8 +114,10 @@ struct kcr_manager_opts {
    * durations below, shards every controller added (kcr_controller_shard:
    * each needs a For source by then), and starts the controllers once this
    * replica is a member. Writes are fenced by the replica's own ring
-   * Lease as by a leader's, and losing it stops the manager (run returns
-   * 1). Nothing leads: kcr_manager_leading is false, so the library's
+   * Lease as by a leader's, and a reconcile's writes (through
+   * kcr_ctx_client) also by its key's bucket: refused once the bucket is
+   * no longer this replica's. Losing the Lease stops the manager (run
+   * returns 1). Nothing leads: kcr_manager_leading is false, so the library's
    * webhook certificates are not written. Excludes leader_elect (for now:
    * docs/scale-out.md). */
   const char *ring;

@@ -53,13 +53,33 @@
  * member's buckets are scattered: up to about half of them are runs of
  * one.
  *
- * The view. The current members and assignment are an immutable,
- * reference-counted kcr_ring_view, replaced as a whole when the members
- * change; its epoch counts the changes this replica has seen (local to it:
- * the replicas' epochs are not comparable).
+ * Hand-over. A bucket assigned to a replica is not its own at once: it
+ * may still be another's, which has not seen the change yet or is
+ * finishing a reconcile. Each replica says in its Lease which buckets it
+ * holds (the annotation KCR_RING_HOLDS, "<epoch>:<64 hex digits>", bucket
+ * b in bit b % 8 of byte b / 8, written by server-side apply). A replica
+ * that sees a bucket leave its assignment drops it from its view at once
+ * (its listeners drain it: kcr_controller_shard's stop taking its keys and
+ * wait up to KCR_RING_DRAIN_MS for the reconciles of them in flight), then
+ * publishes that it no longer holds it - its acknowledgement. The new
+ * owner claims a bucket only once no other live Lease holds it (released,
+ * or that Lease expired: one lease duration after its last renewal, by
+ * when its holder's write fence has long closed), and owns it once its own
+ * watch has seen its claim with no other claim on it: of two replicas that
+ * claim one bucket at once (their views of the members differ for a
+ * moment), the later claim sees the earlier and is withdrawn, since a
+ * watch delivers the ring's Leases in the order they were written. So at
+ * no time do two replicas own a bucket; a hand-over costs a drain and two
+ * Lease writes seen through the watch (tens of milliseconds).
+ *
+ * The view. The current members, assignment and owned buckets are an
+ * immutable, reference-counted kcr_ring_view, replaced as a whole when
+ * they change; its epoch counts the changes this replica has seen (local
+ * to it: the replicas' epochs are not comparable).
  *
  * Metrics (opts.metrics): kcr_ring_members{ring} and
- * kcr_ring_buckets_owned{ring} gauges, kcr_ring_changes_total{ring}, and
+ * kcr_ring_buckets_owned{ring} (owned, handed over) gauges,
+ * kcr_ring_changes_total{ring} (views published), and
  * the elector's leader_election_master_status{name="<lease>"}.
  *
  * RBAC on leases in ns: get, create and update (the elector), patch (the
@@ -84,14 +104,21 @@ extern "C" {
 
 #define KCR_RING_BUCKETS   256u /* buckets: the hash's top 8 bits */
 #define KCR_RING_LABEL     "kcr.dev/ring"
-#define KCR_RING_LISTENERS 32 /* kcr_ring_add_listener */
+#define KCR_RING_LISTENERS 32                   /* kcr_ring_add_listener */
+#define KCR_RING_HOLDS     "kcr.dev/ring-holds" /* the Lease annotation */
+#define KCR_RING_DRAIN_MS                                                                \
+  5000u /* kcr_controller_shard's wait for in-flight                                     \
+           reconciles of a bucket it gives up */
 
 typedef struct kcr_ring kcr_ring;
 typedef struct kcr_ring_view kcr_ring_view;
 
 /* A listener (kcr_ring_add_listener): called on the ring's thread after
- * the view changed (kcr_ring_view_get returns the new one). Must return promptly; must
- * not call kcr_ring_free, kcr_ring_wait_joined, kcr_ring_add_listener or
+ * the view changed (kcr_ring_view_get returns the new one). The buckets
+ * that left the view are released once every listener returned: a
+ * listener may wait there for work on them to end, for a bounded time
+ * (KCR_RING_DRAIN_MS at most; the ring waits meanwhile). Must not call
+ * kcr_ring_free, kcr_ring_wait_joined, kcr_ring_add_listener or
  * kcr_ring_remove_listener (kcr_ring_stop only asks the ring to stop
  * from there). */
 typedef void (*kcr_ring_fn)(kcr_ring *r, void *ud);
@@ -137,6 +164,12 @@ KCR_API bool kcr_ring_wait_joined(kcr_ring *r, uint64_t timeout_ms);
  * fence, kcr_leader_may_write). Lock-free. */
 KCR_API bool kcr_ring_may_write(kcr_ring *r);
 
+/* Whether hash's bucket is this replica's in the current view
+ * (kcr_ring_view_mine of kcr_ring_view_get, without a reference): with
+ * kcr_ring_may_write, what a write for an object must pass (the manager's
+ * write gate). Takes the ring's lock briefly; any thread. */
+KCR_API bool kcr_ring_owns(kcr_ring *r, uint64_t hash);
+
 /* True once this replica held its Lease and then lost it (no renewal in
  * the renew deadline, or taken by another holder), or its elector could
  * not start: like a lost leader, the replica should stop and start
@@ -162,14 +195,20 @@ KCR_API uint64_t kcr_ring_view_epoch(const kcr_ring_view *v);
 KCR_API size_t kcr_ring_view_len(const kcr_ring_view *v);
 KCR_API const char *kcr_ring_view_member(const kcr_ring_view *v, size_t i);
 
-/* The identity of the member that owns hash's bucket (borrowed from v),
- * NULL when the view has no member. */
+/* The identity of the member hash's bucket is assigned to (borrowed from
+ * v), NULL when the view has no member. During a hand-over that member
+ * may not own it yet. */
 KCR_API const char *kcr_ring_view_owner(const kcr_ring_view *v, uint64_t hash);
 
-/* Whether hash's bucket is this replica's in v. */
+/* Whether hash's bucket is this replica's in v: assigned to it and handed
+ * over (see Hand-over above) - what it may reconcile and write. */
 KCR_API bool kcr_ring_view_mine(const kcr_ring_view *v, uint64_t hash);
 
-/* The number of buckets this replica owns in v. */
+/* Whether hash's bucket is assigned to this replica in v, handed over yet
+ * or not. */
+KCR_API bool kcr_ring_view_assigned(const kcr_ring_view *v, uint64_t hash);
+
+/* The number of buckets this replica owns (kcr_ring_view_mine) in v. */
 KCR_API size_t kcr_ring_view_owned(const kcr_ring_view *v);
 
 /* Adds fn (with ud) to what is called after the view changed, in the

@@ -86,6 +86,13 @@ bool kcr__own_curl_tested(const curl_version_info_data *v);
 size_t kcr__client_max_response(const kcr_client *c);
 /* True if the write gate allows a write now (always without a gate). */
 bool kcr__client_may_write(kcr_client *c);
+/* The client a handle stands for: c, or a scoped handle's root
+ * (kcr_client_scoped). Borrowed; NULL for NULL. */
+kcr_client *kcr__client_root(kcr_client *c);
+/* Sets (or clears) the scope kcr_write_scope reports for writes made on
+ * the calling thread through a client itself, not a scoped handle: a
+ * sharded controller's worker sets its reconcile's for the call. */
+void kcr__client_thread_scope(bool set, uint64_t scope);
 /* The ETOOLARGE error for a request, with a message naming it. */
 kcr_err kcr__too_large(const kcr_client *c, const char *method, const char *path,
                        struct kcr_errinfo *ei);

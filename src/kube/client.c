@@ -114,6 +114,9 @@
 
 struct kcr_client {
   atomic_uint refs;
+  kcr_client *root; /* a scoped handle's (kcr_client_scoped): everything
+                       but refs and scope is the root's */
+  uint64_t scope;
   kcr_config *cfg;
   struct kcr_client_opts opts; /* defaults filled in; opts.config unused */
   char *user_agent;
@@ -134,6 +137,11 @@ struct kcr_client {
   struct kcr__conn *opool[KCR__POOL_MAX]; /* connected for our own exchanges */
   size_t nopool;
 };
+
+/* The client a handle stands for: itself, or a scoped handle's root. */
+#define ROOT(c) ((c)->root ? (c)->root : (c))
+
+kcr_client *kcr__client_root(kcr_client *c) { return c ? ROOT(c) : NULL; }
 
 _Static_assert(KCR__RECV_BUF <= CURL_MAX_READ_SIZE,
                "KCR__RECV_BUF: more than CURLOPT_BUFFERSIZE takes");
@@ -380,10 +388,62 @@ kcr_client *kcr_client_ref(kcr_client *c)
   return c;
 }
 
+/* A scoped handle's write scope travels to the gate on the calling thread
+ * (the gate runs there) for the duration of one kcr_client_do. */
+static _Thread_local struct {
+  bool set;
+  uint64_t scope;
+} tl_scope;
+
+kcr_err kcr_client_scoped(kcr_client *c, uint64_t scope, kcr_client **out)
+{
+  kcr_client *h;
+
+  if(!out)
+    return KCR_EINVAL;
+  *out = NULL;
+  if(!c)
+    return KCR_EINVAL;
+  if(!(h = calloc(1, sizeof(*h))))
+    return KCR_ENOMEM;
+  atomic_init(&h->refs, 1);
+  h->root = kcr_client_ref(c->root ? c->root : c);
+  h->scope = scope;
+  *out = h;
+  return KCR_OK;
+}
+
+/* The scope of writes made on this thread through a client itself (not a
+ * scoped handle): a sharded controller's worker sets it for a reconcile,
+ * so that its writes through other clients (a status writer's) carry it. */
+static _Thread_local struct {
+  bool set;
+  uint64_t scope;
+} tl_default;
+
+void kcr__client_thread_scope(bool set, uint64_t scope)
+{
+  tl_default.set = set;
+  tl_default.scope = set ? scope : 0;
+}
+
+bool kcr_write_scope(uint64_t *scope)
+{
+  bool set = tl_scope.set || tl_default.set;
+  if(set && scope)
+    *scope = tl_scope.set ? tl_scope.scope : tl_default.scope;
+  return set;
+}
+
 void kcr_client_free(kcr_client *c)
 {
   if(!c || atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1)
     return;
+  if(c->root) {
+    kcr_client_free(c->root);
+    free(c);
+    return;
+  }
   for(size_t i = 0; i < c->npool; i++)
     conn_free(c->pool[i]);
   for(size_t i = 0; i < c->nopool; i++)
@@ -401,7 +461,7 @@ void kcr_client_free(kcr_client *c)
   free(c);
 }
 
-kcr_config *kcr_client_config(kcr_client *c) { return c->cfg; }
+kcr_config *kcr_client_config(kcr_client *c) { return ROOT(c)->cfg; }
 
 /* Callbacks registered on the client (gate, observer) are called outside
  * mu but counted in cb_busy, so that replacing one can wait until no call
@@ -423,6 +483,7 @@ static void cb_quiesce(kcr_client *c) /* with mu held */
 
 void kcr_client_set_write_gate(kcr_client *c, kcr_write_gate gate, void *ud)
 {
+  c = ROOT(c);
   pthread_mutex_lock(&c->mu);
   c->gate = gate;
   c->gate_ud = ud;
@@ -432,6 +493,7 @@ void kcr_client_set_write_gate(kcr_client *c, kcr_write_gate gate, void *ud)
 
 void kcr_client_set_observer(kcr_client *c, kcr_request_observer fn, void *ud)
 {
+  c = ROOT(c);
   pthread_mutex_lock(&c->mu);
   c->observe = fn;
   c->observe_ud = ud;
@@ -466,9 +528,12 @@ void kcr__client_set_wire(kcr_client *c, kcr__wire_fn fn, void *ud)
   c->wire_ud = ud;
 }
 
-const struct kcr__target *kcr__client_target(const kcr_client *c) { return &c->t; }
+const struct kcr__target *kcr__client_target(const kcr_client *c) { return &ROOT(c)->t; }
 
-const struct kcr_client_opts *kcr__client_opts(const kcr_client *c) { return &c->opts; }
+const struct kcr_client_opts *kcr__client_opts(const kcr_client *c)
+{
+  return &ROOT(c)->opts;
+}
 
 kcr__wire_fn kcr__client_wire(const kcr_client *c, void **ud)
 {
@@ -655,6 +720,16 @@ kcr_err kcr_client_do(kcr_client *c, const struct kcr_http_request *req,
   int max_retries;
   kcr_err rc;
 
+  if(c && c->root) { /* a scoped handle: the root's request, with its scope */
+    bool was = tl_scope.set;
+    uint64_t old = tl_scope.scope;
+    tl_scope.set = true;
+    tl_scope.scope = c->scope;
+    rc = kcr_client_do(c->root, req, resp, ei);
+    tl_scope.set = was;
+    tl_scope.scope = old;
+    return rc;
+  }
   if(!req || !req->method || !req->path || req->path[0] != '/')
     return kcr_errinfo_set(ei, KCR_EINVAL,
                            "kcr_client_do: a request needs a method and a path "

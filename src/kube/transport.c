@@ -102,6 +102,12 @@ void kcr__client_cert(struct kcr__conn *conn, const struct kcr_credentials *cr)
 /* The error of a request the write gate did not let out. */
 kcr_err kcr__gate_refused(const char *method, const char *path, struct kcr_errinfo *ei)
 {
+  if(kcr_write_scope(NULL)) /* a reconcile's write in a ring */
+    return kcr_errinfo_set(ei, KCR_ECANCELED,
+                           "%s %s: not sent: the write gate refused it (the object's "
+                           "shard is not this replica's now, or this replica does not "
+                           "hold its ring lease)",
+                           method, path);
   return kcr_errinfo_set(ei, KCR_ECANCELED,
                          "%s %s: not sent: the write gate refused it (this replica "
                          "does not hold the leader lease)",

@@ -242,7 +242,7 @@ kcr_err kcr_watch_new(const struct kcr_watch_opts *o, kcr_watch **out,
   if(!w)
     return KCR_ENOMEM;
   w->wake_fd = -1;
-  w->c = kcr_client_ref(o->client);
+  w->c = kcr_client_ref(kcr__client_root(o->client)); /* watches are reads */
   w->fn = o->on_event;
   w->ud = o->ud;
   w->group = dup_or_null(o->ref->gvr->group ? o->ref->gvr->group : "");

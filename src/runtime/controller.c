@@ -37,6 +37,7 @@
  * written only by the thread that starts and stops) and `done_cv`; it is a leaf
  * (never held while calling out). The queue has its own lock; metrics are
  * lock-free. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -45,6 +46,7 @@
 #include <time.h>
 
 #include "core/assert-int.h"
+#include "kube/client-int.h"
 #include "kcr/controller.h"
 #include "kcr/time.h"
 #include "runtime/controller-int.h"
@@ -76,6 +78,8 @@ struct worker {
   pthread_t th;
   bool running; /* created and not joined yet (stop/free's thread only) */
   bool done;    /* worker_main returned from its loop; under c->mu */
+  bool busy;    /* reconciling a key of hash (sharded only); under c->mu */
+  uint64_t hash;
 };
 
 struct kcr_ctx {
@@ -86,6 +90,7 @@ struct kcr_ctx {
   char ns[256]; /* the request's namespace, split from the key */
   const struct kcr_request *req;
   unsigned seed;
+  kcr_client *client; /* sharded: the reconcile's scoped handle */
 };
 
 struct kcr_controller {
@@ -108,7 +113,10 @@ struct kcr_controller {
 
 /* ---- context ---- */
 
-kcr_client *kcr_ctx_client(kcr_ctx *cx) { return cx->c->o.client; }
+kcr_client *kcr_ctx_client(kcr_ctx *cx)
+{
+  return cx->client ? cx->client : cx->c->o.client;
+}
 struct kcr_arena *kcr_ctx_arena(kcr_ctx *cx) { return &cx->arena; }
 struct kcr_errinfo *kcr_ctx_ei(kcr_ctx *cx) { return &cx->ei; }
 const char *kcr_ctx_id(kcr_ctx *cx) { return cx->id; }
@@ -634,28 +642,54 @@ static uint64_t key_hash(const char *key, const kcr_obj *o)
   return *uid ? kcr_shard_hash(uid, strlen(uid)) : kcr_shard_hash(key, strlen(key));
 }
 
-static bool owned(kcr_controller *c, const char *key)
+/* Whether key is ours now; *hash gets the hash that places it. */
+static bool owned(kcr_controller *c, const char *key, uint64_t *hash)
 {
   kcr_obj *o = kcr_store_ref_key(for_store(c), key);
-  kcr_ring_view *v = kcr_ring_view_get(c->ring);
-  bool mine = kcr_ring_view_mine(v, key_hash(key, o));
-  kcr_ring_view_unref(v);
+  *hash = key_hash(key, o);
   kcr_obj_unref(o);
-  return mine;
+  return kcr_ring_owns(c->ring, *hash);
 }
 
-/* The ring's listener: queues the cached objects that became ours. */
+/* Whether a worker reconciles a key of a bucket ov owned and nv does not
+ * (c->mu held). */
+static bool busy_with_lost(kcr_controller *c, const kcr_ring_view *ov,
+                           const kcr_ring_view *nv)
+{
+  for(int i = 0; i < c->o.workers; i++)
+    if(c->w[i].busy && kcr_ring_view_mine(ov, c->w[i].hash) &&
+       !kcr_ring_view_mine(nv, c->w[i].hash))
+      return true;
+  return false;
+}
+
+/* The ring's listener: waits (KCR_RING_DRAIN_MS at most) for the
+ * reconciles of the buckets that are no longer ours - their writes are
+ * refused from now on (the manager's gate), and their keys dropped when
+ * taken - and queues the cached objects that became ours. */
 static void reshard(kcr_ring *r, void *ud)
 {
   kcr_controller *c = ud;
   kcr_ring_view *nv = kcr_ring_view_get(r), *ov;
+  struct timespec until = kcr_time_mono_after(KCR_RING_DRAIN_MS);
+  bool drained = true;
   kcr_obj **objs;
   size_t n, queued = 0;
 
   pthread_mutex_lock(&c->mu);
   ov = c->shard_view;
   c->shard_view = nv;
+  while(ov && busy_with_lost(c, ov, nv))
+    if(pthread_cond_timedwait(&c->done_cv, &c->mu, &until) == ETIMEDOUT) {
+      drained = busy_with_lost(c, ov, nv) == false;
+      break;
+    }
   pthread_mutex_unlock(&c->mu);
+  if(!drained)
+    KCR_LOG(KCR_LOG_WARN,
+            "controller: reconciles of objects no longer ours still run after the "
+            "drain time; their writes are refused",
+            KCR_S("controller", c->name), KCR_I("drainMs", KCR_RING_DRAIN_MS));
   if(!kcr_store_ref_all(for_store(c), &objs, &n)) {
     for(size_t i = 0; i < n; i++) {
       uint64_t h = key_hash(kcr_obj_key(objs[i]), objs[i]);
@@ -705,6 +739,39 @@ kcr_err kcr_controller_shard(kcr_controller *c, kcr_ring *r)
   return KCR_OK;
 }
 
+/* A key of a sharded controller: reconciled only while ours, with a
+ * client whose writes carry its hash to the manager's gate, and marked
+ * busy meanwhile for reshard's drain. */
+static void process_sharded(kcr_controller *c, struct worker *w, kcr_ctx *cx,
+                            const char *key, int prio)
+{
+  uint64_t hash;
+
+  if(!owned(c, key, &hash)) {
+    kcr_queue_forget(c->q, key);
+    kcr_metric_inc(c->m_not_owned, (const char *[]){c->name, NULL}, 1);
+    return;
+  }
+  if(kcr_client_scoped(c->o.client, hash, &cx->client)) {
+    kcr_queue_add_with(
+        c->q, key, &(struct kcr_queue_add_opts){.priority = prio, .rate_limited = true});
+    return; /* out of memory: later */
+  }
+  pthread_mutex_lock(&c->mu);
+  w->busy = true;
+  w->hash = hash;
+  pthread_mutex_unlock(&c->mu);
+  kcr__client_thread_scope(true, hash); /* a status writer's writes too */
+  process(c, cx, key, prio);
+  kcr__client_thread_scope(false, 0);
+  kcr_client_free(cx->client);
+  cx->client = NULL;
+  pthread_mutex_lock(&c->mu);
+  w->busy = false;
+  pthread_cond_broadcast(&c->done_cv);
+  pthread_mutex_unlock(&c->mu);
+}
+
 static void *worker_main(void *p)
 {
   struct worker *w = p;
@@ -731,12 +798,10 @@ static void *worker_main(void *p)
       kcr_informer_wait_synced(held, 100);
     if(atomic_load(&c->stopping))
       ;
-    else if(c->ring && !owned(c, key)) {
-      kcr_queue_forget(c->q, key);
-      kcr_metric_inc(c->m_not_owned, (const char *[]){c->name, NULL}, 1);
-    } else {
+    else if(!c->ring)
       process(c, &cx, key, prio);
-    }
+    else
+      process_sharded(c, w, &cx, key, prio);
     kcr_queue_done(c->q, key);
     free(key);
   }

@@ -119,11 +119,15 @@ static bool may_write(void *ud)
   return le && kcr_leader_may_write(le);
 }
 
-/* The write gate with a ring: this replica's own ring Lease. */
+/* The write gate with a ring: this replica's own ring Lease, and for a
+ * write of a reconcile (its scoped client, kcr_ctx_client) the bucket of
+ * its object, owned now. */
 static bool ring_may_write(void *ud)
 {
   kcr_manager *m = ud;
-  return kcr_ring_may_write(m->ring);
+  uint64_t hash;
+  return kcr_ring_may_write(m->ring) &&
+         (!kcr_write_scope(&hash) || kcr_ring_owns(m->ring, hash));
 }
 
 /* The ring of kcr_manager_opts.ring, made by kcr_manager_new. */

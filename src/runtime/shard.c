@@ -10,10 +10,22 @@
  *     change (the local monotonic time: client-go's observedTime), and wake
  *     the ring's thread;
  *   - the ring's thread, once the informer has synced, computes the live
- *     members from those records, and when the set differs from the
- *     current view publishes a new view (with kcr_ring_assign's map) and
- *     calls the listeners. It wakes at the next expiry, at each record change,
- *     and at least every retry period.
+ *     members from those records, and runs the hand-over (step_locked):
+ *     when the set differs from the current view it publishes a new view
+ *     (kcr_ring_assign's map; the owned buckets no longer assigned left
+ *     out) and calls the listeners, which drain what left; then it applies
+ *     to our Lease what we hold (KCR_RING_HOLDS: held minus what is no
+ *     longer assigned, plus what is assigned and no other live Lease
+ *     holds), and once its own watch echoes that apply's epoch, it owns
+ *     the claimed buckets nobody else holds (a new view) and withdraws
+ *     those another holds too. It wakes at the next expiry, at each record
+ *     change, and at least every retry period.
+ *   Why no two replicas own a bucket: a replica owns b only after the
+ *   state its watch shows - which follows the Leases' writes in order and
+ *   is at least as new as its claim of b - has no other live claim of b;
+ *   of two claims the later one's owner sees the earlier one, which stays
+ *   until released (after its owner's drain) or expired (its owner's write
+ *   fence closed a renew deadline after its last renewal, before that).
  * Locks: mu guards the records, the view pointer and the flags; it is held
  * while asking the informer whether it synced and the elector whether it
  * leads (their own locks come after mu), never while calling the
@@ -24,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kcr/buf.h"
 #include "kcr/informer.h"
@@ -178,9 +191,15 @@ struct kcr_ring_view {
   size_t n;
   char **members; /* sorted */
   long self;      /* index of this replica in members, -1: not a member */
-  size_t owned;   /* buckets of self */
-  uint32_t owner[KCR_RING_BUCKETS];
+  size_t owned;   /* buckets in active */
+  uint32_t owner[KCR_RING_BUCKETS];     /* the assignment (the target) */
+  uint8_t active[KCR_RING_BUCKETS / 8]; /* the buckets self owns now: assigned,
+                                            and handed over (see DESIGN) */
 };
+
+#define BIT(set, b) (((set)[(b) / 8] >> ((b) % 8)) & 1u)
+#define SET(set, b) ((set)[(b) / 8] |= (uint8_t)(1u << ((b) % 8)))
+#define CLR(set, b) ((set)[(b) / 8] &= (uint8_t) ~(1u << ((b) % 8)))
 
 static void view_free(kcr_ring_view *v)
 {
@@ -212,12 +231,19 @@ const char *kcr_ring_view_owner(const kcr_ring_view *v, uint64_t hash)
 
 bool kcr_ring_view_mine(const kcr_ring_view *v, uint64_t hash)
 {
+  return BIT(v->active, kcr_shard_bucket(hash));
+}
+
+bool kcr_ring_view_assigned(const kcr_ring_view *v, uint64_t hash)
+{
   return v->self >= 0 && v->owner[kcr_shard_bucket(hash)] == (uint32_t)v->self;
 }
 
 /* A view of the sorted, distinct members (taken over: the view frees
- * them, also on error). NULL if out of memory. */
-static kcr_ring_view *view_new(uint64_t epoch, char **members, size_t n, const char *self)
+ * them, also on error), active the buckets self owns among those assigned
+ * to it (NULL: none). NULL if out of memory. */
+static kcr_ring_view *view_new(uint64_t epoch, char **members, size_t n, const char *self,
+                               const uint8_t *active)
 {
   kcr_ring_view *v = calloc(1, sizeof(*v));
 
@@ -239,8 +265,11 @@ static kcr_ring_view *view_new(uint64_t epoch, char **members, size_t n, const c
   for(size_t i = 0; i < n; i++)
     if(!strcmp(members[i], self))
       v->self = (long)i;
-  for(size_t b = 0; v->self >= 0 && b < KCR_RING_BUCKETS; b++)
-    v->owned += v->owner[b] == (uint32_t)v->self;
+  for(unsigned b = 0; active && v->self >= 0 && b < KCR_RING_BUCKETS; b++)
+    if(BIT(active, b) && v->owner[b] == (uint32_t)v->self) {
+      SET(v->active, b);
+      v->owned++;
+    }
   return v;
 }
 
@@ -252,8 +281,10 @@ struct record {
   char *holder; /* "" when free */
   char *spec;   /* the spec's text: a change restarts the clock */
   uint64_t seen_ms, dur_ms;
-  bool confirmed; /* seen to change, or made, since this ring listed:
-                     a Lease of the first list may be a dead member's */
+  bool confirmed;                      /* seen to change, or made, since this ring listed:
+                                          a Lease of the first list may be a dead member's */
+  uint64_t hold_epoch;                 /* of its KCR_RING_HOLDS annotation */
+  uint8_t holds[KCR_RING_BUCKETS / 8]; /* the buckets it says it holds */
 };
 
 struct listener {
@@ -277,6 +308,11 @@ struct kcr_ring {
   uint64_t listed_ms; /* when */
   bool failed;        /* the thread could not start the elector */
   bool relabel;       /* our Lease was deleted: label it again */
+  /* The hand-over (see DESIGN), thread only: */
+  uint8_t held[KCR_RING_BUCKETS / 8]; /* what our Lease says we hold */
+  bool held_dirty;                    /* held changed since last applied */
+  uint64_t epoch_seq;                 /* the last epoch we applied */
+  uint64_t applied_epoch;             /* of the last successful apply */
   struct record *rec;
   size_t nrec, caprec;
   kcr_ring_view *view;
@@ -319,6 +355,35 @@ static void poke(kcr_ring *r)
   pthread_cond_broadcast(&r->cv);
 }
 
+/* The KCR_RING_HOLDS annotation, "<epoch>:<64 hex digits>" (the bitmap
+ * of the buckets held, bucket b in bit b % 8 of byte b / 8): into *epoch
+ * and holds, left zero when absent or malformed (which holds nothing). */
+static void parse_holds(const char *a, uint64_t *epoch,
+                        uint8_t holds[KCR_RING_BUCKETS / 8])
+{
+  static const char hex[] = "0123456789abcdef";
+  uint8_t h[KCR_RING_BUCKETS / 8];
+  uint64_t e = 0;
+
+  if(!a || *a < '0' || *a > '9')
+    return;
+  for(; *a >= '0' && *a <= '9'; a++) {
+    if(e > (UINT64_MAX - 9) / 10)
+      return;
+    e = e * 10 + (uint64_t)(*a - '0');
+  }
+  if(*a++ != ':' || strlen(a) != 2 * sizeof(h))
+    return;
+  for(size_t i = 0; i < sizeof(h); i++) {
+    const char *hi = strchr(hex, a[2 * i]), *lo = strchr(hex, a[2 * i + 1]);
+    if(!a[2 * i] || !a[2 * i + 1] || !hi || !lo)
+      return;
+    h[i] = (uint8_t)((hi - hex) << 4 | (lo - hex));
+  }
+  *epoch = e;
+  memcpy(holds, h, sizeof(h));
+}
+
 /* Takes in the state of one Lease (add or update). */
 static void lease_seen(kcr_obj *o, kcr_ring *r)
 {
@@ -327,9 +392,13 @@ static void lease_seen(kcr_obj *o, kcr_ring *r)
   char *text = NULL, *holder = NULL;
   int64_t secs;
   struct record *rec = NULL;
+  uint8_t holds[KCR_RING_BUCKETS / 8] = {0};
+  uint64_t hold_epoch = 0;
 
   if(kcr_obj_parse(o, &tree))
     return; /* out of memory: the next change or resync brings it again */
+  parse_holds(kcr_json_str(tree, "/metadata/annotations/kcr.dev~1ring-holds"),
+              &hold_epoch, holds);
   spec = kcr_json_at(tree, "/spec");
   text = spec ? kcr_json_to_text(spec) : strdup("");
   holder = spec ? (char *)kcr_json_str(spec, "/holderIdentity") : NULL;
@@ -354,6 +423,8 @@ static void lease_seen(kcr_obj *o, kcr_ring *r)
     rec = &r->rec[r->nrec++];
     rec->holder = rec->spec = NULL;
     rec->confirmed = r->listed; /* made while we watch: by a live member */
+    rec->hold_epoch = 0;
+    memset(rec->holds, 0, sizeof(rec->holds));
   } else if(rec && rec->spec && strcmp(rec->spec, text)) {
     rec->confirmed = true; /* renewed (or taken) while we watch */
   }
@@ -366,6 +437,12 @@ static void lease_seen(kcr_obj *o, kcr_ring *r)
     rec->seen_ms = kcr_time_mono_ms();
     /* as the elector: a Lease without a duration gets the ring's */
     rec->dur_ms = secs > 0 ? (uint64_t)secs * 1000 : r->o.lease_duration_ms;
+    poke(r);
+  }
+  /* What it holds is no renewal: it does not restart the clock. */
+  if(rec && (rec->hold_epoch != hold_epoch || memcmp(rec->holds, holds, sizeof(holds)))) {
+    rec->hold_epoch = hold_epoch;
+    memcpy(rec->holds, holds, sizeof(holds));
     poke(r);
   }
   pthread_mutex_unlock(&r->mu);
@@ -440,7 +517,12 @@ kcr_err kcr_ring_new(const struct kcr_ring_opts *opts, kcr_ring **out,
     r->selector = NULL;
   if(asprintf(&r->desc, "%s/%s", opts->ns, opts->name) < 0)
     r->desc = NULL;
-  r->view = view_new(0, NULL, 0, "");
+  r->view = view_new(0, NULL, 0, "", NULL);
+  /* epochs of this process: above any a former one of this identity left
+   * in our Lease (its echo must not pass for ours) */
+  struct timespec rt;
+  clock_gettime(CLOCK_REALTIME, &rt);
+  r->epoch_seq = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
   if(!r->ns || !r->name || !r->identity || !r->lease_name || !r->selector || !r->desc ||
      !r->view) {
     rc = KCR_ENOMEM;
@@ -524,6 +606,14 @@ fail:
 
 const char *kcr_ring_identity(const kcr_ring *r) { return r->identity; }
 bool kcr_ring_may_write(kcr_ring *r) { return kcr_leader_may_write(r->le); }
+bool kcr_ring_owns(kcr_ring *r, uint64_t hash)
+{
+  pthread_mutex_lock(&r->mu);
+  bool mine = kcr_ring_view_mine(r->view, hash);
+  pthread_mutex_unlock(&r->mu);
+  return mine;
+}
+
 bool kcr_ring_lost(kcr_ring *r)
 {
   pthread_mutex_lock(&r->mu);
@@ -551,33 +641,41 @@ static void wait_locked(kcr_ring *r, uint64_t ms)
     ;
 }
 
-/* Makes sure our Lease exists with the ring's label (the elector reads and
- * keeps the metadata): a server-side apply of the label alone, ungated as
- * the elector's own requests are (a manager's write gate opens only once
- * the Lease is held). Retries every retry period; false if stopped. */
-static bool label_lease(kcr_ring *r)
+/* One server-side apply of our Lease's label and what it holds (the
+ * thread's held, as epoch): it makes the Lease if it is not there (the
+ * elector reads and keeps the metadata). Ungated, as the elector's own
+ * requests are (a manager's write gate opens only once the Lease is held),
+ * and forced: these fields are the ring's. Logs a failure once per kind. */
+static kcr_err apply_lease(kcr_ring *r, uint64_t epoch, kcr_err *last)
 {
+  static const char hex[] = "0123456789abcdef";
   struct kcr_ref ref = {.gvr = &lease_gvr, .ns = r->ns, .name = r->lease_name};
   struct kcr_buf path = KCR_BUF_INIT, body = KCR_BUF_INIT;
-  kcr_err last = KCR_OK, rc;
-  bool ok = false;
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_http_response resp = {.body = KCR_BUF_INIT};
+  char bits[2 * KCR_RING_BUCKETS / 8 + 1];
+  kcr_err rc;
 
+  for(size_t i = 0; i < KCR_RING_BUCKETS / 8; i++) {
+    bits[2 * i] = hex[r->held[i] >> 4];
+    bits[2 * i + 1] = hex[r->held[i] & 15];
+  }
+  bits[sizeof(bits) - 1] = '\0';
   /* The names are RFC 1123 (kcr_ring_new): nothing to escape in JSON. */
   rc = kcr_path(&path, &ref);
   if(!rc)
     rc = kcr_query_add(&path, "fieldManager", "kcr-ring");
   if(!rc)
-    rc = kcr_query_add(&path, "force", "true"); /* the label is the ring's */
+    rc = kcr_query_add(&path, "force", "true");
   if(!rc)
     rc = kcr_buf_printf(&body,
                         "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\","
                         "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\","
-                        "\"labels\":{\"" KCR_RING_LABEL "\":\"%s\"}}}",
-                        r->lease_name, r->ns, r->name);
-  while(!rc) {
-    struct kcr_errinfo ei = KCR_ERRINFO_INIT;
-    struct kcr_http_response resp = {.body = KCR_BUF_INIT};
-    kcr_err e = kcr_client_do(
+                        "\"labels\":{\"" KCR_RING_LABEL "\":\"%s\"},"
+                        "\"annotations\":{\"" KCR_RING_HOLDS "\":\"%llu:%s\"}}}",
+                        r->lease_name, r->ns, r->name, (unsigned long long)epoch, bits);
+  if(!rc)
+    rc = kcr_client_do(
         r->o.client,
         &(struct kcr_http_request){.method = "PATCH",
                                    .path = path.ptr,
@@ -586,28 +684,82 @@ static bool label_lease(kcr_ring *r)
                                    .body_len = body.len,
                                    .ungated = true},
         &resp, &ei);
-    kcr_buf_cleanup(&resp.body);
-    if(!e) {
-      ok = true;
-      break;
-    }
-    if(e != last)
-      KCR_LOG(KCR_LOG_WARN, "ring: cannot label this replica's Lease; retrying",
-              KCR_S("ring", r->desc), KCR_S("lease", r->lease_name),
-              KCR_S("err", kcr_err_name(e)), KCR_S("detail", ei.message));
-    last = e;
-    kcr_errinfo_cleanup(&ei);
-    pthread_mutex_lock(&r->mu);
-    wait_locked(r, r->o.retry_period_ms);
-    r->dirty = false;
-    bool stop = r->stopping;
-    pthread_mutex_unlock(&r->mu);
-    if(stop)
-      break;
-  }
+  if(rc && rc != *last)
+    KCR_LOG(KCR_LOG_WARN, "ring: cannot write this replica's Lease; retrying",
+            KCR_S("ring", r->desc), KCR_S("lease", r->lease_name),
+            KCR_S("err", kcr_err_name(rc)), KCR_S("detail", ei.message));
+  *last = rc;
+  kcr_errinfo_cleanup(&ei);
+  kcr_buf_cleanup(&resp.body);
   kcr_buf_cleanup(&path);
   kcr_buf_cleanup(&body);
+  return rc;
+}
+
+/* Applies held as a new epoch (thread only, mu held; dropped during the
+ * request). False when it failed (held stays dirty: the thread tries
+ * again in a retry period). */
+static bool apply_held_locked(kcr_ring *r, kcr_err *last)
+{
+  uint64_t epoch = ++r->epoch_seq;
+  kcr_err rc;
+
+  r->held_dirty = false;
+  pthread_mutex_unlock(&r->mu);
+  rc = apply_lease(r, epoch, last);
+  pthread_mutex_lock(&r->mu);
+  if(rc) {
+    r->held_dirty = true;
+    return false;
+  }
+  r->applied_epoch = epoch;
+  return true;
+}
+
+/* Makes sure our Lease exists with the ring's label and what we hold -
+ * nothing at the start (what a former process of this identity held is
+ * not ours: it is dead). Retries every retry period; false if stopped.
+ * Thread only, mu held. */
+static bool label_lease_locked(kcr_ring *r, bool clear)
+{
+  kcr_err last = KCR_OK;
+  bool ok;
+
+  if(clear)
+    memset(r->held, 0, sizeof(r->held));
+  while(!(ok = apply_held_locked(r, &last)) && !r->stopping) {
+    wait_locked(r, r->o.retry_period_ms);
+    r->dirty = false;
+  }
   return ok;
+}
+
+/* The buckets the other live Leases of the ring hold (mu held): those of
+ * every held Lease but ours not expired - confirmed or not, whatever its
+ * name: a hand-over waits for them. *next: lowered to the next expiry. */
+static void others_hold_locked(kcr_ring *r, uint8_t out[KCR_RING_BUCKETS / 8],
+                               uint64_t now, uint64_t *next)
+{
+  memset(out, 0, KCR_RING_BUCKETS / 8);
+  for(size_t i = 0; i < r->nrec; i++) {
+    const struct record *rec = &r->rec[i];
+    uint64_t until = rec->seen_ms + rec->dur_ms;
+    if(!*rec->holder || until <= now || !strcmp(rec->name, r->lease_name))
+      continue;
+    for(size_t k = 0; k < KCR_RING_BUCKETS / 8; k++)
+      out[k] |= rec->holds[k];
+    if(until < *next)
+      *next = until;
+  }
+}
+
+/* Our own record's hold epoch (mu held); 0 when not seen. */
+static uint64_t echoed_epoch_locked(const kcr_ring *r)
+{
+  for(size_t i = 0; i < r->nrec; i++)
+    if(!strcmp(r->rec[i].name, r->lease_name))
+      return r->rec[i].hold_epoch;
+  return 0;
 }
 
 /* The live members (mu held): sorted, copied; *next gets the
@@ -670,7 +822,7 @@ static void publish(kcr_ring *r, kcr_ring_view *v)
   kcr_metric_set(r->m_members, lv, (double)v->n);
   kcr_metric_set(r->m_owned, lv, (double)v->owned);
   kcr_metric_inc(r->m_changes, lv, 1);
-  KCR_LOG(KCR_LOG_INFO, "ring: members changed", KCR_S("ring", r->desc),
+  KCR_LOG(KCR_LOG_INFO, "ring: view changed", KCR_S("ring", r->desc),
           KCR_I("epoch", (long long)v->epoch), KCR_I("members", (long long)v->n),
           KCR_I("bucketsOwned", (long long)v->owned), KCR_S("identity", r->identity));
   kcr_ring_view_unref(old);
@@ -715,11 +867,115 @@ static bool all_confirmed_locked(const kcr_ring *r)
   return true;
 }
 
+static bool assigned(const kcr_ring_view *v, unsigned b)
+{
+  return v->self >= 0 && v->owner[b] == (uint32_t)v->self;
+}
+
+/* A copy of v's members (for a view of the same members), NULL if out of
+ * memory. */
+static char **members_dup(const kcr_ring_view *v)
+{
+  char **m = calloc(v->n + 1, sizeof(*m));
+  for(size_t i = 0; m && i < v->n; i++)
+    if(!(m[i] = strdup(v->members[i]))) {
+      while(i)
+        free(m[--i]);
+      free(m);
+      return NULL;
+    }
+  return m;
+}
+
+/* Publishes a view of members m (taken over) with active (mu held, dropped
+ * while the listeners run). False if out of memory. */
+static bool publish_locked(kcr_ring *r, char **m, size_t n, const uint8_t *active)
+{
+  uint64_t epoch = r->view->epoch + 1;
+  kcr_ring_view *v;
+
+  pthread_mutex_unlock(&r->mu);
+  v = view_new(epoch, m, n, r->identity, active);
+  if(v)
+    publish(r, v);
+  pthread_mutex_lock(&r->mu);
+  return v != NULL;
+}
+
+/* One round of the hand-over (thread only, mu held) with the live members
+ * m (taken over); see DESIGN. *next: lowered to when to look again. */
+static void step_locked(kcr_ring *r, char **m, size_t n, uint64_t *next, kcr_err *last)
+{
+  uint8_t others[KCR_RING_BUCKETS / 8], active[KCR_RING_BUCKETS / 8];
+  uint64_t now = kcr_time_mono_ms();
+  bool activated = false;
+
+  /* 1. New members: the buckets no longer assigned to us leave the view
+   * at once (the listeners drain them before publish returns). */
+  if(same_members(r->view, m, n)) {
+    for(size_t i = 0; i < n; i++)
+      free(m[i]);
+    free(m);
+  } else if(!publish_locked(r, m, n, r->view->active)) {
+    *next = now + 100; /* out of memory: try again soon */
+    return;
+  }
+  /* 2. Release what is no longer assigned (drained by now); 3. claim what
+   * is assigned and nobody else holds. */
+  others_hold_locked(r, others, now, next);
+  for(unsigned b = 0; b < KCR_RING_BUCKETS; b++) {
+    if(BIT(r->held, b) && !assigned(r->view, b)) {
+      CLR(r->held, b);
+      r->held_dirty = true;
+    } else if(!BIT(r->held, b) && assigned(r->view, b) && !BIT(others, b)) {
+      SET(r->held, b);
+      r->held_dirty = true;
+    }
+  }
+  if(r->held_dirty && !apply_held_locked(r, last)) {
+    if(now + r->o.retry_period_ms < *next)
+      *next = now + r->o.retry_period_ms;
+    return;
+  }
+  /* 4. Once our watch has seen our last apply, a claimed bucket that no
+   * other live Lease holds is ours (every claim made before ours is in
+   * that state); one that another holds too is withdrawn and claimed
+   * again once free (of two racing claims the later sees the earlier). */
+  if(!r->applied_epoch || echoed_epoch_locked(r) != r->applied_epoch)
+    return;
+  now = kcr_time_mono_ms();
+  others_hold_locked(r, others, now, next);
+  memcpy(active, r->view->active, sizeof(active));
+  for(unsigned b = 0; b < KCR_RING_BUCKETS; b++) {
+    if(!BIT(r->held, b) || BIT(active, b) || !assigned(r->view, b))
+      continue;
+    if(BIT(others, b)) {
+      CLR(r->held, b);
+      r->held_dirty = true;
+    } else {
+      SET(active, b);
+      activated = true;
+    }
+  }
+  if(r->held_dirty)
+    r->dirty = true; /* withdraw now */
+  if(activated) {
+    char **same = members_dup(r->view);
+    if(!same || !publish_locked(r, same, r->view->n, active))
+      *next = now + 100;
+  }
+}
+
 static void *run(void *p)
 {
   kcr_ring *r = p;
+  kcr_err last = KCR_OK;
+  bool ok;
 
-  if(!label_lease(r))
+  pthread_mutex_lock(&r->mu);
+  ok = label_lease_locked(r, true);
+  pthread_mutex_unlock(&r->mu);
+  if(!ok)
     goto done; /* stopped */
   if(kcr_leader_start(r->le)) {
     KCR_LOG(KCR_LOG_ERROR, "ring: cannot start the elector (out of threads?)",
@@ -736,11 +992,9 @@ static void *run(void *p)
     size_t n = 0;
     uint64_t now = kcr_time_mono_ms(), next = now + r->o.retry_period_ms;
     r->dirty = false;
-    if(r->relabel) {
+    if(r->relabel) { /* our Lease was deleted: make it again as it was */
       r->relabel = false;
-      pthread_mutex_unlock(&r->mu);
-      label_lease(r);
-      pthread_mutex_lock(&r->mu);
+      label_lease_locked(r, false);
       continue;
     }
     /* Only a synced informer tells who the others are: a partial list
@@ -753,24 +1007,10 @@ static void *run(void *p)
       r->listed_ms = now;
     }
     if(r->listed && r->view->epoch == 0 &&
-       now < r->listed_ms + 2 * r->o.retry_period_ms && !all_confirmed_locked(r)) {
+       now < r->listed_ms + 2 * r->o.retry_period_ms && !all_confirmed_locked(r))
       next = r->listed_ms + 2 * r->o.retry_period_ms;
-    } else if(r->listed && !live_locked(r, &m, &n, &next)) {
-      if(same_members(r->view, m, n)) {
-        for(size_t i = 0; i < n; i++)
-          free(m[i]);
-        free(m);
-      } else {
-        uint64_t epoch = r->view->epoch + 1;
-        pthread_mutex_unlock(&r->mu);
-        kcr_ring_view *v = view_new(epoch, m, n, r->identity);
-        if(v)
-          publish(r, v);
-        pthread_mutex_lock(&r->mu);
-        if(!v) /* out of memory: try again soon */
-          next = kcr_time_mono_ms() + 100;
-      }
-    }
+    else if(r->listed && !live_locked(r, &m, &n, &next))
+      step_locked(r, m, n, &next, &last);
     now = kcr_time_mono_ms();
     /* +1: an expiry is "until <= now" */
     wait_locked(r, next > now ? next - now + 1 : 1);
@@ -846,7 +1086,7 @@ void kcr_ring_stop(kcr_ring *r)
   if(r->inf)
     kcr_informer_stop(r->inf);
   pthread_mutex_lock(&r->mu);
-  empty = view_new(r->view ? r->view->epoch + 1 : 0, NULL, 0, "");
+  empty = view_new(r->view ? r->view->epoch + 1 : 0, NULL, 0, "", NULL);
   if(empty) {
     kcr_ring_view_unref(r->view);
     r->view = empty;

@@ -6,6 +6,7 @@
  * options are refused. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -80,6 +81,34 @@ static uint64_t wait_members(kcr_ring *r, size_t n, uint64_t ms)
   return kcr_time_mono_ms() - t0;
 }
 
+/* Buckets owned (handed over) and assigned in r's current view. */
+static void owned_assigned(kcr_ring *r, size_t *owned, size_t *assigned)
+{
+  kcr_ring_view *v = kcr_ring_view_get(r);
+  *owned = kcr_ring_view_owned(v);
+  *assigned = 0;
+  for(uint64_t b = 0; b < KCR_RING_BUCKETS; b++)
+    *assigned += kcr_ring_view_assigned(v, b << 56);
+  kcr_ring_view_unref(v);
+}
+
+/* Waits up to ms until r owns every bucket assigned to it, and exactly
+ * want of them (0: any number); returns the time it took (ms). */
+static uint64_t wait_settled(kcr_ring *r, size_t want, uint64_t ms)
+{
+  uint64_t t0 = kcr_time_mono_ms();
+  size_t owned, assigned;
+  for(;;) {
+    owned_assigned(r, &owned, &assigned);
+    if(owned == assigned && (!want || owned == want))
+      return kcr_time_mono_ms() - t0;
+    if(kcr_time_mono_ms() - t0 > ms)
+      fail_msg("%s owns %zu buckets of the %zu assigned (want %zu) after %llu ms",
+               kcr_ring_identity(r), owned, assigned, want, (unsigned long long)ms);
+    itest_sleep_ms(20);
+  }
+}
+
 static void members_agree_on_one_assignment(void **state)
 {
   (void)state;
@@ -94,6 +123,8 @@ static void members_agree_on_one_assignment(void **state)
     assert_true(kcr_ring_wait_joined(r[i], 20000));
   for(int i = 0; i < 3; i++)
     wait_members(r[i], 3, 10000);
+  for(int i = 0; i < 3; i++)
+    wait_settled(r[i], 0, 5000); /* handed over */
   for(int i = 0; i < 3; i++) {
     v[i] = kcr_ring_view_get(r[i]);
     assert_true(kcr_ring_may_write(r[i]));
@@ -276,10 +307,9 @@ static void a_member_that_leaves_is_out_at_once(void **state)
   assert_string_equal("ring", kcr_json_str(l, "/metadata/labels/kcr.dev~1ring"));
   cJSON_Delete(l);
   kcr_errinfo_cleanup(&ei);
-  /* all the buckets are a's now */
-  kcr_ring_view *v = kcr_ring_view_get(a);
-  assert_int_equal(256, kcr_ring_view_owned(v));
-  kcr_ring_view_unref(v);
+  /* all the buckets are a's now (b released them as it left) */
+  took = wait_settled(a, KCR_RING_BUCKETS, 2000);
+  printf("and its buckets were a's %llu ms later\n", (unsigned long long)took);
   kcr_ring_free(b);
   kcr_ring_free(a);
   itest_namespace_drop(cl, ns);
@@ -321,11 +351,39 @@ static bool saw(struct itest_seen *s, const char *ns, int i)
   return itest_saw(s, ns, name);
 }
 
+/* A manager in ring "ctl" of ns as id (5 s leases), with an informer of
+ * the ConfigMaps in ns. */
+static kcr_manager *ring_manager(const char *ns, const char *id, kcr_informer **inf)
+{
+  struct kcr_config_opts co = {0};
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_manager_opts mo = {.name = "ringed",
+                                .health_addr = "127.0.0.1:0",
+                                .no_signals = true,
+                                .ring = "ctl",
+                                .identity = id,
+                                .lease_namespace = ns,
+                                .lease_duration_ms = 5000,
+                                .renew_deadline_ms = 4000,
+                                .retry_period_ms = 400};
+  kcr_manager *m;
+
+  itest_expect(KCR_OK, kcr_config_load(&co, &mo.config, &ei), &ei);
+  itest_expect(KCR_OK, kcr_manager_new(&mo, &m, &ei), &ei);
+  kcr_config_free(mo.config);
+  itest_expect(
+      KCR_OK,
+      kcr_manager_informer(
+          m, &(struct kcr_informer_opts){.gvr = &itest_configmaps, .ns = ns}, inf, &ei),
+      &ei);
+  kcr_errinfo_cleanup(&ei);
+  return m;
+}
+
 static void managers_in_a_ring_share_the_reconciles(void **state)
 {
   (void)state;
   char *ns = itest_namespace(cl, "ring");
-  struct kcr_config_opts co = {0};
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   kcr_manager *m[2];
   struct itest_run run[2];
@@ -335,31 +393,16 @@ static void managers_in_a_ring_share_the_reconciles(void **state)
 
   for(int i = 0; i < 2; i++) {
     kcr_informer *inf;
-    struct kcr_manager_opts mo = {.name = "ringed",
-                                  .health_addr = "127.0.0.1:0",
-                                  .no_signals = true,
-                                  .ring = "ctl",
-                                  .identity = i ? "m1" : "m0",
-                                  .lease_namespace = ns,
-                                  .lease_duration_ms = 5000,
-                                  .renew_deadline_ms = 4000,
-                                  .retry_period_ms = 400};
-    itest_expect(KCR_OK, kcr_config_load(&co, &mo.config, &ei), &ei);
-    itest_expect(KCR_OK, kcr_manager_new(&mo, &m[i], &ei), &ei);
-    kcr_config_free(mo.config);
+    m[i] = ring_manager(ns, i ? "m1" : "m0", &inf);
     assert_non_null(kcr_manager_ring(m[i]));
     assert_false(kcr_manager_leading(m[i]));
-    itest_expect(KCR_OK,
-                 kcr_manager_informer(
-                     m[i],
-                     &(struct kcr_informer_opts){.gvr = &itest_configmaps, .ns = ns},
-                     &inf, &ei),
-                 &ei);
     itest_seen_controller(m[i], kcr_manager_client(m[i]), "cm", inf, &seen[i]);
     itest_run_start(&run[i], m[i]);
   }
   wait_members(kcr_manager_ring(m[0]), 2, 20000);
   wait_members(kcr_manager_ring(m[1]), 2, 20000);
+  wait_settled(kcr_manager_ring(m[0]), 0, 5000); /* handed over */
+  wait_settled(kcr_manager_ring(m[1]), 0, 5000);
   for(int i = 0; i < NCM; i++) {
     cJSON *o = itest_json("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
                           "\"metadata\":{\"name\":\"cm-%02d\"}}",
@@ -404,37 +447,255 @@ static void managers_in_a_ring_share_the_reconciles(void **state)
   itest_namespace_drop(cl, ns);
 }
 
+/* The ghost's Lease, "ring-ghost" held by "ghost" for 2 s, saying it holds
+ * every bucket (hold) or none, as a replica's KCR_RING_HOLDS says. */
+static void ghost_holding(const char *ns, bool hold, int renewal)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  char bits[65];
+  memset(bits, hold ? 'f' : '0', 64);
+  bits[64] = '\0';
+  cJSON *l =
+      itest_json("{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\","
+                 "\"metadata\":{\"name\":\"ring-ghost\",\"labels\":{\"" KCR_RING_LABEL
+                 "\":\"ring\"},\"annotations\":{\"" KCR_RING_HOLDS "\":\"%d:%s\"}},"
+                 "\"spec\":{\"holderIdentity\":\"ghost\",\"leaseDurationSeconds\":2,"
+                 "\"renewTime\":\"2000-01-01T00:00:%02d.000000Z\"}}",
+                 renewal + 1, bits, renewal % 60);
+  itest_expect(
+      KCR_OK,
+      kcr_apply(cl, &(struct kcr_ref){&leases, ns, "ring-ghost"}, l,
+                &(struct kcr_apply_opts){.field_manager = "ghost", .force = true}, NULL,
+                &ei),
+      &ei);
+  cJSON_Delete(l);
+  kcr_errinfo_cleanup(&ei);
+}
+
+/* Hand-over: a bucket assigned to a replica becomes its own only once no
+ * other live Lease says it holds it - released (the ghost publishes that it
+ * holds none) or expired (the ghost stops renewing, still holding all). */
+static void a_bucket_moves_only_once_its_holder_releases_it_or_expires(void **state)
+{
+  (void)state;
+  char *ns = itest_namespace(cl, "ring");
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_ring *a;
+  size_t owned, assigned;
+  uint64_t t0, took;
+  int renewal = 0;
+  cJSON *l = NULL;
+
+  ghost_holding(ns, true, renewal++);
+  a = member(ns, "a", 3000, NULL);
+  assert_true(kcr_ring_wait_joined(a, 20000));
+  for(int i = 0; i < 25 && members_now(a) != 2; i++) { /* seen renewed */
+    ghost_holding(ns, true, renewal++);
+    itest_sleep_ms(400);
+  }
+  assert_int_equal(2, members_now(a));
+  /* 1. held by a live ghost: assigned to a, not a's */
+  for(int i = 0; i < 5; i++) {
+    ghost_holding(ns, true, renewal++);
+    itest_sleep_ms(400);
+    owned_assigned(a, &owned, &assigned);
+    assert_int_equal(0, owned);
+    assert_true(assigned > 64 && assigned < 192);
+  }
+  /* 2. released by the ghost (still a member): a's at once */
+  ghost_holding(ns, false, renewal++);
+  took = wait_settled(a, assigned, 1500);
+  printf("released buckets were taken over in %llu ms\n", (unsigned long long)took);
+  assert_int_equal(2, members_now(a));
+  /* 3. the ghost claims all again, then dies holding them: a keeps what it
+   * owns (a later claim does not take a bucket from its owner) and gets
+   * the rest only when the ghost's Lease expires, 2 s after its last
+   * renewal */
+  ghost_holding(ns, true, renewal++);
+  t0 = kcr_time_mono_ms();
+  itest_sleep_ms(1200);
+  owned_assigned(a, &owned, &assigned);
+  assert_int_equal(assigned, owned);
+  assert_true(owned < KCR_RING_BUCKETS);
+  took = wait_settled(a, KCR_RING_BUCKETS, 6000);
+  printf("a dead holder's buckets were taken over %llu ms after its last renewal\n",
+         (unsigned long long)(kcr_time_mono_ms() - t0));
+  assert_true(kcr_time_mono_ms() - t0 >= 1500);
+  /* a's Lease says what it holds: everything */
+  itest_expect(KCR_OK, kcr_get(cl, &(struct kcr_ref){&leases, ns, "ring-a"}, &l, &ei),
+               &ei);
+  const char *holds = kcr_json_str(l, "/metadata/annotations/kcr.dev~1ring-holds");
+  assert_non_null(holds);
+  assert_non_null(strchr(holds, ':'));
+  assert_string_equal("ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+                      strchr(holds, ':') + 1);
+  cJSON_Delete(l);
+  kcr_ring_free(a);
+  kcr_errinfo_cleanup(&ei);
+  itest_namespace_drop(cl, ns);
+}
+
+/* The reconcile of one ConfigMap (target) blocks in m0 until released,
+ * then writes; m1's writes at once. */
+struct moving {
+  char target[32];
+  _Atomic int started, release;
+  _Atomic int m0_rc;
+  _Atomic uint64_t m0_returned_ms, m1_first_ms;
+};
+
+static char m0_detail[512]; /* the refused write's message */
+
+struct moving_ctl {
+  struct moving *mv;
+  const char *id;
+};
+
+static kcr_err moving_reconcile(kcr_ctx *cx, const struct kcr_request *req,
+                                struct kcr_result *res, void *ud)
+{
+  (void)res;
+  struct moving_ctl *mc = ud;
+  struct moving *mv = mc->mv;
+  char body[128];
+  kcr_err rc;
+
+  if(strcmp(req->name, mv->target))
+    return KCR_OK;
+  if(!strcmp(mc->id, "m0")) {
+    if(atomic_exchange(&mv->started, 1))
+      return KCR_OK;
+    for(int i = 0; i < 3000 && !atomic_load(&mv->release); i++)
+      itest_sleep_ms(10);
+  } else {
+    uint64_t zero = 0;
+    atomic_compare_exchange_strong(&mv->m1_first_ms, &zero, kcr_time_mono_ms());
+  }
+  snprintf(body, sizeof(body), "{\"metadata\":{\"annotations\":{\"written-by\":\"%s\"}}}",
+           mc->id);
+  rc = kcr_patch(kcr_ctx_client(cx),
+                 &(struct kcr_ref){&itest_configmaps, req->ns, req->name},
+                 &(struct kcr_patch_opts){KCR_PATCH_MERGE}, body, strlen(body), NULL,
+                 kcr_ctx_ei(cx));
+  if(!strcmp(mc->id, "m0")) {
+    snprintf(m0_detail, sizeof(m0_detail), "%s",
+             kcr_ctx_ei(cx)->message ? kcr_ctx_ei(cx)->message : "");
+    atomic_store(&mv->m0_rc, rc);
+    atomic_store(&mv->m0_returned_ms, kcr_time_mono_ms());
+  }
+  return rc;
+}
+
+static kcr_manager *moving_manager(const char *ns, struct moving_ctl *mc,
+                                   struct itest_run *run)
+{
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_informer *inf;
+  kcr_manager *m = ring_manager(ns, mc->id, &inf);
+  kcr_controller *ctl;
+
+  itest_expect(
+      KCR_OK,
+      kcr_controller_new(&(struct kcr_controller_opts){.name = "cm",
+                                                       .reconcile = moving_reconcile,
+                                                       .ud = mc,
+                                                       .client = kcr_manager_client(m)},
+                         &ctl, &ei),
+      &ei);
+  itest_expect(KCR_OK, kcr_controller_for(ctl, inf, NULL), &ei);
+  itest_expect(KCR_OK, kcr_manager_add(m, ctl), &ei);
+  itest_run_start(run, m);
+  kcr_errinfo_cleanup(&ei);
+  return m;
+}
+
+/* The per-key write gate: m0 reconciles a ConfigMap whose bucket moves to
+ * m1 when m1 joins; the write m0's reconcile makes after that is refused
+ * (KCR_ECANCELED), and m1 reconciles the object only after m0's reconcile
+ * returned (m0 drains before it hands the bucket over). */
+static void a_write_from_a_reconcile_whose_key_moved_is_refused(void **state)
+{
+  (void)state;
+  char *ns = itest_namespace(cl, "ring");
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  const char *const ids[] = {"m0", "m1"};
+  uint32_t owner[KCR_RING_BUCKETS];
+  struct moving mv = {.target = ""};
+  struct moving_ctl mc[2] = {{&mv, "m0"}, {&mv, "m1"}};
+  struct itest_run run[2];
+  kcr_manager *m[2];
+  cJSON *o = NULL;
+
+  assert_int_equal(KCR_OK, kcr_ring_assign(ids, 2, owner));
+  /* a ConfigMap whose bucket is m0's alone and m1's once both are members */
+  for(int i = 0; !mv.target[0]; i++) {
+    char name[32];
+    snprintf(name, sizeof(name), "cm-%02d", i);
+    o = itest_json("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
+                   "\"metadata\":{\"name\":\"%s\"}}",
+                   name);
+    cJSON *got = NULL;
+    itest_expect(
+        KCR_OK,
+        kcr_create(cl, &(struct kcr_ref){&itest_configmaps, ns}, o, NULL, &got, &ei),
+        &ei);
+    const char *uid = kcr_json_str(got, "/metadata/uid");
+    if(owner[kcr_shard_bucket(kcr_shard_hash(uid, strlen(uid)))] == 1)
+      snprintf(mv.target, sizeof(mv.target), "%s", name);
+    cJSON_Delete(o);
+    cJSON_Delete(got);
+    assert_true(i < 40);
+  }
+  m[0] = moving_manager(ns, &mc[0], &run[0]);
+  for(int i = 0; i < 2000 && !atomic_load(&mv.started); i++)
+    itest_sleep_ms(10);
+  assert_true(atomic_load(&mv.started));
+  m[1] = moving_manager(ns, &mc[1], &run[1]);
+  wait_members(kcr_manager_ring(m[0]), 2, 20000);
+  assert_true(kcr_ring_wait_joined(kcr_manager_ring(m[1]), 20000));
+  wait_members(kcr_manager_ring(m[1]), 2, 20000);
+  /* m0 drains before it releases anything: m1 owns nothing meanwhile */
+  itest_sleep_ms(500);
+  kcr_ring_view *v = kcr_ring_view_get(kcr_manager_ring(m[1]));
+  assert_int_equal(0, kcr_ring_view_owned(v));
+  kcr_ring_view_unref(v);
+  assert_int_equal(0, atomic_load(&mv.m1_first_ms));
+  atomic_store(&mv.release, 1); /* m0's reconcile writes now */
+  for(int i = 0; i < 1000 && !atomic_load(&mv.m1_first_ms); i++)
+    itest_sleep_ms(10);
+  assert_int_equal(KCR_ECANCELED, atomic_load(&mv.m0_rc));
+  assert_non_null(strstr(m0_detail, "shard is not this replica's"));
+  assert_true(atomic_load(&mv.m1_first_ms) != 0);
+  assert_true(atomic_load(&mv.m1_first_ms) >= atomic_load(&mv.m0_returned_ms));
+  printf("m1 began %llu ms after m0's refused write returned\n",
+         (unsigned long long)(atomic_load(&mv.m1_first_ms) -
+                              atomic_load(&mv.m0_returned_ms)));
+  itest_sleep_ms(300);
+  itest_expect(KCR_OK,
+               kcr_get(cl, &(struct kcr_ref){&itest_configmaps, ns, mv.target}, &o, &ei),
+               &ei);
+  assert_string_equal("m1", kcr_json_str(o, "/metadata/annotations/written-by"));
+  cJSON_Delete(o);
+  itest_run_stop(&run[1], 0);
+  itest_run_stop(&run[0], 0);
+  kcr_errinfo_cleanup(&ei);
+  itest_namespace_drop(cl, ns);
+}
+
 /* A replica whose ring Lease is taken (its holder overwritten) has lost it:
  * its writes are fenced at once and its manager stops with status 1. */
 static void a_manager_that_loses_its_ring_lease_stops_with_1(void **state)
 {
   (void)state;
   char *ns = itest_namespace(cl, "ring");
-  struct kcr_config_opts co = {0};
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
-  struct kcr_manager_opts mo = {.name = "ringed",
-                                .health_addr = "127.0.0.1:0",
-                                .no_signals = true,
-                                .ring = "ctl",
-                                .identity = "m0",
-                                .lease_namespace = ns,
-                                .lease_duration_ms = 5000,
-                                .renew_deadline_ms = 4000,
-                                .retry_period_ms = 400};
   struct itest_run run;
   struct itest_seen seen = ITEST_SEEN_INIT;
   kcr_manager *m;
   kcr_informer *inf;
   kcr_err rc = KCR_ECONFLICT;
 
-  itest_expect(KCR_OK, kcr_config_load(&co, &mo.config, &ei), &ei);
-  itest_expect(KCR_OK, kcr_manager_new(&mo, &m, &ei), &ei);
-  kcr_config_free(mo.config);
-  itest_expect(
-      KCR_OK,
-      kcr_manager_informer(
-          m, &(struct kcr_informer_opts){.gvr = &itest_configmaps, .ns = ns}, &inf, &ei),
-      &ei);
+  m = ring_manager(ns, "m0", &inf);
   itest_seen_controller(m, kcr_manager_client(m), "cm", inf, &seen);
   itest_run_start(&run, m);
   assert_true(kcr_ring_wait_joined(kcr_manager_ring(m), 20000));
@@ -469,6 +730,8 @@ int main(void)
       cmocka_unit_test(a_deleted_lease_is_labelled_again),
       cmocka_unit_test(managers_in_a_ring_share_the_reconciles),
       cmocka_unit_test(a_manager_that_loses_its_ring_lease_stops_with_1),
+      cmocka_unit_test(a_bucket_moves_only_once_its_holder_releases_it_or_expires),
+      cmocka_unit_test(a_write_from_a_reconcile_whose_key_moved_is_refused),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

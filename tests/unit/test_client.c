@@ -479,6 +479,68 @@ static void the_write_gate_stops_mutating_requests_only(void **state)
   kcr_client_free(c);
 }
 
+/* A gate that lets through the writes of scope 7 alone, and records what
+ * it was asked. */
+struct scope_seen {
+  int calls, unscoped;
+  uint64_t last;
+};
+
+static bool scope_gate(void *ud)
+{
+  struct scope_seen *s = ud;
+  uint64_t scope = 0;
+  s->calls++;
+  if(!kcr_write_scope(&scope)) {
+    s->unscoped++;
+    return true;
+  }
+  s->last = scope;
+  return scope == 7;
+}
+
+static void scoped_handles_carry_their_scope_to_the_gate(void **state)
+{
+  int sent = 0;
+  kcr_client *c = twire_client(ok_echo, &sent), *h7 = NULL, *h9 = NULL, *h97 = NULL;
+  struct scope_seen seen = {0};
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_ref one = {&cms, "ns", "a"};
+
+  assert_int_equal(KCR_EINVAL, kcr_client_scoped(NULL, 7, &h7));
+  assert_null(h7);
+  assert_int_equal(KCR_OK, kcr_client_scoped(c, 7, &h7));
+  assert_int_equal(KCR_OK, kcr_client_scoped(c, 9, &h9));
+  assert_int_equal(KCR_OK, kcr_client_scoped(h9, 7, &h97)); /* same root */
+  /* a gate set through a handle is the client's */
+  kcr_client_set_write_gate(h9, scope_gate, &seen);
+  assert_ptr_equal(kcr_client_config(c), kcr_client_config(h7));
+  assert_int_equal(KCR_OK, kcr_delete(h7, &one, NULL, NULL, &ei));
+  assert_int_equal(1, seen.calls);
+  assert_true(seen.last == 7);
+  assert_int_equal(KCR_ECANCELED, kcr_delete(h9, &one, NULL, NULL, &ei));
+  assert_true(seen.last == 9);
+  assert_int_equal(KCR_OK, kcr_delete(h97, &one, NULL, NULL, &ei));
+  assert_true(seen.last == 7);
+  /* the client itself: no scope; after a scoped call none is left over */
+  assert_int_equal(KCR_OK, kcr_delete(c, &one, NULL, NULL, &ei));
+  assert_int_equal(1, seen.unscoped);
+  assert_false(kcr_write_scope(NULL));
+  /* reads through a handle are not gated */
+  assert_int_equal(KCR_OK, kcr_get(h9, &one, NULL, &ei));
+  assert_int_equal(4, seen.calls);
+  assert_int_equal(4, sent);
+  /* a handle keeps its root alive */
+  kcr_client_set_write_gate(c, NULL, NULL);
+  kcr_client_free(c);
+  assert_int_equal(KCR_OK, kcr_delete(h7, &one, NULL, NULL, &ei));
+  assert_int_equal(5, sent);
+  kcr_client_free(h97);
+  kcr_client_free(h9);
+  kcr_client_free(h7);
+  kcr_errinfo_cleanup(&ei);
+}
+
 /* ---- the watch ---- */
 
 static kcr_err three_events(struct twire_call *call, void *ud)
@@ -1148,6 +1210,7 @@ int main(void)
       cmocka_unit_test(a_success_after_a_retry_leaves_ei_alone),
       cmocka_unit_test(a_401_is_retried_only_with_credentials_that_can_change),
       cmocka_unit_test(the_write_gate_stops_mutating_requests_only),
+      cmocka_unit_test(scoped_handles_carry_their_scope_to_the_gate),
       cmocka_unit_test(a_failed_event_is_not_skipped),
       cmocka_unit_test(an_oversized_watch_event_is_refused),
       cmocka_unit_test(a_malformed_watch_line_is_logged_without_its_content),
