@@ -266,7 +266,8 @@ KCR_API kcr_err kcr_controller_watches_typed(kcr_controller *c, kcr_informer *in
  * is no longer this replica's, also in a reconcile that began before (writes through
  * another client on the reconcile's thread, a status writer's, carry the key too). When a
  * bucket leaves, the ring waits until the reconciles of its keys in flight returned
- * (KCR_RING_DRAIN_MS at most) before it hands it over; when buckets
+ * (KCR_RING_DRAIN_MS at most) and its keys are out of the queue (parked ones too, their
+ * failures forgotten) before it hands it over; when buckets
  * arrive, the For source's cached objects in them are queued. All
  * replicas cache every object of their sources: this shares the
  * reconciles, not the memory.

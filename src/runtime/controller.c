@@ -51,6 +51,7 @@
 #include "kcr/time.h"
 #include "runtime/controller-int.h"
 #include "runtime/informer-int.h"
+#include "runtime/queue-int.h"
 #include "runtime/store-int.h"
 
 #define MAX_SOURCES      16
@@ -663,18 +664,47 @@ static bool busy_with_lost(kcr_controller *c, const kcr_ring_view *ov,
   return false;
 }
 
+/* A cached object's key and the hash that places it. */
+struct key_hash {
+  const char *key; /* borrowed from the object */
+  uint64_t hash;
+};
+
+static int cmp_key_hash(const void *a, const void *b)
+{
+  return strcmp(((const struct key_hash *)a)->key, ((const struct key_hash *)b)->key);
+}
+
+/* The keys of buckets that left: ov's and not nv's. */
+struct lost {
+  const kcr_ring_view *ov, *nv;
+  const struct key_hash *kh; /* sorted by key */
+  size_t n;
+};
+
+static bool lost_key(const char *key, void *ud)
+{
+  const struct lost *l = ud;
+  struct key_hash probe = {.key = key};
+  const struct key_hash *f = bsearch(&probe, l->kh, l->n, sizeof(*l->kh), cmp_key_hash);
+  uint64_t h = f ? f->hash : kcr_shard_hash(key, strlen(key));
+  return kcr_ring_view_mine(l->ov, h) && !kcr_ring_view_mine(l->nv, h);
+}
+
 /* The ring's listener: waits (KCR_RING_DRAIN_MS at most) for the
  * reconciles of the buckets that are no longer ours - their writes are
- * refused from now on (the manager's gate), and their keys dropped when
- * taken - and queues the cached objects that became ours. */
+ * refused from now on (the manager's gate) - takes their keys out of the
+ * queue (parked ones too, their failures forgotten), and queues the cached
+ * objects that became ours. */
 static void reshard(kcr_ring *r, void *ud)
 {
   kcr_controller *c = ud;
   kcr_ring_view *nv = kcr_ring_view_get(r), *ov;
   struct timespec until = kcr_time_mono_after(KCR_RING_DRAIN_MS);
   bool drained = true;
+  struct key_hash *kh = NULL;
   kcr_obj **objs;
-  size_t n, queued = 0;
+  size_t n, queued = 0, removed = 0;
 
   pthread_mutex_lock(&c->mu);
   ov = c->shard_view;
@@ -690,23 +720,31 @@ static void reshard(kcr_ring *r, void *ud)
             "controller: reconciles of objects no longer ours still run after the "
             "drain time; their writes are refused",
             KCR_S("controller", c->name), KCR_I("drainMs", KCR_RING_DRAIN_MS));
-  if(!kcr_store_ref_all(for_store(c), &objs, &n)) {
-    for(size_t i = 0; i < n; i++) {
-      uint64_t h = key_hash(kcr_obj_key(objs[i]), objs[i]);
-      if(kcr_ring_view_mine(nv, h) && !(ov && kcr_ring_view_mine(ov, h))) {
-        add_key(c, kcr_queue_add(c->q, kcr_obj_key(objs[i])));
-        queued++;
-      }
-    }
-    kcr_objs_unref(objs, n);
-  } else {
+  if(kcr_store_ref_all(for_store(c), &objs, &n)) {
     atomic_store(&c->requeue_all, true); /* out of memory: route everything */
+    goto out;                            /* the lost keys are dropped when taken */
   }
-  KCR_LOG(KCR_LOG_INFO, "controller: the ring changed; queued the objects now ours",
-          KCR_S("controller", c->name),
+  if(ov && (kh = malloc((n ? n : 1) * sizeof(*kh)))) {
+    for(size_t i = 0; i < n; i++)
+      kh[i] = (struct key_hash){kcr_obj_key(objs[i]),
+                                key_hash(kcr_obj_key(objs[i]), objs[i])};
+    qsort(kh, n, sizeof(*kh), cmp_key_hash);
+    removed = kcr__queue_remove_if(c->q, lost_key, &(struct lost){ov, nv, kh, n});
+    free(kh);
+  }
+  for(size_t i = 0; i < n; i++) {
+    uint64_t h = key_hash(kcr_obj_key(objs[i]), objs[i]);
+    if(kcr_ring_view_mine(nv, h) && !(ov && kcr_ring_view_mine(ov, h))) {
+      add_key(c, kcr_queue_add(c->q, kcr_obj_key(objs[i])));
+      queued++;
+    }
+  }
+  kcr_objs_unref(objs, n);
+out:
+  KCR_LOG(KCR_LOG_INFO, "controller: the ring changed", KCR_S("controller", c->name),
           KCR_I("epoch", (long long)kcr_ring_view_epoch(nv)),
           KCR_I("bucketsOwned", (long long)kcr_ring_view_owned(nv)),
-          KCR_I("queued", (long long)queued));
+          KCR_I("queued", (long long)queued), KCR_I("dequeued", (long long)removed));
   kcr_ring_view_unref(ov);
 }
 

@@ -425,6 +425,21 @@ static struct item *heap_pop(kcr_queue *q)
   return top;
 }
 
+/* Takes it out of the heap wherever it sits. */
+static void heap_remove(kcr_queue *q, struct item *it)
+{
+  size_t i = it->hidx;
+  q->hlen--;
+  if(i != q->hlen) {
+    struct item *moved = q->heap[q->hlen];
+    heap_set(q, i, moved);
+    heap_up(q, i);
+    if(moved->hidx == i)
+      heap_down(q, i);
+  }
+  it->hidx = NOT_PARKED;
+}
+
 /* ---- state transitions ---- */
 
 /* Wakes one getter for a key just pushed into the FIFO. */
@@ -1140,6 +1155,45 @@ bool kcr_queue_shutting_down(kcr_queue *q)
   s = q->shutting_down;
   pthread_mutex_unlock(&q->mu);
   return s;
+}
+
+size_t kcr__queue_remove_if(kcr_queue *q, bool (*match)(const char *key, void *ud),
+                            void *ud)
+{
+  struct mdelta md = {0};
+  struct kcr_htab_iter hi;
+  struct kcr_hnode *n;
+  size_t removed = 0;
+
+  pthread_mutex_lock(&q->mu);
+  kcr_htab_iter_init(&hi, &q->items);
+  while((n = kcr_htab_iter_next(&hi))) {
+    struct item *it = item_of(n);
+    bool left = false;
+    if(!match(it->key, ud))
+      continue;
+    if(it->hidx != NOT_PARKED) {
+      heap_remove(q, it);
+      level_unref(q, it->park_prio);
+      left = true;
+    }
+    if(it->dirty) { /* queued, or to be queued again by done() */
+      if(!it->processing) {
+        fifo_unlink(q, NULL, it);
+        left = true;
+      }
+      level_unref(q, it->prio);
+      it->dirty = false;
+      q->ndirty--;
+      md.depth--;
+    }
+    it->failures = 0;
+    removed += left;
+    release_if_idle(q, it); /* the node the iteration returned last */
+  }
+  pthread_mutex_unlock(&q->mu);
+  apply(q, &md);
+  return removed;
 }
 
 size_t kcr__queue_max_chain(kcr_queue *q)

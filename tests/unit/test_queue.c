@@ -23,6 +23,7 @@
 #include "kcr/metrics.h"
 #include "kcr/queue.h"
 #include "kcr/time.h"
+#include "runtime/queue-int.h"
 
 /* ---- helpers ---- */
 
@@ -962,6 +963,64 @@ static void metrics_count_adds_depth_and_retries(void **state)
   kcr_metrics_free(reg);
 }
 
+static bool starts_with_x(const char *key, void *ud)
+{
+  (void)ud;
+  return key[0] == 'x';
+}
+
+/* What a sharded controller does with the keys of a bucket it lost: they
+ * leave the line and the wait, their failures forgotten; one in process
+ * finishes without coming back; the others stay as they were. */
+static void remove_if_takes_matching_keys_out_of_line_and_wait(void **state)
+{
+  kcr_metrics *reg = NULL;
+  assert_int_equal(KCR_OK, kcr_metrics_new(NULL, &reg, NULL));
+  kcr_queue *q = new_queue(&(struct kcr_queue_opts){
+      .name = "q", .metrics = reg, .base_delay_ms = 40, .max_delay_ms = 1000});
+  char *k;
+
+  kcr_queue_add(q, "xa");
+  add_prio(q, "xb", 5);
+  kcr_queue_add(q, "a");
+  kcr_queue_add_after(q, "xc", 100000); /* parked */
+  kcr_queue_add_after(q, "d", 50);      /* parked, stays */
+  kcr_queue_add_rate_limited(q, "xe");  /* parked, one failure */
+  kcr_queue_add_rate_limited(q, "xe");
+  kcr_queue_add_rate_limited(q, "f"); /* parked, one failure, stays */
+  kcr_queue_add(q, "xp");
+  k = take_expect(q, "xb"); /* xb (prio 5) first */
+  kcr_queue_add(q, "xb");   /* dirty while processing */
+  assert_int_equal(2, kcr_queue_num_requeues(q, "xe"));
+  assert_true(gauge(reg, "workqueue_depth") == 4); /* xa a xp, xb again */
+  /* xa, xp leave the line; xc, xe the wait; xb was processing */
+  assert_int_equal(4, kcr__queue_remove_if(q, starts_with_x, NULL));
+  assert_int_equal(0, kcr_queue_num_requeues(q, "xe"));
+  assert_int_equal(1, kcr_queue_num_requeues(q, "f"));
+  assert_true(gauge(reg, "workqueue_depth") == 1); /* a */
+  assert_int_equal(KCR_OK, kcr_queue_done(q, k));  /* not queued again */
+  free(k);
+  take_done(q, "a");
+  sleep_ms(100); /* d and f are due */
+  char *k1 = NULL, *k2 = NULL;
+  assert_int_equal(KCR_OK, kcr_queue_take(q, 5000, &k1));
+  assert_int_equal(KCR_OK, kcr_queue_take(q, 5000, &k2));
+  assert_true((!strcmp(k1, "d") && !strcmp(k2, "f")) ||
+              (!strcmp(k1, "f") && !strcmp(k2, "d")));
+  kcr_queue_done(q, k1);
+  kcr_queue_done(q, k2);
+  free(k1);
+  free(k2);
+  assert_empty(q);
+  assert_true(gauge(reg, "workqueue_depth") == 0);
+  /* removed keys come back when added again */
+  kcr_queue_add(q, "xa");
+  take_done(q, "xa");
+  assert_int_equal(0, kcr__queue_remove_if(q, starts_with_x, NULL));
+  kcr_queue_free(q);
+  kcr_metrics_free(reg);
+}
+
 static void metrics_render_in_flight_work_and_help_texts(void **state)
 {
   kcr_metrics *reg = NULL;
@@ -1505,6 +1564,7 @@ int main(void)
       cmocka_unit_test(stress_no_key_runs_twice_at_once_and_no_add_is_lost),
       cmocka_unit_test(stress_parked_keys_always_fire),
       cmocka_unit_test(stress_with_priorities),
+      cmocka_unit_test(remove_if_takes_matching_keys_out_of_line_and_wait),
       cmocka_unit_test(stress_depth_is_zero_whenever_the_queue_is_idle),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
