@@ -35,11 +35,12 @@ members() { metric "$1" kcr_ring_members; }
 for r in r0 r1 r2; do
   wait_eq 30 "$r: ring members" 3 members "$r"
 done
-owned=0
-for r in r0 r1 r2; do
-  owned=$((owned + $(metric "$r" kcr_ring_buckets_owned)))
-done
-expect_eq "buckets owned by the three" 256 "$owned"
+owned_by() { # owned_by LABEL...: the buckets they own (handed over), added up
+  local s=0 r
+  for r in "$@"; do s=$((s + $(metric "$r" kcr_ring_buckets_owned))); done
+  echo "$s"
+}
+wait_eq 10 "buckets owned by the three (handed over)" 256 owned_by r0 r1 r2
 expect_eq "the ring's Leases" "$ring-r0 $ring-r1 $ring-r2" \
   "$(k -n "$E2E_SYSTEM_NS" get leases -l "kcr.dev/ring=$ring" -o jsonpath='{.items[*].metadata.name}')"
 
