@@ -117,7 +117,9 @@ struct kcr_manager_opts {
    * Lease as by a leader's, and a reconcile's writes (through
    * kcr_ctx_client) also by its key's bucket: refused once the bucket is
    * no longer this replica's. Losing the Lease stops the manager (run
-   * returns 1). Nothing leads: kcr_manager_leading is false, so the library's
+   * returns 1). /readyz gains a "ring" check (a member within its renew
+   * deadline; the verbose reason counts the buckets owned of those
+   * assigned). Nothing leads: kcr_manager_leading is false, so the library's
    * webhook certificates are not written. Excludes leader_elect (for now:
    * docs/scale-out.md). */
   const char *ring;

@@ -77,9 +77,12 @@
  * they change; its epoch counts the changes this replica has seen (local
  * to it: the replicas' epochs are not comparable).
  *
- * Metrics (opts.metrics): kcr_ring_members{ring} and
- * kcr_ring_buckets_owned{ring} (owned, handed over) gauges,
- * kcr_ring_changes_total{ring} (views published), and
+ * Metrics (opts.metrics): kcr_ring_members{ring},
+ * kcr_ring_buckets_assigned{ring} and kcr_ring_buckets_owned{ring} (owned:
+ * handed over) gauges, kcr_ring_handovers_total{ring,direction="in"|"out"}
+ * (buckets taken over, given up), kcr_ring_takeover_seconds{ring} (from a
+ * bucket's assignment to owning it: the old owner's drain and release, or
+ * its Lease's expiry), kcr_ring_changes_total{ring} (views published), and
  * the elector's leader_election_master_status{name="<lease>"}.
  *
  * RBAC on leases in ns: get, create and update (the elector), patch (the

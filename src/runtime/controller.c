@@ -109,7 +109,8 @@ struct kcr_controller {
   kcr_metric *m_total, *m_errors, *m_terminal, *m_time, *m_active, *m_max;
   kcr_ring *ring;            /* kcr_controller_shard */
   kcr_ring_view *shard_view; /* the view the last reshard queued for */
-  kcr_metric *m_not_owned;
+  kcr_metric *m_not_owned, *m_objs_owned;
+  bool collecting; /* count_owned is on the registry's collect hooks */
 };
 
 /* ---- context ---- */
@@ -748,8 +749,28 @@ out:
   kcr_ring_view_unref(ov);
 }
 
+/* A collect hook: kcr_controller_objects_owned, the cached For objects
+ * whose buckets this replica owns now (one pass over the cache per
+ * scrape). */
+static void count_owned(void *ud)
+{
+  kcr_controller *c = ud;
+  kcr_ring_view *v = kcr_ring_view_get(c->ring);
+  kcr_obj **objs;
+  size_t n, mine = 0;
+
+  if(!kcr_store_ref_all(for_store(c), &objs, &n)) {
+    for(size_t i = 0; i < n; i++)
+      mine += kcr_ring_view_mine(v, key_hash(kcr_obj_key(objs[i]), objs[i]));
+    kcr_objs_unref(objs, n);
+    kcr_metric_set(c->m_objs_owned, (const char *[]){c->name, NULL}, (double)mine);
+  }
+  kcr_ring_view_unref(v);
+}
+
 kcr_err kcr_controller_shard(kcr_controller *c, kcr_ring *r)
 {
+  const char *const labels[] = {"controller", NULL};
   kcr_err rc;
 
   if(!r || c->started || c->ring || !for_store(c))
@@ -760,21 +781,34 @@ kcr_err kcr_controller_shard(kcr_controller *c, kcr_ring *r)
         &(struct kcr_metric_opts){.name = "kcr_controller_keys_not_owned_total",
                                   .help = "Keys dropped without a reconcile: another "
                                           "replica of the ring owns them.",
-                                  .label_names = (const char *[]){"controller", NULL}},
+                                  .label_names = labels},
         &c->m_not_owned, NULL);
+    if(!rc)
+      rc = kcr_metric_gauge(
+          c->o.metrics,
+          &(struct kcr_metric_opts){.name = "kcr_controller_objects_owned",
+                                    .help = "Cached objects of the For source whose ring "
+                                            "bucket this replica owns.",
+                                    .label_names = labels},
+          &c->m_objs_owned, NULL);
     if(rc)
       return rc;
     kcr_metric_inc(c->m_not_owned, (const char *[]){c->name, NULL}, 0);
   }
   c->shard_view = kcr_ring_view_get(r);
   rc = kcr_ring_add_listener(r, reshard, c);
+  if(!rc)
+    c->ring = r;
+  if(!rc && c->o.metrics && !(rc = kcr_metrics_on_collect(c->o.metrics, count_owned, c)))
+    c->collecting = true;
   if(rc) {
+    if(c->ring)
+      kcr_ring_remove_listener(r, reshard, c);
+    c->ring = NULL;
     kcr_ring_view_unref(c->shard_view);
     c->shard_view = NULL;
-    return rc;
   }
-  c->ring = r;
-  return KCR_OK;
+  return rc;
 }
 
 /* A key of a sharded controller: reconciled only while ours, with a
@@ -951,6 +985,8 @@ void kcr_controller_free(kcr_controller *c)
     KCR_ASSERT(left == 0);
     (void)left;
   }
+  if(c->collecting)
+    kcr_metrics_off_collect(c->o.metrics, count_owned, c);
   if(c->ring)
     kcr_ring_remove_listener(c->ring, reshard, c);
   kcr_ring_view_unref(c->shard_view);

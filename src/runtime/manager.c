@@ -931,6 +931,31 @@ static bool informers_synced(void *ud, char *reason, size_t n)
 
 static bool ping(void *ud, char *reason, size_t n) { return true; }
 
+/* /readyz "ring" (kcr_manager_opts.ring): a member whose Lease is within
+ * its renew deadline; the reason tells the members and the buckets it owns
+ * of those assigned to it (fewer while a hand-over is under way). */
+static bool ring_ready(void *ud, char *reason, size_t n)
+{
+  kcr_manager *m = ud;
+  kcr_ring_view *v;
+  size_t assigned = 0;
+  bool ok;
+
+  if(!m->ring) {
+    snprintf(reason, n, "not in the ring yet");
+    return false;
+  }
+  v = kcr_ring_view_get(m->ring);
+  for(uint64_t b = 0; b < KCR_RING_BUCKETS; b++)
+    assigned += kcr_ring_view_assigned(v, b << 56);
+  ok = kcr_ring_wait_joined(m->ring, 0) && kcr_ring_may_write(m->ring);
+  snprintf(reason, n, "%s: %zu members, %zu of the %zu buckets assigned to it owned",
+           ok ? "a member" : "not a member (yet)", kcr_ring_view_len(v),
+           kcr_ring_view_owned(v), assigned);
+  kcr_ring_view_unref(v);
+  return ok;
+}
+
 /* Makes the metrics/health servers and binds their addresses now, so that a
  * bad or busy address fails kcr_manager_new with a message naming it,
  * before anything starts. Serving begins in run (start_servers). */
@@ -985,6 +1010,8 @@ static kcr_err open_servers(kcr_manager *m, struct kcr_errinfo *ei)
       rc = kcr_httpd_add_healthz(m->srv[i], "ping", ping, m);
     if(!rc && !tls)
       rc = kcr_httpd_add_readyz(m->srv[i], "informers", informers_synced, m);
+    if(!rc && !tls && m->o.ring)
+      rc = kcr_httpd_add_readyz(m->srv[i], "ring", ring_ready, m);
     if(!rc)
       rc = kcr_httpd_listen(m->srv[i], ei);
   }

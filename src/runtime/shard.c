@@ -234,9 +234,14 @@ bool kcr_ring_view_mine(const kcr_ring_view *v, uint64_t hash)
   return BIT(v->active, kcr_shard_bucket(hash));
 }
 
+static bool assigned_b(const kcr_ring_view *v, unsigned b)
+{
+  return v->self >= 0 && v->owner[b] == (uint32_t)v->self;
+}
+
 bool kcr_ring_view_assigned(const kcr_ring_view *v, uint64_t hash)
 {
-  return v->self >= 0 && v->owner[kcr_shard_bucket(hash)] == (uint32_t)v->self;
+  return assigned_b(v, kcr_shard_bucket(hash));
 }
 
 /* A view of the sorted, distinct members (taken over: the view frees
@@ -297,7 +302,7 @@ struct kcr_ring {
   char *ns, *name, *identity, *lease_name, *selector, *desc;
   kcr_leader *le;
   kcr_informer *inf;
-  kcr_metric *m_members, *m_owned, *m_changes;
+  kcr_metric *m_members, *m_owned, *m_changes, *m_assigned, *m_handovers, *m_takeover;
 
   pthread_mutex_t mu;
   pthread_cond_t cv; /* CLOCK_MONOTONIC */
@@ -309,10 +314,12 @@ struct kcr_ring {
   bool failed;        /* the thread could not start the elector */
   bool relabel;       /* our Lease was deleted: label it again */
   /* The hand-over (see DESIGN), thread only: */
-  uint8_t held[KCR_RING_BUCKETS / 8]; /* what our Lease says we hold */
-  bool held_dirty;                    /* held changed since last applied */
-  uint64_t epoch_seq;                 /* the last epoch we applied */
-  uint64_t applied_epoch;             /* of the last successful apply */
+  uint8_t held[KCR_RING_BUCKETS / 8];     /* what our Lease says we hold */
+  bool held_dirty;                        /* held changed since last applied */
+  uint64_t epoch_seq;                     /* the last epoch we applied */
+  uint64_t applied_epoch;                 /* of the last successful apply */
+  uint64_t assigned_ms[KCR_RING_BUCKETS]; /* when assigned and not owned (0:
+                                             not so): kcr_ring_takeover_seconds */
   struct record *rec;
   size_t nrec, caprec;
   kcr_ring_view *view;
@@ -594,8 +601,38 @@ kcr_err kcr_ring_new(const struct kcr_ring_opts *opts, kcr_ring **out,
                                         "Changes of the ring's members this replica saw.",
                                     .label_names = labels},
           &r->m_changes, ei);
+    if(!rc)
+      rc = kcr_metric_gauge(opts->metrics,
+                            &(struct kcr_metric_opts){
+                                .name = "kcr_ring_buckets_assigned",
+                                .help = "Buckets of the ring assigned to this replica "
+                                        "(owned once handed over).",
+                                .label_names = labels},
+                            &r->m_assigned, ei);
+    if(!rc)
+      rc = kcr_metric_counter(
+          opts->metrics,
+          &(struct kcr_metric_opts){
+              .name = "kcr_ring_handovers_total",
+              .help = "Buckets this replica took over (direction=\"in\") or gave up "
+                      "(\"out\").",
+              .label_names = (const char *[]){"ring", "direction", NULL}},
+          &r->m_handovers, ei);
+    if(!rc)
+      rc = kcr_metric_histogram(
+          opts->metrics,
+          &(struct kcr_metric_opts){
+              .name = "kcr_ring_takeover_seconds",
+              .help = "From a bucket's assignment to this replica to owning it (the old "
+                      "owner's drain and release, or its Lease's expiry).",
+              .label_names = labels,
+              .bounds = kcr_buckets_seconds,
+              .nbounds = kcr_buckets_seconds_n},
+          &r->m_takeover, ei);
     if(rc)
       goto fail;
+    kcr_metric_inc(r->m_handovers, (const char *[]){r->name, "in", NULL}, 0);
+    kcr_metric_inc(r->m_handovers, (const char *[]){r->name, "out", NULL}, 0);
   }
   *out = r;
   return KCR_OK;
@@ -812,16 +849,37 @@ static bool same_members(const kcr_ring_view *v, char **m, size_t n)
 static void publish(kcr_ring *r, kcr_ring_view *v)
 {
   const char *const lv[] = {r->name, NULL};
+  uint64_t now = kcr_time_mono_ms();
+  size_t in = 0, out = 0, assigned = 0, ntook = 0;
+  double took[KCR_RING_BUCKETS];
   kcr_ring_view *old;
 
   pthread_mutex_lock(&r->mu);
   old = r->view;
   r->view = v;
+  for(unsigned b = 0; b < KCR_RING_BUCKETS; b++) {
+    bool was = BIT(old->active, b), is = BIT(v->active, b);
+    in += is && !was;
+    out += was && !is;
+    assigned += assigned_b(v, b);
+    if(is && !was && r->assigned_ms[b])
+      took[ntook++] = (double)(now - r->assigned_ms[b]) / 1e3;
+    /* the clock of a take-over starts when the bucket is first assigned */
+    if(is || !assigned_b(v, b))
+      r->assigned_ms[b] = 0;
+    else if(!r->assigned_ms[b])
+      r->assigned_ms[b] = now;
+  }
   pthread_cond_broadcast(&r->cv);
   pthread_mutex_unlock(&r->mu);
   kcr_metric_set(r->m_members, lv, (double)v->n);
   kcr_metric_set(r->m_owned, lv, (double)v->owned);
+  kcr_metric_set(r->m_assigned, lv, (double)assigned);
+  kcr_metric_inc(r->m_handovers, (const char *[]){r->name, "in", NULL}, (double)in);
+  kcr_metric_inc(r->m_handovers, (const char *[]){r->name, "out", NULL}, (double)out);
   kcr_metric_inc(r->m_changes, lv, 1);
+  for(size_t i = 0; i < ntook; i++)
+    kcr_metric_observe(r->m_takeover, lv, took[i]);
   KCR_LOG(KCR_LOG_INFO, "ring: view changed", KCR_S("ring", r->desc),
           KCR_I("epoch", (long long)v->epoch), KCR_I("members", (long long)v->n),
           KCR_I("bucketsOwned", (long long)v->owned), KCR_S("identity", r->identity));
@@ -865,11 +923,6 @@ static bool all_confirmed_locked(const kcr_ring *r)
     if(*r->rec[i].holder && !r->rec[i].confirmed)
       return false;
   return true;
-}
-
-static bool assigned(const kcr_ring_view *v, unsigned b)
-{
-  return v->self >= 0 && v->owner[b] == (uint32_t)v->self;
 }
 
 /* A copy of v's members (for a view of the same members), NULL if out of
@@ -924,10 +977,10 @@ static void step_locked(kcr_ring *r, char **m, size_t n, uint64_t *next, kcr_err
    * is assigned and nobody else holds. */
   others_hold_locked(r, others, now, next);
   for(unsigned b = 0; b < KCR_RING_BUCKETS; b++) {
-    if(BIT(r->held, b) && !assigned(r->view, b)) {
+    if(BIT(r->held, b) && !assigned_b(r->view, b)) {
       CLR(r->held, b);
       r->held_dirty = true;
-    } else if(!BIT(r->held, b) && assigned(r->view, b) && !BIT(others, b)) {
+    } else if(!BIT(r->held, b) && assigned_b(r->view, b) && !BIT(others, b)) {
       SET(r->held, b);
       r->held_dirty = true;
     }
@@ -947,7 +1000,7 @@ static void step_locked(kcr_ring *r, char **m, size_t n, uint64_t *next, kcr_err
   others_hold_locked(r, others, now, next);
   memcpy(active, r->view->active, sizeof(active));
   for(unsigned b = 0; b < KCR_RING_BUCKETS; b++) {
-    if(!BIT(r->held, b) || BIT(active, b) || !assigned(r->view, b))
+    if(!BIT(r->held, b) || BIT(active, b) || !assigned_b(r->view, b))
       continue;
     if(BIT(others, b)) {
       CLR(r->held, b);

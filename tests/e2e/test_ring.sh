@@ -2,7 +2,8 @@
 # e2e ring (issue #32, first steps): three ebdman replicas with --ring share
 # the EBDs of a namespace.
 # - Each joins: its Lease <ring>-<identity> in ebdman-system, and every
-#   replica's kcr_ring_members is 3; the buckets they own add up to 256.
+#   replica's kcr_ring_members is 3; the buckets they own add up to 256;
+#   each one's /readyz says it is a member owning what is assigned to it.
 # - 90 EBDs made once all three are members: all Ready with their children;
 #   each EBD's status is written by exactly one replica (their logs'
 #   "status written" lines), and each replica wrote some.
@@ -41,6 +42,11 @@ owned_by() { # owned_by LABEL...: the buckets they own (handed over), added up
   echo "$s"
 }
 wait_eq 10 "buckets owned by the three (handed over)" 256 owned_by r0 r1 r2
+for r in r0 r1 r2; do
+  expect_match "$r's /readyz?verbose on the ring" \
+    '\[\+\]ring ok: a member: 3 members, [0-9]+ of the [0-9]+ buckets assigned to it owned' \
+    "$(curl -sf --max-time 5 "http://127.0.0.1:${E2E_HEALTH[$r]}/readyz?verbose")"
+done
 expect_eq "the ring's Leases" "$ring-r0 $ring-r1 $ring-r2" \
   "$(k -n "$E2E_SYSTEM_NS" get leases -l "kcr.dev/ring=$ring" -o jsonpath='{.items[*].metadata.name}')"
 

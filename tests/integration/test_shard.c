@@ -546,6 +546,44 @@ struct moving {
 
 static char m0_detail[512]; /* the refused write's message */
 
+/* A metric of m's registry after a render (which runs the collect hooks):
+ * kcr_ring_* with the ring "ctl" (and direction dir, if given), or
+ * kcr_controller_* with the controller "cm"; a histogram's count. */
+static double ring_metric(kcr_manager *m, const char *name, const char *dir)
+{
+  kcr_metrics *reg = kcr_manager_metrics(m);
+  struct kcr_buf text = KCR_BUF_INIT;
+  bool ctl = !strncmp(name, "kcr_controller_", 15);
+  const char *const names[] = {ctl ? "controller" : "ring", dir ? "direction" : NULL,
+                               NULL};
+  const char *const values[] = {ctl ? "cm" : "ctl", dir, NULL};
+  kcr_metric *f = NULL;
+
+  assert_int_equal(KCR_OK, kcr_metrics_render(reg, &text));
+  kcr_buf_cleanup(&text);
+  if(strstr(name, "_seconds")) {
+    assert_int_equal(KCR_OK, kcr_metric_histogram(reg,
+                                                  &(struct kcr_metric_opts){
+                                                      .name = name,
+                                                      .label_names = names,
+                                                      .bounds = kcr_buckets_seconds,
+                                                      .nbounds = kcr_buckets_seconds_n},
+                                                  &f, NULL));
+    return (double)kcr_metric_count(f, values);
+  }
+  if(strstr(name, "_total"))
+    assert_int_equal(
+        KCR_OK, kcr_metric_counter(
+                    reg, &(struct kcr_metric_opts){.name = name, .label_names = names},
+                    &f, NULL));
+  else
+    assert_int_equal(
+        KCR_OK, kcr_metric_gauge(
+                    reg, &(struct kcr_metric_opts){.name = name, .label_names = names},
+                    &f, NULL));
+  return kcr_metric_value(f, values);
+}
+
 struct moving_ctl {
   struct moving *mv;
   const char *id;
@@ -599,7 +637,8 @@ static kcr_manager *moving_manager(const char *ns, struct moving_ctl *mc,
       kcr_controller_new(&(struct kcr_controller_opts){.name = "cm",
                                                        .reconcile = moving_reconcile,
                                                        .ud = mc,
-                                                       .client = kcr_manager_client(m)},
+                                                       .client = kcr_manager_client(m),
+                                                       .metrics = kcr_manager_metrics(m)},
                          &ctl, &ei),
       &ei);
   itest_expect(KCR_OK, kcr_controller_for(ctl, inf, NULL), &ei);
@@ -628,7 +667,8 @@ static void a_write_from_a_reconcile_whose_key_moved_is_refused(void **state)
 
   assert_int_equal(KCR_OK, kcr_ring_assign(ids, 2, owner));
   /* a ConfigMap whose bucket is m0's alone and m1's once both are members */
-  for(int i = 0; !mv.target[0]; i++) {
+  int ncm = 0;
+  for(int i = 0; !mv.target[0]; i++, ncm++) {
     char name[32];
     snprintf(name, sizeof(name), "cm-%02d", i);
     o = itest_json("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
@@ -676,6 +716,16 @@ static void a_write_from_a_reconcile_whose_key_moved_is_refused(void **state)
                &ei);
   assert_string_equal("m1", kcr_json_str(o, "/metadata/annotations/written-by"));
   cJSON_Delete(o);
+  /* what the hand-over left in the metrics */
+  assert_true(ring_metric(m[1], "kcr_ring_handovers_total", "in") == 128);
+  assert_true(ring_metric(m[0], "kcr_ring_handovers_total", "out") == 128);
+  assert_true(ring_metric(m[1], "kcr_ring_buckets_assigned", NULL) == 128);
+  assert_true(ring_metric(m[1], "kcr_ring_buckets_owned", NULL) == 128);
+  assert_true(ring_metric(m[1], "kcr_ring_takeover_seconds", NULL) == 128); /* a count */
+  assert_true(ring_metric(m[1], "kcr_controller_objects_owned", NULL) >= 1);
+  assert_true(ring_metric(m[0], "kcr_controller_objects_owned", NULL) +
+                  ring_metric(m[1], "kcr_controller_objects_owned", NULL) ==
+              (double)ncm);
   itest_run_stop(&run[1], 0);
   itest_run_stop(&run[0], 0);
   kcr_errinfo_cleanup(&ei);
