@@ -258,7 +258,9 @@ KCR_API kcr_err kcr_controller_watches_typed(kcr_controller *c, kcr_informer *in
  * (kcr/shard.h): a key is reconciled here only while its bucket is this
  * replica's (kcr_ring_owns: assigned and handed over). The bucket is that of the For
  * source's cached object's uid (kcr_shard_hash), or - for a key that cache does not hold,
- * a deleted object - of the key text itself, so that one replica sees it. A key that is
+ * a deleted object - of the key text itself, so that one replica sees it (another bucket
+ * than its uid's: while a delete is handled, the replica that owned the object may still
+ * be reconciling it). A key that is
  * not this replica's is dropped when a worker takes it: its backoff forgotten, the
  * reconciler not called, counted in kcr_controller_keys_not_owned_total{controller}. A
  * reconcile's kcr_ctx_client is a handle scoped to its key's hash (kcr_client_scoped):

@@ -32,9 +32,14 @@
  * (a Lease "<name>-a" held by b is no member). A Lease made while this
  * replica watches counts from then; one that was there when it started
  * (a dead member's stays held) counts once it is seen renewed, and the
- * first view waits for that, or for two retry periods at most. Two
- * processes with one identity share one Lease and both count as that
- * member: give every replica its own (a StatefulSet's pod names).
+ * first view waits for that, or for two retry periods at most. Give
+ * every replica its own identity (a StatefulSet's pod names): two
+ * processes with one share one Lease; the first to see the other's
+ * KCR_RING_HOLDS in it stops writing and reports kcr_ring_lost, but until
+ * then both act as that member. A Lease deleted under its holder still
+ * holds its buckets for the others until it would have expired (its
+ * holder may not know yet); a replica whose own Lease is deleted gives up
+ * its buckets (drained) and makes it again.
  *
  * Assignment. An object belongs to a bucket, the top 8 bits of the 64-bit
  * FNV-1a hash of its owner's uid (kcr_shard_hash: the apiserver's own hash
@@ -68,9 +73,13 @@
  * watch has seen its claim with no other claim on it: of two replicas that
  * claim one bucket at once (their views of the members differ for a
  * moment), the later claim sees the earlier and is withdrawn, since a
- * watch delivers the ring's Leases in the order they were written. So at
- * no time do two replicas own a bucket; a hand-over costs a drain and two
- * Lease writes seen through the watch (tens of milliseconds).
+ * watch delivers the ring's Leases in the order they were written (an
+ * echo counts only when every Lease in the cache has been told to the
+ * ring: a relist tells them one at a time). So at no time do two replicas
+ * own a bucket; a hand-over costs a drain and two Lease writes seen
+ * through the watch (tens of milliseconds). A reconcile still running
+ * after the drain time cannot write after it (the gate), but a write it
+ * sent before may arrive after the hand-over.
  *
  * The view. The current members, assignment and owned buckets are an
  * immutable, reference-counted kcr_ring_view, replaced as a whole when
@@ -225,10 +234,11 @@ KCR_API kcr_err kcr_ring_add_listener(kcr_ring *r, kcr_ring_fn fn, void *ud);
  * the listener is not running and will not run (not from a listener). */
 KCR_API void kcr_ring_remove_listener(kcr_ring *r, kcr_ring_fn fn, void *ud);
 
-/* Leaves the ring: stops the elector (which clears the Lease's holder so
- * the others take over at once), the informer and the thread; the view
- * then has no member. Idempotent, but not from two threads at once. From
- * a listener it only asks. */
+/* Leaves the ring: first publishes a view with no member (the listeners
+ * drain what this replica owned) while it still holds its Lease, then
+ * stops the elector (which clears the Lease's holder so the others take
+ * over at once), the informer and the thread. Idempotent, but not from two threads at
+ * once. From a listener it only asks. */
 KCR_API void kcr_ring_stop(kcr_ring *r);
 
 /* Stops (kcr_ring_stop) and frees. NULL: no-op. Views still referenced

@@ -290,6 +290,9 @@ struct record {
                                           a Lease of the first list may be a dead member's */
   uint64_t hold_epoch;                 /* of its KCR_RING_HOLDS annotation */
   uint8_t holds[KCR_RING_BUCKETS / 8]; /* the buckets it says it holds */
+  char *rv;                            /* the resourceVersion last seen */
+  bool gone; /* deleted: no member, but what it held counts until it would
+                have expired (its holder may still be writing) */
 };
 
 struct listener {
@@ -314,10 +317,13 @@ struct kcr_ring {
   bool failed;        /* the thread could not start the elector */
   bool relabel;       /* our Lease was deleted: label it again */
   /* The hand-over (see DESIGN), thread only: */
-  uint8_t held[KCR_RING_BUCKETS / 8];     /* what our Lease says we hold */
-  bool held_dirty;                        /* held changed since last applied */
-  uint64_t epoch_seq;                     /* the last epoch we applied */
-  uint64_t applied_epoch;                 /* of the last successful apply */
+  uint8_t held[KCR_RING_BUCKETS / 8]; /* what our Lease says we hold */
+  bool held_dirty;                    /* held changed since last applied */
+  uint64_t epoch_seq;                 /* the last epoch we applied */
+  uint64_t applied_epoch;             /* of the last successful apply */
+  uint64_t first_epoch;               /* the first this process applies */
+  bool echoed_once;                   /* our watch echoed one of our applies */
+  atomic_bool foreign;                /* another process wrote our Lease: stop writing */
   uint64_t assigned_ms[KCR_RING_BUCKETS]; /* when assigned and not owned (0:
                                              not so): kcr_ring_takeover_seconds */
   struct record *rec;
@@ -353,6 +359,7 @@ static void record_clear(struct record *r)
   free(r->name);
   free(r->holder);
   free(r->spec);
+  free(r->rv);
 }
 
 /* Wakes the thread (mu held). */
@@ -428,7 +435,8 @@ static void lease_seen(kcr_obj *o, kcr_ring *r)
   }
   if(!rec && r->nrec < r->caprec && (r->rec[r->nrec].name = strdup(kcr_obj_name(o)))) {
     rec = &r->rec[r->nrec++];
-    rec->holder = rec->spec = NULL;
+    rec->holder = rec->spec = rec->rv = NULL;
+    rec->gone = false;
     rec->confirmed = r->listed; /* made while we watch: by a live member */
     rec->hold_epoch = 0;
     memset(rec->holds, 0, sizeof(rec->holds));
@@ -445,6 +453,32 @@ static void lease_seen(kcr_obj *o, kcr_ring *r)
     /* as the elector: a Lease without a duration gets the ring's */
     rec->dur_ms = secs > 0 ? (uint64_t)secs * 1000 : r->o.lease_duration_ms;
     poke(r);
+  }
+  if(rec && rec->gone) { /* made again: its clock starts afresh */
+    rec->gone = false;
+    rec->seen_ms = kcr_time_mono_ms();
+    poke(r);
+  }
+  if(rec && (!rec->rv || strcmp(rec->rv, kcr_obj_rv(o)))) {
+    char *rv = strdup(kcr_obj_rv(o));
+    if(rv) {
+      free(rec->rv);
+      rec->rv = rv;
+      poke(r); /* (consistent_locked) */
+    }
+  }
+  if(rec && !strcmp(rec->name, r->lease_name) && r->echoed_once && hold_epoch &&
+     (hold_epoch < r->first_epoch || hold_epoch > r->epoch_seq) &&
+     !atomic_load(&r->foreign)) {
+    /* an epoch this process never wrote: another process has our identity */
+    atomic_store(&r->foreign, true);
+    r->failed = true;
+    pthread_cond_broadcast(&r->cv);
+    KCR_LOG(KCR_LOG_ERROR,
+            "ring: another process wrote this replica's Lease (two replicas with one "
+            "identity?); this one stops writing",
+            KCR_S("ring", r->desc), KCR_S("lease", r->lease_name),
+            KCR_I("epoch", (long long)hold_epoch));
   }
   /* What it holds is no renewal: it does not restart the clock. */
   if(rec && (rec->hold_epoch != hold_epoch || memcmp(rec->holds, holds, sizeof(holds)))) {
@@ -464,16 +498,24 @@ static void on_update(kcr_obj *old, kcr_obj *cur, void *ud)
   (void)old;
   lease_seen(cur, ud);
 }
+/* A deleted Lease: ours is made again (relabel: the thread gives up what
+ * we own first); another's stays as a tombstone whose holds count until it
+ * would have expired - its holder may not know yet and still write. */
 static void on_delete(kcr_obj *o, void *ud)
 {
   kcr_ring *r = ud;
+  bool own = !strcmp(kcr_obj_name(o), r->lease_name);
   pthread_mutex_lock(&r->mu);
-  if(!strcmp(kcr_obj_name(o), r->lease_name))
+  if(own)
     r->relabel = true; /* the elector makes it again, without the label */
   for(size_t i = 0; i < r->nrec; i++)
     if(!strcmp(r->rec[i].name, kcr_obj_name(o))) {
-      record_clear(&r->rec[i]);
-      r->rec[i] = r->rec[--r->nrec];
+      if(!own && *r->rec[i].holder)
+        r->rec[i].gone = true;
+      else {
+        record_clear(&r->rec[i]);
+        r->rec[i] = r->rec[--r->nrec];
+      }
       poke(r);
       break;
     }
@@ -530,6 +572,8 @@ kcr_err kcr_ring_new(const struct kcr_ring_opts *opts, kcr_ring **out,
   struct timespec rt;
   clock_gettime(CLOCK_REALTIME, &rt);
   r->epoch_seq = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+  r->first_epoch = r->epoch_seq + 1;
+  atomic_init(&r->foreign, false);
   if(!r->ns || !r->name || !r->identity || !r->lease_name || !r->selector || !r->desc ||
      !r->view) {
     rc = KCR_ENOMEM;
@@ -642,7 +686,10 @@ fail:
 }
 
 const char *kcr_ring_identity(const kcr_ring *r) { return r->identity; }
-bool kcr_ring_may_write(kcr_ring *r) { return kcr_leader_may_write(r->le); }
+bool kcr_ring_may_write(kcr_ring *r)
+{
+  return !atomic_load(&r->foreign) && kcr_leader_may_write(r->le);
+}
 bool kcr_ring_owns(kcr_ring *r, uint64_t hash)
 {
   pthread_mutex_lock(&r->mu);
@@ -817,7 +864,7 @@ static kcr_err live_locked(kcr_ring *r, char ***out, size_t *n, uint64_t *next)
      * name one member): another holder of it (a process with another
      * identity took it) is no member; nor is the holder of a Lease not
      * renewed since we listed (maybe dead: its confirmation wakes us). */
-    if(!*rec->holder || until <= now || !rec->confirmed ||
+    if(!*rec->holder || until <= now || !rec->confirmed || rec->gone ||
        strncmp(rec->name, r->name, rn) || rec->name[rn] != '-' ||
        strcmp(rec->name + rn + 1, rec->holder))
       continue;
@@ -920,7 +967,7 @@ void kcr_ring_remove_listener(kcr_ring *r, kcr_ring_fn fn, void *ud)
 static bool all_confirmed_locked(const kcr_ring *r)
 {
   for(size_t i = 0; i < r->nrec; i++)
-    if(*r->rec[i].holder && !r->rec[i].confirmed)
+    if(*r->rec[i].holder && !r->rec[i].confirmed && !r->rec[i].gone)
       return false;
   return true;
 }
@@ -955,6 +1002,45 @@ static bool publish_locked(kcr_ring *r, char **m, size_t n, const uint8_t *activ
   return v != NULL;
 }
 
+/* Drops the tombstones of deleted Leases that would have expired (mu held). */
+static void purge_gone_locked(kcr_ring *r, uint64_t now)
+{
+  for(size_t i = 0; i < r->nrec;)
+    if(r->rec[i].gone && r->rec[i].seen_ms + r->rec[i].dur_ms <= now) {
+      record_clear(&r->rec[i]);
+      r->rec[i] = r->rec[--r->nrec];
+    } else {
+      i++;
+    }
+}
+
+/* Whether the records are the informer's cache as a whole (mu held): each
+ * cached Lease recorded at its resourceVersion, and no record (but
+ * tombstones) of a Lease the cache lacks. A relist swaps the cache first
+ * and tells the handlers one Lease at a time: until it has told all, the
+ * records mix two states, and an echo of our claim seen then proves
+ * nothing about the others' claims. */
+static bool consistent_locked(kcr_ring *r)
+{
+  kcr_obj **objs;
+  size_t n, live = 0;
+  bool ok = true;
+
+  if(kcr_store_ref_all(kcr_informer_store(r->inf), &objs, &n))
+    return false; /* out of memory: look again later */
+  for(size_t i = 0; i < r->nrec; i++)
+    live += !r->rec[i].gone;
+  for(size_t i = 0; i < n && ok; i++) {
+    bool found = false;
+    for(size_t k = 0; k < r->nrec && !found; k++)
+      found = !r->rec[k].gone && !strcmp(r->rec[k].name, kcr_obj_name(objs[i])) &&
+              r->rec[k].rv && !strcmp(r->rec[k].rv, kcr_obj_rv(objs[i]));
+    ok = found;
+  }
+  kcr_objs_unref(objs, n);
+  return ok && live == n;
+}
+
 /* One round of the hand-over (thread only, mu held) with the live members
  * m (taken over); see DESIGN. *next: lowered to when to look again. */
 static void step_locked(kcr_ring *r, char **m, size_t n, uint64_t *next, kcr_err *last)
@@ -963,6 +1049,7 @@ static void step_locked(kcr_ring *r, char **m, size_t n, uint64_t *next, kcr_err
   uint64_t now = kcr_time_mono_ms();
   bool activated = false;
 
+  purge_gone_locked(r, now);
   /* 1. New members: the buckets no longer assigned to us leave the view
    * at once (the listeners drain them before publish returns). */
   if(same_members(r->view, m, n)) {
@@ -994,8 +1081,10 @@ static void step_locked(kcr_ring *r, char **m, size_t n, uint64_t *next, kcr_err
    * other live Lease holds is ours (every claim made before ours is in
    * that state); one that another holds too is withdrawn and claimed
    * again once free (of two racing claims the later sees the earlier). */
-  if(!r->applied_epoch || echoed_epoch_locked(r) != r->applied_epoch)
-    return;
+  if(!r->applied_epoch || echoed_epoch_locked(r) != r->applied_epoch ||
+     !consistent_locked(r))
+    return; /* (what is missing pokes the thread) */
+  r->echoed_once = true;
   now = kcr_time_mono_ms();
   others_hold_locked(r, others, now, next);
   memcpy(active, r->view->active, sizeof(active));
@@ -1045,9 +1134,16 @@ static void *run(void *p)
     size_t n = 0;
     uint64_t now = kcr_time_mono_ms(), next = now + r->o.retry_period_ms;
     r->dirty = false;
-    if(r->relabel) { /* our Lease was deleted: make it again as it was */
+    if(r->relabel) { /* our Lease was deleted: the others may take our
+                        buckets now - give them up (drained), make it again */
+      char **same = members_dup(r->view);
       r->relabel = false;
-      label_lease_locked(r, false);
+      if(!same || !publish_locked(r, same, r->view->n, NULL)) {
+        r->relabel = true; /* out of memory: again soon */
+        wait_locked(r, 100);
+        continue;
+      }
+      label_lease_locked(r, true);
       continue;
     }
     /* Only a synced informer tells who the others are: a partial list
@@ -1134,13 +1230,17 @@ void kcr_ring_stop(kcr_ring *r)
     return; /* asked; the waiting stop comes from elsewhere */
   if(join)
     pthread_join(r->th, NULL);
+  /* Own nothing (the listeners drain) before the others may take over. */
+  empty = r->view ? view_new(r->view->epoch + 1, NULL, 0, "", NULL) : NULL;
+  if(empty)
+    publish(r, empty);
   if(r->le)
     kcr_leader_stop(r->le); /* clears the holder: the others see it leave */
   if(r->inf)
     kcr_informer_stop(r->inf);
   pthread_mutex_lock(&r->mu);
-  empty = view_new(r->view ? r->view->epoch + 1 : 0, NULL, 0, "", NULL);
-  if(empty) {
+  empty = r->view && r->view->n ? view_new(r->view->epoch + 1, NULL, 0, "", NULL) : NULL;
+  if(empty) { /* out of memory above */
     kcr_ring_view_unref(r->view);
     r->view = empty;
   }

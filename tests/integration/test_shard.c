@@ -472,6 +472,22 @@ static void ghost_holding(const char *ns, bool hold, int renewal)
   kcr_errinfo_cleanup(&ei);
 }
 
+/* Member "a" of a ring where the ghost (renewed meanwhile, renewal counts
+ * its renewals) holds every bucket: once a sees it as a member. */
+static kcr_ring *member_beside_ghost(const char *ns, int *renewal)
+{
+  kcr_ring *a;
+  ghost_holding(ns, true, (*renewal)++);
+  a = member(ns, "a", 3000, NULL);
+  assert_true(kcr_ring_wait_joined(a, 20000));
+  for(int i = 0; i < 25 && members_now(a) != 2; i++) { /* seen renewed */
+    ghost_holding(ns, true, (*renewal)++);
+    itest_sleep_ms(400);
+  }
+  assert_int_equal(2, members_now(a));
+  return a;
+}
+
 /* Hand-over: a bucket assigned to a replica becomes its own only once no
  * other live Lease says it holds it - released (the ghost publishes that it
  * holds none) or expired (the ghost stops renewing, still holding all). */
@@ -486,14 +502,7 @@ static void a_bucket_moves_only_once_its_holder_releases_it_or_expires(void **st
   int renewal = 0;
   cJSON *l = NULL;
 
-  ghost_holding(ns, true, renewal++);
-  a = member(ns, "a", 3000, NULL);
-  assert_true(kcr_ring_wait_joined(a, 20000));
-  for(int i = 0; i < 25 && members_now(a) != 2; i++) { /* seen renewed */
-    ghost_holding(ns, true, renewal++);
-    itest_sleep_ms(400);
-  }
-  assert_int_equal(2, members_now(a));
+  a = member_beside_ghost(ns, &renewal);
   /* 1. held by a live ghost: assigned to a, not a's */
   for(int i = 0; i < 5; i++) {
     ghost_holding(ns, true, renewal++);
@@ -530,6 +539,114 @@ static void a_bucket_moves_only_once_its_holder_releases_it_or_expires(void **st
   assert_string_equal("ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
                       strchr(holds, ':') + 1);
   cJSON_Delete(l);
+  kcr_ring_free(a);
+  kcr_errinfo_cleanup(&ei);
+  itest_namespace_drop(cl, ns);
+}
+
+/* A Lease deleted under its holder (who may not know yet and still write)
+ * keeps its buckets from the others until it would have expired. Before
+ * the fix the delete freed them at once. */
+static void a_deleted_lease_holds_its_buckets_until_it_would_have_expired(void **state)
+{
+  (void)state;
+  char *ns = itest_namespace(cl, "ring");
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_ring *a;
+  size_t owned, assigned;
+  uint64_t t0;
+  int renewal = 0;
+
+  a = member_beside_ghost(ns, &renewal);
+  ghost_holding(ns, true, renewal++);
+  itest_expect(
+      KCR_OK,
+      kcr_delete(cl, &(struct kcr_ref){&leases, ns, "ring-ghost"}, NULL, NULL, &ei), &ei);
+  t0 = kcr_time_mono_ms();
+  wait_members(a, 1, 2000); /* no member now... */
+  itest_sleep_ms(800);
+  owned_assigned(a, &owned, &assigned);
+  assert_int_equal(0, owned); /* ...but its buckets are not a's yet */
+  wait_settled(a, KCR_RING_BUCKETS, 6000);
+  printf(
+      "a deleted Lease's buckets were taken over %llu ms after the delete (2 s lease)\n",
+      (unsigned long long)(kcr_time_mono_ms() - t0));
+  assert_true(kcr_time_mono_ms() - t0 >= 1500);
+  kcr_ring_free(a);
+  kcr_errinfo_cleanup(&ei);
+  itest_namespace_drop(cl, ns);
+}
+
+/* What a listener saw when the ring stopped: the view it was called with
+ * (buckets owned) and whether this replica could still write. */
+struct at_stop {
+  _Atomic int calls;
+  _Atomic int owned_then, writable_then;
+};
+
+static void note_stop(kcr_ring *r, void *ud)
+{
+  struct at_stop *s = ud;
+  kcr_ring_view *v = kcr_ring_view_get(r);
+  if(kcr_ring_view_len(v) == 0) { /* the empty view of a stop */
+    s->owned_then = (int)kcr_ring_view_owned(v);
+    s->writable_then = kcr_ring_may_write(r);
+    s->calls++;
+  }
+  kcr_ring_view_unref(v);
+}
+
+/* Leaving, a replica gives its buckets up (its listeners drain them) while
+ * it still holds its Lease - before the others may take them. Before the
+ * fix it released the Lease first and told no listener. */
+static void a_leaving_member_gives_its_buckets_up_before_its_lease(void **state)
+{
+  (void)state;
+  char *ns = itest_namespace(cl, "ring");
+  struct at_stop st = {0};
+  kcr_ring *a = member(ns, "a", 3000, NULL);
+
+  assert_int_equal(KCR_OK, kcr_ring_add_listener(a, note_stop, &st));
+  assert_true(kcr_ring_wait_joined(a, 20000));
+  wait_settled(a, KCR_RING_BUCKETS, 5000);
+  kcr_ring_stop(a);
+  assert_int_equal(1, st.calls);
+  assert_int_equal(0, st.owned_then);
+  assert_int_equal(1, st.writable_then); /* the Lease was still held */
+  assert_false(kcr_ring_may_write(a));
+  kcr_ring_free(a);
+  itest_namespace_drop(cl, ns);
+}
+
+/* Another process applying what this replica holds to its Lease (two
+ * processes with one identity) makes this one stop writing: lost. Before
+ * the fix both went on as one member. */
+static void another_process_with_our_identity_is_noticed(void **state)
+{
+  (void)state;
+  char *ns = itest_namespace(cl, "ring");
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_ring *a = member(ns, "a", 3000, NULL);
+  cJSON *l;
+
+  assert_true(kcr_ring_wait_joined(a, 20000));
+  wait_settled(a, KCR_RING_BUCKETS, 5000);
+  assert_true(kcr_ring_may_write(a));
+  assert_false(kcr_ring_lost(a));
+  l = itest_json("{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\","
+                 "\"metadata\":{\"name\":\"ring-a\",\"annotations\":{\"" KCR_RING_HOLDS
+                 "\":\"7:%064d\"}}}",
+                 0);
+  itest_expect(KCR_OK,
+               kcr_apply(cl, &(struct kcr_ref){&leases, ns, "ring-a"}, l,
+                         &(struct kcr_apply_opts){.field_manager = "twin", .force = true},
+                         NULL, &ei),
+               &ei);
+  cJSON_Delete(l);
+  for(int i = 0; i < 100 && !kcr_ring_lost(a); i++)
+    itest_sleep_ms(20);
+  assert_true(kcr_ring_lost(a));
+  assert_false(kcr_ring_may_write(a));
   kcr_ring_free(a);
   kcr_errinfo_cleanup(&ei);
   itest_namespace_drop(cl, ns);
@@ -782,6 +899,9 @@ int main(void)
       cmocka_unit_test(a_manager_that_loses_its_ring_lease_stops_with_1),
       cmocka_unit_test(a_bucket_moves_only_once_its_holder_releases_it_or_expires),
       cmocka_unit_test(a_write_from_a_reconcile_whose_key_moved_is_refused),
+      cmocka_unit_test(a_deleted_lease_holds_its_buckets_until_it_would_have_expired),
+      cmocka_unit_test(a_leaving_member_gives_its_buckets_up_before_its_lease),
+      cmocka_unit_test(another_process_with_our_identity_is_noticed),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
