@@ -248,6 +248,13 @@ KCR_API kcr_err kcr_get_metadata(kcr_client *c, const struct kcr_ref *ref, cJSON
 struct kcr_list_opts {
   const char *label_selector;
   const char *field_selector;
+  /* The apiserver's shard selector (ListOptions.shardSelector, alpha
+   * feature gate ShardedListAndWatch): "shardRange(object.metadata.uid,
+   * '0x0000000000000000', '0x8000000000000000')", terms joined by " || "
+   * (kcr_shard_selector, kcr/shard.h, writes one). A server with the gate
+   * off ignores it and sends everything; a list's metadata.shardInfo says
+   * it was applied (a watch carries no such echo). */
+  const char *shard_selector;
   long limit; /* page size; 0 = server default (all) */
   const char *continue_token;
   const char *resource_version;

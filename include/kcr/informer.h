@@ -37,6 +37,7 @@
 #include "api.h"
 #include "client.h"
 #include "metrics.h"
+#include "shard.h"
 #include "store.h"
 
 #ifdef __cplusplus
@@ -81,6 +82,24 @@ struct kcr_typed_handlers {
   void (*call_obj)(kcr_fnptr fn, const void *obj, void *ud);
   void (*call_pair)(kcr_fnptr fn, const void *old, const void *cur, void *ud);
   void *ud;
+};
+
+/* What places an object of a sharded informer in a bucket
+ * (kcr_informer_opts.shard_by): the top 8 bits (kcr_shard_bucket) of the
+ * FNV-1a hash (kcr_shard_hash) of a uid. */
+enum kcr_shard_by {
+  KCR_SHARD_BY_NONE = 0, /* not sharded: every object */
+  /* The object's own metadata.uid - what the apiserver's shardSelector
+   * hashes, so where its ShardedListAndWatch gate is on only the selected
+   * buckets' objects cross the wire. For the objects a controller
+   * reconciles (its For source). */
+  KCR_SHARD_BY_UID,
+  /* The uid of the object's controller ownerReference, so that children
+   * are in their owner's bucket; an object without a controller owner is
+   * kept in every bucket's cache. The server cannot select by it: every
+   * object crosses the wire and is filtered here (memory is shared, the
+   * wire is not). For a controller's Owns sources. */
+  KCR_SHARD_BY_OWNER,
 };
 
 /* Options for kcr_informer_new(); zero means the default shown. */
@@ -223,6 +242,16 @@ struct kcr_informer_opts {
    * usual), the store is emptied without on_delete and the informer waits
    * again. KCR_EINVAL for a gvr of the core group (no CRD serves it). */
   bool await_crd;
+  /* A cache of some buckets only (KCR_SHARD_BY_NONE: every object): what
+   * a replica of a ring (kcr/shard.h) caches of a sharded controller's
+   * objects. Every bucket until kcr_informer_set_buckets says which;
+   * objects of the others are dropped as they arrive, never stored nor
+   * told (as cluster_watch drops other namespaces'). With
+   * KCR_SHARD_BY_UID each list and watch also carries the buckets as a
+   * shardSelector (kcr_shard_selector) where the server applies it (see
+   * kcr_informer_set_buckets). Needs one list and watch: KCR_EINVAL with
+   * namespaces or namespace_selector unless cluster_watch. */
+  enum kcr_shard_by shard_by;
 };
 /* How long a streaming list waits for its end bookmark after the last
  * event before it lists in pages instead: 10 s. */
@@ -343,6 +372,33 @@ KCR_API void kcr_informer_stop(kcr_informer *inf);
  * follow. */
 KCR_API void kcr_informer_free(kcr_informer *inf);
 
+/* Sets the buckets a sharded informer (opts.shard_by) caches: bucket b in
+ * bit b % 8 of set[b / 8] (copied). Any time, before start too (then the
+ * first list is of them alone). Buckets that leave the selection leave the
+ * store at once, without on_delete (they were not deleted; a reconcile of
+ * their keys finds them gone from the cache, as for any key). Buckets that
+ * enter it make the informer list again (a relist: what is cached and did
+ * not change is not told again; the new buckets' objects get on_add);
+ * kcr_informer_covers says when they are in. Where the server applies
+ * shard selectors (opts.shard_by KCR_SHARD_BY_UID and its
+ * ShardedListAndWatch gate on - asked by a LIST of one object with the
+ * selector, whose metadata.shardInfo says so, at each list and after a
+ * watch failed), the list and the watch ask for the selected buckets
+ * alone, and a narrower selection makes the watch start again from where
+ * it got to (no list); where it does not, every object crosses the wire
+ * and is filtered here. No bucket selected: nothing is cached. Errors:
+ * KCR_EINVAL (inf or set NULL, an informer not sharded). Thread safety:
+ * any thread but the informer's own (not from a handler); one at a time. */
+KCR_API kcr_err kcr_informer_set_buckets(kcr_informer *inf,
+                                         const uint8_t set[KCR_RING_BUCKETS / 8]);
+/* Whether the cache holds every object of hash's bucket
+ * (kcr_shard_bucket): synced, the bucket selected, and a list since it
+ * was selected applied. For an informer not sharded: whether it is
+ * synced. A controller reconciles a key of a bucket it just took over only
+ * once its caches cover it (else the reconcile would read "not found").
+ * Thread safety: any thread. */
+KCR_API bool kcr_informer_covers(kcr_informer *inf, uint64_t hash);
+
 /* Counters for tests and diagnostics. */
 struct kcr_informer_stats {
   /* events: watch events handled, a streaming list's initial ones too -
@@ -357,6 +413,11 @@ struct kcr_informer_stats {
   uint64_t feeds;           /* list-and-watch loops now: one per namespace of
                                opts.namespaces or of those namespace_selector
                                selects; one with cluster_watch, ns, or none */
+  uint64_t shard_changes;   /* kcr_informer_set_buckets calls that changed
+                               the selection */
+  uint64_t shard_dropped;   /* objects taken out as their buckets left */
+  bool server_shards;       /* the server applied the last shard selector
+                               asked about (opts.shard_by KCR_SHARD_BY_UID) */
 };
 /* Copies the counters into *st (read together under the informer's lock).
  * Thread safety: any thread. */

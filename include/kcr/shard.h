@@ -106,6 +106,7 @@
 #include <stdint.h>
 
 #include "api.h"
+#include "buf.h"
 #include "client.h"
 #include "err.h"
 #include "metrics.h"
@@ -251,6 +252,22 @@ KCR_API uint64_t kcr_shard_hash(const char *s, size_t n);
 
 /* The bucket of a hash: its top 8 bits. */
 KCR_API unsigned kcr_shard_bucket(uint64_t hash);
+
+/* The longest selector kcr_shard_selector writes: 128 terms (every other
+ * bucket), in bytes without the NUL. */
+#define KCR_SHARD_SELECTOR_MAX 10109u
+
+/* Appends to out the apiserver's shard selector (kcr_list_opts and
+ * kcr_watch_opts .shard_selector) of the buckets set in set (bucket b in
+ * bit b % 8 of byte b / 8): one
+ * shardRange(object.metadata.uid, '0x<16 hex>', '0x<16 hex>') per run of
+ * consecutive buckets, joined by " || "; the end of the last bucket is
+ * '0x10000000000000000'. At most 128 terms (KCR_SHARD_SELECTOR_MAX
+ * bytes). Errors: KCR_EINVAL (set or out NULL), KCR_ENOTFOUND (no bucket
+ * set: a selector cannot select nothing), KCR_ENOMEM (out is then in
+ * error). Pure; any thread. */
+KCR_API kcr_err kcr_shard_selector(const uint8_t set[KCR_RING_BUCKETS / 8],
+                                   struct kcr_buf *out);
 
 /* Shares the KCR_RING_BUCKETS buckets out among n members: owner[b] gets
  * the index in members of bucket b's owner. Depends only on the set of

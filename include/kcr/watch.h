@@ -81,6 +81,13 @@ struct kcr_watch_opts {
   const char *resource_version; /* start after this; NULL: current state first */
   const char *label_selector;
   const char *field_selector;
+  /* The apiserver's shard selector (ListOptions.shardSelector, alpha
+   * feature gate ShardedListAndWatch): "shardRange(object.metadata.uid,
+   * '0x0000000000000000', '0x8000000000000000')", terms joined by " || "
+   * (kcr_shard_selector, kcr/shard.h, writes one). A server with the gate
+   * off ignores it and sends everything; a list's metadata.shardInfo says
+   * it was applied (a watch carries no such echo). */
+  const char *shard_selector;
   /* The server ends the stream after this long, rounded up to whole seconds
    * (its timeoutSeconds); 0 or KCR_FOREVER: the server's default (a random
    * 30-60 minutes). The transfer itself times out 30 s after it. */

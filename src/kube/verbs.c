@@ -140,6 +140,7 @@ static kcr_err list_query(struct kcr_buf *p, const struct kcr_list_opts *o)
     return kcr_buf_err(p);
   kcr_query_add(p, "labelSelector", o->label_selector);
   kcr_query_add(p, "fieldSelector", o->field_selector);
+  kcr_query_add(p, "shardSelector", o->shard_selector);
   if(o->limit > 0)
     kcr_query_add_int(p, "limit", o->limit);
   kcr_query_add(p, "continue", o->continue_token);

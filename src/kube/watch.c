@@ -192,7 +192,8 @@ struct kcr_watch {
   kcr_client *c;
   struct kcr_gvr gvr;
   struct kcr_ref ref;
-  char *group, *version, *resource, *ns, *label_selector, *field_selector;
+  char *group, *version, *resource, *ns, *label_selector, *field_selector,
+      *shard_selector;
   uint64_t timeout_s; /* 0: the server's default */
   uint64_t batch_ms;
   bool allow_bookmarks, drop_managed_fields, object_text, send_initial_events;
@@ -251,6 +252,7 @@ kcr_err kcr_watch_new(const struct kcr_watch_opts *o, kcr_watch **out,
   w->ns = dup_or_null(o->ref->ns);
   w->label_selector = dup_or_null(o->label_selector);
   w->field_selector = dup_or_null(o->field_selector);
+  w->shard_selector = dup_or_null(o->shard_selector);
   w->rv = dup_or_null(o->resource_version);
   /* Rounded up, so the stream never ends before the time asked for; 0 and
    * KCR_FOREVER send none (the server's default); capped where the server's
@@ -275,7 +277,8 @@ kcr_err kcr_watch_new(const struct kcr_watch_opts *o, kcr_watch **out,
   w->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if(!w->group || !w->version || !w->resource || !w->multi || w->wake_fd < 0 ||
      (o->ref->ns && !w->ns) || (o->label_selector && !w->label_selector) ||
-     (o->field_selector && !w->field_selector) || (o->resource_version && !w->rv)) {
+     (o->field_selector && !w->field_selector) ||
+     (o->shard_selector && !w->shard_selector) || (o->resource_version && !w->rv)) {
     kcr_watch_free(w);
     return KCR_ENOMEM;
   }
@@ -310,6 +313,7 @@ void kcr_watch_free(kcr_watch *w)
   free(w->ns);
   free(w->label_selector);
   free(w->field_selector);
+  free(w->shard_selector);
   free(w->rv);
   kcr__framer_cleanup(&w->fr);
   kcr_buf_cleanup(&w->errbody);
@@ -457,6 +461,7 @@ static kcr_err watch_path(const kcr_watch *w, struct kcr_buf *p)
     kcr_query_add_int(p, "timeoutSeconds", (long long)w->timeout_s);
   kcr_query_add(p, "labelSelector", w->label_selector);
   kcr_query_add(p, "fieldSelector", w->field_selector);
+  kcr_query_add(p, "shardSelector", w->shard_selector);
   return kcr_buf_err(p);
 }
 

@@ -82,6 +82,7 @@
 #include "kcr/log.h"
 #include "kcr/time.h"
 #include "kcr/path.h"
+#include "kcr/shard.h"
 #include "kcr/watch.h"
 #include "kube/client-int.h"
 #include "runtime/informer-int.h"
@@ -101,15 +102,20 @@ enum state { ST_LISTING, ST_WATCHING, ST_STOPPED };
  * opts.namespace_selector). */
 struct feed {
   kcr_informer *inf;
-  char *ns;         /* NULL: every namespace */
-  bool whole;       /* the only feed: a list replaces the whole store */
-  char *rv;         /* where the next watch starts; feed thread */
-  kcr_watch *watch; /* current watch, under inf->mu */
-  bool stopping;    /* under inf->mu: this feed alone stops */
-  bool relist;      /* under inf->mu: opts.cluster_watch, a namespace entered
-                       the selection: list again (the watch is canceled) */
-  atomic_bool quit; /* stopping, or the informer is: a LIST ends at its next item */
-  bool synced;      /* under inf->mu */
+  char *ns;            /* NULL: every namespace */
+  bool whole;          /* the only feed: a list replaces the whole store */
+  char *rv;            /* where the next watch starts; feed thread */
+  kcr_watch *watch;    /* current watch, under inf->mu */
+  bool stopping;       /* under inf->mu: this feed alone stops */
+  bool relist;         /* under inf->mu: opts.cluster_watch, a namespace entered
+                          the selection: list again (the watch is canceled) */
+  atomic_bool quit;    /* stopping, or the informer is: a LIST ends at its next item */
+  bool synced;         /* under inf->mu */
+  bool rewatch;        /* under inf->mu: opts.shard_by, buckets left while the
+                          server filters: watch again with the narrower selector */
+  uint64_t listing[4]; /* under inf->mu: the buckets selected when its list began */
+  uint64_t covered[4]; /* under inf->mu: the buckets its last applied list
+                          brought, still selected */
   bool has_th;
   pthread_t th;
   struct kcr_backoff backoff;
@@ -182,6 +188,15 @@ struct kcr_informer {
   atomic_bool served; /* written under mu: the feeds may list (true without
                          await_crd) */
   char crd_why[96];   /* under mu: why the CRD does not serve */
+
+  /* opts.shard_by: the buckets selected, bucket b in bit b % 64 of sel[b
+   * / 64] (all until kcr_informer_set_buckets); written under wmu and mu,
+   * read anywhere. srv: whether the server applies the shard selector
+   * (opts.shard_by KCR_SHARD_BY_UID): -1 not known (probed at the next
+   * request), 0 no (the gate is off: filtered here alone), 1 yes. */
+  _Atomic uint64_t sel[4];
+  atomic_int srv;
+  int srv_told; /* under mu: srv as last logged (-1: never) */
 };
 
 /* The index of the store by namespace, with several namespaces: what a
@@ -203,7 +218,7 @@ static int cmp_key(const void *a, const void *b)
  * opts.namespaces, or in the namespaces' informer's store (which is updated
  * before ns_entered and ns_left are called). Always true without
  * cluster_watch: the feeds' requests select. Any thread. */
-static bool wanted(kcr_informer *inf, const char *ns)
+static bool ns_wanted(kcr_informer *inf, const char *ns)
 {
   kcr_obj *o;
   if(!inf->o.cluster_watch)
@@ -216,8 +231,32 @@ static bool wanted(kcr_informer *inf, const char *ns)
   return in;
 }
 
+/* opts.shard_by: whether o's bucket is selected (kcr_informer_set_buckets).
+ * An object without the uid its bucket comes from - no controller owner,
+ * with KCR_SHARD_BY_OWNER - is kept: every replica caches it. Any thread. */
+static bool in_shard(kcr_informer *inf, const kcr_obj *o)
+{
+  const char *uid;
+  unsigned b;
+  if(!inf->o.shard_by)
+    return true;
+  uid = inf->o.shard_by == KCR_SHARD_BY_UID ? kcr_obj_uid(o) : kcr_obj_controller(o)->uid;
+  if(!uid || !*uid)
+    return true;
+  b = kcr_shard_bucket(kcr_shard_hash(uid, strlen(uid)));
+  return atomic_load(&inf->sel[b / 64]) >> b % 64 & 1;
+}
+
+/* Whether o is to be cached: of a selected namespace (opts.cluster_watch)
+ * and a selected bucket (opts.shard_by). Any thread. */
+static bool wanted(kcr_informer *inf, const kcr_obj *o)
+{
+  return in_shard(inf, o) && ns_wanted(inf, kcr_obj_ns(o));
+}
+
 static struct feed *feed_new(kcr_informer *inf, const char *ns, bool whole);
 static void feed_free(struct feed *f);
+static const char *shard_sel(struct feed *f, const uint64_t bits[4], struct kcr_buf *b);
 static void ns_entered(kcr_obj *o, void *ud);
 static void ns_left(kcr_obj *o, void *ud);
 static void ns_seen(kcr_obj *old, kcr_obj *cur, void *ud);
@@ -301,6 +340,15 @@ static kcr_err check_opts(const struct kcr_informer_opts *in, struct kcr_informe
                            "%s: await_crd for %s, of the core group: no "
                            "CustomResourceDefinition serves it",
                            fn, o->gvr->resource);
+  if(o->shard_by != KCR_SHARD_BY_NONE && o->shard_by != KCR_SHARD_BY_UID &&
+     o->shard_by != KCR_SHARD_BY_OWNER)
+    return kcr_errinfo_set(ei, KCR_EINVAL, "%s: shard_by %d is none of KCR_SHARD_BY_*",
+                           fn, (int)o->shard_by);
+  if(o->shard_by && (o->namespaces || o->namespace_selector) && !o->cluster_watch)
+    return kcr_errinfo_set(ei, KCR_EINVAL,
+                           "%s: shard_by needs one list and watch: with namespaces "
+                           "or namespace_selector, set cluster_watch too",
+                           fn);
   if(!o->page_size)
     o->page_size = 500;
   if(!o->initial_events_wait_ms)
@@ -480,6 +528,10 @@ kcr_err kcr_informer_new(const struct kcr_informer_opts *opts, kcr_informer **ou
   atomic_init(&inf->over, false);
   atomic_init(&inf->served, !o->await_crd);
   atomic_init(&inf->gen, 0);
+  for(int i = 0; i < 4; i++)
+    atomic_init(&inf->sel[i], UINT64_MAX); /* every bucket until set */
+  atomic_init(&inf->srv, -1);
+  inf->srv_told = -1;
   inf->o = *o;
   inf->o.keep = NULL;       /* the caller's: compiled into proj */
   inf->o.namespaces = NULL; /* the caller's: made into feeds */
@@ -705,12 +757,28 @@ static bool relist_due(struct feed *f)
   return r;
 }
 
+/* opts.shard_by: whether buckets left the selection while the server
+ * filters, so the watch is to be made again with the narrower selector
+ * (from where it got to: no list). Takes mu; clears it. */
+static bool rewatch_due(struct feed *f)
+{
+  pthread_mutex_lock(&f->inf->mu);
+  bool r = f->rewatch;
+  f->rewatch = false;
+  pthread_mutex_unlock(&f->inf->mu);
+  return r;
+}
+
 /* A list begins: it sees every namespace selected from now on. */
 static void relist_begin(struct feed *f)
 {
   pthread_mutex_lock(&f->inf->mu);
   f->relist = false;
+  f->rewatch = false;
+  for(int i = 0; i < 4; i++)
+    f->listing[i] = atomic_load(&f->inf->sel[i]);
   pthread_mutex_unlock(&f->inf->mu);
+  atomic_store(&f->inf->srv, -1); /* (a restarted server may have another gate) */
 }
 
 /* Sleeps ms or until f (NULL: the informer) is to stop; returns false if
@@ -1045,10 +1113,10 @@ static kcr_err list_dropped(kcr_informer *inf, unsigned gen0)
 static void drop_unwanted(kcr_informer *inf, struct kcr__obj_list *c, kcr_obj **prev)
 {
   size_t k = 0;
-  if(!inf->o.cluster_watch)
+  if(!inf->o.cluster_watch && !inf->o.shard_by)
     return;
   for(size_t i = 0; i < c->n; i++) {
-    if(wanted(inf, kcr_obj_ns(c->objs[i]))) {
+    if(wanted(inf, c->objs[i])) {
       c->objs[k] = c->objs[i];
       prev[k++] = prev[i];
       continue;
@@ -1067,10 +1135,10 @@ static void drop_unwanted(kcr_informer *inf, struct kcr__obj_list *c, kcr_obj **
 static void drop_left(kcr_informer *inf, kcr_obj **gone, size_t *n)
 {
   size_t k = 0;
-  if(!inf->o.cluster_watch)
+  if(!inf->o.cluster_watch && !inf->o.shard_by)
     return;
   for(size_t i = 0; i < *n; i++)
-    if(wanted(inf, kcr_obj_ns(gone[i])))
+    if(wanted(inf, gone[i]))
       gone[k++] = gone[i];
     else
       kcr_obj_unref(gone[i]);
@@ -1161,6 +1229,8 @@ static kcr_err apply_list(struct feed *f, struct kcr__obj_list *c, char *rv,
   pthread_mutex_lock(&inf->mu);
   if(atomic_load(&inf->gen) == gen0) {
     f->synced = true;
+    for(int i = 0; i < 4; i++)
+      f->covered[i] = f->listing[i] & atomic_load(&inf->sel[i]);
     synced_locked(inf, nsdone);
   }
   pthread_cond_broadcast(&inf->cv);
@@ -1213,7 +1283,7 @@ static kcr_err gather_item(const char *text, size_t len, void *ud)
   kcr_err rc = kcr__obj_list_add(text, len, &g->l);
   if(rc || g->l.n == n0) /* (an item without a name is skipped) */
     return rc;
-  if(!wanted(g->f->inf, kcr_obj_ns(g->l.objs[n0]))) { /* cluster_watch: not selected */
+  if(!wanted(g->f->inf, g->l.objs[n0])) { /* cluster_watch, shard_by: not selected */
     kcr_obj_unref(g->l.objs[--g->l.n]);
     return KCR_OK;
   }
@@ -1243,12 +1313,19 @@ static enum state do_list(struct feed *f)
   char *rv = NULL;
   enum state next = ST_WATCHING;
   unsigned gen0 = atomic_load(&inf->gen);
+  struct kcr_buf sb = KCR_BUF_INIT;
+  uint64_t bits[4];
   kcr_err rc;
 
   count(inf, &inf->stats.lists);
   relist_begin(f);
+  pthread_mutex_lock(&inf->mu);
+  memcpy(bits, f->listing, sizeof(bits));
+  pthread_mutex_unlock(&inf->mu);
+  lo.shard_selector = shard_sel(f, bits, &sb);
   rc = kcr__list_each_text_paged(inf->o.client, &ref, &lo, gather_page, gather_item, &g,
                                  &rv, &ei);
+  kcr_buf_cleanup(&sb);
   c = g.l;
   if(rc) {
     release(f, f->inflight);
@@ -1285,7 +1362,7 @@ static kcr_err initial_event(struct feed *f, const struct kcr_watch_event *ev, k
     f->init->ignored = true;
     return KCR_ECANCELED;
   }
-  if(!wanted(inf, kcr_obj_ns(o))) { /* cluster_watch: not selected */
+  if(!wanted(inf, o)) { /* cluster_watch, shard_by: not selected */
     kcr_obj_unref(o);
     return KCR_OK;
   }
@@ -1379,10 +1456,14 @@ static kcr_err on_event(struct kcr_watch_event *ev, void *ud)
     /* (emptied for the budget since the feed's list: it lists again first;
      * cluster_watch: of a namespace not selected, under wmu so that one
      * that just left - ns_left empties it under wmu - stays empty) */
-    skip = !stale(f) && !wanted(inf, kcr_obj_ns(o));
+    skip = !stale(f) && !wanted(inf, o);
     rc = stale(f) ? KCR_EBUDGET : skip ? KCR_OK : kcr_store_put(inf->store, o, &old);
     if(!rc && !skip && !old)
       f->held++;
+    /* (shard_by: an object whose controller owner changed to another
+     * shard's leaves the cache untold, as one whose bucket left) */
+    if(skip && inf->o.shard_by)
+      kcr_store_delete_key(inf->store, kcr_obj_key(o), &old);
     pthread_mutex_unlock(&inf->wmu);
     if(skip) {
       kcr_obj_unref(o); /* the store's */
@@ -1403,7 +1484,7 @@ static kcr_err on_event(struct kcr_watch_event *ev, void *ud)
     break;
   case KCR_WATCH_DELETED:
     pthread_mutex_lock(&inf->wmu);
-    skip = !stale(f) && !wanted(inf, kcr_obj_ns(o));
+    skip = !stale(f) && !wanted(inf, o);
     if(stale(f))
       rc = KCR_EBUDGET;
     else if(!skip)
@@ -1436,12 +1517,96 @@ static uint64_t watch_timeout_ms(struct feed *f)
   return ms; /* the watch sends it as whole seconds, rounded up */
 }
 
+/* opts.shard_by KCR_SHARD_BY_UID: whether the server applies shard
+ * selectors to the resource (the ShardedListAndWatch gate) - a server
+ * with the gate off ignores them and sends everything. Known from a LIST
+ * of one object with selector, whose metadata.shardInfo is there only
+ * when it was applied (a watch carries no such echo); asked again after
+ * each list begins and after a watch failed (the server may have
+ * restarted with another gate). Unknown after a failed probe: not
+ * applied this time. */
+static bool server_shards(struct feed *f, const char *selector)
+{
+  kcr_informer *inf = f->inf;
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  struct kcr_ref ref = {.gvr = &inf->gvr, .ns = f->ns};
+  struct kcr_list_opts lo = {.label_selector = inf->lsel,
+                             .field_selector = inf->fsel,
+                             .shard_selector = selector,
+                             .limit = 1};
+  cJSON *l = NULL;
+  int was = atomic_load(&inf->srv), now;
+
+  if(was >= 0)
+    return was;
+  if(kcr_list(inf->o.client, &ref, &lo, &l, &ei)) {
+    KCR_LOG(KCR_LOG_DEBUG, "informer: cannot ask whether the server filters by shard",
+            KCR_S("informer", inf->name), KCR_I("code", ei.code),
+            KCR_S("detail", ei.message ? ei.message : ""));
+    kcr_errinfo_cleanup(&ei);
+    return false;
+  }
+  now = cJSON_IsObject(kcr_json_at(l, "/metadata/shardInfo"));
+  cJSON_Delete(l);
+  atomic_store(&inf->srv, now);
+  pthread_mutex_lock(&inf->mu);
+  was = inf->srv_told;
+  inf->srv_told = now;
+  inf->stats.server_shards = now;
+  pthread_mutex_unlock(&inf->mu);
+  if(was != now)
+    KCR_LOG(KCR_LOG_INFO,
+            now ? "informer: the server filters by shard (shardSelector)"
+                : "informer: the server ignores shardSelector (its ShardedListAndWatch "
+                  "feature gate is off): every object crosses the wire and is filtered "
+                  "here",
+            KCR_S("informer", inf->name));
+  return now;
+}
+
+/* The shard selector of a request of f for the buckets in bits[4], into
+ * b (returned), or NULL for none: not sharded by uid, every bucket, a
+ * server that does not apply it, out of memory (the objects are filtered
+ * here anyway). No bucket asks for the one hash 0 (a selector cannot
+ * select nothing), whose object, if any, is dropped here. */
+static const char *shard_sel(struct feed *f, const uint64_t bits[4], struct kcr_buf *b)
+{
+  uint8_t set[KCR_RING_BUCKETS / 8] = {0};
+  bool all = true;
+
+  if(f->inf->o.shard_by != KCR_SHARD_BY_UID)
+    return NULL;
+  for(unsigned i = 0; i < KCR_RING_BUCKETS; i++) {
+    bool in = bits[i / 64] >> i % 64 & 1;
+    set[i / 8] |= (uint8_t)(in << i % 8);
+    all = all && in;
+  }
+  if(all)
+    return NULL;
+  if(kcr_shard_selector(set, b) == KCR_ENOTFOUND)
+    kcr_buf_puts(b, "shardRange(object.metadata.uid, '0x0000000000000000', "
+                    "'0x0000000000000001')");
+  if(kcr_buf_err(b) || !server_shards(f, kcr_buf_str(b)))
+    return NULL;
+  return kcr_buf_str(b);
+}
+
+/* The buckets selected now. */
+static void sel_now(kcr_informer *inf, uint64_t bits[4])
+{
+  for(int i = 0; i < 4; i++)
+    bits[i] = atomic_load(&inf->sel[i]);
+}
+
 /* Makes the feed's watch: from f->rv, or with initial a streaming list. */
 static kcr_err new_watch(struct feed *f, bool initial, kcr_watch **w,
                          struct kcr_errinfo *ei)
 {
   kcr_informer *inf = f->inf;
   struct kcr_ref ref = {.gvr = &inf->gvr, .ns = f->ns};
+  struct kcr_buf sb = KCR_BUF_INIT;
+  uint64_t bits[4];
+  kcr_err rc;
   struct kcr_watch_opts wo = {.client = inf->o.client,
                               .ref = &ref,
                               .on_event = on_event,
@@ -1459,7 +1624,18 @@ static kcr_err new_watch(struct feed *f, bool initial, kcr_watch **w,
                                           : inf->o.watch_batch_ms
                                               ? inf->o.watch_batch_ms
                                               : KCR_INFORMER_WATCH_BATCH_MS};
-  return kcr_watch_new(&wo, w, ei);
+  /* (a streaming list asks for the buckets its list began with) */
+  if(initial) {
+    pthread_mutex_lock(&inf->mu);
+    memcpy(bits, f->listing, sizeof(bits));
+    pthread_mutex_unlock(&inf->mu);
+  } else {
+    sel_now(inf, bits);
+  }
+  wo.shard_selector = shard_sel(f, bits, &sb);
+  rc = kcr_watch_new(&wo, w, ei);
+  kcr_buf_cleanup(&sb);
+  return rc;
 }
 
 /* Runs watch w as the feed's current one (kcr_informer_stop cancels it),
@@ -1507,6 +1683,8 @@ static enum state after_watch(struct feed *f, kcr_err rc, struct kcr_errinfo *ei
       return ST_STOPPED;
     if(stale(f) || !atomic_load(&inf->served) || relist_due(f))
       return ST_WATCHING; /* (run lists again) */
+    if(rewatch_due(f))    /* (shard_by: buckets left; a narrower selector) */
+      return ST_WATCHING;
     return fail_and_wait(f, "watch", rc, ei) ? ST_WATCHING : ST_STOPPED;
   case KCR_EBUDGET: /* emptied: run lists again after backoff */ return ST_WATCHING;
   case KCR_EGONE:
@@ -1516,6 +1694,7 @@ static enum state after_watch(struct feed *f, kcr_err rc, struct kcr_errinfo *ei
             KCR_S("resourceVersion", f->rv));
     return ST_LISTING;
   default:
+    atomic_store(&inf->srv, -1); /* (shard_by: ask the server again) */
     /* A watch that worked - delivered an event, or streamed for a second -
      * and then broke (a connection cut mid-stream): not a reason to wait
      * longer each time, or a cut every few seconds would leave the cache
@@ -2085,7 +2264,7 @@ bool kcr_informer_selects_namespace(kcr_informer *inf, const char *ns)
   if(!ns)
     return false;
   if(inf->o.cluster_watch)
-    return wanted(inf, ns);
+    return ns_wanted(inf, ns);
   pthread_mutex_lock(&inf->mu);
   for(struct feed *f = inf->feeds; f && !in; f = f->next)
     in = !f->ns || !strcmp(f->ns, ns);
@@ -2164,4 +2343,92 @@ void kcr_informer_get_stats(kcr_informer *inf, struct kcr_informer_stats *st)
   for(struct feed *f = inf->feeds; f; f = f->next)
     st->feeds++;
   pthread_mutex_unlock(&inf->mu);
+}
+
+/* ---- sharding (opts.shard_by) ---- */
+
+kcr_err kcr_informer_set_buckets(kcr_informer *inf,
+                                 const uint8_t set[KCR_RING_BUCKETS / 8])
+{
+  uint64_t nw[4] = {0}, added = 0, removed = 0;
+  kcr_obj **objs = NULL, **gone = NULL;
+  size_t n = 0, ngone = 0, entered = 0;
+
+  if(!inf || !set || !inf->o.shard_by)
+    return KCR_EINVAL;
+  for(unsigned b = 0; b < KCR_RING_BUCKETS; b++)
+    nw[b / 64] |= (uint64_t)(set[b / 8] >> b % 8 & 1) << b % 64;
+  /* Under wmu, so that what a list or an event puts from now on is
+   * filtered by the new selection, and what left goes (untold: it was not
+   * deleted). */
+  pthread_mutex_lock(&inf->wmu);
+  pthread_mutex_lock(&inf->mu);
+  for(int i = 0; i < 4; i++) {
+    uint64_t old = atomic_load(&inf->sel[i]);
+    added |= nw[i] & ~old;
+    removed |= old & ~nw[i];
+    for(uint64_t e = nw[i] & ~old; e; e &= e - 1)
+      entered++;
+    atomic_store(&inf->sel[i], nw[i]);
+  }
+  pthread_mutex_unlock(&inf->mu);
+  if(removed && !kcr_store_ref_all(inf->store, &objs, &n) &&
+     (gone = malloc((n ? n : 1) * sizeof(*gone)))) {
+    for(size_t i = 0; i < n; i++) {
+      kcr_obj *old = NULL;
+      if(in_shard(inf, objs[i]))
+        continue;
+      kcr_store_delete_key(inf->store, kcr_obj_key(objs[i]), &old);
+      if(old)
+        gone[ngone++] = old;
+    }
+  } else if(removed) { /* out of memory: they stay until a relist */
+    for(struct feed *f = inf->feeds; f; f = f->next)
+      f->relist = true;
+  }
+  pthread_mutex_unlock(&inf->wmu);
+  kcr_objs_unref(objs, n);
+  kcr_objs_unref(gone, ngone); /* (and frees the array) */
+  pthread_mutex_lock(&inf->mu);
+  for(struct feed *f = inf->feeds; f; f = f->next) {
+    for(int i = 0; i < 4; i++)
+      f->covered[i] &= nw[i];
+    /* Buckets entered: list again (the objects of the new buckets were
+     * dropped till now) - but a streaming list still gathering is applied
+     * first, as when a namespace enters. Buckets left with the server
+     * filtering: watch again with the narrower selector. */
+    if(added)
+      f->relist = true;
+    else if(removed && atomic_load(&inf->srv) == 1)
+      f->rewatch = true;
+    if((added || (removed && atomic_load(&inf->srv) == 1)) && f->watch && !f->init)
+      kcr_watch_cancel(f->watch);
+  }
+  if(added || removed)
+    inf->stats.shard_changes++;
+  inf->stats.shard_dropped += ngone;
+  pthread_mutex_unlock(&inf->mu);
+  update_gauges(inf);
+  if(added || removed)
+    KCR_LOG(KCR_LOG_INFO, "informer: the buckets selected changed",
+            KCR_S("informer", inf->name), KCR_I("entered", (long long)entered),
+            KCR_I("dropped", (long long)ngone), KCR_B("relist", added != 0));
+  return KCR_OK;
+}
+
+bool kcr_informer_covers(kcr_informer *inf, uint64_t hash)
+{
+  unsigned b = kcr_shard_bucket(hash);
+  bool ok;
+
+  if(!kcr_informer_has_synced(inf))
+    return false;
+  if(!inf->o.shard_by)
+    return true;
+  pthread_mutex_lock(&inf->mu);
+  ok = atomic_load(&inf->sel[b / 64]) >> b % 64 & 1;
+  for(struct feed *f = inf->feeds; ok && f; f = f->next)
+    ok = !f->synced || (f->covered[b / 64] >> b % 64 & 1);
+  pthread_mutex_unlock(&inf->mu);
+  return ok;
 }

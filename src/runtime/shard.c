@@ -67,6 +67,46 @@ uint64_t kcr_shard_hash(const char *s, size_t n)
 
 unsigned kcr_shard_bucket(uint64_t hash) { return (unsigned)(hash >> 56); }
 
+/* Bucket b's first hash, or 2^64 for b == KCR_RING_BUCKETS, as a range
+ * literal of the shard selector: '0x' and exactly 16 lowercase hex digits
+ * (the parser refuses '0x0'), 17 for 2^64. */
+static kcr_err put_bound(struct kcr_buf *out, unsigned b)
+{
+  if(b == KCR_RING_BUCKETS)
+    return kcr_buf_puts(out, "'0x10000000000000000'");
+  return kcr_buf_printf(out, "'0x%016llx'", (unsigned long long)b << 56);
+}
+
+kcr_err kcr_shard_selector(const uint8_t set[KCR_RING_BUCKETS / 8], struct kcr_buf *out)
+{
+  unsigned b = 0, terms = 0;
+
+  if(!set || !out)
+    return KCR_EINVAL;
+  while(b < KCR_RING_BUCKETS) {
+    unsigned e;
+    if(!(set[b / 8] & 1u << b % 8)) {
+      b++;
+      continue;
+    }
+    for(e = b + 1; e < KCR_RING_BUCKETS && set[e / 8] & 1u << e % 8; e++)
+      ;
+    if(terms++)
+      kcr_buf_puts(out, " || ");
+    kcr_buf_puts(out, "shardRange(object.metadata.uid, ");
+    put_bound(out, b);
+    kcr_buf_puts(out, ", ");
+    put_bound(out, e);
+    kcr_buf_puts(out, ")");
+    b = e;
+  }
+  if(kcr_buf_err(out))
+    return kcr_buf_err(out);
+  if(!terms)
+    return KCR_ENOTFOUND;
+  return KCR_OK;
+}
+
 /* A bucket's score for a member: FNV-1a of "<identity>#<bucket>",
  * finished with splitmix64's mixer so that every bit depends on all. */
 static uint64_t score(uint64_t member_hash, unsigned bucket)

@@ -158,6 +158,46 @@ static void a_member_joining_or_leaving_moves_about_its_share(void **state)
   assert_true(worst <= 2.0);
 }
 
+static void selector_of(const uint8_t set[KCR_RING_BUCKETS / 8], struct kcr_buf *b)
+{
+  kcr_buf_reset(b);
+  assert_int_equal(kcr_shard_selector(set, b), KCR_OK);
+}
+
+static void the_shard_selector_has_a_range_per_run_of_buckets(void **state)
+{
+  uint8_t set[KCR_RING_BUCKETS / 8] = {0};
+  struct kcr_buf b = KCR_BUF_INIT;
+  (void)state;
+
+  assert_int_equal(kcr_shard_selector(set, &b), KCR_ENOTFOUND);
+  assert_int_equal(kcr_shard_selector(NULL, &b), KCR_EINVAL);
+  memset(set, 0xff, sizeof(set));
+  selector_of(set, &b);
+  assert_string_equal(kcr_buf_str(&b), "shardRange(object.metadata.uid, "
+                                       "'0x0000000000000000', '0x10000000000000000')");
+  memset(set, 0, sizeof(set));
+  set[0] = 0x06;  /* buckets 1, 2 */
+  set[31] = 0x80; /* 255 */
+  set[16] = 0x01; /* 128 */
+  selector_of(set, &b);
+  assert_string_equal(kcr_buf_str(&b),
+                      "shardRange(object.metadata.uid, '0x0100000000000000', "
+                      "'0x0300000000000000') || "
+                      "shardRange(object.metadata.uid, '0x8000000000000000', "
+                      "'0x8100000000000000') || "
+                      "shardRange(object.metadata.uid, '0xff00000000000000', "
+                      "'0x10000000000000000')");
+  /* the longest: every other bucket, the last one's end 2^64 */
+  memset(set, 0xaa, sizeof(set));
+  selector_of(set, &b);
+  assert_int_equal(b.len, KCR_SHARD_SELECTOR_MAX);
+  memset(set, 0x55, sizeof(set));
+  selector_of(set, &b);
+  assert_true(b.len < KCR_SHARD_SELECTOR_MAX);
+  kcr_buf_cleanup(&b);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -166,6 +206,7 @@ int main(void)
       cmocka_unit_test(bad_member_lists_are_refused),
       cmocka_unit_test(every_member_holds_its_share),
       cmocka_unit_test(a_member_joining_or_leaving_moves_about_its_share),
+      cmocka_unit_test(the_shard_selector_has_a_range_per_run_of_buckets),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
