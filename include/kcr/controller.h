@@ -257,10 +257,11 @@ KCR_API kcr_err kcr_controller_watches_typed(kcr_controller *c, kcr_informer *in
 /* Shares this controller's work with the other replicas of ring r
  * (kcr/shard.h): a key is reconciled here only while its bucket is this
  * replica's (kcr_ring_owns: assigned and handed over). The bucket is that of the For
- * source's cached object's uid (kcr_shard_hash), or - for a key that cache does not hold,
- * a deleted object - of the key text itself, so that one replica sees it (another bucket
- * than its uid's: while a delete is handled, the replica that owned the object may still
- * be reconciling it). A key that is
+ * source's cached object's uid (kcr_shard_hash); for a key that cache does not hold, the
+ * uid the object had when this replica saw it deleted (remembered until that reconcile
+ * succeeds); else, with a sharded For cache (below), the key is no replica's here (its
+ * object is in another's share, or never was: nothing to reconcile), and without one
+ * the key text's bucket. A key that is
  * not this replica's is dropped when a worker takes it: its backoff forgotten, the
  * reconciler not called, counted in kcr_controller_keys_not_owned_total{controller}. A
  * reconcile's kcr_ctx_client is a handle scoped to its key's hash (kcr_client_scoped):
@@ -270,9 +271,14 @@ KCR_API kcr_err kcr_controller_watches_typed(kcr_controller *c, kcr_informer *in
  * bucket leaves, the ring waits until the reconciles of its keys in flight returned
  * (KCR_RING_DRAIN_MS at most) and its keys are out of the queue (parked ones too, their
  * failures forgotten) before it hands it over; when buckets
- * arrive, the For source's cached objects in them are queued. All
- * replicas cache every object of their sources: this shares the
- * reconciles, not the memory.
+ * arrive, the For source's cached objects in them are queued. Sources
+ * whose informers are sharded (kcr_informer_opts.shard_by: KCR_SHARD_BY_UID
+ * for the For source, KCR_SHARD_BY_OWNER for Owns sources) cache the
+ * buckets assigned to this replica alone (kcr_informer_set_buckets at
+ * each change of the view, after the drain): a bucket being handed over
+ * is listed before it is owned, and a key of a bucket its caches do not
+ * cover yet (kcr_informer_covers) waits (100 ms at a time) rather than be
+ * reconciled on a partial cache. Other sources cache every object.
  * Requires a For source; before kcr_controller_start. r must outlive the
  * controller (kcr_controller_free unregisters from it). Errors: KCR_EINVAL
  * (started, no For source, r NULL, sharded already), KCR_ERANGE (r has

@@ -178,7 +178,7 @@ KCR_API kcr_ring *kcr_manager_ring(kcr_manager *m);
  *     informer of every namespace or of a namespace selector is the only
  *     one of its resource. The other options that shape the cache - label and field
  *     selectors, keep list (the same paths in the same order),
- *     keep_managed_fields - belong to the resource: every informer of one
+ *     keep_managed_fields, shard_by - belong to the resource: every informer of one
  *     resource has the same ones, so an object looked up by resource is
  *     found the same way whichever informer holds it. A metadata-only informer
  *     (kcr_informer_opts.metadata_only) is of another resource under these

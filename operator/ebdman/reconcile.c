@@ -918,22 +918,42 @@ int ebdman_run(const struct ebdman_run_opts *ro)
    * for them, and so does the EBD controller, while the webhooks serve. */
   const char *const *nss = ro->namespaces[0] ? ro->namespaces : NULL;
   const char *nssel = ro->namespace_selector;
+  /* One namespace: one list and watch of it. */
+  const char *ns1 = nss && !nss[1] ? nss[0] : NULL;
+  if(ns1)
+    nss = NULL;
+  /* In a ring each replica caches its share: the EBDs of its buckets, and
+   * the children of those (by their controller owner). A sharded cache is
+   * one list and watch, so not with several namespaces (one each). */
+  bool share = ro->manager.ring && !nss && !nssel;
+  if(ro->manager.ring && !share)
+    KCR_LOG(KCR_LOG_INFO, "ring: every replica caches every EBD of its namespaces (a "
+                          "cache of a share needs one namespace or all)");
   struct kcr_informer_opts ebds = {.gvr = &ebdman_ebds,
+                                   .ns = ns1,
                                    .namespaces = nss,
                                    .namespace_selector = nssel,
                                    .resync_ms = ro->resync_ms,
-                                   .await_crd = true};
+                                   .await_crd = true,
+                                   .shard_by =
+                                       share ? KCR_SHARD_BY_UID : KCR_SHARD_BY_NONE};
   /* The children's caches hold only what ebdman reads of them (children.c). */
   struct kcr_informer_opts vfms = {.gvr = &ebdman_vfms,
+                                   .ns = ns1,
                                    .namespaces = nss,
                                    .namespace_selector = nssel,
                                    .keep = vfm_keep,
-                                   .await_crd = true};
+                                   .await_crd = true,
+                                   .shard_by =
+                                       share ? KCR_SHARD_BY_OWNER : KCR_SHARD_BY_NONE};
   struct kcr_informer_opts cms = {.gvr = &ebdman_configmaps,
+                                  .ns = ns1,
                                   .namespaces = nss,
                                   .namespace_selector = nssel,
                                   .label_selector = "app.kubernetes.io/managed-by=ebdman",
-                                  .keep = ebdman_configmap_keep};
+                                  .keep = ebdman_configmap_keep,
+                                  .shard_by =
+                                      share ? KCR_SHARD_BY_OWNER : KCR_SHARD_BY_NONE};
   struct kcr_status_writer_opts so = {.client = kcr_manager_client(m),
                                       .gvr = &ebdman_ebds,
                                       .api_version = EBDMAN_API_VERSION,

@@ -48,6 +48,8 @@
 #include "core/assert-int.h"
 #include "kube/client-int.h"
 #include "kcr/controller.h"
+#include "kcr/hash.h"
+#include "kcr/htab.h"
 #include "kcr/time.h"
 #include "runtime/controller-int.h"
 #include "runtime/informer-int.h"
@@ -110,8 +112,21 @@ struct kcr_controller {
   kcr_ring *ring;            /* kcr_controller_shard */
   kcr_ring_view *shard_view; /* the view the last reshard queued for */
   kcr_metric *m_not_owned, *m_objs_owned;
-  bool collecting; /* count_owned is on the registry's collect hooks */
+  bool collecting;      /* count_owned is on the registry's collect hooks */
+  struct kcr_htab gone; /* under mu: struct gone, by kcr_hash_str of the key */
 };
+
+/* A sharded controller's For object deleted from its cache: the hash of
+ * its uid places its key's reconcile, though the cache no longer holds it
+ * (so the replica that owned it handles the delete). Until that reconcile
+ * succeeds, the object is cached again, or its bucket leaves. */
+struct gone {
+  struct kcr_hnode hn;
+  uint64_t hash;
+  char key[];
+};
+#define MAX_GONE      100000 /* beyond: a delete is reconciled by no replica */
+#define COVER_WAIT_MS 100    /* a key whose bucket's caches are listing: again after */
 
 /* ---- context ---- */
 
@@ -437,9 +452,30 @@ static void requeue_everything(kcr_controller *c)
           KCR_S("controller", c->name));
 }
 
-static void h_add(kcr_obj *o, void *ud) { route(ud, NULL, o, 0); }
+static void note_gone(kcr_controller *c, kcr_obj *o);
+static void gone_drop(kcr_controller *c, const char *key);
+
+/* Whether s is the For source of a sharded controller whose cache is
+ * sharded: its deletes are remembered (see struct gone) - before the key
+ * is queued, so a worker that takes it finds where it was. */
+static bool notes_gone(const struct source *s)
+{
+  return s->kind == SRC_FOR && s->c->ring && kcr__informer_shard_by(s->inf);
+}
+
+static void h_add(kcr_obj *o, void *ud)
+{
+  if(notes_gone(ud)) /* cached again: placed by it */
+    gone_drop(((struct source *)ud)->c, kcr_obj_key(o));
+  route(ud, NULL, o, 0);
+}
 static void h_update(kcr_obj *old, kcr_obj *cur, void *ud) { route(ud, old, cur, 1); }
-static void h_delete(kcr_obj *o, void *ud) { route(ud, NULL, o, 2); }
+static void h_delete(kcr_obj *o, void *ud)
+{
+  if(notes_gone(ud))
+    note_gone(((struct source *)ud)->c, o);
+  route(ud, NULL, o, 2);
+}
 
 /* Registers the source tmpl with the options of opts (NULL: defaults;
  * default_prio for its updates and deletes). */
@@ -644,13 +680,125 @@ static uint64_t key_hash(const char *key, const kcr_obj *o)
   return *uid ? kcr_shard_hash(uid, strlen(uid)) : kcr_shard_hash(key, strlen(key));
 }
 
-/* Whether key is ours now; *hash gets the hash that places it. */
+static kcr_informer *for_informer(kcr_controller *c)
+{
+  for(size_t i = 0; i < c->nsrc; i++)
+    if(c->src[i].kind == SRC_FOR)
+      return c->src[i].inf;
+  return NULL;
+}
+
+/* The gone entry of key (c->mu held), or NULL. */
+static struct gone *gone_find(kcr_controller *c, const char *key)
+{
+  for(struct kcr_hnode *n = kcr_htab_lookup(&c->gone, kcr_hash_str(key)); n;
+      n = kcr_htab_lookup_next(n))
+    if(!strcmp(KCR_HTAB_ENTRY(n, struct gone, hn)->key, key))
+      return KCR_HTAB_ENTRY(n, struct gone, hn);
+  return NULL;
+}
+
+static void gone_drop(kcr_controller *c, const char *key)
+{
+  pthread_mutex_lock(&c->mu);
+  struct gone *g = gone_find(c, key);
+  if(g)
+    kcr_htab_remove(&c->gone, &g->hn);
+  pthread_mutex_unlock(&c->mu);
+  free(g);
+}
+
+/* A For object deleted from a sharded cache: remembers where its key was. */
+static void note_gone(kcr_controller *c, kcr_obj *o)
+{
+  const char *key = kcr_obj_key(o), *uid = kcr_obj_uid(o);
+  size_t n = strlen(key) + 1;
+  struct gone *g;
+
+  if(!*uid || !(g = malloc(sizeof(*g) + n)))
+    return;
+  g->hash = kcr_shard_hash(uid, strlen(uid));
+  memcpy(g->key, key, n);
+  pthread_mutex_lock(&c->mu);
+  struct gone *old = gone_find(c, key);
+  if(old)
+    kcr_htab_remove(&c->gone, &old->hn);
+  if(c->gone.n >= MAX_GONE || kcr_htab_insert(&c->gone, &g->hn, kcr_hash_str(key))) {
+    free(g);
+    g = NULL;
+  }
+  pthread_mutex_unlock(&c->mu);
+  free(old);
+}
+
+/* Frees every gone entry (kcr_controller_free). */
+static void gone_clear(kcr_controller *c)
+{
+  struct kcr_htab_iter it;
+  struct kcr_hnode *n;
+  kcr_htab_iter_init(&it, &c->gone);
+  while((n = kcr_htab_iter_next(&it)))
+    free(KCR_HTAB_ENTRY(n, struct gone, hn));
+  kcr_htab_cleanup(&c->gone);
+}
+
+/* Whether key is ours now; *hash gets the hash that places it: its cached
+ * object's uid; for a key the For cache does not hold, the uid it had when
+ * it was deleted here; else, with a sharded For cache, none is ours (the
+ * object is in another replica's share, or was never there: nothing to
+ * reconcile); without, the key text's. */
 static bool owned(kcr_controller *c, const char *key, uint64_t *hash)
 {
   kcr_obj *o = kcr_store_ref_key(for_store(c), key);
+  struct gone *g;
+
   *hash = key_hash(key, o);
   kcr_obj_unref(o);
+  if(o)
+    return kcr_ring_owns(c->ring, *hash);
+  pthread_mutex_lock(&c->mu);
+  if((g = gone_find(c, key)))
+    *hash = g->hash;
+  pthread_mutex_unlock(&c->mu);
+  if(!g && kcr__informer_shard_by(for_informer(c)))
+    return false;
   return kcr_ring_owns(c->ring, *hash);
+}
+
+/* Whether every sharded source's cache holds all of hash's bucket. */
+static bool covered(kcr_controller *c, uint64_t hash)
+{
+  for(size_t i = 0; i < c->nsrc; i++)
+    if(kcr__informer_shard_by(c->src[i].inf) && !kcr_informer_covers(c->src[i].inf, hash))
+      return false;
+  return true;
+}
+
+/* Selects in the sharded sources' caches the buckets assigned to this
+ * replica in v (owned or being handed over: the cache fills before the
+ * bucket is owned), and forgets the deletes of buckets no longer owned. */
+static void select_buckets(kcr_controller *c, const kcr_ring_view *v)
+{
+  uint8_t set[KCR_RING_BUCKETS / 8] = {0};
+  struct kcr_htab_iter it;
+  struct kcr_hnode *n;
+
+  for(unsigned b = 0; b < KCR_RING_BUCKETS; b++)
+    if(kcr_ring_view_assigned(v, (uint64_t)b << 56))
+      set[b / 8] |= (uint8_t)(1u << b % 8);
+  for(size_t i = 0; i < c->nsrc; i++)
+    if(kcr__informer_shard_by(c->src[i].inf))
+      kcr_informer_set_buckets(c->src[i].inf, set);
+  pthread_mutex_lock(&c->mu);
+  kcr_htab_iter_init(&it, &c->gone);
+  while((n = kcr_htab_iter_next(&it))) {
+    struct gone *g = KCR_HTAB_ENTRY(n, struct gone, hn);
+    if(!kcr_ring_view_mine(v, g->hash)) {
+      kcr_htab_remove(&c->gone, n);
+      free(g);
+    }
+  }
+  pthread_mutex_unlock(&c->mu);
 }
 
 /* Whether a worker reconciles a key of a bucket ov owned and nv does not
@@ -723,7 +871,8 @@ static void reshard(kcr_ring *r, void *ud)
             KCR_S("controller", c->name), KCR_I("drainMs", KCR_RING_DRAIN_MS));
   if(kcr_store_ref_all(for_store(c), &objs, &n)) {
     atomic_store(&c->requeue_all, true); /* out of memory: route everything */
-    goto out;                            /* the lost keys are dropped when taken */
+    select_buckets(c, nv);               /* the lost keys are dropped when taken */
+    goto out;
   }
   if(ov && (kh = malloc((n ? n : 1) * sizeof(*kh)))) {
     for(size_t i = 0; i < n; i++)
@@ -733,6 +882,12 @@ static void reshard(kcr_ring *r, void *ud)
     removed = kcr__queue_remove_if(c->q, lost_key, &(struct lost){ov, nv, kh, n});
     free(kh);
   }
+  kcr_objs_unref(objs, n);
+  /* (the caches drop the buckets that left - drained now - and list the
+   * ones that entered; the objects of those come as on_add, queued) */
+  select_buckets(c, nv);
+  if(kcr_store_ref_all(for_store(c), &objs, &n))
+    goto out;
   for(size_t i = 0; i < n; i++) {
     uint64_t h = key_hash(kcr_obj_key(objs[i]), objs[i]);
     if(kcr_ring_view_mine(nv, h) && !(ov && kcr_ring_view_mine(ov, h))) {
@@ -796,6 +951,7 @@ kcr_err kcr_controller_shard(kcr_controller *c, kcr_ring *r)
     kcr_metric_inc(c->m_not_owned, (const char *[]){c->name, NULL}, 0);
   }
   c->shard_view = kcr_ring_view_get(r);
+  select_buckets(c, c->shard_view); /* (none before the ring's first view) */
   rc = kcr_ring_add_listener(r, reshard, c);
   if(!rc)
     c->ring = r;
@@ -824,6 +980,10 @@ static void process_sharded(kcr_controller *c, struct worker *w, kcr_ctx *cx,
     kcr_metric_inc(c->m_not_owned, (const char *[]){c->name, NULL}, 1);
     return;
   }
+  if(!covered(c, hash)) { /* a bucket taken over: its caches are listing it */
+    kcr_queue_add_after(c->q, key, COVER_WAIT_MS);
+    return;
+  }
   if(kcr_client_scoped(c->o.client, hash, &cx->client)) {
     kcr_queue_add_with(
         c->q, key, &(struct kcr_queue_add_opts){.priority = prio, .rate_limited = true});
@@ -836,6 +996,8 @@ static void process_sharded(kcr_controller *c, struct worker *w, kcr_ctx *cx,
   kcr__client_thread_scope(true, hash); /* a status writer's writes too */
   process(c, cx, key, prio);
   kcr__client_thread_scope(false, 0);
+  if(!kcr_queue_num_requeues(c->q, key)) /* (a delete handled: forgotten) */
+    gone_drop(c, key);
   kcr_client_free(cx->client);
   cx->client = NULL;
   pthread_mutex_lock(&c->mu);
@@ -990,6 +1152,7 @@ void kcr_controller_free(kcr_controller *c)
   if(c->ring)
     kcr_ring_remove_listener(c->ring, reshard, c);
   kcr_ring_view_unref(c->shard_view);
+  gone_clear(c);
   kcr_queue_free(c->q);
   for(size_t i = 0; i < c->nsrc; i++) {
     free(c->src[i].owner_group);

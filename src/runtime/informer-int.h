@@ -20,4 +20,7 @@ bool kcr__informer_holds_keys(kcr_informer *inf);
  * to 0. inf stays valid until freed. */
 void kcr__informer_retire(kcr_informer *inf);
 
+/* inf's opts.shard_by. Thread safety: any thread. */
+enum kcr_shard_by kcr__informer_shard_by(const kcr_informer *inf);
+
 #endif

@@ -2352,7 +2352,7 @@ kcr_err kcr_informer_set_buckets(kcr_informer *inf,
 {
   uint64_t nw[4] = {0}, added = 0, removed = 0;
   kcr_obj **objs = NULL, **gone = NULL;
-  size_t n = 0, ngone = 0, entered = 0;
+  size_t n = 0, ngone = 0, entered = 0, left = 0;
 
   if(!inf || !set || !inf->o.shard_by)
     return KCR_EINVAL;
@@ -2362,16 +2362,16 @@ kcr_err kcr_informer_set_buckets(kcr_informer *inf,
    * filtered by the new selection, and what left goes (untold: it was not
    * deleted). */
   pthread_mutex_lock(&inf->wmu);
-  pthread_mutex_lock(&inf->mu);
   for(int i = 0; i < 4; i++) {
     uint64_t old = atomic_load(&inf->sel[i]);
     added |= nw[i] & ~old;
     removed |= old & ~nw[i];
     for(uint64_t e = nw[i] & ~old; e; e &= e - 1)
       entered++;
+    for(uint64_t e = old & ~nw[i]; e; e &= e - 1)
+      left++;
     atomic_store(&inf->sel[i], nw[i]);
   }
-  pthread_mutex_unlock(&inf->mu);
   if(removed && !kcr_store_ref_all(inf->store, &objs, &n) &&
      (gone = malloc((n ? n : 1) * sizeof(*gone)))) {
     for(size_t i = 0; i < n; i++) {
@@ -2383,8 +2383,7 @@ kcr_err kcr_informer_set_buckets(kcr_informer *inf,
         gone[ngone++] = old;
     }
   } else if(removed) { /* out of memory: they stay until a relist */
-    for(struct feed *f = inf->feeds; f; f = f->next)
-      f->relist = true;
+    added = 1;
   }
   pthread_mutex_unlock(&inf->wmu);
   kcr_objs_unref(objs, n);
@@ -2412,7 +2411,8 @@ kcr_err kcr_informer_set_buckets(kcr_informer *inf,
   if(added || removed)
     KCR_LOG(KCR_LOG_INFO, "informer: the buckets selected changed",
             KCR_S("informer", inf->name), KCR_I("entered", (long long)entered),
-            KCR_I("dropped", (long long)ngone), KCR_B("relist", added != 0));
+            KCR_I("left", (long long)left), KCR_I("dropped", (long long)ngone),
+            KCR_B("relist", added != 0));
   return KCR_OK;
 }
 
@@ -2431,4 +2431,9 @@ bool kcr_informer_covers(kcr_informer *inf, uint64_t hash)
     ok = !f->synced || (f->covered[b / 64] >> b % 64 & 1);
   pthread_mutex_unlock(&inf->mu);
   return ok;
+}
+
+enum kcr_shard_by kcr__informer_shard_by(const kcr_informer *inf)
+{
+  return inf->o.shard_by;
 }

@@ -370,6 +370,9 @@ static bool informer_id(const struct kcr_informer_opts *io, struct shared_inform
                  io->label_selector ? io->label_selector : "",
                  io->field_selector ? io->field_selector : "");
   kcr_buf_puts(&o, io->keep_managed_fields ? ", managedFields kept" : "");
+  kcr_buf_puts(&o, io->shard_by == KCR_SHARD_BY_UID     ? ", sharded by uid"
+                   : io->shard_by == KCR_SHARD_BY_OWNER ? ", sharded by owner"
+                                                        : "");
   kcr_buf_puts(&o, io->keep ? ", keep [" : ", no keep list");
   for(size_t i = 0; io->keep && io->keep[i]; i++)
     kcr_buf_printf(&o, "%s%s", i ? "," : "", io->keep[i]);

@@ -11,6 +11,10 @@
 #   cleared): the other two see 2 members within 5 s, well inside the 15 s
 #   lease, and a spec change of every EBD then converges (observedGeneration
 #   2) - the share of the replica that left was taken over.
+# - Each replica caches its share alone: the EBDs it caches are those whose
+#   buckets it owns (kcr_informer_objects = kcr_controller_objects_owned),
+#   and the three caches add up to the 90 EBDs; the children's caches add
+#   up to the children (each by its owner's bucket).
 # - No request refused by RBAC (the shipped Role allows the ring's Leases).
 # Then SIGTERM: exit 0.
 set -euo pipefail
@@ -69,6 +73,20 @@ expect_eq "EBDs written by more than one replica" 0 "$(awk '$2 != 1' "$E2E_TMP/w
 for r in r0 r1 r2; do
   expect_gt "EBDs written by $r" 0 "$(grep -c " $r\$" "$E2E_TMP/writers.txt" || true)"
 done
+cached() { # cached RESOURCE LABEL...: the objects the replicas' caches hold, added up
+  local res=$1 s=0 r
+  shift
+  for r in "$@"; do s=$((s + $(metric "$r" kcr_informer_objects "informer=\"$res\""))); done
+  echo "$s"
+}
+for r in r0 r1 r2; do
+  expect_eq "$r caches the EBDs it owns, no more" "$(metric "$r" kcr_controller_objects_owned)" \
+    "$(cached ebds.ebdman.example.com "$r")"
+  expect_gt "EBDs $r does not cache" 0 "$((n - $(cached ebds.ebdman.example.com "$r")))"
+done
+expect_eq "EBDs cached by the three" "$n" "$(cached ebds.ebdman.example.com r0 r1 r2)"
+expect_eq "VFMs cached by the three" "$n" "$(cached vfms.ebdman.example.com r0 r1 r2)"
+expect_eq "ConfigMaps cached by the three" "$n" "$(cached configmaps r0 r1 r2)"
 
 stop_proc r2
 expect_eq "r2's exit status after SIGTERM" 0 "$E2E_EXIT"

@@ -353,7 +353,8 @@ static bool saw(struct itest_seen *s, const char *ns, int i)
 
 /* A manager in ring "ctl" of ns as id (5 s leases), with an informer of
  * the ConfigMaps in ns. */
-static kcr_manager *ring_manager(const char *ns, const char *id, kcr_informer **inf)
+static kcr_manager *ring_manager_by(const char *ns, const char *id, kcr_informer **inf,
+                                    enum kcr_shard_by by)
 {
   struct kcr_config_opts co = {0};
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
@@ -374,10 +375,17 @@ static kcr_manager *ring_manager(const char *ns, const char *id, kcr_informer **
   itest_expect(
       KCR_OK,
       kcr_manager_informer(
-          m, &(struct kcr_informer_opts){.gvr = &itest_configmaps, .ns = ns}, inf, &ei),
+          m,
+          &(struct kcr_informer_opts){.gvr = &itest_configmaps, .ns = ns, .shard_by = by},
+          inf, &ei),
       &ei);
   kcr_errinfo_cleanup(&ei);
   return m;
+}
+
+static kcr_manager *ring_manager(const char *ns, const char *id, kcr_informer **inf)
+{
+  return ring_manager_by(ns, id, inf, KCR_SHARD_BY_NONE);
 }
 
 static void managers_in_a_ring_share_the_reconciles(void **state)
@@ -443,6 +451,133 @@ static void managers_in_a_ring_share_the_reconciles(void **state)
     assert_true(itest_wait_saw(&seen[0], ns, name, 10000));
   }
   itest_run_stop(&run[0], 0); /* frees the manager */
+  kcr_errinfo_cleanup(&ei);
+  itest_namespace_drop(cl, ns);
+}
+
+/* What a reconcile of a sharded cache saw: the keys it reconciled while
+ * their object was gone from the cache (a delete). */
+struct absent {
+  kcr_store *st;
+  pthread_mutex_t mu;
+  int n;
+  char key[NCM][64];
+};
+
+static kcr_err absent_reconcile(kcr_ctx *cx, const struct kcr_request *req,
+                                struct kcr_result *res, void *ud)
+{
+  struct absent *a = ud;
+  kcr_obj *o = kcr_store_ref(a->st, req->ns, req->name);
+  (void)cx;
+  (void)res;
+  if(!o) {
+    pthread_mutex_lock(&a->mu);
+    if(a->n < NCM)
+      snprintf(a->key[a->n++], 64, "%s/%s", req->ns, req->name);
+    pthread_mutex_unlock(&a->mu);
+  }
+  kcr_obj_unref(o);
+  return KCR_OK;
+}
+
+static bool absent_saw(struct absent *a, const char *key)
+{
+  pthread_mutex_lock(&a->mu);
+  bool y = false;
+  for(int i = 0; i < a->n && !y; i++)
+    y = !strcmp(a->key[i], key);
+  pthread_mutex_unlock(&a->mu);
+  return y;
+}
+
+/* Two managers whose For caches are sharded (KCR_SHARD_BY_UID): each
+ * caches the objects of its buckets alone, and the delete of one is
+ * reconciled by the replica that cached it - also when the bucket of the
+ * key's text is the other's (the controller remembers the deleted
+ * object's uid). */
+static void sharded_caches_hold_their_share_and_the_owner_sees_the_delete(void **state)
+{
+  (void)state;
+  char *ns = itest_namespace(cl, "ringc");
+  struct kcr_errinfo ei = KCR_ERRINFO_INIT;
+  kcr_manager *m[2];
+  kcr_informer *inf[2];
+  struct itest_run run[2];
+  struct absent ab[2] = {{.mu = PTHREAD_MUTEX_INITIALIZER},
+                         {.mu = PTHREAD_MUTEX_INITIALIZER}};
+  char uid[NCM][40];
+  size_t mine[2] = {0, 0};
+  kcr_ring_view *v;
+  int pick = -1, who = 0;
+
+  for(int i = 0; i < 2; i++) {
+    kcr_controller *ctl;
+    m[i] = ring_manager_by(ns, i ? "m1" : "m0", &inf[i], KCR_SHARD_BY_UID);
+    ab[i].st = kcr_informer_store(inf[i]);
+    itest_expect(KCR_OK,
+                 kcr_controller_new(
+                     &(struct kcr_controller_opts){.name = "cm",
+                                                   .reconcile = absent_reconcile,
+                                                   .ud = &ab[i],
+                                                   .client = kcr_manager_client(m[i])},
+                     &ctl, &ei),
+                 &ei);
+    itest_expect(KCR_OK, kcr_controller_for(ctl, inf[i], NULL), &ei);
+    itest_expect(KCR_OK, kcr_manager_add(m[i], ctl), &ei);
+    itest_run_start(&run[i], m[i]);
+  }
+  wait_members(kcr_manager_ring(m[0]), 2, 20000);
+  wait_members(kcr_manager_ring(m[1]), 2, 20000);
+  wait_settled(kcr_manager_ring(m[0]), 0, 5000);
+  wait_settled(kcr_manager_ring(m[1]), 0, 5000);
+  for(int i = 0; i < NCM; i++) {
+    cJSON *o = itest_json("{\"metadata\":{\"name\":\"cm-%02d\"}}", i), *made = NULL;
+    itest_expect(
+        KCR_OK,
+        kcr_create(cl, &(struct kcr_ref){&itest_configmaps, ns}, o, NULL, &made, &ei),
+        &ei);
+    snprintf(uid[i], sizeof(uid[i]), "%s", kcr_json_str(made, "/metadata/uid"));
+    cJSON_Delete(o);
+    cJSON_Delete(made);
+  }
+  v = kcr_ring_view_get(kcr_manager_ring(m[0]));
+  for(int i = 0; i < NCM; i++) {
+    char key[64];
+    uint64_t h = kcr_shard_hash(uid[i], strlen(uid[i]));
+    int w = !strcmp(kcr_ring_view_owner(v, h), "m1");
+    mine[w]++;
+    snprintf(key, sizeof(key), "%s/cm-%02d", ns, i);
+    /* one whose key text is placed on the other replica */
+    if(pick < 0 && strcmp(kcr_ring_view_owner(v, kcr_shard_hash(key, strlen(key))),
+                          kcr_ring_view_owner(v, h))) {
+      pick = i;
+      who = w;
+    }
+  }
+  kcr_ring_view_unref(v);
+  for(int t = 0; t < 500 && (kcr_store_len(ab[0].st) != mine[0] ||
+                             kcr_store_len(ab[1].st) != mine[1]);
+      t++)
+    itest_sleep_ms(10);
+  printf("sharded caches: m0 holds %zu, m1 %zu of %d\n", kcr_store_len(ab[0].st),
+         kcr_store_len(ab[1].st), NCM);
+  assert_int_equal(kcr_store_len(ab[0].st), mine[0]);
+  assert_int_equal(kcr_store_len(ab[1].st), mine[1]);
+  assert_true(pick >= 0); /* (24 objects: all alike has odds 2^-24) */
+  char name[32], key[64];
+  snprintf(name, sizeof(name), "cm-%02d", pick);
+  snprintf(key, sizeof(key), "%s/%s", ns, name);
+  itest_expect(
+      KCR_OK,
+      kcr_delete(cl, &(struct kcr_ref){&itest_configmaps, ns, name}, NULL, NULL, &ei),
+      &ei);
+  for(int t = 0; t < 1000 && !absent_saw(&ab[who], key); t++)
+    itest_sleep_ms(10);
+  assert_true(absent_saw(&ab[who], key));
+  assert_false(absent_saw(&ab[!who], key));
+  itest_run_stop(&run[1], 0);
+  itest_run_stop(&run[0], 0);
   kcr_errinfo_cleanup(&ei);
   itest_namespace_drop(cl, ns);
 }
@@ -902,6 +1037,7 @@ int main(void)
       cmocka_unit_test(a_deleted_lease_holds_its_buckets_until_it_would_have_expired),
       cmocka_unit_test(a_leaving_member_gives_its_buckets_up_before_its_lease),
       cmocka_unit_test(another_process_with_our_identity_is_noticed),
+      cmocka_unit_test(sharded_caches_hold_their_share_and_the_owner_sees_the_delete),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
