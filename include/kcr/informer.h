@@ -379,16 +379,20 @@ KCR_API void kcr_informer_free(kcr_informer *inf);
  * their keys finds them gone from the cache, as for any key). Buckets that
  * enter it make the informer list again (a relist: what is cached and did
  * not change is not told again; the new buckets' objects get on_add);
- * kcr_informer_covers says when they are in. Where the server applies
- * shard selectors (opts.shard_by KCR_SHARD_BY_UID and its
- * ShardedListAndWatch gate on - asked by a LIST of one object with the
- * selector, whose metadata.shardInfo says so, at each list and after a
- * watch failed), the list and the watch ask for the selected buckets
- * alone, and a narrower selection makes the watch start again from where
- * it got to (no list); where it does not, every object crosses the wire
- * and is filtered here. No bucket selected: nothing is cached. Errors:
- * KCR_EINVAL (inf or set NULL, an informer not sharded). Thread safety:
- * any thread but the informer's own (not from a handler); one at a time. */
+ * kcr_informer_covers says when they are in. With opts.shard_by
+ * KCR_SHARD_BY_UID the list and the watch carry the selected buckets as a
+ * shardSelector (kcr_shard_selector): a server whose ShardedListAndWatch
+ * gate is on sends those buckets' objects alone, one with it off ignores
+ * it and every object crosses the wire, filtered here (either way nothing
+ * outside the buckets is cached). Which one is asked at each list and
+ * after a watch failed, by a LIST of one object selecting no bucket: an
+ * answer with metadata.shardInfo (the server's echo) or an empty one
+ * where objects exist (v1.37 echoes built-in kinds only) applied it, one
+ * with an object ignored it (kcr_informer_stats.server_shards, logged when
+ * it changes). Where it applies, a narrower selection makes the watch
+ * start again from where it got to (no list). No bucket selected: nothing is cached.
+ * Errors: KCR_EINVAL (inf or set NULL, an informer not sharded). Thread safety: any
+ * thread but the informer's own (not from a handler); one at a time. */
 KCR_API kcr_err kcr_informer_set_buckets(kcr_informer *inf,
                                          const uint8_t set[KCR_RING_BUCKETS / 8]);
 /* Whether the cache holds every object of hash's bucket

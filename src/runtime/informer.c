@@ -1517,37 +1517,65 @@ static uint64_t watch_timeout_ms(struct feed *f)
   return ms; /* the watch sends it as whole seconds, rounded up */
 }
 
-/* opts.shard_by KCR_SHARD_BY_UID: whether the server applies shard
- * selectors to the resource (the ShardedListAndWatch gate) - a server
- * with the gate off ignores them and sends everything. Known from a LIST
- * of one object with selector, whose metadata.shardInfo is there only
- * when it was applied (a watch carries no such echo); asked again after
- * each list begins and after a watch failed (the server may have
- * restarted with another gate). Unknown after a failed probe: not
- * applied this time. */
-static bool server_shards(struct feed *f, const char *selector)
+/* The selector of no bucket: the one hash 0 (a selector cannot select
+ * nothing), whose object, if any, is dropped here. */
+#define NO_BUCKET                                                                        \
+  "shardRange(object.metadata.uid, '0x0000000000000000', '0x0000000000000001')"
+
+/* A LIST of one object of f's resource (its label and field selectors)
+ * with shard selector sel (NULL: none): the answer, or NULL on error. */
+static cJSON *list_one(struct feed *f, const char *sel)
 {
   kcr_informer *inf = f->inf;
   struct kcr_errinfo ei = KCR_ERRINFO_INIT;
   struct kcr_ref ref = {.gvr = &inf->gvr, .ns = f->ns};
   struct kcr_list_opts lo = {.label_selector = inf->lsel,
                              .field_selector = inf->fsel,
-                             .shard_selector = selector,
+                             .shard_selector = sel,
                              .limit = 1};
   cJSON *l = NULL;
-  int was = atomic_load(&inf->srv), now;
-
-  if(was >= 0)
-    return was;
-  if(kcr_list(inf->o.client, &ref, &lo, &l, &ei)) {
+  if(kcr_list(inf->o.client, &ref, &lo, &l, &ei))
     KCR_LOG(KCR_LOG_DEBUG, "informer: cannot ask whether the server filters by shard",
             KCR_S("informer", inf->name), KCR_I("code", ei.code),
             KCR_S("detail", ei.message ? ei.message : ""));
-    kcr_errinfo_cleanup(&ei);
-    return false;
-  }
-  now = cJSON_IsObject(kcr_json_at(l, "/metadata/shardInfo"));
+  kcr_errinfo_cleanup(&ei);
+  return l;
+}
+
+/* opts.shard_by KCR_SHARD_BY_UID: whether the server applies shard
+ * selectors to the resource (its ShardedListAndWatch gate): 1 yes, 0 no (a
+ * server with the gate off ignores them and sends everything), -1 not
+ * known. A LIST of one object selecting no bucket (NO_BUCKET) tells: an
+ * answer with metadata.shardInfo, the server's echo, applied it; one with
+ * an object ignored it; an empty one without the echo (v1.37 echoes
+ * built-in kinds only, not custom resources) applied it if a LIST of one
+ * without the selector finds an object, and tells nothing if the
+ * collection is empty. Asked when not known: at each list and after a
+ * watch failed (the server may have restarted with another gate). The
+ * selector is sent either way - a server that ignores it costs bytes, and
+ * every object is filtered here too - so the answer decides only what is
+ * logged and counted (kcr_informer_stats.server_shards) and whether a
+ * narrower selection starts the watch again. */
+static int server_shards(struct feed *f)
+{
+  kcr_informer *inf = f->inf;
+  cJSON *l;
+  int was = atomic_load(&inf->srv), now = -1;
+
+  if(was >= 0 || !(l = list_one(f, NO_BUCKET)))
+    return was;
+  if(cJSON_IsObject(kcr_json_at(l, "/metadata/shardInfo")))
+    now = 1;
+  else if(cJSON_GetArraySize(kcr_json_at(l, "/items")) > 0)
+    now = 0;
   cJSON_Delete(l);
+  if(now < 0 && (l = list_one(f, NULL))) {
+    if(cJSON_GetArraySize(kcr_json_at(l, "/items")) > 0)
+      now = 1;
+    cJSON_Delete(l);
+  }
+  if(now < 0)
+    return -1;
   atomic_store(&inf->srv, now);
   pthread_mutex_lock(&inf->mu);
   was = inf->srv_told;
@@ -1565,10 +1593,9 @@ static bool server_shards(struct feed *f, const char *selector)
 }
 
 /* The shard selector of a request of f for the buckets in bits[4], into
- * b (returned), or NULL for none: not sharded by uid, every bucket, a
- * server that does not apply it, out of memory (the objects are filtered
- * here anyway). No bucket asks for the one hash 0 (a selector cannot
- * select nothing), whose object, if any, is dropped here. */
+ * b (returned), or NULL for none: not sharded by uid, every bucket, out of
+ * memory (the objects are filtered here anyway). Asks whether the server
+ * applies it when that is not known (server_shards). */
 static const char *shard_sel(struct feed *f, const uint64_t bits[4], struct kcr_buf *b)
 {
   uint8_t set[KCR_RING_BUCKETS / 8] = {0};
@@ -1584,10 +1611,10 @@ static const char *shard_sel(struct feed *f, const uint64_t bits[4], struct kcr_
   if(all)
     return NULL;
   if(kcr_shard_selector(set, b) == KCR_ENOTFOUND)
-    kcr_buf_puts(b, "shardRange(object.metadata.uid, '0x0000000000000000', "
-                    "'0x0000000000000001')");
-  if(kcr_buf_err(b) || !server_shards(f, kcr_buf_str(b)))
+    kcr_buf_puts(b, NO_BUCKET);
+  if(kcr_buf_err(b))
     return NULL;
+  server_shards(f);
   return kcr_buf_str(b);
 }
 

@@ -16,6 +16,11 @@
 #   and the three caches add up to the 90 EBDs; the children's caches add
 #   up to the children (each by its owner's bucket).
 # - No request refused by RBAC (the shipped Role allows the ring's Leases).
+# With E2E_SHARD_GATE=on (tests/e2e/test_ring_gate.sh) the apiserver is
+# restarted first with its ShardedListAndWatch feature gate on (and again
+# without it at the end): each replica's EBD cache then says the server
+# filters by shard (told by a LIST asking for no bucket: an EBD in the
+# answer says the server ignored it), and the same checks hold.
 # Then SIGTERM: exit 0.
 set -euo pipefail
 # shellcheck source=tests/e2e/lib.sh
@@ -32,6 +37,12 @@ drop_leases() {
 }
 E2E_EXIT_HOOKS+=(drop_leases)
 
+gate=${E2E_SHARD_GATE:-off}
+if [[ $gate == on ]]; then
+  gate_off() { "$KCR_SOURCE_DIR/tools/controlplane/restart-apiserver" 2>>"$E2E_TMP/restart-apiserver.log" || true; }
+  E2E_EXIT_HOOKS+=(gate_off)
+  restart_apiserver --arg --feature-gates=ShardedListAndWatch=true
+fi
 start_vfm_sim sim --namespace "$ns" --delay 200ms
 for r in r0 r1 r2; do
   start_ebdman "$r" --namespace "$ns" --ring "$ring" --ring-identity "$r"
@@ -103,5 +114,23 @@ converged() {
 }
 wait_eq 120 "EBDs Ready at generation 2 with two replicas" "$n" converged
 
-check_no_forbidden r0 r1 r2 sim
+# (the buckets r2 gave up made r0 and r1 list again, with EBDs there to ask about)
+if [[ $gate == on ]]; then
+  want="filters by shard" other="ignores shardSelector"
+else
+  want="ignores shardSelector" other="filters by shard"
+fi
+for r in r0 r1; do
+  expect_gt "$r's EBD cache: the server $want (gate $gate)" 0 \
+    "$(grep 'informer=ebds.ebdman.example.com' "${E2E_LOG[$r]}" | grep -c "the server $want" || true)"
+done
+for r in r0 r1 r2; do
+  expect_eq "$r's EBD cache: never 'the server $other'" 0 \
+    "$(grep 'informer=ebds.ebdman.example.com' "${E2E_LOG[$r]}" | grep -c "the server $other" || true)"
+done
+if [[ $gate == on ]]; then
+  check_no_forbidden_but_warmup r0 r1 r2 sim # (the restarted apiserver's first seconds)
+else
+  check_no_forbidden r0 r1 r2 sim
+fi
 e2e_done
