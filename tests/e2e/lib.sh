@@ -453,6 +453,23 @@ restart_apiserver() {
   fi
 }
 
+# shard_gate: with E2E_SHARD_GATE=on, restarts the apiserver with its
+# ShardedListAndWatch feature gate on (and without it again at exit, also on
+# failure). Sets E2E_GATE to on or off. check_no_forbidden_gate then allows
+# the restarted apiserver's warm-up.
+shard_gate() {
+  E2E_GATE=${E2E_SHARD_GATE:-off}
+  [[ $E2E_GATE == on ]] || return 0
+  E2E_EXIT_HOOKS+=(_shard_gate_off)
+  restart_apiserver --arg --feature-gates=ShardedListAndWatch=true
+}
+_shard_gate_off() {
+  "$KCR_SOURCE_DIR/tools/controlplane/restart-apiserver" 2>>"$E2E_TMP/restart-apiserver.log" || true
+}
+check_no_forbidden_gate() {
+  if [[ ${E2E_GATE:-off} == on ]]; then check_no_forbidden_but_warmup "$@"; else check_no_forbidden "$@"; fi
+}
+
 # check_no_forbidden_but_warmup LABEL...: check_no_forbidden, except for the
 # refusals logged while a restarted apiserver warmed up (the windows of
 # restart_apiserver), which are counted: E2E_WARMUP_403 holds the number.

@@ -37,12 +37,8 @@ drop_leases() {
 }
 E2E_EXIT_HOOKS+=(drop_leases)
 
-gate=${E2E_SHARD_GATE:-off}
-if [[ $gate == on ]]; then
-  gate_off() { "$KCR_SOURCE_DIR/tools/controlplane/restart-apiserver" 2>>"$E2E_TMP/restart-apiserver.log" || true; }
-  E2E_EXIT_HOOKS+=(gate_off)
-  restart_apiserver --arg --feature-gates=ShardedListAndWatch=true
-fi
+shard_gate
+gate=$E2E_GATE
 start_vfm_sim sim --namespace "$ns" --delay 200ms
 for r in r0 r1 r2; do
   start_ebdman "$r" --namespace "$ns" --ring "$ring" --ring-identity "$r"
@@ -128,9 +124,5 @@ for r in r0 r1 r2; do
   expect_eq "$r's EBD cache: never 'the server $other'" 0 \
     "$(grep 'informer=ebds.ebdman.example.com' "${E2E_LOG[$r]}" | grep -c "the server $other" || true)"
 done
-if [[ $gate == on ]]; then
-  check_no_forbidden_but_warmup r0 r1 r2 sim # (the restarted apiserver's first seconds)
-else
-  check_no_forbidden r0 r1 r2 sim
-fi
+check_no_forbidden_gate r0 r1 r2 sim
 e2e_done
