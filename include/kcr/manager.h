@@ -119,9 +119,13 @@ struct kcr_manager_opts {
    * no longer this replica's. Losing the Lease stops the manager (run
    * returns 1). /readyz gains a "ring" check (a member within its renew
    * deadline; the verbose reason counts the buckets owned of those
-   * assigned). Nothing leads: kcr_manager_leading is false, so the library's
-   * webhook certificates are not written. Excludes leader_elect (for now:
-   * docs/scale-out.md). */
+   * assigned). With leader_elect as well, the replicas also elect a leader
+   * on the manager's Lease (lease_name), for the cluster's singletons
+   * alone - the library's webhook certificates (webhook_certs follow
+   * kcr_manager_leading) - and the controllers do not wait for it; losing
+   * that leadership stops the manager (run returns 1) as without a ring.
+   * Without leader_elect nothing leads: kcr_manager_leading is false, and
+   * the webhook certificates are not written. */
   const char *ring;
   const char *lease_namespace;   /* the config's namespace, else "default" */
   const char *lease_name;        /* "<name>-leader" */
@@ -358,8 +362,10 @@ KCR_API void kcr_manager_stop(kcr_manager *m);
  * calls _exit() (not exit(): library atexit handlers, OpenSSL's, free state
  * the running reconciles still use). Thread safety: any thread. */
 KCR_API int kcr_manager_busy(kcr_manager *m);
-/* True while this instance leads (always true without election). Any
- * thread. Writes are fenced more strictly: see kcr_leader_may_write. */
+/* True while this instance leads (always true without election; with a
+ * ring, true only with leader_elect, on the replica that holds the
+ * leader's Lease). Any thread. Writes are fenced more strictly: see
+ * kcr_leader_may_write. */
 KCR_API bool kcr_manager_leading(kcr_manager *m);
 /* The TCP port the health server is bound to (the kernel's choice for port
  * 0), valid from kcr_manager_new on; 0 when there is no server. When the

@@ -735,16 +735,12 @@ static kcr_err webhook_flags(const struct ebdman_run_opts *ro, struct kcr_errinf
     return kcr_errinfo_set(ei, KCR_EINVAL,
                            "--default-vfm-image needs --webhook-bind-address (the "
                            "defaulting webhook sets it)");
-  if(ro->manager.ring && ro->manager.leader_elect)
-    return kcr_errinfo_set(
-        ei, KCR_EINVAL,
-        "--ring and --leader-elect exclude each other: in a ring every "
-        "replica reconciles its share");
-  if(ro->manager.ring && ro->certs_secret)
+  if(ro->manager.ring && ro->certs_secret && !ro->manager.leader_elect)
     return kcr_errinfo_set(ei, KCR_EINVAL,
-                           "--ring and --webhook-certs-secret exclude each other: in a "
-                           "ring nothing leads, and the certificates are written by a "
-                           "leader (use --webhook-cert-path's files)");
+                           "--webhook-certs-secret with --ring needs --leader-elect: "
+                           "the certificates are written by a leader, and in a ring "
+                           "one is elected for them alone (or use "
+                           "--webhook-cert-path's files)");
   if(!ro->certs_secret)
     return KCR_OK;
   if(!serving)

@@ -129,7 +129,9 @@ static void table_init(struct table *t, const struct kcr_cli *cli)
         .arg = "ADDR"};
     t->head[n++] = (struct kcr_flag){
         "leader-elect", KCR_FLAG_BOOL, &mo->leader_elect,
-        "elect a leader through a Lease: only one replica reconciles at a time"};
+        "elect a leader through a Lease: only one replica reconciles at a time "
+        "(with --ring: the leader writes the webhook certificates, every replica "
+        "reconciles)"};
     t->head[n++] = (struct kcr_flag){
         "leader-election-id", KCR_FLAG_STRING,
         &mo->lease_name,      "the name of the Lease",
@@ -173,7 +175,8 @@ static void table_init(struct table *t, const struct kcr_cli *cli)
         "ring", KCR_FLAG_STRING, &mo->ring,
         "every replica reconciles, each its share of the objects, as a member of "
         "this ring (Leases <ring>-<identity> in --leader-election-namespace, the "
-        "durations of --leader-elect-*); excludes --leader-elect",
+        "durations of --leader-elect-*); with --leader-elect a leader is also "
+        "elected, for the cluster's singletons alone (the webhook certificates)",
         .arg = "NAME"};
     t->head[n++] = (struct kcr_flag){
         "ring-identity",

@@ -136,9 +136,6 @@ static kcr_err open_ring(kcr_manager *m, struct kcr_errinfo *ei)
   char host[256];
   const char *id = m->o.identity;
 
-  if(m->o.leader_elect)
-    return kcr_errinfo_set(ei, KCR_EINVAL,
-                           "kcr_manager_new: ring and leader_elect exclude each other");
   if(!id || !*id) {
     if(gethostname(host, sizeof(host)))
       return kcr_errinfo_set(
@@ -265,7 +262,7 @@ kcr_err kcr_manager_new(const struct kcr_manager_opts *o, kcr_manager **out,
     }
     kcr_client_set_write_gate(m->client, ring_may_write, m);
   }
-  if(o->leader_elect)
+  if(o->leader_elect && !o->ring) /* (in a ring the leader's Lease fences nothing) */
     kcr_client_set_write_gate(m->client, may_write, m);
   if(!m->o.sync_timeout_ms)
     m->o.sync_timeout_ms = 120000;
@@ -893,7 +890,7 @@ kcr_ring *kcr_manager_ring(kcr_manager *m) { return m->ring; }
 
 bool kcr_manager_leading(kcr_manager *m)
 {
-  if(m->ring)
+  if(m->ring && !m->o.leader_elect)
     return false;
   return !m->o.leader_elect ||
          (atomic_load(&m->leader_ready) && kcr_leader_is_leader(m->leader));
@@ -1269,7 +1266,8 @@ static void stop_informers(kcr_manager *m)
     kcr_informer_stop(v[i]);
 }
 
-static bool become_leader(kcr_manager *m)
+/* Makes and starts the elector (leader_elect); false when it cannot. */
+static bool start_elector(kcr_manager *m)
 {
   struct kcr_leader_opts lo = {.client = m->client,
                                .ns = m->lease_ns,
@@ -1294,6 +1292,14 @@ static bool become_leader(kcr_manager *m)
     KCR_LOG(KCR_LOG_ERROR, "manager: cannot start leader election");
     return false;
   }
+  return true;
+}
+
+/* Starts the elector and waits until this instance leads (or stopped). */
+static bool become_leader(kcr_manager *m)
+{
+  if(!start_elector(m))
+    return false;
   while(!atomic_load(&m->stop))
     if(kcr_leader_wait(m->leader, 200))
       return true;
@@ -1404,7 +1410,13 @@ int kcr_manager_run(kcr_manager *m)
   size_t ninf = m->ninf;
   pthread_mutex_unlock(&m->inf_mu);
   KCR_LOG(KCR_LOG_INFO, "manager: caches synced", KCR_I("informers", ninf));
-  if(m->o.leader_elect && !become_leader(m)) {
+  /* In a ring the leader's Lease is for the cluster's singletons alone (the
+   * webhook certificates): the controllers do not wait for it. */
+  if(m->o.leader_elect && m->ring && !start_elector(m)) {
+    status = 1;
+    goto out;
+  }
+  if(m->o.leader_elect && !m->ring && !become_leader(m)) {
     status = atomic_load(&m->lost) ? 1 : 0;
     goto out;
   }

@@ -353,6 +353,8 @@ static bool saw(struct itest_seen *s, const char *ns, int i)
 
 /* A manager in ring "ctl" of ns as id (5 s leases), with an informer of
  * the ConfigMaps in ns. */
+static bool ring_lead; /* ring_manager_by: with leader_elect too */
+
 static kcr_manager *ring_manager_by(const char *ns, const char *id, kcr_informer **inf,
                                     enum kcr_shard_by by)
 {
@@ -362,6 +364,7 @@ static kcr_manager *ring_manager_by(const char *ns, const char *id, kcr_informer
                                 .health_addr = "127.0.0.1:0",
                                 .no_signals = true,
                                 .ring = "ctl",
+                                .leader_elect = ring_lead,
                                 .identity = id,
                                 .lease_namespace = ns,
                                 .lease_duration_ms = 5000,
@@ -579,6 +582,51 @@ static void sharded_caches_hold_their_share_and_the_owner_sees_the_delete(void *
   itest_run_stop(&run[1], 0);
   itest_run_stop(&run[0], 0);
   kcr_errinfo_cleanup(&ei);
+  itest_namespace_drop(cl, ns);
+}
+
+/* A ring whose managers also elect a leader (leader_elect): the
+ * controllers run on every member at once, and one member leads - for the
+ * cluster's singletons (the webhook certificates); when it leaves, another
+ * leads. */
+static void a_ring_elects_one_leader_for_its_singletons(void **state)
+{
+  (void)state;
+  char *ns = itest_namespace(cl, "ringl");
+  kcr_manager *m[2];
+  struct itest_run run[2];
+  struct itest_seen seen[2] = {ITEST_SEEN_INIT, ITEST_SEEN_INIT};
+  int leaders = 0, who = -1;
+
+  ring_lead = true;
+  for(int i = 0; i < 2; i++) {
+    kcr_informer *inf;
+    m[i] = ring_manager(ns, i ? "m1" : "m0", &inf);
+    itest_seen_controller(m[i], kcr_manager_client(m[i]), "cm", inf, &seen[i]);
+    itest_run_start(&run[i], m[i]);
+  }
+  ring_lead = false;
+  wait_members(kcr_manager_ring(m[0]), 2, 20000);
+  wait_members(kcr_manager_ring(m[1]), 2, 20000);
+  for(int t = 0; t < 1000 && !leaders; t++) {
+    leaders = kcr_manager_leading(m[0]) + kcr_manager_leading(m[1]);
+    if(!leaders)
+      itest_sleep_ms(10);
+  }
+  assert_int_equal(leaders, 1);
+  who = kcr_manager_leading(m[1]);
+  /* both reconcile their shares meanwhile */
+  wait_settled(kcr_manager_ring(m[0]), 0, 5000);
+  wait_settled(kcr_manager_ring(m[1]), 0, 5000);
+  kcr_ring_view *v = kcr_ring_view_get(kcr_manager_ring(m[!who]));
+  assert_true(kcr_ring_view_owned(v) > 0);
+  kcr_ring_view_unref(v);
+  /* the leader leaves: the other leads (its Lease released, at once) */
+  itest_run_stop(&run[who], 0);
+  for(int t = 0; t < 1000 && !kcr_manager_leading(m[!who]); t++)
+    itest_sleep_ms(10);
+  assert_true(kcr_manager_leading(m[!who]));
+  itest_run_stop(&run[!who], 0);
   itest_namespace_drop(cl, ns);
 }
 
@@ -1038,6 +1086,7 @@ int main(void)
       cmocka_unit_test(a_leaving_member_gives_its_buckets_up_before_its_lease),
       cmocka_unit_test(another_process_with_our_identity_is_noticed),
       cmocka_unit_test(sharded_caches_hold_their_share_and_the_owner_sees_the_delete),
+      cmocka_unit_test(a_ring_elects_one_leader_for_its_singletons),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
