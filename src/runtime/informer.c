@@ -1890,6 +1890,39 @@ static enum state do_stream(struct feed *f)
 /* Whether lists are streamed (the default) or paged. */
 static bool inf_streams(const kcr_informer *inf) { return !inf->o.paged_list; }
 
+/* opts.shard_by: whether no bucket is selected. */
+static bool nothing_selected(kcr_informer *inf)
+{
+  for(int i = 0; inf->o.shard_by && i < 4; i++)
+    if(atomic_load(&inf->sel[i]))
+      return false;
+  return inf->o.shard_by != KCR_SHARD_BY_NONE;
+}
+
+/* opts.shard_by with no bucket selected (a replica not yet in its ring, or
+ * owning nothing): the feed holds nothing and counts as synced without a
+ * request until buckets enter (kcr_informer_set_buckets sets relist) or it
+ * stops - what a list would cost is the whole resource where the server
+ * ignores the selector. Returns false when stopping. */
+static bool idle(struct feed *f)
+{
+  kcr_informer *inf = f->inf;
+  bool nsdone = !inf->nsinf || kcr_informer_has_synced(inf->nsinf), go;
+
+  pthread_mutex_lock(&inf->mu);
+  f->relist = false;
+  memset(f->listing, 0, sizeof(f->listing));
+  memset(f->covered, 0, sizeof(f->covered));
+  f->synced = true;
+  synced_locked(inf, nsdone);
+  pthread_cond_broadcast(&inf->cv);
+  while(!f->relist && !inf->stopping && !f->stopping && nothing_selected(inf))
+    pthread_cond_wait(&inf->cv, &inf->mu);
+  go = !inf->stopping && !f->stopping;
+  pthread_mutex_unlock(&inf->mu);
+  return go;
+}
+
 static void *run(void *p)
 {
   struct feed *f = p;
@@ -1920,6 +1953,12 @@ static void *run(void *p)
          !sleep_unless_stopped(inf, f, kcr_backoff_next(&f->backoff)))
         break;
       st = ST_LISTING;
+    }
+    if(atomic_load(&inf->served) && nothing_selected(inf)) {
+      if(!idle(f))
+        break;
+      st = ST_LISTING;
+      continue;
     }
     st = st == ST_WATCHING     ? do_watch(f)
          : inf_streams(f->inf) ? do_stream(f)
@@ -2423,13 +2462,16 @@ kcr_err kcr_informer_set_buckets(kcr_informer *inf,
      * dropped till now) - but a streaming list still gathering is applied
      * first, as when a namespace enters. Buckets left with the server
      * filtering: watch again with the narrower selector. */
+    bool none = !(nw[0] | nw[1] | nw[2] | nw[3]); /* (the feed goes idle) */
     if(added)
       f->relist = true;
-    else if(removed && atomic_load(&inf->srv) == 1)
+    else if(removed && (none || atomic_load(&inf->srv) == 1))
       f->rewatch = true;
-    if((added || (removed && atomic_load(&inf->srv) == 1)) && f->watch && !f->init)
+    if((added || (removed && (none || atomic_load(&inf->srv) == 1))) && f->watch &&
+       !f->init)
       kcr_watch_cancel(f->watch);
   }
+  pthread_cond_broadcast(&inf->cv); /* (an idle feed waits for buckets) */
   if(added || removed)
     inf->stats.shard_changes++;
   inf->stats.shard_dropped += ngone;

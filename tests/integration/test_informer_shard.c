@@ -337,12 +337,33 @@ static void with_the_gate_on_the_server_sends_the_buckets_alone(void **state)
   itest_controlplane(""); /* back to the gate off */
 }
 
+/* No bucket selected (a replica not yet in its ring): synced at once with
+ * nothing, without a request; buckets entering make it list. */
+static void an_informer_of_no_bucket_syncs_without_a_request(void **state)
+{
+  uint8_t none[32] = {0}, all[32];
+  memset(all, 0xff, sizeof(all));
+  kcr_informer *inf = sharded(KCR_SHARD_BY_UID, "t in (u,late)", none);
+  struct kcr_informer_stats st = stats(inf);
+  assert_int_equal(st.lists + st.stream_lists + st.watches, 0);
+  assert_int_equal(cached(inf), 0);
+  assert_int_equal(KCR_OK, kcr_informer_set_buckets(inf, all));
+  wait_covered(inf, 7);
+  assert_int_equal(cached(inf), N + 1); /* the u-* and late-0 of the first test */
+  /* back to none: emptied untold, and idle again (its watch stopped) */
+  assert_int_equal(KCR_OK, kcr_informer_set_buckets(inf, none));
+  assert_int_equal(cached(inf), 0);
+  assert_int_equal(told_deletes(), 0);
+  kcr_informer_free(inf);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(a_sharded_cache_holds_its_buckets_alone),
       cmocka_unit_test(children_follow_their_controller_owner),
       cmocka_unit_test(shard_options_are_checked),
+      cmocka_unit_test(an_informer_of_no_bucket_syncs_without_a_request),
       cmocka_unit_test(with_the_gate_on_the_server_sends_the_buckets_alone),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
